@@ -1,0 +1,1 @@
+"""kbroker: a Kafka-protocol broker in Python on trio."""

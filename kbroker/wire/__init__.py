@@ -1,0 +1,1 @@
+"""Sans-I/O Kafka wire protocol: framing, headers, message codecs, record batches."""
