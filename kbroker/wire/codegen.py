@@ -1,0 +1,558 @@
+"""Compile the schema model into Python classes and per-version codecs.
+
+One class per message (and per nested struct, namespaced under its message); objects are
+version-less. The first time a message is decoded or encoded at a version, Python source
+for that exact version is generated and compiled, then cached: no field-by-field
+interpretation happens at run time. Runs of fixed-width fields are read and written with
+a single ``struct`` call.
+
+Rules kept here (from Kafka's generated Java code):
+- a field the version cannot carry is skipped on decode (it keeps its default) and, on
+  encode, raises ``UnsupportedVersion`` if it holds a non-default value — unless the schema
+  marks it ``ignorable``;
+- in flexible versions every struct ends with tagged fields; unknown tags are kept in
+  ``_unknown_tags`` so a decode/encode round trip preserves them;
+- ``records`` fields decode as ``memoryview`` slices of the input (no copy) and encode
+  from any bytes-like object or from a file region (an object with ``length``), which
+  ``encode_parts`` leaves in place for ``os.sendfile``.
+
+Malformed input raises ``MalformedFrame`` and nothing else.
+"""
+from __future__ import annotations
+
+import struct
+import uuid
+
+from .errors import MalformedFrame, UnsupportedVersion, WireError
+from .model import MessageSpec, StructSpec, FieldSpec, ZERO_UUID
+
+FIXED = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+         "int64": "q", "float64": "d", "bool": "?"}
+FIXED_SIZE = {"b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8, "?": 1}
+
+_MISSING = object()
+_pack_h = struct.Struct(">h").pack
+_pack_i = struct.Struct(">i").pack
+_unpack_h = struct.Struct(">h").unpack_from
+_unpack_i = struct.Struct(">i").unpack_from
+_unpack_b = struct.Struct(">b").unpack_from
+
+
+# --------------------------------------------------------------------------- runtime helpers
+# Readers take (buf, pos, end) where buf is a memoryview, and return (value, new_pos).
+
+def r_uvarint(buf, pos):
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    result = b & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        b = buf[pos]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos + 1
+        shift += 7
+        if shift > 28:
+            raise MalformedFrame("unsigned varint longer than 5 bytes")
+
+
+def w_uvarint(out, n):
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _bad_length(n, pos, end):
+    raise MalformedFrame(f"length {n} at {pos} exceeds the {end - pos} bytes left")
+
+
+def r_str(buf, pos, end, nullable, compact):
+    if compact:
+        n, pos = r_uvarint(buf, pos)
+        n -= 1
+    else:
+        n = _unpack_h(buf, pos)[0]
+        pos += 2
+    if n < 0:
+        if n == -1 and nullable:
+            return None, pos
+        raise MalformedFrame("null or negative length for a non-nullable string")
+    if n > end - pos:
+        _bad_length(n, pos, end)
+    try:
+        return str(buf[pos:pos + n], "utf-8"), pos + n
+    except UnicodeDecodeError as e:
+        raise MalformedFrame(f"string is not UTF-8: {e}") from None
+
+
+def r_bytes(buf, pos, end, nullable, compact, view=False):
+    if compact:
+        n, pos = r_uvarint(buf, pos)
+        n -= 1
+    else:
+        n = _unpack_i(buf, pos)[0]
+        pos += 4
+    if n < 0:
+        if n == -1 and nullable:
+            return None, pos
+        raise MalformedFrame("null or negative length for non-nullable bytes")
+    if n > end - pos:
+        _bad_length(n, pos, end)
+    v = buf[pos:pos + n]
+    return (v if view else bytes(v)), pos + n
+
+
+def r_count(buf, pos, end, nullable, compact):
+    if compact:
+        n, pos = r_uvarint(buf, pos)
+        n -= 1
+    else:
+        n = _unpack_i(buf, pos)[0]
+        pos += 4
+    if n < 0:
+        if n == -1 and nullable:
+            return None, pos
+        raise MalformedFrame("null or negative count for a non-nullable array")
+    if n > end - pos:
+        _bad_length(n, pos, end)
+    return n, pos
+
+
+def r_uuid(buf, pos, end):
+    if pos + 16 > end:
+        raise MalformedFrame("truncated uuid")
+    return uuid.UUID(bytes=bytes(buf[pos:pos + 16])), pos + 16
+
+
+def r_struct_marker(buf, pos, nullable):
+    flag = _unpack_b(buf, pos)[0]
+    if flag < 0:
+        if nullable:
+            return False, pos + 1
+        raise MalformedFrame("null marker on a non-nullable struct")
+    return True, pos + 1
+
+
+def w_str(out, v, compact):
+    if v is None:
+        if compact:
+            out.append(0)
+        else:
+            out += b"\xff\xff"
+        return
+    b = v.encode("utf-8")
+    if compact:
+        w_uvarint(out, len(b) + 1)
+    else:
+        if len(b) > 0x7FFF:
+            raise WireError("string longer than 32767 bytes")
+        out += _pack_h(len(b))
+    out += b
+
+
+def w_bytes(out, parts, v, compact):
+    if v is None:
+        if compact:
+            out.append(0)
+        else:
+            out += b"\xff\xff\xff\xff"
+        return
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        n = v.nbytes if isinstance(v, memoryview) else len(v)
+        if compact:
+            w_uvarint(out, n + 1)
+        else:
+            out += _pack_i(n)
+        out += v
+        return
+    # a file region, spliced in by encode_parts
+    n = v.length
+    if compact:
+        w_uvarint(out, n + 1)
+    else:
+        out += _pack_i(n)
+    if parts is None:
+        out += v.read_bytes()
+    else:
+        parts.append((len(out), v))
+
+
+def w_count(out, v, compact):
+    if v is None:
+        if compact:
+            out.append(0)
+        else:
+            out += b"\xff\xff\xff\xff"
+        return
+    if compact:
+        w_uvarint(out, len(v) + 1)
+    else:
+        out += _pack_i(len(v))
+
+
+def w_tags(out, tags, unknown):
+    """Write a tagged-field section: ``tags`` is a list of (tag, bytes) in tag order."""
+    if unknown:
+        tags = sorted((tags or []) + list(unknown.items()))
+    if not tags:
+        out.append(0)
+        return
+    w_uvarint(out, len(tags))
+    for tag, data in tags:
+        w_uvarint(out, tag)
+        w_uvarint(out, len(data))
+        out += data
+
+
+def _absent(name, version):
+    raise UnsupportedVersion(f"field {name} is set but version {version} cannot carry it")
+
+
+def _null(name):
+    raise WireError(f"field {name} is not nullable at this version")
+
+
+RUNTIME = {
+    "r_uvarint": r_uvarint, "w_uvarint": w_uvarint, "r_str": r_str, "r_bytes": r_bytes,
+    "r_count": r_count, "r_uuid": r_uuid, "r_struct_marker": r_struct_marker,
+    "w_str": w_str, "w_bytes": w_bytes, "w_count": w_count,
+    "w_tags": w_tags, "_absent": _absent, "_null": _null, "MalformedFrame": MalformedFrame,
+    "struct": struct, "ZERO_UUID": ZERO_UUID, "_MISSING": _MISSING,
+}
+
+
+# --------------------------------------------------------------------------- classes
+
+class Message:
+    """Base of every generated class. Subclasses set ``_spec`` (a StructSpec) and slots."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._fields) and \
+            (self._unknown_tags or None) == (other._unknown_tags or None)
+
+    def __repr__(self):
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__qualname__}({inner})"
+
+    def to_dict(self) -> dict:
+        """Plain-data view (nested structs as dicts), for tests, logs and diffs."""
+        def conv(v):
+            if isinstance(v, Message):
+                return v.to_dict()
+            if isinstance(v, list):
+                return [conv(x) for x in v]
+            if isinstance(v, memoryview):
+                return bytes(v)
+            return v
+        return {f: conv(getattr(self, f)) for f in self._fields}
+
+
+def _field_default_expr(f: FieldSpec, ns: dict) -> str:
+    """Source for a fresh default value of field ``f`` (names resolved in ``ns``)."""
+    if f.is_array:
+        return "None" if f.default is None else "[]"
+    if f.is_struct:
+        return "None" if f.default is None else f"C_{f.struct.name}()"
+    key = f"D_{id(f)}"
+    ns[key] = f.default
+    return key
+
+
+def build_classes(spec: MessageSpec, base=Message) -> type:
+    """Create the message class (with nested struct classes as attributes)."""
+    ns: dict = {}
+    classes: dict[str, type] = {}
+
+    def make(s: StructSpec, qualname: str) -> type:
+        attrs = tuple(f.attr for f in s.fields)
+        lines = ["def __init__(self, *, " + ", ".join(f"{a}=_MISSING" for a in attrs) + (", " if attrs else "") + "_unknown_tags=None):"]
+        for f in s.fields:
+            lines.append(f"    self.{f.attr} = {_field_default_expr(f, ns)} if {f.attr} is _MISSING else {f.attr}")
+        lines.append("    self._unknown_tags = _unknown_tags")
+        cls = type(s.name, (base,), {"__slots__": attrs + ("_unknown_tags",), "_fields": attrs,
+                                     "_spec": s, "__qualname__": qualname})
+        classes[s.name] = cls
+        ns[f"C_{s.name}"] = cls
+        # nested first so defaults can reference them
+        for f in s.fields:
+            if f.is_struct and f.struct.name not in classes:
+                setattr(cls, f.struct.name, make(f.struct, f"{qualname}.{f.struct.name}"))
+            elif f.is_struct:
+                setattr(cls, f.struct.name, classes[f.struct.name])
+        glb = dict(RUNTIME)
+        glb.update(ns)
+        loc: dict = {}
+        exec("\n".join(lines), glb, loc)
+        cls.__init__ = loc["__init__"]
+        cls.__init__.__globals__.update(ns)  # late-bound nested classes
+        return cls
+
+    top = make(spec.struct, spec.name)
+    for name, c in classes.items():  # every nested struct is also reachable from the message
+        if c is not top:
+            setattr(top, name, c)
+    top._message = spec
+    top._classes = classes
+    top._decoders = {}
+    top._encoders = {}
+    return top
+
+
+# --------------------------------------------------------------------------- code generation
+
+class _Gen:
+    """Generates the read and write functions of one message at one version."""
+
+    def __init__(self, spec: MessageSpec, cls: type, version: int):
+        self.spec = spec
+        self.version = version
+        self.flexible = version in spec.flexible
+        self.ns: dict = dict(RUNTIME)
+        for name, c in cls._classes.items():
+            self.ns[f"C_{name}"] = c
+        self.lines: list[str] = []
+        self.done: set[str] = set()
+        self.counter = 0
+
+    def var(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def const(self, value) -> str:
+        key = f"K{self.counter}_{len(self.ns)}"
+        self.ns[key] = value
+        return key
+
+    def compact(self, f: FieldSpec) -> bool:
+        if not self.flexible:
+            return False
+        return f.flexible is None or self.version in f.flexible
+
+    # ---- reading
+    def read_value(self, f: FieldSpec, elem: str, target: str, ind: str, nullable: bool) -> list[str]:
+        """Lines reading one value of type ``elem`` into ``target``, advancing ``pos``."""
+        c = self.compact(f)
+        if elem in FIXED:
+            fmt = ">" + FIXED[elem]
+            return [f"{ind}{target}, = {self.const(struct.Struct(fmt).unpack_from)}(buf, pos); pos += {FIXED_SIZE[FIXED[elem]]}"]
+        if elem == "string":
+            return [f"{ind}{target}, pos = r_str(buf, pos, end, {nullable}, {c})"]
+        if elem == "bytes":
+            return [f"{ind}{target}, pos = r_bytes(buf, pos, end, {nullable}, {c})"]
+        if elem == "records":
+            return [f"{ind}{target}, pos = r_bytes(buf, pos, end, {nullable}, {c}, True)"]
+        if elem == "uuid":
+            return [f"{ind}{target}, pos = r_uuid(buf, pos, end)"]
+        # struct
+        self.gen_struct(f.struct)
+        return [f"{ind}{target}, pos = r_{f.struct.name}(buf, pos, end)"]
+
+    def read_field(self, f: FieldSpec, target: str, ind: str) -> list[str]:
+        nullable = self.version in f.nullable
+        if f.is_array:
+            n, lst, e = self.var("n"), self.var("lst"), self.var("e")
+            out = [f"{ind}{n}, pos = r_count(buf, pos, end, {nullable}, {self.flexible})",
+                   f"{ind}if {n} is None:", f"{ind}    {target} = None", f"{ind}else:"]
+            el = f.element
+            if el in FIXED and el != "bool":
+                code = FIXED[el]
+                size = FIXED_SIZE[code]
+                out += [f"{ind}    if pos + {size} * {n} > end: raise MalformedFrame('truncated array')",
+                        f"{ind}    {target} = list(struct.unpack_from('>%d{code}' % {n}, buf, pos)); pos += {size} * {n}"]
+                return out
+            out += [f"{ind}    {lst} = []", f"{ind}    for _ in range({n}):"]
+            out += self.read_value(f, el, e, ind + "        ", False)
+            out += [f"{ind}        {lst}.append({e})", f"{ind}    {target} = {lst}"]
+            return out
+        if f.is_struct:
+            present = self.var("present")
+            out = [f"{ind}{present}, pos = r_struct_marker(buf, pos, {nullable})"] if nullable else []
+            if nullable:
+                out += [f"{ind}if not {present}:", f"{ind}    {target} = None", f"{ind}else:"]
+                out += self.read_value(f, f.element, target, ind + "    ", False)
+            else:
+                out += self.read_value(f, f.element, target, ind, False)
+            return out
+        return self.read_value(f, f.type, target, ind, nullable)
+
+    def gen_struct(self, s: StructSpec):
+        if s.name in self.done:
+            return
+        self.done.add(s.name)
+        v = self.version
+        present = [f for f in s.fields if v in f.versions and v not in f.tagged]
+        tagged = [f for f in s.fields if v in f.versions and v in f.tagged] if self.flexible else []
+        absent = [f for f in s.fields if f not in present and f not in tagged]
+        fn = [f"def r_{s.name}(buf, pos, end):", f"    o = C_{s.name}.__new__(C_{s.name})"]
+        ns_defaults: dict = {}
+        for f in absent + tagged:
+            fn.append(f"    o.{f.attr} = {_field_default_expr(f, ns_defaults)}")
+        self.ns.update(ns_defaults)
+        # coalesce runs of fixed-width fields
+        i = 0
+        while i < len(present):
+            f = present[i]
+            if f.type in FIXED:
+                run = [f]
+                while i + len(run) < len(present) and present[i + len(run)].type in FIXED:
+                    run.append(present[i + len(run)])
+                fmt = ">" + "".join(FIXED[x.type] for x in run)
+                size = struct.calcsize(fmt)
+                targets = ", ".join(f"o.{x.attr}" for x in run)
+                fn.append(f"    {targets}, = {self.const(struct.Struct(fmt).unpack_from)}(buf, pos); pos += {size}")
+                i += len(run)
+                continue
+            fn += self.read_field(f, f"o.{f.attr}", "    ")
+            i += 1
+        if self.flexible:
+            fn += ["    o._unknown_tags = None",
+                   "    ntags, pos = r_uvarint(buf, pos)",
+                   "    for _ in range(ntags):",
+                   "        tag, pos = r_uvarint(buf, pos)",
+                   "        size, pos = r_uvarint(buf, pos)",
+                   "        if size > end - pos: raise MalformedFrame('tagged field overruns its struct')",
+                   "        tend = pos + size"]
+            first = True
+            for f in sorted(tagged, key=lambda x: x.tag):
+                fn.append(f"        {'if' if first else 'elif'} tag == {f.tag}:")
+                first = False
+                # a tagged value is read against its own end: rebind ``end`` while reading it
+                fn.append("            outer_end = end; end = tend")
+                fn += self.read_field(f, f"o.{f.attr}", "            ")
+                fn.append("            end = outer_end")
+            fn.append("        else:" if not first else "        if True:")
+            fn += ["            if o._unknown_tags is None: o._unknown_tags = {}",
+                   "            o._unknown_tags[tag] = bytes(buf[pos:tend])",
+                   "        pos = tend"]
+        else:
+            fn.append("    o._unknown_tags = None")
+        fn.append("    return o, pos")
+        self.lines += fn
+
+    # ---- writing
+    def write_value(self, f: FieldSpec, elem: str, expr: str, ind: str, out: str, parts: str) -> list[str]:
+        c = self.compact(f)
+        if elem in FIXED:
+            return [f"{ind}{out} += {self.const(struct.Struct('>' + FIXED[elem]).pack)}({expr})"]
+        if elem == "string":
+            return [f"{ind}w_str({out}, {expr}, {c})"]
+        if elem in ("bytes", "records"):
+            return [f"{ind}w_bytes({out}, {parts}, {expr}, {c})"]
+        if elem == "uuid":
+            return [f"{ind}{out} += {expr}.bytes"]
+        self.gen_struct_writer(f.struct)
+        return [f"{ind}w_{f.struct.name}({expr}, {out}, {parts})"]
+
+    def write_field(self, f: FieldSpec, expr: str, ind: str, out: str, parts: str) -> list[str]:
+        nullable = self.version in f.nullable
+        lines = []
+        if f.is_array:
+            e = self.var("e")
+            lines.append(f"{ind}w_count({out}, {expr}, {self.flexible})")
+            if nullable:
+                lines.append(f"{ind}if {expr} is not None:")
+                ind2 = ind + "    "
+            else:
+                lines.append(f"{ind}if {expr} is None: _null({f.name!r})")
+                ind2 = ind
+            el = f.element
+            if el in FIXED and el != "bool":
+                lines.append(f"{ind2}{out} += struct.pack('>%d{FIXED[el]}' % len({expr}), *{expr})")
+                return lines
+            lines.append(f"{ind2}for {e} in {expr}:")
+            lines += self.write_value(f, el, e, ind2 + "    ", out, parts)
+            return lines
+        if f.is_struct:
+            if nullable:
+                lines += [f"{ind}if {expr} is None:", f"{ind}    {out}.append(0xff)", f"{ind}else:",
+                          f"{ind}    {out}.append(1)"]
+                lines += self.write_value(f, f.element, expr, ind + "    ", out, parts)
+                return lines
+            lines.append(f"{ind}if {expr} is None: _null({f.name!r})")
+            return lines + self.write_value(f, f.element, expr, ind, out, parts)
+        if not nullable and f.type in ("string", "bytes", "records", "uuid"):
+            lines.append(f"{ind}if {expr} is None: _null({f.name!r})")
+        return lines + self.write_value(f, f.type, expr, ind, out, parts)
+
+    def not_default(self, f: FieldSpec, expr: str) -> str:
+        if f.is_array:
+            return f"{expr}" if f.default is not None else f"{expr} is not None"
+        if f.is_struct:
+            if f.default is None:
+                return f"{expr} is not None"
+            return f"{expr} != C_{f.struct.name}()"
+        return f"{expr} != {self.const(f.default)}"
+
+    def gen_struct_writer(self, s: StructSpec):
+        key = "w:" + s.name
+        if key in self.done:
+            return
+        self.done.add(key)
+        v = self.version
+        present = [f for f in s.fields if v in f.versions and v not in f.tagged]
+        tagged = [f for f in s.fields if v in f.versions and v in f.tagged] if self.flexible else []
+        absent = [f for f in s.fields if f not in present and f not in tagged]
+        fn = [f"def w_{s.name}(o, out, parts):"]
+        for f in absent:
+            if not f.ignorable:
+                fn.append(f"    if {self.not_default(f, 'o.' + f.attr)}: _absent({f.name!r}, {v})")
+        i = 0
+        while i < len(present):
+            f = present[i]
+            if f.type in FIXED:
+                run = [f]
+                while i + len(run) < len(present) and present[i + len(run)].type in FIXED:
+                    run.append(present[i + len(run)])
+                fmt = ">" + "".join(FIXED[x.type] for x in run)
+                args = ", ".join(f"o.{x.attr}" for x in run)
+                fn.append(f"    out += {self.const(struct.Struct(fmt).pack)}({args})")
+                i += len(run)
+                continue
+            fn += self.write_field(f, f"o.{f.attr}", "    ", "out", "parts")
+            i += 1
+        if self.flexible:
+            if tagged:
+                fn.append("    tags = []")
+                for f in sorted(tagged, key=lambda x: x.tag):
+                    fn.append(f"    if {self.not_default(f, 'o.' + f.attr)}:")
+                    fn.append("        tb = bytearray()")
+                    fn += self.write_field(f, f"o.{f.attr}", "        ", "tb", "None")
+                    fn.append(f"        tags.append(({f.tag}, tb))")
+                fn.append("    w_tags(out, tags, o._unknown_tags)")
+            else:
+                fn.append("    if o._unknown_tags: w_tags(out, None, o._unknown_tags)")
+                fn.append("    else: out.append(0)")
+        self.lines += fn
+
+    def compile(self):
+        name = self.spec.name
+        self.gen_struct(self.spec.struct)
+        self.gen_struct_writer(self.spec.struct)
+        source = "\n".join(self.lines) + "\n"
+        code = compile(source, f"<kbroker codec {name} v{self.version}>", "exec")
+        exec(code, self.ns)
+        return self.ns[f"r_{name}"], self.ns[f"w_{name}"], source
+
+
+def codec_for(cls: type, version: int):
+    """The compiled (reader, writer) of ``cls`` at ``version``, compiled on first use."""
+    spec: MessageSpec = cls._message
+    if version not in spec.valid:
+        raise UnsupportedVersion(f"{spec.name} has no version {version} (valid: {spec.valid})")
+    reader, writer, _ = _Gen(spec, cls, version).compile()
+    cls._decoders[version] = reader
+    cls._encoders[version] = writer
+    return reader, writer
+
+
+def generated_source(cls: type, version: int) -> str:
+    """The Python source generated for ``cls`` at ``version`` (for debugging and review)."""
+    return _Gen(cls._message, cls, version).compile()[2]

@@ -1,0 +1,96 @@
+"""Every Kafka message as a Python class, built from the schema model.
+
+Use by name (``messages.ProduceRequest``) or by API key (``request_class(0)``,
+``response_class(0)``). Classes are created on first access, so importing this module
+costs next to nothing; codecs for a version are compiled on first use (see codegen.py).
+
+    req = FetchRequest.decode(body, version)
+    body = FetchResponse(throttle_time_ms=0, responses=[...]).encode(version)
+"""
+from __future__ import annotations
+
+from .codegen import Message, build_classes, codec_for
+from .errors import MalformedFrame
+from .model import MessageSpec, load_model
+
+__all__ = ["KafkaMessage", "get", "request_class", "response_class", "api_keys", "specs"]
+
+
+class KafkaMessage(Message):
+    """Base of all generated message and struct classes."""
+
+    __slots__ = ()
+
+    @classmethod
+    def decode(cls, buf, version: int, pos: int = 0, end: int | None = None):
+        """Decode one message from ``buf`` at ``version``; trailing bytes are ignored."""
+        return cls.decode_from(buf, version, pos, end)[0]
+
+    @classmethod
+    def decode_from(cls, buf, version: int, pos: int = 0, end: int | None = None):
+        """Decode and return ``(message, position after it)``."""
+        reader = cls._decoders.get(version) or codec_for(cls, version)[0]
+        view = buf if isinstance(buf, memoryview) else memoryview(buf)
+        if end is None:
+            end = view.nbytes
+        try:
+            return reader(view, pos, end)
+        except MalformedFrame:
+            raise
+        except (IndexError, ValueError, OverflowError, TypeError) as e:  # struct.error is ValueError's kin
+            raise MalformedFrame(f"{cls._message.name} v{version}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - struct.error and friends
+            import struct as _s
+            if isinstance(e, _s.error):
+                raise MalformedFrame(f"{cls._message.name} v{version}: truncated ({e})") from None
+            raise
+
+    def encode_into(self, out: bytearray, version: int, parts: list | None = None) -> None:
+        """Append the encoding to ``out``. File regions in records fields are recorded in
+        ``parts`` as ``(offset in out, region)`` when ``parts`` is a list, else read inline."""
+        cls = type(self)
+        writer = cls._encoders.get(version) or codec_for(cls, version)[1]
+        writer(self, out, parts)
+
+    def encode(self, version: int) -> bytes:
+        out = bytearray()
+        self.encode_into(out, version)
+        return bytes(out)
+
+
+_MODEL: dict[str, MessageSpec] = load_model()
+_CLASSES: dict[str, type] = {}
+_BY_KEY: dict[tuple[int, str], str] = {
+    (s.api_key, s.kind): name for name, s in _MODEL.items() if s.api_key is not None and s.kind in ("request", "response")}
+
+
+def specs() -> dict[str, MessageSpec]:
+    return _MODEL
+
+
+def get(name: str) -> type:
+    """The class for message ``name`` (e.g. ``"MetadataResponse"``, ``"TopicRecord"``)."""
+    cls = _CLASSES.get(name)
+    if cls is None:
+        cls = _CLASSES[name] = build_classes(_MODEL[name], KafkaMessage)
+    return cls
+
+
+def request_class(api_key: int) -> type | None:
+    name = _BY_KEY.get((api_key, "request"))
+    return get(name) if name else None
+
+
+def response_class(api_key: int) -> type | None:
+    name = _BY_KEY.get((api_key, "response"))
+    return get(name) if name else None
+
+
+def api_keys() -> list[int]:
+    return sorted({k for k, kind in _BY_KEY})
+
+
+def __getattr__(name: str):
+    if name in _MODEL:
+        return get(name)
+    raise AttributeError(name)

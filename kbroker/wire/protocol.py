@@ -1,0 +1,212 @@
+"""Framing and request/response headers (sans-I/O).
+
+A Kafka frame is an int32 size followed by that many bytes. ``FrameDecoder`` is fed
+arbitrary chunks and yields whole frames; it refuses a negative or oversized size before
+allocating anything. A request frame starts with a request header whose version follows
+from the API's flexible versions (v2 when flexible, else v1; ``client_id`` is always a
+classic nullable int16 string). Responses carry header v1 when flexible, else v0 — except
+ApiVersions, whose response header is always v0 so that a client can read the error of a
+version it does not share with the broker.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from . import messages
+from .codegen import r_uvarint, w_tags
+from .errors import FrameTooLarge, MalformedFrame, UnsupportedVersion
+
+DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes
+API_VERSIONS_KEY = 18
+
+_size = struct.Struct(">i")
+_prefix = struct.Struct(">hhi")
+
+
+class FrameDecoder:
+    """Turns a byte stream into frames. ``feed(data)`` returns the frames completed by it
+    (as ``bytes``). Raises ``FrameTooLarge`` for a bad size prefix; after that the stream
+    is unusable and the connection should close."""
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._need = -1  # size of the frame being collected, -1 while reading the prefix
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data) -> list[bytes]:
+        self._buf += data
+        frames = []
+        buf = self._buf
+        pos = 0
+        while True:
+            if self._need < 0:
+                if len(buf) - pos < 4:
+                    break
+                size = _size.unpack_from(buf, pos)[0]
+                if size < 0 or size > self.max_frame:
+                    raise FrameTooLarge(f"frame size {size} outside 0..{self.max_frame}")
+                self._need = size
+                pos += 4
+            if len(buf) - pos < self._need:
+                break
+            frames.append(bytes(buf[pos:pos + self._need]))
+            pos += self._need
+            self._need = -1
+        if pos:
+            del buf[:pos]
+        return frames
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header_version: int
+    unknown_tags: dict | None = None
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    cls = messages.request_class(api_key)
+    if cls is None:
+        return 1
+    spec = cls._message
+    if api_key == 7 and api_version == 0:  # ControlledShutdown v0 predates client ids
+        return 0
+    return 2 if api_version in spec.flexible else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    cls = messages.response_class(api_key)
+    if cls is None:
+        return 0
+    return 1 if api_version in cls._message.flexible else 0
+
+
+def peek_request(frame) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) from the first 8 bytes of a request frame."""
+    if len(frame) < 8:
+        raise MalformedFrame("request frame shorter than its header")
+    return _prefix.unpack_from(frame, 0)
+
+
+def decode_request_header(frame) -> tuple[RequestHeader, int]:
+    """Parse the request header; returns it and the offset where the body starts.
+    Unknown API keys are parsed as header v1 (the caller answers or closes)."""
+    view = memoryview(frame)
+    api_key, api_version, correlation_id = peek_request(view)
+    hv = request_header_version(api_key, api_version)
+    pos = 8
+    client_id = None
+    tags = None
+    try:
+        if hv >= 1:
+            n = struct.unpack_from(">h", view, pos)[0]
+            pos += 2
+            if n >= 0:
+                if pos + n > len(view):
+                    raise MalformedFrame("client id overruns the frame")
+                client_id = str(view[pos:pos + n], "utf-8")
+                pos += n
+            elif n != -1:
+                raise MalformedFrame("negative client id length")
+        if hv >= 2:
+            ntags, pos = r_uvarint(view, pos)
+            for _ in range(ntags):
+                tag, pos = r_uvarint(view, pos)
+                size, pos = r_uvarint(view, pos)
+                if pos + size > len(view):
+                    raise MalformedFrame("header tagged field overruns the frame")
+                tags = tags or {}
+                tags[tag] = bytes(view[pos:pos + size])
+                pos += size
+    except (IndexError, struct.error, UnicodeDecodeError) as e:
+        raise MalformedFrame(f"bad request header: {e}") from None
+    return RequestHeader(api_key, api_version, correlation_id, client_id, hv, tags), pos
+
+
+def decode_request(frame):
+    """Header and typed body of a request frame. Raises ``UnsupportedVersion`` for an
+    unknown API key or version, ``MalformedFrame`` for bad bytes."""
+    header, pos = decode_request_header(frame)
+    cls = messages.request_class(header.api_key)
+    if cls is None:
+        raise UnsupportedVersion(f"unknown api key {header.api_key}")
+    if header.api_version not in cls._message.valid:
+        raise UnsupportedVersion(f"{cls._message.name} has no version {header.api_version}")
+    return header, cls.decode(frame, header.api_version, pos)
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                   body) -> bytes:
+    """A whole request frame (size prefix included) — used by tests and tools."""
+    out = bytearray(b"\0\0\0\0")
+    out += _prefix.pack(api_key, api_version, correlation_id)
+    hv = request_header_version(api_key, api_version)
+    if hv >= 1:
+        if client_id is None:
+            out += b"\xff\xff"
+        else:
+            b = client_id.encode()
+            out += struct.pack(">h", len(b)) + b
+    if hv >= 2:
+        out.append(0)
+    body.encode_into(out, api_version)
+    _size.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body) -> list:
+    """A whole response frame as a list of parts: ``bytes`` and, where a records field holds
+    a file region, the region itself (for ``os.sendfile``). The size prefix covers all."""
+    out = bytearray(b"\0\0\0\0")
+    out += _size.pack(correlation_id)
+    if response_header_version(api_key, api_version) >= 1:
+        out.append(0)
+    regions: list = []
+    body.encode_into(out, api_version, regions)
+    total = len(out) - 4 + sum(r.length for _, r in regions)
+    _size.pack_into(out, 0, total)
+    if not regions:
+        return [bytes(out)]
+    parts: list = []
+    start = 0
+    for offset, region in regions:
+        parts.append(bytes(out[start:offset]))
+        parts.append(region)
+        start = offset
+    parts.append(bytes(out[start:]))
+    return [p for p in parts if not isinstance(p, bytes) or p]
+
+
+def decode_response(frame, api_key: int, api_version: int):
+    """(correlation_id, body) of a response frame (without its size prefix)."""
+    view = memoryview(frame)
+    if len(view) < 4:
+        raise MalformedFrame("response shorter than its header")
+    correlation_id = _size.unpack_from(view, 0)[0]
+    pos = 4
+    if response_header_version(api_key, api_version) >= 1:
+        try:
+            ntags, pos = r_uvarint(view, pos)
+            for _ in range(ntags):
+                _, pos = r_uvarint(view, pos)
+                size, pos = r_uvarint(view, pos)
+                pos += size
+        except IndexError:
+            raise MalformedFrame("truncated response header") from None
+    cls = messages.response_class(api_key)
+    return correlation_id, cls.decode(view, api_version, pos)
+
+
+__all__ = ["FrameDecoder", "RequestHeader", "decode_request_header", "decode_request",
+           "encode_request", "encode_response", "decode_response", "peek_request",
+           "request_header_version", "response_header_version", "DEFAULT_MAX_FRAME", "w_tags"]

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Regenerate kbroker's schema model from a copy of Kafka's message definitions.
+
+Usage: python tools/genschema.py [REFERENCE_DIR]   (default: ../shared/kafka-protocol)
+
+Reads every ``*.json`` definition (top level and the metadata/, group-coordinator/,
+transaction-coordinator/ and raft/ subfolders), keeps only the facts the codec needs —
+names, types, version ranges, tags, defaults, map keys — and writes them to
+``kbroker/wire/schema/messages.json``. Comments and ``about`` prose are dropped: the
+output is data, and the project owns its format.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "kbroker" / "wire" / "schema" / "messages.json"
+
+FIELD_KEYS = ("name", "type", "versions", "nullableVersions", "taggedVersions", "tag",
+              "default", "mapKey", "ignorable", "flexibleVersions", "zeroCopy", "entityType")
+TOP_KEYS = ("name", "type", "apiKey", "validVersions", "flexibleVersions",
+            "latestVersionUnstable", "deprecatedVersions", "listeners")
+
+
+def strip_comments(text: str) -> str:
+    """Drop ``//`` line comments (the definitions are JSON with comments)."""
+    out = []
+    for line in text.splitlines():
+        in_str = False
+        for i, ch in enumerate(line):
+            if ch == '"' and (i == 0 or line[i - 1] != "\\"):
+                in_str = not in_str
+            elif ch == "/" and not in_str and line[i:i + 2] == "//":
+                line = line[:i]
+                break
+        out.append(line)
+    return "\n".join(out)
+
+
+def load_definition(path: Path) -> dict:
+    return json.loads(strip_comments(path.read_text()))
+
+
+def facts_of_field(field: dict) -> dict:
+    kept = {k: field[k] for k in FIELD_KEYS if k in field}
+    if "fields" in field:
+        kept["fields"] = [facts_of_field(f) for f in field["fields"]]
+    return kept
+
+
+def facts_of(defn: dict, group: str) -> dict:
+    kept = {k: defn[k] for k in TOP_KEYS if k in defn}
+    kept["group"] = group
+    kept["fields"] = [facts_of_field(f) for f in defn.get("fields", [])]
+    if "commonStructs" in defn:
+        kept["commonStructs"] = [
+            {"name": s["name"], "versions": s.get("versions", "0+"),
+             "fields": [facts_of_field(f) for f in s["fields"]]}
+            for s in defn["commonStructs"]]
+    return kept
+
+
+def collect(reference: Path) -> list[dict]:
+    messages = []
+    for path in sorted(reference.glob("*.json")):
+        messages.append(facts_of(load_definition(path), "protocol"))
+    for sub in ("metadata", "group-coordinator", "transaction-coordinator", "raft"):
+        for path in sorted((reference / sub).glob("*.json")):
+            messages.append(facts_of(load_definition(path), sub))
+    return messages
+
+
+def main(argv: list[str]) -> int:
+    reference = Path(argv[1]) if len(argv) > 1 else ROOT.parent / "shared" / "kafka-protocol"
+    messages = collect(reference)
+    source = ""
+    src_file = reference / "SOURCE.txt"
+    if src_file.exists():
+        m = re.search(r"commit ([0-9a-f]{40})", src_file.read_text())
+        source = m.group(1) if m else ""
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"kafka_commit": source, "messages": messages},
+                              indent=1, sort_keys=True) + "\n")
+    print(f"wrote {len(messages)} message schemas to {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
