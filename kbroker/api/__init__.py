@@ -1,0 +1,83 @@
+"""The API layer: one module per Kafka API key, each registering its handler here.
+
+A module declares what it serves with the ``@api`` decorator::
+
+    @api(3, versions=(0, 12))
+    async def handle(ctx: RequestContext, request) -> MetadataResponse | None: ...
+
+``versions`` is the advertised range (what ApiVersions reports); ``served_from`` (default
+the advertised minimum) is the lowest version the handler really serves — a request below
+it is answered by the handler with ``UNSUPPORTED_VERSION`` (Produce advertises v0 for old
+librdkafka feature detection but serves v3+, as Kafka 4 does). The registry is the single
+source of truth: ApiVersions is derived from it, never from a hand-kept table.
+
+Handlers are thin: decode has already happened; they check, call the broker's managers
+(``ctx.broker``) and build the response. Returning ``None`` means "send no response"
+(Produce with acks=0).
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from kbroker.wire import messages
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    api_key: int
+    name: str               # e.g. "Metadata"
+    min_version: int        # advertised minimum
+    max_version: int        # advertised maximum
+    served_from: int        # lowest version actually served
+    handler: Callable[["RequestContext", Any], Awaitable[Any]]
+
+
+REGISTRY: dict[int, ApiSpec] = {}
+
+
+def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = None):
+    """Register the decorated coroutine as the handler of ``api_key``."""
+    lo, hi = versions
+    cls = messages.request_class(api_key)
+    if cls is None:
+        raise ValueError(f"no request schema for api key {api_key}")
+    valid = cls._message.valid
+    if lo not in valid or hi not in valid:
+        raise ValueError(f"{cls._message.name}: versions {lo}-{hi} outside {valid}")
+
+    def register(fn):
+        if api_key in REGISTRY:
+            raise ValueError(f"api key {api_key} registered twice")
+        REGISTRY[api_key] = ApiSpec(api_key, cls._message.name.removesuffix("Request"), lo, hi,
+                                    lo if served_from is None else served_from, fn)
+        return fn
+    return register
+
+
+@dataclass
+class RequestContext:
+    """What a handler knows about the request beyond its body."""
+
+    broker: Any                 # kbroker.broker.Broker
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str = "127.0.0.1"
+    listener: str = "PLAINTEXT"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def version(self) -> int:
+        return self.api_version
+
+
+def load_all() -> dict[int, ApiSpec]:
+    """Import every API module in this package (each registers itself) and return the registry."""
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+    return REGISTRY
