@@ -530,6 +530,7 @@ class _Gen:
             else:
                 fn.append("    if o._unknown_tags: w_tags(out, None, o._unknown_tags)")
                 fn.append("    else: out.append(0)")
+        fn.append("    return None")  # a struct with nothing to write at this version
         self.lines += fn
 
     def compile(self):

@@ -171,6 +171,8 @@ def _build_message(raw: dict) -> MessageSpec:
                 c = common[element]
                 struct = build_struct(element, Versions.parse(c.get("versions", "0+")), c["fields"])
         tag = f.get("tag")
+        if tag is not None:  # a few definitions spell the tag as a string ("tag": "0")
+            tag = int(tag)
         return FieldSpec(
             name=f["name"], attr=snake_case(f["name"]), type=ftype, versions=versions,
             nullable=nullable, tagged=Versions.parse(f.get("taggedVersions")), tag=tag,
