@@ -1,0 +1,57 @@
+"""Typed errors of the log store.
+
+Batch-level problems found in bytes from a client are the wire layer's
+:class:`~kbroker.wire.errors.CorruptRecord` / :class:`~kbroker.wire.errors.InvalidRecord`;
+the errors here are about the log itself.  Each carries the Kafka error code the
+broker answers with, so an API module can map ``exc.error_code`` directly.
+"""
+
+
+class LogError(Exception):
+    """Base class of every log-store error."""
+
+    error_code = -1  # UNKNOWN_SERVER_ERROR
+
+
+class OffsetOutOfRange(LogError):
+    """The requested offset is below the log start offset or above the log end offset."""
+
+    error_code = 1
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int):
+        super().__init__(
+            f"offset {offset} outside [{log_start_offset}, {log_end_offset}]"
+        )
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class MessageTooLarge(LogError):
+    """A batch is larger than ``max.message.bytes`` (MESSAGE_TOO_LARGE)."""
+
+    error_code = 10
+
+
+class RecordBatchTooLarge(LogError):
+    """A single append does not fit in an empty segment (RECORD_LIST_TOO_LARGE)."""
+
+    error_code = 18
+
+
+class LogClosed(LogError):
+    """The partition log was closed or deleted; the caller holds a stale handle."""
+
+    error_code = 56  # KAFKA_STORAGE_ERROR
+
+
+class KafkaStorageError(LogError):
+    """A log directory or file cannot be read or written."""
+
+    error_code = 56
+
+
+class PolicyViolation(LogError):
+    """An operation the log's configuration forbids (e.g. DeleteRecords on a compacted topic)."""
+
+    error_code = 44

@@ -1,0 +1,229 @@
+"""Sparse per-segment indexes: ``.index`` (offset -> position) and ``.timeindex``.
+
+On-disk formats are Kafka's, so a segment directory can be inspected with Kafka's
+``kafka-dump-log.sh``:
+
+* ``.index``: 8-byte entries, big-endian ``int32 relative_offset, int32 position``.
+  An entry maps the *last* offset of a batch to the file position of that batch (as
+  Kafka's ``LogSegment.append`` does); one is added every ``index.interval.bytes``.
+* ``.timeindex``: 12-byte entries, big-endian ``int64 timestamp, int32 relative_offset``;
+  an entry is added only when the segment's max timestamp grows, so timestamps and
+  offsets are both strictly increasing.
+
+Unlike Kafka the files are not preallocated nor memory-mapped: entries are appended
+with ``write`` and mirrored in two in-memory ``array('q')`` columns that ``bisect``
+searches.  The columns are loaded lazily on first use, so opening a log after a clean
+shutdown reads no index at all.  A file whose size is not a multiple of the entry size,
+or whose entries are not increasing, raises :class:`CorruptIndex`; the segment then
+rebuilds it from the log.  "Full" means ``segment.index.bytes`` worth of entries,
+which makes the segment roll.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from array import array
+from bisect import bisect_right, bisect_left
+from pathlib import Path
+
+from .errors import LogError
+
+
+class CorruptIndex(LogError):
+    """An index file is inconsistent; it must be rebuilt from its segment."""
+
+
+class _Index:
+    entry = struct.Struct(">ii")
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int):
+        self.path = Path(path)
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // self.entry.size)
+        self._fd: int | None = None
+        self._keys: array | None = None  # first column (offsets or timestamps)
+        self._vals: array | None = None
+
+    # -- file handling -------------------------------------------------------
+    def _open(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        return self._fd
+
+    def _load(self) -> None:
+        if self._keys is not None:
+            return
+        keys, vals = array("q"), array("q")
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        if len(data) % self.entry.size:
+            raise CorruptIndex(f"{self.path}: size {len(data)} is not a multiple of {self.entry.size}")
+        for a, b in self.entry.iter_unpack(data):
+            self._decode_into(a, b, keys, vals)
+        for i in range(1, len(keys)):
+            if keys[i] <= keys[i - 1] or vals[i] < vals[i - 1]:
+                raise CorruptIndex(f"{self.path}: entries not increasing at {i}")
+        self._keys, self._vals = keys, vals
+
+    def _decode_into(self, a, b, keys, vals):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _encode(self, key: int, val: int) -> bytes:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _write(self, key: int, val: int) -> None:
+        os.write(self._open(), self._encode(key, val))
+        self._keys.append(key)
+        self._vals.append(val)
+
+    def _truncate_entries(self, n: int) -> None:
+        self._load()
+        if n >= len(self._keys):
+            return
+        del self._keys[n:]
+        del self._vals[n:]
+        os.ftruncate(self._open(), n * self.entry.size)
+
+    # -- public -------------------------------------------------------------
+    def __len__(self) -> int:
+        self._load()
+        return len(self._keys)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self) >= self.max_entries
+
+    def check(self) -> None:
+        """Load and sanity-check the file now (raises CorruptIndex)."""
+        self._load()
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._keys, self._vals = array("q"), array("q")
+        os.ftruncate(self._open(), 0)
+
+    def flush(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def unload(self) -> None:
+        """Forget the in-memory columns (they are re-read on next use)."""
+        self._keys = self._vals = None
+
+    def rename(self, path: Path) -> None:
+        os.replace(self.path, path)
+        self.path = Path(path)
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class OffsetIndex(_Index):
+    """Sparse map from a batch's last offset to the file position of the batch."""
+
+    entry = struct.Struct(">ii")
+
+    def _decode_into(self, rel, pos, keys, vals):
+        keys.append(self.base_offset + rel)
+        vals.append(pos)
+
+    def _encode(self, offset: int, position: int) -> bytes:
+        return self.entry.pack(offset - self.base_offset, position)
+
+    def append(self, offset: int, position: int) -> None:
+        self._load()
+        if self._keys and (offset <= self._keys[-1] or position <= self._vals[-1]):
+            return  # never write a non-increasing entry
+        self._write(offset, position)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """Largest entry with entry.offset <= offset, else (base_offset, 0).
+
+        Because entries name batches by their last offset, the batch at the returned
+        position ends at or before ``offset``; a forward scan from there finds the
+        batch that contains ``offset``.
+        """
+        self._load()
+        i = bisect_right(self._keys, offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self._keys[i], self._vals[i]
+
+    def lookup_before(self, offset: int) -> tuple[int, int]:
+        """Largest entry with entry.offset < offset (a batch entirely before offset)."""
+        self._load()
+        i = bisect_left(self._keys, offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self._keys[i], self._vals[i]
+
+    def truncate_to_position(self, position: int) -> None:
+        """Drop entries pointing at or after ``position`` (the log was cut there)."""
+        self._load()
+        self._truncate_entries(bisect_left(self._vals, position))
+
+    def entries(self) -> list[tuple[int, int]]:
+        self._load()
+        return list(zip(self._keys, self._vals))
+
+    @property
+    def last_entry(self) -> tuple[int, int] | None:
+        self._load()
+        return (self._keys[-1], self._vals[-1]) if self._keys else None
+
+
+class TimeIndex(_Index):
+    """Sparse map from the segment's max timestamp so far to the offset carrying it."""
+
+    entry = struct.Struct(">qi")
+
+    def _decode_into(self, ts, rel, keys, vals):
+        keys.append(ts)
+        vals.append(self.base_offset + rel)
+
+    def _encode(self, timestamp: int, offset: int) -> bytes:
+        return self.entry.pack(timestamp, offset - self.base_offset)
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        self._load()
+        if self._keys and (timestamp <= self._keys[-1] or offset < self._vals[-1]):
+            return
+        if self._keys and offset == self._vals[-1]:
+            # Same batch, larger timestamp: replace the last entry.
+            self._truncate_entries(len(self._keys) - 1)
+        self._write(timestamp, offset)
+
+    def lookup_before(self, timestamp: int) -> int | None:
+        """Offset of the largest entry with entry.timestamp < timestamp, else None.
+
+        Every batch up to and including that offset has a max timestamp below the
+        target, so a search for the first timestamp >= target can start after it.
+        """
+        self._load()
+        i = bisect_left(self._keys, timestamp) - 1
+        return None if i < 0 else self._vals[i]
+
+    def truncate_to_offset(self, offset: int) -> None:
+        """Drop entries whose offset is >= ``offset``."""
+        self._load()
+        self._truncate_entries(bisect_left(self._vals, offset))
+
+    def entries(self) -> list[tuple[int, int]]:
+        self._load()
+        return list(zip(self._keys, self._vals))
+
+    @property
+    def last_entry(self) -> tuple[int, int] | None:
+        self._load()
+        return (self._keys[-1], self._vals[-1]) if self._keys else None

@@ -1,0 +1,611 @@
+"""``PartitionLog``: the append-only log of one topic partition.
+
+The partition directory ``<topic>-<partition>/`` holds an ordered run of
+:class:`~kbroker.log.segment.LogSegment` files; the last one is *active* and takes
+appends.  The hot path follows DESIGN rule 6: ``append`` checks batch headers and
+CRC32C, patches base offset and partition leader epoch (outside the CRC; the max
+timestamp only for LogAppendTime), and writes the bytes with one ``pwrite``;
+``read`` returns a :class:`~kbroker.log.region.FileRegion` for ``os.sendfile``.
+
+Offsets (Kafka's vocabulary)
+* ``log_start_offset`` -- first offset a consumer may fetch; moved by retention and
+  ``delete_records_before`` (DeleteRecords), never by compaction;
+* ``log_end_offset`` -- offset the next appended record gets;
+* ``high_watermark`` -- kept by the caller (on one node: ``= log_end_offset`` after
+  each append); bounds retention;
+* ``last_stable_offset`` -- set by the transaction layer; defaults to the high
+  watermark (and is never above it);
+* ``recovery_point`` -- everything below it has been fsynced; crash recovery starts at
+  the segment that holds it.
+
+Durability is Kafka's: the page cache by default; ``flush.messages`` (fsync once the
+unflushed offset count reaches it, so ``1`` = fsync before every ``append`` returns)
+and ``flush.ms`` (checked by :meth:`maybe_flush`, called by the manager's flush task).
+
+Time comes from the ``now_ms`` argument or, when omitted, from the injected
+``clock`` callable (DESIGN rule 8).  Errors: :mod:`kbroker.log.errors` plus the wire
+layer's ``CorruptRecord``/``InvalidRecord`` for bad batches; a refused append leaves
+the log unchanged.  Not thread-safe: one trio thread drives it.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+from kbroker.wire import records as rb
+from kbroker.wire.errors import CorruptRecord, InvalidRecord
+
+from .config import LogConfig
+from .errors import (LogClosed, MessageTooLarge, OffsetOutOfRange, PolicyViolation,
+                     RecordBatchTooLarge)
+from .region import FileRegion
+from .segment import INT32_MAX, LogSegment, segment_name
+
+Clock = Callable[[], int]
+
+
+class AppendInfo(NamedTuple):
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+def _parse_dir_name(name: str) -> tuple[str, int] | None:
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        return None
+    return topic, int(part)
+
+
+class PartitionLog:
+    """The segments of one partition and the offsets that describe them."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig, *,
+                 clock: Clock | None = None, now_ms: int | None = None,
+                 recovery_point: int = 0, log_start_offset: int = 0,
+                 first_dirty_offset: int = 0, clean_shutdown: bool = False):
+        """Open (recovering if needed) or create the log in ``directory``.
+
+        ``recovery_point``, ``log_start_offset`` and ``first_dirty_offset`` come from
+        the log directory's checkpoint files (the manager reads them).  With
+        ``clean_shutdown`` the segments are trusted and no data is read; otherwise
+        every segment from the one holding ``recovery_point`` is re-validated.
+        """
+        self.dir = Path(directory)
+        self.topic, self.partition = topic, partition
+        self.config = config
+        self._clock = clock
+        self.dir.mkdir(parents=True, exist_ok=True)
+        now = self._now(now_ms) if (clock or now_ms is not None) else 0
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._pending_deletes: list[tuple[int, LogSegment, bool]] = []  # (due_ms, seg, unlink)
+        self.closed = False
+        self.first_dirty_offset = first_dirty_offset
+        self.checkpoint_listener: Callable[["PartitionLog"], None] | None = None
+        self.recovery_stats = {"segments_recovered": 0, "bytes_recovered": 0,
+                               "bytes_truncated": 0, "segments_dropped": 0}
+        self._dir_dirty = False
+        self._last_flush_ms = now
+        self._complete_interrupted_swaps()
+        self._load_segments(now)
+        if not self.segments:  # a new log: nothing to recover
+            self._add_segment(log_start_offset, now)
+            clean_shutdown, recovery_point = True, log_start_offset
+        self._log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        if clean_shutdown:
+            self.recovery_point = max(recovery_point, 0)
+            self._check_active_segment()
+        else:
+            self._recover(recovery_point)
+        self._log_end_offset = self.segments[-1].next_offset
+        self.recovery_point = min(self.recovery_point, self._log_end_offset)
+        self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._high_watermark = self._log_end_offset if clean_shutdown else self.recovery_point
+        self._high_watermark = max(self._high_watermark, self._log_start_offset)
+        self._last_stable_offset: int | None = None
+
+    # -- opening ----------------------------------------------------------------
+    def _now(self, now_ms: int | None) -> int:
+        if now_ms is not None:
+            return now_ms
+        if self._clock is None:
+            raise ValueError("now_ms is required when the log has no clock")
+        return self._clock()
+
+    def _new_segment(self, base: int, now: int, suffix: str = "") -> LogSegment:
+        return LogSegment(self.dir, base, index_interval_bytes=self.config.index_interval_bytes,
+                          max_index_bytes=self.config.segment_index_bytes, created_ms=now,
+                          suffix=suffix)
+
+    def _complete_interrupted_swaps(self) -> None:
+        """Finish or undo a compaction swap or deletion that a crash interrupted.
+
+        ``.cleaned`` files are incomplete output: removed.  A ``.log.swap`` is complete
+        output (written and fsynced before it got that name): its index swaps, then the
+        log swap, replace the originals.  Index ``.swap`` files without their log swap
+        belong to an unfinished rename: removed.  ``.deleted`` files are removed.
+        """
+        names = set(os.listdir(self.dir))
+        for name in sorted(names):
+            if name.endswith(".log.swap"):
+                stem = name[: -len(".log.swap")]
+                for kind in ("index", "timeindex"):
+                    swap = f"{stem}.{kind}.swap"
+                    if swap in names:
+                        os.replace(self.dir / swap, self.dir / f"{stem}.{kind}")
+                        names.discard(swap)
+                os.replace(self.dir / name, self.dir / f"{stem}.log")
+                self._dir_dirty = True
+        for name in os.listdir(self.dir):
+            if name.endswith((".cleaned", ".swap", ".deleted")):
+                os.unlink(self.dir / name)
+
+    def _load_segments(self, now: int) -> None:
+        names = os.listdir(self.dir)
+        logs = set()
+        for name in names:
+            stem, _, ext = name.partition(".")
+            if ext == "log" and stem.isdigit() and len(stem) == 20:
+                logs.add(int(stem))
+        for name in names:  # indexes whose log is gone (e.g. crash during deletion)
+            stem, _, ext = name.partition(".")
+            if ext in ("index", "timeindex") and stem.isdigit() and int(stem) not in logs:
+                os.unlink(self.dir / name)
+        for base in sorted(logs):
+            seg = self._new_segment(base, now)
+            if not seg.offset_index.path.exists() or not seg.time_index.path.exists():
+                seg.rebuild_indexes()
+            self.segments.append(seg)
+            self._bases.append(base)
+
+    def _check_active_segment(self) -> None:
+        """After a clean shutdown only the active segment's indexes are checked."""
+        seg = self.segments[-1]
+        try:
+            seg.offset_index.check()
+            seg.time_index.check()
+            seg.next_offset  # noqa: B018 - loads the tail, may raise
+        except Exception:
+            self._recover(seg.base_offset)
+
+    def _recover(self, recovery_point: int) -> None:
+        """Re-validate every segment from the one holding ``recovery_point``."""
+        i = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        prev_epoch = -1
+        if i > 0:
+            prev_epoch = self.segments[i - 1].last_epoch
+        while i < len(self.segments):
+            seg = self.segments[i]
+            res = seg.recover(gap_limit=self.first_dirty_offset, prev_epoch=prev_epoch)
+            self.recovery_stats["segments_recovered"] += 1
+            self.recovery_stats["bytes_recovered"] += res.valid_bytes + res.truncated_bytes
+            self.recovery_stats["bytes_truncated"] += res.truncated_bytes
+            prev_epoch = seg.last_epoch if seg.size else prev_epoch
+            nxt = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+            if res.error is not None or (nxt is not None and nxt < seg.next_offset):
+                # Everything after the first damaged byte goes, including later segments.
+                for later in self.segments[i + 1:]:
+                    self.recovery_stats["segments_dropped"] += 1
+                    later.delete_files()
+                del self.segments[i + 1:]
+                del self._bases[i + 1:]
+                break
+            i += 1
+        # An empty segment that is not the only one is dropped (it holds nothing and
+        # Kafka would not have left it behind except by a crash during a roll).
+        while len(self.segments) > 1 and self.segments[-1].size == 0 \
+                and self.segments[-1].base_offset != self.segments[-2].next_offset:
+            self.segments.pop().delete_files()
+            self._bases.pop()
+        for seg in self.segments[max(0, bisect.bisect_right(self._bases, recovery_point) - 1):]:
+            seg.flush()
+        self._fsync_dir()
+        self.recovery_point = self.segments[-1].next_offset
+
+    # -- offsets --------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, value: int) -> None:
+        self._high_watermark = max(self._log_start_offset, min(value, self._log_end_offset))
+
+    @property
+    def last_stable_offset(self) -> int:
+        """First offset of the oldest open transaction, capped at the high watermark."""
+        if self._last_stable_offset is None:
+            return self._high_watermark
+        return min(self._last_stable_offset, self._high_watermark)
+
+    @last_stable_offset.setter
+    def last_stable_offset(self, value: int | None) -> None:
+        self._last_stable_offset = value
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise LogClosed(f"{self.topic}-{self.partition} is closed")
+
+    # -- append ---------------------------------------------------------------------
+    def append(self, batch, *, leader_epoch: int = -1, log_append_time: int | None = None,
+               now_ms: int | None = None) -> AppendInfo:
+        """Validate, assign offsets to and write one or more record batches.
+
+        ``batch`` holds whole v2 batches back to back (a Produce ``records`` field).
+        Each is checked (structure, CRC32C, ``max.message.bytes``; keys on compacted
+        topics) before anything is written; a refusal leaves the log unchanged.
+        """
+        self._check_open()
+        now = self._now(now_ms)
+        view = memoryview(batch)
+        if len(view) == 0:
+            raise InvalidRecord("empty record set")
+        limit = self.config.max_message_bytes
+        headers = rb.validate_batches(view)
+        for h in headers:
+            if h.size > limit:
+                raise MessageTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes {limit}")
+        if sum(h.size for h in headers) != len(view):
+            raise CorruptRecord("record set does not end on a batch boundary")
+        if len(view) > self.config.segment_bytes:
+            raise RecordBatchTooLarge(f"{len(view)} bytes exceed segment.bytes")
+        if self.config.compact:
+            self._check_keys(view, headers)
+        if self.config.log_append_time and log_append_time is None:
+            log_append_time = now
+        buf = bytearray(view)
+        offset = self._log_end_offset
+        pos = 0
+        assigned = []
+        for h in headers:
+            rb.patch_base_offset(buf, pos, offset)
+            rb.patch_partition_leader_epoch(buf, pos, leader_epoch)
+            max_ts = h.max_timestamp
+            if log_append_time is not None:
+                rb.set_max_timestamp(buf, pos, log_append_time, log_append_time=True)
+                max_ts = log_append_time
+            assigned.append(h._replace(base_offset=offset, partition_leader_epoch=leader_epoch,
+                                       max_timestamp=max_ts))
+            offset += h.last_offset_delta + 1
+            pos += h.size
+        first, last = self._log_end_offset, offset - 1
+        seg = self._maybe_roll(len(buf), max(h.max_timestamp for h in assigned), last, now)
+        seg.append(buf, assigned)
+        self._log_end_offset = offset
+        if self._log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush(now_ms=now)
+        return AppendInfo(first, last, log_append_time if log_append_time is not None else -1,
+                          self._log_start_offset)
+
+    def _check_keys(self, view, headers) -> None:
+        pos = 0
+        for h in headers:
+            if not h.is_control:
+                for rec in rb.decode_records(view, pos, h):
+                    if rec.key is None:
+                        raise InvalidRecord("compacted topic requires a key on every record")
+            pos += h.size
+
+    def _maybe_roll(self, size: int, max_ts: int, last_offset: int, now: int) -> LogSegment:
+        seg = self.segments[-1]
+        if seg.size == 0:
+            return seg
+        cfg = self.config
+        first_ts = seg.first_batch_timestamp
+        waited = (max_ts - first_ts) if first_ts is not None and first_ts >= 0 else now - seg.created_ms
+        if (seg.size + size > cfg.segment_bytes
+                or waited > cfg.segment_ms - cfg.segment_jitter_ms
+                or seg.offset_index.is_full or seg.time_index.is_full
+                or last_offset - seg.base_offset > INT32_MAX):
+            return self.roll(now_ms=now)
+        return seg
+
+    def roll(self, *, now_ms: int | None = None) -> LogSegment:
+        """Close the active segment for appends and start a new one at the log end."""
+        now = self._now(now_ms)
+        old = self.segments[-1]
+        if old.size == 0:
+            return old
+        old.on_become_inactive()
+        return self._add_segment(self._log_end_offset, now)
+
+    def _add_segment(self, base: int, now: int) -> LogSegment:
+        seg = self._new_segment(base, now)
+        if seg.size:  # a stale file of that name (e.g. left by truncation): start afresh
+            os.ftruncate(seg.fd, 0)
+            seg.size = 0
+            seg.rebuild_indexes()
+        self.segments.append(seg)
+        self._bases.append(base)
+        self._dir_dirty = True
+        return seg
+
+    # -- read -------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> FileRegion | None:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes``.
+
+        Returns ``None`` when nothing is there yet (``offset == log_end_offset`` or
+        every candidate batch starts at or after ``max_offset``).  The first batch is
+        returned whole even when it alone exceeds ``max_bytes``.  Reads stay within one
+        segment, as Kafka's do.
+        """
+        self._check_open()
+        if offset < self._log_start_offset or offset > self._log_end_offset:
+            raise OffsetOutOfRange(offset, self._log_start_offset, self._log_end_offset)
+        if offset == self._log_end_offset:
+            return None
+        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for seg in self.segments[i:]:
+            if max_offset is not None and seg.base_offset >= max_offset:
+                return None
+            found = seg.region(offset, max_bytes, max_offset)
+            if found is not None:
+                pos, length = found
+                base = seg.read_header(pos).base_offset
+                return FileRegion(seg.fd, pos, length, base)
+        return None
+
+    def batches(self, start_offset: int | None = None):
+        """Iterate ``(header, bytes)`` of every batch from ``start_offset`` (for replay).
+
+        Copies data: meant for coordinators replaying their state logs, tests and
+        tools, not for the fetch path.
+        """
+        start = self._log_start_offset if start_offset is None else start_offset
+        i = max(0, bisect.bisect_right(self._bases, start) - 1)
+        for seg in list(self.segments[i:]):
+            found = seg.find(start)
+            if found is None:
+                continue
+            for _, h, data in seg.batches(found[0], want_data=True):
+                yield h, bytes(data)
+
+    # -- timestamps -------------------------------------------------------------------
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp``."""
+        self._check_open()
+        for seg in self.segments:
+            if seg.size == 0 or seg.max_timestamp < timestamp:
+                continue
+            found = seg.find_by_timestamp(timestamp)
+            if found is not None:
+                off, ts = found
+                return max(off, self._log_start_offset), ts
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the log's max timestamp."""
+        self._check_open()
+        best = None
+        for seg in self.segments:
+            if seg.size and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None or best.max_timestamp < 0:
+            return None
+        return best.find_by_timestamp(best.max_timestamp)
+
+    # -- durability ---------------------------------------------------------------------
+    def flush(self, *, now_ms: int | None = None) -> None:
+        """fsync everything between the recovery point and the log end."""
+        self._check_open()
+        target = self._log_end_offset
+        # Start one offset early: the segment that was active at the previous flush may
+        # have been rolled since, and its indexes were not synced while it was active.
+        i = max(0, bisect.bisect_right(self._bases, self.recovery_point - 1) - 1)
+        for seg in self.segments[i:]:
+            # Indexes of the active segment are rebuilt by recovery anyway.
+            seg.flush(indexes=seg is not self.segments[-1])
+        self._fsync_dir()
+        self.recovery_point = max(self.recovery_point, target)
+        if now_ms is not None or self._clock is not None:
+            self._last_flush_ms = self._now(now_ms)
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        if self.recovery_point >= self._log_end_offset:
+            self._last_flush_ms = now_ms
+            return False
+        if now_ms - self._last_flush_ms >= self.config.flush_ms:
+            self.flush(now_ms=now_ms)
+            return True
+        return False
+
+    def _fsync_dir(self) -> None:
+        if self._dir_dirty:
+            fd = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._dir_dirty = False
+
+    # -- retention and truncation -------------------------------------------------------
+    def _remove_segments(self, count: int, now: int) -> None:
+        """Take the first ``count`` segments out of the log; files go after the delay."""
+        for seg in self.segments[:count]:
+            seg.change_suffix(".deleted")
+            seg.close_indexes()
+            self._pending_deletes.append((now + self.config.file_delete_delay_ms, seg, True))
+        del self.segments[:count]
+        del self._bases[:count]
+        self._dir_dirty = True
+
+    def _retire(self, seg: LogSegment, now: int) -> None:
+        """Keep a replaced segment's descriptor open for in-flight reads, then close it."""
+        seg.close_indexes()
+        self._pending_deletes.append((now + self.config.file_delete_delay_ms, seg, False))
+
+    def delete_pending(self, now_ms: int, *, force: bool = False) -> int:
+        keep, done = [], 0
+        for due, seg, unlink in self._pending_deletes:
+            if force or now_ms >= due:
+                seg.delete_files() if unlink else seg.close()
+                done += 1
+            else:
+                keep.append((due, seg, unlink))
+        self._pending_deletes = keep
+        return done
+
+    def delete_records_before(self, offset: int, *, now_ms: int | None = None) -> int:
+        """DeleteRecords: move the log start offset up to ``offset``; returns it.
+
+        ``offset`` may not exceed the high watermark.  Whole segments below the new
+        log start offset are removed at once.
+        """
+        self._check_open()
+        if not self.config.delete:
+            raise PolicyViolation("DeleteRecords needs cleanup.policy to include delete")
+        if offset < 0 or offset > self._high_watermark:
+            raise OffsetOutOfRange(offset, self._log_start_offset, self._high_watermark)
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            self._delete_start_offset_breached(self._now(now_ms) if (now_ms is not None or self._clock) else 0)
+        return self._log_start_offset
+
+    def _delete_start_offset_breached(self, now: int) -> int:
+        n = 0
+        while n + 1 < len(self.segments) and self.segments[n + 1].base_offset <= self._log_start_offset:
+            n += 1
+        if n:
+            self._remove_segments(n, now)
+        return n
+
+    def maybe_run_retention(self, now_ms: int) -> int:
+        """Delete head segments past ``retention.ms``/``retention.bytes``; count deleted.
+
+        Only segments wholly below the high watermark go.  The active segment goes
+        too when it has expired by time (it is rolled first), as in Kafka.
+        """
+        self._check_open()
+        deleted = self._delete_start_offset_breached(now_ms)
+        cfg = self.config
+        if cfg.delete:
+            if cfg.retention_ms >= 0:
+                n = 0
+                while n < len(self.segments) and self._below_hw(n) \
+                        and now_ms - self.segments[n].max_timestamp > cfg.retention_ms:
+                    n += 1
+                if n == len(self.segments) and self.segments[-1].size:
+                    self.roll(now_ms=now_ms)
+                n = min(n, len(self.segments) - 1)
+                if n:
+                    self._remove_segments(n, now_ms)
+                    deleted += n
+            if cfg.retention_bytes >= 0:
+                excess = self.size - cfg.retention_bytes
+                n = 0
+                while n < len(self.segments) - 1 and self._below_hw(n) \
+                        and excess - self.segments[n].size >= 0:
+                    excess -= self.segments[n].size
+                    n += 1
+                if n:
+                    self._remove_segments(n, now_ms)
+                    deleted += n
+            if deleted:
+                self._log_start_offset = max(self._log_start_offset, self.segments[0].base_offset)
+        self.delete_pending(now_ms)
+        return deleted
+
+    def _below_hw(self, n: int) -> bool:
+        nxt = self.segments[n + 1].base_offset if n + 1 < len(self.segments) else self._log_end_offset
+        return nxt <= self._high_watermark
+
+    def truncate_to(self, offset: int, *, now_ms: int | None = None) -> None:
+        """Remove every batch from the one holding ``offset`` on (replication/Raft).
+
+        The log end becomes the base offset of that batch, i.e. ``offset`` when it is
+        a batch boundary.  Truncating below the log start offset empties the log and
+        restarts it at ``offset``.
+        """
+        self._check_open()
+        now = self._now(now_ms) if (now_ms is not None or self._clock) else 0
+        if offset >= self._log_end_offset:
+            return
+        if offset < self._log_start_offset or offset <= self.segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset, now_ms=now)
+            return
+        n = len(self.segments)
+        while n > 1 and self.segments[n - 1].base_offset >= offset:
+            n -= 1
+        for seg in self.segments[n:]:
+            seg.change_suffix(".deleted")
+            seg.close_indexes()
+            self._pending_deletes.append((now + self.config.file_delete_delay_ms, seg, True))
+        del self.segments[n:]
+        del self._bases[n:]
+        self.segments[-1].truncate_to(offset)
+        self._after_truncation()
+
+    def truncate_fully_and_start_at(self, offset: int, *, now_ms: int | None = None) -> None:
+        """Drop every segment and restart the log empty at ``offset``."""
+        self._check_open()
+        now = self._now(now_ms) if (now_ms is not None or self._clock) else 0
+        self._remove_segments(len(self.segments), now)
+        self._add_segment(offset, now)
+        self._log_start_offset = offset
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self._log_end_offset = self.segments[-1].next_offset
+        self.recovery_point = min(self.recovery_point, self._log_end_offset)
+        self._high_watermark = min(self._high_watermark, self._log_end_offset)
+        self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self.first_dirty_offset = min(self.first_dirty_offset, self._log_end_offset)
+        if self._last_stable_offset is not None:
+            self._last_stable_offset = min(self._last_stable_offset, self._log_end_offset)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Flush and close every file (a clean close: indexes get their final entries)."""
+        if self.closed:
+            return
+        self.segments[-1].on_become_inactive()
+        self.flush()
+        self.segments[-1].flush()
+        for seg in self.segments:
+            seg.close()
+        self.delete_pending(0, force=True)
+        self.closed = True
+
+    def close_without_flush(self) -> None:
+        """Close descriptors only (used by crash simulations and shutdown of deleted logs)."""
+        for seg in self.segments:
+            seg.close()
+        self.delete_pending(0, force=True)
+        self.closed = True
+
+    def delete(self) -> None:
+        """Close and remove the partition directory and everything in it."""
+        import shutil
+        self.close_without_flush()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def statistics(self) -> dict:
+        return {
+            "topic": self.topic, "partition": self.partition,
+            "segments": len(self.segments), "size_bytes": self.size,
+            "log_start_offset": self._log_start_offset, "log_end_offset": self._log_end_offset,
+            "high_watermark": self._high_watermark, "last_stable_offset": self.last_stable_offset,
+            "recovery_point": self.recovery_point, "first_dirty_offset": self.first_dirty_offset,
+            "pending_deletes": len(self._pending_deletes),
+            **self.recovery_stats,
+        }
