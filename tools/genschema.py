@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate kbroker's schema model from a copy of Kafka's message definitions.
 
-Usage: python tools/genschema.py [REFERENCE_DIR]   (default: ../shared/kafka-protocol)
+Usage: python tools/genschema.py [-o OUT] [REFERENCE_DIR]   (default: ../shared/kafka-protocol)
 
 Reads every ``*.json`` definition (top level and the metadata/, group-coordinator/,
 transaction-coordinator/ and raft/ subfolders), keeps only the facts the codec needs —
@@ -73,18 +73,34 @@ def collect(reference: Path) -> list[dict]:
     return messages
 
 
-def main(argv: list[str]) -> int:
-    reference = Path(argv[1]) if len(argv) > 1 else ROOT.parent / "shared" / "kafka-protocol"
-    messages = collect(reference)
-    source = ""
+def source_commit(reference: Path) -> str:
+    """The apache/kafka commit the reference copy was taken from (from its SOURCE.txt)."""
     src_file = reference / "SOURCE.txt"
     if src_file.exists():
         m = re.search(r"commit ([0-9a-f]{40})", src_file.read_text())
-        source = m.group(1) if m else ""
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"kafka_commit": source, "messages": messages},
-                              indent=1, sort_keys=True) + "\n")
-    print(f"wrote {len(messages)} message schemas to {OUT.relative_to(ROOT)}")
+        if m:
+            return m.group(1)
+    return ""
+
+
+def render(reference: Path) -> str:
+    """The full text of ``messages.json`` for ``reference`` (deterministic: sorted keys,
+    files in sorted order), so a test can regenerate it and compare with the committed one."""
+    messages = collect(reference)
+    return json.dumps({"kafka_commit": source_commit(reference), "messages": messages},
+                      indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    args = argv[1:]
+    out = OUT
+    if len(args) >= 2 and args[0] in ("-o", "--out"):
+        out, args = Path(args[1]), args[2:]
+    reference = Path(args[0]) if args else ROOT.parent / "shared" / "kafka-protocol"
+    text = render(reference)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {len(json.loads(text)['messages'])} message schemas to {out}")
     return 0
 
 
