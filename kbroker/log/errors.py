@@ -27,12 +27,6 @@ class OffsetOutOfRange(LogError):
         self.log_end_offset = log_end_offset
 
 
-class MessageTooLarge(LogError):
-    """A batch is larger than ``max.message.bytes`` (MESSAGE_TOO_LARGE)."""
-
-    error_code = 10
-
-
 class RecordBatchTooLarge(LogError):
     """A single append does not fit in an empty segment (RECORD_LIST_TOO_LARGE)."""
 

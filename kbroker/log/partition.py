@@ -24,8 +24,8 @@ and ``flush.ms`` (checked by :meth:`maybe_flush`, called by the manager's flush 
 
 Time comes from the ``now_ms`` argument or, when omitted, from the injected
 ``clock`` callable (DESIGN rule 8).  Errors: :mod:`kbroker.log.errors` plus the wire
-layer's ``CorruptRecord``/``InvalidRecord`` for bad batches; a refused append leaves
-the log unchanged.  Not thread-safe: one trio thread drives it.
+layer's ``CorruptRecord``/``InvalidRecord``/``RecordTooLarge`` (``max.message.bytes``)
+for bad batches; a refused append leaves the log unchanged.  Not thread-safe: one trio thread drives it.
 """
 from __future__ import annotations
 
@@ -38,8 +38,7 @@ from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
 
 from .config import LogConfig
-from .errors import (LogClosed, MessageTooLarge, OffsetOutOfRange, PolicyViolation,
-                     RecordBatchTooLarge)
+from .errors import LogClosed, OffsetOutOfRange, PolicyViolation, RecordBatchTooLarge
 from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
 
@@ -260,11 +259,7 @@ class PartitionLog:
         view = memoryview(batch)
         if len(view) == 0:
             raise InvalidRecord("empty record set")
-        limit = self.config.max_message_bytes
-        headers = rb.validate_batches(view)
-        for h in headers:
-            if h.size > limit:
-                raise MessageTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes {limit}")
+        headers = rb.validate_batches(view, max_batch_bytes=self.config.max_message_bytes)
         if sum(h.size for h in headers) != len(view):
             raise CorruptRecord("record set does not end on a batch boundary")
         if len(view) > self.config.segment_bytes:

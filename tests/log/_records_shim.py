@@ -160,7 +160,8 @@ def _bytes(v, out):
 
 def build_batch(records, *, base_offset=0, compression=0, timestamp_type=0, producer_id=-1,
                 producer_epoch=-1, base_sequence=-1, is_transactional=False,
-                partition_leader_epoch=-1, is_control=False, offset_deltas=None):
+                partition_leader_epoch=-1, is_control=False, offset_deltas=None,
+                last_offset_delta=None):
     assert compression == 0
     records = list(records)
     deltas = list(offset_deltas) if offset_deltas is not None else list(range(len(records)))
@@ -182,7 +183,7 @@ def build_batch(records, *, base_offset=0, compression=0, timestamp_type=0, prod
     attrs = compression | (timestamp_type << 3) | (0x10 if is_transactional else 0) | (0x20 if is_control else 0)
     length = BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body)
     buf = bytearray(_H.pack(base_offset, length, partition_leader_epoch, 2, 0, attrs,
-                            max(deltas, default=0), base_ts, max_ts, producer_id,
+                            max(deltas, default=0) if last_offset_delta is None else last_offset_delta, base_ts, max_ts, producer_id,
                             producer_epoch, base_sequence, len(records))) + body
     _recrc(buf, 0)
     return bytes(buf)

@@ -1,0 +1,64 @@
+"""Offset checkpoint files of a log directory, in Kafka's text format.
+
+``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` and
+``cleaner-offset-checkpoint`` each hold::
+
+    0                      <- format version
+    2                      <- number of entries
+    my-topic 0 1234        <- topic, partition, offset
+    my-topic 1 99
+
+A file is replaced atomically (write to ``<name>.tmp``, fsync, rename, fsync the
+directory), so a crash leaves either the old or the new version.  A missing file
+reads as empty; a malformed one raises ``ValueError`` (the caller treats that as
+"no checkpoint", which is always safe: recovery just reads more).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+RECOVERY_POINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET = "log-start-offset-checkpoint"
+CLEANER_OFFSET = "cleaner-offset-checkpoint"
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+
+
+def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError(f"{path}: bad checkpoint header")
+    count = int(lines[1])
+    if len(lines) - 2 < count:
+        raise ValueError(f"{path}: {count} entries announced, {len(lines) - 2} present")
+    out = {}
+    for line in lines[2:2 + count]:
+        topic, part, off = line.rsplit(" ", 2)
+        out[(topic, int(part))] = int(off)
+    return out
+
+
+def write_checkpoint(path: Path, entries: dict[tuple[str, int], int]) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    body = "0\n%d\n" % len(entries) + "".join(
+        f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, body.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,263 @@
+"""``LogManager``: every partition log of the broker's log directories.
+
+Layout of each directory in ``log.dirs`` (Kafka's)::
+
+    <log dir>/
+        <topic>-<partition>/                 one PartitionLog
+        <topic>-<partition>.<hex>-delete/    a deleted log waiting for file.delete.delay.ms
+        recovery-point-offset-checkpoint     see kbroker.log.checkpoint
+        log-start-offset-checkpoint
+        cleaner-offset-checkpoint
+        .kafka_cleanshutdown                 present only between a clean shutdown and the next start
+
+``load()`` opens every partition: after a clean shutdown the segments and indexes are
+trusted and no record data is read; otherwise each log re-validates what lies past its
+recovery point.  The marker is removed once loading is done, so a crash from then on is
+detected.  ``shutdown()`` flushes and closes every log, writes the checkpoints and the
+marker.
+
+Maintenance is synchronous, bounded work a trio task calls periodically (see
+:mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints),
+``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion) and
+``run_cleaner`` (at most one compaction pass per call, on the dirtiest log).
+Time comes from ``now_ms`` arguments or the injected ``clock`` (milliseconds).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import checkpoint as ckpt
+from .cleaner import CleanResult, clean, cleanable_range
+from .config import LogConfig
+from .errors import LogClosed
+from .partition import PartitionLog, _parse_dir_name
+
+
+class LogManager:
+    """Owns the PartitionLogs of all log directories and their checkpoint files."""
+
+    def __init__(self, log_dirs: Iterable[Path], default_config: LogConfig,
+                 clock: Callable[[], int], *, checkpoint_interval_ms: int = 60_000,
+                 cleaner_max_map_entries: int = 1_000_000):
+        self.log_dirs = [Path(d) for d in log_dirs]
+        if not self.log_dirs:
+            raise ValueError("at least one log directory is required")
+        self.default_config = default_config
+        self.clock = clock
+        self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.cleaner_max_map_entries = cleaner_max_map_entries
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._pending_dirs: list[tuple[int, Path, PartitionLog]] = []
+        self._last_checkpoint_ms = 0
+        self.loaded = False
+        self.had_clean_shutdown: dict[Path, bool] = {}
+        self.last_clean: CleanResult | None = None
+
+    # -- start and stop -----------------------------------------------------------------
+    def load(self) -> None:
+        """Open every partition directory found in the log directories."""
+        now = self.clock()
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            marker = d / ckpt.CLEAN_SHUTDOWN
+            clean = marker.exists()
+            self.had_clean_shutdown[d] = clean
+            rps = self._safe_read(d / ckpt.RECOVERY_POINT)
+            starts = self._safe_read(d / ckpt.LOG_START_OFFSET)
+            dirty = self._safe_read(d / ckpt.CLEANER_OFFSET)
+            for child in sorted(d.iterdir()):
+                if not child.is_dir():
+                    continue
+                if child.name.endswith("-delete"):
+                    shutil.rmtree(child, ignore_errors=True)
+                    continue
+                parsed = _parse_dir_name(child.name)
+                if parsed is None or parsed in self._logs:
+                    continue
+                log = PartitionLog(child, parsed[0], parsed[1], self.default_config,
+                                   clock=self.clock, now_ms=now,
+                                   recovery_point=rps.get(parsed, 0),
+                                   log_start_offset=starts.get(parsed, 0),
+                                   first_dirty_offset=dirty.get(parsed, 0),
+                                   clean_shutdown=clean)
+                self._register(log)
+        self.checkpoint()
+        for d in self.log_dirs:
+            marker = d / ckpt.CLEAN_SHUTDOWN
+            if marker.exists():
+                marker.unlink()
+                ckpt.fsync_dir(d)
+        self._last_checkpoint_ms = now
+        self.loaded = True
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write checkpoints and the clean-shutdown marker."""
+        now = self.clock()
+        for log in self._logs.values():
+            log.close()
+        for _, path, log in self._pending_dirs:
+            log.close_without_flush()
+            shutil.rmtree(path, ignore_errors=True)
+        self._pending_dirs.clear()
+        self.checkpoint(include_closed=True)
+        for d in self.log_dirs:
+            fd = os.open(d / ckpt.CLEAN_SHUTDOWN, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.fsync(fd)
+            os.close(fd)
+            ckpt.fsync_dir(d)
+        self._logs.clear()
+        self._last_checkpoint_ms = now
+
+    @staticmethod
+    def _safe_read(path: Path) -> dict[tuple[str, int], int]:
+        try:
+            return ckpt.read_checkpoint(path)
+        except (ValueError, OSError):
+            return {}  # no checkpoint: recovery reads more, which is always safe
+
+    def _register(self, log: PartitionLog) -> None:
+        log.checkpoint_listener = self._write_cleaner_checkpoint
+        self._logs[(log.topic, log.partition)] = log
+
+    # -- partition logs ----------------------------------------------------------------
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int,
+                      config: LogConfig | None = None) -> PartitionLog:
+        """The log of ``topic``-``partition``, created in the emptiest directory if new.
+
+        A given ``config`` replaces the log's current one (topic configs arrive after
+        ``load()``, which opens logs with the default config).
+        """
+        log = self._logs.get((topic, partition))
+        if log is not None:
+            if config is not None and config != log.config:
+                log.config = config
+            return log
+        if not topic or "/" in topic or topic in (".", ".."):
+            raise ValueError(f"bad topic name {topic!r}")
+        counts = {d: 0 for d in self.log_dirs}
+        for lg in self._logs.values():
+            parent = lg.dir.parent
+            if parent in counts:
+                counts[parent] += 1
+        target = min(self.log_dirs, key=lambda d: counts[d])
+        log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
+                           config or self.default_config, clock=self.clock,
+                           clean_shutdown=True)
+        self._register(log)
+        return log
+
+    def update_config(self, topic: str, partition: int, config: LogConfig) -> None:
+        log = self._logs.get((topic, partition))
+        if log is not None:
+            log.config = config
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove a partition: renamed to ``…-delete`` now, files removed after the delay."""
+        log = self._logs.pop((topic, partition), None)
+        if log is None:
+            return False
+        log.closed = True  # further use raises LogClosed; descriptors stay for reads in flight
+        target = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
+        os.replace(log.dir, target)
+        ckpt.fsync_dir(target.parent)
+        self._pending_dirs.append((self.clock() + log.config.file_delete_delay_ms, target, log))
+        return True
+
+    def all_logs(self) -> list[PartitionLog]:
+        return list(self._logs.values())
+
+    # -- checkpoints -------------------------------------------------------------------
+    def checkpoint(self, include_closed: bool = False) -> None:
+        """Write the three offset checkpoint files of every log directory."""
+        by_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.log_dirs}
+        for log in self._logs.values():
+            if log.closed and not include_closed:
+                continue
+            by_dir.setdefault(log.dir.parent, []).append(log)
+        for d, logs in by_dir.items():
+            ckpt.write_checkpoint(d / ckpt.RECOVERY_POINT,
+                                  {(lg.topic, lg.partition): lg.recovery_point for lg in logs})
+            ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
+                                  {(lg.topic, lg.partition): lg.log_start_offset for lg in logs})
+            self._write_cleaner_checkpoint_dir(d, logs)
+
+    def _write_cleaner_checkpoint(self, log: PartitionLog) -> None:
+        d = log.dir.parent
+        logs = [lg for lg in self._logs.values() if lg.dir.parent == d]
+        self._write_cleaner_checkpoint_dir(d, logs)
+
+    @staticmethod
+    def _write_cleaner_checkpoint_dir(d: Path, logs: list[PartitionLog]) -> None:
+        ckpt.write_checkpoint(d / ckpt.CLEANER_OFFSET,
+                              {(lg.topic, lg.partition): lg.first_dirty_offset
+                               for lg in logs if lg.first_dirty_offset > 0})
+
+    # -- maintenance --------------------------------------------------------------------
+    def run_flush(self, now_ms: int | None = None) -> int:
+        """fsync logs past ``flush.ms``; write checkpoints every checkpoint interval."""
+        now = self.clock() if now_ms is None else now_ms
+        flushed = 0
+        for log in list(self._logs.values()):
+            try:
+                flushed += log.maybe_flush(now)
+            except LogClosed:
+                continue
+        if now - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
+            self.checkpoint()
+            self._last_checkpoint_ms = now
+        return flushed
+
+    def run_retention(self, now_ms: int | None = None) -> int:
+        """Apply retention to every log; finish delayed deletions. Returns segments deleted."""
+        now = self.clock() if now_ms is None else now_ms
+        deleted = 0
+        for log in list(self._logs.values()):
+            try:
+                deleted += log.maybe_run_retention(now)
+            except LogClosed:
+                continue
+        keep = []
+        for due, path, log in self._pending_dirs:
+            if now >= due:
+                log.close_without_flush()
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                keep.append((due, path, log))
+        self._pending_dirs = keep
+        return deleted
+
+    def run_cleaner(self, now_ms: int | None = None) -> CleanResult | None:
+        """One compaction pass on the log with the highest dirty ratio, if any is due."""
+        now = self.clock() if now_ms is None else now_ms
+        best, best_key = None, None
+        for log in self._logs.values():
+            if log.closed or not log.config.compact:
+                continue
+            rng = cleanable_range(log, now)
+            if rng is None:
+                continue
+            key = (rng.forced, rng.dirty_ratio)
+            if best_key is None or key > best_key:
+                best, best_key = log, key
+        if best is None:
+            return None
+        self.last_clean = clean(best, now, max_map_entries=self.cleaner_max_map_entries)
+        return self.last_clean
+
+    def statistics(self) -> dict:
+        logs = list(self._logs.values())
+        return {
+            "log_dirs": [str(d) for d in self.log_dirs],
+            "partitions": len(logs),
+            "size_bytes": sum(lg.size for lg in logs),
+            "segments": sum(len(lg.segments) for lg in logs),
+            "pending_dir_deletes": len(self._pending_dirs),
+            "last_clean": self.last_clean._asdict() if self.last_clean else None,
+        }

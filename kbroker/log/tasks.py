@@ -1,0 +1,42 @@
+"""Background maintenance of a :class:`~kbroker.log.manager.LogManager` under trio.
+
+``run_background`` runs three loops in one nursery -- flush (``flush.ms`` and the
+offset checkpoints), retention (Kafka's ``log.retention.check.interval.ms``, 5 min)
+and the cleaner (``log.cleaner.backoff.ms``, 15 s, repeating at once while passes find
+work).  Each step is a synchronous, bounded manager call made from the trio thread, so
+it never races appends or fetches.  Start it with ``nursery.start(run_background,
+manager)``; cancelling the nursery stops it between steps.
+"""
+from __future__ import annotations
+
+import trio
+
+from .manager import LogManager
+
+
+async def run_background(manager: LogManager, *, flush_interval_s: float = 1.0,
+                         retention_interval_s: float = 300.0,
+                         cleaner_interval_s: float = 15.0,
+                         task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def flush_loop():
+        while True:
+            await trio.sleep(flush_interval_s)
+            manager.run_flush()
+
+    async def retention_loop():
+        while True:
+            await trio.sleep(retention_interval_s)
+            manager.run_retention()
+
+    async def cleaner_loop():
+        while True:
+            if manager.run_cleaner() is None:
+                await trio.sleep(cleaner_interval_s)
+            else:
+                await trio.sleep(0)  # let requests in between passes
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(flush_loop)
+        nursery.start_soon(retention_loop)
+        nursery.start_soon(cleaner_loop)
+        task_status.started()
