@@ -1,0 +1,33 @@
+"""DescribeLogDirs (API key 35): log directories and the size of each partition in them.
+
+Versions: v1–v4 (v0 removed by KIP-896; v2 flexible; v3 top-level ``error_code``; v4
+``total_bytes``/``usable_bytes``, KIP-827). ``topics`` null means every partition.
+``offset_lag`` is 0 and ``is_future_key`` false: a single node has no replica movements
+between directories (KIP-113's future replicas are not implemented).
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.wire import messages
+
+Resp = messages.DescribeLogDirsResponse
+
+
+@api(35, versions=(1, 4))
+async def handle(ctx: RequestContext, request):
+    wanted = None
+    if request.topics is not None:
+        wanted = {}
+        for t in request.topics:
+            wanted.setdefault(t.topic, set()).update(t.partitions)
+    results = []
+    for log_dir, error, topics, total, usable in ctx.broker.replicas.describe_log_dirs(wanted):
+        results.append(Resp.DescribeLogDirsResult(
+            error_code=error, log_dir=log_dir, total_bytes=total, usable_bytes=usable,
+            topics=[Resp.DescribeLogDirsTopic(
+                name=name,
+                partitions=[Resp.DescribeLogDirsPartition(partition_index=i, partition_size=size,
+                                                          offset_lag=0, is_future_key=False)
+                            for i, size in parts])
+                for name, parts in topics]))
+    return Resp(throttle_time_ms=0, error_code=0, results=results)

@@ -1,0 +1,60 @@
+"""Fetch (API key 1): read record batches, long-polling until ``min_bytes`` are available.
+
+Versions: v4–v12. Capped at v12 because v13+ address topics by id (KIP-516) and kbroker
+answers Metadata with zero topic ids, so clients stay on name-based versions. v4 is the
+floor every Kafka 4.x client still speaks (KIP-896).
+
+KIPs: KIP-74 (``max_bytes``; the first partition with data returns at least one whole batch),
+KIP-98 (``isolation_level``, ``last_stable_offset``, ``aborted_transactions``), KIP-107
+(``log_start_offset``), KIP-227 (fetch sessions: session id 0 is answered with full
+responses listing exactly the requested partitions in request order — legal for every
+client), KIP-320 (``current_leader_epoch`` → FENCED/UNKNOWN_LEADER_EPOCH), KIP-392
+(``preferred_read_replica`` = -1), KIP-595 tagged fields at v12 left at their defaults.
+
+Records are answered as file regions so the server can ``os.sendfile`` them. Not
+implemented: incremental fetch sessions (a request naming a session id other than 0 gets
+FETCH_SESSION_ID_NOT_FOUND), follower fetching, rack-aware replica selection.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.replica import FetchSpec
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+Resp = messages.FetchResponse
+
+
+@api(1, versions=(4, 12))
+async def handle(ctx: RequestContext, request):
+    version = ctx.api_version
+    if version >= 7 and request.session_id != 0:
+        # We never hand out a session id, so any non-zero id is one we do not know.
+        return Resp(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                    session_id=0, responses=[])
+    if version >= 7 and request.session_epoch not in (0, -1):
+        return Resp(throttle_time_ms=0, error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                    session_id=0, responses=[])
+    specs = [FetchSpec(ft.topic, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
+                       fp.current_leader_epoch if version >= 9 else -1)
+             for ft in request.topics for fp in ft.partitions]
+    max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
+    results = await ctx.broker.replicas.fetch(
+        specs, max_bytes=max_bytes, min_bytes=request.min_bytes,
+        max_wait_ms=request.max_wait_ms, isolation_level=request.isolation_level)
+    topics: list = []
+    it = iter(results)
+    for ft in request.topics:
+        parts = []
+        for _ in ft.partitions:
+            r = next(it)
+            parts.append(Resp.PartitionData(
+                partition_index=r.partition, error_code=r.error_code,
+                high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
+                log_start_offset=r.log_start_offset,
+                aborted_transactions=r.aborted_transactions,
+                preferred_read_replica=-1,
+                # Kafka answers an empty record set (size 0), never null.
+                records=r.records if r.records is not None else b""))
+        topics.append(Resp.FetchableTopicResponse(topic=ft.topic, partitions=parts))
+    return Resp(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)

@@ -1,0 +1,58 @@
+"""ListOffsets (API key 2): offsets by timestamp, earliest, latest and max timestamp.
+
+Versions: v1–v8. v0 (multiple ``old_style_offsets``) was removed by KIP-896; v9+ add
+KIP-1005's latest-tiered spec and a timeout that a node without tiered storage does not need.
+
+Special timestamps: -2 earliest (log start offset), -1 latest (high watermark, or the last
+stable offset under ``read_committed``, KIP-98), -3 the record with the max timestamp (v7+,
+KIP-734), -4 earliest local (v8+, KIP-405; equals earliest without tiered storage). A real
+timestamp answers the first offset whose timestamp is >= it, or offset/timestamp -1 when
+none qualifies. ``leader_epoch`` (v4+) is the partition leader epoch (KIP-320); a stale
+``current_leader_epoch`` gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.replica import EARLIEST_LOCAL_TIMESTAMP, MAX_TIMESTAMP, ReplicaError
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+Resp = messages.ListOffsetsResponse
+
+
+@api(2, versions=(1, 8))
+async def handle(ctx: RequestContext, request):
+    version = ctx.api_version
+    replicas = ctx.broker.replicas
+    isolation = request.isolation_level if version >= 2 else 0
+    topics = []
+    seen: set[tuple[str, int]] = set()
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            out = Resp.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                    error_code=0, timestamp=-1, offset=-1,
+                                                    leader_epoch=-1)
+            parts.append(out)
+            key = (t.name, p.partition_index)
+            if key in seen:  # Kafka: a partition asked twice is an invalid request
+                out.error_code = ErrorCode.INVALID_REQUEST
+                continue
+            seen.add(key)
+            ts = p.timestamp
+            if (ts == MAX_TIMESTAMP and version < 7) or (ts == EARLIEST_LOCAL_TIMESTAMP and version < 8):
+                out.error_code = ErrorCode.UNSUPPORTED_VERSION
+                continue
+            try:
+                found_ts, offset, epoch = replicas.list_offset(
+                    t.name, p.partition_index, ts, isolation_level=isolation,
+                    current_leader_epoch=p.current_leader_epoch if version >= 4 else -1)
+            except ReplicaError as exc:
+                out.error_code = exc.error_code
+                continue
+            out.timestamp, out.offset = found_ts, offset
+            if version >= 4:
+                out.leader_epoch = epoch
+        topics.append(Resp.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return Resp(throttle_time_ms=0, topics=topics)
+

@@ -1,0 +1,77 @@
+"""Produce (API key 0): append record batches to partitions this node leads.
+
+Versions: advertised v0–v11, served from v3 (Kafka 4 / KIP-896 behaviour: v0–v2 are
+answered with UNSUPPORTED_VERSION per partition; v0 stays advertised because librdkafka
+< 2.11.1 enables compression only when it sees Produce v0). Capped at v11: v12 is KIP-890's
+second phase, which kbroker does not implement.
+
+KIPs: KIP-32 (LogAppendTime → ``log_append_time_ms``), KIP-107 (``log_start_offset``),
+KIP-467 (``record_errors`` / ``error_message``, v8+), KIP-951 (``current_leader`` /
+``node_endpoints`` tagged fields, v10+: left at their defaults, only needed on
+NOT_LEADER_OR_FOLLOWER which a single node does not produce for led partitions).
+
+acks=0 gets no response. Validation rules (sizes, CRC, timestamps, keys on compacted topics,
+min.insync.replicas) live in :mod:`kbroker.replica`. Not implemented: producer-id /
+sequence de-duplication (accepted and stored as sent).
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.replica import ReplicaError
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+Resp = messages.ProduceResponse
+SERVED_FROM = 3
+ADMIN_CLIENT_ID = "__admin_client"   # Kafka lets only this client id write internal topics
+
+
+def _partition_response(index: int, error: ReplicaError | int, version: int):
+    if isinstance(error, ReplicaError):
+        code, message, record_errors = error.error_code, error.message, error.record_errors
+    else:
+        code, message, record_errors = int(error), None, []
+    pr = Resp.PartitionProduceResponse(index=index, error_code=code, base_offset=-1,
+                                       log_append_time_ms=-1, log_start_offset=-1)
+    if version >= 8:
+        pr.error_message = message
+        pr.record_errors = [Resp.BatchIndexAndErrorMessage(batch_index=i,
+                                                           batch_index_error_message=m)
+                            for i, m in record_errors]
+    return pr
+
+
+@api(0, versions=(0, 11), served_from=SERVED_FROM)
+async def handle(ctx: RequestContext, request):
+    version = ctx.api_version
+    replicas = ctx.broker.replicas
+    acks = request.acks
+    if version < SERVED_FROM:
+        error: int | None = ErrorCode.UNSUPPORTED_VERSION
+    elif acks not in (0, 1, -1):
+        error = ErrorCode.INVALID_REQUIRED_ACKS
+    else:
+        error = None
+    now_ms = ctx.broker.clock.now_ms()
+    allow_internal = ctx.client_id == ADMIN_CLIENT_ID
+    topics = []
+    for td in request.topic_data:
+        parts = []
+        for pd in td.partition_data:
+            if error is not None:
+                parts.append(_partition_response(pd.index, error, version))
+                continue
+            try:
+                res = replicas.append(td.name, pd.index, pd.records, required_acks=acks,
+                                      now_ms=now_ms, allow_internal=allow_internal)
+            except ReplicaError as exc:
+                parts.append(_partition_response(pd.index, exc, version))
+                continue
+            parts.append(Resp.PartitionProduceResponse(
+                index=pd.index, error_code=0, base_offset=res.base_offset,
+                log_append_time_ms=res.log_append_time_ms,
+                log_start_offset=res.log_start_offset))
+        topics.append(Resp.TopicProduceResponse(name=td.name, partition_responses=parts))
+    if acks == 0:
+        return None  # the client expects no response at all, even for errors
+    return Resp(responses=topics, throttle_time_ms=0)
