@@ -1,0 +1,81 @@
+"""Run Apache Kafka's command-line tools from the pinned jars, against any broker under test.
+
+`run_tool("kafka-topics", ["--bootstrap-server", bs, "--list"])` is what
+`bin/kafka-topics.sh --bootstrap-server bs --list` does in a Kafka distribution: the same main
+class on the same class path, with a quiet log4j2 config (warnings on stderr only) and a
+timeout after which the whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+
+from compat_tests.kafka_runner import FAST_START_JVM, TOOLS_LOG4J, java_command
+
+# Script name in a Kafka distribution's bin/ → main class in the pinned (4.x) release.
+TOOLS = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-groups": "org.apache.kafka.tools.GroupsCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
+    "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
+    "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-storage": "kafka.tools.StorageTool",
+}
+
+
+@dataclass
+class ToolResult:
+    tool: str
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> "ToolResult":
+        """Raise (with both streams) unless the tool exited 0."""
+        if self.returncode != 0:
+            raise AssertionError(f"{self.tool} {' '.join(self.args)} exited {self.returncode}\n"
+                                 f"--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}")
+        return self
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.stdout.splitlines() if line.strip()]
+
+
+def run_tool(tool: str, args: list[str], *, input: str | None = None,
+             timeout: float = 60.0) -> ToolResult:
+    """Run one Kafka CLI tool (a name from TOOLS or a main class) and capture its output.
+
+    On timeout the tool's process group is killed and AssertionError is raised with what it
+    printed so far.
+    """
+    main = TOOLS.get(tool, tool)
+    cmd = java_command(main, list(args), heap="512m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"{tool} {' '.join(args)} timed out after {timeout}s\n"
+                             f"--- stdout ---\n{out}\n--- stderr ---\n{err}") from None
+    return ToolResult(tool, list(args), proc.returncode, out, err)

@@ -1,0 +1,294 @@
+"""Fixtures and the reporting plugin of the compatibility suite.
+
+Targets. Every test that uses the `target` fixture (directly or through `broker` /
+`broker_factory`) runs once per broker target chosen with `--targets` (default
+`kafka,kbroker`). The parametrisation is session-scoped, so pytest runs all tests of one target
+before the next; when the target changes, the previous target's shared broker is stopped.
+
+Fixtures.
+  target          "kafka" or "kbroker"
+  broker          the target's shared broker for this session, started on first use with its
+                  own data dir and a free loopback port. A `BrokerProcess`: `.bootstrap_servers`,
+                  `.host`, `.port`, `.data_dir`, `.stop()`, `.kill()` (SIGKILL), `.start()`,
+                  `.restart(hard=False)`, `.is_running()`. A test may stop/kill/restart it; the
+                  next test gets it running again (same data, same port).
+  broker_factory  `broker_factory(**overrides)` starts a fresh broker of the target with its
+                  own data dir and broker configs (Kafka names, e.g.
+                  `**{"auto.create.topics.enable": "false"}`); stopped at the end of the test.
+  bootstrap       shortcut for `broker.bootstrap_servers`.
+  topic_name      a unique topic name for this test (topics are never shared between tests).
+
+Known differences. `@pytest.mark.known_difference("F-NNN")` names an open entry of
+FINDINGS.md. On the kbroker target the test body must FAIL (reported `K`, "known F-NNN" in
+the matrix); if it passes, the test fails and asks you to close the entry. On Kafka the marker
+changes nothing: the test must pass. Only the test body counts: a broker that does not start is
+an ERROR, never a known difference.
+
+Matrix. Each test module sets `CLIENT = "<client library>"`; the session ends by printing the
+test × client × broker matrix and writing it to `--matrix` (compat_tests/results/matrix.md).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from compat_tests.kafka_runner import KafkaBrokerProcess, kafka_libs, kafka_version
+from compat_tests.ledger import check_reference, read_ledger
+from compat_tests.matrix import Matrix
+from compat_tests.runner import BrokerProcess, BrokerStartError, KBrokerProcess
+
+KNOWN_TARGETS = {"kafka": KafkaBrokerProcess, "kbroker": KBrokerProcess}
+DEFAULT_MATRIX = Path(__file__).resolve().parent / "results" / "matrix.md"
+
+
+# --- options and parametrisation -------------------------------------------------------------
+
+def pytest_addoption(parser):
+    group = parser.getgroup("compat", "kbroker compatibility suite")
+    group.addoption("--targets", default="kafka,kbroker",
+                    help="comma-separated broker targets to run every compat test on "
+                         "(kafka, kbroker; default both)")
+    group.addoption("--matrix", default=str(DEFAULT_MATRIX),
+                    help="where to write the Markdown compatibility matrix")
+
+
+def _targets(config) -> list[str]:
+    targets = [t.strip() for t in config.getoption("--targets").split(",") if t.strip()]
+    unknown = [t for t in targets if t not in KNOWN_TARGETS]
+    if unknown or not targets:
+        raise pytest.UsageError(f"--targets: unknown {unknown}; choose from {sorted(KNOWN_TARGETS)}")
+    return targets
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "known_difference(id): kbroker is recorded in compat_tests/FINDINGS.md as "
+                   "failing this test; its kbroker run must fail, its Kafka run must pass")
+    # kafka-python 3.0 loads its schemas with deprecated importlib.resources calls.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.protocol.schemas.load_json")
+    config.addinivalue_line("filterwarnings", "ignore:open_text is deprecated:DeprecationWarning")
+    config._compat_matrix = Matrix(_targets(config))
+
+
+def pytest_generate_tests(metafunc):
+    if "target" in metafunc.fixturenames:
+        targets = _targets(metafunc.config)
+        metafunc.parametrize("target", targets, ids=targets, scope="session")
+
+
+# --- brokers ---------------------------------------------------------------------------------
+
+class BrokerPool:
+    """Owns every broker process of the session; stops them all at the end."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.shared: dict[str, BrokerProcess] = {}
+        self.start_errors: dict[str, str] = {}
+        self.all: list[BrokerProcess] = []
+        self.counter = 0
+
+    def new(self, target: str, overrides: dict | None = None) -> BrokerProcess:
+        self.counter += 1
+        broker = KNOWN_TARGETS[target](self.base / f"{target}-{self.counter}", overrides)
+        self.all.append(broker)
+        return broker
+
+    def get_shared(self, target: str) -> BrokerProcess:
+        if target in self.start_errors:  # fail fast: do not retry a broken start per test
+            pytest.fail(self.start_errors[target], pytrace=False)
+        for other, broker in self.shared.items():
+            if other != target and broker.is_running():
+                broker.stop()
+        broker = self.shared.get(target)
+        if broker is None:
+            broker = self.shared[target] = self.new(target)
+        if not broker.is_running():
+            problem = None
+            try:
+                broker.start()
+            except BrokerStartError as exc:
+                problem = str(exc)
+            if problem:
+                if broker.starts <= 1:
+                    self.start_errors[target] = problem
+                pytest.fail(problem, pytrace=False)
+        return broker
+
+    def close(self) -> None:
+        for broker in self.all:
+            broker.stop(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def broker_pool(tmp_path_factory):
+    pool = BrokerPool(tmp_path_factory.mktemp("brokers"))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def broker(target, broker_pool) -> BrokerProcess:
+    return broker_pool.get_shared(target)
+
+
+@pytest.fixture
+def bootstrap(broker) -> str:
+    return broker.bootstrap_servers
+
+
+@pytest.fixture
+def broker_factory(target, broker_pool):
+    started: list[BrokerProcess] = []
+
+    def make(**overrides) -> BrokerProcess:
+        broker = broker_pool.new(target, overrides)
+        started.append(broker)
+        problem = None
+        try:
+            return broker.start()
+        except BrokerStartError as exc:
+            problem = str(exc)
+        pytest.fail(problem, pytrace=False)
+
+    yield make
+    for broker in started:
+        broker.stop(timeout=20)
+
+
+@pytest.fixture
+def topic_name(request) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.originalname.removeprefix("test_"))
+    return f"{base[:60]}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def kafka_dist():
+    """The pinned Kafka's jar folder (fetched if missing); CLI tests need it on any target."""
+    return kafka_libs()
+
+
+# --- known differences -----------------------------------------------------------------------
+
+def _target_of(item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("target") if callspec else None
+
+
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("known_difference")
+    if marker:
+        if len(marker.args) != 1:
+            pytest.fail("known_difference takes exactly one ledger id, e.g. known_difference('F-001')",
+                        pytrace=False)
+        problem = check_reference(marker.args[0], read_ledger())
+        if problem:
+            pytest.fail(problem, pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    marker = item.get_closest_marker("known_difference")
+    if (marker and report.when == "call" and _target_of(item) == "kbroker"
+            and len(marker.args) == 1):
+        finding = marker.args[0]
+        if report.failed:
+            first = _first_line(report)
+            report.outcome = "passed"
+            report.longrepr = None
+            report.known_difference = finding
+            report.known_detail = first
+        elif report.passed:
+            report.outcome = "failed"
+            report.longrepr = (f"{finding} is recorded in compat_tests/FINDINGS.md as a known "
+                               f"difference, but kbroker now passes this test: close the ledger "
+                               f"entry (Status: closed, with the date) and remove the marker.")
+            report.fixed_finding = finding
+    return report
+
+
+def pytest_report_teststatus(report, config):
+    finding = getattr(report, "known_difference", None)
+    if finding and report.when == "call":
+        return "known", "K", f"KNOWN DIFFERENCE {finding}"
+    return None
+
+
+def _first_line(report) -> str:
+    text = str(report.longrepr or "")
+    for line in text.splitlines():
+        if line.startswith("E "):
+            return line[1:].strip()[:200]
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].strip()[:200] if lines else ""
+
+
+# --- matrix ----------------------------------------------------------------------------------
+
+def _row_of(item) -> tuple[str, str]:
+    client = getattr(item.module, "CLIENT", item.module.__name__.rsplit(".", 1)[-1])
+    name = item.originalname.removeprefix("test_")
+    callspec = getattr(item, "callspec", None)
+    if callspec:
+        params = [str(v) for k, v in callspec.params.items() if k != "target"]
+        if params:
+            name += "[" + "-".join(params) + "]"
+    return name, client
+
+
+def pytest_collection_modifyitems(session, config, items):
+    config._compat_items = {item.nodeid: (_row_of(item), _target_of(item))
+                            for item in items if _target_of(item)}
+
+
+def pytest_runtest_logreport(report):
+    config = _CONFIG.get("config")
+    if config is None:
+        return
+    info = getattr(config, "_compat_items", {}).get(report.nodeid)
+    if not info:
+        return
+    (test, client), target = info
+    if getattr(report, "known_difference", None):
+        outcome, detail = f"known {report.known_difference}", report.known_detail
+    elif getattr(report, "fixed_finding", None):
+        outcome, detail = f"FIXED? {report.fixed_finding}", "passes; close the ledger entry"
+    elif report.passed or report.skipped:
+        outcome, detail = ("pass" if report.passed else "skip"), ""
+    elif report.when == "call":
+        outcome, detail = "FAIL", _first_line(report)
+    else:
+        outcome, detail = "ERROR", _first_line(report)
+    config._compat_matrix.record(test, client, target, outcome, detail, report.duration)
+
+
+_CONFIG: dict = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    _CONFIG["config"] = session.config
+    session.config._compat_started = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    matrix: Matrix = config._compat_matrix
+    if not matrix.rows:
+        return
+    path = Path(config.getoption("--matrix"))
+    matrix.write(path, kafka_version())
+    terminalreporter.section("compatibility matrix")
+    terminalreporter.write_line(matrix.text())
+    regs = matrix.regressions()
+    terminalreporter.write_line("")
+    terminalreporter.write_line(
+        f"regressions (Kafka passes, kbroker fails, not a known difference): {len(regs)}; "
+        f"matrix written to {path}")

@@ -1,0 +1,34 @@
+"""Small helpers shared by compat test modules (no client-specific logic beyond topic set-up)."""
+
+from __future__ import annotations
+
+import time
+
+# A fixed CreateTime base for tests that check timestamps: 2023-11-14T22:13:20Z.
+T0_MS = 1_700_000_000_000
+
+
+def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: str = "condition"):
+    """Poll `predicate()` until it returns a truthy value, which is returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    """Create a topic (replication factor 1) with kafka-python's admin client and wait until
+    every partition has a leader. Used by modules whose client cannot create topics (kcat)."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-setup",
+                             request_timeout_ms=20000)
+    try:
+        admin.create_topics({name: {"num_partitions": partitions, "replication_factor": 1}},
+                            wait_for_metadata=True)
+    finally:
+        admin.close()

@@ -1,0 +1,158 @@
+"""A real Apache Kafka broker for the compatibility suite, run from Maven Central jars.
+
+The version is pinned once, in tools/kafka_dist/pom.xml; tools/fetch_kafka.sh copies its jars
+into .cache/kafka/<version>/libs. `KafkaBrokerProcess` runs one KRaft node in combined mode
+(broker + controller in one JVM, node id 1, a static single-voter quorum on its own loopback
+port):
+
+1. first start: write server.properties, format the data dir with the storage tool
+   (`kafka.tools.StorageTool format`), using a fresh random cluster id;
+2. every start: `java -Xmx1G ... kafka.Kafka server.properties`, logs through
+   log4j2-broker.properties into <workdir>/logs/server.log (stdout stays almost silent);
+3. ready when ApiVersions is answered and Metadata lists the broker (it has registered with
+   its controller and is unfenced).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+from compat_tests.runner import BrokerProcess, BrokerStartError, free_port, tail
+
+ROOT = Path(__file__).resolve().parent.parent
+POM = ROOT / "tools" / "kafka_dist" / "pom.xml"
+FETCH = ROOT / "tools" / "fetch_kafka.sh"
+HERE = Path(__file__).resolve().parent
+BROKER_LOG4J = HERE / "log4j2-broker.properties"
+TOOLS_LOG4J = HERE / "log4j2-tools.properties"
+
+# Main classes of the pinned release (Kafka 4.x moved most tools to org.apache.kafka.tools).
+BROKER_MAIN = "kafka.Kafka"
+STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
+
+# Short-lived tools: C1 only and a serial GC start a JVM about twice as fast.
+FAST_START_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"]
+
+# Settings a one-node Kafka needs (internal topics default to replication factor 3) plus test
+# speed-ups Kafka's own integration tests use. Behaviour-relevant configs a test wants on both
+# brokers go through `overrides` instead, so kbroker gets them too.
+SINGLE_NODE_CONFIG = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+def kafka_version() -> str:
+    """The pinned Kafka version, read from the pom (the one place it is written)."""
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
+    if not match:
+        raise RuntimeError(f"no <kafka.version> in {POM}")
+    return match.group(1).strip()
+
+
+@functools.cache
+def kafka_libs() -> Path:
+    """The folder of the pinned Kafka's jars, fetching them first if needed (idempotent)."""
+    version = kafka_version()
+    libs = ROOT / ".cache" / "kafka" / version / "libs"
+    if not (libs.parent / ".complete").exists():
+        result = subprocess.run(["bash", str(FETCH)], capture_output=True, text=True, timeout=900)
+        if result.returncode != 0:
+            raise RuntimeError(f"tools/fetch_kafka.sh failed ({result.returncode}):\n"
+                               f"{result.stdout}\n{result.stderr}")
+    if not any(libs.glob(f"kafka_2.13-{version}.jar")):
+        raise RuntimeError(f"Kafka {version} jars missing in {libs}; run `make kafka-dist`")
+    return libs
+
+
+def java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise RuntimeError("java not found (Java 17+ is needed for the Kafka side)")
+    return found
+
+
+def java_command(main: str, args: list[str], *, heap: str, log4j: Path,
+                 extra_jvm: list[str] = ()) -> list[str]:
+    return [java(), f"-Xmx{heap}", "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j}", *extra_jvm,
+            "-cp", f"{kafka_libs()}/*", main, *args]
+
+
+def random_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, not starting with '-'."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+class KafkaBrokerProcess(BrokerProcess):
+    """One Apache Kafka KRaft combined-mode node; see the module docstring."""
+
+    target = "kafka"
+    start_timeout = 120.0  # a cold JVM on 2 busy cores
+    stop_timeout = 45.0
+    need_metadata = True
+
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None):
+        super().__init__(workdir, overrides)
+        self.controller_port = free_port()
+        self.config_path = self.workdir / "server.properties"
+        self.logs_dir = self.workdir / "logs"
+        self.version = kafka_version()
+
+    def config(self) -> dict[str, str]:
+        cfg = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},"
+                         f"CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            **SINGLE_NODE_CONFIG,
+        }
+        cfg.update(self.overrides)
+        return cfg
+
+    def prepare(self) -> None:
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
+        if (self.data_dir / "meta.properties").exists():
+            return  # already formatted: a restart
+        cmd = java_command(STORAGE_TOOL_MAIN,
+                           ["format", "-t", random_cluster_id(), "-c", str(self.config_path)],
+                           heap="256m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                                cwd=self.workdir)
+        if result.returncode != 0:
+            raise BrokerStartError(f"kafka storage format failed ({result.returncode}):\n"
+                                   f"{result.stdout}\n{result.stderr}")
+
+    def command(self) -> list[str]:
+        return java_command(BROKER_MAIN, [str(self.config_path)], heap="1G", log4j=BROKER_LOG4J,
+                            extra_jvm=[f"-Dkafka.logs.dir={self.logs_dir}", "-Xms256m",
+                                       "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"])
+
+    def start_hint(self) -> str:
+        return f"--- last lines of {self.logs_dir / 'server.log'} ---\n" \
+               f"{tail(self.logs_dir / 'server.log')}\n"
+
