@@ -1,0 +1,199 @@
+"""The data-plane API modules at their lowest and highest advertised versions: request
+encoded as a client would, handler run against a real ReplicaManager, response encoded
+(file regions included) and decoded again."""
+from __future__ import annotations
+
+import pytest
+
+from kbroker.api import REGISTRY, RequestContext, load_all
+from kbroker.wire import messages, protocol
+from kbroker.wire.error_codes import ErrorCode
+
+from .conftest import batch, decode_region
+
+load_all()
+
+
+async def call(broker, api_key, version, body, client_id="test"):
+    frame = protocol.encode_request(api_key, version, 7, client_id, body)
+    header, req = protocol.decode_request(memoryview(frame)[4:])
+    spec = REGISTRY[api_key]
+    ctx = RequestContext(broker=broker, api_key=api_key, api_version=version,
+                         correlation_id=7, client_id=client_id)
+    resp = await spec.handler(ctx, req)
+    if resp is None:
+        return None
+    parts = protocol.encode_response(api_key, version, 7, resp)
+    wire = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in parts)
+    size = int.from_bytes(wire[:4], "big")
+    assert size == len(wire) - 4
+    corr, out = protocol.decode_response(wire[4:], api_key, version)
+    assert corr == 7
+    return out
+
+
+def versions(api_key):
+    s = REGISTRY[api_key]
+    return sorted({max(s.min_version, s.served_from), s.max_version})
+
+
+P = messages.ProduceRequest
+F = messages.FetchRequest
+
+
+def produce_req(topic, records, acks=-1, partition=0):
+    return P(acks=acks, timeout_ms=1000, topic_data=[P.TopicProduceData(
+        name=topic, partition_data=[P.PartitionProduceData(index=partition, records=records)])])
+
+
+@pytest.mark.parametrize("version", versions(0))
+async def test_produce(broker, cluster, version):
+    cluster.create("t", 1, {"message.timestamp.before.max.ms": "1000"})
+    cluster.create("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    out = await call(broker, 0, version, produce_req("t", batch(b"a", b"b")))
+    pr = out.responses[0].partition_responses[0]
+    assert (pr.error_code, pr.base_offset) == (0, 0)
+    if version >= 5:
+        assert pr.log_start_offset == 0
+    out = await call(broker, 0, version, produce_req("lat", batch(b"a")))
+    if version >= 2:
+        assert out.responses[0].partition_responses[0].log_append_time_ms == broker.clock.now
+    out = await call(broker, 0, version, produce_req("t", batch(b"old", timestamps=[0])))
+    pr = out.responses[0].partition_responses[0]
+    assert pr.error_code == ErrorCode.INVALID_TIMESTAMP
+    if version >= 8:
+        assert [e.batch_index for e in pr.record_errors] == [0] and pr.error_message
+    out = await call(broker, 0, version, produce_req("nope", batch(b"a")))
+    assert out.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    out = await call(broker, 0, version, produce_req("t", batch(b"a"), acks=2))
+    assert out.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_REQUIRED_ACKS
+    assert await call(broker, 0, version, produce_req("t", batch(b"c"), acks=0)) is None
+    assert broker.replicas.get_partition("t", 0).log_end_offset == 3
+
+
+async def test_produce_v0_to_v2_are_refused(broker, cluster):
+    cluster.create("t", 1)
+    for version in (0, 1, 2):
+        out = await call(broker, 0, version, produce_req("t", batch(b"a")))
+        assert out.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert broker.replicas.get_partition("t", 0).log_end_offset == 0
+
+
+def fetch_req(parts, *, isolation=0, min_bytes=1, max_wait=0, session_id=0, epoch=-1):
+    topics = {}
+    for topic, p, off in parts:
+        topics.setdefault(topic, []).append(F.FetchPartition(partition=p, fetch_offset=off,
+                                                             partition_max_bytes=1 << 20))
+    return F(replica_id=-1, max_wait_ms=max_wait, min_bytes=min_bytes, max_bytes=1 << 24,
+             isolation_level=isolation, session_id=session_id, session_epoch=epoch,
+             topics=[F.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()])
+
+
+@pytest.mark.parametrize("version", versions(1))
+async def test_fetch(broker, cluster, version):
+    cluster.create("t", 2)
+    broker.replicas.append("t", 1, batch(b"x", b"y"))
+    out = await call(broker, 1, version, fetch_req([("t", 1, 0), ("t", 0, 0), ("u", 0, 0)],
+                                                   isolation=1))
+    assert [t.topic for t in out.responses] == ["t", "u"]
+    p1, p0 = out.responses[0].partitions
+    assert (p1.partition_index, p1.error_code, p1.high_watermark, p1.last_stable_offset) == (1, 0, 2, 2)
+    assert p1.aborted_transactions == [] and p1.preferred_read_replica == -1
+    assert [r.value for r in decode_region(_Bytes(p1.records))] == [b"x", b"y"]
+    assert p0.partition_index == 0 and len(p0.records) == 0
+    assert out.responses[1].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    out = await call(broker, 1, version, fetch_req([("t", 1, 0)], isolation=0))
+    assert out.responses[0].partitions[0].aborted_transactions is None
+    out = await call(broker, 1, version, fetch_req([("t", 1, 9)]))
+    assert out.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    if version >= 7:
+        out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=0, epoch=0))
+        assert out.session_id == 0 and out.error_code == 0
+        out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=5, epoch=1))
+        assert out.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+class _Bytes:
+    def __init__(self, data):
+        self.data = bytes(data)
+
+    def read_bytes(self):
+        return self.data
+
+
+L = messages.ListOffsetsRequest
+
+
+@pytest.mark.parametrize("version", versions(2))
+async def test_list_offsets(broker, cluster, version):
+    cluster.create("t", 1, epoch=4)
+    broker.replicas.append("t", 0, batch(b"a", b"b"))
+    for ts, want in [(-2, 0), (-1, 2)]:
+        out = await call(broker, 2, version, L(replica_id=-1, topics=[L.ListOffsetsTopic(
+            name="t", partitions=[L.ListOffsetsPartition(partition_index=0, timestamp=ts)])]))
+        p = out.topics[0].partitions[0]
+        assert (p.error_code, p.offset) == (0, want)
+        if version >= 4:
+            assert p.leader_epoch == 4
+    out = await call(broker, 2, version, L(replica_id=-1, topics=[L.ListOffsetsTopic(
+        name="t", partitions=[L.ListOffsetsPartition(partition_index=0, timestamp=-3),
+                              L.ListOffsetsPartition(partition_index=1, timestamp=-1)])]))
+    p, missing = out.topics[0].partitions
+    assert p.error_code == (0 if version >= 7 else ErrorCode.UNSUPPORTED_VERSION)
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+O = messages.OffsetForLeaderEpochRequest
+
+
+@pytest.mark.parametrize("version", versions(23))
+async def test_offset_for_leader_epoch(broker, cluster, version):
+    cluster.create("t", 1, epoch=2)
+    broker.replicas.append("t", 0, batch(b"a"))
+    out = await call(broker, 23, version, O(replica_id=-1, topics=[O.OffsetForLeaderTopic(
+        topic="t", partitions=[O.OffsetForLeaderPartition(partition=0, leader_epoch=2,
+                                                           current_leader_epoch=2),
+                               O.OffsetForLeaderPartition(partition=0, leader_epoch=3),
+                               O.OffsetForLeaderPartition(partition=3, leader_epoch=2)])]))
+    a, b, c = out.topics[0].partitions
+    assert (a.error_code, a.leader_epoch, a.end_offset) == (0, 2, 1)
+    assert (b.error_code, b.leader_epoch, b.end_offset) == (0, -1, -1)
+    assert c.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+D = messages.DeleteRecordsRequest
+
+
+@pytest.mark.parametrize("version", versions(21))
+async def test_delete_records(broker, cluster, version):
+    cluster.create("t", 1)
+    broker.replicas.append("t", 0, batch(b"a", b"b", b"c"))
+    out = await call(broker, 21, version, D(timeout_ms=1000, topics=[D.DeleteRecordsTopic(
+        name="t", partitions=[D.DeleteRecordsPartition(partition_index=0, offset=2)])]))
+    p = out.topics[0].partitions[0]
+    assert (p.error_code, p.low_watermark) == (0, 2)
+    out = await call(broker, 21, version, D(timeout_ms=1000, topics=[D.DeleteRecordsTopic(
+        name="t", partitions=[D.DeleteRecordsPartition(partition_index=0, offset=9),
+                              D.DeleteRecordsPartition(partition_index=0, offset=-1)])]))
+    a, b = out.topics[0].partitions
+    assert a.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert (b.error_code, b.low_watermark) == (0, 3)
+
+
+DL = messages.DescribeLogDirsRequest
+
+
+@pytest.mark.parametrize("version", versions(35))
+async def test_describe_log_dirs(broker, cluster, version):
+    cluster.create("t", 2)
+    broker.replicas.append("t", 1, batch(b"a" * 50))
+    out = await call(broker, 35, version, DL(topics=None))
+    [res] = out.results
+    assert res.error_code == 0 and res.log_dir.endswith("data")
+    [t] = res.topics
+    sizes = {p.partition_index: p.partition_size for p in t.partitions}
+    assert sizes[0] == 0 and sizes[1] > 50
+    if version >= 4:
+        assert res.total_bytes > 0
+    out = await call(broker, 35, version, DL(topics=[DL.DescribableLogDirTopic(topic="t", partitions=[1])]))
+    assert [p.partition_index for p in out.results[0].topics[0].partitions] == [1]
