@@ -1,0 +1,854 @@
+"""The pure KRaft-style Raft core: ticks and messages in, a ``Ready`` out.
+
+No I/O, no clock, no global randomness (the design's rule 1 and 8): logical time advances only
+through ``tick(ms)``, randomness comes from the ``random.Random`` handed in, and everything the
+outside world must do is returned in a ``Ready``. The protocol is Kafka's KRaft (KIP-595, with
+KIP-630 snapshots and KIP-996 pre-vote), in the API style of etcd's ``RawNode``.
+
+Driver contract (a trio driver, or the test simulator, does exactly this in a loop)::
+
+    node = RaftNode(node_id, voters, storage_view, config, random.Random(seed))
+    loop:
+        node.tick(elapsed_ms)              # whenever time passed; time_until_next_timer() says when
+        node.step(source_id, message)      # every message that arrived
+        node.propose([payload, ...])       # application writes (leader only; NotLeader otherwise)
+        if node.has_ready():
+            rd = node.ready()
+            1. persist rd.persist_state (the quorum-state file) durably
+            2. persist rd.snapshot durably (if any)
+            3. if rd.reset_log_to is not None: empty the log, next offset = rd.reset_log_to
+            4. if rd.truncate_to is not None: drop records at offsets >= rd.truncate_to
+            5. append rd.append_entries and flush
+            6. optional: delete records below rd.log_start_offset (a snapshot now covers them)
+            7. only now send rd.messages  [(destination_id, message)]  -- persist before send
+            8. load rd.apply_snapshot into the state machine (if any), then apply rd.committed
+            9. node.advance(rd)
+        if the application wants (rd.should_snapshot hints it): node.create_snapshot(offset, data)
+
+At most one ``Ready`` is outstanding: call ``advance`` before the next ``ready``; ``step``,
+``tick`` and ``propose`` are allowed in between. A crash between ``ready`` and the end of step 5
+loses that ``Ready`` entirely — that is fine, because nothing of it was sent. On restart the
+driver builds a new ``RaftNode`` from what is on disk (``StorageView``).
+
+Rules kept (checked by ``tests/raft/sim.py`` after every simulated event):
+- the quorum state (epoch, voted id, leader id) is persisted before any vote is answered, so a
+  vote is granted at most once per epoch even across crashes;
+- followers replicate by fetching; the leader validates (fetch offset, last fetched epoch) and
+  answers with a diverging epoch (follower truncates) or a snapshot id (follower fetches it);
+- the leader writes a control record at the start of its epoch, and the high watermark
+  advances only to offsets a majority of voters has durably fetched *and* past that record,
+  i.e. over records of the leader's own epoch (Raft's figure-8 rule);
+- the high watermark never decreases; truncation never goes below it;
+- a leader that sees no fetch from a majority for 1.5 x fetch timeout resigns (check quorum);
+- a follower that has not fetched successfully for ``fetch_timeout_ms`` starts an election
+  (as a prospective asking pre-votes when ``pre_vote`` is on).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import messages as m
+from .log import FetchValidation, RaftLog
+from .messages import NO_LEADER, Entry, LeaderIdAndEpoch, OffsetAndEpoch
+from .state import QuorumState, RaftConfig, Role, Snapshot, StorageView
+
+if TYPE_CHECKING:  # randomness is always the injected instance, never the module
+    from random import Random
+
+RETRY_BACKOFF_BASE_MS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class NotLeader:
+    """``propose`` on a replica that is not the active leader; hints where the leader is."""
+
+    leader_id: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoleChange:
+    role: Role
+    epoch: int
+    leader_id: int
+
+
+@dataclass(slots=True)
+class Ready:
+    """Everything the driver must do, in the order of the module docstring."""
+
+    persist_state: QuorumState | None = None
+    snapshot: Snapshot | None = None
+    reset_log_to: int | None = None
+    truncate_to: int | None = None
+    append_entries: list[Entry] = field(default_factory=list)
+    log_start_offset: int | None = None
+    messages: list[tuple[int, object]] = field(default_factory=list)
+    apply_snapshot: Snapshot | None = None
+    committed: list[Entry] = field(default_factory=list)
+    high_watermark: int = 0
+    role_change: RoleChange | None = None
+    should_snapshot: bool = False
+    log_end_offset: int = 0  # the log's end once this Ready is persisted
+
+
+@dataclass(slots=True)
+class _ReplicaState:
+    """Leader's view of one other replica."""
+
+    end_offset: int = 0
+    last_fetch_ms: int | None = None
+    high_watermark_sent: int = -1
+
+
+class RaftNode:
+    """One replica of the metadata quorum (a voter, or an observer if not in ``voters``).
+
+    Invariants: ``epoch`` never decreases; at most one vote per epoch (``voted_id``); a leader
+    only in an epoch it won; ``high_watermark`` never decreases and never passes records the
+    node does not hold in agreement with the leader.
+    """
+
+    def __init__(self, node_id: int, voters, storage: StorageView | None = None,
+                 config: RaftConfig | None = None, rng: "Random | None" = None) -> None:
+        if rng is None:
+            raise ValueError("inject a random.Random instance (no global randomness)")
+        storage = storage or StorageView()
+        self.node_id = node_id
+        self.voters = frozenset(voters)
+        self.is_voter = node_id in self.voters
+        self.config = config or RaftConfig()
+        self._rng = rng
+        self.now = 0
+        self.log = RaftLog(storage.snapshot, storage.entries)
+
+        qs = storage.quorum_state
+        self.epoch = qs.leader_epoch
+        self.voted_id = qs.voted_id
+        self.leader_id = qs.leader_id
+        self._persisted = qs
+        self.high_watermark = self.log.start_offset  # a snapshot only ever covers committed records
+        self._applied = self.log.start_offset
+        self._pending_apply_snapshot = storage.snapshot
+
+        # bookkeeping that mirrors the in-memory log into Ready's
+        self._written_end = self.log.end_offset
+        self._pending_truncate: int | None = None
+        self._pending_reset: int | None = None
+        self._pending_snapshot: Snapshot | None = None
+        self._pending_log_start: int | None = None
+        self._outbox: list[tuple[int, object]] = []
+        self._ready_outstanding = False
+        self._reported_role: RoleChange | None = None
+        self._bytes_since_snapshot = 0
+
+        self._next_correlation = 0
+        self.role = Role.UNATTACHED
+        self._reset_role_fields()
+        self.stats = {k: 0 for k in (
+            "elections_started", "pre_vote_rounds", "times_leader", "votes_granted",
+            "pre_votes_granted", "messages_in", "messages_out", "fetches_served", "truncations",
+            "snapshots_created", "snapshots_installed", "resignations", "stale_responses",
+            "conflicting_leader_claims", "proposals")}
+
+        if self.leader_id == self.node_id:
+            # A leader that restarts lost its volatile leader state: it resigns (as Kafka does).
+            self._become_resigned()
+        elif self.leader_id != NO_LEADER:
+            self._become_follower(self.epoch, self.leader_id)
+        else:
+            self._become_unattached(self.epoch)
+
+    # =============================================================== public API
+
+    def tick(self, ms: int) -> None:
+        """Advance logical time by ``ms`` and fire whatever timers expired."""
+        if ms < 0:
+            raise ValueError("time does not go backwards")
+        self.now += ms
+        self._fire_timers()
+
+    def step(self, source_id: int, message) -> None:
+        """Handle one message from replica ``source_id``."""
+        self.stats["messages_in"] += 1
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            raise TypeError(f"not a raft message: {type(message).__name__}")
+        handler(self, source_id, message)
+        self._fire_timers()
+
+    def propose(self, records: list[bytes]) -> int | NotLeader:
+        """Append ``records`` in the current epoch; returns the offset of the last one."""
+        if self.role is not Role.LEADER:
+            return NotLeader(self.leader_id, self.epoch)
+        for payload in records:
+            self.log.append(Entry(self.log.end_offset, self.epoch, bytes(payload)))
+        self.stats["proposals"] += len(records)
+        return self.log.end_offset - 1
+
+    def create_snapshot(self, end_offset: int, data: bytes) -> Snapshot:
+        """The application serialized its state after applying every record below
+        ``end_offset`` (which must already be delivered as committed)."""
+        if not (self.log.start_offset < end_offset <= self._applied):
+            raise ValueError(f"snapshot end {end_offset} must be in ({self.log.start_offset}, {self._applied}]")
+        snap = Snapshot(OffsetAndEpoch(end_offset, self.log.epoch_before(end_offset)), bytes(data))
+        self.log.compact(snap)
+        self._pending_snapshot = snap
+        self._pending_log_start = end_offset
+        self._bytes_since_snapshot = 0
+        self.stats["snapshots_created"] += 1
+        return snap
+
+    def resign(self) -> None:
+        """Graceful shutdown of a leader: hand leadership over (EndQuorumEpoch)."""
+        if self.role is Role.LEADER:
+            self._become_resigned()
+
+    def has_ready(self) -> bool:
+        if self._ready_outstanding:
+            return False
+        return bool(
+            self._outbox or self._current_state() != self._persisted
+            or self._pending_truncate is not None or self._pending_reset is not None
+            or self._written_end != self.log.end_offset or self._pending_snapshot is not None
+            or self._pending_log_start is not None or self._pending_apply_snapshot is not None
+            or min(self.high_watermark, self.log.durable_end) > self._applied
+            or self._role_change() is not None)
+
+    def ready(self) -> Ready:
+        if self._ready_outstanding:
+            raise RuntimeError("advance() the previous Ready first")
+        rd = Ready()
+        state = self._current_state()
+        if state != self._persisted:
+            rd.persist_state = state
+            self._persisted = state
+        rd.snapshot, self._pending_snapshot = self._pending_snapshot, None
+        rd.reset_log_to, self._pending_reset = self._pending_reset, None
+        rd.truncate_to, self._pending_truncate = self._pending_truncate, None
+        rd.append_entries = self.log.entries(self._written_end, self.log.end_offset)
+        self._written_end = self.log.end_offset
+        rd.log_start_offset, self._pending_log_start = self._pending_log_start, None
+        rd.messages, self._outbox = self._outbox, []
+        self.stats["messages_out"] += len(rd.messages)
+        rd.apply_snapshot, self._pending_apply_snapshot = self._pending_apply_snapshot, None
+        upto = min(self.high_watermark, self.log.durable_end)
+        if upto > self._applied:
+            rd.committed = self.log.entries(self._applied, upto)
+            self._applied = upto
+            self._bytes_since_snapshot += sum(e.size for e in rd.committed)
+        rd.should_snapshot = self._bytes_since_snapshot >= self.config.max_record_bytes_between_snapshots
+        rd.high_watermark = self.high_watermark
+        rd.role_change = self._role_change()
+        if rd.role_change is not None:
+            self._reported_role = rd.role_change
+        rd.log_end_offset = self.log.end_offset
+        self._ready_outstanding = True
+        return rd
+
+    def advance(self, rd: Ready) -> None:
+        """The driver finished ``rd`` (persisted, sent, applied)."""
+        self._ready_outstanding = False
+        before = self.log.durable_end
+        self.log.durable_end = max(self.log.durable_end, min(rd.log_end_offset, self._written_end))
+        if self.role is Role.LEADER and self.log.durable_end > before:
+            self._maybe_advance_high_watermark()
+            self._complete_parked_fetches()
+
+    def time_until_next_timer(self) -> int | None:
+        """Milliseconds until the earliest timer (``tick`` then), or None if none is set."""
+        deadlines = [d for d in self._deadlines() if d is not None]
+        return max(0, min(deadlines) - self.now) if deadlines else None
+
+    def statistics(self) -> dict:
+        out = {"node_id": self.node_id, "role": self.role.value, "epoch": self.epoch,
+               "leader_id": self.leader_id, "voted_id": self.voted_id,
+               "high_watermark": self.high_watermark, "applied_offset": self._applied}
+        out.update(self.log.statistics())
+        if self.role is Role.LEADER:
+            out["follower_lag"] = {r: self.log.end_offset - s.end_offset for r, s in self._replicas.items()}
+        out.update(self.stats)
+        return out
+
+    @property
+    def applied_offset(self) -> int:
+        return self._applied
+
+    def quorum_state(self) -> QuorumState:
+        return self._current_state()
+
+    # =============================================================== state transitions
+
+    def _reset_role_fields(self) -> None:
+        self._election_deadline: int | None = None
+        self._backing_off = False
+        self._fetch_deadline: int | None = None
+        self._leader_resigned = False
+        self._inflight: tuple[int, int, int] | None = None   # (correlation, dest, deadline)
+        self._fetch_retry_at: int | None = None
+        self._snapshot_fetch: tuple[OffsetAndEpoch, bytearray] | None = None
+        self._round = -1
+        self._granted: set[int] = set()
+        self._rejected: set[int] = set()
+        self._replicas: dict[int, _ReplicaState] = {}
+        self._observers: dict[int, _ReplicaState] = {}
+        self._parked: dict[int, tuple[m.FetchRequest, int]] = {}
+        self._check_quorum_deadline: int | None = None
+        self._fetched_since_check: set[int] = set()
+        self._unacked: set[int] = set()
+        self._resend_at: int | None = None
+        self._epoch_start_offset = -1
+        if not hasattr(self, "_retries"):
+            self._retries = 0
+
+    def _set_epoch(self, epoch: int) -> None:
+        if epoch < self.epoch:
+            raise AssertionError(f"epoch would go back from {self.epoch} to {epoch}")
+        if epoch > self.epoch:
+            self.epoch = epoch
+            self.voted_id = -1
+
+    def _become_unattached(self, epoch: int) -> None:
+        self._set_epoch(epoch)
+        self.role = Role.UNATTACHED
+        self.leader_id = NO_LEADER
+        self._reset_role_fields()
+        if self.is_voter:
+            self._election_deadline = self.now + self._random_election_timeout()
+        else:
+            self._fetch_retry_at = self.now  # observers look for the leader among the voters
+
+    def _become_follower(self, epoch: int, leader_id: int) -> None:
+        self._set_epoch(epoch)
+        self.role = Role.FOLLOWER
+        self.leader_id = leader_id
+        self._reset_role_fields()
+        self._retries = 0
+        self._fetch_deadline = self.now + self.config.fetch_timeout_ms
+        self._send_fetch()
+
+    def _start_election(self) -> None:
+        if self.config.pre_vote and len(self.voters) > 1:
+            self._become_prospective()
+        else:
+            self._become_candidate()
+
+    def _become_prospective(self) -> None:
+        """KIP-996: ask for pre-votes without bumping the epoch or persisting anything."""
+        leader = self.leader_id if self.role in (Role.FOLLOWER, Role.PROSPECTIVE) else NO_LEADER
+        self.role = Role.PROSPECTIVE
+        self._reset_role_fields()
+        self.leader_id = leader
+        self.stats["pre_vote_rounds"] += 1
+        self._open_round(pre_vote=True)
+
+    def _become_candidate(self) -> None:
+        self._set_epoch(self.epoch + 1)
+        self.role = Role.CANDIDATE
+        self.leader_id = NO_LEADER
+        self.voted_id = self.node_id
+        self._reset_role_fields()
+        self.stats["elections_started"] += 1
+        self._open_round(pre_vote=False)
+
+    def _open_round(self, pre_vote: bool) -> None:
+        self._round = self._correlation()
+        self._granted = {self.node_id}
+        self._rejected = set()
+        self._election_deadline = self.now + self._random_election_timeout()
+        if self._has_majority(self._granted):
+            self._round_won()
+            return
+        last = self.log.last_offset_and_epoch()
+        for voter in sorted(self.voters - {self.node_id}):
+            self._send(voter, m.VoteRequest(
+                candidate_epoch=self.epoch + 1 if pre_vote else self.epoch,
+                candidate_id=self.node_id, last_offset_epoch=last.epoch, last_offset=last.end_offset,
+                voter_id=voter, pre_vote=pre_vote, correlation_id=self._round))
+
+    def _round_won(self) -> None:
+        if self.role is Role.PROSPECTIVE:
+            self._become_candidate()
+        else:
+            self._become_leader()
+
+    def _become_leader(self) -> None:
+        self.role = Role.LEADER
+        self.leader_id = self.node_id
+        self._reset_role_fields()
+        self._retries = 0
+        self.stats["times_leader"] += 1
+        self._epoch_start_offset = self.log.end_offset
+        voters = ",".join(str(v) for v in sorted(self.voters))
+        self.log.append(Entry(self._epoch_start_offset, self.epoch,
+                              f"LeaderChange leader={self.node_id} voters={voters}".encode(), control=True))
+        self._replicas = {v: _ReplicaState() for v in self.voters if v != self.node_id}
+        if len(self.voters) > 1:
+            self._check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms
+        self._unacked = set(self._replicas)
+        self._send_begin_quorum_epoch()
+
+    def _become_resigned(self) -> None:
+        """Stop leading this epoch; tell the voters, best-caught-up first."""
+        ends = {r: s.end_offset for r, s in self._replicas.items()}
+        parked = list(self._parked.items())
+        self.role = Role.RESIGNED
+        self.leader_id = self.node_id
+        self._reset_role_fields()
+        self.stats["resignations"] += 1
+        for replica, (req, _) in parked:
+            self._send(replica, self._fetch_error(m.NOT_LEADER_OR_FOLLOWER, req.correlation_id))
+        self._successors = tuple(sorted(self.voters - {self.node_id}, key=lambda v: (-ends.get(v, 0), v)))
+        self._unacked = set(self._successors)
+        self._election_deadline = self.now + self._random_election_timeout()
+        self._send_end_quorum_epoch()
+
+    def _current_state(self) -> QuorumState:
+        return QuorumState(leader_id=self.leader_id if self.role is not Role.PROSPECTIVE else self._persisted_leader(),
+                           leader_epoch=self.epoch, voted_id=self.voted_id)
+
+    def _persisted_leader(self) -> int:
+        # A prospective keeps the leader it knew in memory; on disk nothing changes.
+        return self._persisted.leader_id if self._persisted.leader_epoch == self.epoch else NO_LEADER
+
+    def _role_change(self) -> RoleChange | None:
+        now = RoleChange(self.role, self.epoch, self.leader_id)
+        return None if now == self._reported_role else now
+
+    # =============================================================== timers
+
+    def _deadlines(self):
+        yield self._election_deadline
+        yield self._fetch_deadline
+        yield self._inflight[2] if self._inflight else None
+        yield self._fetch_retry_at
+        yield self._check_quorum_deadline
+        yield self._resend_at
+        for _, deadline in self._parked.values():
+            yield deadline
+
+    def _fire_timers(self) -> None:
+        now = self.now
+        role = self.role
+        if role is Role.LEADER:
+            if self._parked:
+                for replica, (req, deadline) in list(self._parked.items()):
+                    if deadline <= now:
+                        del self._parked[replica]
+                        self._send(replica, self._answer_fetch(req))
+            if self._resend_at is not None and self._resend_at <= now:
+                self._send_begin_quorum_epoch()
+            if self._check_quorum_deadline is not None and self._check_quorum_deadline <= now:
+                self._become_resigned()
+            return
+        if role is Role.RESIGNED:
+            if self._election_deadline is not None and self._election_deadline <= now:
+                self._start_election()
+            elif self._resend_at is not None and self._resend_at <= now:
+                self._send_end_quorum_epoch()
+            return
+        if role in (Role.CANDIDATE, Role.PROSPECTIVE):
+            if self._election_deadline is not None and self._election_deadline <= now:
+                if self._backing_off:
+                    self._start_election()
+                else:
+                    self._start_backoff()
+            return
+        # follower / unattached
+        if self._inflight is not None and self._inflight[2] <= now:
+            self._inflight = None
+            self._fetch_retry_at = now
+        if role is Role.FOLLOWER and self._fetch_deadline is not None and self._fetch_deadline <= now:
+            if self.is_voter:
+                self._start_election()
+            else:
+                self._become_unattached(self.epoch)
+            return
+        if role is Role.UNATTACHED and self.is_voter:
+            if self._election_deadline is not None and self._election_deadline <= now:
+                self._start_election()
+            return
+        if self._fetch_retry_at is not None and self._fetch_retry_at <= now and self._inflight is None:
+            self._send_fetch()
+
+    def _start_backoff(self) -> None:
+        self._retries += 1
+        self._backing_off = True
+        self._election_deadline = self.now + self._election_backoff_ms()
+
+    def _random_election_timeout(self) -> int:
+        t = self.config.election_timeout_ms
+        return t + self._rng.randrange(max(1, t))
+
+    def _election_backoff_ms(self) -> int:
+        # Kafka's binary exponential backoff with jitter, capped at election.backoff.max.ms.
+        span = 1 << min(self._retries, 10)
+        return min(RETRY_BACKOFF_BASE_MS * self._rng.randrange(1, span + 1), self.config.election_backoff_max_ms)
+
+    # =============================================================== sending helpers
+
+    def _correlation(self) -> int:
+        self._next_correlation += 1
+        return self._next_correlation
+
+    def _send(self, dest: int, message) -> None:
+        self._outbox.append((dest, message))
+
+    def _leader_info(self) -> LeaderIdAndEpoch:
+        leader = self.leader_id if self.role in (Role.LEADER, Role.FOLLOWER) else NO_LEADER
+        return LeaderIdAndEpoch(leader, self.epoch)
+
+    def _has_majority(self, ids: set[int]) -> bool:
+        return len(ids & self.voters) * 2 > len(self.voters)
+
+    def _send_fetch(self) -> None:
+        self._fetch_retry_at = None
+        if self.role is Role.FOLLOWER:
+            dest = self.leader_id
+        elif not self.is_voter and self.voters:
+            dest = self._rng.choice(sorted(self.voters))  # observer bootstrapping
+        else:
+            return
+        corr = self._correlation()
+        if self._snapshot_fetch is not None:
+            sid, buf = self._snapshot_fetch
+            msg = m.FetchSnapshotRequest(replica_id=self.node_id, current_leader_epoch=self.epoch,
+                                         snapshot_id=sid, position=len(buf),
+                                         max_bytes=self.config.snapshot_chunk_bytes, correlation_id=corr)
+        else:
+            msg = m.FetchRequest(replica_id=self.node_id, current_leader_epoch=self.epoch,
+                                 fetch_offset=self.log.end_offset, last_fetched_epoch=self.log.last_epoch,
+                                 log_start_offset=self.log.start_offset,
+                                 max_wait_ms=self.config.fetch_max_wait_ms if self.role is Role.FOLLOWER else 0,
+                                 max_bytes=self.config.fetch_max_bytes, correlation_id=corr)
+        self._inflight = (corr, dest, self.now + self.config.request_timeout_ms)
+        self._send(dest, msg)
+
+    def _retry_fetch_later(self) -> None:
+        self._inflight = None
+        self._fetch_retry_at = self.now + self.config.retry_backoff_ms
+
+    def _send_begin_quorum_epoch(self) -> None:
+        for voter in sorted(self._unacked):
+            self._send(voter, m.BeginQuorumEpochRequest(leader_id=self.node_id, leader_epoch=self.epoch,
+                                                        voter_id=voter, correlation_id=self._correlation()))
+        self._resend_at = self.now + self.config.request_timeout_ms if self._unacked else None
+
+    def _send_end_quorum_epoch(self) -> None:
+        for voter in sorted(self._unacked):
+            self._send(voter, m.EndQuorumEpochRequest(leader_id=self.node_id, leader_epoch=self.epoch,
+                                                      preferred_successors=self._successors,
+                                                      correlation_id=self._correlation()))
+        self._resend_at = self.now + self.config.request_timeout_ms if self._unacked else None
+
+    # =============================================================== epoch observation
+
+    def _observe_leader(self, leader_id: int, epoch: int) -> bool:
+        """A peer told us (leader, epoch). Move forward if it is news; True if we moved."""
+        if epoch > self.epoch:
+            if leader_id not in (NO_LEADER, self.node_id):
+                self._become_follower(epoch, leader_id)
+            else:
+                self._become_unattached(epoch)
+            return True
+        if epoch == self.epoch and leader_id not in (NO_LEADER, self.node_id):
+            if self.role in (Role.UNATTACHED, Role.CANDIDATE) or (
+                    self.role is Role.PROSPECTIVE and self.leader_id == NO_LEADER):
+                self._become_follower(epoch, leader_id)
+                return True
+            if self.leader_id not in (NO_LEADER, leader_id):
+                self.stats["conflicting_leader_claims"] += 1
+        return False
+
+    # =============================================================== Vote
+
+    def _on_vote_request(self, src: int, req: m.VoteRequest) -> None:
+        def reply(granted: bool, error: int = m.NONE) -> None:
+            self._send(src, m.VoteResponse(error_code=error, leader_id=self._leader_info().leader_id,
+                                           leader_epoch=self.epoch, vote_granted=granted,
+                                           correlation_id=req.correlation_id))
+
+        if not self.is_voter or req.candidate_id not in self.voters:
+            return reply(False, m.INCONSISTENT_VOTER_SET)
+        log_ok = (req.last_offset_epoch, req.last_offset) >= (self.log.last_epoch, self.log.end_offset)
+        if req.pre_vote:
+            # No state change for a pre-vote; refuse while we still hear from a live leader.
+            if req.candidate_epoch <= self.epoch:
+                return reply(False, m.FENCED_LEADER_EPOCH)
+            leader_alive = self.role is Role.LEADER or (self.role is Role.FOLLOWER and not self._leader_resigned)
+            granted = log_ok and not leader_alive
+            if granted:
+                self.stats["pre_votes_granted"] += 1
+            return reply(granted)
+        if req.candidate_epoch < self.epoch:
+            return reply(False, m.FENCED_LEADER_EPOCH)
+        if req.candidate_epoch > self.epoch:
+            self._become_unattached(req.candidate_epoch)
+        granted = (log_ok and self.leader_id == NO_LEADER and self.voted_id in (-1, req.candidate_id)
+                   and self.role in (Role.UNATTACHED, Role.PROSPECTIVE))
+        if granted:
+            if self.role is Role.PROSPECTIVE:
+                self._become_unattached(self.epoch)
+            self.voted_id = req.candidate_id  # persisted (Ready.persist_state) before the reply goes out
+            self._election_deadline = self.now + self._random_election_timeout()
+            self.stats["votes_granted"] += 1
+        reply(granted)
+
+    def _on_vote_response(self, src: int, resp: m.VoteResponse) -> None:
+        if self._observe_leader(resp.leader_id, resp.leader_epoch):
+            return
+        if self.role not in (Role.CANDIDATE, Role.PROSPECTIVE) or resp.correlation_id != self._round:
+            self.stats["stale_responses"] += 1
+            return
+        if resp.vote_granted:
+            self._granted.add(src)
+            if self._has_majority(self._granted):  # a late majority still wins this epoch
+                self._round_won()
+            return
+        if (self.role is Role.PROSPECTIVE and resp.leader_epoch == self.epoch
+                and resp.leader_id not in (NO_LEADER, self.node_id)):
+            # KIP-996: a voter still follows a leader of our epoch; go back to it.
+            self._become_follower(self.epoch, resp.leader_id)
+            return
+        self._rejected.add(src)
+        if not self._backing_off and self._has_majority(self._rejected):
+            self._start_backoff()
+
+    # =============================================================== Begin/EndQuorumEpoch
+
+    def _on_begin_quorum_epoch_request(self, src: int, req: m.BeginQuorumEpochRequest) -> None:
+        error = m.NONE
+        if req.leader_epoch < self.epoch:
+            error = m.FENCED_LEADER_EPOCH
+        elif req.leader_epoch > self.epoch:
+            self._become_follower(req.leader_epoch, req.leader_id)
+        elif self.role is Role.FOLLOWER and self.leader_id == req.leader_id:
+            pass
+        elif self.role in (Role.UNATTACHED, Role.CANDIDATE, Role.PROSPECTIVE) and \
+                self.leader_id in (NO_LEADER, req.leader_id):
+            self._become_follower(req.leader_epoch, req.leader_id)
+        else:
+            self.stats["conflicting_leader_claims"] += 1
+        info = self._leader_info()
+        self._send(src, m.BeginQuorumEpochResponse(error_code=error, leader_id=info.leader_id,
+                                                   leader_epoch=self.epoch, correlation_id=req.correlation_id))
+
+    def _on_begin_quorum_epoch_response(self, src: int, resp: m.BeginQuorumEpochResponse) -> None:
+        if self._observe_leader(resp.leader_id, resp.leader_epoch):
+            return
+        if self.role is Role.LEADER and resp.leader_epoch == self.epoch and resp.error_code == m.NONE:
+            self._unacked.discard(src)
+
+    def _on_end_quorum_epoch_request(self, src: int, req: m.EndQuorumEpochRequest) -> None:
+        error = m.NONE
+        if req.leader_epoch < self.epoch:
+            error = m.FENCED_LEADER_EPOCH
+        else:
+            if req.leader_epoch > self.epoch:
+                self._become_unattached(req.leader_epoch)
+            if self.is_voter and self.leader_id in (req.leader_id, NO_LEADER) and self.role in (Role.FOLLOWER, Role.UNATTACHED):
+                # Start the next election early, the preferred successors first (KIP-595).
+                succ = req.preferred_successors
+                pos = succ.index(self.node_id) if self.node_id in succ else len(succ)
+                delay = 0 if pos == 0 else min(RETRY_BACKOFF_BASE_MS << min(pos - 1, 10),
+                                               self.config.election_backoff_max_ms)
+                self._leader_resigned = True
+                if self.role is Role.FOLLOWER:
+                    self._fetch_deadline = min(self._fetch_deadline, self.now + delay)
+                else:
+                    self._election_deadline = min(self._election_deadline or self.now + delay, self.now + delay)
+        info = self._leader_info()
+        self._send(src, m.EndQuorumEpochResponse(error_code=error, leader_id=info.leader_id,
+                                                 leader_epoch=self.epoch, correlation_id=req.correlation_id))
+
+    def _on_end_quorum_epoch_response(self, src: int, resp: m.EndQuorumEpochResponse) -> None:
+        if self._observe_leader(resp.leader_id, resp.leader_epoch):
+            return
+        if self.role is Role.RESIGNED and resp.leader_epoch == self.epoch:
+            self._unacked.discard(src)
+
+    # =============================================================== Fetch (leader side)
+
+    def _fetch_error(self, error: int, correlation_id: int) -> m.FetchResponse:
+        return m.FetchResponse(error_code=error, high_watermark=-1, log_start_offset=self.log.start_offset,
+                               current_leader=self._leader_info(), correlation_id=correlation_id)
+
+    def _note_fetch(self, replica_id: int) -> _ReplicaState:
+        state = self._replicas.get(replica_id)
+        if state is None:
+            state = self._observers.setdefault(replica_id, _ReplicaState())
+        else:
+            self._fetched_since_check.add(replica_id)
+            if self._has_majority(self._fetched_since_check | {self.node_id}):
+                self._check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms
+                self._fetched_since_check = set()
+        state.last_fetch_ms = self.now
+        return state
+
+    def _on_fetch_request(self, src: int, req: m.FetchRequest) -> None:
+        if req.current_leader_epoch < self.epoch:
+            return self._send(src, self._fetch_error(m.FENCED_LEADER_EPOCH, req.correlation_id))
+        if req.current_leader_epoch > self.epoch:
+            return self._send(src, self._fetch_error(m.UNKNOWN_LEADER_EPOCH, req.correlation_id))
+        if self.role is not Role.LEADER:
+            return self._send(src, self._fetch_error(m.NOT_LEADER_OR_FOLLOWER, req.correlation_id))
+        self.stats["fetches_served"] += 1
+        state = self._note_fetch(req.replica_id)
+        self._parked.pop(req.replica_id, None)
+        kind, _ = self.log.validate_fetch(req.fetch_offset, req.last_fetched_epoch)
+        if kind is FetchValidation.VALID:
+            state.end_offset = req.fetch_offset
+            if req.replica_id in self._replicas:
+                self._unacked.discard(req.replica_id)
+                if self._maybe_advance_high_watermark():
+                    self._complete_parked_fetches()
+            if (req.fetch_offset >= self.log.durable_end and req.max_wait_ms > 0
+                    and state.high_watermark_sent >= self.high_watermark):
+                # Long poll (Kafka's fetch purgatory): answer when data or the HW moves.
+                self._parked[req.replica_id] = (req, self.now + req.max_wait_ms)
+                return
+        self._send(src, self._answer_fetch(req))
+
+    def _answer_fetch(self, req: m.FetchRequest) -> m.FetchResponse:
+        state = self._replicas.get(req.replica_id) or self._observers.get(req.replica_id)
+        if state is not None:
+            state.high_watermark_sent = self.high_watermark
+        kind, where = self.log.validate_fetch(req.fetch_offset, req.last_fetched_epoch)
+        common = dict(error_code=m.NONE, high_watermark=self.high_watermark,
+                      log_start_offset=self.log.start_offset, current_leader=self._leader_info(),
+                      correlation_id=req.correlation_id)
+        if kind is FetchValidation.DIVERGING:
+            return m.FetchResponse(diverging_epoch=where, **common)
+        if kind is FetchValidation.SNAPSHOT:
+            return m.FetchResponse(snapshot_id=where, **common)
+        records = self.log.read(req.fetch_offset, self.log.durable_end, req.max_bytes)
+        return m.FetchResponse(records=records, **common)
+
+    def _complete_parked_fetches(self) -> None:
+        parked, self._parked = self._parked, {}
+        for replica, (req, _) in parked.items():
+            self._send(replica, self._answer_fetch(req))
+
+    def _maybe_advance_high_watermark(self) -> bool:
+        ends = sorted([self.log.durable_end] + [s.end_offset for s in self._replicas.values()], reverse=True)
+        candidate = ends[len(self.voters) // 2]
+        # Only offsets past our own LeaderChange record: never commit an older epoch's records
+        # by counting replicas alone (Raft figure 8).
+        if candidate > self._epoch_start_offset and candidate > self.high_watermark:
+            self.high_watermark = candidate
+            return True
+        return False
+
+    def _on_fetch_snapshot_request(self, src: int, req: m.FetchSnapshotRequest) -> None:
+        def reply(error: int, **kw) -> None:
+            self._send(src, m.FetchSnapshotResponse(error_code=error, current_leader=self._leader_info(),
+                                                    correlation_id=req.correlation_id, **kw))
+        if req.current_leader_epoch < self.epoch:
+            return reply(m.FENCED_LEADER_EPOCH)
+        if req.current_leader_epoch > self.epoch:
+            return reply(m.UNKNOWN_LEADER_EPOCH)
+        if self.role is not Role.LEADER:
+            return reply(m.NOT_LEADER_OR_FOLLOWER)
+        self._note_fetch(req.replica_id)
+        snap = self.log.snapshot
+        if snap is None or snap.snapshot_id != req.snapshot_id:
+            return reply(m.SNAPSHOT_NOT_FOUND)
+        if req.position > len(snap.data):
+            return reply(m.POSITION_OUT_OF_RANGE)
+        chunk = snap.data[req.position:req.position + max(1, req.max_bytes)]
+        reply(m.NONE, snapshot_id=snap.snapshot_id, size=len(snap.data), position=req.position,
+              unaligned_records=chunk)
+
+    # =============================================================== Fetch (follower side)
+
+    def _accept_fetch_reply(self, src: int, correlation_id: int, leader: LeaderIdAndEpoch, error: int) -> bool:
+        """Common checks for Fetch/FetchSnapshot responses; True if the body should be used."""
+        if self._inflight is None or self._inflight[0] != correlation_id or self._inflight[1] != src:
+            self.stats["stale_responses"] += 1
+            return False
+        self._inflight = None
+        if self._observe_leader(leader.leader_id, leader.leader_epoch):
+            return False
+        if self.role is not Role.FOLLOWER or src != self.leader_id or error != m.NONE:
+            self._retry_fetch_later()
+            return False
+        self._fetch_deadline = self.now + self.config.fetch_timeout_ms
+        self._leader_resigned = False
+        return True
+
+    def _on_fetch_response(self, src: int, resp: m.FetchResponse) -> None:
+        if not self._accept_fetch_reply(src, resp.correlation_id, resp.current_leader, resp.error_code):
+            return
+        if resp.diverging_epoch is not None:
+            cut = self.log.truncation_point(resp.diverging_epoch)
+            if cut < self.high_watermark:
+                raise AssertionError(f"node {self.node_id}: truncation to {cut} below high watermark {self.high_watermark}")
+            self._truncate(cut)
+        elif resp.snapshot_id is not None:
+            self._snapshot_fetch = (resp.snapshot_id, bytearray())
+        else:
+            for entry in resp.records:
+                if entry.offset != self.log.end_offset or entry.epoch > self.epoch:
+                    break  # not a continuation of what we asked for: refetch
+                self.log.append(entry)
+            new_hw = min(resp.high_watermark, self.log.end_offset)
+            if new_hw > self.high_watermark:
+                self.high_watermark = new_hw
+        self._send_fetch()
+
+    def _truncate(self, offset: int) -> None:
+        if offset >= self.log.end_offset:
+            return
+        self.stats["truncations"] += 1
+        self.log.truncate_to(offset)
+        if offset < self._written_end:
+            self._pending_truncate = offset if self._pending_truncate is None else min(self._pending_truncate, offset)
+            self._written_end = offset
+
+    def _on_fetch_snapshot_response(self, src: int, resp: m.FetchSnapshotResponse) -> None:
+        if resp.error_code in (m.SNAPSHOT_NOT_FOUND, m.POSITION_OUT_OF_RANGE) and self._inflight \
+                and self._inflight[0] == resp.correlation_id:
+            self._snapshot_fetch = None  # the leader moved on to a newer snapshot: ask again
+        if not self._accept_fetch_reply(src, resp.correlation_id, resp.current_leader, resp.error_code):
+            return
+        if self._snapshot_fetch is None:
+            return self._send_fetch()
+        sid, buf = self._snapshot_fetch
+        if resp.snapshot_id != sid or resp.position != len(buf):
+            self._snapshot_fetch = None
+            return self._send_fetch()
+        buf += resp.unaligned_records
+        if len(buf) >= resp.size:
+            self._install_snapshot(Snapshot(sid, bytes(buf)))
+        self._send_fetch()
+
+    def _install_snapshot(self, snap: Snapshot) -> None:
+        self._snapshot_fetch = None
+        end = snap.snapshot_id.end_offset
+        self.log.install(snap)
+        self.stats["snapshots_installed"] += 1
+        self._pending_snapshot = snap
+        self._pending_reset = end
+        self._pending_truncate = None
+        self._pending_log_start = None
+        self._written_end = end
+        if end > self.high_watermark:
+            self.high_watermark = end
+        if end > self._applied:
+            self._pending_apply_snapshot = snap
+            self._applied = end
+        self._bytes_since_snapshot = 0
+
+    _handlers = {
+        m.VoteRequest: _on_vote_request,
+        m.VoteResponse: _on_vote_response,
+        m.BeginQuorumEpochRequest: _on_begin_quorum_epoch_request,
+        m.BeginQuorumEpochResponse: _on_begin_quorum_epoch_response,
+        m.EndQuorumEpochRequest: _on_end_quorum_epoch_request,
+        m.EndQuorumEpochResponse: _on_end_quorum_epoch_response,
+        m.FetchRequest: _on_fetch_request,
+        m.FetchResponse: _on_fetch_response,
+        m.FetchSnapshotRequest: _on_fetch_snapshot_request,
+        m.FetchSnapshotResponse: _on_fetch_snapshot_response,
+    }

@@ -1,0 +1,173 @@
+"""The Raft core's messages: plain dataclasses shaped like Kafka's KRaft RPCs.
+
+Each class mirrors the single-partition view of a Kafka message (``VoteRequest``,
+``VoteResponse``, ``BeginQuorumEpochRequest`` …, ``FetchRequest``/``FetchResponse`` as used by
+KIP-595, ``FetchSnapshotRequest``/``FetchSnapshotResponse`` from KIP-630). Field names are the
+Kafka field names in snake_case, so a driver maps them one-to-one onto
+``kbroker.wire.messages``; the topic/partition nesting, ``cluster_id`` and directory ids are the
+driver's business and are left out.
+
+Two fields are not Kafka body fields:
+
+- ``correlation_id`` — Kafka carries it in the request header and pairs responses with
+  requests in the network client; the core uses it to drop stale or duplicated responses.
+  A driver copies the header's correlation id (or its own per-request token) into it.
+- ``pre_vote`` on ``VoteRequest`` is Kafka's ``PreVote`` flag (VoteRequest v2+, KIP-996).
+
+Error codes are Kafka's numeric codes; the core needs only the few below.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NONE = 0
+NOT_LEADER_OR_FOLLOWER = 6
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+INCONSISTENT_VOTER_SET = 94
+SNAPSHOT_NOT_FOUND = 98
+POSITION_OUT_OF_RANGE = 99
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One log record as the core sees it. ``control`` marks a control record (the
+    LeaderChangeMessage a leader writes at the start of its epoch)."""
+
+    offset: int
+    epoch: int
+    payload: bytes
+    control: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.payload) + 16
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class OffsetAndEpoch:
+    """Kafka's ``SnapshotId`` / ``DivergingEpoch`` pair: an exclusive end offset and the epoch of
+    the record just before it."""
+
+    end_offset: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIdAndEpoch:
+    """Kafka's ``CurrentLeader`` struct."""
+
+    leader_id: int = NO_LEADER
+    leader_epoch: int = -1
+
+
+# --- Vote (KIP-595, pre-vote from KIP-996) ---------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class VoteRequest:
+    candidate_epoch: int
+    candidate_id: int
+    last_offset_epoch: int
+    last_offset: int
+    voter_id: int = -1
+    pre_vote: bool = False
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class VoteResponse:
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    vote_granted: bool
+    correlation_id: int = 0
+
+
+# --- BeginQuorumEpoch / EndQuorumEpoch -------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochRequest:
+    leader_id: int
+    leader_epoch: int
+    voter_id: int = -1
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochResponse:
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochRequest:
+    leader_id: int
+    leader_epoch: int
+    preferred_successors: tuple[int, ...] = ()
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochResponse:
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    correlation_id: int = 0
+
+
+# --- Fetch (replication is pull-based in KRaft) ----------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    replica_id: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int = 0
+    max_wait_ms: int = 0
+    max_bytes: int = 8 * 1024 * 1024
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    error_code: int
+    high_watermark: int
+    log_start_offset: int
+    current_leader: LeaderIdAndEpoch
+    diverging_epoch: OffsetAndEpoch | None = None
+    snapshot_id: OffsetAndEpoch | None = None
+    records: tuple[Entry, ...] = field(default=())
+    correlation_id: int = 0
+
+
+# --- FetchSnapshot (KIP-630) -----------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotRequest:
+    replica_id: int
+    current_leader_epoch: int
+    snapshot_id: OffsetAndEpoch
+    position: int
+    max_bytes: int = 8 * 1024 * 1024
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotResponse:
+    error_code: int
+    current_leader: LeaderIdAndEpoch
+    snapshot_id: OffsetAndEpoch | None = None
+    size: int = 0
+    position: int = 0
+    unaligned_records: bytes = b""
+    correlation_id: int = 0
+
+
+RaftMessage = (VoteRequest | VoteResponse | BeginQuorumEpochRequest | BeginQuorumEpochResponse
+               | EndQuorumEpochRequest | EndQuorumEpochResponse | FetchRequest | FetchResponse
+               | FetchSnapshotRequest | FetchSnapshotResponse)
