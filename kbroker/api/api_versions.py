@@ -1,0 +1,48 @@
+"""ApiVersions (key 18), v0–v4: what this broker serves, derived from the registry.
+
+- KIP-35 (v0), KIP-511 (v3: client software name/version; flexible), KIP-584 (v3:
+  supported and finalized features).
+- A request at a version above v4 never reaches this handler: the server answers it in
+  v0 format with ``UNSUPPORTED_VERSION`` and ApiVersions' own range (see
+  ``kbroker.server.connection``). The response header is always v0.
+- v3+: an invalid client software name/version is ``INVALID_REQUEST`` (Kafka's rule).
+- Features: only ``metadata.version`` is finalized (the level written at format time);
+  nothing claims ``transaction.version`` ≥ 2 or ``group.version`` ≥ 1 because KIP-890's
+  second phase and KIP-848 are not implemented.
+Not implemented: throttling (always 0).
+"""
+from __future__ import annotations
+
+import re
+
+from kbroker.api import REGISTRY, RequestContext, api
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+Response = messages.ApiVersionsResponse
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+SUPPORTED_FEATURES = {"metadata.version": (7, 25)}
+
+
+def api_version_entries() -> list:
+    return [Response.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
+            for s in sorted(REGISTRY.values(), key=lambda s: s.api_key)]
+
+
+@api(18, versions=(0, 4))
+async def handle(ctx: RequestContext, request) -> Response:
+    resp = Response(error_code=ErrorCode.NONE, api_keys=api_version_entries())
+    if ctx.version >= 3:
+        if not (_SOFTWARE.match(request.client_software_name or "")
+                and _SOFTWARE.match(request.client_software_version or "")):
+            return Response(error_code=ErrorCode.INVALID_REQUEST, api_keys=resp.api_keys)
+        image = ctx.broker.metadata
+        resp.supported_features = [
+            Response.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+            for n, (lo, hi) in SUPPORTED_FEATURES.items()]
+        resp.finalized_features = [
+            Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
+            for n, lvl in sorted(image.features.items())]
+        resp.finalized_features_epoch = image.offset
+    return resp

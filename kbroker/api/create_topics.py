@@ -1,0 +1,46 @@
+"""CreateTopics (key 19), v2–v7 (Kafka 4's floor is v2, KIP-896).
+
+- ``num_partitions``/``replication_factor`` of -1 take ``num.partitions`` /
+  ``default.replication.factor`` (KIP-464, v4+); manual assignments; topic configs checked
+  against the topic config definitions (``INVALID_CONFIG``); ``validate_only``.
+- Errors as Kafka: ``TOPIC_ALREADY_EXISTS``, ``INVALID_TOPIC_EXCEPTION``,
+  ``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR`` (more replicas than live
+  brokers — one here), ``INVALID_REPLICA_ASSIGNMENT``, ``INVALID_REQUEST`` for a topic
+  named twice in one request.
+- v5+ (KIP-525) returns partitions, replication factor and every config of the new topic;
+  v7+ the topic id (KIP-516).
+Not implemented: create-topic policies, ``timeout_ms`` (creation is synchronous),
+throttling.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.metadata.controller import NewTopic
+from kbroker.wire import messages
+
+Response = messages.CreateTopicsResponse
+Result = Response.CreatableTopicResult
+Config = Response.CreatableTopicConfigs
+
+
+@api(19, versions=(2, 7))
+async def handle(ctx: RequestContext, request) -> Response:
+    new = []
+    for t in request.topics:
+        assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments or ()}
+        new.append(NewTopic(t.name, t.num_partitions, t.replication_factor, assignments or None,
+                            {c.name: c.value for c in t.configs or ()}))
+    results = await ctx.broker.controller.create_topics(new, validate_only=request.validate_only)
+    out = []
+    for r in results:
+        res = Result(name=r.name, error_code=r.error_code, error_message=r.error_message)
+        if ctx.version >= 7:
+            res.topic_id = r.topic_id
+        if ctx.version >= 5 and not r.error_code:
+            res.num_partitions = r.num_partitions
+            res.replication_factor = r.replication_factor
+            res.configs = [Config(name=e.name, value=e.value, read_only=e.read_only,
+                                  config_source=e.source, is_sensitive=e.sensitive)
+                           for e in r.configs]
+        out.append(res)
+    return Response(throttle_time_ms=0, topics=out)

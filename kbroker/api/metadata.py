@@ -1,0 +1,109 @@
+"""Metadata (key 3), v0–v12: brokers, cluster id, controller, topics and partitions.
+
+- v0 still works (kafka-python 2.0 / old aiokafka send it right after ApiVersions v0);
+  an empty topic list means "all topics" in v0 and "none" from v1 (null = all).
+- KIP-516 topic ids (v10+ in responses, v12 lookups by id → ``UNKNOWN_TOPIC_ID``);
+  KIP-320 leader epochs (v7+); KIP-430 authorized operations are not computed (Kafka's
+  "not requested" sentinel is returned; there is no authorizer).
+- Auto-creation like Kafka: an unknown topic is created with ``num.partitions`` when
+  ``auto.create.topics.enable`` is true and the request allows it (always for v0–v3), and
+  answered ``LEADER_NOT_AVAILABLE`` (the client retries); otherwise
+  ``UNKNOWN_TOPIC_OR_PARTITION``. Illegal names get ``INVALID_TOPIC_EXCEPTION``.
+  ``__consumer_offsets``/``__transaction_state`` are created with their coordinator
+  settings.
+- Brokers are listed with the endpoint of the listener the request arrived on.
+Not implemented: v13 (KIP-1102 rebootstrap), authorizer-dependent answers.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.metadata.controller import topic_name_error
+from kbroker.metadata.image import ZERO_UUID
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+Response = messages.MetadataResponse
+Topic = Response.MetadataResponseTopic
+Partition = Response.MetadataResponsePartition
+Broker = Response.MetadataResponseBroker
+
+
+def broker_entries(image, listener: str) -> list:
+    out = []
+    for b in sorted(image.live_brokers(), key=lambda b: b.node_id):
+        ep = b.endpoint(listener) or (b.endpoints[0][1:] if b.endpoints else None)
+        if ep is not None:
+            out.append(Broker(node_id=b.node_id, host=ep[0], port=ep[1], rack=b.rack))
+    return out
+
+
+def topic_entry(t, error: int = ErrorCode.NONE) -> Topic:
+    parts = [Partition(error_code=ErrorCode.NONE, partition_index=p.partition, leader_id=p.leader,
+                       leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
+                       isr_nodes=list(p.isr), offline_replicas=[])
+             for p in sorted(t.partitions.values(), key=lambda p: p.partition)]
+    return Topic(error_code=error, name=t.name, topic_id=t.topic_id, is_internal=t.internal,
+                 partitions=parts)
+
+
+@api(3, versions=(0, 12))
+async def handle(ctx: RequestContext, request) -> Response:
+    broker = ctx.broker
+    image = broker.metadata
+    v = ctx.version
+    topics_out = []
+    if request.topics is None or (v == 0 and not request.topics):
+        topics_out = [topic_entry(t) for _, t in sorted(image.topics.items())]
+    else:
+        allow = (v < 4 or request.allow_auto_topic_creation) and \
+            broker.config.get("auto.create.topics.enable")
+        to_create: list[str] = []
+        pending: list[tuple[str, int]] = []  # (name, index in topics_out) awaiting creation
+        for req in request.topics:
+            if req.topic_id is not None and req.topic_id != ZERO_UUID and not req.name:
+                t = image.topics_by_id.get(req.topic_id)
+                if t is None:
+                    topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
+                                            topic_id=req.topic_id, partitions=[]))
+                else:
+                    topics_out.append(topic_entry(t))
+                continue
+            name = req.name
+            t = image.topics.get(name) if name is not None else None
+            if t is not None:
+                topics_out.append(topic_entry(t))
+            elif name is None or topic_name_error(name):
+                topics_out.append(Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name or "",
+                                        partitions=[]))
+            elif allow:
+                to_create.append(name)
+                pending.append((name, len(topics_out)))
+                topics_out.append(Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name,
+                                        is_internal=name.startswith("__") and name in
+                                        ("__consumer_offsets", "__transaction_state"),
+                                        partitions=[]))
+            else:
+                topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
+                                        partitions=[]))
+        if to_create:
+            results = await broker.controller.maybe_create_topics(to_create)
+            failed = {r.name: r.error_code for r in results
+                      if r.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)}
+            for name, i in pending:
+                code = failed.get(name)
+                if code == ErrorCode.INVALID_REPLICATION_FACTOR:
+                    # Kafka answers a failed auto-creation this way too
+                    topics_out[i].error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                elif code is not None:
+                    topics_out[i].error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        image = broker.metadata
+    if v < 10:
+        for t in topics_out:
+            t.topic_id = ZERO_UUID
+    if v < 12:
+        for t in topics_out:
+            if t.name is None:
+                t.name = ""
+    return Response(throttle_time_ms=0, brokers=broker_entries(image, ctx.listener),
+                    cluster_id=image.cluster_id, controller_id=image.controller_id,
+                    topics=topics_out)

@@ -1,0 +1,110 @@
+"""Command line: ``kbroker serve`` (also ``python -m kbroker serve``).
+
+    kbroker serve [--config server.properties] [--data-dir DIR] [--listen HOST:PORT | --port N]
+                  [--override key=value ...] [--log-level INFO]
+
+``--data-dir`` sets ``log.dirs``; ``--listen``/``--port`` set ``listeners`` (one PLAINTEXT
+listener) and, unless ``advertised.listeners`` is given with ``--override``, the advertised
+listener too (a wildcard host is then advertised by host name). ``--override`` wins over
+the file. Exit codes: 0 after a clean shutdown, 2 for a configuration error (the message
+names the key), 1 for any other startup failure.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from kbroker.config import BrokerConfig, ConfigError
+
+log = logging.getLogger("kbroker")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kbroker", description="A Kafka-protocol broker on trio.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the broker until SIGINT/SIGTERM")
+    s.add_argument("--config", "-c", metavar="FILE", help="a Kafka server.properties file")
+    s.add_argument("--data-dir", metavar="DIR", help="log directory (sets log.dirs)")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--listen", metavar="HOST:PORT", help="the PLAINTEXT listener")
+    where.add_argument("--port", type=int, metavar="N", help="listen on 127.0.0.1:N")
+    s.add_argument("--override", "-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a configuration key (repeatable)")
+    s.add_argument("--log-level", default="INFO",
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+    s.add_argument("--shutdown-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="grace period for in-flight requests on shutdown")
+    return p
+
+
+def build_config(args) -> BrokerConfig:
+    overrides: dict[str, str] = {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(None, f"--override expects key=value, got {item!r}")
+        overrides[key.strip()] = value
+    if args.data_dir:
+        overrides["log.dirs"] = args.data_dir
+    listen = args.listen
+    if args.port is not None:
+        listen = f"127.0.0.1:{args.port}"
+    if listen:
+        host, colon, port = listen.rpartition(":")
+        if not colon or not port.isdigit():
+            raise ConfigError("listeners", f"--listen expects HOST:PORT, got {listen!r}")
+        listener = f"PLAINTEXT://{host}:{port}"
+        overrides["listeners"] = listener
+        if "advertised.listeners" not in overrides:
+            if host in ("", "0.0.0.0", "::", "[::]"):
+                overrides["advertised.listeners"] = ""   # falls back to the host name
+            else:
+                overrides["advertised.listeners"] = listener
+    if overrides.get("advertised.listeners") == "":
+        overrides.pop("advertised.listeners")
+        cfg = BrokerConfig.load(args.config, overrides)
+        if "advertised.listeners" in cfg.explicit:   # from the file: rebuild without it
+            raw = {k: v for k, v in cfg.values.items() if k in cfg.explicit}
+            raw.pop("advertised.listeners")
+            cfg = BrokerConfig.from_dict(raw, cfg.source_file)
+        return cfg
+    return BrokerConfig.load(args.config, overrides)
+
+
+def _leaf(e: BaseException) -> BaseException:
+    """The single exception inside (nested) exception groups, if there is just one."""
+    while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+        e = e.exceptions[0]
+    return e
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        try:
+            config = build_config(args)
+        except ConfigError as e:
+            print(f"kbroker: configuration error: {e}", file=sys.stderr)
+            return 2
+        import functools
+        import trio
+        from kbroker.server import run_until_signal
+        try:
+            trio.run(functools.partial(run_until_signal, config,
+                                       shutdown_timeout=args.shutdown_timeout))
+        except KeyboardInterrupt:
+            return 130
+        except BaseException as e:  # noqa: BLE001 - report startup failures as one line
+            leaf = _leaf(e)
+            if isinstance(leaf, ConfigError):
+                print(f"kbroker: configuration error: {leaf}", file=sys.stderr)
+                return 2
+            if isinstance(leaf, OSError):
+                print(f"kbroker: {leaf.strerror or leaf}", file=sys.stderr)
+                return 1
+            raise
+        return 0
+    return 2

@@ -1,0 +1,540 @@
+"""Broker configuration: Kafka's ``server.properties`` keys, types and defaults.
+
+``BrokerConfig.load(path, overrides)`` reads a Java-properties file (or nothing) plus
+``key=value`` overrides, checks every key against the definitions below and converts the
+values to their types. An unknown key or a bad value raises ``ConfigError`` naming the
+key; the CLI turns that into exit code 2. Keys Kafka knows but kbroker does not act on
+(thread pools, socket buffers, quorum settings of a single-node setup...) are accepted
+and ignored, so a stock ``config/server.properties`` from a Kafka distribution works.
+
+Choices that differ from nothing in Kafka but are worth stating:
+
+- ``group.initial.rebalance.delay.ms`` keeps Kafka's 3000 ms default, so behaviour matches a
+  stock broker (the compatibility suite compares the two); set it to 0 for snappier local runs.
+- ``offsets.topic.replication.factor``, ``transaction.state.log.replication.factor`` and
+  ``transaction.state.log.min.isr`` default to 1 (Kafka: 3, 3, 2) because kbroker is a single
+  node; a stock file that sets them to 1 (as Kafka's sample does) behaves the same.
+- ``cluster.id``: when not configured it is generated once and persisted in
+  ``meta.properties`` in every log dir, as ``kafka-storage format`` does.
+- ``listeners`` may name several PLAINTEXT listeners; listeners named in
+  ``controller.listener.names`` are not bound (there is no separate controller plane yet).
+
+``log_config_defaults()`` returns the broker-level ``log.*`` settings translated to
+topic-level keys (``log.retention.hours`` → ``retention.ms``...), for
+``LogConfig.from_properties``.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+class ConfigError(Exception):
+    """A setting is unknown or has an invalid value. ``key`` names it."""
+
+    def __init__(self, key: str | None, message: str):
+        super().__init__(f"{key}: {message}" if key else message)
+        self.key = key
+
+
+# --------------------------------------------------------------------------- definitions
+
+@dataclass(frozen=True)
+class ConfigDef:
+    name: str
+    type: str                     # boolean, int, long, double, string, list, password
+    default: Any                  # typed default, or None (Kafka's null)
+    check: Callable[[Any], str | None] | None = None   # returns an error message or None
+    read_only: bool = True        # kbroker applies no dynamic broker configs yet
+    sensitive: bool = False
+
+
+def _at_least(n):
+    return lambda v: None if v is None or v >= n else f"must be at least {n}"
+
+
+def _one_of(*allowed):
+    return lambda v: None if v in allowed else f"must be one of {', '.join(allowed)}"
+
+
+def _policies(v):
+    parts = v if isinstance(v, list) else [p.strip() for p in str(v).split(",")]
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        return "must be a list of delete, compact"
+    return None
+
+
+def _d(name, type_, default, check=None, **kw):
+    return ConfigDef(name, type_, default, check, **kw)
+
+
+_DEFS: list[ConfigDef] = [
+    # identity and roles
+    _d("node.id", "int", 1, _at_least(0)),
+    _d("broker.id", "int", -1),
+    _d("process.roles", "list", ["broker", "controller"],
+       lambda v: None if v and set(v) <= {"broker", "controller"} else "must be broker and/or controller"),
+    _d("cluster.id", "string", None),
+    # listeners
+    _d("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"]),
+    _d("advertised.listeners", "list", None),
+    _d("listener.security.protocol.map", "list",
+       ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL",
+        "CONTROLLER:PLAINTEXT"]),
+    _d("inter.broker.listener.name", "string", None),
+    _d("controller.listener.names", "list", ["CONTROLLER"]),
+    _d("security.inter.broker.protocol", "string", "PLAINTEXT"),
+    _d("controller.quorum.voters", "list", []),
+    _d("controller.quorum.bootstrap.servers", "list", []),
+    _d("broker.rack", "string", None),
+    # storage
+    _d("log.dirs", "list", None),
+    _d("log.dir", "string", "/tmp/kafka-logs"),
+    _d("metadata.log.dir", "string", None),
+    _d("num.partitions", "int", 1, _at_least(1)),
+    _d("default.replication.factor", "int", 1, _at_least(1)),
+    _d("auto.create.topics.enable", "boolean", True),
+    _d("delete.topic.enable", "boolean", True),
+    _d("log.segment.bytes", "int", 1 << 30, _at_least(14)),
+    _d("log.roll.ms", "long", None),
+    _d("log.roll.hours", "int", 168, _at_least(1)),
+    _d("log.roll.jitter.ms", "long", None),
+    _d("log.roll.jitter.hours", "int", 0, _at_least(0)),
+    _d("log.retention.ms", "long", None),
+    _d("log.retention.minutes", "int", None),
+    _d("log.retention.hours", "int", 168),
+    _d("log.retention.bytes", "long", -1),
+    _d("log.retention.check.interval.ms", "long", 300_000, _at_least(1)),
+    _d("log.cleanup.policy", "list", ["delete"], _policies),
+    _d("log.cleaner.enable", "boolean", True),
+    _d("log.cleaner.threads", "int", 1),
+    _d("log.cleaner.backoff.ms", "long", 15_000),
+    _d("log.cleaner.delete.retention.ms", "long", 86_400_000, _at_least(0)),
+    _d("log.cleaner.min.cleanable.ratio", "double", 0.5,
+       lambda v: None if 0 <= v <= 1 else "must be between 0 and 1"),
+    _d("log.cleaner.min.compaction.lag.ms", "long", 0, _at_least(0)),
+    _d("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, _at_least(1)),
+    _d("log.cleaner.dedupe.buffer.size", "long", 134_217_728),
+    _d("log.cleaner.io.buffer.size", "int", 524_288),
+    _d("log.index.size.max.bytes", "int", 10 * 1024 * 1024, _at_least(4)),
+    _d("log.index.interval.bytes", "int", 4096, _at_least(0)),
+    _d("log.flush.interval.messages", "long", LONG_MAX, _at_least(1)),
+    _d("log.flush.interval.ms", "long", None),
+    _d("log.flush.scheduler.interval.ms", "long", LONG_MAX),
+    _d("log.flush.offset.checkpoint.interval.ms", "int", 60_000),
+    _d("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000),
+    _d("log.message.timestamp.type", "string", "CreateTime", _one_of("CreateTime", "LogAppendTime")),
+    _d("log.message.timestamp.before.max.ms", "long", LONG_MAX),
+    _d("log.message.timestamp.after.max.ms", "long", 3_600_000),
+    _d("log.segment.delete.delay.ms", "long", 60_000, _at_least(0)),
+    _d("log.preallocate", "boolean", False),
+    _d("num.recovery.threads.per.data.dir", "int", 2),
+    _d("message.max.bytes", "int", 1_048_588, _at_least(0)),
+    _d("compression.type", "string", "producer",
+       _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    _d("min.insync.replicas", "int", 1, _at_least(1)),
+    _d("unclean.leader.election.enable", "boolean", False),
+    # network
+    _d("socket.request.max.bytes", "int", 104_857_600, _at_least(1)),
+    _d("socket.send.buffer.bytes", "int", 102_400),
+    _d("socket.receive.buffer.bytes", "int", 102_400),
+    _d("socket.listen.backlog.size", "int", 50, _at_least(1)),
+    _d("num.network.threads", "int", 3),
+    _d("num.io.threads", "int", 8),
+    _d("queued.max.requests", "int", 500),
+    _d("connections.max.idle.ms", "long", 600_000),
+    _d("max.connections", "int", INT_MAX),
+    _d("request.timeout.ms", "int", 30_000),
+    # group coordinator
+    _d("offsets.topic.replication.factor", "int", 1, _at_least(1)),
+    _d("offsets.topic.num.partitions", "int", 50, _at_least(1)),
+    _d("offsets.topic.segment.bytes", "int", 104_857_600, _at_least(1)),
+    _d("offsets.retention.minutes", "int", 10_080, _at_least(1)),
+    _d("offsets.retention.check.interval.ms", "long", 600_000),
+    _d("offsets.commit.timeout.ms", "int", 5000),
+    _d("offset.metadata.max.bytes", "int", 4096),
+    _d("group.initial.rebalance.delay.ms", "int", 3000, _at_least(0)),
+    _d("group.min.session.timeout.ms", "int", 6000),
+    _d("group.max.session.timeout.ms", "int", 1_800_000),
+    _d("group.max.size", "int", INT_MAX, _at_least(1)),
+    _d("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"]),
+    # transactions
+    _d("transaction.state.log.replication.factor", "int", 1, _at_least(1)),
+    _d("transaction.state.log.num.partitions", "int", 50, _at_least(1)),
+    _d("transaction.state.log.min.isr", "int", 1, _at_least(1)),
+    _d("transaction.state.log.segment.bytes", "int", 104_857_600, _at_least(1)),
+    _d("transaction.max.timeout.ms", "int", 900_000, _at_least(1)),
+    _d("transactional.id.expiration.ms", "int", 604_800_000, _at_least(1)),
+    _d("producer.id.expiration.ms", "int", 86_400_000),
+    _d("share.coordinator.state.topic.replication.factor", "int", 3),
+    _d("share.coordinator.state.topic.min.isr", "int", 2),
+    # misc accepted for compatibility
+    _d("metadata.max.idle.interval.ms", "int", 500),
+    _d("metadata.log.max.record.bytes.between.snapshots", "long", 20_971_520),
+    _d("auto.leader.rebalance.enable", "boolean", True),
+    _d("replica.lag.time.max.ms", "long", 30_000),
+    _d("num.replica.fetchers", "int", 1),
+    _d("background.threads", "int", 10),
+    _d("authorizer.class.name", "string", ""),
+    _d("sasl.enabled.mechanisms", "list", ["GSSAPI"]),
+    _d("group.share.enable", "boolean", False),
+]
+
+DEFINITIONS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
+
+# broker key -> topic key (Kafka's topic config synonyms). Order within one topic key is
+# Kafka's synonym order: most specific first.
+TOPIC_SYNONYMS: dict[str, list[str]] = {
+    "segment.bytes": ["log.segment.bytes"],
+    "segment.ms": ["log.roll.ms", "log.roll.hours"],
+    "segment.jitter.ms": ["log.roll.jitter.ms", "log.roll.jitter.hours"],
+    "segment.index.bytes": ["log.index.size.max.bytes"],
+    "index.interval.bytes": ["log.index.interval.bytes"],
+    "retention.ms": ["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+    "retention.bytes": ["log.retention.bytes"],
+    "cleanup.policy": ["log.cleanup.policy"],
+    "delete.retention.ms": ["log.cleaner.delete.retention.ms"],
+    "min.cleanable.dirty.ratio": ["log.cleaner.min.cleanable.ratio"],
+    "min.compaction.lag.ms": ["log.cleaner.min.compaction.lag.ms"],
+    "max.compaction.lag.ms": ["log.cleaner.max.compaction.lag.ms"],
+    "flush.messages": ["log.flush.interval.messages"],
+    "flush.ms": ["log.flush.interval.ms"],
+    "message.timestamp.type": ["log.message.timestamp.type"],
+    "message.timestamp.before.max.ms": ["log.message.timestamp.before.max.ms"],
+    "message.timestamp.after.max.ms": ["log.message.timestamp.after.max.ms"],
+    "max.message.bytes": ["message.max.bytes"],
+    "file.delete.delay.ms": ["log.segment.delete.delay.ms"],
+    "compression.type": ["compression.type"],
+    "min.insync.replicas": ["min.insync.replicas"],
+    "preallocate": ["log.preallocate"],
+    "unclean.leader.election.enable": ["unclean.leader.election.enable"],
+}
+_UNIT_MS = {"log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_000,
+            "log.retention.hours": 3_600_000, "log.retention.minutes": 60_000}
+
+
+# --------------------------------------------------------------------------- parsing
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java-properties subset: ``#``/``!`` comments, ``key=value`` or ``key: value`` or
+    ``key value``, backslash line continuations, ``\\`` escapes."""
+    out: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while line.endswith("\\") and not line.endswith("\\\\") and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        key_end = len(line)
+        for j, ch in enumerate(line):
+            if ch in "=: \t" and (j == 0 or line[j - 1] != "\\"):
+                key_end = j
+                break
+        key = line[:key_end].replace("\\", "").strip()
+        rest = line[key_end:].lstrip(" \t")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:]
+        out[key] = rest.strip().replace("\\\\", "\0").replace("\\", "").replace("\0", "\\")
+    return out
+
+
+def convert(d: ConfigDef, raw: Any) -> Any:
+    """Typed value of ``raw`` (a string or already-typed value); ConfigError if invalid."""
+    if raw is None:
+        return None
+    text = raw.strip() if isinstance(raw, str) else raw
+    try:
+        if d.type == "boolean":
+            if isinstance(text, bool):
+                value = text
+            elif str(text).lower() in ("true", "false"):
+                value = str(text).lower() == "true"
+            else:
+                raise ValueError("expected true or false")
+        elif d.type in ("int", "long"):
+            value = int(text)
+            lo, hi = (-(1 << 31), INT_MAX) if d.type == "int" else (-(1 << 63), LONG_MAX)
+            if not lo <= value <= hi:
+                raise ValueError(f"out of range for {d.type}")
+        elif d.type == "double":
+            value = float(text)
+        elif d.type == "list":
+            value = text if isinstance(text, list) else [p.strip() for p in str(text).split(",") if p.strip()]
+        else:
+            value = str(text)
+    except ValueError as e:
+        raise ConfigError(d.name, f"invalid value {raw!r} ({e})") from None
+    if d.check is not None:
+        msg = d.check(value)
+        if msg:
+            raise ConfigError(d.name, f"invalid value {raw!r}: {msg}")
+    return value
+
+
+def format_value(d: ConfigDef, value: Any) -> str | None:
+    """Kafka's string form of a typed value (DescribeConfigs)."""
+    if value is None:
+        return None
+    if d.type == "boolean":
+        return "true" if value else "false"
+    if d.type == "list":
+        return ",".join(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str           # e.g. PLAINTEXT
+    host: str           # "" means all interfaces
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+def parse_listeners(key: str, entries: Iterable[str]) -> list[Listener]:
+    out = []
+    for entry in entries:
+        name, sep, rest = entry.partition("://")
+        if not sep or not name:
+            raise ConfigError(key, f"{entry!r} is not NAME://host:port")
+        host, colon, port = rest.rpartition(":")
+        if not colon:
+            raise ConfigError(key, f"{entry!r} has no port")
+        host = host.strip("[]")
+        try:
+            port_n = int(port)
+        except ValueError:
+            raise ConfigError(key, f"{entry!r}: bad port {port!r}") from None
+        if not 0 <= port_n <= 65535:
+            raise ConfigError(key, f"{entry!r}: port out of range")
+        out.append(Listener(name.upper(), host, port_n))
+    names = [l.name for l in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(key, "each listener needs a distinct name")
+    return out
+
+
+# --------------------------------------------------------------------------- BrokerConfig
+
+@dataclass
+class BrokerConfig:
+    """Typed broker settings. ``values`` maps every defined key to its typed value;
+    ``explicit`` is the set of keys given in the file or as overrides (their
+    DescribeConfigs source is STATIC_BROKER_CONFIG). Attribute access by the Kafka name
+    with underscores works too: ``config.num_partitions``."""
+
+    values: dict[str, Any]
+    explicit: set[str] = field(default_factory=set)
+    listeners: list[Listener] = field(default_factory=list)            # bound
+    advertised_listeners: list[Listener] = field(default_factory=list)  # in Metadata
+    source_file: str | None = None
+
+    # -- construction
+    @classmethod
+    def load(cls, path: str | os.PathLike | None = None,
+             overrides: Mapping[str, Any] | None = None) -> "BrokerConfig":
+        raw: dict[str, Any] = {}
+        if path is not None:
+            try:
+                raw.update(parse_properties(Path(path).read_text()))
+            except OSError as e:
+                raise ConfigError(None, f"cannot read config file {path}: {e.strerror}") from None
+        raw.update(overrides or {})
+        return cls.from_dict(raw, source_file=str(path) if path else None)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], source_file: str | None = None) -> "BrokerConfig":
+        values = {name: d.default for name, d in DEFINITIONS.items()}
+        explicit = set()
+        for key, value in raw.items():
+            d = DEFINITIONS.get(key)
+            if d is None:
+                raise ConfigError(key, "unknown configuration key")
+            values[key] = convert(d, value)
+            explicit.add(key)
+        cfg = cls(values, explicit, source_file=source_file)
+        cfg._validate()
+        return cfg
+
+    def _validate(self) -> None:
+        v = self.values
+        if "broker.id" in self.explicit and "node.id" not in self.explicit:
+            v["node.id"] = v["broker.id"]
+        if v["node.id"] < 0:
+            raise ConfigError("node.id", "must be at least 0")
+        protocol_map: dict[str, str] = {}
+        for entry in v["listener.security.protocol.map"]:
+            name, sep, proto = entry.partition(":")
+            if not sep:
+                raise ConfigError("listener.security.protocol.map", f"{entry!r} is not NAME:PROTOCOL")
+            protocol_map[name.strip().upper()] = proto.strip().upper()
+        controller_names = {n.upper() for n in v["controller.listener.names"]}
+        bound = []
+        for l in parse_listeners("listeners", v["listeners"]):
+            proto = protocol_map.get(l.name, l.name)
+            if l.name in controller_names:
+                continue  # no separate controller plane in a single-node kbroker
+            if proto != "PLAINTEXT":
+                raise ConfigError("listeners", f"{l}: security protocol {proto} is not supported "
+                                  "(only PLAINTEXT)")
+            bound.append(l)
+        if not bound:
+            raise ConfigError("listeners", "no PLAINTEXT listener to serve clients on")
+        self.listeners = bound
+        if v["advertised.listeners"]:
+            adv = [l for l in parse_listeners("advertised.listeners", v["advertised.listeners"])
+                   if l.name not in controller_names]
+            by_name = {l.name for l in bound}
+            for l in adv:
+                if l.name not in by_name:
+                    raise ConfigError("advertised.listeners", f"{l.name} is not in listeners")
+                if l.host in ("0.0.0.0", "::"):
+                    raise ConfigError("advertised.listeners",
+                                      f"{l}: cannot advertise the non-routable address {l.host}")
+            names = {l.name for l in adv}
+            adv += [self._default_advertised(l) for l in bound if l.name not in names]
+        else:
+            adv = [self._default_advertised(l) for l in bound]
+        self.advertised_listeners = adv
+        if not self.log_dirs:
+            raise ConfigError("log.dirs", "no log directory configured")
+        mdir = v["metadata.log.dir"]
+        if mdir and str(Path(mdir).expanduser()) != self.log_dirs[0]:
+            raise ConfigError("metadata.log.dir", "must be unset or the first of log.dirs "
+                              "(the metadata log lives with the partition logs)")
+        if v["log.retention.ms"] is not None and v["log.retention.ms"] < -1:
+            raise ConfigError("log.retention.ms", "must be -1 or at least 0")
+        if v["cluster.id"] is not None:
+            check_cluster_id(v["cluster.id"])
+
+    @staticmethod
+    def _default_advertised(l: Listener) -> Listener:
+        if l.host in ("", "0.0.0.0", "::"):
+            # Kafka uses the canonical host name for an empty host; a wildcard bind is
+            # advertised the same way rather than as the non-routable wildcard.
+            return Listener(l.name, socket.gethostname(), l.port)
+        return l
+
+    # -- accessors
+    def __getattr__(self, name: str):
+        values = self.__dict__.get("values")
+        if values is not None:
+            key = name.replace("_", ".")
+            if key in values:
+                return values[key]
+        raise AttributeError(name)
+
+    def get(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def node_id(self) -> int:
+        return self.values["node.id"]
+
+    @property
+    def log_dirs(self) -> list[str]:
+        dirs = self.values["log.dirs"] or [self.values["log.dir"]]
+        return [str(Path(d).expanduser()) for d in dirs]
+
+    @property
+    def data_dir(self) -> Path:
+        """The first log dir: home of the metadata log and meta.properties."""
+        return Path(self.log_dirs[0])
+
+    def string_values(self) -> dict[str, str | None]:
+        """Every key with Kafka's string form of its value (DescribeConfigs on a broker)."""
+        return {k: format_value(DEFINITIONS[k], v) for k, v in self.values.items()}
+
+    def log_config_defaults(self) -> dict[str, str]:
+        """Broker-level log settings as topic-level keys (``retention.ms``...): the defaults
+        every topic inherits unless it overrides them."""
+        out: dict[str, str] = {}
+        for topic_key, synonyms in TOPIC_SYNONYMS.items():
+            for bkey in synonyms:
+                value = self.values.get(bkey)
+                if value is None:
+                    continue
+                if bkey in _UNIT_MS:
+                    value = value * _UNIT_MS[bkey]
+                out[topic_key] = format_value(DEFINITIONS[bkey], value)
+                break
+        return out
+
+    def synonym_source(self, topic_key: str) -> tuple[str, str] | None:
+        """(broker key, value as topic value) of the broker setting a topic key inherits,
+        if it was set explicitly; None when the topic default comes from the built-in
+        defaults."""
+        for bkey in TOPIC_SYNONYMS.get(topic_key, ()):
+            if bkey in self.explicit and self.values.get(bkey) is not None:
+                return bkey, format_value(DEFINITIONS[bkey], self.values[bkey])
+        return None
+
+
+def log_config_defaults(config: BrokerConfig) -> dict[str, str]:
+    return config.log_config_defaults()
+
+
+# --------------------------------------------------------------------------- meta.properties
+
+def new_cluster_id() -> str:
+    """Kafka's form: a random UUID, URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def check_cluster_id(cid: str) -> None:
+    try:
+        raw = base64.urlsafe_b64decode(cid + "=" * (-len(cid) % 4))
+    except (ValueError, TypeError):
+        raw = b""
+    if len(raw) != 16:
+        raise ConfigError("cluster.id", f"{cid!r} is not a base64-encoded UUID")
+
+
+def ensure_meta_properties(config: BrokerConfig) -> str:
+    """Read (or write, first time) ``meta.properties`` in every log dir; returns the
+    cluster id. A log dir formatted for another cluster or node is a startup error."""
+    cluster_id = config.values["cluster.id"]
+    found: dict[str, dict[str, str]] = {}
+    dirs = list(dict.fromkeys([*config.log_dirs, str(config.data_dir)]))
+    for d in dirs:
+        p = Path(d) / "meta.properties"
+        if p.exists():
+            found[d] = parse_properties(p.read_text())
+    for d, props in found.items():
+        cid = props.get("cluster.id")
+        if cid and cluster_id and cid != cluster_id:
+            raise ConfigError("cluster.id", f"log dir {d} belongs to cluster {cid}, not {cluster_id}")
+        cluster_id = cluster_id or cid
+        nid = props.get("node.id")
+        if nid is not None and int(nid) != config.node_id:
+            raise ConfigError("node.id", f"log dir {d} was formatted for node {nid}, not {config.node_id}")
+    cluster_id = cluster_id or new_cluster_id()
+    for d in dirs:
+        if d in found:
+            continue
+        Path(d).mkdir(parents=True, exist_ok=True)
+        dir_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        text = ("#\n#Written by kbroker\n"
+                f"cluster.id={cluster_id}\ndirectory.id={dir_id}\nnode.id={config.node_id}\nversion=1\n")
+        tmp = Path(d) / "meta.properties.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, Path(d) / "meta.properties")
+    config.values["cluster.id"] = cluster_id
+    return cluster_id

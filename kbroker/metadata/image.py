@@ -1,0 +1,249 @@
+"""The metadata image: an immutable snapshot of the cluster's metadata, and ``replay``.
+
+The image changes only by replaying Kafka's metadata records (``TopicRecord``,
+``PartitionRecord``, ``PartitionChangeRecord``, ``ConfigRecord``, ``RemoveTopicRecord``,
+``RegisterBrokerRecord``, ``FeatureLevelRecord``, ``ProducerIdsRecord``, ``NoOpRecord``),
+the way Kafka's ``MetadataDelta``/``MetadataImage`` pair works: ``ImageBuilder`` applies a
+run of records copy-on-write and ``build()`` freezes the result. Readers (API handlers,
+the replica manager) hold an image and never see it change under them.
+
+Record semantics follow Kafka's ``TopicsDelta``/``ConfigurationsDelta``:
+- ``PartitionChangeRecord`` fields at their "unchanged" sentinels (leader -2, null lists)
+  leave the partition as it was; a leader change bumps the leader epoch; every change bumps
+  the partition epoch.
+- ``ConfigRecord`` with a null value deletes the override; resource type 2 is a topic,
+  4 a broker (empty name = cluster default).
+- ``RemoveTopicRecord`` removes the topic and its config overrides.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+ZERO_UUID = uuid.UUID(int=0)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+TOPIC_RESOURCE = 2    # ConfigResource.Type.TOPIC
+BROKER_RESOURCE = 4   # ConfigResource.Type.BROKER
+
+_EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class PartitionImage:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    partition_epoch: int = 0
+
+
+@dataclass(frozen=True)
+class TopicImage:
+    name: str
+    topic_id: uuid.UUID
+    partitions: Mapping[int, PartitionImage]
+    configs: Mapping[str, str] = field(default_factory=lambda: _EMPTY)   # topic-level overrides only
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+    @property
+    def replication_factor(self) -> int:
+        p = self.partitions.get(0)
+        return len(p.replicas) if p else 0
+
+
+@dataclass(frozen=True)
+class BrokerImage:
+    node_id: int
+    endpoints: tuple[tuple[str, str, int], ...]   # (listener name, host, port)
+    rack: str | None = None
+    fenced: bool = False
+    broker_epoch: int = -1
+    incarnation_id: uuid.UUID = ZERO_UUID
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return None
+
+    @property
+    def host(self) -> str:
+        return self.endpoints[0][1] if self.endpoints else ""
+
+    @property
+    def port(self) -> int:
+        return self.endpoints[0][2] if self.endpoints else -1
+
+
+@dataclass(frozen=True)
+class MetadataImage:
+    cluster_id: str
+    controller_id: int
+    brokers: Mapping[int, BrokerImage] = field(default_factory=lambda: _EMPTY)
+    topics: Mapping[str, TopicImage] = field(default_factory=lambda: _EMPTY)
+    topics_by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=lambda: _EMPTY)
+    broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)   # broker name ("" = default) -> overrides
+    features: Mapping[str, int] = field(default_factory=lambda: _EMPTY)                       # finalized feature levels
+    next_producer_id: int = 0                                  # first id not yet allocated
+    offset: int = -1                                           # last replayed metadata offset
+
+    def topic(self, name: str) -> TopicImage | None:
+        return self.topics.get(name)
+
+    def live_brokers(self) -> list[BrokerImage]:
+        return [b for b in self.brokers.values() if not b.fenced]
+
+    def statistics(self) -> dict:
+        return {"topics": len(self.topics),
+                "partitions": sum(len(t.partitions) for t in self.topics.values()),
+                "brokers": len(self.brokers), "offset": self.offset}
+
+
+class ImageBuilder:
+    """Applies records to a copy of an image; ``build()`` returns the new frozen image."""
+
+    def __init__(self, image: MetadataImage):
+        self.base = image
+        self.topics = dict(image.topics)
+        self.brokers = dict(image.brokers)
+        self.broker_configs = {k: dict(v) for k, v in image.broker_configs.items()}
+        self.features = dict(image.features)
+        self.next_producer_id = image.next_producer_id
+        self.offset = image.offset
+        # topics being changed: name -> (topic_id, partitions dict, configs dict)
+        self._touched: dict[str, tuple[uuid.UUID, dict, dict]] = {}
+        self._ids = dict(image.topics_by_id)
+
+    def _topic(self, name: str):
+        t = self._touched.get(name)
+        if t is None:
+            img = self.topics[name]
+            t = self._touched[name] = (img.topic_id, dict(img.partitions), dict(img.configs))
+        return t
+
+    def _name_of(self, topic_id: uuid.UUID) -> str | None:
+        for name, (tid, _, _) in self._touched.items():
+            if tid == topic_id:
+                return name
+        t = self._ids.get(topic_id)
+        return t.name if t is not None else None
+
+    def apply(self, record, offset: int | None = None) -> "ImageBuilder":
+        kind = type(record).__name__
+        handler = getattr(self, "_on_" + kind, None)
+        if handler is None:
+            raise ValueError(f"cannot replay metadata record {kind}")
+        handler(record)
+        if offset is not None:
+            self.offset = offset
+        return self
+
+    # --- record handlers
+    def _on_TopicRecord(self, r) -> None:
+        if r.name in self.topics or r.name in self._touched:
+            raise ValueError(f"TopicRecord for existing topic {r.name}")
+        self._touched[r.name] = (r.topic_id, {}, {})
+        self.topics[r.name] = TopicImage(r.name, r.topic_id, _EMPTY)   # placeholder until build
+
+    def _on_PartitionRecord(self, r) -> None:
+        name = self._name_of(r.topic_id)
+        if name is None:
+            raise ValueError(f"PartitionRecord for unknown topic id {r.topic_id}")
+        parts = self._topic(name)[1]
+        parts[r.partition_id] = PartitionImage(r.partition_id, r.leader, r.leader_epoch,
+                                               tuple(r.replicas or ()), tuple(r.isr or ()),
+                                               r.partition_epoch)
+
+    def _on_PartitionChangeRecord(self, r) -> None:
+        name = self._name_of(r.topic_id)
+        if name is None:
+            raise ValueError(f"PartitionChangeRecord for unknown topic id {r.topic_id}")
+        parts = self._topic(name)[1]
+        old = parts[r.partition_id]
+        new = old
+        if r.leader != -2:
+            new = replace(new, leader=r.leader, leader_epoch=old.leader_epoch + 1)
+        if r.isr is not None:
+            new = replace(new, isr=tuple(r.isr))
+        if r.replicas is not None:
+            new = replace(new, replicas=tuple(r.replicas))
+        parts[r.partition_id] = replace(new, partition_epoch=old.partition_epoch + 1)
+
+    def _on_ConfigRecord(self, r) -> None:
+        if r.resource_type == TOPIC_RESOURCE:
+            if r.resource_name not in self.topics:
+                return   # Kafka ignores configs of topics it does not know
+            configs = self._topic(r.resource_name)[2]
+        elif r.resource_type == BROKER_RESOURCE:
+            configs = self.broker_configs.setdefault(r.resource_name, {})
+        else:
+            return
+        if r.value is None:
+            configs.pop(r.name, None)
+        else:
+            configs[r.name] = r.value
+
+    def _on_RemoveTopicRecord(self, r) -> None:
+        name = self._name_of(r.topic_id)
+        if name is None:
+            raise ValueError(f"RemoveTopicRecord for unknown topic id {r.topic_id}")
+        self._touched.pop(name, None)
+        self.topics.pop(name, None)
+        self._ids.pop(r.topic_id, None)
+
+    def _on_RegisterBrokerRecord(self, r) -> None:
+        eps = tuple((e.name, e.host, e.port) for e in r.end_points or ())
+        self.brokers[r.broker_id] = BrokerImage(r.broker_id, eps, r.rack, bool(r.fenced),
+                                                r.broker_epoch, r.incarnation_id)
+
+    def _on_FeatureLevelRecord(self, r) -> None:
+        if r.feature_level == 0:
+            self.features.pop(r.name, None)
+        else:
+            self.features[r.name] = r.feature_level
+
+    def _on_ProducerIdsRecord(self, r) -> None:
+        self.next_producer_id = max(self.next_producer_id, r.next_producer_id)
+
+    def _on_NoOpRecord(self, r) -> None:
+        pass
+
+    def build(self) -> MetadataImage:
+        topics = dict(self.topics)
+        for name, (tid, parts, configs) in self._touched.items():
+            topics[name] = TopicImage(name, tid, MappingProxyType(parts), MappingProxyType(configs))
+        by_id = {t.topic_id: t for t in topics.values()}
+        return MetadataImage(
+            cluster_id=self.base.cluster_id, controller_id=self.base.controller_id,
+            brokers=MappingProxyType(self.brokers), topics=MappingProxyType(topics),
+            topics_by_id=MappingProxyType(by_id),
+            broker_configs=MappingProxyType({k: MappingProxyType(v) for k, v in self.broker_configs.items()}),
+            features=MappingProxyType(self.features), next_producer_id=self.next_producer_id,
+            offset=self.offset)
+
+
+def replay(image: MetadataImage, record, offset: int | None = None) -> MetadataImage:
+    """The image after one record."""
+    return ImageBuilder(image).apply(record, offset).build()
+
+
+def replay_all(image: MetadataImage, records: Iterable) -> MetadataImage:
+    """The image after a run of records: ``(offset, record)`` pairs or bare records."""
+    b = ImageBuilder(image)
+    for item in records:
+        if isinstance(item, tuple):
+            b.apply(item[1], item[0])
+        else:
+            b.apply(item)
+    return b.build()
+
+
+def empty_image(cluster_id: str, controller_id: int) -> MetadataImage:
+    return MetadataImage(cluster_id=cluster_id, controller_id=controller_id)

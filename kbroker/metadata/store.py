@@ -1,0 +1,134 @@
+"""The metadata log on disk: ``<data dir>/__cluster_metadata-0``.
+
+Stored with the log store (``PartitionLog``) as Kafka's KRaft metadata log is: v2 record
+batches, one batch per controller operation (so an operation is replayed whole or not at
+all, KIP-868's atomic batches), each record with a null key and a value framed like
+Kafka's ``MetadataRecordSerde``::
+
+    unsigned varint  frame version (1)
+    unsigned varint  record type   (the record's api key: TopicRecord = 2, ...)
+    unsigned varint  record version
+    ...              the record body at that version (always flexible)
+
+Every append is fsynced before it is replayed (an admin operation is acknowledged only
+once durable). The ``LogManager`` owns the partition like any other (recovery after a crash cuts a
+torn tail off; the clean-shutdown marker covers it); it must not be mistaken for a topic
+partition by anything that walks the logs (``is_metadata_log``).
+The partition leader epoch of stored batches is 0 (the single controller's only epoch);
+a Raft quorum will later own this file and its epochs.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence
+
+from kbroker.wire import messages
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_DIR = METADATA_TOPIC + "-0"
+FRAME_VERSION = 1
+
+# record type (api key) -> (message name, version we write)
+RECORD_TYPES: dict[int, tuple[str, int]] = {
+    0: ("RegisterBrokerRecord", 3),
+    2: ("TopicRecord", 0),
+    3: ("PartitionRecord", 0),
+    4: ("ConfigRecord", 0),
+    5: ("PartitionChangeRecord", 0),
+    9: ("RemoveTopicRecord", 0),
+    12: ("FeatureLevelRecord", 0),
+    15: ("ProducerIdsRecord", 0),
+    20: ("NoOpRecord", 0),
+}
+_TYPE_OF = {name: (key, version) for key, (name, version) in RECORD_TYPES.items()}
+
+
+def is_metadata_log(topic: str) -> bool:
+    return topic == METADATA_TOPIC
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read_uvarint(buf, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
+
+
+def encode_record(record) -> bytes:
+    """The framed value of one metadata record."""
+    name = type(record).__name__
+    key, version = _TYPE_OF[name]
+    return _uvarint(FRAME_VERSION) + _uvarint(key) + _uvarint(version) + record.encode(version)
+
+
+def decode_record(value) -> object:
+    """A metadata record object from its framed value (ValueError if it is not one)."""
+    view = memoryview(value)
+    frame, pos = _read_uvarint(view, 0)
+    if frame != FRAME_VERSION:
+        raise ValueError(f"unknown metadata frame version {frame}")
+    key, pos = _read_uvarint(view, pos)
+    version, pos = _read_uvarint(view, pos)
+    entry = RECORD_TYPES.get(key)
+    if entry is None:
+        raise ValueError(f"unknown metadata record type {key}")
+    return messages.get(entry[0]).decode(view, version, pos)
+
+
+class MetadataLog:
+    """Append-only store of metadata records. ``read_all()`` yields ``(offset, record)``;
+    ``append(records)`` writes them as one fsynced batch and returns their offsets."""
+
+    def __init__(self, log, clock: Callable[[], int]):
+        self.log = log            # a kbroker.log.PartitionLog
+        self._clock = clock
+
+    @classmethod
+    def open(cls, logs, clock: Callable[[], int]) -> "MetadataLog":
+        """The metadata log kept by the broker's LogManager (loaded, recovered if needed)."""
+        from kbroker.log.config import LogConfig
+        config = LogConfig(flush_messages=1, segment_bytes=64 * 1024 * 1024,
+                           retention_ms=-1, retention_bytes=-1)
+        return cls(logs.get_or_create(METADATA_TOPIC, 0, config), clock)
+
+    @property
+    def end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    def read_all(self) -> Iterator[tuple[int, object]]:
+        from kbroker.wire import records as rb
+        for header, data in self.log.batches(0):
+            if header.is_control:
+                continue
+            for rec in rb.decode_records(data, 0, header):
+                if rec.value is None:
+                    continue
+                yield rec.offset, decode_record(rec.value)
+
+    def append(self, records: Sequence) -> list[int]:
+        from kbroker.wire import records as rb
+        if not records:
+            return []
+        now = self._clock()
+        batch = rb.build_batch([(None, encode_record(r), (), now) for r in records],
+                               partition_leader_epoch=0)
+        info = self.log.append(batch, leader_epoch=0)
+        self.log.high_watermark = self.log.log_end_offset   # flush.messages=1: already fsynced
+        return list(range(info.base_offset, info.last_offset + 1))
+
+    def statistics(self) -> dict:
+        return {"end_offset": self.end_offset, "size": self.log.size}

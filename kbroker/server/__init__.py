@@ -1,0 +1,207 @@
+"""The network side: trio listeners, one task per connection, graceful shutdown.
+
+One nursery tree::
+
+    Server.run
+    ├── broker maintenance tasks (log flush / retention / cleaner)
+    └── connections nursery
+        ├── accept loop per listener (each in its own cancel scope)
+        └── Connection.run per client
+
+Startup binds every listener first (so ``port 0`` can be resolved and advertised), then
+starts the broker (logs, metadata replay, broker registration), then accepts; readiness
+is reported with ``task_status.started(server)`` and one ``kbroker ready: ...`` log line.
+
+Shutdown (``request_shutdown()``, SIGINT/SIGTERM via ``run_until_signal``): stop
+accepting and close the listening sockets; connections waiting for a request close at
+once, connections handling one finish it (its response is written) within
+``shutdown_timeout`` seconds, after which everything left is cancelled; then the log
+maintenance stops and the broker flushes and closes every log, writing the
+clean-shutdown marker. A second signal skips the grace period.
+
+Embedding (tests)::
+
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(serve, config)
+        ... server.bootstrap ...
+        server.request_shutdown()
+"""
+from __future__ import annotations
+
+import logging
+import signal
+
+import trio
+
+from kbroker.api import load_all
+from kbroker.broker import Broker
+from kbroker.config import BrokerConfig, Listener
+
+from .connection import Connection
+
+log = logging.getLogger("kbroker.server")
+
+__all__ = ["Server", "serve", "run_until_signal"]
+
+
+class Server:
+    def __init__(self, config: BrokerConfig, *, clock=None, shutdown_timeout: float = 5.0):
+        self.config = config
+        self.clock = clock
+        self.shutdown_timeout = shutdown_timeout
+        self.registry = load_all()
+        self.max_frame = config.get("socket.request.max.bytes")
+        self.idle_timeout_s = config.get("connections.max.idle.ms") / 1000
+        self.broker: Broker | None = None
+        self.draining = False
+        self.bound: list[Listener] = []
+        self._stop = trio.Event()
+        self._stopped = trio.Event()
+        self._conns: set[Connection] = set()
+        self._no_conns = trio.Event()
+        self._accept_scopes: list[trio.CancelScope] = []
+        self._force = False
+
+    # ------------------------------------------------------------------ control
+    def request_shutdown(self, *, force: bool = False) -> None:
+        if force:
+            self._force = True
+            for c in list(self._conns):
+                c.stop_if_idle()
+        self._stop.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    @property
+    def bootstrap(self) -> str:
+        l = self.bound[0]
+        return f"{l.host or '127.0.0.1'}:{l.port}"
+
+    @property
+    def port(self) -> int:
+        return self.bound[0].port
+
+    def ready_line(self) -> str:
+        where = ", ".join(str(l) for l in self.bound)
+        return (f"kbroker ready: listening on {where} (node {self.config.node_id}, "
+                f"cluster {self.broker.cluster_id}, data {', '.join(self.config.log_dirs)})")
+
+    # ------------------------------------------------------------------ run
+    async def _bind(self) -> list[tuple[Listener, list]]:
+        out = []
+        backlog = self.config.get("socket.listen.backlog.size")
+        for l in self.config.listeners:
+            try:
+                socks = await trio.open_tcp_listeners(l.port, host=l.host or None, backlog=backlog)
+            except OSError as e:
+                for _, ss in out:
+                    for s in ss:
+                        await s.aclose()
+                raise OSError(e.errno, f"cannot listen on {l}: {e.strerror}") from None
+            port = socks[0].socket.getsockname()[1]
+            out.append((Listener(l.name, l.host, port), socks))
+        # a listener configured with port 0 is advertised with the port it really got
+        ports = {l.name: b.port for (b, _), l in zip(out, self.config.listeners)}
+        self.config.advertised_listeners = [
+            Listener(a.name, a.host, ports.get(a.name, a.port)) if a.port == 0 else a
+            for a in self.config.advertised_listeners]
+        return out
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        bound = await self._bind()
+        self.bound = [b for b, _ in bound]
+        self.broker = Broker(self.config, self.clock)
+        try:
+            async with trio.open_nursery() as root:
+                await self.broker.start(root)
+                async with trio.open_nursery() as conns:
+                    for listener, socks in bound:
+                        for sock in socks:
+                            scope = trio.CancelScope()
+                            self._accept_scopes.append(scope)
+                            conns.start_soon(self._accept_loop, sock, listener.name, conns, scope)
+                    log.info("%s", self.ready_line())
+                    task_status.started(self)
+                    await self._stop.wait()
+                    await self._drain(bound, conns)
+                root.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                for _, socks in bound:
+                    for s in socks:
+                        await trio.aclose_forcefully(s)
+                self.broker.shutdown()
+                self._stopped.set()
+
+    async def _drain(self, bound, conns: trio.Nursery) -> None:
+        log.info("shutting down: no new connections; %d open", len(self._conns))
+        for scope in self._accept_scopes:
+            scope.cancel()
+        for _, socks in bound:
+            for s in socks:
+                await trio.aclose_forcefully(s)
+        self.draining = True
+        for c in list(self._conns):
+            c.stop_if_idle()
+        if self._conns and not self._force:
+            with trio.move_on_after(self.shutdown_timeout):
+                await self._no_conns.wait()
+        if self._conns:
+            log.warning("cancelling %d connection(s) still busy after %.1f s",
+                        len(self._conns), self.shutdown_timeout)
+        conns.cancel_scope.cancel()
+
+    async def _accept_loop(self, sock, listener_name: str, conns: trio.Nursery,
+                           scope: trio.CancelScope) -> None:
+        with scope:
+            while True:
+                try:
+                    stream = await sock.accept()
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    return
+                except OSError as e:
+                    # EMFILE and friends: back off instead of spinning (as trio's serve_listeners)
+                    log.error("accept failed on %s: %s", listener_name, e)
+                    await trio.sleep(0.1)
+                    continue
+                conn = Connection(self, stream, listener_name)
+                self._conns.add(conn)
+                self._no_conns = trio.Event() if self._no_conns.is_set() else self._no_conns
+                conns.start_soon(self._run_connection, conn)
+
+    async def _run_connection(self, conn: Connection) -> None:
+        try:
+            await conn.run()
+        finally:
+            self._conns.discard(conn)
+            if not self._conns:
+                self._no_conns.set()
+
+
+async def serve(config: BrokerConfig, *, clock=None, shutdown_timeout: float = 5.0,
+                task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Run a broker until ``request_shutdown()`` is called on the ``Server`` passed to
+    ``task_status.started``."""
+    server = Server(config, clock=clock, shutdown_timeout=shutdown_timeout)
+    await server.run(task_status=task_status)
+
+
+async def run_until_signal(config: BrokerConfig, *, shutdown_timeout: float = 5.0) -> None:
+    """The CLI's main: serve until SIGINT/SIGTERM (a second signal forces the stop)."""
+    async with trio.open_nursery() as nursery:
+        server = Server(config, shutdown_timeout=shutdown_timeout)
+
+        async def watch_signals(task_status=trio.TASK_STATUS_IGNORED):
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
+                count = 0
+                async for signum in signals:
+                    count += 1
+                    log.info("received %s%s", signal.Signals(signum).name,
+                             ", forcing shutdown" if count > 1 else "")
+                    server.request_shutdown(force=count > 1)
+
+        await nursery.start(watch_signals)
+        await server.run()
+        nursery.cancel_scope.cancel()
