@@ -468,12 +468,18 @@ def _decode_records(data: bytes, count: int, header: BatchHeader) -> list[Record
     append = out.append
     n = len(data)
     p = 0
+    # One- and two-byte zigzag varints (by far the common sizes) are read inline; longer ones,
+    # and their error handling, go through varint.py. Reading past the end raises IndexError,
+    # which decode_records turns into CorruptRecord.
     for _ in range(count):
-        # Fast paths read one-byte zigzag varints inline; longer ones go through varint.py.
         b = data[p]
         if b < 0x80:
             length = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            length = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             length, p = read_varint(data, p)
         rec_end = p + length
@@ -485,12 +491,20 @@ def _decode_records(data: bytes, count: int, header: BatchHeader) -> list[Record
         if b < 0x80:
             ts_delta = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            ts_delta = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             ts_delta, p = read_varlong(data, p)
         b = data[p]
         if b < 0x80:
             off_delta = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            off_delta = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             off_delta, p = read_varint(data, p)
         # key
@@ -514,6 +528,10 @@ def _decode_records(data: bytes, count: int, header: BatchHeader) -> list[Record
         if b < 0x80:
             vlen = (b >> 1) ^ -(b & 1)
             p += 1
+        elif data[p + 1] < 0x80:
+            b = (b & 0x7F) | (data[p + 1] << 7)
+            vlen = (b >> 1) ^ -(b & 1)
+            p += 2
         else:
             vlen, p = read_varint(data, p)
         if vlen < 0:
