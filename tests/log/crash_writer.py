@@ -8,12 +8,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-try:
-    import kbroker.wire.records  # noqa: F401
-except ImportError:  # pragma: no cover
-    from tests.log import _records_shim
-    _records_shim.install()
-
 from kbroker.log import LogManager
 
 from tests.log.crash_helpers import crash_batches, crash_config
