@@ -6,6 +6,7 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
 - ``clock``    — injected time (``now_ms()``; tests pass a fake);
 - ``logs``     — the ``LogManager`` of ``log.dirs`` (the metadata log lives there too);
 - ``controller`` — the single-node controller; ``metadata`` is its current image;
+- ``producer_ids`` — producer ids for InitProducerId, in controller-reserved blocks;
 - ``replicas`` — the ``ReplicaManager`` (``kbroker/replica.py``), told about every new
   image via ``apply_image`` so partition logs follow the metadata.
 
@@ -47,6 +48,8 @@ class Broker:
         self.replicas = None
         self.controller = None
         self.metadata_log = None
+        self.producer_ids = None     # ProducerIdManager (InitProducerId)
+        self.transactions = None     # transaction coordinator, when there is one
         self.incarnation_id = uuid.uuid4()
         self.started = False
         self.had_clean_shutdown = True
@@ -88,6 +91,8 @@ class Broker:
                                      empty_image(self.cluster_id, cfg.node_id),
                                      on_change=self._apply_image)
         self.controller.load()
+        from kbroker.metadata.producer_ids import ProducerIdManager
+        self.producer_ids = ProducerIdManager(self.controller)
         self.replicas = _make_replica_manager(self)
         await self._apply_image(self.controller.image)
         await self.controller.bootstrap(

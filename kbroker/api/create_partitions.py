@@ -1,0 +1,28 @@
+"""CreatePartitions (key 37), v0–v3: add partitions to existing topics.
+
+- KIP-195; v2+ flexible (KIP-482). Every topic asked about gets a result (the Java admin
+  client and tools wait for each one).
+- ``INVALID_PARTITIONS`` when the count does not grow the topic,
+  ``UNKNOWN_TOPIC_OR_PARTITION`` for a missing topic, ``INVALID_REPLICA_ASSIGNMENT`` for
+  a manual assignment of the wrong size or naming unknown brokers, ``INVALID_REQUEST`` for
+  a topic named twice; ``validate_only`` checks without changing anything.
+Not implemented: ``timeout_ms`` (synchronous), throttling.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.wire import messages
+
+Response = messages.CreatePartitionsResponse
+Result = Response.CreatePartitionsTopicResult
+
+
+@api(37, versions=(0, 3))
+async def handle(ctx: RequestContext, request) -> Response:
+    wanted = []
+    for t in request.topics or ():
+        assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+        wanted.append((t.name, t.count, assignments))
+    results = await ctx.broker.controller.create_partitions(wanted, validate_only=request.validate_only)
+    return Response(throttle_time_ms=0, results=[
+        Result(name=name, error_code=code, error_message=message) for name, code, message in results])

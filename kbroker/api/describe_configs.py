@@ -1,0 +1,64 @@
+"""DescribeConfigs (key 32), v1–v4 (Kafka 4's floor is v1): topic and broker configs.
+
+- Every config of the resource (or the keys asked for) with value, source, read-only and
+  sensitive flags (KIP-226 sources, v1+), synonyms when asked (v1+), the config type (v3+,
+  KIP-569); documentation is not provided (null).
+- Topic configs layer as in Kafka: topic override (DYNAMIC_TOPIC_CONFIG) → the broker's
+  ``log.*`` synonym when set in the broker config (STATIC_BROKER_CONFIG) → the default.
+- Broker resources: this node's id (or "" for the cluster default); every broker key kbroker
+  knows, read-only (no dynamic broker configs yet); sensitive values are null.
+- Errors: unknown topic ``UNKNOWN_TOPIC_OR_PARTITION``; another broker id or an unsupported
+  resource type ``INVALID_REQUEST`` (broker loggers, client metrics, groups are not served).
+Not implemented: authorization, documentation strings.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.metadata import configs as tc
+from kbroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+Response = messages.DescribeConfigsResponse
+Result = Response.DescribeConfigsResult
+Entry = Response.DescribeConfigsResourceResult
+Synonym = Response.DescribeConfigsSynonym
+
+
+def describe_resource(broker, rtype: int, rname: str):
+    """(error_code, message, entries) of one resource."""
+    image = broker.metadata
+    if rtype == TOPIC_RESOURCE:
+        t = image.topics.get(rname)
+        if t is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist.", []
+        return ErrorCode.NONE, None, tc.describe_topic(broker.config, dict(t.configs))
+    if rtype == BROKER_RESOURCE:
+        if rname not in ("", str(broker.node_id)):
+            return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {rname}", []
+        return ErrorCode.NONE, None, tc.describe_broker(broker.config, image.broker_configs, broker.node_id)
+    return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}", []
+
+
+@api(32, versions=(1, 4))
+async def handle(ctx: RequestContext, request) -> Response:
+    v = ctx.version
+    results = []
+    for res in request.resources or ():
+        code, message, entries = describe_resource(ctx.broker, res.resource_type, res.resource_name)
+        if res.configuration_keys is not None:
+            keys = set(res.configuration_keys)
+            entries = [e for e in entries if e.name in keys]
+        out = []
+        for e in entries:
+            item = Entry(name=e.name, value=e.value, read_only=e.read_only,
+                         config_source=e.source, is_sensitive=e.sensitive)
+            if request.include_synonyms:
+                item.synonyms = [Synonym(name=n, value=val, source=src) for n, val, src in e.synonyms or ()]
+            if v >= 3:
+                item.config_type = tc.TYPE_IDS.get(e.type, 0)
+                item.documentation = None
+            out.append(item)
+        results.append(Result(error_code=code, error_message=message, resource_type=res.resource_type,
+                              resource_name=res.resource_name, configs=out))
+    return Response(throttle_time_ms=0, results=results)

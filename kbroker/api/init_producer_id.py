@@ -1,0 +1,43 @@
+"""InitProducerId (key 22), v0–v5, for idempotent producers (``transactional_id`` null).
+
+- KIP-98: a new producer id with epoch 0 from a block reserved through the controller
+  (``kbroker.metadata.producer_ids``), so ids never repeat across restarts. v3+ (KIP-360)
+  may carry the producer's current id/epoch; for a non-transactional producer Kafka just
+  hands out a fresh id, and so does this.
+- Transactional ids are served by the transaction coordinator when the broker has one
+  (``broker.transactions.init_producer_id``); until then they are answered
+  ``COORDINATOR_NOT_AVAILABLE`` (retriable; FindCoordinator for transactions fails first
+  anyway). ``transaction.timeout.ms`` above ``transaction.max.timeout.ms`` is
+  ``INVALID_TRANSACTION_TIMEOUT`` as in Kafka.
+Not implemented here: transactions (their own issue), KIP-890 v6 (``enable2Pc``).
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+Response = messages.InitProducerIdResponse
+
+
+def producer_ids(broker):
+    mgr = getattr(broker, "producer_ids", None)
+    if mgr is None:
+        from kbroker.metadata.producer_ids import ProducerIdManager
+        mgr = broker.producer_ids = ProducerIdManager(broker.controller)
+    return mgr
+
+
+@api(22, versions=(0, 5))
+async def handle(ctx: RequestContext, request) -> Response:
+    broker = ctx.broker
+    if request.transactional_id is None:
+        pid = await producer_ids(broker).generate()
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=pid, producer_epoch=0)
+    if request.transaction_timeout_ms <= 0 or \
+            request.transaction_timeout_ms > broker.config.get("transaction.max.timeout.ms"):
+        return Response(error_code=ErrorCode.INVALID_TRANSACTION_TIMEOUT, producer_id=-1, producer_epoch=-1)
+    coordinator = getattr(broker, "transactions", None)
+    if coordinator is not None:
+        return await coordinator.init_producer_id(ctx, request)
+    return Response(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)

@@ -1,0 +1,136 @@
+"""A real ``python -m kbroker serve`` in a subprocess, for client and crash tests.
+
+    proc = BrokerProcess(tmp_path / "data")          # free port picked at start
+    proc.start()                                       # waits for the ready line
+    KafkaProducer(bootstrap_servers=proc.bootstrap)
+    proc.restart(); proc.kill(); proc.stop()
+
+``start()`` waits until the ``kbroker ready:`` line appears and the port accepts a
+connection; the broker's stderr goes to ``<data_dir>/../kbroker-<port>.log`` (``log_text()``)
+so a failing test can show it. ``stop()`` sends SIGTERM and waits (graceful: clean-shutdown
+marker); ``kill()`` sends SIGKILL (crash). The same port is reused by ``restart()`` so
+clients' bootstrap addresses stay valid.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BrokerProcess:
+    def __init__(self, data_dir, port: int | None = None, overrides: dict | None = None,
+                 *, config_file=None, extra_args=(), python: str = sys.executable,
+                 start_timeout: float = 30.0):
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.overrides = dict(overrides or {})
+        self.config_file = config_file
+        self.extra_args = list(extra_args)
+        self.python = python
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.data_dir.parent / f"kbroker-{self.port}.log"
+        self.returncode: int | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = [self.python, "-m", "kbroker", "serve", "--listen", f"127.0.0.1:{self.port}",
+               "--data-dir", str(self.data_dir)]
+        if self.config_file:
+            cmd += ["--config", str(self.config_file)]
+        for k, v in self.overrides.items():
+            cmd += ["--override", f"{k}={v}"]
+        return cmd + self.extra_args
+
+    def start(self) -> "BrokerProcess":
+        if self.proc is not None and self.proc.poll() is None:
+            raise RuntimeError("broker already running")
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        start_at = log.tell()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     cwd=REPO_ROOT, env=env)
+        log.close()
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                self.returncode = rc
+                raise RuntimeError(f"kbroker exited with {rc} during startup:\n{self.log_text(start_at)}")
+            if "kbroker ready:" in self.log_text(start_at) and self._port_open():
+                return self
+            time.sleep(0.02)
+        self.kill()
+        raise TimeoutError(f"kbroker not ready after {self.start_timeout}s:\n{self.log_text(start_at)}")
+
+    def _port_open(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def log_text(self, start: int = 0) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(start)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM and wait: a graceful shutdown. Returns the exit code."""
+        if self.proc is None:
+            return self.returncode
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        self.returncode = self.proc.returncode
+        self.proc = None
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, no clean-shutdown marker."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.returncode = self.proc.returncode
+            self.proc = None
+
+    def restart(self, *, crash: bool = False) -> "BrokerProcess":
+        self.kill() if crash else self.stop()
+        return self.start()
+
+    def __enter__(self) -> "BrokerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
