@@ -259,8 +259,12 @@ class LogSegment:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp``."""
         if self.size == 0 or self.max_timestamp < timestamp:
             return None
-        after = self.time_index.lookup_before(timestamp)
-        start = self.offset_index.lookup(after)[1] if after is not None else 0
+        try:
+            after = self.time_index.lookup_before(timestamp)
+            start = self.offset_index.lookup(after)[1] if after is not None else 0
+        except CorruptIndex:
+            self.rebuild_indexes()
+            return self.find_by_timestamp(timestamp)
         for pos, h, data in self.batches(start):
             if h.max_timestamp < timestamp:
                 continue
