@@ -29,3 +29,21 @@ test-fast: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .cache data
+
+# --- compatibility suite ---
+# compat_tests/ runs the same behavioural tests against kbroker and a real Apache Kafka (jars
+# pinned in tools/kafka_dist/pom.xml, cached in .cache/kafka). COMPAT_TARGETS=kafka runs the
+# Kafka side alone; the matrix is written to compat_tests/results/matrix.md.
+COMPAT_TARGETS ?= kafka,kbroker
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: kafka-dist kcat compat
+
+kafka-dist:
+	bash tools/fetch_kafka.sh
+
+kcat:
+	command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }
+
+compat: setup kafka-dist kcat
+	$(PY) -m pytest -q compat_tests --targets=$(COMPAT_TARGETS) --matrix=compat_tests/results/matrix.md

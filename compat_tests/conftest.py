@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.kafka_runner import KafkaBrokerProcess, kafka_libs, kafka_version
-from compat_tests.ledger import check_reference, read_ledger
+from compat_tests.ledger import FINDINGS, check_reference, read_ledger
 from compat_tests.matrix import Matrix
 from compat_tests.runner import BrokerProcess, BrokerStartError, KBrokerProcess
 
@@ -55,6 +55,8 @@ def pytest_addoption(parser):
                          "(kafka, kbroker; default both)")
     group.addoption("--matrix", default=str(DEFAULT_MATRIX),
                     help="where to write the Markdown compatibility matrix")
+    group.addoption("--findings", default=str(FINDINGS),
+                    help="the known-differences ledger (default compat_tests/FINDINGS.md)")
 
 
 def _targets(config) -> list[str]:
@@ -188,7 +190,7 @@ def pytest_runtest_setup(item):
         if len(marker.args) != 1:
             pytest.fail("known_difference takes exactly one ledger id, e.g. known_difference('F-001')",
                         pytrace=False)
-        problem = check_reference(marker.args[0], read_ledger())
+        problem = check_reference(marker.args[0], read_ledger(Path(item.config.getoption("--findings"))))
         if problem:
             pytest.fail(problem, pytrace=False)
 

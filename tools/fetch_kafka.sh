@@ -38,8 +38,13 @@ TMP="$(mktemp -d "$DEST/libs.tmp.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 
 echo "fetch_kafka: resolving Apache Kafka $VERSION into $DEST/libs" >&2
-mvn -q -B -Dstyle.color=never -f "$POM" -Dmaven.repo.local="$M2" \
-    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$TMP" >&2
+if ! mvn -q -B -f "$POM" -Dmaven.repo.local="$M2" \
+        dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$TMP" \
+        > "$DEST/mvn.log" 2>&1; then
+    cat "$DEST/mvn.log" >&2
+    echo "fetch_kafka: mvn failed (log: $DEST/mvn.log)" >&2
+    exit 1
+fi
 
 # The broker, the storage tool and the CLI tools must all be there.
 for jar in "kafka_2.13-$VERSION.jar" "kafka-tools-$VERSION.jar" "kafka-clients-$VERSION.jar" \
