@@ -50,6 +50,7 @@ class Broker:
         self.metadata_log = None
         self.producer_ids = None     # ProducerIdManager (InitProducerId)
         self.transactions = None     # transaction coordinator, when there is one
+        self.group_coordinator = None  # kbroker.group.service.GroupCoordinator
         self.incarnation_id = uuid.uuid4()
         self.started = False
         self.had_clean_shutdown = True
@@ -106,6 +107,9 @@ class Broker:
                 retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
                 cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
                 task_status=task_status))
+        from kbroker.group.service import GroupCoordinator
+        self.group_coordinator = GroupCoordinator(self)
+        await self.group_coordinator.start(nursery)
         self.started = True
         log.info("broker %d started: %s (clean shutdown before: %s)", self.node_id,
                  self.metadata.statistics(), self.had_clean_shutdown)
@@ -121,6 +125,8 @@ class Broker:
         """Flush and close every log; writes the clean-shutdown marker. Idempotent."""
         if not self.started and self.logs is None:
             return
+        if self.group_coordinator is not None:
+            self.group_coordinator.close()
         close = getattr(self.replicas, "shutdown", None) or getattr(self.replicas, "close", None)
         if close is not None:
             try:

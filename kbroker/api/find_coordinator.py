@@ -1,0 +1,59 @@
+"""FindCoordinator (key 10), v0–v6: which broker coordinates a group (or transaction).
+
+One node: the answer is always this broker, on the listener the request came in on.
+Like Kafka, the first lookup of a group creates ``__consumer_offsets`` (compacted,
+``offsets.topic.num.partitions`` partitions) and loads it; a transaction lookup creates
+``__transaction_state``. v4+ batches keys (KIP-699); key type 0 = group, 1 = transaction.
+Not implemented: key type 2 (share groups) answers ``INVALID_REQUEST``.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.group.service import coordinator_of
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
+
+Response = messages.FindCoordinatorResponse
+GROUP, TRANSACTION = 0, 1
+
+
+async def _lookup(ctx: RequestContext, key: str, key_type: int):
+    """(error, node_id, host, port) for one key."""
+    broker = ctx.broker
+    if key_type == GROUP:
+        if not key:
+            return E.INVALID_REQUEST, -1, "", -1
+        err = await coordinator_of(broker).ensure_offsets_topic()
+    elif key_type == TRANSACTION:
+        if not key:
+            return E.INVALID_REQUEST, -1, "", -1
+        err = E.NONE
+        if "__transaction_state" not in broker.metadata.topics:
+            results = await broker.controller.maybe_create_topics(["__transaction_state"])
+            if any(r.error_code and r.error_code != E.TOPIC_ALREADY_EXISTS for r in results):
+                err = E.COORDINATOR_NOT_AVAILABLE
+    else:
+        return E.INVALID_REQUEST, -1, "", -1
+    if err:
+        return err, -1, "", -1
+    me = broker.metadata.brokers.get(broker.node_id)
+    ep = None if me is None else (me.endpoint(ctx.listener) or (me.endpoints[0][1:] if me.endpoints else None))
+    if ep is None:
+        return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return E.NONE, broker.node_id, ep[0], ep[1]
+
+
+@api(10, versions=(0, 6))
+async def handle(ctx: RequestContext, request) -> Response:
+    if ctx.version >= 4:
+        out = []
+        for key in request.coordinator_keys:
+            err, node, host, port = await _lookup(ctx, key, request.key_type)
+            out.append(Response.Coordinator(key=key, node_id=node, host=host, port=port,
+                                            error_code=err,
+                                            error_message=None if not err else E(err).name))
+        return Response(throttle_time_ms=0, coordinators=out)
+    key_type = request.key_type if ctx.version >= 1 else GROUP
+    err, node, host, port = await _lookup(ctx, request.key, key_type)
+    return Response(throttle_time_ms=0, error_code=err, node_id=node, host=host, port=port,
+                    error_message=(E(err).name if err and ctx.version >= 1 else None))

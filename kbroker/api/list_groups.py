@@ -1,0 +1,28 @@
+"""ListGroups (key 16), v0–v5: the groups this coordinator knows, with their protocol type.
+
+v4 adds the group state and a state filter (KIP-518, case-insensitive); v5 the group type
+("classic") and a type filter (KIP-848). Groups of partitions still loading are left out
+and the answer carries ``COORDINATOR_LOAD_IN_PROGRESS``.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.group.service import coordinator_of
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
+
+Response = messages.ListGroupsResponse
+
+
+@api(16, versions=(0, 5))
+async def handle(ctx: RequestContext, request) -> Response:
+    v = ctx.version
+    gc = coordinator_of(ctx.broker)
+    groups = await gc.list_groups(request.states_filter if v >= 4 else None,
+                                  request.types_filter if v >= 5 else None)
+    err = E.COORDINATOR_LOAD_IN_PROGRESS if gc.manager.loading else E.NONE
+    return Response(throttle_time_ms=0, error_code=err, groups=[
+        Response.ListedGroup(group_id=g, protocol_type=pt,
+                             group_state=st if v >= 4 else "",
+                             group_type="classic" if v >= 5 else "")
+        for g, pt, st in groups])

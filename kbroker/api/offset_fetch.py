@@ -1,0 +1,49 @@
+"""OffsetFetch (key 9), v1–v9: a group's committed offsets.
+
+``topics`` null (v2+) means every committed partition of the group. Partitions without a
+commit answer offset −1, metadata "" and no error. v5 adds leader epochs; v7
+``require_stable``: partitions with pending transactional commits answer
+``UNSTABLE_OFFSET_COMMIT``; v8 batches groups (KIP-709); v9's member id/epoch concern
+KIP-848 groups and are ignored for classic groups. Topic ids (v10) are not implemented.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.group.service import coordinator_of
+from kbroker.wire import messages
+
+Response = messages.OffsetFetchResponse
+
+
+@api(9, versions=(1, 9))
+async def handle(ctx: RequestContext, request) -> Response:
+    v = ctx.version
+    gc = coordinator_of(ctx.broker)
+    stable = bool(request.require_stable) if v >= 7 else False
+    if v >= 8:
+        groups = []
+        for g in request.groups:
+            topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
+            err, res = await gc.fetch_offsets(g.group_id, topics, stable)
+            groups.append(Response.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err, topics=[
+                Response.OffsetFetchResponseTopics(name=t, partitions=[
+                    Response.OffsetFetchResponsePartitions(
+                        partition_index=p, committed_offset=o, committed_leader_epoch=e,
+                        metadata=m, error_code=pe) for p, o, e, m, pe in parts])
+                for t, parts in res]))
+        return Response(throttle_time_ms=0, groups=groups)
+    topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
+    err, res = await gc.fetch_offsets(request.group_id, topics, stable)
+    out = [Response.OffsetFetchResponseTopic(name=t, partitions=[
+        Response.OffsetFetchResponsePartition(
+            partition_index=p, committed_offset=o,
+            committed_leader_epoch=e if v >= 5 else -1, metadata=m,
+            # v0/v1 have no top-level error: group errors go to every partition
+            error_code=pe or (err if v < 2 else 0)) for p, o, e, m, pe in parts])
+        for t, parts in res]
+    if v < 2 and err and topics is not None:
+        out = [Response.OffsetFetchResponseTopic(name=t, partitions=[
+            Response.OffsetFetchResponsePartition(partition_index=p, committed_offset=-1,
+                                                  metadata="", error_code=err) for p in ps])
+               for t, ps in topics]
+    return Response(throttle_time_ms=0, topics=out, error_code=err if v >= 2 else 0)

@@ -1,0 +1,292 @@
+"""``GroupCoordinator``: the trio driver of the pure :class:`~kbroker.group.manager.GroupManager`.
+
+What it adds to the state machine:
+
+- **Parked requests.** JoinGroup and SyncGroup often cannot be answered at once; the API
+  handler passes a :class:`Slot` (a ``trio.Event`` plus the reply) and awaits it.
+- **Durability.** Records the manager emits are appended to ``__consumer_offsets`` through
+  the broker's ReplicaManager (one batch per partition, acks=all) before the manager's
+  continuations run; a failed append is handed back as its Kafka error code.
+- **Load.** Every ``__consumer_offsets`` partition this node leads is replayed from its log
+  (start-up, or when FindCoordinator first creates the topic); until then the manager
+  answers ``COORDINATOR_LOAD_IN_PROGRESS`` for groups on it.
+- **Timers.** One task sleeps until the manager's next deadline (trio's clock, so tests can
+  use ``trio.testing.MockClock``) and fires what is due.
+
+One ``trio.Lock`` serialises every manager call together with the append of its records,
+so the in-memory state and the log never diverge (Kafka serialises per partition in its
+coordinator runtime; one lock is enough for one node). ``now_ms`` defaults to the broker's
+clock.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Callable
+
+import trio
+
+from kbroker.wire import records as wire_records
+from kbroker.wire.error_codes import ErrorCode as E
+
+from .manager import GroupConfig, GroupManager, Result
+
+log = logging.getLogger("kbroker.group")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class Slot:
+    """A parked request: completed once with the manager's reply."""
+    __slots__ = ("event", "value")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.value: Any = None
+
+    def set(self, value: Any) -> None:
+        if not self.event.is_set():
+            self.value = value
+            self.event.set()
+
+    async def wait(self) -> Any:
+        await self.event.wait()
+        return self.value
+
+
+class GroupCoordinator:
+    """Owns the GroupManager of this node; the API modules call its ``async`` methods."""
+
+    def __init__(self, broker, *, now_ms: Callable[[], int] | None = None,
+                 member_id_factory: Callable[[str], str] | None = None) -> None:
+        self.broker = broker
+        cfg = broker.config
+        self.config = GroupConfig.from_config(lambda k, d: _cfg_get(cfg, k, d))
+        kw = {} if member_id_factory is None else {"member_id_factory": member_id_factory}
+        self.manager = GroupManager(self.config, **kw)
+        self.now_ms = now_ms or broker.clock.now_ms
+        self._lock = trio.Lock()
+        self._wake = trio.Event()
+        self._sleeping_until = math.inf
+        self._nursery: trio.Nursery | None = None
+        self._closed = False
+        self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
+                      "records_replayed": 0, "replay_errors": 0}
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, nursery: trio.Nursery | None = None) -> None:
+        """Load the partitions of ``__consumer_offsets`` that exist and start the timer
+        task in ``nursery`` (without one, timers only fire when :meth:`fire_timers` is
+        called — for tests that drive time themselves)."""
+        self._nursery = nursery
+        async with self._lock:
+            self.manager.schedule_offsets_expiry(self.now_ms())
+        if nursery is not None:
+            nursery.start_soon(self._timer_loop)
+        await self.maybe_load()
+
+    async def fire_timers(self) -> None:
+        async with self._lock:
+            await self._drive(self.manager.fire_due(self.now_ms()))
+
+    async def shutdown(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Answer every parked request with NOT_COORDINATOR (the client looks for the
+        coordinator again) and stop the timer task. Synchronous: Broker.shutdown is."""
+        self._closed = True
+        from .manager import JoinResponse, SyncResponse
+        for g in self.manager.groups.values():
+            for m in g.members.values():
+                if m.awaiting_join is not None:
+                    m.awaiting_join.set(JoinResponse(error=E.NOT_COORDINATOR, member_id=m.member_id))
+                if m.awaiting_sync is not None:
+                    m.awaiting_sync.set(SyncResponse(error=E.NOT_COORDINATOR))
+        self._wake.set()
+
+    def statistics(self) -> dict:
+        return {**self.manager.statistics(), **self.stats}
+
+    # ------------------------------------------------------------------ topic and load
+    def _offsets_partitions(self) -> list[int] | None:
+        image = self.broker.metadata
+        topic = image.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return None
+        me = self.broker.node_id
+        return sorted(p for p, pi in topic.partitions.items() if pi.leader == me)
+
+    async def ensure_offsets_topic(self) -> int:
+        """FindCoordinator: create ``__consumer_offsets`` the first time a coordinator is
+        looked up (as Kafka does) and load it. Returns an error code (0 = ready)."""
+        if self._offsets_partitions() is None:
+            results = await self.broker.controller.maybe_create_topics([OFFSETS_TOPIC])
+            for r in results:
+                if r.error_code and r.error_code != E.TOPIC_ALREADY_EXISTS:
+                    log.warning("cannot create %s: %s", OFFSETS_TOPIC, r.error_message)
+                    return E.COORDINATOR_NOT_AVAILABLE
+        await self.maybe_load()
+        return E.NONE
+
+    async def maybe_load(self) -> None:
+        """Replay every led ``__consumer_offsets`` partition not yet loaded."""
+        parts = self._offsets_partitions()
+        if parts is None:
+            return
+        topic = self.broker.metadata.topics[OFFSETS_TOPIC]
+        mgr = self.manager
+        todo = [p for p in parts if p not in mgr.loaded and p not in mgr.loading]
+        if not todo:
+            return
+        # a topic created with another partition count decides where groups live
+        mgr.config.num_partitions = len(topic.partitions)
+        for p in todo:
+            mgr.begin_load(p)
+        for p in todo:
+            await self._load_partition(p)
+            await trio.sleep(0)          # let other requests in between partitions
+
+    async def _load_partition(self, p: int) -> None:
+        async with self._lock:
+            try:
+                part = self.broker.replicas.get_partition(OFFSETS_TOPIC, p)
+            except Exception as exc:  # noqa: BLE001 - not led after all: stay unloaded
+                log.warning("cannot load %s-%d: %s", OFFSETS_TOPIC, p, exc)
+                self.manager.loading.discard(p)
+                return
+            for header, data in part.log.batches():
+                if header.is_control:
+                    continue            # transaction markers: offsets staged by txns (later)
+                if header.is_transactional:
+                    continue
+                try:
+                    for r in wire_records.decode_records(data, 0, header):
+                        self.manager.replay(r.key, r.value)
+                        self.stats["records_replayed"] += 1
+                except Exception:  # noqa: BLE001 - one bad record must not stop the load
+                    self.stats["replay_errors"] += 1
+                    log.exception("skipping unreadable record batch in %s-%d at %d",
+                                  OFFSETS_TOPIC, p, header.base_offset)
+            await self._drive(self.manager.complete_load(p, self.now_ms()))
+        log.debug("loaded %s-%d", OFFSETS_TOPIC, p)
+
+    # ------------------------------------------------------------------ driving the manager
+    async def _call(self, fn: Callable[[int], Result]) -> Any:
+        async with self._lock:
+            return await self._drive(fn(self.now_ms()))
+
+    async def _drive(self, res: Result) -> Any:
+        """Deliver replies, append records, run continuations; return the response.
+        Called with the lock held."""
+        response = res.response
+        while True:
+            for slot, reply in res.replies:
+                slot.set(reply)
+            if not res.records:
+                break
+            error = self._append(res)
+            res = self.manager.after_append(res, error, self.now_ms())
+            if res.response is not None:
+                response = res.response
+        self._maybe_wake_timer()
+        return response
+
+    def _append(self, res: Result) -> int:
+        by_partition: dict[int, list] = {}
+        now = self.now_ms()
+        for r in res.records:
+            by_partition.setdefault(r.partition, []).append((r.key, r.value, (), now))
+        error = E.NONE
+        for p, recs in by_partition.items():
+            try:
+                batch = wire_records.build_batch(recs)
+                self.broker.replicas.append(OFFSETS_TOPIC, p, batch, required_acks=-1,
+                                            now_ms=now, allow_internal=True)
+                self.stats["appends"] += 1
+                self.stats["records_appended"] += len(recs)
+            except Exception as exc:  # noqa: BLE001 - becomes the Kafka error clients see
+                code = getattr(exc, "error_code", None)
+                error = int(code) if code is not None else E.UNKNOWN_SERVER_ERROR
+                self.stats["append_errors"] += 1
+                log.warning("append to %s-%d failed: %r", OFFSETS_TOPIC, p, exc)
+        return error
+
+    # ------------------------------------------------------------------ timers
+    def _maybe_wake_timer(self) -> None:
+        d = self.manager.next_deadline()
+        if d is not None and d < self._sleeping_until:
+            self._wake.set()
+
+    async def _timer_loop(self) -> None:
+        while not self._closed:
+            d = self.manager.next_deadline()
+            self._sleeping_until = math.inf if d is None else d
+            wait = math.inf if d is None else max(0, d - self.now_ms()) / 1000
+            with trio.move_on_after(wait):
+                await self._wake.wait()
+            self._wake = trio.Event()
+            async with self._lock:
+                self._sleeping_until = -math.inf        # no wakeups needed while firing
+                await self._drive(self.manager.fire_due(self.now_ms()))
+
+    # ------------------------------------------------------------------ API entry points
+    async def join_group(self, req) -> Any:
+        slot = Slot()
+        await self._call(lambda now: self.manager.join_group(req, slot, now))
+        return await slot.wait()
+
+    async def sync_group(self, group_id, member_id, generation_id, group_instance_id,
+                         protocol_type, protocol_name, assignments) -> Any:
+        slot = Slot()
+        await self._call(lambda now: self.manager.sync_group(
+            group_id, member_id, generation_id, group_instance_id, protocol_type,
+            protocol_name, assignments, slot, now))
+        return await slot.wait()
+
+    async def heartbeat(self, group_id, member_id, generation_id, group_instance_id) -> int:
+        return await self._call(lambda now: self.manager.heartbeat(
+            group_id, member_id, generation_id, group_instance_id, now))
+
+    async def leave_group(self, group_id, members):
+        return await self._call(lambda now: self.manager.leave_group(group_id, members, now))
+
+    async def commit_offsets(self, group_id, member_id, generation_id, group_instance_id,
+                             topics, *, retention_ms=-1, api_version=9):
+        return await self._call(lambda now: self.manager.commit_offsets(
+            group_id, member_id, generation_id, group_instance_id, topics, now,
+            retention_ms=retention_ms, api_version=api_version))
+
+    async def fetch_offsets(self, group_id, topics, require_stable=False):
+        async with self._lock:
+            return self.manager.fetch_offsets(group_id, topics, require_stable)
+
+    async def delete_offsets(self, group_id, topics):
+        return await self._call(lambda now: self.manager.delete_offsets(group_id, topics, now))
+
+    async def delete_groups(self, group_ids):
+        return await self._call(lambda now: self.manager.delete_groups(group_ids, now))
+
+    async def list_groups(self, states=None, types=None):
+        async with self._lock:
+            return self.manager.list_groups(states, types)
+
+    async def describe_groups(self, group_ids):
+        async with self._lock:
+            return [self.manager.describe_group(g) for g in group_ids]
+
+
+def _cfg_get(cfg, key, default):
+    try:
+        v = cfg.get(key)
+    except Exception:  # noqa: BLE001 - unknown key in a minimal config
+        return default
+    return default if v is None else v
+
+
+def coordinator_of(broker) -> GroupCoordinator:
+    """The broker's GroupCoordinator (``broker.group_coordinator``)."""
+    gc = getattr(broker, "group_coordinator", None)
+    if gc is None:
+        raise RuntimeError("the broker has no group coordinator (Broker.start must create it)")
+    return gc
