@@ -18,9 +18,7 @@ from tests.support.broker_proc import BrokerProcess
 
 from .conftest import PAYLOAD_CODECS
 
-# kafka-python 3.x is idempotent by default and then sends InitProducerId first; switch back
-# to True once core serves InitProducerId (kbroker/api/init_producer_id.py).
-IDEMPOTENT = False
+IDEMPOTENT = True   # kafka-python 3.x's default: InitProducerId first, producer ids on batches
 
 
 def producer(bootstrap, **kw) -> KafkaProducer:
@@ -181,10 +179,16 @@ def test_delete_records_moves_log_start(bootstrap, make_topic):
 
 def test_too_large_message_is_rejected(bootstrap, make_topic):
     topic = make_topic(1, {"max.message.bytes": "2000"})
-    p = producer(bootstrap, max_request_size=10_000_000, retries=0)
+    p = producer(bootstrap, max_request_size=10_000_000)
     try:
         with pytest.raises(MessageSizeTooLargeError):
             p.send(topic, value=b"x" * 5000).get(timeout=10)
+    finally:
+        p.close()
+    # kafka-python 3.x makes any non-retriable error fatal for an idempotent producer, so
+    # the follow-up send uses a new one.
+    p = producer(bootstrap)
+    try:
         assert p.send(topic, value=b"small").get(timeout=10).offset == 0
     finally:
         p.close()

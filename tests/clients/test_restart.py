@@ -14,7 +14,7 @@ from .conftest import create_topic
 
 
 def produce(bootstrap, topic, values, partitions):
-    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, enable_idempotence=False,
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
                       request_timeout_ms=10_000, max_block_ms=20_000)
     try:
         futs = [p.send(topic, value=v, partition=i % partitions) for i, v in enumerate(values)]
