@@ -25,8 +25,10 @@ Rules it keeps:
   OffsetForLeaderEpoch answers (here). Epoch changes seen while running are remembered so
   older epochs answer with the offset where the next epoch began.
 
-Not implemented here: producer-id/sequence de-duplication (the transaction issue), topic-level
-``compression.type`` recompression (batches are stored as the producer compressed them),
+A topic ``compression.type`` other than ``producer`` makes produce rebuild the batch with that
+codec (Kafka's rule; the one produce path that decodes records).
+
+Not implemented here: producer-id/sequence de-duplication (the transaction issue),
 follower fetching and fetch sessions (session id 0: every response is a full one).
 """
 from __future__ import annotations
@@ -56,6 +58,9 @@ LATEST_TIERED_TIMESTAMP = -5
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
+
+# Topic compression.type → batch codec; "producer" keeps what the producer sent.
+_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 # Timestamp window defaults (Kafka 4: before = unlimited, after = one hour, KIP-937/KIP-1030).
 _TS_BEFORE_DEFAULT = LONG_MAX
@@ -381,6 +386,9 @@ class ReplicaManager:
         log_append_time = config.log_append_time
         if headers and not log_append_time and headers[0].size <= config.max_message_bytes:
             self._check_timestamps(part, records, headers[0], now_ms)
+        target = _CODECS.get(config.compression_type)
+        if headers and target is not None and headers[0].compression != target:
+            records = self._recompress(records, headers[0], target, config)
         info = part.log.append(records, leader_epoch=part.leader_epoch,
                                log_append_time=now_ms if log_append_time else None,
                                now_ms=now_ms)
@@ -392,6 +400,27 @@ class ReplicaManager:
             base_offset=info.base_offset, last_offset=info.last_offset,
             log_append_time_ms=info.log_append_time if log_append_time else -1,
             log_start_offset=part.log.log_start_offset)
+
+    @staticmethod
+    def _recompress(records, header, codec: int, config: LogConfig) -> bytes:
+        """Topic ``compression.type`` other than ``producer``: rebuild the batch with the
+        topic's codec, keeping offsets deltas, timestamps, headers and producer state
+        (Kafka's LogValidator does the same; the only produce path that decodes records)."""
+        if header.size > config.max_message_bytes:
+            raise ReplicaError(ErrorCode.MESSAGE_TOO_LARGE,
+                               f"batch of {header.size} bytes exceeds max.message.bytes "
+                               f"{config.max_message_bytes}")
+        try:
+            rec.verify_crc(records, 0, header)
+            decoded = rec.decode_records(records, 0, header)
+        except CorruptRecord as exc:
+            raise ReplicaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        return rec.build_batch(
+            decoded, compression=codec, timestamp_type=header.timestamp_type,
+            producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence, is_transactional=header.is_transactional,
+            offset_deltas=[r.offset_delta for r in decoded],
+            last_offset_delta=header.last_offset_delta)
 
     @staticmethod
     def _timestamp_bounds(props: dict, now_ms: int) -> tuple[int, int]:

@@ -146,3 +146,20 @@ def test_every_compression_codec(replicas, cluster):
         replicas.append("t", 0, batch(b"v%d" % codec, keys=[b"k"], compression=codec))
     region = replicas.get_partition("t", 0).log.read(0, 1 << 20)
     assert [r.value for r in decode_region(region)] == [b"v0", b"v1", b"v2", b"v3", b"v4"]
+
+
+def test_topic_compression_type_recompresses(replicas, cluster):
+    cluster.create("z", 1, {"compression.type": "zstd"})
+    cluster.create("plain", 1, {"compression.type": "uncompressed"})
+    b = batch(b"a", b"b", keys=[b"k1", b"k2"], compression=1, producer_id=5, producer_epoch=2,
+              base_sequence=7)
+    replicas.append("z", 0, b)
+    replicas.append("plain", 0, b)
+    for topic, codec in (("z", 4), ("plain", 0)):
+        region = replicas.get_partition(topic, 0).log.read(0, 1 << 20)
+        data = region.read_bytes()
+        (_, h), = list(rec.iter_batches(data, verify=True))
+        assert h.compression == codec
+        assert (h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta) == (5, 2, 7, 1)
+        assert [(r.key, r.value, r.timestamp) for r in decode_region(region)] == [
+            (b"k1", b"a", T0), (b"k2", b"b", T0)]
