@@ -1,0 +1,50 @@
+"""ApiVersions at every version, an unknown version, and the registry it reflects."""
+import struct
+
+import pytest
+
+from kbroker.api import REGISTRY
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+from .raw import RawClient
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+async def test_every_version(broker_server, version):
+    c = await RawClient.connect(broker_server)
+    fields = {"client_software_name": "kbroker-tests", "client_software_version": "1.0"} if version >= 3 else {}
+    resp = await c.request("ApiVersions", version, **fields)
+    assert resp.error_code == 0
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert keys == {k: (s.min_version, s.max_version) for k, s in REGISTRY.items()}
+    assert keys[18] == (0, 4)
+    if version >= 3:
+        assert {f.name: f.max_version_level for f in resp.finalized_features} == {"metadata.version": 25}
+        assert all(f.name != "transaction.version" or f.max_version_level < 2 for f in resp.finalized_features)
+    # the connection stays usable: a Metadata request right after (kafka-python 2.0 does this)
+    md = await c.request("Metadata", 0, topics=[])
+    assert md.brokers[0].port == broker_server.port
+
+
+@pytest.mark.parametrize("version", [5, 9, 127])
+async def test_unknown_version_gets_v0_error_reply(broker_server, version):
+    c = await RawClient.connect(broker_server)
+    # a request body the broker cannot parse: only the header matters
+    frame = struct.pack(">hhih", 18, version, 77, 4) + b"test" + b"\x00" + b"garbage"
+    await c.send_raw(struct.pack(">i", len(frame)) + frame)
+    reply = await c.recv_frame()
+    corr = struct.unpack_from(">i", reply)[0]
+    assert corr == 77
+    resp = messages.ApiVersionsResponse.decode(reply, 0, 4)   # header v0: no tagged fields
+    assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 4)]
+    # the client retries at a version it shares; the connection is still open
+    ok = await c.request("ApiVersions", 3, client_software_name="x", client_software_version="1")
+    assert ok.error_code == 0
+
+
+async def test_invalid_client_software_name(broker_server):
+    c = await RawClient.connect(broker_server)
+    resp = await c.request("ApiVersions", 3, client_software_name="-bad name-", client_software_version="1")
+    assert resp.error_code == ErrorCode.INVALID_REQUEST

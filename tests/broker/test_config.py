@@ -1,0 +1,102 @@
+"""BrokerConfig: Kafka keys and types, defaults, listeners, log defaults, meta.properties."""
+import pytest
+
+from kbroker.config import BrokerConfig, ConfigError, ensure_meta_properties, parse_properties
+
+
+def test_defaults():
+    c = BrokerConfig.from_dict({})
+    assert c.node_id == 1 and c.get("num.partitions") == 1
+    assert c.get("message.max.bytes") == 1048588 and c.get("socket.request.max.bytes") == 104857600
+    assert c.get("offsets.topic.replication.factor") == 1 and c.get("offsets.topic.num.partitions") == 50
+    assert c.get("group.initial.rebalance.delay.ms") == 3000
+    assert [str(l) for l in c.listeners] == ["PLAINTEXT://127.0.0.1:9092"]
+    assert c.log_dirs == ["/tmp/kafka-logs"]
+
+
+def test_stock_kafka_server_properties_is_accepted(tmp_path):
+    text = """
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
+    p = tmp_path / "server.properties"
+    p.write_text(text)
+    c = BrokerConfig.load(p)
+    assert [str(l) for l in c.listeners] == ["PLAINTEXT://:9092"]           # controller not bound
+    assert [str(l) for l in c.advertised_listeners] == ["PLAINTEXT://localhost:9092"]
+    assert c.log_dirs == ["/tmp/kraft-combined-logs"]
+
+
+@pytest.mark.parametrize("raw, key", [
+    ({"bogus.key": "1"}, "bogus.key"),
+    ({"num.partitions": "x"}, "num.partitions"),
+    ({"num.partitions": "2147483648"}, "num.partitions"),
+    ({"log.retention.ms": "-5"}, "log.retention.ms"),
+    ({"listeners": "PLAINTEXT://h:port"}, "listeners"),
+    ({"listeners": "SASL_SSL://h:1"}, "listeners"),
+    ({"listeners": "PLAINTEXT://a:1,PLAINTEXT://b:2"}, "listeners"),
+    ({"cluster.id": "not-a-uuid"}, "cluster.id"),
+    ({"compression.type": "brotli"}, "compression.type"),
+])
+def test_errors_name_the_key(raw, key):
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig.from_dict(raw)
+    assert e.value.key == key and key in str(e.value)
+
+
+def test_several_listeners_and_wildcard():
+    c = BrokerConfig.from_dict({"listeners": "PLAINTEXT://127.0.0.1:1,INTERNAL://0.0.0.0:2",
+                                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"})
+    assert [l.port for l in c.listeners] == [1, 2]
+    assert c.advertised_listeners[1].host not in ("0.0.0.0", "")
+
+
+def test_log_config_defaults_translate_broker_keys():
+    c = BrokerConfig.from_dict({"log.retention.hours": "1", "log.segment.bytes": "1000",
+                                "log.cleanup.policy": "compact", "message.max.bytes": "5000"})
+    d = c.log_config_defaults()
+    assert d["retention.ms"] == "3600000" and d["segment.bytes"] == "1000"
+    assert d["cleanup.policy"] == "compact" and d["max.message.bytes"] == "5000"
+    c = BrokerConfig.from_dict({"log.retention.hours": "1", "log.retention.minutes": "2"})
+    assert c.log_config_defaults()["retention.ms"] == "120000"            # most specific wins
+    from kbroker.log.config import LogConfig
+    assert LogConfig.from_properties(d).retention_ms == 3_600_000
+
+
+def test_properties_parser():
+    assert parse_properties("a=1\n b : 2\n# c=3\n!d=4\ne 5\nf=x\\\n  y\ng=\n") == \
+        {"a": "1", "b": "2", "e": "5", "f": "xy", "g": ""}
+
+
+def test_meta_properties_persist_cluster_id(tmp_path):
+    c = BrokerConfig.from_dict({"log.dirs": f"{tmp_path}/a,{tmp_path}/b"})
+    cid = ensure_meta_properties(c)
+    assert len(cid) == 22
+    for d in "ab":
+        assert f"cluster.id={cid}" in (tmp_path / d / "meta.properties").read_text()
+    assert ensure_meta_properties(BrokerConfig.from_dict({"log.dirs": f"{tmp_path}/a"})) == cid
+    with pytest.raises(ConfigError) as e:
+        ensure_meta_properties(BrokerConfig.from_dict({"log.dirs": f"{tmp_path}/a", "node.id": "2"}))
+    assert e.value.key == "node.id"
