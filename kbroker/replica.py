@@ -33,9 +33,12 @@ follower fetching and fetch sessions (session id 0: every response is a full one
 """
 from __future__ import annotations
 
+import base64
 import os
 import shutil
+import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import trio
@@ -86,6 +89,43 @@ def _error_from(exc: Exception) -> ReplicaError:
         return exc
     code = getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR)
     return ReplicaError(code, str(exc) or None)
+
+
+# --------------------------------------------------------------------------- partition.metadata
+
+PARTITION_METADATA = "partition.metadata"
+
+
+def _uuid_text(topic_id) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+
+
+def read_partition_metadata(directory) -> uuid.UUID | None:
+    """The topic id recorded in a partition directory (Kafka's ``partition.metadata``)."""
+    try:
+        text = (Path(directory) / PARTITION_METADATA).read_text()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            raw = value.strip()
+            try:
+                return uuid.UUID(bytes=base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+            except ValueError:
+                return None
+    return None
+
+
+def write_partition_metadata(directory, topic_id) -> None:
+    path = Path(directory) / PARTITION_METADATA
+    tmp = path.with_name(PARTITION_METADATA + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(f"version: 0\ntopic_id: {_uuid_text(topic_id)}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------- results
@@ -295,7 +335,7 @@ class ReplicaManager:
             props, config = cached
             part = self._partitions.get(key)
             if part is None:
-                log = self.broker.logs.get_or_create(key[0], key[1], config)
+                log = self._open_log(key[0], key[1], topic.topic_id, config)
                 epoch = pimg.leader_epoch
                 part = Partition(topic=key[0], index=key[1], topic_id=topic.topic_id, log=log,
                                  leader_epoch=epoch, config=config, props=props,
@@ -318,6 +358,21 @@ class ReplicaManager:
             part.set_leader_epoch(pimg.leader_epoch)
         self._not_led = not_led
         self._topic_ids = {name: t.topic_id for name, t in image.topics.items()}
+
+    def _open_log(self, topic: str, index: int, topic_id, config: LogConfig):
+        """The partition's log, making sure it belongs to this incarnation of the topic:
+        a log left by a deleted topic of the same name (e.g. deleted while the broker was
+        down) is removed, as Kafka does with its ``partition.metadata`` file."""
+        logs = self.broker.logs
+        log = logs.get_or_create(topic, index, config)
+        found = read_partition_metadata(log.dir)
+        if found is not None and found != topic_id:
+            logs.delete_log(topic, index)
+            log = logs.get_or_create(topic, index, config)
+            found = None
+        if found is None:
+            write_partition_metadata(log.dir, topic_id)
+        return log
 
     def get_partition(self, topic: str, index: int) -> Partition:
         """The led partition, or ReplicaError(UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER…)."""

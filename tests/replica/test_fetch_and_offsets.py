@@ -241,3 +241,25 @@ def test_describe_log_dirs_and_statistics(replicas, cluster, tmp_path):
     assert topics == [("a", [(1, sizes["a"][1])])]
     stats = replicas.statistics()
     assert stats["partitions"] == 3 and stats["appends"] == 1
+
+
+def test_stale_log_of_a_deleted_topic_is_not_reused(replicas, cluster, broker):
+    """A log whose partition.metadata names another topic id (the topic was deleted and
+    re-created while this node did not see it) is removed, not served."""
+    from kbroker.replica import read_partition_metadata
+    t = cluster.create("t", 1)
+    replicas.append("t", 0, batch(b"old"))
+    assert read_partition_metadata(broker.logs.get("t", 0).dir) == t.topic_id
+    fresh = type(replicas)(broker)      # a restarted node: knows nothing in memory
+    cluster.replicas = fresh
+    cluster.delete("t")                 # not seen by the old manager: log stays on disk
+    assert broker.logs.get("t", 0) is not None
+    t2 = cluster.create("t", 1)
+    assert fresh.get_partition("t", 0).log_end_offset == 0
+    assert read_partition_metadata(broker.logs.get("t", 0).dir) == t2.topic_id
+    # Same topic id again (a plain restart): the data is kept.
+    fresh.append("t", 0, batch(b"new"))
+    again = type(replicas)(broker)
+    cluster.replicas = again
+    cluster.push()
+    assert again.get_partition("t", 0).log_end_offset == 1
