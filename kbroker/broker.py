@@ -81,12 +81,14 @@ class Broker:
         from kbroker.metadata.store import MetadataLog
 
         cfg = self.config
+        formatted = (cfg.data_dir / "meta.properties").exists()
         self.cluster_id = ensure_meta_properties(cfg)
         clock = self.clock.now_ms
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"))
         self.logs.load()
-        self.had_clean_shutdown = all(self.logs.had_clean_shutdown.values())
+        # a data dir used for the first time has nothing to recover
+        self.had_clean_shutdown = not formatted or all(self.logs.had_clean_shutdown.values())
         self.metadata_log = MetadataLog.open(self.logs, clock)
         self.controller = Controller(cfg, self.metadata_log,
                                      empty_image(self.cluster_id, cfg.node_id),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from kbroker.api import RequestContext, api
 from kbroker.metadata.controller import topic_name_error
-from kbroker.metadata.image import ZERO_UUID
+from kbroker.metadata.image import INTERNAL_TOPICS, ZERO_UUID
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -79,8 +79,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                 to_create.append(name)
                 pending.append((name, len(topics_out)))
                 topics_out.append(Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name,
-                                        is_internal=name.startswith("__") and name in
-                                        ("__consumer_offsets", "__transaction_state"),
+                                        is_internal=name in INTERNAL_TOPICS,
                                         partitions=[]))
             else:
                 topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,

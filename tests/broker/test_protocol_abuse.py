@@ -138,3 +138,45 @@ async def test_graceful_shutdown_writes_clean_marker(make_config, nursery, tmp_p
     assert await idle.is_closed()
     assert os.path.exists(tmp_path / "data" / ".kafka_cleanshutdown")
     assert os.path.exists(tmp_path / "data" / "meta.properties")
+
+
+def _slow_describe_cluster(monkeypatch, seconds):
+    from kbroker.api import REGISTRY
+    spec = REGISTRY[60]
+
+    async def slow(ctx, request):
+        await trio.sleep(seconds)
+        return await spec.handler(ctx, request)
+
+    monkeypatch.setitem(REGISTRY, 60, spec.__class__(spec.api_key, spec.name, spec.min_version,
+                                                     spec.max_version, spec.served_from, slow))
+
+
+async def test_shutdown_lets_in_flight_request_finish(make_config, nursery, monkeypatch):
+    from kbroker.server import serve
+    _slow_describe_cluster(monkeypatch, 0.5)
+    server = await nursery.start(serve, make_config())
+    c = await RawClient.connect(server)
+    await c.send_raw(encode_request(60, 0, 9, "t", messages.DescribeClusterRequest()))
+    await trio.sleep(0.1)
+    server.request_shutdown()
+    reply = await c.recv_frame()
+    assert reply is not None and struct.unpack_from(">i", reply)[0] == 9
+    assert await c.is_closed()
+    with trio.fail_after(5):
+        await server.wait_stopped()
+
+
+async def test_shutdown_deadline_cancels_stuck_request(make_config, nursery, monkeypatch, tmp_path):
+    from kbroker.server import serve
+    _slow_describe_cluster(monkeypatch, 1000)
+    server = await nursery.start(lambda task_status: serve(make_config(), shutdown_timeout=0.3,
+                                                           task_status=task_status))
+    c = await RawClient.connect(server)
+    await c.send_raw(encode_request(60, 0, 9, "t", messages.DescribeClusterRequest()))
+    await trio.sleep(0.1)
+    server.request_shutdown()
+    with trio.fail_after(5):
+        await server.wait_stopped()
+    assert await c.is_closed()
+    assert os.path.exists(tmp_path / "data" / ".kafka_cleanshutdown")
