@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from pathlib import Path
 
 import trio
 
@@ -85,7 +86,8 @@ class Server:
     def ready_line(self) -> str:
         where = ", ".join(str(l) for l in self.bound)
         return (f"kbroker ready: listening on {where} (node {self.config.node_id}, "
-                f"cluster {self.broker.cluster_id}, data {', '.join(self.config.log_dirs)})")
+                f"cluster {self.broker.cluster_id}, data "
+                f"{', '.join(str(Path(d).resolve()) for d in self.config.log_dirs)})")
 
     # ------------------------------------------------------------------ run
     async def _bind(self) -> list[tuple[Listener, list]]:
