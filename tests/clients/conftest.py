@@ -7,7 +7,6 @@ Tests that need a fresh or differently configured broker start their own.
 from __future__ import annotations
 
 import itertools
-import os
 import time
 import uuid
 
@@ -71,7 +70,3 @@ def make_topic(bootstrap, topic_name):
 
 
 PAYLOAD_CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false")

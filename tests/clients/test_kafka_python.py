@@ -222,3 +222,32 @@ def test_auto_create_disabled(tmp_path, topic_name):
             c.close()
     finally:
         proc.stop()
+
+
+def test_describe_log_dirs_reports_partition_sizes(bootstrap, make_topic):
+    topic = make_topic(2)
+    p = producer(bootstrap)
+    for i in range(20):
+        p.send(topic, value=b"x" * 100, partition=1)
+    p.flush()
+    p.close()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        result = admin.describe_log_dirs({topic: [0, 1]})
+    finally:
+        admin.close()
+    text = repr(result)
+    assert topic in text
+    sizes = {}
+
+    def walk(obj):
+        if isinstance(obj, dict):
+            if "partition_index" in obj and "partition_size" in obj:
+                sizes[obj["partition_index"]] = obj["partition_size"]
+            for v in obj.values():
+                walk(v)
+        elif isinstance(obj, (list, tuple)):
+            for v in obj:
+                walk(v)
+    walk(result)
+    assert sizes.get(0) == 0 and sizes.get(1, 0) > 2000, result
