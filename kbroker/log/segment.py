@@ -342,8 +342,9 @@ class LogSegment:
 
         The file is cut at the first batch that is torn, fails its CRC, does not start
         where the previous batch ended (a forward gap is allowed only up to
-        ``gap_limit``, the compacted part of the log), leaves the segment's relative
-        offset range, or lowers the partition leader epoch.
+        ``gap_limit``, the compacted part of the log), or leaves the segment's relative
+        offset range.  The partition leader epoch is outside the CRC and not checked
+        (callers may legitimately mix -1 and real epochs), as in Kafka.
         """
         self.offset_index.reset()
         self.time_index.reset()
@@ -373,8 +374,6 @@ class LogSegment:
                         bad = f"offset {h.base_offset} where {expected} was expected"
                     elif h.last_offset - seg.base_offset > INT32_MAX or h.last_offset < h.base_offset:
                         bad = "offset outside the segment's range"
-                    elif h.partition_leader_epoch < epoch:
-                        bad = f"leader epoch went back from {epoch} to {h.partition_leader_epoch}"
                     if bad:
                         self.error = ScanError(pos, bad)
                         return
