@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 
 from compat_tests.kafka_runner import FAST_START_JVM, TOOLS_LOG4J, java_command
+from compat_tests.runner import die_with_parent
 
 # Script name in a Kafka distribution's bin/ → main class in the pinned (4.x) release.
 TOOLS = {
@@ -70,7 +71,7 @@ def run_tool(tool: str, args: list[str], *, input: str | None = None,
     cmd = java_command(main, list(args), heap="512m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=die_with_parent)
     try:
         out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:

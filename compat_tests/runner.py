@@ -40,7 +40,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:
+    """preexec_fn: the kernel SIGKILLs the child when the test runner dies."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -121,7 +122,7 @@ class BrokerProcess:
                 self.proc = subprocess.Popen(
                     cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     cwd=self.workdir, env=self.env(), start_new_session=True,
-                    preexec_fn=_die_with_parent)
+                    preexec_fn=die_with_parent)
             except OSError as exc:
                 raise BrokerStartError(f"{self.target}: cannot run {cmd[0]!r}: {exc}") from exc
         self.starts += 1

@@ -222,3 +222,33 @@ def test_create_topic_errors(admin, topic_name, case):
     assert topic["error_message"]
     if case != "already_exists":
         assert name not in admin.list_topics()
+
+
+@pytest.mark.parametrize("how", ["graceful", "sigkill"])
+def test_acknowledged_records_survive_restart(broker, topic_name, how):
+    bootstrap = broker.bootstrap_servers
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
+    try:
+        create(admin, topic_name, partitions=2)
+    finally:
+        admin.close()
+    p = producer(bootstrap, acks="all")
+    try:
+        futures = [p.send(topic_name, key=b"k%d" % i, value=b"v%d" % i, partition=i % 2)
+                   for i in range(10)]
+        p.flush(20)
+        assert all(f.get(timeout=20) for f in futures)
+    finally:
+        p.close()
+
+    broker.restart(hard=how == "sigkill")
+
+    records = consume(bootstrap, topic_name, [0, 1], 10, timeout=60)
+    assert sorted((r.partition, r.offset, r.key, r.value) for r in records) == \
+        sorted((i % 2, i // 2, b"k%d" % i, b"v%d" % i) for i in range(10))
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    try:
+        tps = [TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)]
+        assert consumer.end_offsets(tps) == {tps[0]: 5, tps[1]: 5}
+    finally:
+        consumer.close()
