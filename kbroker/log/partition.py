@@ -563,8 +563,6 @@ class PartitionLog:
 
     def _after_truncation(self) -> None:
         self._log_end_offset = self.segments[-1].next_offset
-        if clean_shutdown:  # a clean close fsynced everything
-            self.recovery_point = self._log_end_offset
         self.recovery_point = min(self.recovery_point, self._log_end_offset)
         self._high_watermark = min(self._high_watermark, self._log_end_offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
