@@ -143,7 +143,9 @@ class RaftNode:
         self._reported_role: RoleChange | None = None
         self._bytes_since_snapshot = 0
 
-        self._next_correlation = 0
+        # A restarted replica must not match a response meant for its previous life: start the
+        # correlation ids at a random 48-bit base (a TCP driver gets this for free).
+        self._next_correlation = rng.getrandbits(48)
         self.role = Role.UNATTACHED
         self._reset_role_fields()
         self.stats = {k: 0 for k in (
@@ -285,6 +287,7 @@ class RaftNode:
         self._backing_off = False
         self._fetch_deadline: int | None = None
         self._leader_resigned = False
+        self._fetched_from_leader = False
         self._inflight: tuple[int, int, int] | None = None   # (correlation, dest, deadline)
         self._fetch_retry_at: int | None = None
         self._snapshot_fetch: tuple[OffsetAndEpoch, bytearray] | None = None
@@ -310,12 +313,17 @@ class RaftNode:
             self.voted_id = -1
 
     def _become_unattached(self, epoch: int) -> None:
+        # Raft's rule: merely seeing a higher epoch does not restart our election timer (only
+        # granting a vote or hearing from a leader does). Otherwise a candidate with a stale
+        # log that keeps bumping the epoch would starve the voters that could win.
+        running = [d for d in (self._election_deadline, self._fetch_deadline) if d is not None]
         self._set_epoch(epoch)
         self.role = Role.UNATTACHED
         self.leader_id = NO_LEADER
         self._reset_role_fields()
         if self.is_voter:
-            self._election_deadline = self.now + self._random_election_timeout()
+            fresh = self.now + self._random_election_timeout()
+            self._election_deadline = min(running + [fresh])
         else:
             self._fetch_retry_at = self.now  # observers look for the leader among the voters
 
@@ -388,6 +396,12 @@ class RaftNode:
             self._check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms
         self._unacked = set(self._replicas)
         self._send_begin_quorum_epoch()
+
+    def _silent_voters(self) -> set[int]:
+        """Voters that have not fetched within the fetch timeout: they may not know we lead
+        (or may sit in a higher epoch after a failed election; their answer then tells us)."""
+        horizon = self.now - self.config.fetch_timeout_ms
+        return {v for v, s in self._replicas.items() if s.last_fetch_ms is None or s.last_fetch_ms < horizon}
 
     def _become_resigned(self) -> None:
         """Stop leading this epoch; tell the voters, best-caught-up first."""
@@ -530,10 +544,14 @@ class RaftNode:
         self._fetch_retry_at = self.now + self.config.retry_backoff_ms
 
     def _send_begin_quorum_epoch(self) -> None:
-        for voter in sorted(self._unacked):
+        # Unacknowledged voters get it again after a request timeout; as in KIP-853 the leader
+        # also keeps announcing itself to voters that stopped fetching.
+        targets = self._unacked | (self._silent_voters() if self._resend_at is not None else set())
+        for voter in sorted(targets):
             self._send(voter, m.BeginQuorumEpochRequest(leader_id=self.node_id, leader_epoch=self.epoch,
                                                         voter_id=voter, correlation_id=self._correlation()))
-        self._resend_at = self.now + self.config.request_timeout_ms if self._unacked else None
+        period = self.config.request_timeout_ms if self._unacked else self.config.fetch_timeout_ms // 2
+        self._resend_at = self.now + period if self._replicas else None
 
     def _send_end_quorum_epoch(self) -> None:
         for voter in sorted(self._unacked):
@@ -576,7 +594,10 @@ class RaftNode:
             # No state change for a pre-vote; refuse while we still hear from a live leader.
             if req.candidate_epoch <= self.epoch:
                 return reply(False, m.FENCED_LEADER_EPOCH)
-            leader_alive = self.role is Role.LEADER or (self.role is Role.FOLLOWER and not self._leader_resigned)
+            # KIP-996: a follower that has fetched from its leader (in this follower state)
+            # refuses; one that never got through, or was told the leader resigned, grants.
+            leader_alive = self.role is Role.LEADER or (
+                self.role is Role.FOLLOWER and self._fetched_from_leader and not self._leader_resigned)
             granted = log_ok and not leader_alive
             if granted:
                 self.stats["pre_votes_granted"] += 1
@@ -598,7 +619,8 @@ class RaftNode:
     def _on_vote_response(self, src: int, resp: m.VoteResponse) -> None:
         if self._observe_leader(resp.leader_id, resp.leader_epoch):
             return
-        if self.role not in (Role.CANDIDATE, Role.PROSPECTIVE) or resp.correlation_id != self._round:
+        if (self.role not in (Role.CANDIDATE, Role.PROSPECTIVE) or resp.correlation_id != self._round
+                or (self.role is Role.CANDIDATE and resp.leader_epoch != self.epoch)):
             self.stats["stale_responses"] += 1
             return
         if resp.vote_granted:
@@ -774,6 +796,7 @@ class RaftNode:
             self._retry_fetch_later()
             return False
         self._fetch_deadline = self.now + self.config.fetch_timeout_ms
+        self._fetched_from_leader = True
         self._leader_resigned = False
         return True
 

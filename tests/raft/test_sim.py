@@ -1,0 +1,76 @@
+"""Seeded whole-cluster simulations (see tests/raft/sim.py for the fault model and invariants).
+
+``make test`` runs a few hundred seeds; ``tools/raft_soak.py`` runs thousands. A failure names
+the seed, the broken invariant, the last events and the command that replays it exactly.
+"""
+from __future__ import annotations
+
+import pytest
+
+from .sim import Scenario, SimFailure, Simulation, reproduce_command, run_seed
+
+QUICK_SEEDS = range(0, 300)
+SLOW_SEEDS = range(300, 1300)
+
+
+def _run(seed: int, profile: str = "quick") -> Simulation:
+    try:
+        return run_seed(seed, profile)
+    except SimFailure as exc:
+        pytest.fail(f"{exc}\n\nreproduce with: {reproduce_command(seed, profile)}", pytrace=False)
+
+
+@pytest.mark.parametrize("seed", QUICK_SEEDS)
+def test_seed(seed):
+    sim = _run(seed)
+    assert sim.converged_at is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SLOW_SEEDS)
+def test_seed_more(seed):
+    _run(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(0, 20))
+def test_seed_long_profile(seed):
+    _run(seed, "long")
+
+
+def test_a_seed_replays_exactly():
+    a, b = run_seed(42), run_seed(42)
+    assert a.events == b.events and a.converged_at == b.converged_at
+    assert a.checker.committed == b.checker.committed
+    assert list(a.history) == list(b.history)
+
+
+def test_seeds_cover_the_fault_model():
+    """The seed range used by ``make test`` really exercises what the invariants guard."""
+    totals: dict[str, int] = {}
+    shapes = set()
+    for seed in range(0, 40):
+        sim = run_seed(seed)
+        shapes.add((len(sim.sc.voters), bool(sim.sc.observers), sim.sc.config.pre_vote))
+        for key, value in sim.counters.items():
+            totals[key] = totals.get(key, 0) + value
+        for h in sim.hosts.values():
+            for key in ("truncations", "snapshots_installed", "snapshots_created", "resignations",
+                        "pre_vote_rounds", "elections_started"):
+                totals[key] = totals.get(key, 0) + h.node.stats[key]
+        totals["leader_epochs"] = totals.get("leader_epochs", 0) + len(sim.checker.leaders)
+    for key in ("crashes", "partitions", "truncations", "snapshots_installed", "snapshots_created",
+                "resignations", "pre_vote_rounds", "elections_started", "dropped"):
+        assert totals[key] > 0, (key, totals)
+    assert totals["leader_epochs"] > 40 * 2
+    assert len(shapes) >= 6
+
+
+def test_failure_report_names_the_seed_and_the_command():
+    sim = Simulation(7, scenario=Scenario.from_seed(7))
+    sim.sc.converge_bound_ms = 0   # impossible bound: must fail and say how to replay
+    sim.sc.chaos_ms = 100
+    with pytest.raises(SimFailure) as info:
+        sim.run()
+    text = str(info.value)
+    assert "seed 7" in text and reproduce_command(7) in text
