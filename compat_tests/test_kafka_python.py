@@ -252,3 +252,15 @@ def test_acknowledged_records_survive_restart(broker, topic_name, how):
         assert consumer.end_offsets(tps) == {tps[0]: 5, tps[1]: 5}
     finally:
         consumer.close()
+
+
+def test_auto_create_uses_num_partitions(broker_factory, topic_name):
+    # A private broker with broker configs (Kafka names) passed to either target.
+    private = broker_factory(**{"auto.create.topics.enable": "true", "num.partitions": "3"})
+    p = producer(private.bootstrap_servers)
+    try:
+        # The producer's Metadata request allows auto-creation; the broker picks num.partitions.
+        assert p.send(topic_name, value=b"first").get(timeout=30).offset == 0
+        assert p.partitions_for(topic_name) == {0, 1, 2}
+    finally:
+        p.close()
