@@ -174,10 +174,10 @@ class RaftNode:
     def step(self, source_id: int, message) -> None:
         """Handle one message from replica ``source_id``."""
         self.stats["messages_in"] += 1
-        handler = self._handlers.get(type(message))
-        if handler is None:
+        name = self._handlers.get(type(message))
+        if name is None:
             raise TypeError(f"not a raft message: {type(message).__name__}")
-        handler(self, source_id, message)
+        getattr(self, name)(source_id, message)
         self._fire_timers()
 
     def propose(self, records: list[bytes]) -> int | NotLeader:
@@ -864,14 +864,14 @@ class RaftNode:
         self._bytes_since_snapshot = 0
 
     _handlers = {
-        m.VoteRequest: _on_vote_request,
-        m.VoteResponse: _on_vote_response,
-        m.BeginQuorumEpochRequest: _on_begin_quorum_epoch_request,
-        m.BeginQuorumEpochResponse: _on_begin_quorum_epoch_response,
-        m.EndQuorumEpochRequest: _on_end_quorum_epoch_request,
-        m.EndQuorumEpochResponse: _on_end_quorum_epoch_response,
-        m.FetchRequest: _on_fetch_request,
-        m.FetchResponse: _on_fetch_response,
-        m.FetchSnapshotRequest: _on_fetch_snapshot_request,
-        m.FetchSnapshotResponse: _on_fetch_snapshot_response,
+        m.VoteRequest: "_on_vote_request",
+        m.VoteResponse: "_on_vote_response",
+        m.BeginQuorumEpochRequest: "_on_begin_quorum_epoch_request",
+        m.BeginQuorumEpochResponse: "_on_begin_quorum_epoch_response",
+        m.EndQuorumEpochRequest: "_on_end_quorum_epoch_request",
+        m.EndQuorumEpochResponse: "_on_end_quorum_epoch_response",
+        m.FetchRequest: "_on_fetch_request",
+        m.FetchResponse: "_on_fetch_response",
+        m.FetchSnapshotRequest: "_on_fetch_snapshot_request",
+        m.FetchSnapshotResponse: "_on_fetch_snapshot_response",
     }

@@ -97,8 +97,8 @@ class Scenario:
         config = RaftConfig(
             pre_vote=r.random() < 0.7,
             request_timeout_ms=r.choice([1000, 2000]),
-            fetch_max_bytes=r.choice([200, 1000, 64 * 1024]),
-            snapshot_chunk_bytes=r.choice([128, 1024, 1 << 20]),
+            fetch_max_bytes=r.choice([500, 4000, 64 * 1024]),
+            snapshot_chunk_bytes=r.choice([256, 2048, 1 << 20]),
             max_record_bytes_between_snapshots=r.choice([1500, 4000, 20 * 1024 * 1024]),
         )
         chaos = {"quick": 20000, "long": 120000}[profile]
@@ -168,6 +168,9 @@ class Checker:
     def __init__(self, sim: "Simulation") -> None:
         self.sim = sim
         self.committed: list[tuple[int, bytes]] = []   # offset -> (epoch, payload)
+        # offset -> an upper bound of the epoch whose leader committed it (the epoch of the node
+        # that first reported it committed; a replica never learns a commit from a later epoch)
+        self.commit_epoch: list[int] = []
         self.leaders: dict[int, int] = {}
         self.votes: dict[tuple[int, int], int] = {}
         self.disk_epoch: dict[int, int] = {}
@@ -175,7 +178,7 @@ class Checker:
     def fail(self, text: str) -> None:
         raise SimFailure(text)
 
-    def record(self, offset: int, epoch: int, payload: bytes, who: str) -> None:
+    def record(self, offset: int, epoch: int, payload: bytes, who: str, at_epoch: int) -> None:
         c = self.committed
         if offset < len(c):
             if c[offset] != (epoch, payload):
@@ -183,6 +186,7 @@ class Checker:
                           f"committed is {c[offset]!r}")
         elif offset == len(c):
             c.append((epoch, payload))
+            self.commit_epoch.append(at_epoch)
         else:
             self.fail(f"I5 checker gap: {who} reports committed {offset} beyond {len(c)}")
 
@@ -192,7 +196,7 @@ class Checker:
         if len(image) != end:
             self.fail(f"snapshot of node {h.node_id} ends at {end} but holds {len(image)} records")
         for off, ep, payload in image:
-            self.record(off, ep, payload, f"snapshot of node {h.node_id}")
+            self.record(off, ep, payload, f"snapshot of node {h.node_id}", h.node.epoch if h.node else 1 << 30)
         if end and image[-1][1] != snap.snapshot_id.epoch:
             self.fail(f"snapshot id epoch {snap.snapshot_id} does not match record epoch {image[-1][1]}")
         return image
@@ -218,10 +222,12 @@ class Checker:
             self.fail(f"I4 node {h.node_id} high watermark went back {h.last_hw} -> {hw}")
         h.last_hw = hw
         log = n.log
+        if hw > log.end_offset:
+            self.fail(f"I5 node {h.node_id} high watermark {hw} beyond its log end {log.end_offset}")
         if h.checked_to < hw:
             for off in range(max(h.checked_to, log.start_offset), hw):
                 e = log.entry(off)
-                self.record(off, e.epoch, e.payload, f"node {h.node_id}")
+                self.record(off, e.epoch, e.payload, f"node {h.node_id}", n.epoch)
             h.checked_to = hw
         if log.snapshot is not None:
             end = log.snapshot.snapshot_id.end_offset
@@ -230,11 +236,16 @@ class Checker:
                           f"(committed {len(self.committed)})")
 
     def check_leader_completeness(self, h: Host) -> None:
-        log = h.node.log
-        if log.end_offset < len(self.committed):
-            self.fail(f"I5 new leader {h.node_id} (epoch {h.node.epoch}) ends at {log.end_offset}, "
-                      f"committed log at {len(self.committed)}")
+        """Raft's leader completeness: a leader of epoch L holds every record committed by a
+        leader of an earlier epoch. (A delayed vote can still crown a leader of an old epoch
+        that lacks records committed later, in a higher epoch; it can never commit anything.)"""
+        log, epoch = h.node.log, h.node.epoch
         for off in range(log.start_offset, len(self.committed)):
+            if self.commit_epoch[off] >= epoch:
+                continue
+            if off >= log.end_offset:
+                self.fail(f"I5 new leader {h.node_id} (epoch {epoch}) ends at {log.end_offset}, but "
+                          f"{off} was committed before epoch {epoch}")
             e = log.entry(off)
             if (e.epoch, e.payload) != self.committed[off]:
                 self.fail(f"I5 new leader {h.node_id} has {(e.epoch, e.payload)!r} at committed offset {off}")
