@@ -105,6 +105,32 @@ def r_bytes(buf, pos, end, nullable, compact, view=False):
     return (v if view else bytes(v)), pos + n
 
 
+def _bad_count(n):
+    raise MalformedFrame(f"negative count {n} for an array")
+
+
+def r_tags(o, buf, pos, end, known):
+    """Read a non-empty tagged-field section into ``o``; returns (unknown tags or None, pos).
+    ``known`` maps tag → reader(o, buf, pos, end) for the fields this version declares."""
+    ntags, pos = r_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntags):  # each tag takes at least two bytes: bounded by the input
+        tag, pos = r_uvarint(buf, pos)
+        size, pos = r_uvarint(buf, pos)
+        if size > end - pos:
+            raise MalformedFrame(f"tagged field {tag} of {size} bytes overruns its struct")
+        tend = pos + size
+        reader = known.get(tag) if known else None
+        if reader is None:
+            if unknown is None:
+                unknown = {}
+            unknown[tag] = bytes(buf[pos:tend])
+        else:
+            reader(o, buf[:tend], pos, tend)
+        pos = tend
+    return unknown, pos
+
+
 def r_count(buf, pos, end, nullable, compact):
     if compact:
         n, pos = r_uvarint(buf, pos)
@@ -121,10 +147,14 @@ def r_count(buf, pos, end, nullable, compact):
     return n, pos
 
 
+_ZERO_UUID_BYTES = bytes(16)
+
+
 def r_uuid(buf, pos, end):
     if pos + 16 > end:
         raise MalformedFrame("truncated uuid")
-    return uuid.UUID(bytes=bytes(buf[pos:pos + 16])), pos + 16
+    b = bytes(buf[pos:pos + 16])
+    return (ZERO_UUID if b == _ZERO_UUID_BYTES else uuid.UUID(bytes=b)), pos + 16
 
 
 def r_struct_marker(buf, pos, nullable):
@@ -194,9 +224,13 @@ def w_count(out, v, compact):
 
 
 def w_tags(out, tags, unknown):
-    """Write a tagged-field section: ``tags`` is a list of (tag, bytes) in tag order."""
+    """Write a tagged-field section: ``tags`` is a list of (tag, bytes) in tag order;
+    ``unknown`` (tags kept from a decode) are merged in, known fields winning."""
     if unknown:
-        tags = sorted((tags or []) + list(unknown.items()))
+        merged = dict(unknown)
+        if tags:
+            merged.update(tags)
+        tags = sorted(merged.items())
     if not tags:
         out.append(0)
         return
@@ -220,6 +254,9 @@ RUNTIME = {
     "r_count": r_count, "r_uuid": r_uuid, "r_struct_marker": r_struct_marker,
     "w_str": w_str, "w_bytes": w_bytes, "w_count": w_count,
     "w_tags": w_tags, "_absent": _absent, "_null": _null, "MalformedFrame": MalformedFrame,
+    "r_tags": r_tags, "_bad_count": _bad_count, "_bad_length": _bad_length,
+    "_unpack_i": _unpack_i, "_pack_i": _pack_i, "_unpack_from": struct.unpack_from,
+    "_pack": struct.pack,
     "struct": struct, "ZERO_UUID": ZERO_UUID, "_MISSING": _MISSING,
 }
 
@@ -337,6 +374,32 @@ class _Gen:
         return f.flexible is None or self.version in f.flexible
 
     # ---- reading
+    #
+    # Generated readers work on a memoryview that ends exactly at ``end`` (decode_from and
+    # the tagged-field reader slice it), so a fixed-width read past the end fails inside
+    # ``struct``/indexing and is reported as MalformedFrame by the caller; every length
+    # or count is checked against the bytes left before anything is allocated.
+
+    def read_count(self, target: str, n: str, nullable: bool, ind: str) -> list[str]:
+        """Lines reading an array count into ``n``; a null array sets ``target`` to None.
+        Leaves an open ``else:`` block (at ``ind``) for reading the elements."""
+        if self.flexible:
+            out = [f"{ind}{n} = buf[pos]",
+                   f"{ind}if {n} < 0x80: pos += 1",
+                   f"{ind}else: {n}, pos = r_uvarint(buf, pos)",
+                   f"{ind}{n} -= 1"]
+        else:
+            out = [f"{ind}{n}, = _unpack_i(buf, pos); pos += 4"]
+        out += [f"{ind}if {n} < 0:"]
+        if nullable:
+            out += [f"{ind}    if {n} != -1: _bad_count({n})",
+                    f"{ind}    {target} = None"]
+        else:
+            out += [f"{ind}    _bad_count({n})"]
+        out += [f"{ind}elif {n} > end - pos: _bad_length({n}, pos, end)",
+                f"{ind}else:"]
+        return out
+
     def read_value(self, f: FieldSpec, elem: str, target: str, ind: str, nullable: bool) -> list[str]:
         """Lines reading one value of type ``elem`` into ``target``, advancing ``pos``."""
         c = self.compact(f)
@@ -359,27 +422,26 @@ class _Gen:
         nullable = self.version in f.nullable
         if f.is_array:
             n, lst, e = self.var("n"), self.var("lst"), self.var("e")
-            out = [f"{ind}{n}, pos = r_count(buf, pos, end, {nullable}, {self.flexible})",
-                   f"{ind}if {n} is None:", f"{ind}    {target} = None", f"{ind}else:"]
+            out = self.read_count(target, n, nullable, ind)
             el = f.element
+            inner = ind + "    "
             if el in FIXED and el != "bool":
                 code = FIXED[el]
                 size = FIXED_SIZE[code]
-                out += [f"{ind}    if pos + {size} * {n} > end: raise MalformedFrame('truncated array')",
-                        f"{ind}    {target} = list(struct.unpack_from('>%d{code}' % {n}, buf, pos)); pos += {size} * {n}"]
+                out += [f"{inner}if {size} * {n} > end - pos: _bad_length({size} * {n}, pos, end)",
+                        f"{inner}{target} = list(_unpack_from('>%d{code}' % {n}, buf, pos)); pos += {size} * {n}"]
                 return out
-            out += [f"{ind}    {lst} = []", f"{ind}    for _ in range({n}):"]
-            out += self.read_value(f, el, e, ind + "        ", False)
-            out += [f"{ind}        {lst}.append({e})", f"{ind}    {target} = {lst}"]
+            out += [f"{inner}{lst} = []", f"{inner}for _ in range({n}):"]
+            out += self.read_value(f, el, e, inner + "    ", False)
+            out += [f"{inner}    {lst}.append({e})", f"{inner}{target} = {lst}"]
             return out
         if f.is_struct:
-            present = self.var("present")
-            out = [f"{ind}{present}, pos = r_struct_marker(buf, pos, {nullable})"] if nullable else []
-            if nullable:
-                out += [f"{ind}if not {present}:", f"{ind}    {target} = None", f"{ind}else:"]
-                out += self.read_value(f, f.element, target, ind + "    ", False)
-            else:
-                out += self.read_value(f, f.element, target, ind, False)
+            if not nullable:
+                return self.read_value(f, f.element, target, ind, False)
+            # a nullable struct is preceded by an int8 marker: negative means null
+            out = [f"{ind}if buf[pos] >= 0x80:", f"{ind}    pos += 1; {target} = None", f"{ind}else:",
+                   f"{ind}    pos += 1"]
+            out += self.read_value(f, f.element, target, ind + "    ", False)
             return out
         return self.read_value(f, f.type, target, ind, nullable)
 
@@ -413,25 +475,25 @@ class _Gen:
             fn += self.read_field(f, f"o.{f.attr}", "    ")
             i += 1
         if self.flexible:
-            fn += ["    o._unknown_tags = None",
-                   "    ntags, pos = r_uvarint(buf, pos)",
-                   "    for _ in range(ntags):",
-                   "        tag, pos = r_uvarint(buf, pos)",
-                   "        size, pos = r_uvarint(buf, pos)",
-                   "        if size > end - pos: raise MalformedFrame('tagged field overruns its struct')",
-                   "        tend = pos + size"]
-            first = True
-            for f in sorted(tagged, key=lambda x: x.tag):
-                fn.append(f"        {'if' if first else 'elif'} tag == {f.tag}:")
-                first = False
-                # a tagged value is read against its own end: rebind ``end`` while reading it
-                fn.append("            outer_end = end; end = tend")
-                fn += self.read_field(f, f"o.{f.attr}", "            ")
-                fn.append("            end = outer_end")
-            fn.append("        else:" if not first else "        if True:")
-            fn += ["            if o._unknown_tags is None: o._unknown_tags = {}",
-                   "            o._unknown_tags[tag] = bytes(buf[pos:tend])",
-                   "        pos = tend"]
+            known = "None"
+            if tagged:
+                # one small reader per known tag; r_tags calls it on a view cut at the
+                # tagged value's end, so it cannot read into the next field
+                table = {}
+                for f in sorted(tagged, key=lambda x: x.tag):
+                    tname = f"t_{s.name}_{f.tag}"
+                    body = [f"def {tname}(o, buf, pos, end):"]
+                    body += self.read_field(f, f"o.{f.attr}", "    ")
+                    body.append("    return pos")
+                    self.lines += body
+                    table[f.tag] = tname
+                known = f"TAGS_{s.name}"
+                self.lines.append(f"{known} = {{{', '.join(f'{t}: {n}' for t, n in table.items())}}}")
+            # fast path: almost every struct carries an empty tag section (a single 0)
+            fn += ["    if buf[pos] == 0:",
+                   "        pos += 1; o._unknown_tags = None",
+                   "    else:",
+                   f"        o._unknown_tags, pos = r_tags(o, buf, pos, end, {known})"]
         else:
             fn.append("    o._unknown_tags = None")
         fn.append("    return o, pos")
@@ -455,20 +517,25 @@ class _Gen:
         nullable = self.version in f.nullable
         lines = []
         if f.is_array:
-            e = self.var("e")
-            lines.append(f"{ind}w_count({out}, {expr}, {self.flexible})")
-            if nullable:
-                lines.append(f"{ind}if {expr} is not None:")
-                ind2 = ind + "    "
+            v, n, e = self.var("v"), self.var("n"), self.var("e")
+            null = ("out.append(0)" if self.flexible else "out += b'\\xff\\xff\\xff\\xff'").replace("out", out)
+            lines += [f"{ind}{v} = {expr}",
+                      f"{ind}if {v} is None:",
+                      f"{ind}    {null if nullable else f'_null({f.name!r})'}",
+                      f"{ind}else:",
+                      f"{ind}    {n} = len({v})"]
+            inner = ind + "    "
+            if self.flexible:
+                lines += [f"{inner}if {n} < 0x7f: {out}.append({n} + 1)",
+                          f"{inner}else: w_uvarint({out}, {n} + 1)"]
             else:
-                lines.append(f"{ind}if {expr} is None: _null({f.name!r})")
-                ind2 = ind
+                lines += [f"{inner}{out} += _pack_i({n})"]
             el = f.element
             if el in FIXED and el != "bool":
-                lines.append(f"{ind2}{out} += struct.pack('>%d{FIXED[el]}' % len({expr}), *{expr})")
+                lines.append(f"{inner}{out} += _pack('>%d{FIXED[el]}' % {n}, *{v})")
                 return lines
-            lines.append(f"{ind2}for {e} in {expr}:")
-            lines += self.write_value(f, el, e, ind2 + "    ", out, parts)
+            lines.append(f"{inner}for {e} in {v}:")
+            lines += self.write_value(f, el, e, inner + "    ", out, parts)
             return lines
         if f.is_struct:
             if nullable:
@@ -488,7 +555,8 @@ class _Gen:
         if f.is_struct:
             if f.default is None:
                 return f"{expr} is not None"
-            return f"{expr} != C_{f.struct.name}()"
+            # Kafka writes a tagged struct that is null or differs from a fresh instance
+            return f"({expr} is None or {expr} != C_{f.struct.name}())"
         return f"{expr} != {self.const(f.default)}"
 
     def gen_struct_writer(self, s: StructSpec):
@@ -520,13 +588,15 @@ class _Gen:
             i += 1
         if self.flexible:
             if tagged:
-                fn.append("    tags = []")
+                fn.append("    tags = None")
                 for f in sorted(tagged, key=lambda x: x.tag):
                     fn.append(f"    if {self.not_default(f, 'o.' + f.attr)}:")
                     fn.append("        tb = bytearray()")
                     fn += self.write_field(f, f"o.{f.attr}", "        ", "tb", "None")
+                    fn.append("        if tags is None: tags = []")
                     fn.append(f"        tags.append(({f.tag}, tb))")
-                fn.append("    w_tags(out, tags, o._unknown_tags)")
+                fn += ["    if tags is None and not o._unknown_tags: out.append(0)",
+                       "    else: w_tags(out, tags, o._unknown_tags)"]
             else:
                 fn.append("    if o._unknown_tags: w_tags(out, None, o._unknown_tags)")
                 fn.append("    else: out.append(0)")

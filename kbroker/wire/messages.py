@@ -9,8 +9,10 @@ costs next to nothing; codecs for a version are compiled on first use (see codeg
 """
 from __future__ import annotations
 
+import struct
+
 from .codegen import Message, build_classes, codec_for
-from .errors import MalformedFrame
+from .errors import MalformedFrame, WireError
 from .model import MessageSpec, load_model
 
 __all__ = ["KafkaMessage", "get", "request_class", "response_class", "api_keys", "specs"]
@@ -28,34 +30,60 @@ class KafkaMessage(Message):
 
     @classmethod
     def decode_from(cls, buf, version: int, pos: int = 0, end: int | None = None):
-        """Decode and return ``(message, position after it)``."""
+        """Decode and return ``(message, position after it)``. Reads only ``buf[pos:end]``;
+        ``records`` fields come back as memoryview slices of ``buf`` (no copy).
+        Raises ``MalformedFrame`` for bad bytes, ``UnsupportedVersion`` for a bad version."""
         reader = cls._decoders.get(version) or codec_for(cls, version)[0]
-        view = buf if isinstance(buf, memoryview) else memoryview(buf)
+        view = buf if type(buf) is memoryview else memoryview(buf)
+        size = view.nbytes
         if end is None:
-            end = view.nbytes
+            end = size
+        elif end != size:
+            if not 0 <= end <= size:
+                raise MalformedFrame(f"end {end} outside a buffer of {size} bytes")
+            # the generated readers treat the end of the view as the end of the message
+            view = view[:end]
+        if not 0 <= pos <= end:
+            raise MalformedFrame(f"start {pos} outside 0..{end}")
         try:
             return reader(view, pos, end)
-        except MalformedFrame:
+        except WireError:
             raise
-        except (IndexError, ValueError, OverflowError, TypeError) as e:  # struct.error is ValueError's kin
-            raise MalformedFrame(f"{cls._message.name} v{version}: {e}") from None
-        except Exception as e:  # noqa: BLE001 - struct.error and friends
-            import struct as _s
-            if isinstance(e, _s.error):
-                raise MalformedFrame(f"{cls._message.name} v{version}: truncated ({e})") from None
-            raise
+        except _DECODE_ERRORS as e:
+            raise MalformedFrame(f"{cls._message.name} v{version}: {type(e).__name__}: {e}") from None
 
     def encode_into(self, out: bytearray, version: int, parts: list | None = None) -> None:
         """Append the encoding to ``out``. File regions in records fields are recorded in
-        ``parts`` as ``(offset in out, region)`` when ``parts`` is a list, else read inline."""
+        ``parts`` as ``(offset in out, region)`` when ``parts`` is a list, else read inline.
+        A value the version cannot carry raises ``UnsupportedVersion``; a value that is not
+        of its field's type raises ``WireError``. Either way ``out`` is left as it was."""
         cls = type(self)
         writer = cls._encoders.get(version) or codec_for(cls, version)[1]
-        writer(self, out, parts)
+        start = len(out)
+        nparts = len(parts) if parts is not None else 0
+        try:
+            writer(self, out, parts)
+        except BaseException as e:
+            del out[start:]
+            if parts is not None:
+                del parts[nparts:]
+            if isinstance(e, _ENCODE_ERRORS) and not isinstance(e, WireError):
+                raise WireError(f"cannot encode {cls._message.name} v{version}: "
+                                f"{type(e).__name__}: {e}") from e
+            raise
 
     def encode(self, version: int) -> bytes:
         out = bytearray()
         self.encode_into(out, version)
         return bytes(out)
+
+
+# What a generated reader can raise on bad bytes (struct.error is not a ValueError); a
+# RecursionError/MemoryError cannot come from the schemas (no recursive structs, counts
+# bounded by the input size) but would still be the input's fault.
+_DECODE_ERRORS = (struct.error, IndexError, ValueError, OverflowError, TypeError,
+                  RecursionError, MemoryError)
+_ENCODE_ERRORS = (struct.error, ValueError, OverflowError, TypeError, AttributeError)
 
 
 _MODEL: dict[str, MessageSpec] = load_model()

@@ -189,6 +189,11 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body) -
 
 def decode_response(frame, api_key: int, api_version: int):
     """(correlation_id, body) of a response frame (without its size prefix)."""
+    cls = messages.response_class(api_key)
+    if cls is None:
+        raise UnsupportedVersion(f"unknown api key {api_key}")
+    if api_version not in cls._message.valid:
+        raise UnsupportedVersion(f"{cls._message.name} has no version {api_version}")
     view = memoryview(frame)
     if len(view) < 4:
         raise MalformedFrame("response shorter than its header")
@@ -200,10 +205,11 @@ def decode_response(frame, api_key: int, api_version: int):
             for _ in range(ntags):
                 _, pos = r_uvarint(view, pos)
                 size, pos = r_uvarint(view, pos)
+                if size > len(view) - pos:
+                    raise MalformedFrame("response header tagged field overruns the frame")
                 pos += size
         except IndexError:
             raise MalformedFrame("truncated response header") from None
-    cls = messages.response_class(api_key)
     return correlation_id, cls.decode(view, api_version, pos)
 
 

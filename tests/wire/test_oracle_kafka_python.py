@@ -16,6 +16,7 @@ UUID is ``None``; ``authorized_operations`` fields are patched to sets of bit nu
 from __future__ import annotations
 
 import uuid
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -25,12 +26,14 @@ from kbroker.wire.codegen import Message
 
 from .test_codec_roundtrip import message_strategy
 
-kp_message = pytest.importorskip("kafka.protocol.api_message")
-import kafka.protocol.admin  # noqa: E402,F401  (importing registers the classes)
-import kafka.protocol.consumer  # noqa: E402,F401
-import kafka.protocol.metadata  # noqa: E402,F401
-import kafka.protocol.producer  # noqa: E402,F401
-import kafka.protocol.sasl  # noqa: E402,F401
+with warnings.catch_warnings():  # kafka-python loads its schemas with a deprecated importlib API
+    warnings.simplefilter("ignore", DeprecationWarning)
+    kp_message = pytest.importorskip("kafka.protocol.api_message")
+    import kafka.protocol.admin  # noqa: F401  (importing registers the classes)
+    import kafka.protocol.consumer  # noqa: F401
+    import kafka.protocol.metadata  # noqa: F401
+    import kafka.protocol.producer  # noqa: F401
+    import kafka.protocol.sasl  # noqa: F401
 
 ZERO = uuid.UUID(int=0)
 
