@@ -32,9 +32,10 @@ def main(argv: list[str] | None = None) -> int:
 
     seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.seeds)
     failed: list[int] = []
-    events = 0
+    events = ran = 0
     t0 = time.monotonic()
     for i, seed in enumerate(seeds):
+        ran += 1
         try:
             sim = run_seed(seed, args.profile, trace=args.trace)
             events += sim.events
@@ -49,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
         if args.seed is None and (i + 1) % 500 == 0:
             print(f"... {i + 1} seeds, {len(failed)} failed, {time.monotonic() - t0:.0f}s", flush=True)
-    print(f"{len(seeds) if not failed or len(failed) < args.max_failures else i + 1} seeds, "
-          f"{events} events, {len(failed)} failed, {time.monotonic() - t0:.1f}s")
+    print(f"{ran} seeds, {events} events, {len(failed)} failed, {time.monotonic() - t0:.1f}s")
     for seed in failed:
         print("FAILED:", reproduce_command(seed, args.profile))
     return 1 if failed else 0

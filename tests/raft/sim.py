@@ -101,9 +101,9 @@ class Scenario:
             snapshot_chunk_bytes=r.choice([256, 2048, 1 << 20]),
             max_record_bytes_between_snapshots=r.choice([1500, 4000, 20 * 1024 * 1024]),
         )
-        chaos = {"quick": 20000, "long": 120000}[profile]
+        chaos, bound = {"quick": (20000, 30000), "long": (120000, 60000)}[profile]
         return cls(seed=seed, voters=voters, observers=observers, config=config,
-                   chaos_ms=chaos, converge_bound_ms=30000,
+                   chaos_ms=chaos, converge_bound_ms=bound,
                    drop=r.choice([0.0, 0.01, 0.05, 0.15]), dup=r.choice([0.0, 0.0, 0.02]),
                    max_delay_ms=r.choice([2, 10, 40]), spike=r.choice([0.0, 0.01, 0.05]),
                    fault_every_ms=r.choice([200, 500, 1500]), propose_every_ms=r.choice([20, 60, 150]),
@@ -298,6 +298,7 @@ class Simulation:
         self.cut: set[tuple[int, int]] = set()
         self.drop = self.sc.drop
         self.dup = self.sc.dup
+        self.spike = self.sc.spike
         self.healed = False
         self.checker = Checker(self)
         self.vote_requests: dict[tuple[int, int, int], bool] = {}
@@ -454,7 +455,7 @@ class Simulation:
         copies = 2 if r.random() < self.dup else 1
         for _ in range(copies):
             delay = r.randrange(1, self.sc.max_delay_ms + 1)
-            if r.random() < self.sc.spike:
+            if r.random() < self.spike:
                 delay += r.randrange(50, 1500)
             self.at(self.now + delay, "deliver", src, dst, msg)
 
@@ -545,6 +546,7 @@ class Simulation:
         self.healed = True
         self.drop = 0.0
         self.dup = 0.0
+        self.spike = 0.0
         self.on_heal_net()
         for h in self.hosts.values():
             if h.node is None:
