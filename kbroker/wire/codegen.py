@@ -249,6 +249,20 @@ def _null(name):
     raise WireError(f"field {name} is not nullable at this version")
 
 
+# Arrays of fixed-width numbers are read and written with one precompiled Struct per
+# (type, small length); longer arrays build theirs on demand.
+ARR_CACHED = 64
+_ARR_CODES = "bhHiIqd"
+
+
+def _arr_unpack(code, n):
+    return struct.Struct(f">{n}{code}").unpack_from
+
+
+def _arr_pack(code, n):
+    return struct.Struct(f">{n}{code}").pack
+
+
 RUNTIME = {
     "r_uvarint": r_uvarint, "w_uvarint": w_uvarint, "r_str": r_str, "r_bytes": r_bytes,
     "r_count": r_count, "r_uuid": r_uuid, "r_struct_marker": r_struct_marker,
@@ -256,9 +270,12 @@ RUNTIME = {
     "w_tags": w_tags, "_absent": _absent, "_null": _null, "MalformedFrame": MalformedFrame,
     "r_tags": r_tags, "_bad_count": _bad_count, "_bad_length": _bad_length,
     "_unpack_i": _unpack_i, "_pack_i": _pack_i, "_unpack_from": struct.unpack_from,
-    "_pack": struct.pack,
+    "_pack": struct.pack, "_arr_unpack": _arr_unpack, "_arr_pack": _arr_pack,
     "struct": struct, "ZERO_UUID": ZERO_UUID, "_MISSING": _MISSING,
 }
+for _c in _ARR_CODES:
+    RUNTIME[f"ARR_UNPACK_{_c}"] = tuple(_arr_unpack(_c, _n) for _n in range(ARR_CACHED))
+    RUNTIME[f"ARR_PACK_{_c}"] = tuple(_arr_pack(_c, _n) for _n in range(ARR_CACHED))
 
 
 # --------------------------------------------------------------------------- classes
@@ -429,7 +446,7 @@ class _Gen:
                 code = FIXED[el]
                 size = FIXED_SIZE[code]
                 out += [f"{inner}if {size} * {n} > end - pos: _bad_length({size} * {n}, pos, end)",
-                        f"{inner}{target} = list(_unpack_from('>%d{code}' % {n}, buf, pos)); pos += {size} * {n}"]
+                        f"{inner}{target} = list((ARR_UNPACK_{code}[{n}] if {n} < {ARR_CACHED} else _arr_unpack('{code}', {n}))(buf, pos)); pos += {size} * {n}"]
                 return out
             out += [f"{inner}{lst} = []", f"{inner}for _ in range({n}):"]
             out += self.read_value(f, el, e, inner + "    ", False)
@@ -532,7 +549,8 @@ class _Gen:
                 lines += [f"{inner}{out} += _pack_i({n})"]
             el = f.element
             if el in FIXED and el != "bool":
-                lines.append(f"{inner}{out} += _pack('>%d{FIXED[el]}' % {n}, *{v})")
+                code = FIXED[el]
+                lines.append(f"{inner}{out} += (ARR_PACK_{code}[{n}] if {n} < {ARR_CACHED} else _arr_pack('{code}', {n}))(*{v})")
                 return lines
             lines.append(f"{inner}for {e} in {v}:")
             lines += self.write_value(f, el, e, inner + "    ", out, parts)
@@ -556,8 +574,29 @@ class _Gen:
             if f.default is None:
                 return f"{expr} is not None"
             # Kafka writes a tagged struct that is null or differs from a fresh instance
-            return f"({expr} is None or {expr} != C_{f.struct.name}())"
+            return f"({expr} is None or not {self.gen_isdef(f.struct)}({expr}))"
         return f"{expr} != {self.const(f.default)}"
+
+    def gen_isdef(self, s: StructSpec) -> str:
+        """A generated predicate: does a struct instance hold only default values?
+        (Cheaper than building a fresh instance and comparing with __eq__.)"""
+        name = f"isdef_{s.name}"
+        if "d:" + s.name in self.done:
+            return name
+        self.done.add("d:" + s.name)
+        terms = []
+        for f in s.fields:
+            e = f"v.{f.attr}"
+            if f.is_array:
+                terms.append(f"{e} is None" if f.default is None else f"not {e}")
+            elif f.is_struct:
+                terms.append(f"{e} is None" if f.default is None
+                             else f"({e} is not None and {self.gen_isdef(f.struct)}({e}))")
+            else:
+                terms.append(f"{e} == {self.const(f.default)}")
+        terms.append("not v._unknown_tags")
+        self.lines.append(f"def {name}(v): return " + " and ".join(terms))
+        return name
 
     def gen_struct_writer(self, s: StructSpec):
         key = "w:" + s.name
