@@ -16,7 +16,16 @@ Rules kept here (from Kafka's generated Java code):
   from any bytes-like object or from a file region (an object with ``length``), which
   ``encode_parts`` leaves in place for ``os.sendfile``.
 
-Malformed input raises ``MalformedFrame`` and nothing else.
+- a tagged struct is written when it is null or differs from a fresh instance; other
+  tagged fields when they differ from their default.
+
+Malformed input raises ``MalformedFrame`` and nothing else: readers get a memoryview cut at
+the message's end (and each known tagged value one cut at its declared size), so a read
+past the end fails inside ``struct``/indexing and ``decode_from`` maps that; every count
+and length is checked against the bytes left before anything is allocated (so a frame of
+n bytes never builds more than O(n) objects). Speed: empty tag sections (one zero byte)
+take a fast path, compact counts are read inline, and arrays of numbers use precompiled
+``struct.Struct`` objects.
 """
 from __future__ import annotations
 
