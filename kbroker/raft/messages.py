@@ -12,7 +12,9 @@ Two fields are not Kafka body fields:
 - ``correlation_id`` — Kafka carries it in the request header and pairs responses with
   requests in the network client; the core uses it to drop stale or duplicated responses.
   A driver copies the header's correlation id (or its own per-request token) into it.
-- ``pre_vote`` on ``VoteRequest`` is Kafka's ``PreVote`` flag (VoteRequest v2+, KIP-996).
+- ``pre_vote`` on ``VoteRequest`` is Kafka's ``PreVote`` flag (VoteRequest v2+, KIP-996). In a
+  pre-vote, ``candidate_epoch`` is the epoch the prospective *would* campaign in (its current
+  epoch + 1); receiving one never changes the receiver's state.
 
 Error codes are Kafka's numeric codes; the core needs only the few below.
 """

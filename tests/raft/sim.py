@@ -87,6 +87,8 @@ class Scenario:
     fault_every_ms: int     # mean time between fault events
     propose_every_ms: int
     snapshot_prob: float
+    max_disk_ms: int = 3
+    drift: dict = field(default_factory=dict)   # node id -> clock rate
 
     @classmethod
     def from_seed(cls, seed: int, profile: str = "quick") -> "Scenario":
@@ -107,7 +109,8 @@ class Scenario:
                    drop=r.choice([0.0, 0.01, 0.05, 0.15]), dup=r.choice([0.0, 0.0, 0.02]),
                    max_delay_ms=r.choice([2, 10, 40]), spike=r.choice([0.0, 0.01, 0.05]),
                    fault_every_ms=r.choice([200, 500, 1500]), propose_every_ms=r.choice([20, 60, 150]),
-                   snapshot_prob=r.choice([0.0, 0.3, 1.0]))
+                   snapshot_prob=r.choice([0.0, 0.3, 1.0]), max_disk_ms=r.choice([1, 3, 30]),
+                   drift={i: r.choice([1.0, 1.0, r.uniform(0.9, 1.1)]) for i in voters + observers})
 
 
 # ------------------------------------------------------------------ hosts
@@ -121,17 +124,27 @@ class Disk:
     start: int = 0
     entries: list[Entry] = field(default_factory=list)
 
-    def apply(self, rd: Ready) -> None:
+    def apply(self, rd: Ready, steps: int = 6, appended: int | None = None) -> None:
+        """Persist ``rd`` in the driver contract's order; a torn write (crash part-way) is
+        ``steps`` < 6 and/or only the first ``appended`` records."""
         if rd.persist_state is not None:
             self.quorum_state = rd.persist_state
+        if steps < 2:
+            return
         if rd.snapshot is not None:
             self.snapshot = rd.snapshot
+        if steps < 3:
+            return
         if rd.reset_log_to is not None:
             self.entries = []
             self.start = rd.reset_log_to
+        if steps < 4:
+            return
         if rd.truncate_to is not None:
             del self.entries[max(0, rd.truncate_to - self.start):]
-        for e in rd.append_entries:
+        if steps < 5:
+            return
+        for e in rd.append_entries[:appended]:
             if e.offset != self.start + len(self.entries):
                 raise SimFailure(f"driver contract: append at {e.offset}, disk log ends at "
                                  f"{self.start + len(self.entries)}")
@@ -141,6 +154,14 @@ class Disk:
             self.start = rd.log_start_offset
 
     def view(self) -> StorageView:
+        if self.snapshot is not None and self.start < self.snapshot.snapshot_id.end_offset:
+            # what a driver does on start-up (Kafka: truncate to the latest snapshot): records
+            # below the snapshot are gone, and a log that does not continue it is dropped
+            end = self.snapshot.snapshot_id.end_offset
+            keep = self.entries[end - self.start:] if end - self.start <= len(self.entries) else []
+            if keep and keep[0].epoch < self.snapshot.snapshot_id.epoch:
+                keep = []
+            self.entries, self.start = list(keep), end
         return StorageView(self.quorum_state, self.snapshot, list(self.entries))
 
 
@@ -152,6 +173,8 @@ class Host:
     life: int = 0
     pending: Ready | None = None
     clock: int = 0                  # sim time the node's logical clock last caught up to
+    born: int = 0                   # sim time of this life's start
+    rate: float = 1.0               # clock drift: node ms per simulated ms
     wake_at: int | None = None
     wake_token: int = 0
     applied: list[tuple[int, int, bytes]] = field(default_factory=list)
@@ -250,7 +273,7 @@ class Checker:
             if (e.epoch, e.payload) != self.committed[off]:
                 self.fail(f"I5 new leader {h.node_id} has {(e.epoch, e.payload)!r} at committed offset {off}")
 
-    def on_persisted(self, h: Host, rd: Ready) -> None:
+    def on_persisted(self, h: Host, rd: Ready, torn: bool = False) -> None:
         qs = h.disk.quorum_state
         if qs.leader_epoch < self.disk_epoch.get(h.node_id, 0):
             self.fail(f"I2 node {h.node_id} persisted epoch went back to {qs.leader_epoch}")
@@ -367,7 +390,8 @@ class Simulation:
         h.life += 1
         h.node = RaftNode(h.node_id, self.sc.voters, h.disk.view(), self.sc.config,
                           random.Random(f"{self.seed}-{h.node_id}-{h.life}"))
-        h.clock = self.now
+        h.clock = h.born = self.now
+        h.rate = self.sc.drift[h.node_id]
         h.pending = None
         h.applied = []
         h.max_epoch = h.node.epoch
@@ -380,7 +404,16 @@ class Simulation:
         self.pump(h)
 
     def crash(self, h: Host) -> None:
-        self.note("crash", h.node_id, "unflushed" if h.pending else "")
+        rd = h.pending
+        if rd is not None and self.rng.random() < 0.5:
+            # torn: the driver got part-way through persisting (nothing of it was sent)
+            steps = self.rng.randrange(1, 7)
+            appended = self.rng.randrange(len(rd.append_entries) + 1)
+            h.disk.apply(rd, steps, appended)
+            self.checker.on_persisted(h, rd, torn=True)
+            self.note("crash", h.node_id, f"torn write (steps {steps}, {appended} records)")
+        else:
+            self.note("crash", h.node_id, "unflushed" if rd else "")
         h.node = None
         h.pending = None
         h.wake_at = None
@@ -388,7 +421,8 @@ class Simulation:
 
     def sync(self, h: Host) -> None:
         if self.now > h.clock:
-            h.node.tick(self.now - h.clock)
+            local = int((self.now - h.born) * h.rate)
+            h.node.tick(max(0, local - h.node.now))
             h.clock = self.now
 
     def pump(self, h: Host) -> None:
@@ -397,11 +431,11 @@ class Simulation:
             return
         if h.pending is None and n.has_ready():
             h.pending = n.ready()
-            delay = 0 if self.rng.random() < 0.3 else self.rng.randrange(1, 4)
+            delay = 0 if self.rng.random() < 0.3 else self.rng.randrange(1, self.sc.max_disk_ms + 1)
             self.at(self.now + delay, "flush", h.node_id, h.life)
         t = n.time_until_next_timer()
         if t is not None:
-            when = self.now + max(1, t)
+            when = self.now + max(1, -(-t * 1000 // int(h.rate * 1000)))
             if h.wake_at is None or when < h.wake_at or h.wake_at < self.now:
                 h.wake_token += 1
                 h.wake_at = when
