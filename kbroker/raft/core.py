@@ -135,7 +135,7 @@ class RaftNode:
         # bookkeeping that mirrors the in-memory log into Ready's
         self._written_end = self.log.end_offset
         self._pending_truncate: int | None = None
-        self._pending_reset: int | None = None
+        self._pending_reset: int | None = self.log.start_offset if self.log.inconsistent_on_load else None
         self._pending_snapshot: Snapshot | None = None
         self._pending_log_start: int | None = None
         self._outbox: list[tuple[int, object]] = []

@@ -36,10 +36,18 @@ class RaftLog:
         self.snapshot = snapshot
         self.start_offset = snapshot.snapshot_id.end_offset if snapshot else 0
         self._entries: list[Entry] = []
+        # Set when the stored records could not be used as they are (a crash between writing
+        # a snapshot and resetting/compacting the log): the driver must rewrite the log.
+        self.inconsistent_on_load = False
         for e in entries:
             if e.offset < self.start_offset:
                 continue  # a crash between writing the snapshot and deleting the prefix
-            if e.offset != self.end_offset:
+            if e.offset != self.end_offset or (snapshot is not None and e.epoch < snapshot.snapshot_id.epoch):
+                # the records do not continue the snapshot: they are an uncommitted tail that
+                # the leader will send again; start from the snapshot alone
+                if not self._entries:
+                    self.inconsistent_on_load = True
+                    break
                 raise ValueError(f"log not contiguous at {e.offset}, expected {self.end_offset}")
             self._entries.append(e)
         self._rebuild_epochs()

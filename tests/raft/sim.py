@@ -154,14 +154,6 @@ class Disk:
             self.start = rd.log_start_offset
 
     def view(self) -> StorageView:
-        if self.snapshot is not None and self.start < self.snapshot.snapshot_id.end_offset:
-            # what a driver does on start-up (Kafka: truncate to the latest snapshot): records
-            # below the snapshot are gone, and a log that does not continue it is dropped
-            end = self.snapshot.snapshot_id.end_offset
-            keep = self.entries[end - self.start:] if end - self.start <= len(self.entries) else []
-            if keep and keep[0].epoch < self.snapshot.snapshot_id.epoch:
-                keep = []
-            self.entries, self.start = list(keep), end
         return StorageView(self.quorum_state, self.snapshot, list(self.entries))
 
 

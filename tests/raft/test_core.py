@@ -387,3 +387,15 @@ def test_statistics_report_sizes_and_counts():
                 "follower_lag", "elections_started", "messages_in", "messages_out"):
         assert key in s
     assert s["role"] == "leader" and s["follower_lag"] == {2: 0, 3: 0}
+
+
+def test_restart_after_a_torn_snapshot_install_starts_from_the_snapshot():
+    """Crash after the fetched snapshot was written but before the old log was reset: the old
+    records do not continue the snapshot, so the node drops them and tells the driver."""
+    snap = Snapshot(OffsetAndEpoch(3, 5), b"img")
+    old_log = [E(0, 1), E(1, 1), E(2, 1), E(3, 2), E(4, 2)]
+    n = RaftNode(1, [1, 2, 3], StorageView(QuorumState(leader_epoch=5), snap, old_log), RaftConfig(),
+                 random.Random(0))
+    assert (n.log.start_offset, n.log.end_offset, n.log.last_epoch) == (3, 3, 5)
+    rd = n.ready()
+    assert rd.reset_log_to == 3 and rd.apply_snapshot == snap
