@@ -147,6 +147,7 @@ class RaftNode:
         # correlation ids at a random 48-bit base (a TCP driver gets this for free).
         self._next_correlation = rng.getrandbits(48)
         self.role = Role.UNATTACHED
+        self._retries = 0          # failed elections in a row (exponential backoff)
         self._reset_role_fields()
         self.stats = {k: 0 for k in (
             "elections_started", "pre_vote_rounds", "times_leader", "votes_granted",
@@ -302,8 +303,7 @@ class RaftNode:
         self._unacked: set[int] = set()
         self._resend_at: int | None = None
         self._epoch_start_offset = -1
-        if not hasattr(self, "_retries"):
-            self._retries = 0
+        self._successors: tuple[int, ...] = ()
 
     def _set_epoch(self, epoch: int) -> None:
         if epoch < self.epoch:
