@@ -10,7 +10,7 @@ import pytest
 from .sim import Scenario, SimFailure, Simulation, reproduce_command, run_seed
 
 QUICK_SEEDS = range(0, 300)
-SLOW_SEEDS = range(300, 1300)
+SLOW_SEEDS = range(300, 500)   # thousands more: tools/raft_soak.py
 
 
 def _run(seed: int, profile: str = "quick") -> Simulation:
@@ -33,7 +33,7 @@ def test_seed_more(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(0, 20))
+@pytest.mark.parametrize("seed", range(0, 5))
 def test_seed_long_profile(seed):
     _run(seed, "long")
 
