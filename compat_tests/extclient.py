@@ -1,0 +1,146 @@
+"""Clients in other languages (kafkajs on Node, franz-go in Go), driven through a small program.
+
+Each program reads `{"brokers": ..., "ops": [{"op": name, ...}, ...]}` as JSON on stdin, runs
+the ops in order with one client, and prints a JSON array with one `{"ok": value}` or
+`{"error": {...}}` per op (see compat_tests/kafkajs/driver.js and compat_tests/franzgo/main.go).
+
+Set-up is idempotent and cached, like `make kafkajs` / `make franzgo`:
+- kafkajs: `npm ci` into compat_tests/kafkajs/node_modules, stamped by `.installed`;
+- franz-go: `go build` into .cache/bin/franzgo-driver with module and build caches under
+  .cache/go, stamped by the binary's mtime against the sources.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compat_tests.runner import die_with_parent
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+KAFKAJS_DIR = HERE / "kafkajs"
+KAFKAJS_STAMP = KAFKAJS_DIR / "node_modules" / ".installed"
+FRANZGO_DIR = HERE / "franzgo"
+FRANZGO_BIN = ROOT / ".cache" / "bin" / "franzgo-driver"
+
+
+class OpFailed(AssertionError):
+    """An op returned an error where the test expected a value."""
+
+
+def go_env() -> dict[str, str]:
+    cache = ROOT / ".cache" / "go"
+    return {**os.environ, "GOPATH": str(cache), "GOMODCACHE": str(cache / "mod"),
+            "GOCACHE": str(cache / "build"), "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local",
+            "CGO_ENABLED": "0"}
+
+
+def _newer(target: Path, sources: list[Path]) -> bool:
+    return target.exists() and all(target.stat().st_mtime >= s.stat().st_mtime for s in sources)
+
+
+def ensure_kafkajs() -> list[str]:
+    """The command running the kafkajs driver (installs node_modules first if needed)."""
+    node = shutil.which("node")
+    if node is None or shutil.which("npm") is None:
+        pytest.fail("node/npm not installed (kafkajs tests need Node 18+)", pytrace=False)
+    lock = KAFKAJS_DIR / "package-lock.json"
+    if not _newer(KAFKAJS_STAMP, [lock, KAFKAJS_DIR / "package.json"]):
+        result = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                                cwd=KAFKAJS_DIR, capture_output=True, text=True, timeout=600)
+        if result.returncode != 0:
+            pytest.fail(f"npm ci failed:\n{result.stdout}\n{result.stderr}", pytrace=False)
+        KAFKAJS_STAMP.touch()
+    return [node, str(KAFKAJS_DIR / "driver.js")]
+
+
+def ensure_franzgo() -> list[str]:
+    """The command running the franz-go driver (builds it first if needed)."""
+    if shutil.which("go") is None:
+        pytest.fail("go not installed (franz-go tests need Go 1.21+)", pytrace=False)
+    sources = [FRANZGO_DIR / "go.mod", FRANZGO_DIR / "go.sum", *FRANZGO_DIR.glob("*.go")]
+    if not _newer(FRANZGO_BIN, sources):
+        FRANZGO_BIN.parent.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(["go", "build", "-o", str(FRANZGO_BIN), "."], cwd=FRANZGO_DIR,
+                                env=go_env(), capture_output=True, text=True, timeout=900)
+        if result.returncode != 0:
+            pytest.fail(f"go build failed:\n{result.stdout}\n{result.stderr}", pytrace=False)
+    return [str(FRANZGO_BIN)]
+
+
+class Driver:
+    """One client family's driver program. `run(bootstrap, ops)` → list of per-op results;
+    `ok(bootstrap, op)` runs one op and returns its value (raising OpFailed on an error);
+    `error(bootstrap, op)` runs one op that must fail and returns the error dict."""
+
+    def __init__(self, command: list[str], name: str):
+        self.command = command
+        self.name = name
+
+    def run(self, bootstrap: str, ops: list[dict], timeout: float = 90.0) -> list[dict]:
+        proc = self.start(bootstrap, ops)
+        return self.wait(proc, timeout)
+
+    def start(self, bootstrap: str, ops: list[dict]) -> subprocess.Popen:
+        """Start the driver without waiting (for several concurrent group members)."""
+        proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                preexec_fn=die_with_parent)
+        proc.stdin.write(json.dumps({"brokers": bootstrap, "ops": ops}))
+        proc.stdin.close()
+        proc.stdin = None  # so that communicate() only reads
+        proc._compat_ops = ops  # type: ignore[attr-defined]
+        return proc
+
+    def wait(self, proc: subprocess.Popen, timeout: float = 90.0) -> list[dict]:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise AssertionError(f"{self.name} driver timed out after {timeout}s\n"
+                                 f"{err[-3000:]}") from None
+        if proc.returncode != 0 or not out.strip():
+            raise AssertionError(f"{self.name} driver exited {proc.returncode}\n"
+                                 f"--- stdout ---\n{out}\n--- stderr ---\n{err[-3000:]}")
+        results = json.loads(out.strip().splitlines()[-1])
+        assert len(results) == len(proc._compat_ops), results  # type: ignore[attr-defined]
+        return results
+
+    def ok(self, bootstrap: str, op: dict, timeout: float = 90.0):
+        (result,) = self.run(bootstrap, [op], timeout)
+        return value(result, op)
+
+    def error(self, bootstrap: str, op: dict, timeout: float = 90.0) -> dict:
+        (result,) = self.run(bootstrap, [op], timeout)
+        assert "error" in result, f"{op['op']} should have failed, got {result}"
+        return result["error"]
+
+
+def value(result: dict, op: dict | None = None):
+    """The value of one op's result; OpFailed (with the error) if the op failed."""
+    if "error" in result:
+        raise OpFailed(f"{(op or {}).get('op', 'op')} failed: {json.dumps(result['error'])}")
+    return result["ok"]
+
+
+def error_types(err: dict) -> set[str]:
+    """Every error type/code name in an error dict, nested errors included."""
+    found = set()
+    stack = [err]
+    while stack:
+        e = stack.pop()
+        for key in ("type", "code", "name"):
+            if isinstance(e.get(key), str) and e[key]:
+                found.add(e[key])
+        stack.extend(e.get("errors") or [])
+        if e.get("cause"):
+            stack.append(e["cause"])
+    return found
