@@ -21,10 +21,14 @@ $(STAMP): pyproject.toml requirements-dev.txt
 run: $(STAMP)
 	$(PY) -m kbroker serve --data-dir ./data
 
-test: $(STAMP)
+# The whole suite: unit and real-client tests, then the compatibility suite against both
+# kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it).
+test: setup kafka-dist kcat
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL)
+	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md
 
-test-fast: $(STAMP)
+# The inner loop: no slow tests, no real Kafka, stop at the first failure.
+test-fast: setup kcat
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
 
 clean:
