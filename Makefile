@@ -51,3 +51,29 @@ kcat:
 
 compat: setup kafka-dist kcat
 	$(PY) -m pytest -q compat_tests --targets=$(COMPAT_TARGETS) --matrix=compat_tests/results/matrix.md
+
+# --- spark ---
+# Spark's built-in Kafka connector against kbroker (issue 9). pyspark is pinned in
+# requirements-spark.txt, the connector jars in tools/spark_dist/pom.xml (same version); the jars
+# go to .cache/spark/<version>/jars and are handed to Spark as spark.jars. test-spark runs
+# spark_tests/ on both targets (SPARK_TARGETS=kafka or kbroker for one); demo runs the
+# example clickstream pipeline in examples/ against an embedded kbroker.
+SPARK_TARGETS ?= kafka,kbroker
+SPARK_STAMP := $(VENV)/.spark-installed
+
+.PHONY: spark-dist spark-setup test-spark demo
+
+spark-dist:
+	bash tools/spark_dist/fetch.sh
+
+$(SPARK_STAMP): $(STAMP) requirements-spark.txt
+	$(PY) -m pip install -q -r requirements-spark.txt
+	touch $@
+
+spark-setup: $(SPARK_STAMP) spark-dist
+
+test-spark: spark-setup kafka-dist
+	$(PY) -m pytest -q spark_tests --targets=$(SPARK_TARGETS) --matrix=spark_tests/results/matrix.md
+
+demo: spark-setup
+	$(PY) examples/clickstream/run_demo.py
