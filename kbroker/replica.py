@@ -15,8 +15,18 @@ Rules it keeps:
 - One node: the high watermark follows the log end offset after every local append, so
   ``acks=1`` and ``acks=-1`` mean the same (``acks=-1`` still checks
   ``min.insync.replicas`` against the ISR of the image, as Kafka does).
-- The last stable offset equals the high watermark until a transaction coordinator installs
-  ``lso_hook`` (a callable ``(partition) -> first unstable offset | None``).
+- Idempotence and transactions (KIP-98): a batch with a producer id is checked against the
+  partition's producer state (``log.producer_state``, kbroker/txn/producer_state.py)
+  before it is appended: a duplicate of one of the producer's last five batches is
+  answered with its original offsets and not stored again; a sequence gap is
+  ``OUT_OF_ORDER_SEQUENCE_NUMBER``, an old epoch ``INVALID_PRODUCER_EPOCH``. Clients may not
+  write control batches. The first transactional batch of a producer on a partition is
+  checked with the transaction coordinator (``txn_verifier``, KIP-890 part 1's
+  verification, done in memory on one node): a partition not in the producer's ongoing
+  transaction is ``INVALID_TXN_STATE``. Markers come from :meth:`write_txn_marker`.
+- The last stable offset is the log's: the first offset of the oldest open transaction,
+  capped at the high watermark (``lso_hook`` may lower it further). read_committed fetches
+  stop there and carry the aborted transactions of the data they return (``.txnindex``).
 - Long-poll fetches park on the partitions they read (:meth:`Partition.wake` sets every
   parked waiter); they never block other connections and wake as soon as data arrives, the
   partition changes (delete records, deletion, epoch change) or the deadline passes.
@@ -28,8 +38,7 @@ Rules it keeps:
 A topic ``compression.type`` other than ``producer`` makes produce rebuild the batch with that
 codec (Kafka's rule; the one produce path that decodes records).
 
-Not implemented here: producer-id/sequence de-duplication (the transaction issue),
-follower fetching and fetch sessions (session id 0: every response is a full one).
+Not implemented here: follower fetching and fetch sessions (session id 0: every response is a full one).
 """
 from __future__ import annotations
 
@@ -204,7 +213,7 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        hw = self.log.high_watermark
+        hw = self.log.last_stable_offset
         if self.lso_hook is not None:
             first_unstable = self.lso_hook(self)
             if first_unstable is not None:
@@ -265,8 +274,12 @@ class ReplicaManager:
         self._topic_ids: dict[str, Any] = {}
         self._not_led: set[tuple[str, int]] = set()
         self._lso_hook: Callable | None = None
+        # (producer_id, producer_epoch, topic, partition) -> error code; installed by the
+        # transaction coordinator
+        self.txn_verifier: Callable[[int, int, str, int], int] | None = None
         self.stats = {"appends": 0, "appended_bytes": 0, "fetches": 0, "long_polls": 0,
-                      "fetch_wakeups": 0, "append_errors": 0}
+                      "fetch_wakeups": 0, "append_errors": 0, "duplicates": 0,
+                      "markers": 0}
 
     # ---------------------------------------------------------------- configuration
 
@@ -398,12 +411,16 @@ class ReplicaManager:
     # ---------------------------------------------------------------- produce
 
     def append(self, topic: str, index: int, records, *, required_acks: int = -1,
-               now_ms: int | None = None, allow_internal: bool = False) -> AppendResult:
+               now_ms: int | None = None, allow_internal: bool = False,
+               origin: str = "client") -> AppendResult:
         """Validate one partition's produce data and append it (Produce v3+ rules).
 
+        ``origin`` is Kafka's AppendOrigin: ``"client"`` (Produce: full producer-state
+        checks) or ``"coordinator"`` (group/transaction coordinators: producer epoch only).
         Raises ReplicaError with the Kafka error code for the partition."""
         try:
-            return self._append(topic, index, records, required_acks, now_ms, allow_internal)
+            return self._append(topic, index, records, required_acks, now_ms, allow_internal,
+                                origin)
         except ReplicaError:
             self.stats["append_errors"] += 1
             raise
@@ -416,7 +433,8 @@ class ReplicaManager:
             self.stats["append_errors"] += 1
             raise _error_from(exc) from None
 
-    def _append(self, topic, index, records, required_acks, now_ms, allow_internal) -> AppendResult:
+    def _append(self, topic, index, records, required_acks, now_ms, allow_internal,
+                origin="client") -> AppendResult:
         if topic in INTERNAL_TOPICS and not allow_internal:
             raise ReplicaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                f"cannot append to internal topic {topic}")
@@ -439,6 +457,16 @@ class ReplicaManager:
         if now_ms is None:
             now_ms = self.broker.clock.now_ms()
         log_append_time = config.log_append_time
+        if headers and headers[0].has_producer_id:
+            dup = self._check_producer_state(part, headers[0], origin)
+            if dup is not None:
+                self.stats["duplicates"] += 1
+                return AppendResult(
+                    base_offset=dup.first_offset, last_offset=dup.last_offset,
+                    log_append_time_ms=dup.timestamp if log_append_time else -1,
+                    log_start_offset=part.log.log_start_offset)
+        elif headers and headers[0].is_control and origin == "client":
+            raise ReplicaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
         if headers and not log_append_time and headers[0].size <= config.max_message_bytes:
             self._check_timestamps(part, records, headers[0], now_ms)
         target = _CODECS.get(config.compression_type)
@@ -455,6 +483,65 @@ class ReplicaManager:
             base_offset=info.base_offset, last_offset=info.last_offset,
             log_append_time_ms=info.log_append_time if log_append_time else -1,
             log_start_offset=part.log.log_start_offset)
+
+    def _check_producer_state(self, part: Partition, header, origin: str):
+        """Kafka's ``analyzeAndValidateProducerState`` for one batch: the duplicate's
+        metadata, or None to append; raises ReplicaError."""
+        from kbroker.txn.producer_state import ProducerStateError
+        client = origin == "client"
+        if client:
+            if header.is_control:
+                raise ReplicaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+            if header.base_sequence < 0:
+                raise ReplicaError(ErrorCode.INVALID_RECORD,
+                                   f"batch of producer {header.producer_id} has no sequence number")
+        ps = part.log.producer_state
+        try:
+            dup = ps.check_append(header, client=client)
+        except ProducerStateError as exc:
+            raise ReplicaError(exc.error_code, exc.message) from None
+        if dup is not None:
+            return dup
+        if client and header.is_transactional and not ps.has_ongoing(header.producer_id):
+            verifier = self.txn_verifier
+            code = (ErrorCode.INVALID_TXN_STATE if verifier is None else
+                    verifier(header.producer_id, header.producer_epoch, part.topic, part.index))
+            if code:
+                raise ReplicaError(code, f"producer {header.producer_id} has no ongoing "
+                                         f"transaction with {part.topic}-{part.index}")
+        return None
+
+    def write_txn_marker(self, topic: str, index: int, *, producer_id: int, producer_epoch: int,
+                         commit: bool, coordinator_epoch: int, now_ms: int | None = None) -> int:
+        """Append a commit/abort marker (WriteTxnMarkers' per-partition work); returns its
+        offset. Raises ReplicaError (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
+        UNKNOWN_TOPIC_OR_PARTITION...)."""
+        from kbroker.txn.producer_state import ProducerStateError
+        part = self.get_partition(topic, index)
+        try:
+            part.log.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        except ProducerStateError as exc:
+            raise ReplicaError(exc.error_code, exc.message) from None
+        if now_ms is None:
+            now_ms = self.broker.clock.now_ms()
+        batch = rec.build_control_batch(commit=commit, producer_id=producer_id,
+                                        producer_epoch=producer_epoch, timestamp=now_ms,
+                                        coordinator_epoch=coordinator_epoch)
+        try:
+            info = part.log.append(batch, leader_epoch=part.leader_epoch, now_ms=now_ms)
+        except Exception as exc:
+            if not hasattr(exc, "error_code"):
+                raise
+            raise _error_from(exc) from None
+        part.advance_high_watermark()
+        part.wake()
+        self.stats["markers"] += 1
+        return info.base_offset
+
+    def describe_producers(self, topic: str, index: int) -> list:
+        """DescribeProducers: the producer state entries of a led partition."""
+        part = self.get_partition(topic, index)
+        return list(part.log.producer_state.active_producers())
 
     @staticmethod
     def _recompress(records, header, codec: int, config: LogConfig) -> bytes:
@@ -558,6 +645,12 @@ class ReplicaManager:
             if region.length > limit and not min_one:
                 return res  # Kafka: only the first partition with data may exceed the limit
             res.records = region
+            if isolation_level == READ_COMMITTED:
+                # reads stay within one segment: its end bounds the data returned
+                upper = min(max_offset, part.log.segment_end_offset(offset))
+                res.aborted_transactions = [
+                    (a.producer_id, a.first_offset)
+                    for a in part.log.collect_aborted_transactions(offset, upper)]
         return res
 
     def read_all(self, specs: list[FetchSpec], max_bytes: int, *,

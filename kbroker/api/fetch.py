@@ -25,6 +25,14 @@ from kbroker.wire.error_codes import ErrorCode
 Resp = messages.FetchResponse
 
 
+def _aborted(found):
+    """None under read_uncommitted; else the (producer id, first offset) of every aborted
+    transaction overlapping the returned data (consumers skip those batches)."""
+    if found is None:
+        return None
+    return [Resp.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in found]
+
+
 @api(1, versions=(4, 12))
 async def handle(ctx: RequestContext, request):
     version = ctx.api_version
@@ -52,7 +60,7 @@ async def handle(ctx: RequestContext, request):
                 partition_index=r.partition, error_code=r.error_code,
                 high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
                 log_start_offset=r.log_start_offset,
-                aborted_transactions=r.aborted_transactions,
+                aborted_transactions=_aborted(r.aborted_transactions),
                 preferred_read_replica=-1,
                 # Kafka answers an empty record set (size 0), never null.
                 records=r.records if r.records is not None else b""))

@@ -11,8 +11,9 @@ KIP-467 (``record_errors`` / ``error_message``, v8+), KIP-951 (``current_leader`
 NOT_LEADER_OR_FOLLOWER which a single node does not produce for led partitions).
 
 acks=0 gets no response. Validation rules (sizes, CRC, timestamps, keys on compacted topics,
-min.insync.replicas) live in :mod:`kbroker.replica`. Not implemented: producer-id /
-sequence de-duplication (accepted and stored as sent).
+min.insync.replicas) and idempotent/transactional producer checks (KIP-98: duplicates
+answered with their first offsets, sequence gaps, fenced epochs) live in
+:mod:`kbroker.replica`.
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ One pass over one partition (Kafka's ``LogCleaner.doClean``, simplified):
    Aborted batches are dropped; open ones are kept whole and never supersede anything.
    Control batches (markers) are always kept -- a simplification of Kafka, which
    removes a marker once its transaction's data is gone and the delete horizon passed.
+   A cleaned segment keeps its ``.txnindex`` entries.
 3. **Map.**  key -> offset of its latest record in the dirty part (committed or
    non-transactional data only).  At most ``max_map_entries`` keys per pass; the dirty
    part is cut at a segment boundary when the map fills.
@@ -154,6 +155,8 @@ def _filter_segment(log: PartitionLog, seg: LogSegment, latest, fates, now_ms: i
         os.ftruncate(out.fd, 0)
         out.size = 0
         out.rebuild_indexes()
+    # aborted-transaction entries travel with the segment (markers are always kept)
+    out.txn_index.replace_with(seg.txn_index.entries())
     horizon = now_ms - log.config.delete_retention_ms
     for _, h, data in seg.batches(0, want_data=True):
         stats["read"] += h.size

@@ -13,10 +13,18 @@ Offsets (Kafka's vocabulary)
 * ``log_end_offset`` -- offset the next appended record gets;
 * ``high_watermark`` -- kept by the caller (on one node: ``= log_end_offset`` after
   each append); bounds retention;
-* ``last_stable_offset`` -- set by the transaction layer; defaults to the high
-  watermark (and is never above it);
+* ``last_stable_offset`` -- the first offset of the oldest open transaction (from the
+  producer state), or one set by the caller; never above the high watermark;
 * ``recovery_point`` -- everything below it has been fsynced; crash recovery starts at
   the segment that holds it.
+
+Producer state (``kbroker.txn.producer_state``): every appended batch with a producer
+id updates ``producer_state``; a transaction marker that ends an aborted transaction adds
+an entry to its segment's ``.txnindex``.  The state is snapshotted to
+``<offset>.snapshot`` when a segment rolls and on close; opening the log loads the newest
+snapshot and replays the batches after it (after a crash, from the first segment being
+recovered, whose ``.txnindex`` files are rebuilt on the way), so de-duplication and open
+transactions survive restarts (Kafka's ``UnifiedLog.loadProducerState``).
 
 Durability is Kafka's: the page cache by default; ``flush.messages`` (fsync once the
 unflushed offset count reaches it, so ``1`` = fsync before every ``append`` returns)
@@ -34,6 +42,7 @@ import os
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from kbroker.txn.producer_state import ProducerStateManager
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
 
@@ -41,6 +50,7 @@ from .config import LogConfig
 from .errors import LogClosed, OffsetOutOfRange, PolicyViolation, RecordBatchTooLarge
 from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
+from .txnindex import AbortedTxn
 
 Clock = Callable[[], int]
 
@@ -89,6 +99,8 @@ class PartitionLog:
                                "bytes_truncated": 0, "segments_dropped": 0}
         self._dir_dirty = False
         self._last_flush_ms = now
+        self.producer_state = ProducerStateManager(self.dir)
+        self._recovered_from: int | None = None
         self._complete_interrupted_swaps()
         self._load_segments(now)
         if not self.segments:  # a new log: nothing to recover
@@ -108,6 +120,7 @@ class PartitionLog:
         self._high_watermark = self._log_end_offset if clean_shutdown else self.recovery_point
         self._high_watermark = max(self._high_watermark, self._log_start_offset)
         self._last_stable_offset: int | None = None
+        self._load_producer_state(self._recovered_from, now)
 
     # -- opening ----------------------------------------------------------------
     def _now(self, now_ms: int | None) -> int:
@@ -134,7 +147,7 @@ class PartitionLog:
         for name in sorted(names):
             if name.endswith(".log.swap"):
                 stem = name[: -len(".log.swap")]
-                for kind in ("index", "timeindex"):
+                for kind in ("index", "timeindex", "txnindex"):
                     swap = f"{stem}.{kind}.swap"
                     if swap in names:
                         os.replace(self.dir / swap, self.dir / f"{stem}.{kind}")
@@ -154,7 +167,7 @@ class PartitionLog:
                 logs.add(int(stem))
         for name in names:  # indexes whose log is gone (e.g. crash during deletion)
             stem, _, ext = name.partition(".")
-            if ext in ("index", "timeindex") and stem.isdigit() and int(stem) not in logs:
+            if ext in ("index", "timeindex", "txnindex") and stem.isdigit() and int(stem) not in logs:
                 os.unlink(self.dir / name)
         for base in sorted(logs):
             seg = self._new_segment(base, now)
@@ -162,6 +175,43 @@ class PartitionLog:
                 seg.rebuild_indexes()
             self.segments.append(seg)
             self._bases.append(base)
+
+    def _load_producer_state(self, rebuild_from: int | None, now: int) -> None:
+        """Load the newest snapshot at or below the point to rebuild from and replay the
+        batches after it. ``rebuild_from`` (a crash: the first recovered segment) also
+        rebuilds the ``.txnindex`` of every segment from there on."""
+        ps = self.producer_state
+        leo = self._log_end_offset
+        ps.delete_snapshots_above(leo)
+        target = leo if rebuild_from is None else min(rebuild_from, leo)
+        snap = ps.load_latest(target, now_ms=now or None)
+        if rebuild_from is not None:
+            for seg in self.segments:
+                if seg.base_offset >= rebuild_from:
+                    seg.txn_index.reset()
+        start = snap if snap is not None else self.segments[0].base_offset
+        if start < leo:
+            self._replay_producer_state(start, rebuild_from)
+        ps.map_end_offset = leo
+
+    def _replay_producer_state(self, start: int, index_from: int | None) -> None:
+        ps = self.producer_state
+        i = max(0, bisect.bisect_right(self._bases, start) - 1)
+        for seg in self.segments[i:]:
+            found = seg.find(start) if seg.base_offset < start else None
+            begin = found[0] if found is not None else 0
+            if seg.base_offset < start and found is None:
+                continue
+            for pos, h, _ in seg.batches(begin):
+                if h.producer_id < 0 or h.base_offset < start:
+                    continue
+                marker = _marker_of(seg.read_batch(pos, h), 0, h) if h.is_control else None
+                done = ps.append(h, marker)
+                if done is not None and done.is_aborted and index_from is not None \
+                        and h.base_offset >= index_from:
+                    seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset,
+                                                    done.last_offset,
+                                                    ps.last_stable_offset_after(done)))
 
     def _check_active_segment(self) -> None:
         """After a clean shutdown only the active segment's indexes are checked."""
@@ -176,6 +226,8 @@ class PartitionLog:
     def _recover(self, recovery_point: int) -> None:
         """Re-validate every segment from the one holding ``recovery_point``."""
         i = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        first = self.segments[i].base_offset
+        self._recovered_from = first if self._recovered_from is None else min(first, self._recovered_from)
         prev_epoch = -1
         if i > 0:
             prev_epoch = self.segments[i - 1].last_epoch
@@ -227,9 +279,13 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         """First offset of the oldest open transaction, capped at the high watermark."""
-        if self._last_stable_offset is None:
-            return self._high_watermark
-        return min(self._last_stable_offset, self._high_watermark)
+        lso = self._high_watermark
+        unstable = self.producer_state.first_unstable_offset()
+        if unstable is not None:
+            lso = min(lso, unstable)
+        if self._last_stable_offset is not None:
+            lso = min(lso, self._last_stable_offset)
+        return lso
 
     @last_stable_offset.setter
     def last_stable_offset(self, value: int | None) -> None:
@@ -289,10 +345,25 @@ class PartitionLog:
         seg = self._maybe_roll(len(buf), max(h.max_timestamp for h in assigned), last, now)
         seg.append(buf, assigned)
         self._log_end_offset = offset
+        self._update_producer_state(buf, assigned, seg)
         if self._log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(now_ms=now)
         return AppendInfo(first, last, log_append_time if log_append_time is not None else -1,
                           self._log_start_offset)
+
+    def _update_producer_state(self, buf, headers, seg: LogSegment) -> None:
+        ps = self.producer_state
+        pos = 0
+        for h in headers:
+            if h.producer_id >= 0:
+                marker = _marker_of(buf, pos, h) if h.is_control else None
+                done = ps.append(h, marker)
+                if done is not None and done.is_aborted:
+                    seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset,
+                                                    done.last_offset,
+                                                    ps.last_stable_offset_after(done)))
+            pos += h.size
+        ps.map_end_offset = self._log_end_offset
 
     def _check_keys(self, view, headers) -> None:
         pos = 0
@@ -324,6 +395,10 @@ class PartitionLog:
         if old.size == 0:
             return old
         old.on_become_inactive()
+        # the producer state as of the new segment's base offset (Kafka snapshots on roll)
+        self.producer_state.remove_expired(now)
+        self.producer_state.take_snapshot(self._log_end_offset)
+        self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
         return self._add_segment(self._log_end_offset, now)
 
     def _add_segment(self, base: int, now: int) -> LogSegment:
@@ -361,6 +436,25 @@ class PartitionLog:
                 base = seg.read_header(pos).base_offset
                 return FileRegion(seg.fd, pos, length, base)
         return None
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[start_offset, upper_bound)`` (read_committed
+        fetches): from the ``.txnindex`` of the segment holding ``start_offset`` on."""
+        i = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
+        out: list[AbortedTxn] = []
+        for seg in self.segments[i:]:
+            found, complete = seg.txn_index.collect(start_offset, upper_bound)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def segment_end_offset(self, offset: int) -> int:
+        """The next offset after the segment holding ``offset`` (reads stay in one segment)."""
+        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        if i + 1 < len(self.segments):
+            return self.segments[i + 1].base_offset
+        return self._log_end_offset
 
     def batches(self, start_offset: int | None = None):
         """Iterate ``(header, bytes)`` of every batch from ``start_offset`` (for replay).
@@ -551,6 +645,7 @@ class PartitionLog:
         del self._bases[n:]
         self.segments[-1].truncate_to(offset)
         self._after_truncation()
+        self._load_producer_state(None, now)
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int | None = None) -> None:
         """Drop every segment and restart the log empty at ``offset``."""
@@ -560,6 +655,8 @@ class PartitionLog:
         self._add_segment(offset, now)
         self._log_start_offset = offset
         self._after_truncation()
+        self.producer_state.delete_snapshots_above(-1)
+        self.producer_state.reset(offset)
 
     def _after_truncation(self) -> None:
         self._log_end_offset = self.segments[-1].next_offset
@@ -577,6 +674,7 @@ class PartitionLog:
             return
         self.segments[-1].on_become_inactive()
         self.flush()
+        self.producer_state.take_snapshot(self._log_end_offset)
         self.segments[-1].flush()
         for seg in self.segments:
             seg.close()
@@ -606,3 +704,14 @@ class PartitionLog:
             "pending_deletes": len(self._pending_deletes),
             **self.recovery_stats,
         }
+
+
+def _marker_of(buf, pos: int, header) -> tuple[bool, int] | None:
+    """``(is_commit, coordinator_epoch)`` of a transaction marker batch, else None."""
+    if not header.is_transactional:
+        return None
+    try:
+        recs = rb.decode_records(buf, pos, header)
+        return rb.parse_control_record(recs[0]) if recs else None
+    except (InvalidRecord, CorruptRecord):
+        return None

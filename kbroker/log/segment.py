@@ -1,9 +1,10 @@
-"""One log segment: ``<base>.log`` plus its ``.index`` and ``.timeindex``.
+"""One log segment: ``<base>.log`` plus its ``.index``, ``.timeindex`` and ``.txnindex``.
 
 File names are the segment's base offset as 20 zero-padded digits, as in Kafka
 (``00000000000000001234.log``).  The ``.log`` file holds v2 record batches exactly as
 they travel on the wire (offsets already assigned); see :mod:`kbroker.log.index`
-for the index formats.  A name may carry a suffix while the segment is in transit:
+for the index formats and :mod:`kbroker.log.txnindex` for the aborted-transaction index
+(a file that exists only once the segment holds an abort marker).  A name may carry a suffix while the segment is in transit:
 ``.cleaned`` (compactor output being written), ``.swap`` (output complete, about to
 replace the original) and ``.deleted`` (waiting for ``file.delete.delay.ms``).
 
@@ -30,6 +31,7 @@ from kbroker.wire.errors import CorruptRecord
 
 from .errors import KafkaStorageError
 from .index import CorruptIndex, OffsetIndex, TimeIndex
+from .txnindex import TransactionIndex
 
 INT32_MAX = (1 << 31) - 1
 _OFFSET_AND_SIZE = struct.Struct(">qi")  # base_offset, batch_length: the 12-byte log overhead
@@ -130,6 +132,7 @@ class LogSegment:
         self.size = os.fstat(self.fd).st_size
         self.offset_index = OffsetIndex(self.dir / f"{name}.index{suffix}", base_offset, max_index_bytes)
         self.time_index = TimeIndex(self.dir / f"{name}.timeindex{suffix}", base_offset, max_index_bytes)
+        self.txn_index = TransactionIndex(self.dir / f"{name}.txnindex{suffix}")
         self.created_ms = created_ms
         self.bytes_since_last_index_entry = 0
         self._next_offset: int | None = base_offset if self.size == 0 else None
@@ -405,6 +408,7 @@ class LogSegment:
         self.size = pos
         self.offset_index.truncate_to_position(pos)
         self.time_index.truncate_to_offset(found[1].base_offset)
+        self.txn_index.truncate_to(found[1].base_offset)
         self._next_offset = self._max_ts = None
         self._last_epoch = None
         if pos == 0:
@@ -415,6 +419,7 @@ class LogSegment:
     # -- file management ------------------------------------------------------------
     def flush(self, *, indexes: bool = True) -> None:
         os.fsync(self.fd)
+        self.txn_index.flush()
         if indexes:
             self.offset_index.flush()
             self.time_index.flush()
@@ -427,6 +432,7 @@ class LogSegment:
                 idx.rename(self.dir / f"{name}.{kind}{suffix}")
             else:
                 idx.path = self.dir / f"{name}.{kind}{suffix}"
+        self.txn_index.rename(self.dir / f"{name}.txnindex{suffix}")
         new_log = self.dir / f"{name}.log{suffix}"
         os.replace(self.log_path, new_log)
         self.log_path = new_log
@@ -446,7 +452,7 @@ class LogSegment:
     def delete_files(self) -> None:
         """Close and unlink all three files."""
         self.close()
-        for p in (self.log_path, self.offset_index.path, self.time_index.path):
+        for p in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.unlink(p)
             except FileNotFoundError:

@@ -1,0 +1,9 @@
+"""Idempotent and transactional producers (KIP-98).
+
+* ``producer_state`` -- per-partition producer state (sequences, epochs, open
+  transactions) with ``.snapshot`` files; owned by each ``PartitionLog``;
+* ``records`` -- the ``__transaction_state`` key/value records;
+* ``metadata`` -- one transactional id's state machine (pure);
+* ``coordinator`` -- the transaction coordinator (trio driver: log, replay, timeouts);
+* ``markers`` -- writing commit/abort markers to the partitions of a transaction.
+"""

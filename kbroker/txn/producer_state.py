@@ -1,0 +1,405 @@
+"""Per-partition producer state: idempotence (KIP-98) and the transactions open in a log.
+
+One :class:`ProducerStateManager` belongs to each ``PartitionLog`` (Kafka's
+``ProducerStateManager`` / ``ProducerAppendInfo`` / ``ProducerStateEntry``). It knows, for
+every producer id that wrote to the partition:
+
+- the producer epoch and the metadata of its last five batches (sequence range, offsets,
+  timestamp), so a retried batch is recognised as a duplicate and answered with its
+  original offsets, and a sequence gap is refused;
+- the first offset of its open transaction, if any: the earliest of these is the partition's
+  *first unstable offset*, which bounds the last stable offset (read_committed);
+- the coordinator epoch of the last transaction marker (zombie coordinators are fenced).
+
+Rules kept (client-origin appends, :meth:`check_append`):
+
+- a batch whose epoch and sequence range equal one of the cached batches is a duplicate;
+- an epoch below the current one is ``INVALID_PRODUCER_EPOCH`` (KIP-588);
+- a new epoch must start at sequence 0 unless the producer is unknown here; within an
+  epoch the first sequence must follow the last one (int32 wrap to 0 allowed), else
+  ``OUT_OF_ORDER_SEQUENCE_NUMBER``. An unknown producer (no state: new, or its data
+  gone by retention/DeleteRecords) is accepted at any sequence, as Kafka ≥ 2.5 does
+  (KIP-360), so ``UNKNOWN_PRODUCER_ID`` is never answered for produce;
+- a non-transactional batch while the producer has a transaction open is
+  ``INVALID_TXN_STATE``.
+Coordinator-origin appends (transactional offset commits, markers) check the epoch only.
+
+Snapshots: ``<offset>.snapshot`` in the partition directory (20-digit offset, like
+segments) holds the state of every producer after all batches below ``offset``. The
+layout is Kafka's version 1 producer snapshot, big-endian::
+
+    int16 version (1) | uint32 crc32c of everything after it | int32 count |
+    count × (int64 producer_id, int16 epoch, int32 last_sequence, int64 last_offset,
+             int32 offset_delta, int64 timestamp, int32 coordinator_epoch,
+             int64 current_txn_first_offset)
+
+Like Kafka only the newest batch of each producer is in a snapshot; the log replayed from
+the snapshot forward restores the rest. Files are written to ``.tmp``, fsynced and renamed,
+so a crash leaves either the old set or the new one.
+
+Pure state plus snapshot file I/O; no clock (timestamps come with the batches) and no trio.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+from crc32c import crc32c
+
+from kbroker.wire.error_codes import ErrorCode
+
+NUM_BATCHES_TO_RETAIN = 5
+NO_EPOCH = -1
+NO_SEQUENCE = -1
+INT32_MAX = (1 << 31) - 1
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+
+_HEAD = struct.Struct(">hI")
+_COUNT = struct.Struct(">i")
+_ENTRY = struct.Struct(">qhiqiqiq")
+
+
+class ProducerStateError(Exception):
+    """A batch refused by the producer-state rules; ``error_code`` is Kafka's answer."""
+
+    def __init__(self, error_code: int, message: str):
+        super().__init__(message)
+        self.error_code = int(error_code)
+        self.message = message
+
+
+class CorruptSnapshot(Exception):
+    pass
+
+
+class BatchMetadata(NamedTuple):
+    last_seq: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+
+    @property
+    def first_seq(self) -> int:
+        if self.last_seq == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return _decrement(self.last_seq, self.offset_delta)
+
+    @property
+    def first_offset(self) -> int:
+        return self.last_offset - self.offset_delta
+
+
+class CompletedTxn(NamedTuple):
+    producer_id: int
+    first_offset: int
+    last_offset: int          # offset of the marker
+    is_aborted: bool
+
+
+def _decrement(seq: int, n: int) -> int:
+    return seq - n if seq >= n else INT32_MAX - (n - seq) + 1
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+@dataclass
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int = NO_EPOCH
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1
+    current_txn_first_offset: int | None = None
+    batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def maybe_update_epoch(self, epoch: int) -> None:
+        if epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = epoch
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.producer_epoch or first_seq == NO_SEQUENCE:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+
+class ProducerStateManager:
+    """The producers of one partition. Owned by its ``PartitionLog``, which calls
+    :meth:`append` for every stored batch (in offset order) and takes snapshots."""
+
+    def __init__(self, directory: Path | None, *, expiration_ms: int = 86_400_000):
+        self.dir = Path(directory) if directory is not None else None
+        self.expiration_ms = expiration_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+        self.ongoing: dict[int, int] = {}      # first offset of an open txn -> producer id
+        self.map_end_offset = 0                # state reflects every batch below this offset
+
+    # ------------------------------------------------------------------ queries
+    def entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
+
+    def has_ongoing(self, producer_id: int) -> bool:
+        e = self.producers.get(producer_id)
+        return e is not None and e.current_txn_first_offset is not None
+
+    def first_unstable_offset(self) -> int | None:
+        return min(self.ongoing) if self.ongoing else None
+
+    # ------------------------------------------------------------------ validation
+    def check_append(self, header, *, client: bool = True) -> BatchMetadata | None:
+        """Validate a data batch about to be appended. Returns the cached metadata when it
+        is a duplicate of one of the producer's last batches (nothing must be written),
+        ``None`` when it may be appended; raises :class:`ProducerStateError`."""
+        pid, epoch = header.producer_id, header.producer_epoch
+        e = self.producers.get(pid)
+        if client and e is not None:
+            dup = e.find_duplicate(epoch, header.base_sequence, header.last_sequence)
+            if dup is not None:
+                return dup
+        cur_epoch = e.producer_epoch if e is not None else NO_EPOCH
+        if epoch < cur_epoch:
+            raise ProducerStateError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"producer {pid} epoch {epoch} is older than the current epoch {cur_epoch}")
+        if client:
+            first_seq = header.base_sequence
+            if epoch != cur_epoch:
+                if first_seq != 0 and cur_epoch != NO_EPOCH:
+                    raise ProducerStateError(
+                        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                        f"producer {pid}: new epoch {epoch} must start at sequence 0, not {first_seq}")
+            elif not _in_sequence(e.last_seq, first_seq):
+                raise ProducerStateError(
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"producer {pid}: sequence {first_seq} does not follow {e.last_seq}")
+        if e is not None and e.current_txn_first_offset is not None and not header.is_transactional:
+            raise ProducerStateError(
+                ErrorCode.INVALID_TXN_STATE,
+                f"producer {pid} wrote a non-transactional batch inside a transaction")
+        return None
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """A transaction marker from the coordinator: the epoch may not go back, nor the
+        coordinator epoch (a zombie coordinator)."""
+        e = self.producers.get(producer_id)
+        if e is None:
+            return
+        if producer_epoch < e.producer_epoch:
+            raise ProducerStateError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"marker epoch {producer_epoch} older than {e.producer_epoch} for producer {producer_id}")
+        if coordinator_epoch < e.coordinator_epoch:
+            raise ProducerStateError(
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                f"coordinator epoch {coordinator_epoch} older than {e.coordinator_epoch}")
+
+    # ------------------------------------------------------------------ update
+    def append(self, header, marker: tuple[bool, int] | None = None) -> CompletedTxn | None:
+        """Record a stored batch (offsets assigned). ``marker`` is ``(is_commit,
+        coordinator_epoch)`` for a transaction marker. Returns the transaction a marker
+        completed, if it had data here."""
+        self.map_end_offset = max(self.map_end_offset, header.next_offset)
+        pid = header.producer_id
+        if pid < 0:
+            return None
+        e = self.producers.get(pid)
+        if e is None:
+            e = self.producers[pid] = ProducerStateEntry(pid)
+        if header.is_control:
+            if marker is None:
+                return None
+            commit, coordinator_epoch = marker
+            completed = None
+            first = e.current_txn_first_offset
+            if first is not None:
+                completed = CompletedTxn(pid, first, header.base_offset, not commit)
+                self.ongoing.pop(first, None)
+            e.maybe_update_epoch(header.producer_epoch)
+            e.coordinator_epoch = coordinator_epoch
+            e.current_txn_first_offset = None
+            e.last_timestamp = header.max_timestamp
+            return completed
+        e.maybe_update_epoch(header.producer_epoch)
+        e.batches.append(BatchMetadata(header.last_sequence, header.last_offset,
+                                       header.last_offset_delta, header.max_timestamp))
+        e.last_timestamp = header.max_timestamp
+        if header.is_transactional and e.current_txn_first_offset is None:
+            e.current_txn_first_offset = header.base_offset
+            self.ongoing[header.base_offset] = pid
+        return None
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` is done (the ``lastStableOffset`` of its aborted-txn
+        index entry): the first offset of another open transaction, else past the marker."""
+        others = [off for off, pid in self.ongoing.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def remove_expired(self, now_ms: int) -> int:
+        """Forget producers idle for ``producer.id.expiration.ms`` with no open transaction."""
+        gone = [pid for pid, e in self.producers.items()
+                if e.current_txn_first_offset is None
+                and now_ms - e.last_timestamp >= self.expiration_ms]
+        for pid in gone:
+            del self.producers[pid]
+        return len(gone)
+
+    def reset(self, offset: int = 0) -> None:
+        self.producers.clear()
+        self.ongoing.clear()
+        self.map_end_offset = offset
+
+    # ------------------------------------------------------------------ snapshots
+    def _snapshot_path(self, offset: int) -> Path:
+        return self.dir / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def snapshot_offsets(self) -> list[int]:
+        if self.dir is None:
+            return []
+        out = []
+        try:
+            names = os.listdir(self.dir)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            stem, _, ext = name.partition(".")
+            if ext == "snapshot" and stem.isdigit():
+                out.append(int(stem))
+        return sorted(out)
+
+    def encode_snapshot(self) -> bytes:
+        body = bytearray(_COUNT.pack(len(self.producers)))
+        for pid, e in sorted(self.producers.items()):
+            last = e.batches[-1] if e.batches else None
+            body += _ENTRY.pack(
+                pid, e.producer_epoch,
+                last.last_seq if last else NO_SEQUENCE,
+                last.last_offset if last else -1,
+                last.offset_delta if last else 0,
+                last.timestamp if last else e.last_timestamp,
+                e.coordinator_epoch,
+                -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
+        return _HEAD.pack(SNAPSHOT_VERSION, crc32c(bytes(body))) + bytes(body)
+
+    @staticmethod
+    def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
+        if len(data) < _HEAD.size + _COUNT.size:
+            raise CorruptSnapshot("snapshot too short")
+        version, crc = _HEAD.unpack_from(data, 0)
+        if version != SNAPSHOT_VERSION:
+            raise CorruptSnapshot(f"unknown snapshot version {version}")
+        body = memoryview(data)[_HEAD.size:]
+        if crc32c(bytes(body)) != crc:
+            raise CorruptSnapshot("snapshot CRC mismatch")
+        (count,) = _COUNT.unpack_from(body, 0)
+        if count < 0 or _COUNT.size + count * _ENTRY.size != len(body):
+            raise CorruptSnapshot("snapshot size does not match its entry count")
+        out = []
+        for i in range(count):
+            pid, epoch, last_seq, last_off, delta, ts, coord, txn_first = \
+                _ENTRY.unpack_from(body, _COUNT.size + i * _ENTRY.size)
+            e = ProducerStateEntry(pid, epoch, coord, ts,
+                                   None if txn_first < 0 else txn_first)
+            if last_off >= 0:
+                e.batches.append(BatchMetadata(last_seq, last_off, delta, ts))
+            out.append(e)
+        return out
+
+    def take_snapshot(self, offset: int | None = None, *, sync: bool = True) -> Path | None:
+        """Write ``<offset>.snapshot`` (default: the map end offset)."""
+        if self.dir is None:
+            return None
+        offset = self.map_end_offset if offset is None else offset
+        path = self._snapshot_path(offset)
+        tmp = path.with_name(path.name + ".tmp")
+        data = self.encode_snapshot()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        if sync:
+            _fsync_dir(self.dir)
+        return path
+
+    def load_latest(self, upto: int, *, now_ms: int | None = None) -> int | None:
+        """Reset and load the newest readable snapshot at or below ``upto``; returns its
+        offset (``None``: no usable snapshot, the state is empty). Unreadable snapshots
+        are deleted."""
+        self.reset(0)
+        for off in reversed(self.snapshot_offsets()):
+            if off > upto:
+                continue
+            path = self._snapshot_path(off)
+            try:
+                entries = self.decode_snapshot(path.read_bytes())
+            except (CorruptSnapshot, OSError, struct.error):
+                _unlink(path)
+                continue
+            for e in entries:
+                if now_ms is not None and e.current_txn_first_offset is None \
+                        and now_ms - e.last_timestamp >= self.expiration_ms:
+                    continue
+                self.producers[e.producer_id] = e
+                if e.current_txn_first_offset is not None:
+                    self.ongoing[e.current_txn_first_offset] = e.producer_id
+            self.map_end_offset = off
+            return off
+        return None
+
+    def delete_snapshots_above(self, offset: int) -> None:
+        for off in self.snapshot_offsets():
+            if off > offset:
+                _unlink(self._snapshot_path(off))
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        """Remove snapshots below ``offset`` except the newest snapshot of all."""
+        offs = self.snapshot_offsets()
+        for off in offs[:-1]:
+            if off < offset:
+                _unlink(self._snapshot_path(off))
+
+    # ------------------------------------------------------------------ introspection
+    def active_producers(self) -> Iterable[ProducerStateEntry]:
+        return self.producers.values()
+
+    def statistics(self) -> dict:
+        return {"producers": len(self.producers), "ongoing_txns": len(self.ongoing),
+                "map_end_offset": self.map_end_offset,
+                "first_unstable_offset": self.first_unstable_offset()}
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_dir(d: Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
