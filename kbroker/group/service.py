@@ -146,6 +146,10 @@ class GroupCoordinator:
         for p in todo:
             await self._load_partition(p)
             await trio.sleep(0)          # let other requests in between partitions
+        st = mgr.statistics()
+        log.info("loaded %d partition(s) of %s: %d records, %d groups, %d committed offsets",
+                 len(todo), OFFSETS_TOPIC, self.stats["records_replayed"], st["groups"],
+                 st["committed_offsets"])
 
     async def _load_partition(self, p: int) -> None:
         async with self._lock:
@@ -156,9 +160,10 @@ class GroupCoordinator:
                 self.manager.loading.discard(p)
                 return
             for header, data in part.log.batches():
-                if header.is_control:
-                    continue            # transaction markers: offsets staged by txns (later)
                 if header.is_transactional:
+                    self._replay_transactional(p, header, data)
+                    continue
+                if header.is_control:
                     continue
                 try:
                     for r in wire_records.decode_records(data, 0, header):
@@ -170,6 +175,22 @@ class GroupCoordinator:
                                   OFFSETS_TOPIC, p, header.base_offset)
             await self._drive(self.manager.complete_load(p, self.now_ms()))
         log.debug("loaded %s-%d", OFFSETS_TOPIC, p)
+
+    def _replay_transactional(self, p: int, header, data) -> None:
+        """Offsets a transaction wrote are staged; its marker commits or drops them."""
+        try:
+            recs = wire_records.decode_records(data, 0, header)
+            if header.is_control:
+                if recs:
+                    commit, _ = wire_records.parse_control_record(recs[0])
+                    self.manager.complete_txn_offsets(header.producer_id, p, commit)
+                return
+            self.manager.replay_txn_offset_records(header.producer_id,
+                                                   [(r.key, r.value) for r in recs])
+        except Exception:  # noqa: BLE001 - one bad batch must not stop the load
+            self.stats["replay_errors"] += 1
+            log.exception("skipping unreadable transactional batch in %s-%d at %d",
+                          OFFSETS_TOPIC, p, header.base_offset)
 
     # ------------------------------------------------------------------ driving the manager
     async def _call(self, fn: Callable[[int], Result]) -> Any:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 from .conftest import SESSION_MS
 
@@ -36,15 +37,24 @@ class ConsumerThread:
         self._commit = threading.Event()
         self._committed = threading.Event()
         self.error: BaseException | None = None
+        self.poll_errors: list = []
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self):
+        from kafka.errors import KafkaError
         try:
             c = self._make()
             try:
                 while not self._stop.is_set():
-                    batch = c.poll(timeout_ms=100)
+                    try:
+                        batch = c.poll(timeout_ms=100)
+                    except KafkaError as e:
+                        # kafka-python 3 surfaces connection errors from poll while the
+                        # broker is down (restart tests); an application would retry
+                        self.poll_errors.append(e)
+                        time.sleep(0.1)
+                        continue
                     with self.lock:
                         self.assignment = {tp.partition for tp in c.assignment()}
                         for tp, recs in batch.items():
