@@ -1,0 +1,150 @@
+"""The trio driver (GroupCoordinator) on trio's MockClock: parked joins complete when the
+timer task fires, sessions expire at the exact trio time, records go through a
+ReplicaManager-like append and come back on a restart. The broker around it is a small
+in-memory stand-in (the real one is exercised by tests/clients_groups)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import trio
+import trio.testing
+
+from kbroker.group.manager import JoinRequest
+from kbroker.group.service import OFFSETS_TOPIC, GroupCoordinator
+from kbroker.wire import records as wire_records
+from kbroker.wire.error_codes import ErrorCode as E
+
+
+@dataclass
+class FakeLog:
+    batches_: list = field(default_factory=list)
+
+    def batches(self):
+        for b in self.batches_:
+            yield wire_records.parse_header(b, 0), b
+
+
+class AppendFailed(Exception):
+    def __init__(self, code):
+        super().__init__(code)
+        self.error_code = code
+
+
+class FakeReplicas:
+    def __init__(self, logs):
+        self.logs = logs
+        self.fail_with = None
+
+    def get_partition(self, topic, p):
+        return SimpleNamespace(log=self.logs.setdefault(p, FakeLog()))
+
+    def append(self, topic, p, batch, **kw):
+        assert topic == OFFSETS_TOPIC and kw.get("allow_internal")
+        if self.fail_with is not None:
+            raise AppendFailed(self.fail_with)
+        self.logs.setdefault(p, FakeLog()).batches_.append(bytes(batch))
+
+
+class FakeController:
+    def __init__(self, broker):
+        self.broker = broker
+
+    async def maybe_create_topics(self, names):
+        for n in names:
+            parts = {i: SimpleNamespace(leader=1) for i in range(self.broker.num_partitions)}
+            self.broker.metadata.topics[n] = SimpleNamespace(partitions=parts)
+        return []
+
+
+class FakeBroker:
+    def __init__(self, logs=None, topic_exists=False, num_partitions=5, **config):
+        self.num_partitions = num_partitions
+        self.node_id = 1
+        cfg = {"offsets.topic.num.partitions": num_partitions,
+               "group.initial.rebalance.delay.ms": 3000, **config}
+        self.config = SimpleNamespace(get=lambda k: cfg.get(k))
+        self.metadata = SimpleNamespace(topics={})
+        self.controller = FakeController(self)
+        self.logs = {} if logs is None else logs
+        self.replicas = FakeReplicas(self.logs)
+        self.clock = SimpleNamespace(now_ms=lambda: int(trio.current_time() * 1000))
+        if topic_exists:
+            self.metadata.topics[OFFSETS_TOPIC] = SimpleNamespace(
+                partitions={i: SimpleNamespace(leader=1) for i in range(num_partitions)})
+
+
+def req(member_id="", client="c", session=10000):
+    return JoinRequest(group_id="g", member_id=member_id, protocol_type="consumer",
+                       protocols=[("range", b"m")], session_timeout_ms=session,
+                       rebalance_timeout_ms=30000, client_id=client, api_version=9)
+
+
+async def test_parked_joins_complete_on_the_mock_clock_and_sessions_expire(autojump_clock):
+    broker = FakeBroker()
+    gc = GroupCoordinator(broker)
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        # not created yet: NOT_COORDINATOR until FindCoordinator creates and loads it
+        assert (await gc.join_group(req())).error == E.NOT_COORDINATOR
+        assert await gc.ensure_offsets_topic() == 0
+        first = await gc.join_group(req())
+        assert first.error == E.MEMBER_ID_REQUIRED
+        t0 = trio.current_time()
+        results = {}
+
+        async def join(name, mid):
+            results[name] = (await gc.join_group(req(mid)), trio.current_time())
+        nursery.start_soon(join, "a", first.member_id)
+        await trio.testing.wait_all_tasks_blocked()
+        assert "a" not in results
+        await trio.sleep(3.5)
+        r, t = results["a"]
+        assert r.error == 0 and r.generation_id == 1 and abs((t - t0) - 3.0) <= 0.001
+        s = await gc.sync_group("g", r.member_id, 1, None, None, None, [(r.member_id, b"A")])
+        assert s.assignment == b"A"
+        assert await gc.commit_offsets("g", r.member_id, 1, None, [("t", [(0, 42, -1, "meta")])]) \
+            == [("t", [(0, 0)])]
+        broker.replicas.fail_with = E.NOT_LEADER_OR_FOLLOWER
+        assert await gc.commit_offsets("g", r.member_id, 1, None, [("t", [(0, 99, -1, "")])]) \
+            == [("t", [(0, E.NOT_COORDINATOR)])]
+        broker.replicas.fail_with = None
+        # no heartbeats: the member is gone one session timeout after its sync
+        t_sync = trio.current_time()
+        await trio.sleep(9.999)
+        assert await gc.heartbeat("g", r.member_id, 1, None) == 0
+        await trio.sleep(10.001)
+        assert await gc.heartbeat("g", r.member_id, 1, None) == E.UNKNOWN_MEMBER_ID
+        assert trio.current_time() - t_sync > 10
+        assert gc.statistics()["members_expired"] == 1
+        gc.close()
+        nursery.cancel_scope.cancel()
+
+    # a new coordinator over the same log sees the offsets (and the Empty group)
+    broker2 = FakeBroker(logs=broker.logs, topic_exists=True)
+    gc2 = GroupCoordinator(broker2)
+    async with trio.open_nursery() as nursery:
+        await gc2.start(nursery)
+        err, res = await gc2.fetch_offsets("g", None)
+        assert res == [("t", [(0, 42, -1, "meta", 0)])]
+        assert [g[0] for g in await gc2.list_groups()] == ["g"]
+        gc2.close()
+        nursery.cancel_scope.cancel()
+
+
+async def test_close_answers_parked_requests(autojump_clock):
+    broker = FakeBroker(topic_exists=True)
+    gc = GroupCoordinator(broker)
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        first = await gc.join_group(req())
+        out = []
+
+        async def join():
+            out.append(await gc.join_group(req(first.member_id)))
+        nursery.start_soon(join)
+        await trio.testing.wait_all_tasks_blocked()
+        gc.close()
+        await trio.testing.wait_all_tasks_blocked()
+        assert out and out[0].error == E.NOT_COORDINATOR
+        nursery.cancel_scope.cancel()
