@@ -14,6 +14,7 @@
 const { Kafka, logLevel, CompressionTypes, CompressionCodecs, ConfigResourceTypes } = require('kafkajs')
 const snappy = require('snappyjs')
 const lz4 = require('lz4js')
+const lz4xxh = require('lz4js/xxh32.js')
 const zstd = require('@bokuweb/zstd-wasm')
 
 // --- compression codecs (kafkajs ships gzip only; these adapt pure-JS/wasm libraries) -------
@@ -50,8 +51,32 @@ const snappyCodec = {
   }
 }
 
+// LZ4 frames as Kafka's Java client writes them: independent 64 KiB blocks (the broker
+// rejects frames without the block-independence flag, which lz4js's own framing leaves out).
+const LZ4_BLOCK = 64 * 1024
+function lz4Frame (input) {
+  const header = Buffer.from([0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0])
+  header[6] = (lz4xxh.hash(0, header, 4, 2) >> 8) & 0xff
+  const parts = [header]
+  for (let pos = 0; pos < input.length; pos += LZ4_BLOCK) {
+    const block = input.subarray(pos, Math.min(pos + LZ4_BLOCK, input.length))
+    const dst = Buffer.alloc(lz4.compressBound(block.length))
+    const size = lz4.compressBlock(block, dst, 0, block.length, new Uint32Array(1 << 16))
+    const len = Buffer.alloc(4)
+    if (size === 0 || size >= block.length) {
+      len.writeUInt32LE((0x80000000 | block.length) >>> 0)
+      parts.push(len, Buffer.from(block))
+    } else {
+      len.writeUInt32LE(size)
+      parts.push(len, dst.subarray(0, size))
+    }
+  }
+  parts.push(Buffer.alloc(4)) // end mark
+  return Buffer.concat(parts)
+}
+
 const lz4Codec = {
-  async compress (encoder) { return Buffer.from(lz4.compress(encoder.buffer)) },
+  async compress (encoder) { return lz4Frame(encoder.buffer) },
   async decompress (buffer) { return Buffer.from(lz4.decompress(buffer)) }
 }
 
@@ -104,6 +129,10 @@ function describeError (e) {
   const nested = (e && (e.errors || (e.originalError && [e.originalError]))) || []
   if (Array.isArray(nested) && nested.length) out.errors = nested.map(describeError)
   if (e && e.cause) out.cause = describeError(e.cause)
+  if (e && Array.isArray(e.partitions)) {
+    out.partitions = e.partitions.map((p) => ({ partition: p.partition, error: describeError(p.error) }))
+    out.errors = (out.errors || []).concat(out.partitions.map((p) => p.error))
+  }
   return out
 }
 
@@ -229,7 +258,10 @@ class Driver {
   }
 
   async deleteTopicRecords (op) {
-    return (await this.admin()).deleteTopicRecords({
+    const admin = await this.admin()
+    // kafkajs looks the leaders up in its metadata cache without refreshing it first
+    await admin.fetchTopicMetadata({ topics: [op.topic] })
+    return admin.deleteTopicRecords({
       topic: op.topic,
       partitions: op.partitions.map((p) => ({ partition: p.partition, offset: String(p.offset) }))
     })
@@ -408,7 +440,13 @@ async function main () {
         continue
       }
       try {
-        const value = await fn.call(driver, op)
+        // deadlineMs bounds an op that would otherwise retry for long (known differences)
+        const work = fn.call(driver, op)
+        const value = op.deadlineMs
+          ? await Promise.race([work, sleep(op.deadlineMs).then(() => {
+            throw Object.assign(new Error(`op ${op.op} still running after ${op.deadlineMs} ms`), { name: 'DriverDeadline', type: 'TIMEOUT' })
+          })])
+          : await work
         results.push({ ok: value === undefined ? null : value })
       } catch (e) {
         results.push({ error: describeError(e) })
