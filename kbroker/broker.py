@@ -7,6 +7,7 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
 - ``logs``     — the ``LogManager`` of ``log.dirs`` (the metadata log lives there too);
 - ``controller`` — the single-node controller; ``metadata`` is its current image;
 - ``producer_ids`` — producer ids for InitProducerId, in controller-reserved blocks;
+- ``transactions`` — the transaction coordinator (``kbroker/txn/coordinator.py``);
 - ``replicas`` — the ``ReplicaManager`` (``kbroker/replica.py``), told about every new
   image via ``apply_image`` so partition logs follow the metadata.
 
@@ -112,6 +113,9 @@ class Broker:
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start(nursery)
+        from kbroker.txn.coordinator import TransactionCoordinator
+        self.transactions = TransactionCoordinator(self)
+        await self.transactions.start(nursery)
         self.started = True
         log.info("broker %d started: %s (clean shutdown before: %s)", self.node_id,
                  self.metadata.statistics(), self.had_clean_shutdown)
@@ -129,6 +133,8 @@ class Broker:
             return
         if self.group_coordinator is not None:
             self.group_coordinator.close()
+        if self.transactions is not None:
+            self.transactions.close()
         close = getattr(self.replicas, "shutdown", None) or getattr(self.replicas, "close", None)
         if close is not None:
             try:

@@ -1,15 +1,16 @@
-"""InitProducerId (key 22), v0–v5, for idempotent producers (``transactional_id`` null).
+"""InitProducerId (key 22), v0–v5, for idempotent and transactional producers (KIP-98).
 
-- KIP-98: a new producer id with epoch 0 from a block reserved through the controller
-  (``kbroker.metadata.producer_ids``), so ids never repeat across restarts. v3+ (KIP-360)
-  may carry the producer's current id/epoch; for a non-transactional producer Kafka just
-  hands out a fresh id, and so does this.
-- Transactional ids are served by the transaction coordinator when the broker has one
-  (``broker.transactions.init_producer_id``); until then they are answered
-  ``COORDINATOR_NOT_AVAILABLE`` (retriable; FindCoordinator for transactions fails first
-  anyway). ``transaction.timeout.ms`` above ``transaction.max.timeout.ms`` is
-  ``INVALID_TRANSACTION_TIMEOUT`` as in Kafka.
-Not implemented here: transactions (their own issue), KIP-890 v6 (``enable2Pc``).
+- ``transactional_id`` null: a new producer id with epoch 0 from a block reserved through
+  the controller (``kbroker.metadata.producer_ids``), so ids never repeat across restarts.
+  v3+ (KIP-360) may carry the producer's current id/epoch; for a non-transactional producer
+  Kafka just hands out a fresh id, and so does this.
+- A transactional id goes to the transaction coordinator (``broker.transactions``,
+  ``kbroker.txn.coordinator``): the id's producer id with a bumped epoch, fencing the
+  previous instance (its open transaction is aborted); v3+ retries of a lost answer get
+  the same epoch again (KIP-360). ``transaction.timeout.ms`` above
+  ``transaction.max.timeout.ms`` is ``INVALID_TRANSACTION_TIMEOUT``; an empty id is
+  ``INVALID_REQUEST``, as in Kafka.
+Not implemented: KIP-890 v6 (``enable2Pc``, KIP-939).
 """
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ async def handle(ctx: RequestContext, request) -> Response:
             request.transaction_timeout_ms > broker.config.get("transaction.max.timeout.ms"):
         return Response(error_code=ErrorCode.INVALID_TRANSACTION_TIMEOUT, producer_id=-1, producer_epoch=-1)
     coordinator = getattr(broker, "transactions", None)
-    if coordinator is not None:
-        return await coordinator.init_producer_id(ctx, request)
-    return Response(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
+    if coordinator is None:
+        return Response(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
+    expected = (request.producer_id, request.producer_epoch) if ctx.version >= 3 else (-1, -1)
+    err, pid, epoch = await coordinator.init_producer_id(
+        request.transactional_id, request.transaction_timeout_ms, *expected)
+    return Response(throttle_time_ms=0, error_code=err, producer_id=pid, producer_epoch=epoch)

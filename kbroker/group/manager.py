@@ -1135,6 +1135,75 @@ class GroupManager:
                     self._prepare_rebalance(g, now_ms)
         return self._run(go)
 
+    # ----------------------------------------------------------------- transactional offsets
+    # Hooks for the transaction coordinator (kbroker/txn): TxnOffsetCommit writes offset
+    # records in a transactional batch of the producer; they are staged here and become
+    # visible when the commit marker reaches their __consumer_offsets partition.
+    def validate_txn_offset_commit(self, group_id: str, member_id: str,
+                                   group_instance_id: str | None, generation_id: int) -> int:
+        """Kafka's ``validateTransactionalOffsetCommit``: an unknown group with generation
+        -1 becomes a simple group; member/generation are checked when given; the group
+        state is not enforced."""
+        if not group_id:
+            return E.INVALID_GROUP_ID
+        err = self.coordinator_error(group_id)
+        if err:
+            return err
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return E.ILLEGAL_GENERATION
+            return E.NONE
+        if group.is_in(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_in(S.EMPTY):
+            return E.NONE
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            err = self._validate_member(group, member_id, group_instance_id)
+            if err:
+                return err
+            if generation_id != group.generation_id:
+                return E.ILLEGAL_GENERATION
+        return E.NONE
+
+    def stage_txn_offsets(self, producer_id: int, group_id: str,
+                          offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+        if group_id not in self.groups:
+            self.groups[group_id] = ClassicGroup(group_id, state_timestamp_ms=-1)
+        self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
+
+    def replay_txn_offset_records(self, producer_id: int, records) -> None:
+        """Load: ``(key, value)`` of a transactional batch in ``__consumer_offsets``."""
+        for key, value in records:
+            k = rec.decode_key(key)
+            if not isinstance(k, OffsetKey):
+                continue
+            decoded = rec.decode_offset_value(value)
+            if decoded is None:
+                continue
+            v, version = decoded
+            self.stage_txn_offsets(producer_id, k.group, {(k.topic, k.partition): OffsetAndMetadata(
+                v.offset, v.leader_epoch if version >= 3 else -1, v.metadata, v.commit_timestamp)})
+
+    def complete_txn_offsets(self, producer_id: int, partition: int, commit: bool) -> int:
+        """A marker of ``producer_id`` reached ``__consumer_offsets-partition``: its staged
+        offsets of groups on that partition become committed (or are dropped)."""
+        by_group = self.pending_txn_offsets.get(producer_id)
+        if not by_group:
+            return 0
+        n = 0
+        for gid in [g for g in by_group if self.partition_for(g) == partition]:
+            staged = by_group.pop(gid)
+            n += len(staged)
+            if commit:
+                self.offsets.setdefault(gid, {}).update(staged)
+                if gid not in self.groups:
+                    self.groups[gid] = ClassicGroup(gid, state_timestamp_ms=-1)
+                self.counters["offset_commits"] += len(staged)
+        if not by_group:
+            del self.pending_txn_offsets[producer_id]
+        return n
+
     # ----------------------------------------------------------------- introspection
     def statistics(self) -> dict:
         states: dict[str, int] = {}

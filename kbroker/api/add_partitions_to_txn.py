@@ -1,0 +1,66 @@
+"""AddPartitionsToTxn (key 24), v0–v5: add partitions to a producer's transaction (KIP-98).
+
+- v0–v3 come from transactional clients: one transaction, per-partition errors. As in
+  Kafka, a partition the metadata does not know is UNKNOWN_TOPIC_OR_PARTITION and then
+  every other one OPERATION_NOT_ATTEMPTED; otherwise every partition gets the
+  coordinator's answer (``kbroker.txn.coordinator``).
+- v4+ (KIP-890 part 1) are broker-to-broker and batched: several transactions, and
+  ``verify_only`` asks whether partitions are already in the ongoing transaction
+  (INVALID_TXN_STATE when not) without adding them. v5 only adds error codes of KIP-890's
+  second phase, which this broker does not produce.
+Not implemented: authorization (cluster action for v4+).
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
+
+Resp = messages.AddPartitionsToTxnResponse
+
+
+def _topic_results(errors: dict[tuple[str, int], int], topics) -> list:
+    out = []
+    for t in topics:
+        out.append(Resp.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+            Resp.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=errors[(t.name, p)])
+            for p in t.partitions]))
+    return out
+
+
+def _unknown(broker, partitions) -> set:
+    topics = broker.metadata.topics
+    return {(t, p) for t, p in partitions if t not in topics or p not in topics[t].partitions}
+
+
+async def _add(broker, tid, pid, epoch, topics, verify_only=False) -> dict:
+    partitions = [(t.name, p) for t in topics for p in t.partitions]
+    coordinator = broker.transactions
+    if coordinator is None:
+        return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in partitions}
+    if verify_only:
+        return coordinator.verify_partitions(tid, pid, epoch, partitions)
+    unknown = _unknown(broker, partitions)
+    if unknown:
+        return {tp: (E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED)
+                for tp in partitions}
+    err = await coordinator.add_partitions(tid, pid, epoch, partitions)
+    return {tp: err for tp in partitions}
+
+
+@api(24, versions=(0, 5))
+async def handle(ctx: RequestContext, request) -> Resp:
+    broker = ctx.broker
+    if ctx.version <= 3:
+        errors = await _add(broker, request.v3_and_below_transactional_id,
+                            request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
+                            request.v3_and_below_topics)
+        return Resp(throttle_time_ms=0,
+                    results_by_topic_v3_and_below=_topic_results(errors, request.v3_and_below_topics))
+    results = []
+    for txn in request.transactions:
+        errors = await _add(broker, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                            txn.topics, verify_only=txn.verify_only)
+        results.append(Resp.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
+                                                     topic_results=_topic_results(errors, txn.topics)))
+    return Resp(throttle_time_ms=0, error_code=E.NONE, results_by_transaction=results)

@@ -1,0 +1,25 @@
+"""EndTxn (key 26), v0–v4: commit or abort the producer's transaction (KIP-98).
+
+The coordinator writes PrepareCommit/PrepareAbort to ``__transaction_state``, a marker to
+every partition of the transaction and then CompleteCommit/CompleteAbort; the answer
+comes once that is done (``kbroker.txn.coordinator.end_txn``). A retried EndTxn of a
+completed transaction answers NONE. Capped at v4: v5 belongs to KIP-890's second phase
+(transaction.version 2: the epoch is bumped by every EndTxn), not implemented.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
+
+Resp = messages.EndTxnResponse
+
+
+@api(26, versions=(0, 4))
+async def handle(ctx: RequestContext, request) -> Resp:
+    coordinator = ctx.broker.transactions
+    if coordinator is None:
+        return Resp(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE)
+    err = await coordinator.end_txn(request.transactional_id, request.producer_id,
+                                    request.producer_epoch, request.committed)
+    return Resp(throttle_time_ms=0, error_code=err)

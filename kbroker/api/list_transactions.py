@@ -1,0 +1,35 @@
+"""ListTransactions (key 66), v0–v1: the transactional ids this coordinator knows (KIP-664).
+
+Filters: state names (unknown names are echoed in ``unknown_state_filters``), producer ids,
+and v1's ``duration_filter`` (KIP-994: only transactions open longer than that many ms).
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.txn.metadata import STATE_BY_NAME
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
+
+Resp = messages.ListTransactionsResponse
+
+
+@api(66, versions=(0, 1))
+async def handle(ctx: RequestContext, request) -> Resp:
+    coordinator = ctx.broker.transactions
+    states = list(request.state_filters or ())
+    unknown = [s for s in states if s not in STATE_BY_NAME]
+    if coordinator is None:
+        return Resp(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE,
+                    unknown_state_filters=unknown, transaction_states=[])
+    await coordinator.maybe_load()
+    duration = request.duration_filter if ctx.version >= 1 else -1
+    found = coordinator.list_transactions(set(states) - set(unknown) if states else None,
+                                          set(request.producer_id_filters or ()) or None,
+                                          duration)
+    if states and len(unknown) == len(states):
+        found = []
+    return Resp(throttle_time_ms=0, error_code=E.NONE, unknown_state_filters=unknown,
+                transaction_states=[Resp.TransactionState(transactional_id=m.transactional_id,
+                                                          producer_id=m.producer_id,
+                                                          transaction_state=m.state.display_name)
+                                    for m in found])

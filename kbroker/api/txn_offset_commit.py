@@ -1,0 +1,36 @@
+"""TxnOffsetCommit (key 28), v0–v4: commit consumer offsets inside a transaction (KIP-98;
+KIP-447 adds generation/member/instance at v3 so the group can fence zombie consumers).
+
+The offsets are written to ``__consumer_offsets`` in a transactional batch of the producer
+and become visible at commit (``kbroker.txn.offsets``). The group checks are Kafka's
+transactional ones: member and generation when given, group state not enforced.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.txn.offsets import txn_offset_commit
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
+
+Resp = messages.TxnOffsetCommitResponse
+
+
+@api(28, versions=(0, 4))
+async def handle(ctx: RequestContext, request) -> Resp:
+    v = ctx.version
+    topics = [(t.name, [(p.partition_index, p.committed_offset,
+                         p.committed_leader_epoch if v >= 2 else -1, p.committed_metadata)
+                        for p in t.partitions]) for t in request.topics]
+    if ctx.broker.transactions is None:
+        result = [(t, [(p[0], int(E.COORDINATOR_NOT_AVAILABLE)) for p in ps]) for t, ps in topics]
+    else:
+        result = await txn_offset_commit(
+            ctx.broker, transactional_id=request.transactional_id, group_id=request.group_id,
+            producer_id=request.producer_id, producer_epoch=request.producer_epoch,
+            generation_id=request.generation_id if v >= 3 else -1,
+            member_id=request.member_id if v >= 3 else "",
+            group_instance_id=request.group_instance_id if v >= 3 else None, topics=topics)
+    return Resp(throttle_time_ms=0, topics=[
+        Resp.TxnOffsetCommitResponseTopic(name=t, partitions=[
+            Resp.TxnOffsetCommitResponsePartition(partition_index=p, error_code=c) for p, c in ps])
+        for t, ps in result])

@@ -1,0 +1,495 @@
+"""``TransactionCoordinator``: transactional ids, their producer ids/epochs and transactions.
+
+Kafka's ``TransactionCoordinator`` + ``TransactionStateManager`` for one node (TV1: no
+KIP-890 second phase). State lives in the compacted topic ``__transaction_state``
+(:mod:`kbroker.txn.records`); every transition is appended there first and applied to the
+in-memory map only once the append succeeded; start-up (and the first use after
+FindCoordinator created the topic) replays the led partitions.
+
+- **InitProducerId** (transactional): a new id gets a producer id from the controller's
+  blocks and epoch 0; a known id gets its epoch bumped (a new producer id when the epoch
+  is exhausted). An ongoing transaction of the old instance is aborted first with a
+  fenced (bumped) epoch, so the zombie's later requests fail. KIP-360: a retry that names
+  the epoch before a bump gets the bumped epoch again instead of a second bump.
+- **AddPartitionsToTxn / AddOffsetsToTxn** move the id to Ongoing with the partitions.
+- **EndTxn** writes PrepareCommit/PrepareAbort, then a commit/abort marker to every
+  partition of the transaction (:meth:`write_markers`, the work of WriteTxnMarkers), then
+  CompleteCommit/CompleteAbort. On one node the markers are appended synchronously, so the
+  client's answer comes after the transaction is complete. Markers that fail (e.g. a full
+  disk) leave the id in Prepare*; the timer task retries them, as does start-up.
+- **Timeouts**: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` the
+  timer aborts Ongoing transactions older than their timeout, with a bumped epoch
+  (the producer is fenced, as in Kafka).
+- **Verification** (KIP-890 part 1 on one node): the ReplicaManager asks :meth:`verify`
+  before the first transactional batch of a producer on a partition.
+
+Error codes follow Kafka's handlers (``INVALID_PRODUCER_ID_MAPPING``, ``PRODUCER_FENCED``,
+``CONCURRENT_TRANSACTIONS``, ``INVALID_TXN_STATE``, ``NOT_COORDINATOR``...). The clock is
+the broker's (``now_ms``); the timer sleeps on trio's clock. Not implemented:
+transactional-id expiration (``transactional.id.expiration.ms``), KIP-890 part 2, 2PC (KIP-939).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable
+
+import trio
+
+from kbroker.wire import records as wire_records
+from kbroker.wire.error_codes import ErrorCode as E
+
+from . import records as trec
+from .metadata import TransactionMetadata, TxnState
+
+log = logging.getLogger("kbroker.txn")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TOPIC = trec.TRANSACTION_STATE_TOPIC
+
+
+def _append_error(code: int) -> int:
+    """Kafka's mapping of a failed ``__transaction_state`` append to the client's error."""
+    if code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
+                E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if code in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    return E.UNKNOWN_SERVER_ERROR
+
+
+class TransactionCoordinator:
+    """Owned by the Broker (``broker.transactions``); API modules call its methods."""
+
+    def __init__(self, broker, *, now_ms: Callable[[], int] | None = None):
+        self.broker = broker
+        cfg = broker.config
+        self.num_partitions = int(cfg.get("transaction.state.log.num.partitions"))
+        self.max_timeout_ms = int(cfg.get("transaction.max.timeout.ms"))
+        self.abort_interval_ms = int(cfg.get("transaction.abort.timed.out.transaction.cleanup.interval.ms"))
+        self.now_ms = now_ms or broker.clock.now_ms
+        self.txns: dict[str, TransactionMetadata] = {}
+        self._by_pid: dict[int, str] = {}
+        self.loaded: set[int] = set()
+        self._lock = trio.Lock()
+        self._closed = False
+        self.stats = {"appends": 0, "append_errors": 0, "markers": 0, "marker_errors": 0,
+                      "commits": 0, "aborts": 0, "timeouts": 0, "fenced": 0,
+                      "records_replayed": 0}
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, nursery: trio.Nursery | None = None) -> None:
+        self.broker.replicas.txn_verifier = self.verify
+        await self.maybe_load()
+        if nursery is not None:
+            nursery.start_soon(self._timer_loop)
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def _timer_loop(self) -> None:
+        while not self._closed:
+            await trio.sleep(self.abort_interval_ms / 1000)
+            if self._closed:
+                return
+            try:
+                await self.abort_timed_out()
+            except Exception:  # noqa: BLE001 - the timer must survive one bad round
+                log.exception("transaction timeout pass failed")
+
+    def statistics(self) -> dict:
+        states: dict[str, int] = {}
+        for m in self.txns.values():
+            states[m.state.display_name] = states.get(m.state.display_name, 0) + 1
+        return {"transactional_ids": len(self.txns), "states": states,
+                "loaded_partitions": len(self.loaded), **self.stats}
+
+    # ------------------------------------------------------------------ topic and load
+    def partition_for(self, transactional_id: str) -> int:
+        return trec.partition_for(transactional_id, self.num_partitions)
+
+    def _led_partitions(self) -> list[int] | None:
+        topic = self.broker.metadata.topics.get(TOPIC)
+        if topic is None:
+            return None
+        me = self.broker.node_id
+        return sorted(p for p, pi in topic.partitions.items() if pi.leader == me)
+
+    async def ensure_topic(self) -> int:
+        """Create ``__transaction_state`` if needed (FindCoordinator does it too) and load it."""
+        if self._led_partitions() is None:
+            results = await self.broker.controller.maybe_create_topics([TOPIC])
+            for r in results:
+                if r.error_code and r.error_code != E.TOPIC_ALREADY_EXISTS:
+                    return E.COORDINATOR_NOT_AVAILABLE
+        await self.maybe_load()
+        return E.NONE
+
+    async def maybe_load(self) -> None:
+        parts = self._led_partitions()
+        if parts is None:
+            return
+        topic = self.broker.metadata.topics[TOPIC]
+        self.num_partitions = len(topic.partitions)
+        todo = [p for p in parts if p not in self.loaded]
+        if not todo:
+            return
+        async with self._lock:
+            todo = [p for p in todo if p not in self.loaded]
+            for p in todo:
+                self._load_partition(p)
+            # finish what a crash interrupted between Prepare* and Complete*
+            for meta in list(self.txns.values()):
+                if meta.partition in todo and meta.state.is_prepare:
+                    self._write_markers_and_complete(meta)
+
+    def _load_partition(self, p: int) -> None:
+        part = self.broker.replicas.get_partition(TOPIC, p)
+        for header, data in part.log.batches():
+            if header.is_control:
+                continue
+            try:
+                recs = wire_records.decode_records(data, 0, header)
+            except Exception:  # noqa: BLE001 - one bad batch must not stop the load
+                log.exception("unreadable batch in %s-%d at %d", TOPIC, p, header.base_offset)
+                continue
+            for r in recs:
+                try:
+                    tid = trec.decode_key(r.key)
+                    if tid is None:
+                        continue
+                    value = trec.decode_value(r.value)
+                except Exception:  # noqa: BLE001
+                    log.exception("unreadable record in %s-%d at %d", TOPIC, p, r.offset)
+                    continue
+                self.stats["records_replayed"] += 1
+                if value is None:
+                    self._forget(tid)
+                else:
+                    self._apply(TransactionMetadata.from_value(tid, value, p))
+        self.loaded.add(p)
+
+    def _apply(self, meta: TransactionMetadata) -> None:
+        old = self.txns.get(meta.transactional_id)
+        if old is not None and old.producer_id != meta.producer_id:
+            if self._by_pid.get(old.producer_id) == meta.transactional_id:
+                del self._by_pid[old.producer_id]
+        self.txns[meta.transactional_id] = meta
+        self._by_pid[meta.producer_id] = meta.transactional_id
+
+    def _forget(self, tid: str) -> None:
+        old = self.txns.pop(tid, None)
+        if old is not None and self._by_pid.get(old.producer_id) == tid:
+            del self._by_pid[old.producer_id]
+
+    def coordinator_error(self, transactional_id: str) -> int:
+        p = self.partition_for(transactional_id)
+        if p in self.loaded:
+            return E.NONE
+        parts = self._led_partitions()
+        if parts is None or p not in parts:
+            return E.NOT_COORDINATOR
+        return E.COORDINATOR_LOAD_IN_PROGRESS
+
+    async def _ready(self, transactional_id: str) -> int:
+        if not transactional_id:
+            return E.INVALID_REQUEST
+        if self._led_partitions() is None:
+            err = await self.ensure_topic()
+            if err:
+                return err
+        await self.maybe_load()
+        return self.coordinator_error(transactional_id)
+
+    def coordinator_epoch(self, partition: int) -> int:
+        try:
+            return max(0, self.broker.replicas.get_partition(TOPIC, partition).leader_epoch)
+        except Exception:  # noqa: BLE001
+            return 0
+
+    # ------------------------------------------------------------------ log writes
+    def _write(self, meta: TransactionMetadata) -> int:
+        """Append ``meta`` as the id's new state; apply it once stored. Returns an error code."""
+        now = self.now_ms()
+        batch = wire_records.build_batch([(trec.encode_key(meta.transactional_id),
+                                           trec.encode_value(meta.to_value()), (), now)])
+        try:
+            self.broker.replicas.append(TOPIC, meta.partition, batch, required_acks=-1,
+                                        now_ms=now, allow_internal=True, origin="coordinator")
+        except Exception as exc:  # noqa: BLE001 - becomes the client's error code
+            self.stats["append_errors"] += 1
+            code = getattr(exc, "error_code", None)
+            log.warning("append to %s-%d failed: %r", TOPIC, meta.partition, exc)
+            return _append_error(int(code)) if code is not None else E.UNKNOWN_SERVER_ERROR
+        self.stats["appends"] += 1
+        self._apply(meta)
+        return E.NONE
+
+    # ------------------------------------------------------------------ InitProducerId
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                               expected_pid: int = -1, expected_epoch: int = -1) -> tuple[int, int, int]:
+        """(error, producer id, epoch) for a transactional InitProducerId (v3+: with the
+        producer's current id/epoch, KIP-360)."""
+        err = await self._ready(transactional_id)
+        if err:
+            return err, -1, -1
+        if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
+            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        async with self._lock:
+            now = self.now_ms()
+            meta = self.txns.get(transactional_id)
+            if meta is None:
+                pid = await self.broker.producer_ids.generate()
+                meta = TransactionMetadata(transactional_id, pid, -1, timeout_ms,
+                                           partition=self.partition_for(transactional_id),
+                                           last_update_ms=now)
+            else:
+                if meta.pending or meta.state.is_prepare:
+                    return E.CONCURRENT_TRANSACTIONS, -1, -1
+                if expected_pid >= 0 and not meta.matches_producer(expected_pid, expected_epoch):
+                    return E.PRODUCER_FENCED, -1, -1
+                if (expected_pid == meta.producer_id and expected_epoch >= 0
+                        and expected_epoch == meta.last_producer_epoch
+                        and expected_epoch != meta.producer_epoch and meta.state.is_complete):
+                    return E.NONE, meta.producer_id, meta.producer_epoch   # a retried bump
+                if meta.state == TxnState.ONGOING:
+                    # the previous instance's transaction: fence it and abort (Kafka then
+                    # answers CONCURRENT_TRANSACTIONS; the abort is already done here)
+                    err = self._fence_and_abort(meta)
+                    if err:
+                        return err, -1, -1
+                    meta = self.txns[transactional_id]
+                    if meta.state != TxnState.COMPLETE_ABORT:
+                        return E.CONCURRENT_TRANSACTIONS, -1, -1
+            if meta.epoch_exhausted:
+                pid = await self.broker.producer_ids.generate()
+                new = meta.copy(producer_id=pid, producer_epoch=0, last_producer_epoch=-1,
+                                previous_producer_id=meta.producer_id)
+            else:
+                new = meta.copy(producer_epoch=meta.producer_epoch + 1,
+                                last_producer_epoch=meta.producer_epoch)
+            new = new.copy(timeout_ms=timeout_ms, state=TxnState.EMPTY, partitions=frozenset(),
+                           start_ms=-1, last_update_ms=now)
+            err = self._write(new)
+            if err:
+                return err, -1, -1
+            return E.NONE, new.producer_id, new.producer_epoch
+
+    # ------------------------------------------------------------------ checks
+    def _check_producer(self, transactional_id: str, producer_id: int,
+                        producer_epoch: int) -> tuple[int, TransactionMetadata | None]:
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING, None
+        if producer_epoch != meta.producer_epoch:
+            return E.PRODUCER_FENCED, None
+        if meta.pending:
+            return E.CONCURRENT_TRANSACTIONS, None
+        return E.NONE, meta
+
+    # ------------------------------------------------------------------ AddPartitions / AddOffsets
+    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             partitions: Iterable[tuple[str, int]]) -> int:
+        err = await self._ready(transactional_id)
+        if err:
+            return err
+        wanted = frozenset(partitions)
+        async with self._lock:
+            err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
+            if err:
+                return err
+            if meta.state.is_prepare:
+                return E.CONCURRENT_TRANSACTIONS
+            if meta.state not in (TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
+                                  TxnState.COMPLETE_ABORT):
+                return E.INVALID_TXN_STATE
+            if meta.state == TxnState.ONGOING and wanted <= meta.partitions:
+                return E.NONE
+            now = self.now_ms()
+            new = meta.copy(state=TxnState.ONGOING, partitions=meta.partitions | wanted,
+                            start_ms=meta.start_ms if meta.state == TxnState.ONGOING else now,
+                            last_update_ms=now)
+            return self._write(new)
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """AddPartitionsToTxn v4+ ``verify_only``: is each partition in the ongoing txn?"""
+        parts = list(partitions)
+        err = self.coordinator_error(transactional_id) if transactional_id else E.INVALID_REQUEST
+        if not err:
+            err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
+        if err:
+            return {tp: err for tp in parts}
+        ok = meta.state == TxnState.ONGOING
+        return {tp: (E.NONE if ok and tp in meta.partitions else E.INVALID_TXN_STATE) for tp in parts}
+
+    def verify(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> int:
+        """The ReplicaManager's check before a producer's first transactional batch on a
+        partition (synchronous: in-memory state only)."""
+        tid = self._by_pid.get(producer_id)
+        meta = self.txns.get(tid) if tid is not None else None
+        if meta is None:
+            return E.INVALID_TXN_STATE
+        if producer_epoch < meta.producer_epoch:
+            return E.INVALID_PRODUCER_EPOCH
+        if meta.state != TxnState.ONGOING or (topic, partition) not in meta.partitions \
+                or producer_epoch != meta.producer_epoch:
+            return E.INVALID_TXN_STATE
+        return E.NONE
+
+    def offsets_partition(self, group_id: str) -> int:
+        from kbroker.group.records import partition_for
+        gc = getattr(self.broker, "group_coordinator", None)
+        n = gc.manager.config.num_partitions if gc is not None else \
+            int(self.broker.config.get("offsets.topic.num.partitions"))
+        return partition_for(group_id, n)
+
+    async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          group_id: str) -> int:
+        if not group_id:
+            return E.INVALID_GROUP_ID
+        gc = getattr(self.broker, "group_coordinator", None)
+        if gc is not None:
+            err = await gc.ensure_offsets_topic()
+            if err:
+                return err
+        return await self.add_partitions(transactional_id, producer_id, producer_epoch,
+                                         [(OFFSETS_TOPIC, self.offsets_partition(group_id))])
+
+    def check_txn_offset_commit(self, transactional_id: str, producer_id: int,
+                                producer_epoch: int, group_id: str) -> int:
+        """TxnOffsetCommit: the producer is current and added the group's offsets partition."""
+        err = self.coordinator_error(transactional_id) if transactional_id else E.INVALID_REQUEST
+        if err:
+            return err
+        err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
+        if err:
+            return err
+        if meta.state != TxnState.ONGOING or \
+                (OFFSETS_TOPIC, self.offsets_partition(group_id)) not in meta.partitions:
+            return E.INVALID_TXN_STATE
+        return E.NONE
+
+    # ------------------------------------------------------------------ EndTxn and markers
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                      commit: bool) -> int:
+        err = await self._ready(transactional_id)
+        if err:
+            return err
+        async with self._lock:
+            err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
+            if err:
+                return err
+            s = meta.state
+            if s == TxnState.ONGOING:
+                return self._end(meta, commit)
+            if s == TxnState.COMPLETE_COMMIT:
+                return E.NONE if commit else E.INVALID_TXN_STATE
+            if s == TxnState.COMPLETE_ABORT:
+                return E.NONE if not commit else E.INVALID_TXN_STATE
+            if s == TxnState.PREPARE_COMMIT:
+                return E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE
+            if s == TxnState.PREPARE_ABORT:
+                return E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
+            return E.INVALID_TXN_STATE
+
+    def _end(self, meta: TransactionMetadata, commit: bool) -> int:
+        prepare = meta.copy(state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+                            last_update_ms=self.now_ms())
+        err = self._write(prepare)
+        if err:
+            return err
+        self.stats["commits" if commit else "aborts"] += 1
+        self._write_markers_and_complete(prepare)
+        return E.NONE      # the decision is durable; markers are retried if they failed
+
+    def _fence_and_abort(self, meta: TransactionMetadata) -> int:
+        """Abort ``meta``'s transaction with a bumped epoch (Kafka's PrepareEpochFence)."""
+        self.stats["fenced"] += 1
+        epoch = meta.producer_epoch if meta.epoch_exhausted else meta.producer_epoch + 1
+        return self._end(meta.copy(producer_epoch=epoch, last_producer_epoch=-1), commit=False)
+
+    def _write_markers_and_complete(self, prepare: TransactionMetadata) -> bool:
+        commit = prepare.state == TxnState.PREPARE_COMMIT
+        ok = self.write_markers(prepare.producer_id, prepare.producer_epoch, commit,
+                                sorted(prepare.partitions), self.coordinator_epoch(prepare.partition))
+        if not all(code in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION) for code in ok.values()):
+            return False      # stay in Prepare*: the timer retries
+        done = prepare.copy(state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
+                            partitions=frozenset(), last_update_ms=self.now_ms())
+        return self._write(done) == E.NONE
+
+    def write_markers(self, producer_id: int, producer_epoch: int, commit: bool,
+                      partitions: Iterable[tuple[str, int]], coordinator_epoch: int) -> dict:
+        """Append a marker to each partition (WriteTxnMarkers' work); ``{tp: error}``.
+        Markers on ``__consumer_offsets`` also make the transaction's offsets visible (or
+        drop them) in the group coordinator. A deleted partition answers
+        UNKNOWN_TOPIC_OR_PARTITION, which the coordinator treats as done (as Kafka)."""
+        from kbroker.replica import ReplicaError
+        replicas = self.broker.replicas
+        out = {}
+        for topic, p in partitions:
+            try:
+                replicas.write_txn_marker(topic, p, producer_id=producer_id,
+                                          producer_epoch=producer_epoch, commit=commit,
+                                          coordinator_epoch=coordinator_epoch)
+            except ReplicaError as exc:
+                out[(topic, p)] = exc.error_code
+                if exc.error_code != E.UNKNOWN_TOPIC_OR_PARTITION:
+                    self.stats["marker_errors"] += 1
+                    log.warning("marker for producer %d on %s-%d failed: %s", producer_id,
+                                topic, p, exc)
+                continue
+            self.stats["markers"] += 1
+            out[(topic, p)] = E.NONE
+            if topic == OFFSETS_TOPIC:
+                gc = getattr(self.broker, "group_coordinator", None)
+                if gc is not None:
+                    gc.manager.complete_txn_offsets(producer_id, p, commit)
+        return out
+
+    # ------------------------------------------------------------------ timeouts
+    async def abort_timed_out(self) -> int:
+        """Abort Ongoing transactions past their timeout (fencing the producer) and retry
+        markers of transactions left in Prepare*. Returns how many were aborted."""
+        n = 0
+        async with self._lock:
+            now = self.now_ms()
+            for meta in list(self.txns.values()):
+                if meta.pending:
+                    continue
+                if meta.state == TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now:
+                    log.info("aborting transaction %s (producer %d epoch %d): timed out",
+                             meta.transactional_id, meta.producer_id, meta.producer_epoch)
+                    if self._fence_and_abort(meta) == E.NONE:
+                        n += 1
+                        self.stats["timeouts"] += 1
+                elif meta.state.is_prepare:
+                    self._write_markers_and_complete(meta)
+        return n
+
+    # ------------------------------------------------------------------ admin
+    def list_transactions(self, states: set[str] | None, producer_ids: set[int] | None,
+                          min_duration_ms: int = -1) -> list[TransactionMetadata]:
+        now = self.now_ms()
+        out = []
+        for meta in self.txns.values():
+            if meta.partition not in self.loaded:
+                continue
+            if states and meta.state.display_name not in states:
+                continue
+            if producer_ids and meta.producer_id not in producer_ids:
+                continue
+            if min_duration_ms >= 0 and (meta.state != TxnState.ONGOING
+                                         or now - meta.start_ms < min_duration_ms):
+                continue
+            out.append(meta)
+        return sorted(out, key=lambda m: m.transactional_id)
+
+    def describe(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
+        err = self.coordinator_error(transactional_id) if transactional_id else E.NOT_COORDINATOR
+        if err:
+            return err, None
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return E.TRANSACTIONAL_ID_NOT_FOUND, None
+        return E.NONE, meta
