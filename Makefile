@@ -77,3 +77,15 @@ test-spark: spark-setup kafka-dist
 
 demo: spark-setup
 	$(PY) examples/clickstream/run_demo.py
+
+# --- cluster ---
+# `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
+# (clients 19092/19094/19096, controllers 19093/19095/19097, data in ./data-cluster);
+# Ctrl-C stops them. `raft-soak`: the long seeded Raft simulation (tools/raft_soak.py).
+.PHONY: cluster raft-soak
+
+cluster: $(STAMP)
+	$(PY) -m kbroker cluster --nodes 3 --base-port 19092 --data-dir ./data-cluster
+
+raft-soak: $(STAMP)
+	$(PY) tools/raft_soak.py

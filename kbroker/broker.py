@@ -5,16 +5,21 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
 - ``config``   — the ``BrokerConfig``;
 - ``clock``    — injected time (``now_ms()``; tests pass a fake);
 - ``logs``     — the ``LogManager`` of ``log.dirs`` (the metadata log lives there too);
-- ``controller`` — the single-node controller; ``metadata`` is its current image;
+- ``quorum``   — the ``MetadataQuorum`` (Raft driver + metadata image); ``metadata`` is its
+  current image;
+- ``controller`` — the ``ControllerChannel``: admin writes go to the local active controller
+  or are forwarded to the one leading the quorum;
+- ``lifecycle`` — registration and heartbeats (``BrokerLifecycle``), ``controller_server`` —
+  the CONTROLLER listener of a voter;
 - ``producer_ids`` — producer ids for InitProducerId, in controller-reserved blocks;
-- ``transactions`` — the transaction coordinator (``kbroker/txn/coordinator.py``);
 - ``replicas`` — the ``ReplicaManager`` (``kbroker/replica.py``), told about every new
   image via ``apply_image`` so partition logs follow the metadata.
 
 Lifecycle (inside one trio nursery, see ``kbroker.server``): ``await start(nursery)``
-formats/reads ``meta.properties``, loads the logs (recovering after a crash), replays the
-metadata log, registers this broker, applies the image and starts the log maintenance
-tasks in ``nursery``; ``shutdown()`` flushes and closes every log and writes the
+formats/reads ``meta.properties``, loads the logs (recovering after a crash), starts the
+metadata quorum (and the controller listener of a voter), waits until the image has caught
+up, registers this broker and waits until the controller unfences it, then starts the log
+maintenance tasks and the group coordinator in ``nursery``; ``shutdown()`` flushes and closes every log and writes the
 clean-shutdown marker, so the next start needs no recovery.
 """
 from __future__ import annotations
@@ -23,6 +28,8 @@ import inspect
 import logging
 import time
 import uuid
+
+import trio
 
 from kbroker.config import BrokerConfig, ensure_meta_properties
 
@@ -47,7 +54,10 @@ class Broker:
         self.cluster_id: str | None = None
         self.logs = None
         self.replicas = None
-        self.controller = None
+        self.controller = None       # ControllerChannel: to the active controller
+        self.quorum = None           # MetadataQuorum: Raft driver + image state machine
+        self.lifecycle = None        # BrokerLifecycle: registration and heartbeats
+        self.controller_server = None
         self.metadata_log = None
         self.producer_ids = None     # ProducerIdManager (InitProducerId)
         self.transactions = None     # transaction coordinator, when there is one
@@ -60,7 +70,7 @@ class Broker:
     @property
     def metadata(self):
         """The current (immutable) metadata image."""
-        return self.controller.image
+        return self.quorum.image
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -77,10 +87,12 @@ class Broker:
     # ------------------------------------------------------------------ lifecycle
     async def start(self, nursery=None) -> None:
         from kbroker.log.manager import LogManager
-        from kbroker.metadata.controller import Controller
-        from kbroker.metadata.image import empty_image
-        from kbroker.metadata.store import MetadataLog
+        from kbroker.metadata.channel import ControllerChannel
+        from kbroker.metadata.quorum import MetadataQuorum
+        from kbroker.metadata.quorum_controller import QuorumController
 
+        if nursery is None:
+            raise ValueError("Broker.start needs a nursery (the metadata quorum runs in it)")
         cfg = self.config
         formatted = (cfg.data_dir / "meta.properties").exists()
         self.cluster_id = ensure_meta_properties(cfg)
@@ -90,35 +102,58 @@ class Broker:
         self.logs.load()
         # a data dir used for the first time has nothing to recover
         self.had_clean_shutdown = not formatted or all(self.logs.had_clean_shutdown.values())
-        self.metadata_log = MetadataLog.open(self.logs, clock)
-        self.controller = Controller(cfg, self.metadata_log,
-                                     empty_image(self.cluster_id, cfg.node_id),
-                                     on_change=self._apply_image)
-        self.controller.load()
+        self.replicas = _make_replica_manager(self)
+        # The metadata quorum (one node alone, or the voters of controller.quorum.voters)
+        # replays the metadata log into the image and publishes it to the replica manager.
+        self.quorum = MetadataQuorum(cfg, self.logs, self.cluster_id, clock, on_image=self._apply_image)
+        self.metadata_log = self.quorum.store
+        roles = cfg.get("process.roles")
+        local = None
+        if "controller" in roles and self.node_id in self.quorum.voters:
+            local = QuorumController(cfg, self.quorum, clock)
+        self.controller = ControllerChannel(cfg, self.quorum, local)
         from kbroker.metadata.producer_ids import ProducerIdManager
         self.producer_ids = ProducerIdManager(self.controller)
-        self.replicas = _make_replica_manager(self)
-        await self._apply_image(self.controller.image)
-        await self.controller.bootstrap(
-            [(l.name, l.host, l.port) for l in cfg.advertised_listeners],
-            cfg.get("broker.rack"), self.incarnation_id)
-        if nursery is not None:
-            from kbroker.log.tasks import run_background
-            await nursery.start(lambda task_status: run_background(
-                self.logs,
-                flush_interval_s=1.0,
-                retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
-                cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
-                task_status=task_status))
+        await nursery.start(self._run_cluster_plane, local)
+        await self.quorum.wait_caught_up()
+        if "broker" in roles:
+            from kbroker.metadata.lifecycle import BrokerLifecycle
+            self.lifecycle = BrokerLifecycle(cfg, self.controller, self.quorum, self.incarnation_id,
+                                             [(l.name, l.host, l.port) for l in cfg.advertised_listeners],
+                                             cfg.get("broker.rack"))
+            await nursery.start(self.lifecycle.run)
+            await self.lifecycle.wait_unfenced()
+        from kbroker.log.tasks import run_background
+        await nursery.start(lambda task_status: run_background(
+            self.logs,
+            flush_interval_s=1.0,
+            retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
+            cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
+            task_status=task_status))
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start(nursery)
-        from kbroker.txn.coordinator import TransactionCoordinator
-        self.transactions = TransactionCoordinator(self)
-        await self.transactions.start(nursery)
         self.started = True
         log.info("broker %d started: %s (clean shutdown before: %s)", self.node_id,
                  self.metadata.statistics(), self.had_clean_shutdown)
+
+    async def _run_cluster_plane(self, local, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The metadata quorum, the controller listener (voters of a multi-node quorum) and
+        the active controller's session checks."""
+        async with trio.open_nursery() as n:
+            if local is not None and self.quorum.multi_node and self.config.controller_listeners:
+                from kbroker.controller_server import ControllerPlane, ControllerServer
+                self.controller_server = ControllerServer(ControllerPlane(self, self.quorum, local),
+                                                          self.config.controller_listeners)
+                await n.start(self.controller_server.run)
+            await n.start(self.quorum.run)
+            if local is not None:
+                def on_role(_change, local=local, n=n):
+                    n.start_soon(local.maybe_activate)
+                self.quorum.role_listeners.append(on_role)
+                n.start_soon(local.maybe_activate)
+                n.start_soon(local.run_session_checks)
+            task_status.started()
 
     async def _apply_image(self, image) -> None:
         if self.replicas is None:
@@ -133,8 +168,6 @@ class Broker:
             return
         if self.group_coordinator is not None:
             self.group_coordinator.close()
-        if self.transactions is not None:
-            self.transactions.close()
         close = getattr(self.replicas, "shutdown", None) or getattr(self.replicas, "close", None)
         if close is not None:
             try:

@@ -1,4 +1,5 @@
-"""Command line: ``kbroker serve`` (also ``python -m kbroker serve``).
+"""Command line: ``kbroker serve`` (also ``python -m kbroker serve``) and ``kbroker cluster``
+(a local multi-node cluster, ``kbroker.cluster``).
 
     kbroker serve [--config server.properties] [--data-dir DIR] [--listen HOST:PORT | --port N]
                   [--override key=value ...] [--log-level INFO]
@@ -35,6 +36,15 @@ def _parser() -> argparse.ArgumentParser:
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     s.add_argument("--shutdown-timeout", type=float, default=5.0, metavar="SECONDS",
                    help="grace period for in-flight requests on shutdown")
+    c = sub.add_parser("cluster", help="run a local cluster of combined nodes on loopback ports")
+    c.add_argument("--nodes", type=int, default=3, help="number of nodes (voters), default 3")
+    c.add_argument("--base-port", type=int, default=19092,
+                   help="node i listens on base+2(i-1) (clients) and base+2(i-1)+1 (controller)")
+    c.add_argument("--data-dir", default="./data-cluster", metavar="DIR", help="node-<i> dirs go here")
+    c.add_argument("--override", "-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a configuration key on every node (repeatable)")
+    c.add_argument("--log-level", default="INFO",
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     return p
 
 
@@ -83,6 +93,19 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "cluster":
+        from kbroker.cluster import run_cluster
+        extra = {}
+        for item in args.override:
+            key, sep, value = item.partition("=")
+            if not sep:
+                print(f"kbroker: --override expects key=value, got {item!r}", file=sys.stderr)
+                return 2
+            extra[key.strip()] = value
+        if args.nodes < 1:
+            print("kbroker: --nodes must be at least 1", file=sys.stderr)
+            return 2
+        return run_cluster(args.nodes, args.base_port, args.data_dir, extra)
     if args.command == "serve":
         try:
             config = build_config(args)

@@ -17,7 +17,8 @@ Choices that differ from nothing in Kafka but are worth stating:
 - ``cluster.id``: when not configured it is generated once and persisted in
   ``meta.properties`` in every log dir, as ``kafka-storage format`` does.
 - ``listeners`` may name several PLAINTEXT listeners; listeners named in
-  ``controller.listener.names`` are not bound (there is no separate controller plane yet).
+  ``controller.listener.names`` are the controller plane (``controller_listeners``), bound
+  by ``kbroker.controller_server`` when this node is a voter of ``controller.quorum.voters``.
 
 ``log_config_defaults()`` returns the broker-level ``log.*`` settings translated to
 topic-level keys (``log.retention.hours`` → ``retention.ms``...), for
@@ -94,6 +95,14 @@ _DEFS: list[ConfigDef] = [
     _d("security.inter.broker.protocol", "string", "PLAINTEXT"),
     _d("controller.quorum.voters", "list", []),
     _d("controller.quorum.bootstrap.servers", "list", []),
+    _d("controller.quorum.election.timeout.ms", "int", 1000, _at_least(1)),
+    _d("controller.quorum.fetch.timeout.ms", "int", 2000, _at_least(1)),
+    _d("controller.quorum.election.backoff.max.ms", "int", 1000, _at_least(1)),
+    _d("controller.quorum.request.timeout.ms", "int", 2000, _at_least(1)),
+    _d("controller.quorum.retry.backoff.ms", "int", 20, _at_least(0)),
+    _d("controller.quorum.append.linger.ms", "int", 25, _at_least(0)),
+    _d("broker.session.timeout.ms", "int", 9000, _at_least(1)),
+    _d("broker.heartbeat.interval.ms", "int", 2000, _at_least(1)),
     _d("broker.rack", "string", None),
     # storage
     _d("log.dirs", "list", None),
@@ -173,8 +182,6 @@ _DEFS: list[ConfigDef] = [
     _d("transaction.state.log.segment.bytes", "int", 104_857_600, _at_least(1)),
     _d("transaction.max.timeout.ms", "int", 900_000, _at_least(1)),
     _d("transactional.id.expiration.ms", "int", 604_800_000, _at_least(1)),
-    _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000, _at_least(1)),
-    _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000, _at_least(1)),
     _d("producer.id.expiration.ms", "int", 86_400_000),
     _d("share.coordinator.state.topic.replication.factor", "int", 3),
     _d("share.coordinator.state.topic.min.isr", "int", 2),
@@ -342,6 +349,7 @@ class BrokerConfig:
     values: dict[str, Any]
     explicit: set[str] = field(default_factory=set)
     listeners: list[Listener] = field(default_factory=list)            # bound
+    controller_listeners: list[Listener] = field(default_factory=list)  # controller.listener.names
     advertised_listeners: list[Listener] = field(default_factory=list)  # in Metadata
     source_file: str | None = None
 
@@ -389,13 +397,22 @@ class BrokerConfig:
         for l in parse_listeners("listeners", v["listeners"]):
             proto = protocol_map.get(l.name, l.name)
             if l.name in controller_names:
-                continue  # no separate controller plane in a single-node kbroker
+                continue   # the controller plane: served by kbroker.controller_server
             if proto != "PLAINTEXT":
                 raise ConfigError("listeners", f"{l}: security protocol {proto} is not supported "
                                   "(only PLAINTEXT)")
             bound.append(l)
-        if not bound:
+        if not bound and "broker" in v["process.roles"]:
             raise ConfigError("listeners", "no PLAINTEXT listener to serve clients on")
+        self.controller_listeners = [l for l in parse_listeners("listeners", v["listeners"])
+                                     if l.name in controller_names]
+        if "controller" in v["process.roles"] and v["controller.quorum.voters"]:
+            voters = self.quorum_voters
+            if v["node.id"] in voters and not self.controller_listeners:
+                raise ConfigError("listeners", "a voter of controller.quorum.voters needs a "
+                                  "listener named in controller.listener.names")
+        elif "controller" not in v["process.roles"] and not (v["controller.quorum.voters"]):
+            raise ConfigError("controller.quorum.voters", "a broker-only node needs the voters")
         self.listeners = bound
         if v["advertised.listeners"]:
             adv = [l for l in parse_listeners("advertised.listeners", v["advertised.listeners"])
@@ -446,6 +463,19 @@ class BrokerConfig:
     @property
     def node_id(self) -> int:
         return self.values["node.id"]
+
+    @property
+    def quorum_voters(self) -> dict[int, tuple[str, int]]:
+        """``controller.quorum.voters`` (``id@host:port,...``) as ``{id: (host, port)}``;
+        empty means a one-node quorum of this node alone."""
+        out: dict[int, tuple[str, int]] = {}
+        for entry in self.values["controller.quorum.voters"]:
+            ident, at, addr = entry.strip().partition("@")
+            host, colon, port = addr.rpartition(":")
+            if not at or not colon or not ident.strip().isdigit() or not port.isdigit():
+                raise ConfigError("controller.quorum.voters", f"{entry!r} is not id@host:port")
+            out[int(ident)] = (host.strip("[]"), int(port))
+        return out
 
     @property
     def log_dirs(self) -> list[str]:

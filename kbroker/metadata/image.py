@@ -2,7 +2,9 @@
 
 The image changes only by replaying Kafka's metadata records (``TopicRecord``,
 ``PartitionRecord``, ``PartitionChangeRecord``, ``ConfigRecord``, ``RemoveTopicRecord``,
-``RegisterBrokerRecord``, ``FeatureLevelRecord``, ``ProducerIdsRecord``, ``NoOpRecord``),
+``RegisterBrokerRecord``, ``BrokerRegistrationChangeRecord``, ``FenceBrokerRecord``,
+``UnfenceBrokerRecord``, ``UnregisterBrokerRecord``, ``FeatureLevelRecord``,
+``ProducerIdsRecord``, ``NoOpRecord``),
 the way Kafka's ``MetadataDelta``/``MetadataImage`` pair works: ``ImageBuilder`` applies a
 run of records copy-on-write and ``build()`` freezes the result. Readers (API handlers,
 the replica manager) hold an image and never see it change under them.
@@ -202,6 +204,29 @@ class ImageBuilder:
         eps = tuple((e.name, e.host, e.port) for e in r.end_points or ())
         self.brokers[r.broker_id] = BrokerImage(r.broker_id, eps, r.rack, bool(r.fenced),
                                                 r.broker_epoch, r.incarnation_id)
+
+    def _set_fenced(self, broker_id: int, epoch: int, fenced: bool) -> None:
+        b = self.brokers.get(broker_id)
+        if b is None or (epoch >= 0 and b.broker_epoch != epoch):
+            return   # Kafka ignores changes for a registration that is gone
+        self.brokers[broker_id] = replace(b, fenced=fenced)
+
+    def _on_BrokerRegistrationChangeRecord(self, r) -> None:
+        if r.fenced == 1:
+            self._set_fenced(r.broker_id, r.broker_epoch, True)
+        elif r.fenced == -1:
+            self._set_fenced(r.broker_id, r.broker_epoch, False)
+
+    def _on_FenceBrokerRecord(self, r) -> None:
+        self._set_fenced(r.id, r.epoch, True)
+
+    def _on_UnfenceBrokerRecord(self, r) -> None:
+        self._set_fenced(r.id, r.epoch, False)
+
+    def _on_UnregisterBrokerRecord(self, r) -> None:
+        b = self.brokers.get(r.broker_id)
+        if b is not None and b.broker_epoch == r.broker_epoch:
+            del self.brokers[r.broker_id]
 
     def _on_FeatureLevelRecord(self, r) -> None:
         if r.feature_level == 0:

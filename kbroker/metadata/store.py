@@ -14,8 +14,11 @@ Every append is fsynced before it is replayed (an admin operation is acknowledge
 once durable). The ``LogManager`` owns the partition like any other (recovery after a crash cuts a
 torn tail off; the clean-shutdown marker covers it); it must not be mistaken for a topic
 partition by anything that walks the logs (``is_metadata_log``).
-The partition leader epoch of stored batches is 0 (the single controller's only epoch);
-a Raft quorum will later own this file and its epochs.
+With a quorum (``kbroker.metadata.quorum``) the Raft driver owns this partition: batches
+carry the Raft epoch that wrote them as partition leader epoch, each leader's
+``LeaderChangeMessage`` is a control batch (skipped by ``read_all``), and ``quorum-state`` and
+``*.checkpoint`` snapshots live beside the segments. Logs written by the single-node
+controller (epoch 0, no control records) are read by the quorum as they are.
 """
 from __future__ import annotations
 
@@ -30,13 +33,17 @@ FRAME_VERSION = 1
 # record type (api key) -> (message name, version we write)
 RECORD_TYPES: dict[int, tuple[str, int]] = {
     0: ("RegisterBrokerRecord", 3),
+    1: ("UnregisterBrokerRecord", 0),
     2: ("TopicRecord", 0),
     3: ("PartitionRecord", 0),
     4: ("ConfigRecord", 0),
     5: ("PartitionChangeRecord", 0),
+    7: ("FenceBrokerRecord", 0),
+    8: ("UnfenceBrokerRecord", 0),
     9: ("RemoveTopicRecord", 0),
     12: ("FeatureLevelRecord", 0),
     15: ("ProducerIdsRecord", 0),
+    17: ("BrokerRegistrationChangeRecord", 1),
     20: ("NoOpRecord", 0),
 }
 _TYPE_OF = {name: (key, version) for key, (name, version) in RECORD_TYPES.items()}
@@ -102,7 +109,7 @@ class MetadataLog:
         """The metadata log kept by the broker's LogManager (loaded, recovered if needed)."""
         from kbroker.log.config import LogConfig
         config = LogConfig(flush_messages=1, segment_bytes=64 * 1024 * 1024,
-                           retention_ms=-1, retention_bytes=-1)
+                           retention_ms=-1, retention_bytes=-1, max_message_bytes=32 * 1024 * 1024)
         return cls(logs.get_or_create(METADATA_TOPIC, 0, config), clock)
 
     @property

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import messages as m
+from .control import leader_change_value
 from .log import FetchValidation, RaftLog
 from .messages import NO_LEADER, Entry, LeaderIdAndEpoch, OffsetAndEpoch
 from .state import QuorumState, RaftConfig, Role, Snapshot, StorageView
@@ -155,7 +156,12 @@ class RaftNode:
             "snapshots_created", "snapshots_installed", "resignations", "stale_responses",
             "conflicting_leader_claims", "proposals")}
 
-        if self.leader_id == self.node_id:
+        if self.voters == {self.node_id}:
+            # The only voter: nobody else can win or refuse, so it elects itself at once (a
+            # one-node quorum is the leader as soon as it starts, as Kafka's is).
+            self._become_unattached(self.epoch)
+            self._start_election()
+        elif self.leader_id == self.node_id:
             # A leader that restarts lost its volatile leader state: it resigns (as Kafka does).
             self._become_resigned()
         elif self.leader_id != NO_LEADER:
@@ -278,6 +284,27 @@ class RaftNode:
     def applied_offset(self) -> int:
         return self._applied
 
+    @property
+    def leader_ready(self) -> bool:
+        """Leader whose own LeaderChange record is committed and handed to the application:
+        every record of earlier epochs has been applied, so it may serve writes (Kafka's
+        controller activates at this point)."""
+        return self.role is Role.LEADER and self._applied > self._epoch_start_offset
+
+    @property
+    def epoch_start_offset(self) -> int:
+        return self._epoch_start_offset
+
+    def replica_states(self) -> tuple[dict[int, tuple[int, int | None]], dict[int, tuple[int, int | None]]]:
+        """Leader only (DescribeQuorum): ``({voter: (log end offset, last fetch ms)},
+        {observer: (...)})``; times are this node's logical ms (``now``). Empty elsewhere."""
+        if self.role is not Role.LEADER:
+            return {}, {}
+        voters = {self.node_id: (self.log.durable_end, self.now)}
+        voters.update({r: (s.end_offset, s.last_fetch_ms) for r, s in self._replicas.items()})
+        observers = {r: (s.end_offset, s.last_fetch_ms) for r, s in self._observers.items()}
+        return voters, observers
+
     def quorum_state(self) -> QuorumState:
         return self._current_state()
 
@@ -382,15 +409,15 @@ class RaftNode:
             self._become_leader()
 
     def _become_leader(self) -> None:
+        granted = self._granted | {self.node_id}
         self.role = Role.LEADER
         self.leader_id = self.node_id
         self._reset_role_fields()
         self._retries = 0
         self.stats["times_leader"] += 1
         self._epoch_start_offset = self.log.end_offset
-        voters = ",".join(str(v) for v in sorted(self.voters))
         self.log.append(Entry(self._epoch_start_offset, self.epoch,
-                              f"LeaderChange leader={self.node_id} voters={voters}".encode(), control=True))
+                              leader_change_value(self.node_id, self.voters, granted), control=True))
         self._replicas = {v: _ReplicaState() for v in self.voters if v != self.node_id}
         if len(self.voters) > 1:
             self._check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms

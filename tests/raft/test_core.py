@@ -356,7 +356,11 @@ def test_observer_finds_the_leader_and_never_campaigns():
 
 def test_core_modules_import_no_io_clock_or_global_randomness():
     banned = {"trio", "socket", "time", "random", "os", "asyncio"}
+    # the driver side (trio loop, disk, network) is the only place allowed to do I/O
+    io_modules = {"driver.py", "storage.py", "transport.py"}
     for path in Path(__file__).resolve().parents[2].joinpath("kbroker", "raft").glob("*.py"):
+        if path.name in io_modules:
+            continue
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":

@@ -1,0 +1,109 @@
+"""The controller plane: the CONTROLLER listener(s) of a voter of the metadata quorum.
+
+Kafka runs the KRaft RPCs and the controller APIs on the listeners named in
+``controller.listener.names``, separate from client listeners; so does kbroker. This
+package has its own registry (``registry.CONTROLLER_REGISTRY``; one module per API, each
+registering itself with ``@controller_api``) and reuses the client plane's
+``kbroker.server.connection.Connection`` (framing, in-order answers, error handling).
+
+Served here:
+
+====  ======================  =====================================================
+key   API                     module
+====  ======================  =====================================================
+1     Fetch                   ``fetch`` — ``__cluster_metadata`` from replicas only
+18    ApiVersions             ``api_versions`` — this registry's keys
+19    CreateTopics            ``forwarded`` — brokers forward admin writes here
+20    DeleteTopics            ``forwarded``
+33    AlterConfigs            ``forwarded``
+37    CreatePartitions        ``forwarded``
+44    IncrementalAlterConfigs ``forwarded``
+52    Vote                    ``vote``
+53    BeginQuorumEpoch        ``begin_quorum_epoch``
+54    EndQuorumEpoch          ``end_quorum_epoch``
+55    DescribeQuorum          ``describe_quorum`` (also on client listeners)
+59    FetchSnapshot           ``fetch_snapshot``
+62    BrokerRegistration      ``broker_registration``
+63    BrokerHeartbeat         ``broker_heartbeat``
+67    AllocateProducerIds     ``allocate_producer_ids``
+====  ======================  =====================================================
+
+A request a non-active controller cannot serve closes the connection (admin writes) or is
+answered ``NOT_CONTROLLER``; the caller retries against the leader it learns from Raft.
+"""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from kbroker.server.connection import Connection
+
+from .registry import CONTROLLER_REGISTRY, load_all
+
+log = logging.getLogger("kbroker.controller_server")
+
+__all__ = ["ControllerPlane", "ControllerServer", "CONTROLLER_REGISTRY"]
+
+
+class ControllerPlane:
+    """What controller-plane handlers see as ``ctx.broker``."""
+
+    def __init__(self, broker, quorum, controller):
+        self.broker = broker
+        self.config = broker.config
+        self.node_id = broker.config.node_id
+        self.quorum = quorum
+        self.controller = controller          # the local QuorumController
+        self.cluster_id = quorum.cluster_id
+
+    @property
+    def metadata(self):
+        return self.quorum.image
+
+
+class ControllerServer:
+    """Accepts connections on the controller listeners until cancelled."""
+
+    def __init__(self, plane: ControllerPlane, listeners):
+        self.plane = plane
+        self.broker = plane                   # Connection builds RequestContext(server.broker, ...)
+        self.listeners = listeners
+        self.registry = load_all()
+        cfg = plane.config
+        self.max_frame = cfg.get("socket.request.max.bytes")
+        self.idle_timeout_s = cfg.get("connections.max.idle.ms") / 1000
+        self.draining = False
+        self.bound = []
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        socks = []
+        try:
+            for l in self.listeners:
+                ss = await trio.open_tcp_listeners(l.port, host=l.host or None)
+                socks.append((l, ss))
+                self.bound.append((l.name, l.host, ss[0].socket.getsockname()[1]))
+            async with trio.open_nursery() as nursery:
+                for l, ss in socks:
+                    for s in ss:
+                        nursery.start_soon(self._accept_loop, s, l.name, nursery)
+                log.info("controller listener(s) %s", ", ".join(f"{n}://{h}:{p}" for n, h, p in self.bound))
+                task_status.started(self)
+        finally:
+            self.draining = True
+            with trio.CancelScope(shield=True):
+                for _, ss in socks:
+                    for s in ss:
+                        await trio.aclose_forcefully(s)
+
+    async def _accept_loop(self, sock, name: str, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                stream = await sock.accept()
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                return
+            except OSError as e:
+                log.error("accept failed on %s: %s", name, e)
+                await trio.sleep(0.1)
+                continue
+            nursery.start_soon(Connection(self, stream, name).run)

@@ -1,0 +1,26 @@
+"""ApiVersions (key 18) on the controller listener, v0–v4: this plane's registry.
+Features: ``metadata.version`` supported and finalized as in the client plane."""
+from __future__ import annotations
+
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+from .registry import CONTROLLER_REGISTRY, controller_api
+
+Response = messages.ApiVersionsResponse
+
+
+@controller_api(18, versions=(0, 4))
+async def handle(ctx, request):
+    keys = [Response.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
+            for s in sorted(CONTROLLER_REGISTRY.values(), key=lambda s: s.api_key)]
+    resp = Response(error_code=ErrorCode.NONE, api_keys=keys)
+    if ctx.version >= 3:
+        image = ctx.broker.metadata
+        resp.supported_features = [Response.SupportedFeatureKey(name="metadata.version", min_version=7,
+                                                                max_version=25)]
+        resp.finalized_features = [
+            Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
+            for n, lvl in sorted(image.features.items())]
+        resp.finalized_features_epoch = image.offset
+    return resp

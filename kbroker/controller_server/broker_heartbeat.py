@@ -1,0 +1,29 @@
+"""BrokerHeartbeat (key 63), v0–v1 (KIP-631), on the controller listener: keeps a broker's
+session alive; a caught-up fenced broker asking to run is unfenced; ``want_shut_down``
+fences it and moves its leaderships (controlled shutdown). ``STALE_BROKER_EPOCH`` for an
+epoch that is not the broker's current registration, ``NOT_CONTROLLER`` off the active
+controller. Not implemented: offline log dirs."""
+from __future__ import annotations
+
+from kbroker.metadata.quorum_controller import NotController
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+from .registry import controller_api
+
+Response = messages.BrokerHeartbeatResponse
+
+
+@controller_api(63, versions=(0, 1))
+async def handle(ctx, request):
+    c = ctx.broker.controller
+    if c is None or not c.active:
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER)
+    try:
+        code, caught_up, fenced, shut = await c.heartbeat(
+            request.broker_id, request.broker_epoch, request.current_metadata_offset,
+            request.want_fence, request.want_shut_down)
+    except NotController:
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER)
+    return Response(throttle_time_ms=0, error_code=code, is_caught_up=caught_up, is_fenced=fenced,
+                    should_shut_down=shut)

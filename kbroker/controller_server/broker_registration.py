@@ -1,0 +1,29 @@
+"""BrokerRegistration (key 62), v0–v4 (KIP-631), on the controller listener: a broker joins
+the cluster. The active controller writes a fenced ``RegisterBrokerRecord`` whose offset is
+the broker epoch (same incarnation id: the same epoch again) and answers that epoch; the
+broker is unfenced by a later heartbeat. ``NOT_CONTROLLER`` when this node is not active,
+``INCONSISTENT_CLUSTER_ID`` for another cluster.
+Not implemented: feature range checks, log dir ids, ZooKeeper migration fields."""
+from __future__ import annotations
+
+from kbroker.metadata.quorum_controller import NotController
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+from .registry import controller_api
+
+Response = messages.BrokerRegistrationResponse
+
+
+@controller_api(62, versions=(0, 4))
+async def handle(ctx, request):
+    c = ctx.broker.controller
+    if c is None or not c.active:
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER, broker_epoch=-1)
+    try:
+        code, epoch = await c.register_broker(
+            request.broker_id, request.cluster_id, request.incarnation_id,
+            [(l.name, l.host, l.port) for l in request.listeners or ()], request.rack)
+    except NotController:
+        code, epoch = ErrorCode.NOT_CONTROLLER, -1
+    return Response(throttle_time_ms=0, error_code=code, broker_epoch=epoch)

@@ -1,0 +1,70 @@
+"""DescribeQuorum (key 55), v0–v2: the state of the metadata quorum, for Kafka's
+``kafka-metadata-quorum`` tool (``describe --status`` / ``--replication``) and
+``Admin.describeMetadataQuorum``.
+
+Answered by the Raft leader from its replica bookkeeping: leader id and epoch, high
+watermark, every voter and observer with its log end offset, last fetch and last caught-up
+time (wall-clock ms; the leader itself is caught up now), and (v2) the voters' controller
+endpoints. Any other node forwards the request to the leader's controller listener, as
+Kafka's brokers forward it to the controller; with no leader known the partition gets
+``NOT_LEADER_OR_FOLLOWER``. Served on controller and client listeners.
+Not implemented: directory ids (zero UUIDs)."""
+from __future__ import annotations
+
+from kbroker.raft.wire_map import METADATA_TOPIC
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+from .registry import controller_api
+
+Response = messages.DescribeQuorumResponse
+
+
+def _error(code: int, message: str | None = None):
+    return Response(error_code=0, topics=[Response.TopicData(topic_name=METADATA_TOPIC, partitions=[
+        Response.PartitionData(partition_index=0, error_code=code, error_message=message,
+                               leader_id=-1, leader_epoch=-1, high_watermark=-1,
+                               current_voters=[], observers=[])])])
+
+
+def leader_answer(quorum):
+    """The leader's DescribeQuorum response (v2 shape; lower versions drop fields)."""
+    driver = quorum.driver
+    node = driver.node
+    voters, observers = node.replica_states()
+    hw = node.high_watermark
+
+    def state(rid, end, fetched):
+        ts = driver.wall_ms_of(fetched)
+        return Response.ReplicaState(replica_id=rid, log_end_offset=end, last_fetch_timestamp=ts,
+                                     last_caught_up_timestamp=ts if end >= hw else -1)
+
+    nodes = []
+    for vid in sorted(quorum.voters):
+        addr = quorum.voter_endpoints.get(vid)
+        if addr is not None:
+            nodes.append(Response.Node(node_id=vid, listeners=[Response.Listener(
+                name=quorum.config.get("controller.listener.names")[0], host=addr[0], port=addr[1])]))
+    return Response(error_code=0, nodes=nodes, topics=[Response.TopicData(
+        topic_name=METADATA_TOPIC, partitions=[Response.PartitionData(
+            partition_index=0, error_code=0, leader_id=node.node_id, leader_epoch=node.epoch,
+            high_watermark=hw,
+            current_voters=[state(r, *voters[r]) for r in sorted(voters)],
+            observers=[state(r, *observers[r]) for r in sorted(observers)])])])
+
+
+async def describe(quorum, request, version: int):
+    if quorum.driver.is_leader:
+        return leader_answer(quorum)
+    leader = quorum.leader_id
+    addr = quorum.controller_endpoint(leader) if leader >= 0 else None
+    if addr is not None and leader != quorum.node_id:
+        resp = await quorum.rpc.call_addr(addr, 55, version, request, 10.0)
+        if resp is not None:
+            return resp
+    return _error(ErrorCode.NOT_LEADER_OR_FOLLOWER, "No leader of the metadata quorum is known.")
+
+
+@controller_api(55, versions=(0, 2))
+async def handle(ctx, request):
+    return await describe(ctx.broker.quorum, request, ctx.version)

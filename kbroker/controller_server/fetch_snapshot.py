@@ -1,0 +1,17 @@
+"""FetchSnapshot (key 59), v0–v1, on the controller listener: handed to the Raft core
+(KIP-595/KIP-630) through the driver; conversions in ``kbroker.raft.wire_map``.
+The answer is the core's; a request for another cluster is ``INCONSISTENT_CLUSTER_ID``.
+Not implemented: directory ids and endpoints of KIP-853 (v1 fields are left at defaults)."""
+from __future__ import annotations
+
+from kbroker.raft import wire_map
+from kbroker.wire import messages
+
+from ._raft_rpc import step
+from .registry import controller_api
+
+
+@controller_api(59, versions=(0, 1))
+async def handle(ctx, request):
+    return await step(ctx, request, wire_map.fetch_snapshot_request_from_wire, wire_map.fetch_snapshot_response_to_wire,
+                      lambda code: messages.FetchSnapshotResponse(error_code=code, topics=[]))

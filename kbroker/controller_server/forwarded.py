@@ -1,0 +1,58 @@
+"""Admin writes forwarded by brokers: CreateTopics (19, v2–v7), DeleteTopics (20, v1–v6),
+AlterConfigs (33, v0–v2), CreatePartitions (37, v0–v3), IncrementalAlterConfigs (44, v0–v1).
+
+The client plane's handlers (``kbroker.api.*``) are reused as they are: on this plane
+``ctx.broker.controller`` is the local ``QuorumController``. When this node is not the
+active controller every entry is answered ``NOT_CONTROLLER`` and the forwarding broker
+retries against the leader it learns from Raft."""
+from __future__ import annotations
+
+from kbroker.api import alter_configs, create_partitions, create_topics, delete_topics, incremental_alter_configs
+from kbroker.metadata.quorum_controller import NotController
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+from .registry import controller_api
+
+NC = ErrorCode.NOT_CONTROLLER
+
+
+def _not_controller(api_key: int, request):
+    if api_key == 19:
+        R = messages.CreateTopicsResponse
+        return R(throttle_time_ms=0, topics=[R.CreatableTopicResult(name=t.name, error_code=NC)
+                                             for t in request.topics or ()])
+    if api_key == 20:
+        R = messages.DeleteTopicsResponse
+        names = [(t.name, t.topic_id) for t in request.topics or ()] or \
+            [(n, None) for n in request.topic_names or ()]
+        return R(throttle_time_ms=0, responses=[R.DeletableTopicResult(name=n or "", topic_id=i, error_code=NC)
+                                                for n, i in names])
+    if api_key == 37:
+        R = messages.CreatePartitionsResponse
+        return R(throttle_time_ms=0, results=[R.CreatePartitionsTopicResult(name=t.name, error_code=NC)
+                                              for t in request.topics or ()])
+    R = messages.response_class(api_key)
+    return R(throttle_time_ms=0, responses=[R.AlterConfigsResourceResponse(
+        error_code=NC, resource_type=r.resource_type, resource_name=r.resource_name)
+        for r in request.resources or ()])
+
+
+def _forwarded(api_key: int, versions, inner):
+    @controller_api(api_key, versions=versions)
+    async def handle(ctx, request):
+        c = ctx.broker.controller
+        if c is None or not c.active:
+            return _not_controller(api_key, request)
+        try:
+            return await inner(ctx, request)
+        except NotController:
+            return _not_controller(api_key, request)
+    return handle
+
+
+_forwarded(19, (2, 7), create_topics.handle)
+_forwarded(20, (1, 6), delete_topics.handle)
+_forwarded(33, (0, 2), alter_configs.handle)
+_forwarded(37, (0, 3), create_partitions.handle)
+_forwarded(44, (0, 1), incremental_alter_configs.handle)

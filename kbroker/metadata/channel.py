@@ -1,0 +1,278 @@
+"""``ControllerChannel``: the broker's way to the active controller (``broker.controller``).
+
+It offers the coroutines of ``Controller`` (``create_topics``, ``maybe_create_topics``,
+``delete_topics``, ``create_partitions``, ``alter_configs``, ``incremental_alter_configs``,
+``allocate_producer_ids``) plus ``register_broker``/``heartbeat`` for the broker lifecycle,
+and routes each call:
+
+- when this node is the active controller (a combined node leading the quorum, or the
+  one-node quorum of ``make run``): straight to the local ``QuorumController``;
+- otherwise it is forwarded to the Raft leader's controller listener as the Kafka request it
+  stands for (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, AlterConfigs v2,
+  IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v1,
+  BrokerHeartbeat v0) — Kafka forwards through Envelope; re-sending the request is
+  equivalent here because there is no principal to carry.
+
+A failed attempt (no leader yet, connection refused or closed, ``NOT_CONTROLLER``, the
+local controller losing leadership mid-way) is retried against the current leader until
+``request.timeout.ms`` passes; then every entry is answered ``NOT_CONTROLLER`` (retriable for
+clients). After a forwarded write the call waits (bounded) until this node's image shows
+it, so a client that created a topic through any node sees it there next.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Iterable, Sequence
+
+import trio
+
+from kbroker.wire import messages as w
+from kbroker.wire.error_codes import ErrorCode as E
+
+from . import configs as tc
+from .controller import PRODUCER_ID_BLOCK, ConfigResult, NewTopic, TopicResult, internal_topic
+from .image import ZERO_UUID
+from .quorum_controller import NotController
+
+log = logging.getLogger("kbroker.channel")
+
+RPC_TIMEOUT = 30.0
+
+
+class ControllerChannel:
+    def __init__(self, config, quorum, local=None):
+        self.config = config
+        self.quorum = quorum
+        self.local = local                       # QuorumController on controller nodes
+        self.node_id = config.node_id
+        self.timeout = config.get("request.timeout.ms") / 1000
+        self.stats = {"local": 0, "forwarded": 0, "retries": 0, "gave_up": 0}
+
+    @property
+    def image(self):
+        return self.quorum.image
+
+    @property
+    def store(self):
+        return self.quorum.store
+
+    # ------------------------------------------------------------------ routing
+    async def _route(self, local_call, remote_call, fallback):
+        deadline = trio.current_time() + self.timeout
+        while True:
+            leader = self.quorum.leader_id
+            if self.local is not None and self.quorum.is_active:
+                try:
+                    result = await local_call(self.local)
+                    self.stats["local"] += 1
+                    return result
+                except NotController:
+                    pass
+            elif leader >= 0 and leader != self.node_id:
+                addr = self.quorum.controller_endpoint(leader)
+                if addr is not None:
+                    result = await remote_call(addr)
+                    if result is not None:
+                        self.stats["forwarded"] += 1
+                        return result
+            if trio.current_time() >= deadline:
+                self.stats["gave_up"] += 1
+                return fallback()
+            self.stats["retries"] += 1
+            await trio.sleep(0.05)
+
+    async def _call(self, addr, api_key: int, version: int, body):
+        return await self.quorum.rpc.call_addr(addr, api_key, version, body, RPC_TIMEOUT)
+
+    async def _wait_visible(self, predicate, timeout: float = 5.0) -> None:
+        if self.quorum.is_active:
+            return
+        with trio.move_on_after(timeout):
+            while not predicate(self.quorum.image):
+                await trio.sleep(0.01)
+
+    # ------------------------------------------------------------------ topics
+    async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool = False) -> list[TopicResult]:
+        R = w.CreateTopicsRequest
+
+        async def remote(addr):
+            req = R(timeout_ms=int(self.timeout * 1000), validate_only=validate_only, topics=[
+                R.CreatableTopic(
+                    name=t.name, num_partitions=t.num_partitions if not t.assignments else -1,
+                    replication_factor=t.replication_factor if not t.assignments else -1,
+                    assignments=[R.CreatableReplicaAssignment(partition_index=i, broker_ids=list(b))
+                                 for i, b in sorted((t.assignments or {}).items())],
+                    configs=[R.CreatableTopicConfig(name=k, value=v) for k, v in t.configs.items()])
+                for t in topics])
+            resp = await self._call(addr, 19, 7, req)
+            if resp is None or len(resp.topics) != len(topics) or \
+                    any(r.error_code == E.NOT_CONTROLLER for r in resp.topics):
+                return None
+            out = []
+            for t, r in zip(topics, resp.topics):
+                res = TopicResult(r.name, r.error_code, r.error_message)
+                if not r.error_code:
+                    res.topic_id = r.topic_id
+                    res.num_partitions, res.replication_factor = r.num_partitions, r.replication_factor
+                    res.configs = tc.describe_topic(self.config, {k: v for k, v in t.configs.items()
+                                                                  if v is not None})
+                out.append(res)
+            created = {r.name: r.topic_id for r in out if not r.error_code and r.topic_id != ZERO_UUID}
+            if created and not validate_only:
+                await self._wait_visible(lambda img: all(
+                    n in img.topics and img.topics[n].topic_id == tid for n, tid in created.items()))
+            return out
+
+        return await self._route(
+            lambda c: c.create_topics(topics, validate_only=validate_only), remote,
+            lambda: [TopicResult(t.name, E.NOT_CONTROLLER, "No active controller.") for t in topics])
+
+    async def maybe_create_topics(self, names: Iterable[str], *, num_partitions: int = -1,
+                                  replication_factor: int = -1,
+                                  configs: dict[str, str] | None = None) -> list[TopicResult]:
+        new = [internal_topic(n, self.config)
+               or NewTopic(n, num_partitions, replication_factor, None, dict(configs or {}))
+               for n in dict.fromkeys(names) if n not in self.image.topics]
+        if not new:
+            return []
+        return await self.create_topics(new)
+
+    async def delete_topics(self, names: Sequence[str] = (), ids: Sequence[uuid.UUID] = ()):
+        R = w.DeleteTopicsRequest
+
+        async def remote(addr):
+            req = R(timeout_ms=int(self.timeout * 1000),
+                    topics=[R.DeleteTopicState(name=n, topic_id=ZERO_UUID) for n in names]
+                    + [R.DeleteTopicState(name=None, topic_id=i) for i in ids])
+            resp = await self._call(addr, 20, 6, req)
+            if resp is None or any(r.error_code == E.NOT_CONTROLLER for r in resp.responses):
+                return None
+            out = [(r.name, r.topic_id, r.error_code, r.error_message) for r in resp.responses]
+            gone = {tid for _, tid, code, _ in out if not code}
+            if gone:
+                await self._wait_visible(lambda img: not any(t in img.topics_by_id for t in gone))
+            return out
+
+        return await self._route(
+            lambda c: c.delete_topics(names, ids), remote,
+            lambda: [(n, ZERO_UUID, E.NOT_CONTROLLER, "No active controller.") for n in names]
+            + [(None, i, E.NOT_CONTROLLER, "No active controller.") for i in ids])
+
+    async def create_partitions(self, requests, *, validate_only: bool = False):
+        R = w.CreatePartitionsRequest
+
+        async def remote(addr):
+            req = R(timeout_ms=int(self.timeout * 1000), validate_only=validate_only, topics=[
+                R.CreatePartitionsTopic(name=n, count=c, assignments=None if a is None else [
+                    R.CreatePartitionsAssignment(broker_ids=list(b)) for b in a])
+                for n, c, a in requests])
+            resp = await self._call(addr, 37, 3, req)
+            if resp is None or any(r.error_code == E.NOT_CONTROLLER for r in resp.results):
+                return None
+            out = [(r.name, r.error_code, r.error_message) for r in resp.results]
+            grown = {n: c for (n, c, _), (_, code, _) in zip(requests, out) if not code}
+            if grown and not validate_only:
+                await self._wait_visible(lambda img: all(
+                    n in img.topics and len(img.topics[n].partitions) >= c for n, c in grown.items()))
+            return out
+
+        return await self._route(
+            lambda c: c.create_partitions(requests, validate_only=validate_only), remote,
+            lambda: [(n, E.NOT_CONTROLLER, "No active controller.") for n, _, _ in requests])
+
+    # ------------------------------------------------------------------ configs
+    async def alter_configs(self, resources, *, validate_only: bool = False) -> list[ConfigResult]:
+        R = w.AlterConfigsRequest
+
+        async def remote(addr):
+            req = R(validate_only=validate_only, resources=[
+                R.AlterConfigsResource(resource_type=t, resource_name=n, configs=[
+                    R.AlterableConfig(name=k, value=v) for k, v in cfg.items()])
+                for t, n, cfg in resources])
+            resp = await self._call(addr, 33, 2, req)
+            return await self._config_results(resp, validate_only)
+
+        return await self._route(
+            lambda c: c.alter_configs(resources, validate_only=validate_only), remote,
+            lambda: [ConfigResult(t, n, E.NOT_CONTROLLER, "No active controller.") for t, n, _ in resources])
+
+    async def incremental_alter_configs(self, resources, *, validate_only: bool = False) -> list[ConfigResult]:
+        R = w.IncrementalAlterConfigsRequest
+
+        async def remote(addr):
+            req = R(validate_only=validate_only, resources=[
+                R.AlterConfigsResource(resource_type=t, resource_name=n, configs=[
+                    R.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])
+                for t, n, ops in resources])
+            resp = await self._call(addr, 44, 1, req)
+            return await self._config_results(resp, validate_only)
+
+        return await self._route(
+            lambda c: c.incremental_alter_configs(resources, validate_only=validate_only), remote,
+            lambda: [ConfigResult(t, n, E.NOT_CONTROLLER, "No active controller.") for t, n, _ in resources])
+
+    async def _config_results(self, resp, validate_only: bool):
+        if resp is None or any(r.error_code == E.NOT_CONTROLLER for r in resp.responses):
+            return None
+        out = [ConfigResult(r.resource_type, r.resource_name, r.error_code, r.error_message)
+               for r in resp.responses]
+        if not validate_only and any(not r.error_code for r in out):
+            await self.quorum.wait_caught_up_after_now()
+        return out
+
+    # ------------------------------------------------------------------ producer ids
+    async def allocate_producer_ids(self, count: int = PRODUCER_ID_BLOCK) -> tuple[int, int]:
+        async def remote(addr):
+            me = self.image.brokers.get(self.node_id)
+            req = w.AllocateProducerIdsRequest(broker_id=self.node_id,
+                                               broker_epoch=me.broker_epoch if me else -1)
+            resp = await self._call(addr, 67, 0, req)
+            if resp is None or resp.error_code:
+                return None
+            return resp.producer_id_start, resp.producer_id_len
+
+        def fail():
+            raise RuntimeError("no active controller to allocate producer ids")
+
+        return await self._route(lambda c: c.allocate_producer_ids(count), remote, fail)
+
+    # ------------------------------------------------------------------ broker lifecycle
+    async def register_broker(self, incarnation_id, listeners, rack) -> tuple[int, int]:
+        R = w.BrokerRegistrationRequest
+
+        async def remote(addr):
+            req = R(broker_id=self.node_id, cluster_id=self.quorum.cluster_id, incarnation_id=incarnation_id,
+                    listeners=[R.Listener(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
+                    features=[R.Feature(name="metadata.version", min_supported_version=7,
+                                        max_supported_version=25)],
+                    rack=rack, is_migrating_zk_broker=False)
+            resp = await self._call(addr, 62, 1, req)
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            return resp.error_code, resp.broker_epoch
+
+        return await self._route(
+            lambda c: c.register_broker(self.node_id, self.quorum.cluster_id, incarnation_id, listeners, rack),
+            remote, lambda: (E.NOT_CONTROLLER, -1))
+
+    async def heartbeat(self, broker_epoch: int, metadata_offset: int, *, want_fence: bool = False,
+                        want_shut_down: bool = False) -> tuple[int, bool, bool, bool]:
+        async def remote(addr):
+            req = w.BrokerHeartbeatRequest(broker_id=self.node_id, broker_epoch=broker_epoch,
+                                           current_metadata_offset=metadata_offset,
+                                           want_fence=want_fence, want_shut_down=want_shut_down)
+            resp = await self._call(addr, 63, 0, req)
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            return resp.error_code, resp.is_caught_up, resp.is_fenced, resp.should_shut_down
+
+        return await self._route(
+            lambda c: c.heartbeat(self.node_id, broker_epoch, metadata_offset, want_fence, want_shut_down),
+            remote, lambda: (E.NOT_CONTROLLER, False, True, False))
+
+    def statistics(self) -> dict:
+        out = {"channel": dict(self.stats), "image": self.image.statistics()}
+        if self.local is not None:
+            out["controller"] = self.local.statistics()
+        return out

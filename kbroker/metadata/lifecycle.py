@@ -1,0 +1,78 @@
+"""The broker side of KIP-631's broker lifecycle (Kafka's ``BrokerLifecycleManager``).
+
+After the node has caught up with the metadata log, the broker registers with the active
+controller (``BrokerRegistration``: its advertised listeners, rack and a fresh incarnation
+id; the answer is its broker epoch) and then heartbeats every
+``broker.heartbeat.interval.ms`` with the offset it has applied. It starts fenced; the
+controller unfences it once that offset reaches its registration, and ``wait_unfenced``
+returns — only then does the node serve clients (the ready line). Heartbeats come faster
+while fenced. A ``STALE_BROKER_EPOCH`` answer (the controller lost the registration)
+registers again. ``shutdown`` sends one heartbeat with ``want_shut_down`` so the controller
+moves this broker's leaderships before it goes (controlled shutdown).
+"""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from kbroker.wire.error_codes import ErrorCode as E
+
+log = logging.getLogger("kbroker.lifecycle")
+
+
+class BrokerLifecycle:
+    def __init__(self, config, channel, quorum, incarnation_id, listeners, rack):
+        self.config = config
+        self.channel = channel
+        self.quorum = quorum
+        self.incarnation_id = incarnation_id
+        self.listeners = listeners
+        self.rack = rack
+        self.broker_epoch = -1
+        self.fenced = True
+        self._unfenced = trio.Event()
+        self.stats = {"registrations": 0, "heartbeats": 0, "heartbeat_errors": 0}
+
+    async def wait_unfenced(self) -> None:
+        await self._unfenced.wait()
+
+    def _offset(self) -> int:
+        return self.quorum.driver.applied_offset - 1
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        interval = self.config.get("broker.heartbeat.interval.ms") / 1000
+        task_status.started(self)
+        while True:
+            code, epoch = await self.channel.register_broker(self.incarnation_id, self.listeners, self.rack)
+            if code:
+                log.warning("broker registration failed: %s; retrying", E(code).name)
+                await trio.sleep(min(interval, 0.5))
+                continue
+            self.broker_epoch = epoch
+            self.stats["registrations"] += 1
+            while True:
+                code, caught_up, fenced, _ = await self.channel.heartbeat(epoch, self._offset())
+                self.stats["heartbeats"] += 1
+                if code == E.STALE_BROKER_EPOCH:
+                    log.warning("broker epoch %d is stale; registering again", epoch)
+                    break
+                if code:
+                    self.stats["heartbeat_errors"] += 1
+                else:
+                    if self.fenced and not fenced:
+                        log.info("broker %d unfenced (epoch %d)", self.config.node_id, epoch)
+                    self.fenced = fenced
+                    if not fenced:
+                        self._unfenced.set()
+                if self.fenced:
+                    with trio.move_on_after(min(interval, 0.05) if caught_up else min(interval, 0.2)):
+                        await self.quorum.driver.wait_applied_change()
+                else:
+                    await trio.sleep(interval)
+
+    async def shutdown(self, timeout: float = 2.0) -> None:
+        if self.broker_epoch < 0 or self.fenced:
+            return
+        with trio.move_on_after(timeout):
+            await self.channel.heartbeat(self.broker_epoch, self._offset(), want_shut_down=True)

@@ -1,0 +1,295 @@
+"""The trio driver of the Raft core: time, disk and network around ``RaftNode``.
+
+One task (``run``) owns the node and loops: tick by the time that passed, process every
+``Ready`` exactly in the core's order (``kbroker.raft.core`` docstring) — persist the quorum
+state, the snapshot and the log (fsynced, ``RaftStorage``) *before* any message of that
+``Ready`` leaves; then send; then hand committed entries to the state machine; then
+``advance`` — and sleep until the next timer, an inbound message or a proposal.
+
+Messages:
+
+- inbound requests come from the controller listener's handlers (``handle_request``): the
+  request is stepped into the core under a driver-chosen token (carried as the core's
+  ``correlation_id``) and the handler waits for the core's response with that token, which
+  the ``Ready`` processing routes back to it instead of the network;
+- outbound requests become one task each that calls the peer over Kafka's wire
+  (``RpcClient``; conversions in ``wire_map``) and steps the response into the core. A failed
+  call is dropped: the core's own request timeout retries it.
+
+Pre-vote (KIP-996) is switched off between nodes because Vote v2 is not in the protocol
+definitions kbroker serves (Kafka 3.9's, Vote v0–v1); the core falls back to plain
+elections.
+
+The state machine (``kbroker.metadata.quorum``) is called synchronously on the trio
+thread: ``apply_snapshot(snapshot)``, ``apply(entries)``, ``snapshot_bytes()`` and
+``on_role_change(role_change)``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import random
+
+import trio
+
+from . import messages as m
+from .core import NotLeader, RaftNode, Ready
+from .state import RaftConfig, Role
+from .storage import RaftStorage
+from .transport import RpcClient
+from .wire_map import OUTBOUND, VERSIONS, NotForRaft, is_response, source_of
+
+log = logging.getLogger("kbroker.raft")
+
+
+class _Slot:
+    __slots__ = ("event", "value")
+
+    def __init__(self):
+        self.event = trio.Event()
+        self.value = None
+
+
+class RaftDriver:
+    def __init__(self, node_id: int, voters, storage: RaftStorage, config: RaftConfig,
+                 state_machine, *, rpc: RpcClient | None = None, cluster_id: str | None = None,
+                 rng: random.Random | None = None, wall_clock=None):
+        self.node_id = node_id
+        self.voters = frozenset(voters)
+        self.storage = storage
+        self.config = config
+        self.state_machine = state_machine
+        self.rpc = rpc or RpcClient(client_id=f"kbroker-raft-{node_id}")
+        self.cluster_id = cluster_id
+        self._rng = rng or random.Random()
+        self._wall = wall_clock
+        view = storage.load()
+        self.node = RaftNode(node_id, self.voters, view, config, self._rng)
+        self._wake = trio.Event()
+        self._waiters: dict[tuple[int, int], _Slot] = {}
+        self._token = 0
+        self._nursery: trio.Nursery | None = None
+        self._applied_event = trio.Event()
+        self._role_event = trio.Event()
+        self._started_at = self._last_tick = 0.0
+        self.leader_hw_seen = -1        # HW of the last good Fetch answer (follower/observer)
+        self.fetch_answers = 0          # good Fetch answers received (catch-up tracking)
+        self.stats = {"readies": 0, "sent": 0, "send_failures": 0, "inbound": 0,
+                      "inbound_timeouts": 0, "applied_entries": 0}
+
+    # ------------------------------------------------------------------ views
+    @property
+    def leader_id(self) -> int:
+        n = self.node
+        return n.leader_id if n.role in (Role.LEADER, Role.FOLLOWER) else -1
+
+    @property
+    def epoch(self) -> int:
+        return self.node.epoch
+
+    @property
+    def is_leader(self) -> bool:
+        return self.node.role is Role.LEADER
+
+    @property
+    def applied_offset(self) -> int:
+        return self.node.applied_offset
+
+    def wall_ms_of(self, logical_ms: int | None) -> int:
+        """A core timestamp (ms since the driver started) as wall-clock ms, -1 if unknown."""
+        if logical_ms is None or self._wall is None:
+            return -1
+        return self._wall() - (self.node.now - logical_ms)
+
+    # ------------------------------------------------------------------ run
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._started_at = self._last_tick = trio.current_time()
+            self._process()
+            task_status.started(self)
+            try:
+                while True:
+                    self._sync_time()
+                    self._process()
+                    wait = self.node.time_until_next_timer()
+                    timeout = math.inf if wait is None else max(wait, 1) / 1000
+                    with trio.move_on_after(timeout):
+                        await self._wake.wait()
+                    self._wake = trio.Event()
+            finally:
+                self._nursery = None
+                nursery.cancel_scope.cancel()
+
+    def _sync_time(self) -> None:
+        """Tick the core up to now. Done before every step/propose too: the core stamps
+        deadlines with its own clock, which must not lag behind a long sleep."""
+        now = trio.current_time()
+        elapsed = int((now - self._last_tick) * 1000)
+        if elapsed > 0:
+            self.node.tick(elapsed)
+            self._last_tick += elapsed / 1000
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _process(self) -> None:
+        node = self.node
+        while node.has_ready():
+            rd = node.ready()
+            self.stats["readies"] += 1
+            try:
+                self._persist(rd)
+            except BaseException:
+                log.critical("could not persist the metadata log; stopping", exc_info=True)
+                raise
+            for dest, msg in rd.messages:
+                self._dispatch(dest, msg)
+            if rd.apply_snapshot is not None:
+                self.state_machine.apply_snapshot(rd.apply_snapshot)
+            if rd.committed:
+                self.stats["applied_entries"] += len(rd.committed)
+                self.state_machine.apply(rd.committed)
+            node.advance(rd)
+            if rd.committed or rd.apply_snapshot is not None:
+                self._applied_event.set()
+                self._applied_event = trio.Event()
+            if rd.role_change is not None:
+                log.info("raft: node %d is %s in epoch %d (leader %d)", self.node_id,
+                         rd.role_change.role.value, rd.role_change.epoch, rd.role_change.leader_id)
+                self.state_machine.on_role_change(rd.role_change)
+                self._role_event.set()
+                self._role_event = trio.Event()
+            if rd.should_snapshot and node.applied_offset > node.log.start_offset:
+                try:
+                    node.create_snapshot(node.applied_offset, self.state_machine.snapshot_bytes())
+                except ValueError:
+                    log.debug("snapshot skipped", exc_info=True)
+        # committed-but-not-yet-activated leaders become "ready" after an advance
+        if node.leader_ready and not getattr(self, "_ready_reported", False):
+            self._ready_reported = True
+            self._role_event.set()
+            self._role_event = trio.Event()
+        elif not node.leader_ready:
+            self._ready_reported = False
+
+    def _persist(self, rd: Ready) -> None:
+        st = self.storage
+        if rd.persist_state is not None:
+            st.persist_state(rd.persist_state)
+        if rd.snapshot is not None:
+            st.write_snapshot(rd.snapshot)
+        if rd.reset_log_to is not None:
+            st.reset_to(rd.reset_log_to)
+        if rd.truncate_to is not None:
+            st.truncate_to(rd.truncate_to, self.node.log)
+        if rd.append_entries:
+            st.append_entries(rd.append_entries)
+        if rd.log_start_offset is not None:
+            st.delete_before(rd.log_start_offset)
+
+    # ------------------------------------------------------------------ messages
+    def _dispatch(self, dest: int, msg) -> None:
+        if is_response(msg):
+            slot = self._waiters.pop((dest, msg.correlation_id), None)
+            if slot is not None:
+                slot.value = msg
+                slot.event.set()
+            return
+        if dest == self.node_id:
+            return
+        if self._nursery is None:
+            return
+        self._nursery.start_soon(self._send_request, dest, msg)
+
+    async def _send_request(self, dest: int, msg) -> None:
+        api_key, to_wire, from_wire = OUTBOUND[type(msg)]
+        timeout = self.config.request_timeout_ms / 1000
+        if isinstance(msg, m.FetchRequest):
+            timeout += msg.max_wait_ms / 1000
+        self.stats["sent"] += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("raft: node %d -> %d: %s", self.node_id, dest, msg)
+        resp = await self.rpc.call(dest, api_key, VERSIONS[api_key], to_wire(msg, self.cluster_id), timeout)
+        if resp is None:
+            self.stats["send_failures"] += 1
+            return
+        try:
+            core_resp = from_wire(resp, msg.correlation_id)
+        except (NotForRaft, ValueError) as e:
+            self.stats["send_failures"] += 1
+            log.warning("raft: bad answer from node %d to %s: %s", dest, type(msg).__name__, e)
+            return
+        if isinstance(core_resp, m.FetchResponse) and core_resp.error_code == m.NONE:
+            self.fetch_answers += 1
+            self.leader_hw_seen = max(self.leader_hw_seen, core_resp.high_watermark)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("raft: node %d <- %d: %s", self.node_id, dest, core_resp)
+        self._sync_time()
+        self.node.step(dest, core_resp)
+        self.wake()
+
+    async def handle_request(self, msg, timeout: float | None = None):
+        """Step an inbound request; the core's answer, or None if it gave none in time."""
+        self.stats["inbound"] += 1
+        self._token += 1
+        msg = dataclasses.replace(msg, correlation_id=self._token)
+        src = source_of(msg)
+        slot = _Slot()
+        key = (src, self._token)
+        self._waiters[key] = slot
+        if timeout is None:
+            timeout = self.config.request_timeout_ms / 1000
+            if isinstance(msg, m.FetchRequest):
+                timeout += msg.max_wait_ms / 1000
+        try:
+            self._sync_time()
+            self.node.step(src, msg)
+            self.wake()
+            with trio.move_on_after(timeout):
+                await slot.event.wait()
+        finally:
+            self._waiters.pop(key, None)
+        if slot.value is None:
+            self.stats["inbound_timeouts"] += 1
+        return slot.value
+
+    # ------------------------------------------------------------------ proposals
+    def propose(self, payloads: list[bytes]) -> int | NotLeader:
+        """Append records (leader only); returns the offset of the last one."""
+        self._sync_time()
+        result = self.node.propose(payloads)
+        if not isinstance(result, NotLeader):
+            self.wake()
+        return result
+
+    async def wait_applied(self, offset: int, epoch: int) -> bool:
+        """Wait until the record at ``offset`` (proposed in ``epoch``) is committed and
+        applied; False when this node stopped leading ``epoch`` first (it may never commit)."""
+        while self.node.applied_offset <= offset:
+            if self.node.epoch != epoch or self.node.role is not Role.LEADER:
+                return False
+            await self._applied_event.wait()
+        return True
+
+    async def wait_applied_to(self, offset: int) -> None:
+        while self.node.applied_offset < offset:
+            await self._applied_event.wait()
+
+    async def wait_role_change(self) -> None:
+        await self._role_event.wait()
+
+    async def wait_applied_change(self) -> None:
+        await self._applied_event.wait()
+
+    def resign(self) -> None:
+        self._sync_time()
+        self.node.resign()
+        self.wake()
+
+    def statistics(self) -> dict:
+        out = dict(self.stats)
+        out.update(self.node.statistics())
+        out["storage"] = self.storage.statistics()
+        return out

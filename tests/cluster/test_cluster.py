@@ -1,0 +1,138 @@
+"""A real three-process cluster on loopback: three combined nodes (broker + controller)
+of one metadata quorum (``kbroker.cluster.node_overrides``, short session/election
+timeouts). The tests run in order on one cluster:
+
+1. topics created through any node; every node answers the same metadata; clients
+   bootstrapped from any node produce and consume across the nodes' partitions;
+2. SIGKILL the active controller: a new one is elected, admin operations keep working
+   through the survivors, the dead broker is fenced and its partitions lose their leader;
+   it comes back, is unfenced and leads them again;
+3. stop and restart all three: all metadata is intact.
+"""
+from __future__ import annotations
+
+import time
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
+
+from .support import describe_quorum, metadata, wait_for
+
+
+def view(port: int):
+    """What a client sees from one node: brokers, controller and every partition's leader."""
+    md = metadata(port)
+    return (sorted((b.node_id, b.port) for b in md.brokers),
+            {t.name: (str(t.topic_id), sorted((p.partition_index, p.leader_id, tuple(p.replica_nodes))
+                                              for p in t.partitions))
+             for t in md.topics if not t.name.startswith("__")})
+
+def same_everywhere(cluster):
+    views = [view(n.port) for n in cluster.alive()]
+    return views[0] if all(v == views[0] for v in views) else None
+
+def quorum_leader(port: int) -> int:
+    p, _ = describe_quorum(port)
+    return p.leader_id if p is not None and p.error_code == 0 else -1
+
+def admin(cluster, node_id: int) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=cluster.bootstrap(node_id), request_timeout_ms=20000)
+
+def test_topics_through_any_node_and_the_same_metadata_everywhere(cluster):
+    for i in (1, 2, 3):
+        a = admin(cluster, i)
+        a.create_topics([NewTopic(f"from-{i}", num_partitions=3, replication_factor=1)])
+        a.close()
+    md = wait_for(lambda: (lambda v: v if v and len(v[1]) == 3 else None)(same_everywhere(cluster)),
+                  what="the same metadata on every node")
+    brokers, topics = md
+    assert [b for b, _ in brokers] == [1, 2, 3]
+    leaders = {leader for _, parts in topics.values() for _, leader, _ in parts}
+    assert leaders == {1, 2, 3}, "partitions are spread over all brokers"
+    # every node names the same quorum leader, and DescribeQuorum lists the three voters
+    p, resp = describe_quorum(cluster.nodes[1].port)
+    assert sorted(v.replica_id for v in p.current_voters) == [1, 2, 3]
+    assert {quorum_leader(n.port) for n in cluster.alive()} == {p.leader_id}
+    assert sorted(n.node_id for n in resp.nodes) == [1, 2, 3]
+
+    # clients bootstrapped from different nodes see and use all partitions
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap(1))
+    for name in topics:
+        for part in range(3):
+            producer.send(name, value=f"{name}/{part}".encode(), partition=part).get(timeout=20)
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap(3), auto_offset_reset="earliest",
+                             consumer_timeout_ms=10000)
+    tps = [TopicPartition(name, part) for name in topics for part in range(3)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning()
+    got = set()
+    deadline = time.monotonic() + 20
+    while len(got) < len(tps) and time.monotonic() < deadline:
+        for recs in consumer.poll(timeout_ms=500).values():
+            got.update(r.value.decode() for r in recs)
+    consumer.close()
+    assert got == {f"{tp.topic}/{tp.partition}" for tp in tps}
+
+def test_kill_the_active_controller(cluster):
+    old = quorum_leader(cluster.nodes[1].port)
+    assert old in (1, 2, 3)
+    killed_at = time.monotonic()
+    cluster.nodes[old].kill()
+    survivor = next(i for i in cluster.nodes if i != old)
+    new = wait_for(lambda: (lambda l: l if l not in (-1, old) else None)(quorum_leader(cluster.nodes[survivor].port)),
+                   what="a new quorum leader")
+    failover = time.monotonic() - killed_at
+    assert new != old and failover < 15
+
+    # admin operations keep working through every survivor
+    for i in cluster.nodes:
+        if i == old:
+            continue
+        a = admin(cluster, i)
+        a.create_topics([NewTopic(f"after-kill-{i}", num_partitions=2, replication_factor=1)])
+        a.create_partitions({f"from-{i}": NewPartitions(total_count=4)})
+        a.close()
+    # the dead broker is fenced after broker.session.timeout.ms: it leaves the broker list
+    # and its partitions have no leader (replication factor 1: nowhere to move)
+    def fenced_view():
+        v = same_everywhere(cluster)
+        return v if v and old not in [b for b, _ in v[0]] else None
+    brokers, topics = wait_for(fenced_view, what="the dead broker fenced everywhere")
+    assert {f"after-kill-{i}" for i in cluster.nodes if i != old} <= set(topics)
+    for name, (_, parts) in topics.items():
+        for _, leader, replicas in parts:
+            assert leader == (-1 if replicas == (old,) else replicas[0])
+    a = admin(cluster, survivor)
+    a.create_topics([NewTopic("while-fenced", num_partitions=4, replication_factor=1)])
+    a.close()
+    _, topics = wait_for(lambda: (lambda v: v if v and "while-fenced" in v[1] else None)(same_everywhere(cluster)),
+                         what="while-fenced everywhere")
+    assert {leader for _, leader, _ in topics["while-fenced"][1]} <= {i for i in cluster.nodes if i != old}
+
+    # the node comes back: registered, unfenced, leads its partitions again
+    cluster.nodes[old].start()
+    def healed():
+        v = same_everywhere(cluster)
+        if not v or [b for b, _ in v[0]] != [1, 2, 3]:
+            return None
+        return v if all(leader != -1 for _, parts in v[1].values() for _, leader, _ in parts) else None
+    wait_for(healed, what="the restarted node leading its partitions again")
+
+def test_stop_and_restart_all_keeps_metadata(cluster):
+    a = admin(cluster, 2)
+    a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "from-1", configs={"retention.ms": "123456"})])
+    a.close()
+    before = wait_for(lambda: same_everywhere(cluster), what="a settled cluster")
+    cluster.stop_all()
+    cluster.start_all()
+    after = wait_for(lambda: (lambda v: v if v and [b for b, _ in v[0]] == [1, 2, 3] else None)(same_everywhere(cluster)),
+                     what="the restarted cluster")
+    assert after[1].keys() == before[1].keys()
+    for name, (tid, parts) in before[1].items():
+        assert after[1][name][0] == tid
+        assert [(p, r) for p, _, r in after[1][name][1]] == [(p, r) for p, _, r in parts]
+    a = admin(cluster, 3)
+    cfg = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "from-1")])
+    a.close()
+    assert "123456" in repr(cfg)
