@@ -38,7 +38,11 @@ def admin(bootstrap: str) -> AdminClient:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, **config: str) -> None:
-    """Create `name` (replication factor 1, topic configs by Kafka name) and wait for leaders."""
+    """Create `name` (replication factor 1, topic configs by Kafka name) and wait for leaders.
+
+    Retention is off unless asked for: many tests produce records with fixed 2023 timestamps
+    (T0_MS), which a retention pass of the shared broker would otherwise delete mid-test."""
+    config.setdefault("retention.ms", "-1")
     client = admin(bootstrap)  # keep the handle alive until the futures are done
     futures = client.create_topics(
         [NewTopic(name, partitions, 1, config={k: str(v) for k, v in config.items()})],
@@ -115,6 +119,20 @@ def delete_records(bootstrap: str, topic: str, before: dict[int, int]) -> None:
     client = admin(bootstrap)  # keep the handle alive until the futures are done
     futures = client.delete_records(
         [CTopicPartition(topic, p, off) for p, off in before.items()], request_timeout=20)
+    for fut in futures.values():
+        fut.result(timeout=30)
+
+
+def alter_topic_config(bootstrap: str, topic: str, changes: dict[str, str | None]) -> None:
+    """IncrementalAlterConfigs on a topic: set each key, or delete it (back to the default)
+    when its value is None."""
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
+                           else AlterConfigOpType.DELETE) for k, v in changes.items()]
+    client = admin(bootstrap)
+    futures = client.incremental_alter_configs(
+        [ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)], request_timeout=20)
     for fut in futures.values():
         fut.result(timeout=30)
 
