@@ -6,7 +6,6 @@ import json
 
 from spark_tests.kafka_io import Rec
 
-CLIENT = "spark"
 
 # Columns as the tests compare them: the timestamp as epoch milliseconds (no time-zone games).
 COLUMNS = ["topic", "partition", "offset", "key", "value",

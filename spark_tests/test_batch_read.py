@@ -7,8 +7,10 @@ from __future__ import annotations
 import time
 
 from spark_tests import kafka_io as kio
-from spark_tests.helpers import CLIENT, batch_rows, expected_rows, reader  # noqa: F401
+from spark_tests.helpers import batch_rows, expected_rows, reader
 from spark_tests.kafka_io import T0_MS, Rec
+
+CLIENT = "spark"
 
 
 def test_subscribe_every_column(spark, bootstrap, topic_name):

@@ -7,7 +7,9 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, S
                                StructType)
 
 from spark_tests import kafka_io as kio
-from spark_tests.helpers import CLIENT  # noqa: F401
+
+CLIENT = "spark"
+
 
 HEADER = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 

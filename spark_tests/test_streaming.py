@@ -11,11 +11,11 @@ import time
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from compat_tests.helpers import wait_until
 from spark_tests import kafka_io as kio
-from spark_tests.helpers import CLIENT  # noqa: F401
 from spark_tests.kafka_io import Rec
 
-from compat_tests.helpers import wait_until
+CLIENT = "spark"
 
 
 def stream(spark, bootstrap, **options):
