@@ -12,6 +12,7 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
 - ``lifecycle`` — registration and heartbeats (``BrokerLifecycle``), ``controller_server`` —
   the CONTROLLER listener of a voter;
 - ``producer_ids`` — producer ids for InitProducerId, in controller-reserved blocks;
+- ``transactions`` — the transaction coordinator (``kbroker/txn/coordinator.py``);
 - ``replicas`` — the ``ReplicaManager`` (``kbroker/replica.py``), told about every new
   image via ``apply_image`` so partition logs follow the metadata.
 
@@ -133,6 +134,9 @@ class Broker:
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start(nursery)
+        from kbroker.txn.coordinator import TransactionCoordinator
+        self.transactions = TransactionCoordinator(self)
+        await self.transactions.start(nursery)
         self.started = True
         log.info("broker %d started: %s (clean shutdown before: %s)", self.node_id,
                  self.metadata.statistics(), self.had_clean_shutdown)
@@ -168,6 +172,8 @@ class Broker:
             return
         if self.group_coordinator is not None:
             self.group_coordinator.close()
+        if self.transactions is not None:
+            self.transactions.close()
         close = getattr(self.replicas, "shutdown", None) or getattr(self.replicas, "close", None)
         if close is not None:
             try:

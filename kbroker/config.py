@@ -182,6 +182,8 @@ _DEFS: list[ConfigDef] = [
     _d("transaction.state.log.segment.bytes", "int", 104_857_600, _at_least(1)),
     _d("transaction.max.timeout.ms", "int", 900_000, _at_least(1)),
     _d("transactional.id.expiration.ms", "int", 604_800_000, _at_least(1)),
+    _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000, _at_least(1)),
+    _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000, _at_least(1)),
     _d("producer.id.expiration.ms", "int", 86_400_000),
     _d("share.coordinator.state.topic.replication.factor", "int", 3),
     _d("share.coordinator.state.topic.min.isr", "int", 2),
