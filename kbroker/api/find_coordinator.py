@@ -1,6 +1,8 @@
 """FindCoordinator (key 10), v0–v6: which broker coordinates a group (or transaction).
 
-One node: the answer is always this broker, on the listener the request came in on.
+The coordinator is the leader of the key's partition of ``__consumer_offsets`` /
+``__transaction_state`` (Kafka's ``abs(hashCode) % partitions``), answered with its endpoint
+on the listener the request came in on — on one node always this broker.
 Like Kafka, the first lookup of a group creates ``__consumer_offsets`` (compacted,
 ``offsets.topic.num.partitions`` partitions) and loads it; a transaction lookup creates
 ``__transaction_state``. v4+ batches keys (KIP-699); key type 0 = group, 1 = transaction.
@@ -9,6 +11,7 @@ Not implemented: key type 2 (share groups) answers ``INVALID_REQUEST``.
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.group.records import partition_for
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -36,11 +39,19 @@ async def _lookup(ctx: RequestContext, key: str, key_type: int):
         return E.INVALID_REQUEST, -1, "", -1
     if err:
         return err, -1, "", -1
-    me = broker.metadata.brokers.get(broker.node_id)
-    ep = None if me is None else (me.endpoint(ctx.listener) or (me.endpoints[0][1:] if me.endpoints else None))
+    # In a cluster the coordinator is the leader of the key's partition of the internal
+    # topic (Kafka: abs(hashCode) % partitions); on one node that is always this broker.
+    node_id = broker.node_id
+    topic = broker.metadata.topics.get("__consumer_offsets" if key_type == GROUP else "__transaction_state")
+    if topic is not None and topic.partitions:
+        part = topic.partitions.get(partition_for(key, len(topic.partitions)))
+        node_id = part.leader if part is not None else -1
+    me = broker.metadata.brokers.get(node_id)
+    ep = None if me is None or me.fenced else (
+        me.endpoint(ctx.listener) or (me.endpoints[0][1:] if me.endpoints else None))
     if ep is None:
         return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    return E.NONE, broker.node_id, ep[0], ep[1]
+    return E.NONE, node_id, ep[0], ep[1]
 
 
 @api(10, versions=(0, 6))

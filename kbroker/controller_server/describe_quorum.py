@@ -27,20 +27,23 @@ def _error(code: int, message: str | None = None):
                                current_voters=[], observers=[])])])
 
 
-def leader_answer(quorum):
-    """The leader's DescribeQuorum response (v2 shape; lower versions drop fields)."""
+def leader_answer(quorum, version: int = 2):
+    """The leader's DescribeQuorum response at ``version`` (v1 adds fetch and caught-up
+    times, v2 the voters' endpoints)."""
     driver = quorum.driver
     node = driver.node
     voters, observers = node.replica_states()
     hw = node.high_watermark
 
     def state(rid, end, fetched):
+        if version < 1:
+            return Response.ReplicaState(replica_id=rid, log_end_offset=end)
         ts = driver.wall_ms_of(fetched)
         return Response.ReplicaState(replica_id=rid, log_end_offset=end, last_fetch_timestamp=ts,
                                      last_caught_up_timestamp=ts if end >= hw else -1)
 
     nodes = []
-    for vid in sorted(quorum.voters):
+    for vid in sorted(quorum.voters) if version >= 2 else ():
         addr = quorum.voter_endpoints.get(vid)
         if addr is not None:
             nodes.append(Response.Node(node_id=vid, listeners=[Response.Listener(
@@ -55,7 +58,7 @@ def leader_answer(quorum):
 
 async def describe(quorum, request, version: int):
     if quorum.driver.is_leader:
-        return leader_answer(quorum)
+        return leader_answer(quorum, version)
     leader = quorum.leader_id
     addr = quorum.controller_endpoint(leader) if leader >= 0 else None
     if addr is not None and leader != quorum.node_id:

@@ -141,12 +141,15 @@ class LogManager:
             return log
         if not topic or "/" in topic or topic in (".", ".."):
             raise ValueError(f"bad topic name {topic!r}")
-        counts = {d: 0 for d in self.log_dirs}
-        for lg in self._logs.values():
-            parent = lg.dir.parent
-            if parent in counts:
-                counts[parent] += 1
-        target = min(self.log_dirs, key=lambda d: counts[d])
+        if len(self.log_dirs) == 1:
+            target = self.log_dirs[0]     # nothing to balance (and no O(logs) scan per create)
+        else:
+            counts = {d: 0 for d in self.log_dirs}
+            for lg in self._logs.values():
+                parent = lg.dir.parent
+                if parent in counts:
+                    counts[parent] += 1
+            target = min(self.log_dirs, key=lambda d: counts[d])
         log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
                            config or self.default_config, clock=self.clock,
                            clean_shutdown=True)

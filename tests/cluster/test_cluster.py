@@ -54,6 +54,10 @@ def test_topics_through_any_node_and_the_same_metadata_everywhere(cluster):
     assert sorted(v.replica_id for v in p.current_voters) == [1, 2, 3]
     assert {quorum_leader(n.port) for n in cluster.alive()} == {p.leader_id}
     assert sorted(n.node_id for n in resp.nodes) == [1, 2, 3]
+    for version in (0, 1):                       # older admin clients; forwarded from followers
+        for n in cluster.alive():
+            q, _ = describe_quorum(n.port, version)
+            assert (q.error_code, q.leader_id) == (0, p.leader_id)
 
     # clients bootstrapped from different nodes see and use all partitions
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap(1))
@@ -73,6 +77,22 @@ def test_topics_through_any_node_and_the_same_metadata_everywhere(cluster):
             got.update(r.value.decode() for r in recs)
     consumer.close()
     assert got == {f"{tp.topic}/{tp.partition}" for tp in tps}
+
+    # a consumer group: FindCoordinator sends every node's clients to the broker leading the
+    # group's __consumer_offsets partition; its commits are read back through another node
+    group = KafkaConsumer("from-1", bootstrap_servers=cluster.bootstrap(2), group_id="cluster-group",
+                          auto_offset_reset="earliest", enable_auto_commit=False)
+    seen = 0
+    deadline = time.monotonic() + 30
+    while seen < 3 and time.monotonic() < deadline:
+        seen += sum(len(r) for r in group.poll(timeout_ms=500).values())
+    group.commit()
+    group.close()
+    assert seen == 3
+    a = admin(cluster, 3)
+    committed = a.list_consumer_group_offsets("cluster-group")
+    a.close()
+    assert {tp.partition: om.offset for tp, om in committed.items()} == {0: 1, 1: 1, 2: 1}
 
 def test_kill_the_active_controller(cluster):
     old = quorum_leader(cluster.nodes[1].port)
