@@ -25,7 +25,6 @@ clean-shutdown marker, so the next start needs no recovery.
 """
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 import uuid
@@ -159,12 +158,13 @@ class Broker:
                 n.start_soon(local.run_session_checks)
             task_status.started()
 
-    async def _apply_image(self, image) -> None:
+    def _apply_image(self, image) -> None:
+        """Called synchronously for every published image, in publication order. (It must
+        not be a coroutine: tasks started per image run in no guaranteed order under trio,
+        and an older image applied after a newer one would delete live partitions' logs.)"""
         if self.replicas is None:
             return
-        result = self.replicas.apply_image(image)
-        if inspect.isawaitable(result):
-            await result
+        self.replicas.apply_image(image)
 
     def shutdown(self) -> None:
         """Flush and close every log; writes the clean-shutdown marker. Idempotent."""

@@ -157,14 +157,13 @@ class MetadataQuorum:
         image = self._with_controller(image)
         self.image = image
         if self.on_image is not None:
+            # Synchronous on purpose: images must reach the replica manager in order (a
+            # task per image would run in no guaranteed order and could apply an older
+            # image after a newer one, deleting live partitions).
             result = self.on_image(image)
             if inspect.isawaitable(result):
-                if self._nursery is not None:
-                    async def _await(r=result):
-                        await r
-                    self._nursery.start_soon(_await)
-                else:
-                    result.close()
+                result.close()
+                raise TypeError("on_image must be a plain function, not a coroutine")
 
     def _with_controller(self, image: MetadataImage) -> MetadataImage:
         leader = self.driver.leader_id
