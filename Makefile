@@ -59,6 +59,7 @@ compat: setup kafka-dist kcat
 # spark_tests/ on both targets (SPARK_TARGETS=kafka or kbroker for one); demo runs the
 # example clickstream pipeline in examples/ against an embedded kbroker.
 SPARK_TARGETS ?= kafka,kbroker
+DEMO_ARGS ?=
 SPARK_STAMP := $(VENV)/.spark-installed
 
 .PHONY: spark-dist spark-setup test-spark demo
@@ -76,7 +77,7 @@ test-spark: spark-setup kafka-dist
 	$(PY) -m pytest -q spark_tests --targets=$(SPARK_TARGETS) --matrix=spark_tests/results/matrix.md
 
 demo: spark-setup
-	$(PY) examples/clickstream/run_demo.py
+	$(PY) -m examples.clickstream.run_demo $(DEMO_ARGS)
 
 # --- cluster ---
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback

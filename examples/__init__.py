@@ -1,0 +1,1 @@
+"""Example programs that use kbroker (see examples/README.md)."""
