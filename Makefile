@@ -79,6 +79,28 @@ test-spark: spark-setup kafka-dist
 demo: spark-setup
 	$(PY) -m examples.clickstream.run_demo $(DEMO_ARGS)
 
+# --- benchmarks ---
+# kbroker against Apache Kafka (the compat suite's jars) on this machine, same loads, same
+# clients; see benchmarks/README.md. `bench` (≤ 20 min) publishes its table into
+# benchmarks/README.md and its charts into benchmarks/charts/; `bench-quick` (≤ 3 min) writes
+# benchmarks/results/quick/ only. Not part of `make test`.
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS ?=
+
+.PHONY: bench bench-quick bench-setup
+
+bench-setup: $(BENCH_STAMP) kafka-dist
+
+$(BENCH_STAMP): requirements-bench.txt $(STAMP)
+	$(PY) -m pip install -q -r requirements-bench.txt
+	touch $@
+
+bench: bench-setup
+	$(PY) -m benchmarks.bench --publish $(BENCH_ARGS)
+
+bench-quick: bench-setup
+	$(PY) -m benchmarks.bench --quick $(BENCH_ARGS)
+
 # --- cluster ---
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
 # (clients 19092/19094/19096, controllers 19093/19095/19097, data in ./data-cluster);

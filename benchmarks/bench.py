@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""kbroker vs Apache Kafka on this machine: `make bench` (full) and `make bench-quick`.
+
+    .venv/bin/python -m benchmarks.bench [--quick] [--brokers kbroker,kafka] [--reps N]
+                                        [--only produce,consume,latency,startup,memory,metadata]
+                                        [--publish] [--profile DIR]
+
+Runs the plan of benchmarks/harness/plan.py against each broker in turn (see
+benchmarks/harness/run.py for the order), then writes into benchmarks/results/<plan>/:
+results.json (raw values of every repetition), results.md (medians and kbroker/Kafka ratios)
+and PNG charts. `--publish` also copies the table into benchmarks/README.md (between the
+`bench-table` markers) and the charts into benchmarks/charts/. `--profile DIR` records a
+py-spy profile of kbroker during the loads (raw collapsed stacks, for flame graphs).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness import plan as plans  # noqa: E402
+from benchmarks.harness import report  # noqa: E402
+from benchmarks.harness.run import Results, Session, log  # noqa: E402
+from compat_tests.kafka_runner import kafka_libs, kafka_version  # noqa: E402
+
+HERE = ROOT / "benchmarks"
+README = HERE / "README.md"
+CHARTS = HERE / "charts"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores, {mem / 2**30:.0f} GiB, "
+            f"Linux {platform.release().split('-')[0]}")
+
+
+def publish(md_text: str, pngs: list[Path]) -> None:
+    CHARTS.mkdir(exist_ok=True)
+    for p in pngs:
+        shutil.copy(p, CHARTS / p.name)
+    text = README.read_text()
+    new = re.sub(r"(<!-- bench-table:start -->\n).*?(<!-- bench-table:end -->)",
+                 lambda m: m.group(1) + md_text + m.group(2), text, flags=re.S)
+    README.write_text(new)
+    log(f"published the table into {README.relative_to(ROOT)} and charts into "
+        f"{CHARTS.relative_to(ROOT)}/")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, one repetition")
+    ap.add_argument("--brokers", default="kbroker,kafka")
+    ap.add_argument("--reps", type=int, help="override the plan's repetitions")
+    ap.add_argument("--only", help="comma-separated groups to run")
+    ap.add_argument("--publish", action="store_true",
+                    help="write the table into benchmarks/README.md and charts into benchmarks/charts")
+    ap.add_argument("--profile", type=Path, help="py-spy profile of kbroker's loads into DIR")
+    ap.add_argument("--out", type=Path, help="results folder (default benchmarks/results/<plan>)")
+    a = ap.parse_args(argv)
+
+    plan = plans.quick() if a.quick else plans.full()
+    if a.reps:
+        plan.reps = a.reps
+        plan.consume_reps = a.reps
+    only = set(a.only.split(",")) if a.only else None
+    out = a.out or HERE / "results" / plan.name
+    out.mkdir(parents=True, exist_ok=True)
+    kafka_libs()  # fetch the jars first if needed
+    import kbroker  # noqa: F401 - fail early when the checkout is not importable
+    results = Results({
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
+        "kafka_version": kafka_version(), "python": f"Python {platform.python_version()}",
+        "plan": plan.name, "reps": plan.reps, "notes": list(plan.notes),
+        "brokers": a.brokers.split(","), "loadavg_start": os.getloadavg()[0]})
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
+        for name in a.brokers.split(","):
+            log(f"=== {name} ===")
+            t0 = time.monotonic()
+            Session(name, plan, results, Path(tmp), only=only, profile=a.profile).run()
+            results.meta[f"{name}_seconds"] = round(time.monotonic() - t0, 1)
+            results.meta["duration_s"] = round(time.monotonic() - started, 1)
+            results.meta["loadavg_end"] = os.getloadavg()[0]
+            results.save(out / "results.json")
+    md, pngs = report.write_all(out / "results.json", out)
+    log(f"done in {(time.monotonic() - started) / 60:.1f} min: {md}")
+    print(md.read_text())
+    if a.publish:
+        publish(md.read_text(), pngs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""What the benchmark runs: scenarios and their sizes, for the full and the quick run.
+
+Every scenario is run `reps` times per broker and its median is reported. Sizes are chosen so
+that the full run of both brokers fits in 20 minutes on 2 cores and the quick one in 3.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KIB = 1024
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+
+@dataclass(frozen=True)
+class Produce:
+    id: str
+    record_size: int
+    partitions: int
+    acks: str            # "1" | "all"
+    compression: str     # "none" | "lz4" | "zstd"
+    bytes: int           # total payload per run
+    client: str = "java"  # "java" (ProducerPerformance) | "rdkafka"
+
+    @property
+    def records(self) -> int:
+        return max(1, self.bytes // self.record_size)
+
+    @property
+    def title(self) -> str:
+        size = f"{self.record_size // KIB} KiB" if self.record_size >= KIB else f"{self.record_size} B"
+        client = "ProducerPerformance" if self.client == "java" else "librdkafka"
+        return (f"produce {size}, {self.partitions}p, acks={self.acks}, {self.compression} "
+                f"({client})")
+
+
+@dataclass
+class Plan:
+    name: str
+    reps: int
+    produce: list[Produce]
+    consume_bytes: int             # pre-filled topic (1 KiB records, 1 partition)
+    consume_reps: int
+    e2e_records: int               # EndToEndLatency round trips
+    latency_rate: int              # librdkafka fixed-rate latency: records/s ...
+    latency_seconds: float         # ... for this long
+    idle_settle_s: float           # wait after start before reading idle RSS
+    warmup_bytes: int              # unmeasured produce load before the measured ones
+    startup_partitions: int        # the "data dir with many partitions" start-up case
+    metadata_partitions: int       # metadata scale: partitions created
+    metadata_reps: int
+    notes: list[str] = field(default_factory=list)
+
+
+def _produce_full() -> list[Produce]:
+    big, small = 160 * MIB, 64 * MIB
+    return [
+        Produce("p-1k-1p-a1", 1024, 1, "1", "none", big),
+        Produce("p-1k-8p-a1", 1024, 8, "1", "none", big),
+        Produce("p-1k-1p-aall", 1024, 1, "all", "none", big),
+        Produce("p-1k-8p-aall", 1024, 8, "all", "none", big),
+        Produce("p-100-1p-a1", 100, 1, "1", "none", small),
+        Produce("p-100-8p-aall", 100, 8, "all", "none", small),
+        Produce("p-1k-8p-a1-lz4", 1024, 8, "1", "lz4", big),
+        Produce("p-1k-8p-a1-zstd", 1024, 8, "1", "zstd", big),
+        Produce("r-1k-8p-a1", 1024, 8, "1", "none", big, client="rdkafka"),
+        Produce("r-100-1p-a1", 100, 1, "1", "none", small, client="rdkafka"),
+    ]
+
+
+def full() -> Plan:
+    return Plan(name="full", reps=3, produce=_produce_full(), consume_bytes=2 * GIB,
+                consume_reps=3, e2e_records=3000, latency_rate=500, latency_seconds=8,
+                idle_settle_s=5, warmup_bytes=256 * MIB, startup_partitions=1000, metadata_partitions=10_000,
+                metadata_reps=1)
+
+
+def quick() -> Plan:
+    return Plan(
+        name="quick", reps=1,
+        produce=[Produce("p-1k-1p-a1", 1024, 1, "1", "none", 64 * MIB),
+                 Produce("p-100-1p-a1", 100, 1, "1", "none", 16 * MIB),
+                 Produce("p-1k-8p-aall-lz4", 1024, 8, "all", "lz4", 64 * MIB),
+                 Produce("r-1k-8p-a1", 1024, 8, "1", "none", 64 * MIB, client="rdkafka")],
+        consume_bytes=256 * MIB, consume_reps=1, e2e_records=1000, latency_rate=500,
+        latency_seconds=3, idle_settle_s=2, warmup_bytes=64 * MIB, startup_partitions=1000,
+        metadata_partitions=1000, metadata_reps=1,
+        notes=["quick run: smaller sizes, one repetition; not for publication"])

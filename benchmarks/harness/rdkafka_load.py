@@ -1,0 +1,217 @@
+"""librdkafka loads (confluent-kafka), one process per run, result as one JSON line on stdout.
+
+    python -m benchmarks.harness.rdkafka_load produce  --bootstrap B --topic T --num N --size S
+    python -m benchmarks.harness.rdkafka_load consume  --bootstrap B --topic T --bytes N
+    python -m benchmarks.harness.rdkafka_load latency  --bootstrap B --topic T --rate R --seconds D
+    python -m benchmarks.harness.rdkafka_load firstack --bootstrap B --topic T
+
+* produce: N records of S bytes as fast as the client goes (``acks``, ``compression``
+  options); records/s and MB/s from the first send to the last delivery report.
+* consume: assign every partition from the beginning (no group, so no coordinator time in
+  the number) and read until N bytes of values arrived; MB/s of values.
+* latency: a producer sends R records/s of S bytes (``linger.ms=0``) for D seconds; a
+  consumer in the same process (assigned at the end of the partition) computes
+  receive time - send time per record from a CLOCK_MONOTONIC stamp in the payload;
+  p50/p99/p99.9 in milliseconds. The rate is fixed, not closed-loop.
+* firstack: prints ``ready`` once loaded, waits for ``go`` on stdin, then produces one
+  record with connection retries every few ms and prints the CLOCK_MONOTONIC time of the
+  delivery report (see brokers.timed_start).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+import threading
+import time
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+MIB = 1024 * 1024  # Kafka's perf tools' "MB" is 2^20 bytes; so is ours
+
+
+def _producer(bootstrap: str, **extra) -> Producer:
+    conf = {"bootstrap.servers": bootstrap, "queue.buffering.max.kbytes": 1048576,
+            "queue.buffering.max.messages": 1_000_000}
+    conf.update({k.replace("_", "."): v for k, v in extra.items() if v is not None})
+    return Producer(conf)
+
+
+def _partitions(bootstrap: str, topic: str) -> list[int]:
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=30)
+    return sorted(md.topics[topic].partitions)
+
+
+def produce(a) -> dict:
+    p = _producer(a.bootstrap, acks=a.acks, compression_type=a.compression,
+                  linger_ms=a.linger_ms, batch_size=a.batch_size)
+    payload = bytes((i * 7 + 3) & 0xFF for i in range(a.size))
+    done = [0]
+    errors = [0]
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors[0] += 1
+        done[0] += 1
+
+    # warm up: metadata, connections
+    p.produce(a.topic, payload, on_delivery=on_delivery)
+    p.flush(30)
+    done[0] = 0
+    t0 = time.monotonic()
+    produce_ = p.produce
+    for _ in range(a.num):
+        while True:
+            try:
+                produce_(a.topic, payload, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.001)
+    p.flush(120)
+    dt = time.monotonic() - t0
+    return {"records": done[0], "errors": errors[0], "seconds": dt,
+            "records_per_s": done[0] / dt, "mb_per_s": done[0] * a.size / dt / MIB}
+
+
+def consume(a) -> dict:
+    parts = _partitions(a.bootstrap, a.topic)
+    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": "rdkafka-consume-bench",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576})
+    c.assign([TopicPartition(a.topic, p, 0) for p in parts])
+    got = count = 0
+    t0 = None
+    deadline = time.monotonic() + a.timeout
+    while got < a.bytes and time.monotonic() < deadline:
+        msgs = c.consume(10000, 1.0)
+        for m in msgs:
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise RuntimeError(m.error())
+            if t0 is None:
+                t0 = time.monotonic()
+            got += len(m.value())
+            count += 1
+    dt = time.monotonic() - (t0 or time.monotonic())
+    c.close()
+    return {"bytes": got, "records": count, "seconds": dt,
+            "mb_per_s": got / dt / MIB if dt else 0.0, "records_per_s": count / dt if dt else 0.0}
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    idx = min(len(sorted_values) - 1, max(0, int(round(q * len(sorted_values) + 0.5)) - 1))
+    return sorted_values[idx]
+
+
+def latency(a) -> dict:
+    parts = _partitions(a.bootstrap, a.topic)
+    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": "rdkafka-latency-bench",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 500,
+                  "fetch.error.backoff.ms": 10})
+    # start at the end of every partition
+    ends = []
+    for p in parts:
+        _, high = c.get_watermark_offsets(TopicPartition(a.topic, p), timeout=30)
+        ends.append(TopicPartition(a.topic, p, high))
+    c.assign(ends)
+    lat: list[float] = []
+    expected = int(a.rate * a.seconds)
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set() and len(lat) < expected:
+            m = c.poll(0.1)  # returns as soon as one record is there (consume(n) would wait for n)
+            if m is None or m.error():
+                continue
+            now = time.monotonic_ns()
+            (sent,) = struct.unpack_from(">q", m.value(), 0)
+            lat.append((now - sent) / 1e6)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    time.sleep(1.0)  # let the consumer's first fetch park on the broker
+    p = _producer(a.bootstrap, acks=a.acks, linger_ms=0)
+    p.produce(a.topic, b"\0" * a.size, partition=parts[0])  # warm-up: connections
+    p.flush(30)
+    lat.clear()
+    pad = b"x" * max(0, a.size - 8)
+    interval = 1.0 / a.rate
+    start = time.monotonic()
+    for i in range(expected):
+        target = start + i * interval
+        while True:
+            now = time.monotonic()
+            if now >= target:
+                break
+            time.sleep(min(target - now, 0.001))
+        p.produce(a.topic, struct.pack(">q", time.monotonic_ns()) + pad,
+                  partition=parts[i % len(parts)])
+        p.poll(0)
+    p.flush(30)
+    t.join(a.seconds + 30)
+    stop.set()
+    c.close()
+    # the warm-up record may still arrive after clear(); drop anything absurd
+    values = sorted(lat)
+    return {"records": len(values), "expected": expected,
+            "p50_ms": _percentile(values, 0.50), "p99_ms": _percentile(values, 0.99),
+            "p999_ms": _percentile(values, 0.999),
+            "max_ms": values[-1] if values else float("nan")}
+
+
+def firstack(a) -> None:
+    p = _producer(a.bootstrap, acks="1", linger_ms=0, reconnect_backoff_ms=5,
+                  reconnect_backoff_max_ms=20, retry_backoff_ms=10, retry_backoff_max_ms=50,
+                  topic_metadata_refresh_interval_ms=100, message_timeout_ms=int(a.timeout * 1000),
+                  socket_connection_setup_timeout_ms=5000)
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit(2)
+    acked: list[float] = []
+
+    def on_delivery(err, msg):
+        if err is None:
+            acked.append(time.monotonic())
+        else:
+            print(f"delivery failed: {err}", file=sys.stderr)
+
+    p.produce(a.topic, b"first", on_delivery=on_delivery)
+    deadline = time.monotonic() + a.timeout
+    while not acked and time.monotonic() < deadline:
+        p.poll(0.002)
+    if not acked:
+        print("timed out", file=sys.stderr)
+        raise SystemExit(1)
+    print(f"{acked[0]:.6f}", flush=True)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["produce", "consume", "latency", "firstack"])
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--num", type=int, default=100_000)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--acks", default="1")
+    ap.add_argument("--compression", default="none")
+    ap.add_argument("--linger-ms", type=int, default=None)     # librdkafka's default: 5
+    ap.add_argument("--batch-size", type=int, default=None)    # librdkafka's default: 1 MB
+    ap.add_argument("--bytes", type=int, default=1 << 30)
+    ap.add_argument("--rate", type=float, default=1000)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--timeout", type=float, default=300)
+    a = ap.parse_args(argv)
+    if a.mode == "firstack":
+        firstack(a)
+        return
+    result = {"produce": produce, "consume": consume, "latency": latency}[a.mode](a)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

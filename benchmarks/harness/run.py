@@ -1,0 +1,330 @@
+"""One benchmark session per broker: fresh data directories, the same loads, raw results.
+
+Order for each broker (kbroker first, then Kafka; one broker process at a time):
+
+1. start-up on an empty data dir (`reps` fresh dirs), idle RSS read `idle_settle_s` later;
+2. one fresh broker for the loads: produce scenarios (peak RSS = VmHWM right after them),
+   end-to-end latency (EndToEndLatency, then librdkafka at a fixed rate), pre-fill of the
+   consume topic, ConsumerPerformance and librdkafka consume passes;
+3. start-up with `startup_partitions` partitions on disk (created, broker stopped, then
+   `reps` timed restarts);
+4. metadata scale: time to create `metadata_partitions` partitions on a fresh broker.
+
+Every measurement is appended to a `Results` object as raw values; medians and ratios are
+computed by report.py.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from compat_tests.runner import die_with_parent
+
+from . import kafka_tools
+from .admin import create_topics
+from .brokers import make_broker, rss_bytes, timed_start
+from .plan import Plan, Produce
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Results:
+    """Raw measurements: scenario id → description + {broker: [values]}."""
+
+    def __init__(self, meta: dict):
+        self.meta = meta
+        self.scenarios: dict[str, dict] = {}
+
+    def scenario(self, sid: str, *, title: str, group: str, unit: str, better: str,
+                 secondary_unit: str | None = None, target: float | None = None) -> dict:
+        s = self.scenarios.get(sid)
+        if s is None:
+            s = self.scenarios[sid] = {"id": sid, "title": title, "group": group, "unit": unit,
+                                       "better": better, "secondary_unit": secondary_unit,
+                                       "target": target, "values": {}, "secondary": {},
+                                       "raw": {}}
+        return s
+
+    def add(self, sid: str, broker: str, value: float, secondary: float | None = None,
+            raw: dict | None = None) -> None:
+        s = self.scenarios[sid]
+        s["values"].setdefault(broker, []).append(value)
+        if secondary is not None:
+            s["secondary"].setdefault(broker, []).append(secondary)
+        if raw is not None:
+            s["raw"].setdefault(broker, []).append(raw)
+
+    def to_json(self) -> dict:
+        return {"meta": self.meta, "scenarios": list(self.scenarios.values())}
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n")
+
+
+def rdkafka(mode: str, bootstrap: str, topic: str, *args: str, timeout: float = 900) -> dict:
+    cmd = [sys.executable, "-m", "benchmarks.harness.rdkafka_load", mode,
+           "--bootstrap", bootstrap, "--topic", topic, *args]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                         preexec_fn=die_with_parent)
+    if res.returncode != 0:
+        raise RuntimeError(f"rdkafka {mode} failed ({res.returncode}):\n{res.stdout}\n{res.stderr[-3000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class Session:
+    """All scenarios of one plan against one broker kind."""
+
+    def __init__(self, name: str, plan: Plan, results: Results, workroot: Path,
+                 only: set[str] | None = None, profile: Path | None = None):
+        self.name = name
+        self.plan = plan
+        self.results = results
+        self.workroot = workroot / name
+        self.only = only
+        self.profile = profile
+
+    def wants(self, group: str) -> bool:
+        return self.only is None or group in self.only
+
+    def _broker(self, tag: str):
+        workdir = self.workroot / tag
+        if workdir.exists():
+            shutil.rmtree(workdir)
+        return make_broker(self.name, workdir)
+
+    def _drop(self, broker) -> None:
+        # the data is thrown away: no need for a (slow, for Kafka) controlled shutdown
+        broker.kill()
+        shutil.rmtree(broker.workdir, ignore_errors=True)
+
+    def run(self) -> None:
+        if self.wants("startup") or self.wants("memory"):
+            self.startup_empty()
+        if any(self.wants(g) for g in ("produce", "latency", "consume", "memory")):
+            self.loads()
+        if self.wants("startup"):
+            self.startup_many()
+        if self.wants("metadata"):
+            self.metadata_scale()
+        shutil.rmtree(self.workroot, ignore_errors=True)
+
+    # ------------------------------------------------------------------ start-up, idle RSS
+    def startup_empty(self) -> None:
+        r = self.results
+        r.scenario("startup-empty", title="start-up to first produce ack, empty data dir",
+                   group="startup", unit="s", better="lower", target=0.1)
+        r.scenario("rss-idle", title="RSS idle (after start-up)", group="memory", unit="MiB",
+                   better="lower", target=0.2)
+        for i in range(self.plan.reps):
+            b = self._broker(f"startup-empty-{i}")
+            try:
+                secs = timed_start(b, "first")
+                log(f"{self.name}: start-up (empty) {secs:.3f} s")
+                r.add("startup-empty", self.name, secs)
+                time.sleep(self.plan.idle_settle_s)
+                rss, _ = rss_bytes(b.pid)
+                r.add("rss-idle", self.name, rss / 2**20)
+                log(f"{self.name}: idle RSS {rss / 2**20:.1f} MiB")
+            finally:
+                self._drop(b)
+
+    def startup_many(self) -> None:
+        n = self.plan.startup_partitions
+        sid = "startup-many"
+        self.results.scenario(sid, title=f"start-up to first produce ack, {n:,} partitions on disk",
+                              group="startup", unit="s", better="lower", target=0.1)
+        b = self._broker("startup-many")
+        try:
+            b.start()
+            topics = [(f"many-{t}", 100) for t in range(max(1, n // 100))]
+            t0 = time.monotonic()
+            create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=600)
+            if self.wants("metadata") and self.plan.metadata_partitions == n:
+                # the quick plan measures metadata scale on this broker (one start fewer)
+                self._record_metadata(time.monotonic() - t0)
+            b.stop()
+            for _ in range(self.plan.reps):
+                secs = timed_start(b, "many-0")
+                log(f"{self.name}: start-up ({n} partitions) {secs:.3f} s")
+                self.results.add(sid, self.name, secs)
+                b.stop()
+        finally:
+            self._drop(b)
+
+    def _record_metadata(self, secs: float) -> None:
+        n = self.plan.metadata_partitions
+        self.results.scenario("metadata-create",
+                              title=f"create {n:,} partitions (100 per topic, 1,000 per request)",
+                              group="metadata", unit="s", better="lower")
+        log(f"{self.name}: created {n} partitions in {secs:.2f} s")
+        self.results.add("metadata-create", self.name, secs)
+
+    def metadata_scale(self) -> None:
+        n = self.plan.metadata_partitions
+        if self.wants("startup") and self.plan.startup_partitions == n:
+            return  # measured by startup_many
+        for i in range(self.plan.metadata_reps):
+            b = self._broker(f"metadata-{i}")
+            try:
+                b.start()
+                topics = [(f"md-{t}", 100) for t in range(max(1, n // 100))]
+                t0 = time.monotonic()
+                create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=600)
+                self._record_metadata(time.monotonic() - t0)
+            finally:
+                self._drop(b)
+
+    # ------------------------------------------------------------------ loads on one broker
+    def loads(self) -> None:
+        b = self._broker("loads")
+        b.start()
+        try:
+            if self.profile is not None and self.name == "kbroker":
+                self._start_profiler(b)
+            if self.wants("produce") or self.wants("memory"):
+                self.warm_up(b)
+                for spec in self.plan.produce:
+                    self.produce(b, spec)
+                _, peak = rss_bytes(b.pid)
+                self.results.scenario("rss-peak-produce", title="peak RSS under the produce load",
+                                      group="memory", unit="MiB", better="lower")
+                self.results.add("rss-peak-produce", self.name, peak / 2**20)
+                log(f"{self.name}: peak RSS after produce {peak / 2**20:.1f} MiB")
+            if self.wants("latency"):
+                self.latency(b)
+            if self.wants("consume"):
+                self.consume(b)
+        finally:
+            self._stop_profiler()
+            self._drop(b)
+
+    def warm_up(self, b) -> None:
+        """Not measured: a first produce load, so Kafka's JIT compilers have seen the produce
+        path before the first measured run (kbroker has nothing to warm up)."""
+        topic = _unique("warmup")
+        create_topics(b.bootstrap_servers, [(topic, 8)])
+        size = self.plan.warmup_bytes
+        out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(size // 1024),
+                      "--size", "1024")
+        log(f"{self.name}: warm-up {size >> 20} MiB at {out['mb_per_s']:.1f} MB/s (not measured)")
+
+    def produce(self, b, spec: Produce) -> None:
+        r = self.results
+        r.scenario(spec.id, title=spec.title, group="produce", unit="MB/s", better="higher",
+                   secondary_unit="records/s", target=1.0 if spec.record_size == 1024 else None)
+        for _ in range(self.plan.reps):
+            topic = _unique(spec.id)
+            create_topics(b.bootstrap_servers, [(topic, spec.partitions)])
+            if spec.client == "java":
+                out = kafka_tools.producer_perf(b.bootstrap_servers, topic,
+                                                num_records=spec.records,
+                                                record_size=spec.record_size, acks=spec.acks,
+                                                compression=spec.compression)
+            else:
+                out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(spec.records),
+                              "--size", str(spec.record_size), "--acks", spec.acks,
+                              "--compression", spec.compression)
+            log(f"{self.name}: {spec.id}: {out['mb_per_s']:.1f} MB/s, "
+                f"{out['records_per_s']:.0f} records/s")
+            r.add(spec.id, self.name, out["mb_per_s"], out["records_per_s"], out)
+
+    def latency(self, b) -> None:
+        r = self.results
+        plan = self.plan
+        for sid, title in (("e2e-java", f"end-to-end latency, EndToEndLatency, 1 KiB, acks=1, "
+                                        f"{plan.e2e_records:,} round trips"),
+                           ("e2e-rdkafka", f"end-to-end latency, librdkafka, 1 KiB, acks=1, "
+                                           f"{plan.latency_rate}/s fixed rate")):
+            r.scenario(sid, title=title, group="latency", unit="ms p99", better="lower",
+                       secondary_unit="ms p50", target=1.0)
+        for _ in range(plan.reps):
+            topic = _unique("e2e")
+            create_topics(b.bootstrap_servers, [(topic, 1)])
+            out = kafka_tools.end_to_end_latency(b.bootstrap_servers, topic,
+                                                 num_records=plan.e2e_records, acks="1",
+                                                 record_size=1024)
+            log(f"{self.name}: EndToEndLatency p50 {out['p50_ms']:.2f} p99 {out['p99_ms']:.2f} "
+                f"p99.9 {out['p999_ms']:.2f} ms")
+            r.add("e2e-java", self.name, out["p99_ms"], out["p50_ms"], out)
+            topic = _unique("lat")
+            create_topics(b.bootstrap_servers, [(topic, 1)])
+            out = rdkafka("latency", b.bootstrap_servers, topic, "--rate", str(plan.latency_rate),
+                          "--seconds", str(plan.latency_seconds), "--size", "1024")
+            log(f"{self.name}: librdkafka latency p50 {out['p50_ms']:.2f} p99 {out['p99_ms']:.2f} "
+                f"p99.9 {out['p999_ms']:.2f} ms ({out['records']}/{out['expected']})")
+            r.add("e2e-rdkafka", self.name, out["p99_ms"], out["p50_ms"], out)
+
+    def consume(self, b) -> None:
+        r = self.results
+        plan = self.plan
+        size = plan.consume_bytes
+        records = size // 1024
+        label = f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size // 2**20} MiB"
+        topic = _unique("consume")
+        create_topics(b.bootstrap_servers, [(topic, 1)])
+        t0 = time.monotonic()
+        out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(records),
+                      "--size", "1024", timeout=1800)
+        log(f"{self.name}: pre-filled {label} in {time.monotonic() - t0:.1f} s "
+            f"({out['mb_per_s']:.1f} MB/s, librdkafka)")
+        r.scenario("consume-java", title=f"consume {label} from the start, 1 KiB, 1p "
+                                         f"(ConsumerPerformance)",
+                   group="consume", unit="MB/s", better="higher", secondary_unit="records/s",
+                   target=1.0)
+        r.scenario("consume-rdkafka", title=f"consume {label} from the start, 1 KiB, 1p "
+                                            f"(librdkafka)",
+                   group="consume", unit="MB/s", better="higher", secondary_unit="records/s")
+        for i in range(plan.consume_reps):
+            out = kafka_tools.consumer_perf(b.bootstrap_servers, topic, num_records=records,
+                                            group=_unique("perf"), timeout=1200)
+            if out["records"] < records:
+                raise RuntimeError(f"ConsumerPerformance read {out['records']} of {records}")
+            log(f"{self.name}: ConsumerPerformance {out['fetch_mb_per_s']:.1f} MB/s "
+                f"(with group join {out['mb_per_s']:.1f})")
+            r.add("consume-java", self.name, out["fetch_mb_per_s"], out["fetch_records_per_s"], out)
+            out = rdkafka("consume", b.bootstrap_servers, topic, "--bytes", str(size))
+            if out["bytes"] < size:
+                raise RuntimeError(f"librdkafka consume read {out['bytes']} of {size} bytes")
+            log(f"{self.name}: librdkafka consume {out['mb_per_s']:.1f} MB/s")
+            r.add("consume-rdkafka", self.name, out["mb_per_s"], out["records_per_s"], out)
+
+    # ------------------------------------------------------------------ profiling (kbroker)
+    _profiler = None
+
+    def _start_profiler(self, b) -> None:
+        pyspy = Path(sys.executable).with_name("py-spy")
+        out = self.profile / f"kbroker-{self.plan.name}-{time.strftime('%H%M%S')}.txt"
+        self.profile.mkdir(parents=True, exist_ok=True)
+        self._profiler = subprocess.Popen(
+            [str(pyspy), "record", "--pid", str(b.pid), "--format", "raw", "--rate", "200",
+             "--output", str(out), "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
+        log(f"profiling kbroker (pid {b.pid}) into {out}")
+
+    def _stop_profiler(self) -> None:
+        if self._profiler is not None:
+            import signal
+            self._profiler.send_signal(signal.SIGINT)
+            try:
+                self._profiler.wait(30)
+            except subprocess.TimeoutExpired:
+                self._profiler.kill()
+            self._profiler = None
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
