@@ -326,7 +326,10 @@ class PartitionLog:
             self._check_keys(view, headers)
         if self.config.log_append_time and log_append_time is None:
             log_append_time = now
-        buf = bytearray(view)
+        # A writable memoryview is a Produce request's own frame (the server hands frames on
+        # as bytearrays): patch it in place instead of copying every produced byte once more.
+        # Anything else (bytes, or buffers coordinators may still hold) is copied first.
+        buf = view if isinstance(batch, memoryview) and not view.readonly else bytearray(view)
         offset = self._log_end_offset
         pos = 0
         assigned = []

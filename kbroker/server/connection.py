@@ -13,10 +13,27 @@ What closes the connection (with one log line; the broker keeps serving everyone
 - a handler exception (logged with its traceback) or a response that cannot be encoded;
 - a failed or cancelled write (a half-written frame must never be followed by another);
 - ``connections.max.idle.ms`` without a byte from the client; broker shutdown.
+
+Hot path (TCP sockets; other streams, e.g. in-memory test streams, take the plain
+``receive_some`` + :class:`FrameDecoder` path with the same behaviour). Kept as it is because
+the produce and fetch profiles in ``benchmarks/README.md`` showed socket calls and copies
+dominating:
+
+- Reads go into one reusable buffer with ``recv_into``; a frame larger than what is left of
+  it gets its own exactly sized ``bytearray`` and the rest of it is received straight into
+  that (no ``+=``/slicing copies of large produce requests). Frames are handed on as
+  writable ``bytearray``s, so the log can patch offsets into a produce batch in place.
+- The socket is used without trio's wrapper: a read or write is tried first and only waits
+  (``wait_readable``/``wait_writable``) on ``EAGAIN``; the connection yields to the scheduler
+  once per request instead of around every socket call.
+- Responses to pipelined Produce requests (the next complete frame in the buffer is
+  another Produce) are collected and written with one ``sendmsg`` after the last of them —
+  same bytes, same order, fewer loopback wake-ups of the client.
 """
 from __future__ import annotations
 
 import logging
+import struct
 
 import trio
 
@@ -25,13 +42,24 @@ from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
 from kbroker.wire.protocol import FrameDecoder, decode_request, encode_response, peek_request
 
-from .send import send_parts
+from .send import send_parts, send_parts_raw
 
 log = logging.getLogger("kbroker.server")
 
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
 RECEIVE_SIZE = 256 * 1024
+PRODUCE = 0
+_SIZE = struct.Struct(">i")
+_KEY = struct.Struct(">h")
+
+
+def _raw_socket(stream):
+    """The stdlib socket under a trio SocketStream, or None (other stream types)."""
+    sock = getattr(getattr(stream, "socket", None), "_sock", None)
+    if sock is None or not hasattr(sock, "recv_into"):
+        return None
+    return sock
 
 
 class Connection:
@@ -47,6 +75,7 @@ class Connection:
         except (AttributeError, OSError):
             self.client_host, self.client_port = "unknown", 0
         self.requests = 0
+        self._raw = None
 
     def __str__(self) -> str:
         return f"{self.client_host}:{self.client_port}"
@@ -69,6 +98,103 @@ class Connection:
                 await trio.aclose_forcefully(self.stream)
 
     async def _loop(self) -> None:
+        self._raw = _raw_socket(self.stream)
+        if self._raw is not None:
+            await self._loop_socket()
+        else:
+            await self._loop_stream()
+
+    # ------------------------------------------------------------------ socket fast path
+    async def _recv_into(self, view) -> int | None:
+        """Bytes received into ``view``; 0 at EOF; None when the connection went idle for
+        ``connections.max.idle.ms`` or shutdown stopped the wait."""
+        raw = self._raw
+        while True:
+            try:
+                return raw.recv_into(view)
+            except BlockingIOError:
+                pass
+            with trio.CancelScope(deadline=trio.current_time() + self.server.idle_timeout_s) as scope:
+                self._recv_scope = scope
+                await trio.lowlevel.wait_readable(raw)
+            self._recv_scope = None
+            if scope.cancelled_caught:
+                if not self.server.draining:
+                    log.debug("closing idle connection from %s", self)
+                return None
+
+    async def _loop_socket(self) -> None:
+        server = self.server
+        max_frame = server.max_frame
+        rbuf = bytearray(RECEIVE_SIZE)
+        rview = memoryview(rbuf)
+        start = end = 0
+        pending: list = []   # response parts of pipelined produce requests, not yet written
+        try:
+            while not server.draining:
+                avail = end - start
+                frame = None
+                if avail >= 4:
+                    size = _SIZE.unpack_from(rbuf, start)[0]
+                    if size < 0 or size > max_frame:
+                        log.warning("closing connection from %s: %s", self,
+                                    FrameTooLarge(f"frame size {size} outside 0..{max_frame}"))
+                        return
+                    if avail - 4 >= size:
+                        frame = rbuf[start + 4:start + 4 + size]
+                        start += 4 + size
+                        if start == end:
+                            start = end = 0
+                    elif start + 4 + size > len(rbuf):
+                        # larger than what is left of the buffer: receive it into its own
+                        frame = bytearray(size)
+                        have = avail - 4
+                        frame[:have] = rview[start + 4:end]
+                        start = end = 0
+                        fview = memoryview(frame)
+                        if pending:
+                            await send_parts_raw(self._raw, pending)
+                            pending = []
+                        while have < size:
+                            n = await self._recv_into(fview[have:])
+                            if not n:
+                                return
+                            have += n
+                        fview.release()
+                if frame is None:
+                    if pending:
+                        await send_parts_raw(self._raw, pending)
+                        pending = []
+                    if start:
+                        rbuf[:avail] = rview[start:end]
+                        start, end = 0, avail
+                    n = await self._recv_into(rview[end:])
+                    if not n:
+                        return
+                    end += n
+                    continue
+                self.busy = True
+                try:
+                    keep = await self._handle(frame, pending)
+                finally:
+                    self.busy = False
+                if not keep or server.draining:
+                    return
+                # write now unless the next complete frame is another produce request
+                if pending and not (end - start >= 6
+                                    and _KEY.unpack_from(rbuf, start + 4)[0] == PRODUCE
+                                    and end - start - 4 >= _SIZE.unpack_from(rbuf, start)[0]):
+                    await send_parts_raw(self._raw, pending)
+                    pending = []
+                await trio.lowlevel.cancel_shielded_checkpoint()
+        finally:
+            if pending:
+                with trio.CancelScope(shield=True):
+                    with trio.move_on_after(1):
+                        await send_parts_raw(self._raw, pending)
+
+    # ------------------------------------------------------------------ generic streams
+    async def _loop_stream(self) -> None:
         server = self.server
         decoder = FrameDecoder(server.max_frame)
         idle_s = server.idle_timeout_s
@@ -97,8 +223,9 @@ class Connection:
                 if not keep or server.draining:
                     return
 
-    async def _handle(self, frame: bytes) -> bool:
-        """Answer one request; False means close the connection."""
+    async def _handle(self, frame, out: list | None = None) -> bool:
+        """Answer one request; False means close the connection. With ``out`` the
+        response's parts are appended to it (the caller writes them) instead of sent."""
         self.requests += 1
         try:
             api_key, version, correlation_id = peek_request(frame)
@@ -107,7 +234,7 @@ class Connection:
             return False
         spec = self.server.registry.get(api_key)
         if api_key == API_VERSIONS and (spec is None or version > spec.max_version):
-            await self._send_api_versions_unsupported(correlation_id)
+            await self._emit(self._api_versions_unsupported(correlation_id), out)
             return True
         if spec is None or not spec.min_version <= version <= spec.max_version:
             name = spec.name if spec else f"api key {api_key}"
@@ -129,14 +256,26 @@ class Connection:
             log.exception("closing connection from %s: %s v%d (correlation id %d, client %r) failed",
                           self, spec.name, version, correlation_id, header.client_id)
             return False
-        await send_parts(self.stream, parts)
+        await self._emit(parts, out)
         return True
 
-    async def _send_api_versions_unsupported(self, correlation_id: int) -> None:
+    async def _emit(self, parts, out: list | None) -> None:
+        if out is not None:
+            out.extend(parts)
+        else:
+            await self._send(parts)
+
+    async def _send(self, parts) -> None:
+        if self._raw is not None:
+            await send_parts_raw(self._raw, parts)
+        else:
+            await send_parts(self.stream, parts)
+
+    def _api_versions_unsupported(self, correlation_id: int) -> list:
         spec = self.server.registry.get(API_VERSIONS)
         lo, hi = (spec.min_version, spec.max_version) if spec else (0, 0)
         resp = messages.ApiVersionsResponse(
             error_code=UNSUPPORTED_VERSION,
             api_keys=[messages.ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS,
                                                               min_version=lo, max_version=hi)])
-        await send_parts(self.stream, encode_response(API_VERSIONS, 0, correlation_id, resp))
+        return encode_response(API_VERSIONS, 0, correlation_id, resp)

@@ -1,6 +1,11 @@
 """Writing a response's parts to a socket: bytes with ``send_all``, file regions with
 ``os.sendfile`` (zero copy), waiting for writability on ``EAGAIN``.
 
+``send_parts_raw`` is the connection fast path on a plain (non-blocking) stdlib socket:
+consecutive byte parts go out in one ``sendmsg`` (scatter/gather, no joining copy), with
+``MSG_MORE`` when a file region follows so the header and the region's first bytes share
+segments; regions go with ``os.sendfile``. It only waits when the socket is full.
+
 Falls back to copying the region's bytes through Python when the stream has no raw
 socket (tests with in-memory streams) or ``os.sendfile`` is not usable for the pair of
 descriptors. A failure or cancellation part-way leaves a half-written frame, so callers
@@ -10,11 +15,14 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 
 import trio
 
 _HAVE_SENDFILE = hasattr(os, "sendfile")
 _COALESCE = 64 * 1024
+_MSG_MORE = getattr(socket, "MSG_MORE", 0)
+_IOV_MAX = 512
 
 
 async def send_parts(stream, parts) -> None:
@@ -62,3 +70,67 @@ async def _send_region(stream, region) -> None:
             raise trio.BrokenResourceError(f"file region shrank: {sent} of {length} bytes sent")
         sent += n
         await trio.lowlevel.checkpoint_if_cancelled()
+
+
+async def send_parts_raw(sock, parts) -> None:
+    """Write ``parts`` (bytes-like and file regions) to a non-blocking stdlib socket."""
+    i, n = 0, len(parts)
+    while i < n:
+        part = parts[i]
+        if not isinstance(part, (bytes, bytearray, memoryview)):
+            await _sendfile_raw(sock, part)
+            i += 1
+            continue
+        j = i
+        while j < n and j - i < _IOV_MAX and isinstance(parts[j], (bytes, bytearray, memoryview)):
+            j += 1
+        await _sendmsg_all(sock, parts[i:j], _MSG_MORE if j < n else 0)
+        i = j
+
+
+async def _sendmsg_all(sock, buffers: list, flags: int) -> None:
+    views = [memoryview(b) for b in buffers]
+    while views:
+        try:
+            sent = sock.sendmsg(views, (), flags)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        while sent:
+            first = views[0]
+            if sent >= len(first):
+                sent -= len(first)
+                views.pop(0)
+            else:
+                views[0] = first[sent:]
+                sent = 0
+        while views and not len(views[0]):
+            views.pop(0)
+
+
+async def _sendfile_raw(sock, region) -> None:
+    fd = getattr(region, "fd", None)
+    if fd is None:
+        fd = getattr(region, "file", None)
+        if fd is not None and not isinstance(fd, int):
+            fd = fd.fileno()
+    if not _HAVE_SENDFILE or fd is None:
+        await _sendmsg_all(sock, [region.read_bytes()], 0)
+        return
+    out_fd = sock.fileno()
+    sent = 0
+    length = region.length
+    while sent < length:
+        try:
+            n = os.sendfile(out_fd, fd, region.position + sent, length - sent)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        except OSError as e:
+            if e.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP) and sent == 0:
+                await _sendmsg_all(sock, [region.read_bytes()], 0)
+                return
+            raise
+        if n == 0:
+            raise trio.BrokenResourceError(f"file region shrank: {sent} of {length} bytes sent")
+        sent += n
