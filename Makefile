@@ -49,7 +49,7 @@ kafka-dist:
 kcat:
 	command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }
 
-compat: setup kafka-dist kcat
+compat: setup kafka-dist kcat kafkajs franzgo
 	$(PY) -m pytest -q compat_tests --targets=$(COMPAT_TARGETS) --matrix=compat_tests/results/matrix.md
 
 # --- spark ---
@@ -112,3 +112,32 @@ cluster: $(STAMP)
 
 raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py
+
+# --- compat clients ---
+# The compat suite's Node and Go clients, in ignored folders, idempotent (the tests do the same
+# on first use; these let `make compat` do it up front). kafkajs: `npm ci` into
+# compat_tests/kafkajs/node_modules (versions in package-lock.json). franzgo: the franz-go
+# driver built into .cache/bin, module and build caches under .cache/go (versions in go.sum).
+# dx-capture re-records the differential corpus (compat_tests/differential/corpus) through a
+# recording proxy in front of a fresh Kafka — after kbroker advertises a new API or version.
+KAFKAJS_STAMP := compat_tests/kafkajs/node_modules/.installed
+FRANZGO_BIN := .cache/bin/franzgo-driver
+GO_ENV := GOPATH=$(CURDIR)/.cache/go GOMODCACHE=$(CURDIR)/.cache/go/mod \
+	GOCACHE=$(CURDIR)/.cache/go/build GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+
+.PHONY: kafkajs franzgo dx-capture
+
+kafkajs: $(KAFKAJS_STAMP)
+
+$(KAFKAJS_STAMP): compat_tests/kafkajs/package.json compat_tests/kafkajs/package-lock.json
+	cd compat_tests/kafkajs && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+franzgo: $(FRANZGO_BIN)
+
+$(FRANZGO_BIN): compat_tests/franzgo/go.mod compat_tests/franzgo/go.sum $(wildcard compat_tests/franzgo/*.go)
+	mkdir -p $(dir $@)
+	cd compat_tests/franzgo && $(GO_ENV) go build -o $(CURDIR)/$@ .
+
+dx-capture: setup kafka-dist kafkajs franzgo
+	$(PY) -m compat_tests.differential.capture
