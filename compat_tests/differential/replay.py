@@ -40,7 +40,7 @@ import base64
 import json
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from crc32c import crc32c
