@@ -88,6 +88,8 @@ class ConsumerThread:
 _CHILD = r"""
 import json, sys
 from kafka import KafkaConsumer
+from tests.support import kafka_python_fixes
+kafka_python_fixes.apply()
 cfg = json.loads(sys.argv[1])
 topic = cfg.pop("topic")
 c = KafkaConsumer(topic, **cfg)
