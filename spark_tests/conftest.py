@@ -7,6 +7,9 @@ spark_tests/results/matrix.md by `make test-spark`). Every test here therefore r
 kbroker and once on a real Apache Kafka. Run spark_tests/ in its own pytest session: the plugin
 registers the same options as compat_tests/conftest.py, so one session cannot hold both.
 
+At-least-once report: a test may `record_property("sink_report", text)`; the session ends with
+a "Spark sink delivery" section listing them per target (duplicates are reported, not failed).
+
 Spark side: ONE local[2] SparkSession for the whole session (a JVM start costs ~20 s on two
 cores), with the connector jars of tools/spark_dist (fetched if missing) as `spark.jars`,
 `spark.sql.shuffle.partitions=2` and no UI. Queries name their broker with
@@ -39,3 +42,15 @@ def checkpoint(tmp_path):
     """A fresh checkpoint folder for one streaming query (as a string, for Spark)."""
     path = tmp_path / "checkpoint"
     return str(path)
+
+
+def pytest_terminal_summary(terminalreporter):
+    lines = []
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        for name, value in getattr(report, "user_properties", []):
+            if name == "sink_report" and report.when == "call":
+                lines.append(f"{report.nodeid.split('::')[-1]}: {value}")
+    if lines:
+        terminalreporter.section("Spark sink delivery (at-least-once: duplicates are allowed, loss is not)")
+        for line in lines:
+            terminalreporter.write_line(line)
