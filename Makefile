@@ -22,10 +22,12 @@ run: $(STAMP)
 	$(PY) -m kbroker serve --data-dir ./data
 
 # The whole suite: unit and real-client tests, then the compatibility suite against both
-# kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it).
-test: setup kafka-dist kcat
+# kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
+# Spark's Kafka connector against both (its own pytest session: it shares compat fixtures).
+test: setup kafka-dist kcat kafkajs franzgo spark-setup
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL)
 	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md
+	$(MAKE) --no-print-directory test-spark
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
 test-fast: setup kcat
