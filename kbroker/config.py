@@ -189,6 +189,7 @@ _DEFS: list[ConfigDef] = [
     _d("share.coordinator.state.topic.min.isr", "int", 2),
     # misc accepted for compatibility
     _d("metadata.max.idle.interval.ms", "int", 500),
+    _d("log.initial.task.delay.ms", "long", 30_000),
     _d("metadata.log.max.record.bytes.between.snapshots", "long", 20_971_520),
     _d("auto.leader.rebalance.enable", "boolean", True),
     _d("replica.lag.time.max.ms", "long", 30_000),
