@@ -2,9 +2,10 @@
 ``os.sendfile`` (zero copy), waiting for writability on ``EAGAIN``.
 
 ``send_parts_raw`` is the connection fast path on a plain (non-blocking) stdlib socket:
-consecutive byte parts go out in one ``sendmsg`` (scatter/gather, no joining copy), with
-``MSG_MORE`` when a file region follows so the header and the region's first bytes share
-segments; regions go with ``os.sendfile``. It only waits when the socket is full.
+consecutive byte parts go out in one ``sendmsg`` (scatter/gather, no joining copy); regions
+go with ``os.sendfile``. It only waits when the socket is full. (``MSG_MORE`` before a
+region was tried: the kernel then held the fetch response's tail for its 200 ms cork
+timeout, and consumers slowed to a few MB/s.)
 
 Falls back to copying the region's bytes through Python when the stream has no raw
 socket (tests with in-memory streams) or ``os.sendfile`` is not usable for the pair of
@@ -15,13 +16,11 @@ from __future__ import annotations
 
 import errno
 import os
-import socket
 
 import trio
 
 _HAVE_SENDFILE = hasattr(os, "sendfile")
 _COALESCE = 64 * 1024
-_MSG_MORE = getattr(socket, "MSG_MORE", 0)
 _IOV_MAX = 512
 
 
@@ -84,7 +83,7 @@ async def send_parts_raw(sock, parts) -> None:
         j = i
         while j < n and j - i < _IOV_MAX and isinstance(parts[j], (bytes, bytearray, memoryview)):
             j += 1
-        await _sendmsg_all(sock, parts[i:j], _MSG_MORE if j < n else 0)
+        await _sendmsg_all(sock, parts[i:j], 0)
         i = j
 
 
