@@ -23,6 +23,7 @@ key   API                     module
 54    EndQuorumEpoch          ``end_quorum_epoch``
 55    DescribeQuorum          ``describe_quorum`` (also on client listeners)
 59    FetchSnapshot           ``fetch_snapshot``
+60    DescribeCluster         ``describe_cluster`` (``--bootstrap-controller`` clients)
 62    BrokerRegistration      ``broker_registration``
 63    BrokerHeartbeat         ``broker_heartbeat``
 67    AllocateProducerIds     ``allocate_producer_ids``

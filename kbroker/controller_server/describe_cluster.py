@@ -1,0 +1,38 @@
+"""DescribeCluster (key 60), v0–v1, on the controller listener (KIP-919): what an admin
+client bootstrapped with ``--bootstrap-controller`` asks first. Endpoint type 2
+(controllers) lists the voters with their controller endpoints and names the quorum leader
+as controller; endpoint type 1 (brokers) lists the live brokers of the image.
+Not implemented: authorized operations (Kafka's "not requested" sentinel)."""
+from __future__ import annotations
+
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+from .registry import controller_api
+
+Response = messages.DescribeClusterResponse
+CONTROLLERS = 2
+
+
+@controller_api(60, versions=(0, 1))
+async def handle(ctx, request):
+    plane = ctx.broker
+    quorum = plane.quorum
+    image = quorum.image
+    etype = request.endpoint_type if ctx.version >= 1 else 1
+    if etype == CONTROLLERS:
+        brokers = [Response.DescribeClusterBroker(broker_id=vid, host=h, port=p, rack=None)
+                   for vid, (h, p) in sorted(quorum.voter_endpoints.items())]
+        controller = quorum.leader_id
+    else:
+        brokers = []
+        for b in sorted(image.live_brokers(), key=lambda b: b.node_id):
+            if b.endpoints:
+                brokers.append(Response.DescribeClusterBroker(broker_id=b.node_id, host=b.endpoints[0][1],
+                                                              port=b.endpoints[0][2], rack=b.rack))
+        controller = image.controller_id
+    resp = Response(error_code=ErrorCode.NONE, cluster_id=image.cluster_id, controller_id=controller,
+                    brokers=brokers)
+    if ctx.version >= 1:
+        resp.endpoint_type = etype
+    return resp
