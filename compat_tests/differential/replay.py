@@ -233,6 +233,7 @@ class Replayer:
         self.mapper = Mapper()
         self.conns: dict[tuple[str, int], Connection] = {}
         self.patience = TOTAL_PATIENCE
+        self.ready: set[tuple[str, int]] = set()  # partitions known to have a leader
 
     def close(self) -> None:
         for conn in self.conns.values():
@@ -262,6 +263,8 @@ class Replayer:
         except WireError as exc:
             result.error = f"corpus entry does not decode: {exc}"
             return result
+        if step.api_key == 0:
+            self.wait_for_leaders(body)
         started = time.monotonic()
         while True:
             try:
@@ -280,6 +283,38 @@ class Replayer:
         if step.api_key in (26, 27):  # markers are written after EndTxn answers
             time.sleep(0.3)
         return result
+
+    def wait_for_leaders(self, produce) -> None:
+        """Before the first Produce to a partition: wait (≤ 5 s) until the broker knows its
+        leader. Resending a multi-partition Produce after a partial failure would turn the
+        partitions that succeeded into duplicates, which Kafka answers differently."""
+        wanted = {(t.name, p.index) for t in produce.topic_data for p in t.partition_data}
+        wanted -= self.ready
+        if not wanted:
+            return
+        m = messages.MetadataRequest
+        request = m(topics=[m.MetadataRequestTopic(name=n) for n in sorted({t for t, _ in wanted})],
+                    allow_auto_topic_creation=False)
+        conn = Connection(self.address, timeout=10)
+        try:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                response = conn.request(3, 12, request, client_id="dx-replay")
+                settled = set()
+                for t in response.topics:
+                    if t.error_code != 0:
+                        continue
+                    led = {p.partition_index for p in t.partitions
+                           if p.error_code == 0 and p.leader_id >= 0}
+                    # a partition the topic does not have is an error case, not a wait
+                    settled |= {(n, i) for n, i in wanted
+                                if n == t.name and (i in led or i >= len(t.partitions))}
+                if wanted <= settled:
+                    break
+                time.sleep(0.1)
+        finally:
+            conn.close()
+        self.ready |= wanted
 
     def should_retry(self, step: Step, recorded, response, started: float) -> bool:
         if response is None or recorded is None:
