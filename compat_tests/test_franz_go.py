@@ -262,13 +262,13 @@ def test_group_rebalance_two_members(fg, bootstrap, topic_name):
     second = fg.start(bootstrap, [dict(member, timeoutMs=5000)])
     a = value(fg.wait(first)[0])
     b = value(fg.wait(second)[0])
-    # Range over 4 partitions: first member all four, then two each.
-    assert a["assignments"][0]["partitions"] == [0, 1, 2, 3]
+    # Range over 4 partitions: two each while both are members (the first member may or may
+    # not have had all four before: that depends on when the coordinator's join window closed).
     assert len(b["assignments"]) >= 1
     theirs = b["assignments"][0]["partitions"]
     assert len(theirs) == 2
-    mine = [x["partitions"] for x in a["assignments"][1:]]
-    assert sorted(theirs + mine[0]) == [0, 1, 2, 3], (a["assignments"], b["assignments"])
+    assert any(sorted(theirs + x["partitions"]) == [0, 1, 2, 3] for x in a["assignments"]), \
+        (a["assignments"], b["assignments"])
     assert {r["value"] for r in a["records"] + b["records"]} == {f"v{i}" for i in range(12)}
 
 
