@@ -91,6 +91,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     kafka_libs()  # fetch the jars first if needed
     import kbroker  # noqa: F401 - fail early when the checkout is not importable
+    from benchmarks.harness.brokers import compile_kbroker
+    compile_kbroker()
     results = Results({
         "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
         "kafka_version": kafka_version(), "python": f"Python {platform.python_version()}",
