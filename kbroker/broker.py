@@ -62,6 +62,7 @@ class Broker:
         self.producer_ids = None     # ProducerIdManager (InitProducerId)
         self.transactions = None     # transaction coordinator, when there is one
         self.group_coordinator = None  # kbroker.group.service.GroupCoordinator
+        self._nursery = None
         self.incarnation_id = uuid.uuid4()
         self.started = False
         self.had_clean_shutdown = True
@@ -93,6 +94,7 @@ class Broker:
 
         if nursery is None:
             raise ValueError("Broker.start needs a nursery (the metadata quorum runs in it)")
+        self._nursery = nursery
         cfg = self.config
         formatted = (cfg.data_dir / "meta.properties").exists()
         self.cluster_id = ensure_meta_properties(cfg)
@@ -165,6 +167,20 @@ class Broker:
         if self.replicas is None:
             return
         self.replicas.apply_image(image)
+        self._maybe_load_groups(image)
+
+    def _maybe_load_groups(self, image) -> None:
+        """A ``__consumer_offsets`` partition this node now leads (new topic, leadership
+        moved here, a cluster node back) is loaded by the group coordinator, as Kafka's
+        coordinator loads on election; FindCoordinator may name this node from any other."""
+        gc, nursery = self.group_coordinator, self._nursery
+        topic = image.topics.get("__consumer_offsets")
+        if gc is None or nursery is None or topic is None:
+            return
+        mgr = gc.manager
+        if any(p.leader == self.node_id and i not in mgr.loaded and i not in mgr.loading
+               for i, p in topic.partitions.items()):
+            nursery.start_soon(gc.maybe_load)
 
     def shutdown(self) -> None:
         """Flush and close every log; writes the clean-shutdown marker. Idempotent."""

@@ -15,6 +15,7 @@ import time
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
+from kafka.errors import InvalidPartitionsError, KafkaError, TopicAlreadyExistsError
 
 from .support import describe_quorum, metadata, wait_for
 
@@ -37,6 +38,27 @@ def quorum_leader(port: int) -> int:
 
 def admin(cluster, node_id: int) -> KafkaAdminClient:
     return KafkaAdminClient(bootstrap_servers=cluster.bootstrap(node_id), request_timeout_ms=20000)
+
+
+def retry_admin(cluster, node_id: int, op, timeout: float = 30.0):
+    """Run ``op(admin)`` until it succeeds: right after a kill the dead broker is still
+    listed (until its session expires) and kafka-python gives up on a refused connection
+    instead of trying another node, as the Java client would."""
+    deadline = time.monotonic() + timeout
+    while True:
+        a = None
+        try:
+            a = admin(cluster, node_id)
+            return op(a)
+        except (TopicAlreadyExistsError, InvalidPartitionsError):
+            return None                  # an earlier attempt got through after all
+        except (KafkaError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+        finally:
+            if a is not None:
+                a.close()
 
 def test_topics_through_any_node_and_the_same_metadata_everywhere(cluster):
     for i in (1, 2, 3):
@@ -90,7 +112,7 @@ def test_topics_through_any_node_and_the_same_metadata_everywhere(cluster):
     group.close()
     assert seen == 3
     a = admin(cluster, 3)
-    committed = a.list_consumer_group_offsets("cluster-group")
+    committed = a.list_group_offsets("cluster-group")["cluster-group"]
     a.close()
     assert {tp.partition: om.offset for tp, om in committed.items()} == {0: 1, 1: 1, 2: 1}
 
@@ -109,10 +131,9 @@ def test_kill_the_active_controller(cluster):
     for i in cluster.nodes:
         if i == old:
             continue
-        a = admin(cluster, i)
-        a.create_topics([NewTopic(f"after-kill-{i}", num_partitions=2, replication_factor=1)])
-        a.create_partitions({f"from-{i}": NewPartitions(total_count=4)})
-        a.close()
+        retry_admin(cluster, i, lambda a, i=i: a.create_topics(
+            [NewTopic(f"after-kill-{i}", num_partitions=2, replication_factor=1)]))
+        retry_admin(cluster, i, lambda a, i=i: a.create_partitions({f"from-{i}": NewPartitions(total_count=4)}))
     # the dead broker is fenced after broker.session.timeout.ms: it leaves the broker list
     # and its partitions have no leader (replication factor 1: nowhere to move)
     def fenced_view():
@@ -123,9 +144,8 @@ def test_kill_the_active_controller(cluster):
     for name, (_, parts) in topics.items():
         for _, leader, replicas in parts:
             assert leader == (-1 if replicas == (old,) else replicas[0])
-    a = admin(cluster, survivor)
-    a.create_topics([NewTopic("while-fenced", num_partitions=4, replication_factor=1)])
-    a.close()
+    retry_admin(cluster, survivor, lambda a: a.create_topics(
+        [NewTopic("while-fenced", num_partitions=4, replication_factor=1)]))
     _, topics = wait_for(lambda: (lambda v: v if v and "while-fenced" in v[1] else None)(same_everywhere(cluster)),
                          what="while-fenced everywhere")
     assert {leader for _, leader, _ in topics["while-fenced"][1]} <= {i for i in cluster.nodes if i != old}
