@@ -194,14 +194,12 @@ def test_group_commit_describe_delete(js, bootstrap, topic_name):
         {"op": "fetchOffsets", "groupId": group, "topics": [topic_name]},
         {"op": "describeGroups", "groupIds": [group]},
         {"op": "listGroups"},
-        {"op": "setOffsets", "groupId": group, "topic": topic_name,
-         "partitions": [{"partition": 0, "offset": 1}]},
-        {"op": "fetchOffsets", "groupId": group, "topics": [topic_name]},
         {"op": "deleteGroups", "groupIds": [group]},
         {"op": "listGroups"},
         {"op": "fetchOffsets", "groupId": group, "topics": [topic_name]},
     ])
-    (_, _, consumed, fetched, described, listed, _, fetched2, deleted, listed2, fetched3) = \
+    # (admin.setOffsets is left out: kafkajs spends ~5 s in it on any broker)
+    (_, _, consumed, fetched, described, listed, deleted, listed2, fetched3) = \
         [value(r) for r in results]
     assert len(consumed["records"]) == 6
     (join,) = consumed["joins"]
@@ -213,7 +211,6 @@ def test_group_commit_describe_delete(js, bootstrap, topic_name):
     assert (desc["groupId"], desc["state"], desc["protocolType"], desc["members"]) == \
         (group, "Empty", "consumer", [])
     assert {"groupId": group, "protocolType": "consumer"} in listed
-    assert [p["offset"] for p in fetched2[0]["partitions"]] == [1, 2]
     assert [d["groupId"] for d in deleted] == [group]
     assert group not in [g["groupId"] for g in listed2]
     assert [p["offset"] for p in fetched3[0]["partitions"]] == [-1, -1]
