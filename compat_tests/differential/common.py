@@ -197,6 +197,53 @@ def send_error_cases(conn) -> None:
     conn.request(8, 9, oc(group_id="dx-hb-group", generation_id_or_member_epoch=3, member_id="nobody",
                           topics=[oc.OffsetCommitRequestTopic(name=T, partitions=[
                               oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]))
+    # Produce rules: acks, CRC, keyless records on a compacted topic, timestamps too far
+    # ahead, sequence gaps and duplicates of an idempotent producer.
+    def produce(topic, batch, acks=-1, version=9):
+        return conn.request(0, version, p(acks=acks, timeout_ms=5000, topic_data=[p.TopicProduceData(
+            name=topic, partition_data=[p.PartitionProduceData(index=0, records=batch)])]))
+
+    ts = 1_700_000_000_700
+    produce(T, build_batch([(b"k", b"acks", (), ts)]), acks=2)
+    corrupt = bytearray(build_batch([(b"k", b"crc", (), ts)]))
+    corrupt[-1] ^= 0xFF
+    produce(T, bytes(corrupt))
+    conn.request(19, 7, c(topics=[c.CreatableTopic(name="dx-hb-compacted", num_partitions=1,
+                                                   replication_factor=1, configs=[
+                                                       c.CreatableTopicConfig(name="cleanup.policy", value="compact")])],
+                          timeout_ms=5000))
+    time.sleep(1)
+    produce("dx-hb-compacted", build_batch([(None, b"no key", (), ts)]))
+    produce("dx-hb-compacted", build_batch([(b"key", b"keyed", (), ts)]))
+    produce(T, build_batch([(b"k", b"future", (), 4_000_000_000_000)]))
+    idem = _until_ok(lambda: conn.request(22, 4, M.InitProducerIdRequest(
+        transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)))
+    for seq in (0, 5, 0, 1):  # in order, a gap, a duplicate, the next one
+        produce(T, build_batch([(b"k", b"seq-%d" % seq, (), ts + seq)], producer_id=idem.producer_id,
+                               producer_epoch=idem.producer_epoch, base_sequence=seq))
+    conn.request(2, 7, lo(replica_id=-1, isolation_level=0, topics=[lo.ListOffsetsTopic(
+        name=T, partitions=[lo.ListOffsetsPartition(partition_index=0, timestamp=4_100_000_000_000)])]))
+    # Groups nobody has, members nobody is.
+    g = "dx-hb-nogroup"
+    conn.request(14, 5, M.SyncGroupRequest(group_id=g, generation_id=1, member_id="nobody",
+                                           protocol_type="consumer", protocol_name="range",
+                                           assignments=[]))
+    lg = M.LeaveGroupRequest
+    conn.request(13, 5, lg(group_id=g, members=[lg.MemberIdentity(member_id="nobody")]))
+    of = M.OffsetFetchRequest
+    conn.request(9, 7, of(group_id=g, topics=[of.OffsetFetchRequestTopic(name=T, partition_indexes=[0])]))
+    conn.request(15, 5, M.DescribeGroupsRequest(groups=[g]))
+    od = M.OffsetDeleteRequest
+    conn.request(47, 0, od(group_id=g, topics=[od.OffsetDeleteRequestTopic(
+        name=T, partitions=[od.OffsetDeleteRequestPartition(partition_index=0)])]))
+    conn.request(42, 2, M.DeleteGroupsRequest(groups_names=[g]))
+    dp = M.DescribeProducersRequest
+    conn.request(61, 0, dp(topics=[dp.TopicRequest(name=T, partition_indexes=[0, 9])]))
+    # Dynamic broker configs (validate only: nothing changes).
+    ac = M.AlterConfigsRequest
+    conn.request(33, 2, ac(validate_only=True, resources=[ac.AlterConfigsResource(
+        resource_type=4, resource_name="1", configs=[
+            ac.AlterConfigsResource.AlterableConfig(name="log.cleaner.threads", value="2")])]))
     # Transactions: wrong producer id, a stale epoch (old and new versions: KIP-588 maps
     # PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for clients too old to know it), no transaction.
     txn = "dx-hb-txn"

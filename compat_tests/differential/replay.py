@@ -59,7 +59,7 @@ IGNORED_FIELDS = {
     "cluster_id",                            # random per cluster
     "member_id", "leader", "producer_id", "topic_id", "session_id",   # generated ids
     "host", "port",                          # where each broker listens
-    "error_message",                         # wording is free text; codes are compared
+    "error_message", "batch_index_error_message",  # free text; codes are compared
     "log_dir", "total_bytes", "usable_bytes",  # file system paths and disk sizes
     "transaction_start_time_ms",             # wall clock
     "last_fetch_timestamp", "last_caught_up_timestamp",  # wall clock (DescribeQuorum)
@@ -68,6 +68,7 @@ IGNORED_BY_API = {
     18: {"api_keys", "supported_features", "finalized_features", "finalized_features_epoch",
          "zk_migration_ready"},
     55: {"high_watermark", "log_end_offset", "leader_epoch"},
+    61: {"last_timestamp"},   # a producer whose last batch is a marker: the broker's clock
 }
 # Errors a broker gives while it converges (Kafka applies metadata asynchronously: a topic just
 # created is briefly unknown): retried while the recorded answer did not have them.
