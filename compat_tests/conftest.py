@@ -68,6 +68,7 @@ def _targets(config) -> list[str]:
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: left out of `make test`; `make compat` runs it")
     config.addinivalue_line(
         "markers", "known_difference(id): kbroker is recorded in compat_tests/FINDINGS.md as "
                    "failing this test; its kbroker run must fail, its Kafka run must pass")

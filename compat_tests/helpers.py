@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import time
 
-# A fixed CreateTime base for tests that check timestamps: 2023-11-14T22:13:20Z.
-T0_MS = 1_700_000_000_000
+# The CreateTime base for tests that check timestamps: one hour before the session started,
+# on a whole second. Recent on purpose: the shared brokers keep the default 7-day retention,
+# and a retention pass would delete records stamped further in the past in the middle of a
+# test (on Kafka and kbroker alike).
+T0_MS = (int(time.time()) - 3600) * 1000
 
 
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: str = "condition"):

@@ -206,7 +206,9 @@ class KBrokerProcess(BrokerProcess):
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "kbroker", "serve",
                "--listen", self.bootstrap_servers, "--data-dir", str(self.data_dir)]
-        for key, value in self.overrides.items():
+        # the same test speed-up the Kafka side gets in SINGLE_NODE_CONFIG
+        configs = {"group.initial.rebalance.delay.ms": "0", **self.overrides}
+        for key, value in configs.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd
 

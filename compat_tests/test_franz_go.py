@@ -169,25 +169,28 @@ def test_invalid_partitions_and_replication_factor(fg, bootstrap, topic_name):
 
 
 def test_topic_admin_and_configs(fg, bootstrap, topic_name):
-    results = run_ok(fg, bootstrap, [
-        create_op(topic_name, 1, **{"retention.ms": "3600000"}),
-        {"op": "describeTopicConfigs", "names": [topic_name]},
+    (created,) = run_ok(fg, bootstrap, [create_op(topic_name, 1, **{"retention.ms": "3600000"})])
+    assert created[0]["error"] is None
+    # Kafka's brokers learn topic configs from the metadata log asynchronously: wait until
+    # the describe shows the change (kbroker answers at once)
+    described = wait_until(lambda: _configs_with(fg, bootstrap, topic_name, "retention.ms", "3600000"),
+                           what="retention.ms override described")
+    run_ok(fg, bootstrap, [
         {"op": "alterTopicConfigs", "topic": topic_name,
-         "configs": {"retention.ms": "", "segment.ms": "600000"}},
-        {"op": "describeTopicConfigs", "names": [topic_name]},
-        {"op": "createPartitions", "topic": topic_name, "count": 4},
-    ])
-    _, described, _, described2, grown = results
+         "configs": {"retention.ms": "", "segment.ms": "600000"}}])
+    described2 = wait_until(lambda: _configs_with(fg, bootstrap, topic_name, "segment.ms", "600000"),
+                            what="segment.ms override described")
+    (grown,) = run_ok(fg, bootstrap, [{"op": "createPartitions", "topic": topic_name, "count": 4}])
     # Kafka propagates new partitions to its metadata cache asynchronously
     listed = wait_until(lambda: _with_partitions(fg, bootstrap, topic_name, 4),
                         what="4 partitions in metadata")
     (deleted,) = run_ok(fg, bootstrap, [{"op": "deleteTopics", "names": [topic_name]}])
-    configs = described[topic_name]["configs"]
+    configs = described
     assert configs["retention.ms"] == {"value": "3600000", "source": "DYNAMIC_TOPIC_CONFIG",
                                        "sensitive": False}
     assert configs["cleanup.policy"]["value"] == "delete"
     assert configs["cleanup.policy"]["source"] == "DEFAULT_CONFIG"
-    configs2 = described2[topic_name]["configs"]
+    configs2 = described2
     assert configs2["retention.ms"] == {"value": "604800000", "source": "DEFAULT_CONFIG",
                                         "sensitive": False}
     assert configs2["segment.ms"]["value"] == "600000"
@@ -195,6 +198,13 @@ def test_topic_admin_and_configs(fg, bootstrap, topic_name):
     (topic,) = listed
     assert [p["partition"] for p in topic["partitions"]] == [0, 1, 2, 3]
     assert deleted == {topic_name: None}
+
+
+def _configs_with(fg, bootstrap, topic, key, value):
+    """The topic's described configs once ``key`` has ``value`` (else None, to retry)."""
+    (described,) = run_ok(fg, bootstrap, [{"op": "describeTopicConfigs", "names": [topic]}])
+    configs = described[topic]["configs"]
+    return configs if configs.get(key, {}).get("value") == value else None
 
 
 def _with_partitions(fg, bootstrap, topic, count):
