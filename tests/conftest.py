@@ -29,5 +29,6 @@ def kafka_protocol_dir(pytestconfig) -> Path:
     if not path.is_absolute():
         path = (Path.cwd() / path).resolve()
     if not (path / "ProduceRequest.json").exists():
-        pytest.skip(f"no Kafka message definitions at {path}")
+        pytest.fail(f"no Kafka message definitions at {path}: pass --kafka-protocol=DIR "
+                    "(make test passes ../shared/kafka-protocol)")
     return path
