@@ -24,13 +24,13 @@ run: $(STAMP)
 # The whole suite: unit and real-client tests, then the compatibility suite against both
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
 # Spark's Kafka connector against both (its own pytest session: it shares compat fixtures).
-test: setup kafka-dist kcat kafkajs franzgo spark-setup
+test: setup kp2 kafka-dist kcat kafkajs franzgo spark-setup
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL)
 	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md
 	$(MAKE) --no-print-directory test-spark
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
-test-fast: setup kcat
+test-fast: setup kp2 kcat
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
 
 clean:
@@ -143,3 +143,18 @@ $(FRANZGO_BIN): compat_tests/franzgo/go.mod compat_tests/franzgo/go.sum $(wildca
 
 dx-capture: setup kafka-dist kafkajs franzgo
 	$(PY) -m compat_tests.differential.capture
+
+# --- kafka-python 2.x ---
+# tests/clients/test_kafka_python2.py drives kafka-python 2.x (pinned with its codec packages in
+# requirements-kp2.txt) in its own venv, .venv-kp2: it cannot share .venv with kafka-python 3.x.
+KP2_VENV := .venv-kp2
+KP2_STAMP := $(KP2_VENV)/.installed
+
+.PHONY: kp2
+
+kp2: $(KP2_STAMP)
+
+$(KP2_STAMP): requirements-kp2.txt
+	test -x $(KP2_VENV)/bin/python || $(PYTHON) -m venv $(KP2_VENV)
+	$(KP2_VENV)/bin/python -m pip install -q -r requirements-kp2.txt
+	touch $@
