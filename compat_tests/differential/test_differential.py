@@ -35,9 +35,6 @@ def row_of(step) -> str:
 ROWS = sorted({row_of(s) for s in STEPS})
 # Row → ledger entry for differences kbroker is known to have (the entry lists them).
 KNOWN: dict[str, str] = {
-    "Metadata": "F-001",                     # topic authorized operations
-    "DescribeGroups": "F-001",               # group authorized operations
-    "DescribeCluster": "F-001",              # cluster authorized operations
     "CreateTopics": "F-002",                 # min.insync.replicas config source
     "CreateTopics/hand-built": "F-002",
     "DescribeConfigs": "F-003",              # synonyms, broker configs

@@ -3,7 +3,7 @@
 - v0 still works (kafka-python 2.0 / old aiokafka send it right after ApiVersions v0);
   an empty topic list means "all topics" in v0 and "none" from v1 (null = all).
 - KIP-516 topic ids (v10+ in responses, v12 lookups by id → ``UNKNOWN_TOPIC_ID``);
-  KIP-320 leader epochs (v7+); KIP-430 authorized operations are not computed (Kafka's
+  KIP-320 leader epochs (v7+); KIP-430 authorized operations answered as with no authorizer (all allowed) (Kafka's
   "not requested" sentinel is returned; there is no authorizer).
 - Auto-creation like Kafka: an unknown topic is created with ``num.partitions`` when
   ``auto.create.topics.enable`` is true and the request allows it (always for v0–v3), and
@@ -16,6 +16,7 @@ Not implemented: v13 (KIP-1102 rebootstrap), authorizer-dependent answers.
 """
 from __future__ import annotations
 
+from kbroker.api._authorized import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized
 from kbroker.api import RequestContext, api
 from kbroker.metadata.controller import topic_name_error
 from kbroker.metadata.image import INTERNAL_TOPICS, ZERO_UUID
@@ -96,6 +97,10 @@ async def handle(ctx: RequestContext, request) -> Response:
                 elif code is not None:
                     topics_out[i].error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         image = broker.metadata
+    if v >= 8 and request.include_topic_authorized_operations:
+        for t in topics_out:
+            if t.error_code == ErrorCode.NONE:
+                t.topic_authorized_operations = TOPIC_OPERATIONS
     if v < 10:
         for t in topics_out:
             t.topic_id = ZERO_UUID
@@ -103,6 +108,8 @@ async def handle(ctx: RequestContext, request) -> Response:
         for t in topics_out:
             if t.name is None:
                 t.name = ""
+    cluster_ops = authorized(8 <= v <= 10 and request.include_cluster_authorized_operations,
+                             CLUSTER_OPERATIONS)
     return Response(throttle_time_ms=0, brokers=broker_entries(image, ctx.listener),
                     cluster_id=image.cluster_id, controller_id=image.controller_id,
-                    topics=topics_out)
+                    topics=topics_out, cluster_authorized_operations=cluster_ops)

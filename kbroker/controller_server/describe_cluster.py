@@ -2,9 +2,10 @@
 client bootstrapped with ``--bootstrap-controller`` asks first. Endpoint type 2
 (controllers) lists the voters with their controller endpoints and names the quorum leader
 as controller; endpoint type 1 (brokers) lists the live brokers of the image.
-Not implemented: authorized operations (Kafka's "not requested" sentinel)."""
+Cluster authorized operations are answered as with no authorizer (all allowed)."""
 from __future__ import annotations
 
+from kbroker.api._authorized import CLUSTER_OPERATIONS, authorized
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -32,7 +33,8 @@ async def handle(ctx, request):
                                                               port=b.endpoints[0][2], rack=b.rack))
         controller = image.controller_id
     resp = Response(error_code=ErrorCode.NONE, cluster_id=image.cluster_id, controller_id=controller,
-                    brokers=brokers)
+                    brokers=brokers, cluster_authorized_operations=authorized(
+                        request.include_cluster_authorized_operations, CLUSTER_OPERATIONS))
     if ctx.version >= 1:
         resp.endpoint_type = etype
     return resp

@@ -158,21 +158,10 @@ def test_offsets_for_times(bootstrap, topic_name, api_version):
     assert (r["beginning"], r["end"]) == (0, 10)
 
 
-class KnownF001(Exception):
-    """kbroker's answer that compat_tests/FINDINGS.md F-001 records (see below)."""
-
-
-@pytest.mark.xfail(strict=True, raises=KnownF001, reason=(
-    "compat_tests/FINDINGS.md F-001: kbroker answers Metadata v8's topic_authorized_operations "
-    "with -2147483648 ('not requested') although kafka-python 2.3 asks for it; kafka-python "
-    "2.3.3 decodes that as bit 31 and KafkaAdminClient.describe_topics raises "
-    "ValueError('31 is not a valid ACLOperation'). Kafka without an authorizer answers 3576."))
 def test_admin_describe_topics(bootstrap, topic_name):
     create, d = run(bootstrap, [
         {"op": "create_topic", "topic": topic_name, "partitions": 2},
         {"op": "describe_topics", "topic": topic_name}])
     ok([create])
-    if "31 is not a valid ACLOperation" in d.get("error", ""):
-        raise KnownF001(d["error"])
     [t] = ok([d])[0]["topics"]
     assert (t["topic"], t["error_code"], t["partitions"]) == (topic_name, 0, 2)
