@@ -184,6 +184,7 @@ _DEFS: list[ConfigDef] = [
     _d("transactional.id.expiration.ms", "int", 604_800_000, _at_least(1)),
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000, _at_least(1)),
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000, _at_least(1)),
+    _d("transaction.partition.verification.enable", "boolean", True),
     _d("producer.id.expiration.ms", "int", 86_400_000),
     _d("share.coordinator.state.topic.replication.factor", "int", 3),
     _d("share.coordinator.state.topic.min.isr", "int", 2),
