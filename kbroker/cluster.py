@@ -28,25 +28,38 @@ def ports(node_id: int, base_port: int) -> tuple[int, int]:
     return client, client + 1
 
 
-def voters_string(nodes: int, base_port: int, host: str = "127.0.0.1") -> str:
-    return ",".join(f"{i}@{host}:{ports(i, base_port)[1]}" for i in range(1, nodes + 1))
+def voters_string(nodes: int, base_port: int, host: str = "127.0.0.1", voters=None) -> str:
+    ids = range(1, nodes + 1) if voters is None else voters
+    return ",".join(f"{i}@{host}:{ports(i, base_port)[1]}" for i in ids)
 
 
 def node_overrides(node_id: int, *, nodes: int, base_port: int, data_root, cluster_id: str,
-                   host: str = "127.0.0.1", extra: dict | None = None) -> dict[str, str]:
+                   host: str = "127.0.0.1", extra: dict | None = None,
+                   roles: str = "broker,controller", voters=None) -> dict[str, str]:
+    """The configuration of node ``node_id``. ``roles`` is its ``process.roles``; ``voters``
+    (default: every node 1..nodes) are the node ids of ``controller.quorum.voters``. As in
+    Kafka, a controller-only node has only its CONTROLLER listener (no client listener) and
+    a broker-only node only its PLAINTEXT one."""
     client, controller = ports(node_id, base_port)
+    role_set = {r.strip() for r in roles.split(",")}
+    listeners = []
+    if "broker" in role_set:
+        listeners.append(f"PLAINTEXT://{host}:{client}")
+    if "controller" in role_set:
+        listeners.append(f"CONTROLLER://{host}:{controller}")
     out = {
         "node.id": str(node_id),
-        "process.roles": "broker,controller",
-        "listeners": f"PLAINTEXT://{host}:{client},CONTROLLER://{host}:{controller}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{client}",
+        "process.roles": roles,
+        "listeners": ",".join(listeners),
         "controller.listener.names": "CONTROLLER",
-        "controller.quorum.voters": voters_string(nodes, base_port, host),
+        "controller.quorum.voters": voters_string(nodes, base_port, host, voters),
         "log.dirs": str(Path(data_root) / f"node-{node_id}"),
         "cluster.id": cluster_id,
         "offsets.topic.replication.factor": "1",
         "group.initial.rebalance.delay.ms": "0",
     }
+    if "broker" in role_set:
+        out["advertised.listeners"] = f"PLAINTEXT://{host}:{client}"
     out.update(extra or {})
     return out
 
