@@ -54,8 +54,12 @@ class ConfigDef:
     type: str                     # boolean, int, long, double, string, list, password
     default: Any                  # typed default, or None (Kafka's null)
     check: Callable[[Any], str | None] | None = None   # returns an error message or None
-    read_only: bool = True        # kbroker applies no dynamic broker configs yet
+    read_only: bool = True        # not dynamically updatable (Kafka's update mode "read-only")
     sensitive: bool = False
+    used: bool = True             # kbroker acts on it (else: accepted, typed, validated, shown)
+    mode: str = "read-only"       # Kafka's dynamic update mode: read-only, per-broker, cluster-wide
+    kafka_type: str | None = None  # Kafka's ConfigDef type (DescribeConfigs), when it differs
+    internal: bool = False        # Kafka's internal keys: accepted, not listed by DescribeConfigs
 
 
 def _at_least(n):
@@ -194,6 +198,11 @@ _DEFS: list[ConfigDef] = [
     _d("metadata.log.max.record.bytes.between.snapshots", "long", 20_971_520),
     _d("auto.leader.rebalance.enable", "boolean", True),
     _d("replica.lag.time.max.ms", "long", 30_000),
+    _d("replica.fetch.max.bytes", "int", 1_048_576, _at_least(0)),
+    _d("replica.fetch.response.max.bytes", "int", 10_485_760, _at_least(0)),
+    _d("replica.fetch.wait.max.ms", "int", 500, _at_least(0)),
+    _d("replica.fetch.min.bytes", "int", 1, _at_least(1)),
+    _d("replica.fetch.backoff.ms", "int", 1000, _at_least(0)),
     _d("num.replica.fetchers", "int", 1),
     _d("background.threads", "int", 10),
     _d("authorizer.class.name", "string", ""),
@@ -201,7 +210,95 @@ _DEFS: list[ConfigDef] = [
     _d("group.share.enable", "boolean", False),
 ]
 
-DEFINITIONS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
+# Keys defined above that kbroker accepts but does not act on (thread pools, socket
+# buffers, cleaner tuning, security...): start-up logs them once as "accepted but not used".
+_NOT_ACTED_ON = {
+    "inter.broker.listener.name", "security.inter.broker.protocol",
+    "controller.quorum.bootstrap.servers", "controller.quorum.append.linger.ms",
+    "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
+    "log.flush.start.offset.checkpoint.interval.ms", "num.recovery.threads.per.data.dir",
+    "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.network.threads",
+    "num.io.threads", "queued.max.requests", "max.connections", "offsets.commit.timeout.ms",
+    "group.coordinator.rebalance.protocols", "transactional.id.expiration.ms",
+    "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
+    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
+    "metadata.max.idle.interval.ms", "log.initial.task.delay.ms", "auto.leader.rebalance.enable",
+    "background.threads", "authorizer.class.name", "sasl.enabled.mechanisms", "group.share.enable",
+}
+_TYPES = {"short": "int", "class": "string", "password": "string"}
+
+
+def _kafka_check(validator: str, type_: str):
+    """A check from the text of a Kafka validator (``[1,...]``, ``[0,...,1]``, ``[a, b]``,
+    ``non-empty string``...); None for validators kbroker does not model."""
+    import re
+    text = validator.strip()
+    if not text:
+        return None
+    if text in ("non-empty string", "non-empty list"):
+        return lambda v: None if v is None or (v if isinstance(v, list) else str(v).strip()) \
+            else f"must be a {text}"
+    m = re.fullmatch(r"\[(-?[0-9.]+),\.\.\.(?:,(-?[0-9.]+))?\]( or (-?[0-9]+))?", text)
+    if m:
+        num = float if type_ == "double" else int
+        lo, hi = num(m.group(1)), m.group(2) and num(m.group(2))
+        extra = m.group(4) and int(m.group(4))
+
+        def in_range(v):
+            if v is None or v == extra or (v >= lo and (hi is None or v <= hi)):
+                return None
+            return f"must be at least {lo}" if hi is None else f"must be between {lo} and {hi}"
+        return in_range
+    m = re.fullmatch(r"(\(case insensitive\) )?\[(.*)\]", text)
+    if m and "..." not in text:
+        fold = bool(m.group(1))
+        allowed = [a.strip() for a in m.group(2).split(",")]
+        norm = {a.upper() if fold else a for a in allowed}
+
+        def one_of(v):
+            items = v if isinstance(v, list) else [v]
+            bad = [i for i in items if i is not None and (i.upper() if fold else i) not in norm]
+            return f"must be one of {', '.join(allowed)}" if bad else None
+        return one_of
+    return None
+
+
+def _merge_kafka_definitions(defs: list[ConfigDef]) -> dict[str, ConfigDef]:
+    """kbroker's definitions above, then every other key of Kafka's broker/controller
+    ConfigDef (``kbroker/kafka_configs.py``, generated from Kafka's jars): accepted, typed,
+    validated, listed by DescribeConfigs, not acted on. Kafka's dynamic update mode and
+    sensitivity apply to both."""
+    from dataclasses import replace
+    from kbroker.kafka_configs import BROKER_CONFIGS
+    out = {d.name: d for d in defs}
+    for name, type_, default, _imp, internal, mode, validator, _syn in BROKER_CONFIGS:
+        meta = dict(mode=mode, read_only=mode == "read-only", kafka_type=type_, internal=internal,
+                    sensitive=type_ == "password")
+        d = out.get(name)
+        if d is not None:
+            out[name] = replace(d, **meta, used=name not in _NOT_ACTED_ON,
+                                check=d.check or _kafka_check(validator, type_))
+            continue
+        d = ConfigDef(name, _TYPES.get(type_, type_), None, _kafka_check(validator, type_),
+                      used=False, **meta)
+        if default is not None:
+            try:
+                d = replace(d, default=convert(d, default))
+            except ConfigError:
+                d = replace(d, default=default)
+        out[name] = d
+    for name in set(out) - {c[0] for c in BROKER_CONFIGS}:   # kbroker-only keys, if any
+        if name in _NOT_ACTED_ON:
+            out[name] = replace(out[name], used=False)
+    return out
+
+
+def is_listener_prefixed(key: str) -> bool:
+    """``listener.name.<listener>.<config>``: Kafka's per-listener overrides (accepted,
+    not used: kbroker's listeners are all PLAINTEXT)."""
+    parts = key.split(".")
+    return len(parts) >= 4 and parts[0] == "listener" and parts[1] == "name"
 
 # broker key -> topic key (Kafka's topic config synonyms). Order within one topic key is
 # Kafka's synonym order: most specific first.
@@ -279,6 +376,8 @@ def convert(d: ConfigDef, raw: Any) -> Any:
         elif d.type in ("int", "long"):
             value = int(text)
             lo, hi = (-(1 << 31), INT_MAX) if d.type == "int" else (-(1 << 63), LONG_MAX)
+            if d.kafka_type == "short":
+                lo, hi = -(1 << 15), (1 << 15) - 1
             if not lo <= value <= hi:
                 raise ValueError(f"out of range for {d.type}")
         elif d.type == "double":
@@ -305,6 +404,18 @@ def format_value(d: ConfigDef, value: Any) -> str | None:
     if d.type == "list":
         return ",".join(value)
     return str(value)
+
+
+DEFINITIONS: dict[str, ConfigDef] = _merge_kafka_definitions(_DEFS)
+
+
+def unknown_key_message(key: str) -> str:
+    import difflib
+    from kbroker.kafka_configs import KAFKA_VERSION
+    close = difflib.get_close_matches(key, list(DEFINITIONS), n=1, cutoff=0.8)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return (f"unknown configuration key: not a broker or controller config of "
+            f"Apache Kafka {KAFKA_VERSION}{hint}")
 
 
 @dataclass(frozen=True)
@@ -376,8 +487,10 @@ class BrokerConfig:
         explicit = set()
         for key, value in raw.items():
             d = DEFINITIONS.get(key)
+            if d is None and is_listener_prefixed(key):
+                d = ConfigDef(key, "string", None, used=False)
             if d is None:
-                raise ConfigError(key, "unknown configuration key")
+                raise ConfigError(key, unknown_key_message(key))
             values[key] = convert(d, value)
             explicit.add(key)
         cfg = cls(values, explicit, source_file=source_file)
@@ -451,6 +564,19 @@ class BrokerConfig:
             # advertised the same way rather than as the non-routable wildcard.
             return Listener(l.name, socket.gethostname(), l.port)
         return l
+
+    def unused_keys(self) -> list[str]:
+        """Keys set in the file or overrides that kbroker accepts but does not act on."""
+        return sorted(k for k in self.explicit
+                      if k not in DEFINITIONS or not DEFINITIONS[k].used)
+
+    def log_unused(self, logger=None) -> None:
+        """Log once (at start-up) the keys that were accepted but are not used."""
+        import logging
+        keys = self.unused_keys()
+        if keys:
+            (logger or logging.getLogger("kbroker.config")).info(
+                "configuration keys accepted but not used by kbroker: %s", ", ".join(keys))
 
     # -- accessors
     def __getattr__(self, name: str):
