@@ -755,7 +755,10 @@ class GroupManager:
             return err, []
         group = self.groups.get(gid)
         if group is None:
-            return E.UNKNOWN_MEMBER_ID, []
+            # As Kafka: an unknown group is no top-level error; every member asked about is
+            # answered UNKNOWN_MEMBER_ID (KIP-345 batch leave reports errors per member).
+            return E.NONE, [(mid, instance, int(E.UNKNOWN_MEMBER_ID))
+                            for mid, instance in members]
         if group.is_in(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE, []
         out, left = [], 0

@@ -186,7 +186,31 @@ def test_leave_batched_and_by_instance_id():
     err, _ = h.leave("g", b, c)
     assert err == 0
     assert h.state() == "Empty" and not h.group().members
-    assert h.leave("missing", "x") == (E.UNKNOWN_MEMBER_ID, [])
+
+
+def test_leave_from_an_unknown_group_answers_per_member():
+    """F-008: as Kafka, a group the coordinator does not know is no top-level error; every
+    member of the batch is answered UNKNOWN_MEMBER_ID (static ones by instance id too), and
+    no group springs into existence."""
+    h = Harness()
+    err, members = h.leave("missing", "x", ("", "inst-1"), ("y", "inst-2"))
+    assert err == E.NONE
+    assert members == [("x", None, E.UNKNOWN_MEMBER_ID),
+                       ("", "inst-1", E.UNKNOWN_MEMBER_ID),
+                       ("y", "inst-2", E.UNKNOWN_MEMBER_ID)]
+    assert "missing" not in h.mgr.groups
+    assert h.leave("missing") == (E.NONE, [])
+
+
+def test_leave_mixing_known_and_unknown_members_removes_only_the_known():
+    h = Harness()
+    (a, b), gen = h.stable_group(2)
+    err, members = h.leave("g", "ghost", a, ("", "no-such-instance"))
+    assert err == E.NONE
+    assert members == [("ghost", None, E.UNKNOWN_MEMBER_ID), (a, None, E.NONE),
+                       ("", "no-such-instance", E.UNKNOWN_MEMBER_ID)]
+    assert set(h.group().members) == {b}
+    assert h.state() == "PreparingRebalance"
 
 
 def test_leave_completes_join_when_the_last_laggard_leaves():
