@@ -40,10 +40,7 @@ KNOWN: dict[str, str] = {
     "DescribeConfigs": "F-003",              # synonyms, broker configs
     "DescribeQuorum": "F-004",               # nodes
     "Fetch/hand-built": "F-005",             # watermarks with OFFSET_OUT_OF_RANGE
-    "AddPartitionsToTxn/hand-built": "F-006",  # PRODUCER_FENCED below v2
-    "EndTxn/hand-built": "F-006",
     "Produce/hand-built": "F-007",           # error responses' log start offset, record errors
-    "LeaveGroup/hand-built": "F-008",        # batch leave from an unknown group
     "AlterConfigs/hand-built": "F-009",      # dynamic broker configs
 }
 # Kafka's live answers of this session, by step position: what kbroker is compared with.

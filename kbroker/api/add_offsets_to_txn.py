@@ -6,6 +6,7 @@ to the producer's transaction, before TxnOffsetCommit (KIP-98, used by
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._txn_errors import fenced_error_for
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -19,4 +20,4 @@ async def handle(ctx: RequestContext, request) -> Resp:
         return Resp(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE)
     err = await coordinator.add_offsets(request.transactional_id, request.producer_id,
                                         request.producer_epoch, request.group_id)
-    return Resp(throttle_time_ms=0, error_code=err)
+    return Resp(throttle_time_ms=0, error_code=fenced_error_for(25, ctx.version, err))

@@ -13,6 +13,7 @@ Not implemented: authorization (cluster action for v4+).
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._txn_errors import fenced_error_for
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -55,6 +56,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
         errors = await _add(broker, request.v3_and_below_transactional_id,
                             request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
                             request.v3_and_below_topics)
+        errors = {tp: fenced_error_for(24, ctx.version, e) for tp, e in errors.items()}
         return Resp(throttle_time_ms=0,
                     results_by_topic_v3_and_below=_topic_results(errors, request.v3_and_below_topics))
     results = []

@@ -9,6 +9,7 @@ completed transaction answers NONE. Capped at v4: v5 belongs to KIP-890's second
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._txn_errors import fenced_error_for
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -22,4 +23,4 @@ async def handle(ctx: RequestContext, request) -> Resp:
         return Resp(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE)
     err = await coordinator.end_txn(request.transactional_id, request.producer_id,
                                     request.producer_epoch, request.committed)
-    return Resp(throttle_time_ms=0, error_code=err)
+    return Resp(throttle_time_ms=0, error_code=fenced_error_for(26, ctx.version, err))

@@ -15,6 +15,7 @@ Not implemented: KIP-890 v6 (``enable2Pc``, KIP-939).
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._txn_errors import fenced_error_for
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -44,4 +45,5 @@ async def handle(ctx: RequestContext, request) -> Response:
     expected = (request.producer_id, request.producer_epoch) if ctx.version >= 3 else (-1, -1)
     err, pid, epoch = await coordinator.init_producer_id(
         request.transactional_id, request.transaction_timeout_ms, *expected)
-    return Response(throttle_time_ms=0, error_code=err, producer_id=pid, producer_epoch=epoch)
+    return Response(throttle_time_ms=0, error_code=fenced_error_for(22, ctx.version, err),
+                    producer_id=pid, producer_epoch=epoch)

@@ -8,6 +8,7 @@ transactional ones: member and generation when given, group state not enforced.
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._txn_errors import fenced_error_for
 from kbroker.txn.offsets import txn_offset_commit
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -32,5 +33,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
             group_instance_id=request.group_instance_id if v >= 3 else None, topics=topics)
     return Resp(throttle_time_ms=0, topics=[
         Resp.TxnOffsetCommitResponseTopic(name=t, partitions=[
-            Resp.TxnOffsetCommitResponsePartition(partition_index=p, error_code=c) for p, c in ps])
+            Resp.TxnOffsetCommitResponsePartition(partition_index=p,
+                                                  error_code=fenced_error_for(28, v, c))
+            for p, c in ps])
         for t, ps in result])
