@@ -168,6 +168,8 @@ class Broker:
             return
         self.replicas.apply_image(image)
         self._maybe_load_groups(image)
+        if self.transactions is not None:
+            self.transactions.on_image(image)     # load/unload __transaction_state partitions
 
     def _maybe_load_groups(self, image) -> None:
         """A ``__consumer_offsets`` partition this node now leads (new topic, leadership

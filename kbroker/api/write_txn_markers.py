@@ -1,14 +1,17 @@
 """WriteTxnMarkers (key 27), v1: append commit/abort markers to partitions (KIP-98).
 
-Sent by a transaction coordinator to the leaders of a transaction's partitions; on one
-node the coordinator writes its markers directly, and this API does the same work
-(``TransactionCoordinator.write_markers``) for a coordinator elsewhere. Markers on
+Sent by a transaction coordinator (``kbroker.txn.markers.MarkerChannel``) to the leader
+of a transaction's partitions; the coordinator writes the markers of partitions it leads
+itself. This leader writes each marker (``kbroker.txn.markers.write_as_leader``: then waits
+for it to be replicated, as Kafka appends markers with acks=-1); a partition it does not lead
+answers NOT_LEADER_OR_FOLLOWER and the coordinator retries at the new leader. Markers on
 ``__consumer_offsets`` also complete the transaction's offsets in the group coordinator.
 v0 was removed by KIP-896 (Kafka 4). Not implemented: authorization (cluster action).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.txn.markers import write_as_leader
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -24,9 +27,9 @@ async def handle(ctx: RequestContext, request) -> Resp:
         if coordinator is None:
             errors = {tp: E.COORDINATOR_NOT_AVAILABLE for tp in partitions}
         else:
-            errors = coordinator.write_markers(m.producer_id, m.producer_epoch,
-                                               m.transaction_result, partitions,
-                                               m.coordinator_epoch)
+            errors = await write_as_leader(ctx.broker, m.producer_id, m.producer_epoch,
+                                           m.transaction_result, partitions,
+                                           m.coordinator_epoch, coordinator.stats)
         out.append(Resp.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
             Resp.WritableTxnMarkerTopicResult(name=t.name, partitions=[
                 Resp.WritableTxnMarkerPartitionResult(partition_index=p,

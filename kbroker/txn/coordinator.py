@@ -1,10 +1,13 @@
 """``TransactionCoordinator``: transactional ids, their producer ids/epochs and transactions.
 
-Kafka's ``TransactionCoordinator`` + ``TransactionStateManager`` for one node (TV1: no
-KIP-890 second phase). State lives in the compacted topic ``__transaction_state``
+Kafka's ``TransactionCoordinator`` + ``TransactionStateManager`` (TV1: no KIP-890 second
+phase). State lives in the compacted topic ``__transaction_state``
 (:mod:`kbroker.txn.records`); every transition is appended there first and applied to the
-in-memory map only once the append succeeded; start-up (and the first use after
-FindCoordinator created the topic) replays the led partitions.
+in-memory map only once the append succeeded. A transactional id is coordinated by the
+leader of its ``__transaction_state`` partition; other brokers answer NOT_COORDINATOR.
+Start-up, the first use after FindCoordinator created the topic and every image that makes
+this node the leader of a partition replay it (:meth:`on_image`); a partition whose
+leadership moves away (or whose leader epoch changes) is unloaded.
 
 - **InitProducerId** (transactional): a new id gets a producer id from the controller's
   blocks and epoch 0; a known id gets its epoch bumped (a new producer id when the epoch
@@ -13,15 +16,18 @@ FindCoordinator created the topic) replays the led partitions.
   the epoch before a bump gets the bumped epoch again instead of a second bump.
 - **AddPartitionsToTxn / AddOffsetsToTxn** move the id to Ongoing with the partitions.
 - **EndTxn** writes PrepareCommit/PrepareAbort, then a commit/abort marker to every
-  partition of the transaction (:meth:`write_markers`, the work of WriteTxnMarkers), then
-  CompleteCommit/CompleteAbort. On one node the markers are appended synchronously, so the
-  client's answer comes after the transaction is complete. Markers that fail (e.g. a full
-  disk) leave the id in Prepare*; the timer task retries them, as does start-up.
+  partition of the transaction, then CompleteCommit/CompleteAbort. When this node leads
+  every partition the markers are appended synchronously, so the client's answer comes
+  after the transaction is complete; otherwise a task delivers them to the leaders
+  (WriteTxnMarkers, :mod:`kbroker.txn.markers`) and writes Complete* once all are written,
+  and EndTxn answers once Prepare* is stored, as Kafka does. Markers that fail (e.g. a full
+  disk) leave the id in Prepare*; the timer task retries them, as does a (re)load.
 - **Timeouts**: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` the
   timer aborts Ongoing transactions older than their timeout, with a bumped epoch
   (the producer is fenced, as in Kafka).
-- **Verification** (KIP-890 part 1 on one node): the ReplicaManager asks :meth:`verify`
-  before the first transactional batch of a producer on a partition.
+- **Verification** (KIP-890 part 1, ``transaction.partition.verification.enable``): the
+  ReplicaManager asks :meth:`verify` before the first transactional batch of a producer on
+  a partition; only transactions coordinated here are checked (see :meth:`verify`).
 
 Error codes follow Kafka's handlers (``INVALID_PRODUCER_ID_MAPPING``, ``PRODUCER_FENCED``,
 ``CONCURRENT_TRANSACTIONS``, ``INVALID_TXN_STATE``, ``NOT_COORDINATOR``...). The clock is
@@ -39,6 +45,7 @@ from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import records as trec
+from .markers import MarkerChannel, write_local
 from .metadata import TransactionMetadata, TxnState
 
 log = logging.getLogger("kbroker.txn")
@@ -70,15 +77,22 @@ class TransactionCoordinator:
         self.txns: dict[str, TransactionMetadata] = {}
         self._by_pid: dict[int, str] = {}
         self.loaded: set[int] = set()
+        self._loaded_epoch: dict[int, int] = {}   # partition -> its leader epoch when loaded
         self._lock = trio.Lock()
         self._closed = False
+        self._nursery: trio.Nursery | None = None
+        self._delivering: set[str] = set()         # ids whose markers a task is delivering
+        self.markers: MarkerChannel | None = None
+        self.verification_enabled = bool(cfg.get("transaction.partition.verification.enable"))
         self.stats = {"appends": 0, "append_errors": 0, "markers": 0, "marker_errors": 0,
                       "commits": 0, "aborts": 0, "timeouts": 0, "fenced": 0,
-                      "records_replayed": 0}
+                      "records_replayed": 0, "unloads": 0}
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, nursery: trio.Nursery | None = None) -> None:
         self.broker.replicas.txn_verifier = self.verify
+        self.markers = MarkerChannel(self.broker, self.stats)
+        self._nursery = nursery
         await self.maybe_load()
         if nursery is not None:
             nursery.start_soon(self._timer_loop)
@@ -134,16 +148,49 @@ class TransactionCoordinator:
         if not todo:
             return
         async with self._lock:
-            todo = [p for p in todo if p not in self.loaded]
-            for p in todo:
-                self._load_partition(p)
-            # finish what a crash interrupted between Prepare* and Complete*
+            parts = self._led_partitions() or []
+            todo = [p for p in parts if p not in self.loaded]
+            for p in list(todo):
+                try:
+                    self._load_partition(p)
+                except Exception as exc:  # noqa: BLE001 - not led after all: stay unloaded
+                    log.warning("cannot load %s-%d: %r", TOPIC, p, exc)
+                    todo.remove(p)
+            # finish what a crash (or the previous coordinator) left between Prepare* and
+            # Complete*
             for meta in list(self.txns.values()):
                 if meta.partition in todo and meta.state.is_prepare:
-                    self._write_markers_and_complete(meta)
+                    await self._complete_prepared(meta)
+
+    def on_image(self, image) -> None:
+        """Every published image (synchronously, from the Broker): a ``__transaction_state``
+        partition this node no longer leads -- or leads in a new leader epoch -- is unloaded
+        (its transactional ids are another coordinator's now); one it now leads is loaded by
+        a task, as Kafka's coordinator does on election."""
+        topic = image.topics.get(TOPIC)
+        me = self.broker.node_id
+        for p in sorted(self.loaded):
+            pi = topic.partitions.get(p) if topic is not None else None
+            if pi is None or pi.leader != me or pi.leader_epoch != self._loaded_epoch.get(p, pi.leader_epoch):
+                self._unload(p)
+        if topic is None or self._nursery is None or self._closed:
+            return
+        if any(pi.leader == me and i not in self.loaded for i, pi in topic.partitions.items()):
+            self._nursery.start_soon(self.maybe_load)
+
+    def _unload(self, p: int) -> None:
+        """Forget the transactional ids of ``__transaction_state-p`` (leadership moved);
+        marker deliveries for them stop at their next round."""
+        self.loaded.discard(p)
+        self._loaded_epoch.pop(p, None)
+        for tid in [t for t, m in self.txns.items() if m.partition == p]:
+            self._forget(tid)
+        self.stats["unloads"] += 1
+        log.info("unloaded %s-%d: no longer its leader", TOPIC, p)
 
     def _load_partition(self, p: int) -> None:
         part = self.broker.replicas.get_partition(TOPIC, p)
+        self._loaded_epoch[p] = self._image_leader_epoch(p)
         for header, data in part.log.batches():
             if header.is_control:
                 continue
@@ -200,6 +247,11 @@ class TransactionCoordinator:
         await self.maybe_load()
         return self.coordinator_error(transactional_id)
 
+    def _image_leader_epoch(self, p: int) -> int:
+        topic = self.broker.metadata.topics.get(TOPIC)
+        pi = topic.partitions.get(p) if topic is not None else None
+        return pi.leader_epoch if pi is not None else -1
+
     def coordinator_epoch(self, partition: int) -> int:
         try:
             return max(0, self.broker.replicas.get_partition(TOPIC, partition).leader_epoch)
@@ -207,7 +259,7 @@ class TransactionCoordinator:
             return 0
 
     # ------------------------------------------------------------------ log writes
-    def _write(self, meta: TransactionMetadata) -> int:
+    async def _write(self, meta: TransactionMetadata) -> int:
         """Append ``meta`` as the id's new state; apply it once stored. Returns an error code."""
         now = self.now_ms()
         batch = wire_records.build_batch([(trec.encode_key(meta.transactional_id),
@@ -221,6 +273,8 @@ class TransactionCoordinator:
             log.warning("append to %s-%d failed: %r", TOPIC, meta.partition, exc)
             return _append_error(int(code)) if code is not None else E.UNKNOWN_SERVER_ERROR
         self.stats["appends"] += 1
+        if meta.partition not in self.loaded:
+            return E.NOT_COORDINATOR     # unloaded meanwhile: the new coordinator replays it
         self._apply(meta)
         return E.NONE
 
@@ -254,7 +308,7 @@ class TransactionCoordinator:
                 if meta.state == TxnState.ONGOING:
                     # the previous instance's transaction: fence it and abort (Kafka then
                     # answers CONCURRENT_TRANSACTIONS; the abort is already done here)
-                    err = self._fence_and_abort(meta)
+                    err = await self._fence_and_abort(meta)
                     if err:
                         return err, -1, -1
                     meta = self.txns[transactional_id]
@@ -269,7 +323,7 @@ class TransactionCoordinator:
                                 last_producer_epoch=meta.producer_epoch)
             new = new.copy(timeout_ms=timeout_ms, state=TxnState.EMPTY, partitions=frozenset(),
                            start_ms=-1, last_update_ms=now)
-            err = self._write(new)
+            err = await self._write(new)
             if err:
                 return err, -1, -1
             return E.NONE, new.producer_id, new.producer_epoch
@@ -308,7 +362,7 @@ class TransactionCoordinator:
             new = meta.copy(state=TxnState.ONGOING, partitions=meta.partitions | wanted,
                             start_ms=meta.start_ms if meta.state == TxnState.ONGOING else now,
                             last_update_ms=now)
-            return self._write(new)
+            return await self._write(new)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -324,11 +378,20 @@ class TransactionCoordinator:
 
     def verify(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> int:
         """The ReplicaManager's check before a producer's first transactional batch on a
-        partition (synchronous: in-memory state only)."""
+        partition (synchronous: in-memory state only).
+
+        Only a transaction this node coordinates is checked. When the producer's coordinator
+        may be another broker (some ``__transaction_state`` partition is led elsewhere) the
+        batch is accepted unverified -- Kafka's behaviour with
+        ``transaction.partition.verification.enable=false``; Kafka would ask that coordinator
+        with AddPartitionsToTxn v4 ``verify_only``, which a synchronous check cannot do. With
+        the setting false nothing is checked."""
+        if not self.verification_enabled:
+            return E.NONE
         tid = self._by_pid.get(producer_id)
         meta = self.txns.get(tid) if tid is not None else None
         if meta is None:
-            return E.INVALID_TXN_STATE
+            return E.NONE if self._some_coordinated_elsewhere() else E.INVALID_TXN_STATE
         if producer_epoch < meta.producer_epoch:
             return E.INVALID_PRODUCER_EPOCH
         if meta.state != TxnState.ONGOING or (topic, partition) not in meta.partitions \
@@ -336,8 +399,24 @@ class TransactionCoordinator:
             return E.INVALID_TXN_STATE
         return E.NONE
 
+    def _some_coordinated_elsewhere(self) -> bool:
+        """Some transactional ids may be coordinated by another broker (or not loaded here)."""
+        topic = self.broker.metadata.topics.get(TOPIC)
+        return topic is not None and any(p not in self.loaded for p in topic.partitions)
+
+    def _coordinated_elsewhere(self, transactional_id: str) -> bool:
+        """The id's ``__transaction_state`` partition exists and another broker leads it."""
+        topic = self.broker.metadata.topics.get(TOPIC)
+        if topic is None or not topic.partitions:
+            return False
+        pi = topic.partitions.get(trec.partition_for(transactional_id, len(topic.partitions)))
+        return pi is not None and pi.leader != self.broker.node_id
+
     def offsets_partition(self, group_id: str) -> int:
         from kbroker.group.records import partition_for
+        topic = self.broker.metadata.topics.get(OFFSETS_TOPIC)
+        if topic is not None and topic.partitions:
+            return partition_for(group_id, len(topic.partitions))
         gc = getattr(self.broker, "group_coordinator", None)
         n = gc.manager.config.num_partitions if gc is not None else \
             int(self.broker.config.get("offsets.topic.num.partitions"))
@@ -357,8 +436,16 @@ class TransactionCoordinator:
 
     def check_txn_offset_commit(self, transactional_id: str, producer_id: int,
                                 producer_epoch: int, group_id: str) -> int:
-        """TxnOffsetCommit: the producer is current and added the group's offsets partition."""
-        err = self.coordinator_error(transactional_id) if transactional_id else E.INVALID_REQUEST
+        """TxnOffsetCommit: the producer is current and added the group's offsets partition.
+
+        TxnOffsetCommit goes to the group's coordinator, which need not coordinate the
+        transaction: then (and with ``transaction.partition.verification.enable=false``) it
+        is not checked here, as :meth:`verify`; the append still checks the producer epoch."""
+        if not transactional_id:
+            return E.INVALID_REQUEST
+        if not self.verification_enabled or self._coordinated_elsewhere(transactional_id):
+            return E.NONE
+        err = self.coordinator_error(transactional_id)
         if err:
             return err
         err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
@@ -381,7 +468,7 @@ class TransactionCoordinator:
                 return err
             s = meta.state
             if s == TxnState.ONGOING:
-                return self._end(meta, commit)
+                return await self._end(meta, commit)
             if s == TxnState.COMPLETE_COMMIT:
                 return E.NONE if commit else E.INVALID_TXN_STATE
             if s == TxnState.COMPLETE_ABORT:
@@ -392,60 +479,88 @@ class TransactionCoordinator:
                 return E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
             return E.INVALID_TXN_STATE
 
-    def _end(self, meta: TransactionMetadata, commit: bool) -> int:
+    async def _end(self, meta: TransactionMetadata, commit: bool) -> int:
         prepare = meta.copy(state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
                             last_update_ms=self.now_ms())
-        err = self._write(prepare)
+        err = await self._write(prepare)
         if err:
             return err
         self.stats["commits" if commit else "aborts"] += 1
-        self._write_markers_and_complete(prepare)
+        await self._complete_prepared(prepare)
         return E.NONE      # the decision is durable; markers are retried if they failed
 
-    def _fence_and_abort(self, meta: TransactionMetadata) -> int:
+    async def _fence_and_abort(self, meta: TransactionMetadata) -> int:
         """Abort ``meta``'s transaction with a bumped epoch (Kafka's PrepareEpochFence)."""
         self.stats["fenced"] += 1
         epoch = meta.producer_epoch if meta.epoch_exhausted else meta.producer_epoch + 1
-        return self._end(meta.copy(producer_epoch=epoch, last_producer_epoch=-1), commit=False)
+        return await self._end(meta.copy(producer_epoch=epoch, last_producer_epoch=-1), commit=False)
 
-    def _write_markers_and_complete(self, prepare: TransactionMetadata) -> bool:
+    def _leader_of(self, tp: tuple[str, int]) -> int | None:
+        """The partition's leader in the image; None when the image has no such partition."""
+        t = self.broker.metadata.topics.get(tp[0])
+        pi = t.partitions.get(tp[1]) if t is not None else None
+        return None if pi is None else pi.leader
+
+    async def _complete_prepared(self, prepare: TransactionMetadata) -> bool:
+        """Markers for a Prepare* transaction, then Complete* (called holding the lock).
+
+        When this node leads every partition the markers are appended here and now, and the
+        transaction is complete when this returns (so on one node EndTxn answers after
+        CompleteCommit). Otherwise a task delivers them (:class:`MarkerChannel`) and writes
+        Complete* once every partition has its marker -- as Kafka, EndTxn answers once the
+        decision (Prepare*) is stored. True when the transaction is complete."""
         commit = prepare.state == TxnState.PREPARE_COMMIT
-        ok = self.write_markers(prepare.producer_id, prepare.producer_epoch, commit,
-                                sorted(prepare.partitions), self.coordinator_epoch(prepare.partition))
-        if not all(code in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION) for code in ok.values()):
+        me = self.broker.node_id
+        parts = sorted(prepare.partitions)
+        if self._nursery is not None and any(self._leader_of(tp) not in (me, None) for tp in parts):
+            if prepare.transactional_id not in self._delivering:
+                self._delivering.add(prepare.transactional_id)
+                self._nursery.start_soon(self._deliver, prepare)
+            return False
+        written = write_local(self.broker, prepare.producer_id, prepare.producer_epoch, commit,
+                              parts, self.coordinator_epoch(prepare.partition), self.stats)
+        if not all(code in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION) for code, _ in written.values()):
             return False      # stay in Prepare*: the timer retries
+        return await self._write_complete(prepare)
+
+    async def _write_complete(self, prepare: TransactionMetadata) -> bool:
+        commit = prepare.state == TxnState.PREPARE_COMMIT
         done = prepare.copy(state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                             partitions=frozenset(), last_update_ms=self.now_ms())
-        return self._write(done) == E.NONE
+        return await self._write(done) == E.NONE
+
+    def _is_current(self, prepare: TransactionMetadata) -> bool:
+        """This node still coordinates ``prepare``'s id and it is still in that Prepare*."""
+        if self._closed or prepare.partition not in self.loaded:
+            return False
+        m = self.txns.get(prepare.transactional_id)
+        return (m is not None and m.state == prepare.state and m.producer_id == prepare.producer_id
+                and m.producer_epoch == prepare.producer_epoch)
+
+    async def _deliver(self, prepare: TransactionMetadata) -> None:
+        """The marker task of one transaction: deliver, then write Complete*."""
+        tid = prepare.transactional_id
+        try:
+            ok = await self.markers.deliver(
+                prepare.producer_id, prepare.producer_epoch,
+                prepare.state == TxnState.PREPARE_COMMIT, sorted(prepare.partitions),
+                self.coordinator_epoch(prepare.partition), lambda: self._is_current(prepare))
+            if ok:
+                async with self._lock:
+                    if self._is_current(prepare):
+                        await self._write_complete(prepare)
+        except Exception:  # noqa: BLE001 - the timer retries a transaction left in Prepare*
+            log.exception("marker delivery for %s failed", tid)
+        finally:
+            self._delivering.discard(tid)
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool,
                       partitions: Iterable[tuple[str, int]], coordinator_epoch: int) -> dict:
-        """Append a marker to each partition (WriteTxnMarkers' work); ``{tp: error}``.
-        Markers on ``__consumer_offsets`` also make the transaction's offsets visible (or
-        drop them) in the group coordinator. A deleted partition answers
-        UNKNOWN_TOPIC_OR_PARTITION, which the coordinator treats as done (as Kafka)."""
-        from kbroker.replica import ReplicaError
-        replicas = self.broker.replicas
-        out = {}
-        for topic, p in partitions:
-            try:
-                replicas.write_txn_marker(topic, p, producer_id=producer_id,
-                                          producer_epoch=producer_epoch, commit=commit,
-                                          coordinator_epoch=coordinator_epoch)
-            except ReplicaError as exc:
-                out[(topic, p)] = exc.error_code
-                if exc.error_code != E.UNKNOWN_TOPIC_OR_PARTITION:
-                    self.stats["marker_errors"] += 1
-                    log.warning("marker for producer %d on %s-%d failed: %s", producer_id,
-                                topic, p, exc)
-                continue
-            self.stats["markers"] += 1
-            out[(topic, p)] = E.NONE
-            if topic == OFFSETS_TOPIC:
-                gc = getattr(self.broker, "group_coordinator", None)
-                if gc is not None:
-                    gc.manager.complete_txn_offsets(producer_id, p, commit)
-        return out
+        """Append a marker to each led partition (WriteTxnMarkers' work); ``{tp: error}``
+        (:func:`kbroker.txn.markers.write_local`)."""
+        written = write_local(self.broker, producer_id, producer_epoch, commit, partitions,
+                              coordinator_epoch, self.stats)
+        return {tp: code for tp, (code, _) in written.items()}
 
     # ------------------------------------------------------------------ timeouts
     async def abort_timed_out(self) -> int:
@@ -460,11 +575,11 @@ class TransactionCoordinator:
                 if meta.state == TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now:
                     log.info("aborting transaction %s (producer %d epoch %d): timed out",
                              meta.transactional_id, meta.producer_id, meta.producer_epoch)
-                    if self._fence_and_abort(meta) == E.NONE:
+                    if await self._fence_and_abort(meta) == E.NONE:
                         n += 1
                         self.stats["timeouts"] += 1
                 elif meta.state.is_prepare:
-                    self._write_markers_and_complete(meta)
+                    await self._complete_prepared(meta)
         return n
 
     # ------------------------------------------------------------------ admin

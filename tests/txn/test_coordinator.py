@@ -171,7 +171,7 @@ async def test_txn_offsets_replay_and_prepare_recovery(tmp_path):
         coord = broker.transactions
         meta = coord.txns["tx"]
         prepare = meta.copy(state=TxnState.PREPARE_COMMIT)
-        assert coord._write(prepare) == 0
+        assert await coord._write(prepare) == 0
         await c.aclose()
         server.request_shutdown()
     async with trio.open_nursery() as n:
