@@ -22,6 +22,7 @@ key   API                     module
 53    BeginQuorumEpoch        ``begin_quorum_epoch``
 54    EndQuorumEpoch          ``end_quorum_epoch``
 55    DescribeQuorum          ``describe_quorum`` (also on client listeners)
+56    AlterPartition          ``alter_partition`` — leaders change ISRs (replication)
 59    FetchSnapshot           ``fetch_snapshot``
 60    DescribeCluster         ``describe_cluster`` (``--bootstrap-controller`` clients)
 62    BrokerRegistration      ``broker_registration``

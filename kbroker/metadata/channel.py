@@ -2,16 +2,16 @@
 
 It offers the coroutines of ``Controller`` (``create_topics``, ``maybe_create_topics``,
 ``delete_topics``, ``create_partitions``, ``alter_configs``, ``incremental_alter_configs``,
-``allocate_producer_ids``) plus ``register_broker``/``heartbeat`` for the broker lifecycle,
-and routes each call:
+``allocate_producer_ids``) plus ``register_broker``/``heartbeat`` for the broker lifecycle
+and ``alter_partition`` for partition leaders (ISR changes), and routes each call:
 
 - when this node is the active controller (a combined node leading the quorum, or the
   one-node quorum of ``make run``): straight to the local ``QuorumController``;
 - otherwise it is forwarded to the Raft leader's controller listener as the Kafka request it
   stands for (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, AlterConfigs v2,
   IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v1,
-  BrokerHeartbeat v0) — Kafka forwards through Envelope; re-sending the request is
-  equivalent here because there is no principal to carry.
+  BrokerHeartbeat v0, AlterPartition v3) — Kafka forwards admin writes through Envelope;
+  re-sending the request is equivalent here because there is no principal to carry.
 
 A failed attempt (no leader yet, connection refused or closed, ``NOT_CONTROLLER``, the
 local controller losing leadership mid-way) is retried against the current leader until
@@ -33,11 +33,13 @@ from kbroker.wire.error_codes import ErrorCode as E
 from . import configs as tc
 from .controller import PRODUCER_ID_BLOCK, ConfigResult, NewTopic, TopicResult, internal_topic
 from .image import ZERO_UUID
-from .quorum_controller import NotController
+from .quorum_controller import AlterPartitionResult, NotController
 
 log = logging.getLogger("kbroker.channel")
 
 RPC_TIMEOUT = 30.0
+
+__all__ = ["ControllerChannel", "AlterPartitionResult"]
 
 
 class ControllerChannel:
@@ -58,8 +60,8 @@ class ControllerChannel:
         return self.quorum.store
 
     # ------------------------------------------------------------------ routing
-    async def _route(self, local_call, remote_call, fallback):
-        deadline = trio.current_time() + self.timeout
+    async def _route(self, local_call, remote_call, fallback, *, timeout: float | None = None):
+        deadline = trio.current_time() + (self.timeout if timeout is None else timeout)
         while True:
             leader = self.quorum.leader_id
             if self.local is not None and self.quorum.is_active:
@@ -270,6 +272,71 @@ class ControllerChannel:
         return await self._route(
             lambda c: c.heartbeat(self.node_id, broker_epoch, metadata_offset, want_fence, want_shut_down),
             remote, lambda: (E.NOT_CONTROLLER, False, True, False))
+
+    # ------------------------------------------------------------------ replication
+    async def alter_partition(self, broker_epoch: int, topic_id: uuid.UUID, partition: int,
+                              leader_epoch: int, partition_epoch: int, new_isr: Sequence[int], *,
+                              timeout: float | None = None) -> AlterPartitionResult:
+        """Ask the active controller to make ``new_isr`` the ISR of a partition this broker
+        leads (Kafka's ``AlterPartitionManager``, one partition per call), sent as
+        AlterPartition v3 with each ISR member's broker epoch from the current image. The
+        answer is the partition's committed state, or an error (``FENCED_LEADER_EPOCH``,
+        ``INVALID_UPDATE_VERSION``, ``INELIGIBLE_REPLICA``, ``STALE_BROKER_EPOCH``...; the
+        caller waits for the image then). No controller reachable within ``timeout``
+        (default ``request.timeout.ms``): ``NOT_CONTROLLER``. After a forwarded change the
+        call waits (bounded) until this node's image has the new partition epoch."""
+        R = w.AlterPartitionRequest
+        brokers = self.image.brokers
+        isr = [int(r) for r in new_isr]
+        topics = [R.TopicData(topic_id=topic_id, partitions=[R.PartitionData(
+            partition_index=partition, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
+            leader_recovery_state=0,
+            new_isr_with_epochs=[R.BrokerState(broker_id=r, broker_epoch=brokers[r].broker_epoch
+                                               if r in brokers else -1) for r in isr])])]
+
+        def pick(code, results) -> AlterPartitionResult:
+            if code:
+                return AlterPartitionResult(code)
+            for _, answers in results:
+                for index, r in answers:
+                    if index == partition:
+                        return r
+            return AlterPartitionResult(E.UNKNOWN_SERVER_ERROR)
+
+        async def local(c):
+            code, results = await c.alter_partition(self.node_id, broker_epoch, topics, version=3)
+            return pick(code, results)
+
+        async def remote(addr):
+            resp = await self._call(addr, 56, 3, R(broker_id=self.node_id, broker_epoch=broker_epoch,
+                                                   topics=topics))
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            if resp.error_code:
+                return AlterPartitionResult(resp.error_code)
+            found = [p for t in resp.topics if t.topic_id == topic_id for p in t.partitions
+                     if p.partition_index == partition]
+            if not found or found[0].error_code == E.NOT_CONTROLLER:
+                return None            # a stale controller: find the new one
+            p = found[0]
+            if p.error_code:
+                return AlterPartitionResult(p.error_code)
+            result = AlterPartitionResult(E.NONE, p.leader_id, p.leader_epoch, tuple(p.isr), p.partition_epoch)
+
+            def visible(img) -> bool:
+                t = img.topics_by_id.get(topic_id)
+                q = t.partitions.get(partition) if t is not None else None
+                return q is None or q.partition_epoch >= result.partition_epoch
+            await self._wait_visible(visible, 2.0)
+            return result
+
+        limit = self.timeout if timeout is None else timeout
+        # the bound covers a controller that accepts the request and then never answers
+        with trio.move_on_after(limit + 1.0):
+            return await self._route(local, remote, lambda: AlterPartitionResult(E.NOT_CONTROLLER),
+                                     timeout=limit)
+        self.stats["gave_up"] += 1
+        return AlterPartitionResult(E.NOT_CONTROLLER)
 
     def statistics(self) -> dict:
         out = {"channel": dict(self.stats), "image": self.image.statistics()}

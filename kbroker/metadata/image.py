@@ -68,6 +68,7 @@ class BrokerImage:
     fenced: bool = False
     broker_epoch: int = -1
     incarnation_id: uuid.UUID = ZERO_UUID
+    in_controlled_shutdown: bool = False          # KIP-841: leaving; not a leader/ISR candidate
 
     def endpoint(self, listener: str) -> tuple[str, int] | None:
         for name, host, port in self.endpoints:
@@ -203,7 +204,8 @@ class ImageBuilder:
     def _on_RegisterBrokerRecord(self, r) -> None:
         eps = tuple((e.name, e.host, e.port) for e in r.end_points or ())
         self.brokers[r.broker_id] = BrokerImage(r.broker_id, eps, r.rack, bool(r.fenced),
-                                                r.broker_epoch, r.incarnation_id)
+                                                r.broker_epoch, r.incarnation_id,
+                                                bool(r.in_controlled_shutdown))
 
     def _set_fenced(self, broker_id: int, epoch: int, fenced: bool) -> None:
         b = self.brokers.get(broker_id)
@@ -216,6 +218,10 @@ class ImageBuilder:
             self._set_fenced(r.broker_id, r.broker_epoch, True)
         elif r.fenced == -1:
             self._set_fenced(r.broker_id, r.broker_epoch, False)
+        if r.in_controlled_shutdown == 1:
+            b = self.brokers.get(r.broker_id)
+            if b is not None and (r.broker_epoch < 0 or b.broker_epoch == r.broker_epoch):
+                self.brokers[r.broker_id] = replace(b, in_controlled_shutdown=True)
 
     def _on_FenceBrokerRecord(self, r) -> None:
         self._set_fenced(r.id, r.epoch, True)

@@ -7,8 +7,13 @@ id; the answer is its broker epoch) and then heartbeats every
 controller unfences it once that offset reaches its registration, and ``wait_unfenced``
 returns — only then does the node serve clients (the ready line). Heartbeats come faster
 while fenced. A ``STALE_BROKER_EPOCH`` answer (the controller lost the registration)
-registers again. ``shutdown`` sends one heartbeat with ``want_shut_down`` so the controller
-moves this broker's leaderships before it goes (controlled shutdown).
+registers again.
+
+``shutdown`` is Kafka's controlled shutdown (the ``PENDING_CONTROLLED_SHUTDOWN`` state): from
+then on every heartbeat carries ``want_shut_down`` (never again a request to be unfenced),
+the next one goes at once and the following ones every 50 ms, until the controller answers
+``should_shut_down`` — it has moved this broker's leaderships, taken it out of every ISR
+and the other brokers have seen that — or the timeout passes. Then heartbeats stop.
 """
 from __future__ import annotations
 
@@ -32,6 +37,9 @@ class BrokerLifecycle:
         self.broker_epoch = -1
         self.fenced = True
         self._unfenced = trio.Event()
+        self.shutting_down = False
+        self._may_shut_down = trio.Event()       # the controller answered should_shut_down
+        self._wake = trio.Event()
         self.stats = {"registrations": 0, "heartbeats": 0, "heartbeat_errors": 0}
 
     async def wait_unfenced(self) -> None:
@@ -52,9 +60,14 @@ class BrokerLifecycle:
             self.broker_epoch = epoch
             self.stats["registrations"] += 1
             while True:
-                code, caught_up, fenced, _ = await self.channel.heartbeat(epoch, self._offset())
+                shutting_down = self.shutting_down
+                code, caught_up, fenced, should_shut_down = await self.channel.heartbeat(
+                    epoch, self._offset(), want_shut_down=shutting_down)
                 self.stats["heartbeats"] += 1
                 if code == E.STALE_BROKER_EPOCH:
+                    if shutting_down:
+                        self._may_shut_down.set()     # the controller has forgotten us already
+                        return
                     log.warning("broker epoch %d is stale; registering again", epoch)
                     break
                 if code:
@@ -65,14 +78,33 @@ class BrokerLifecycle:
                     self.fenced = fenced
                     if not fenced:
                         self._unfenced.set()
-                if self.fenced:
+                    if shutting_down and should_shut_down:
+                        log.info("broker %d: the controller granted the controlled shutdown",
+                                 self.config.node_id)
+                        self._may_shut_down.set()
+                        return
+                if self.shutting_down:
+                    if shutting_down:            # asked already: poll fast (Kafka: 50 ms)
+                        await trio.sleep(0.05)
+                elif self.fenced:
                     with trio.move_on_after(min(interval, 0.05) if caught_up else min(interval, 0.2)):
                         await self.quorum.driver.wait_applied_change()
                 else:
-                    await trio.sleep(interval)
+                    with trio.move_on_after(interval):
+                        await self._wake.wait()
 
-    async def shutdown(self, timeout: float = 2.0) -> None:
-        if self.broker_epoch < 0 or self.fenced:
-            return
+    async def shutdown(self, timeout: float = 5.0) -> bool:
+        """Controlled shutdown: returns once the controller let this broker go (True), or
+        after ``timeout`` seconds (False). A broker that never registered returns at once."""
+        if self.broker_epoch < 0:
+            return True
+        if not self.shutting_down:
+            log.info("broker %d: beginning controlled shutdown", self.config.node_id)
+            self.shutting_down = True
+            self._wake.set()
         with trio.move_on_after(timeout):
-            await self.channel.heartbeat(self.broker_epoch, self._offset(), want_shut_down=True)
+            await self._may_shut_down.wait()
+            return True
+        log.warning("broker %d: no controlled shutdown granted within %.1f s; shutting down anyway",
+                    self.config.node_id, timeout)
+        return False

@@ -13,16 +13,27 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
 - ``register_broker``: a ``RegisterBrokerRecord`` (fenced) whose broker epoch is its own
   offset in the metadata log; re-registering with the same incarnation id returns the same
   epoch;
-- ``heartbeat``: session bookkeeping (in memory, on the active controller only); a fenced
+- ``heartbeat``: session bookkeeping (in memory, on the active controller only) and
+  Kafka's broker states (``BrokerHeartbeatManager.calculateNextBrokerState``): a fenced
   broker that asks to be unfenced and whose metadata offset has reached its registration is
   unfenced (``BrokerRegistrationChangeRecord`` fenced=-1) and partitions left without a
-  leader that it can lead get it back; ``want_shut_down`` fences it and moves its
-  leaderships (controlled shutdown);
+  leader that it can lead get it back. ``want_shut_down`` (KIP-631 controlled shutdown): a
+  broker that leads nothing is fenced at once and told ``should_shut_down``; one that leads
+  partitions enters the controlled-shutdown state (``in_controlled_shutdown``, KIP-841): it
+  leaves every ISR and its leaderships move, and it is told to shut down (and fenced) once
+  it leads nothing and every active broker has reported a metadata offset at or past that
+  change, so nobody still routes to it;
+- ``alter_partition`` (AlterPartition, KIP-497/KIP-903): a partition leader changes its
+  ISR; Kafka's ``ReplicationControlManager.alterPartition`` checks, one
+  ``PartitionChangeRecord`` per changed partition;
 - the session check (``run_session_checks``): a broker with no heartbeat for
-  ``broker.session.timeout.ms`` is fenced and the leadership of its partitions moves to
-  another live replica in the ISR; a partition with no such replica gets leader -1 (its
-  ISR keeps the last member, as Kafka does without unclean election) until the broker comes
-  back. A controller that was stalled does not count its own stall against brokers;
+  ``broker.session.timeout.ms`` is fenced;
+- elections (fencing, controlled shutdown, unfencing) follow Kafka's
+  ``PartitionChangeBuilder`` without unclean election: the current leader stays if it is
+  still acceptable, else the first replica (in assignment order) that is in the target ISR
+  and active (unfenced, not shutting down); none gives leader -1, and an ISR that would
+  become empty keeps its last member, until that broker comes back. A controller that was
+  stalled does not count its own stall against brokers;
 - on activation: ``FeatureLevelRecord(metadata.version)`` when the log has none (Kafka's
   bootstrap records), and every registered broker gets a fresh session.
 
@@ -32,6 +43,7 @@ start, so topics spread over the cluster.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Sequence
 
 import trio
@@ -50,16 +62,29 @@ class NotController(Exception):
     """This node is not the active controller (anymore)."""
 
 
+@dataclass(frozen=True)
+class AlterPartitionResult:
+    """One partition's answer to AlterPartition: an error, or the partition's state after it."""
+    error_code: int
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+
+
 class QuorumController(Controller):
     def __init__(self, config, quorum, clock_ms):
         self.quorum = quorum
         self._clock_ms = clock_ms
         super().__init__(config, quorum.store, quorum.image, on_change=None)
         self._sessions: dict[int, float] = {}        # broker id -> last heartbeat (trio time)
+        self._offsets: dict[int, int] = {}           # broker id -> metadata offset it last reported
+        self._shutdown_offsets: dict[int, int] = {}  # broker id -> offset of its controlled-shutdown change
         self._activated_epoch = -1
         self._placement = 0
         self.stats = {"commits": 0, "records": 0, "fenced": 0, "unfenced": 0, "registrations": 0,
-                      "leader_moves": 0, "not_controller": 0}
+                      "leader_moves": 0, "not_controller": 0, "isr_changes": 0,
+                      "controlled_shutdowns": 0}
 
     # the quorum's state machine owns the image; Controller.__init__'s assignment is ignored
     @property
@@ -100,7 +125,7 @@ class QuorumController(Controller):
         return self.quorum.driver.node.log.end_offset
 
     def _live_ids(self) -> list[int]:
-        ids = sorted(b.node_id for b in self.image.live_brokers())
+        ids = sorted(self._active_ids())          # a broker shutting down gets no new partitions
         if not ids:
             return [self.config.node_id] if not self.quorum.multi_node else []
         # rotate the start so consecutive topics do not all begin on the same broker
@@ -153,17 +178,19 @@ class QuorumController(Controller):
 
     async def heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int,
                         want_fence: bool, want_shut_down: bool) -> tuple[int, bool, bool, bool]:
-        """``(error_code, is_caught_up, is_fenced, should_shut_down)``."""
+        """``(error_code, is_caught_up, is_fenced, should_shut_down)``; the state changes of
+        Kafka's ``calculateNextBrokerState`` (FENCED, UNFENCED, CONTROLLED_SHUTDOWN,
+        SHUTDOWN_NOW)."""
         b = self.image.brokers.get(broker_id)
         if b is None or b.broker_epoch != broker_epoch:
             return E.STALE_BROKER_EPOCH, False, True, False
         self._sessions[broker_id] = trio.current_time()
+        self._offsets[broker_id] = metadata_offset
         caught_up = metadata_offset >= broker_epoch
+        if b.in_controlled_shutdown or (want_shut_down and not b.fenced):
+            return await self._controlled_shutdown(broker_id, broker_epoch, caught_up, want_fence)
         if want_shut_down:
-            async with self._lock:
-                b = self.image.brokers.get(broker_id)
-                if b is not None and not b.fenced:
-                    await self._commit(self._fence_records(broker_id, b.broker_epoch))
+            # fenced already: leaves at once (Kafka's FENCED -> SHUTDOWN_NOW)
             return E.NONE, caught_up, True, True
         if b.fenced and not want_fence and caught_up:
             async with self._lock:
@@ -172,41 +199,182 @@ class QuorumController(Controller):
                     await self._commit(self._unfence_records(broker_id, broker_epoch))
                     self.stats["unfenced"] += 1
                     log.info("broker %d unfenced", broker_id)
+        elif not b.fenced and want_fence:
+            async with self._lock:
+                b = self.image.brokers.get(broker_id)
+                if b is not None and not b.fenced and b.broker_epoch == broker_epoch:
+                    await self._commit(self._fence_records(broker_id, broker_epoch))
+                    self.stats["fenced"] += 1
         b = self.image.brokers.get(broker_id)
         return E.NONE, caught_up, bool(b is None or b.fenced), False
 
-    # ------------------------------------------------------------------ fencing
-    def _fence_records(self, broker_id: int, broker_epoch: int) -> list:
-        recs: list = [messages.BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch,
-                                                              fenced=1)]
-        live = {b.node_id for b in self.image.live_brokers()} - {broker_id}
+    async def _controlled_shutdown(self, broker_id: int, broker_epoch: int, caught_up: bool,
+                                   want_fence: bool) -> tuple[int, bool, bool, bool]:
+        async with self._lock:
+            b = self.image.brokers.get(broker_id)
+            if b is None or b.broker_epoch != broker_epoch:
+                return E.STALE_BROKER_EPOCH, False, True, False
+            if b.fenced:
+                return E.NONE, caught_up, True, True
+            if not b.in_controlled_shutdown:
+                if want_fence or not self._leads_any(broker_id):
+                    await self._shut_down_now(broker_id, broker_epoch)
+                    return E.NONE, caught_up, True, True
+                recs = [messages.BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch,
+                                                                in_controlled_shutdown=1)]
+                recs += self._leave_isr_records(broker_id)
+                await self._commit(recs)
+                self._shutdown_offsets[broker_id] = self._next_offset() - 1
+                self.stats["controlled_shutdowns"] += 1
+                log.info("broker %d is in controlled shutdown: its leaderships moved", broker_id)
+                # as Kafka: this heartbeat only enters the state; a later one may be granted
+                return E.NONE, caught_up, False, False
+            if self._leads_any(broker_id):
+                # a partition created or elected since: move it too, answer on a later heartbeat
+                recs = self._leave_isr_records(broker_id)
+                if recs:
+                    await self._commit(recs)
+                    self._shutdown_offsets[broker_id] = self._next_offset() - 1
+                return E.NONE, caught_up, False, False
+            target = self._shutdown_offsets.setdefault(broker_id, self._next_offset() - 1)
+            if target <= self._lowest_active_offset():
+                await self._shut_down_now(broker_id, broker_epoch)
+                return E.NONE, caught_up, True, True
+            return E.NONE, caught_up, False, False
+
+    async def _shut_down_now(self, broker_id: int, broker_epoch: int) -> None:
+        await self._commit(self._fence_records(broker_id, broker_epoch))
+        self._shutdown_offsets.pop(broker_id, None)
+        log.info("broker %d may shut down now (fenced)", broker_id)
+
+    def _leads_any(self, broker_id: int) -> bool:
+        return any(p.leader == broker_id for t in self.image.topics.values() for p in t.partitions.values())
+
+    def _active_ids(self) -> set[int]:
+        """Brokers that may lead and join ISRs: registered, unfenced, not shutting down."""
+        return {b.node_id for b in self.image.brokers.values() if not b.fenced and not b.in_controlled_shutdown}
+
+    def _lowest_active_offset(self) -> int:
+        """The lowest metadata offset reported by an active broker (Kafka's
+        ``lowestActiveOffset``); no active broker: nobody to wait for."""
+        offsets = [self._offsets.get(b, -1) for b in self._active_ids()]
+        return min(offsets) if offsets else 1 << 62
+
+    # ------------------------------------------------------------------ elections
+    def _partition_change(self, topic_id, p, *, remove: int = -1, add: int = -1,
+                          active: set[int]) -> messages.PartitionChangeRecord | None:
+        """Kafka's ``PartitionChangeBuilder`` for an ISR without ``remove`` (no unclean
+        election, no ELR): keep the leader if it stays acceptable, else the first replica in
+        the target ISR that is acceptable (``add`` counts as active: it is being unfenced),
+        else -1. An ISR that would become empty is left as it is."""
+        target = [r for r in p.isr if r != remove]
+
+        def valid(r: int) -> bool:
+            return r in target and r != remove and (r == add or r in active)
+
+        leader = p.leader if valid(p.leader) else next((r for r in p.replicas if valid(r)), -1)
+        isr = target if target and target != list(p.isr) else None
+        if leader == p.leader and isr is None:
+            return None
+        if leader != p.leader:
+            self.stats["leader_moves"] += 1
+        return messages.PartitionChangeRecord(partition_id=p.partition, topic_id=topic_id,
+                                              leader=leader if leader != p.leader else -2, isr=isr)
+
+    def _leave_isr_records(self, broker_id: int) -> list:
+        """Remove the broker from every ISR and move its leaderships."""
+        active = self._active_ids() - {broker_id}
+        recs = []
         for t in self.image.topics.values():
             for p in t.partitions.values():
-                if broker_id not in p.replicas:
-                    continue
-                if p.leader == broker_id:
-                    others = [r for r in p.isr if r != broker_id and r in live]
-                    new_isr = [r for r in p.isr if r != broker_id] or [broker_id]
-                    new_leader = others[0] if others else -1
-                    recs.append(messages.PartitionChangeRecord(
-                        partition_id=p.partition, topic_id=t.topic_id, leader=new_leader,
-                        isr=new_isr if list(new_isr) != list(p.isr) else None))
-                    self.stats["leader_moves"] += 1
-                elif broker_id in p.isr and len(p.isr) > 1:
-                    recs.append(messages.PartitionChangeRecord(
-                        partition_id=p.partition, topic_id=t.topic_id,
-                        isr=[r for r in p.isr if r != broker_id]))
+                if broker_id in p.isr or p.leader == broker_id:
+                    rec = self._partition_change(t.topic_id, p, remove=broker_id, active=active)
+                    if rec is not None:
+                        recs.append(rec)
         return recs
+
+    def _fence_records(self, broker_id: int, broker_epoch: int) -> list:
+        return [messages.BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch,
+                                                        fenced=1)] + self._leave_isr_records(broker_id)
 
     def _unfence_records(self, broker_id: int, broker_epoch: int) -> list:
         recs: list = [messages.BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch,
                                                               fenced=-1)]
+        active = self._active_ids()
         for t in self.image.topics.values():
             for p in t.partitions.values():
-                if p.leader == -1 and broker_id in p.isr:
-                    recs.append(messages.PartitionChangeRecord(
-                        partition_id=p.partition, topic_id=t.topic_id, leader=broker_id))
+                if p.leader == -1:
+                    rec = self._partition_change(t.topic_id, p, add=broker_id, active=active)
+                    if rec is not None:
+                        recs.append(rec)
         return recs
+
+    # ------------------------------------------------------------------ AlterPartition
+    async def alter_partition(self, broker_id: int, broker_epoch: int, topics, *, version: int = 3):
+        """AlterPartition from a partition leader (``topics``: the request's ``TopicData``
+        list, names up to v1, ids from v2, ``new_isr_with_epochs`` from v3). Returns
+        ``(error_code, [(topic data, [(partition index, AlterPartitionResult)])])``; a
+        stale or unknown requester epoch fails the whole request. Raises ``NotController``."""
+        async with self._lock:
+            b = self.image.brokers.get(broker_id)
+            if b is None or b.broker_epoch != broker_epoch:
+                return E.STALE_BROKER_EPOCH, []
+            out, records = [], []
+            for td in topics:
+                t = (self.image.topics_by_id.get(td.topic_id) if version > 1
+                     else self.image.topics.get(td.topic_name))
+                answers = []
+                out.append((td, answers))
+                if t is None:
+                    code = E.UNKNOWN_TOPIC_ID if version > 1 else E.UNKNOWN_TOPIC_OR_PARTITION
+                    answers += [(pd.partition_index, AlterPartitionResult(code)) for pd in td.partitions]
+                    continue
+                for pd in td.partitions:
+                    new_isr = ([(s.broker_id, s.broker_epoch) for s in pd.new_isr_with_epochs] if version >= 3
+                               else [(r, -1) for r in pd.new_isr])
+                    p = t.partitions.get(pd.partition_index)
+                    code = self._check_alter_partition(broker_id, p, pd, new_isr, version)
+                    if code:
+                        answers.append((pd.partition_index, AlterPartitionResult(code)))
+                        continue
+                    isr = [r for r, _ in new_isr]
+                    epoch = p.partition_epoch
+                    if isr != list(p.isr):
+                        records.append(messages.PartitionChangeRecord(
+                            partition_id=p.partition, topic_id=t.topic_id, isr=isr))
+                        epoch += 1
+                        log.info("broker %d changed the ISR of %s-%d from %s to %s", broker_id, t.name,
+                                 p.partition, list(p.isr), isr)
+                    answers.append((pd.partition_index, AlterPartitionResult(
+                        E.NONE, p.leader, p.leader_epoch, tuple(isr), epoch)))
+            await self._commit(records)
+            self.stats["isr_changes"] += len(records)
+            return E.NONE, out
+
+    def _check_alter_partition(self, broker_id: int, p, pd, new_isr, version: int) -> int:
+        """Kafka's ``validateAlterPartitionData``, in its order."""
+        if p is None:
+            return E.UNKNOWN_TOPIC_OR_PARTITION
+        if pd.leader_epoch > p.leader_epoch or pd.partition_epoch > p.partition_epoch:
+            # the leader knows a newer state than ours: we are likely not the controller anymore
+            return E.NOT_CONTROLLER
+        if pd.leader_epoch < p.leader_epoch:
+            return E.FENCED_LEADER_EPOCH
+        if broker_id != p.leader:
+            return E.INVALID_REQUEST
+        if pd.partition_epoch < p.partition_epoch:
+            return E.INVALID_UPDATE_VERSION
+        ids = [r for r, _ in new_isr]
+        if len(set(ids)) != len(ids) or any(r not in p.replicas for r in ids) or p.leader not in ids:
+            return E.INVALID_REQUEST
+        if version >= 1 and pd.leader_recovery_state == 1:
+            # kbroker never elects uncleanly: a partition is always RECOVERED, and cannot go back
+            return E.INVALID_REQUEST
+        for r, epoch in new_isr:
+            b = self.image.brokers.get(r)
+            if b is None or b.in_controlled_shutdown or b.fenced or (epoch != -1 and epoch != b.broker_epoch):
+                return E.INELIGIBLE_REPLICA if version > 1 else E.OPERATION_NOT_ATTEMPTED
+        return E.NONE
 
     async def fence_broker(self, broker_id: int) -> bool:
         async with self._lock:

@@ -30,7 +30,8 @@ def image_records(image: MetadataImage) -> Iterator:
     for b in sorted(image.brokers.values(), key=lambda b: b.node_id):
         yield messages.RegisterBrokerRecord(
             broker_id=b.node_id, is_migrating_zk_broker=False, incarnation_id=b.incarnation_id,
-            broker_epoch=b.broker_epoch, rack=b.rack, fenced=b.fenced, in_controlled_shutdown=False,
+            broker_epoch=b.broker_epoch, rack=b.rack, fenced=b.fenced,
+            in_controlled_shutdown=b.in_controlled_shutdown,
             end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in b.endpoints])
     for rname, configs in sorted(image.broker_configs.items()):
         for key, value in sorted(configs.items()):

@@ -12,7 +12,10 @@ Startup binds every listener first (so ``port 0`` can be resolved and advertised
 starts the broker (logs, metadata replay, broker registration), then accepts; readiness
 is reported with ``task_status.started(server)`` and one ``kbroker ready: ...`` log line.
 
-Shutdown (``request_shutdown()``, SIGINT/SIGTERM via ``run_until_signal``): stop
+Shutdown (``request_shutdown()``, SIGINT/SIGTERM via ``run_until_signal``): first the
+controlled shutdown (KIP-631, as Kafka's ``BrokerServer.shutdown``): while still serving, the
+broker asks the controller to move its leaderships and take it out of every ISR, and waits
+until the controller lets it go (bounded by ``broker.session.timeout.ms``); then stop
 accepting and close the listening sockets; connections waiting for a request close at
 once, connections handling one finish it (its response is written) within
 ``shutdown_timeout`` seconds, after which everything left is cancelled; then the log
@@ -62,11 +65,14 @@ class Server:
         self._no_conns = trio.Event()
         self._accept_scopes: list[trio.CancelScope] = []
         self._force = False
+        self._controlled_scope: trio.CancelScope | None = None
 
     # ------------------------------------------------------------------ control
     def request_shutdown(self, *, force: bool = False) -> None:
         if force:
             self._force = True
+            if self._controlled_scope is not None:
+                self._controlled_scope.cancel()
             for c in list(self._conns):
                 c.stop_if_idle()
         self._stop.set()
@@ -126,6 +132,7 @@ class Server:
                     log.info("%s", self.ready_line())
                     task_status.started(self)
                     await self._stop.wait()
+                    await self._controlled_shutdown()
                     await self._drain(bound, conns)
                 root.cancel_scope.cancel()
         finally:
@@ -135,6 +142,17 @@ class Server:
                         await trio.aclose_forcefully(s)
                 self.broker.shutdown()
                 self._stopped.set()
+
+    async def _controlled_shutdown(self) -> None:
+        """Leaderships move away while clients can still be answered (they are told
+        ``NOT_LEADER_OR_FOLLOWER`` and go to the new leaders). Skipped by a forced stop."""
+        lifecycle = getattr(self.broker, "lifecycle", None)
+        if lifecycle is None or self._force:
+            return
+        with trio.CancelScope() as scope:
+            self._controlled_scope = scope
+            await lifecycle.shutdown(self.config.get("broker.session.timeout.ms") / 1000)
+        self._controlled_scope = None
 
     async def _drain(self, bound, conns: trio.Nursery) -> None:
         log.info("shutting down: no new connections; %d open", len(self._conns))

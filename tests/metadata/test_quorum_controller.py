@@ -170,8 +170,11 @@ async def test_controlled_shutdown_and_stale_epochs(tmp_path, nursery):
         await h.register(b)
     await h.controller.create_topics([NewTopic("x", 2, 2)])
     code, _, fenced, shut = await h.heartbeat(2, want_shut_down=True)
+    assert (code, fenced, shut) == (0, False, False), "controlled shutdown: leaders move first"
+    assert all(p.leader == 1 and p.isr == (1,) for p in h.image.topics["x"].partitions.values())
+    await h.heartbeat(1)
+    code, _, fenced, shut = await h.heartbeat(2, want_shut_down=True)
     assert (code, fenced, shut) == (0, True, True)
-    assert all(p.leader == 1 for p in h.image.topics["x"].partitions.values())
     assert (await h.controller.heartbeat(1, 12345, 0, False, False))[0] == E.STALE_BROKER_EPOCH
     # the same incarnation registering again keeps its epoch; a new one gets a new epoch
     old = h.image.brokers[1].broker_epoch
