@@ -109,6 +109,7 @@ class Broker:
         # replays the metadata log into the image and publishes it to the replica manager.
         self.quorum = MetadataQuorum(cfg, self.logs, self.cluster_id, clock, on_image=self._apply_image)
         self.metadata_log = self.quorum.store
+        cfg.dynamic_source = lambda: self.quorum.image.broker_configs   # KIP-226 dynamic configs
         roles = cfg.get("process.roles")
         local = None
         if "controller" in roles and self.node_id in self.quorum.voters:

@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as e:
             print(f"kbroker: configuration error: {e}", file=sys.stderr)
             return 2
+        config.log_unused()
         import functools
         import trio
         from kbroker.server import run_until_signal

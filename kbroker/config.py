@@ -467,6 +467,9 @@ class BrokerConfig:
     controller_listeners: list[Listener] = field(default_factory=list)  # controller.listener.names
     advertised_listeners: list[Listener] = field(default_factory=list)  # in Metadata
     source_file: str | None = None
+    # Dynamic broker configs (KIP-226) as the metadata image holds them: broker id ("" for
+    # the cluster default) -> {key: value}. Set by the broker to read its current image.
+    dynamic_source: Callable[[], Mapping[str, Mapping[str, str]]] | None = None
 
     # -- construction
     @classmethod
@@ -565,6 +568,43 @@ class BrokerConfig:
             return Listener(l.name, socket.gethostname(), l.port)
         return l
 
+    def dynamic_layers(self) -> tuple[Mapping[str, str], Mapping[str, str]]:
+        """(this broker's dynamic configs, the cluster-default dynamic configs)."""
+        src = self.dynamic_source() if self.dynamic_source is not None else None
+        if not src:
+            return {}, {}
+        return src.get(str(self.node_id), {}), src.get("", {})
+
+    def effective_values(self) -> dict[str, Any]:
+        """``values`` with the dynamic configs applied, Kafka's precedence: this broker's
+        dynamic value, then the cluster default, then the static file, then the default.
+        A stored value that no longer converts is ignored (logged by nobody: it was
+        validated when it was written)."""
+        per_broker, cluster = self.dynamic_layers()
+        if not per_broker and not cluster:
+            return self.values
+        key = (id(per_broker), id(cluster))
+        cached = self.__dict__.get("_effective_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        out = dict(self.values)
+        for layer in (cluster, per_broker):
+            for k, raw in layer.items():
+                d = DEFINITIONS.get(k)
+                if d is None or raw is None:
+                    continue
+                try:
+                    out[k] = convert(d, raw)
+                except ConfigError:
+                    pass
+        self.__dict__["_effective_cache"] = (key, out, per_broker, cluster)
+        return out
+
+    def is_set(self, key: str) -> bool:
+        """Set statically or dynamically (not just a built-in default)."""
+        per_broker, cluster = self.dynamic_layers()
+        return key in self.explicit or key in per_broker or key in cluster
+
     def unused_keys(self) -> list[str]:
         """Keys set in the file or overrides that kbroker accepts but does not act on."""
         return sorted(k for k in self.explicit
@@ -625,9 +665,10 @@ class BrokerConfig:
         """Broker-level log settings as topic-level keys (``retention.ms``...): the defaults
         every topic inherits unless it overrides them."""
         out: dict[str, str] = {}
+        values = self.effective_values()
         for topic_key, synonyms in TOPIC_SYNONYMS.items():
             for bkey in synonyms:
-                value = self.values.get(bkey)
+                value = values.get(bkey)
                 if value is None:
                     continue
                 if bkey in _UNIT_MS:
@@ -640,9 +681,10 @@ class BrokerConfig:
         """(broker key, value as topic value) of the broker setting a topic key inherits,
         if it was set explicitly; None when the topic default comes from the built-in
         defaults."""
+        values = self.effective_values()
         for bkey in TOPIC_SYNONYMS.get(topic_key, ()):
-            if bkey in self.explicit and self.values.get(bkey) is not None:
-                return bkey, format_value(DEFINITIONS[bkey], self.values[bkey])
+            if self.is_set(bkey) and values.get(bkey) is not None:
+                return bkey, format_value(DEFINITIONS[bkey], values[bkey])
         return None
 
 

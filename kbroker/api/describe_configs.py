@@ -5,8 +5,11 @@
   KIP-569); documentation is not provided (null).
 - Topic configs layer as in Kafka: topic override (DYNAMIC_TOPIC_CONFIG) → the broker's
   ``log.*`` synonym when set in the broker config (STATIC_BROKER_CONFIG) → the default.
-- Broker resources: this node's id (or "" for the cluster default); every broker key kbroker
-  knows, read-only (no dynamic broker configs yet); sensitive values are null.
+- Broker resources: this node's id lists every (non-internal) broker config of Kafka plus
+  keys set in the file or dynamically, with Kafka's sources and synonyms (dynamic per
+  broker, dynamic cluster default, static file, default); "" lists the cluster-default
+  dynamic configs. Read-only as in Kafka (keys Kafka cannot update dynamically);
+  password values are sensitive (null).
 - Errors: unknown topic ``UNKNOWN_TOPIC_OR_PARTITION``; another broker id or an unsupported
   resource type ``INVALID_REQUEST`` (broker loggers, client metrics, groups are not served).
 Not implemented: authorization, documentation strings.
@@ -32,11 +35,13 @@ def describe_resource(broker, rtype: int, rname: str):
         t = image.topics.get(rname)
         if t is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist.", []
-        return ErrorCode.NONE, None, tc.describe_topic(broker.config, dict(t.configs))
+        return ErrorCode.NONE, None, tc.describe_topic(broker.config, dict(t.configs),
+                                                       image.broker_configs)
     if rtype == BROKER_RESOURCE:
         if rname not in ("", str(broker.node_id)):
             return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {rname}", []
-        return ErrorCode.NONE, None, tc.describe_broker(broker.config, image.broker_configs, broker.node_id)
+        return ErrorCode.NONE, None, tc.describe_broker(broker.config, image.broker_configs,
+                                                        broker.node_id, rname)
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}", []
 
 

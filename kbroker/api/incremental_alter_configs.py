@@ -4,11 +4,16 @@
   throttled replicas) and start from the effective value; any other type is
   ``INVALID_CONFIG`` as in Kafka. Values are validated; a key named twice in a resource is
   ``INVALID_REQUEST``; ``validate_only`` changes nothing.
-Not implemented: dynamic broker configs (``INVALID_CONFIG``), alter-config policies.
+- Broker resources (KIP-226): ``""`` (cluster default) or the receiving broker's id, checked
+  here before forwarding; the controller applies the operations to that level's stored
+  dynamic configs and checks the result as Kafka does (read-only keys, per-broker keys at
+  the cluster level, bad values: ``INVALID_REQUEST``). See ``alter_configs``.
+Not implemented: alter-config policies.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api.alter_configs import broker_precheck
 from kbroker.wire import messages
 
 Response = messages.IncrementalAlterConfigsResponse
@@ -17,11 +22,25 @@ Result = Response.AlterConfigsResourceResponse
 
 @api(44, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
-    resources = [(r.resource_type, r.resource_name,
-                  [(c.name, c.config_operation, c.value) for c in r.configs or ()])
-                 for r in request.resources or ()]
-    results = await ctx.broker.controller.incremental_alter_configs(
-        resources, validate_only=request.validate_only)
-    return Response(throttle_time_ms=0, responses=[
-        Result(error_code=r.error_code, error_message=r.error_message,
-               resource_type=r.resource_type, resource_name=r.resource_name) for r in results])
+    early: dict[int, tuple[int, str]] = {}
+    resources = []
+    for i, r in enumerate(request.resources or ()):
+        ops = [(c.name, c.config_operation, c.value) for c in r.configs or ()]
+        err = broker_precheck(ctx, r.resource_type, r.resource_name, [k for k, _, _ in ops])
+        if err is not None:
+            early[i] = err
+        else:
+            resources.append((r.resource_type, r.resource_name, ops))
+    results = iter(await ctx.broker.controller.incremental_alter_configs(
+        resources, validate_only=request.validate_only) if resources else ())
+    out = []
+    for i, r in enumerate(request.resources or ()):
+        if i in early:
+            code, msg = early[i]
+            out.append(Result(error_code=code, error_message=msg, resource_type=r.resource_type,
+                              resource_name=r.resource_name))
+            continue
+        res = next(results)
+        out.append(Result(error_code=res.error_code, error_message=res.error_message,
+                          resource_type=res.resource_type, resource_name=res.resource_name))
+    return Response(throttle_time_ms=0, responses=out)

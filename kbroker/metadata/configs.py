@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from kbroker import config as bc
+from kbroker import kafka_configs as kc
 
 LONG_MAX = str((1 << 63) - 1)
 
@@ -125,6 +126,13 @@ def validate_topic_config(name: str, value: str | None) -> str | None:
     return None
 
 
+def _dynamic(broker, dynamic):
+    if dynamic is not None:
+        return dynamic
+    src = getattr(broker, "dynamic_source", None)
+    return (src() if src is not None else None) or {}
+
+
 def broker_default(broker: "bc.BrokerConfig", name: str) -> tuple[str | None, int, str | None]:
     """(value, source, broker key) a topic without an override gets for ``name``."""
     found = broker.synonym_source(name)
@@ -135,13 +143,14 @@ def broker_default(broker: "bc.BrokerConfig", name: str) -> tuple[str | None, in
 
 
 def effective_topic_configs(broker: "bc.BrokerConfig", overrides: Mapping[str, str]) -> dict[str, str]:
-    """Every topic config's effective value (overrides over broker settings over defaults)."""
+    """Every topic config's effective value: the override, else what the broker's
+    (static or dynamic) settings give it, else Kafka's topic default."""
     inherited = broker.log_config_defaults()
     out = {}
     for name, d in TOPIC_CONFIGS.items():
         if name in overrides:
             out[name] = overrides[name]
-        elif name in inherited and broker.synonym_source(name) is not None:
+        elif name in inherited:
             out[name] = inherited[name]
         else:
             out[name] = d.default
@@ -163,49 +172,130 @@ class ConfigEntry:
         return self.source == DEFAULT_CONFIG
 
 
-def describe_topic(broker: "bc.BrokerConfig", overrides: Mapping[str, str]) -> list[ConfigEntry]:
-    """DescribeConfigs entries of a topic, with synonyms (the topic override first, then
-    the broker keys in Kafka's order, then the default)."""
+BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {c[0]: c[7] for c in kc.BROKER_CONFIGS}
+
+
+def _layers(broker: "bc.BrokerConfig", dynamic: Mapping[str, Mapping[str, str]], node_id: int):
+    """Kafka's four places a broker config can come from, most specific first."""
+    static = {k: bc.format_value(bc.DEFINITIONS[k], broker.values.get(k)) if k in bc.DEFINITIONS
+              else broker.values.get(k) for k in broker.explicit}
+    defaults = {k: bc.format_value(d, d.default) for k, d in bc.DEFINITIONS.items()
+                if d.default is not None}
+    return [(dynamic.get(str(node_id), {}), DYNAMIC_BROKER_CONFIG),
+            (dynamic.get("", {}), DYNAMIC_DEFAULT_BROKER_CONFIG),
+            ({k: v for k, v in static.items() if v is not None}, STATIC_BROKER_CONFIG),
+            (defaults, DEFAULT_CONFIG)]
+
+
+def _synonyms(name: str, layers, sensitive: bool) -> list[tuple[str, str | None, int]]:
+    """Kafka's synonym list of broker config ``name``: every layer (most specific first),
+    within a layer the synonyms in Kafka's order (``log.retention.ms``, ``.minutes``,
+    ``.hours``), then everything before the first entry of ``name`` itself dropped."""
+    names = BROKER_SYNONYMS.get(name, (name,))
+    out = [(n, None if sensitive else layer[n], src) for layer, src in layers for n in names
+           if n in layer]
+    while out and out[0][0] != name:
+        out.pop(0)
+    return out
+
+
+def describe_topic(broker: "bc.BrokerConfig", overrides: Mapping[str, str],
+                   dynamic: Mapping[str, Mapping[str, str]] | None = None) -> list[ConfigEntry]:
+    """DescribeConfigs entries of a topic as Kafka lists them: the value is the override,
+    else what the broker settings give, else the default; the synonyms are the topic
+    override, then the synonyms of the one broker config Kafka names for the topic config
+    (``TOPIC_CONFIG_SYNONYMS``); the source is the first synonym's."""
+    layers = _layers(broker, _dynamic(broker, dynamic), broker.node_id)
+    effective = effective_topic_configs(broker, overrides)
     out = []
     for name, d in TOPIC_CONFIGS.items():
-        synonyms: list[tuple[str, str | None, int]] = []
+        bkey = kc.TOPIC_CONFIG_SYNONYMS.get(name)
+        synonyms = _synonyms(bkey, layers, False) if bkey else []
         if name in overrides:
-            synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
-        for bkey in bc.TOPIC_SYNONYMS.get(name, ()):
-            if bkey in broker.explicit and broker.values.get(bkey) is not None:
-                synonyms.append((bkey, bc.format_value(bc.DEFINITIONS[bkey], broker.values[bkey]),
-                                 STATIC_BROKER_CONFIG))
-        for bkey in bc.TOPIC_SYNONYMS.get(name, ()):
-            bdef = bc.DEFINITIONS.get(bkey)
-            if bdef is not None and bdef.default is not None and bkey not in broker.explicit:
-                synonyms.append((bkey, bc.format_value(bdef, bdef.default), DEFAULT_CONFIG))
-                break
-        if name in overrides:
-            value, source = overrides[name], DYNAMIC_TOPIC_CONFIG
-        else:
-            value, source, _ = broker_default(broker, name)
-        out.append(ConfigEntry(name, value, source, False, False, d.type, synonyms))
+            synonyms.insert(0, (name, overrides[name], DYNAMIC_TOPIC_CONFIG))
+        source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
+        out.append(ConfigEntry(name, effective[name], source, False, False, d.type, synonyms))
     return out
 
 
 def describe_broker(broker: "bc.BrokerConfig", dynamic: Mapping[str, Mapping[str, str]],
-                    node_id: int) -> list[ConfigEntry]:
-    """DescribeConfigs entries of a broker: every defined key, static or default."""
+                    node_id: int, resource_name: str | None = None) -> list[ConfigEntry]:
+    """DescribeConfigs entries of a broker as Kafka lists them. For this broker's id: every
+    non-internal Kafka broker config plus any key set in the file or dynamically; for ""
+    (the cluster default): only the cluster-default dynamic configs, without per-broker
+    synonyms. Read-only unless Kafka can update the key dynamically; password values (and
+    keys of unknown type) are sensitive: null."""
+    if resource_name is None:
+        resource_name = str(node_id)
+    per_broker_level = resource_name != ""
+    layers = _layers(broker, dynamic, node_id)
+    if per_broker_level:
+        names = {k for k, d in bc.DEFINITIONS.items() if not d.internal and k in kc_names}
+        names |= {k for k in broker.explicit if broker.values.get(k) is not None}
+        names |= set(dynamic.get(str(node_id), {})) | set(dynamic.get("", {}))
+    else:
+        names = set(dynamic.get("", {}))
+        layers = [l for l in layers if l[1] != DYNAMIC_BROKER_CONFIG]
     out = []
-    per_broker = dynamic.get(str(node_id), {})
-    cluster_default = dynamic.get("", {})
-    for name, d in sorted(bc.DEFINITIONS.items()):
-        synonyms = []
-        if name in per_broker:
-            synonyms.append((name, per_broker[name], DYNAMIC_BROKER_CONFIG))
-        if name in cluster_default:
-            synonyms.append((name, cluster_default[name], DYNAMIC_DEFAULT_BROKER_CONFIG))
-        static = bc.format_value(d, broker.values.get(name))
-        if name in broker.explicit:
-            synonyms.append((name, static, STATIC_BROKER_CONFIG))
-        elif d.default is not None:
-            synonyms.append((name, bc.format_value(d, d.default), DEFAULT_CONFIG))
-        value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (None, DEFAULT_CONFIG)
-        out.append(ConfigEntry(name, None if d.sensitive else value, source, d.read_only,
-                               d.sensitive, d.type, synonyms))
+    for name in sorted(names):
+        d = bc.DEFINITIONS.get(name)
+        sensitive = d is None or d.sensitive
+        synonyms = _synonyms(name, layers, sensitive)
+        source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
+        own = [v for n, v, src in synonyms if n == name]
+        if sensitive:
+            value = None
+        elif d is not None and source in (STATIC_BROKER_CONFIG, DEFAULT_CONFIG) or not own:
+            value = bc.format_value(d, broker.values.get(name)) if d is not None else None
+        else:
+            value = own[0]
+            try:
+                value = bc.format_value(d, bc.convert(d, value)) if d is not None else value
+            except bc.ConfigError:
+                pass
+        type_ = (d.kafka_type or d.type) if d is not None else "unknown"
+        out.append(ConfigEntry(name, value, source, d.read_only if d is not None else True,
+                               sensitive, type_, synonyms))
     return out
+
+
+kc_names = frozenset(c[0] for c in kc.BROKER_CONFIGS)
+
+
+# --------------------------------------------------------------------------- dynamic broker configs
+
+def broker_alter_error(configs: Mapping[str, str | None], per_broker: bool) -> str | None:
+    """Kafka's checks of dynamic broker config updates (``DynamicBrokerConfig.validate``):
+    keys that cannot be updated dynamically, security keys without a listener prefix,
+    values of the wrong type, per-broker keys at the cluster-default level. The message
+    when one fails (Kafka answers INVALID_REQUEST), else None. Keys Kafka does not define
+    are accepted and stored, as Kafka does (custom configs for plugins)."""
+    def names(pred):
+        return "Set(" + ", ".join(sorted(k for k in configs if pred(k))) + ")"
+    ro = [k for k in configs if k in bc.DEFINITIONS and bc.DEFINITIONS[k].read_only
+          and k in kc_names]
+    if ro:
+        return f"Cannot update these configs dynamically: {names(lambda k: k in ro)}"
+    sec = [k for k in configs if k in kc.LISTENER_ONLY_DYNAMIC]
+    if sec:
+        return ("These security configs can be dynamically updated only per-listener using "
+                f"the listener prefix: {names(lambda k: k in sec)}")
+    for k, v in configs.items():
+        d = bc.DEFINITIONS.get(k)
+        if d is None or v is None:
+            continue
+        try:
+            bc.convert(d, v)
+        except bc.ConfigError as e:
+            return f"Invalid value {v} for configuration {k}: {str(e).split(': ', 1)[-1]}"
+    if not per_broker:
+        pb = [k for k in configs if k in bc.DEFINITIONS and bc.DEFINITIONS[k].mode == "per-broker"]
+        if pb:
+            return ("Cannot update these configs at default cluster level, broker id must be "
+                    f"specified: {names(lambda k: k in pb)}")
+    return None
+
+
+def broker_config_type(name: str) -> str | None:
+    d = bc.DEFINITIONS.get(name)
+    return None if d is None else (d.kafka_type or d.type)

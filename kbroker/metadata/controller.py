@@ -371,14 +371,28 @@ class Controller:
                 return UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist."
             return NONE, None
         if rtype == BROKER_RESOURCE:
-            if rname not in ("", str(self.config.node_id)):
-                try:
-                    int(rname)
-                except ValueError:
-                    return INVALID_REQUEST, f"Invalid broker name {rname!r}"
-                return INVALID_REQUEST, f"Unexpected broker id {rname}"
-            return INVALID_CONFIG, "kbroker does not support dynamic broker configs yet"
+            # "" is the cluster default; any other name is a broker id (the receiving broker
+            # already checked it is its own, as Kafka's brokers do before forwarding).
+            if rname != "" and not (rname.isdigit() and int(rname) <= (1 << 31) - 1):
+                return INVALID_REQUEST, f"Invalid broker name {rname}"
+            return NONE, None
         return INVALID_REQUEST, f"Unsupported resource type {rtype}"
+
+    def _current_configs(self, rtype: int, rname: str) -> dict[str, str]:
+        if rtype == BROKER_RESOURCE:
+            return dict(self.image.broker_configs.get(rname, {}))
+        return dict(self.image.topics[rname].configs)
+
+    def _value_error(self, rtype: int, rname: str, configs: dict[str, str | None]) -> tuple[int, str | None]:
+        """Validation of the resulting set of values of one resource."""
+        if rtype == BROKER_RESOURCE:
+            msg = tc.broker_alter_error(configs, per_broker=rname != "")
+            return (INVALID_REQUEST, msg) if msg else (NONE, None)
+        for key, value in configs.items():
+            msg = tc.validate_topic_config(key, value)
+            if msg:
+                return INVALID_CONFIG, msg
+        return NONE, None
 
     def _config_records(self, rtype: int, rname: str, current: dict[str, str],
                         wanted: dict[str, str | None]) -> list:
@@ -401,14 +415,10 @@ class Controller:
                 res.error_code, res.error_message = self._check_resource(rtype, rname)
                 if res.error_code:
                     continue
-                for key, value in configs.items():
-                    msg = tc.validate_topic_config(key, value)
-                    if msg:
-                        res.error_code, res.error_message = INVALID_CONFIG, msg
-                        break
+                res.error_code, res.error_message = self._value_error(rtype, rname, dict(configs))
                 if res.error_code or validate_only:
                     continue
-                current = dict(self.image.topics[rname].configs)
+                current = self._current_configs(rtype, rname)
                 records += self._config_records(rtype, rname, current, dict(configs))
             await self._commit(records)
             return out
@@ -429,22 +439,30 @@ class Controller:
                 if len(set(keys)) != len(keys):
                     res.error_code, res.error_message = INVALID_REQUEST, "Duplicate configuration keys in one resource"
                     continue
-                current = dict(self.image.topics[rname].configs)
+                current = self._current_configs(rtype, rname)
                 wanted = dict(current)
-                effective = tc.effective_topic_configs(self.config, current)
+                broker = rtype == BROKER_RESOURCE
+                if broker:
+                    static = self.config.values
+                    effective = {k: tc.bc.format_value(tc.bc.DEFINITIONS[k], v)
+                                 for k, v in static.items() if k in tc.bc.DEFINITIONS}
+                    effective.update(current)
+                else:
+                    effective = tc.effective_topic_configs(self.config, current)
                 for key, op, value in ops:
-                    d = tc.TOPIC_CONFIGS.get(key)
-                    if d is None:
+                    d = tc.TOPIC_CONFIGS.get(key) if not broker else tc.bc.DEFINITIONS.get(key)
+                    if d is None and not broker:
                         res.error_code, res.error_message = INVALID_CONFIG, f"Unknown topic config name: {key}"
                         break
+                    type_ = tc.broker_config_type(key) if broker else d.type
                     if op == OP_SET:
                         wanted[key] = value
                     elif op == OP_DELETE:
                         wanted.pop(key, None)
                     elif op in (OP_APPEND, OP_SUBTRACT):
-                        if d.type != "list":
+                        if type_ != "list":
                             res.error_code = INVALID_CONFIG
-                            res.error_message = f"Config value append/subtract is not allowed for config {key} of type {d.type.upper()}"
+                            res.error_message = f"Config value append/subtract is not allowed for config {key} of type {(type_ or 'unknown').upper()}"
                             break
                         items = [p for p in (effective.get(key) or "").split(",") if p]
                         given = [p.strip() for p in (value or "").split(",") if p.strip()]
@@ -456,11 +474,15 @@ class Controller:
                     else:
                         res.error_code, res.error_message = INVALID_REQUEST, f"Unknown operation {op}"
                         break
-                    if key in wanted:
+                    if key in wanted and not broker:
                         msg = tc.validate_topic_config(key, wanted[key])
                         if msg:
                             res.error_code, res.error_message = INVALID_CONFIG, msg
                             break
+                if not res.error_code and broker:
+                    changed = {k for k, _, _ in ops}
+                    res.error_code, res.error_message = self._value_error(
+                        rtype, rname, {k: v for k, v in wanted.items() if k in changed})
                 if res.error_code or validate_only:
                     continue
                 records += self._config_records(rtype, rname, current, wanted)
