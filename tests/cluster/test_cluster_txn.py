@@ -1,0 +1,258 @@
+"""Transactions across a real three-process cluster (three combined nodes on loopback).
+
+A transaction's partitions are led by all three brokers and its coordinator (the leader of
+the id's ``__transaction_state`` partition) is one of them, so the markers of the other
+partitions travel as WriteTxnMarkers from the coordinator to their leaders, and the offsets
+of ``send_offsets_to_transaction`` go to the group coordinator, another broker again. The
+tests, in order on one cluster:
+
+1. commit: a read_committed consumer sees every record on every node and the group's
+   offsets; abort: it sees none of them (read_uncommitted does); requests for the id on a
+   broker that does not coordinate it answer NOT_COORDINATOR;
+2. a partition leader is SIGKILLed before the commit: EndTxn is answered once PrepareCommit
+   is stored, the transaction waits in PrepareCommit while the marker cannot be delivered;
+   the coordinator is SIGKILLed too and restarted (it reloads the id in PrepareCommit), then
+   the leader comes back and the transaction completes with all its records visible.
+Replication factor 1 everywhere: a coordinator moving to another broker needs replicated
+``__transaction_state`` partitions (not covered here).
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kbroker.wire import messages as w
+from kbroker.wire.error_codes import ErrorCode as E
+
+from .support import Cluster, call, metadata, wait_for
+
+EXTRA = {
+    "transaction.state.log.num.partitions": "6",
+    "offsets.topic.num.partitions": "6",
+    "group.initial.rebalance.delay.ms": "0",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+}
+GROUP, TRANSACTION = 0, 1
+
+
+@pytest.fixture(scope="module")
+def txn_cluster(tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("txn-cluster"), extra=EXTRA)
+    c.start_all()
+    try:
+        yield c
+    finally:
+        for n in c.nodes.values():
+            if n.proc is not None and n.proc.poll() is None:
+                n.kill()
+
+
+# ---------------------------------------------------------------------------- raw helpers
+
+def find_coordinator(port: int, key: str, key_type: int) -> int:
+    """The coordinator's node id (-1 while there is none)."""
+    r = call(port, 10, 3, w.FindCoordinatorRequest(key=key, key_type=key_type))
+    return r.node_id if r.error_code == E.NONE else -1
+
+
+def coordinator(cluster, key: str, key_type: int) -> int:
+    """The coordinator every live node names (created on first lookup)."""
+    def same():
+        ids = {find_coordinator(n.port, key, key_type) for n in cluster.alive()}
+        return ids.pop() if len(ids) == 1 and -1 not in ids else None
+    return wait_for(same, timeout=60, what=f"one coordinator for {key!r}")
+
+
+def leaders(port: int, topic: str) -> dict[int, int]:
+    for t in metadata(port).topics:
+        if t.name == topic:
+            return {p.partition_index: p.leader_id for p in t.partitions}
+    return {}
+
+
+def create_topic(cluster, name: str, partitions: int) -> dict[int, int]:
+    C = w.CreateTopicsRequest
+    port = cluster.alive()[0].port
+    r = call(port, 19, 5, C(timeout_ms=10000, validate_only=False, topics=[
+        C.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1,
+                         assignments=[], configs=[])]), timeout=20)
+    assert r.topics[0].error_code in (E.NONE, E.TOPIC_ALREADY_EXISTS), r
+    def led_everywhere():
+        views = [leaders(n.port, name) for n in cluster.alive()]
+        ok = all(v == views[0] and len(v) == partitions and -1 not in v.values() for v in views)
+        return views[0] if ok else None
+    return wait_for(led_everywhere, what=f"{name} led on every node")
+
+
+def describe_txn(port: int, tid: str):
+    r = call(port, 65, 0, w.DescribeTransactionsRequest(transactional_ids=[tid]))
+    s = r.transaction_states[0]
+    return s.error_code, s.transaction_state
+
+
+def wait_state(port: int, tid: str, state: str, timeout: float = 60.0) -> None:
+    wait_for(lambda: describe_txn(port, tid) == (E.NONE, state), timeout=timeout,
+             what=f"{tid} in {state}")
+
+
+def pick_tid(cluster, prefix: str, avoid: set[int]) -> tuple[str, int]:
+    """A transactional id whose coordinator is not one of ``avoid``."""
+    for i in range(200):
+        tid = f"{prefix}-{i}"
+        node = coordinator(cluster, tid, TRANSACTION)
+        if node not in avoid:
+            return tid, node
+    raise AssertionError(f"no transactional id coordinated outside {avoid}")
+
+
+def txn_producer(bootstrap: str, tid: str) -> Producer:
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5,
+                  "transaction.timeout.ms": 120000})
+    p.init_transactions(60)
+    return p
+
+
+def read(bootstrap: str, topic: str, partitions, *, isolation: str, expect: int,
+         timeout: float = 60.0) -> list[bytes]:
+    """Values of ``partitions`` from the beginning until ``expect`` arrived and each
+    partition reached its end for this isolation level (or ``timeout``)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-reader",
+                  "isolation.level": isolation, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    try:
+        parts = list(partitions)
+        c.assign([TopicPartition(topic, p, 0) for p in parts])
+        got: list[bytes] = []
+        eof: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == m.error()._PARTITION_EOF:
+                    eof.add(m.partition())
+                    if len(eof) == len(parts) and len(got) >= expect:
+                        break
+                continue
+            eof.discard(m.partition())
+            got.append(m.value())
+        return got
+    finally:
+        c.close()
+
+
+def committed(bootstrap: str, group: str, tp: TopicPartition) -> int:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        return c.committed([tp], timeout=20)[0].offset
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------------------- tests
+
+def test_commit_and_abort_across_three_brokers(txn_cluster):
+    cluster = txn_cluster
+    topic_leaders = create_topic(cluster, "spread", 3)
+    assert set(topic_leaders.values()) == {1, 2, 3}, "partitions led by every broker"
+    group = "spread-group"
+    group_node = coordinator(cluster, group, GROUP)
+    tid, txn_node = pick_tid(cluster, "spread-tx", avoid={group_node})
+    assert txn_node != group_node
+    remote = {p for p, leader in topic_leaders.items() if leader != txn_node}
+    assert len(remote) == 2, "two of the partitions are led by other brokers than the coordinator"
+    # only the coordinator answers for the id
+    for n in cluster.alive():
+        err, _ = describe_txn(n.port, tid)
+        assert err == (E.TRANSACTIONAL_ID_NOT_FOUND if n.node_id == txn_node else E.NOT_COORDINATOR)
+        if n.node_id != txn_node:
+            r = call(n.port, 22, 4, w.InitProducerIdRequest(
+                transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
+            assert r.error_code == E.NOT_COORDINATOR
+
+    boot = cluster.bootstrap()
+    p = txn_producer(boot, tid)
+    c = Consumer({"bootstrap.servers": boot, "group.id": group, "enable.auto.commit": False})
+    try:
+        p.begin_transaction()
+        for i in range(30):
+            p.produce("spread", b"c-%d" % i, partition=i % 3)
+        p.send_offsets_to_transaction([TopicPartition("spread", 0, 11)], c.consumer_group_metadata(), 30)
+        p.commit_transaction(60)
+        wait_state(cluster.nodes[txn_node].port, tid, "CompleteCommit")
+        got = read(boot, "spread", range(3), isolation="read_committed", expect=30)
+        assert sorted(got) == sorted(b"c-%d" % i for i in range(30))
+        assert committed(boot, group, TopicPartition("spread", 0)) == 11
+
+        p.begin_transaction()
+        for i in range(15):
+            p.produce("spread", b"a-%d" % i, partition=i % 3)
+        p.send_offsets_to_transaction([TopicPartition("spread", 0, 22)], c.consumer_group_metadata(), 30)
+        p.flush(30)
+        p.abort_transaction(60)
+        wait_state(cluster.nodes[txn_node].port, tid, "CompleteAbort")
+        p.begin_transaction()
+        for i in range(3):
+            p.produce("spread", b"c2-%d" % i, partition=i)
+        p.commit_transaction(60)
+    finally:
+        c.close()
+    wait_state(cluster.nodes[txn_node].port, tid, "CompleteCommit")
+    got = read(boot, "spread", range(3), isolation="read_committed", expect=33)
+    assert sorted(got) == sorted([b"c-%d" % i for i in range(30)] + [b"c2-%d" % i for i in range(3)])
+    everything = read(boot, "spread", range(3), isolation="read_uncommitted", expect=48)
+    assert sorted(everything) == sorted([b"c-%d" % i for i in range(30)] + [b"a-%d" % i for i in range(15)]
+                                        + [b"c2-%d" % i for i in range(3)])
+    assert committed(boot, group, TopicPartition("spread", 0)) == 11, "aborted offsets dropped"
+
+
+def test_markers_wait_for_a_dead_leader_and_a_restarted_coordinator_finishes(txn_cluster):
+    cluster = txn_cluster
+    topic_leaders = create_topic(cluster, "survive", 3)
+    assert set(topic_leaders.values()) == {1, 2, 3}
+    tid, txn_node = pick_tid(cluster, "survive-tx", avoid=set())
+    dead_leader = next(leader for leader in topic_leaders.values() if leader != txn_node)
+    dead_part = next(p for p, leader in topic_leaders.items() if leader == dead_leader)
+    others = [p for p in topic_leaders if p != dead_part]
+    boot = cluster.bootstrap()
+    p = txn_producer(boot, tid)
+    p.begin_transaction()
+    for i in range(12):
+        p.produce("survive", b"k-%d" % i, partition=i % 3)
+    p.flush(30)
+    cluster.nodes[dead_leader].kill()
+    # EndTxn is answered once PrepareCommit is stored; the dead leader's marker waits
+    p.commit_transaction(60)
+    coord_port = cluster.nodes[txn_node].port
+    assert describe_txn(coord_port, tid) == (E.NONE, "PrepareCommit")
+    # the live leaders got their markers: their records are committed already
+    live_boot = cluster.bootstrap()
+    got = read(live_boot, "survive", others, isolation="read_committed", expect=8)
+    assert sorted(got) == sorted(b"k-%d" % i for i in range(12) if i % 3 != dead_part)
+    time.sleep(1.0)     # retries against a dead leader do not complete the transaction
+    assert describe_txn(coord_port, tid) == (E.NONE, "PrepareCommit")
+    p.flush(5)
+    del p
+
+    # the coordinator crashes too; back, it reloads the id in PrepareCommit and resumes
+    cluster.nodes[txn_node].kill()
+    cluster.nodes[txn_node].start()
+    wait_for(lambda: describe_txn(coord_port, tid) == (E.NONE, "PrepareCommit"), timeout=60,
+             what="the restarted coordinator with the transaction in PrepareCommit")
+    cluster.nodes[dead_leader].start()
+    wait_state(coord_port, tid, "CompleteCommit", timeout=90)
+    boot = cluster.bootstrap()
+    got = read(boot, "survive", range(3), isolation="read_committed", expect=12)
+    assert sorted(got) == sorted(b"k-%d" % i for i in range(12))
+    # the id goes on: a new producer instance commits another transaction across the nodes
+    p2 = txn_producer(boot, tid)
+    p2.begin_transaction()
+    for i in range(3):
+        p2.produce("survive", b"n-%d" % i, partition=i)
+    p2.commit_transaction(60)
+    wait_state(coord_port, tid, "CompleteCommit")
+    got = read(boot, "survive", range(3), isolation="read_committed", expect=15)
+    assert sorted(got) == sorted([b"k-%d" % i for i in range(12)] + [b"n-%d" % i for i in range(3)])
