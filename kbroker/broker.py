@@ -105,6 +105,9 @@ class Broker:
         # a data dir used for the first time has nothing to recover
         self.had_clean_shutdown = not formatted or all(self.logs.had_clean_shutdown.values())
         self.replicas = _make_replica_manager(self)
+        if hasattr(self.replicas, "run"):
+            # follower fetchers, AlterPartition calls, ISR-shrink timer
+            await nursery.start(self.replicas.run)
         # The metadata quorum (one node alone, or the voters of controller.quorum.voters)
         # replays the metadata log into the image and publishes it to the replica manager.
         self.quorum = MetadataQuorum(cfg, self.logs, self.cluster_id, clock, on_image=self._apply_image)

@@ -43,6 +43,7 @@ Not implemented here: follower fetching and fetch sessions (session id 0: every 
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import shutil
 import uuid
@@ -56,6 +57,8 @@ from kbroker.log.config import LogConfig
 from kbroker.wire import records as rec
 from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
+
+log = logging.getLogger("kbroker.replica")
 
 LONG_MAX = (1 << 63) - 1
 # Kafka lets only the admin client id write these (Topic.isInternal).
@@ -151,13 +154,16 @@ class AppendResult:
 
 @dataclass
 class FetchSpec:
-    """One partition of a fetch request."""
+    """One partition of a fetch request. ``last_fetched_epoch`` and ``log_start_offset``
+    are only sent by followers (Fetch v12 / v5+)."""
 
     topic: str
     partition: int
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
 
 
 @dataclass
@@ -171,6 +177,7 @@ class FetchResult:
     records: Any = None                         # FileRegion or None
     aborted_transactions: list | None = None    # [] under read_committed, else None
     leader_epoch: int = -1
+    diverging_epoch: tuple[int, int] | None = None   # (epoch, end offset), follower fetches
 
     @property
     def size(self) -> int:
@@ -180,13 +187,30 @@ class FetchResult:
 # --------------------------------------------------------------------------- partition
 
 @dataclass
+class FollowerState:
+    """The leader's view of one other replica (Kafka's ``Replica``): its log end offset
+    as of its last fetch (-1 = not fetched yet in this leadership) and the
+    ``lastCaughtUpTime`` that decides ISR shrinking."""
+
+    broker_id: int
+    log_end_offset: int = -1
+    log_start_offset: int = -1
+    last_caught_up_ms: int = 0
+    last_fetch_leader_leo: int = -1
+    last_fetch_ms: int = 0
+
+
+@dataclass
 class Partition:
-    """State of one partition this node leads.
+    """One partition this node holds a replica of: leader, follower, or leaderless.
 
     Invariants: ``high_watermark <= log_end_offset``; ``last_stable_offset <=
-    high_watermark``; ``epoch_starts`` is sorted by epoch and its last entry is
-    ``leader_epoch``. Waiters are trio Events owned by parked fetches; ``wake`` sets and
-    forgets all of them (each fetch re-registers if it keeps waiting).
+    high_watermark``; on the leader the high watermark never goes down and is at most the
+    smallest log end offset over the maximal ISR (committed ISR + a pending expansion).
+    ``leader_generation`` grows each time this node becomes leader, so a waiter can tell
+    that leadership was lost in between even if it came back. Waiters are trio Events owned
+    by parked fetches and produces; ``wake`` sets and forgets all of them (each re-registers
+    if it keeps waiting).
     """
 
     topic: str
@@ -196,8 +220,15 @@ class Partition:
     leader_epoch: int
     config: LogConfig
     props: dict                                # effective topic-level properties (strings)
-    isr: tuple = ()
-    epoch_starts: list = field(default_factory=list)   # [(epoch, start offset)]
+    isr: tuple = ()                            # committed ISR (image or AlterPartition answer)
+    leader: int = -1                           # leader id from the image
+    replicas: tuple = ()
+    partition_epoch: int = 0
+    is_leader: bool = False
+    leader_generation: int = 0
+    leader_epoch_start: int = -1               # LEO when this leader epoch began here
+    followers: dict = field(default_factory=dict)      # broker id -> FollowerState
+    pending_isr: tuple | None = None           # ISR proposed by the AlterPartition in flight
     waiters: set = field(default_factory=set)
     lso_hook: Callable | None = None
 
@@ -222,52 +253,34 @@ class Partition:
                 return min(hw, first_unstable)
         return hw
 
-    def advance_high_watermark(self) -> None:
-        """One node: everything appended locally is replicated (to itself)."""
-        leo = self.log.log_end_offset
-        if self.log.high_watermark != leo:
-            self.log.high_watermark = leo
+    @property
+    def maximal_isr(self) -> tuple:
+        """Kafka's maximal ISR: a pending expansion already counts for the high watermark
+        (stricter); a pending shrink does not count until committed."""
+        if self.pending_isr is None:
+            return self.isr
+        return tuple(self.isr) + tuple(r for r in self.pending_isr if r not in self.isr)
 
     def wake(self) -> None:
         waiters, self.waiters = self.waiters, set()
         for ev in waiters:
             ev.set()
 
-    def set_leader_epoch(self, epoch: int) -> None:
-        if epoch == self.leader_epoch:
-            return
-        if epoch > self.leader_epoch:
-            self.epoch_starts.append((epoch, self.log.log_end_offset))
-        self.leader_epoch = epoch
-        self.wake()
-
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """Kafka's ``LeaderEpochFileCache.endOffsetFor``: (largest epoch <= ``epoch``, the
-        offset where the next epoch began), or the log end for the current epoch."""
-        if epoch < 0 or epoch > self.leader_epoch:
-            return -1, -1
-        if epoch == self.leader_epoch:
-            return epoch, self.log.log_end_offset
-        floor = None
-        higher_start = None
-        for e, start in self.epoch_starts:
-            if e <= epoch:
-                floor = e
-            elif higher_start is None:
-                higher_start = start
-        if higher_start is None:  # cannot happen: the current epoch is in the list
-            return epoch, self.log.log_end_offset
-        return (epoch if floor is None else floor), higher_start
+        """Kafka's ``LeaderEpochFileCache.endOffsetFor`` over the log's epoch cache."""
+        return self.log.end_offset_for_epoch(epoch)
 
 
 # --------------------------------------------------------------------------- manager
 
 class ReplicaManager:
-    """Partitions led by this node and the produce/fetch/offset rules over them.
+    """Every local replica and the produce/fetch/offset/replication rules over them.
 
     Owned by the Broker (``broker.replicas``); core calls :meth:`apply_image` after every
     metadata change. All methods run on the trio thread; appends are synchronous (no
     checkpoint inside), so concurrent requests never interleave within one append.
+    :meth:`run` (in the broker's nursery) drives the follower fetchers
+    (``kbroker/replica_fetcher.py``), AlterPartition calls and the ISR-shrink timer.
     """
 
     def __init__(self, broker):
@@ -276,12 +289,21 @@ class ReplicaManager:
         self._topic_ids: dict[str, Any] = {}
         self._not_led: set[tuple[str, int]] = set()
         self._lso_hook: Callable | None = None
+        self._image = None
+        self._nursery = None
+        self._cancel: trio.CancelScope | None = None
+        self._alters: list = []                  # AlterPartition calls waiting for run()
+        self._alters_wake: trio.Event | None = None
         # (producer_id, producer_epoch, topic, partition) -> error code; installed by the
         # transaction coordinator
         self.txn_verifier: Callable[[int, int, str, int], int] | None = None
         self.stats = {"appends": 0, "appended_bytes": 0, "fetches": 0, "long_polls": 0,
                       "fetch_wakeups": 0, "append_errors": 0, "duplicates": 0,
-                      "markers": 0}
+                      "markers": 0, "follower_fetches": 0, "isr_expands": 0,
+                      "isr_shrinks": 0, "alter_partition_errors": 0,
+                      "delayed_produces": 0, "delayed_produce_timeouts": 0}
+        from kbroker.replica_fetcher import ReplicaFetcherManager
+        self.fetchers = ReplicaFetcherManager(self)
 
     # ---------------------------------------------------------------- configuration
 
@@ -292,6 +314,16 @@ class ReplicaManager:
             return int(cfg.node_id)
         except AttributeError:
             return int(cfg.values["node.id"])
+
+    def _cfg(self, key: str, default):
+        try:
+            v = self.broker.config.get(key)
+        except (AttributeError, KeyError):
+            return default
+        return default if v is None else v
+
+    def now_ms(self) -> int:
+        return self.broker.clock.now_ms()
 
     def _broker_topic_defaults(self) -> dict:
         cfg = self.broker.config
@@ -317,30 +349,65 @@ class ReplicaManager:
         for p in self._partitions.values():
             p.lso_hook = hook
 
+    # ---------------------------------------------------------------- background work
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Follower fetchers, AlterPartition calls and the ISR-shrink timer (every
+        ``replica.lag.time.max.ms`` / 2), until :meth:`close` or cancellation."""
+        with trio.CancelScope() as scope:
+            self._cancel = scope
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await nursery.start(self.fetchers.run)
+                nursery.start_soon(self._isr_shrink_loop)
+                for job in self._alters:
+                    nursery.start_soon(self._alter_partition, *job)
+                self._alters = []
+                task_status.started()
+        self._nursery = None
+
+    def close(self) -> None:
+        """Stop fetchers and timers (the broker closes the logs afterwards)."""
+        if self._cancel is not None:
+            self._cancel.cancel()
+        self._nursery = None
+
+    shutdown = close
+
+    async def _isr_shrink_loop(self) -> None:
+        lag = int(self._cfg("replica.lag.time.max.ms", 30_000))
+        while True:
+            await trio.sleep(max(lag, 2) / 2000.0)
+            self.maybe_shrink_isr()
+
     # ---------------------------------------------------------------- metadata
 
     def apply_image(self, image) -> None:
-        """Bring local partitions in line with the metadata image: create logs for new
-        partitions led here, drop deleted topics' logs, follow config and epoch changes."""
+        """Bring local replicas in line with the metadata image: open logs for every
+        partition with a replica here, become leader or follower as the image says, drop
+        logs of deleted topics and of replicas moved away, follow config and epoch changes,
+        and hand the followed partitions to the fetchers."""
         me = self.node_id
+        self._image = image
+        now = self.now_ms()
         wanted: dict[tuple[str, int], tuple[Any, Any]] = {}
         not_led: set[tuple[str, int]] = set()
         for name, topic in image.topics.items():
             for idx, pimg in topic.partitions.items():
-                if pimg.leader == me:
+                replicas = tuple(getattr(pimg, "replicas", ()) or ())
+                if pimg.leader == me or me in replicas:
                     wanted[(name, idx)] = (topic, pimg)
-                else:
+                if pimg.leader != me:
                     not_led.add((name, idx))
-        # Partitions gone (topic deleted, re-created under a new id, or leadership moved).
+        # Replicas gone (topic deleted, re-created under a new id, or moved away).
         for key, part in list(self._partitions.items()):
             entry = wanted.get(key)
             if entry is not None and entry[0].topic_id == part.topic_id:
                 continue
             del self._partitions[key]
+            part.is_leader = False
             part.wake()
-            topic_gone = key[0] not in image.topics or image.topics[key[0]].topic_id != part.topic_id
-            if topic_gone:
-                self.broker.logs.delete_log(key[0], key[1])
+            self.broker.logs.delete_log(key[0], key[1])
         config_cache: dict[str, tuple[dict, LogConfig]] = {}
         for key, (topic, pimg) in wanted.items():
             cached = config_cache.get(key[0])
@@ -351,17 +418,11 @@ class ReplicaManager:
             part = self._partitions.get(key)
             if part is None:
                 log = self._open_log(key[0], key[1], topic.topic_id, config)
-                epoch = pimg.leader_epoch
                 part = Partition(topic=key[0], index=key[1], topic_id=topic.topic_id, log=log,
-                                 leader_epoch=epoch, config=config, props=props,
-                                 isr=tuple(pimg.isr or ()),
-                                 epoch_starts=[(epoch, log.log_end_offset)],
+                                 leader_epoch=pimg.leader_epoch, config=config, props=props,
                                  lso_hook=self._lso_hook)
-                part.advance_high_watermark()
                 self._partitions[key] = part
-                continue
-            part.isr = tuple(pimg.isr or ())
-            if config != part.config:
+            elif config != part.config:
                 part.config, part.props = config, props
                 update = getattr(part.log, "update_config", None)
                 if update is not None:
@@ -370,9 +431,60 @@ class ReplicaManager:
                     part.log.config = config
             elif props != part.props:
                 part.props = props
-            part.set_leader_epoch(pimg.leader_epoch)
+            self._apply_partition(part, pimg, me, now)
         self._not_led = not_led
         self._topic_ids = {name: t.topic_id for name, t in image.topics.items()}
+        self.fetchers.update(image, [p for p in self._partitions.values()
+                                     if not p.is_leader and p.leader >= 0 and p.leader != me])
+
+    def _apply_partition(self, part: Partition, pimg, me: int, now: int) -> None:
+        """Kafka's makeLeader / makeFollower for one partition of a new image."""
+        epoch = pimg.leader_epoch
+        replicas = tuple(getattr(pimg, "replicas", ()) or ())
+        isr = tuple(pimg.isr or ())
+        pepoch = getattr(pimg, "partition_epoch", 0)
+        epoch_changed = epoch != part.leader_epoch
+        part.replicas = replicas
+        part.leader = pimg.leader
+        if pimg.leader != me:
+            was_leader = part.is_leader
+            part.is_leader = False
+            part.followers = {}
+            part.pending_isr = None
+            part.leader_epoch = epoch
+            part.isr = isr
+            part.partition_epoch = pepoch
+            if was_leader or epoch_changed:
+                part.wake()
+            return
+        new_leader = not part.is_leader
+        if new_leader or epoch_changed:
+            part.leader_epoch = epoch
+            leo = part.log.log_end_offset
+            part.log.assign_epoch_start(epoch, leo)
+            part.leader_epoch_start = leo
+            part.pending_isr = None
+            if new_leader:
+                part.is_leader = True
+                part.leader_generation += 1
+                part.followers = {}
+            part.isr = isr
+            part.partition_epoch = pepoch
+        elif pepoch >= part.partition_epoch:
+            # same leader epoch: take the image's ISR unless an AlterPartition answer
+            # already gave us a newer one
+            part.isr = isr
+            part.partition_epoch = pepoch
+        for rid in replicas:
+            if rid != me and rid not in part.followers:
+                part.followers[rid] = FollowerState(
+                    rid, last_caught_up_ms=now if rid in part.isr else 0)
+        for rid in list(part.followers):
+            if rid not in replicas:
+                del part.followers[rid]
+        self._maybe_advance_hw(part)
+        if new_leader or epoch_changed:
+            part.wake()
 
     def _open_log(self, topic: str, index: int, topic_id, config: LogConfig):
         """The partition's log, making sure it belongs to this incarnation of the topic:
@@ -392,14 +504,197 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition:
         """The led partition, or ReplicaError(UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER…)."""
         part = self._partitions.get((topic, index))
-        if part is not None:
+        if part is not None and part.is_leader:
             return part
-        if (topic, index) in self._not_led:
+        if part is not None or (topic, index) in self._not_led:
             raise ReplicaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise ReplicaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
+    def get_replica(self, topic: str, index: int) -> Partition | None:
+        """The local replica (leader or not), or None."""
+        return self._partitions.get((topic, index))
+
     def partitions(self) -> list[Partition]:
+        """Partitions led here."""
+        return [p for p in self._partitions.values() if p.is_leader]
+
+    def all_replicas(self) -> list[Partition]:
         return list(self._partitions.values())
+
+    # ---------------------------------------------------------------- leader: replication state
+
+    def _maybe_advance_hw(self, part: Partition) -> bool:
+        """Kafka's maybeIncrementLeaderHW: HW = min LEO over the leader and the maximal ISR;
+        it only ever moves forward. Wakes parked fetches and produces when it moves."""
+        if not part.is_leader:
+            return False
+        new_hw = part.log.log_end_offset
+        me = self.node_id
+        for rid in part.maximal_isr:
+            if rid == me:
+                continue
+            f = part.followers.get(rid)
+            leo = f.log_end_offset if f is not None else -1
+            if leo < new_hw:
+                new_hw = leo
+        if new_hw > part.log.high_watermark:
+            part.log.high_watermark = new_hw
+            part.wake()
+            return True
+        return False
+
+    def update_follower_fetch_state(self, part: Partition, follower: FollowerState,
+                                    fetch_offset: int, follower_log_start: int,
+                                    leader_leo: int, now: int) -> None:
+        """Kafka's updateFollowerFetchState: record the follower's LEO (its fetch offset) and
+        ``lastCaughtUpTime``, then maybe expand the ISR and advance the HW."""
+        if fetch_offset >= leader_leo:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, now)
+        elif fetch_offset >= follower.last_fetch_leader_leo:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.last_fetch_leader_leo = leader_leo
+        follower.last_fetch_ms = now
+        follower.log_start_offset = follower_log_start
+        moved = follower.log_end_offset != fetch_offset
+        follower.log_end_offset = fetch_offset
+        self._maybe_expand_isr(part, follower)
+        if moved:
+            self._maybe_advance_hw(part)
+
+    def _broker_eligible(self, broker_id: int) -> bool:
+        """Kafka's isReplicaIsrEligible: a registered broker that is not fenced."""
+        brokers = getattr(self._image, "brokers", None)
+        if not brokers:
+            return True
+        b = brokers.get(broker_id)
+        return b is not None and not getattr(b, "fenced", False)
+
+    def _maybe_expand_isr(self, part: Partition, follower: FollowerState) -> None:
+        if part.pending_isr is not None or follower.broker_id in part.isr:
+            return
+        leo = follower.log_end_offset
+        if leo < part.log.high_watermark or part.leader_epoch_start < 0 \
+                or leo < part.leader_epoch_start:
+            return
+        if not self._broker_eligible(follower.broker_id):
+            return
+        self.stats["isr_expands"] += 1
+        self._submit_alter(part, tuple(part.isr) + (follower.broker_id,))
+
+    def maybe_shrink_isr(self, now: int | None = None) -> None:
+        """Remove followers not caught up for ``replica.lag.time.max.ms`` from the ISR of
+        every led partition (Kafka's maybeShrinkIsr; one AlterPartition in flight each)."""
+        now = self.now_ms() if now is None else now
+        lag = int(self._cfg("replica.lag.time.max.ms", 30_000))
+        me = self.node_id
+        for part in list(self._partitions.values()):
+            if not part.is_leader or part.pending_isr is not None or len(part.isr) <= 1:
+                continue
+            leo = part.log.log_end_offset
+            out = []
+            for rid in part.isr:
+                if rid == me:
+                    continue
+                f = part.followers.get(rid)
+                if f is None or (f.log_end_offset != leo and now - f.last_caught_up_ms > lag):
+                    out.append(rid)
+            if out:
+                self.stats["isr_shrinks"] += 1
+                self._submit_alter(part, tuple(r for r in part.isr if r not in out))
+
+    def _submit_alter(self, part: Partition, new_isr: tuple) -> None:
+        part.pending_isr = tuple(new_isr)
+        job = (part, part.pending_isr, part.leader_epoch, part.partition_epoch,
+               part.leader_generation)
+        if self._nursery is not None:
+            self._nursery.start_soon(self._alter_partition, *job)
+        else:
+            self._alters.append(job)
+
+    async def _alter_partition(self, part: Partition, new_isr: tuple, leader_epoch: int,
+                               partition_epoch: int, generation: int) -> None:
+        """One AlterPartition round trip; the answer (or the next image) settles the ISR."""
+        controller = getattr(self.broker, "controller", None)
+        lifecycle = getattr(self.broker, "lifecycle", None)
+        broker_epoch = getattr(lifecycle, "broker_epoch", -1) if lifecycle is not None else -1
+        result = None
+        try:
+            if controller is not None:
+                result = await controller.alter_partition(
+                    broker_epoch, part.topic_id, part.index, leader_epoch, partition_epoch,
+                    list(new_isr))
+        except Exception as exc:  # noqa: BLE001 - an unreachable controller: wait for the image
+            log.warning("AlterPartition for %s-%d failed: %r", part.topic, part.index, exc)
+        current = self._partitions.get((part.topic, part.index))
+        if current is not part or not part.is_leader or part.leader_generation != generation \
+                or part.leader_epoch != leader_epoch or part.pending_isr != tuple(new_isr):
+            return      # superseded by an image
+        part.pending_isr = None
+        code = getattr(result, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR) if result is not None \
+            else ErrorCode.REQUEST_TIMED_OUT
+        if code:
+            self.stats["alter_partition_errors"] += 1
+            log.info("AlterPartition for %s-%d (isr %s) answered %s", part.topic, part.index,
+                     new_isr, ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
+            return
+        if result.leader_epoch == part.leader_epoch and result.partition_epoch > part.partition_epoch:
+            part.isr = tuple(result.isr)
+            part.partition_epoch = result.partition_epoch
+            now = self.now_ms()
+            for rid in part.isr:
+                f = part.followers.get(rid)
+                if f is not None and f.last_caught_up_ms == 0:
+                    f.last_caught_up_ms = now
+        self._maybe_advance_hw(part)
+        part.wake()
+
+    async def wait_replicated(self, topic: str, index: int, required_offset: int,
+                              timeout_ms: int) -> int:
+        """Kafka's DelayedProduce for one partition: wait until the HW reaches
+        ``required_offset`` (last offset + 1). Returns NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        (ISR below min.insync.replicas at completion), NOT_LEADER_OR_FOLLOWER (leadership lost
+        meanwhile) or REQUEST_TIMED_OUT."""
+        part = self._partitions.get((topic, index))
+        if part is None or not part.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        done = self._replicated(part, required_offset)
+        if done is not None:
+            return done
+        generation = part.leader_generation
+        self.stats["delayed_produces"] += 1
+        deadline = trio.current_time() + max(0, timeout_ms) / 1000.0
+        while True:
+            if self._partitions.get((topic, index)) is not part or not part.is_leader \
+                    or part.leader_generation != generation:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            done = self._replicated(part, required_offset)
+            if done is not None:
+                return done
+            if trio.current_time() >= deadline:
+                self.stats["delayed_produce_timeouts"] += 1
+                return ErrorCode.REQUEST_TIMED_OUT
+            event = trio.Event()
+            part.waiters.add(event)
+            try:
+                with trio.move_on_at(deadline):
+                    await event.wait()
+            finally:
+                part.waiters.discard(event)
+
+    @staticmethod
+    def _replicated(part: Partition, required_offset: int) -> int | None:
+        if part.log.high_watermark >= required_offset:
+            if len(part.isr) < part.config.min_insync_replicas:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return ErrorCode.NONE
+        return None
+
+    def check_replicated(self, topic: str, index: int, required_offset: int) -> int | None:
+        """The answer :meth:`wait_replicated` would give right now, or None to wait."""
+        part = self._partitions.get((topic, index))
+        if part is None or not part.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return self._replicated(part, required_offset)
 
     @staticmethod
     def _check_epoch(part: Partition, current_leader_epoch: int) -> None:
@@ -477,8 +772,8 @@ class ReplicaManager:
         info = part.log.append(records, leader_epoch=part.leader_epoch,
                                log_append_time=now_ms if log_append_time else None,
                                now_ms=now_ms)
-        part.advance_high_watermark()
-        part.wake()
+        part.wake()                     # parked follower fetches read the new data
+        self._maybe_advance_hw(part)
         self.stats["appends"] += 1
         self.stats["appended_bytes"] += len(records)
         return AppendResult(
@@ -535,8 +830,8 @@ class ReplicaManager:
             if not hasattr(exc, "error_code"):
                 raise
             raise _error_from(exc) from None
-        part.advance_high_watermark()
         part.wake()
+        self._maybe_advance_hw(part)
         self.stats["markers"] += 1
         return info.base_offset
 
@@ -655,16 +950,78 @@ class ReplicaManager:
                     for a in part.log.collect_aborted_transactions(offset, upper)]
         return res
 
+    def read_follower_partition(self, spec: FetchSpec, replica_id: int, max_bytes: int, *,
+                                min_one: bool, now: int | None = None) -> FetchResult:
+        """The leader's side of a follower fetch (Kafka's Partition.fetchRecords for a
+        follower): KIP-320 epoch check, the replica must be assigned, divergence check with
+        ``last_fetched_epoch``, read up to the log end offset with no isolation, then record
+        the follower's fetch state (LEO, lastCaughtUpTime), maybe expand the ISR and advance
+        the HW. Errors are returned, not raised."""
+        res = FetchResult(spec.topic, spec.partition)
+        try:
+            part = self.get_partition(spec.topic, spec.partition)
+            self._check_epoch(part, spec.current_leader_epoch)
+        except ReplicaError as exc:
+            res.error_code = exc.error_code
+            return res
+        follower = part.followers.get(replica_id)
+        if follower is None:
+            # KRaft: a replica not (yet) in the assignment retries on UNKNOWN_LEADER_EPOCH
+            res.error_code = (ErrorCode.UNKNOWN_LEADER_EPOCH if spec.current_leader_epoch >= 0
+                              else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            return res
+        now = self.now_ms() if now is None else now
+        log_ = part.log
+        # the LEO before the read: appends during the fetch must not keep a follower out of sync
+        leo = log_.log_end_offset
+        res.high_watermark = log_.high_watermark
+        res.last_stable_offset = part.last_stable_offset
+        res.log_start_offset = log_.log_start_offset
+        res.leader_epoch = part.leader_epoch
+        offset = spec.fetch_offset
+        if spec.last_fetched_epoch >= 0:
+            epoch, end = log_.end_offset_for_epoch(spec.last_fetched_epoch)
+            if epoch < 0 or end < 0 or offset < log_.log_start_offset:
+                res.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                return res
+            if epoch < spec.last_fetched_epoch or end < offset:
+                res.diverging_epoch = (epoch, end)
+                return res
+        if offset < log_.log_start_offset or offset > leo:
+            res.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+            return res
+        limit = max(0, min(spec.partition_max_bytes, max_bytes))
+        if offset < leo and (limit > 0 or min_one):
+            try:
+                region = log_.read(offset, limit)
+            except Exception as exc:  # noqa: BLE001 - typed log errors carry their code
+                if not hasattr(exc, "error_code"):
+                    raise
+                res.error_code = _error_from(exc).error_code
+                return res
+            if region is not None and region.length > 0 and (region.length <= limit or min_one):
+                res.records = region
+        self.stats["follower_fetches"] += 1
+        self.update_follower_fetch_state(part, follower, offset, spec.log_start_offset, leo, now)
+        res.high_watermark = log_.high_watermark
+        return res
+
     def read_all(self, specs: list[FetchSpec], max_bytes: int, *,
-                 isolation_level: int) -> list[FetchResult]:
+                 isolation_level: int, replica_id: int = -1) -> list[FetchResult]:
         """Kafka's ``readFromLog``: partitions in request order share ``max_bytes``; the first
-        partition that has data returns at least one whole batch."""
+        partition that has data returns at least one whole batch. ``replica_id`` >= 0 is a
+        follower's fetch."""
         results = []
         remaining = max(0, max_bytes)
         min_one = True
+        now = self.now_ms() if replica_id >= 0 else None
         for spec in specs:
-            r = self.read_partition(spec, remaining, isolation_level=isolation_level,
-                                    min_one=min_one)
+            if replica_id >= 0:
+                r = self.read_follower_partition(spec, replica_id, remaining, min_one=min_one,
+                                                 now=now)
+            else:
+                r = self.read_partition(spec, remaining, isolation_level=isolation_level,
+                                        min_one=min_one)
             if r.size:
                 min_one = False
                 remaining = max(0, remaining - r.size)
@@ -672,15 +1029,18 @@ class ReplicaManager:
         return results
 
     async def fetch(self, specs: list[FetchSpec], *, max_bytes: int, min_bytes: int,
-                    max_wait_ms: int, isolation_level: int = READ_UNCOMMITTED) -> list[FetchResult]:
+                    max_wait_ms: int, isolation_level: int = READ_UNCOMMITTED,
+                    replica_id: int = -1) -> list[FetchResult]:
         """Read, and when fewer than ``min_bytes`` are available park until data arrives on
-        one of the partitions or ``max_wait_ms`` passes (Kafka's DelayedFetch)."""
+        one of the partitions or ``max_wait_ms`` passes (Kafka's DelayedFetch). Followers
+        (``replica_id`` >= 0) long-poll the same way and are woken by appends."""
         self.stats["fetches"] += 1
         deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
         while True:
-            results = self.read_all(specs, max_bytes, isolation_level=isolation_level)
+            results = self.read_all(specs, max_bytes, isolation_level=isolation_level,
+                                    replica_id=replica_id)
             if (max_wait_ms <= 0 or not specs or sum(r.size for r in results) >= min_bytes
-                    or any(r.error_code for r in results)):
+                    or any(r.error_code or r.diverging_epoch is not None for r in results)):
                 return results
             if trio.current_time() >= deadline:
                 return results
@@ -704,17 +1064,30 @@ class ReplicaManager:
 
     def list_offset(self, topic: str, index: int, timestamp: int, *,
                     isolation_level: int = READ_UNCOMMITTED,
-                    current_leader_epoch: int = -1) -> tuple[int, int, int]:
+                    current_leader_epoch: int = -1,
+                    replica_id: int = -1) -> tuple[int, int, int]:
         """(timestamp, offset, leader_epoch) for ListOffsets; (-1, -1, -1) when no record
-        qualifies. Raises ReplicaError."""
+        qualifies. A follower (``replica_id`` >= 0) reads with no isolation: latest is the
+        log end offset. Raises ReplicaError."""
         part = self.get_partition(topic, index)
         self._check_epoch(part, current_leader_epoch)
-        fetchable = part.last_stable_offset if isolation_level == READ_COMMITTED else part.high_watermark
+        client = replica_id < 0
+        if not client:
+            fetchable = part.log_end_offset
+        elif isolation_level == READ_COMMITTED:
+            fetchable = part.last_stable_offset
+        else:
+            fetchable = part.high_watermark
+        # Kafka: a new leader whose HW still lags the start of its epoch cannot answer
+        # "latest" (or a timestamp past what is fetchable) for clients yet
+        lagging = client and part.leader_epoch_start > part.high_watermark
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             off = part.log_start_offset
             return -1, off, self._epoch_for_offset(part, off)
         if timestamp == LATEST_TIMESTAMP:
-            return -1, fetchable, self._epoch_for_offset(part, fetchable)
+            if lagging:
+                raise ReplicaError(ErrorCode.OFFSET_NOT_AVAILABLE)
+            return -1, fetchable, part.leader_epoch
         if timestamp == MAX_TIMESTAMP:
             found = part.log.max_timestamp_offset()
             if found is None:
@@ -730,6 +1103,8 @@ class ReplicaManager:
             return -1, -1, -1
         off, ts = self._as_offset_ts(found)
         if off >= fetchable:
+            if lagging:
+                raise ReplicaError(ErrorCode.OFFSET_NOT_AVAILABLE)
             return -1, -1, -1
         return ts, off, self._epoch_for_offset(part, off)
 
@@ -741,11 +1116,8 @@ class ReplicaManager:
 
     @staticmethod
     def _epoch_for_offset(part: Partition, offset: int) -> int:
-        epoch = -1
-        for e, start in part.epoch_starts:
-            if start <= offset:
-                epoch = e
-        return epoch if epoch >= 0 else part.epoch_starts[0][0] if part.epoch_starts else -1
+        epoch = part.log.epoch_for_offset(offset)
+        return -1 if epoch is None else epoch
 
     def end_offset_for_epoch(self, topic: str, index: int, leader_epoch: int,
                              current_leader_epoch: int = -1) -> tuple[int, int]:
@@ -788,7 +1160,7 @@ class ReplicaManager:
         by_dir: dict[str, dict[str, list]] = {}
         for d in self.log_dirs():
             by_dir.setdefault(d, {})
-        for part in sorted(self._partitions.values(), key=lambda p: (p.topic, p.index)):
+        for part in sorted(self._partitions.values(), key=lambda p: (p.topic, p.index)):  # all replicas
             if wanted is not None:
                 if part.topic not in wanted:
                     continue
@@ -845,6 +1217,8 @@ class ReplicaManager:
         return {
             **self.stats,
             "partitions": len(self._partitions),
+            "led_partitions": sum(1 for p in self._partitions.values() if p.is_leader),
+            "fetchers": self.fetchers.statistics(),
             "parked_fetch_waiters": parked,
             "log_end_offsets": {f"{p.topic}-{p.index}": p.log_end_offset
                                 for p in self._partitions.values()},

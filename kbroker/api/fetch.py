@@ -11,9 +11,15 @@ responses listing exactly the requested partitions in request order — legal fo
 client), KIP-320 (``current_leader_epoch`` → FENCED/UNKNOWN_LEADER_EPOCH), KIP-392
 (``preferred_read_replica`` = -1), KIP-595 tagged fields at v12 left at their defaults.
 
+Follower fetches (``replica_id`` >= 0, the broker id of a replica; KIP-392's
+``replica_state`` is v15+ and not served) read up to the log end offset with no isolation,
+record the follower's position (ISR and high watermark, kbroker/replica.py) and answer
+``diverging_epoch`` (v12, KIP-320 tagged field) when ``last_fetched_epoch`` shows the
+follower's log diverged from the leader's.
+
 Records are answered as file regions so the server can ``os.sendfile`` them. Not
 implemented: incremental fetch sessions (a request naming a session id other than 0 gets
-FETCH_SESSION_ID_NOT_FOUND), follower fetching, rack-aware replica selection.
+FETCH_SESSION_ID_NOT_FOUND), rack-aware replica selection (fetching from followers).
 """
 from __future__ import annotations
 
@@ -44,25 +50,33 @@ async def handle(ctx: RequestContext, request):
         return Resp(throttle_time_ms=0, error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH,
                     session_id=0, responses=[])
     specs = [FetchSpec(ft.topic, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
-                       fp.current_leader_epoch if version >= 9 else -1)
+                       fp.current_leader_epoch if version >= 9 else -1,
+                       fp.last_fetched_epoch if version >= 12 else -1,
+                       fp.log_start_offset if version >= 5 else -1)
              for ft in request.topics for fp in ft.partitions]
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
+    replica_id = request.replica_id
     results = await ctx.broker.replicas.fetch(
         specs, max_bytes=max_bytes, min_bytes=request.min_bytes,
-        max_wait_ms=request.max_wait_ms, isolation_level=request.isolation_level)
+        max_wait_ms=request.max_wait_ms, isolation_level=request.isolation_level,
+        replica_id=replica_id if replica_id >= 0 else -1)
     topics: list = []
     it = iter(results)
     for ft in request.topics:
         parts = []
         for _ in ft.partitions:
             r = next(it)
-            parts.append(Resp.PartitionData(
+            pd = Resp.PartitionData(
                 partition_index=r.partition, error_code=r.error_code,
                 high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
                 log_start_offset=r.log_start_offset,
                 aborted_transactions=_aborted(r.aborted_transactions),
                 preferred_read_replica=-1,
                 # Kafka answers an empty record set (size 0), never null.
-                records=r.records if r.records is not None else b""))
+                records=r.records if r.records is not None else b"")
+            if r.diverging_epoch is not None:
+                pd.diverging_epoch = Resp.EpochEndOffset(epoch=r.diverging_epoch[0],
+                                                         end_offset=r.diverging_epoch[1])
+            parts.append(pd)
         topics.append(Resp.FetchableTopicResponse(topic=ft.topic, partitions=parts))
     return Resp(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)

@@ -8,7 +8,10 @@ stable offset under ``read_committed``, KIP-98), -3 the record with the max time
 KIP-734), -4 earliest local (v8+, KIP-405; equals earliest without tiered storage). A real
 timestamp answers the first offset whose timestamp is >= it, or offset/timestamp -1 when
 none qualifies. ``leader_epoch`` (v4+) is the partition leader epoch (KIP-320); a stale
-``current_leader_epoch`` gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+``current_leader_epoch`` gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. A follower
+(``replica_id`` >= 0) reads with no isolation: latest is the log end offset. A new leader
+whose high watermark has not yet reached the start of its epoch answers latest with
+OFFSET_NOT_AVAILABLE (clients retry), as Kafka does.
 """
 from __future__ import annotations
 
@@ -46,7 +49,8 @@ async def handle(ctx: RequestContext, request):
             try:
                 found_ts, offset, epoch = replicas.list_offset(
                     t.name, p.partition_index, ts, isolation_level=isolation,
-                    current_leader_epoch=p.current_leader_epoch if version >= 4 else -1)
+                    current_leader_epoch=p.current_leader_epoch if version >= 4 else -1,
+                    replica_id=request.replica_id if request.replica_id >= 0 else -1)
             except ReplicaError as exc:
                 out.error_code = exc.error_code
                 continue

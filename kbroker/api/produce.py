@@ -10,12 +10,18 @@ KIP-467 (``record_errors`` / ``error_message``, v8+), KIP-951 (``current_leader`
 ``node_endpoints`` tagged fields, v10+: left at their defaults, only needed on
 NOT_LEADER_OR_FOLLOWER which a single node does not produce for led partitions).
 
-acks=0 gets no response. Validation rules (sizes, CRC, timestamps, keys on compacted topics,
+acks=0 gets no response; acks=1 answers after the leader's append; acks=-1 (all) answers a
+partition once the high watermark passes its last offset (every ISR member has it: Kafka's
+DelayedProduce), with REQUEST_TIMED_OUT after ``timeout_ms``, NOT_LEADER_OR_FOLLOWER when
+leadership is lost meanwhile and NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+``min.insync.replicas``; the partitions of one request wait concurrently. Validation rules (sizes, CRC, timestamps, keys on compacted topics,
 min.insync.replicas) and idempotent/transactional producer checks (KIP-98: duplicates
 answered with their first offsets, sequence gaps, fenced epochs) live in
 :mod:`kbroker.replica`.
 """
 from __future__ import annotations
+
+import trio
 
 from kbroker.api import RequestContext, api
 from kbroker.replica import ReplicaError
@@ -42,6 +48,19 @@ def _partition_response(index: int, error: ReplicaError | int, version: int):
     return pr
 
 
+async def _wait_replicated(replicas, waits, timeout_ms: int, version: int) -> None:
+    """acks=all: every waiting partition concurrently, each until replicated, leadership
+    lost or ``timeout_ms``."""
+    async def one(parts, pos, topic, index, required):
+        code = await replicas.wait_replicated(topic, index, required, timeout_ms)
+        if code:
+            parts[pos] = _partition_response(index, code, version)
+
+    async with trio.open_nursery() as nursery:
+        for w in waits:
+            nursery.start_soon(one, *w)
+
+
 @api(0, versions=(0, 11), served_from=SERVED_FROM)
 async def handle(ctx: RequestContext, request):
     version = ctx.api_version
@@ -56,6 +75,7 @@ async def handle(ctx: RequestContext, request):
     now_ms = ctx.broker.clock.now_ms()
     allow_internal = ctx.client_id == ADMIN_CLIENT_ID
     topics = []
+    waits: list = []          # (parts list, position, topic, partition, required offset)
     for td in request.topic_data:
         parts = []
         for pd in td.partition_data:
@@ -72,7 +92,16 @@ async def handle(ctx: RequestContext, request):
                 index=pd.index, error_code=0, base_offset=res.base_offset,
                 log_append_time_ms=res.log_append_time_ms,
                 log_start_offset=res.log_start_offset))
+            if acks == -1:
+                required = res.last_offset + 1
+                done = replicas.check_replicated(td.name, pd.index, required)
+                if done is None:
+                    waits.append((parts, len(parts) - 1, td.name, pd.index, required))
+                elif done:
+                    parts[-1] = _partition_response(pd.index, done, version)
         topics.append(Resp.TopicProduceResponse(name=td.name, partition_responses=parts))
+    if waits:
+        await _wait_replicated(replicas, waits, request.timeout_ms, version)
     if acks == 0:
         return None  # the client expects no response at all, even for errors
     return Resp(responses=topics, throttle_time_ms=0)
