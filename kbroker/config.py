@@ -236,9 +236,10 @@ def _kafka_check(validator: str, type_: str):
     text = validator.strip()
     if not text:
         return None
-    if text in ("non-empty string", "non-empty list"):
-        return lambda v: None if v is None or (v if isinstance(v, list) else str(v).strip()) \
-            else f"must be a {text}"
+    if text == "non-empty string":
+        return lambda v: None if v is None or str(v).strip() else f"must be a {text}"
+    if text in ("non-empty list", "non-null string"):
+        return None    # Kafka's own defaults are empty lists: it rejects empty elements only
     m = re.fullmatch(r"\[(-?[0-9.]+),\.\.\.(?:,(-?[0-9.]+))?\]( or (-?[0-9]+))?", text)
     if m:
         num = float if type_ == "double" else int
