@@ -38,7 +38,6 @@ KNOWN: dict[str, str] = {
     "CreateTopics": "F-002",                 # min.insync.replicas config source
     "CreateTopics/hand-built": "F-002",
     "DescribeConfigs": "F-003",              # synonyms, broker configs
-    "DescribeQuorum": "F-004",               # nodes
     "Fetch/hand-built": "F-005",             # watermarks with OFFSET_OUT_OF_RANGE
     "Produce/hand-built": "F-007",           # error responses' log start offset, record errors
     "AlterConfigs/hand-built": "F-009",      # dynamic broker configs

@@ -4,8 +4,9 @@
 
 Answered by the Raft leader from its replica bookkeeping: leader id and epoch, high
 watermark, every voter and observer with its log end offset, last fetch and last caught-up
-time (wall-clock ms; the leader itself is caught up now), and (v2) the voters' controller
-endpoints. Any other node forwards the request to the leader's controller listener, as
+time (wall-clock ms; the leader itself is caught up now), and (v2, KIP-853) every voter's
+controller endpoint (a one-node quorum without a controller listener: its client listener,
+which serves these APIs). Any other node forwards the request to the leader's controller listener, as
 Kafka's brokers forward it to the controller; with no leader known the partition gets
 ``NOT_LEADER_OR_FOLLOWER``. Served on controller and client listeners.
 Not implemented: directory ids (zero UUIDs)."""
@@ -27,6 +28,18 @@ def _error(code: int, message: str | None = None):
                                current_voters=[], observers=[])])])
 
 
+def _own_endpoint(quorum, node_id: int):
+    """The one-node quorum of ``make run`` has no controller listener: its controller APIs
+    (DescribeQuorum, DescribeCluster) are served on the client listener, so that is where
+    KIP-853 tools reach the voter."""
+    if node_id != quorum.node_id:
+        return None
+    adv = getattr(quorum.config, "advertised_listeners", None) or getattr(quorum.config, "listeners", None)
+    if not adv:
+        return None
+    return adv[0].host or "localhost", adv[0].port
+
+
 def leader_answer(quorum, version: int = 2):
     """The leader's DescribeQuorum response at ``version`` (v1 adds fetch and caught-up
     times, v2 the voters' endpoints)."""
@@ -44,7 +57,7 @@ def leader_answer(quorum, version: int = 2):
 
     nodes = []
     for vid in sorted(quorum.voters) if version >= 2 else ():
-        addr = quorum.voter_endpoints.get(vid)
+        addr = quorum.voter_endpoints.get(vid) or _own_endpoint(quorum, vid)
         if addr is not None:
             nodes.append(Response.Node(node_id=vid, listeners=[Response.Listener(
                 name=quorum.config.get("controller.listener.names")[0], host=addr[0], port=addr[1])]))
