@@ -206,14 +206,14 @@ class GroupCoordinator:
                 slot.set(reply)
             if not res.records:
                 break
-            error = self._append(res)
+            error = await self._append(res)
             res = self.manager.after_append(res, error, self.now_ms())
             if res.response is not None:
                 response = res.response
         self._maybe_wake_timer()
         return response
 
-    def _append(self, res: Result) -> int:
+    async def _append(self, res: Result) -> int:
         by_partition: dict[int, list] = {}
         now = self.now_ms()
         for r in res.records:
@@ -222,8 +222,15 @@ class GroupCoordinator:
         for p, recs in by_partition.items():
             try:
                 batch = wire_records.build_batch(recs)
-                self.broker.replicas.append(OFFSETS_TOPIC, p, batch, required_acks=-1,
-                                            now_ms=now, allow_internal=True)
+                appended = self.broker.replicas.append(OFFSETS_TOPIC, p, batch, required_acks=-1,
+                                                       now_ms=now, allow_internal=True)
+                # acks=all, as Kafka's coordinator: applied once the ISR has the records
+                code = await self.broker.replicas.wait_replicated(
+                    OFFSETS_TOPIC, p, appended.last_offset + 1,
+                    int(self.broker.config.get("offsets.commit.timeout.ms") or 5000))
+                if code:
+                    from kbroker.replica import ReplicaError
+                    raise ReplicaError(code)
                 self.stats["appends"] += 1
                 self.stats["records_appended"] += len(recs)
             except Exception as exc:  # noqa: BLE001 - becomes the Kafka error clients see

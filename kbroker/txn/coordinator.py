@@ -265,8 +265,15 @@ class TransactionCoordinator:
         batch = wire_records.build_batch([(trec.encode_key(meta.transactional_id),
                                            trec.encode_value(meta.to_value()), (), now)])
         try:
-            self.broker.replicas.append(TOPIC, meta.partition, batch, required_acks=-1,
-                                        now_ms=now, allow_internal=True, origin="coordinator")
+            res = self.broker.replicas.append(TOPIC, meta.partition, batch, required_acks=-1,
+                                              now_ms=now, allow_internal=True, origin="coordinator")
+            # acks=all, as Kafka's coordinator: answered once the ISR has the record
+            code = await self.broker.replicas.wait_replicated(
+                TOPIC, meta.partition, res.last_offset + 1,
+                int(self.broker.config.get("request.timeout.ms") or 30_000))
+            if code:
+                from kbroker.replica import ReplicaError
+                raise ReplicaError(code)
         except Exception as exc:  # noqa: BLE001 - becomes the client's error code
             self.stats["append_errors"] += 1
             code = getattr(exc, "error_code", None)

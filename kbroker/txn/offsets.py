@@ -63,8 +63,15 @@ async def txn_offset_commit(broker, *, transactional_id: str, group_id: str, pro
                                          producer_epoch=producer_epoch, base_sequence=-1,
                                          is_transactional=True)
         try:
-            broker.replicas.append(OFFSETS_TOPIC, part, batch, required_acks=-1, now_ms=now,
-                                   allow_internal=True, origin="coordinator")
+            res = broker.replicas.append(OFFSETS_TOPIC, part, batch, required_acks=-1, now_ms=now,
+                                         allow_internal=True, origin="coordinator")
+            # acks=all: answered once the ISR has the offsets (Kafka's coordinator)
+            code = await broker.replicas.wait_replicated(
+                OFFSETS_TOPIC, part, res.last_offset + 1,
+                int(broker.config.get("offsets.commit.timeout.ms") or 5000))
+            if code:
+                from kbroker.replica import ReplicaError
+                raise ReplicaError(code)
         except Exception as exc:  # noqa: BLE001 - becomes the client's error
             code = getattr(exc, "error_code", None)
             code = E.UNKNOWN_SERVER_ERROR if code is None else int(code)

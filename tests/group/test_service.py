@@ -44,6 +44,10 @@ class FakeReplicas:
         if self.fail_with is not None:
             raise AppendFailed(self.fail_with)
         self.logs.setdefault(p, FakeLog()).batches_.append(bytes(batch))
+        return SimpleNamespace(last_offset=len(self.logs[p].batches_) - 1)
+
+    async def wait_replicated(self, topic, p, required_offset, timeout_ms):
+        return 0    # one node: replicated once appended
 
 
 class FakeController:
