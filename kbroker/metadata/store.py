@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Callable, Iterator, Sequence
 
 from kbroker.wire import messages
+from kbroker.wire.varint import BadVarint, encode_uvarint, read_uvarint
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_DIR = METADATA_TOPIC + "-0"
@@ -53,43 +54,25 @@ def is_metadata_log(topic: str) -> bool:
     return topic == METADATA_TOPIC
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _read_uvarint(buf, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint too long")
-
-
 def encode_record(record) -> bytes:
     """The framed value of one metadata record."""
     name = type(record).__name__
     key, version = _TYPE_OF[name]
-    return _uvarint(FRAME_VERSION) + _uvarint(key) + _uvarint(version) + record.encode(version)
+    return (encode_uvarint(FRAME_VERSION) + encode_uvarint(key) + encode_uvarint(version)
+            + record.encode(version))
 
 
 def decode_record(value) -> object:
     """A metadata record object from its framed value (ValueError if it is not one)."""
     view = memoryview(value)
-    frame, pos = _read_uvarint(view, 0)
+    try:
+        frame, pos = read_uvarint(view, 0)
+        key, pos = read_uvarint(view, pos)
+        version, pos = read_uvarint(view, pos)
+    except BadVarint as e:
+        raise ValueError(f"bad metadata record frame: {e}") from e
     if frame != FRAME_VERSION:
         raise ValueError(f"unknown metadata frame version {frame}")
-    key, pos = _read_uvarint(view, pos)
-    version, pos = _read_uvarint(view, pos)
     entry = RECORD_TYPES.get(key)
     if entry is None:
         raise ValueError(f"unknown metadata record type {key}")
