@@ -1,7 +1,8 @@
-"""The data plane: partitions this node leads, and the rules for writing and reading them.
+"""The data plane: partition replicas on this node, and the rules for writing, reading and
+replicating them.
 
-``ReplicaManager`` owns one :class:`Partition` per topic-partition the metadata image says
-this node leads. It is the single place that knows Kafka's produce and fetch rules
+``ReplicaManager`` owns one :class:`Partition` per topic-partition the metadata image gives a
+replica on this node (leader, follower, or leaderless). It is the single place that knows Kafka's produce and fetch rules
 (``ReplicaManager``/``Partition``/``UnifiedLog.analyzeAndValidateRecords`` in Kafka); the API
 modules (produce, fetch, list_offsets, offset_for_leader_epoch, delete_records,
 describe_log_dirs) only translate between the wire and these methods.
@@ -12,9 +13,19 @@ Rules it keeps:
   compacted-topic key checks once); single records are decoded only when a rule needs them
   (keys on compacted topics, naming the offending records of a rejected timestamp). Offsets and the partition leader epoch are patched into the header by the
   log; LogAppendTime topics get max timestamp + the timestamp-type bit (new CRC).
-- One node: the high watermark follows the log end offset after every local append, so
-  ``acks=1`` and ``acks=-1`` mean the same (``acks=-1`` still checks
-  ``min.insync.replicas`` against the ISR of the image, as Kafka does).
+- Replication (Kafka's Partition/ReplicaManager): clients read and write only the leader
+  (NOT_LEADER_OR_FOLLOWER elsewhere). Followers fetch from it (kbroker/replica_fetcher.py);
+  the leader answers them up to its log end offset, records each follower's log end offset
+  and ``lastCaughtUpTime``, and sets the high watermark to the smallest log end offset over
+  the maximal ISR (committed ISR + a pending expansion), never backwards. Caught-up
+  followers join the ISR and followers lagging more than ``replica.lag.time.max.ms`` leave
+  it, through AlterPartition to the controller (one in flight per partition; an error drops
+  the change and the next image decides). A follower's ``last_fetched_epoch`` that diverges
+  from the leader's epoch cache is answered with ``diverging_epoch`` and no data.
+- ``acks=-1`` checks ``min.insync.replicas`` against the committed ISR before appending and
+  then waits until the high watermark passes the batch (:meth:`wait_replicated`, Kafka's
+  DelayedProduce). With one replica the ISR is the leader alone, so the high watermark
+  follows the log end offset after every append and nothing ever waits.
 - Idempotence and transactions (KIP-98): a batch with a producer id is checked against the
   partition's producer state (``log.producer_state``, kbroker/txn/producer_state.py)
   before it is appended: a duplicate of one of the producer's last five batches is
@@ -32,13 +43,17 @@ Rules it keeps:
   partition changes (delete records, deletion, epoch change) or the deadline passes.
 - One leader epoch per partition, taken from the image's ``PartitionImage.leader_epoch``: the
   same number goes to Metadata (core), into stored batches (here) and into
-  OffsetForLeaderEpoch answers (here). Epoch changes seen while running are remembered so
-  older epochs answer with the offset where the next epoch began.
+  OffsetForLeaderEpoch answers (here). A new leader (or epoch) records where its epoch
+  starts in the log's persisted leader-epoch cache (``assign_epoch_start``), so older epochs
+  answer with the offset where the next epoch began, across restarts and on every replica.
 
 A topic ``compression.type`` other than ``producer`` makes produce rebuild the batch with that
 codec (Kafka's rule; the one produce path that decodes records).
 
-Not implemented here: follower fetching and fetch sessions (session id 0: every response is a full one).
+Not implemented here: fetch sessions (session id 0: every response is a full one), fetching
+from followers (KIP-392), DeleteRecords waiting for the followers' log start offsets (Kafka's
+DelayedDeleteRecords: the leader answers at once and followers follow on their next fetch),
+unclean leader election.
 """
 from __future__ import annotations
 

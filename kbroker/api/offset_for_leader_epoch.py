@@ -6,6 +6,9 @@ is the largest epoch <= the asked one and the offset where the next epoch began,
 offset for the current epoch, and epoch/offset -1 for an epoch newer than the leader's.
 The epoch is the one core's metadata image gives each partition — the same number
 Metadata reports and the log stamps into stored batches (see PITFALLS: one consistent epoch).
+Answers come from the leader's persisted leader-epoch cache (the same one followers truncate
+against); a replica that is not the leader answers NOT_LEADER_OR_FOLLOWER, as Kafka does
+for every requester but its debugging replica id.
 """
 from __future__ import annotations
 
