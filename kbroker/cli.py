@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="grace period for in-flight requests on shutdown")
     c = sub.add_parser("cluster", help="run a local cluster of combined nodes on loopback ports")
     c.add_argument("--nodes", type=int, default=3, help="number of nodes (voters), default 3")
+    c.add_argument("--controllers", type=int, default=0, metavar="K",
+                   help="K dedicated controllers (the voters) and --nodes dedicated brokers; "
+                        "default 0: every node combined")
     c.add_argument("--base-port", type=int, default=19092,
                    help="node i listens on base+2(i-1) (clients) and base+2(i-1)+1 (controller)")
     c.add_argument("--data-dir", default="./data-cluster", metavar="DIR", help="node-<i> dirs go here")
@@ -105,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.nodes < 1:
             print("kbroker: --nodes must be at least 1", file=sys.stderr)
             return 2
-        return run_cluster(args.nodes, args.base_port, args.data_dir, extra)
+        if args.controllers < 0:
+            print("kbroker: --controllers must be at least 0", file=sys.stderr)
+            return 2
+        return run_cluster(args.nodes, args.base_port, args.data_dir, extra, controllers=args.controllers)
     if args.command == "serve":
         try:
             config = build_config(args)

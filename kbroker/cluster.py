@@ -1,14 +1,17 @@
 """``kbroker cluster``: a local multi-node cluster of combined nodes on loopback ports.
 
-    kbroker cluster [--nodes 3] [--base-port 19092] [--data-dir ./data-cluster]
-                    [--override key=value ...]
+    kbroker cluster [--nodes 3] [--controllers 0] [--base-port 19092]
+                    [--data-dir ./data-cluster] [--override key=value ...]
 
 Node ``i`` (1-based) serves clients on ``base + 2(i-1)`` and its CONTROLLER listener on
 ``base + 2(i-1) + 1``; every node is a voter (``process.roles=broker,controller``) of
 ``controller.quorum.voters``, keeps its data in ``<data dir>/node-<i>`` and shares one
 ``cluster.id`` (generated once, kept in ``<data dir>/cluster.id``). Each node is a
 ``python -m kbroker serve`` child process with its log in ``<data dir>/node-<i>.log``;
-SIGINT/SIGTERM stops them all gracefully. ``node_overrides`` is what tests and benchmarks
+SIGINT/SIGTERM stops them all gracefully. With ``--controllers K`` the first ``K`` nodes
+are dedicated controllers (``process.roles=controller``: the voters, with only a
+CONTROLLER listener) and the ``--nodes`` after them dedicated brokers
+(``process.roles=broker``), the layout production KRaft clusters use. ``node_overrides`` is what tests and benchmarks
 use to start the same nodes themselves.
 """
 from __future__ import annotations
@@ -82,19 +85,33 @@ def cluster_id_for(data_root) -> str:
     return cid
 
 
+def cluster_layout(nodes: int, controllers: int = 0) -> dict[int, str]:
+    """``{node id: process.roles}``: ``nodes`` combined nodes, or ``controllers`` dedicated
+    controllers followed by ``nodes`` dedicated brokers."""
+    if controllers <= 0:
+        return {i: "broker,controller" for i in range(1, nodes + 1)}
+    out = {i: "controller" for i in range(1, controllers + 1)}
+    out.update({i: "broker" for i in range(controllers + 1, controllers + nodes + 1)})
+    return out
+
+
 def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
-                start_timeout: float = 60.0) -> int:
+                start_timeout: float = 60.0, controllers: int = 0) -> int:
     root = Path(data_root).resolve()
     cid = cluster_id_for(root)
+    layout = cluster_layout(nodes, controllers)
+    voters = [i for i, r in layout.items() if "controller" in r]
+    total = len(layout)
     procs: list[tuple[int, subprocess.Popen, Path]] = []
     env = dict(os.environ)
     repo = Path(__file__).resolve().parents[1]
     env["PYTHONPATH"] = str(repo) + os.pathsep + env.get("PYTHONPATH", "")
-    for i in range(1, nodes + 1):
+    for i in range(1, total + 1):
         log_path = root / f"node-{i}.log"
         with open(log_path, "ab") as logf:
-            p = subprocess.Popen(serve_command(node_overrides(i, nodes=nodes, base_port=base_port,
-                                                              data_root=root, cluster_id=cid, extra=extra)),
+            p = subprocess.Popen(serve_command(node_overrides(i, nodes=total, base_port=base_port,
+                                                              data_root=root, cluster_id=cid, extra=extra,
+                                                              roles=layout[i], voters=voters)),
                                  stdout=logf, stderr=subprocess.STDOUT, env=env)
         procs.append((i, p, log_path))
     stop = False
@@ -107,7 +124,7 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
     signal.signal(signal.SIGTERM, on_signal)
     deadline = time.monotonic() + start_timeout
     ready: set[int] = set()
-    while not stop and len(ready) < nodes and time.monotonic() < deadline:
+    while not stop and len(ready) < total and time.monotonic() < deadline:
         for i, p, log_path in procs:
             if i not in ready and "kbroker ready:" in log_path.read_text(errors="replace"):
                 ready.add(i)
@@ -115,10 +132,10 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
                 print(f"kbroker cluster: node {i} exited with {p.returncode}; see {log_path}", file=sys.stderr)
                 stop = True
         time.sleep(0.05)
-    if len(ready) == nodes:
-        boot = ",".join(f"127.0.0.1:{ports(i, base_port)[0]}" for i in range(1, nodes + 1))
-        print(f"kbroker cluster ready: {nodes} nodes, cluster {cid}, bootstrap {boot} "
-              f"(controllers {voters_string(nodes, base_port)}); logs in {root}", flush=True)
+    if len(ready) == total:
+        boot = ",".join(f"127.0.0.1:{ports(i, base_port)[0]}" for i, r in layout.items() if "broker" in r)
+        print(f"kbroker cluster ready: {total} nodes, cluster {cid}, bootstrap {boot} "
+              f"(controllers {voters_string(total, base_port, voters=voters)}); logs in {root}", flush=True)
     elif not stop:
         print("kbroker cluster: nodes did not become ready in time", file=sys.stderr)
         stop = True

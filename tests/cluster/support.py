@@ -10,7 +10,7 @@ from kbroker.cluster import node_overrides, ports
 from kbroker.config import new_cluster_id
 from kbroker.wire import messages as w
 from kbroker.wire.protocol import decode_response, encode_request
-from tests.support.broker_proc import BrokerProcess, free_port
+from tests.support.broker_proc import REPO_ROOT, BrokerProcess, free_port  # noqa: F401
 
 FAST = {
     "broker.session.timeout.ms": "3000",
@@ -234,8 +234,11 @@ def wait_for_isr(cluster, topic: str, isr=None, partitions=None, timeout: float 
                  what: str | None = None) -> dict[int, PartitionState]:
     """Wait until every running broker agrees that every partition (or ``partitions``) has a
     leader and the ISR ``isr`` (default: all of its replicas)."""
+    seen = []
+
     def ok():
         st = agreed_state(cluster, topic)
+        seen[:] = [st]
         if not st:
             return None
         for i, p in st.items():
@@ -245,7 +248,10 @@ def wait_for_isr(cluster, topic: str, isr=None, partitions=None, timeout: float 
             if p.leader < 0 or p.isr != want:
                 return None
         return st
-    return wait_for(ok, timeout=timeout, what=what or f"ISR {isr or 'of all replicas'} on {topic}")
+    try:
+        return wait_for(ok, timeout=timeout, what=what or f"ISR {isr or 'of all replicas'} on {topic}")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last agreed state: {seen[0] if seen else None}") from None
 
 
 def leader_of(cluster, topic: str, partition: int) -> int:
