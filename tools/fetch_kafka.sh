@@ -15,15 +15,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=tools/pom_jars.sh
 source "$ROOT/tools/pom_jars.sh"
 POM="$ROOT/tools/kafka_dist/pom.xml"
-VERSION="$(pom_prop "$POM" kafka.version)"
-if [[ -z "$VERSION" ]]; then
-    echo "fetch_kafka: no <kafka.version> in $POM" >&2
-    exit 1
-fi
-if [[ "${1:-}" == "--version" ]]; then
-    echo "$VERSION"
-    exit 0
-fi
+pom_version fetch_kafka "$POM" kafka.version "${1:-}"
 
 # The broker, the storage tool and the CLI tools must all be there.
 pom_jars fetch_kafka "$POM" "$ROOT/.cache/kafka/$VERSION" libs "Apache Kafka $VERSION" \

@@ -4,6 +4,10 @@
 # pom_prop POM NAME
 #     prints <NAME>…</NAME> of POM (the first one), empty if there is none.
 #
+# pom_version LABEL POM NAME [ARG]
+#     sets VERSION to <NAME> of POM; exits the calling script with an error when there is
+#     none, and with VERSION printed when ARG is --version.
+#
 # pom_jars LABEL POM DEST SUBDIR WHAT REQUIRED_JAR...
 #     copies every runtime dependency of POM into DEST/SUBDIR with a Maven local repository
 #     under $ROOT/.cache/m2, so nothing outside the work tree is touched, and prints that
@@ -14,6 +18,18 @@
 
 pom_prop() {
     sed -n "s:.*<$2>\(.*\)</$2>.*:\1:p" "$1" | head -n1
+}
+
+pom_version() {
+    VERSION="$(pom_prop "$2" "$3")"
+    if [[ -z "$VERSION" ]]; then
+        echo "$1: no <$3> in $2" >&2
+        exit 1
+    fi
+    if [[ "${4:-}" == "--version" ]]; then
+        echo "$VERSION"
+        exit 0
+    fi
 }
 
 pom_jars() {

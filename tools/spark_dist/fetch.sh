@@ -17,15 +17,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$ROOT/tools/pom_jars.sh"
 POM="$ROOT/tools/spark_dist/pom.xml"
 REQ="$ROOT/requirements-spark.txt"
-VERSION="$(pom_prop "$POM" spark.version)"
-if [[ -z "$VERSION" ]]; then
-    echo "spark_dist: no <spark.version> in $POM" >&2
-    exit 1
-fi
-if [[ "${1:-}" == "--version" ]]; then
-    echo "$VERSION"
-    exit 0
-fi
+pom_version spark_dist "$POM" spark.version "${1:-}"
 PYSPARK="$(sed -n 's/^pyspark==\([^ ;#]*\).*/\1/p' "$REQ" | head -n1)"
 if [[ "$PYSPARK" != "$VERSION" ]]; then
     echo "spark_dist: pyspark pin ($PYSPARK, $REQ) differs from <spark.version> ($VERSION, $POM)" >&2
