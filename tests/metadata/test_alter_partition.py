@@ -245,3 +245,48 @@ async def test_channel_alter_partition_on_the_active_controller(tmp_path, nurser
     r = await chan.alter_partition(epoch + 1, tid, 0, 0, 1, [1])
     assert r.error_code == E.STALE_BROKER_EPOCH
     h.close()
+
+
+async def test_wire_round_trip_on_the_controller_listener(tmp_path, nursery):
+    """AlterPartition v0-v3 through a real controller listener socket."""
+    from types import SimpleNamespace
+
+    from kbroker.config import Listener
+    from kbroker.controller_server import ControllerPlane, ControllerServer
+    from kbroker.raft.transport import RpcClient
+
+    h = await cluster(tmp_path, nursery)
+    # the plane reads only the node's config from its broker
+    plane = ControllerPlane(SimpleNamespace(config=h.config), h.quorum, h.controller)
+    server = await nursery.start(ControllerServer(plane, [Listener("CONTROLLER", "127.0.0.1", 0)]).run)
+    addr = ("127.0.0.1", server.bound[0][2])
+    rpc = RpcClient({}, client_id="test")
+    tid = h.image.topics["r"].topic_id
+
+    async def send(version, broker, partition, isr, epoch=None):
+        td = topic_data(h, "r", partition, isr, version=version)
+        req = R(broker_id=broker, broker_epoch=h.image.brokers[broker].broker_epoch if epoch is None else epoch,
+                topics=[td])
+        resp = await rpc.call_addr(addr, 56, version, req, 10.0)
+        assert resp is not None
+        return resp
+
+    resp = await send(3, 1, 0, [1, 2])
+    assert resp.error_code == 0
+    [t] = resp.topics
+    [p] = t.partitions
+    assert t.topic_id == tid
+    assert (p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.isr, p.partition_epoch) == \
+        (0, 0, 1, 0, [1, 2], 1)
+    assert h.image.topics["r"].partitions[0].isr == (1, 2)
+
+    resp = await send(2, 1, 0, [1, 2, 3])
+    assert resp.topics[0].partitions[0].isr == [1, 2, 3] and resp.topics[0].partitions[0].partition_epoch == 2
+    resp = await send(1, 2, 1, [2, 3])
+    assert resp.topics[0].topic_name == "r" and resp.topics[0].partitions[0].isr == [2, 3]
+    resp = await send(0, 2, 1, [2, 3, 4])
+    assert resp.topics[0].partitions[0].error_code == E.INVALID_REQUEST     # 4 is not a replica
+    resp = await send(3, 1, 0, [1], epoch=777)
+    assert (resp.error_code, resp.topics) == (E.STALE_BROKER_EPOCH, [])
+    await rpc.aclose()
+    h.close()
