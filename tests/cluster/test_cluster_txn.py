@@ -13,8 +13,9 @@ tests, in order on one cluster:
    is stored, the transaction waits in PrepareCommit while the marker cannot be delivered;
    the coordinator is SIGKILLed too and restarted (it reloads the id in PrepareCommit), then
    the leader comes back and the transaction completes with all its records visible.
-Replication factor 1 everywhere: a coordinator moving to another broker needs replicated
-``__transaction_state`` partitions (not covered here).
+3. (another cluster, ``__transaction_state`` and the data with replication factor 3) the
+   coordinator is SIGKILLed while the transaction is open: the new leader of the id's
+   partition loads it and the producer commits through it.
 """
 from __future__ import annotations
 
@@ -256,3 +257,59 @@ def test_markers_wait_for_a_dead_leader_and_a_restarted_coordinator_finishes(txn
     wait_state(coord_port, tid, "CompleteCommit")
     got = read(boot, "survive", range(3), isolation="read_committed", expect=15)
     assert sorted(got) == sorted([b"k-%d" % i for i in range(12)] + [b"n-%d" % i for i in range(3)])
+
+
+# ---------------------------------------------------------------------------- replicated
+
+@pytest.fixture(scope="module")
+def replicated_cluster(tmp_path_factory):
+    extra = dict(EXTRA, **{"transaction.state.log.replication.factor": "3",
+                           "offsets.topic.replication.factor": "3"})
+    c = Cluster(tmp_path_factory.mktemp("txn-cluster-rf3"), extra=extra)
+    c.start_all()
+    try:
+        yield c
+    finally:
+        for n in c.nodes.values():
+            if n.proc is not None and n.proc.poll() is None:
+                n.kill()
+
+
+def create_replicated_topic(cluster, name: str, partitions: int) -> dict[int, int]:
+    C = w.CreateTopicsRequest
+    r = call(cluster.alive()[0].port, 19, 5, C(timeout_ms=10000, validate_only=False, topics=[
+        C.CreatableTopic(name=name, num_partitions=partitions, replication_factor=3,
+                         assignments=[], configs=[])]), timeout=20)
+    assert r.topics[0].error_code in (E.NONE, E.TOPIC_ALREADY_EXISTS), r
+    def led_everywhere():
+        views = [leaders(n.port, name) for n in cluster.alive()]
+        ok = all(v == views[0] and len(v) == partitions and -1 not in v.values() for v in views)
+        return views[0] if ok else None
+    return wait_for(led_everywhere, what=f"{name} led on every node")
+
+
+def test_coordinator_killed_mid_transaction_moves_and_commits(replicated_cluster):
+    """``__transaction_state`` and the data replicated on all three: SIGKILL the coordinator
+    while the transaction is open; its partition's new leader loads the id (Ongoing, with
+    the partitions) and the producer commits through it."""
+    cluster = replicated_cluster
+    topic_leaders = create_replicated_topic(cluster, "moving", 3)
+    assert set(topic_leaders.values()) == {1, 2, 3}
+    tid, old = pick_tid(cluster, "moving-tx", avoid=set())
+    boot = cluster.bootstrap()
+    p = txn_producer(boot, tid)
+    p.begin_transaction()
+    for i in range(12):
+        p.produce("moving", b"m-%d" % i, partition=i % 3)
+    p.flush(30)
+    cluster.nodes[old].kill()
+    new = wait_for(lambda: (lambda n: n if n not in (-1, old) else None)(
+        find_coordinator(cluster.alive()[0].port, tid, TRANSACTION)), timeout=60,
+        what="the transactional id's coordinator moved")
+    assert new != old
+    wait_for(lambda: describe_txn(cluster.nodes[new].port, tid) == (E.NONE, "Ongoing"),
+             timeout=60, what="the new coordinator loaded the open transaction")
+    p.commit_transaction(90)
+    wait_state(cluster.nodes[new].port, tid, "CompleteCommit", timeout=90)
+    got = read(cluster.bootstrap(), "moving", range(3), isolation="read_committed", expect=12)
+    assert sorted(got) == sorted(b"m-%d" % i for i in range(12))
