@@ -178,7 +178,7 @@ _DEFS: list[ConfigDef] = [
     _d("group.min.session.timeout.ms", "int", 6000),
     _d("group.max.session.timeout.ms", "int", 1_800_000),
     _d("group.max.size", "int", INT_MAX, _at_least(1)),
-    _d("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"]),
+    _d("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"]),
     # transactions
     _d("transaction.state.log.replication.factor", "int", 1, _at_least(1)),
     _d("transaction.state.log.num.partitions", "int", 50, _at_least(1)),
@@ -404,7 +404,27 @@ def format_value(d: ConfigDef, value: Any) -> str | None:
         return "true" if value else "false"
     if d.type == "list":
         return ",".join(value)
+    if d.type == "double":
+        return java_double(float(value))
     return str(value)
+
+
+def java_double(x: float) -> str:
+    """Java's ``Double.toString`` (what Kafka shows): ``0.5``, ``10.0``, ``1.0E-5``,
+    ``1.7976931348623157E308``."""
+    from decimal import Decimal
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        return repr(x)                     # plain notation in this range, as Java
+    _sign, digits, exp = Decimal(repr(abs(x))).as_tuple()
+    d = "".join(map(str, digits))
+    stripped = d.rstrip("0") or "0"
+    exp += len(d) - len(stripped)
+    e = exp + len(stripped) - 1
+    return f"{'-' if x < 0 else ''}{stripped[0]}.{stripped[1:] or '0'}E{e}"
 
 
 DEFINITIONS: dict[str, ConfigDef] = _merge_kafka_definitions(_DEFS)

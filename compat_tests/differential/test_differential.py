@@ -37,10 +37,9 @@ ROWS = sorted({row_of(s) for s in STEPS})
 KNOWN: dict[str, str] = {
     "CreateTopics": "F-002",                 # min.insync.replicas config source
     "CreateTopics/hand-built": "F-002",
-    "DescribeConfigs": "F-003",              # synonyms, broker configs
+    "DescribeConfigs": "F-003",              # static configs of the two harnesses, F-002's source
     "Fetch/hand-built": "F-005",             # watermarks with OFFSET_OUT_OF_RANGE
     "Produce/hand-built": "F-007",           # error responses' log start offset, record errors
-    "AlterConfigs/hand-built": "F-009",      # dynamic broker configs
 }
 # Kafka's live answers of this session, by step position: what kbroker is compared with.
 KAFKA_LIVE: dict[int, object] = {}

@@ -151,6 +151,7 @@ class Controller:
             if "metadata.version" not in self.image.features:
                 records.append(messages.FeatureLevelRecord(name="metadata.version",
                                                            feature_level=METADATA_VERSION))
+                records += self.bootstrap_config_records()
             EP = messages.RegisterBrokerRecord.BrokerEndpoint
             records.append(messages.RegisterBrokerRecord(
                 broker_id=self.config.node_id, is_migrating_zk_broker=False,
@@ -363,6 +364,15 @@ class Controller:
             return out
 
     # ------------------------------------------------------------------ configs
+    def bootstrap_config_records(self) -> list:
+        """Config records of a new cluster, written with the first ``metadata.version``:
+        Kafka 4's ``kafka-storage format`` stores the cluster-level dynamic default
+        ``min.insync.replicas`` (the static value) for ELR (KIP-966), so topics and brokers
+        report that key with source DYNAMIC_DEFAULT_BROKER_CONFIG (compat ledger F-002)."""
+        return [messages.ConfigRecord(resource_type=BROKER_RESOURCE, resource_name="",
+                                      name="min.insync.replicas",
+                                      value=str(self.config.get("min.insync.replicas")))]
+
     def _check_resource(self, rtype: int, rname: str) -> tuple[int, str | None]:
         if rtype == TOPIC_RESOURCE:
             if topic_name_error(rname):
