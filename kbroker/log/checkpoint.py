@@ -1,7 +1,8 @@
 """Offset checkpoint files of a log directory, in Kafka's text format.
 
-``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` and
-``cleaner-offset-checkpoint`` each hold::
+``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+``cleaner-offset-checkpoint`` and ``replication-offset-checkpoint`` (high watermarks)
+each hold::
 
     0                      <- format version
     2                      <- number of entries
@@ -21,6 +22,7 @@ from pathlib import Path
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET = "log-start-offset-checkpoint"
 CLEANER_OFFSET = "cleaner-offset-checkpoint"
+REPLICATION_OFFSET = "replication-offset-checkpoint"  # high watermarks
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 
 

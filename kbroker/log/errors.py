@@ -49,3 +49,21 @@ class PolicyViolation(LogError):
     """An operation the log's configuration forbids (e.g. DeleteRecords on a compacted topic)."""
 
     error_code = 44
+
+
+class UnexpectedAppendOffset(LogError):
+    """A follower append whose offsets do not continue the log (Kafka's
+    UnexpectedAppendOffsetException): the first batch starts below the log end offset.
+    The replica fetcher treats it as a sign to truncate or restart fetching."""
+
+    error_code = -1  # not an API error in Kafka either
+
+    def __init__(self, message: str, first_offset: int, last_offset: int):
+        super().__init__(message)
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+
+
+class OffsetsOutOfOrder(UnexpectedAppendOffset):
+    """A follower append whose batches do not have strictly increasing offsets
+    (Kafka's OffsetsOutOfOrderException)."""

@@ -8,6 +8,7 @@ Layout of each directory in ``log.dirs`` (Kafka's)::
         recovery-point-offset-checkpoint     see kbroker.log.checkpoint
         log-start-offset-checkpoint
         cleaner-offset-checkpoint
+        replication-offset-checkpoint        high watermarks (not of the metadata log)
         .kafka_cleanshutdown                 present only between a clean shutdown and the next start
 
 ``load()`` opens every partition: after a clean shutdown the segments and indexes are
@@ -35,6 +36,8 @@ from .cleaner import CleanResult, clean, cleanable_range
 from .config import LogConfig
 from .errors import LogClosed
 from .partition import PartitionLog, _parse_dir_name
+
+METADATA_TOPIC = "__cluster_metadata"
 
 
 class LogManager:
@@ -69,6 +72,7 @@ class LogManager:
             rps = self._safe_read(d / ckpt.RECOVERY_POINT)
             starts = self._safe_read(d / ckpt.LOG_START_OFFSET)
             dirty = self._safe_read(d / ckpt.CLEANER_OFFSET)
+            hws = self._safe_read(d / ckpt.REPLICATION_OFFSET)
             for child in sorted(d.iterdir()):
                 if not child.is_dir():
                     continue
@@ -83,7 +87,9 @@ class LogManager:
                                    recovery_point=rps.get(parsed, 0),
                                    log_start_offset=starts.get(parsed, 0),
                                    first_dirty_offset=dirty.get(parsed, 0),
-                                   clean_shutdown=clean)
+                                   clean_shutdown=clean,
+                                   high_watermark=None if parsed[0] == METADATA_TOPIC
+                                   else hws.get(parsed))
                 self._register(log)
         self.checkpoint()
         for d in self.log_dirs:
@@ -178,7 +184,7 @@ class LogManager:
 
     # -- checkpoints -------------------------------------------------------------------
     def checkpoint(self, include_closed: bool = False) -> None:
-        """Write the three offset checkpoint files of every log directory."""
+        """Write the four offset checkpoint files of every log directory."""
         by_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.log_dirs}
         for log in self._logs.values():
             if log.closed and not include_closed:
@@ -189,6 +195,10 @@ class LogManager:
                                   {(lg.topic, lg.partition): lg.recovery_point for lg in logs})
             ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
                                   {(lg.topic, lg.partition): lg.log_start_offset for lg in logs})
+            # The metadata log's commit point is Raft's business, not a checkpointed HW.
+            ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
+                                  {(lg.topic, lg.partition): lg.high_watermark for lg in logs
+                                   if lg.topic != METADATA_TOPIC})
             self._write_cleaner_checkpoint_dir(d, logs)
 
     def _write_cleaner_checkpoint(self, log: PartitionLog) -> None:

@@ -12,7 +12,9 @@ Offsets (Kafka's vocabulary)
   ``delete_records_before`` (DeleteRecords), never by compaction;
 * ``log_end_offset`` -- offset the next appended record gets;
 * ``high_watermark`` -- kept by the caller (on one node: ``= log_end_offset`` after
-  each append); bounds retention;
+  each append; with replicas: the minimum log end offset of the ISR); bounds retention.
+  The manager checkpoints it (``replication-offset-checkpoint``) and passes it back when
+  the log is opened again;
 * ``last_stable_offset`` -- the first offset of the oldest open transaction (from the
   producer state), or one set by the caller; never above the high watermark;
 * ``recovery_point`` -- everything below it has been fsynced; crash recovery starts at
@@ -25,6 +27,15 @@ an entry to its segment's ``.txnindex``.  The state is snapshotted to
 snapshot and replays the batches after it (after a crash, from the first segment being
 recovered, whose ``.txnindex`` files are rebuilt on the way), so de-duplication and open
 transactions survive restarts (Kafka's ``UnifiedLog.loadProducerState``).
+
+Leader epochs (KIP-101): ``epochs`` is the partition's
+:class:`~kbroker.log.epoch_cache.LeaderEpochCache` (file ``leader-epoch-checkpoint``).
+``append(..., leader_epoch=e)`` and :meth:`append_as_follower` (batches copied from the
+leader, offsets and epochs as the leader stored them) record where each epoch starts; a
+new leader calls :meth:`assign_epoch_start` with its log end offset.  Truncation and a
+moving log start keep the cache consistent; opening the log drops entries at or past the
+recovered log end, re-reads the epochs of every batch crash recovery re-validates, and
+rebuilds the whole cache from batch headers when the file is missing or unreadable.
 
 Durability is Kafka's: the page cache by default; ``flush.messages`` (fsync once the
 unflushed offset count reaches it, so ``1`` = fsync before every ``append`` returns)
@@ -47,7 +58,9 @@ from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
 
 from .config import LogConfig
-from .errors import LogClosed, OffsetOutOfRange, PolicyViolation, RecordBatchTooLarge
+from .epoch_cache import LeaderEpochCache
+from .errors import (LogClosed, OffsetOutOfRange, OffsetsOutOfOrder, PolicyViolation,
+                     RecordBatchTooLarge, UnexpectedAppendOffset)
 from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
 from .txnindex import AbortedTxn
@@ -75,13 +88,17 @@ class PartitionLog:
     def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig, *,
                  clock: Clock | None = None, now_ms: int | None = None,
                  recovery_point: int = 0, log_start_offset: int = 0,
-                 first_dirty_offset: int = 0, clean_shutdown: bool = False):
+                 first_dirty_offset: int = 0, clean_shutdown: bool = False,
+                 high_watermark: int | None = None):
         """Open (recovering if needed) or create the log in ``directory``.
 
-        ``recovery_point``, ``log_start_offset`` and ``first_dirty_offset`` come from
-        the log directory's checkpoint files (the manager reads them).  With
-        ``clean_shutdown`` the segments are trusted and no data is read; otherwise
-        every segment from the one holding ``recovery_point`` is re-validated.
+        ``recovery_point``, ``log_start_offset``, ``first_dirty_offset`` and
+        ``high_watermark`` come from the log directory's checkpoint files (the manager
+        reads them).  With ``clean_shutdown`` the segments are trusted and no data is
+        read; otherwise every segment from the one holding ``recovery_point`` is
+        re-validated.  A given ``high_watermark`` is capped to the log end offset;
+        without one the high watermark is the log end offset after a clean shutdown,
+        else the recovery point.
         """
         self.dir = Path(directory)
         self.topic, self.partition = topic, partition
@@ -103,7 +120,13 @@ class PartitionLog:
         self._recovered_from: int | None = None
         self._complete_interrupted_swaps()
         self._load_segments(now)
-        if not self.segments:  # a new log: nothing to recover
+        new_log = not self.segments
+        self.epochs = LeaderEpochCache(self.dir)
+        # Without a readable file the cache is rebuilt from every batch header below;
+        # with one, crash recovery re-reads the epochs of the batches it re-validates.
+        self._rebuild_epochs = not self.epochs.loaded and not new_log
+        epochs_before = self.epochs.entries()
+        if new_log:  # a new log: nothing to recover
             self._add_segment(log_start_offset, now)
             clean_shutdown, recovery_point = True, log_start_offset
         self._log_start_offset = max(log_start_offset, self.segments[0].base_offset)
@@ -118,9 +141,12 @@ class PartitionLog:
         self.recovery_point = min(self.recovery_point, self._log_end_offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._high_watermark = self._log_end_offset if clean_shutdown else self.recovery_point
+        if high_watermark is not None:
+            self._high_watermark = min(high_watermark, self._log_end_offset)
         self._high_watermark = max(self._high_watermark, self._log_start_offset)
         self._last_stable_offset: int | None = None
         self._load_producer_state(self._recovered_from, now)
+        self._load_epochs(epochs_before, new_log)
 
     # -- opening ----------------------------------------------------------------
     def _now(self, now_ms: int | None) -> int:
@@ -213,6 +239,23 @@ class PartitionLog:
                                                     done.last_offset,
                                                     ps.last_stable_offset_after(done)))
 
+    def _load_epochs(self, before: list, new_log: bool) -> None:
+        """Make the epoch cache agree with the opened log (see the module docstring)."""
+        cache = self.epochs
+        if self._rebuild_epochs:
+            for seg in self.segments:
+                for _, h, _ in seg.batches(0):
+                    if h.partition_leader_epoch >= 0:
+                        cache.assign(h.partition_leader_epoch, h.base_offset, write=False)
+            self._rebuild_epochs = False
+        cache.truncate_from_end(self._log_end_offset, write=False)
+        cache.truncate_from_start(self._log_start_offset, write=False)
+        if not cache.loaded:
+            if not new_log:  # a new log gets its file with its first epoch
+                cache.write(sync=False)  # derivable from the log: rebuilt again if lost
+        elif cache.entries() != before:
+            cache.write()
+
     def _check_active_segment(self) -> None:
         """After a clean shutdown only the active segment's indexes are checked."""
         seg = self.segments[-1]
@@ -221,19 +264,33 @@ class PartitionLog:
             seg.time_index.check()
             seg.next_offset  # noqa: B018 - loads the tail, may raise
         except Exception:
-            self._recover(seg.base_offset)
+            self._recover(seg.base_offset, self.recovery_point)
 
-    def _recover(self, recovery_point: int) -> None:
-        """Re-validate every segment from the one holding ``recovery_point``."""
+    def _recover(self, recovery_point: int, trusted_end: int = 0) -> None:
+        """Re-validate every segment from the one holding ``recovery_point``.
+
+        Offset gaps are accepted below the first dirty offset (compaction) and below
+        ``max(recovery_point, trusted_end)``: that data was fsynced as written (a
+        follower's copy of a compacted leader log has gaps anywhere).
+        """
         i = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
         first = self.segments[i].base_offset
         self._recovered_from = first if self._recovered_from is None else min(first, self._recovered_from)
+        gap_limit = max(self.first_dirty_offset, recovery_point, trusted_end)
+        on_batch = None
+        if not self._rebuild_epochs:
+            cache = self.epochs
+            cache.truncate_from_end(first, write=False)
+
+            def on_batch(h, cache=cache):
+                if h.partition_leader_epoch >= 0:
+                    cache.assign(h.partition_leader_epoch, h.base_offset, write=False)
         prev_epoch = -1
         if i > 0:
             prev_epoch = self.segments[i - 1].last_epoch
         while i < len(self.segments):
             seg = self.segments[i]
-            res = seg.recover(gap_limit=self.first_dirty_offset, prev_epoch=prev_epoch)
+            res = seg.recover(gap_limit=gap_limit, prev_epoch=prev_epoch, on_batch=on_batch)
             self.recovery_stats["segments_recovered"] += 1
             self.recovery_stats["bytes_recovered"] += res.valid_bytes + res.truncated_bytes
             self.recovery_stats["bytes_truncated"] += res.truncated_bytes
@@ -290,6 +347,27 @@ class PartitionLog:
     @last_stable_offset.setter
     def last_stable_offset(self, value: int | None) -> None:
         self._last_stable_offset = value
+
+    # -- leader epochs ------------------------------------------------------------------
+    @property
+    def latest_epoch(self) -> int:
+        """The newest leader epoch in the epoch cache (-1 when it is empty)."""
+        return self.epochs.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` for OffsetForLeaderEpoch (``(-1, -1)``: unknown);
+        Kafka's rules, see :meth:`LeaderEpochCache.end_offset_for`."""
+        return self.epochs.end_offset_for(epoch, self._log_end_offset)
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The leader epoch that wrote ``offset`` (-1 when the cache does not know)."""
+        return self.epochs.epoch_for_offset(offset)
+
+    def assign_epoch_start(self, epoch: int, offset: int) -> bool:
+        """Record that ``epoch`` starts at ``offset`` (a new leader: its log end offset,
+        Kafka's makeLeader).  Returns whether the cache changed."""
+        self._check_open()
+        return self.epochs.assign(epoch, offset)
 
     @property
     def active_segment(self) -> LogSegment:
@@ -348,6 +426,8 @@ class PartitionLog:
         seg = self._maybe_roll(len(buf), max(h.max_timestamp for h in assigned), last, now)
         seg.append(buf, assigned)
         self._log_end_offset = offset
+        if leader_epoch >= 0:
+            self.epochs.assign(leader_epoch, first)  # a no-op unless the epoch is new
         self._update_producer_state(buf, assigned, seg)
         if self._log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(now_ms=now)
@@ -368,6 +448,96 @@ class PartitionLog:
             pos += h.size
         ps.map_end_offset = self._log_end_offset
 
+    def append_as_follower(self, records, *, now_ms: int | None = None) -> AppendInfo:
+        """Append batches fetched from the leader exactly as the leader stored them.
+
+        ``records`` holds whole v2 batches back to back (a Fetch response's ``records``);
+        a partial batch at the very end (a size-limited read) is left out, as Kafka's
+        fetcher does.  Checked before anything is written (a refusal leaves the log
+        unchanged): structure and CRC32C (``CorruptRecord``); the first base offset is
+        at or past the log end (:class:`UnexpectedAppendOffset`; a gap is a compacted
+        leader log) and offsets strictly increase (:class:`OffsetsOutOfOrder`).
+        ``max.message.bytes`` is not enforced and nothing is patched: offsets, partition
+        leader epochs and LogAppendTime timestamps are kept.  Segments roll as for
+        :meth:`append` (a batch after a gap may start the new segment at its own base
+        offset); the epoch cache and producer state follow the batches, without the
+        producer checks a leader makes.  An empty input appends nothing and returns
+        ``(log_end_offset, log_end_offset - 1, -1, log_start_offset)``.
+        """
+        self._check_open()
+        view = memoryview(records)
+        headers = self._check_replicated(view)
+        leo = self._log_end_offset
+        if not headers:
+            return AppendInfo(leo, leo - 1, -1, self._log_start_offset)
+        now = self._now(now_ms)
+        cache = self.epochs
+        epochs_changed = False
+        n, i, pos = len(headers), 0, 0
+        try:
+            while i < n:
+                h = headers[i]
+                seg = self.segments[-1]
+                if seg.size == 0:
+                    if h.last_offset - seg.base_offset > INT32_MAX:
+                        seg = self._rebase_empty_active(h.base_offset, now)
+                elif self._roll_needed(seg, seg.size + h.size, seg.first_batch_timestamp,
+                                       h.max_timestamp, h.last_offset, now):
+                    seg = self._roll_at(h.base_offset, now)
+                first_ts = seg.first_batch_timestamp if seg.size else h.max_timestamp
+                size, j = h.size, i + 1
+                while j < n:
+                    hj = headers[j]
+                    if self._roll_needed(seg, seg.size + size + hj.size, first_ts, hj.max_timestamp,
+                                         hj.last_offset, now):
+                        break
+                    size += hj.size
+                    j += 1
+                chunk, part = view[pos:pos + size], headers[i:j]
+                seg.append(chunk, part)
+                self._log_end_offset = part[-1].next_offset
+                for hk in part:
+                    if hk.partition_leader_epoch >= 0:
+                        epochs_changed |= cache.assign(hk.partition_leader_epoch, hk.base_offset,
+                                                       write=False)
+                self._update_producer_state(chunk, part, seg)
+                i, pos = j, pos + size
+        finally:
+            if epochs_changed:
+                cache.write()
+        if self._log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush(now_ms=now)
+        return AppendInfo(headers[0].base_offset, headers[-1].last_offset, -1, self._log_start_offset)
+
+    def _check_replicated(self, view) -> list:
+        """Headers of the whole batches in ``view`` after the follower-append checks."""
+        headers: list = []
+        expected = self._log_end_offset
+        for _, h in rb.iter_batches(view, verify=True, allow_truncated_tail=True):
+            if h.last_offset_delta < 0:
+                raise CorruptRecord(f"batch at offset {h.base_offset} has a negative last offset delta")
+            if h.base_offset < expected:
+                last = headers[-1].last_offset if headers else h.last_offset
+                if not headers:
+                    raise UnexpectedAppendOffset(
+                        f"{self.topic}-{self.partition}: first offset {h.base_offset} is below "
+                        f"the log end offset {expected}", h.base_offset, last)
+                raise OffsetsOutOfOrder(
+                    f"{self.topic}-{self.partition}: batch at offset {h.base_offset} does not follow "
+                    f"offset {expected - 1}", headers[0].base_offset, h.last_offset)
+            headers.append(h)
+            expected = h.next_offset
+        return headers
+
+    def _rebase_empty_active(self, base: int, now: int) -> LogSegment:
+        """Replace the empty active segment by one at ``base`` (offsets appended after a
+        large gap must fit its index's 32-bit relative offsets)."""
+        old = self.segments.pop()
+        self._bases.pop()
+        old.delete_files()
+        self._dir_dirty = True
+        return self._add_segment(base, now)
+
     def _check_keys(self, view, headers) -> None:
         pos = 0
         for h in headers:
@@ -377,17 +547,22 @@ class PartitionLog:
                         raise InvalidRecord("compacted topic requires a key on every record")
             pos += h.size
 
+    def _roll_needed(self, seg: LogSegment, size_after: int, first_ts: int | None, max_ts: int,
+                     last_offset: int, now: int) -> bool:
+        """Whether a write leaving ``seg`` at ``size_after`` bytes, ending at ``last_offset``
+        with max timestamp ``max_ts``, must go to a new segment instead."""
+        cfg = self.config
+        waited = (max_ts - first_ts) if first_ts is not None and first_ts >= 0 else now - seg.created_ms
+        return (size_after > cfg.segment_bytes
+                or waited > cfg.segment_ms - cfg.segment_jitter_ms
+                or seg.offset_index.is_full or seg.time_index.is_full
+                or last_offset - seg.base_offset > INT32_MAX)
+
     def _maybe_roll(self, size: int, max_ts: int, last_offset: int, now: int) -> LogSegment:
         seg = self.segments[-1]
         if seg.size == 0:
             return seg
-        cfg = self.config
-        first_ts = seg.first_batch_timestamp
-        waited = (max_ts - first_ts) if first_ts is not None and first_ts >= 0 else now - seg.created_ms
-        if (seg.size + size > cfg.segment_bytes
-                or waited > cfg.segment_ms - cfg.segment_jitter_ms
-                or seg.offset_index.is_full or seg.time_index.is_full
-                or last_offset - seg.base_offset > INT32_MAX):
+        if self._roll_needed(seg, seg.size + size, seg.first_batch_timestamp, max_ts, last_offset, now):
             return self.roll(now_ms=now)
         return seg
 
@@ -397,12 +572,18 @@ class PartitionLog:
         old = self.segments[-1]
         if old.size == 0:
             return old
-        old.on_become_inactive()
+        return self._roll_at(self._log_end_offset, now)
+
+    def _roll_at(self, base: int, now: int) -> LogSegment:
+        """Start a new segment at ``base`` (>= the log end: a follower's copy of a
+        compacted log may jump ahead, as Kafka's roll to the first offset appended)."""
+        self.segments[-1].on_become_inactive()
         # the producer state as of the new segment's base offset (Kafka snapshots on roll)
         self.producer_state.remove_expired(now)
-        self.producer_state.take_snapshot(self._log_end_offset)
+        self.producer_state.map_end_offset = base
+        self.producer_state.take_snapshot(base)
         self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
-        return self._add_segment(self._log_end_offset, now)
+        return self._add_segment(base, now)
 
     def _add_segment(self, base: int, now: int) -> LogSegment:
         seg = self._new_segment(base, now)
@@ -570,10 +751,31 @@ class PartitionLog:
             raise PolicyViolation("DeleteRecords needs cleanup.policy to include delete")
         if offset < 0 or offset > self._high_watermark:
             raise OffsetOutOfRange(offset, self._log_start_offset, self._high_watermark)
-        if offset > self._log_start_offset:
-            self._log_start_offset = offset
-            self._delete_start_offset_breached(self._now(now_ms) if (now_ms is not None or self._clock) else 0)
+        self.maybe_increment_log_start_offset(offset, now_ms=now_ms)
         return self._log_start_offset
+
+    def maybe_increment_log_start_offset(self, offset: int, *, now_ms: int | None = None) -> bool:
+        """Move the log start offset up to ``offset`` (at most the high watermark).
+
+        DeleteRecords' effect without its cleanup-policy check: a follower follows the
+        leader's log start offset whatever the topic's policy.  Whole segments below the
+        new start are removed; the epoch cache drops what lies before it.  Returns
+        whether the log start offset moved.
+        """
+        self._check_open()
+        if offset > self._high_watermark:
+            raise OffsetOutOfRange(offset, self._log_start_offset, self._high_watermark)
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        self._delete_start_offset_breached(self._now(now_ms) if (now_ms is not None or self._clock) else 0)
+        self._log_start_moved()
+        return True
+
+    def _log_start_moved(self) -> None:
+        # Not fsynced: entries below the log start that survive a crash are dropped on load.
+        if self.epochs.truncate_from_start(self._log_start_offset, write=False):
+            self.epochs.write(sync=False)
 
     def _delete_start_offset_breached(self, now: int) -> int:
         n = 0
@@ -616,6 +818,7 @@ class PartitionLog:
                     deleted += n
             if deleted:
                 self._log_start_offset = max(self._log_start_offset, self.segments[0].base_offset)
+                self._log_start_moved()
         self.delete_pending(now_ms)
         return deleted
 
@@ -648,6 +851,8 @@ class PartitionLog:
         del self._bases[n:]
         self.segments[-1].truncate_to(offset)
         self._after_truncation()
+        # fsynced: a stale entry at or past a later log end would mislabel new data
+        self.epochs.truncate_from_end(self._log_end_offset)
         self._load_producer_state(None, now)
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int | None = None) -> None:
@@ -658,6 +863,7 @@ class PartitionLog:
         self._add_segment(offset, now)
         self._log_start_offset = offset
         self._after_truncation()
+        self.epochs.clear()
         self.producer_state.delete_snapshots_above(-1)
         self.producer_state.reset(offset)
 
@@ -705,6 +911,7 @@ class PartitionLog:
             "high_watermark": self._high_watermark, "last_stable_offset": self.last_stable_offset,
             "recovery_point": self.recovery_point, "first_dirty_offset": self.first_dirty_offset,
             "pending_deletes": len(self._pending_deletes),
+            "latest_epoch": self.epochs.latest_epoch, "epoch_entries": len(self.epochs),
             **self.recovery_stats,
         }
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import struct
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord
@@ -340,20 +340,24 @@ class LogSegment:
         self._max_ts = (max_ts, max_off)
         return end
 
-    def recover(self, *, gap_limit: int = 0, prev_epoch: int = -1) -> RecoveryResult:
+    def recover(self, *, gap_limit: int = 0, prev_epoch: int = -1,
+                on_batch: Callable[["rb.BatchHeader"], None] | None = None) -> RecoveryResult:
         """Re-validate every batch (size, CRC32C, offsets) and rebuild the indexes.
 
         The file is cut at the first batch that is torn, fails its CRC, does not start
         where the previous batch ended (a forward gap is allowed only up to
-        ``gap_limit``, the compacted part of the log), or leaves the segment's relative
-        offset range.  The partition leader epoch is outside the CRC and not checked
-        (callers may legitimately mix -1 and real epochs), as in Kafka.
+        ``gap_limit``: the compacted part of the log, or data that was fsynced as
+        written, e.g. a follower's copy of a compacted leader log), or leaves the
+        segment's relative offset range.  The partition leader epoch is outside the CRC
+        and not checked (callers may legitimately mix -1 and real epochs), as in Kafka.
+        ``on_batch`` sees the header of every batch kept, in order (the owner rebuilds
+        its leader-epoch cache from them).
         """
         self.offset_index.reset()
         self.time_index.reset()
         self._first_batch_ts = None
         scan = self.batches(0, verify=True)
-        checked = self._checked(scan, gap_limit, prev_epoch)
+        checked = self._checked(scan, gap_limit, prev_epoch, on_batch)
         valid = self._index_from_scan(checked)
         err = scan.error or checked.error
         truncated = self.size - valid
@@ -362,7 +366,7 @@ class LogSegment:
             self.size = valid
         return RecoveryResult(valid, truncated, checked.count, err)
 
-    def _checked(self, scan: BatchScan, gap_limit: int, prev_epoch: int):
+    def _checked(self, scan: BatchScan, gap_limit: int, prev_epoch: int, on_batch=None):
         seg = self
 
         class Checked:
@@ -382,6 +386,8 @@ class LogSegment:
                         return
                     expected, epoch = h.next_offset, h.partition_leader_epoch
                     self.count += 1
+                    if on_batch is not None:
+                        on_batch(h)
                     yield pos, h, data
                 seg._last_epoch = epoch
 
