@@ -152,6 +152,19 @@ func ctxFor(op Op) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), timeout)
 }
 
+// perName answers an admin call whose results are keyed by name (topic or group): the
+// call's error, or name → describe(result).
+func perName[M ~map[string]R, R any](res M, err error, describe func(R) any) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for name, r := range res {
+		out[name] = describe(r)
+	}
+	return out, nil
+}
+
 func (d *Driver) run(op Op) (any, error) {
 	ctx, cancel := ctxFor(op)
 	defer cancel()
@@ -192,14 +205,7 @@ func (d *Driver) run(op Op) (any, error) {
 		return out, nil
 	case "deleteTopics":
 		res, err := adm.DeleteTopics(ctx, op.Names...)
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]any{}
-		for name, r := range res {
-			out[name] = errType(r.Err)
-		}
-		return out, nil
+		return perName(res, err, func(r kadm.DeleteTopicResponse) any { return errType(r.Err) })
 	case "createPartitions":
 		res, err := adm.UpdatePartitions(ctx, op.Count, op.Topic)
 		if err != nil {
@@ -307,21 +313,12 @@ func (d *Driver) run(op Op) (any, error) {
 		return true, nil
 	case "listGroups":
 		res, err := adm.ListGroups(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]any{}
-		for name, g := range res {
-			out[name] = map[string]any{"protocolType": g.ProtocolType, "state": g.State}
-		}
-		return out, nil
+		return perName(res, err, func(g kadm.ListedGroup) any {
+			return map[string]any{"protocolType": g.ProtocolType, "state": g.State}
+		})
 	case "describeGroups":
 		res, err := adm.DescribeGroups(ctx, op.GroupIDs...)
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]any{}
-		for name, g := range res {
+		return perName(res, err, func(g kadm.DescribedGroup) any {
 			var members []any
 			for _, m := range g.Members {
 				assigned := map[string][]int32{}
@@ -335,20 +332,12 @@ func (d *Driver) run(op Op) (any, error) {
 				members = append(members, map[string]any{"memberId": m.MemberID, "clientId": m.ClientID,
 					"instanceId": m.InstanceID, "assigned": assigned})
 			}
-			out[name] = map[string]any{"state": g.State, "protocolType": g.ProtocolType,
+			return map[string]any{"state": g.State, "protocolType": g.ProtocolType,
 				"protocol": g.Protocol, "members": members, "error": errType(g.Err)}
-		}
-		return out, nil
+		})
 	case "deleteGroups":
 		res, err := adm.DeleteGroups(ctx, op.GroupIDs...)
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]any{}
-		for name, r := range res {
-			out[name] = errType(r.Err)
-		}
-		return out, nil
+		return perName(res, err, func(r kadm.DeleteGroupResponse) any { return errType(r.Err) })
 	case "fetchOffsets":
 		res, err := adm.FetchOffsets(ctx, op.GroupID)
 		if err != nil {
