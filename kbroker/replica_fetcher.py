@@ -87,7 +87,14 @@ class FollowerLog:
             return "error"
         div = result.diverging_epoch
         if div is not None and (div[0] >= 0 or div[1] >= 0):
+            before = (part.log.log_end_offset, part.log.latest_epoch)
             self.truncate_on_divergence(part, div[0], div[1])
+            if (part.log.log_end_offset, part.log.latest_epoch) == before:
+                # no progress possible from here: back off instead of asking again at once
+                log.warning("%s-%d: leader reports divergence at epoch %d end %d that truncation "
+                            "cannot resolve (log end %d)", part.topic, part.index, div[0], div[1],
+                            before[0])
+                return "error"
             return "truncated"
         log_ = part.log
         if log_.log_end_offset != fetch_offset:
