@@ -8,15 +8,18 @@ metadata log sit on it.  Entry points:
 * :class:`LogManager` (``manager``) -- all partitions of ``log.dirs``, checkpoints,
   clean-shutdown marker, maintenance entry points;
 * ``tasks.run_background`` -- the trio loops driving the maintenance;
+* :class:`LeaderEpochCache` (``epoch_cache``) -- which leader epoch wrote which offsets;
 * ``segment``, ``index``, ``cleaner``, ``checkpoint`` -- the pieces.
 """
 from .config import LogConfig
-from .errors import (KafkaStorageError, LogClosed, LogError, OffsetOutOfRange,
-                     PolicyViolation, RecordBatchTooLarge)
+from .epoch_cache import EpochEntry, LeaderEpochCache
+from .errors import (KafkaStorageError, LogClosed, LogError, OffsetOutOfRange, OffsetsOutOfOrder,
+                     PolicyViolation, RecordBatchTooLarge, UnexpectedAppendOffset)
 from .manager import LogManager
 from .partition import AppendInfo, PartitionLog
 from .region import FileRegion
 
-__all__ = ["AppendInfo", "FileRegion", "KafkaStorageError", "LogClosed", "LogConfig", "LogError",
-           "LogManager", "OffsetOutOfRange", "PartitionLog", "PolicyViolation",
-           "RecordBatchTooLarge"]
+__all__ = ["AppendInfo", "EpochEntry", "FileRegion", "KafkaStorageError", "LeaderEpochCache",
+           "LogClosed", "LogConfig", "LogError", "LogManager", "OffsetOutOfRange",
+           "OffsetsOutOfOrder", "PartitionLog", "PolicyViolation", "RecordBatchTooLarge",
+           "UnexpectedAppendOffset"]
