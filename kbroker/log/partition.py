@@ -831,11 +831,15 @@ class PartitionLog:
 
         The log end becomes the base offset of that batch, i.e. ``offset`` when it is
         a batch boundary.  Truncating below the log start offset empties the log and
-        restarts it at ``offset``.
+        restarts it at ``offset``.  Epoch-cache entries at or past the (new) log end go,
+        even when no data is cut.
         """
         self._check_open()
         now = self._now(now_ms) if (now_ms is not None or self._clock) else 0
         if offset >= self._log_end_offset:
+            # No data to cut, but an epoch this node started as leader without writing
+            # anything may sit at the log end and conflict with the new leader's (Kafka).
+            self.epochs.truncate_from_end(self._log_end_offset)
             return
         if offset < self._log_start_offset or offset <= self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset, now_ms=now)

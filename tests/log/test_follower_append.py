@@ -208,6 +208,23 @@ def test_follower_accepts_gaps_of_a_compacted_leader(tmp_path):
     assert again.epochs.entries() == [(1, 3), (2, 40)]
 
 
+def test_follower_takes_compacted_and_emptied_batches(tmp_path):
+    # What a compacted leader serves: a batch that lost records (offset deltas with holes,
+    # fewer records than its offset span) and one emptied by compaction (no records).
+    holes = rb.build_batch([(b"a", b"1", (), NOW), (b"b", b"2", (), NOW)], base_offset=0,
+                           offset_deltas=[1, 4], last_offset_delta=5, partition_leader_epoch=2)
+    empty = rb.build_batch([], base_offset=6, last_offset_delta=3, producer_id=4,
+                           producer_epoch=1, base_sequence=8, partition_leader_epoch=3)
+    tail = data_batch(1, base_offset=10, partition_leader_epoch=3)
+    follower = new_log(tmp_path / "t-0")
+    info = follower.append_as_follower(holes + empty + tail, now_ms=NOW)
+    assert (info.base_offset, info.last_offset) == (0, 12)
+    assert [d for _, d in stored_batches(follower)] == [holes, empty, tail]
+    assert follower.epochs.entries() == [(2, 0), (3, 6)]
+    assert follower.producer_state.entry(4).last_seq == 11
+    assert follower.read(7, 1).read_bytes() == empty
+
+
 def test_follower_huge_gap_starts_a_segment_at_the_batch(tmp_path):
     far = (1 << 31) + 12345
     follower = new_log(tmp_path / "t-0")
@@ -317,6 +334,16 @@ def test_truncate_to_keeps_cache_right(tmp_path):
     assert log.end_offset_for_epoch(0) == (0, 6)
 
 
+def test_truncate_at_log_end_drops_an_epoch_started_without_data(tmp_path):
+    log = epoch_log(tmp_path / "t-0")
+    log.assign_epoch_start(6, log.log_end_offset)      # became leader, wrote nothing
+    assert log.epochs.entries()[-1] == (6, 18)
+    log.truncate_to(log.log_end_offset + 5)            # now a follower: nothing to cut
+    assert log.log_end_offset == 18
+    assert log.epochs.entries() == [(0, 0), (1, 6), (2, 12)]
+    assert LeaderEpochCache(log.dir).entries() == [(0, 0), (1, 6), (2, 12)]
+
+
 def test_truncate_fully_clears_cache(tmp_path):
     log = epoch_log(tmp_path / "t-0")
     log.truncate_fully_and_start_at(100)
@@ -411,3 +438,33 @@ def test_unclean_recovery_rereads_epochs_of_recovered_batches(tmp_path):
     again = new_log(tmp_path / "t-0", small_config(segment_bytes=300), recovery_point=rp)
     assert again.log_end_offset == 21
     assert again.epochs.entries() == [(0, 0), (1, 6), (2, 12), (4, 18)]
+
+
+# -- property: truncate and re-fetch converges --------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000),
+       steps=st.lists(st.tuples(st.floats(0, 1), st.sampled_from((1, 300, 2000, 1 << 20))),
+                      min_size=1, max_size=6))
+def test_truncate_and_refetch_converges(tmp_path_factory, seed, steps):
+    """A follower that truncates anywhere (a divergence, a restart below the high
+    watermark) and fetches again always ends up a copy of the leader."""
+    d = tmp_path_factory.mktemp("conv")
+    rng = random.Random(seed)
+    leader = build_leader(d / "leader" / "t-0", small_config(segment_bytes=4096), seed=seed)
+    follower = new_log(d / "follower" / "t-0", small_config(segment_bytes=1024))
+    for frac, size in steps:
+        replicate(leader, follower, rng)
+        cut = int(leader.log_end_offset * frac)
+        follower.truncate_to(cut)
+        assert follower.log_end_offset <= cut
+        assert all(o < follower.log_end_offset for _, o in follower.epochs.entries())
+        region = leader.read(follower.log_end_offset, size) if follower.log_end_offset < leader.log_end_offset else None
+        if region is not None:
+            follower.append_as_follower(region.read_bytes(), now_ms=NOW)
+    replicate(leader, follower, rng)
+    assert_same(leader, follower)
