@@ -161,10 +161,12 @@ class FollowerLog:
                 target = min(own_end, leo)
             else:
                 target = min(own_end, end_offset, leo)
+        # also when no data goes: an epoch this node began as leader without writing
+        # anything sits at the log end and must go (the log drops such cache entries)
+        log_.truncate_to(target, now_ms=self.replicas.now_ms())
         if target < leo:
-            log.info("%s-%d: truncating from %d to %d (leader diverged at epoch %d end %d)",
+            log.info("%s-%d: truncated from %d to %d (leader diverged at epoch %d end %d)",
                      part.topic, part.index, leo, target, epoch, end_offset)
-            log_.truncate_to(target, now_ms=self.replicas.now_ms())
             self.replicas.stats["follower_truncations"] = \
                 self.replicas.stats.get("follower_truncations", 0) + 1
             part.wake()

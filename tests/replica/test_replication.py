@@ -243,6 +243,22 @@ async def test_follower_that_missed_an_epoch_truncates_in_rounds(cluster):
     assert values == [b"a", b"z1", b"z2"]
 
 
+async def test_epoch_begun_without_data_is_dropped_from_a_follower(cluster):
+    cluster.create(T, leader=1)
+    produce(cluster.nodes[1], b"a")
+    await cluster.catch_up(T)
+    cluster.set_partition(T, leader=2)               # epoch 1 on node 2: nothing written
+    assert cluster.nodes[2].replica(T, 0).log.latest_epoch == 1
+    cluster.set_partition(T, leader=3)               # epoch 2 on node 3
+    produce(cluster.nodes[3], b"b")
+    assert await cluster.fetch_once(2, T) == "truncated"
+    assert cluster.nodes[2].replica(T, 0).log.latest_epoch == 0
+    await cluster.catch_up(T)
+    data = cluster.nodes[3].log_bytes(T)
+    assert cluster.nodes[1].log_bytes(T) == data == cluster.nodes[2].log_bytes(T)
+    assert cluster.nodes[2].replica(T, 0).log.latest_epoch == 2
+
+
 async def test_follower_behind_leader_log_start_restarts_there(cluster):
     cluster.create(T, leader=1, isr=(1, 2))
     produce(cluster.nodes[1], b"a")
