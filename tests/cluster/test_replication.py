@@ -57,7 +57,11 @@ def check_nothing_lost(cluster, acked: dict):
     missing = set(acked) - set(got)
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:3]}"
     for kv, (p, off) in acked.items():
-        assert got[kv] == (p, off), f"{kv} acknowledged at {p}/{off}, read at {got[kv]}"
+        # librdkafka reports some deliveries as persisted without an offset (None): a retry
+        # of a batch its first leader had written, answered by the next leader (see the
+        # controlled shutdown test); then only the partition is known
+        want = (p, off) if off is not None else (p, got[kv][1])
+        assert got[kv] == want, f"{kv} acknowledged at {p}/{off}, read at {got[kv]}"
 
 
 def test_replicated_produce(cluster, acked):
@@ -156,12 +160,13 @@ def test_controlled_shutdown_of_a_leader(cluster, acked):
     finally:
         stop.set()
         t.join(120)
+        if not cluster.nodes[victim].running:
+            cluster.start(victim)        # the next test needs all three
     assert not acks.failed, f"records not delivered: {acks.failed[:3]}"
     fatal = [e for e in errors if e.fatal()]
     assert not fatal, fatal
     acked.update(acks.acked)
     check_nothing_lost(cluster, acked)
-    cluster.start(victim)
     wait_for_isr(cluster, TOPIC, timeout=90, what="the node back in every ISR")
     wait_for(lambda: replicas_in_sync(cluster, TOPIC, range(PARTITIONS)), timeout=60,
              what="identical replica logs after the restart")
