@@ -145,8 +145,11 @@ class QuorumController(Controller):
         if "metadata.version" not in self.image.features:
             try:
                 async with self._lock:
+                    # Kafka's format step: metadata.version plus the cluster-level
+                    # min.insync.replicas default (KIP-966; compat ledger F-002)
                     await self._commit([messages.FeatureLevelRecord(name="metadata.version",
-                                                                    feature_level=METADATA_VERSION)])
+                                                                    feature_level=METADATA_VERSION),
+                                        *self.bootstrap_config_records()])
             except NotController:
                 pass
 

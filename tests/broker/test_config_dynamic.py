@@ -53,8 +53,11 @@ async def test_broker_resource_lists_kafkas_keys(broker_server):
     assert entries["ssl.keystore.password"].is_sensitive and entries["ssl.keystore.password"].value is None
     assert entries["sasl.login.refresh.buffer.seconds"].config_type == 4        # SHORT
     assert entries["principal.builder.class"].config_type == 8                  # CLASS
-    # the cluster-default resource lists only the cluster-default dynamic configs
-    assert await describe(c, BROKER, "") == {}
+    # the cluster-default resource lists only the cluster-default dynamic configs: on a new
+    # cluster, the min.insync.replicas default Kafka's format step writes (F-002)
+    cluster = await describe(c, BROKER, "")
+    assert set(cluster) == {"min.insync.replicas"}
+    assert cluster["min.insync.replicas"].config_source == DYNAMIC_DEFAULT_BROKER_CONFIG
 
 
 @pytest.mark.parametrize("version", [0, 1])
@@ -75,7 +78,7 @@ async def test_incremental_per_broker_and_cluster_default(broker_server, version
         ("168", DEFAULT_CONFIG)]
     assert (b["message.max.bytes"].value, b["message.max.bytes"].config_source) == ("2000", DYNAMIC_DEFAULT_BROKER_CONFIG)
     d = await describe(c, BROKER, "")
-    assert set(d) == {"message.max.bytes", "log.retention.ms"}
+    assert set(d) == {"message.max.bytes", "log.retention.ms", "min.insync.replicas"}
     assert [s.source for s in d["log.retention.ms"].synonyms] == [DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG]
     # topics without overrides follow at once
     t = await describe(c, 2, "dyn")
@@ -89,7 +92,7 @@ async def test_incremental_per_broker_and_cluster_default(broker_server, version
     t = await describe(c, 2, "dyn")
     assert (t["retention.ms"].value, t["retention.ms"].config_source) == ("7200000", DYNAMIC_DEFAULT_BROKER_CONFIG)
     meta = broker_server.broker.metadata.broker_configs
-    assert dict(meta.get("1", {})) == {} and dict(meta[""]) == {"message.max.bytes": "2000", "log.retention.ms": "7200000"}
+    assert dict(meta.get("1", {})) == {} and dict(meta[""]) == {"message.max.bytes": "2000", "log.retention.ms": "7200000", "min.insync.replicas": "1"}
 
 
 async def test_dynamic_message_max_bytes_is_enforced(broker_server):
