@@ -45,7 +45,7 @@ from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import records as trec
-from .markers import MarkerChannel, write_local
+from .markers import MarkerChannel, write_as_leader, write_local
 from .metadata import TransactionMetadata, TxnState
 
 log = logging.getLogger("kbroker.txn")
@@ -524,9 +524,11 @@ class TransactionCoordinator:
                 self._delivering.add(prepare.transactional_id)
                 self._nursery.start_soon(self._deliver, prepare)
             return False
-        written = write_local(self.broker, prepare.producer_id, prepare.producer_epoch, commit,
-                              parts, self.coordinator_epoch(prepare.partition), self.stats)
-        if not all(code in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION) for code, _ in written.values()):
+        # as the WriteTxnMarkers handler: a marker counts once the partition's ISR has it
+        written = await write_as_leader(self.broker, prepare.producer_id, prepare.producer_epoch,
+                                        commit, parts, self.coordinator_epoch(prepare.partition),
+                                        self.stats)
+        if not all(code in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION) for code in written.values()):
             return False      # stay in Prepare*: the timer retries
         return await self._write_complete(prepare)
 

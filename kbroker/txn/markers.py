@@ -3,15 +3,16 @@
 Kafka's ``TransactionMarkerChannelManager`` (coordinator side) and the leader side of
 WriteTxnMarkers (key 27, v1: the version Kafka's coordinator sends; KIP-98).
 
-- :func:`write_local` appends a marker to each partition this node leads (the work of a
-  WriteTxnMarkers request, and the coordinator's shortcut for its own partitions). A marker
+- :func:`write_local` appends a marker to each partition this node leads. A marker
   on ``__consumer_offsets`` also makes the transaction's staged offsets visible in the
   group coordinator (or drops them). A partition the image knows but this node does not
   lead answers NOT_LEADER_OR_FOLLOWER, one the image does not know
   UNKNOWN_TOPIC_OR_PARTITION (Kafka's ``getPartitionOrError``).
-- :func:`write_as_leader` is the WriteTxnMarkers handler's work: :func:`write_local`, then,
-  as Kafka appends markers with ``acks=-1``, a wait until each marker is replicated when the
-  replica manager can wait (``wait_replicated``).
+- :func:`write_as_leader` is the WriteTxnMarkers handler's work and the coordinator's
+  shortcut for the partitions it leads itself: :func:`write_local`, then, as Kafka appends
+  markers with ``acks=-1``, a wait until each marker is replicated when the replica manager
+  can wait (``wait_replicated``), so Complete* is never written for a marker a failover could
+  still lose.
 - :class:`MarkerChannel` delivers one transaction's markers across the cluster: it groups
   the partitions by their leader in the current metadata image, writes its own directly and
   sends one WriteTxnMarkers per other leader (``RpcClient``: pooled trio connections, on the
@@ -197,9 +198,8 @@ class MarkerChannel:
 
             async def to(leader: int, tps: list[TP]) -> None:
                 if leader == me:
-                    written = write_local(self.broker, producer_id, producer_epoch, commit, tps,
-                                          coordinator_epoch, self.stats)
-                    results.update({tp: code for tp, (code, _) in written.items()})
+                    results.update(await write_as_leader(self.broker, producer_id, producer_epoch,
+                                                         commit, tps, coordinator_epoch, self.stats))
                 elif leader >= 0:
                     results.update(await self.send(leader, producer_id, producer_epoch, commit,
                                                    tps, coordinator_epoch))
