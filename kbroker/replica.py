@@ -118,6 +118,15 @@ def _error_from(exc: Exception) -> ReplicaError:
     return ReplicaError(code, str(exc) or None)
 
 
+def _out_of_range(res: "FetchResult") -> "FetchResult":
+    """Kafka answers a fetch outside [log start, log end] with OFFSET_OUT_OF_RANGE and
+    unknown (-1) watermarks, as for every read error (``createLogReadResult``): clients ask
+    ListOffsets where to go next."""
+    res.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+    res.high_watermark = res.last_stable_offset = res.log_start_offset = -1
+    return res
+
+
 # --------------------------------------------------------------------------- partition.metadata
 
 PARTITION_METADATA = "partition.metadata"
@@ -938,8 +947,7 @@ class ReplicaManager:
         res.aborted_transactions = [] if isolation_level == READ_COMMITTED else None
         offset = spec.fetch_offset
         if offset < part.log_start_offset or offset > part.log_end_offset:
-            res.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-            return res
+            return _out_of_range(res)
         max_offset = lso if isolation_level == READ_COMMITTED else hw
         if offset >= max_offset:
             return res
@@ -997,14 +1005,12 @@ class ReplicaManager:
         if spec.last_fetched_epoch >= 0:
             epoch, end = log_.end_offset_for_epoch(spec.last_fetched_epoch)
             if epoch < 0 or end < 0 or offset < log_.log_start_offset:
-                res.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                return res
+                return _out_of_range(res)
             if epoch < spec.last_fetched_epoch or end < offset:
                 res.diverging_epoch = (epoch, end)
                 return res
         if offset < log_.log_start_offset or offset > leo:
-            res.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-            return res
+            return _out_of_range(res)
         limit = max(0, min(spec.partition_max_bytes, max_bytes))
         if offset < leo and (limit > 0 or min_one):
             try:
