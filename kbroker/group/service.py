@@ -14,9 +14,15 @@ What it adds to the state machine:
   use ``trio.testing.MockClock``) and fires what is due.
 
 One ``trio.Lock`` serialises every manager call together with the append of its records,
-so the in-memory state and the log never diverge (Kafka serialises per partition in its
-coordinator runtime; one lock is enough for one node). ``now_ms`` defaults to the broker's
-clock.
+so the order of the log is the order of the manager's decisions (Kafka serialises per
+partition in its coordinator runtime; one lock is enough for one node). The wait for the
+ISR (acks=all) happens *outside* the lock: a slow follower delays only the requests whose
+records wait for it, not every group of the node. The manager's continuations (which
+answer the commit, the SyncGroup, ...) run under the lock again once the records are
+replicated, and per ``__consumer_offsets`` partition in the order the records were
+appended -- so a commit is answered only after replication and two commits of one
+partition never apply out of order, as Kafka's old coordinator whose callbacks ran when
+the DelayedProduce completed. ``now_ms`` defaults to the broker's clock.
 """
 from __future__ import annotations
 
@@ -66,6 +72,9 @@ class GroupCoordinator:
         self.manager = GroupManager(self.config, **kw)
         self.now_ms = now_ms or broker.clock.now_ms
         self._lock = trio.Lock()
+        # per __consumer_offsets partition: set once the last appended records' continuations
+        # ran (the next append's continuations wait for it: append order = apply order)
+        self._applied: dict[int, trio.Event] = {}
         self._wake = trio.Event()
         self._sleeping_until = math.inf
         self._nursery: trio.Nursery | None = None
@@ -199,46 +208,87 @@ class GroupCoordinator:
 
     async def _drive(self, res: Result) -> Any:
         """Deliver replies, append records, run continuations; return the response.
-        Called with the lock held."""
+        Called with the lock held; releases it while the records wait for the ISR."""
         response = res.response
         while True:
             for slot, reply in res.replies:
                 slot.set(reply)
             if not res.records:
                 break
-            error = await self._append(res)
-            res = self.manager.after_append(res, error, self.now_ms())
+            turns: list[tuple[int, trio.Event]] = []
+            try:
+                error = await self._append(res, turns)
+                res = self.manager.after_append(res, error, self.now_ms())
+            finally:
+                for p, mine in turns:
+                    mine.set()
+                    if self._applied.get(p) is mine:
+                        del self._applied[p]
             if res.response is not None:
                 response = res.response
         self._maybe_wake_timer()
         return response
 
-    async def _append(self, res: Result) -> int:
+    async def _append(self, res: Result, turns: list) -> int:
+        """Append ``res.records`` (one batch per partition, under the lock), then -- with the
+        lock released -- wait until the ISR has them and until the records appended before
+        them on the same partitions were applied; returns holding the lock again.
+        ``turns`` receives this append's (partition, event) to set once applied."""
         by_partition: dict[int, list] = {}
         now = self.now_ms()
         for r in res.records:
             by_partition.setdefault(r.partition, []).append((r.key, r.value, (), now))
         error = E.NONE
+        waits: list[tuple[int, int]] = []          # (partition, required offset)
+        before: list[trio.Event] = []
         for p, recs in by_partition.items():
+            prev = self._applied.get(p)
+            if prev is not None:
+                before.append(prev)
+            mine = self._applied[p] = trio.Event()
+            turns.append((p, mine))
             try:
                 batch = wire_records.build_batch(recs)
                 appended = self.broker.replicas.append(OFFSETS_TOPIC, p, batch, required_acks=-1,
                                                        now_ms=now, allow_internal=True)
-                # acks=all, as Kafka's coordinator: applied once the ISR has the records
-                code = await self.broker.replicas.wait_replicated(
-                    OFFSETS_TOPIC, p, appended.last_offset + 1,
-                    int(self.broker.config.get("offsets.commit.timeout.ms") or 5000))
+                waits.append((p, appended.last_offset + 1))
+                self.stats["records_appended"] += len(recs)
+            except Exception as exc:  # noqa: BLE001 - becomes the Kafka error clients see
+                error = self._failed(p, exc)
+        timeout_ms = int(self.broker.config.get("offsets.commit.timeout.ms") or 5000)
+        failed: list[tuple[int, Exception]] = []
+
+        async def replicated(p: int, required: int) -> None:
+            # acks=all, as Kafka's coordinator: applied once the ISR has the records
+            try:
+                code = await self.broker.replicas.wait_replicated(OFFSETS_TOPIC, p, required,
+                                                                  timeout_ms)
                 if code:
                     from kbroker.replica import ReplicaError
                     raise ReplicaError(code)
                 self.stats["appends"] += 1
-                self.stats["records_appended"] += len(recs)
-            except Exception as exc:  # noqa: BLE001 - becomes the Kafka error clients see
-                code = getattr(exc, "error_code", None)
-                error = int(code) if code is not None else E.UNKNOWN_SERVER_ERROR
-                self.stats["append_errors"] += 1
-                log.warning("append to %s-%d failed: %r", OFFSETS_TOPIC, p, exc)
+            except Exception as exc:  # noqa: BLE001
+                failed.append((p, exc))
+
+        self._lock.release()
+        try:
+            async with trio.open_nursery() as nursery:
+                for p, required in waits:
+                    nursery.start_soon(replicated, p, required)
+            for ev in before:
+                await ev.wait()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._lock.acquire()
+        for p, exc in failed:
+            error = self._failed(p, exc)
         return error
+
+    def _failed(self, p: int, exc: Exception) -> int:
+        code = getattr(exc, "error_code", None)
+        self.stats["append_errors"] += 1
+        log.warning("append to %s-%d failed: %r", OFFSETS_TOPIC, p, exc)
+        return int(code) if code is not None else E.UNKNOWN_SERVER_ERROR
 
     # ------------------------------------------------------------------ timers
     def _maybe_wake_timer(self) -> None:

@@ -152,3 +152,128 @@ async def test_close_answers_parked_requests(autojump_clock):
         await trio.testing.wait_all_tasks_blocked()
         assert out and out[0].error == E.NOT_COORDINATOR
         nursery.cancel_scope.cancel()
+
+
+class GatedReplicas(FakeReplicas):
+    """``wait_replicated`` of a gated partition blocks until the test opens the gate (a
+    follower still in the ISR that does not fetch); other partitions replicate at once."""
+
+    def __init__(self, logs):
+        super().__init__(logs)
+        self.gates: dict[int, trio.Event] = {}
+        self.waiting: list[tuple[int, int]] = []
+
+    async def wait_replicated(self, topic, p, required_offset, timeout_ms):
+        gate = self.gates.get(p)
+        if gate is not None:
+            self.waiting.append((p, required_offset))
+            await gate.wait()
+        return 0
+
+
+def groups_on_distinct_partitions(gc, n=2):
+    out, seen = [], set()
+    for i in range(100):
+        g = f"grp-{i}"
+        p = gc.manager.partition_for(g)
+        if p not in seen:
+            seen.add(p)
+            out.append((g, p))
+            if len(out) == n:
+                return out
+    raise AssertionError("no groups on distinct partitions")
+
+
+async def test_a_commit_waiting_for_replication_does_not_stall_other_groups(autojump_clock):
+    """The lock covers the append, not the wait for the ISR: while group A's commit waits
+    for replication, group B (another __consumer_offsets partition) commits and heartbeats;
+    A's commit is answered -- and its offset becomes visible -- only once replicated, and
+    two commits of one partition apply in the order they were appended."""
+    broker = FakeBroker(topic_exists=True)
+    broker.replicas = GatedReplicas(broker.logs)
+    gc = GroupCoordinator(broker)
+    (ga, pa), (gb, pb) = groups_on_distinct_partitions(gc)
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        # group B has a stable member (join, sync) before A's partition is gated
+        first = await gc.join_group(JoinRequest(
+            group_id=gb, member_id="", protocol_type="consumer", protocols=[("range", b"m")],
+            session_timeout_ms=10000, rebalance_timeout_ms=30000, client_id="b", api_version=9))
+        assert first.error == E.MEMBER_ID_REQUIRED
+        joined = {}
+
+        async def join_b():
+            joined["r"] = await gc.join_group(JoinRequest(
+                group_id=gb, member_id=first.member_id, protocol_type="consumer",
+                protocols=[("range", b"m")], session_timeout_ms=10000,
+                rebalance_timeout_ms=30000, client_id="b", api_version=9))
+        nursery.start_soon(join_b)
+        await trio.sleep(3.5)                      # group.initial.rebalance.delay.ms
+        mb = joined["r"].member_id
+        assert (await gc.sync_group(gb, mb, 1, None, None, None, [(mb, b"B")])).assignment == b"B"
+
+        gate = broker.replicas.gates[pa] = trio.Event()
+        answers: dict[str, object] = {}
+
+        async def commit_a(name, offset):
+            answers[name] = await gc.commit_offsets(ga, "", -1, None, [("t", [(0, offset, -1, "")])])
+        nursery.start_soon(commit_a, "a1", 10)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(commit_a, "a2", 20)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [p for p, _ in broker.replicas.waiting] == [pa, pa], "both appended, both waiting"
+        assert answers == {}, "no commit answered before replication"
+        assert (await gc.fetch_offsets(ga, [("t", [0])]))[1] == [("t", [(0, -1, -1, "", 0)])]
+
+        # meanwhile group B is served
+        assert await gc.commit_offsets(gb, mb, 1, None, [("t", [(0, 7, -1, "")])]) == [("t", [(0, 0)])]
+        assert await gc.heartbeat(gb, mb, 1, None) == 0
+        assert (await gc.fetch_offsets(gb, [("t", [0])]))[1] == [("t", [(0, 7, -1, "", 0)])]
+        assert answers == {}
+
+        gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers == {"a1": [("t", [(0, 0)])], "a2": [("t", [(0, 0)])]}
+        # applied in append order: the later commit wins
+        assert (await gc.fetch_offsets(ga, [("t", [0])]))[1] == [("t", [(0, 20, -1, "", 0)])]
+        gc.close()
+        nursery.cancel_scope.cancel()
+
+
+async def test_later_append_applies_after_an_earlier_one_on_the_same_partition(autojump_clock):
+    """Replication of the second commit reported first: its continuation still waits for the
+    first commit's, so the partition's offsets never go back."""
+    broker = FakeBroker(topic_exists=True)
+
+    class OutOfOrder(FakeReplicas):
+        def __init__(self, logs):
+            super().__init__(logs)
+            self.gates: dict[int, trio.Event] = {}
+
+        async def wait_replicated(self, topic, p, required_offset, timeout_ms):
+            gate = self.gates.setdefault(required_offset, trio.Event())
+            await gate.wait()
+            return 0
+
+    broker.replicas = OutOfOrder(broker.logs)
+    gc = GroupCoordinator(broker)
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        answers = {}
+
+        async def commit(name, offset):
+            answers[name] = await gc.commit_offsets("g", "", -1, None, [("t", [(0, offset, -1, "")])])
+        nursery.start_soon(commit, "first", 1)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(commit, "second", 2)
+        await trio.testing.wait_all_tasks_blocked()
+        first_req, second_req = sorted(broker.replicas.gates)
+        broker.replicas.gates[second_req].set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers == {}, "the second waits for the first to be applied"
+        broker.replicas.gates[first_req].set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert set(answers) == {"first", "second"}
+        assert (await gc.fetch_offsets("g", [("t", [0])]))[1] == [("t", [(0, 2, -1, "", 0)])]
+        gc.close()
+        nursery.cancel_scope.cancel()
