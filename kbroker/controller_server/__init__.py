@@ -17,7 +17,10 @@ key   API                     module
 20    DeleteTopics            ``forwarded``
 33    AlterConfigs            ``forwarded``
 37    CreatePartitions        ``forwarded``
+43    ElectLeaders            ``forwarded``
 44    IncrementalAlterConfigs ``forwarded``
+45    AlterPartitionReassign. ``forwarded``
+46    ListPartitionReassign.  ``forwarded``
 52    Vote                    ``vote``
 53    BeginQuorumEpoch        ``begin_quorum_epoch``
 54    EndQuorumEpoch          ``end_quorum_epoch``

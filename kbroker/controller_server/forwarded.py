@@ -1,5 +1,7 @@
 """Admin writes forwarded by brokers: CreateTopics (19, v2–v7), DeleteTopics (20, v1–v6),
-AlterConfigs (33, v0–v2), CreatePartitions (37, v0–v3), IncrementalAlterConfigs (44, v0–v1).
+AlterConfigs (33, v0–v2), CreatePartitions (37, v0–v3), ElectLeaders (43, v0–v2),
+IncrementalAlterConfigs (44, v0–v1), AlterPartitionReassignments (45, v0),
+ListPartitionReassignments (46, v0).
 
 The client plane's handlers (``kbroker.api.*``) are reused as they are: on this plane
 ``ctx.broker.controller`` is the local ``QuorumController``. When this node is not the
@@ -7,7 +9,9 @@ active controller every entry is answered ``NOT_CONTROLLER`` and the forwarding 
 retries against the leader it learns from Raft."""
 from __future__ import annotations
 
-from kbroker.api import alter_configs, create_partitions, create_topics, delete_topics, incremental_alter_configs
+from kbroker.api import (alter_configs, alter_partition_reassignments, create_partitions, create_topics,
+                         delete_topics, elect_leaders, incremental_alter_configs,
+                         list_partition_reassignments)
 from kbroker.metadata.quorum_controller import NotController
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -32,6 +36,18 @@ def _not_controller(api_key: int, request):
         R = messages.CreatePartitionsResponse
         return R(throttle_time_ms=0, results=[R.CreatePartitionsTopicResult(name=t.name, error_code=NC)
                                               for t in request.topics or ()])
+    if api_key == 43:
+        R = messages.ElectLeadersResponse
+        return R(throttle_time_ms=0, error_code=NC, replica_election_results=[
+            R.ReplicaElectionResult(topic=t.topic, partition_result=[
+                R.ReplicaElectionResult.PartitionResult(partition_id=i, error_code=NC) for i in t.partitions])
+            for t in request.topic_partitions or ()])
+    if api_key == 45:
+        R = messages.AlterPartitionReassignmentsResponse
+        return R(throttle_time_ms=0, error_code=NC, responses=[])
+    if api_key == 46:
+        R = messages.ListPartitionReassignmentsResponse
+        return R(throttle_time_ms=0, error_code=NC, topics=[])
     R = messages.response_class(api_key)
     return R(throttle_time_ms=0, responses=[R.AlterConfigsResourceResponse(
         error_code=NC, resource_type=r.resource_type, resource_name=r.resource_name)
@@ -56,3 +72,6 @@ _forwarded(20, (1, 6), delete_topics.handle)
 _forwarded(33, (0, 2), alter_configs.handle)
 _forwarded(37, (0, 3), create_partitions.handle)
 _forwarded(44, (0, 1), incremental_alter_configs.handle)
+_forwarded(43, (0, 2), elect_leaders.handle)
+_forwarded(45, (0, 0), alter_partition_reassignments.handle)
+_forwarded(46, (0, 0), list_partition_reassignments.handle)

@@ -2,15 +2,18 @@
 
 It offers the coroutines of ``Controller`` (``create_topics``, ``maybe_create_topics``,
 ``delete_topics``, ``create_partitions``, ``alter_configs``, ``incremental_alter_configs``,
-``allocate_producer_ids``) plus ``register_broker``/``heartbeat`` for the broker lifecycle
-and ``alter_partition`` for partition leaders (ISR changes), and routes each call:
+``allocate_producer_ids``) plus ``register_broker``/``heartbeat`` for the broker lifecycle,
+``alter_partition`` for partition leaders (ISR changes) and ``elect_leaders``,
+``alter_partition_reassignments``, ``list_partition_reassignments`` (admin), and routes
+each call:
 
 - when this node is the active controller (a combined node leading the quorum, or the
   one-node quorum of ``make run``): straight to the local ``QuorumController``;
 - otherwise it is forwarded to the Raft leader's controller listener as the Kafka request it
   stands for (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, AlterConfigs v2,
   IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v1,
-  BrokerHeartbeat v0, AlterPartition v3) — Kafka forwards admin writes through Envelope;
+  BrokerHeartbeat v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v0,
+  ListPartitionReassignments v0) — Kafka forwards admin writes through Envelope;
   re-sending the request is equivalent here because there is no principal to carry.
 
 A failed attempt (no leader yet, connection refused or closed, ``NOT_CONTROLLER``, the
@@ -337,6 +340,72 @@ class ControllerChannel:
                                      timeout=limit)
         self.stats["gave_up"] += 1
         return AlterPartitionResult(E.NOT_CONTROLLER)
+
+    # ------------------------------------------------------------------ elections, reassignment
+    async def elect_leaders(self, election_type: int, topics):
+        """ElectLeaders on the active controller: ``topics`` ``[(name, [partition])]`` or None
+        (every partition); ``(error code, [(topic, [(partition, code, message)])])``."""
+        R = w.ElectLeadersRequest
+
+        async def remote(addr):
+            req = R(election_type=election_type, timeout_ms=int(self.timeout * 1000),
+                    topic_partitions=None if topics is None else [
+                        R.TopicPartitions(topic=n, partitions=list(ps)) for n, ps in topics])
+            resp = await self._call(addr, 43, 2, req)
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            results = [(r.topic, [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result])
+                       for r in resp.replica_election_results]
+            if any(code == E.NONE for _, ps in results for _, code, _ in ps):
+                await self.quorum.wait_caught_up_after_now()
+            return resp.error_code, results
+
+        return await self._route(
+            lambda c: c.elect_leaders(election_type, topics), remote,
+            lambda: (E.NOT_CONTROLLER, [(n, [(i, E.NOT_CONTROLLER, "No active controller.") for i in ps])
+                                        for n, ps in topics or ()]))
+
+    async def alter_partition_reassignments(self, topics):
+        """AlterPartitionReassignments on the active controller: ``topics`` ``[(name,
+        [(partition, target replicas or None)])]``; ``[(name, [(partition, code, message)])]``."""
+        R = w.AlterPartitionReassignmentsRequest
+
+        async def remote(addr):
+            req = R(timeout_ms=int(self.timeout * 1000), topics=[
+                R.ReassignableTopic(name=n, partitions=[
+                    R.ReassignablePartition(partition_index=i, replicas=None if t is None else list(t))
+                    for i, t in ps]) for n, ps in topics])
+            resp = await self._call(addr, 45, 0, req)
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            out = [(r.name, [(p.partition_index, p.error_code, p.error_message) for p in r.partitions])
+                   for r in resp.responses]
+            if any(code == E.NONE for _, ps in out for _, code, _ in ps):
+                await self.quorum.wait_caught_up_after_now()
+            return out
+
+        return await self._route(
+            lambda c: c.alter_partition_reassignments(topics), remote,
+            lambda: [(n, [(i, E.NOT_CONTROLLER, "No active controller.") for i, _ in ps]) for n, ps in topics])
+
+    async def list_partition_reassignments(self, topics):
+        """ListPartitionReassignments on the active controller: ``[(name, [(partition,
+        replicas, adding, removing)])]``, or ``E.NOT_CONTROLLER`` when none answers."""
+        R = w.ListPartitionReassignmentsRequest
+
+        async def local(c):
+            return await c.list_partition_reassignments(topics)
+
+        async def remote(addr):
+            req = R(timeout_ms=int(self.timeout * 1000), topics=None if topics is None else [
+                R.ListPartitionReassignmentsTopics(name=n, partition_indexes=list(ps)) for n, ps in topics])
+            resp = await self._call(addr, 46, 0, req)
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            return [(t.name, [(p.partition_index, list(p.replicas), list(p.adding_replicas),
+                               list(p.removing_replicas)) for p in t.partitions]) for t in resp.topics]
+
+        return await self._route(local, remote, lambda: E.NOT_CONTROLLER)
 
     def statistics(self) -> dict:
         out = {"channel": dict(self.stats), "image": self.image.statistics()}

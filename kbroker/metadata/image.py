@@ -12,7 +12,8 @@ the replica manager) hold an image and never see it change under them.
 Record semantics follow Kafka's ``TopicsDelta``/``ConfigurationsDelta``:
 - ``PartitionChangeRecord`` fields at their "unchanged" sentinels (leader -2, null lists)
   leave the partition as it was; a leader change bumps the leader epoch; every change bumps
-  the partition epoch.
+  the partition epoch (``apply_partition_change``). ``adding_replicas``/``removing_replicas``
+  of an ongoing reassignment (KIP-455) are part of the partition's state.
 - ``ConfigRecord`` with a null value deletes the override; resource type 2 is a topic,
   4 a broker (empty name = cluster default).
 - ``RemoveTopicRecord`` removes the topic and its config overrides.
@@ -41,6 +42,28 @@ class PartitionImage:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     partition_epoch: int = 0
+    removing_replicas: tuple[int, ...] = ()      # KIP-455: replicas a reassignment removes
+    adding_replicas: tuple[int, ...] = ()        # KIP-455: replicas a reassignment adds
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.removing_replicas or self.adding_replicas)
+
+
+def apply_partition_change(old: PartitionImage, r) -> PartitionImage:
+    """The partition after one ``PartitionChangeRecord`` (Kafka's ``PartitionRegistration.merge``)."""
+    new = old
+    if r.leader != -2:
+        new = replace(new, leader=r.leader, leader_epoch=old.leader_epoch + 1)
+    if r.isr is not None:
+        new = replace(new, isr=tuple(r.isr))
+    if r.replicas is not None:
+        new = replace(new, replicas=tuple(r.replicas))
+    if r.removing_replicas is not None:
+        new = replace(new, removing_replicas=tuple(r.removing_replicas))
+    if r.adding_replicas is not None:
+        new = replace(new, adding_replicas=tuple(r.adding_replicas))
+    return replace(new, partition_epoch=old.partition_epoch + 1)
 
 
 @dataclass(frozen=True)
@@ -162,22 +185,15 @@ class ImageBuilder:
         parts = self._topic(name)[1]
         parts[r.partition_id] = PartitionImage(r.partition_id, r.leader, r.leader_epoch,
                                                tuple(r.replicas or ()), tuple(r.isr or ()),
-                                               r.partition_epoch)
+                                               r.partition_epoch, tuple(r.removing_replicas or ()),
+                                               tuple(r.adding_replicas or ()))
 
     def _on_PartitionChangeRecord(self, r) -> None:
         name = self._name_of(r.topic_id)
         if name is None:
             raise ValueError(f"PartitionChangeRecord for unknown topic id {r.topic_id}")
         parts = self._topic(name)[1]
-        old = parts[r.partition_id]
-        new = old
-        if r.leader != -2:
-            new = replace(new, leader=r.leader, leader_epoch=old.leader_epoch + 1)
-        if r.isr is not None:
-            new = replace(new, isr=tuple(r.isr))
-        if r.replicas is not None:
-            new = replace(new, replicas=tuple(r.replicas))
-        parts[r.partition_id] = replace(new, partition_epoch=old.partition_epoch + 1)
+        parts[r.partition_id] = apply_partition_change(parts[r.partition_id], r)
 
     def _on_ConfigRecord(self, r) -> None:
         if r.resource_type == TOPIC_RESOURCE:

@@ -35,7 +35,16 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
   become empty keeps its last member, until that broker comes back. A controller that was
   stalled does not count its own stall against brokers;
 - on activation: ``FeatureLevelRecord(metadata.version)`` when the log has none (Kafka's
-  bootstrap records), and every registered broker gets a fresh session.
+  bootstrap records), and every registered broker gets a fresh session;
+- every partition change is built by ``reassign.build_change`` (Kafka's
+  ``PartitionChangeBuilder``), so an ISR change that holds all the target replicas of an
+  ongoing reassignment completes it (an AlterPartition whose completion moves the
+  leadership away from the requester answers ``NEW_LEADER_ELECTED``, v0–v1
+  ``FENCED_LEADER_EPOCH``);
+- ``elect_leaders`` (ElectLeaders, ``elect.py``), ``alter_partition_reassignments`` and
+  ``list_partition_reassignments`` (KIP-455, ``reassign.py``), and the automatic
+  preferred-leader rebalance (``maybe_balance_leaders``, run by the session-check loop every
+  ``leader.imbalance.check.interval.seconds`` when ``auto.leader.rebalance.enable``).
 
 Placement: new partitions go round-robin over the live (unfenced) brokers from a rotating
 start, so topics spread over the cluster.
@@ -52,7 +61,10 @@ from kbroker.raft import NotLeader
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
+from . import configs as tc
+from . import elect, reassign
 from .controller import METADATA_VERSION, Controller
+from .image import apply_partition_change
 from .store import encode_record
 
 log = logging.getLogger("kbroker.controller")
@@ -84,7 +96,9 @@ class QuorumController(Controller):
         self._placement = 0
         self.stats = {"commits": 0, "records": 0, "fenced": 0, "unfenced": 0, "registrations": 0,
                       "leader_moves": 0, "not_controller": 0, "isr_changes": 0,
-                      "controlled_shutdowns": 0}
+                      "controlled_shutdowns": 0, "elections": 0, "rebalance_elections": 0,
+                      "reassignments": 0}
+        self._next_balance = None                    # trio time of the next auto rebalance
 
     # the quorum's state machine owns the image; Controller.__init__'s assignment is ignored
     @property
@@ -266,23 +280,17 @@ class QuorumController(Controller):
     # ------------------------------------------------------------------ elections
     def _partition_change(self, topic_id, p, *, remove: int = -1, add: int = -1,
                           active: set[int]) -> messages.PartitionChangeRecord | None:
-        """Kafka's ``PartitionChangeBuilder`` for an ISR without ``remove`` (no unclean
-        election, no ELR): keep the leader if it stays acceptable, else the first replica in
-        the target ISR that is acceptable (``add`` counts as active: it is being unfenced),
-        else -1. An ISR that would become empty is left as it is."""
-        target = [r for r in p.isr if r != remove]
-
-        def valid(r: int) -> bool:
-            return r in target and r != remove and (r == add or r in active)
-
-        leader = p.leader if valid(p.leader) else next((r for r in p.replicas if valid(r)), -1)
-        isr = target if target and target != list(p.isr) else None
-        if leader == p.leader and isr is None:
-            return None
-        if leader != p.leader:
+        """Kafka's ``PartitionChangeBuilder`` (``reassign.build_change``) for an ISR without
+        ``remove`` (no unclean election, no ELR): keep the leader if it stays acceptable,
+        else the first replica in the target ISR that is acceptable (``add`` counts as
+        active: it is being unfenced), else -1. An ISR that would become empty is left as
+        it is. An ongoing reassignment the new ISR satisfies completes."""
+        rec = reassign.build_change(
+            p, topic_id, lambda r: r != remove and (r == add or r in active),
+            isr=[r for r in p.isr if r != remove])
+        if rec is not None and rec.leader not in (-2, p.leader):
             self.stats["leader_moves"] += 1
-        return messages.PartitionChangeRecord(partition_id=p.partition, topic_id=topic_id,
-                                              leader=leader if leader != p.leader else -2, isr=isr)
+        return rec
 
     def _leave_isr_records(self, broker_id: int) -> list:
         """Remove the broker from every ISR and move its leaderships."""
@@ -341,15 +349,24 @@ class QuorumController(Controller):
                         answers.append((pd.partition_index, AlterPartitionResult(code)))
                         continue
                     isr = [r for r, _ in new_isr]
-                    epoch = p.partition_epoch
-                    if isr != list(p.isr):
-                        records.append(messages.PartitionChangeRecord(
-                            partition_id=p.partition, topic_id=t.topic_id, isr=isr))
-                        epoch += 1
+                    active = self._active_ids()
+                    rec = reassign.build_change(p, t.topic_id, active.__contains__, isr=isr)
+                    if rec is not None:
+                        records.append(rec)
                         log.info("broker %d changed the ISR of %s-%d from %s to %s", broker_id, t.name,
                                  p.partition, list(p.isr), isr)
+                        if p.reassigning and (rec.removing_replicas == [] or rec.adding_replicas == []):
+                            self.stats["reassignments"] += 1
+                            log.info("%s-%d: reassignment completed, replicas %s", t.name, p.partition,
+                                     rec.replicas if rec.replicas is not None else list(p.replicas))
+                        p = apply_partition_change(p, rec)
+                        if rec.leader not in (-2, broker_id):
+                            # completing a reassignment moved the leadership (Kafka's answer)
+                            answers.append((pd.partition_index, AlterPartitionResult(
+                                E.NEW_LEADER_ELECTED if version > 1 else E.FENCED_LEADER_EPOCH)))
+                            continue
                     answers.append((pd.partition_index, AlterPartitionResult(
-                        E.NONE, p.leader, p.leader_epoch, tuple(isr), epoch)))
+                        E.NONE, p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch)))
             await self._commit(records)
             self.stats["isr_changes"] += len(records)
             return E.NONE, out
@@ -405,6 +422,7 @@ class QuorumController(Controller):
                 for b in self._sessions:
                     self._sessions[b] += stall
             if not self.active:
+                self._next_balance = None
                 continue
             await self.maybe_activate()
             for b in list(self.image.live_brokers()):
@@ -414,6 +432,85 @@ class QuorumController(Controller):
                         await self.fence_broker(b.node_id)
                     except NotController:
                         break
+            try:
+                await self.maybe_balance_leaders(now)
+            except NotController:
+                pass
+
+    # ------------------------------------------------------------------ elections, reassignment
+    async def elect_leaders(self, election_type: int, topics):
+        """ElectLeaders (``elect.elect_leaders``): ``topics`` is ``[(name, [partition])]`` or
+        None for every partition. Returns ``(error code, [(topic, [(partition, code,
+        message)])])`` once the elections are committed. Raises ``NotController``."""
+        async with self._lock:
+            code, results, records = elect.elect_leaders(self.image, election_type, topics,
+                                                         self._active_ids().__contains__)
+            await self._commit(records)
+            self.stats["elections"] += len(records)
+            if records:
+                log.info("elected %d leader(s) on request", len(records))
+            return code, results
+
+    async def maybe_balance_leaders(self, now: float) -> int:
+        """The automatic preferred-leader rebalance: when due (every
+        ``leader.imbalance.check.interval.seconds`` after activation, at once again when a
+        round hit the per-round limit), a preferred election on every imbalanced partition.
+        Returns the number of elections written."""
+        if not self.config.get("auto.leader.rebalance.enable"):
+            return 0
+        interval = float(self.config.get("leader.imbalance.check.interval.seconds"))
+        if self._next_balance is None:
+            self._next_balance = now + interval
+        if now < self._next_balance:
+            return 0
+        async with self._lock:
+            records = elect.balance_records(self.image, self._active_ids().__contains__)
+            await self._commit(records)
+        full = len(records) >= elect.MAX_ELECTIONS_PER_IMBALANCE
+        self._next_balance = now + (0.0 if full else interval)
+        self.stats["rebalance_elections"] += len(records)
+        if records:
+            log.info("leader rebalance: %d preferred leader election(s)", len(records))
+        return len(records)
+
+    async def alter_partition_reassignments(self, topics):
+        """AlterPartitionReassignments (``reassign.alter_reassignment``): ``topics`` is
+        ``[(name, [(partition, target replicas or None)])]``; returns ``[(name,
+        [(partition, code, message)])]`` once the records are committed (one batch)."""
+        async with self._lock:
+            active = self._active_ids().__contains__
+            out, records, seen = [], [], set()
+            for name, parts in topics:
+                answers = []
+                out.append((name, answers))
+                for index, target in parts:
+                    if (name, index) in seen:
+                        answers.append((index, E.INVALID_REQUEST, "The partition is named twice."))
+                        continue
+                    seen.add((name, index))
+                    code, msg, rec = reassign.alter_reassignment(self.image, name, index, target, active,
+                                                                 self._unclean_allowed)
+                    answers.append((index, code, msg))
+                    if rec is not None:
+                        records.append(rec)
+            await self._commit(records)
+            if records:
+                log.info("partition reassignment: %d change(s)", len(records))
+            return out
+
+    async def list_partition_reassignments(self, topics):
+        """ListPartitionReassignments: ``[(name, [(partition, replicas, adding, removing)])]``
+        of the ongoing ones. Raises ``NotController``."""
+        if not self.active:
+            raise NotController()
+        return [(n, [(p.partition, list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+                     for p in parts]) for n, parts in reassign.ongoing_reassignments(self.image, topics)]
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        t = self.image.topics.get(topic)
+        value = tc.effective_topic_configs(self.config, dict(t.configs) if t else {}).get(
+            "unclean.leader.election.enable", "false")
+        return str(value).lower() == "true"
 
     def statistics(self) -> dict:
         return {"image": self.image.statistics(), "controller": dict(self.stats),

@@ -45,7 +45,8 @@ def image_records(image: MetadataImage) -> Iterator:
         for p in sorted(t.partitions.values(), key=lambda p: p.partition):
             yield messages.PartitionRecord(
                 partition_id=p.partition, topic_id=t.topic_id, replicas=list(p.replicas),
-                isr=list(p.isr), removing_replicas=[], adding_replicas=[], leader=p.leader,
+                isr=list(p.isr), removing_replicas=list(p.removing_replicas),
+                adding_replicas=list(p.adding_replicas), leader=p.leader,
                 leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch)
     if image.next_producer_id:
         yield messages.ProducerIdsRecord(broker_id=-1, broker_epoch=-1,

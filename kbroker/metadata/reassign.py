@@ -1,0 +1,201 @@
+"""Partition changes and replica reassignment (KIP-455), as Kafka's controller makes them.
+
+``build_change`` is Kafka's ``PartitionChangeBuilder`` without eligible leader replicas
+(KIP-966) and without leader recovery: from a partition's state and the targets a caller
+sets (ISR, replicas, adding/removing replicas) it builds the one ``PartitionChangeRecord``
+that gets there, or ``None`` when nothing changes. In Kafka's order:
+
+1. an ongoing reassignment completes when the target ISR, without the replicas being
+   removed, still holds every replica that stays: replicas and ISR lose the removed ones,
+   adding/removing are cleared;
+2. the leader is elected: ``ONLINE`` keeps the current leader if it is still in the target
+   ISR and acceptable (live, not shutting down), else takes the first such replica in
+   replica order; ``PREFERRED`` tries the first replica before the current leader; none
+   gives -1;
+3. a replica set that loses a member bumps the leader epoch even when the leader stays
+   (the leader field is set to the current leader);
+4. an empty target ISR is never written (the last member stays, as without ELR).
+
+Reassignment (``alter_reassignment``; Kafka's ``changePartitionReassignment`` /
+``cancelPartitionReassignment``): a target ``T`` on current replicas ``C`` writes
+``replicas = T + sorted(C - T)``, ``removing = sorted(C - T)``, ``adding = sorted(T - C)``;
+the new replicas open their logs and fetch (the replica manager follows ``replicas``), the
+leader adds them to the ISR once caught up, and that AlterPartition completes the
+reassignment through step 1. Cancelling (null target) reverts to the original replicas
+(``replicas - adding``) and an ISR without the added ones; if nothing of the ISR would be
+left, the first original replica becomes the ISR, allowed only when the topic's
+``unclean.leader.election.enable`` is true, as Kafka. ``ongoing_reassignments`` is what
+ListPartitionReassignments lists.
+
+Not implemented: unclean elections (``election=UNCLEAN`` is refused by the callers, see
+``elect.py``), directory assignment, ELR.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
+
+from .image import MetadataImage, PartitionImage
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+
+ONLINE = "online"
+PREFERRED = "preferred"
+
+
+def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool], *,
+                 isr: Sequence[int] | None = None, replicas: Sequence[int] | None = None,
+                 removing: Sequence[int] | None = None, adding: Sequence[int] | None = None,
+                 election: str = ONLINE) -> messages.PartitionChangeRecord | None:
+    """The record taking ``p`` to the targets (unset targets: as they are), or None."""
+    t_isr = list(p.isr if isr is None else isr)
+    t_replicas = list(p.replicas if replicas is None else replicas)
+    t_removing = list(p.removing_replicas if removing is None else removing)
+    t_adding = list(p.adding_replicas if adding is None else adding)
+
+    # 1. complete an ongoing reassignment
+    done = _completed(t_replicas, t_removing, t_adding, t_isr)
+    if done is not None:
+        t_replicas, t_isr = done
+        t_removing, t_adding = [], []
+
+    rec = messages.PartitionChangeRecord(partition_id=p.partition, topic_id=topic_id,
+                                         leader=NO_LEADER_CHANGE)
+
+    # 2. elect
+    def valid(r: int) -> bool:
+        return r in t_isr and acceptable(r)
+
+    leader = _elect(p.leader, t_replicas, valid, election)
+    if leader != p.leader:
+        rec.leader = leader
+
+    # 3. a shrinking replica set bumps the leader epoch
+    if rec.leader == NO_LEADER_CHANGE and not set(p.replicas) <= set(t_replicas):
+        rec.leader = p.leader
+
+    # 4. the ISR (never empty)
+    if t_isr and t_isr != list(p.isr):
+        rec.isr = t_isr
+    if t_replicas and t_replicas != list(p.replicas):
+        rec.replicas = t_replicas
+    if t_removing != list(p.removing_replicas):
+        rec.removing_replicas = t_removing
+    if t_adding != list(p.adding_replicas):
+        rec.adding_replicas = t_adding
+
+    if (rec.leader == NO_LEADER_CHANGE and rec.isr is None and rec.replicas is None
+            and rec.removing_replicas is None and rec.adding_replicas is None):
+        return None
+    return rec
+
+
+def _elect(current: int, replicas: list[int], valid: Callable[[int], bool], election: str) -> int:
+    if election == PREFERRED:
+        if replicas and valid(replicas[0]):
+            return replicas[0]
+        if valid(current):
+            return current
+        return next((r for r in replicas[1:] if valid(r)), NO_LEADER)
+    if valid(current):
+        return current
+    return next((r for r in replicas if valid(r)), NO_LEADER)
+
+
+def _completed(replicas: list[int], removing: list[int], adding: list[int],
+               isr: list[int]) -> tuple[list[int], list[int]] | None:
+    """Kafka's ``maybeCompleteReassignment``: the (replicas, ISR) after completion, or None."""
+    if not removing and not adding:
+        return None
+    new_isr, new_replicas = list(isr), list(replicas)
+    if removing:
+        new_isr = [r for r in isr if r not in removing]
+        new_replicas = [r for r in replicas if r not in removing]
+        if not new_isr or not new_replicas:
+            return None
+    if not set(new_replicas) <= set(new_isr):
+        return None
+    return new_replicas, new_isr
+
+
+# ---------------------------------------------------------------------- reassignment
+
+def target_replicas(current: Sequence[int], target: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    """Kafka's ``PartitionReassignmentReplicas``: ``(replicas, removing, adding)``."""
+    removing = sorted(set(current) - set(target))
+    adding = sorted(set(target) - set(current))
+    return list(target) + removing, removing, adding
+
+
+def validate_assignment(image: MetadataImage, replicas: Sequence[int]) -> str | None:
+    """Kafka's ``validateManualPartitionAssignment`` (without a replication factor): the
+    reason a target replica list is refused (``INVALID_REPLICA_ASSIGNMENT``), or None."""
+    if not replicas:
+        return "The target replica list is empty."
+    seen: set[int] = set()
+    for b in sorted(replicas):
+        if b not in image.brokers:
+            return f"The target replica list names broker {b}, which is not registered."
+        if b in seen:
+            return f"The target replica list names broker {b} twice."
+        seen.add(b)
+    return None
+
+
+def alter_reassignment(image: MetadataImage, topic: str, partition: int, target: Sequence[int] | None,
+                       acceptable: Callable[[int], bool], unclean_allowed: Callable[[str], bool]
+                       ) -> tuple[int, str | None, messages.PartitionChangeRecord | None]:
+    """One partition of AlterPartitionReassignments: ``(error code, message, record)``;
+    ``target`` None cancels the ongoing reassignment."""
+    t = image.topics.get(topic)
+    if t is None:
+        return E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist.", None
+    p = t.partitions.get(partition)
+    if p is None:
+        return E.UNKNOWN_TOPIC_OR_PARTITION, f"Partition {topic}:{partition} does not exist.", None
+    if target is None:
+        if not p.reassigning:
+            return E.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is running.", None
+        original = [r for r in p.replicas if r not in p.adding_replicas]
+        isr = [r for r in p.isr if r not in p.adding_replicas]
+        if not isr:
+            if not original:
+                return E.INVALID_REPLICA_ASSIGNMENT, "The reassignment added every replica.", None
+            if not unclean_allowed(topic):
+                return (E.INVALID_REPLICA_ASSIGNMENT,
+                        f"Cancelling the reassignment of {topic}:{partition} needs an unclean "
+                        "leader election (every in-sync replica was being added).", None)
+            isr = [original[0]]
+        rec = build_change(p, t.topic_id, acceptable, isr=isr, replicas=original, removing=[], adding=[])
+        return E.NONE, None, rec
+    target = [int(r) for r in target]
+    msg = validate_assignment(image, target)
+    if msg:
+        return E.INVALID_REPLICA_ASSIGNMENT, msg, None
+    replicas, removing, adding = target_replicas(p.replicas, target)
+    rec = build_change(p, t.topic_id, acceptable,
+                       replicas=replicas if replicas != list(p.replicas) else None,
+                       removing=removing or None, adding=adding or None)
+    return E.NONE, None, rec
+
+
+def ongoing_reassignments(image: MetadataImage, topics: Iterable[tuple[str, Sequence[int]]] | None
+                          ) -> list[tuple[str, list[PartitionImage]]]:
+    """ListPartitionReassignments: ``[(topic, [partitions being reassigned])]`` for the
+    asked partitions (None: every topic); topics with none are left out, as Kafka."""
+    if topics is None:
+        asked = [(name, sorted(t.partitions)) for name, t in sorted(image.topics.items())]
+    else:
+        asked = [(name, list(parts)) for name, parts in topics]
+    out = []
+    for name, parts in asked:
+        t = image.topics.get(name)
+        if t is None:
+            continue
+        found = [t.partitions[i] for i in parts if i in t.partitions and t.partitions[i].reassigning]
+        if found:
+            out.append((name, found))
+    return out
