@@ -8,8 +8,11 @@ its state after the change (leader, leader epoch, ISR, partition epoch). A reque
 broker epoch is not its current registration gets ``STALE_BROKER_EPOCH`` for the whole
 request; off the active controller every partition gets ``NOT_CONTROLLER`` (Kafka's
 top-level answer), so the broker finds the new controller and retries.
-Not implemented: reassignment completion (no reassignments), leader recovery after unclean
-election (never elected uncleanly: ``RECOVERING`` is refused)."""
+An ISR change that holds every target replica of an ongoing reassignment completes it
+(KIP-455); if that moves the leadership away from the requester the answer is
+``NEW_LEADER_ELECTED`` (v0–v1: ``FENCED_LEADER_EPOCH``), as Kafka.
+Not implemented: leader recovery after unclean election (never elected uncleanly:
+``RECOVERING`` is refused)."""
 from __future__ import annotations
 
 from kbroker.metadata.quorum_controller import NotController
