@@ -6,8 +6,10 @@
   coordinator's answer (``kbroker.txn.coordinator``).
 - v4+ (KIP-890 part 1) are broker-to-broker and batched: several transactions, and
   ``verify_only`` asks whether partitions are already in the ongoing transaction
-  (INVALID_TXN_STATE when not) without adding them. v5 only adds error codes of KIP-890's
-  second phase, which this broker does not produce.
+  (INVALID_TXN_STATE when not; PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING,
+  CONCURRENT_TRANSACTIONS in Prepare*) without adding them -- what a partition leader asks
+  before a producer's first transactional batch (:mod:`kbroker.txn.verification`). v5
+  only adds error codes of KIP-890's second phase, which this broker does not produce.
 Not implemented: authorization (cluster action for v4+).
 """
 from __future__ import annotations

@@ -76,6 +76,11 @@ async def handle(ctx: RequestContext, request):
     allow_internal = ctx.client_id == ADMIN_CLIENT_ID
     topics = []
     waits: list = []          # (parts list, position, topic, partition, required offset)
+    verifier = getattr(ctx.broker.transactions, "verifier", None)
+    if error is None and verifier is not None:
+        # KIP-890 part 1: ask the transaction coordinator before a producer's first
+        # transactional batch on a partition; the append consults the verdict
+        await verifier.wait_verified(request.transactional_id, request.topic_data)
     for td in request.topic_data:
         parts = []
         for pd in td.partition_data:

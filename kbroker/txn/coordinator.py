@@ -25,9 +25,11 @@ leadership moves away (or whose leader epoch changes) is unloaded.
 - **Timeouts**: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` the
   timer aborts Ongoing transactions older than their timeout, with a bumped epoch
   (the producer is fenced, as in Kafka).
-- **Verification** (KIP-890 part 1, ``transaction.partition.verification.enable``): the
-  ReplicaManager asks :meth:`verify` before the first transactional batch of a producer on
-  a partition; only transactions coordinated here are checked (see :meth:`verify`).
+- **Verification** (KIP-890 part 1, ``transaction.partition.verification.enable``): before
+  the first transactional batch of a producer on a partition, the partition's leader asks
+  the producer's coordinator -- this one in memory, another with AddPartitionsToTxn v4
+  ``verify_only`` -- whether the partition is in the ongoing transaction
+  (:mod:`kbroker.txn.verification`; the coordinator side is :meth:`verify_partitions`).
 
 Error codes follow Kafka's handlers (``INVALID_PRODUCER_ID_MAPPING``, ``PRODUCER_FENCED``,
 ``CONCURRENT_TRANSACTIONS``, ``INVALID_TXN_STATE``, ``NOT_COORDINATOR``...). The clock is
@@ -47,6 +49,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 from . import records as trec
 from .markers import MarkerChannel, write_as_leader, write_local
 from .metadata import TransactionMetadata, TxnState
+from .verification import TxnVerifier
 
 log = logging.getLogger("kbroker.txn")
 
@@ -83,6 +86,7 @@ class TransactionCoordinator:
         self._nursery: trio.Nursery | None = None
         self._delivering: set[str] = set()         # ids whose markers a task is delivering
         self.markers: MarkerChannel | None = None
+        self.verifier = TxnVerifier(broker, self)
         self.verification_enabled = bool(cfg.get("transaction.partition.verification.enable"))
         self.stats = {"appends": 0, "append_errors": 0, "markers": 0, "marker_errors": 0,
                       "commits": 0, "aborts": 0, "timeouts": 0, "fenced": 0,
@@ -90,7 +94,7 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, nursery: trio.Nursery | None = None) -> None:
-        self.broker.replicas.txn_verifier = self.verify
+        self.broker.replicas.txn_verifier = self.verifier.check
         self.markers = MarkerChannel(self.broker, self.stats)
         self._nursery = nursery
         await self.maybe_load()
@@ -373,43 +377,41 @@ class TransactionCoordinator:
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """AddPartitionsToTxn v4+ ``verify_only``: is each partition in the ongoing txn?"""
+        """AddPartitionsToTxn v4+ ``verify_only`` (Kafka's handleVerifyPartitionsInTransaction):
+        is each partition in the ongoing transaction? Nothing is written. A pending
+        transition is not checked (the append checks the epoch again); Prepare* is
+        CONCURRENT_TRANSACTIONS; a partition not in the transaction INVALID_TXN_STATE."""
         parts = list(partitions)
         err = self.coordinator_error(transactional_id) if transactional_id else E.INVALID_REQUEST
+        meta = None
         if not err:
-            err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
+            meta = self.txns.get(transactional_id)
+            if meta is None or meta.producer_id != producer_id:
+                err = E.INVALID_PRODUCER_ID_MAPPING
+            elif meta.producer_epoch != producer_epoch:
+                err = E.PRODUCER_FENCED
+            elif meta.state.is_prepare:
+                err = E.CONCURRENT_TRANSACTIONS
         if err:
             return {tp: err for tp in parts}
         ok = meta.state == TxnState.ONGOING
         return {tp: (E.NONE if ok and tp in meta.partitions else E.INVALID_TXN_STATE) for tp in parts}
 
-    def verify(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> int:
-        """The ReplicaManager's check before a producer's first transactional batch on a
-        partition (synchronous: in-memory state only).
-
-        Only a transaction this node coordinates is checked. When the producer's coordinator
-        may be another broker (some ``__transaction_state`` partition is led elsewhere) the
-        batch is accepted unverified -- Kafka's behaviour with
-        ``transaction.partition.verification.enable=false``; Kafka would ask that coordinator
-        with AddPartitionsToTxn v4 ``verify_only``, which a synchronous check cannot do. With
-        the setting false nothing is checked."""
-        if not self.verification_enabled:
-            return E.NONE
+    def verify_local(self, producer_id: int, producer_epoch: int, topic: str,
+                     partition: int) -> int | None:
+        """In-memory check of a transactional batch that was not verified before its
+        append (its Produce named no transactional id): the error code when this node
+        coordinates the producer, None when it does not know it (the caller refuses)."""
         tid = self._by_pid.get(producer_id)
         meta = self.txns.get(tid) if tid is not None else None
-        if meta is None:
-            return E.NONE if self._some_coordinated_elsewhere() else E.INVALID_TXN_STATE
+        if meta is None or meta.partition not in self.loaded:
+            return None
         if producer_epoch < meta.producer_epoch:
             return E.INVALID_PRODUCER_EPOCH
         if meta.state != TxnState.ONGOING or (topic, partition) not in meta.partitions \
                 or producer_epoch != meta.producer_epoch:
             return E.INVALID_TXN_STATE
         return E.NONE
-
-    def _some_coordinated_elsewhere(self) -> bool:
-        """Some transactional ids may be coordinated by another broker (or not loaded here)."""
-        topic = self.broker.metadata.topics.get(TOPIC)
-        return topic is not None and any(p not in self.loaded for p in topic.partitions)
 
     def _coordinated_elsewhere(self, transactional_id: str) -> bool:
         """The id's ``__transaction_state`` partition exists and another broker leads it."""

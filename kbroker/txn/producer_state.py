@@ -24,6 +24,13 @@ Rules kept (client-origin appends, :meth:`check_append`):
   ``INVALID_TXN_STATE``.
 Coordinator-origin appends (transactional offset commits, markers) check the epoch only.
 
+Verification guards (KIP-890 part 1, Kafka's ``VerificationStateEntry``): before a
+producer's first transactional batch on the partition is verified with its transaction
+coordinator, :meth:`start_verification` hands out a unique guard object; any transactional
+batch or marker of that producer stored afterwards clears it (:meth:`append`), so a
+verification answered before an abort marker cannot admit a batch after it (the ABA race
+the guard exists for). In memory only, like Kafka's.
+
 Snapshots: ``<offset>.snapshot`` in the partition directory (20-digit offset, like
 segments) holds the state of every producer after all batches below ``offset``. The
 layout is Kafka's version 1 producer snapshot, big-endian::
@@ -109,6 +116,19 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
+class VerificationGuard:
+    """One verification of a producer's transaction on one partition; compared by
+    identity (a new verification is a new object)."""
+    __slots__ = ("producer_id", "producer_epoch")
+
+    def __init__(self, producer_id: int, producer_epoch: int):
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+
+    def __repr__(self) -> str:
+        return f"VerificationGuard(pid={self.producer_id}, epoch={self.producer_epoch}, id={id(self):#x})"
+
+
 @dataclass
 class ProducerStateEntry:
     producer_id: int
@@ -150,6 +170,7 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing: dict[int, int] = {}      # first offset of an open txn -> producer id
         self.map_end_offset = 0                # state reflects every batch below this offset
+        self.verifications: dict[int, VerificationGuard] = {}   # producer id -> its guard
 
     # ------------------------------------------------------------------ queries
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
@@ -161,6 +182,17 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing) if self.ongoing else None
+
+    # ------------------------------------------------------------------ verification
+    def start_verification(self, producer_id: int, producer_epoch: int) -> "VerificationGuard":
+        """The producer's guard, created if it has none (a newer epoch replaces it)."""
+        g = self.verifications.get(producer_id)
+        if g is None or producer_epoch > g.producer_epoch:
+            g = self.verifications[producer_id] = VerificationGuard(producer_id, producer_epoch)
+        return g
+
+    def verification_guard(self, producer_id: int) -> "VerificationGuard | None":
+        return self.verifications.get(producer_id)
 
     # ------------------------------------------------------------------ validation
     def check_append(self, header, *, client: bool = True) -> BatchMetadata | None:
@@ -219,6 +251,9 @@ class ProducerStateManager:
         pid = header.producer_id
         if pid < 0:
             return None
+        if header.is_transactional or header.is_control:
+            # the transaction began here (first offset known) or ended: the guard is spent
+            self.verifications.pop(pid, None)
         e = self.producers.get(pid)
         if e is None:
             e = self.producers[pid] = ProducerStateEntry(pid)
@@ -263,6 +298,7 @@ class ProducerStateManager:
     def reset(self, offset: int = 0) -> None:
         self.producers.clear()
         self.ongoing.clear()
+        self.verifications.clear()
         self.map_end_offset = offset
 
     # ------------------------------------------------------------------ snapshots

@@ -16,6 +16,10 @@ tests, in order on one cluster:
 3. (another cluster, ``__transaction_state`` and the data with replication factor 3) the
    coordinator is SIGKILLed while the transaction is open: the new leader of the id's
    partition loads it and the producer commits through it.
+4. verification across brokers (KIP-890 part 1): a leader that is not the coordinator asks
+   it with AddPartitionsToTxn v4 ``verify_only`` before a producer's first transactional
+   batch; a partition not added to the transaction is refused with INVALID_TXN_STATE,
+   before and after the transaction, and an added one is accepted.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kbroker.wire import messages as w
+from kbroker.wire import records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 
 from .support import Cluster, call, metadata, wait_for
@@ -313,3 +318,103 @@ def test_coordinator_killed_mid_transaction_moves_and_commits(replicated_cluster
     wait_state(cluster.nodes[new].port, tid, "CompleteCommit", timeout=90)
     got = read(cluster.bootstrap(), "moving", range(3), isolation="read_committed", expect=12)
     assert sorted(got) == sorted(b"m-%d" % i for i in range(12))
+
+
+# ---------------------------------------------------------------------------- verification
+
+def txn_batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
+    return rb.build_batch([(None, v, (), int(time.time() * 1000)) for v in values],
+                          producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                          is_transactional=True)
+
+
+def produce_raw(port: int, tid, topic: str, partition: int, data: bytes) -> int:
+    P = w.ProduceRequest
+    r = call(port, 0, 9, P(transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
+        P.TopicProduceData(name=topic, partition_data=[
+            P.PartitionProduceData(index=partition, records=data)])]), timeout=20)
+    return r.responses[0].partition_responses[0].error_code
+
+
+def add_partitions(port: int, tid: str, pid: int, epoch: int, topic: str, parts: list[int]) -> dict:
+    A = w.AddPartitionsToTxnRequest
+    r = call(port, 24, 3, A(v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid,
+                            v3_and_below_producer_epoch=epoch,
+                            v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=parts)]))
+    return {p.partition_index: p.partition_error_code
+            for t in r.results_by_topic_v3_and_below for p in t.results_by_partition}
+
+
+def verify_only(port: int, tid: str, pid: int, epoch: int, topic: str, parts: list[int]) -> dict:
+    A = w.AddPartitionsToTxnRequest
+    r = call(port, 24, 4, A(transactions=[A.AddPartitionsToTxnTransaction(
+        transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=True,
+        topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=parts)])]))
+    assert r.error_code == E.NONE
+    [txn] = r.results_by_transaction
+    return {p.partition_index: p.partition_error_code
+            for t in txn.topic_results for p in t.results_by_partition}
+
+
+def test_leaders_verify_with_a_remote_coordinator(txn_cluster):
+    cluster = txn_cluster
+    topic_leaders = create_topic(cluster, "verified", 3)
+    assert set(topic_leaders.values()) == {1, 2, 3}
+    tid, txn_node = pick_tid(cluster, "verify-tx", avoid=set())
+    coord_port = cluster.nodes[txn_node].port
+    remote = sorted(p for p, leader in topic_leaders.items() if leader != txn_node)
+    assert len(remote) == 2
+    added, stray = remote
+    added_port = cluster.nodes[topic_leaders[added]].port
+    stray_port = cluster.nodes[topic_leaders[stray]].port
+
+    r = call(coord_port, 22, 4, w.InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
+    assert r.error_code == E.NONE
+    pid, epoch = r.producer_id, r.producer_epoch
+
+    # no transaction yet (Empty): a raw transactional batch on a remote leader is refused
+    assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch, 0, b"x")) \
+        == E.INVALID_TXN_STATE
+    assert add_partitions(coord_port, tid, pid, epoch, "verified", [added]) == {added: E.NONE}
+    # the coordinator's side of the question, as a leader asks it
+    assert verify_only(coord_port, tid, pid, epoch, "verified", [added, stray]) == \
+        {added: E.NONE, stray: E.INVALID_TXN_STATE}
+    assert verify_only(coord_port, tid, pid, epoch + 1, "verified", [added]) == \
+        {added: E.PRODUCER_FENCED}
+    other = next(n for n in cluster.alive() if n.node_id != txn_node)
+    assert verify_only(other.port, tid, pid, epoch, "verified", [added]) == {added: E.NOT_COORDINATOR}
+
+    # the partition added to the transaction is accepted by its (remote) leader ...
+    assert produce_raw(added_port, tid, "verified", added, txn_batch(pid, epoch, 0, b"in")) == E.NONE
+    assert produce_raw(added_port, tid, "verified", added, txn_batch(pid, epoch, 1, b"in2")) == E.NONE
+    # ... one that was not is refused, and nothing was written there
+    assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch, 0, b"stray")) \
+        == E.INVALID_TXN_STATE
+    # a newer epoch than the coordinator's: the coordinator answers PRODUCER_FENCED, which
+    # reaches the producer as INVALID_PRODUCER_EPOCH (Kafka's translation)
+    assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch + 1, 0, b"new")) \
+        == E.INVALID_PRODUCER_EPOCH
+    r = call(coord_port, 26, 3, w.EndTxnRequest(transactional_id=tid, producer_id=pid,
+                                                producer_epoch=epoch, committed=True))
+    assert r.error_code == E.NONE
+    wait_state(coord_port, tid, "CompleteCommit")
+    # CompleteCommit: every marker is written, the transaction is over on that partition
+    # too; a late batch would open a hanging transaction, so it is refused
+    assert produce_raw(added_port, tid, "verified", added, txn_batch(pid, epoch, 2, b"late")) \
+        == E.INVALID_TXN_STATE
+    boot = cluster.bootstrap()
+    got = read(boot, "verified", range(3), isolation="read_committed", expect=2)
+    assert sorted(got) == [b"in", b"in2"]
+    everything = read(boot, "verified", range(3), isolation="read_uncommitted", expect=2)
+    assert sorted(everything) == [b"in", b"in2"], "neither stray nor late data was stored"
+
+    # the normal client flow across the nodes still commits with verification on
+    p = txn_producer(boot, tid)
+    p.begin_transaction()
+    for i in range(9):
+        p.produce("verified", b"v-%d" % i, partition=i % 3)
+    p.commit_transaction(60)
+    wait_state(coord_port, tid, "CompleteCommit")
+    got = read(boot, "verified", range(3), isolation="read_committed", expect=11)
+    assert sorted(got) == sorted([b"in", b"in2"] + [b"v-%d" % i for i in range(9)])
