@@ -92,6 +92,13 @@ READ_COMMITTED = 1
 # Topic compression.type → batch codec; "producer" keeps what the producer sent.
 _CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
+# Produce errors Kafka answers with log_start_offset -1 (appendToLocalLog's first catch, and
+# the internal-topic check before it); every other append error carries the partition's.
+_NO_LOG_START = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                           ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                           ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
+                           ErrorCode.INVALID_TOPIC_EXCEPTION})
+
 # Timestamp window defaults (Kafka 4: before = unlimited, after = one hour, KIP-937/KIP-1030).
 _TS_BEFORE_DEFAULT = LONG_MAX
 _TS_AFTER_DEFAULT = 3_600_000
@@ -100,14 +107,25 @@ _TS_AFTER_DEFAULT = 3_600_000
 class ReplicaError(Exception):
     """A per-partition failure with the Kafka error code to answer with.
 
-    ``record_errors`` lists ``(batch_index, message)`` for Produce v8+ (KIP-467)."""
+    ``record_errors`` lists ``(batch_index, message)`` for Produce v8+ (KIP-467); with
+    record errors ``message`` is the answer's ``error_message`` (Kafka's
+    RecordValidationException), otherwise it is for logs only. ``log_start_offset`` is what
+    a Produce answer carries (None: not known yet, :meth:`ReplicaManager.append` fills it in
+    as Kafka does)."""
 
     def __init__(self, error_code: int, message: str | None = None,
-                 record_errors: Iterable[tuple[int, str | None]] = ()):
+                 record_errors: Iterable[tuple[int, str | None]] = (),
+                 log_start_offset: int | None = None):
         super().__init__(message or ErrorCode(error_code).name)
         self.error_code = int(error_code)
         self.message = message
         self.record_errors = list(record_errors)
+        self.log_start_offset = log_start_offset
+
+
+def _java_long(v: int) -> int:
+    """``v`` as Java's 64-bit arithmetic leaves it (Kafka's messages print wrapped bounds)."""
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 def _error_from(exc: Exception) -> ReplicaError:
@@ -534,6 +552,23 @@ class ReplicaManager:
             raise ReplicaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise ReplicaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
+    @property
+    def image(self):
+        """The metadata image last applied (None before the first)."""
+        return self._image
+
+    def current_leader(self, topic: str, index: int) -> tuple[int, int]:
+        """(leader id, leader epoch) as Kafka's getCurrentLeader answers KIP-951's
+        ``current_leader``: the local replica's view, else the image's, else (-1, -1)."""
+        part = self._partitions.get((topic, index))
+        if part is not None:
+            return part.leader, part.leader_epoch
+        t = self._image.topics.get(topic) if self._image is not None else None
+        pimg = t.partitions.get(index) if t is not None else None
+        if pimg is None:
+            return -1, -1
+        return pimg.leader, pimg.leader_epoch
+
     def get_replica(self, topic: str, index: int) -> Partition | None:
         """The local replica (leader or not), or None."""
         return self._partitions.get((topic, index))
@@ -742,17 +777,22 @@ class ReplicaManager:
         try:
             return self._append(topic, index, records, required_acks, now_ms, allow_internal,
                                 origin)
-        except ReplicaError:
-            self.stats["append_errors"] += 1
-            raise
+        except ReplicaError as exc:
+            err = exc
         except (CorruptRecord, InvalidRecord, rec.RecordTooLarge) as exc:
-            self.stats["append_errors"] += 1
-            raise ReplicaError(exc.error_code, str(exc)) from None
+            err = ReplicaError(exc.error_code, str(exc))
         except Exception as exc:
             if not hasattr(exc, "error_code"):
                 raise
-            self.stats["append_errors"] += 1
-            raise _error_from(exc) from None
+            err = _error_from(exc)
+        self.stats["append_errors"] += 1
+        if err.log_start_offset is None:
+            # Kafka's appendToLocalLog: these answer without a log start offset; every other
+            # failure carries the partition's (processFailedRecord)
+            part = self._partitions.get((topic, index))
+            err.log_start_offset = (-1 if err.error_code in _NO_LOG_START or part is None
+                                    else part.log_start_offset)
+        raise err
 
     def _append(self, topic, index, records, required_acks, now_ms, allow_internal,
                 origin="client") -> AppendResult:
@@ -763,15 +803,18 @@ class ReplicaManager:
         config = part.config
         if records is None or len(records) == 0:
             raise ReplicaError(ErrorCode.INVALID_RECORD,
-                               "produce requests must carry exactly one record batch per partition")
+                               "produce requests must carry exactly one record batch per partition",
+                               log_start_offset=-1)
         # Header walk only (no CRC): the log's append checks CRC32C, sizes and keys once.
         try:
             headers = [h for _, h in rec.iter_batches(records)]
         except CorruptRecord:
             headers = None  # let the log's full validation name the problem
         if headers is not None and len(headers) > 1:
+            # Kafka checks this on the request (ProduceRequest.validateRecords): no log start
             raise ReplicaError(ErrorCode.INVALID_RECORD,
-                               "produce requests must carry exactly one record batch per partition")
+                               "produce requests must carry exactly one record batch per partition",
+                               log_start_offset=-1)
         if required_acks == -1 and len(part.isr) < config.min_insync_replicas:
             raise ReplicaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                                f"ISR {len(part.isr)} < min.insync.replicas {config.min_insync_replicas}")
@@ -782,20 +825,29 @@ class ReplicaManager:
             dup = self._check_producer_state(part, headers[0], origin)
             if dup is not None:
                 self.stats["duplicates"] += 1
+                # Kafka answers a duplicate with the batch's stored (max) timestamp as its
+                # log append time, whatever the topic's timestamp type
                 return AppendResult(
                     base_offset=dup.first_offset, last_offset=dup.last_offset,
-                    log_append_time_ms=dup.timestamp if log_append_time else -1,
+                    log_append_time_ms=dup.timestamp,
                     log_start_offset=part.log.log_start_offset)
         elif headers and headers[0].is_control and origin == "client":
             raise ReplicaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
         if headers and not log_append_time and headers[0].size <= config.max_message_bytes:
             self._check_timestamps(part, records, headers[0], now_ms)
         target = _CODECS.get(config.compression_type)
+        sent = records
         if headers and target is not None and headers[0].compression != target:
             records = self._recompress(records, headers[0], target, config)
-        info = part.log.append(records, leader_epoch=part.leader_epoch,
-                               log_append_time=now_ms if log_append_time else None,
-                               now_ms=now_ms)
+        try:
+            info = part.log.append(records, leader_epoch=part.leader_epoch,
+                                   log_append_time=now_ms if log_append_time else None,
+                                   now_ms=now_ms)
+        except InvalidRecord:
+            if headers and config.compact:
+                # the log refused a keyless record: name the records as Kafka does
+                self._raise_record_errors(part, sent, headers[0], now_ms, check_timestamps=False)
+            raise
         part.wake()                     # parked follower fetches read the new data
         self._maybe_advance_hw(part)
         self.stats["appends"] += 1
@@ -886,22 +938,26 @@ class ReplicaManager:
             last_offset_delta=header.last_offset_delta)
 
     @staticmethod
-    def _timestamp_bounds(props: dict, now_ms: int) -> tuple[int, int]:
-        """(lowest, highest) acceptable CreateTime timestamp, from KIP-937's before/after
-        settings, or the older ``message.timestamp.difference.max.ms`` when it is set."""
+    def _timestamp_window(props: dict) -> tuple[int, int]:
+        """(before, after) in ms: KIP-937's before/after settings, or the older
+        ``message.timestamp.difference.max.ms`` when it is set."""
         diff = props.get("message.timestamp.difference.max.ms")
         if diff is not None and int(diff) < LONG_MAX:
-            before = after = int(diff)
-        else:
-            before = int(props.get("message.timestamp.before.max.ms", _TS_BEFORE_DEFAULT))
-            after = int(props.get("message.timestamp.after.max.ms", _TS_AFTER_DEFAULT))
+            return int(diff), int(diff)
+        return (int(props.get("message.timestamp.before.max.ms", _TS_BEFORE_DEFAULT)),
+                int(props.get("message.timestamp.after.max.ms", _TS_AFTER_DEFAULT)))
+
+    @classmethod
+    def _timestamp_bounds(cls, props: dict, now_ms: int) -> tuple[int, int]:
+        """(lowest, highest) acceptable CreateTime timestamp."""
+        before, after = cls._timestamp_window(props)
         lo = now_ms - before if before < LONG_MAX else -LONG_MAX
         hi = now_ms + after if after < LONG_MAX else LONG_MAX
         return lo, hi
 
     def _check_timestamps(self, part: Partition, records, header, now_ms: int) -> None:
-        """Batch-level check (base and max timestamp); on failure decode the batch once to
-        name the offending records, as Kafka's record_errors do."""
+        """Batch-level check (base and max timestamp); on failure the records are named
+        (:meth:`_raise_record_errors`)."""
         lo, hi = self._timestamp_bounds(part.props, now_ms)
         if lo <= -LONG_MAX and hi >= LONG_MAX:
             return
@@ -910,21 +966,54 @@ class ReplicaManager:
             first = last
         if lo <= first <= hi and lo <= last <= hi:
             return
-        bad: list[tuple[int, str | None]] = []
+        self._raise_record_errors(part, records, header, now_ms, check_timestamps=True)
+
+    def _raise_record_errors(self, part: Partition, records, header, now_ms: int, *,
+                             check_timestamps: bool) -> None:
+        """Kafka's LogValidator record checks, run only once a batch-level check failed:
+        decode the batch and raise INVALID_TIMESTAMP (any timestamp error) or INVALID_RECORD
+        with every offending record in ``record_errors`` (a keyless record on a compacted
+        topic first, else a timestamp out of the window) and Kafka's messages. Returns when
+        no record is at fault."""
+        tp = f"{part.topic}-{part.index}"
+        before, after = self._timestamp_window(part.props)
+        lo, hi = self._timestamp_bounds(part.props, now_ms)
+        errors: list[tuple[int, str]] = []
+        bad_timestamp = False
         try:
             rec.verify_crc(records, 0, header)  # a corrupt batch is CORRUPT_MESSAGE first
-            for i, r in enumerate(rec.decode_records(records, 0, header)):
-                if not lo <= r.timestamp <= hi:
-                    bad.append((i, None))
+            decoded = rec.decode_records(records, 0, header)
         except CorruptRecord as exc:
             raise ReplicaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-        if not bad and (first < 0 or last < 0):
-            return  # NO_TIMESTAMP in the header with valid records: accept as Kafka does
-        if not bad:
-            bad = [(0, None)]
-        raise ReplicaError(
-            ErrorCode.INVALID_TIMESTAMP,
-            f"timestamp out of range [{lo}, {hi}] (broker time {now_ms})", bad)
+        for i, r in enumerate(decoded):
+            if part.config.compact and r.key is None and not header.is_control:
+                errors.append((i, "Compacted topic cannot accept message without key in "
+                                  f"topic partition {tp}"))
+            elif check_timestamps and r.timestamp != -1 and not lo <= r.timestamp <= hi:
+                bad_timestamp = True
+                errors.append((i, f"Timestamp {r.timestamp} of message with offset "
+                                  f"{header.base_offset + r.offset_delta} is out of range. The "
+                                  f"timestamp should be within [{_java_long(now_ms - before)}, "
+                                  f"{_java_long(now_ms + after)}]"))
+        first = header.max_timestamp if header.has_delete_horizon else header.base_timestamp
+        if not errors and check_timestamps and first >= 0 and header.max_timestamp >= 0 \
+                and not (lo <= first <= hi and lo <= header.max_timestamp <= hi):
+            # every record is in the window but the header's timestamps are not: refuse
+            # rather than store a max timestamp no record has
+            bad_timestamp = True
+            errors.append((0, f"Batch timestamps [{header.base_timestamp}, "
+                              f"{header.max_timestamp}] do not match its records"))
+        if not errors:
+            return
+        if bad_timestamp:
+            raise ReplicaError(ErrorCode.INVALID_TIMESTAMP,
+                               "One or more records have been rejected due to invalid timestamp",
+                               errors)
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+        raise ReplicaError(ErrorCode.INVALID_RECORD,
+                           f"One or more records have been rejected due to {len(errors)} record "
+                           f"errors in total, and only showing the first three errors at most: "
+                           f"[{shown}]", errors)
 
     # ---------------------------------------------------------------- fetch
 

@@ -35,9 +35,6 @@ def row_of(step) -> str:
 ROWS = sorted({row_of(s) for s in STEPS})
 # Row → ledger entry for differences kbroker is known to have (the entry lists them).
 KNOWN: dict[str, str] = {
-    "DescribeConfigs": "F-003",              # static configs of the two harnesses, F-002's source
-
-    "Produce/hand-built": "F-007",           # error responses' log start offset, record errors
 }
 # Kafka's live answers of this session, by step position: what kbroker is compared with.
 KAFKA_LIVE: dict[int, object] = {}

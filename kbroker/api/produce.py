@@ -5,12 +5,15 @@ answered with UNSUPPORTED_VERSION per partition; v0 stays advertised because lib
 < 2.11.1 enables compression only when it sees Produce v0). Capped at v11: v12 is KIP-890's
 second phase, which kbroker does not implement.
 
-KIPs: KIP-32 (LogAppendTime → ``log_append_time_ms``), KIP-107 (``log_start_offset``),
-KIP-467 (``record_errors`` / ``error_message``, v8+), KIP-951 (``current_leader`` /
-``node_endpoints`` tagged fields, v10+: left at their defaults, only needed on
-NOT_LEADER_OR_FOLLOWER which a single node does not produce for led partitions).
+KIPs: KIP-32 (LogAppendTime → ``log_append_time_ms``), KIP-107 (``log_start_offset``, set on
+errors as Kafka's append path does), KIP-467 (``record_errors`` / ``error_message``, v8+, for
+records the validation names), KIP-951 (v10+: a NOT_LEADER_OR_FOLLOWER partition carries
+``current_leader`` and the answer ``node_endpoints`` with that leader's endpoint on the
+request's listener).
 
-acks=0 gets no response; acks=1 answers after the leader's append; acks=-1 (all) answers a
+acks=0 gets no response, and a failed partition closes the connection (Kafka's
+handleProduceRequest: the client's only way to learn of it); acks=1 answers after the
+leader's append; acks=-1 (all) answers a
 partition once the high watermark passes its last offset (every ISR member has it: Kafka's
 DelayedProduce), with REQUEST_TIMED_OUT after ``timeout_ms``, NOT_LEADER_OR_FOLLOWER when
 leadership is lost meanwhile and NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
@@ -34,27 +37,32 @@ ADMIN_CLIENT_ID = "__admin_client"   # Kafka lets only this client id write inte
 
 
 def _partition_response(index: int, error: ReplicaError | int, version: int):
+    """An error answer as Kafka's: ``log_start_offset`` as the append path left it,
+    ``record_errors`` and ``error_message`` only for record validation (KIP-467's
+    RecordValidationException; Kafka sends no message for other errors)."""
     if isinstance(error, ReplicaError):
-        code, message, record_errors = error.error_code, error.message, error.record_errors
+        code, record_errors = error.error_code, error.record_errors
+        log_start = -1 if error.log_start_offset is None else error.log_start_offset
     else:
-        code, message, record_errors = int(error), None, []
+        code, record_errors, log_start = int(error), [], -1
     pr = Resp.PartitionProduceResponse(index=index, error_code=code, base_offset=-1,
-                                       log_append_time_ms=-1, log_start_offset=-1)
-    if version >= 8:
-        pr.error_message = message
+                                       log_append_time_ms=-1, log_start_offset=log_start)
+    if version >= 8 and record_errors:
+        pr.error_message = error.message
         pr.record_errors = [Resp.BatchIndexAndErrorMessage(batch_index=i,
                                                            batch_index_error_message=m)
                             for i, m in record_errors]
     return pr
 
 
-async def _wait_replicated(replicas, waits, timeout_ms: int, version: int) -> None:
+async def _wait_replicated(replicas, waits, timeout_ms: int) -> None:
     """acks=all: every waiting partition concurrently, each until replicated, leadership
-    lost or ``timeout_ms``."""
+    lost or ``timeout_ms``. Only the error code changes (Kafka's DelayedProduce): base
+    offset and log start offset of the append stay in the answer."""
     async def one(parts, pos, topic, index, required):
         code = await replicas.wait_replicated(topic, index, required, timeout_ms)
         if code:
-            parts[pos] = _partition_response(index, code, version)
+            parts[pos].error_code = code
 
     async with trio.open_nursery() as nursery:
         for w in waits:
@@ -103,10 +111,53 @@ async def handle(ctx: RequestContext, request):
                 if done is None:
                     waits.append((parts, len(parts) - 1, td.name, pd.index, required))
                 elif done:
-                    parts[-1] = _partition_response(pd.index, done, version)
+                    parts[-1].error_code = done
         topics.append(Resp.TopicProduceResponse(name=td.name, partition_responses=parts))
     if waits:
-        await _wait_replicated(replicas, waits, request.timeout_ms, version)
+        await _wait_replicated(replicas, waits, request.timeout_ms)
+    failed = [(t.name, p.index, p.error_code) for t in topics for p in t.partition_responses
+              if p.error_code]
     if acks == 0:
-        return None  # the client expects no response at all, even for errors
-    return Resp(responses=topics, throttle_time_ms=0)
+        # No response at all; a failure closes the connection, the only way the client
+        # learns of it (it then refreshes its metadata), as Kafka's handleProduceRequest.
+        if failed:
+            ctx.extra["close_connection"] = (
+                f"error during produce request with correlation id {ctx.correlation_id} from "
+                f"client id {ctx.client_id} with ack=0: "
+                + ", ".join(f"{t}-{i}: {_error_name(c)}" for t, i, c in failed))
+        return None
+    endpoints = _current_leaders(ctx, topics) if version >= 10 and failed else []
+    return Resp(responses=topics, throttle_time_ms=0, node_endpoints=endpoints)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def _current_leaders(ctx: RequestContext, topics) -> list:
+    """KIP-951 (v10+): a NOT_LEADER_OR_FOLLOWER partition names its current leader and
+    epoch, and the answer carries that leader's endpoint on the request's listener, so the
+    client re-routes without a metadata round trip (Kafka's getCurrentLeader: the local
+    replica's view, else the metadata image; the endpoint only for a live broker)."""
+    replicas = ctx.broker.replicas
+    image = replicas.image
+    brokers = getattr(image, "brokers", None) or {}
+    nodes: dict[int, object] = {}
+    for t in topics:
+        for p in t.partition_responses:
+            if p.error_code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                continue
+            leader, epoch = replicas.current_leader(t.name, p.index)
+            p.current_leader = Resp.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch(
+                leader_id=leader, leader_epoch=epoch)
+            b = brokers.get(leader) if leader >= 0 else None
+            if b is None or getattr(b, "fenced", False) or leader in nodes:
+                continue
+            ep = b.endpoint(ctx.listener)
+            if ep is not None:
+                nodes[leader] = Resp.NodeEndpoint(node_id=leader, host=ep[0], port=ep[1],
+                                                  rack=b.rack)
+    return [nodes[k] for k in sorted(nodes)]

@@ -11,6 +11,8 @@ What closes the connection (with one log line; the broker keeps serving everyone
   except ApiVersions, which gets a v0 answer with ``UNSUPPORTED_VERSION`` and
   ApiVersions' own range (KIP-511's negotiation), always with response header v0;
 - a handler exception (logged with its traceback) or a response that cannot be encoded;
+- a handler that answers nothing and asks for the close in ``ctx.extra["close_connection"]``
+  (an acks=0 Produce that failed: Kafka closes so the client learns of it);
 - a failed or cancelled write (a half-written frame must never be followed by another);
 - ``connections.max.idle.ms`` without a byte from the client; broker shutdown.
 
@@ -276,6 +278,12 @@ class Connection:
         try:
             response = await spec.handler(ctx, request)
             if response is None:
+                reason = ctx.extra.get("close_connection")
+                if reason:
+                    # a request that has no response (acks=0 produce) failed: closing is
+                    # the only way to tell the client (Kafka's closeConnection)
+                    log.info("closing connection from %s: %s", self, reason)
+                    return False
                 return True
             parts = encode_response(api_key, version, correlation_id, response)
         except Exception:  # noqa: BLE001 - a bug in one handler must not take the broker down

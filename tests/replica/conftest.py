@@ -96,7 +96,7 @@ def broker(tmp_path, clock):
     logs = LogManager([tmp_path / "data"], LogConfig.from_properties(config.log_config_defaults()),
                       clock.now_ms)
     logs.load()
-    b = SimpleNamespace(config=config, clock=clock, logs=logs)
+    b = SimpleNamespace(config=config, clock=clock, logs=logs, transactions=None)
     b.replicas = ReplicaManager(b)
     yield b
     logs.shutdown()

@@ -66,7 +66,7 @@ class Node:
         self.logs = LogManager([root / f"node{node_id}"],
                                LogConfig.from_properties(config.log_config_defaults()), clock.now_ms)
         self.logs.load()
-        self.broker = SimpleNamespace(config=config, clock=clock, logs=self.logs,
+        self.broker = SimpleNamespace(config=config, clock=clock, logs=self.logs, transactions=None,
                                       controller=controller, lifecycle=None)
         self.replicas = ReplicaManager(self.broker)
         self.broker.replicas = self.replicas
@@ -88,7 +88,8 @@ class Cluster:
         self.topics: dict[str, TopicImage] = {}
 
     def image(self) -> MetadataImage:
-        brokers = {i: BrokerImage(i, ()) for i in self.nodes}
+        brokers = {i: BrokerImage(i, (("PLAINTEXT", "127.0.0.1", 9090 + i),), rack=f"r{i}")
+                   for i in self.nodes}
         return MetadataImage(cluster_id="test", controller_id=1, brokers=brokers,
                              topics=dict(self.topics),
                              topics_by_id={t.topic_id: t for t in self.topics.values()})

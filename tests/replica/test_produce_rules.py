@@ -88,11 +88,68 @@ def test_corrupt_and_invalid_batches(replicas, cluster):
 
 def test_compacted_topic_requires_keys(replicas, cluster):
     cluster.create("c", 1, {"cleanup.policy": "compact"})
+    why = "Compacted topic cannot accept message without key in topic partition c-0"
     for codec in (0, 1):
         with pytest.raises(ReplicaError) as e:
             replicas.append("c", 0, batch(b"v1", b"v2", keys=[b"k", None], compression=codec))
         assert code_of(e) == ErrorCode.INVALID_RECORD
+        # KIP-467 as Kafka's LogValidator: the record named, its reason, the summary message
+        assert e.value.record_errors == [(1, why)]
+        assert e.value.message == (
+            "One or more records have been rejected due to 1 record errors in total, and only "
+            f"showing the first three errors at most: [RecordError(batchIndex=1, message='{why}')]")
+        assert e.value.log_start_offset == 0
     assert replicas.append("c", 0, batch(b"v", keys=[b"k"])).base_offset == 0
+
+
+def test_compacted_topic_keyless_and_late_records_together(replicas, cluster):
+    """A keyless record is a key error even when its timestamp is bad too (Kafka checks
+    the key first); any timestamp error makes the answer INVALID_TIMESTAMP."""
+    cluster.create("c", 1, {"cleanup.policy": "compact",
+                            "message.timestamp.before.max.ms": "1000"})
+    with pytest.raises(ReplicaError) as e:
+        replicas.append("c", 0, batch(b"a", b"b", b"c", keys=[None, b"k", b"k"],
+                                      timestamps=[T0 - 5000, T0 - 5000, T0]))
+    assert code_of(e) == ErrorCode.INVALID_TIMESTAMP
+    assert [i for i, _ in e.value.record_errors] == [0, 1]
+    assert e.value.record_errors[0][1].startswith("Compacted topic cannot accept")
+    assert e.value.record_errors[1][1].startswith(f"Timestamp {T0 - 5000} of message")
+    assert replicas.get_partition("c", 0).log_end_offset == 0
+
+
+def test_error_log_start_offset_as_kafka(replicas, cluster):
+    """Append-path errors carry the partition's log start offset; request checks, size and
+    CRC errors and unknown/not-led partitions answer -1 (Kafka's appendToLocalLog)."""
+    cluster.create("t", 1, {"max.message.bytes": "200", "min.insync.replicas": "2"})
+    replicas.append("t", 0, batch(b"a", b"b", b"c"), required_acks=1)
+    replicas.delete_records("t", 0, 2)
+    with pytest.raises(ReplicaError) as e:
+        replicas.append("t", 0, batch(b"x"), required_acks=-1)
+    assert (code_of(e), e.value.log_start_offset) == (ErrorCode.NOT_ENOUGH_REPLICAS, 2)
+    replicas.append("t", 0, batch(b"x", producer_id=5, producer_epoch=0, base_sequence=0),
+                    required_acks=1)
+    with pytest.raises(ReplicaError) as e:
+        replicas.append("t", 0, batch(b"x", producer_id=5, producer_epoch=0, base_sequence=3),
+                        required_acks=1)
+    assert (code_of(e), e.value.log_start_offset) == (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, 2)
+    for records, code in ((batch(b"x" * 300), ErrorCode.MESSAGE_TOO_LARGE),
+                          (batch(b"a") + batch(b"b"), ErrorCode.INVALID_RECORD)):
+        with pytest.raises(ReplicaError) as e:
+            replicas.append("t", 0, records, required_acks=1)
+        assert (code_of(e), e.value.log_start_offset) == (code, -1)
+    with pytest.raises(ReplicaError) as e:
+        replicas.append("t", 7, batch(b"x"))
+    assert (code_of(e), e.value.log_start_offset) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
+
+
+def test_duplicate_answers_stored_timestamp_as_log_append_time(replicas, cluster):
+    cluster.create("t", 1)
+    b = batch(b"x", producer_id=9, producer_epoch=0, base_sequence=0, ts=T0 + 7)
+    first = replicas.append("t", 0, b, required_acks=1)
+    assert first.log_append_time_ms == -1            # CreateTime topic
+    again = replicas.append("t", 0, b, required_acks=1)
+    assert (again.base_offset, again.log_append_time_ms) == (0, T0 + 7)
+    assert replicas.get_partition("t", 0).log_end_offset == 1
 
 
 def test_timestamp_window(replicas, cluster, clock):
@@ -100,12 +157,17 @@ def test_timestamp_window(replicas, cluster, clock):
     with pytest.raises(ReplicaError) as e:
         replicas.append("t", 0, batch(b"old", b"ok", timestamps=[T0 - 5000, T0]))
     assert code_of(e) == ErrorCode.INVALID_TIMESTAMP
-    assert e.value.record_errors == [(0, None)]
+    assert e.value.record_errors == [
+        (0, f"Timestamp {T0 - 5000} of message with offset 0 is out of range. The timestamp "
+            f"should be within [{T0 - 1000}, {T0 + 3_600_000}]")]
+    assert e.value.message == "One or more records have been rejected due to invalid timestamp"
+    assert e.value.log_start_offset == 0
     # Kafka 4's default after.max.ms is one hour.
     with pytest.raises(ReplicaError) as e:
         replicas.append("t", 0, batch(b"ok", b"future", timestamps=[T0, T0 + 2 * 3_600_000]))
     assert code_of(e) == ErrorCode.INVALID_TIMESTAMP
-    assert e.value.record_errors == [(1, None)]
+    assert [i for i, _ in e.value.record_errors] == [1]
+    assert "of message with offset 1 is out of range" in e.value.record_errors[0][1]
     assert replicas.append("t", 0, batch(b"x", timestamps=[T0 - 500])).base_offset == 0
     # The older rule, when configured, bounds both sides.
     cluster.create("legacy", 1, {"message.timestamp.difference.max.ms": "10"})

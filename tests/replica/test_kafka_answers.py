@@ -1,0 +1,76 @@
+"""Kafka's answers in the corners of the data plane, on the in-process replication harness
+(three ReplicaManagers on real files; follower fetches carried by hand): KIP-951's
+current leader in Produce, DeleteRecords waiting for every replica's log start offset
+(DelayedDeleteRecords), DescribeLogDirs for follower replicas."""
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from kbroker.wire import messages
+from kbroker.wire import records as rec
+from kbroker.wire.error_codes import ErrorCode
+
+from .replication_harness import Cluster
+from .test_api_handlers import call
+
+T = "corner"
+P = messages.ProduceRequest
+
+
+def batch(*values) -> bytes:
+    return rec.build_batch([rec.SimpleRecord(None, v, (), 1_700_000_000_000) for v in values])
+
+
+def produce_req(partitions=(0,), acks=1):
+    return P(transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[P.TopicProduceData(
+        name=T, partition_data=[P.PartitionProduceData(index=i, records=batch(b"v"))
+                                for i in partitions])])
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path)
+    yield c
+    c.close()
+
+
+# --------------------------------------------------------------------------- KIP-951
+
+@pytest.mark.parametrize("version", [9, 10, 11])
+async def test_produce_to_a_follower_names_the_leader(cluster, version):
+    cluster.create(T, leader=1, partitions=2)
+    cluster.set_partition(T, 1, leader=3)            # partition 1: leader 3, epoch 1
+    resp = await call(cluster.nodes[2].broker, 0, version, produce_req((0, 1)))
+    parts = {p.index: p for p in resp.responses[0].partition_responses}
+    assert {i: p.error_code for i, p in parts.items()} == {
+        0: ErrorCode.NOT_LEADER_OR_FOLLOWER, 1: ErrorCode.NOT_LEADER_OR_FOLLOWER}
+    got = {i: (p.current_leader.leader_id, p.current_leader.leader_epoch)
+           for i, p in parts.items()}
+    eps = [(e.node_id, e.host, e.port, e.rack) for e in resp.node_endpoints]
+    if version >= 10:
+        assert got == {0: (1, 0), 1: (3, 1)}
+        assert eps == [(1, "127.0.0.1", 9091, "r1"), (3, "127.0.0.1", 9093, "r3")]
+    else:                                            # not on the wire before v10
+        assert got == {0: (-1, -1), 1: (-1, -1)} and eps == []
+
+
+async def test_produce_current_leader_only_for_not_leader_and_live_brokers(cluster):
+    cluster.create(T, leader=1, partitions=1)
+    resp = await call(cluster.nodes[1].broker, 0, 11, P(
+        transactional_id=None, acks=1, timeout_ms=1000, topic_data=[P.TopicProduceData(
+            name=T, partition_data=[P.PartitionProduceData(index=4, records=batch(b"v"))])]))
+    [p] = resp.responses[0].partition_responses
+    assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (-1, -1)
+    assert resp.node_endpoints == []
+    # a fenced leader is named but its endpoint is not given (Kafka: alive brokers only)
+    from dataclasses import replace
+    image = cluster.image()
+    image.brokers[1] = replace(image.brokers[1], fenced=True)
+    cluster.nodes[2].replicas.apply_image(image)
+    resp = await call(cluster.nodes[2].broker, 0, 11, produce_req())
+    [p] = resp.responses[0].partition_responses
+    assert (p.error_code, p.current_leader.leader_id) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, 1)
+    assert resp.node_endpoints == []
