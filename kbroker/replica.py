@@ -50,10 +50,12 @@ Rules it keeps:
 A topic ``compression.type`` other than ``producer`` makes produce rebuild the batch with that
 codec (Kafka's rule; the one produce path that decodes records).
 
+DeleteRecords moves the leader's log start offset and then waits until every live replica
+has reported a log start offset at least as high (Kafka's DelayedDeleteRecords and low
+watermark, :meth:`ReplicaManager.wait_low_watermark`).
+
 Not implemented here: fetch sessions (session id 0: every response is a full one), fetching
-from followers (KIP-392), DeleteRecords waiting for the followers' log start offsets (Kafka's
-DelayedDeleteRecords: the leader answers at once and followers follow on their next fetch),
-unclean leader election.
+from followers (KIP-392), unclean leader election.
 """
 from __future__ import annotations
 
@@ -343,7 +345,8 @@ class ReplicaManager:
                       "fetch_wakeups": 0, "append_errors": 0, "duplicates": 0,
                       "markers": 0, "follower_fetches": 0, "isr_expands": 0,
                       "isr_shrinks": 0, "alter_partition_errors": 0,
-                      "delayed_produces": 0, "delayed_produce_timeouts": 0}
+                      "delayed_produces": 0, "delayed_produce_timeouts": 0,
+                      "delayed_delete_records_timeouts": 0}
         from kbroker.replica_fetcher import ReplicaFetcherManager
         self.fetchers = ReplicaFetcherManager(self)
 
@@ -613,7 +616,9 @@ class ReplicaManager:
             follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
         follower.last_fetch_leader_leo = leader_leo
         follower.last_fetch_ms = now
-        follower.log_start_offset = follower_log_start
+        if follower.log_start_offset != follower_log_start:
+            follower.log_start_offset = follower_log_start
+            part.wake()         # a DeleteRecords waiting for the low watermark
         moved = follower.log_end_offset != fetch_offset
         follower.log_end_offset = fetch_offset
         self._maybe_expand_isr(part, follower)
@@ -1240,7 +1245,12 @@ class ReplicaManager:
 
     def delete_records(self, topic: str, index: int, offset: int) -> int:
         """Move the log start offset up to ``offset`` (-1: the high watermark); returns the
-        new low watermark (log start offset)."""
+        low watermark (:meth:`low_watermark`: the log start offset with one replica)."""
+        return self.delete_records_on_leader(topic, index, offset)[1]
+
+    def delete_records_on_leader(self, topic: str, index: int, offset: int) -> tuple[int, int]:
+        """Kafka's Partition.deleteRecordsOnLeader: (requested offset, low watermark); the
+        requested offset is what :meth:`wait_low_watermark` waits for. Raises ReplicaError."""
         part = self.get_partition(topic, index)
         if not part.config.delete:
             raise ReplicaError(ErrorCode.POLICY_VIOLATION,
@@ -1259,7 +1269,43 @@ class ReplicaManager:
                     raise
                 raise _error_from(exc) from None
             part.wake()
-        return part.log_start_offset
+        return offset, self._low_watermark(part)
+
+    def _low_watermark(self, part: Partition) -> int:
+        """Kafka's lowWatermarkIfLeader: the smallest log start offset over the leader and
+        every other replica on a live broker, as each follower last reported it in a fetch
+        (-1 until it has fetched in this leadership)."""
+        low = part.log_start_offset
+        for rid, f in part.followers.items():
+            if f.log_start_offset < low and self._broker_eligible(rid):
+                low = f.log_start_offset
+        return low
+
+    async def wait_low_watermark(self, topic: str, index: int, required_offset: int,
+                                 timeout_ms: int) -> tuple[int, int | None]:
+        """Kafka's DelayedDeleteRecords for one partition: wait until the low watermark
+        reaches ``required_offset`` (every live replica has deleted up to it; followers
+        learn the leader's log start offset from fetch responses and report theirs in the
+        next fetch). Returns (NONE, low watermark), (NOT_LEADER_OR_FOLLOWER, -1) when this
+        node no longer leads, or (REQUEST_TIMED_OUT, None) after ``timeout_ms``."""
+        deadline = trio.current_time() + max(0, timeout_ms) / 1000.0
+        while True:
+            part = self._partitions.get((topic, index))
+            if part is None or not part.is_leader:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+            low = self._low_watermark(part)
+            if low >= required_offset:
+                return ErrorCode.NONE, low
+            if trio.current_time() >= deadline:
+                self.stats["delayed_delete_records_timeouts"] += 1
+                return ErrorCode.REQUEST_TIMED_OUT, None
+            event = trio.Event()
+            part.waiters.add(event)
+            try:
+                with trio.move_on_at(deadline):
+                    await event.wait()
+            finally:
+                part.waiters.discard(event)
 
     # ---------------------------------------------------------------- log dirs
 

@@ -74,3 +74,78 @@ async def test_produce_current_leader_only_for_not_leader_and_live_brokers(clust
     [p] = resp.responses[0].partition_responses
     assert (p.error_code, p.current_leader.leader_id) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, 1)
     assert resp.node_endpoints == []
+
+
+# --------------------------------------------------------------------------- DeleteRecords
+
+D = messages.DeleteRecordsRequest
+
+
+def delete_req(offset, timeout_ms=30_000, partition=0):
+    return D(timeout_ms=timeout_ms, topics=[D.DeleteRecordsTopic(name=T, partitions=[
+        D.DeleteRecordsPartition(partition_index=partition, offset=offset)])])
+
+
+async def test_delete_records_waits_for_every_replica_log_start(cluster, autojump_clock):
+    cluster.create(T, leader=1)
+    cluster.nodes[1].replicas.append(T, 0, batch(b"a", b"b", b"c", b"d", b"e"), required_acks=1)
+    await cluster.catch_up(T)
+    out = []
+
+    async def deleter():
+        out.append(await call(cluster.nodes[1].broker, 21, 2, delete_req(3)))
+
+    async with trio.open_nursery() as n:
+        n.start_soon(deleter)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not out and cluster.nodes[1].replica(T).log.log_start_offset == 3
+        # follower 2 learns the leader's log start, then reports its own in the next fetch
+        await cluster.fetch_once(2, T)
+        assert cluster.nodes[2].replica(T).log.log_start_offset == 3
+        await cluster.fetch_once(2, T)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not out                               # replica 3 still starts at 0
+        await cluster.fetch_once(3, T)
+        await cluster.fetch_once(3, T)
+    [resp] = out
+    [p] = resp.topics[0].partitions
+    assert (p.error_code, p.low_watermark) == (ErrorCode.NONE, 3)
+
+
+async def test_delete_records_times_out_and_single_replica_answers_at_once(cluster,
+                                                                           autojump_clock):
+    cluster.create(T, leader=1)
+    cluster.create("solo", leader=1, replicas=(1,))
+    cluster.nodes[1].replicas.append(T, 0, batch(b"a", b"b", b"c"), required_acks=1)
+    await cluster.catch_up(T)
+    start = trio.current_time()
+    resp = await call(cluster.nodes[1].broker, 21, 2, delete_req(2, timeout_ms=1500))
+    [p] = resp.topics[0].partitions
+    # Kafka's expiry answer: the low watermark when the records were deleted
+    assert (p.error_code, p.low_watermark) == (ErrorCode.REQUEST_TIMED_OUT, 0)
+    assert trio.current_time() - start >= 1.5
+    assert cluster.nodes[1].replica(T).log.log_start_offset == 2
+    cluster.nodes[1].replicas.append("solo", 0, batch(b"a", b"b"), required_acks=1)
+    resp = await call(cluster.nodes[1].broker, 21, 2, D(timeout_ms=1000, topics=[
+        D.DeleteRecordsTopic(name="solo", partitions=[
+            D.DeleteRecordsPartition(partition_index=0, offset=-1)])]))
+    [p] = resp.topics[0].partitions
+    assert (p.error_code, p.low_watermark) == (ErrorCode.NONE, 2)
+
+
+async def test_delete_records_wait_ends_when_leadership_moves(cluster, autojump_clock):
+    cluster.create(T, leader=1)
+    cluster.nodes[1].replicas.append(T, 0, batch(b"a", b"b"), required_acks=1)
+    await cluster.catch_up(T)
+    out = []
+
+    async def deleter():
+        out.append(await call(cluster.nodes[1].broker, 21, 2, delete_req(1)))
+
+    async with trio.open_nursery() as n:
+        n.start_soon(deleter)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not out
+        cluster.set_partition(T, leader=2)
+    [p] = out[0].topics[0].partitions
+    assert (p.error_code, p.low_watermark) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
