@@ -1310,7 +1310,11 @@ class ReplicaManager:
     # ---------------------------------------------------------------- log dirs
 
     def describe_log_dirs(self, wanted: dict[str, set[int] | None] | None):
-        """[(log_dir, error_code, [(topic, [(partition, size)])], total, usable)].
+        """[(log_dir, error_code, [(topic, [(partition, size, offset_lag)])], total, usable)]
+        for every local replica, leader or follower. ``offset_lag`` is Kafka's
+        ``getLogEndOffsetLag`` for a replica that is not a future one: max(high watermark −
+        log end offset, 0) of the local log (so 0 unless the log end is behind its own high
+        watermark; -1 would mean no local log).
 
         ``wanted`` maps topic → partitions (None → all of the topic); None → everything."""
         by_dir: dict[str, dict[str, list]] = {}
@@ -1325,7 +1329,8 @@ class ReplicaManager:
                     continue
             d = self._log_dir_of(part)
             size = self._size_of(part)
-            by_dir.setdefault(d, {}).setdefault(part.topic, []).append((part.index, size))
+            lag = max(part.log.high_watermark - part.log.log_end_offset, 0)
+            by_dir.setdefault(d, {}).setdefault(part.topic, []).append((part.index, size, lag))
         out = []
         for d, topics in by_dir.items():
             try:

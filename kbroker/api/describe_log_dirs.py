@@ -2,8 +2,10 @@
 
 Versions: v1–v4 (v0 removed by KIP-896; v2 flexible; v3 top-level ``error_code``; v4
 ``total_bytes``/``usable_bytes``, KIP-827). ``topics`` null means every partition.
-``offset_lag`` is 0 and ``is_future_key`` false: a single node has no replica movements
-between directories (KIP-113's future replicas are not implemented).
+Every local replica is listed, leader or follower. ``offset_lag`` is Kafka's
+``getLogEndOffsetLag`` for a current (not future) replica: max(high watermark − log end
+offset, 0) of the local log; ``is_future_key`` is false (KIP-113's future replicas, moves
+between directories, are not implemented).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ async def handle(ctx: RequestContext, request):
             topics=[Resp.DescribeLogDirsTopic(
                 name=name,
                 partitions=[Resp.DescribeLogDirsPartition(partition_index=i, partition_size=size,
-                                                          offset_lag=0, is_future_key=False)
-                            for i, size in parts])
+                                                          offset_lag=lag, is_future_key=False)
+                            for i, size, lag in parts])
                 for name, parts in topics]))
     return Resp(throttle_time_ms=0, error_code=0, results=results)

@@ -235,10 +235,11 @@ def test_describe_log_dirs_and_statistics(replicas, cluster, tmp_path):
     replicas.append("a", 1, batch(b"x" * 100))
     [(d, err, topics, total, usable)] = replicas.describe_log_dirs(None)
     assert d == str((tmp_path / "data").resolve()) and err == 0 and total > 0 and usable > 0
-    sizes = dict((name, dict(parts)) for name, parts in topics)
+    sizes = dict((name, {i: size for i, size, _ in parts}) for name, parts in topics)
     assert sizes["a"][0] == 0 and sizes["a"][1] > 100 and sizes["b"] == {0: 0}
+    assert all(lag == 0 for _, parts in topics for _, _, lag in parts)
     [(_, _, topics, _, _)] = replicas.describe_log_dirs({"a": {1}})
-    assert topics == [("a", [(1, sizes["a"][1])])]
+    assert topics == [("a", [(1, sizes["a"][1], 0)])]
     stats = replicas.statistics()
     assert stats["partitions"] == 3 and stats["appends"] == 1
 

@@ -149,3 +149,20 @@ async def test_delete_records_wait_ends_when_leadership_moves(cluster, autojump_
         cluster.set_partition(T, leader=2)
     [p] = out[0].topics[0].partitions
     assert (p.error_code, p.low_watermark) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+
+
+# --------------------------------------------------------------------------- DescribeLogDirs
+
+async def test_describe_log_dirs_lists_follower_replicas_with_kafka_offset_lag(cluster):
+    cluster.create(T, leader=1, partitions=2)
+    cluster.nodes[1].replicas.append(T, 0, batch(b"a" * 100, b"b"), required_acks=1)
+    await cluster.catch_up(T, 0)
+    R = messages.DescribeLogDirsRequest
+    resp = await call(cluster.nodes[2].broker, 35, 4, R(topics=None))
+    [result] = resp.results
+    [topic] = result.topics
+    got = {p.partition_index: (p.partition_size, p.offset_lag, p.is_future_key)
+           for p in topic.partitions}
+    leader_size = cluster.nodes[1].replicas._size_of(cluster.nodes[1].replica(T, 0))
+    # a follower's own log: Kafka's getLogEndOffsetLag is max(HW - LEO, 0) of it, i.e. 0
+    assert got == {0: (leader_size, 0, False), 1: (0, 0, False)}
