@@ -102,6 +102,13 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
     layout = cluster_layout(nodes, controllers)
     voters = [i for i, r in layout.items() if "controller" in r]
     total = len(layout)
+    # partition data is replicated: the internal topics get Kafka's replication (3, min ISR 2)
+    # as far as the brokers allow, so group offsets and transactions survive a node's loss
+    brokers = sum(1 for r in layout.values() if "broker" in r)
+    extra = {"offsets.topic.replication.factor": str(min(3, brokers)),
+             "transaction.state.log.replication.factor": str(min(3, brokers)),
+             "transaction.state.log.min.isr": str(min(2, brokers)),
+             **(extra or {})}
     procs: list[tuple[int, subprocess.Popen, Path]] = []
     env = dict(os.environ)
     repo = Path(__file__).resolve().parents[1]
