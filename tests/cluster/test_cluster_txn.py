@@ -329,11 +329,18 @@ def txn_batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
 
 
 def produce_raw(port: int, tid, topic: str, partition: int, data: bytes) -> int:
+    """The partition's answer; retried while it is NOT_ENOUGH_REPLICAS, the retriable error
+    a leader answers while it cannot reach the coordinator (as a producer retries)."""
     P = w.ProduceRequest
-    r = call(port, 0, 9, P(transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
-        P.TopicProduceData(name=topic, partition_data=[
-            P.PartitionProduceData(index=partition, records=data)])]), timeout=20)
-    return r.responses[0].partition_responses[0].error_code
+    deadline = time.monotonic() + 30
+    while True:
+        r = call(port, 0, 9, P(transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
+            P.TopicProduceData(name=topic, partition_data=[
+                P.PartitionProduceData(index=partition, records=data)])]), timeout=20)
+        pr = r.responses[0].partition_responses[0]
+        if pr.error_code != E.NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+            return pr.error_code
+        time.sleep(0.2)
 
 
 def add_partitions(port: int, tid: str, pid: int, epoch: int, topic: str, parts: list[int]) -> dict:
