@@ -24,7 +24,8 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from compat_tests.runner import BrokerProcess, BrokerStartError, free_port, tail
+from compat_tests.runner import (SINGLE_NODE_CONFIG, BrokerProcess, BrokerStartError,  # noqa: F401
+                                 combined_node_config, free_port, tail)
 
 ROOT = Path(__file__).resolve().parent.parent
 POM = ROOT / "tools" / "kafka_dist" / "pom.xml"
@@ -39,23 +40,6 @@ STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 
 # Short-lived tools: C1 only and a serial GC start a JVM about twice as fast.
 FAST_START_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"]
-
-# Settings a one-node Kafka needs (internal topics default to replication factor 3) plus test
-# speed-ups Kafka's own integration tests use. Behaviour-relevant configs a test wants on both
-# brokers go through `overrides` instead, so kbroker gets them too.
-SINGLE_NODE_CONFIG = {
-    "offsets.topic.replication.factor": "1",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "share.coordinator.state.topic.replication.factor": "1",
-    "share.coordinator.state.topic.min.isr": "1",
-    "group.initial.rebalance.delay.ms": "0",
-    # After a SIGKILL the restarted node can only re-register once its previous broker session
-    # expired (default 9 s); heartbeats stay well inside the shorter session.
-    "broker.session.timeout.ms": "4500",
-    "broker.heartbeat.interval.ms": "1000",
-}
-
 
 def kafka_version() -> str:
     """The pinned Kafka version, read from the pom (the one place it is written)."""
@@ -121,19 +105,7 @@ class KafkaBrokerProcess(BrokerProcess):
         self.version = kafka_version()
 
     def config(self) -> dict[str, str]:
-        cfg = {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{self.host}:{self.port},"
-                         f"CONTROLLER://{self.host}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "log.dirs": str(self.data_dir),
-            **SINGLE_NODE_CONFIG,
-        }
+        cfg = combined_node_config(self.host, self.port, self.controller_port, self.data_dir)
         cfg.update(self.overrides)
         return cfg
 

@@ -193,27 +193,69 @@ class BrokerProcess:
         return f"<{self.target} broker {self.bootstrap_servers} {state} in {self.workdir}>"
 
 
-class KBrokerProcess(BrokerProcess):
-    """kbroker: `<python> -m kbroker serve --listen 127.0.0.1:<port> --data-dir <dir>`.
+# Settings a one-node broker needs (internal topics default to replication factor 3) plus test
+# speed-ups Kafka's own integration tests use. Behaviour-relevant configs a test wants on both
+# brokers go through `overrides` instead.
+SINGLE_NODE_CONFIG = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    # After a SIGKILL the restarted node can only re-register once its previous broker session
+    # expired (default 9 s); heartbeats stay well inside the shorter session.
+    "broker.session.timeout.ms": "4500",
+    "broker.heartbeat.interval.ms": "1000",
+}
 
-    Broker configs (Kafka names) are passed as `--override key=value`, one per config, only
-    when a test asks for non-default configs.
+
+def combined_node_config(host: str, port: int, controller_port: int, data_dir: Path) -> dict[str, str]:
+    """The static configuration (server.properties) of the suite's one-node cluster: node 1,
+    broker and controller in one process, a static one-voter quorum on `controller_port`,
+    clients on `port`. Both targets are started from it, so that what a broker reports about
+    its own static configuration (DescribeConfigs, DescribeQuorum) can be compared."""
+    return {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@{host}:{controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(data_dir),
+        **SINGLE_NODE_CONFIG,
+    }
+
+
+class KBrokerProcess(BrokerProcess):
+    """kbroker: `<python> -m kbroker serve --config <workdir>/server.properties`.
+
+    The properties file holds the same static configuration the Kafka target gets
+    (`combined_node_config`, rewritten before every start) with the test's broker configs
+    (Kafka names) over it; kbroker needs no format step.
     """
 
     target = "kbroker"
     start_timeout = 30.0
 
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None):
+        super().__init__(workdir, overrides)
+        self.controller_port = free_port()
+        self.config_path = self.workdir / "server.properties"
+
+    def config(self) -> dict[str, str]:
+        cfg = combined_node_config(self.host, self.port, self.controller_port, self.data_dir)
+        cfg.update(self.overrides)
+        return cfg
+
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "kbroker", "serve",
-               "--listen", self.bootstrap_servers, "--data-dir", str(self.data_dir)]
-        # the same test speed-up the Kafka side gets in SINGLE_NODE_CONFIG
-        configs = {"group.initial.rebalance.delay.ms": "0", **self.overrides}
-        for key, value in configs.items():
-            cmd += ["--override", f"{key}={value}"]
-        return cmd
+        return [sys.executable, "-m", "kbroker", "serve", "--config", str(self.config_path)]
 
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -221,7 +263,7 @@ class KBrokerProcess(BrokerProcess):
         return env
 
     def start_hint(self) -> str:
-        return ("hint: kbroker's `serve` command must listen on --listen and answer "
+        return ("hint: kbroker's `serve` command must read --config and answer "
                 "ApiVersions; until it exists run the suite with --targets kafka.\n")
 
 

@@ -523,8 +523,14 @@ class BrokerConfig:
 
     def _validate(self) -> None:
         v = self.values
+        # node.id and broker.id are synonyms: one given alone sets the other, which then
+        # counts as set in the file too (Kafka's KafkaConfig.populateSynonyms)
         if "broker.id" in self.explicit and "node.id" not in self.explicit:
             v["node.id"] = v["broker.id"]
+            self.explicit.add("node.id")
+        elif "node.id" in self.explicit and "broker.id" not in self.explicit:
+            v["broker.id"] = v["node.id"]
+            self.explicit.add("broker.id")
         if v["node.id"] < 0:
             raise ConfigError("node.id", "must be at least 0")
         protocol_map: dict[str, str] = {}

@@ -66,6 +66,18 @@ def test_errors_name_the_key(raw, key):
     assert e.value.key == key and key in str(e.value)
 
 
+@pytest.mark.parametrize("given, other", [("node.id", "broker.id"), ("broker.id", "node.id")])
+def test_node_id_and_broker_id_are_synonyms(given, other):
+    """One of the two set alone sets the other, which then counts as set statically (so
+    DescribeConfigs reports both as STATIC_BROKER_CONFIG, as Kafka does)."""
+    c = BrokerConfig.from_dict({given: "7"})
+    assert c.node_id == 7 and c.get("broker.id") == 7
+    assert {given, other} <= c.explicit
+    assert BrokerConfig.from_dict({}).get("broker.id") == -1      # neither set: Kafka's default
+    both = BrokerConfig.from_dict({"node.id": "3", "broker.id": "3"})
+    assert both.node_id == 3 and both.get("broker.id") == 3
+
+
 def test_several_listeners_and_wildcard():
     c = BrokerConfig.from_dict({"listeners": "PLAINTEXT://127.0.0.1:1,INTERNAL://0.0.0.0:2",
                                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"})
