@@ -41,17 +41,17 @@ REGISTRY: dict[int, ApiSpec] = {}
 def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = None):
     """Register the decorated coroutine as the handler of ``api_key``."""
     lo, hi = versions
-    cls = messages.request_class(api_key)
-    if cls is None:
+    # the schema, not the message class: classes are built when the first request comes
+    spec = messages.request_spec(api_key)
+    if spec is None:
         raise ValueError(f"no request schema for api key {api_key}")
-    valid = cls._message.valid
-    if lo not in valid or hi not in valid:
-        raise ValueError(f"{cls._message.name}: versions {lo}-{hi} outside {valid}")
+    if lo not in spec.valid or hi not in spec.valid:
+        raise ValueError(f"{spec.name}: versions {lo}-{hi} outside {spec.valid}")
 
     def register(fn):
         if api_key in REGISTRY:
             raise ValueError(f"api key {api_key} registered twice")
-        REGISTRY[api_key] = ApiSpec(api_key, cls._message.name.removesuffix("Request"), lo, hi,
+        REGISTRY[api_key] = ApiSpec(api_key, spec.name.removesuffix("Request"), lo, hi,
                                     lo if served_from is None else served_from, fn)
         return fn
     return register

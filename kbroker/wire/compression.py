@@ -17,7 +17,9 @@ Only the records area of a batch (everything after the 61-byte header) is compre
 
 Rules kept: every decoder is bounded by ``max_size`` (a decompression bomb is a
 :class:`CorruptRecord`, not an allocation), and anything a codec library raises on bad input
-becomes :class:`CorruptRecord`. No I/O, no clocks.
+becomes :class:`CorruptRecord`. No I/O, no clocks. The codec libraries are imported on
+first use: a broker whose clients send uncompressed batches (or whose batches are stored as
+sent, the usual case) never loads them, and start-up does not pay for them.
 """
 
 from __future__ import annotations
@@ -25,10 +27,6 @@ from __future__ import annotations
 import io
 import struct
 import zlib
-
-import lz4.frame
-import snappy
-import zstandard
 
 from .errors import CorruptRecord
 from .varint import BadVarint, read_uvarint
@@ -71,6 +69,22 @@ _INT32 = struct.Struct(">i")
 # chunk costs little, large enough to keep the Python loop short.
 _CHUNK = 256 * 1024
 
+
+def _snappy():
+    import snappy
+    return snappy
+
+
+def _lz4():
+    import lz4.frame
+    return lz4.frame
+
+
+def _zstd():
+    import zstandard
+    return zstandard
+
+
 # Defaults follow Kafka's (KIP-390): gzip 6 (java.util.zip default), lz4 fast mode, zstd 3.
 _GZIP_DEFAULT_LEVEL = 6
 _ZSTD_DEFAULT_LEVEL = 3
@@ -84,18 +98,19 @@ def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
         c = zlib.compressobj(_GZIP_DEFAULT_LEVEL if level is None else level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         return c.compress(data) + c.flush()
     if codec == COMPRESSION_SNAPPY:
-        return snappy.compress(bytes(data))
+        return _snappy().compress(bytes(data))
     if codec == COMPRESSION_LZ4:
-        return lz4.frame.compress(
+        lz4 = _lz4()
+        return lz4.compress(
             data,
             compression_level=0 if level is None else level,
-            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_size=lz4.BLOCKSIZE_MAX64KB,
             block_linked=False,  # Kafka's Java reader rejects dependent blocks
             content_checksum=False,
             store_size=False,
         )
     if codec == COMPRESSION_ZSTD:
-        return zstandard.ZstdCompressor(level=_ZSTD_DEFAULT_LEVEL if level is None else level).compress(data)
+        return _zstd().ZstdCompressor(level=_ZSTD_DEFAULT_LEVEL if level is None else level).compress(data)
     raise CorruptRecord(f"unknown compression codec {codec}")
 
 
@@ -120,10 +135,23 @@ def decompress(codec: int, data, *, max_size: int = DEFAULT_MAX_DECOMPRESSED) ->
             return _unzstd(data, max_size)
     except CorruptRecord:
         raise
-    except (zlib.error, snappy.UncompressError, zstandard.ZstdError, RuntimeError, ValueError, EOFError, OSError) as exc:
+    except (zlib.error, RuntimeError, ValueError, EOFError, OSError) as exc:
         # lz4.frame raises RuntimeError on bad frames; snappy/zstd raise their own or ValueError.
         raise CorruptRecord(f"{CODEC_NAMES[codec]} data is corrupt: {exc}") from None
+    except Exception as exc:
+        if not isinstance(exc, _library_errors(codec)):
+            raise
+        raise CorruptRecord(f"{CODEC_NAMES[codec]} data is corrupt: {exc}") from None
     raise CorruptRecord(f"unknown compression codec {codec}")
+
+
+def _library_errors(codec: int) -> tuple[type, ...]:
+    """The codec library's own exception types for bad input (its module is loaded by now)."""
+    if codec == COMPRESSION_SNAPPY:
+        return (_snappy().UncompressError,)
+    if codec == COMPRESSION_ZSTD:
+        return (_zstd().ZstdError,)
+    return ()
 
 
 def _too_big(codec: str, max_size: int) -> CorruptRecord:
@@ -172,7 +200,7 @@ def _unsnappy(data, max_size: int) -> bytes:
     if raw[:8] != XERIAL_MAGIC:
         if _raw_snappy_length(raw, "block") > max_size:
             raise _too_big("snappy", max_size)
-        return snappy.uncompress(raw)
+        return _snappy().uncompress(raw)
     # xerial / snappy-java stream
     if len(raw) < _XERIAL_HEADER.size:
         raise CorruptRecord("xerial snappy header is truncated")
@@ -190,7 +218,7 @@ def _unsnappy(data, max_size: int) -> bytes:
         pos += n
         if _raw_snappy_length(block, "chunk") > max_size - len(out):
             raise _too_big("snappy", max_size)
-        out += snappy.uncompress(block)
+        out += _snappy().uncompress(block)
     return bytes(out)
 
 
@@ -203,7 +231,7 @@ def _unlz4(data, max_size: int) -> bytes:
         raise CorruptRecord("lz4 data is empty")
     out = bytearray()
     while True:
-        d = lz4.frame.LZ4FrameDecompressor()
+        d = _lz4().LZ4FrameDecompressor()
         chunk = rest
         while True:
             piece = d.decompress(chunk, max_length=min(_CHUNK, max_size + 1 - len(out)))
@@ -288,7 +316,7 @@ def _unzstd(data, max_size: int) -> bytes:
         raise CorruptRecord("zstd data is empty")
     _check_zstd_frames(raw)
     out = bytearray()
-    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
+    with _zstd().ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
         while True:
             piece = reader.read(min(_CHUNK, max_size + 1 - len(out)))
             if not piece:

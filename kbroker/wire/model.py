@@ -193,7 +193,19 @@ def _build_message(raw: dict) -> MessageSpec:
 
 
 @cache
+def load_raw(path: Path = SCHEMA_FILE) -> dict[str, dict]:
+    """Every message's definition as parsed JSON, by name, in the file's order. Parsing is
+    cheap; turning a definition into a spec (``build_message``) is what costs, so callers
+    that need only some messages build those on first use (``kbroker.wire.messages``)."""
+    return {m["name"]: m for m in json.loads(Path(path).read_text())["messages"]}
+
+
+def build_message(raw: dict) -> MessageSpec:
+    """The spec of one message definition (an entry of ``load_raw``)."""
+    return _build_message(raw)
+
+
+@cache
 def load_model(path: Path = SCHEMA_FILE) -> dict[str, MessageSpec]:
     """All message specs by name (``ProduceRequest``, ``TopicRecord``, ``RequestHeader``…)."""
-    data = json.loads(Path(path).read_text())
-    return {m["name"]: _build_message(m) for m in data["messages"]}
+    return {name: _build_message(m) for name, m in load_raw(path).items()}
