@@ -329,6 +329,22 @@ def _field_default_expr(f: FieldSpec, ns: dict) -> str:
     return key
 
 
+def _lazy_init(cls: type, source: str, ns: dict):
+    """An ``__init__`` that compiles the generated one on the first construction and puts
+    it in its place: a broker builds the classes of every API it serves at start-up but
+    constructs few of them soon, and compiling is most of a class's cost."""
+    def __init__(self, *args, **kwargs):
+        glb = dict(RUNTIME)
+        glb.update(ns)            # nested classes and defaults of the whole message
+        loc: dict = {}
+        exec(source, glb, loc)
+        real = loc["__init__"]
+        if cls.__dict__.get("__init__") is __init__:
+            cls.__init__ = real
+        real(self, *args, **kwargs)
+    return __init__
+
+
 def build_classes(spec: MessageSpec, base=Message) -> type:
     """Create the message class (with nested struct classes as attributes)."""
     ns: dict = {}
@@ -350,12 +366,7 @@ def build_classes(spec: MessageSpec, base=Message) -> type:
                 setattr(cls, f.struct.name, make(f.struct, f"{qualname}.{f.struct.name}"))
             elif f.is_struct:
                 setattr(cls, f.struct.name, classes[f.struct.name])
-        glb = dict(RUNTIME)
-        glb.update(ns)
-        loc: dict = {}
-        exec("\n".join(lines), glb, loc)
-        cls.__init__ = loc["__init__"]
-        cls.__init__.__globals__.update(ns)  # late-bound nested classes
+        cls.__init__ = _lazy_init(cls, "\n".join(lines), ns)
         return cls
 
     top = make(spec.struct, spec.name)

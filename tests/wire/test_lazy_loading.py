@@ -59,3 +59,23 @@ def test_a_codec_library_error_is_corrupt_record_when_loaded_lazily(codec):
         "except CorruptRecord as e:\n"
         "    print('corrupt')\n")
     assert out == "corrupt"
+
+
+def test_generated_init_is_compiled_on_first_construction_and_behaves_the_same():
+    out = _fresh(
+        "from kbroker.wire import messages\n"
+        "R = messages.get('DescribeClusterResponse')\n"
+        "lazy = R.__dict__['__init__']\n"
+        "try:\n"
+        "    R(no_such_field=1)\n"
+        "except TypeError:\n"
+        "    print('unknown field refused')\n"
+        "try:\n"
+        "    R(5)\n"
+        "except TypeError:\n"
+        "    print('positional refused')\n"
+        "r = R(cluster_id='c', brokers=[R.DescribeClusterBroker(broker_id=3)])\n"
+        "print(R.__dict__['__init__'] is not lazy, r.cluster_id, r.brokers[0].broker_id,\n"
+        "      r.brokers[0].port, r.controller_id, R().brokers == [], R().brokers is not R().brokers)\n")
+    assert out.splitlines() == ["unknown field refused", "positional refused",
+                                "True c 3 0 -1 True True"]
