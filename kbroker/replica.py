@@ -60,6 +60,7 @@ from followers (KIP-392), unclean leader election.
 from __future__ import annotations
 
 import base64
+import itertools
 import logging
 import os
 import shutil
@@ -320,6 +321,11 @@ class Partition:
 class ReplicaManager:
     """Every local replica and the produce/fetch/offset/replication rules over them.
 
+    Metadata images are applied in order and synchronously; only the creation of new logs
+    beyond ``CREATE_CHUNK`` per image is left to a task of :meth:`run` (chunks of
+    ``CREATE_CHUNK``), since each costs several file creations and fsyncs and 10,000 of them
+    at once would hold the event loop (and Raft's heartbeats) for tens of seconds.
+
     Owned by the Broker (``broker.replicas``); core calls :meth:`apply_image` after every
     metadata change. All methods run on the trio thread; appends are synchronous (no
     checkpoint inside), so concurrent requests never interleave within one append.
@@ -327,11 +333,15 @@ class ReplicaManager:
     (``kbroker/replica_fetcher.py``), AlterPartition calls and the ISR-shrink timer.
     """
 
+    CREATE_CHUNK = 32
+
     def __init__(self, broker):
         self.broker = broker
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, Any] = {}
         self._not_led: set[tuple[str, int]] = set()
+        self._pending: set[tuple[str, int]] = set()   # replicas whose log is not created yet
+        self._creating = False
         self._lso_hook: Callable | None = None
         self._image = None
         self._nursery = None
@@ -346,7 +356,7 @@ class ReplicaManager:
                       "markers": 0, "follower_fetches": 0, "isr_expands": 0,
                       "isr_shrinks": 0, "alter_partition_errors": 0,
                       "delayed_produces": 0, "delayed_produce_timeouts": 0,
-                      "delayed_delete_records_timeouts": 0}
+                      "delayed_delete_records_timeouts": 0, "deferred_log_creations": 0}
         from kbroker.replica_fetcher import ReplicaFetcherManager
         self.fetchers = ReplicaFetcherManager(self)
 
@@ -454,19 +464,26 @@ class ReplicaManager:
             part.wake()
             self.broker.logs.delete_log(key[0], key[1])
         config_cache: dict[str, tuple[dict, LogConfig]] = {}
+        # New logs beyond the first CREATE_CHUNK of this image are created by a task
+        # (needs run()'s nursery), in chunks, so a large change does not hold the event loop
+        deferring = self._nursery is not None
+        pending: set[tuple[str, int]] = set()
+        created = 0
         for key, (topic, pimg) in wanted.items():
+            part = self._partitions.get(key)
+            if part is None and deferring and key[0] not in INTERNAL_TOPICS and (
+                    key in self._pending or (created >= self.CREATE_CHUNK
+                                             and self.broker.logs.get(*key) is None)):
+                pending.add(key)
+                continue
             cached = config_cache.get(key[0])
             if cached is None:
                 props = self.effective_properties(getattr(topic, "configs", None))
                 cached = config_cache[key[0]] = (props, LogConfig.from_properties(props))
             props, config = cached
-            part = self._partitions.get(key)
             if part is None:
-                log = self._open_log(key[0], key[1], topic.topic_id, config)
-                part = Partition(topic=key[0], index=key[1], topic_id=topic.topic_id, log=log,
-                                 leader_epoch=pimg.leader_epoch, config=config, props=props,
-                                 lso_hook=self._lso_hook)
-                self._partitions[key] = part
+                created += 1
+                part = self._create_partition(key, topic, pimg, props, config)
             elif config != part.config:
                 part.config, part.props = config, props
                 update = getattr(part.log, "update_config", None)
@@ -479,8 +496,57 @@ class ReplicaManager:
             self._apply_partition(part, pimg, me, now)
         self._not_led = not_led
         self._topic_ids = {name: t.topic_id for name, t in image.topics.items()}
-        self.fetchers.update(image, [p for p in self._partitions.values()
-                                     if not p.is_leader and p.leader >= 0 and p.leader != me])
+        self._pending = pending
+        self._update_fetchers()
+        if pending and not self._creating:
+            self._creating = True
+            self._nursery.start_soon(self._create_pending)
+
+    def _update_fetchers(self) -> None:
+        me = self.node_id
+        self.fetchers.update(self._image, [p for p in self._partitions.values()
+                                           if not p.is_leader and p.leader >= 0 and p.leader != me])
+
+    def _create_partition(self, key, topic, pimg, props: dict, config: LogConfig) -> Partition:
+        log = self._open_log(key[0], key[1], topic.topic_id, config)
+        part = Partition(topic=key[0], index=key[1], topic_id=topic.topic_id, log=log,
+                         leader_epoch=pimg.leader_epoch, config=config, props=props,
+                         lso_hook=self._lso_hook)
+        self._partitions[key] = part
+        return part
+
+    async def _create_pending(self) -> None:
+        """Create the replicas :meth:`apply_image` left pending, CREATE_CHUNK logs at a time
+        with a checkpoint between chunks, each from the latest image (an image that deleted
+        or moved a pending replica has already dropped it from the pending set). Until its
+        log exists a partition answers NOT_LEADER_OR_FOLLOWER, as Kafka does between its
+        metadata cache and its replica manager taking a new image."""
+        try:
+            while self._pending:
+                image, me, now = self._image, self.node_id, self.now_ms()
+                chunk = list(itertools.islice(self._pending, self.CREATE_CHUNK))
+                configs: dict[str, tuple[dict, LogConfig]] = {}
+                followers = False
+                for key in chunk:
+                    self._pending.discard(key)
+                    topic = image.topics.get(key[0])
+                    pimg = topic.partitions.get(key[1]) if topic is not None else None
+                    if pimg is None or key in self._partitions or not (
+                            pimg.leader == me or me in tuple(getattr(pimg, "replicas", ()) or ())):
+                        continue
+                    cached = configs.get(key[0])
+                    if cached is None:
+                        props = self.effective_properties(getattr(topic, "configs", None))
+                        cached = configs[key[0]] = (props, LogConfig.from_properties(props))
+                    part = self._create_partition(key, topic, pimg, *cached)
+                    self._apply_partition(part, pimg, me, now)
+                    followers = followers or not part.is_leader
+                    self.stats["deferred_log_creations"] += 1
+                if followers:
+                    self._update_fetchers()
+                await trio.sleep(0)
+        finally:
+            self._creating = False
 
     def _apply_partition(self, part: Partition, pimg, me: int, now: int) -> None:
         """Kafka's makeLeader / makeFollower for one partition of a new image."""
@@ -551,7 +617,7 @@ class ReplicaManager:
         part = self._partitions.get((topic, index))
         if part is not None and part.is_leader:
             return part
-        if part is not None or (topic, index) in self._not_led:
+        if part is not None or (topic, index) in self._not_led or (topic, index) in self._pending:
             raise ReplicaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise ReplicaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
@@ -1378,6 +1444,7 @@ class ReplicaManager:
         return {
             **self.stats,
             "partitions": len(self._partitions),
+            "pending_partitions": len(self._pending),
             "led_partitions": sum(1 for p in self._partitions.values() if p.is_leader),
             "fetchers": self.fetchers.statistics(),
             "parked_fetch_waiters": parked,

@@ -166,3 +166,60 @@ async def test_describe_log_dirs_lists_follower_replicas_with_kafka_offset_lag(c
     leader_size = cluster.nodes[1].replicas._size_of(cluster.nodes[1].replica(T, 0))
     # a follower's own log: Kafka's getLogEndOffsetLag is max(HW - LEO, 0) of it, i.e. 0
     assert got == {0: (leader_size, 0, False), 1: (0, 0, False)}
+
+
+# --------------------------------------------------------------------------- large images
+
+@pytest.fixture
+async def running(cluster):
+    async with trio.open_nursery() as n:
+        for node in cluster.nodes.values():
+            await n.start(node.replicas.run)
+        yield cluster
+        n.cancel_scope.cancel()
+
+
+async def test_large_image_creates_logs_in_chunks_answering_not_leader_meanwhile(running):
+    """A large image is applied at once, but new logs past the first chunk are created by
+    a task: until then the partition answers NOT_LEADER_OR_FOLLOWER (retriable), then it
+    serves as its image says; follower replicas reach the fetchers too."""
+    cluster = running
+    n = 3 * cluster.nodes[1].replicas.CREATE_CHUNK + 5
+    cluster.create("big", leader=1, partitions=n)          # apply_image returns at once
+    rm1 = cluster.nodes[1].replicas
+    pending = rm1.statistics()["pending_partitions"]
+    assert pending == n - rm1.CREATE_CHUNK
+    late = next(i for i in range(n) if rm1.get_replica("big", i) is None)
+    with pytest.raises(Exception) as e:
+        rm1.append("big", late, batch(b"x"), required_acks=1)
+    assert e.value.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    with trio.fail_after(30):
+        while any(node.replicas.statistics()["pending_partitions"] for node in
+                  cluster.nodes.values()):
+            await trio.sleep(0.01)
+    assert all(rm1.get_replica("big", i).is_leader for i in range(n))
+    assert rm1.append("big", late, batch(b"x"), required_acks=1).base_offset == 0
+    part = rm1.get_partition("big", late)
+    assert part.log.end_offset_for_epoch(0) == (0, 1)        # epoch start recorded at 0
+    follower = cluster.nodes[2].replica("big", late)
+    assert follower is not None and not follower.is_leader
+    await cluster.catch_up("big", late)
+    assert follower.log.log_end_offset == 1
+
+
+async def test_pending_replicas_of_a_deleted_topic_are_never_created(running, tmp_path):
+    cluster = running
+    n = 2 * cluster.nodes[1].replicas.CREATE_CHUNK
+    cluster.create("gone", leader=1, partitions=n)
+    del cluster.topics["gone"]
+    cluster.push()
+    with trio.fail_after(30):
+        while any(node.replicas.statistics()["pending_partitions"] for node in
+                  cluster.nodes.values()):
+            await trio.sleep(0.01)
+    for node in cluster.nodes.values():
+        assert all(node.replica("gone", i) is None for i in range(n))
+    dirs = [p.name for p in (tmp_path / "node1").iterdir() if p.name.startswith("gone-")]
+    # only the first chunk was ever created (and is being deleted)
+    assert len(dirs) == cluster.nodes[1].replicas.CREATE_CHUNK
+    assert all(d.endswith("-delete") for d in dirs)
