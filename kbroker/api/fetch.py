@@ -10,6 +10,8 @@ KIP-98 (``isolation_level``, ``last_stable_offset``, ``aborted_transactions``), 
 responses listing exactly the requested partitions in request order — legal for every
 client), KIP-320 (``current_leader_epoch`` → FENCED/UNKNOWN_LEADER_EPOCH), KIP-392
 (``preferred_read_replica`` = -1), KIP-595 tagged fields at v12 left at their defaults.
+KIP-951's ``current_leader`` (tagged since v12) stays at its default as in Kafka, which fills
+it (with ``node_endpoints``) only from v16 on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH.
 
 Follower fetches (``replica_id`` >= 0, the broker id of a replica; KIP-392's
 ``replica_state`` is v15+ and not served) read up to the log end offset with no isolation,
