@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""kbroker's start-up alone, many times: `python -m benchmarks.startup_bench [--reps N] [SRC ...]`.
+
+The same measurement as the full benchmark's "start-up to first produce ack, empty data dir"
+(`benchmarks/harness/brokers.timed_start`: process spawn → first acknowledged librdkafka
+produce), and, in a separate start, the time from spawn to kbroker's `kbroker ready` log line; each
+on a fresh data dir, repeated.
+With several SRC folders (each holding a `kbroker/` package, e.g. an exported older commit:
+`git archive <rev> kbroker | tar -x -C /tmp/old`) the runs alternate between them, so that
+load from other work on the machine falls on each alike; the first SRC defaults to this
+checkout. Each SRC is byte-compiled first, as the full benchmark does. Kafka is not run:
+the kbroker/Kafka ratio comes from `make bench` (Kafka's start-up is ~10× longer and varies
+more than kbroker's).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness.brokers import COMMON_CONFIG, KBrokerBench, timed_start  # noqa: E402
+from compat_tests.runner import BrokerStartError, die_with_parent  # noqa: E402
+
+
+class KBrokerFrom(KBrokerBench):
+    """kbroker imported from `src` instead of this checkout."""
+
+    def __init__(self, workdir: Path, src: Path):
+        super().__init__(workdir, overrides=dict(COMMON_CONFIG))
+        self.src = src
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        env["PYTHONPATH"] = str(self.src)
+        return env
+
+
+def ready_seconds(broker: KBrokerFrom, timeout: float = 60.0) -> float:
+    """Start `broker` and return seconds from spawn to its `kbroker ready` log line."""
+    broker.prepare()
+    t0 = time.monotonic()
+    broker.proc = subprocess.Popen(broker.command(), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                                   cwd=broker.workdir, env=broker.env(), start_new_session=True,
+                                   preexec_fn=die_with_parent)
+    broker.starts += 1
+    for line in broker.proc.stderr:
+        if "kbroker ready" in line:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            break
+    raise BrokerStartError(f"no ready line from {broker}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src", nargs="*", type=Path, help="folders holding a kbroker package")
+    ap.add_argument("--reps", type=int, default=9)
+    a = ap.parse_args(argv)
+    sources = [p.resolve() for p in (a.src or [ROOT])]
+    for src in sources:
+        if not (src / "kbroker" / "__main__.py").exists():
+            ap.error(f"{src} holds no kbroker package")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(src / "kbroker")],
+                       check=True, stdout=subprocess.DEVNULL)
+    first_ack: dict[Path, list[float]] = {s: [] for s in sources}
+    ready: dict[Path, list[float]] = {s: [] for s in sources}
+    work = Path(tempfile.mkdtemp(prefix="kbroker-startup-"))
+    try:
+        for i in range(a.reps):
+            for n, src in enumerate(sources):
+                for what, results in (("ack", first_ack), ("ready", ready)):
+                    b = KBrokerFrom(work / f"{what}-{i}-{n}", src)
+                    try:
+                        if what == "ack":
+                            results[src].append(timed_start(b, "first"))
+                        else:
+                            results[src].append(ready_seconds(b))
+                    finally:
+                        b.kill()
+                        shutil.rmtree(b.workdir, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for src in sources:
+        acks, rs = first_ack[src], ready[src]
+        print(f"{src}: first produce ack median {statistics.median(acks):.3f} s "
+              f"(min {min(acks):.3f}, max {max(acks):.3f}); ready line median "
+              f"{statistics.median(rs):.3f} s (min {min(rs):.3f}); {len(acks)} runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
