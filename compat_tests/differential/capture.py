@@ -311,7 +311,9 @@ def capture(out: Path, only: list[str] | None = None) -> dict:
             started = time.monotonic()
             try:
                 if name == "hand-built":
-                    common.HAND_BUILT_SKIP.update(_covered(recorder))
+                    # APIs covered by this capture or by the scenarios kept from an earlier
+                    # one (``--only``) need no hand-built request
+                    common.HAND_BUILT_SKIP.update(_covered(recorder) | _kept_apis(out, names))
                 SCENARIOS[name](bs)
             except Exception:  # report and go on: coverage is checked at the end
                 traceback.print_exc()
@@ -340,16 +342,21 @@ def capture(out: Path, only: list[str] | None = None) -> dict:
                     "response": None if e.response is None else base64.b64encode(e.response).decode(),
                 }) + "\n")
         summary[name] = sorted({f"{e.api_key}v{e.api_version}" for e in exchanges})
+    # the manifest describes every scenario file in ``out`` (a partial capture keeps the rest)
     apis: dict[int, set] = {}
-    for e in recorder.exchanges:
-        apis.setdefault(e.api_key, set()).add(e.api_version)
+    counts: dict[str, int] = {}
+    for path in sorted(out.glob("*.jsonl")):
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        counts[path.stem] = len(lines)
+        for rec in lines:
+            apis.setdefault(rec["api_key"], set()).add(rec["api_version"])
     manifest = {"kafka_version": _kafka_version(), "captured": time.strftime("%Y-%m-%d"),
-                "scenarios": {k: len(v) for k, v in by_scenario.items()},
+                "scenarios": {k: counts[k] for k in SCENARIOS if k in counts},
                 "apis": {f"{k} {_api_name(k)}": " ".join(f"v{x}" for x in sorted(v))
                          for k, v in sorted(apis.items())}}
     (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
     missing = sorted(set(common.kbroker_ranges()) - set(apis))
-    print(f"captured {len(recorder.exchanges)} requests; APIs kbroker advertises with no request: "
+    print(f"captured {len(recorder.exchanges)} requests; APIs kbroker advertises with no request in the corpus: "
           f"{missing or 'none'}")
     return manifest
 
@@ -361,6 +368,18 @@ def _api_name(api_key: int) -> str:
 
 def _covered(recorder: Recorder) -> set[int]:
     return {e.api_key for e in recorder.exchanges}
+
+
+def _kept_apis(out: Path, recaptured: list[str]) -> set[int]:
+    """API keys in the corpus files of scenarios this capture does not redo."""
+    keys: set[int] = set()
+    for path in out.glob("*.jsonl"):
+        if path.stem in recaptured:
+            continue
+        for line in path.read_text().splitlines():
+            if line.strip():
+                keys.add(json.loads(line)["api_key"])
+    return keys
 
 
 def _kafka_version() -> str:
