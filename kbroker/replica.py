@@ -322,8 +322,8 @@ class ReplicaManager:
     """Every local replica and the produce/fetch/offset/replication rules over them.
 
     Metadata images are applied in order and synchronously; only the creation of new logs
-    beyond ``CREATE_CHUNK`` per image is left to a task of :meth:`run` (chunks of
-    ``CREATE_CHUNK``), since each costs several file creations and fsyncs and 10,000 of them
+    beyond ``CREATE_CHUNK`` per image is left to a task of :meth:`run` (steps of at most
+    ``CREATE_CHUNK`` logs and ``CREATE_BUDGET_S``), since each costs several file creations and fsyncs and 10,000 of them
     at once would hold the event loop (and Raft's heartbeats) for tens of seconds.
 
     Owned by the Broker (``broker.replicas``); core calls :meth:`apply_image` after every
@@ -333,7 +333,8 @@ class ReplicaManager:
     (``kbroker/replica_fetcher.py``), AlterPartition calls and the ISR-shrink timer.
     """
 
-    CREATE_CHUNK = 32
+    CREATE_CHUNK = 32            # new logs per image / per step of the creating task
+    CREATE_BUDGET_S = 0.05       # ... and at most this long per step
 
     def __init__(self, broker):
         self.broker = broker
@@ -527,7 +528,10 @@ class ReplicaManager:
                 chunk = list(itertools.islice(self._pending, self.CREATE_CHUNK))
                 configs: dict[str, tuple[dict, LogConfig]] = {}
                 followers = False
+                started = trio.current_time()
                 for key in chunk:
+                    if trio.current_time() - started > self.CREATE_BUDGET_S:
+                        break           # a slow disk: yield before the chunk is done
                     self._pending.discard(key)
                     topic = image.topics.get(key[0])
                     pimg = topic.partitions.get(key[1]) if topic is not None else None
