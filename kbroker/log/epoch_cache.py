@@ -16,7 +16,9 @@ On disk: ``leader-epoch-checkpoint`` in the partition directory, Kafka's text fo
 Rules kept here
 * entries are strictly increasing in both epoch and start offset;
 * every change is written at once, atomically (``<name>.tmp``, fsync, rename, fsync of
-  the directory) unless the caller defers it (``write=False``, then :meth:`write`);
+  the directory) unless the caller defers it (``write=False``, then :meth:`write`, or
+  :meth:`defer`, then :meth:`sync`: ``PartitionLog`` defers a new leader's epoch start and
+  syncs before its recovery point passes data of that epoch);
 * the file may claim offsets the log lost in a crash (it can be written before the data
   is fsynced): the owner (``PartitionLog``) drops entries at or after the recovered log
   end when it opens the log, and rebuilds the cache from batch headers when the file is
@@ -119,6 +121,7 @@ class LeaderEpochCache:
         self.path = Path(directory) / FILE_NAME if directory is not None else None
         self._entries: list[EpochEntry] = []
         self.loaded = False
+        self.unsynced = False
         self.writes = 0
         if self.path is not None:
             try:
@@ -249,12 +252,29 @@ class LeaderEpochCache:
             self.write()
 
     def write(self, *, sync: bool = True) -> None:
-        """Write the file now (a no-op for an in-memory cache)."""
+        """Write the file now (a no-op for an in-memory cache). Without ``sync`` the file
+        is written but not fsynced; ``unsynced`` then stays set until :meth:`sync`."""
         if self.path is None:
             return
         write_epoch_file(self.path, self._entries, sync=sync)
         self.writes += 1
         self.loaded = True
+        self.unsynced = not sync
+
+    def defer(self) -> None:
+        """The entries changed but the file is left for :meth:`sync` to write."""
+        if self.path is not None:
+            self.unsynced = True
+
+    def sync(self) -> None:
+        """Write and fsync what :meth:`defer` or an unsynced :meth:`write` left (the log
+        calls it before it moves its recovery point, so the epochs of fsynced data are never
+        lost to a crash)."""
+        if self.path is not None and self.unsynced:
+            write_epoch_file(self.path, self._entries, sync=True)
+            self.writes += 1
+            self.loaded = True
+            self.unsynced = False
 
     def statistics(self) -> dict:
         return {"entries": len(self._entries), "latest_epoch": self.latest_epoch,

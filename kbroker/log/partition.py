@@ -197,7 +197,9 @@ class PartitionLog:
                 os.unlink(self.dir / name)
         for base in sorted(logs):
             seg = self._new_segment(base, now)
-            if not seg.offset_index.path.exists() or not seg.time_index.path.exists():
+            # index files are created with their first entry: an empty segment has none
+            if seg.size and (not seg.offset_index.path.exists()
+                             or not seg.time_index.path.exists()):
                 seg.rebuild_indexes()
             self.segments.append(seg)
             self._bases.append(base)
@@ -251,10 +253,15 @@ class PartitionLog:
         cache.truncate_from_end(self._log_end_offset, write=False)
         cache.truncate_from_start(self._log_start_offset, write=False)
         if not cache.loaded:
-            if not new_log:  # a new log gets its file with its first epoch
+            if not new_log and len(cache):  # a log without epochs needs no file (none = empty)
                 cache.write(sync=False)  # derivable from the log: rebuilt again if lost
         elif cache.entries() != before:
-            cache.write()
+            if self._recovered_from is not None:
+                cache.write()   # recovery moved the recovery point over re-read batches
+            else:
+                # an epoch begun without data (dropped here, at the log end) is the common
+                # case: written with the next flush, as every load drops such entries again
+                cache.defer()
 
     def _check_active_segment(self) -> None:
         """After a clean shutdown only the active segment's indexes are checked."""
@@ -367,7 +374,13 @@ class PartitionLog:
         """Record that ``epoch`` starts at ``offset`` (a new leader: its log end offset,
         Kafka's makeLeader).  Returns whether the cache changed."""
         self._check_open()
-        return self.epochs.assign(epoch, offset)
+        changed = self.epochs.assign(epoch, offset, write=False)
+        if changed:
+            # not written here (a leader change touches every partition of a broker at
+            # once): flush() writes and syncs it before the recovery point passes data of
+            # this epoch, and recovery re-reads the epochs of batches after that point
+            self.epochs.defer()
+        return changed
 
     @property
     def active_segment(self) -> LogSegment:
@@ -690,6 +703,7 @@ class PartitionLog:
         for seg in self.segments[i:]:
             # Indexes of the active segment are rebuilt by recovery anyway.
             seg.flush(indexes=seg is not self.segments[-1])
+        self.epochs.sync()
         self._fsync_dir()
         self.recovery_point = max(self.recovery_point, target)
         if now_ms is not None or self._clock is not None:

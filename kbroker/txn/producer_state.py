@@ -358,11 +358,15 @@ class ProducerStateManager:
         return out
 
     def take_snapshot(self, offset: int | None = None, *, sync: bool = True) -> Path | None:
-        """Write ``<offset>.snapshot`` (default: the map end offset)."""
+        """Write ``<offset>.snapshot`` (default: the map end offset) unless it exists:
+        as Kafka's, a snapshot at an offset already snapshotted is not worth another write
+        (a restart of a broker whose partitions took no writes rewrites nothing)."""
         if self.dir is None:
             return None
         offset = self.map_end_offset if offset is None else offset
         path = self._snapshot_path(offset)
+        if path.exists():
+            return path
         tmp = path.with_name(path.name + ".tmp")
         data = self.encode_snapshot()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

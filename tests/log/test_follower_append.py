@@ -130,7 +130,11 @@ def test_new_leader_epoch_starts_at_log_end(tmp_path):
     log.append(data_batch(2), leader_epoch=4, now_ms=NOW)
     assert log.epochs.entries() == [(1, 0), (4, 3)]
     assert log.end_offset_for_epoch(4) == (4, 6)
-    assert LeaderEpochCache(log.dir).entries() == [(1, 0), (4, 3)]  # written through
+    # a new leader's epoch start is written with the next flush (before the recovery point
+    # passes epoch 4's data), not at once
+    assert LeaderEpochCache(log.dir).entries() == [(1, 0)]
+    log.flush(now_ms=NOW)
+    assert LeaderEpochCache(log.dir).entries() == [(1, 0), (4, 3)]
 
 
 # -- follower copies ------------------------------------------------------------------------
@@ -468,3 +472,27 @@ def test_truncate_and_refetch_converges(tmp_path_factory, seed, steps):
             follower.append_as_follower(region.read_bytes(), now_ms=NOW)
     replicate(leader, follower, rng)
     assert_same(leader, follower)
+
+
+def test_a_new_leaders_epoch_is_made_durable_by_the_next_flush(tmp_path):
+    """assign_epoch_start (every partition of a broker at a leader change) leaves the file
+    alone; flush() writes and syncs it before the recovery point passes that epoch's data,
+    and a log without epochs writes no file at all."""
+    log = new_log(tmp_path / "t-0")
+    assert not (tmp_path / "t-0" / FILE_NAME).exists()
+    assert log.assign_epoch_start(3, log.log_end_offset)
+    assert log.epochs.unsynced and log.end_offset_for_epoch(3) == (3, 0)
+    assert not (tmp_path / "t-0" / FILE_NAME).exists()
+    log.append(data_batch(1), leader_epoch=3, now_ms=NOW)
+    log.flush(now_ms=NOW)
+    assert not log.epochs.unsynced and log.recovery_point == log.log_end_offset
+    assert not log.assign_epoch_start(3, log.log_end_offset)           # nothing new: no write
+    log.close()
+    reopened = new_log(tmp_path / "t-0", clean_shutdown=True)
+    assert reopened.epochs.entries() == [(3, 0)] and not reopened.epochs.unsynced
+    reopened.close()
+    empty = new_log(tmp_path / "t-1")
+    empty.close()
+    again = new_log(tmp_path / "t-1")
+    again.close()
+    assert not (tmp_path / "t-1" / FILE_NAME).exists()
