@@ -311,6 +311,17 @@ class Partition:
         for ev in waiters:
             ev.set()
 
+    async def wait_for_change(self, deadline: float) -> None:
+        """Park until the next :meth:`wake` (an append, a HW or leadership change...) or
+        the trio-clock ``deadline``, whichever comes first."""
+        event = trio.Event()
+        self.waiters.add(event)
+        try:
+            with trio.move_on_at(deadline):
+                await event.wait()
+        finally:
+            self.waiters.discard(event)
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """Kafka's ``LeaderEpochFileCache.endOffsetFor`` over the log's epoch cache."""
         return self.log.end_offset_for_epoch(epoch)
@@ -807,13 +818,7 @@ class ReplicaManager:
             if trio.current_time() >= deadline:
                 self.stats["delayed_produce_timeouts"] += 1
                 return ErrorCode.REQUEST_TIMED_OUT
-            event = trio.Event()
-            part.waiters.add(event)
-            try:
-                with trio.move_on_at(deadline):
-                    await event.wait()
-            finally:
-                part.waiters.discard(event)
+            await part.wait_for_change(deadline)
 
     @staticmethod
     def _replicated(part: Partition, required_offset: int) -> int | None:
@@ -1369,13 +1374,7 @@ class ReplicaManager:
             if trio.current_time() >= deadline:
                 self.stats["delayed_delete_records_timeouts"] += 1
                 return ErrorCode.REQUEST_TIMED_OUT, None
-            event = trio.Event()
-            part.waiters.add(event)
-            try:
-                with trio.move_on_at(deadline):
-                    await event.wait()
-            finally:
-                part.waiters.discard(event)
+            await part.wait_for_change(deadline)
 
     # ---------------------------------------------------------------- log dirs
 

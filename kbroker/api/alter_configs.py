@@ -60,16 +60,23 @@ async def handle(ctx: RequestContext, request) -> Response:
             early[i] = err
         else:
             resources.append((r.resource_type, r.resource_name, {c.name: c.value for c in configs}))
-    results = iter(await ctx.broker.controller.alter_configs(resources, validate_only=request.validate_only)
-                   if resources else ())
+    results = (await ctx.broker.controller.alter_configs(resources, validate_only=request.validate_only)
+               if resources else ())
+    return Response(throttle_time_ms=0, responses=merge_results(request, early, results, Result))
+
+
+def merge_results(request, early: dict, results, result_cls) -> list:
+    """One answer per requested resource, in request order: the broker-side refusal
+    (``early``: index -> (code, message)) or the controller's next result."""
+    results = iter(results)
     out = []
     for i, r in enumerate(request.resources or ()):
         if i in early:
             code, msg = early[i]
-            out.append(Result(error_code=code, error_message=msg, resource_type=r.resource_type,
-                              resource_name=r.resource_name))
+            out.append(result_cls(error_code=code, error_message=msg, resource_type=r.resource_type,
+                                  resource_name=r.resource_name))
             continue
         res = next(results)
-        out.append(Result(error_code=res.error_code, error_message=res.error_message,
-                          resource_type=res.resource_type, resource_name=res.resource_name))
-    return Response(throttle_time_ms=0, responses=out)
+        out.append(result_cls(error_code=res.error_code, error_message=res.error_message,
+                              resource_type=res.resource_type, resource_name=res.resource_name))
+    return out

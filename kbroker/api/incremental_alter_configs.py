@@ -13,7 +13,7 @@ Not implemented: alter-config policies.
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
-from kbroker.api.alter_configs import broker_precheck
+from kbroker.api.alter_configs import broker_precheck, merge_results
 from kbroker.wire import messages
 
 Response = messages.IncrementalAlterConfigsResponse
@@ -31,16 +31,6 @@ async def handle(ctx: RequestContext, request) -> Response:
             early[i] = err
         else:
             resources.append((r.resource_type, r.resource_name, ops))
-    results = iter(await ctx.broker.controller.incremental_alter_configs(
+    results = (await ctx.broker.controller.incremental_alter_configs(
         resources, validate_only=request.validate_only) if resources else ())
-    out = []
-    for i, r in enumerate(request.resources or ()):
-        if i in early:
-            code, msg = early[i]
-            out.append(Result(error_code=code, error_message=msg, resource_type=r.resource_type,
-                              resource_name=r.resource_name))
-            continue
-        res = next(results)
-        out.append(Result(error_code=res.error_code, error_message=res.error_message,
-                          resource_type=res.resource_type, resource_name=res.resource_name))
-    return Response(throttle_time_ms=0, responses=out)
+    return Response(throttle_time_ms=0, responses=merge_results(request, early, results, Result))

@@ -16,8 +16,9 @@ reads as empty; a malformed one raises ``ValueError`` (the caller treats that as
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from kbroker.fileio import fsync_dir, write_atomically  # noqa: F401 - fsync_dir for the manager
 
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET = "log-start-offset-checkpoint"
@@ -44,23 +45,6 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
 
 
 def write_checkpoint(path: Path, entries: dict[tuple[str, int], int]) -> None:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     body = "0\n%d\n" % len(entries) + "".join(
         f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, body.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_atomically(path, body.encode())

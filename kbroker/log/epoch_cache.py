@@ -28,9 +28,10 @@ Nothing here reads the clock or the log; ``PartitionLog`` owns one cache per par
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterable, NamedTuple
+
+from kbroker.fileio import write_atomically
 
 FILE_NAME = "leader-epoch-checkpoint"
 _VERSION = 0
@@ -86,27 +87,9 @@ def read_epoch_file(path: Path) -> list[EpochEntry] | None:
 
 def write_epoch_file(path: Path, entries: Iterable[EpochEntry], *, sync: bool = True) -> None:
     """Replace the file atomically; ``sync`` also makes it durable before returning."""
-    path = Path(path)
     entries = list(entries)
     body = "%d\n%d\n" % (_VERSION, len(entries)) + "".join(f"{e} {o}\n" for e, o in entries)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        data = body.encode()
-        written = 0
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if sync:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    write_atomically(path, body.encode(), sync=sync)
 
 
 class LeaderEpochCache:

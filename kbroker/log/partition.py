@@ -53,6 +53,7 @@ import os
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from kbroker.fileio import fsync_dir
 from kbroker.txn.producer_state import ProducerStateManager
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
@@ -720,11 +721,7 @@ class PartitionLog:
 
     def _fsync_dir(self) -> None:
         if self._dir_dirty:
-            fd = os.open(self.dir, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_dir(self.dir)
             self._dir_dirty = False
 
     # -- retention and truncation -------------------------------------------------------

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
+
+from kbroker.fileio import write_atomically
 
 from .messages import Entry, OffsetAndEpoch
 from .state import QuorumState, Snapshot, StorageView
@@ -32,25 +33,6 @@ QUORUM_STATE = "quorum-state"
 SNAPSHOT_SUFFIX = ".checkpoint"
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 class RaftStorage:
@@ -111,13 +93,13 @@ class RaftStorage:
         data = {"clusterId": "", "leaderId": qs.leader_id, "leaderEpoch": qs.leader_epoch,
                 "votedId": qs.voted_id, "appliedOffset": 0,
                 "currentVoters": [{"voterId": v} for v in self.voters], "data_version": 0}
-        _write_atomically(self.dir / QUORUM_STATE, json.dumps(data).encode())
+        write_atomically(self.dir / QUORUM_STATE, json.dumps(data).encode())
         self.stats["state_writes"] += 1
 
     def write_snapshot(self, snap: Snapshot) -> None:
         sid = snap.snapshot_id
         name = f"{sid.end_offset:020d}-{sid.epoch:010d}{SNAPSHOT_SUFFIX}"
-        _write_atomically(self.dir / name, snap.data)
+        write_atomically(self.dir / name, snap.data)
         for p in self.dir.glob("*" + SNAPSHOT_SUFFIX):
             if p.name != name:
                 other = self._parse_snapshot_name(p.name)

@@ -57,6 +57,7 @@ from typing import Iterable, NamedTuple
 
 from crc32c import crc32c
 
+from kbroker.fileio import write_atomically
 from kbroker.wire.error_codes import ErrorCode
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -367,20 +368,7 @@ class ProducerStateManager:
         path = self._snapshot_path(offset)
         if path.exists():
             return path
-        tmp = path.with_name(path.name + ".tmp")
-        data = self.encode_snapshot()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        if sync:
-            _fsync_dir(self.dir)
+        write_atomically(path, self.encode_snapshot(), sync=sync)
         return path
 
     def load_latest(self, upto: int, *, now_ms: int | None = None) -> int | None:
@@ -435,11 +423,3 @@ def _unlink(path: Path) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

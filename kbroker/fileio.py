@@ -1,0 +1,41 @@
+"""Durable small-file writes, shared by everything that keeps state beside the logs.
+
+``write_atomically`` replaces a file as a whole: the bytes go to ``<name>.tmp``, which is
+fsynced, renamed over the file, and the directory is fsynced, so a crash leaves either the
+old file or the new one (Kafka's checkpoint files, quorum state, snapshots). ``sync=False``
+skips both fsyncs for files that can be rebuilt when a crash loses them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def fsync_dir(directory) -> None:
+    """fsync a directory (its entries: created, renamed, removed files); a directory that
+    cannot be opened (gone, or a platform without directory fds) is skipped."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path, data: bytes, *, sync: bool = True) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(path.parent)
