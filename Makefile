@@ -115,6 +115,13 @@ cluster: $(STAMP)
 raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py
 
+# `replication-soak`: seeded faults (kill, controlled shutdown, pause) against a replicated topic
+# on three nodes, KBROKER_FAULT_RUNS random seeds (default 20) of KBROKER_FAULT_STEPS faults each
+# (default 6); a failure names its seed (rerun with KBROKER_FAULT_SEED=<n>).
+.PHONY: replication-soak
+replication-soak: $(STAMP)
+	KBROKER_FAULT_RUNS=$${KBROKER_FAULT_RUNS:-20} KBROKER_FAULT_STEPS=$${KBROKER_FAULT_STEPS:-6} $(PY) -m pytest -q tests/cluster/test_replication_faults.py --kafka-protocol=$(KAFKA_PROTOCOL)
+
 # --- compat clients ---
 # The compat suite's Node and Go clients, in ignored folders, idempotent (the tests do the same
 # on first use; these let `make compat` do it up front). kafkajs: `npm ci` into

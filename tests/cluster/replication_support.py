@@ -151,3 +151,37 @@ def find_coordinator(port: int, group: str) -> tuple[int, int]:
     """``(error_code, node_id)`` of FindCoordinator v3 for a group."""
     resp = call(port, 10, 3, w.FindCoordinatorRequest(key=group, key_type=0))
     return resp.error_code, resp.node_id
+
+
+# ---------------------------------------------------------------------- fault tests
+
+def read_records(bootstrap: str, topic: str, ends: dict[int, int], timeout: float = 90.0):
+    """Every record of ``topic`` below ``ends[partition]`` as a list of ``(partition, offset,
+    key, value)`` in the order read (duplicates kept), reading from the beginning of each
+    partition until its position reaches its end offset or the deadline passes."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "replication-fault-tests-unused",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+                  "topic.metadata.refresh.interval.ms": 1000})
+    out = []
+    position = {p: 0 for p in ends}
+    try:
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(position[p] < e for p, e in ends.items()):
+            m = c.poll(0.5)
+            if m is None or m.error() is not None:
+                continue
+            out.append((m.partition(), m.offset(), m.key(), m.value()))
+            position[m.partition()] = max(position[m.partition()], m.offset() + 1)
+    finally:
+        c.close()
+    return out
+
+
+def checkpointed_high_watermarks(cluster, node_id: int, topic: str) -> dict[int, int]:
+    """``{partition: high watermark}`` of ``topic`` in a node's ``replication-offset-checkpoint``
+    (written every ``log.flush.offset.checkpoint.interval.ms``)."""
+    from kbroker.log.checkpoint import REPLICATION_OFFSET, read_checkpoint
+
+    entries = read_checkpoint(cluster.nodes[node_id].data_dir / REPLICATION_OFFSET)
+    return {p: hw for (t, p), hw in entries.items() if t == topic}
