@@ -56,6 +56,29 @@ def _policy(v):
         "must be a list of delete, compact"
 
 
+def _throttled_replicas(name):
+    """Kafka's ThrottledReplicaListValidator: ``*`` alone, or ``partition:broker`` pairs
+    (empty entries only at the end)."""
+    def check(v):
+        items = [p.strip() for p in v.split(",")] if v.strip() else []
+        if items == ["*"]:
+            return None
+        seen_empty = False
+        for item in items:
+            if not item:
+                seen_empty = True
+            elif seen_empty or not _is_replica(item):
+                return (f"{name} must be the literal '*' or a list of replicas in the following "
+                        "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+        return None
+    return check
+
+
+def _is_replica(item: str) -> bool:
+    part, sep, broker = item.partition(":")
+    return bool(sep) and all(x.isascii() and x.isdigit() and int(x) < 1 << 31 for x in (part, broker))
+
+
 _T = TopicConfigDef
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     _T("cleanup.policy", "list", "delete", _policy),
@@ -68,9 +91,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     _T("file.delete.delay.ms", "long", "60000", _ge(0)),
     _T("flush.messages", "long", LONG_MAX, _ge(1)),
     _T("flush.ms", "long", LONG_MAX, _ge(0)),
-    _T("follower.replication.throttled.replicas", "list", ""),
+    _T("follower.replication.throttled.replicas", "list", "",
+       _throttled_replicas("follower.replication.throttled.replicas")),
     _T("index.interval.bytes", "int", "4096", _ge(0)),
-    _T("leader.replication.throttled.replicas", "list", ""),
+    _T("leader.replication.throttled.replicas", "list", "",
+       _throttled_replicas("leader.replication.throttled.replicas")),
     _T("local.retention.bytes", "long", "-2", _ge(-2)),
     _T("local.retention.ms", "long", "-2", _ge(-2)),
     _T("max.compaction.lag.ms", "long", LONG_MAX, _ge(1)),
@@ -239,6 +264,12 @@ def describe_broker(broker: "bc.BrokerConfig", dynamic: Mapping[str, Mapping[str
     out = []
     for name in sorted(names):
         d = bc.DEFINITIONS.get(name)
+        if d is None and name in DYNAMIC_ONLY_BROKER_CONFIGS:
+            synonyms = _synonyms(name, layers, False)
+            out.append(ConfigEntry(name, synonyms[0][1] if synonyms else None,
+                                   synonyms[0][2] if synonyms else DEFAULT_CONFIG, False, False,
+                                   DYNAMIC_ONLY_BROKER_CONFIGS[name], synonyms))
+            continue
         sensitive = d is None or d.sensitive
         synonyms = _synonyms(name, layers, sensitive)
         source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
@@ -260,6 +291,15 @@ def describe_broker(broker: "bc.BrokerConfig", dynamic: Mapping[str, Mapping[str
 
 
 kc_names = frozenset(c[0] for c in kc.BROKER_CONFIGS)
+
+# Keys Kafka defines only for dynamic broker configs (its DynamicConfig.Broker, not KafkaConfig):
+# the replication throttles kafka-reassign-partitions sets and clears. Kafka types them (LONG),
+# so DescribeConfigs shows their values instead of treating them as sensitive unknown keys.
+DYNAMIC_ONLY_BROKER_CONFIGS = {
+    "leader.replication.throttled.rate": "long",
+    "follower.replication.throttled.rate": "long",
+    "replica.alter.log.dirs.io.max.bytes.per.second": "long",
+}
 
 
 # --------------------------------------------------------------------------- dynamic broker configs
@@ -298,4 +338,4 @@ def broker_alter_error(configs: Mapping[str, str | None], per_broker: bool) -> s
 
 def broker_config_type(name: str) -> str | None:
     d = bc.DEFINITIONS.get(name)
-    return None if d is None else (d.kafka_type or d.type)
+    return DYNAMIC_ONLY_BROKER_CONFIGS.get(name) if d is None else (d.kafka_type or d.type)
