@@ -144,9 +144,13 @@ def kbroker_cluster(root: Path) -> dict:
     return {i: KBrokerNode(i, base, root, cid) for i in (1, 2, 3)}
 
 
-def kafka_cluster(root: Path) -> dict:
+def kafka_cluster(root: Path, base=None) -> dict:
+    """Three Kafka nodes; ``base`` is the node's process class (default: the compat harness's
+    ``KafkaBrokerProcess``, fast-start JVM flags; the replication benchmark passes
+    ``benchmarks.harness.brokers.KafkaBench`` for the shipped ones)."""
     from compat_tests import runner
     from compat_tests.kafka_runner import KafkaBrokerProcess, random_cluster_id
+    base = base or KafkaBrokerProcess
     # The harness ties each JVM to the thread that started it (PR_SET_PDEATHSIG); the three
     # nodes start from threads here (they wait for each other), so that tie must go. They
     # are stopped in main()'s finally instead.
@@ -155,7 +159,7 @@ def kafka_cluster(root: Path) -> dict:
     ports = {i: (_free_port(), _free_port()) for i in (1, 2, 3)}
     voters = ",".join(f"{i}@{HOST}:{c}" for i, (_, c) in ports.items())
 
-    class Node(KafkaBrokerProcess):
+    class Node(base):
         def __init__(self, node_id):
             super().__init__(root / f"kafka-{node_id}", {})
             self.node_id = node_id
