@@ -89,7 +89,7 @@ demo: spark-setup
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS ?=
 
-.PHONY: bench bench-quick bench-setup
+.PHONY: bench bench-quick bench-setup bench-replication
 
 bench-setup: $(BENCH_STAMP) kafka-dist
 
@@ -102,6 +102,12 @@ bench: bench-setup
 
 bench-quick: bench-setup
 	$(PY) -m benchmarks.bench --quick $(BENCH_ARGS)
+
+# Three nodes, replication factor 3, acks=all and acks=1, kbroker beside Kafka (≤ 5 min);
+# writes benchmarks/results/replication/ only. REPLICATION_ARGS e.g. "--records 100000".
+REPLICATION_ARGS ?=
+bench-replication: setup kafka-dist
+	$(PY) -m benchmarks.replication_bench $(REPLICATION_ARGS)
 
 # --- cluster ---
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
