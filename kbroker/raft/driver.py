@@ -271,7 +271,15 @@ class RaftDriver:
             if self.node.epoch != epoch or self.node.role is not Role.LEADER:
                 return False
             await self._applied_event.wait()
-        return True
+        if self.node.epoch == epoch and self.node.role is Role.LEADER:
+            return True         # a leader never truncates its own log
+        # Leadership moved while we waited (a role change does not wake this wait): the
+        # offset may now hold another leader's record, ours having been truncated. Ours
+        # committed only if the record there still carries our epoch.
+        log_ = self.node.log
+        if offset < log_.start_offset:
+            return False        # in a snapshot now: unknown, say not committed (callers retry)
+        return log_.entry(offset).epoch == epoch
 
     async def wait_applied_to(self, offset: int) -> None:
         while self.node.applied_offset < offset:
