@@ -31,7 +31,7 @@ confluent-kafka (librdkafka) in this process:
    partition still has three replicas in its ISR.
 
 Broker CPU (user + system seconds of the three node processes, from /proc) is recorded per
-phase. The 1-min load average at the start and end of each target is printed with the table
+phase, and for ``--idle-seconds`` with no load after the topics are created. The 1-min load average at the start and end of each target is printed with the table
 (the machine is shared; other work makes every number noisier).
 
 Results: a table on stdout with kbroker/Kafka ratios, ``benchmarks/results/replication/
@@ -166,7 +166,8 @@ def _percentiles(values: list[float]) -> dict:
 
     def q(x):
         return v[min(len(v) - 1, max(0, int(round(x * len(v) + 0.5)) - 1))] * 1000
-    return {"p50_ms": q(0.50), "p99_ms": q(0.99), "p999_ms": q(0.999), "max_ms": v[-1] * 1000}
+    return {"min_ms": v[0] * 1000, "p50_ms": q(0.50), "p99_ms": q(0.99), "p999_ms": q(0.999),
+            "max_ms": v[-1] * 1000}
 
 
 def producer(bootstrap: str, acks: str, idempotent: bool, linger_ms: float):
@@ -310,6 +311,7 @@ def run_target(target: str, args) -> dict:
             out[key] = r
             return r
 
+        phase("idle", lambda: (time.sleep(args.idle_seconds), {"seconds": args.idle_seconds})[1])
         if args.warmup_records:
             phase("warmup", lambda: produce_load(bootstrap, topics["warm"], args.warmup_records, size, "all", True))
         phase("acks_all", lambda: produce_load(bootstrap, topics["all"], args.records, size, "all", True))
@@ -355,6 +357,10 @@ ROWS = [
     ("fixed rate, acks=all, linger 0: latency p50", "ms", lambda r: r["rate"].get("p50_ms"), False),
     ("  same, p99", "ms", lambda r: r["rate"].get("p99_ms"), False),
     ("  same, p99.9", "ms", lambda r: r["rate"].get("p999_ms"), False),
+    ("  same, broker CPU (3 nodes), share of one core", "cores",
+     lambda r: r["rate"]["broker_cpu_s"] / (r["rate"]["sent"] / r["rate"]["rate"]), False),
+    ("idle after topic creation: broker CPU (3 nodes)", "cores",
+     lambda r: r["idle"]["broker_cpu_s"] / r["idle"]["seconds"], False),
     ("consume back (acks=all topic, from leaders)", "MB/s", lambda r: r["consume_acks_all"]["mb_per_s"], True),
     ("peak RSS, sum of 3 nodes", "MiB", lambda r: r["peak_rss_mib"], False),
     ("cluster start (3 nodes, parallel)", "s", lambda r: r["start_s"], False),
@@ -424,6 +430,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup-records", type=int, default=50_000)
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--rate-seconds", type=float, default=10)
+    ap.add_argument("--idle-seconds", type=float, default=5,
+                    help="broker CPU is also measured this long with no load (after topic creation)")
     ap.add_argument("--keep", action="store_true", help="keep the data directories")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
