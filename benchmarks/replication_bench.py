@@ -333,6 +333,8 @@ def run_target(target: str, args) -> dict:
         out["check_ok"] = all(checks) and min(isr.values()) >= 3
         out["peak_rss_mib"] = rss_mib(node_pids)
     finally:
+        _ADMINS.clear()  # closed before the nodes stop, so it does not log their going away
+        gc.collect()
         stop(nodes)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
