@@ -77,7 +77,7 @@ class ControllerChannel:
             elif leader >= 0 and leader != self.node_id:
                 addr = self.quorum.controller_endpoint(leader)
                 if addr is not None:
-                    result = await remote_call(addr)
+                    result = await self._while_leader(leader, remote_call, addr)
                     if result is not None:
                         self.stats["forwarded"] += 1
                         return result
@@ -86,6 +86,28 @@ class ControllerChannel:
                 return fallback()
             self.stats["retries"] += 1
             await trio.sleep(0.05)
+
+    async def _while_leader(self, leader: int, remote_call, addr):
+        """``remote_call(addr)``, abandoned (None: route again) as soon as the quorum's leader
+        is no longer ``leader``. A request to a controller that lost its leadership or stopped
+        answering (a paused process accepts connections and never replies) would otherwise
+        hold the call for RPC_TIMEOUT: a broker heartbeat held that long gets the broker
+        fenced by the new controller. Kafka's controller channel likewise drops its
+        connection to the old controller when the leader changes and sends again."""
+        result = None
+        async with trio.open_nursery() as nursery:
+            async def call():
+                nonlocal result
+                result = await remote_call(addr)
+                nursery.cancel_scope.cancel()
+
+            async def watch():
+                while self.quorum.leader_id == leader:
+                    await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()
+            nursery.start_soon(call)
+            nursery.start_soon(watch)
+        return result
 
     async def _call(self, addr, api_key: int, version: int, body):
         return await self.quorum.rpc.call_addr(addr, api_key, version, body, RPC_TIMEOUT)
