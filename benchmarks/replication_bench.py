@@ -24,7 +24,8 @@ confluent-kafka (librdkafka) in this process:
    acks=all), to a second topic;
 5. **fixed rate**: ``--rate`` records/s for ``--rate-seconds`` s, acks=all, idempotent,
    ``linger.ms=0`` (far below saturation): produce → acknowledged latency, i.e. the time a
-   leader needs to get the record onto a second replica and advance its high watermark;
+   leader needs to get the record onto every in-sync replica (all three here) and advance
+   its high watermark;
 6. **consume back** each topic from the leaders (partitions assigned from offset 0, no group)
    (MB/s from the first record to the end of every partition) and check that the count
    equals the acknowledged records and the sum of the partitions'
