@@ -274,6 +274,9 @@ class Partition:
     leader_epoch_start: int = -1               # LEO when this leader epoch began here
     followers: dict = field(default_factory=dict)      # broker id -> FollowerState
     pending_isr: tuple | None = None           # ISR proposed by the AlterPartition in flight
+    # broker id -> its registration (broker epoch) when the controller last refused to add it
+    # (INELIGIBLE_REPLICA): not asked again until the image shows another registration
+    expand_refused: dict = field(default_factory=dict)
     waiters: set = field(default_factory=set)
     lso_hook: Callable | None = None
 
@@ -707,12 +710,18 @@ class ReplicaManager:
             self._maybe_advance_hw(part)
 
     def _broker_eligible(self, broker_id: int) -> bool:
-        """Kafka's isReplicaIsrEligible: a registered broker that is not fenced."""
+        """Kafka's isReplicaIsrEligible: a registered broker that is neither fenced nor in
+        controlled shutdown."""
         brokers = getattr(self._image, "brokers", None)
         if not brokers:
             return True
         b = brokers.get(broker_id)
-        return b is not None and not getattr(b, "fenced", False)
+        return (b is not None and not getattr(b, "fenced", False)
+                and not getattr(b, "in_controlled_shutdown", False))
+
+    def _registration(self, broker_id: int):
+        b = (getattr(self._image, "brokers", None) or {}).get(broker_id)
+        return getattr(b, "broker_epoch", None)
 
     def _maybe_expand_isr(self, part: Partition, follower: FollowerState) -> None:
         if part.pending_isr is not None or follower.broker_id in part.isr:
@@ -723,6 +732,11 @@ class ReplicaManager:
             return
         if not self._broker_eligible(follower.broker_id):
             return
+        refused = part.expand_refused.get(follower.broker_id)
+        if refused is not None:
+            if refused == self._registration(follower.broker_id):
+                return      # refused for this registration already: wait for the image
+            del part.expand_refused[follower.broker_id]
         self.stats["isr_expands"] += 1
         self._submit_alter(part, tuple(part.isr) + (follower.broker_id,))
 
@@ -779,6 +793,9 @@ class ReplicaManager:
             else ErrorCode.REQUEST_TIMED_OUT
         if code:
             self.stats["alter_partition_errors"] += 1
+            if code in (ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED):
+                for rid in set(new_isr) - set(part.isr):
+                    part.expand_refused[rid] = self._registration(rid)
             log.info("AlterPartition for %s-%d (isr %s) answered %s", part.topic, part.index,
                      new_isr, ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
             return

@@ -86,9 +86,11 @@ class Cluster:
         self.controller = Controller(self)
         self.nodes = {i: Node(i, root, self.clock, self.controller, configs) for i in range(1, n + 1)}
         self.topics: dict[str, TopicImage] = {}
+        self.broker_epochs: dict[int, int] = {}     # registrations (default -1)
 
     def image(self) -> MetadataImage:
-        brokers = {i: BrokerImage(i, (("PLAINTEXT", "127.0.0.1", 9090 + i),), rack=f"r{i}")
+        brokers = {i: BrokerImage(i, (("PLAINTEXT", "127.0.0.1", 9090 + i),), rack=f"r{i}",
+                                  broker_epoch=self.broker_epochs.get(i, -1))
                    for i in self.nodes}
         return MetadataImage(cluster_id="test", controller_id=1, brokers=brokers,
                              topics=dict(self.topics),

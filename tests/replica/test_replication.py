@@ -134,6 +134,28 @@ async def test_isr_expands_after_catch_up(running):
     assert hw(cluster, 1) == 3
 
 
+async def test_a_refused_expansion_waits_for_a_new_registration(running):
+    """INELIGIBLE_REPLICA (e.g. the leader's image still has a restarted follower's old
+    broker epoch): the leader does not ask again on every fetch, only once the image shows
+    another registration of that broker."""
+    cluster = running
+    cluster.create(T, leader=1, isr=(1,))
+    produce(cluster.nodes[1], b"a")
+    cluster.controller.fail_with = ErrorCode.INELIGIBLE_REPLICA
+    for _ in range(4):
+        await cluster.fetch_once(2, T)
+        await trio.testing.wait_all_tasks_blocked()
+    assert [c[4] for c in cluster.controller.calls] == [(1, 2)]     # asked once
+    assert cluster.nodes[1].replica(T, 0).isr == (1,)
+    cluster.controller.fail_with = None
+    cluster.broker_epochs[2] = 77                  # node 2 registered again
+    cluster.push()
+    await cluster.fetch_once(2, T)
+    await trio.testing.wait_all_tasks_blocked()
+    assert cluster.partition(T).isr == (1, 2)
+    assert len(cluster.controller.calls) == 2
+
+
 async def test_pending_expansion_already_counts_for_the_hw(cluster):
     # no run(): the AlterPartition stays pending
     cluster.create(T, leader=1, isr=(1,))
