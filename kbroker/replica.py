@@ -274,8 +274,8 @@ class Partition:
     leader_epoch_start: int = -1               # LEO when this leader epoch began here
     followers: dict = field(default_factory=dict)      # broker id -> FollowerState
     pending_isr: tuple | None = None           # ISR proposed by the AlterPartition in flight
-    # broker id -> its registration (broker epoch) when the controller last refused to add it
-    # (INELIGIBLE_REPLICA): not asked again until the image shows another registration
+    # broker id -> its registration state when the controller last refused to add it
+    # (INELIGIBLE_REPLICA): not asked again until the image shows that state change
     expand_refused: dict = field(default_factory=dict)
     waiters: set = field(default_factory=set)
     lso_hook: Callable | None = None
@@ -720,8 +720,13 @@ class ReplicaManager:
                 and not getattr(b, "in_controlled_shutdown", False))
 
     def _registration(self, broker_id: int):
+        """What the image says of a broker's registration: any change (a new broker epoch,
+        fenced or unfenced, entering controlled shutdown) may change the controller's mind."""
         b = (getattr(self._image, "brokers", None) or {}).get(broker_id)
-        return getattr(b, "broker_epoch", None)
+        if b is None:
+            return None
+        return (getattr(b, "broker_epoch", None), getattr(b, "fenced", False),
+                getattr(b, "in_controlled_shutdown", False))
 
     def _maybe_expand_isr(self, part: Partition, follower: FollowerState) -> None:
         if part.pending_isr is not None or follower.broker_id in part.isr:

@@ -87,10 +87,12 @@ class Cluster:
         self.nodes = {i: Node(i, root, self.clock, self.controller, configs) for i in range(1, n + 1)}
         self.topics: dict[str, TopicImage] = {}
         self.broker_epochs: dict[int, int] = {}     # registrations (default -1)
+        self.fenced: set[int] = set()
 
     def image(self) -> MetadataImage:
         brokers = {i: BrokerImage(i, (("PLAINTEXT", "127.0.0.1", 9090 + i),), rack=f"r{i}",
-                                  broker_epoch=self.broker_epochs.get(i, -1))
+                                  broker_epoch=self.broker_epochs.get(i, -1),
+                                  fenced=i in self.fenced)
                    for i in self.nodes}
         return MetadataImage(cluster_id="test", controller_id=1, brokers=brokers,
                              topics=dict(self.topics),

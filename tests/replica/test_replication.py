@@ -148,12 +148,28 @@ async def test_a_refused_expansion_waits_for_a_new_registration(running):
     assert [c[4] for c in cluster.controller.calls] == [(1, 2)]     # asked once
     assert cluster.nodes[1].replica(T, 0).isr == (1,)
     cluster.controller.fail_with = None
-    cluster.broker_epochs[2] = 77                  # node 2 registered again
+    cluster.broker_epochs[2] = 77                  # node 2 registered again (fenced at first)
+    cluster.fenced.add(2)
+    cluster.push()
+    await cluster.fetch_once(2, T)
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(cluster.controller.calls) == 1      # a fenced broker is no candidate
+    cluster.controller.fail_with = ErrorCode.INELIGIBLE_REPLICA
+    cluster.fenced.discard(2)                      # unfenced: the same registration, new state
+    cluster.push()
+    await cluster.fetch_once(2, T)
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(cluster.controller.calls) == 2      # asked again ...
+    await cluster.fetch_once(2, T)
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(cluster.controller.calls) == 2      # ... once
+    cluster.controller.fail_with = None
+    cluster.broker_epochs[2] = 78                  # registered again
     cluster.push()
     await cluster.fetch_once(2, T)
     await trio.testing.wait_all_tasks_blocked()
     assert cluster.partition(T).isr == (1, 2)
-    assert len(cluster.controller.calls) == 2
+    assert len(cluster.controller.calls) == 3
 
 
 async def test_pending_expansion_already_counts_for_the_hw(cluster):
