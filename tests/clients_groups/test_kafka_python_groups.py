@@ -27,7 +27,10 @@ def test_members_split_partitions_and_rebalance_on_crash_leave_and_join(bootstra
     create_topic(bootstrap, topic, P)
     produce(bootstrap, topic, 60, P)
     c1 = ConsumerThread(bootstrap, group, topic)
-    c2 = ConsumerThread(bootstrap, group, topic)
+    # c2 leaves with a LeaveGroup later; its session is far longer than any wait here, so
+    # only the leave (not a session expiry) can hand its partitions over in time
+    c2 = ConsumerThread(bootstrap, group, topic, session_timeout_ms=300_000,
+                        max_poll_interval_ms=300_000, request_timeout_ms=305_000)
     crash = ConsumerProcess(bootstrap, group, topic)
     try:
         wait_until(lambda: split_ok([c1, c2, crash]), 40, what="3-way split")
@@ -35,19 +38,15 @@ def test_members_split_partitions_and_rebalance_on_crash_leave_and_join(bootstra
         time.sleep(1.5)
         assert split_ok([c1, c2, crash])
         # crash: no LeaveGroup; the session timeout must expel it
-        t0 = time.monotonic()
         crash.kill()
         wait_until(lambda: split_ok([c1, c2]), SESSION_MS / 1000 + 15, what="split after crash")
-        assert time.monotonic() - t0 < SESSION_MS / 1000 + 15
         # nothing was committed, so the dead member's partitions are re-read from the
         # start by the survivors: together they see every record
         wait_until(lambda: set(c1.values()) | set(c2.values()) == {str(i).encode() for i in range(60)},
                    what="all records")
         # leave: immediate rebalance
-        t0 = time.monotonic()
         c2.close()
-        wait_until(lambda: c1.assignment == set(range(P)), 10, what="c1 takes everything")
-        assert time.monotonic() - t0 < SESSION_MS / 1000
+        wait_until(lambda: c1.assignment == set(range(P)), 30, what="c1 takes everything")
         # join: the newcomer gets a share
         c3 = ConsumerThread(bootstrap, group, topic)
         wait_until(lambda: split_ok([c1, c3]), 20, what="split after join")
