@@ -6,16 +6,17 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, *, isolation: str,
+def read_all(bootstrap: str, topic: str, partitions, *, isolation: str,
              expect: int | None = None, timeout: float = 20.0) -> list[bytes]:
-    """Every record value of ``topic`` (assign from the beginning), until the end offsets
-    for this isolation level are reached (and ``expect`` values seen, when given)."""
+    """Every record value of ``topic``'s ``partitions`` (a count, or the partition indexes)
+    from the beginning, until each reached its end offset for this isolation level (and
+    ``expect`` values were seen, when given) or ``timeout``."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "isolation.level": isolation,
                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
                   "enable.partition.eof": True})
     try:
-        tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
-        c.assign(tps)
+        parts = list(range(partitions) if isinstance(partitions, int) else partitions)
+        c.assign([TopicPartition(topic, p, 0) for p in parts])
         got: list[bytes] = []
         eof: set[int] = set()
         deadline = time.monotonic() + timeout
@@ -26,7 +27,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, *, isolation: str,
             if m.error():
                 if m.error().code() == m.error()._PARTITION_EOF:
                     eof.add(m.partition())
-                    if len(eof) == partitions and (expect is None or len(got) >= expect):
+                    if len(eof) == len(parts) and (expect is None or len(got) >= expect):
                         break
                 continue
             eof.discard(m.partition())

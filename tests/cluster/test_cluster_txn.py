@@ -32,6 +32,8 @@ from kbroker.wire import messages as w
 from kbroker.wire import records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 
+from tests.clients_txn.helpers import read_all
+
 from .support import Cluster, call, metadata, wait_for
 
 EXTRA = {
@@ -122,32 +124,8 @@ def txn_producer(bootstrap: str, tid: str) -> Producer:
 
 def read(bootstrap: str, topic: str, partitions, *, isolation: str, expect: int,
          timeout: float = 60.0) -> list[bytes]:
-    """Values of ``partitions`` from the beginning until ``expect`` arrived and each
-    partition reached its end for this isolation level (or ``timeout``)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-reader",
-                  "isolation.level": isolation, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "enable.partition.eof": True})
-    try:
-        parts = list(partitions)
-        c.assign([TopicPartition(topic, p, 0) for p in parts])
-        got: list[bytes] = []
-        eof: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                if m.error().code() == m.error()._PARTITION_EOF:
-                    eof.add(m.partition())
-                    if len(eof) == len(parts) and len(got) >= expect:
-                        break
-                continue
-            eof.discard(m.partition())
-            got.append(m.value())
-        return got
-    finally:
-        c.close()
+    return read_all(bootstrap, topic, partitions, isolation=isolation, expect=expect,
+                    timeout=timeout)
 
 
 def committed(bootstrap: str, group: str, tp: TopicPartition) -> int:

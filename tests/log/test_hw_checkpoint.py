@@ -19,7 +19,7 @@ from kbroker.wire import records as rb
 
 from .crash_helpers import crash_batches
 from .helpers import make_batch, stored_batches
-from .epoch_crash_writer import epoch_of
+from .crash_writer import epoch_of
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 2_000_000
@@ -125,7 +125,8 @@ def expected_epochs(log) -> list[tuple[int, int]]:
 def test_sigkill_restores_epochs_and_high_watermark(tmp_path, seed, flush):
     rng = random.Random(seed * 7 + flush)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.log.epoch_crash_writer", str(tmp_path), str(seed), str(flush)],
+        [sys.executable, "-m", "tests.log.crash_writer", str(tmp_path), str(seed), str(flush),
+         "epochs"],
         cwd=ROOT, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
     acked = -1
     want = rng.randint(60, 150)
