@@ -42,12 +42,17 @@ def fail(msg: str, code: int) -> "NoReturn":  # noqa: F821 - typing only
 
 
 def _read(path: str | None) -> str | None:
-    if not path or not os.path.exists(path):
+    """The file's text; None when it does not exist. A file (or its directory) that exists
+    but cannot be read is an error, not silently skipped."""
+    if not path:
         return None
     try:
         return Path(path).read_text()
+    except FileNotFoundError:
+        return None
     except OSError as e:
-        fail(f"configuration error: cannot read {path}: {e.strerror}", 2)
+        fail(f"configuration error: cannot read {path} ({e.strerror}) as uid {os.getuid()} "
+             f"gid {os.getgid()}: {describe(Path(path).parent)}", 2)
 
 
 def write_config(text: str) -> str:
@@ -100,9 +105,9 @@ def describe(p: Path) -> str:
 def configure(environ) -> tuple[str, list[str]]:
     """Write and check the configuration; the config path and the extra serve arguments."""
     mounted_path = environ.get("KBROKER_CONFIG_FILE") or MOUNTED_CONFIG
-    if environ.get("KBROKER_CONFIG_FILE") and not os.path.exists(mounted_path):
-        fail(f"configuration error: KBROKER_CONFIG_FILE={mounted_path} does not exist", 2)
     mounted = _read(mounted_path)
+    if environ.get("KBROKER_CONFIG_FILE") and mounted is None:
+        fail(f"configuration error: KBROKER_CONFIG_FILE={mounted_path} does not exist", 2)
     default = _read(environ.get("KBROKER_DEFAULT_CONFIG", DEFAULT_CONFIG)) or ""
     rendered = cenv.render(environ, mounted, default)
     where = {"default": "the image's defaults (one combined node)",
