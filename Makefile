@@ -199,10 +199,10 @@ docker-engine:
 docker-image: docker-engine
 	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
 	echo "docker-image: $(KBROKER_IMAGE) FROM $$base" && \
-	docker build -q --build-arg BASE=$$base -t $(KBROKER_IMAGE) .
+	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_IMAGE) .
 
 docker-test: docker-image $(DOCKER_STAMP)
 	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
-	docker build -q --build-arg BASE=$$base -t $(KBROKER_CLIENT_IMAGE) docker_tests/client
+	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_CLIENT_IMAGE) docker_tests/client
 	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_CLIENT_IMAGE=$(KBROKER_CLIENT_IMAGE) \
 	$(PY) -m pytest -q docker_tests

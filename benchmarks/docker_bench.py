@@ -82,7 +82,7 @@ def build_kafka(dk, base: str, tag: str) -> None:
         shutil.copytree(KAFKA_LIBS, Path(d) / "libs")
         for f in ("Dockerfile", "launch"):
             shutil.copy(Path(__file__).parent / "docker_kafka" / f, Path(d) / f)
-        dk.images.build(path=d, tag=tag, buildargs={"BASE": base}, rm=True)
+        dk.images.build(path=d, tag=tag, buildargs={"BASE": base}, rm=True, forcerm=True)
 
 
 def main() -> None:
