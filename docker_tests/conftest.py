@@ -124,12 +124,13 @@ def logs(c) -> str:
     return c.logs().decode(errors="replace")
 
 
-def wait_ready(c, timeout: float = 60) -> None:
-    """Until the broker logs ``kbroker ready:``; fails with the logs if the container ends."""
+def wait_ready(c, timeout: float = 60, starts: int = 1) -> None:
+    """Until the broker has logged ``kbroker ready:`` ``starts`` times (the logs of a
+    restarted container keep the earlier runs); fails with the logs if the container ends."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = logs(c)
-        if "kbroker ready:" in text:
+        if text.count("kbroker ready:") >= starts:
             return
         c.reload()
         if c.status in ("exited", "dead"):

@@ -64,7 +64,7 @@ def test_killing_one_container_loses_nothing_acknowledged(lab):
     assert not lost, f"{len(lost)} acknowledged records lost, e.g. {lost[:5]}"
 
     victim.start()                                        # recovers after the crash and rejoins
-    wait_ready(victim, timeout=90)
+    wait_ready(victim, timeout=90, starts=2)
     wait_healthy(victim)
     assert "kbroker ready:" in logs(victim)
     assert set(consume_all(bootstrap, "replicated", timeout=90)) >= set(acked)

@@ -104,11 +104,27 @@ def test_stop_then_start_keeps_the_data_as_another_uid(lab):
     assert c.attrs["State"]["ExitCode"] == 0, logs(c)[-2000:]
     assert "shut down cleanly" in logs(c)
     c.start()
-    wait_ready(c)
+    wait_ready(c, starts=2)
     assert "(clean shutdown before: True)" in logs(c).rsplit("kbroker-docker: configuration", 1)[1]
     second = [f"b-{i}".encode() for i in range(50)]
     assert sorted(produce(bootstrap, "kept", second)) == sorted(second)
     assert sorted(consume_all(bootstrap, "kept")) == sorted(first + second)
+
+
+def test_sigkill_then_start_recovers_every_acknowledged_record(lab):
+    port = free_port()
+    cname = name("kbk")
+    c = lab.broker(cname, node_env(cname, 1, f"1@{cname}:9093", port), port)
+    wait_ready(c)
+    bootstrap = f"127.0.0.1:{port}"
+    values = [f"k-{i}".encode() for i in range(300)]
+    acked = produce(bootstrap, "crash", values)
+    assert sorted(acked) == sorted(values)
+    c.kill()                                             # SIGKILL: no flush, no clean marker
+    c.start()
+    wait_ready(c, starts=2)
+    assert "(clean shutdown before: False)" in logs(c).rsplit("kbroker-docker: configuration", 1)[1]
+    assert sorted(consume_all(bootstrap, "crash")) == sorted(acked)
 
 
 @pytest.mark.parametrize("env,code,words", [

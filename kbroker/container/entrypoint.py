@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     os.umask(0o002)
     path, serve_args = configure(os.environ)
     cmd = [sys.executable, "-m", "kbroker", "serve", "--config", path, *serve_args, *extra]
-    say("exec " + " ".join(cmd[1:]))
+    say("exec kbroker " + " ".join(cmd[4:]))
     os.execv(sys.executable, cmd)
     return 0   # not reached
 
