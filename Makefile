@@ -203,6 +203,6 @@ docker-image: docker-engine
 
 docker-test: docker-image $(DOCKER_STAMP)
 	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
-	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_CLIENT_IMAGE) docker_tests/client
-	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_CLIENT_IMAGE=$(KBROKER_CLIENT_IMAGE) \
+	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_CLIENT_IMAGE) docker_tests/client && \
+	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_CLIENT_IMAGE=$(KBROKER_CLIENT_IMAGE) KBROKER_BASE_IMAGE=$$base \
 	$(PY) -m pytest -q docker_tests
