@@ -133,6 +133,8 @@ def test_sigkill_then_start_recovers_every_acknowledged_record(lab):
     ({"KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://h:9092", "KAFKA_LISTENERS": "PLAINTEXT://:9092",
       "KAFKA_PROCESS_ROLES": "broker"}, 2, ["controller.quorum.voters"]),
     ({"KAFKA_LOG4J_ROOT_LOGLEVEL": "LOUD"}, 2, ["KAFKA_LOG4J_ROOT_LOGLEVEL"]),
+    ({"KAFKA_PROCESS_ROLES": "controller", "KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://h:9092"},
+     2, ["KAFKA_ADVERTISED_LISTENERS", "controller"]),
 ])
 def test_wrong_configuration_exits_with_the_message_in_docker_logs(lab, env, code, words):
     c = lab.run(environment=env)

@@ -109,7 +109,10 @@ def configure(environ) -> tuple[str, list[str]]:
     if environ.get("KBROKER_CONFIG_FILE") and mounted is None:
         fail(f"configuration error: KBROKER_CONFIG_FILE={mounted_path} does not exist", 2)
     default = _read(environ.get("KBROKER_DEFAULT_CONFIG", DEFAULT_CONFIG)) or ""
-    rendered = cenv.render(environ, mounted, default)
+    try:
+        rendered = cenv.render(environ, mounted, default)
+    except ValueError as e:
+        fail(f"configuration error: {e}", 2)
     where = {"default": "the image's defaults (one combined node)",
              "mounted": mounted_path, "environment": "the environment",
              "mounted+environment": f"{mounted_path} and the environment"}[rendered.source]

@@ -14,7 +14,8 @@
   Environment keys replace the default file as a whole, as in Kafka's image: they do not
   inherit it.
 - ``KAFKA_LISTENERS`` unset and ``KAFKA_ADVERTISED_LISTENERS`` set (and the node is not a
-  controller only): the listeners are the advertised ones bound to ``0.0.0.0``.
+  controller only): the listeners are the advertised ones bound to ``0.0.0.0``. A controller
+  only node with ``KAFKA_ADVERTISED_LISTENERS`` is refused (``render`` raises ValueError).
 - ``CLUSTER_ID`` is ``cluster.id``; unset, Kafka's image default id is used (every node of one
   cluster started without it therefore agrees).
 - Documented extras of kbroker's older image: ``KBROKER_ADVERTISED_LISTENERS`` stands for
@@ -102,7 +103,8 @@ def render(env: Mapping[str, str], mounted: str | None, default: str,
            parse=None) -> Rendered:
     """The server.properties for ``env``, the mounted file's text (None: none mounted) and the
     image's default file's text. ``parse`` reads properties text (``kbroker.config.
-    parse_properties``), used to see which keys a file already sets."""
+    parse_properties``), used to see which keys a file already sets. ValueError for a
+    combination Kafka's image refuses."""
     if parse is None:
         from kbroker.config import parse_properties as parse
     env = dict(env)
@@ -117,6 +119,9 @@ def render(env: Mapping[str, str], mounted: str | None, default: str,
     else:
         base, source = mounted, "mounted+environment" if props else "mounted"
     roles = env.get("KAFKA_PROCESS_ROLES", "")
+    if roles.replace(" ", "") == "controller" and env.get("KAFKA_ADVERTISED_LISTENERS"):
+        raise ValueError("KAFKA_ADVERTISED_LISTENERS is not supported on a KRaft controller "
+                         "(KAFKA_PROCESS_ROLES=controller), as in Kafka's image")
     if ("listeners" not in props and props.get("advertised.listeners")
             and roles.replace(" ", "") != "controller"):
         props["listeners"] = listeners_from_advertised(props["advertised.listeners"])

@@ -59,9 +59,12 @@ def test_environment_replaces_the_defaults_and_derives_listeners():
     BrokerConfig.from_dict(props)
 
 
-def test_a_controller_only_node_gets_no_derived_listeners():
+def test_a_controller_only_node_refuses_advertised_listeners():
     env = {"KAFKA_PROCESS_ROLES": "controller", "KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://a:1"}
-    assert "listeners" not in parse_properties(cenv.render(env, None, DEFAULT).text)
+    with pytest.raises(ValueError, match="KAFKA_ADVERTISED_LISTENERS"):
+        cenv.render(env, None, DEFAULT)
+    env = {"KAFKA_PROCESS_ROLES": "controller", "KAFKA_LISTENERS": "CONTROLLER://:9093"}
+    assert parse_properties(cenv.render(env, None, DEFAULT).text)["listeners"] == "CONTROLLER://:9093"
 
 
 def test_mounted_file_is_the_base_and_the_environment_wins():
