@@ -22,8 +22,9 @@ def test_fixed_non_root_user_and_entrypoint_arguments(dk, lab):
     cfg = dk.images.get(IMAGE).attrs["Config"]
     assert cfg["User"] == "kbroker" and cfg["Cmd"] == ["serve"] and cfg["Healthcheck"]["Test"]
     assert "/var/lib/kbroker" in cfg["Volumes"]
-    out = dk.containers.run(IMAGE, ["id"], remove=True, labels={"kbroker-docker-test": "1"})
-    assert out.decode().startswith("uid=1000(kbroker) gid=1000(kbroker)")
+    c = lab.run(command=["id"])                           # another command runs as given
+    assert c.wait(timeout=60)["StatusCode"] == 0
+    assert logs(c).startswith("uid=1000(kbroker) gid=1000(kbroker)")
     c = lab.run(command=["--log-level", "NOPE"])          # serve arguments after the image name
     assert c.wait(timeout=60)["StatusCode"] == 2
     assert "--log-level" in logs(c)
