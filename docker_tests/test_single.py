@@ -36,8 +36,13 @@ def two_listeners(lab):
     net = lab.network()
     port = free_port()
     cname = name("kb")
-    c = lab.broker(cname, node_env(cname, 1, f"1@{cname}:9093", port), port, net)
+    # as a compose file for Kafka's image would have it: its JVM settings (ignored here) and its
+    # data volume's path
+    env = node_env(cname, 1, f"1@{cname}:9093", port, KAFKA_HEAP_OPTS="-Xmx512M -Xms512M",
+                   KAFKA_LOG_DIRS="/var/lib/kafka/data")
+    c = lab.broker(cname, env, port, net)
     wait_ready(c)
+    assert "data /var/lib/kafka/data" in logs(c)
     return c, cname, port, net
 
 
