@@ -1,23 +1,71 @@
-# kbroker: a Kafka-protocol broker. Build: docker build -t kbroker .
-# Run:   docker run -p 9092:9092 -e KBROKER_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 kbroker
-FROM python:3.11-slim
+# kbroker: a Kafka-protocol broker in Python — the container image.
+#
+#   docker build -t kbroker .                          # FROM python:3.11-slim
+#   docker build --build-arg BASE=kbroker-base:bookworm -t kbroker .   # docker/make-base.sh
+#   docker run -p 9092:9092 kbroker                    # one combined node, Kafka's image defaults
+#
+# Configured like Kafka's image (apache/kafka): KAFKA_* variables, CLUSTER_ID, a server.properties
+# mounted in /mnt/shared/config (kbroker/container/env.py has the rules; README "Docker").
+# Classic builder compatible (no BuildKit features): Debian's engine 20.10 builds it.
+ARG BASE=python:3.11-slim
 
-ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
-    KBROKER_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 \
-    KBROKER_OPTS=""
+# --- deps: a venv with the pinned runtime dependencies (cached until the lock changes)
+FROM ${BASE} AS deps
+ARG PIP_INDEX_URL
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+RUN python3 -m venv /opt/kbroker/venv
+COPY docker/requirements.lock /tmp/requirements.lock
+RUN /opt/kbroker/venv/bin/pip install -q --only-binary=:all: -r /tmp/requirements.lock
 
-WORKDIR /opt/kbroker
-COPY pyproject.toml README.md ./
-COPY kbroker ./kbroker
-RUN pip install . && useradd --system --home /var/lib/kbroker kbroker \
-    && mkdir -p /var/lib/kbroker && chown kbroker /var/lib/kbroker
+# --- app: kbroker itself, built from the sources into /opt/kbroker/app (no dependencies)
+FROM deps AS app
+COPY docker/build.lock /tmp/build.lock
+RUN /opt/kbroker/venv/bin/pip install -q -r /tmp/build.lock
+COPY pyproject.toml README.md /src/
+COPY kbroker /src/kbroker
+RUN /opt/kbroker/venv/bin/pip install -q --no-deps --no-build-isolation \
+        --target /opt/kbroker/app /src \
+    && rm -rf /opt/kbroker/app/kbroker-*.dist-info/RECORD /src/build
+
+# --- runtime-venv: the deps venv without the installer (pip, setuptools: build leftovers),
+# with a .pth that puts /opt/kbroker/app on the path
+FROM deps AS runtime-venv
+RUN /opt/kbroker/venv/bin/python -m pip uninstall -q -y pip setuptools \
+    && /opt/kbroker/venv/bin/python -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'kbroker-app.pth').write_text('/opt/kbroker/app\n')" \
+    && rm -f /opt/kbroker/venv/bin/activate*
+
+# --- runtime
+FROM ${BASE}
+ARG KBROKER_UID=1000
+ARG KBROKER_GID=1000
+LABEL org.opencontainers.image.title="kbroker" \
+      org.opencontainers.image.description="A broker that speaks Apache Kafka's wire protocol, in Python on trio"
+ENV PATH=/opt/kbroker/app/bin:/opt/kbroker/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+# a fixed uid/gid; the data, config and Kafka-compatible data dirs belong to group 0 and are
+# group-writable, so `-u <any uid>` (whose group is 0) and OpenShift-style random uids work
+RUN groupadd --gid "$KBROKER_GID" kbroker \
+    && useradd --uid "$KBROKER_UID" --gid "$KBROKER_GID" --no-create-home \
+        --home-dir /var/lib/kbroker --shell /usr/sbin/nologin kbroker \
+    && mkdir -p /var/lib/kbroker /opt/kbroker/config /etc/kbroker/docker /mnt/shared/config \
+        /var/lib/kafka/data \
+    && chown "$KBROKER_UID:0" /var/lib/kbroker /opt/kbroker/config /var/lib/kafka/data \
+    && chmod 0775 /var/lib/kbroker /opt/kbroker/config /var/lib/kafka/data
+COPY --from=runtime-venv /opt/kbroker/venv /opt/kbroker/venv
+COPY docker/server.properties /etc/kbroker/docker/server.properties
+COPY --from=app /opt/kbroker/app /opt/kbroker/app
 
 USER kbroker
-VOLUME /var/lib/kbroker
+WORKDIR /var/lib/kbroker
+VOLUME ["/var/lib/kbroker"]
+# PLAINTEXT_HOST (clients from the host) in the defaults; 29092/29093 are in-container
 EXPOSE 9092
-
-# exec: kbroker is PID 1 and gets SIGTERM from `docker stop` (graceful shutdown)
-CMD exec kbroker serve --listen 0.0.0.0:9092 --data-dir /var/lib/kbroker \
-    --override advertised.listeners="$KBROKER_ADVERTISED_LISTENERS" $KBROKER_OPTS
+# the probe asks the node's own client listener (ApiVersions, then Metadata: is this node a
+# live broker with a controller). TODO(ops): ask GET /ready on kbroker.http.listen once merged.
+HEALTHCHECK --interval=5s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-m", "kbroker.container.healthcheck"]
+# SIGTERM (docker stop) reaches kbroker as PID 1: graceful shutdown within --shutdown-timeout
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["python", "-m", "kbroker.container.entrypoint"]
+CMD ["serve"]

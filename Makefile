@@ -23,11 +23,13 @@ run: $(STAMP)
 
 # The whole suite: unit and real-client tests, then the compatibility suite against both
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
-# Spark's Kafka connector against both (its own pytest session: it shares compat fixtures).
+# Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
+# then the container image's smoke tests (docker-test).
 test: setup kp2 kafka-dist kcat kafkajs franzgo spark-setup
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL)
 	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md
 	$(MAKE) --no-print-directory test-spark
+	$(MAKE) --no-print-directory docker-test
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
 test-fast: setup kp2 kcat
@@ -171,3 +173,36 @@ $(KP2_STAMP): requirements-kp2.txt
 	test -x $(KP2_VENV)/bin/python || $(PYTHON) -m venv $(KP2_VENV)
 	$(KP2_VENV)/bin/python -m pip install -q -r requirements-kp2.txt
 	touch $@
+
+# --- container image ---
+# docker-test: Debian's engine (docker.io), debootstrap and docker-compose installed when missing,
+# dockerd started when not running (docker/ensure-engine.sh); the base is DOCKER_BASE when present
+# or pullable, else kbroker-base:bookworm made once from Debian's packages (docker/pick-base.sh,
+# docker/make-base.sh); then the image (KBROKER_IMAGE) and the test client image are built and
+# docker_tests/ runs against them with the Docker SDK (requirements-docker.txt). Everything the
+# tests create is removed. `docker-image` alone builds the image.
+DOCKER_BASE ?= python:3.11-slim
+DOCKER_LOCAL_BASE ?= kbroker-base:bookworm
+KBROKER_IMAGE ?= kbroker:test
+KBROKER_CLIENT_IMAGE ?= kbroker-test-client:latest
+DOCKER_STAMP := $(VENV)/.docker-installed
+
+.PHONY: docker-engine docker-image docker-test
+
+$(DOCKER_STAMP): requirements-docker.txt $(STAMP)
+	$(PY) -m pip install -q -r requirements-docker.txt
+	touch $@
+
+docker-engine:
+	bash docker/ensure-engine.sh
+
+docker-image: docker-engine
+	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
+	echo "docker-image: $(KBROKER_IMAGE) FROM $$base" && \
+	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_IMAGE) .
+
+docker-test: docker-image $(DOCKER_STAMP)
+	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
+	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_CLIENT_IMAGE) docker_tests/client && \
+	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_CLIENT_IMAGE=$(KBROKER_CLIENT_IMAGE) KBROKER_BASE_IMAGE=$$base \
+	$(PY) -m pytest -q docker_tests

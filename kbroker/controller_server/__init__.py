@@ -42,6 +42,7 @@ import logging
 
 import trio
 
+from kbroker.server.bind import open_tcp_listeners
 from kbroker.server.connection import Connection
 
 from .registry import CONTROLLER_REGISTRY, load_all
@@ -85,7 +86,7 @@ class ControllerServer:
         socks = []
         try:
             for l in self.listeners:
-                ss = await trio.open_tcp_listeners(l.port, host=l.host or None)
+                ss = await open_tcp_listeners(l.port, l.host)
                 socks.append((l, ss))
                 self.bound.append((l.name, l.host, ss[0].socket.getsockname()[1]))
             async with trio.open_nursery() as nursery:

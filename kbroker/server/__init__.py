@@ -41,6 +41,7 @@ from kbroker.api import load_all
 from kbroker.broker import Broker
 from kbroker.config import BrokerConfig, Listener
 
+from .bind import open_tcp_listeners
 from .connection import Connection
 
 log = logging.getLogger("kbroker.server")
@@ -101,7 +102,7 @@ class Server:
         backlog = self.config.get("socket.listen.backlog.size")
         for l in self.config.listeners:
             try:
-                socks = await trio.open_tcp_listeners(l.port, host=l.host or None, backlog=backlog)
+                socks = await open_tcp_listeners(l.port, l.host, backlog)
             except OSError as e:
                 for _, ss in out:
                     for s in ss:

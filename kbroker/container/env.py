@@ -1,0 +1,150 @@
+"""Kafka's container configuration rules, without I/O (the model: apache/kafka's image,
+``docker/jvm/launch`` → ``KafkaDockerWrapper setup``, checked against Kafka 4.3.1).
+
+- Every ``KAFKA_<NAME>`` environment variable is a ``server.properties`` key: drop the prefix,
+  lower-case, ``_`` → ``.``, then ``...`` → ``-`` and ``..`` → ``_``; so ``KAFKA_NODE_ID`` is
+  ``node.id``, ``KAFKA_A__B`` is ``a_b`` and ``KAFKA_A___B`` is ``a-b``. The variables of
+  Kafka's launch scripts (heap, JVM and JMX options, log4j) are not keys (``NOT_KEYS``); the
+  ones that make sense here are translated (``KAFKA_LOG4J_ROOT_LOGLEVEL`` → the log level).
+  Kafka strips every ``KAFKA_`` inside the name; only the prefix is stripped here, so that
+  ``KAFKA_KAFKA_METRICS_REPORTERS`` is ``kafka.metrics.reporters``.
+- A mounted ``server.properties`` is the base and the environment's keys are appended to it
+  (later keys win). With neither a mounted file nor any key in the environment, the image's
+  default file is used: one combined node (broker + controller), Kafka's image defaults.
+  Environment keys replace the default file as a whole, as in Kafka's image: they do not
+  inherit it.
+- ``KAFKA_LISTENERS`` unset and ``KAFKA_ADVERTISED_LISTENERS`` set (and the node is not a
+  controller only): the listeners are the advertised ones bound to ``0.0.0.0``. A controller
+  only node with ``KAFKA_ADVERTISED_LISTENERS`` is refused (``render`` raises ValueError).
+- ``CLUSTER_ID`` is ``cluster.id``; unset, Kafka's image default id is used (every node of one
+  cluster started without it therefore agrees).
+- Documented extras of kbroker's older image: ``KBROKER_ADVERTISED_LISTENERS`` stands for
+  ``KAFKA_ADVERTISED_LISTENERS`` when that is unset; ``KBROKER_OPTS`` adds ``kbroker serve``
+  arguments (``--override key=value``...); ``KBROKER_LOG_LEVEL`` sets the log level.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Mapping
+
+PREFIX = "KAFKA_"
+# Kafka's image: the settings of its launch scripts, never server.properties keys
+NOT_KEYS = frozenset({
+    "KAFKA_VERSION", "KAFKA_HEAP_OPT", "KAFKA_HEAP_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_OPTS",
+    "KAFKA_JMX_OPTS", "KAFKA_JMX_PORT", "KAFKA_JMX_HOSTNAME", "KAFKA_JVM_PERFORMANCE_OPTS",
+    "KAFKA_GC_LOG_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL", "KAFKA_LOG4J_LOGGERS",
+    "KAFKA_TOOLS_LOG4J_LOGLEVEL", "KAFKA_DEBUG", "KAFKA_HOME",
+})
+KAFKA_DEFAULT_CLUSTER_ID = "5L6g3nShT-eMCtK--X86sw"   # Kafka's image default CLUSTER_ID
+DEFAULT_LOG_DIRS = "/var/lib/kbroker"                 # the image's volume
+# log4j levels → Python's
+_LEVELS = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING",
+           "WARNING": "WARNING", "ERROR": "ERROR", "FATAL": "CRITICAL", "OFF": "CRITICAL"}
+
+
+def property_name(env_name: str) -> str:
+    """``KAFKA_LISTENER_SECURITY_PROTOCOL_MAP`` → ``listener.security.protocol.map``."""
+    name = env_name[len(PREFIX):] if env_name.startswith(PREFIX) else env_name
+    return name.lower().replace("_", ".").replace("...", "-").replace("..", "_")
+
+
+def env_name(key: str) -> str:
+    """The inverse: the variable that sets ``key`` (for messages)."""
+    return PREFIX + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+
+
+def server_properties_from_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``{key: value}`` of every ``KAFKA_*`` variable that names a key, sorted by key."""
+    out = {}
+    for name, value in env.items():
+        if name.startswith(PREFIX) and len(name) > len(PREFIX) and name not in NOT_KEYS:
+            out[property_name(name)] = value
+    return dict(sorted(out.items()))
+
+
+def listeners_from_advertised(advertised: str) -> str:
+    """Kafka's rule: the advertised listeners with every host replaced by ``0.0.0.0``."""
+    return re.sub(r"://[^:]*:", "://0.0.0.0:", advertised)
+
+
+def escape_value(value: str) -> str:
+    """A value as a properties line holds it (backslashes doubled, one line)."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def log_level(env: Mapping[str, str]) -> str | None:
+    """``--log-level`` from ``KBROKER_LOG_LEVEL`` or ``KAFKA_LOG4J_ROOT_LOGLEVEL`` (log4j's
+    names), None when neither is set. A value that is no level raises ValueError."""
+    for name in ("KBROKER_LOG_LEVEL", "KAFKA_LOG4J_ROOT_LOGLEVEL"):
+        raw = env.get(name, "").strip()
+        if raw:
+            level = _LEVELS.get(raw.split(",")[0].strip().upper())
+            if level is None:
+                raise ValueError(f"{name}={raw!r} is not a log level "
+                                 f"(one of {', '.join(_LEVELS)})")
+            return level
+    return None
+
+
+@dataclass
+class Rendered:
+    """The configuration the entrypoint writes: ``text`` (a server.properties), where it came
+    from (``source``: "default", "mounted", "environment" or "mounted+environment"), the keys
+    the environment set (``from_env``: key → variable name) and the extra ``serve`` args."""
+    text: str
+    source: str
+    from_env: dict[str, str] = field(default_factory=dict)
+    serve_args: list[str] = field(default_factory=list)
+
+
+def render(env: Mapping[str, str], mounted: str | None, default: str,
+           parse=None) -> Rendered:
+    """The server.properties for ``env``, the mounted file's text (None: none mounted) and the
+    image's default file's text. ``parse`` reads properties text (``kbroker.config.
+    parse_properties``), used to see which keys a file already sets. ValueError for a
+    combination Kafka's image refuses."""
+    if parse is None:
+        from kbroker.config import parse_properties as parse
+    env = dict(env)
+    if not env.get("KAFKA_ADVERTISED_LISTENERS") and env.get("KBROKER_ADVERTISED_LISTENERS"):
+        env["KAFKA_ADVERTISED_LISTENERS"] = env["KBROKER_ADVERTISED_LISTENERS"]
+    props = server_properties_from_env(env)
+    from_env = {k: env_name_of(env, k) for k in props}
+    if mounted is None and not props:
+        base, source = default, "default"
+    elif mounted is None:
+        base, source = "", "environment"
+    else:
+        base, source = mounted, "mounted+environment" if props else "mounted"
+    roles = env.get("KAFKA_PROCESS_ROLES", "")
+    if roles.replace(" ", "") == "controller" and env.get("KAFKA_ADVERTISED_LISTENERS"):
+        raise ValueError("KAFKA_ADVERTISED_LISTENERS is not supported on a KRaft controller "
+                         "(KAFKA_PROCESS_ROLES=controller), as in Kafka's image")
+    if ("listeners" not in props and props.get("advertised.listeners")
+            and roles.replace(" ", "") != "controller"):
+        props["listeners"] = listeners_from_advertised(props["advertised.listeners"])
+        from_env["listeners"] = "KAFKA_ADVERTISED_LISTENERS"
+    in_base = parse(base)
+    if env.get("CLUSTER_ID"):
+        props["cluster.id"] = env["CLUSTER_ID"]
+        from_env["cluster.id"] = "CLUSTER_ID"
+    elif "cluster.id" not in props and "cluster.id" not in in_base:
+        props["cluster.id"] = KAFKA_DEFAULT_CLUSTER_ID
+    if not any(k in props or k in in_base for k in ("log.dirs", "log.dir")):
+        props["log.dirs"] = DEFAULT_LOG_DIRS
+    lines = [base.rstrip("\n")] if base.strip() else []
+    if props:
+        lines.append("# --- set by the container's environment (kbroker.container) ---")
+        lines += [f"{k}={escape_value(v)}" for k, v in props.items()]
+    serve_args = shlex.split(env.get("KBROKER_OPTS", ""))
+    return Rendered("\n".join(lines) + "\n", source, from_env, serve_args)
+
+
+def env_name_of(env: Mapping[str, str], key: str) -> str:
+    """The variable in ``env`` that produced ``key`` (several spellings may map to one key)."""
+    for name in env:
+        if name.startswith(PREFIX) and name not in NOT_KEYS and property_name(name) == key:
+            return name
+    return env_name(key)
