@@ -31,7 +31,7 @@ import uuid
 
 import trio
 
-from kbroker.config import BrokerConfig, ensure_meta_properties
+from kbroker.config import BrokerConfig, ConfigError, ensure_meta_properties
 
 log = logging.getLogger("kbroker.broker")
 
@@ -97,10 +97,18 @@ class Broker:
         self._nursery = nursery
         cfg = self.config
         formatted = (cfg.data_dir / "meta.properties").exists()
+        self.stage = "reading the data directory"
         self.cluster_id = ensure_meta_properties(cfg)
+        from kbroker.storage import StorageError, check_bootstrap
+        try:
+            # the feature levels `storage format` chose, committed by the first controller
+            self.bootstrap_records = check_bootstrap(cfg.data_dir)
+        except StorageError as e:
+            raise ConfigError(None, str(e)) from None
         clock = self.clock.now_ms
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"))
+        self.stage = "loading the logs"
         self.logs.load()
         # a data dir used for the first time has nothing to recover
         self.had_clean_shutdown = not formatted or all(self.logs.had_clean_shutdown.values())
@@ -116,11 +124,12 @@ class Broker:
         roles = cfg.get("process.roles")
         local = None
         if "controller" in roles and self.node_id in self.quorum.voters:
-            local = QuorumController(cfg, self.quorum, clock)
+            local = QuorumController(cfg, self.quorum, clock, bootstrap=self.bootstrap_records)
         self.controller = ControllerChannel(cfg, self.quorum, local)
         from kbroker.metadata.producer_ids import ProducerIdManager
         self.producer_ids = ProducerIdManager(self.controller)
         await nursery.start(self._run_cluster_plane, local)
+        self.stage = "waiting for the metadata quorum"
         await self.quorum.wait_caught_up()
         if "broker" in roles:
             from kbroker.metadata.lifecycle import BrokerLifecycle
@@ -128,7 +137,9 @@ class Broker:
                                              [(l.name, l.host, l.port) for l in cfg.advertised_listeners],
                                              cfg.get("broker.rack"))
             await nursery.start(self.lifecycle.run)
+            self.stage = "registering with the active controller"
             await self.lifecycle.wait_unfenced()
+            self.stage = "starting the coordinators"
         from kbroker.log.tasks import run_background
         await nursery.start(lambda task_status: run_background(
             self.logs,
@@ -187,6 +198,10 @@ class Broker:
         if any(p.leader == self.node_id and i not in mgr.loaded and i not in mgr.loading
                for i, p in topic.partitions.items()):
             nursery.start_soon(gc.maybe_load)
+
+    def startup_stage(self) -> str:
+        """What start-up was doing (for the log line of a stop before ready)."""
+        return getattr(self, "stage", "starting")
 
     def shutdown(self) -> None:
         """Flush and close every log; writes the clean-shutdown marker. Idempotent."""

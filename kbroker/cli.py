@@ -1,5 +1,6 @@
-"""Command line: ``kbroker serve`` (also ``python -m kbroker serve``) and ``kbroker cluster``
-(a local multi-node cluster, ``kbroker.cluster``).
+"""Command line: ``kbroker serve`` (also ``python -m kbroker serve``), ``kbroker cluster``
+(a local multi-node cluster, ``kbroker.cluster``) and ``kbroker storage`` (Kafka's
+``kafka-storage`` verbs, ``kbroker.storage``).
 
     kbroker serve [--config server.properties] [--data-dir DIR] [--listen HOST:PORT | --port N]
                   [--override key=value ...] [--log-level INFO]
@@ -48,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a configuration key on every node (repeatable)")
     c.add_argument("--log-level", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+    from kbroker.storage import add_parser as add_storage_parser
+    add_storage_parser(sub)
     return p
 
 
@@ -94,6 +97,9 @@ def _leaf(e: BaseException) -> BaseException:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "storage":
+        from kbroker.storage import main as storage_main
+        return storage_main(args)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "cluster":

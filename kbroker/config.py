@@ -753,6 +753,16 @@ def ensure_meta_properties(config: BrokerConfig) -> str:
         nid = props.get("node.id")
         if nid is not None and int(nid) != config.node_id:
             raise ConfigError("node.id", f"log dir {d} was formatted for node {nid}, not {config.node_id}")
+    if cluster_id is None:
+        roles = set(config.values["process.roles"])
+        voters = set(config.quorum_voters) if config.values["controller.quorum.voters"] else set()
+        if roles != {"broker", "controller"} or not voters <= {config.node_id}:
+            # a node of a multi-node quorum must share its cluster id with the others: a
+            # generated one would make every node a cluster of its own (Kafka refuses too)
+            raise ConfigError(None, f"log directory {config.data_dir} is not formatted: run "
+                              "`kbroker storage random-uuid` once, then `kbroker storage format "
+                              "-t <that id> -c <this server.properties>` on every node (or set "
+                              "cluster.id); only a single combined node formats itself")
     cluster_id = cluster_id or new_cluster_id()
     for d in dirs:
         if d in found:

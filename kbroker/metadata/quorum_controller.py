@@ -34,8 +34,10 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
   and active (unfenced, not shutting down); none gives leader -1, and an ISR that would
   become empty keeps its last member, until that broker comes back. A controller that was
   stalled does not count its own stall against brokers;
-- on activation: ``FeatureLevelRecord(metadata.version)`` when the log has none (Kafka's
-  bootstrap records), and every registered broker gets a fresh session;
+- on activation: when the log has no ``metadata.version``, the bootstrap records — those of
+  ``bootstrap.checkpoint`` written by ``kbroker storage format`` (or Kafka's tool), else
+  ``FeatureLevelRecord(metadata.version)`` at kbroker's level; and every registered broker
+  gets a fresh session;
 - every partition change is built by ``reassign.build_change`` (Kafka's
   ``PartitionChangeBuilder``), so an ISR change that holds all the target replicas of an
   ongoing reassignment completes it (an AlterPartition whose completion moves the
@@ -85,8 +87,10 @@ class AlterPartitionResult:
 
 
 class QuorumController(Controller):
-    def __init__(self, config, quorum, clock_ms):
+    def __init__(self, config, quorum, clock_ms, bootstrap=None):
         self.quorum = quorum
+        # records of `storage format`'s bootstrap.checkpoint (None: the built-in defaults)
+        self._bootstrap = list(bootstrap) if bootstrap else None
         self._clock_ms = clock_ms
         super().__init__(config, quorum.store, quorum.image, on_change=None)
         self._sessions: dict[int, float] = {}        # broker id -> last heartbeat (trio time)
@@ -161,9 +165,9 @@ class QuorumController(Controller):
                 async with self._lock:
                     # Kafka's format step: metadata.version plus the cluster-level
                     # min.insync.replicas default (KIP-966; compat ledger F-002)
-                    await self._commit([messages.FeatureLevelRecord(name="metadata.version",
-                                                                    feature_level=METADATA_VERSION),
-                                        *self.bootstrap_config_records()])
+                    first = self._bootstrap or [messages.FeatureLevelRecord(
+                        name="metadata.version", feature_level=METADATA_VERSION)]
+                    await self._commit([*first, *self.bootstrap_config_records()])
             except NotController:
                 pass
 

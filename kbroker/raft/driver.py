@@ -214,7 +214,14 @@ class RaftDriver:
         resp = await self.rpc.call(dest, api_key, VERSIONS[api_key], to_wire(msg, self.cluster_id), timeout)
         if resp is None:
             self.stats["send_failures"] += 1
+            self._peer_problem(dest, self._unreachable(dest))
             return
+        top = getattr(resp, "error_code", 0)
+        if top and not getattr(resp, "topics", None):
+            self.stats["send_failures"] += 1
+            self._peer_problem(dest, self._refusal(dest, top))
+            return
+        self._peer_problem(dest, None)
         try:
             core_resp = from_wire(resp, msg.correlation_id)
         except (NotForRaft, ValueError) as e:
@@ -229,6 +236,45 @@ class RaftDriver:
         self._sync_time()
         self.node.step(dest, core_resp)
         self.wake()
+
+    # ------------------------------------------------------------------ operators' view
+    def _endpoint(self, dest: int) -> str:
+        addr = getattr(self.rpc, "endpoints", {}).get(dest)
+        return f"{addr[0]}:{addr[1]}" if addr else "an unknown address"
+
+    def _unreachable(self, dest: int) -> str:
+        addr = getattr(self.rpc, "endpoints", {}).get(dest)
+        why = getattr(self.rpc, "last_error", {}).get(addr, "no answer")
+        return (f"cannot reach voter {dest} at {self._endpoint(dest)} ({why}): check that node "
+                f"{dest} runs and that controller.quorum.voters names its controller listener")
+
+    def _refusal(self, dest: int, code: int) -> str:
+        from kbroker.wire.error_codes import ErrorCode
+        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+        fix = {
+            "INCONSISTENT_CLUSTER_ID": f"it belongs to another cluster than this node's "
+                                       f"{self.cluster_id}: format every node with the same id "
+                                       "(`kbroker storage format -t <id> -c server.properties`)",
+            "INCONSISTENT_VOTER_SET": "its controller.quorum.voters differs from this node's: give "
+                                      "every node the same list",
+            "INVALID_VOTER_KEY": f"the node at {self._endpoint(dest)} is not node {dest}: check its "
+                                 "node.id and controller.quorum.voters",
+        }.get(name, "see that node's log")
+        return f"voter {dest} at {self._endpoint(dest)} refused with {name}: {fix}"
+
+    def _peer_problem(self, dest: int, problem: str | None) -> None:
+        """One log line when a peer's trouble starts or changes, one when it ends (never a
+        line per retry)."""
+        problems = self.__dict__.setdefault("_problems", {})
+        before = problems.get(dest)
+        if problem == before:
+            return
+        if problem is None:
+            problems.pop(dest, None)
+            log.info("raft: voter %d at %s answers again", dest, self._endpoint(dest))
+        else:
+            problems[dest] = problem
+            log.warning("raft: %s", problem)
 
     async def handle_request(self, msg, timeout: float | None = None):
         """Step an inbound request; the core's answer, or None if it gave none in time."""

@@ -26,6 +26,16 @@ MAX_RESPONSE = 256 * 1024 * 1024
 POOL_SIZE = 4
 
 
+def _reason(e: BaseException) -> str:
+    if isinstance(e, trio.TooSlowError):
+        return "no answer in time"
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror.lower()
+    if isinstance(e, (EOFError, trio.BrokenResourceError, trio.ClosedResourceError)):
+        return "connection closed by the peer"
+    return str(e) or type(e).__name__
+
+
 class _Conn:
     def __init__(self, stream):
         self.stream = stream
@@ -44,6 +54,8 @@ class RpcClient:
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
         self._correlation = 0
         self.stats = {"calls": 0, "failures": 0, "connects": 0}
+        # (host, port) -> why its last call failed, until a call succeeds (for operators' logs)
+        self.last_error: dict[tuple[str, int], str] = {}
 
     async def call(self, dest: int, api_key: int, version: int, body, timeout: float = 5.0):
         addr = self.endpoints.get(dest)
@@ -68,6 +80,7 @@ class RpcClient:
         except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError,
                 WireError, EOFError) as e:
             self.stats["failures"] += 1
+            self.last_error[addr] = _reason(e)
             log.debug("rpc %s key %d v%d failed: %r", addr, api_key, version, e)
             if conn is not None:
                 with trio.CancelScope(shield=True):
@@ -78,6 +91,7 @@ class RpcClient:
                 with trio.CancelScope(shield=True):
                     await trio.aclose_forcefully(conn.stream)
             raise
+        self.last_error.pop(addr, None)
         pool = self._idle.setdefault(addr, [])
         if len(pool) < POOL_SIZE:
             pool.append(conn)

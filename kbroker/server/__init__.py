@@ -67,6 +67,9 @@ class Server:
         self._accept_scopes: list[trio.CancelScope] = []
         self._force = False
         self._controlled_scope: trio.CancelScope | None = None
+        # cancelled by a stop requested before the broker is ready (e.g. no controller
+        # answers, so registration never completes): start-up is abandoned, not awaited
+        self._startup_scope = trio.CancelScope()
 
     # ------------------------------------------------------------------ control
     def request_shutdown(self, *, force: bool = False) -> None:
@@ -76,6 +79,7 @@ class Server:
                 self._controlled_scope.cancel()
             for c in list(self._conns):
                 c.stop_if_idle()
+        self._startup_scope.cancel()
         self._stop.set()
 
     async def wait_stopped(self) -> None:
@@ -123,7 +127,12 @@ class Server:
         self.broker = Broker(self.config, self.clock)
         try:
             async with trio.open_nursery() as root:
-                await self.broker.start(root)
+                with self._startup_scope:
+                    await self.broker.start(root)
+                if self._startup_scope.cancelled_caught or self._stop.is_set():
+                    log.warning("stopping before the broker was ready (%s)", self.broker.startup_stage())
+                    root.cancel_scope.cancel()
+                    return
                 async with trio.open_nursery() as conns:
                     for listener, socks in bound:
                         for sock in socks:

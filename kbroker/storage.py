@@ -1,0 +1,344 @@
+"""``kbroker storage``: Kafka's ``kafka-storage`` verbs for kbroker's data directories.
+
+    kbroker storage random-uuid
+    kbroker storage format -t CLUSTER_ID -c server.properties [--release-version V]
+                           [--feature NAME=LEVEL ...] [--ignore-formatted]
+    kbroker storage info -c server.properties
+
+What ``format`` writes is what Kafka's tool writes, so a directory formatted by either tool
+starts the other's broker:
+
+- ``meta.properties`` in every log directory (and ``metadata.log.dir``): ``version=1``,
+  ``cluster.id``, ``node.id`` and a fresh ``directory.id``;
+- ``bootstrap.checkpoint`` in the metadata directory: a KRaft snapshot file (KIP-630 layout:
+  a control batch with a ``SnapshotHeaderRecord`` at offset 0, one batch of framed
+  ``FeatureLevelRecord``s, a control batch with a ``SnapshotFooterRecord``) holding the
+  feature levels the first active controller commits to an empty metadata log.
+
+Feature levels: ``--release-version`` picks ``metadata.version`` (``4.0`` is its last
+IV, ``4.0-IV1`` exactly that one); kbroker writes only the features it serves and refuses
+levels it cannot serve (the bootstrap of a directory formatted by Kafka's tool is checked the
+same way at start-up and levels above kbroker's are finalized at kbroker's, with a warning:
+see :func:`check_bootstrap`). Dynamic quorums (KIP-853:
+``--standalone``, ``--initial-controllers``, ``--no-initial-controllers``) and
+``--add-scram`` are refused with a message until kbroker serves them.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from kbroker.config import BrokerConfig, ConfigError, check_cluster_id, parse_properties
+
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
+META_PROPERTIES = "meta.properties"
+
+# metadata.version levels by name (Kafka's MetadataVersion), oldest first.
+METADATA_VERSIONS: dict[str, int] = {
+    "3.3-IV3": 7, "3.4-IV0": 8, "3.5-IV0": 9, "3.5-IV1": 10, "3.5-IV2": 11, "3.6-IV0": 12,
+    "3.6-IV1": 13, "3.6-IV2": 14, "3.7-IV0": 15, "3.7-IV1": 16, "3.7-IV2": 17, "3.7-IV3": 18,
+    "3.7-IV4": 19, "3.8-IV0": 20, "3.9-IV0": 21, "4.0-IV0": 22, "4.0-IV1": 23, "4.0-IV2": 24,
+    "4.0-IV3": 25, "4.1-IV0": 26, "4.1-IV1": 27, "4.2-IV0": 28, "4.2-IV1": 29, "4.3-IV0": 30,
+}
+_NAME_OF_LEVEL = {v: k for k, v in METADATA_VERSIONS.items()}
+
+
+class StorageError(Exception):
+    """A refusal of the storage tool or of a start on a badly formatted directory."""
+
+
+def supported_features() -> dict[str, tuple[int, int]]:
+    """Feature name -> (min, max) level this kbroker serves (the ApiVersions answer's)."""
+    from kbroker.api.api_versions import SUPPORTED_FEATURES
+    return dict(SUPPORTED_FEATURES)
+
+
+def metadata_version_name(level: int) -> str:
+    return _NAME_OF_LEVEL.get(level, str(level))
+
+
+def parse_release_version(text: str) -> int:
+    """``4.0`` → the last IV of 4.0; ``4.0-IV1`` → that one (Kafka's ``fromVersionString``)."""
+    text = text.strip()
+    if text in METADATA_VERSIONS:
+        return METADATA_VERSIONS[text]
+    matching = [lvl for name, lvl in METADATA_VERSIONS.items() if name.split("-")[0] == text]
+    if not matching:
+        raise StorageError(f"Unknown metadata.version '{text}'. Supported metadata.version are: "
+                           + ", ".join(METADATA_VERSIONS))
+    return max(matching)
+
+
+def new_uuid() -> str:
+    """A random UUID in Kafka's form: URL-safe base64 without padding."""
+    while True:
+        raw = uuid.uuid4().bytes
+        text = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+        if not text.startswith("-"):       # Kafka avoids ids that look like an option
+            return text
+
+
+# ----------------------------------------------------------------------------- features
+
+def check_features(features: dict[str, int]) -> None:
+    """Refuse a level this kbroker does not serve (naming it, with the way out)."""
+    supported = supported_features()
+    for name, level in sorted(features.items()):
+        if level == 0 and name != "metadata.version":
+            continue
+        lo_hi = supported.get(name)
+        if lo_hi is None:
+            raise StorageError(
+                f"feature {name}={level} is not served by kbroker (it serves "
+                + ", ".join(f"{n} {lo}-{hi}" for n, (lo, hi) in sorted(supported.items()))
+                + f"); format with --feature {name}=0")
+        lo, hi = lo_hi
+        if not lo <= level <= hi:
+            if name == "metadata.version":
+                raise StorageError(
+                    f"metadata.version {level} ({metadata_version_name(level)}) is not served by "
+                    f"kbroker, which serves {lo} ({metadata_version_name(lo)}) to {hi} "
+                    f"({metadata_version_name(hi)}); format with --release-version "
+                    f"{metadata_version_name(hi)}")
+            raise StorageError(f"feature {name}={level} is not served by kbroker (levels {lo}-{hi})")
+
+
+def default_features(release_version: str | None, extra: list[str]) -> dict[str, int]:
+    hi = supported_features()["metadata.version"][1]
+    features = {"metadata.version": parse_release_version(release_version) if release_version else hi}
+    for item in extra:
+        name, sep, level = item.partition("=")
+        if not sep or not level.strip().lstrip("-").isdigit():
+            raise StorageError(f"--feature expects NAME=LEVEL, got {item!r}")
+        features[name.strip()] = int(level)
+    check_features(features)
+    return features
+
+
+# ----------------------------------------------------------------------------- bootstrap file
+
+def bootstrap_bytes(features: dict[str, int], timestamp_ms: int) -> bytes:
+    """The ``bootstrap.checkpoint`` snapshot: header, feature records, footer."""
+    from kbroker.metadata.store import encode_record
+    from kbroker.raft.control import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_key
+    from kbroker.wire import messages
+    from kbroker.wire import records as rb
+
+    header = messages.SnapshotHeaderRecord(version=0, last_contained_log_timestamp=0)
+    footer = messages.SnapshotFooterRecord(version=0)
+    values = [encode_record(messages.FeatureLevelRecord(name=n, feature_level=lvl))
+              for n, lvl in sorted(features.items()) if lvl > 0 or n == "metadata.version"]
+    # metadata.version first: Kafka replays it before any other record
+    values.sort(key=lambda v: 0 if b"metadata.version" in v else 1)
+    out = bytearray()
+    out += rb.build_batch([(control_key(SNAPSHOT_HEADER), header.encode(0), (), timestamp_ms)],
+                          base_offset=0, is_control=True)
+    out += rb.build_batch([(None, v, (), timestamp_ms) for v in values], base_offset=1)
+    out += rb.build_batch([(control_key(SNAPSHOT_FOOTER), footer.encode(0), (), timestamp_ms)],
+                          base_offset=1 + len(values), is_control=True)
+    return bytes(out)
+
+
+def read_bootstrap(path: Path) -> list:
+    """The metadata records of a ``bootstrap.checkpoint`` (control batches skipped)."""
+    from kbroker.metadata.store import decode_record
+    from kbroker.wire import records as rb
+
+    data = path.read_bytes()
+    view = memoryview(data)
+    out = []
+    pos = 0
+    while len(data) - pos >= rb.BATCH_HEADER_SIZE:
+        header = rb.parse_header(view, pos)
+        if pos + header.size > len(data):
+            raise StorageError(f"{path}: truncated record batch at byte {pos}")
+        if not header.is_control:
+            for rec in rb.decode_records(view, pos, header, verify=True):
+                try:
+                    out.append(decode_record(rec.value))
+                except ValueError as e:
+                    raise StorageError(f"{path}: record at offset {rec.offset}: {e}") from None
+        pos += header.size
+    return out
+
+
+def check_bootstrap(metadata_dir: Path) -> list | None:
+    """The bootstrap records of a formatted metadata directory (None without the file).
+
+    A level above what kbroker serves (Kafka's tool formats with its own release's features,
+    e.g. ``group.version=1``) is finalized at the highest level kbroker serves instead, with a
+    warning naming it: clients then see what kbroker really serves and never use a feature it
+    lacks. A level below kbroker's minimum cannot be served and refuses the start."""
+    import logging
+
+    from kbroker.wire import messages
+
+    path = Path(metadata_dir) / BOOTSTRAP_FILE
+    if not path.exists():
+        return None
+    log = logging.getLogger("kbroker.storage")
+    supported = supported_features()
+    out = []
+    for r in read_bootstrap(path):
+        if type(r).__name__ == "FeatureLevelRecord":
+            lo, hi = supported.get(r.name, (0, 0))
+            if r.feature_level < lo:
+                raise StorageError(f"{path}: {r.name}={r.feature_level} is below what kbroker serves "
+                                   f"({lo}); re-format with `kbroker storage format`")
+            if r.feature_level > hi:
+                shown = (metadata_version_name if r.name == "metadata.version" else str)
+                log.warning("%s asks for %s=%s; kbroker serves up to %s and finalizes that",
+                            path, r.name, shown(r.feature_level), shown(hi))
+                if hi == 0 and r.name != "metadata.version":
+                    continue
+                r = messages.FeatureLevelRecord(name=r.name, feature_level=hi)
+        out.append(r)
+    return out
+
+
+# ----------------------------------------------------------------------------- meta.properties
+
+def meta_properties_text(cluster_id: str, node_id: int, directory_id: str) -> str:
+    stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
+    return (f"#\n#{stamp}\nnode.id={node_id}\ndirectory.id={directory_id}\nversion=1\n"
+            f"cluster.id={cluster_id}\n")
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    from kbroker.fileio import write_atomically
+    write_atomically(path, data)
+
+
+def directories(config: BrokerConfig) -> tuple[list[Path], Path]:
+    """(every directory to format, the metadata directory)."""
+    dirs = [Path(d) for d in config.log_dirs]
+    mdir = config.values.get("metadata.log.dir")
+    meta = Path(mdir).expanduser() if mdir else dirs[0]
+    if meta not in dirs:
+        dirs.append(meta)
+    return dirs, meta
+
+
+def format_storage(config: BrokerConfig, cluster_id: str, features: dict[str, int], *,
+                   ignore_formatted: bool = False, out=sys.stdout) -> int:
+    check_cluster_id(cluster_id)
+    dirs, meta = directories(config)
+    todo = []
+    for d in dirs:
+        if (d / META_PROPERTIES).exists():
+            if ignore_formatted:
+                continue
+            raise StorageError(f"Log directory {d} is already formatted. Use --ignore-formatted "
+                               "to ignore this directory and format the others.")
+        todo.append(d)
+    if not todo:
+        print("All of the log directories are already formatted.", file=out)
+        return 0
+    node_id = config.node_id
+    mv = features["metadata.version"]
+    for d in todo:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            if d == meta:
+                _write_file(d / BOOTSTRAP_FILE, bootstrap_bytes(features, int(time.time() * 1000)))
+            _write_file(d / META_PROPERTIES,
+                        meta_properties_text(cluster_id, node_id, new_uuid()).encode())
+        except OSError as e:
+            raise StorageError(f"cannot format {d}: {e.strerror or e}") from None
+        what = "metadata" if d == meta else "data"
+        print(f"Formatting {what} directory {d} with metadata.version {metadata_version_name(mv)}.",
+              file=out)
+    return 0
+
+
+def info(config: BrokerConfig, out=sys.stdout) -> int:
+    dirs, _ = directories(config)
+    found, problems, metas = [], [], {}
+    for d in dirs:
+        p = d / META_PROPERTIES
+        if not d.exists():
+            problems.append(f"{d} does not exist")
+        elif not p.exists():
+            problems.append(f"{d} is not formatted.")
+            found.append(d)
+        else:
+            found.append(d)
+            try:
+                metas[d] = parse_properties(p.read_text())
+            except OSError as e:
+                problems.append(f"{p}: {e.strerror}")
+    print("Found log director" + ("y:" if len(found) == 1 else "ies:"), file=out)
+    for d in found:
+        print(f"  {d}", file=out)
+    print("", file=out)
+    distinct = {tuple(sorted((k, v) for k, v in m.items() if k != "directory.id")) for m in metas.values()}
+    for d, m in list(metas.items())[:1]:
+        print("Found metadata: {" + ", ".join(f"{k}={v}" for k, v in sorted(m.items())) + "}", file=out)
+        print("", file=out)
+    if len(distinct) > 1:
+        problems.append("the log directories hold different cluster or node ids")
+    if problems:
+        print("Found problem" + ("s:" if len(problems) > 1 else ":"), file=out)
+        for p in problems:
+            print(f"  {p}", file=out)
+        print("", file=out)
+        return 1
+    return 0
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("storage", help="format or inspect data directories (Kafka's kafka-storage)")
+    verbs = s.add_subparsers(dest="verb", required=True)
+    verbs.add_parser("random-uuid", help="print a new cluster id")
+    f = verbs.add_parser("format", help="write meta.properties and the bootstrap metadata")
+    f.add_argument("--config", "-c", required=True, metavar="FILE")
+    f.add_argument("--cluster-id", "-t", required=True)
+    f.add_argument("--add-scram", "-S", action="append", default=[])
+    f.add_argument("--ignore-formatted", "-g", action="store_true")
+    f.add_argument("--release-version", "-r")
+    f.add_argument("--feature", "-f", action="append", default=[])
+    q = f.add_mutually_exclusive_group()
+    q.add_argument("--standalone", "-s", action="store_true")
+    q.add_argument("--no-initial-controllers", "-N", action="store_true")
+    q.add_argument("--initial-controllers", "-I")
+    i = verbs.add_parser("info", help="show what the data directories hold")
+    i.add_argument("--config", "-c", required=True, metavar="FILE")
+
+
+def main(args) -> int:
+    try:
+        if args.verb == "random-uuid":
+            print(new_uuid())
+            return 0
+        config = BrokerConfig.load(args.config)
+        if args.verb == "info":
+            return info(config)
+        if args.standalone or args.no_initial_controllers or args.initial_controllers:
+            flag = ("--standalone" if args.standalone else "--no-initial-controllers"
+                    if args.no_initial_controllers else "--initial-controllers")
+            raise StorageError(f"{flag} forms a dynamic quorum (KIP-853), which kbroker does not "
+                               "serve yet: set controller.quorum.voters and format without it")
+        if args.add_scram:
+            raise StorageError("--add-scram: kbroker does not keep SCRAM credentials yet")
+        features = default_features(args.release_version, args.feature)
+        return format_storage(config, args.cluster_id, features,
+                              ignore_formatted=args.ignore_formatted)
+    except (StorageError, ConfigError) as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"{getattr(e, 'filename', '') or ''}: {e.strerror or e}".lstrip(": "), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    p = argparse.ArgumentParser(prog="kbroker")
+    add_parser(p.add_subparsers(dest="command", required=True))
+    sys.exit(main(p.parse_args()))

@@ -1,0 +1,241 @@
+"""``kbroker storage`` (Kafka's kafka-storage verbs), the start-up rules for formatted and
+unformatted data directories, clear quorum errors and shutdown before ready — on real
+processes and real files."""
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kbroker.storage import (BOOTSTRAP_FILE, METADATA_VERSIONS, StorageError, bootstrap_bytes,
+                             check_bootstrap, parse_release_version, read_bootstrap)
+from tests.support.broker_proc import BrokerProcess, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def kbroker(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "kbroker", *args], capture_output=True, text=True,
+                          timeout=60, cwd=REPO, **kw)
+
+
+def write_props(path: Path, **values) -> Path:
+    path.write_text("".join(f"{k.replace('_', '.')}={v}\n" for k, v in values.items()))
+    return path
+
+
+def combined(tmp_path: Path, node_id: int = 1, voters: dict | None = None, port=None, cport=None,
+             name="server.properties", **extra) -> Path:
+    port = port or free_port()
+    cport = cport or free_port()
+    voters = voters or {node_id: cport}
+    props = {"process.roles": "broker,controller", "node.id": node_id,
+             "controller.quorum.voters": ",".join(f"{i}@127.0.0.1:{p}" for i, p in voters.items()),
+             "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
+             "controller.listener.names": "CONTROLLER",
+             "log.dirs": str(tmp_path / f"logs-{node_id}"), **extra}
+    path = tmp_path / name
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+def test_random_uuid_is_a_kafka_cluster_id():
+    out = kbroker("storage", "random-uuid")
+    assert out.returncode == 0
+    cid = out.stdout.strip()
+    assert len(cid) == 22 and not cid.startswith("-")
+    assert len(base64.urlsafe_b64decode(cid + "==")) == 16
+
+
+def test_format_info_and_already_formatted(tmp_path):
+    cfg = combined(tmp_path, **{"log.dirs": f"{tmp_path}/a,{tmp_path}/b"})
+    cid = kbroker("storage", "random-uuid").stdout.strip()
+    out = kbroker("storage", "format", "-t", cid, "-c", str(cfg))
+    assert out.returncode == 0, out.stderr
+    assert f"Formatting metadata directory {tmp_path}/a with metadata.version 4.0-IV3." in out.stdout
+    assert f"Formatting data directory {tmp_path}/b" in out.stdout
+    for d in ("a", "b"):
+        meta = (tmp_path / d / "meta.properties").read_text()
+        assert f"cluster.id={cid}" in meta and "node.id=1" in meta and "version=1" in meta
+    assert (tmp_path / "a" / BOOTSTRAP_FILE).exists()
+    assert not (tmp_path / "b" / BOOTSTRAP_FILE).exists()
+    again = kbroker("storage", "format", "-t", cid, "-c", str(cfg))
+    assert again.returncode == 1
+    assert f"Log directory {tmp_path}/a is already formatted" in again.stderr
+    assert kbroker("storage", "format", "-t", cid, "-c", str(cfg), "--ignore-formatted").returncode == 0
+    info = kbroker("storage", "info", "-c", str(cfg))
+    assert info.returncode == 0, info.stdout
+    assert f"cluster.id={cid}" in info.stdout and "node.id=1" in info.stdout
+
+
+def test_info_reports_an_unformatted_directory(tmp_path):
+    cfg = combined(tmp_path)
+    (tmp_path / "logs-1").mkdir()
+    info = kbroker("storage", "info", "-c", str(cfg))
+    assert info.returncode == 1
+    assert "is not formatted" in info.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--standalone"], "dynamic quorum"),
+    (["--initial-controllers", "1@127.0.0.1:9093:AAAAAAAAAAAAAAAAAAAAAA"], "dynamic quorum"),
+    (["--release-version", "4.3"], "metadata.version 30 (4.3-IV0) is not served"),
+    (["--release-version", "2.8"], "Unknown metadata.version '2.8'"),
+    (["--feature", "transaction.version=2"], "transaction.version=2 is not served"),
+    (["--add-scram", "SCRAM-SHA-256=[name=a,password=b]"], "SCRAM"),
+])
+def test_format_refuses_what_kbroker_does_not_serve(tmp_path, args, message):
+    cfg = combined(tmp_path)
+    out = kbroker("storage", "format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c", str(cfg), *args)
+    assert out.returncode == 1
+    assert message in out.stderr
+    assert not (tmp_path / "logs-1" / "meta.properties").exists()
+
+
+def test_format_refuses_a_bad_cluster_id(tmp_path):
+    out = kbroker("storage", "format", "-t", "not-a-uuid", "-c", str(combined(tmp_path)))
+    assert out.returncode == 1 and "cluster.id" in out.stderr
+
+
+def test_release_versions():
+    assert parse_release_version("4.0") == 25
+    assert parse_release_version("4.0-IV1") == 23
+    assert parse_release_version("3.3") == 7
+    assert METADATA_VERSIONS["4.3-IV0"] == 30
+    with pytest.raises(StorageError):
+        parse_release_version("3.2")
+
+
+def test_bootstrap_file_round_trip_and_clamping(tmp_path):
+    (tmp_path / BOOTSTRAP_FILE).write_bytes(bootstrap_bytes(
+        {"metadata.version": 30, "group.version": 1, "kraft.version": 0}, 0))
+    raw = {r.name: r.feature_level for r in read_bootstrap(tmp_path / BOOTSTRAP_FILE)}
+    assert raw == {"metadata.version": 30, "group.version": 1}
+    # levels above what kbroker serves are finalized at kbroker's (features it lacks: dropped)
+    checked = {r.name: r.feature_level for r in check_bootstrap(tmp_path)}
+    assert checked == {"metadata.version": 25}
+    (tmp_path / BOOTSTRAP_FILE).write_bytes(bootstrap_bytes({"metadata.version": 5}, 0))
+    with pytest.raises(StorageError, match="below what kbroker serves"):
+        check_bootstrap(tmp_path)
+    assert check_bootstrap(tmp_path / "nowhere") is None
+
+
+def _finalized_metadata_version(port: int) -> int:
+    import trio
+
+    from tests.broker.raw import RawClient
+
+    async def ask():
+        client = await RawClient.connect(port)
+        try:
+            resp = await client.request("ApiVersions", 3, client_software_name="t",
+                                        client_software_version="1")
+        finally:
+            await client.aclose()
+        return {f.name: f.max_version_level for f in resp.finalized_features}["metadata.version"]
+
+    return trio.run(ask)
+
+
+def test_a_formatted_directory_starts_with_its_cluster_id_and_features(tmp_path):
+    port = free_port()
+    cfg = combined(tmp_path, port=port)
+    cid = kbroker("storage", "random-uuid").stdout.strip()
+    assert kbroker("storage", "format", "-t", cid, "-c", str(cfg),
+                   "--release-version", "3.9").returncode == 0
+    proc = BrokerProcess(tmp_path / "logs-1", port=port, config_file=cfg)
+    proc.command = lambda: [sys.executable, "-m", "kbroker", "serve", "--config", str(cfg)]
+    proc.start()
+    try:
+        assert f"cluster {cid}" in proc.log_text()
+        assert _finalized_metadata_version(port) == 21     # 3.9-IV0
+    finally:
+        proc.stop()
+
+
+def test_an_unformatted_node_of_a_quorum_refuses_to_start(tmp_path):
+    cfg = combined(tmp_path, voters={1: free_port(), 2: free_port()})
+    out = kbroker("serve", "--config", str(cfg))
+    assert out.returncode == 2
+    assert "is not formatted" in out.stderr and "kbroker storage format" in out.stderr
+    assert not (tmp_path / "logs-1" / "meta.properties").exists()
+
+
+def test_a_single_combined_node_still_formats_itself(tmp_path):
+    port = free_port()
+    cfg = combined(tmp_path, port=port)
+    proc = BrokerProcess(tmp_path / "logs-1", port=port, config_file=cfg)
+    proc.command = lambda: [sys.executable, "-m", "kbroker", "serve", "--config", str(cfg)]
+    proc.start()
+    proc.stop()
+    assert "cluster.id=" in (tmp_path / "logs-1" / "meta.properties").read_text()
+
+
+def _start(cmd, log_path):
+    with open(log_path, "wb") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                                start_new_session=True)
+
+
+def _wait_for(path: Path, text: str, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigterm_stops_a_broker_that_never_reached_its_controllers(tmp_path):
+    cfg = write_props(tmp_path / "broker.properties", **{
+        "process_roles": "broker", "node_id": 3,
+        "controller_quorum_voters": f"1@127.0.0.1:{free_port()},2@127.0.0.1:{free_port()}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}", "log_dirs": tmp_path / "logs",
+        "cluster_id": "q1Sh-9_ISia_zwGINzRvyQ"})
+    log_path = tmp_path / "broker.log"
+    proc = _start([sys.executable, "-m", "kbroker", "serve", "--config", str(cfg)], log_path)
+    try:
+        # the unreachable voter is named once, with what to check
+        assert _wait_for(log_path, "cannot reach voter"), log_path.read_text()
+        assert "controller.quorum.voters" in log_path.read_text()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = log_path.read_text()
+    assert "stopping before the broker was ready (waiting for the metadata quorum)" in text
+    assert text.count("cannot reach voter") <= 2          # once per voter, not once per retry
+
+
+def test_nodes_of_different_clusters_say_so_once(tmp_path):
+    ports = {1: free_port(), 2: free_port()}
+    logs = []
+    procs = []
+    try:
+        for node, cid in ((1, "q1Sh-9_ISia_zwGINzRvyQ"), (2, "WCoy5lgRRHuQMfre-BXDYQ")):
+            cfg = combined(tmp_path, node_id=node, voters=ports, cport=ports[node],
+                           name=f"node{node}.properties", **{"cluster.id": cid})
+            logs.append(tmp_path / f"node{node}.log")
+            procs.append(_start([sys.executable, "-m", "kbroker", "serve", "--config", str(cfg)],
+                                logs[-1]))
+        assert _wait_for(logs[0], "refused with INCONSISTENT_CLUSTER_ID"), logs[0].read_text()
+        assert "format every node with the same id" in logs[0].read_text()
+        # the receiving side names the foreign cluster too
+        assert _wait_for(logs[1], "called this node of cluster WCoy5lgRRHuQMfre-BXDYQ")
+        time.sleep(3)      # more election rounds: still one line each
+        assert logs[0].read_text().count("refused with INCONSISTENT_CLUSTER_ID") == 1
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            assert p.wait(timeout=30) == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
