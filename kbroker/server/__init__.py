@@ -122,10 +122,13 @@ class Server:
         return out
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        bound = await self._bind()
-        self.bound = [b for b, _ in bound]
         self.broker = Broker(self.config, self.clock)
+        bound: list = []
         try:
+            # the log directories are ours before anything else happens (Kafka's .lock)
+            self.broker.lock_log_dirs()
+            bound = await self._bind()
+            self.bound = [b for b, _ in bound]
             async with trio.open_nursery() as root:
                 with self._startup_scope:
                     await self.broker.start(root)
