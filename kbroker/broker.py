@@ -67,6 +67,8 @@ class Broker:
         self.started = False
         self.had_clean_shutdown = True
         self.dir_locks = None        # kbroker.log.dirs.LogDirLocks, held until shutdown()
+        from kbroker.stats import BrokerTopicStats
+        self.topic_stats = BrokerTopicStats()   # bytes/messages in and out per topic
 
     # ------------------------------------------------------------------ views
     @property

@@ -70,6 +70,11 @@ class Server:
         # cancelled by a stop requested before the broker is ready (e.g. no controller
         # answers, so registration never completes): start-up is abandoned, not awaited
         self._startup_scope = trio.CancelScope()
+        from kbroker.stats import RequestStats
+        self.request_stats = RequestStats({k: s.name for k, s in self.registry.items()})
+        self.connections_created: dict[str, int] = {}   # listener -> accepted connections
+        self.serving = False     # listeners bound, broker registered and unfenced (/ready)
+        self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
 
     # ------------------------------------------------------------------ control
     def request_shutdown(self, *, force: bool = False) -> None:
@@ -93,6 +98,19 @@ class Server:
     @property
     def port(self) -> int:
         return self.bound[0].port
+
+    @property
+    def ready(self) -> bool:
+        """True while the broker serves clients: listeners bound, metadata caught up, broker
+        registered and unfenced; false before that and from the start of shutdown."""
+        return self.serving and not self.draining and not self._stop.is_set()
+
+    def connection_counts(self) -> dict[str, int]:
+        """Open client connections per listener name."""
+        out = {l.name: 0 for l in self.bound}
+        for c in list(self._conns):
+            out[c.listener_name] = out.get(c.listener_name, 0) + 1
+        return out
 
     def ready_line(self) -> str:
         where = ", ".join(str(l) for l in self.bound)
@@ -129,7 +147,15 @@ class Server:
             self.broker.lock_log_dirs()
             bound = await self._bind()
             self.bound = [b for b, _ in bound]
+            listen = self.config.get("kbroker.http.listen")
+            if listen:
+                from kbroker.http import HttpServer
+                self.http = HttpServer(listen, context=self)
+                await self.http.bind()
             async with trio.open_nursery() as root:
+                if self.http is not None:
+                    # before the broker: /health and /ready answer during start-up
+                    await root.start(self.http.run)
                 with self._startup_scope:
                     await self.broker.start(root)
                 if self._startup_scope.cancelled_caught or self._stop.is_set():
@@ -143,13 +169,17 @@ class Server:
                             self._accept_scopes.append(scope)
                             conns.start_soon(self._accept_loop, sock, listener.name, conns, scope)
                     log.info("%s", self.ready_line())
+                    self.serving = True
                     task_status.started(self)
                     await self._stop.wait()
+                    self.serving = False
                     await self._controlled_shutdown()
                     await self._drain(bound, conns)
                 root.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
+                if self.http is not None:
+                    await self.http.aclose()
                 for _, socks in bound:
                     for s in socks:
                         await trio.aclose_forcefully(s)
@@ -200,6 +230,7 @@ class Server:
                     continue
                 conn = Connection(self, stream, listener_name)
                 self._conns.add(conn)
+                self.connections_created[listener_name] = self.connections_created.get(listener_name, 0) + 1
                 self._no_conns = trio.Event() if self._no_conns.is_set() else self._no_conns
                 conns.start_soon(self._run_connection, conn)
 
