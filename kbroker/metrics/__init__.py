@@ -93,9 +93,16 @@ def _server_families(server) -> list[Family]:
                 "1 while the broker serves clients (listeners bound, registered and unfenced).")
     up.add(1 if server.ready else 0)
     state = Family("kafka_server_kafkaserver_brokerstate", "gauge",
-                   "Broker state as Kafka numbers it: 0 NOT_RUNNING, 1 STARTING, "
-                   "3 RUNNING, 6 PENDING_CONTROLLED_SHUTDOWN.")
-    state.add(3 if server.ready else (6 if server.serving or server.draining else 1))
+                   "Broker state as Kafka numbers it: 1 STARTING, 3 RUNNING, "
+                   "6 PENDING_CONTROLLED_SHUTDOWN, 7 SHUTTING_DOWN.")
+    if server.ready:
+        state.add(3)
+    elif server.draining:
+        state.add(7)
+    elif server.stopping:
+        state.add(6)
+    else:
+        state.add(1)
     conns = Family("kafka_server_socket_server_metrics_connection_count", "gauge",
                    "Open client connections, per listener.")
     for listener, n in sorted(server.connection_counts().items()):

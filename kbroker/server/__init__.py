@@ -8,9 +8,12 @@ One nursery tree::
         ├── accept loop per listener (each in its own cancel scope)
         └── Connection.run per client
 
-Startup binds every listener first (so ``port 0`` can be resolved and advertised), then
-starts the broker (logs, metadata replay, broker registration), then accepts; readiness
-is reported with ``task_status.started(server)`` and one ``kbroker ready: ...`` log line.
+Startup locks the log directories (``.lock``, kbroker/log/dirs.py: a second broker on the
+same directory stops here), binds every listener (so ``port 0`` can be resolved and
+advertised) and the HTTP listener when ``kbroker.http.listen`` is set (kbroker/http: it runs
+from then on, so ``/health`` and ``/ready`` answer during start-up), then starts the broker
+(logs, metadata replay, broker registration), then accepts; readiness is reported with
+``task_status.started(server)``, ``server.ready`` and one ``kbroker ready: ...`` log line.
 
 Shutdown (``request_shutdown()``, SIGINT/SIGTERM via ``run_until_signal``): first the
 controlled shutdown (KIP-631, as Kafka's ``BrokerServer.shutdown``): while still serving, the
@@ -104,6 +107,11 @@ class Server:
         """True while the broker serves clients: listeners bound, metadata caught up, broker
         registered and unfenced; false before that and from the start of shutdown."""
         return self.serving and not self.draining and not self._stop.is_set()
+
+    @property
+    def stopping(self) -> bool:
+        """A shutdown was requested (controlled shutdown, draining or closing)."""
+        return self._stop.is_set()
 
     def connection_counts(self) -> dict[str, int]:
         """Open client connections per listener name."""

@@ -16,6 +16,11 @@ What closes the connection (with one log line; the broker keeps serving everyone
 - a failed or cancelled write (a half-written frame must never be followed by another);
 - ``connections.max.idle.ms`` without a byte from the client; broker shutdown.
 
+Every request is metered once (``server.request_stats``, kbroker/stats.py: count per
+version, time histogram, bytes) and, only while DEBUG is enabled on the ``kbroker.request``
+logger (``--log-level DEBUG``), logged as one line: API, version, correlation id, client id,
+client address, listener, time taken (Kafka's request logger).
+
 Hot path (TCP sockets; other streams, e.g. in-memory test streams, take the plain
 ``receive_some`` + :class:`FrameDecoder` path with the same behaviour). Kept as it is because
 the produce and fetch profiles in ``benchmarks/README.md`` showed socket calls and copies

@@ -2,6 +2,8 @@
 HTTP/1.1 keep-alive, bounded and bad input, routes added by other modules."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import trio
 
@@ -156,3 +158,49 @@ def test_exposition_escapes_labels_and_formats_values():
     assert 'x_total_bucket{request="Fetch",le="+Inf"} 6\n' in text
     assert 'x_total_count{request="Fetch"} 6\n' in text
     assert 'x_total_sum{request="Fetch"} 4.25\n' in text
+
+
+async def test_not_ready_from_the_start_of_a_shutdown(tmp_path, nursery):
+    """A fetch parked on the broker keeps the shutdown draining; meanwhile ``/ready`` says
+    503 (stopping) and the broker state is no longer RUNNING, while ``/health`` is 200."""
+    from kbroker.wire import messages
+    from tests.broker.raw import RawClient
+    config = BrokerConfig.from_dict({"listeners": "PLAINTEXT://127.0.0.1:0",
+                                     "log.dirs": str(tmp_path / "data"),
+                                     "kbroker.http.listen": "127.0.0.1:0"})
+    server = await nursery.start(lambda task_status: serve(config, shutdown_timeout=20,
+                                                           task_status=task_status))
+    port = server.http.port
+    client = await RawClient.connect(server)
+    md = messages.get("MetadataRequest")
+    await client.request("Metadata", 4, topics=[md.MetadataRequestTopic(name="parked")],
+                         allow_auto_topic_creation=True)
+    fetch = messages.get("FetchRequest")
+    parked = trio.Event()
+
+    async def long_poll():
+        parked.set()
+        # answered or cut by the forced stop at the end: either is fine here
+        with contextlib.suppress(AssertionError, trio.BrokenResourceError, trio.ClosedResourceError):
+            await client.request("Fetch", 4, replica_id=-1, max_wait_ms=15_000, min_bytes=1,
+                                 max_bytes=1 << 20, isolation_level=0, topics=[
+                                     fetch.FetchTopic(topic="parked", partitions=[
+                                         fetch.FetchPartition(partition=0, fetch_offset=0,
+                                                              partition_max_bytes=1 << 20)])])
+
+    nursery.start_soon(long_poll)
+    await parked.wait()
+    with trio.fail_after(10):
+        while not any(c.busy for c in server._conns):
+            await trio.sleep(0.01)
+    assert (await exchange(port, get("/ready"))).startswith(b"HTTP/1.1 200 ")
+    server.request_shutdown()
+    r = await exchange(port, get("/ready"))
+    assert r.startswith(b"HTTP/1.1 503 ") and r.endswith(b"not ready: stopping\n")
+    assert (await exchange(port, get("/health"))).startswith(b"HTTP/1.1 200 ")
+    r = await exchange(port, get("/metrics"))
+    assert b"\nkbroker_ready 0\n" in r
+    assert b"\nkafka_server_kafkaserver_brokerstate 3\n" not in r
+    server.request_shutdown(force=True)
+    with trio.fail_after(20):
+        await server.wait_stopped()

@@ -20,7 +20,7 @@ async def ready(request: Request) -> Response:
     server = request.server
     if server is not None and server.ready:
         return Response.text("ready\n")
-    state = "stopping" if server is not None and (server.draining or server.serving) else "starting"
+    state = "stopping" if server is not None and server.stopping else "starting"
     return Response.text(f"not ready: {state}\n", status=503)
 
 
