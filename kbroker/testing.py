@@ -293,8 +293,15 @@ class KbrokerProcess(_BrokerBase):
     def command(self) -> list[str]:
         cmd = [self.python, "-m", "kbroker", "serve", "--log-level", self.log_level]
         overrides = dict(self.overrides)
+        # a restart keeps the client port the first start got, so bootstrap addresses stay valid
+        port = self.port or 0
         if "listeners" not in overrides:
-            cmd += ["--listen", "127.0.0.1:0"]
+            cmd += ["--listen", f"127.0.0.1:{port}"]
+        elif port:
+            for key in ("listeners", "advertised.listeners"):
+                if key in overrides:
+                    overrides[key] = overrides[key].replace("PLAINTEXT://127.0.0.1:0",
+                                                            f"PLAINTEXT://127.0.0.1:{port}")
         overrides.setdefault("log.dirs", str(self.data_dir))
         for k, v in overrides.items():
             cmd += ["--override", f"{k}={v}"]

@@ -184,6 +184,13 @@ def test_cluster_fixture(pytester):
                     break
             c.close()
             assert msg is not None and msg.value() == b"replicated"
+            # a node stopped and started again keeps its address
+            kbroker_cluster.stop_node(3)
+            assert not kbroker_cluster.nodes[3].running
+            kbroker_cluster.start_node(3)
+            assert kbroker_cluster.bootstrap_servers == boot
+            md = AdminClient({"bootstrap.servers": boot}).list_topics(timeout=10)
+            assert sorted(md.brokers) == [1, 2, 3]
     """)
     run(pytester).assert_outcomes(passed=1)
 
