@@ -132,3 +132,31 @@ def test_permission_denied_is_named(tmp_path, case):
     assert r.returncode == 1, r.stderr
     assert expect in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_unreadable_partition_directory_is_named(tmp_path):
+    """A file-system error while loading the logs names the file it concerns."""
+    prefix = _unprivileged()
+    data = tmp_path / "data"
+    proc = BrokerProcess(data)
+    proc.start()
+    KafkaProducer(bootstrap_servers=proc.bootstrap).send("t", b"x").get(timeout=30)
+    assert proc.stop() == 0
+    os.chmod(tmp_path, 0o755)
+    for p in tmp_path.parents:
+        if str(p).startswith("/tmp/") and p.stat().st_uid == os.geteuid():
+            os.chmod(p, p.stat().st_mode | 0o011)
+    if prefix:   # the broker runs as nobody: it owns everything but the partition
+        for root, dirs, files in os.walk(data):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), 65534, 65534)
+        os.chown(data, 65534, 65534)
+        os.chown(data / "t-0", 0, 0)
+    os.chmod(data / "t-0", 0o000)
+    try:
+        r = serve(data, prefix=prefix)
+    finally:
+        os.chmod(data / "t-0", 0o755)
+    assert r.returncode == 1, r.stderr
+    assert f"cannot load the logs in {data}: {data / 't-0'}" in r.stderr, r.stderr
+    assert "Permission denied" in r.stderr and "Traceback" not in r.stderr
