@@ -24,6 +24,14 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
                    1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+# Kafka's ReplicaManager does not count these answers as failed requests: they are part of
+# normal operation (the client refreshes its metadata or position and retries).
+EXPECTED_PRODUCE_ERRORS = frozenset({3, 6})            # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER
+EXPECTED_FETCH_ERRORS = frozenset({1, 3, 6, 74, 75})   # + OFFSET_OUT_OF_RANGE, leader epochs
+# ...and counts the bytes of these as rejected: corrupt, too large, bad timestamp, invalid
+REJECTED_RECORD_ERRORS = frozenset({2, 10, 18, 32, 87})
+
+
 class TopicCounters:
     """One topic's meters (Kafka's ``BrokerTopicMetrics`` with a ``topic`` tag)."""
 
@@ -60,6 +68,27 @@ class BrokerTopicStats:
 
     def known(self, name: str) -> TopicCounters | None:
         return self.topics.get(name)
+
+    def produce_failed(self, topic: str, error_code: int, size: int) -> None:
+        """A partition's produce data was refused with ``error_code`` (not the hot path)."""
+        t = self.topics.get(topic)
+        if t is not None:
+            t.produce_requests += 1
+            if error_code in REJECTED_RECORD_ERRORS:
+                t.bytes_rejected += size
+        if error_code not in EXPECTED_PRODUCE_ERRORS:
+            self.failed_produce_requests += 1
+            if t is not None:
+                t.failed_produce_requests += 1
+
+    def fetch_failed(self, topic: str, error_code: int) -> None:
+        t = self.topics.get(topic)
+        if t is not None:
+            t.fetch_requests += 1
+        if error_code not in EXPECTED_FETCH_ERRORS:
+            self.failed_fetch_requests += 1
+            if t is not None:
+                t.failed_fetch_requests += 1
 
     def retain(self, names) -> None:
         """Drop the counters of topics not in ``names`` (deleted topics)."""

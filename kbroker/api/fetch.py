@@ -73,7 +73,7 @@ async def handle(ctx: RequestContext, request):
             r = next(it)
             # metered as Kafka's BrokerTopicStats: consumers' bytes per topic, followers' apart
             if r.error_code:
-                stats.failed_fetch_requests += 1
+                stats.fetch_failed(ft.topic, r.error_code)
             elif follower:
                 stats.replication_bytes_out += r.size
             else:

@@ -96,18 +96,14 @@ async def handle(ctx: RequestContext, request):
         for pd in td.partition_data:
             if error is not None:
                 parts.append(_partition_response(pd.index, error, version))
-                stats.failed_produce_requests += 1
+                stats.produce_failed(td.name, error, 0)
                 continue
             try:
                 res = replicas.append(td.name, pd.index, pd.records, required_acks=acks,
                                       now_ms=now_ms, allow_internal=allow_internal)
             except ReplicaError as exc:
                 parts.append(_partition_response(pd.index, exc, version))
-                stats.failed_produce_requests += 1
-                if counters is not None:
-                    counters.produce_requests += 1
-                    counters.failed_produce_requests += 1
-                    counters.bytes_rejected += len(pd.records or b"")
+                stats.produce_failed(td.name, exc.error_code, len(pd.records or b""))
                 continue
             # metered as Kafka's BrokerTopicStats: bytes as sent, records by their offsets
             if counters is None:

@@ -54,7 +54,7 @@ def produce(bootstrap: str, count: int, start: int) -> None:
 def test_counters_move_by_exactly_what_was_sent(metered_broker):
     boot = metered_broker.bootstrap
     admin = AdminClient({"bootstrap.servers": boot})
-    for f in admin.create_topics([NewTopic(TOPIC, 3, 1)]).values():
+    for f in admin.create_topics([NewTopic(TOPIC, 3, 1, config={"max.message.bytes": "100000"})]).values():
         f.result(30)
     before = scrape(metered_broker.metrics_url)
     assert value(before, "kafka_server_brokertopicmetrics_messagesin_total", topic=TOPIC) == 0
@@ -107,6 +107,17 @@ def test_counters_move_by_exactly_what_was_sent(metered_broker):
         disk_bytes(metered_broker.data_dir, TOPIC)
     assert value(later, "kafka_consumergroup_lag_sum", consumergroup="metered-group") == 50
     assert total(later, "kafka_consumergroup_lag", consumergroup="metered-group", topic=TOPIC) == 50
+
+    # a batch over the topic's max.message.bytes: refused, its bytes counted as rejected
+    p = Producer({"bootstrap.servers": boot, "message.max.bytes": 1_000_000, "retries": 0})
+    errors = []
+    p.produce(TOPIC, b"z" * 200_000, partition=0, on_delivery=lambda err, msg: errors.append(err))
+    p.flush(30)
+    assert errors and errors[0] is not None and errors[0].name() == "MSG_SIZE_TOO_LARGE"
+    refused = scrape(metered_broker.metrics_url)
+    assert value(refused, "kafka_server_brokertopicmetrics_failedproducerequests_total", topic=TOPIC) == 1
+    assert value(refused, "kafka_server_brokertopicmetrics_bytesrejected_total", topic=TOPIC) > 200_000
+    assert value(refused, "kafka_server_brokertopicmetrics_messagesin_total", topic=TOPIC) == 350
 
     # a deleted topic's meters go away with it, as in Kafka
     for f in admin.delete_topics([TOPIC]).values():
