@@ -254,6 +254,9 @@ def unique_name(hint: str = "topic") -> str:
 class ExternalBroker(_BrokerBase):
     """A broker (or cluster) someone else runs."""
 
+    metrics_url = None      # unknown: someone else's broker
+    log_path = None
+
     def __init__(self, bootstrap_servers: str):
         self.bootstrap_servers = bootstrap_servers
 
