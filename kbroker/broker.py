@@ -66,6 +66,9 @@ class Broker:
         self.incarnation_id = uuid.uuid4()
         self.started = False
         self.had_clean_shutdown = True
+        self.dir_locks = None        # kbroker.log.dirs.LogDirLocks, held until shutdown()
+        from kbroker.stats import BrokerTopicStats
+        self.topic_stats = BrokerTopicStats()   # bytes/messages in and out per topic
 
     # ------------------------------------------------------------------ views
     @property
@@ -86,6 +89,23 @@ class Broker:
         return LogConfig.from_properties(dict(topic.configs), base=self.base_log_config())
 
     # ------------------------------------------------------------------ lifecycle
+    def lock_log_dirs(self) -> None:
+        """Create, validate and lock every log directory (and ``metadata.log.dir``) before
+        anything is written there, as Kafka's LogManager; raises ``LogDirError`` naming the
+        directory (another broker holds it, permission denied, not a directory...).
+        ``Server.run`` calls it before binding; ``start`` calls it when nobody did."""
+        if self.dir_locks is not None:
+            return
+        from kbroker.log.dirs import LogDirLocks
+        cfg = self.config
+        dirs = list(cfg.log_dirs)
+        mdir = cfg.get("metadata.log.dir")
+        if mdir:
+            dirs.append(str(mdir))
+        locks = LogDirLocks()
+        locks.acquire(dirs)
+        self.dir_locks = locks
+
     async def start(self, nursery=None) -> None:
         from kbroker.log.manager import LogManager
         from kbroker.metadata.channel import ControllerChannel
@@ -94,11 +114,14 @@ class Broker:
 
         if nursery is None:
             raise ValueError("Broker.start needs a nursery (the metadata quorum runs in it)")
+        from kbroker.log.dirs import naming_path
         self._nursery = nursery
         cfg = self.config
+        self.lock_log_dirs()
         formatted = (cfg.data_dir / "meta.properties").exists()
         self.stage = "reading the data directory"
-        self.cluster_id = ensure_meta_properties(cfg)
+        with naming_path(f"cannot write meta.properties in log directory {cfg.data_dir}", cfg.data_dir):
+            self.cluster_id = ensure_meta_properties(cfg)
         from kbroker.storage import StorageError, check_bootstrap
         try:
             # the feature levels `storage format` chose, committed by the first controller
@@ -109,7 +132,8 @@ class Broker:
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"))
         self.stage = "loading the logs"
-        self.logs.load()
+        with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):
+            self.logs.load()
         # a data dir used for the first time has nothing to recover
         self.had_clean_shutdown = not formatted or all(self.logs.had_clean_shutdown.values())
         self.replicas = _make_replica_manager(self)
@@ -118,7 +142,9 @@ class Broker:
             await nursery.start(self.replicas.run)
         # The metadata quorum (one node alone, or the voters of controller.quorum.voters)
         # replays the metadata log into the image and publishes it to the replica manager.
-        self.quorum = MetadataQuorum(cfg, self.logs, self.cluster_id, clock, on_image=self._apply_image)
+        with naming_path(f"cannot open the metadata log in {cfg.data_dir}", cfg.data_dir):
+            self.quorum = MetadataQuorum(cfg, self.logs, self.cluster_id, clock,
+                                         on_image=self._apply_image)
         self.metadata_log = self.quorum.store
         cfg.dynamic_source = lambda: self.quorum.image.broker_configs   # KIP-226 dynamic configs
         roles = cfg.get("process.roles")
@@ -206,6 +232,7 @@ class Broker:
     def shutdown(self) -> None:
         """Flush and close every log; writes the clean-shutdown marker. Idempotent."""
         if not self.started and self.logs is None:
+            self._release_dirs()
             return
         if self.group_coordinator is not None:
             self.group_coordinator.close()
@@ -221,7 +248,13 @@ class Broker:
             self.logs.shutdown()
         self.logs = None
         self.started = False
+        self._release_dirs()
         log.info("broker %d shut down cleanly", self.node_id)
+
+    def _release_dirs(self) -> None:
+        if self.dir_locks is not None:
+            self.dir_locks.release()
+            self.dir_locks = None
 
     def statistics(self) -> dict:
         out = {"node_id": self.node_id, "cluster_id": self.cluster_id}

@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     s.add_argument("--shutdown-timeout", type=float, default=5.0, metavar="SECONDS",
                    help="grace period for in-flight requests on shutdown")
+    s.add_argument("--http-listen", metavar="HOST:PORT",
+                   help="serve /metrics, /health and /ready here (sets kbroker.http.listen)")
     c = sub.add_parser("cluster", help="run a local cluster of combined nodes on loopback ports")
     c.add_argument("--nodes", type=int, default=3, help="number of nodes (voters), default 3")
     c.add_argument("--controllers", type=int, default=0, metavar="K",
@@ -63,6 +65,8 @@ def build_config(args) -> BrokerConfig:
         overrides[key.strip()] = value
     if args.data_dir:
         overrides["log.dirs"] = args.data_dir
+    if getattr(args, "http_listen", None):
+        overrides["kbroker.http.listen"] = args.http_listen
     listen = args.listen
     if args.port is not None:
         listen = f"127.0.0.1:{args.port}"

@@ -208,7 +208,20 @@ _DEFS: list[ConfigDef] = [
     _d("authorizer.class.name", "string", ""),
     _d("sasl.enabled.mechanisms", "list", ["GSSAPI"]),
     _d("group.share.enable", "boolean", False),
+    # kbroker's own (not Kafka's): the HTTP listener of /metrics, /health and /ready
+    _d("kbroker.http.listen", "string", None, lambda v: _http_listen(v)),
 ]
+
+
+def _http_listen(value) -> str | None:
+    if value is None or not str(value).strip():
+        return None
+    from kbroker.http.server import parse_listen
+    try:
+        parse_listen(str(value))
+    except ValueError as e:
+        return str(e)
+    return None
 
 # Keys defined above that kbroker accepts but does not act on (thread pools, socket
 # buffers, cleaner tuning, security...): start-up logs them once as "accepted but not used".

@@ -64,10 +64,23 @@ async def handle(ctx: RequestContext, request):
         replica_id=replica_id if replica_id >= 0 else -1)
     topics: list = []
     it = iter(results)
+    stats = ctx.broker.topic_stats
+    follower = replica_id >= 0
     for ft in request.topics:
         parts = []
+        counters = None
         for _ in ft.partitions:
             r = next(it)
+            # metered as Kafka's BrokerTopicStats: consumers' bytes per topic, followers' apart
+            if r.error_code:
+                stats.fetch_failed(ft.topic, r.error_code)
+            elif follower:
+                stats.replication_bytes_out += r.size
+            else:
+                if counters is None:
+                    counters = stats.topic(ft.topic)
+                counters.fetch_requests += 1
+                counters.bytes_out += r.size
             pd = Resp.PartitionData(
                 partition_index=r.partition, error_code=r.error_code,
                 high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,

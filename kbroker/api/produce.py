@@ -89,18 +89,28 @@ async def handle(ctx: RequestContext, request):
         # KIP-890 part 1: ask the transaction coordinator before a producer's first
         # transactional batch on a partition; the append consults the verdict
         await verifier.wait_verified(request.transactional_id, request.topic_data)
+    stats = ctx.broker.topic_stats
     for td in request.topic_data:
         parts = []
+        counters = stats.known(td.name)
         for pd in td.partition_data:
             if error is not None:
                 parts.append(_partition_response(pd.index, error, version))
+                stats.produce_failed(td.name, error, 0)
                 continue
             try:
                 res = replicas.append(td.name, pd.index, pd.records, required_acks=acks,
                                       now_ms=now_ms, allow_internal=allow_internal)
             except ReplicaError as exc:
                 parts.append(_partition_response(pd.index, exc, version))
+                stats.produce_failed(td.name, exc.error_code, len(pd.records or b""))
                 continue
+            # metered as Kafka's BrokerTopicStats: bytes as sent, records by their offsets
+            if counters is None:
+                counters = stats.topic(td.name)
+            counters.produce_requests += 1
+            counters.bytes_in += len(pd.records)
+            counters.messages_in += res.last_offset - res.base_offset + 1
             parts.append(Resp.PartitionProduceResponse(
                 index=pd.index, error_code=0, base_offset=res.base_offset,
                 log_append_time_ms=res.log_append_time_ms,

@@ -8,9 +8,12 @@ One nursery tree::
         ├── accept loop per listener (each in its own cancel scope)
         └── Connection.run per client
 
-Startup binds every listener first (so ``port 0`` can be resolved and advertised), then
-starts the broker (logs, metadata replay, broker registration), then accepts; readiness
-is reported with ``task_status.started(server)`` and one ``kbroker ready: ...`` log line.
+Startup locks the log directories (``.lock``, kbroker/log/dirs.py: a second broker on the
+same directory stops here), binds every listener (so ``port 0`` can be resolved and
+advertised) and the HTTP listener when ``kbroker.http.listen`` is set (kbroker/http: it runs
+from then on, so ``/health`` and ``/ready`` answer during start-up), then starts the broker
+(logs, metadata replay, broker registration), then accepts; readiness is reported with
+``task_status.started(server)``, ``server.ready`` and one ``kbroker ready: ...`` log line.
 
 Shutdown (``request_shutdown()``, SIGINT/SIGTERM via ``run_until_signal``): first the
 controlled shutdown (KIP-631, as Kafka's ``BrokerServer.shutdown``): while still serving, the
@@ -70,6 +73,11 @@ class Server:
         # cancelled by a stop requested before the broker is ready (e.g. no controller
         # answers, so registration never completes): start-up is abandoned, not awaited
         self._startup_scope = trio.CancelScope()
+        from kbroker.stats import RequestStats
+        self.request_stats = RequestStats({k: s.name for k, s in self.registry.items()})
+        self.connections_created: dict[str, int] = {}   # listener -> accepted connections
+        self.serving = False     # listeners bound, broker registered and unfenced (/ready)
+        self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
 
     # ------------------------------------------------------------------ control
     def request_shutdown(self, *, force: bool = False) -> None:
@@ -93,6 +101,24 @@ class Server:
     @property
     def port(self) -> int:
         return self.bound[0].port
+
+    @property
+    def ready(self) -> bool:
+        """True while the broker serves clients: listeners bound, metadata caught up, broker
+        registered and unfenced; false before that and from the start of shutdown."""
+        return self.serving and not self.draining and not self._stop.is_set()
+
+    @property
+    def stopping(self) -> bool:
+        """A shutdown was requested (controlled shutdown, draining or closing)."""
+        return self._stop.is_set()
+
+    def connection_counts(self) -> dict[str, int]:
+        """Open client connections per listener name."""
+        out = {l.name: 0 for l in self.bound}
+        for c in list(self._conns):
+            out[c.listener_name] = out.get(c.listener_name, 0) + 1
+        return out
 
     def ready_line(self) -> str:
         where = ", ".join(str(l) for l in self.bound)
@@ -122,11 +148,22 @@ class Server:
         return out
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        bound = await self._bind()
-        self.bound = [b for b, _ in bound]
         self.broker = Broker(self.config, self.clock)
+        bound: list = []
         try:
+            # the log directories are ours before anything else happens (Kafka's .lock)
+            self.broker.lock_log_dirs()
+            bound = await self._bind()
+            self.bound = [b for b, _ in bound]
+            listen = self.config.get("kbroker.http.listen")
+            if listen:
+                from kbroker.http import HttpServer
+                self.http = HttpServer(listen, context=self)
+                await self.http.bind()
             async with trio.open_nursery() as root:
+                if self.http is not None:
+                    # before the broker: /health and /ready answer during start-up
+                    await root.start(self.http.run)
                 with self._startup_scope:
                     await self.broker.start(root)
                 if self._startup_scope.cancelled_caught or self._stop.is_set():
@@ -140,13 +177,17 @@ class Server:
                             self._accept_scopes.append(scope)
                             conns.start_soon(self._accept_loop, sock, listener.name, conns, scope)
                     log.info("%s", self.ready_line())
+                    self.serving = True
                     task_status.started(self)
                     await self._stop.wait()
+                    self.serving = False
                     await self._controlled_shutdown()
                     await self._drain(bound, conns)
                 root.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
+                if self.http is not None:
+                    await self.http.aclose()
                 for _, socks in bound:
                     for s in socks:
                         await trio.aclose_forcefully(s)
@@ -197,6 +238,7 @@ class Server:
                     continue
                 conn = Connection(self, stream, listener_name)
                 self._conns.add(conn)
+                self.connections_created[listener_name] = self.connections_created.get(listener_name, 0) + 1
                 self._no_conns = trio.Event() if self._no_conns.is_set() else self._no_conns
                 conns.start_soon(self._run_connection, conn)
 

@@ -16,6 +16,11 @@ What closes the connection (with one log line; the broker keeps serving everyone
 - a failed or cancelled write (a half-written frame must never be followed by another);
 - ``connections.max.idle.ms`` without a byte from the client; broker shutdown.
 
+Every request is metered once (``server.request_stats``, kbroker/stats.py: count per
+version, time histogram, bytes) and, only while DEBUG is enabled on the ``kbroker.request``
+logger (``--log-level DEBUG``), logged as one line: API, version, correlation id, client id,
+client address, listener, time taken (Kafka's request logger).
+
 Hot path (TCP sockets; other streams, e.g. in-memory test streams, take the plain
 ``receive_some`` + :class:`FrameDecoder` path with the same behaviour). Kept as it is because
 the produce and fetch profiles in ``benchmarks/README.md`` showed socket calls and copies
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from time import perf_counter as _perf_counter
 
 import trio
 
@@ -49,6 +55,8 @@ from kbroker.wire.protocol import FrameDecoder, decode_request, encode_response,
 from .send import send_parts, send_parts_raw
 
 log = logging.getLogger("kbroker.server")
+# One DEBUG line per request (Kafka's kafka.request.logger); nothing is formatted otherwise.
+_request_log = logging.getLogger("kbroker.request")
 
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
@@ -85,6 +93,12 @@ class Connection:
         self.requests = 0
         self._raw = None
         self._last_api = -1
+        self._last_version = -1
+        self._last_name = ""
+        self._last_correlation = -1
+        self._last_client: str | None = None
+        # the client listeners' meters (the controller plane's server keeps none)
+        self._stats = getattr(server, "request_stats", None)
 
     def __str__(self) -> str:
         return f"{self.client_host}:{self.client_port}"
@@ -251,9 +265,30 @@ class Connection:
 
     async def _handle(self, frame, out: list | None = None) -> bool:
         """Answer one request; False means close the connection. With ``out`` the
-        response's parts are appended to it (the caller writes them) instead of sent."""
-        self.requests += 1
+        response's parts are appended to it (the caller writes them) instead of sent.
+        Meters the request (``server.request_stats``) and, only when DEBUG is on for
+        ``kbroker.request``, logs it (Kafka's request logger)."""
+        start = _perf_counter()
         self._last_api = -1
+        keep = False
+        try:
+            keep = await self._handle_request(frame, out)
+            return keep
+        finally:
+            key = self._last_api
+            if key >= 0:
+                elapsed = _perf_counter() - start
+                if self._stats is not None:
+                    self._stats.observe(key, self._last_version, elapsed, len(frame), keep)
+                if _request_log.isEnabledFor(logging.DEBUG):
+                    _request_log.debug(
+                        "completed request %s v%d (correlation id %d) from client %r at %s "
+                        "on %s in %.3f ms%s", self._last_name, self._last_version,
+                        self._last_correlation, self._last_client, self, self.listener_name,
+                        elapsed * 1000, "" if keep else ", closing the connection")
+
+    async def _handle_request(self, frame, out: list | None) -> bool:
+        self.requests += 1
         try:
             api_key, version, correlation_id = peek_request(frame)
         except MalformedFrame as e:
@@ -273,6 +308,10 @@ class Connection:
             log.warning("closing connection from %s: bad %s v%d request: %s", self, spec.name, version, e)
             return False
         self._last_api = api_key
+        self._last_version = version
+        self._last_name = spec.name
+        self._last_correlation = correlation_id
+        self._last_client = header.client_id
         ctx = RequestContext(self.server.broker, api_key, version, correlation_id,
                              header.client_id, self.client_host, self.listener_name)
         try:

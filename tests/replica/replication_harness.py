@@ -19,6 +19,7 @@ from kbroker.log.manager import LogManager
 from kbroker.metadata.image import BrokerImage, MetadataImage, PartitionImage, TopicImage
 from kbroker.metadata.quorum_controller import AlterPartitionResult
 from kbroker.replica import FetchSpec, ReplicaManager
+from kbroker.stats import BrokerTopicStats
 from kbroker.wire.error_codes import ErrorCode
 
 T0 = 1_700_000_000_000
@@ -67,7 +68,8 @@ class Node:
                                LogConfig.from_properties(config.log_config_defaults()), clock.now_ms)
         self.logs.load()
         self.broker = SimpleNamespace(config=config, clock=clock, logs=self.logs, transactions=None,
-                                      controller=controller, lifecycle=None)
+                                      controller=controller, lifecycle=None,
+                                      topic_stats=BrokerTopicStats())
         self.replicas = ReplicaManager(self.broker)
         self.broker.replicas = self.replicas
 

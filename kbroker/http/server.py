@@ -1,0 +1,217 @@
+"""``HttpServer``: kbroker's HTTP/1.1 listener (``kbroker.http.listen``), on the broker's nursery.
+
+HTTP parsing is h11's (sans-I/O, the model DESIGN.md names); this module is the trio loop
+around it, in the shape of h11's trio example: receive bytes, feed h11, act on its events,
+send what it produces. Rules:
+
+- Bounded: a request head is at most ``MAX_HEAD`` bytes (h11's incomplete-event limit), a
+  body at most ``MAX_BODY`` (413 otherwise), at most ``MAX_CONNECTIONS`` open connections
+  (more are closed at once); a request must arrive within ``REQUEST_TIMEOUT`` seconds and
+  a keep-alive connection is closed after ``IDLE_TIMEOUT`` seconds without one.
+- Bad input (h11's ``RemoteProtocolError``) answers 400 when h11 still allows a response,
+  then closes; a handler that raises answers 500 and the listener keeps serving. Nothing
+  here can take the broker down: every error stays inside the connection's task.
+- Handlers run on the trio thread like everything else in the broker, so they must not
+  block: long work yields (``await trio.lowlevel.checkpoint()``) as the metrics renderer does.
+
+Started by ``kbroker.server.Server`` before the broker itself (so ``/health`` and ``/ready``
+answer during start-up) and cancelled with it.
+"""
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+
+import h11
+import trio
+
+from .router import Request, Response, Router, load_routes
+
+log = logging.getLogger("kbroker.http")
+
+MAX_HEAD = 16 * 1024
+MAX_BODY = 1024 * 1024
+MAX_CONNECTIONS = 64
+REQUEST_TIMEOUT = 10.0
+IDLE_TIMEOUT = 30.0
+RECEIVE_SIZE = 64 * 1024
+SERVER_HEADER = ("server", "kbroker")
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; an empty host means every interface)."""
+    host, colon, port = value.strip().rpartition(":")
+    if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class HttpServer:
+    """One HTTP listener. ``router`` holds the routes (the defaults of
+    ``kbroker/http/routes`` plus whatever other modules add); ``context`` is handed to
+    handlers as ``request.server``."""
+
+    def __init__(self, listen: str, context=None, router: Router | None = None):
+        self.host, self.port = parse_listen(listen)
+        self.context = context
+        self.router = router if router is not None else load_routes(Router())
+        self._listeners: list = []
+        self._open = 0
+        self.requests = 0
+
+    @property
+    def address(self) -> str:
+        host = self.host or "0.0.0.0"
+        return f"{'[' + host + ']' if ':' in host else host}:{self.port}"
+
+    async def bind(self) -> None:
+        """Open the listening socket(s); a port of 0 is resolved to the one the OS picked."""
+        try:
+            self._listeners = await trio.open_tcp_listeners(self.port, host=self.host or None)
+        except OSError as e:
+            raise OSError(e.errno, f"cannot listen on http://{self.address} "
+                          f"(kbroker.http.listen): {e.strerror}") from None
+        self.port = self._listeners[0].socket.getsockname()[1]
+
+    async def aclose(self) -> None:
+        for s in self._listeners:
+            await trio.aclose_forcefully(s)
+        self._listeners = []
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if not self._listeners:
+            await self.bind()
+        log.info("http listener on http://%s (%s)", self.address, ", ".join(self.router.paths()))
+        try:
+            async with trio.open_nursery() as nursery:
+                for sock in self._listeners:
+                    nursery.start_soon(self._accept_loop, sock, nursery)
+                task_status.started(self)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.aclose()
+
+    async def _accept_loop(self, sock, nursery) -> None:
+        while True:
+            try:
+                stream = await sock.accept()
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                return
+            except OSError as e:
+                log.error("http accept failed: %s", e)
+                await trio.sleep(0.1)
+                continue
+            if self._open >= MAX_CONNECTIONS:
+                await trio.aclose_forcefully(stream)
+                continue
+            self._open += 1
+            nursery.start_soon(self._serve_connection, stream)
+
+    async def _serve_connection(self, stream) -> None:
+        try:
+            peer = stream.socket.getpeername()
+            client = f"{peer[0]}:{peer[1]}"
+        except (AttributeError, OSError):
+            client = "unknown"
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+        served = 0
+        try:
+            while True:
+                try:
+                    # the first request must come promptly; a kept-alive one may idle longer
+                    with trio.move_on_after(IDLE_TIMEOUT if served else REQUEST_TIMEOUT) as idle:
+                        event = await self._next_event(conn, stream)
+                    if idle.cancelled_caught or event is None or isinstance(event, h11.ConnectionClosed):
+                        return
+                    with trio.fail_after(REQUEST_TIMEOUT):
+                        request = await self._read_request(conn, stream, event, client)
+                    response = await self._respond_to(request)
+                except _BadRequest as e:
+                    request, response = None, Response(e.status, f"{e}\n".encode())
+                except (h11.RemoteProtocolError, trio.TooSlowError) as e:
+                    # h11's hint: 400, or 431 for a head over MAX_HEAD; 408 when too slow
+                    status = 408 if isinstance(e, trio.TooSlowError) else e.error_status_hint
+                    if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                        await self._send(conn, stream, Response(status, f"bad request: {e}\n".encode()),
+                                         head_only=False, close=True)
+                    return
+                await self._send(conn, stream, response,
+                                 head_only=request is not None and request.method == "HEAD",
+                                 close=request is None)
+                served += 1
+                if conn.our_state is h11.MUST_CLOSE or request is None:
+                    return
+                try:
+                    conn.start_next_cycle()
+                except h11.LocalProtocolError:
+                    return      # the client's body was not read to the end: close
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+            pass
+        except h11.ProtocolError as e:
+            log.info("closing http connection from %s: %s", client, e)
+        finally:
+            self._open -= 1
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(stream)
+
+    async def _next_event(self, conn: h11.Connection, stream):
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(RECEIVE_SIZE)
+                conn.receive_data(data)      # b"" tells h11 the peer closed
+                continue
+            if event is h11.PAUSED:
+                return None
+            return event
+
+    async def _read_request(self, conn, stream, event, client: str) -> Request:
+        if not isinstance(event, h11.Request):
+            raise h11.RemoteProtocolError(f"unexpected {type(event).__name__}")
+        self.requests += 1
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
+        length = next((v for k, v in headers if k == "content-length"), None)
+        if length is not None and length.isdigit() and int(length) > MAX_BODY:
+            raise _BadRequest(413, f"request body larger than {MAX_BODY} bytes")
+        body = bytearray()
+        while True:
+            ev = await self._next_event(conn, stream)
+            if isinstance(ev, h11.Data):
+                body += ev.data
+                if len(body) > MAX_BODY:
+                    raise _BadRequest(413, f"request body larger than {MAX_BODY} bytes")
+            elif isinstance(ev, h11.EndOfMessage):
+                break
+            else:
+                raise h11.RemoteProtocolError("connection closed inside a request")
+        return Request(event.method.decode("ascii", "replace").upper(),
+                       event.target.decode("latin-1"), headers, bytes(body), client, self.context)
+
+    async def _respond_to(self, request: Request) -> Response:
+        try:
+            return await self.router.dispatch(request)
+        except Exception:  # noqa: BLE001 - a failing page must not stop the listener
+            log.exception("http %s %s failed", request.method, request.target)
+            return Response(500, b"internal error\n")
+
+    async def _send(self, conn, stream, response: Response, *, head_only: bool, close: bool) -> None:
+        headers = [SERVER_HEADER, ("content-type", response.content_type),
+                   ("content-length", str(len(response.body))), *response.headers]
+        if close:
+            headers.append(("connection", "close"))
+        try:
+            reason = HTTPStatus(response.status).phrase
+        except ValueError:
+            reason = ""
+        out = conn.send(h11.Response(status_code=response.status, headers=headers,
+                                     reason=reason.encode("ascii")))
+        if response.body and not head_only:
+            out += conn.send(h11.Data(data=response.body))
+        out += conn.send(h11.EndOfMessage())
+        await stream.send_all(out)

@@ -1,0 +1,306 @@
+"""kbroker's metrics: Kafka's important broker metrics read from the broker's own state.
+
+``await render(server)`` returns the Prometheus text for ``/metrics``
+(``kbroker/http/routes/metrics.py``). Names follow what Kafka's JMX MBeans become under the
+Prometheus JMX exporter's usual rules (``kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,
+topic=t`` → ``kafka_server_brokertopicmetrics_bytesin_total{topic="t"}``), so dashboards
+and alerts written for Kafka find them; consumer lag uses kafka_exporter's names
+(``kafka_consumergroup_lag``). Meters are monotonic counters (``_total``: Kafka's
+``...PerSec`` meters without their moving averages — use ``rate()``); request time is a
+histogram in seconds.
+
+Rules: read-only (nothing here changes broker state); the hot paths only add integers
+(``kbroker/stats.py``); gathering runs on the trio thread in slices, yielding to the
+scheduler every ``YIELD_EVERY`` series so a broker with many partitions or groups never
+stalls its clients for the length of a scrape; collections are copied before iteration.
+What a node does not have (a broker-only node has no controller, a follower's groups live
+elsewhere) is simply absent or zero, as in Kafka.
+"""
+from __future__ import annotations
+
+import trio
+
+from kbroker.stats import LATENCY_BUCKETS, TopicCounters
+
+from .exposition import CONTENT_TYPE, Family
+
+__all__ = ["render", "collect", "CONTENT_TYPE", "Family"]
+
+YIELD_EVERY = 500
+
+_TOPIC_METERS = [
+    # (attribute, metric stem, help)
+    ("bytes_in", "bytesin", "Record bytes appended by producers, per topic (BytesInPerSec)."),
+    ("messages_in", "messagesin", "Records appended by producers, per topic (MessagesInPerSec)."),
+    ("bytes_out", "bytesout", "Record bytes sent to consumers, per topic (BytesOutPerSec)."),
+    ("bytes_rejected", "bytesrejected", "Record bytes of refused produce data, per topic."),
+    ("produce_requests", "totalproducerequests", "Partition produce requests, per topic."),
+    ("failed_produce_requests", "failedproducerequests", "Failed partition produce requests, per topic."),
+    ("fetch_requests", "totalfetchrequests", "Partition fetch requests of consumers, per topic."),
+    ("failed_fetch_requests", "failedfetchrequests", "Failed partition fetch requests, per topic."),
+]
+
+
+class _Slicer:
+    """Counts series and yields to trio every ``YIELD_EVERY`` of them."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    async def tick(self, k: int = 1) -> None:
+        self.n += k
+        if self.n >= YIELD_EVERY:
+            self.n = 0
+            await trio.lowlevel.checkpoint()
+
+
+async def collect(server) -> list[Family]:
+    """Every family, gathered from ``server`` (``kbroker.server.Server``) and its broker."""
+    out: list[Family] = []
+    s = _Slicer()
+    broker = server.broker
+    out += _server_families(server)
+    out += _request_families(server)
+    if broker is None:
+        return out
+    image = _image(broker)
+    out += await _topic_families(broker, image, s)
+    out += await _replica_families(broker, s)
+    out += _controller_families(broker, image)
+    out += await _group_families(broker, s)
+    return out
+
+
+async def render(server) -> str:
+    families = await collect(server)
+    parts = []
+    for i, f in enumerate(families):
+        parts.append(f.render())
+        if i % 20 == 19:
+            await trio.lowlevel.checkpoint()
+    return "".join(parts)
+
+
+def _image(broker):
+    quorum = getattr(broker, "quorum", None)
+    return getattr(quorum, "image", None)
+
+
+# ---------------------------------------------------------------------------- server
+
+def _server_families(server) -> list[Family]:
+    up = Family("kbroker_ready", "gauge",
+                "1 while the broker serves clients (listeners bound, registered and unfenced).")
+    up.add(1 if server.ready else 0)
+    state = Family("kafka_server_kafkaserver_brokerstate", "gauge",
+                   "Broker state as Kafka numbers it: 1 STARTING, 3 RUNNING, "
+                   "6 PENDING_CONTROLLED_SHUTDOWN, 7 SHUTTING_DOWN.")
+    if server.ready:
+        state.add(3)
+    elif server.draining:
+        state.add(7)
+    elif server.stopping:
+        state.add(6)
+    else:
+        state.add(1)
+    conns = Family("kafka_server_socket_server_metrics_connection_count", "gauge",
+                   "Open client connections, per listener.")
+    for listener, n in sorted(server.connection_counts().items()):
+        conns.add(n, listener=listener)
+    created = Family("kafka_server_socket_server_metrics_connection_creation_total", "counter",
+                     "Client connections accepted, per listener.")
+    for listener, n in sorted(dict(server.connections_created).items()):
+        created.add(n, listener=listener)
+    return [up, state, conns, created]
+
+
+def _request_families(server) -> list[Family]:
+    reqs = Family("kafka_network_requestmetrics_requests_total", "counter",
+                  "Requests handled, per API and version (RequestsPerSec).")
+    time = Family("kafka_network_requestmetrics_totaltime_seconds", "histogram",
+                  "Time from a request's arrival to its response, per API (TotalTimeMs).")
+    size = Family("kafka_network_requestmetrics_requestbytes_total", "counter",
+                  "Request bytes received, per API.")
+    closed = Family("kbroker_request_closed_connections_total", "counter",
+                    "Requests after which the connection was closed (handler failure, acks=0 error).")
+    for _key, st in sorted(list(server.request_stats.by_key.items())):
+        for version, n in sorted(list(st.by_version.items())):
+            reqs.add(n, request=st.name, version=str(version))
+        time.add_histogram(LATENCY_BUCKETS, list(st.buckets), st.seconds_sum, request=st.name)
+        size.add(st.request_bytes, request=st.name)
+        closed.add(st.errors, request=st.name)
+    return [reqs, time, size, closed]
+
+
+# ---------------------------------------------------------------------------- topics
+
+async def _topic_families(broker, image, s: _Slicer) -> list[Family]:
+    stats = broker.topic_stats
+    if image is not None:
+        stats.retain(image.topics)
+    fams = [Family(f"kafka_server_brokertopicmetrics_{stem}_total", "counter", help_)
+            for _attr, stem, help_ in _TOPIC_METERS]
+    for name, counters in sorted(list(stats.topics.items())):
+        for fam, (attr, _stem, _help) in zip(fams, _TOPIC_METERS):
+            fam.add(getattr(counters, attr), topic=name)
+        await s.tick(len(fams))
+    repl = Family("kafka_server_brokertopicmetrics_replicationbytesout_total", "counter",
+                  "Record bytes sent to follower replicas (ReplicationBytesOutPerSec).")
+    repl.add(stats.replication_bytes_out)
+    failed = Family("kbroker_failed_produce_requests_total", "counter",
+                    "Failed partition produce requests, all topics (also unknown ones).")
+    failed.add(stats.failed_produce_requests)
+    failed_fetch = Family("kbroker_failed_fetch_requests_total", "counter",
+                          "Failed partition fetch requests, all topics (also unknown ones).")
+    failed_fetch.add(stats.failed_fetch_requests)
+    return fams + [repl, failed, failed_fetch]
+
+
+# ---------------------------------------------------------------------------- replicas, logs
+
+async def _replica_families(broker, s: _Slicer) -> list[Family]:
+    replicas = broker.replicas
+    if replicas is None or not hasattr(replicas, "all_replicas"):
+        return []
+    parts = replicas.all_replicas()
+    count = Family("kafka_server_replicamanager_partitioncount", "gauge",
+                   "Partitions this broker holds a replica of.")
+    leaders = Family("kafka_server_replicamanager_leadercount", "gauge",
+                     "Partitions this broker leads.")
+    urp = Family("kafka_server_replicamanager_underreplicatedpartitions", "gauge",
+                 "Partitions led here whose ISR is smaller than their replica set.")
+    under_min = Family("kafka_server_replicamanager_underminisrpartitioncount", "gauge",
+                       "Partitions led here whose ISR is below min.insync.replicas.")
+    shrinks = Family("kafka_server_replicamanager_isrshrinks_total", "counter",
+                     "ISR shrinks asked by this broker as leader (IsrShrinksPerSec).")
+    expands = Family("kafka_server_replicamanager_isrexpands_total", "counter",
+                     "ISR expansions asked by this broker as leader (IsrExpandsPerSec).")
+    size = Family("kafka_log_log_size", "gauge", "Bytes of a partition's log on disk (Log Size).")
+    leo = Family("kafka_log_log_logendoffset", "gauge", "A partition's log end offset.")
+    lso = Family("kafka_log_log_logstartoffset", "gauge", "A partition's log start offset.")
+    segs = Family("kafka_log_log_numlogsegments", "gauge", "Segments of a partition's log.")
+    led = under = below_min = 0
+    for p in parts:
+        if p.is_leader:
+            led += 1
+            if len(p.isr) < len(p.replicas):
+                under += 1
+            if len(p.isr) < p.config.min_insync_replicas:
+                below_min += 1
+        log_ = p.log
+        if log_ is None:
+            continue
+        labels = {"topic": p.topic, "partition": str(p.index)}
+        size.add(log_.size, **labels)
+        leo.add(log_.log_end_offset, **labels)
+        lso.add(log_.log_start_offset, **labels)
+        segs.add(len(log_.segments), **labels)
+        await s.tick(4)
+    count.add(len(parts))
+    leaders.add(led)
+    urp.add(under)
+    under_min.add(below_min)
+    shrinks.add(replicas.stats.get("isr_shrinks", 0))
+    expands.add(replicas.stats.get("isr_expands", 0))
+    return [count, leaders, urp, under_min, shrinks, expands, size, leo, lso, segs]
+
+
+# ---------------------------------------------------------------------------- controller
+
+def _controller_families(broker, image) -> list[Family]:
+    quorum = broker.quorum
+    active = 0
+    if quorum is not None and "controller" in broker.config.get("process.roles"):
+        try:
+            active = 1 if quorum.is_active else 0
+        except AttributeError:
+            active = 0
+    acc = Family("kafka_controller_kafkacontroller_activecontrollercount", "gauge",
+                 "1 on the node that is the active controller, else 0.")
+    acc.add(active)
+    out = [acc]
+    if image is None:
+        return out
+    offline = Family("kafka_controller_kafkacontroller_offlinepartitionscount", "gauge",
+                     "Partitions without a live leader (reported by the active controller).")
+    topics = Family("kafka_controller_kafkacontroller_globaltopiccount", "gauge",
+                    "Topics in the cluster (reported by the active controller).")
+    partitions = Family("kafka_controller_kafkacontroller_globalpartitioncount", "gauge",
+                        "Partitions in the cluster (reported by the active controller).")
+    fenced = Family("kafka_controller_kafkacontroller_fencedbrokercount", "gauge",
+                    "Registered brokers that are fenced (reported by the active controller).")
+    live = Family("kafka_controller_kafkacontroller_activebrokercount", "gauge",
+                  "Registered brokers that are not fenced (reported by the active controller).")
+    if active:
+        brokers = dict(image.brokers)
+        n_off = n_parts = 0
+        for t in list(image.topics.values()):
+            for p in t.partitions.values():
+                n_parts += 1
+                b = brokers.get(p.leader)
+                if p.leader < 0 or b is None or b.fenced:
+                    n_off += 1
+        offline.add(n_off)
+        topics.add(len(image.topics))
+        partitions.add(n_parts)
+        fenced.add(sum(1 for b in brokers.values() if b.fenced))
+        live.add(sum(1 for b in brokers.values() if not b.fenced))
+    else:
+        for f in (offline, topics, partitions, fenced, live):
+            f.add(0)
+    leader = Family("kafka_server_raftmetrics_current_leader", "gauge",
+                    "Node id of the metadata quorum's leader (-1 when unknown).")
+    try:
+        leader.add(quorum.leader_id if quorum is not None else -1)
+    except AttributeError:
+        leader.add(-1)
+    return out + [offline, topics, partitions, fenced, live, leader]
+
+
+# ---------------------------------------------------------------------------- groups
+
+async def _group_families(broker, s: _Slicer) -> list[Family]:
+    gc = getattr(broker, "group_coordinator", None)
+    manager = getattr(gc, "manager", None)
+    if manager is None:
+        return []
+    groups = Family("kafka_coordinator_group_groupmetadatamanager_numgroups", "gauge",
+                    "Groups this broker coordinates.")
+    by_state = Family("kafka_coordinator_group_groupmetadatamanager_numgroupsbystate", "gauge",
+                      "Groups this broker coordinates, per state.")
+    members = Family("kafka_consumergroup_members", "gauge", "Members of a group.")
+    current = Family("kafka_consumergroup_current_offset", "gauge",
+                     "A group's committed offset, per partition.")
+    lag = Family("kafka_consumergroup_lag", "gauge",
+                 "High watermark minus the group's committed offset, per partition "
+                 "(partitions with a replica on the coordinator).")
+    lag_sum = Family("kafka_consumergroup_lag_sum", "gauge", "A group's lag over its partitions.")
+    all_groups = list(manager.groups.items())
+    states: dict[str, int] = {}
+    for gid, g in all_groups:
+        state = getattr(g.state, "value", str(g.state))
+        states[state] = states.get(state, 0) + 1
+        members.add(len(g.members), consumergroup=gid)
+    groups.add(len(all_groups))
+    for state, n in sorted(states.items()):
+        by_state.add(n, state=state)
+    replicas = broker.replicas
+    get = getattr(replicas, "get_replica", None)
+    for gid, offsets in sorted(list(manager.offsets.items())):
+        total = 0
+        for (topic, partition), om in sorted(list(offsets.items())):
+            labels = {"consumergroup": gid, "topic": topic, "partition": str(partition)}
+            current.add(om.offset, **labels)
+            part = get(topic, partition) if get is not None else None
+            if part is not None and part.log is not None:
+                behind = max(0, part.high_watermark - om.offset)
+                total += behind
+                lag.add(behind, **labels)
+            await s.tick(2)
+        lag_sum.add(total, consumergroup=gid)
+    return [groups, by_state, members, current, lag, lag_sum]
+
+
+def totals(server) -> TopicCounters:
+    """All-topics meters (tests, the console)."""
+    return server.broker.topic_stats.totals()
