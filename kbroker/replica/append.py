@@ -32,6 +32,7 @@ from typing import Callable
 from kbroker.log.config import LogConfig
 from kbroker.replica.partition import Partition
 from kbroker.replica.results import LONG_MAX, AppendResult, ReplicaError, error_from
+from kbroker.replica.state import min_insync_ok
 from kbroker.wire import records as rec
 from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
@@ -86,7 +87,7 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
     if headers is not None and len(headers) > 1:
         # Kafka checks this on the request (ProduceRequest.validateRecords): no log start
         raise ReplicaError(ErrorCode.INVALID_RECORD, ONE_BATCH, log_start_offset=-1)
-    if required_acks == -1 and len(part.isr) < config.min_insync_replicas:
+    if required_acks == -1 and not min_insync_ok(len(part.isr), config.min_insync_replicas):
         raise ReplicaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                            f"ISR {len(part.isr)} < min.insync.replicas {config.min_insync_replicas}")
     log_append_time = config.log_append_time

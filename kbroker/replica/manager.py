@@ -51,10 +51,11 @@ from kbroker.replica import delayed
 from kbroker.replica import read as read_path
 from kbroker.replica.fetcher import ReplicaFetcherManager
 from kbroker.replica.log_dirs import configured_log_dirs, describe_log_dirs, size_of
-from kbroker.replica.partition import FollowerState, Partition, check_leader_epoch
+from kbroker.replica.partition import Partition, check_leader_epoch
 from kbroker.replica.partition_metadata import read_partition_metadata, write_partition_metadata
 from kbroker.replica.results import (INTERNAL_TOPICS, READ_UNCOMMITTED, AppendResult,
                                      FetchResult, FetchSpec, ReplicaError, error_from)
+from kbroker.replica.state import FollowerState, ReplicationState
 from kbroker.wire.error_codes import ErrorCode
 
 log = logging.getLogger("kbroker.replica")
@@ -253,6 +254,7 @@ class ReplicaManager:
         log = self._open_log(key[0], key[1], topic.topic_id, config)
         part = Partition(topic=key[0], index=key[1], topic_id=topic.topic_id, log=log,
                          leader_epoch=pimg.leader_epoch, config=config, props=props,
+                         replication=ReplicationState(local_id=self.node_id),
                          lso_hook=self._lso_hook)
         self._partitions[key] = part
         return part
@@ -305,39 +307,22 @@ class ReplicaManager:
         if pimg.leader != me:
             was_leader = part.is_leader
             part.is_leader = False
-            part.followers = {}
-            part.pending_isr = None
             part.leader_epoch = epoch
-            part.isr = isr
-            part.partition_epoch = pepoch
+            part.replication.become_follower(isr, pepoch)
             if was_leader or epoch_changed:
                 part.wake()
             return
         new_leader = not part.is_leader
+        epoch_start = None
         if new_leader or epoch_changed:
             part.leader_epoch = epoch
-            leo = part.log.log_end_offset
-            part.log.assign_epoch_start(epoch, leo)
-            part.leader_epoch_start = leo
-            part.pending_isr = None
+            epoch_start = part.log.log_end_offset
+            part.log.assign_epoch_start(epoch, epoch_start)
             if new_leader:
                 part.is_leader = True
                 part.leader_generation += 1
-                part.followers = {}
-            part.isr = isr
-            part.partition_epoch = pepoch
-        elif pepoch >= part.partition_epoch:
-            # same leader epoch: take the image's ISR unless an AlterPartition answer
-            # already gave us a newer one
-            part.isr = isr
-            part.partition_epoch = pepoch
-        for rid in replicas:
-            if rid != me and rid not in part.followers:
-                part.followers[rid] = FollowerState(
-                    rid, last_caught_up_ms=now if rid in part.isr else 0)
-        for rid in list(part.followers):
-            if rid not in replicas:
-                del part.followers[rid]
+        part.replication.apply_leader_image(replicas, isr, pepoch, now, new_leader=new_leader,
+                                            epoch_start=epoch_start)
         self._maybe_advance_hw(part)
         if new_leader or epoch_changed:
             part.wake()
@@ -397,43 +382,29 @@ class ReplicaManager:
     # ---------------------------------------------------------------- leader: replication state
 
     def _maybe_advance_hw(self, part: Partition) -> bool:
-        """Kafka's maybeIncrementLeaderHW: HW = min LEO over the leader and the maximal ISR;
-        it only ever moves forward. Wakes parked fetches and produces when it moves."""
+        """Kafka's maybeIncrementLeaderHW (:meth:`ReplicationState.high_watermark_after`):
+        write the new high watermark to the log and wake parked fetches and produces."""
         if not part.is_leader:
             return False
-        new_hw = part.log.log_end_offset
-        me = self.node_id
-        for rid in part.maximal_isr:
-            if rid == me:
-                continue
-            f = part.followers.get(rid)
-            leo = f.log_end_offset if f is not None else -1
-            if leo < new_hw:
-                new_hw = leo
-        if new_hw > part.log.high_watermark:
-            part.log.high_watermark = new_hw
-            part.wake()
-            return True
-        return False
+        log_ = part.log
+        new_hw = part.replication.high_watermark_after(log_.log_end_offset, log_.high_watermark)
+        if new_hw is None:
+            return False
+        log_.high_watermark = new_hw
+        part.wake()
+        return True
 
     def update_follower_fetch_state(self, part: Partition, follower: FollowerState,
                                     fetch_offset: int, follower_log_start: int,
                                     leader_leo: int, now: int) -> None:
         """Kafka's updateFollowerFetchState: record the follower's LEO (its fetch offset) and
         ``lastCaughtUpTime``, then maybe expand the ISR and advance the HW."""
-        if fetch_offset >= leader_leo:
-            follower.last_caught_up_ms = max(follower.last_caught_up_ms, now)
-        elif fetch_offset >= follower.last_fetch_leader_leo:
-            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
-        follower.last_fetch_leader_leo = leader_leo
-        follower.last_fetch_ms = now
-        if follower.log_start_offset != follower_log_start:
-            follower.log_start_offset = follower_log_start
+        update = part.replication.record_fetch(follower, fetch_offset, follower_log_start,
+                                               leader_leo, now)
+        if update.log_start_changed:
             part.wake()         # a DeleteRecords waiting for the low watermark
-        moved = follower.log_end_offset != fetch_offset
-        follower.log_end_offset = fetch_offset
         self._maybe_expand_isr(part, follower)
-        if moved:
+        if update.log_end_moved:
             self._maybe_advance_hw(part)
 
     def _broker_eligible(self, broker_id: int) -> bool:
@@ -456,46 +427,28 @@ class ReplicaManager:
                 getattr(b, "in_controlled_shutdown", False))
 
     def _maybe_expand_isr(self, part: Partition, follower: FollowerState) -> None:
-        if part.pending_isr is not None or follower.broker_id in part.isr:
-            return
-        leo = follower.log_end_offset
-        if leo < part.log.high_watermark or part.leader_epoch_start < 0 \
-                or leo < part.leader_epoch_start:
-            return
-        if not self._broker_eligible(follower.broker_id):
-            return
-        refused = part.expand_refused.get(follower.broker_id)
-        if refused is not None:
-            if refused == self._registration(follower.broker_id):
-                return      # refused for this registration already: wait for the image
-            del part.expand_refused[follower.broker_id]
-        self.stats["isr_expands"] += 1
-        self._submit_alter(part, tuple(part.isr) + (follower.broker_id,))
+        new_isr = part.replication.isr_expansion(follower, part.log.high_watermark,
+                                                 self._broker_eligible, self._registration)
+        if new_isr is not None:
+            self.stats["isr_expands"] += 1
+            self._submit_alter(part, new_isr)
 
     def maybe_shrink_isr(self, now: int | None = None) -> None:
         """Remove followers not caught up for ``replica.lag.time.max.ms`` from the ISR of
         every led partition (Kafka's maybeShrinkIsr; one AlterPartition in flight each)."""
         now = self.now_ms() if now is None else now
         lag = int(self._cfg("replica.lag.time.max.ms", 30_000))
-        me = self.node_id
         for part in list(self._partitions.values()):
-            if not part.is_leader or part.pending_isr is not None or len(part.isr) <= 1:
+            if not part.is_leader:
                 continue
-            leo = part.log.log_end_offset
-            out = []
-            for rid in part.isr:
-                if rid == me:
-                    continue
-                f = part.followers.get(rid)
-                if f is None or (f.log_end_offset != leo and now - f.last_caught_up_ms > lag):
-                    out.append(rid)
-            if out:
+            new_isr = part.replication.isr_shrink(part.log.log_end_offset, now, lag)
+            if new_isr is not None:
                 self.stats["isr_shrinks"] += 1
-                self._submit_alter(part, tuple(r for r in part.isr if r not in out))
+                self._submit_alter(part, new_isr)
 
     def _submit_alter(self, part: Partition, new_isr: tuple) -> None:
-        part.pending_isr = tuple(new_isr)
-        job = (part, part.pending_isr, part.leader_epoch, part.partition_epoch,
+        pending = part.replication.begin_alter(new_isr)
+        job = (part, pending, part.leader_epoch, part.partition_epoch,
                part.leader_generation)
         if self._nursery is not None:
             self._nursery.start_soon(self._alter_partition, *job)
@@ -520,28 +473,18 @@ class ReplicaManager:
         if current is not part or not part.is_leader or part.leader_generation != generation \
                 or part.leader_epoch != leader_epoch or part.pending_isr != tuple(new_isr):
             return      # superseded by an image
-        part.pending_isr = None
         code = getattr(result, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR) if result is not None \
             else ErrorCode.REQUEST_TIMED_OUT
         if code:
             self.stats["alter_partition_errors"] += 1
-            if code in (ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED):
-                for rid in set(new_isr) - set(part.isr):
-                    part.expand_refused[rid] = self._registration(rid)
+            part.replication.alter_refused(new_isr, code, self._registration)
             log.info("AlterPartition for %s-%d (isr %s) answered %s", part.topic, part.index,
                      new_isr, ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
             return
-        if result.leader_epoch == part.leader_epoch and result.partition_epoch > part.partition_epoch:
-            part.isr = tuple(result.isr)
-            part.partition_epoch = result.partition_epoch
-            now = self.now_ms()
-            for rid in part.isr:
-                f = part.followers.get(rid)
-                if f is not None and f.last_caught_up_ms == 0:
-                    f.last_caught_up_ms = now
+        part.replication.alter_committed(part.leader_epoch, result.leader_epoch, result.isr,
+                                         result.partition_epoch, self.now_ms())
         self._maybe_advance_hw(part)
         part.wake()
-
 
     async def wait_replicated(self, topic: str, index: int, required_offset: int,
                               timeout_ms: int) -> int:
@@ -749,15 +692,10 @@ class ReplicaManager:
         return offset, self._low_watermark(part)
 
     def _low_watermark(self, part: Partition) -> int:
-        """Kafka's lowWatermarkIfLeader: the smallest log start offset over the leader and
-        every other replica on a live broker, as each follower last reported it in a fetch
-        (-1 until it has fetched in this leadership)."""
-        low = part.log_start_offset
-        for rid, f in part.followers.items():
-            if f.log_start_offset < low and self._broker_eligible(rid):
-                low = f.log_start_offset
-        return low
-
+        """Kafka's lowWatermarkIfLeader (:meth:`ReplicationState.low_watermark`): followers
+        on live brokers count, as each last reported its log start offset (-1 until it has
+        fetched in this leadership)."""
+        return part.replication.low_watermark(part.log_start_offset, self._broker_eligible)
 
     async def wait_low_watermark(self, topic: str, index: int, required_offset: int,
                                  timeout_ms: int) -> tuple[int, int | None]:

@@ -15,20 +15,10 @@ import trio
 
 from kbroker.log.config import LogConfig
 from kbroker.replica.results import ReplicaError
+from kbroker.replica.state import FollowerState, ReplicationState
 from kbroker.wire.error_codes import ErrorCode
 
-@dataclass
-class FollowerState:
-    """The leader's view of one other replica (Kafka's ``Replica``): its log end offset
-    as of its last fetch (-1 = not fetched yet in this leadership) and the
-    ``lastCaughtUpTime`` that decides ISR shrinking."""
-
-    broker_id: int
-    log_end_offset: int = -1
-    log_start_offset: int = -1
-    last_caught_up_ms: int = 0
-    last_fetch_leader_leo: int = -1
-    last_fetch_ms: int = 0
+__all__ = ["Partition", "FollowerState", "check_leader_epoch"]
 
 
 @dataclass
@@ -51,18 +41,11 @@ class Partition:
     leader_epoch: int
     config: LogConfig
     props: dict                                # effective topic-level properties (strings)
-    isr: tuple = ()                            # committed ISR (image or AlterPartition answer)
+    replication: ReplicationState              # ISR, followers, pending AlterPartition (pure)
     leader: int = -1                           # leader id from the image
     replicas: tuple = ()
-    partition_epoch: int = 0
     is_leader: bool = False
     leader_generation: int = 0
-    leader_epoch_start: int = -1               # LEO when this leader epoch began here
-    followers: dict = field(default_factory=dict)      # broker id -> FollowerState
-    pending_isr: tuple | None = None           # ISR proposed by the AlterPartition in flight
-    # broker id -> its registration state when the controller last refused to add it
-    # (INELIGIBLE_REPLICA): not asked again until the image shows that state change
-    expand_refused: dict = field(default_factory=dict)
     waiters: set = field(default_factory=set)
     lso_hook: Callable | None = None
 
@@ -87,13 +70,34 @@ class Partition:
                 return min(hw, first_unstable)
         return hw
 
+    # the replication state's fields, read-only here (kbroker/replica/state.py changes them)
+
+    @property
+    def isr(self) -> tuple:
+        """The committed ISR (from the image or an AlterPartition answer)."""
+        return self.replication.isr
+
+    @property
+    def pending_isr(self) -> tuple | None:
+        """The ISR proposed by the AlterPartition in flight, if any."""
+        return self.replication.pending_isr
+
+    @property
+    def partition_epoch(self) -> int:
+        return self.replication.partition_epoch
+
+    @property
+    def leader_epoch_start(self) -> int:
+        """The log end offset when this node's current leader epoch began (-1: not leader)."""
+        return self.replication.leader_epoch_start
+
+    @property
+    def followers(self) -> dict:
+        return self.replication.followers
+
     @property
     def maximal_isr(self) -> tuple:
-        """Kafka's maximal ISR: a pending expansion already counts for the high watermark
-        (stricter); a pending shrink does not count until committed."""
-        if self.pending_isr is None:
-            return self.isr
-        return tuple(self.isr) + tuple(r for r in self.pending_isr if r not in self.isr)
+        return self.replication.maximal_isr
 
     def wake(self) -> None:
         waiters, self.waiters = self.waiters, set()
