@@ -62,7 +62,8 @@ log = logging.getLogger("kbroker.replica")
 
 
 class ReplicaManager:
-    """Every local replica and the produce/fetch/offset/replication rules over them.
+    """Every local replica, wired to the logs, the metadata images, the controller and the
+    follower fetchers; the rules themselves are in the sibling modules (see above).
 
     Metadata images are applied in order and synchronously; only the creation of new logs
     beyond ``CREATE_CHUNK`` per image is left to a task of :meth:`run` (steps of at most
@@ -102,6 +103,9 @@ class ReplicaManager:
                       "delayed_produces": 0, "delayed_produce_timeouts": 0,
                       "delayed_delete_records_timeouts": 0, "deferred_log_creations": 0}
         self.fetchers = ReplicaFetcherManager(self)
+        # bound once: the replication state asks these on every follower fetch
+        self._eligible = self._broker_eligible
+        self._registration_of = self._registration
 
     # ---------------------------------------------------------------- configuration
 
@@ -399,12 +403,12 @@ class ReplicaManager:
                                     leader_leo: int, now: int) -> None:
         """Kafka's updateFollowerFetchState: record the follower's LEO (its fetch offset) and
         ``lastCaughtUpTime``, then maybe expand the ISR and advance the HW."""
-        update = part.replication.record_fetch(follower, fetch_offset, follower_log_start,
-                                               leader_leo, now)
-        if update.log_start_changed:
+        start_changed, moved = part.replication.record_fetch(
+            follower, fetch_offset, follower_log_start, leader_leo, now)
+        if start_changed:
             part.wake()         # a DeleteRecords waiting for the low watermark
         self._maybe_expand_isr(part, follower)
-        if update.log_end_moved:
+        if moved:
             self._maybe_advance_hw(part)
 
     def _broker_eligible(self, broker_id: int) -> bool:
@@ -428,7 +432,7 @@ class ReplicaManager:
 
     def _maybe_expand_isr(self, part: Partition, follower: FollowerState) -> None:
         new_isr = part.replication.isr_expansion(follower, part.log.high_watermark,
-                                                 self._broker_eligible, self._registration)
+                                                 self._eligible, self._registration_of)
         if new_isr is not None:
             self.stats["isr_expands"] += 1
             self._submit_alter(part, new_isr)
@@ -589,7 +593,7 @@ class ReplicaManager:
             check_leader_epoch(part, spec.current_leader_epoch)
         except ReplicaError as exc:
             return FetchResult(spec.topic, spec.partition, error_code=exc.error_code)
-        follower = part.followers.get(replica_id)
+        follower = part.replication.followers.get(replica_id)
         if follower is None:
             # KRaft: a replica not (yet) in the assignment retries on UNKNOWN_LEADER_EPOCH
             code = (ErrorCode.UNKNOWN_LEADER_EPOCH if spec.current_leader_epoch >= 0

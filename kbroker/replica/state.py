@@ -60,15 +60,6 @@ class FollowerState:
 
 
 @dataclass
-class FetchUpdate:
-    """What one follower fetch changed: its log start offset (a DeleteRecords may be
-    waiting for the low watermark) and its log end offset (the high watermark may move)."""
-
-    log_start_changed: bool
-    log_end_moved: bool
-
-
-@dataclass
 class ReplicationState:
     """The replication bookkeeping of one partition replica on broker ``local_id``.
 
@@ -150,9 +141,12 @@ class ReplicationState:
 
     @staticmethod
     def record_fetch(follower: FollowerState, fetch_offset: int, follower_log_start: int,
-                     leader_leo: int, now: int) -> FetchUpdate:
+                     leader_leo: int, now: int) -> tuple[bool, bool]:
         """Kafka's updateFollowerFetchState: ``fetch_offset`` is the follower's log end
-        offset; ``leader_leo`` the leader's as of before the read."""
+        offset; ``leader_leo`` the leader's as of before the read. Returns whether the
+        follower's log start offset changed (a DeleteRecords may be waiting for the low
+        watermark) and whether its log end offset moved (the high watermark may move); a
+        plain pair, as this runs for every follower fetch."""
         if fetch_offset >= leader_leo:
             follower.last_caught_up_ms = max(follower.last_caught_up_ms, now)
         elif fetch_offset >= follower.last_fetch_leader_leo:
@@ -163,7 +157,7 @@ class ReplicationState:
         follower.log_start_offset = follower_log_start
         moved = follower.log_end_offset != fetch_offset
         follower.log_end_offset = fetch_offset
-        return FetchUpdate(start_changed, moved)
+        return start_changed, moved
 
     # ------------------------------------------------------------------ ISR changes
 

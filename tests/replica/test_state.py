@@ -108,16 +108,16 @@ def test_last_caught_up_time(name, offset, leader_leo, prev_leo, prev_ms, caught
                              expected):
     f = FollowerState(2, log_end_offset=5, last_caught_up_ms=caught_up,
                       last_fetch_leader_leo=prev_leo, last_fetch_ms=prev_ms)
-    update = ReplicationState.record_fetch(f, offset, 0, leader_leo, now)
+    _, moved = ReplicationState.record_fetch(f, offset, 0, leader_leo, now)
     assert f.last_caught_up_ms == expected
     assert (f.log_end_offset, f.last_fetch_leader_leo, f.last_fetch_ms) == (offset, leader_leo, now)
-    assert update.log_end_moved == (offset != 5)
+    assert moved == (offset != 5)
 
 
 def test_fetch_reports_log_start_changes():
     f = FollowerState(2, log_start_offset=0)
-    assert ReplicationState.record_fetch(f, 3, 0, 3, 1).log_start_changed is False
-    assert ReplicationState.record_fetch(f, 3, 2, 3, 2).log_start_changed is True
+    assert ReplicationState.record_fetch(f, 3, 0, 3, 1)[0] is False
+    assert ReplicationState.record_fetch(f, 3, 2, 3, 2)[0] is True
     assert f.log_start_offset == 2
 
 
