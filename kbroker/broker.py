@@ -13,7 +13,7 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
   the CONTROLLER listener of a voter;
 - ``producer_ids`` — producer ids for InitProducerId, in controller-reserved blocks;
 - ``transactions`` — the transaction coordinator (``kbroker/txn/coordinator.py``);
-- ``replicas`` — the ``ReplicaManager`` (``kbroker/replica.py``), told about every new
+- ``replicas`` — the ``ReplicaManager`` (``kbroker/replica/``), told about every new
   image via ``apply_image`` so partition logs follow the metadata.
 
 Lifecycle (inside one trio nursery, see ``kbroker.server``): ``await start(nursery)``
@@ -266,7 +266,7 @@ class Broker:
 
 
 class _NoReplicaManager:
-    """Used only while ``kbroker/replica.py`` does not exist yet: keeps no partitions."""
+    """Used only while ``kbroker/replica/`` does not exist yet: keeps no partitions."""
 
     def __init__(self, broker):
         self.broker = broker

@@ -15,7 +15,7 @@ it (with ``node_endpoints``) only from v16 on NOT_LEADER_OR_FOLLOWER / FENCED_LE
 
 Follower fetches (``replica_id`` >= 0, the broker id of a replica; KIP-392's
 ``replica_state`` is v15+ and not served) read up to the log end offset with no isolation,
-record the follower's position (ISR and high watermark, kbroker/replica.py) and answer
+record the follower's position (ISR and high watermark, kbroker/replica/state.py) and answer
 ``diverging_epoch`` (v12, KIP-320 tagged field) when ``last_fetched_epoch`` shows the
 follower's log diverged from the leader's.
 

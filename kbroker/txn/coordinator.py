@@ -275,14 +275,16 @@ class TransactionCoordinator:
             code = await self.broker.replicas.wait_replicated(
                 TOPIC, meta.partition, res.last_offset + 1,
                 int(self.broker.config.get("request.timeout.ms") or 30_000))
-            if code:
-                from kbroker.replica import ReplicaError
-                raise ReplicaError(code)
         except Exception as exc:  # noqa: BLE001 - becomes the client's error code
             self.stats["append_errors"] += 1
             code = getattr(exc, "error_code", None)
             log.warning("append to %s-%d failed: %r", TOPIC, meta.partition, exc)
             return _append_error(int(code)) if code is not None else E.UNKNOWN_SERVER_ERROR
+        if code:
+            self.stats["append_errors"] += 1
+            log.warning("append to %s-%d not replicated: %s", TOPIC, meta.partition,
+                        E(code).name if code in E._value2member_map_ else code)
+            return _append_error(int(code))
         self.stats["appends"] += 1
         if meta.partition not in self.loaded:
             return E.NOT_COORDINATOR     # unloaded meanwhile: the new coordinator replays it

@@ -57,7 +57,6 @@ def write_local(broker, producer_id: int, producer_epoch: int, commit: bool,
                 partitions: Iterable[TP], coordinator_epoch: int,
                 stats: dict | None = None) -> dict[TP, tuple[int, int]]:
     """Append a marker to each led partition: ``{tp: (error, marker offset or -1)}``."""
-    from kbroker.replica import ReplicaError
     replicas = broker.replicas
     out: dict[TP, tuple[int, int]] = {}
     for topic, p in partitions:
@@ -65,7 +64,9 @@ def write_local(broker, producer_id: int, producer_epoch: int, commit: bool,
             offset = replicas.write_txn_marker(topic, p, producer_id=producer_id,
                                                producer_epoch=producer_epoch, commit=commit,
                                                coordinator_epoch=coordinator_epoch)
-        except ReplicaError as exc:
+        except Exception as exc:  # noqa: BLE001 - the replica layer's errors carry a code
+            if not hasattr(exc, "error_code"):
+                raise
             code = exc.error_code
             if code == E.UNKNOWN_TOPIC_OR_PARTITION:
                 code = _not_hosted_error(broker, topic, p)

@@ -69,12 +69,11 @@ async def txn_offset_commit(broker, *, transactional_id: str, group_id: str, pro
             code = await broker.replicas.wait_replicated(
                 OFFSETS_TOPIC, part, res.last_offset + 1,
                 int(broker.config.get("offsets.commit.timeout.ms") or 5000))
-            if code:
-                from kbroker.replica import ReplicaError
-                raise ReplicaError(code)
         except Exception as exc:  # noqa: BLE001 - becomes the client's error
             code = getattr(exc, "error_code", None)
             code = E.UNKNOWN_SERVER_ERROR if code is None else int(code)
+        if code:
+            code = int(code)
             if code == E.INVALID_PRODUCER_EPOCH:
                 code = E.PRODUCER_FENCED
             elif code != E.INVALID_TXN_STATE:

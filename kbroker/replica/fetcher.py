@@ -26,7 +26,9 @@ Every response is checked against the current assignment before it touches a log
 partition whose leader, epoch or role changed while the request was in flight ignores it.
 The fetchers use their own ``RpcClient``, so a parked Fetch never holds up other node-to-node
 calls. Images reach the fetchers only through :meth:`ReplicaFetcherManager.update`, called
-synchronously by ``ReplicaManager.apply_image``.
+synchronously by ``ReplicaManager.apply_image``. This module does not import the manager:
+it is handed the manager (``replicas``) and uses ``get_replica``, ``node_id``, ``now_ms``,
+``stats`` and the broker config through it.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from kbroker.replica.results import FetchResult
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -79,7 +82,7 @@ class FollowerLog:
 
     def process(self, part, fetch_offset: int, result) -> str:
         """Apply one partition of a follower fetch answer. ``result`` has the fields of
-        ``kbroker.replica.FetchResult`` (records as bytes, memoryview or FileRegion)."""
+        ``kbroker.replica.results.FetchResult`` (records as bytes, memoryview or FileRegion)."""
         code = result.error_code
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             return "out_of_range"
@@ -326,7 +329,6 @@ class SourceFetcher:
                 s = sent.pop(key, None)
                 if s is None or not self._current(key, s):
                     continue
-                from kbroker.replica import FetchResult
                 div = pd.diverging_epoch
                 result = FetchResult(
                     topic.topic, pd.partition_index, error_code=pd.error_code,

@@ -1,0 +1,735 @@
+"""The replica manager: every partition replica on this node, wired to the logs, the
+metadata images, the controller and the follower fetchers. It is the one entry point of the
+replica layer; the API modules (produce, fetch, list_offsets, offset_for_leader_epoch,
+delete_records, describe_log_dirs, describe_producers, write_txn_markers) and the
+coordinators call only its methods.
+
+What lives where (all under ``kbroker/replica/``):
+
+- ``state.py`` — the pure replication rules (high watermark, ISR expand/shrink, low
+  watermark, acks=all completion), with no I/O and the time passed in;
+- ``append.py`` — produce validation and the append on the leader; transaction markers;
+- ``read.py`` — consumer and follower reads, ListOffsets;
+- ``delayed.py`` — parked fetches, acks=all produces and DeleteRecords;
+- ``fetcher.py`` — the follower side: fetching from the leader and applying its answers;
+- ``partition.py`` — the per-partition object the others work on;
+- ``results.py`` — request/answer shapes and ``ReplicaError``;
+- ``log_dirs.py``, ``partition_metadata.py`` — DescribeLogDirs and the topic-id file.
+
+This module keeps what needs the broker: applying metadata images (becoming leader or
+follower, opening and deleting logs, config changes), the AlterPartition round trips that
+commit ISR changes (one in flight per partition; an error drops the change and the next image
+decides), the ISR-shrink timer, and the counters of :meth:`ReplicaManager.statistics`.
+
+Rules kept across the package (Kafka's ReplicaManager/Partition):
+
+- Clients read and write only the leader (NOT_LEADER_OR_FOLLOWER elsewhere); followers
+  fetch from it. One leader epoch per partition, taken from the image's
+  ``PartitionImage.leader_epoch``: the same number goes to Metadata, into stored batches and
+  into OffsetForLeaderEpoch answers. A new leader (or epoch) records where its epoch starts in
+  the log's persisted leader-epoch cache (``assign_epoch_start``), so older epochs answer with
+  the offset where the next epoch began, across restarts and on every replica.
+- The last stable offset is the log's (first offset of the oldest open transaction, capped
+  at the high watermark); the transaction code's ``lso_hook`` may lower it further.
+- With one replica the ISR is the leader alone, so the high watermark follows the log end
+  offset after every append and acks=all never waits.
+
+Not implemented: fetch sessions (session id 0: every response is a full one), fetching from
+followers (KIP-392), unclean leader election.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Any, Callable
+
+import trio
+
+from kbroker.log.config import LogConfig
+from kbroker.replica import append as append_path
+from kbroker.replica import delayed
+from kbroker.replica import read as read_path
+from kbroker.replica.fetcher import ReplicaFetcherManager
+from kbroker.replica.log_dirs import configured_log_dirs, describe_log_dirs, size_of
+from kbroker.replica.partition import Partition, check_leader_epoch
+from kbroker.replica.partition_metadata import read_partition_metadata, write_partition_metadata
+from kbroker.replica.results import (INTERNAL_TOPICS, READ_UNCOMMITTED, AppendResult,
+                                     FetchResult, FetchSpec, ReplicaError, error_from)
+from kbroker.replica.state import FollowerState, ReplicationState
+from kbroker.wire.error_codes import ErrorCode
+
+log = logging.getLogger("kbroker.replica")
+
+
+class ReplicaManager:
+    """Every local replica, wired to the logs, the metadata images, the controller and the
+    follower fetchers; the rules themselves are in the sibling modules (see above).
+
+    Metadata images are applied in order and synchronously; only the creation of new logs
+    beyond ``CREATE_CHUNK`` per image is left to a task of :meth:`run` (steps of at most
+    ``CREATE_CHUNK`` logs and ``CREATE_BUDGET_S``), since each costs several file creations and fsyncs and 10,000 of them
+    at once would hold the event loop (and Raft's heartbeats) for tens of seconds.
+
+    Owned by the Broker (``broker.replicas``); core calls :meth:`apply_image` after every
+    metadata change. All methods run on the trio thread; appends are synchronous (no
+    checkpoint inside), so concurrent requests never interleave within one append.
+    :meth:`run` (in the broker's nursery) drives the follower fetchers
+    (``kbroker/replica/fetcher.py``), AlterPartition calls and the ISR-shrink timer.
+    """
+
+    CREATE_CHUNK = 32            # new logs per image / per step of the creating task
+    CREATE_BUDGET_S = 0.05       # ... and at most this long per step
+
+    def __init__(self, broker):
+        self.broker = broker
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._topic_ids: dict[str, Any] = {}
+        self._not_led: set[tuple[str, int]] = set()
+        self._pending: set[tuple[str, int]] = set()   # replicas whose log is not created yet
+        self._creating = False
+        self._lso_hook: Callable | None = None
+        self._image = None
+        self._nursery = None
+        self._cancel: trio.CancelScope | None = None
+        self._alters: list = []                  # AlterPartition calls waiting for run()
+        self._alters_wake: trio.Event | None = None
+        # (producer_id, producer_epoch, topic, partition) -> error code; installed by the
+        # transaction coordinator
+        self.txn_verifier: Callable[[int, int, str, int], int] | None = None
+        self.stats = {"appends": 0, "appended_bytes": 0, "fetches": 0, "long_polls": 0,
+                      "fetch_wakeups": 0, "append_errors": 0, "duplicates": 0,
+                      "markers": 0, "follower_fetches": 0, "isr_expands": 0,
+                      "isr_shrinks": 0, "alter_partition_errors": 0,
+                      "delayed_produces": 0, "delayed_produce_timeouts": 0,
+                      "delayed_delete_records_timeouts": 0, "deferred_log_creations": 0}
+        self.fetchers = ReplicaFetcherManager(self)
+        # bound once: the replication state asks these on every follower fetch
+        self._eligible = self._broker_eligible
+        self._registration_of = self._registration
+
+    # ---------------------------------------------------------------- configuration
+
+    @property
+    def node_id(self) -> int:
+        cfg = self.broker.config
+        try:
+            return int(cfg.node_id)
+        except AttributeError:
+            return int(cfg.values["node.id"])
+
+    def _cfg(self, key: str, default):
+        try:
+            v = self.broker.config.get(key)
+        except (AttributeError, KeyError):
+            return default
+        return default if v is None else v
+
+    def now_ms(self) -> int:
+        return self.broker.clock.now_ms()
+
+    def _broker_topic_defaults(self) -> dict:
+        cfg = self.broker.config
+        fn = getattr(cfg, "log_config_defaults", None)
+        return dict(fn()) if fn is not None else {}
+
+    def effective_properties(self, topic_configs: dict | None) -> dict:
+        """Topic-level properties: broker defaults (Kafka's synonyms) + topic overrides."""
+        props = self._broker_topic_defaults()
+        for k, v in (topic_configs or {}).items():
+            if v is not None:
+                props[k] = v
+        return props
+
+    @property
+    def lso_hook(self) -> Callable | None:
+        return self._lso_hook
+
+    @lso_hook.setter
+    def lso_hook(self, hook: Callable | None) -> None:
+        """Installed by the transaction code: ``hook(partition) -> first unstable offset``."""
+        self._lso_hook = hook
+        for p in self._partitions.values():
+            p.lso_hook = hook
+
+    # ---------------------------------------------------------------- background work
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Follower fetchers, AlterPartition calls and the ISR-shrink timer (every
+        ``replica.lag.time.max.ms`` / 2), until :meth:`close` or cancellation."""
+        with trio.CancelScope() as scope:
+            self._cancel = scope
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await nursery.start(self.fetchers.run)
+                nursery.start_soon(self._isr_shrink_loop)
+                for job in self._alters:
+                    nursery.start_soon(self._alter_partition, *job)
+                self._alters = []
+                task_status.started()
+        self._nursery = None
+
+    def close(self) -> None:
+        """Stop fetchers and timers (the broker closes the logs afterwards)."""
+        if self._cancel is not None:
+            self._cancel.cancel()
+        self._nursery = None
+
+    shutdown = close
+
+    async def _isr_shrink_loop(self) -> None:
+        lag = int(self._cfg("replica.lag.time.max.ms", 30_000))
+        while True:
+            await trio.sleep(max(lag, 2) / 2000.0)
+            self.maybe_shrink_isr()
+
+    # ---------------------------------------------------------------- metadata
+
+    def apply_image(self, image) -> None:
+        """Bring local replicas in line with the metadata image: open logs for every
+        partition with a replica here, become leader or follower as the image says, drop
+        logs of deleted topics and of replicas moved away, follow config and epoch changes,
+        and hand the followed partitions to the fetchers."""
+        me = self.node_id
+        self._image = image
+        now = self.now_ms()
+        wanted: dict[tuple[str, int], tuple[Any, Any]] = {}
+        not_led: set[tuple[str, int]] = set()
+        for name, topic in image.topics.items():
+            for idx, pimg in topic.partitions.items():
+                replicas = tuple(getattr(pimg, "replicas", ()) or ())
+                if pimg.leader == me or me in replicas:
+                    wanted[(name, idx)] = (topic, pimg)
+                if pimg.leader != me:
+                    not_led.add((name, idx))
+        # Replicas gone (topic deleted, re-created under a new id, or moved away).
+        for key, part in list(self._partitions.items()):
+            entry = wanted.get(key)
+            if entry is not None and entry[0].topic_id == part.topic_id:
+                continue
+            del self._partitions[key]
+            part.is_leader = False
+            part.wake()
+            self.broker.logs.delete_log(key[0], key[1])
+        config_cache: dict[str, tuple[dict, LogConfig]] = {}
+        # New logs beyond the first CREATE_CHUNK of this image are created by a task
+        # (needs run()'s nursery), in chunks, so a large change does not hold the event loop
+        deferring = self._nursery is not None
+        pending: set[tuple[str, int]] = set()
+        created = 0
+        for key, (topic, pimg) in wanted.items():
+            part = self._partitions.get(key)
+            if part is None and deferring and key[0] not in INTERNAL_TOPICS and (
+                    key in self._pending or (created >= self.CREATE_CHUNK
+                                             and self.broker.logs.get(*key) is None)):
+                pending.add(key)
+                continue
+            cached = config_cache.get(key[0])
+            if cached is None:
+                props = self.effective_properties(getattr(topic, "configs", None))
+                cached = config_cache[key[0]] = (props, LogConfig.from_properties(props))
+            props, config = cached
+            if part is None:
+                created += 1
+                part = self._create_partition(key, topic, pimg, props, config)
+            elif config != part.config:
+                part.config, part.props = config, props
+                update = getattr(part.log, "update_config", None)
+                if update is not None:
+                    update(config)
+                else:
+                    part.log.config = config
+            elif props != part.props:
+                part.props = props
+            self._apply_partition(part, pimg, me, now)
+        self._not_led = not_led
+        self._topic_ids = {name: t.topic_id for name, t in image.topics.items()}
+        self._pending = pending
+        self._update_fetchers()
+        if pending and not self._creating:
+            self._creating = True
+            self._nursery.start_soon(self._create_pending)
+
+    def _update_fetchers(self) -> None:
+        me = self.node_id
+        self.fetchers.update(self._image, [p for p in self._partitions.values()
+                                           if not p.is_leader and p.leader >= 0 and p.leader != me])
+
+    def _create_partition(self, key, topic, pimg, props: dict, config: LogConfig) -> Partition:
+        log = self._open_log(key[0], key[1], topic.topic_id, config)
+        part = Partition(topic=key[0], index=key[1], topic_id=topic.topic_id, log=log,
+                         leader_epoch=pimg.leader_epoch, config=config, props=props,
+                         replication=ReplicationState(local_id=self.node_id),
+                         lso_hook=self._lso_hook)
+        self._partitions[key] = part
+        return part
+
+    async def _create_pending(self) -> None:
+        """Create the replicas :meth:`apply_image` left pending, CREATE_CHUNK logs at a time
+        with a checkpoint between chunks, each from the latest image (an image that deleted
+        or moved a pending replica has already dropped it from the pending set). Until its
+        log exists a partition answers NOT_LEADER_OR_FOLLOWER, as Kafka does between its
+        metadata cache and its replica manager taking a new image."""
+        try:
+            while self._pending:
+                image, me, now = self._image, self.node_id, self.now_ms()
+                chunk = list(itertools.islice(self._pending, self.CREATE_CHUNK))
+                configs: dict[str, tuple[dict, LogConfig]] = {}
+                followers = False
+                started = trio.current_time()
+                for key in chunk:
+                    if trio.current_time() - started > self.CREATE_BUDGET_S:
+                        break           # a slow disk: yield before the chunk is done
+                    self._pending.discard(key)
+                    topic = image.topics.get(key[0])
+                    pimg = topic.partitions.get(key[1]) if topic is not None else None
+                    if pimg is None or key in self._partitions or not (
+                            pimg.leader == me or me in tuple(getattr(pimg, "replicas", ()) or ())):
+                        continue
+                    cached = configs.get(key[0])
+                    if cached is None:
+                        props = self.effective_properties(getattr(topic, "configs", None))
+                        cached = configs[key[0]] = (props, LogConfig.from_properties(props))
+                    part = self._create_partition(key, topic, pimg, *cached)
+                    self._apply_partition(part, pimg, me, now)
+                    followers = followers or not part.is_leader
+                    self.stats["deferred_log_creations"] += 1
+                if followers:
+                    self._update_fetchers()
+                await trio.sleep(0)
+        finally:
+            self._creating = False
+
+    def _apply_partition(self, part: Partition, pimg, me: int, now: int) -> None:
+        """Kafka's makeLeader / makeFollower for one partition of a new image."""
+        epoch = pimg.leader_epoch
+        replicas = tuple(getattr(pimg, "replicas", ()) or ())
+        isr = tuple(pimg.isr or ())
+        pepoch = getattr(pimg, "partition_epoch", 0)
+        epoch_changed = epoch != part.leader_epoch
+        part.replicas = replicas
+        part.leader = pimg.leader
+        if pimg.leader != me:
+            was_leader = part.is_leader
+            part.is_leader = False
+            part.leader_epoch = epoch
+            part.replication.become_follower(isr, pepoch)
+            if was_leader or epoch_changed:
+                part.wake()
+            return
+        new_leader = not part.is_leader
+        epoch_start = None
+        if new_leader or epoch_changed:
+            part.leader_epoch = epoch
+            epoch_start = part.log.log_end_offset
+            part.log.assign_epoch_start(epoch, epoch_start)
+            if new_leader:
+                part.is_leader = True
+                part.leader_generation += 1
+        part.replication.apply_leader_image(replicas, isr, pepoch, now, new_leader=new_leader,
+                                            epoch_start=epoch_start)
+        self._maybe_advance_hw(part)
+        if new_leader or epoch_changed:
+            part.wake()
+
+    def _open_log(self, topic: str, index: int, topic_id, config: LogConfig):
+        """The partition's log, making sure it belongs to this incarnation of the topic:
+        a log left by a deleted topic of the same name (e.g. deleted while the broker was
+        down) is removed, as Kafka does with its ``partition.metadata`` file."""
+        logs = self.broker.logs
+        log = logs.get_or_create(topic, index, config)
+        found = read_partition_metadata(log.dir)
+        if found is not None and found != topic_id:
+            logs.delete_log(topic, index)
+            log = logs.get_or_create(topic, index, config)
+            found = None
+        if found is None:
+            write_partition_metadata(log.dir, topic_id)
+        return log
+
+    def get_partition(self, topic: str, index: int) -> Partition:
+        """The led partition, or ReplicaError(UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER…)."""
+        part = self._partitions.get((topic, index))
+        if part is not None and part.is_leader:
+            return part
+        if part is not None or (topic, index) in self._not_led or (topic, index) in self._pending:
+            raise ReplicaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        raise ReplicaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    @property
+    def image(self):
+        """The metadata image last applied (None before the first)."""
+        return self._image
+
+    def current_leader(self, topic: str, index: int) -> tuple[int, int]:
+        """(leader id, leader epoch) as Kafka's getCurrentLeader answers KIP-951's
+        ``current_leader``: the local replica's view, else the image's, else (-1, -1)."""
+        part = self._partitions.get((topic, index))
+        if part is not None:
+            return part.leader, part.leader_epoch
+        t = self._image.topics.get(topic) if self._image is not None else None
+        pimg = t.partitions.get(index) if t is not None else None
+        if pimg is None:
+            return -1, -1
+        return pimg.leader, pimg.leader_epoch
+
+    def get_replica(self, topic: str, index: int) -> Partition | None:
+        """The local replica (leader or not), or None."""
+        return self._partitions.get((topic, index))
+
+    def partitions(self) -> list[Partition]:
+        """Partitions led here."""
+        return [p for p in self._partitions.values() if p.is_leader]
+
+    def all_replicas(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    # ---------------------------------------------------------------- leader: replication state
+
+    def _maybe_advance_hw(self, part: Partition) -> bool:
+        """Kafka's maybeIncrementLeaderHW (:meth:`ReplicationState.high_watermark_after`):
+        write the new high watermark to the log and wake parked fetches and produces."""
+        if not part.is_leader:
+            return False
+        log_ = part.log
+        new_hw = part.replication.high_watermark_after(log_.log_end_offset, log_.high_watermark)
+        if new_hw is None:
+            return False
+        log_.high_watermark = new_hw
+        part.wake()
+        return True
+
+    def update_follower_fetch_state(self, part: Partition, follower: FollowerState,
+                                    fetch_offset: int, follower_log_start: int,
+                                    leader_leo: int, now: int) -> None:
+        """Kafka's updateFollowerFetchState: record the follower's LEO (its fetch offset) and
+        ``lastCaughtUpTime``, then maybe expand the ISR and advance the HW."""
+        start_changed, moved = part.replication.record_fetch(
+            follower, fetch_offset, follower_log_start, leader_leo, now)
+        if start_changed:
+            part.wake()         # a DeleteRecords waiting for the low watermark
+        self._maybe_expand_isr(part, follower)
+        if moved:
+            self._maybe_advance_hw(part)
+
+    def _broker_eligible(self, broker_id: int) -> bool:
+        """Kafka's isReplicaIsrEligible: a registered broker that is neither fenced nor in
+        controlled shutdown."""
+        brokers = getattr(self._image, "brokers", None)
+        if not brokers:
+            return True
+        b = brokers.get(broker_id)
+        return (b is not None and not getattr(b, "fenced", False)
+                and not getattr(b, "in_controlled_shutdown", False))
+
+    def _registration(self, broker_id: int):
+        """What the image says of a broker's registration: any change (a new broker epoch,
+        fenced or unfenced, entering controlled shutdown) may change the controller's mind."""
+        b = (getattr(self._image, "brokers", None) or {}).get(broker_id)
+        if b is None:
+            return None
+        return (getattr(b, "broker_epoch", None), getattr(b, "fenced", False),
+                getattr(b, "in_controlled_shutdown", False))
+
+    def _maybe_expand_isr(self, part: Partition, follower: FollowerState) -> None:
+        new_isr = part.replication.isr_expansion(follower, part.log.high_watermark,
+                                                 self._eligible, self._registration_of)
+        if new_isr is not None:
+            self.stats["isr_expands"] += 1
+            self._submit_alter(part, new_isr)
+
+    def maybe_shrink_isr(self, now: int | None = None) -> None:
+        """Remove followers not caught up for ``replica.lag.time.max.ms`` from the ISR of
+        every led partition (Kafka's maybeShrinkIsr; one AlterPartition in flight each)."""
+        now = self.now_ms() if now is None else now
+        lag = int(self._cfg("replica.lag.time.max.ms", 30_000))
+        for part in list(self._partitions.values()):
+            if not part.is_leader:
+                continue
+            new_isr = part.replication.isr_shrink(part.log.log_end_offset, now, lag)
+            if new_isr is not None:
+                self.stats["isr_shrinks"] += 1
+                self._submit_alter(part, new_isr)
+
+    def _submit_alter(self, part: Partition, new_isr: tuple) -> None:
+        pending = part.replication.begin_alter(new_isr)
+        job = (part, pending, part.leader_epoch, part.partition_epoch,
+               part.leader_generation)
+        if self._nursery is not None:
+            self._nursery.start_soon(self._alter_partition, *job)
+        else:
+            self._alters.append(job)
+
+    async def _alter_partition(self, part: Partition, new_isr: tuple, leader_epoch: int,
+                               partition_epoch: int, generation: int) -> None:
+        """One AlterPartition round trip; the answer (or the next image) settles the ISR."""
+        controller = getattr(self.broker, "controller", None)
+        lifecycle = getattr(self.broker, "lifecycle", None)
+        broker_epoch = getattr(lifecycle, "broker_epoch", -1) if lifecycle is not None else -1
+        result = None
+        try:
+            if controller is not None:
+                result = await controller.alter_partition(
+                    broker_epoch, part.topic_id, part.index, leader_epoch, partition_epoch,
+                    list(new_isr))
+        except Exception as exc:  # noqa: BLE001 - an unreachable controller: wait for the image
+            log.warning("AlterPartition for %s-%d failed: %r", part.topic, part.index, exc)
+        current = self._partitions.get((part.topic, part.index))
+        if current is not part or not part.is_leader or part.leader_generation != generation \
+                or part.leader_epoch != leader_epoch or part.pending_isr != tuple(new_isr):
+            return      # superseded by an image
+        code = getattr(result, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR) if result is not None \
+            else ErrorCode.REQUEST_TIMED_OUT
+        if code:
+            self.stats["alter_partition_errors"] += 1
+            part.replication.alter_refused(new_isr, code, self._registration)
+            log.info("AlterPartition for %s-%d (isr %s) answered %s", part.topic, part.index,
+                     new_isr, ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
+            return
+        part.replication.alter_committed(part.leader_epoch, result.leader_epoch, result.isr,
+                                         result.partition_epoch, self.now_ms())
+        self._maybe_advance_hw(part)
+        part.wake()
+
+    async def wait_replicated(self, topic: str, index: int, required_offset: int,
+                              timeout_ms: int) -> int:
+        """Kafka's DelayedProduce for one partition (:func:`delayed.wait_replicated`)."""
+        return await delayed.wait_replicated(self.get_replica, topic, index,
+                                             required_offset, timeout_ms, self.stats)
+
+    def check_replicated(self, topic: str, index: int, required_offset: int) -> int | None:
+        """The answer :meth:`wait_replicated` would give right now, or None to wait."""
+        part = self._partitions.get((topic, index))
+        if part is None or not part.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return delayed.replicated(part, required_offset)
+
+    # ---------------------------------------------------------------- produce
+
+    def append(self, topic: str, index: int, records, *, required_acks: int = -1,
+               now_ms: int | None = None, allow_internal: bool = False,
+               origin: str = "client") -> AppendResult:
+        """Validate one partition's produce data and append it (Produce v3+ rules,
+        :mod:`kbroker.replica.append`).
+
+        ``origin`` is Kafka's AppendOrigin: ``"client"`` (Produce: full producer-state
+        checks) or ``"coordinator"`` (group/transaction coordinators: producer epoch only).
+        Raises ReplicaError with the Kafka error code for the partition."""
+        try:
+            if topic in INTERNAL_TOPICS and not allow_internal:
+                raise ReplicaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                   f"cannot append to internal topic {topic}")
+            part = self.get_partition(topic, index)
+            if now_ms is None:
+                now_ms = self.broker.clock.now_ms()
+            result, appended = append_path.append_records(
+                part, records, required_acks=required_acks, now_ms=now_ms, origin=origin,
+                txn_verifier=self.txn_verifier)
+        except Exception as exc:
+            err = append_path.as_replica_error(exc)
+            if err is None:
+                raise
+        else:
+            if appended is None:
+                self.stats["duplicates"] += 1
+                return result
+            part.wake()                     # parked follower fetches read the new data
+            self._maybe_advance_hw(part)
+            self.stats["appends"] += 1
+            self.stats["appended_bytes"] += appended
+            return result
+        self.stats["append_errors"] += 1
+        if err.log_start_offset is None:
+            # Kafka's appendToLocalLog: these answer without a log start offset; every other
+            # failure carries the partition's (processFailedRecord)
+            part = self._partitions.get((topic, index))
+            err.log_start_offset = (-1 if err.error_code in append_path.NO_LOG_START
+                                    or part is None else part.log_start_offset)
+        raise err
+
+    def write_txn_marker(self, topic: str, index: int, *, producer_id: int, producer_epoch: int,
+                         commit: bool, coordinator_epoch: int, now_ms: int | None = None) -> int:
+        """Append a commit/abort marker (WriteTxnMarkers' per-partition work); returns its
+        offset. Raises ReplicaError (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
+        UNKNOWN_TOPIC_OR_PARTITION...)."""
+        part = self.get_partition(topic, index)
+        if now_ms is None:
+            now_ms = self.broker.clock.now_ms()
+        offset = append_path.append_marker(
+            part, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+            coordinator_epoch=coordinator_epoch, now_ms=now_ms)
+        part.wake()
+        self._maybe_advance_hw(part)
+        self.stats["markers"] += 1
+        return offset
+
+    def describe_producers(self, topic: str, index: int) -> list:
+        """DescribeProducers: the producer state entries of a led partition."""
+        part = self.get_partition(topic, index)
+        return list(part.log.producer_state.active_producers())
+
+    # ---------------------------------------------------------------- fetch
+
+    def read_partition(self, spec: FetchSpec, max_bytes: int, *, isolation_level: int,
+                       min_one: bool) -> FetchResult:
+        """Read one partition for a consumer without waiting; errors are returned, not
+        raised."""
+        try:
+            part = self.get_partition(spec.topic, spec.partition)
+            check_leader_epoch(part, spec.current_leader_epoch)
+        except ReplicaError as exc:
+            return FetchResult(spec.topic, spec.partition, error_code=exc.error_code)
+        return read_path.read_for_consumer(part, spec, max_bytes,
+                                           isolation_level=isolation_level, min_one=min_one)
+
+    def read_follower_partition(self, spec: FetchSpec, replica_id: int, max_bytes: int, *,
+                                min_one: bool, now: int | None = None) -> FetchResult:
+        """The leader's side of a follower fetch (Kafka's Partition.fetchRecords for a
+        follower): KIP-320 epoch check, the replica must be assigned, divergence check with
+        ``last_fetched_epoch``, read up to the log end offset with no isolation, then record
+        the follower's fetch state (LEO, lastCaughtUpTime), maybe expand the ISR and advance
+        the HW. Errors are returned, not raised."""
+        try:
+            part = self.get_partition(spec.topic, spec.partition)
+            check_leader_epoch(part, spec.current_leader_epoch)
+        except ReplicaError as exc:
+            return FetchResult(spec.topic, spec.partition, error_code=exc.error_code)
+        follower = part.replication.followers.get(replica_id)
+        if follower is None:
+            # KRaft: a replica not (yet) in the assignment retries on UNKNOWN_LEADER_EPOCH
+            code = (ErrorCode.UNKNOWN_LEADER_EPOCH if spec.current_leader_epoch >= 0
+                    else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            return FetchResult(spec.topic, spec.partition, error_code=code)
+        now = self.now_ms() if now is None else now
+        res, leo = read_path.read_for_follower(part, spec, max_bytes, min_one=min_one)
+        if leo is None:
+            return res
+        self.stats["follower_fetches"] += 1
+        self.update_follower_fetch_state(part, follower, spec.fetch_offset,
+                                         spec.log_start_offset, leo, now)
+        res.high_watermark = part.log.high_watermark
+        return res
+
+    def read_all(self, specs: list[FetchSpec], max_bytes: int, *,
+                 isolation_level: int, replica_id: int = -1) -> list[FetchResult]:
+        """Kafka's ``readFromLog``: partitions in request order share ``max_bytes``; the first
+        partition that has data returns at least one whole batch. ``replica_id`` >= 0 is a
+        follower's fetch."""
+        results = []
+        remaining = max(0, max_bytes)
+        min_one = True
+        now = self.now_ms() if replica_id >= 0 else None
+        for spec in specs:
+            if replica_id >= 0:
+                r = self.read_follower_partition(spec, replica_id, remaining, min_one=min_one,
+                                                 now=now)
+            else:
+                r = self.read_partition(spec, remaining, isolation_level=isolation_level,
+                                        min_one=min_one)
+            if r.size:
+                min_one = False
+                remaining = max(0, remaining - r.size)
+            results.append(r)
+        return results
+
+    async def fetch(self, specs: list[FetchSpec], *, max_bytes: int, min_bytes: int,
+                    max_wait_ms: int, isolation_level: int = READ_UNCOMMITTED,
+                    replica_id: int = -1) -> list[FetchResult]:
+        """Read, and when fewer than ``min_bytes`` are available park until data arrives on
+        one of the partitions or ``max_wait_ms`` passes (Kafka's DelayedFetch,
+        :func:`delayed.fetch`). Followers (``replica_id`` >= 0) long-poll the same way and
+        are woken by appends."""
+        self.stats["fetches"] += 1
+        return await delayed.fetch(
+            lambda: self.read_all(specs, max_bytes, isolation_level=isolation_level,
+                                  replica_id=replica_id),
+            self.get_replica, specs, min_bytes=min_bytes, max_wait_ms=max_wait_ms,
+            stats=self.stats)
+
+    # ---------------------------------------------------------------- offsets
+
+    def list_offset(self, topic: str, index: int, timestamp: int, *,
+                    isolation_level: int = READ_UNCOMMITTED,
+                    current_leader_epoch: int = -1,
+                    replica_id: int = -1) -> tuple[int, int, int]:
+        """(timestamp, offset, leader_epoch) for ListOffsets (:func:`read.list_offset`);
+        (-1, -1, -1) when no record qualifies. Raises ReplicaError."""
+        part = self.get_partition(topic, index)
+        check_leader_epoch(part, current_leader_epoch)
+        return read_path.list_offset(part, timestamp, isolation_level=isolation_level,
+                                     replica_id=replica_id)
+
+    def end_offset_for_epoch(self, topic: str, index: int, leader_epoch: int,
+                             current_leader_epoch: int = -1) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset), (-1, -1) for an unknown epoch."""
+        part = self.get_partition(topic, index)
+        check_leader_epoch(part, current_leader_epoch)
+        return part.end_offset_for_epoch(leader_epoch)
+
+    # ---------------------------------------------------------------- delete records
+
+    def delete_records(self, topic: str, index: int, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (-1: the high watermark); returns the
+        low watermark (:meth:`low_watermark`: the log start offset with one replica)."""
+        return self.delete_records_on_leader(topic, index, offset)[1]
+
+    def delete_records_on_leader(self, topic: str, index: int, offset: int) -> tuple[int, int]:
+        """Kafka's Partition.deleteRecordsOnLeader: (requested offset, low watermark); the
+        requested offset is what :meth:`wait_low_watermark` waits for. Raises ReplicaError."""
+        part = self.get_partition(topic, index)
+        if not part.config.delete:
+            raise ReplicaError(ErrorCode.POLICY_VIOLATION,
+                               f"records of compacted topic {topic} cannot be deleted")
+        hw = part.high_watermark
+        if offset == -1:
+            offset = hw
+        if offset < 0 or offset > hw:
+            raise ReplicaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                               f"offset {offset} is outside [0, {hw}]")
+        if offset > part.log_start_offset:
+            try:
+                part.log.delete_records_before(offset)
+            except Exception as exc:
+                if not hasattr(exc, "error_code"):
+                    raise
+                raise error_from(exc) from None
+            part.wake()
+        return offset, self._low_watermark(part)
+
+    def _low_watermark(self, part: Partition) -> int:
+        """Kafka's lowWatermarkIfLeader (:meth:`ReplicationState.low_watermark`): followers
+        on live brokers count, as each last reported its log start offset (-1 until it has
+        fetched in this leadership)."""
+        return part.replication.low_watermark(part.log_start_offset, self._broker_eligible)
+
+    async def wait_low_watermark(self, topic: str, index: int, required_offset: int,
+                                 timeout_ms: int) -> tuple[int, int | None]:
+        """Kafka's DelayedDeleteRecords for one partition (:func:`delayed.wait_low_watermark`)."""
+        return await delayed.wait_low_watermark(self.get_replica, topic, index,
+                                                required_offset, timeout_ms,
+                                                self._low_watermark, self.stats)
+
+    # ---------------------------------------------------------------- log dirs
+
+    def describe_log_dirs(self, wanted: dict[str, set[int] | None] | None):
+        """DescribeLogDirs over every local replica (:func:`log_dirs.describe_log_dirs`)."""
+        return describe_log_dirs(self._partitions.values(), self.log_dirs(), wanted)
+
+    def log_dirs(self) -> list[str]:
+        return configured_log_dirs(self.broker.logs)
+
+    _size_of = staticmethod(size_of)
+
+    # ---------------------------------------------------------------- statistics
+
+    def statistics(self) -> dict:
+        parked = sum(len(p.waiters) for p in self._partitions.values())
+        return {
+            **self.stats,
+            "partitions": len(self._partitions),
+            "pending_partitions": len(self._pending),
+            "led_partitions": sum(1 for p in self._partitions.values() if p.is_leader),
+            "fetchers": self.fetchers.statistics(),
+            "parked_fetch_waiters": parked,
+            "log_end_offsets": {f"{p.topic}-{p.index}": p.log_end_offset
+                                for p in self._partitions.values()},
+        }
