@@ -12,6 +12,7 @@ import pytest
 from kbroker.config import BrokerConfig
 from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
+from kbroker.quota.manager import QuotaManagers
 from kbroker.replica import ReplicaManager
 from kbroker.wire import records as rec
 
@@ -96,7 +97,8 @@ def broker(tmp_path, clock):
     logs = LogManager([tmp_path / "data"], LogConfig.from_properties(config.log_config_defaults()),
                       clock.now_ms)
     logs.load()
-    b = SimpleNamespace(config=config, clock=clock, logs=logs, transactions=None)
+    b = SimpleNamespace(config=config, clock=clock, logs=logs, transactions=None,
+                        quotas=QuotaManagers(config, clock.now_ms))
     b.replicas = ReplicaManager(b)
     yield b
     logs.shutdown()
