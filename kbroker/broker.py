@@ -62,6 +62,8 @@ class Broker:
         self.producer_ids = None     # ProducerIdManager (InitProducerId)
         self.transactions = None     # transaction coordinator, when there is one
         self.group_coordinator = None  # kbroker.group.service.GroupCoordinator
+        from kbroker.quota.manager import QuotaManagers
+        self.quotas = QuotaManagers(config, self.clock.now_ms)   # client quotas (Produce/Fetch)
         self._nursery = None
         self.incarnation_id = uuid.uuid4()
         self.started = False
@@ -205,6 +207,7 @@ class Broker:
         """Called synchronously for every published image, in publication order. (It must
         not be a coroutine: tasks started per image run in no guaranteed order under trio,
         and an older image applied after a newer one would delete live partitions' logs.)"""
+        self.quotas.update(image)
         if self.replicas is None:
             return
         self.replicas.apply_image(image)

@@ -143,6 +143,9 @@ _DEFS: list[ConfigDef] = [
     _d("log.flush.interval.ms", "long", None),
     _d("log.flush.scheduler.interval.ms", "long", LONG_MAX),
     _d("log.flush.offset.checkpoint.interval.ms", "int", 60_000),
+    # client quotas (kbroker.quota): the sample windows of the quota rates
+    _d("quota.window.num", "int", 11, _at_least(1)),
+    _d("quota.window.size.seconds", "int", 1, _at_least(1)),
     _d("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000),
     _d("log.message.timestamp.type", "string", "CreateTime", _one_of("CreateTime", "LogAppendTime")),
     _d("log.message.timestamp.before.max.ms", "long", LONG_MAX),

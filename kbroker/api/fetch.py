@@ -26,6 +26,7 @@ FETCH_SESSION_ID_NOT_FOUND), rack-aware replica selection (fetching from followe
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.quota.manager import throttle_fetch
 from kbroker.replica import FetchSpec
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -94,4 +95,8 @@ async def handle(ctx: RequestContext, request):
                                                          end_offset=r.diverging_epoch[1])
             parts.append(pd)
         topics.append(Resp.FetchableTopicResponse(topic=ft.topic, partitions=parts))
-    return Resp(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+    throttle = 0
+    if replica_id < 0 and ctx.broker.quotas.fetch.enabled:     # consumer_byte_rate (KIP-219)
+        throttle = throttle_fetch(ctx.broker.quotas.fetch, getattr(ctx, "principal", None),
+                                  ctx.client_id, topics)
+    return Resp(throttle_time_ms=throttle, error_code=0, session_id=0, responses=topics)

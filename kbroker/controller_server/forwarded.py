@@ -9,7 +9,7 @@ active controller every entry is answered ``NOT_CONTROLLER`` and the forwarding 
 retries against the leader it learns from Raft."""
 from __future__ import annotations
 
-from kbroker.api import (alter_configs, alter_partition_reassignments, create_partitions, create_topics,
+from kbroker.api import (alter_client_quotas, alter_configs, alter_partition_reassignments, create_partitions, create_topics,
                          delete_topics, elect_leaders, incremental_alter_configs,
                          list_partition_reassignments)
 from kbroker.metadata.quorum_controller import NotController
@@ -48,6 +48,12 @@ def _not_controller(api_key: int, request):
     if api_key == 46:
         R = messages.ListPartitionReassignmentsResponse
         return R(throttle_time_ms=0, error_code=NC, topics=[])
+    if api_key == 49:
+        R = messages.AlterClientQuotasResponse
+        return R(throttle_time_ms=0, entries=[R.EntryData(
+            error_code=NC, error_message="No active controller.", entity=[
+                R.EntryData.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
+                for e in entry.entity or ()]) for entry in request.entries or ()])
     R = messages.response_class(api_key)
     return R(throttle_time_ms=0, responses=[R.AlterConfigsResourceResponse(
         error_code=NC, resource_type=r.resource_type, resource_name=r.resource_name)
@@ -75,3 +81,4 @@ _forwarded(44, (0, 1), incremental_alter_configs.handle)
 _forwarded(43, (0, 2), elect_leaders.handle)
 _forwarded(45, (0, 0), alter_partition_reassignments.handle)
 _forwarded(46, (0, 0), list_partition_reassignments.handle)
+_forwarded(49, (0, 1), alter_client_quotas.handle)

@@ -239,6 +239,26 @@ class ControllerChannel:
             lambda c: c.incremental_alter_configs(resources, validate_only=validate_only), remote,
             lambda: [ConfigResult(t, n, E.NOT_CONTROLLER, "No active controller.") for t, n, _ in resources])
 
+    async def alter_client_quotas(self, entries, *, validate_only: bool = False) -> list:
+        R = w.AlterClientQuotasRequest
+
+        async def remote(addr):
+            req = R(validate_only=validate_only, entries=[R.EntryData(
+                entity=[R.EntryData.EntityData(entity_type=t, entity_name=n) for t, n in pairs],
+                ops=[R.EntryData.OpData(key=k, value=v, remove=rm) for k, v, rm in ops])
+                for pairs, ops in entries])
+            resp = await self._call(addr, 49, 1, req)
+            if resp is None or any(e.error_code == E.NOT_CONTROLLER for e in resp.entries):
+                return None
+            out = [(e.error_code, e.error_message) for e in resp.entries]
+            if not validate_only and any(not code for code, _ in out):
+                await self.quorum.wait_caught_up_after_now()
+            return out
+
+        return await self._route(
+            lambda c: c.alter_client_quotas(entries, validate_only=validate_only), remote,
+            lambda: [(E.NOT_CONTROLLER, "No active controller.") for _ in entries])
+
     async def _config_results(self, resp, validate_only: bool):
         if resp is None or any(r.error_code == E.NOT_CONTROLLER for r in resp.responses):
             return None

@@ -433,6 +433,16 @@ class Controller:
             await self._commit(records)
             return out
 
+    async def alter_client_quotas(self, entries, *, validate_only: bool = False) -> list:
+        """AlterClientQuotas (KIP-546): ``entries`` are (entity pairs, [(key, value, remove)]);
+        returns (error code, message) per entry. Valid entries are committed together."""
+        from .client_quotas import alter
+        async with self._lock:
+            records, results = alter(self.image.client_quotas, entries)
+            if not validate_only:
+                await self._commit(records)
+            return results
+
     async def incremental_alter_configs(
             self, resources: Sequence[tuple[int, str, Sequence[tuple[str, int, str | None]]]],
             *, validate_only: bool = False) -> list[ConfigResult]:

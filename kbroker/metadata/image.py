@@ -118,6 +118,8 @@ class MetadataImage:
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)   # broker name ("" = default) -> overrides
     features: Mapping[str, int] = field(default_factory=lambda: _EMPTY)                       # finalized feature levels
     next_producer_id: int = 0                                  # first id not yet allocated
+    # client quotas (ClientQuotaRecord): entity key -> {quota key: value}, see client_quotas
+    client_quotas: Mapping[tuple, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
     offset: int = -1                                           # last replayed metadata offset
 
     def topic(self, name: str) -> TopicImage | None:
@@ -142,6 +144,7 @@ class ImageBuilder:
         self.broker_configs = {k: dict(v) for k, v in image.broker_configs.items()}
         self.features = dict(image.features)
         self.next_producer_id = image.next_producer_id
+        self.client_quotas = image.client_quotas    # copied on the first quota record
         self.offset = image.offset
         # topics being changed: name -> (topic_id, partitions dict, configs dict)
         self._touched: dict[str, tuple[uuid.UUID, dict, dict]] = {}
@@ -262,6 +265,12 @@ class ImageBuilder:
     def _on_NoOpRecord(self, r) -> None:
         pass
 
+    def _on_ClientQuotaRecord(self, r) -> None:
+        from .client_quotas import replay as replay_quota
+        if isinstance(self.client_quotas, MappingProxyType) or self.client_quotas is _EMPTY:
+            self.client_quotas = dict(self.client_quotas)
+        replay_quota(self.client_quotas, r)
+
     def build(self) -> MetadataImage:
         topics = dict(self.topics)
         for name, (tid, parts, configs) in self._touched.items():
@@ -273,6 +282,8 @@ class ImageBuilder:
             topics_by_id=MappingProxyType(by_id),
             broker_configs=MappingProxyType({k: MappingProxyType(v) for k, v in self.broker_configs.items()}),
             features=MappingProxyType(self.features), next_producer_id=self.next_producer_id,
+            client_quotas=(self.client_quotas if isinstance(self.client_quotas, MappingProxyType)
+                           else MappingProxyType(self.client_quotas)),
             offset=self.offset)
 
 

@@ -48,6 +48,8 @@ def image_records(image: MetadataImage) -> Iterator:
                 isr=list(p.isr), removing_replicas=list(p.removing_replicas),
                 adding_replicas=list(p.adding_replicas), leader=p.leader,
                 leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch)
+    from .client_quotas import records_of
+    yield from records_of(image.client_quotas)
     if image.next_producer_id:
         yield messages.ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                          next_producer_id=image.next_producer_id)

@@ -43,6 +43,7 @@ RECORD_TYPES: dict[int, tuple[str, int]] = {
     8: ("UnfenceBrokerRecord", 0),
     9: ("RemoveTopicRecord", 0),
     12: ("FeatureLevelRecord", 0),
+    14: ("ClientQuotaRecord", 0),
     15: ("ProducerIdsRecord", 0),
     17: ("BrokerRegistrationChangeRecord", 1),
     20: ("NoOpRecord", 0),

@@ -84,6 +84,7 @@ class Connection:
         self.stream = stream
         self.listener_name = listener_name
         self.busy = False
+        self._mute_s = 0.0          # quota throttle: pause reading after the answer (KIP-219)
         self._recv_scope: trio.CancelScope | None = None
         try:
             peer = stream.socket.getpeername()
@@ -219,6 +220,11 @@ class Connection:
                     self.busy = False
                 if not keep or server.draining:
                     return
+                if self._mute_s:
+                    if pending:
+                        await send_parts_raw(self._raw, pending)
+                        pending = []
+                    await self._muted()
                 held += len(frame)
                 if pending and (self._last_api != PRODUCE or len(pending) >= _MAX_PENDING
                                 or held >= _MAX_HELD):
@@ -262,6 +268,8 @@ class Connection:
                     self.busy = False
                 if not keep or server.draining:
                     return
+                if self._mute_s:
+                    await self._muted()
 
     async def _handle(self, frame, out: list | None = None) -> bool:
         """Answer one request; False means close the connection. With ``out`` the
@@ -316,6 +324,16 @@ class Connection:
                              header.client_id, self.client_host, self.listener_name)
         try:
             response = await spec.handler(ctx, request)
+            throttle = getattr(response, "throttle_time_ms", 0) or 0
+            if api_key == PRODUCE and self.server.broker.quotas.produce.enabled:
+                # producer_byte_rate on the request's bytes (Kafka's handleProduceRequest)
+                throttle = max(throttle, self.server.broker.quotas.produce.record(
+                    getattr(ctx, "principal", None), header.client_id, len(frame)))
+                if response is not None and version >= 1:
+                    response.throttle_time_ms = throttle
+            if throttle > 0:
+                # KIP-219: answer first, then read nothing more from this client for that long
+                self._mute_s = throttle / 1000
             if response is None:
                 reason = ctx.extra.get("close_connection")
                 if reason:
@@ -331,6 +349,14 @@ class Connection:
             return False
         await self._emit(parts, out)
         return True
+
+    async def _muted(self) -> None:
+        """The channel stays muted (nothing read) for the throttle time; shutdown ends it."""
+        seconds, self._mute_s = self._mute_s, 0.0
+        with trio.CancelScope(deadline=trio.current_time() + seconds) as scope:
+            self._recv_scope = scope
+            await trio.sleep_forever()
+        self._recv_scope = None
 
     async def _emit(self, parts, out: list | None) -> None:
         if out is not None:

@@ -12,6 +12,7 @@ import pytest
 from kbroker.config import BrokerConfig
 from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
+from kbroker.quota.manager import QuotaManagers
 from kbroker.replica import ReplicaManager
 from kbroker.stats import BrokerTopicStats
 from kbroker.wire import records as rec
@@ -98,7 +99,7 @@ def broker(tmp_path, clock):
                       clock.now_ms)
     logs.load()
     b = SimpleNamespace(config=config, clock=clock, logs=logs, transactions=None,
-                        topic_stats=BrokerTopicStats())
+                        topic_stats=BrokerTopicStats(), quotas=QuotaManagers(config, clock.now_ms))
     b.replicas = ReplicaManager(b)
     yield b
     logs.shutdown()

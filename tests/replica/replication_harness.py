@@ -18,6 +18,7 @@ from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
 from kbroker.metadata.image import BrokerImage, MetadataImage, PartitionImage, TopicImage
 from kbroker.metadata.quorum_controller import AlterPartitionResult
+from kbroker.quota.manager import QuotaManagers
 from kbroker.replica import FetchSpec, ReplicaManager
 from kbroker.stats import BrokerTopicStats
 from kbroker.wire.error_codes import ErrorCode
@@ -69,7 +70,8 @@ class Node:
         self.logs.load()
         self.broker = SimpleNamespace(config=config, clock=clock, logs=self.logs, transactions=None,
                                       controller=controller, lifecycle=None,
-                                      topic_stats=BrokerTopicStats())
+                                      topic_stats=BrokerTopicStats(),
+                                      quotas=QuotaManagers(config, clock.now_ms))
         self.replicas = ReplicaManager(self.broker)
         self.broker.replicas = self.replicas
 

@@ -1,0 +1,142 @@
+"""Client quotas on both brokers (issue 15): quota configuration through Kafka's own
+`kafka-configs` (AlterClientQuotas / DescribeClientQuotas), and producers and consumers above
+their byte-rate quota slowed to it, with the throttle time reported to the client.
+
+The brokers run with `quota.window.num=2` (one full 1 s window before a rate counts), so a
+client exceeds its quota after about one second's worth of bytes instead of ten. Rates are
+checked as upper bounds over the bytes sent after that first window (a slow machine only
+lowers them), never as elapsed times.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+
+import pytest
+
+from compat_tests.cli import run_tool
+from compat_tests.helpers import create_topic
+
+QUOTA = 20_000                 # bytes per second
+QUOTA_BROKER = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
+
+
+@pytest.fixture(autouse=True)
+def _dist(kafka_dist):
+    """kafka-configs needs the Kafka jars on every target, kbroker included."""
+
+
+def configs(bootstrap, *args):
+    return run_tool("kafka-configs", ["--bootstrap-server", bootstrap, *args])
+
+
+def test_quota_configs_round_trip(bootstrap):
+    client = f"quota-{uuid.uuid4().hex[:8]}"
+    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048").check()
+    out = configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--describe")
+    out.check()
+    assert (f"Quota configs for client-id '{client}' are consumer_byte_rate=2048.0, "
+            "producer_byte_rate=1024.0") in out.stdout
+    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--delete-config", "consumer_byte_rate").check()
+    out = configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--describe")
+    assert "consumer_byte_rate" not in out.stdout and "producer_byte_rate=1024.0" in out.stdout
+    bad = configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
+                  "--add-config", "producer_byte_rate=1.5")
+    assert bad.returncode != 0
+    assert "producer_byte_rate cannot be a fractional value." in bad.stderr
+    ip = configs(bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.9", "--alter",
+                 "--add-config", "connection_creation_rate=100")
+    ip.check()
+    out = configs(bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.9", "--describe")
+    assert "connection_creation_rate=100.0" in out.stdout
+    configs(bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.9", "--alter",
+            "--delete-config", "connection_creation_rate").check()
+
+
+def _set_client_quota(bootstrap, client, key):
+    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--add-config", f"{key}={QUOTA}").check()
+    time.sleep(1.0)   # the quota reaches the broker's metadata (Kafka: its metadata listener)
+
+
+def test_confluent_producer_is_slowed_to_its_quota(broker_factory):
+    from confluent_kafka import Producer
+    broker = broker_factory(**QUOTA_BROKER)
+    bootstrap = broker.bootstrap_servers
+    topic = f"quota-p-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    client = f"qp-{uuid.uuid4().hex[:8]}"
+    _set_client_quota(bootstrap, client, "producer_byte_rate")
+    throttles: list[int] = []
+
+    def on_stats(raw):
+        for b in json.loads(raw).get("brokers", {}).values():
+            throttles.append(b.get("throttle", {}).get("max", 0))
+
+    p = Producer({"bootstrap.servers": bootstrap, "client.id": client, "linger.ms": 5,
+                  "batch.size": 2048, "statistics.interval.ms": 200, "stats_cb": on_stats,
+                  "compression.type": "none"})
+    value = b"v" * 1000
+    count = 120                                  # 120 KB: six seconds' worth of quota
+    acked = []
+    first_window_end = None
+    start = time.monotonic()
+    for i in range(count):
+        p.produce(topic, value, on_delivery=lambda e, m: acked.append(e is None))
+        p.poll(0)
+        if first_window_end is None and i * len(value) >= QUOTA:
+            first_window_end = time.monotonic()
+        # keep the producer from queueing everything before the first throttle arrives
+        while len(p) > 20:
+            p.poll(0.05)
+    assert p.flush(60) == 0
+    elapsed_after_burst = time.monotonic() - (first_window_end or start)
+    assert sum(acked) == count
+    # about QUOTA bytes/s once the first window is used up: rate as an upper bound
+    rate = (count * len(value) - QUOTA) / elapsed_after_burst
+    assert rate < QUOTA * 2.5, f"{rate:.0f} B/s with a quota of {QUOTA}"
+    assert max(throttles, default=0) > 0, "no throttle time reached the client"
+
+
+def test_kafka_python_consumer_is_slowed_to_its_quota(broker_factory, caplog):
+    from confluent_kafka import Producer
+    from kafka import KafkaConsumer, TopicPartition
+    broker = broker_factory(**QUOTA_BROKER)
+    bootstrap = broker.bootstrap_servers
+    topic = f"quota-c-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    # one record per batch: a fetch may always answer one whole batch (KIP-74), and a batch
+    # above a window's worth of quota would be throttled on every fetch, on both brokers
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": "none",
+                  "batch.num.messages": 1, "linger.ms": 0})
+    count, value = 100, b"c" * 1000
+    for _ in range(count):
+        p.produce(topic, value)
+    assert p.flush(30) == 0
+    client = f"qc-{uuid.uuid4().hex[:8]}"
+    _set_client_quota(bootstrap, client, "consumer_byte_rate")
+    caplog.set_level(logging.WARNING, logger="kafka")
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id=client,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             max_partition_fetch_bytes=4096, fetch_max_bytes=4096)
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        got = 0
+        start = time.monotonic()
+        deadline = start + 60
+        while got < count and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                got += len(records)
+        elapsed = time.monotonic() - start
+    finally:
+        consumer.close()
+    assert got == count                           # throttled, nothing lost
+    rate = (count * len(value) - QUOTA) / elapsed
+    assert rate < QUOTA * 2.5, f"{rate:.0f} B/s with a quota of {QUOTA}"
+    # kafka-python reports the broker's throttle time in its log (it has no metric for it)
+    assert any("throttled by broker" in r.getMessage() for r in caplog.records)
