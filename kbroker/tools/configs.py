@@ -46,6 +46,11 @@ def cmd_describe(args) -> int:
     res, what = resource(args)
     a = admin(args)
     try:
+        if args.topic is not None:   # DescribeConfigs' per-resource error is not surfaced by the client
+            from kafka.errors import for_code
+            code = a.describe_topics([args.topic])[0]["error_code"]
+            if code:
+                raise CommandError(f"topic {args.topic}: {for_code(code).__name__}")
         result = a.describe_configs([res], config_filter="all")
     except KafkaError as e:
         raise CommandError(f"describe configs of {what}: {e}") from None
