@@ -21,7 +21,8 @@ Operating a running cluster (from another terminal, same ``--data-dir``)::
 asks the running ``kbroker cluster`` to stop node N (SIGTERM: a controlled shutdown; SIGKILL
 with ``--kill``, a crash) and start it again with the same settings, and waits until it is
 ready. It also brings back a node that died on its own. The request is a file
-``<data dir>/node-<N>.restart`` that the runner (its pid in ``<data dir>/cluster.pid``) picks up.
+``<data dir>/node-<N>.restart`` that the runner (its pid in ``<data dir>/cluster.pid``) picks up;
+each node's pid is in ``<data dir>/node-<N>.pid``.
 
 The runner reports each node death once (``node N exited with RC``), not on every poll. The
 nodes run in their own process group, so a Ctrl-C in the terminal reaches only the runner,
@@ -170,6 +171,7 @@ class _Node:
             self.proc = subprocess.Popen(self.command, stdout=logf, stderr=subprocess.STDOUT,
                                          env=self.env, process_group=0)
         self.reported_exit = False
+        self.log_path.with_suffix(".pid").write_text(f"{self.proc.pid}\n")
 
     def is_ready(self) -> bool:
         with open(self.log_path, "rb") as f:
