@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="grace period for in-flight requests on shutdown")
     s.add_argument("--http-listen", metavar="HOST:PORT",
                    help="serve /metrics, /health and /ready here (sets kbroker.http.listen)")
+    s.add_argument("--dev", action="store_true",
+                   help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
     c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
                                        "nodes, or describe any cluster")
     c.add_argument("--nodes", type=int, default=3, help="number of nodes (voters), default 3")
