@@ -133,6 +133,7 @@ def scenario_produce_consume(bs: str, topic: str) -> None:
     assert ok("consume", topic, "-s", "2027-01-01T00:00:00Z", "-e", *b).stdout.splitlines() == []
     # -e on an empty read ends; a missing topic is one error line
     failed("consume", f"{topic}-missing", "-e", "-b", bs, "--command-config", "request_timeout_ms=5000")
+    failed("consume", f"{topic}-missing", "-g", f"g-{topic}", "-e", "-b", bs)
 
 
 def scenario_groups(bs: str, topic: str) -> None:

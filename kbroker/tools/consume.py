@@ -160,22 +160,20 @@ def cmd_consume(args) -> int:
     count = 0
     ends: dict = {}
     try:
+        deadline = time.monotonic() + 10
+        known = c.partitions_for_topic(args.topic)
+        while not known and time.monotonic() < deadline:
+            time.sleep(0.1)
+            known = c.partitions_for_topic(args.topic)
+        if not known:
+            raise CommandError(f"topic {args.topic} not found")
         if args.group and not args.partition:
             if args.offset not in (None, "beginning", "end", "stored") or args.from_timestamp:
                 raise CommandError("with --group, --offset is beginning, end or stored "
                                    "(use `kbroker groups reset-offsets` to move a group)")
             c.subscribe([args.topic])
         else:
-            partitions = args.partition
-            if partitions is None:
-                deadline = time.monotonic() + 10
-                known = c.partitions_for_topic(args.topic)
-                while not known and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                    known = c.partitions_for_topic(args.topic)
-                if not known:
-                    raise CommandError(f"topic {args.topic} not found")
-                partitions = sorted(known)
+            partitions = args.partition if args.partition is not None else sorted(known)
             tps = [TopicPartition(args.topic, p) for p in partitions]
             c.assign(tps)
             if args.group and args.offset in (None, "stored"):
