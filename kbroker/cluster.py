@@ -27,7 +27,8 @@ each node's pid is in ``<data dir>/node-<N>.pid``.
 The runner reports each node death once (``node N exited with RC``), not on every poll. The
 nodes run in their own process group, so a Ctrl-C in the terminal reaches only the runner,
 which then stops every node once, gracefully, and exits 0 (``make cluster`` ends without an
-error); a second Ctrl-C kills the nodes.
+error); a second Ctrl-C kills the nodes. A closed terminal (SIGHUP) stops them the same way,
+and a node whose runner died gets SIGTERM from the kernel (``PR_SET_PDEATHSIG``).
 """
 from __future__ import annotations
 
@@ -154,6 +155,16 @@ def cmd_restart(args) -> int:
     return 0
 
 
+def _stop_with_runner() -> None:
+    """preexec_fn: Linux sends the node SIGTERM (a graceful stop) if the runner dies, since a
+    node in its own process group no longer gets the terminal's signals."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class _Node:
     """One child ``kbroker serve`` of the runner: its command, process and log."""
 
@@ -169,7 +180,7 @@ class _Node:
             # own process group: a terminal Ctrl-C reaches the runner only, which stops the
             # nodes once and in order (a node signalled twice stops at once, uncleanly)
             self.proc = subprocess.Popen(self.command, stdout=logf, stderr=subprocess.STDOUT,
-                                         env=self.env, process_group=0)
+                                         env=self.env, process_group=0, preexec_fn=_stop_with_runner)
         self.reported_exit = False
         self.log_path.with_suffix(".pid").write_text(f"{self.proc.pid}\n")
 
@@ -229,7 +240,7 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
                 if n.proc is not None and n.proc.poll() is None:
                     n.proc.kill()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     rc = 1
     try:
         for n in members:

@@ -115,3 +115,38 @@ def test_make_cluster_restart_one_node_report_death_once_and_ctrl_c(tmp_path):
         log = (data / f"node-{i}.log").read_text(errors="replace")
         assert "shut down cleanly" in log.rsplit("kbroker ready:", 1)[1], log[-2000:]
     assert not (data / "cluster.pid").exists()
+
+
+def test_nodes_stop_when_the_runner_is_killed(tmp_path):
+    """Nodes run in their own process group (so Ctrl-C reaches only the runner); if the runner
+    itself is SIGKILLed they are not left behind: each gets SIGTERM and stops cleanly."""
+    base = free_base_port(4)
+    data = tmp_path / "data"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = open(tmp_path / "out.txt", "wb")
+    p = subprocess.Popen([sys.executable, "-m", "kbroker", "cluster", "--nodes", "2", "--base-port", str(base),
+                          "--data-dir", str(data), "--override", "controller.quorum.election.timeout.ms=500"],
+                         stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env)
+    try:
+        wait_for(lambda: "kbroker cluster ready:" in (tmp_path / "out.txt").read_text(errors="replace"),
+                 timeout=90, what="the cluster's ready line")
+        pids = [int((data / f"node-{i}.pid").read_text()) for i in (1, 2)]
+    finally:
+        p.kill()
+        p.wait()
+        out.close()
+
+    def gone(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        # a zombie (already exited, parent gone until init reaps it) counts as gone
+        try:
+            return open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    wait_for(lambda: all(gone(pid) for pid in pids), timeout=60, what="the nodes to stop")
+    for i in (1, 2):
+        assert "shut down cleanly" in (data / f"node-{i}.log").read_text(errors="replace")
