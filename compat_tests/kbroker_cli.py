@@ -90,6 +90,10 @@ def scenario_topics(bs: str, topic: str) -> None:
     ok("topics", "alter-config", topic, "--delete", "cleanup.policy", *b)
     cfg = {r["name"]: r for r in js("configs", "describe", "--topic", topic, *b)}
     assert "cleanup.policy" not in cfg and cfg["retention.ms"]["value"] == "60000"
+    ok("topics", "add-partitions", topic, "--partitions", "5", *b)
+    [described] = js("topics", "describe", topic, *b)
+    assert [p["partition"] for p in described["partitions"]] == [0, 1, 2, 3, 4]
+    assert "InvalidPartitions" in failed("topics", "add-partitions", topic, "--partitions", "2", *b).stderr
     assert "TopicAlreadyExists" in failed("topics", "create", topic, *b).stderr
     assert "already exists" in ok("topics", "create", topic, "--if-not-exists", *b).stdout
 

@@ -1,6 +1,6 @@
 """``kbroker`` client commands: daily operations against any Kafka-protocol broker, no JVM.
 
-    kbroker topics   list | create | describe | alter-config | delete
+    kbroker topics   list | create | describe | alter-config | add-partitions | delete
     kbroker produce  TOPIC              (lines from stdin; keys, headers, partition)
     kbroker consume  TOPIC              (offsets, timestamps, groups, kcat-like -f formats)
     kbroker groups   list | describe | reset-offsets | delete

@@ -5,6 +5,7 @@
                           [--if-not-exists]
     kbroker topics describe [NAME ...]
     kbroker topics alter-config NAME [--set k=v ...] [--delete k ...]
+    kbroker topics add-partitions NAME --partitions N     (N: the new total, as kafka-topics --alter)
     kbroker topics delete NAME ... [--if-exists]
 
 ``create`` waits until every partition has a leader, so a produce right after it never races
@@ -41,6 +42,11 @@ def add_parser(sub, parent) -> None:
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     s.add_argument("--delete", action="append", default=[], metavar="KEY")
     s.set_defaults(func=cmd_alter_config)
+
+    s = tsub.add_parser("add-partitions", parents=[parent], help="raise a topic's partition count")
+    s.add_argument("name")
+    s.add_argument("--partitions", "-p", type=int, required=True, metavar="N", help="the new total")
+    s.set_defaults(func=cmd_add_partitions)
 
     s = tsub.add_parser("delete", parents=[parent], help="delete topics")
     s.add_argument("names", nargs="+", metavar="NAME")
@@ -164,6 +170,23 @@ def alter(args, resource, what: str) -> None:
                     "deleted": [k for k, v in summary.items() if v is None]})
     else:
         print(f"Completed updating config for {what}.")
+
+
+def cmd_add_partitions(args) -> int:
+    a = admin(args)
+    try:
+        result = a.create_partitions({args.name: args.partitions}, raise_errors=False)
+        for r in result.results:
+            check_error(r.error_code, f"add partitions to {args.name}"
+                        + (f" ({r.error_message})" if r.error_message else ""))
+        a.wait_for_topics([args.name], timeout_ms=30000)
+    finally:
+        a.close()
+    if args.json:
+        emit(args, {"name": args.name, "partitions": args.partitions})
+    else:
+        print(f"Topic {args.name} has {args.partitions} partitions.")
+    return 0
 
 
 def cmd_delete(args) -> int:
