@@ -99,8 +99,11 @@ def build_config(args) -> "BrokerConfig":
         from kbroker.config import parse_properties
         in_file = set()
         if args.config:
-            with open(args.config, encoding="utf-8") as f:
-                in_file = set(parse_properties(f.read()))
+            try:
+                with open(args.config, encoding="utf-8") as f:
+                    in_file = set(parse_properties(f.read()))
+            except OSError:
+                pass   # BrokerConfig.load reports the file below, naming it
         for key, value in DEV_DEFAULTS.items():
             taken = {key, "log.dir"} if key == "log.dirs" else {key}
             if not taken & (set(overrides) | in_file):

@@ -59,3 +59,11 @@ def test_dev_broker_process_keeps_data_in_cwd_and_reports_the_delay(tmp_path):
         p.send_signal(signal.SIGTERM)
         p.wait(30)
         log.close()
+
+
+def test_dev_with_a_missing_config_file_is_a_configuration_error(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "kbroker", "serve", "--dev", "--config",
+                        str(tmp_path / "missing.properties"), "--port", "0"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert r.returncode == 2 and "missing.properties" in r.stderr and "Traceback" not in r.stderr
