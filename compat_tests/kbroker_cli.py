@@ -196,6 +196,10 @@ def scenario_groups(bs: str, topic: str) -> None:
         [d] = js("groups", "describe", group, *b)
         assert d["state"] == "Stable" and d["members"] == 1
         assert {r["client_id"] for r in d["offsets"]} == {"member-1"}
+        [member] = d["member_list"]
+        assert member["client_id"] == "member-1" and member["assignment"] == [f"{topic}-0", f"{topic}-1"]
+        rows = table(ok("groups", "describe", group, "--members", *b).stdout)
+        assert [(r["CLIENT-ID"], r["ASSIGNMENT"]) for r in rows] == [("member-1", f"{topic}-0,{topic}-1")]
         failed("groups", "reset-offsets", group, "--all-topics", "--to-earliest", "--execute", *b)
         failed("groups", "delete", group, *b)
     finally:

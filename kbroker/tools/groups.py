@@ -1,7 +1,8 @@
 """``kbroker groups``: list, describe with lag, reset offsets, delete (``kafka-consumer-groups.sh``).
 
     kbroker groups list
-    kbroker groups describe GROUP ...           committed offset, log end offset, lag, member
+    kbroker groups describe GROUP ... [--members]   committed offset, log end offset, lag, member
+                                                (--members: each member and its partitions)
     kbroker groups reset-offsets GROUP (--topic T[:P,P...] ... | --all-topics)
             (--to-earliest | --to-latest | --to-offset N | --to-datetime TIME | --shift-by N)
             [--execute]
@@ -29,6 +30,7 @@ def add_parser(sub, parent) -> None:
 
     s = gsub.add_parser("describe", parents=[parent], help="offsets, lag and members")
     s.add_argument("groups", nargs="+", metavar="GROUP")
+    s.add_argument("--members", action="store_true", help="list the members and their partitions")
     s.set_defaults(func=cmd_describe)
 
     s = gsub.add_parser("reset-offsets", parents=[parent], help="move committed offsets (dry run by default)")
@@ -105,8 +107,12 @@ def describe_group(a, group: str) -> dict:
                      "lag": (end - current) if current is not None and end is not None else None,
                      "consumer_id": m.get("member_id"), "host": m.get("client_host"),
                      "client_id": m.get("client_id")})
+    members = [{"group": group, "consumer_id": m.get("member_id"), "host": m.get("client_host"),
+                "client_id": m.get("client_id"),
+                "assignment": [f"{t}-{p}" for t, p in sorted(_member_partitions(m))]}
+               for m in desc.get("members", [])]
     return {"group": group, "state": desc.get("group_state"), "protocol_type": desc.get("protocol_type"),
-            "protocol": desc.get("protocol_data"), "members": len(desc.get("members", [])),
+            "protocol": desc.get("protocol_data"), "members": len(members), "member_list": members,
             "offsets": rows}
 
 
@@ -129,7 +135,10 @@ def cmd_describe(args) -> int:
             print()
         note = "" if d["members"] else f" (consumer group '{d['group']}' has no active members)"
         print(f"Group: {d['group']}  State: {d['state']}  Members: {d['members']}{note}")
-        emit(args, None, d["offsets"], DESCRIBE_COLUMNS)
+        if args.members:
+            emit(args, None, d["member_list"], ["group", "consumer_id", "host", "client_id", "assignment"])
+        else:
+            emit(args, None, d["offsets"], DESCRIBE_COLUMNS)
     return 0
 
 
