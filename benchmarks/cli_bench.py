@@ -63,7 +63,7 @@ def main(argv=None) -> int:
                     elapsed, out = timed(cmd, env)
                     times[name].append(elapsed)
                     outputs[name] = out
-            assert set(outputs["kbroker topics list"].split()) == set(outputs["kafka-topics.sh --list"].split())
+            assert set(outputs["kbroker topics list"].split()) == set(outputs["kafka-topics.sh --list"].split()), outputs
         finally:
             broker.stop()
     med = {name: statistics.median(v) for name, v in times.items()}

@@ -206,6 +206,9 @@ def scenario_groups(bs: str, topic: str) -> None:
         consumer.close()
     assert ok("groups", "delete", group, *b).stdout.strip() == f"Deleted consumer group '{group}'."
     assert group not in [g["group"] for g in js("groups", "list", *b)]
+    # the group's offsets live in an internal topic: listed as kafka-topics does, unless excluded
+    assert "__consumer_offsets" in js("topics", "list", *b)
+    assert "__consumer_offsets" not in js("topics", "list", "--exclude-internal", *b)
     failed("groups", "delete", group, *b)
 
 

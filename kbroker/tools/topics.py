@@ -1,14 +1,15 @@
 """``kbroker topics``: create, list, describe, alter-config, delete (as ``kafka-topics.sh``).
 
-    kbroker topics list [--internal]
+    kbroker topics list [--exclude-internal]
     kbroker topics create NAME [--partitions N] [--replication-factor N] [--config k=v ...]
                           [--if-not-exists]
-    kbroker topics describe [NAME ...]
+    kbroker topics describe [NAME ...] [--exclude-internal]
     kbroker topics alter-config NAME [--set k=v ...] [--delete k ...]
     kbroker topics add-partitions NAME --partitions N     (N: the new total, as kafka-topics --alter)
     kbroker topics delete NAME ... [--if-exists]
 
-``create`` waits until every partition has a leader, so a produce right after it never races
+As ``kafka-topics.sh``, listing and describing every topic includes the internal ones
+(``__consumer_offsets``, ``__transaction_state``) unless ``--exclude-internal``. ``create`` waits until every partition has a leader, so a produce right after it never races
 an auto-creation. ``--partitions``/``--replication-factor`` default to the broker's
 ``num.partitions``/``default.replication.factor`` (-1 on the wire, KIP-464).
 """
@@ -22,7 +23,7 @@ def add_parser(sub, parent) -> None:
     tsub = p.add_subparsers(dest="action", required=True)
 
     s = tsub.add_parser("list", parents=[parent], help="topic names")
-    s.add_argument("--internal", action="store_true", help="include internal topics")
+    s.add_argument("--exclude-internal", action="store_true", help="leave out internal topics")
     s.set_defaults(func=cmd_list)
 
     s = tsub.add_parser("create", parents=[parent], help="create a topic")
@@ -34,7 +35,8 @@ def add_parser(sub, parent) -> None:
     s.set_defaults(func=cmd_create)
 
     s = tsub.add_parser("describe", parents=[parent], help="partitions, leaders, replicas, ISR")
-    s.add_argument("names", nargs="*", metavar="NAME", help="default: every non-internal topic")
+    s.add_argument("names", nargs="*", metavar="NAME", help="default: every topic")
+    s.add_argument("--exclude-internal", action="store_true", help="leave out internal topics")
     s.set_defaults(func=cmd_describe)
 
     s = tsub.add_parser("alter-config", parents=[parent], help="set or delete topic configs")
@@ -57,9 +59,8 @@ def add_parser(sub, parent) -> None:
 def cmd_list(args) -> int:
     a = admin(args)
     try:
-        topics = a.describe_topics() if args.internal else None
-        names = sorted(t["name"] for t in topics) if topics is not None else sorted(
-            t["name"] for t in a.describe_topics() if not t.get("is_internal"))
+        names = sorted(t["name"] for t in a.describe_topics()
+                       if not (args.exclude_internal and t.get("is_internal")))
     finally:
         a.close()
     if args.json:
@@ -114,7 +115,7 @@ def cmd_describe(args) -> int:
     a = admin(args)
     try:
         topics = a.describe_topics(args.names or None)
-        if not args.names:
+        if args.exclude_internal:
             topics = [t for t in topics if not t.get("is_internal")]
         for t in topics:
             if t["error_code"]:
