@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml requirements-dev.txt
 	$(PY) -m pip install -q -e . -r requirements-dev.txt
 	touch $@
 
+# The local-development profile (--dev): data in ./data, group.initial.rebalance.delay.ms=0.
 run: $(STAMP)
-	$(PY) -m kbroker serve --data-dir ./data
+	$(PY) -m kbroker serve --dev
 
 # The whole suite: unit and real-client tests, then the compatibility suite against both
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
@@ -36,7 +37,7 @@ test-fast: setup kp2 kcat
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
 
 clean:
-	rm -rf $(VENV) .cache data
+	rm -rf $(VENV) .cache data data-cluster
 
 # --- compatibility suite ---
 # compat_tests/ runs the same behavioural tests against kbroker and a real Apache Kafka (jars
@@ -114,11 +115,13 @@ bench-replication: setup kafka-dist
 # --- cluster ---
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
 # (clients 19092/19094/19096, controllers 19093/19095/19097, data in ./data-cluster);
-# Ctrl-C stops them. `raft-soak`: the long seeded Raft simulation (tools/raft_soak.py).
+# Ctrl-C stops them (exit 0). From another terminal: `kbroker cluster restart 2 [--kill]`
+# restarts node 2; `kbroker cluster describe|quorum -b 127.0.0.1:19092` describe it. `raft-soak`: the long seeded Raft simulation (tools/raft_soak.py).
 .PHONY: cluster raft-soak
 
+CLUSTER_ARGS ?= --nodes 3 --base-port 19092 --data-dir ./data-cluster
 cluster: $(STAMP)
-	$(PY) -m kbroker cluster --nodes 3 --base-port 19092 --data-dir ./data-cluster
+	$(PY) -m kbroker cluster $(CLUSTER_ARGS)
 
 raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py

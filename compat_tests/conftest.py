@@ -37,6 +37,9 @@ from pathlib import Path
 
 import pytest
 
+# the kbroker CLI scenarios assert in a helper module: show the compared values on failure
+pytest.register_assert_rewrite("compat_tests.kbroker_cli")
+
 from compat_tests.kafka_runner import KafkaBrokerProcess, kafka_libs, kafka_version
 from compat_tests.ledger import FINDINGS, check_reference, read_ledger
 from compat_tests.matrix import Matrix

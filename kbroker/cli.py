@@ -1,9 +1,15 @@
-"""Command line: ``kbroker serve`` (also ``python -m kbroker serve``), ``kbroker cluster``
-(a local multi-node cluster, ``kbroker.cluster``) and ``kbroker storage`` (Kafka's
-``kafka-storage`` verbs, ``kbroker.storage``).
+"""Command line: a thin dispatcher. ``kbroker serve`` (also ``python -m kbroker serve``) runs
+the broker, ``kbroker cluster`` a local multi-node cluster (``kbroker.cluster``),
+``kbroker storage`` Kafka's ``kafka-storage`` verbs (``kbroker.storage``), and the client
+commands (``topics``, ``produce``, ``consume``, ``groups``, ``configs``,
+``cluster describe|quorum``) live in ``kbroker.tools``. Nothing heavy is imported before the
+command is known: client commands never import trio or the broker.
 
     kbroker serve [--config server.properties] [--data-dir DIR] [--listen HOST:PORT | --port N]
-                  [--override key=value ...] [--log-level INFO]
+                  [--override key=value ...] [--log-level INFO] [--dev]
+
+``--dev`` is the local-development profile: ``group.initial.rebalance.delay.ms=0`` and, unless
+a data directory is given, ``log.dirs=./data``; explicit settings (file, ``--override``) win.
 
 ``--data-dir`` sets ``log.dirs``; ``--listen``/``--port`` set ``listeners`` (one PLAINTEXT
 listener) and, unless ``advertised.listeners`` is given with ``--override``, the advertised
@@ -17,13 +23,24 @@ import argparse
 import logging
 import sys
 
-from kbroker.config import BrokerConfig, ConfigError
-
 log = logging.getLogger("kbroker")
+
+# What ``--dev`` (and ``make run``) change; explicit settings win (see README "Local development").
+DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data"}
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("kbroker")
+    except Exception:  # noqa: BLE001 - not installed (a bare checkout on PYTHONPATH)
+        return "unknown"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kbroker", description="A Kafka-protocol broker on trio.")
+    p = argparse.ArgumentParser(prog="kbroker", description="A Kafka-protocol broker on trio, "
+                                "and client commands for any Kafka-protocol broker.")
+    p.add_argument("--version", action="version", version=f"kbroker {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the broker until SIGINT/SIGTERM")
     s.add_argument("--config", "-c", metavar="FILE", help="a Kafka server.properties file")
@@ -39,7 +56,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="grace period for in-flight requests on shutdown")
     s.add_argument("--http-listen", metavar="HOST:PORT",
                    help="serve /metrics, /health and /ready here (sets kbroker.http.listen)")
-    c = sub.add_parser("cluster", help="run a local cluster of combined nodes on loopback ports")
+    s.add_argument("--dev", action="store_true",
+                   help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
+    c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
+                                       "nodes, or describe any cluster")
     c.add_argument("--nodes", type=int, default=3, help="number of nodes (voters), default 3")
     c.add_argument("--controllers", type=int, default=0, metavar="K",
                    help="K dedicated controllers (the voters) and --nodes dedicated brokers; "
@@ -53,10 +73,18 @@ def _parser() -> argparse.ArgumentParser:
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     from kbroker.storage import add_parser as add_storage_parser
     add_storage_parser(sub)
+    from kbroker import tools
+    from kbroker.cluster import add_control_subcommands
+    from kbroker.tools import cluster_info
+    csub = c.add_subparsers(dest="cluster_command", metavar="{describe,quorum,restart}")
+    cluster_info.add_subcommands(csub, tools.common_parent())
+    add_control_subcommands(csub)
+    tools.add_parsers(sub)
     return p
 
 
-def build_config(args) -> BrokerConfig:
+def build_config(args) -> "BrokerConfig":
+    from kbroker.config import BrokerConfig, ConfigError
     overrides: dict[str, str] = {}
     for item in args.override:
         key, sep, value = item.partition("=")
@@ -67,6 +95,19 @@ def build_config(args) -> BrokerConfig:
         overrides["log.dirs"] = args.data_dir
     if getattr(args, "http_listen", None):
         overrides["kbroker.http.listen"] = args.http_listen
+    if getattr(args, "dev", False):
+        from kbroker.config import parse_properties
+        in_file = set()
+        if args.config:
+            try:
+                with open(args.config, encoding="utf-8") as f:
+                    in_file = set(parse_properties(f.read()))
+            except OSError:
+                pass   # BrokerConfig.load reports the file below, naming it
+        for key, value in DEV_DEFAULTS.items():
+            taken = {key, "log.dir"} if key == "log.dirs" else {key}
+            if not taken & (set(overrides) | in_file):
+                overrides[key] = value
     listen = args.listen
     if args.port is not None:
         listen = f"127.0.0.1:{args.port}"
@@ -99,11 +140,34 @@ def _leaf(e: BaseException) -> BaseException:
     return e
 
 
+def _run_client(func, args) -> int:
+    """A client command: CommandError and client errors are one line and exit code 1."""
+    from kbroker.tools.common import CommandError
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return func(args)
+    except CommandError as e:
+        print(f"kbroker: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # noqa: BLE001 - kafka-python errors: one line, not a traceback
+        if type(e).__module__.startswith("kafka"):
+            print(f"kbroker: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "storage":
         from kbroker.storage import main as storage_main
         return storage_main(args)
+    func = getattr(args, "func", None)
+    if func is not None:
+        return _run_client(func, args)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "cluster":
@@ -123,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_cluster(args.nodes, args.base_port, args.data_dir, extra, controllers=args.controllers)
     if args.command == "serve":
+        from kbroker.config import ConfigError
         try:
             config = build_config(args)
         except ConfigError as e:

@@ -13,6 +13,22 @@ are dedicated controllers (``process.roles=controller``: the voters, with only a
 CONTROLLER listener) and the ``--nodes`` after them dedicated brokers
 (``process.roles=broker``), the layout production KRaft clusters use. ``node_overrides`` is what tests and benchmarks
 use to start the same nodes themselves.
+
+Operating a running cluster (from another terminal, same ``--data-dir``)::
+
+    kbroker cluster restart N [--kill] [--data-dir ./data-cluster]
+
+asks the running ``kbroker cluster`` to stop node N (SIGTERM: a controlled shutdown; SIGKILL
+with ``--kill``, a crash) and start it again with the same settings, and waits until it is
+ready. It also brings back a node that died on its own. The request is a file
+``<data dir>/node-<N>.restart`` that the runner (its pid in ``<data dir>/cluster.pid``) picks up;
+each node's pid is in ``<data dir>/node-<N>.pid``.
+
+The runner reports each node death once (``node N exited with RC``), not on every poll. The
+nodes run in their own process group, so a Ctrl-C in the terminal reaches only the runner,
+which then stops every node once, gracefully, and exits 0 (``make cluster`` ends without an
+error); a second Ctrl-C kills the nodes. A closed terminal (SIGHUP) stops them the same way,
+and a node whose runner died gets SIGTERM from the kernel (``PR_SET_PDEATHSIG``).
 """
 from __future__ import annotations
 
@@ -22,8 +38,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-from kbroker.config import new_cluster_id
 
 
 def ports(node_id: int, base_port: int) -> tuple[int, int]:
@@ -80,6 +94,7 @@ def cluster_id_for(data_root) -> str:
     p = root / "cluster.id"
     if p.exists():
         return p.read_text().strip()
+    from kbroker.config import new_cluster_id
     cid = new_cluster_id()
     p.write_text(cid + "\n")
     return cid
@@ -93,6 +108,101 @@ def cluster_layout(nodes: int, controllers: int = 0) -> dict[int, str]:
     out = {i: "controller" for i in range(1, controllers + 1)}
     out.update({i: "broker" for i in range(controllers + 1, controllers + nodes + 1)})
     return out
+
+
+RESTART_SUFFIX = ".restart"
+
+
+def add_control_subcommands(csub) -> None:
+    """``kbroker cluster restart``: registered by ``kbroker.cli`` beside describe/quorum."""
+    s = csub.add_parser("restart", help="restart one node of a running `kbroker cluster`")
+    s.add_argument("node", type=int, help="node id (1-based)")
+    s.add_argument("--data-dir", default="./data-cluster", metavar="DIR",
+                   help="the running cluster's --data-dir (default ./data-cluster)")
+    s.add_argument("--kill", action="store_true", help="SIGKILL the node (a crash) instead of SIGTERM")
+    s.add_argument("--timeout", type=float, default=90.0, metavar="SECONDS",
+                   help="how long to wait for the node to be ready again")
+    s.set_defaults(func=cmd_restart)
+
+
+def _runner_alive(root: Path) -> bool:
+    try:
+        pid = int((root / "cluster.pid").read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def cmd_restart(args) -> int:
+    from kbroker.tools.common import CommandError
+    root = Path(args.data_dir).resolve()
+    if not _runner_alive(root):
+        raise CommandError(f"no running `kbroker cluster` with data dir {root} "
+                           f"(no live pid in {root / 'cluster.pid'})")
+    if not (root / f"node-{args.node}").is_dir():
+        raise CommandError(f"node {args.node} is not part of the cluster in {root}")
+    request = root / f"node-{args.node}{RESTART_SUFFIX}"
+    request.write_text("kill\n" if args.kill else "term\n")
+    deadline = time.monotonic() + args.timeout
+    while request.exists():
+        if time.monotonic() > deadline or not _runner_alive(root):
+            request.unlink(missing_ok=True)
+            raise CommandError(f"node {args.node} was not ready again within {args.timeout:g} s; "
+                               f"see {root / f'node-{args.node}.log'}")
+        time.sleep(0.1)
+    print(f"node {args.node} restarted and ready")
+    return 0
+
+
+def _stop_with_runner() -> None:
+    """preexec_fn: Linux sends the node SIGTERM (a graceful stop) if the runner dies, since a
+    node in its own process group no longer gets the terminal's signals."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class _Node:
+    """One child ``kbroker serve`` of the runner: its command, process and log."""
+
+    def __init__(self, node_id: int, command: list[str], log_path: Path, env: dict):
+        self.id, self.command, self.log_path, self.env = node_id, command, log_path, env
+        self.proc: subprocess.Popen | None = None
+        self.log_mark = 0            # log size at the last start: readiness is looked for after it
+        self.reported_exit = False   # its death has been reported (once)
+
+    def start(self) -> None:
+        self.log_mark = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as logf:
+            # own process group: a terminal Ctrl-C reaches the runner only, which stops the
+            # nodes once and in order (a node signalled twice stops at once, uncleanly)
+            self.proc = subprocess.Popen(self.command, stdout=logf, stderr=subprocess.STDOUT,
+                                         env=self.env, process_group=0, preexec_fn=_stop_with_runner)
+        self.reported_exit = False
+        self.log_path.with_suffix(".pid").write_text(f"{self.proc.pid}\n")
+
+    def is_ready(self) -> bool:
+        with open(self.log_path, "rb") as f:
+            f.seek(self.log_mark)
+            return b"kbroker ready:" in f.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 15.0) -> None:
+        p = self.proc
+        if p is None or p.poll() is not None:
+            return
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def _clean_exit(rc: int | None) -> bool:
+    return rc in (0, -signal.SIGTERM, -signal.SIGINT, 130)
 
 
 def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
@@ -109,57 +219,113 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
              "transaction.state.log.replication.factor": str(min(3, brokers)),
              "transaction.state.log.min.isr": str(min(2, brokers)),
              **(extra or {})}
-    procs: list[tuple[int, subprocess.Popen, Path]] = []
     env = dict(os.environ)
     repo = Path(__file__).resolve().parents[1]
     env["PYTHONPATH"] = str(repo) + os.pathsep + env.get("PYTHONPATH", "")
+    members: list[_Node] = []
     for i in range(1, total + 1):
-        log_path = root / f"node-{i}.log"
-        with open(log_path, "ab") as logf:
-            p = subprocess.Popen(serve_command(node_overrides(i, nodes=total, base_port=base_port,
-                                                              data_root=root, cluster_id=cid, extra=extra,
-                                                              roles=layout[i], voters=voters)),
-                                 stdout=logf, stderr=subprocess.STDOUT, env=env)
-        procs.append((i, p, log_path))
-    stop = False
+        cmd = serve_command(node_overrides(i, nodes=total, base_port=base_port, data_root=root,
+                                           cluster_id=cid, extra=extra, roles=layout[i], voters=voters))
+        members.append(_Node(i, cmd, root / f"node-{i}.log", env))
+    for stale in root.glob(f"node-*{RESTART_SUFFIX}"):
+        stale.unlink()
+    (root / "cluster.pid").write_text(f"{os.getpid()}\n")
+    signals = 0
 
     def on_signal(signum, frame):
-        nonlocal stop
-        stop = True
+        nonlocal signals
+        signals += 1
+        if signals > 1:   # a second Ctrl-C: no more grace
+            for n in members:
+                if n.proc is not None and n.proc.poll() is None:
+                    n.proc.kill()
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    rc = 1
+    try:
+        for n in members:
+            n.start()
+        rc = _supervise(members, root, cid, layout, voters, total, base_port, start_timeout,
+                        lambda: signals > 0)
+    finally:
+        rc = _stop_all(members) or rc
+        (root / "cluster.pid").unlink(missing_ok=True)
+        for s, h in old.items():
+            signal.signal(s, h)
+    return rc
+
+
+def _stop_all(members: list[_Node]) -> int:
+    """SIGTERM every running node at once, then wait for each; 1 if one stopped uncleanly."""
+    running = [n for n in members if n.proc is not None and n.proc.poll() is None]
+    for n in running:
+        n.proc.send_signal(signal.SIGTERM)
+    rc = 0
+    for n in running:
+        n.stop()
+        if not _clean_exit(n.proc.returncode):
+            print(f"kbroker cluster: node {n.id} stopped with {n.proc.returncode}; see {n.log_path}",
+                  file=sys.stderr, flush=True)
+            rc = 1
+    return rc
+
+
+def _report_deaths(members: list[_Node]) -> bool:
+    """Print one line per node that exited since the last call; True if any did."""
+    died = False
+    for n in members:
+        if n.proc is not None and n.proc.poll() is not None and not n.reported_exit:
+            n.reported_exit = True
+            died = True
+            print(f"kbroker cluster: node {n.id} exited with {n.proc.returncode}; see {n.log_path} "
+                  f"(`kbroker cluster restart {n.id}` starts it again)", file=sys.stderr, flush=True)
+    return died
+
+
+def _supervise(members, root, cid, layout, voters, total, base_port, start_timeout, stopping) -> int:
     deadline = time.monotonic() + start_timeout
     ready: set[int] = set()
-    while not stop and len(ready) < total and time.monotonic() < deadline:
-        for i, p, log_path in procs:
-            if i not in ready and "kbroker ready:" in log_path.read_text(errors="replace"):
-                ready.add(i)
-            if p.poll() is not None:
-                print(f"kbroker cluster: node {i} exited with {p.returncode}; see {log_path}", file=sys.stderr)
-                stop = True
+    while not stopping() and len(ready) < total and time.monotonic() < deadline:
+        for n in members:
+            if n.id not in ready and n.is_ready():
+                ready.add(n.id)
+        if _report_deaths(members):
+            return 1
         time.sleep(0.05)
-    if len(ready) == total:
-        boot = ",".join(f"127.0.0.1:{ports(i, base_port)[0]}" for i, r in layout.items() if "broker" in r)
-        print(f"kbroker cluster ready: {total} nodes, cluster {cid}, bootstrap {boot} "
-              f"(controllers {voters_string(total, base_port, voters=voters)}); logs in {root}", flush=True)
-    elif not stop:
+    if stopping():
+        return 0
+    if len(ready) < total:
         print("kbroker cluster: nodes did not become ready in time", file=sys.stderr)
-        stop = True
-    while not stop:
-        time.sleep(0.2)
-        for i, p, log_path in procs:
-            if p.poll() is not None:
-                print(f"kbroker cluster: node {i} exited with {p.returncode}", file=sys.stderr)
-    for _, p, _ in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    rc = 0
-    for i, p, _ in procs:
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        rc = rc or (p.returncode if p.returncode not in (0, -signal.SIGTERM) else 0)
-    return rc
+        return 1
+    boot = ",".join(f"127.0.0.1:{ports(i, base_port)[0]}" for i, r in layout.items() if "broker" in r)
+    print(f"kbroker cluster ready: {total} nodes, cluster {cid}, bootstrap {boot} "
+          f"(controllers {voters_string(total, base_port, voters=voters)}); logs in {root}", flush=True)
+    by_id = {n.id: n for n in members}
+    while not stopping():
+        time.sleep(0.1)
+        _report_deaths(members)
+        for request in root.glob(f"node-*{RESTART_SUFFIX}"):
+            try:
+                node_id = int(request.name[len("node-"):-len(RESTART_SUFFIX)])
+                how = request.read_text().strip()
+            except (ValueError, OSError):
+                continue
+            n = by_id.get(node_id)
+            if n is None:
+                request.unlink(missing_ok=True)
+                continue
+            _restart(n, how, stopping)
+            request.unlink(missing_ok=True)
+    return 0
+
+
+def _restart(n: _Node, how: str, stopping) -> None:
+    print(f"kbroker cluster: restarting node {n.id} ({'SIGKILL' if how == 'kill' else 'SIGTERM'})",
+          file=sys.stderr, flush=True)
+    n.stop(signal.SIGKILL if how == "kill" else signal.SIGTERM)
+    n.start()
+    deadline = time.monotonic() + 90
+    while not stopping() and time.monotonic() < deadline and n.proc.poll() is None and not n.is_ready():
+        time.sleep(0.05)
+    if n.is_ready():
+        print(f"kbroker cluster: node {n.id} ready again", file=sys.stderr, flush=True)

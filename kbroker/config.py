@@ -110,7 +110,9 @@ _DEFS: list[ConfigDef] = [
     _d("broker.rack", "string", None),
     # storage
     _d("log.dirs", "list", None),
-    _d("log.dir", "string", "/tmp/kafka-logs"),
+    # not Kafka's /tmp/kafka-logs: a kbroker started without a data dir must not share a real
+    # Kafka's data on the same machine (README "Local development")
+    _d("log.dir", "string", "/tmp/kbroker-logs"),
     _d("metadata.log.dir", "string", None),
     _d("num.partitions", "int", 1, _at_least(1)),
     _d("default.replication.factor", "int", 1, _at_least(1)),

@@ -11,7 +11,7 @@ def test_defaults():
     assert c.get("offsets.topic.replication.factor") == 1 and c.get("offsets.topic.num.partitions") == 50
     assert c.get("group.initial.rebalance.delay.ms") == 3000
     assert [str(l) for l in c.listeners] == ["PLAINTEXT://127.0.0.1:9092"]
-    assert c.log_dirs == ["/tmp/kafka-logs"]
+    assert c.log_dirs == ["/tmp/kbroker-logs"]   # kbroker's own, not Kafka's /tmp/kafka-logs
 
 
 def test_stock_kafka_server_properties_is_accepted(tmp_path):

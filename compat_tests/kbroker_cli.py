@@ -1,0 +1,248 @@
+"""Scenarios for the ``kbroker`` client commands (``kbroker/tools``), run against any broker.
+
+Each scenario takes a bootstrap address and a fresh topic name and drives the real command
+line (``python -m kbroker ...`` in a subprocess, as a user would). ``tests/tools`` runs them
+against kbroker; ``compat_tests/test_kbroker_cli.py`` against kbroker and Apache Kafka, so the
+commands are shown to work on both.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def kb(*args, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "kbroker", *args], input=input, capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=REPO_ROOT)
+
+
+def ok(*args, input: str | None = None) -> subprocess.CompletedProcess:
+    r = kb(*args, input=input)
+    assert r.returncode == 0, f"kbroker {' '.join(args)} exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+    assert "Traceback" not in r.stderr, r.stderr
+    return r
+
+
+def failed(*args) -> subprocess.CompletedProcess:
+    """A command that must fail with one line (exit 1, no traceback)."""
+    r = kb(*args)
+    assert r.returncode == 1, f"kbroker {' '.join(args)} exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+    assert "Traceback" not in r.stderr and r.stderr.startswith("kbroker: "), r.stderr
+    return r
+
+
+def js(*args, input: str | None = None):
+    return json.loads(ok(*args, "--json", input=input).stdout)
+
+
+def json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """The rows of the first whitespace-aligned table in ``text`` (header row in capitals)."""
+    rows, header = [], None
+    for line in text.splitlines():
+        cells = line.split()
+        if header is None:
+            if cells and all(c.isupper() or "-" in c for c in cells) and len(cells) > 1:
+                header = cells
+            continue
+        if not cells:
+            break
+        rows.append(dict(zip(header, cells)))
+    return rows
+
+
+# --- scenarios -------------------------------------------------------------------------------
+
+def scenario_version() -> None:
+    r = ok("--version")
+    assert r.stdout.startswith("kbroker "), r.stdout
+
+
+def scenario_topics(bs: str, topic: str) -> None:
+    b = ("-b", bs)
+    assert ok("topics", "create", topic, "--partitions", "3", "--replication-factor", "1",
+              "--config", "retention.ms=3600000", *b).stdout.strip() == f"Created topic {topic}."
+    assert topic in ok("topics", "list", *b).stdout.split()
+    assert topic in js("topics", "list", *b)
+    [described] = js("topics", "describe", topic, *b)
+    assert described["name"] == topic
+    assert [p["partition"] for p in described["partitions"]] == [0, 1, 2]
+    assert all(p["leader"] >= 0 and p["isr"] == p["replicas"] for p in described["partitions"])
+    assert described["configs"]["retention.ms"] == "3600000"
+    text = ok("topics", "describe", topic, *b).stdout
+    assert f"Topic: {topic}" in text and "PartitionCount: 3" in text
+    assert [r["PARTITION"] for r in table(text)] == ["0", "1", "2"]
+
+    ok("topics", "alter-config", topic, "--set", "retention.ms=60000", "--set", "cleanup.policy=compact", *b)
+    cfg = {r["name"]: r for r in js("configs", "describe", "--topic", topic, *b)}
+    assert cfg["retention.ms"]["value"] == "60000" and cfg["cleanup.policy"]["value"] == "compact"
+    assert cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    ok("topics", "alter-config", topic, "--delete", "cleanup.policy", *b)
+    cfg = {r["name"]: r for r in js("configs", "describe", "--topic", topic, *b)}
+    assert "cleanup.policy" not in cfg and cfg["retention.ms"]["value"] == "60000"
+    ok("topics", "add-partitions", topic, "--partitions", "5", *b)
+    [described] = js("topics", "describe", topic, *b)
+    assert [p["partition"] for p in described["partitions"]] == [0, 1, 2, 3, 4]
+    assert "InvalidPartitions" in failed("topics", "add-partitions", topic, "--partitions", "2", *b).stderr
+    assert "TopicAlreadyExists" in failed("topics", "create", topic, *b).stderr
+    assert "already exists" in ok("topics", "create", topic, "--if-not-exists", *b).stdout
+
+    assert ok("topics", "delete", topic, *b).stdout.strip() == f"Deleted topic {topic}."
+    deadline = time.monotonic() + 30
+    while topic in js("topics", "list", *b):
+        assert time.monotonic() < deadline, "topic still listed after delete"
+        time.sleep(0.2)
+    failed("topics", "delete", topic, *b)
+    ok("topics", "delete", topic, "--if-exists", *b)
+
+
+def scenario_produce_consume(bs: str, topic: str) -> None:
+    b = ("-b", bs)
+    ok("topics", "create", topic, "--partitions", "2", *b)
+    produced = json_lines(ok("produce", topic, "-K", ":", "-p", "0", "-H", "app=cli", "-H", "n=1",
+                             "--timestamp", "1700000000000", "--json", *b,
+                             input="k1:v1\nk2:v2:with:colons\nno-key\n").stdout)
+    assert [(r["partition"], r["offset"]) for r in produced] == [(0, 0), (0, 1), (0, 2)]
+    ok("produce", topic, "-p", "1", "--timestamp", "1750000000000", "--value", "late", *b)
+
+    out = ok("consume", topic, "-p", "0", "-o", "beginning", "-e",
+             "-f", "%t|%p|%o|%k|%v|%h|%T|%K|%S\\n", *b).stdout
+    assert out.splitlines() == [
+        f"{topic}|0|0|k1|v1|app=cli,n=1|1700000000000|2|2",
+        f"{topic}|0|1|k2|v2:with:colons|app=cli,n=1|1700000000000|2|14",
+        f"{topic}|0|2||no-key|app=cli,n=1|1700000000000|-1|6",
+    ]
+    records = json_lines(ok("consume", topic, "-o", "beginning", "-e", "--json", *b).stdout)
+    assert sorted((r["partition"], r["offset"], r["key"], r["value"]) for r in records) == [
+        (0, 0, "k1", "v1"), (0, 1, "k2", "v2:with:colons"), (0, 2, None, "no-key"), (1, 0, None, "late")]
+    assert records[0]["headers"] == {"app": "cli", "n": "1"}
+    # key separator output, an absolute and a relative-to-end offset, a count
+    assert ok("consume", topic, "-p", "0", "-o", "1", "-e", "-K", "=", *b).stdout.splitlines() == [
+        "k2=v2:with:colons", "=no-key"]
+    assert ok("consume", topic, "-p", "0", "-o", "-1", "-e", *b).stdout.splitlines() == ["no-key"]
+    assert ok("consume", topic, "-p", "0", "-o", "beginning", "-c", "2", *b).stdout.splitlines() == [
+        "v1", "v2:with:colons"]
+    # by timestamp (ListOffsets by time): only the later record
+    assert ok("consume", topic, "-s", "1720000000000", "-e", *b).stdout.splitlines() == ["late"]
+    assert ok("consume", topic, "-s", "2027-01-01T00:00:00Z", "-e", *b).stdout.splitlines() == []
+    # -e on an empty read ends; a missing topic is one error line
+    failed("consume", f"{topic}-missing", "-e", "-b", bs, "--command-config", "request_timeout_ms=5000")
+    failed("consume", f"{topic}-missing", "-g", f"g-{topic}", "-e", "-b", bs)
+
+
+def scenario_groups(bs: str, topic: str) -> None:
+    from kafka import KafkaConsumer
+    b = ("-b", bs)
+    group = f"g-{topic}"
+    ok("topics", "create", topic, "--partitions", "2", *b)
+    ok("produce", topic, "-p", "0", "--timestamp", "1700000000000", *b, input="a\nb\nc\n")
+    ok("produce", topic, "-p", "1", "--timestamp", "1750000000000", *b, input="d\n")
+    got = ok("consume", topic, "-g", group, "-o", "beginning", "-e", *b).stdout.splitlines()
+    assert sorted(got) == ["a", "b", "c", "d"]
+
+    assert group in [g["group"] for g in js("groups", "list", *b)]
+    [d] = js("groups", "describe", group, *b)
+    assert d["state"] == "Empty" and d["members"] == 0
+    assert [(r["partition"], r["current_offset"], r["log_end_offset"], r["lag"]) for r in d["offsets"]] == [
+        (0, 3, 3, 0), (1, 1, 1, 0)]
+    ok("produce", topic, "-p", "1", "--timestamp", "1750000000001", "--value", "e", *b)
+    rows = table(ok("groups", "describe", group, *b).stdout)
+    assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["LAG"]) for r in rows] == [
+        ("0", "3", "3", "0"), ("1", "1", "2", "1")]
+
+    def committed():
+        [d] = js("groups", "describe", group, *b)
+        return [r["current_offset"] for r in d["offsets"]]
+
+    plan = js("groups", "reset-offsets", group, "--all-topics", "--to-earliest", *b)
+    assert plan["executed"] is False and [r["new_offset"] for r in plan["offsets"]] == [0, 0]
+    assert committed() == [3, 1]            # dry run: nothing changed
+    text = ok("groups", "reset-offsets", group, "--topic", topic, "--to-earliest", *b).stdout
+    assert "Dry run" in text and [r["NEW-OFFSET"] for r in table(text)] == ["0", "0"]
+    ok("groups", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute", *b)
+    assert committed() == [0, 0]
+    ok("groups", "reset-offsets", group, "--topic", topic, "--shift-by", "2", "--execute", *b)
+    assert committed() == [2, 2]
+    ok("groups", "reset-offsets", group, "--topic", f"{topic}:0", "--shift-by", "-5", "--execute", *b)
+    assert committed() == [0, 2]            # clamped to the log start
+    ok("groups", "reset-offsets", group, "--topic", f"{topic}:1", "--to-offset", "1", "--execute", *b)
+    assert committed() == [0, 1]
+    ok("groups", "reset-offsets", group, "--all-topics", "--to-datetime", "2025-01-01T00:00:00", "--execute", *b)
+    assert committed() == [3, 0]            # partition 0's records are older: its end
+    ok("groups", "reset-offsets", group, "--all-topics", "--to-latest", "--execute", *b)
+    assert committed() == [3, 2]
+    # the group resumes where the reset put it
+    ok("groups", "reset-offsets", group, "--topic", f"{topic}:1", "--to-offset", "1", "--execute", *b)
+    assert ok("consume", topic, "-g", group, "-e", *b).stdout.splitlines() == ["e"]
+
+    # an active member: described with its id; a reset is refused while it is there
+    consumer = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, client_id="member-1",
+                             enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 60
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "consumer got no assignment"
+            consumer.poll(timeout_ms=200)
+        [d] = js("groups", "describe", group, *b)
+        assert d["state"] == "Stable" and d["members"] == 1
+        assert {r["client_id"] for r in d["offsets"]} == {"member-1"}
+        [member] = d["member_list"]
+        assert member["client_id"] == "member-1" and member["assignment"] == [f"{topic}-0", f"{topic}-1"]
+        rows = table(ok("groups", "describe", group, "--members", *b).stdout)
+        assert [(r["CLIENT-ID"], r["ASSIGNMENT"]) for r in rows] == [("member-1", f"{topic}-0,{topic}-1")]
+        failed("groups", "reset-offsets", group, "--all-topics", "--to-earliest", "--execute", *b)
+        failed("groups", "delete", group, *b)
+    finally:
+        consumer.close()
+    assert ok("groups", "delete", group, *b).stdout.strip() == f"Deleted consumer group '{group}'."
+    assert group not in [g["group"] for g in js("groups", "list", *b)]
+    # the group's offsets live in an internal topic: listed as kafka-topics does, unless excluded
+    assert "__consumer_offsets" in js("topics", "list", *b)
+    assert "__consumer_offsets" not in js("topics", "list", "--exclude-internal", *b)
+    failed("groups", "delete", group, *b)
+
+
+def scenario_configs(bs: str) -> None:
+    b = ("-b", bs)
+    broker_id = js("cluster", "describe", *b)["brokers"][0]["id"]
+    listed = {r["name"]: r for r in js("configs", "describe", "--broker", str(broker_id), "--all", *b)}
+    assert "message.max.bytes" in listed and "log.retention.hours" in listed
+    ok("configs", "alter", "--broker", str(broker_id), "--set", "message.max.bytes=2000000", *b)
+    try:
+        changed = {r["name"]: r for r in js("configs", "describe", "--broker", str(broker_id), *b)}
+        assert changed["message.max.bytes"]["value"] == "2000000"
+        assert changed["message.max.bytes"]["source"] == "DYNAMIC_BROKER_CONFIG"
+        rows = table(ok("configs", "describe", "--broker", str(broker_id), *b).stdout)
+        assert {"NAME": "message.max.bytes", "VALUE": "2000000", "SOURCE": "DYNAMIC_BROKER_CONFIG"} in rows
+    finally:
+        ok("configs", "alter", "--broker", str(broker_id), "--delete", "message.max.bytes", *b)
+    after = {r["name"]: r for r in js("configs", "describe", "--broker", str(broker_id), "--all", *b)}
+    assert after["message.max.bytes"]["value"] == "1048588"
+    assert "UnknownTopicOrPartition" in failed("configs", "describe", "--topic", "no-such-topic-cfg", *b).stderr
+
+
+def scenario_cluster(bs: str) -> None:
+    b = ("-b", bs)
+    info = js("cluster", "describe", *b)
+    assert info["cluster_id"] and info["controller_id"] is not None
+    port = int(bs.rsplit(":", 1)[1])
+    assert port in [br["port"] for br in info["brokers"]]
+    text = ok("cluster", "describe", *b).stdout
+    assert f"Cluster id: {info['cluster_id']}" in text
+    q = js("cluster", "quorum", *b)
+    assert q["leader_id"] in q["voters"] and q["high_watermark"] > 0 and q["leader_epoch"] >= 0
+    leader = [r for r in q["replicas"] if r["role"] == "leader"]
+    assert [r["node"] for r in leader] == [q["leader_id"]]
+    assert "LeaderId:" in ok("cluster", "quorum", *b).stdout
+    # no broker there: one line, exit 1
+    failed("topics", "list", "-b", "127.0.0.1:1", "--command-config", "request_timeout_ms=3000")

@@ -1,0 +1,37 @@
+"""``kbroker`` client commands: daily operations against any Kafka-protocol broker, no JVM.
+
+    kbroker topics   list | create | describe | alter-config | add-partitions | delete
+    kbroker produce  TOPIC              (lines from stdin; keys, headers, partition)
+    kbroker consume  TOPIC              (offsets, timestamps, groups, kcat-like -f formats)
+    kbroker groups   list | describe | reset-offsets | delete
+    kbroker configs  describe | alter   (topics, brokers, the broker default)
+    kbroker cluster  describe | quorum  (DescribeCluster/Metadata, DescribeQuorum)
+
+Every command is a client of the wire protocol through kafka-python's admin client, producer
+and consumer (a maintained library; kbroker never hand-writes a second client), so it works
+against kbroker and Apache Kafka alike. Rules:
+
+* Start-up is fast: this package and its command modules import nothing heavy at module level
+  (no trio, no broker, no kafka-python); a command imports kafka-python when it runs.
+* Output is a readable table by default and JSON with ``--json``; errors are one line on
+  stderr (``kbroker: ...``) and exit code 1; usage errors exit 2 (argparse).
+* Names and defaults follow Kafka's tools (``kafka-topics``, ``kafka-consumer-groups``,
+  ``kafka-configs``, ``kafka-metadata-quorum``): reset-offsets is a dry run unless
+  ``--execute``.
+
+Each module exposes ``add_parser(subparsers, common)``; ``kbroker.cli`` registers them and
+calls the ``func`` stored on the parsed namespace.
+"""
+from __future__ import annotations
+
+from kbroker.tools import configs, consume, groups, produce, topics
+from kbroker.tools.common import common_parent
+
+COMMANDS = (topics, produce, consume, groups, configs)
+
+
+def add_parsers(sub) -> None:
+    """Register every client command on ``sub`` (the top-level subparsers)."""
+    parent = common_parent()
+    for module in COMMANDS:
+        module.add_parser(sub, parent)

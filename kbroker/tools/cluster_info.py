@@ -1,0 +1,71 @@
+"""``kbroker cluster describe`` and ``kbroker cluster quorum`` (the client side of
+``kbroker cluster``; ``kafka-cluster.sh cluster-id`` and ``kafka-metadata-quorum.sh``).
+
+    kbroker cluster describe      cluster id, active controller, brokers (DescribeCluster/Metadata)
+    kbroker cluster quorum        KRaft leader, epoch, high watermark, voters and observers with
+                                  their log end offsets and lag (DescribeQuorum, KIP-595/KIP-853)
+"""
+from __future__ import annotations
+
+from kbroker.tools.common import CommandError, admin, emit
+
+
+def add_subcommands(csub, parent) -> None:
+    s = csub.add_parser("describe", parents=[parent], help="cluster id, controller and brokers")
+    s.set_defaults(func=cmd_describe)
+    s = csub.add_parser("quorum", parents=[parent], help="metadata quorum status (DescribeQuorum)")
+    s.set_defaults(func=cmd_quorum)
+
+
+def cmd_describe(args) -> int:
+    a = admin(args)
+    try:
+        info = a.describe_cluster()
+    finally:
+        a.close()
+    brokers = sorted(({"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
+                      for b in info["brokers"]), key=lambda b: b["id"])
+    data = {"cluster_id": info.get("cluster_id"), "controller_id": info.get("controller_id"),
+            "brokers": brokers}
+    if args.json:
+        emit(args, data)
+        return 0
+    print(f"Cluster id: {data['cluster_id']}")
+    print(f"Controller: {data['controller_id']}")
+    print()
+    emit(args, None, brokers, ["id", "host", "port", "rack"])
+    return 0
+
+
+def cmd_quorum(args) -> int:
+    from kafka.errors import KafkaError
+    a = admin(args)
+    try:
+        q = a.describe_metadata_quorum()
+    except KafkaError as e:
+        raise CommandError(f"describe quorum: {e}") from None
+    finally:
+        a.close()
+    part = q["topics"][0]["partitions"][0]
+    if part.get("error"):
+        raise CommandError(f"describe quorum: {part['error']}")
+    hw = part["high_watermark"]
+    replicas = []
+    for kind, key in (("voter", "current_voters"), ("observer", "observers")):
+        for r in part.get(key, []):
+            replicas.append({"node": r["replica_id"], "role": "leader" if r["replica_id"] == part["leader_id"]
+                             and kind == "voter" else kind,
+                             "log_end_offset": r["log_end_offset"], "lag": max(0, hw - r["log_end_offset"]),
+                             "last_fetch_timestamp": r.get("last_fetch_timestamp"),
+                             "last_caught_up_timestamp": r.get("last_caught_up_timestamp")})
+    data = {"leader_id": part["leader_id"], "leader_epoch": part["leader_epoch"], "high_watermark": hw,
+            "voters": [r["replica_id"] for r in part.get("current_voters", [])],
+            "observers": [r["replica_id"] for r in part.get("observers", [])], "replicas": replicas}
+    if args.json:
+        emit(args, data)
+        return 0
+    print(f"LeaderId: {data['leader_id']}  LeaderEpoch: {data['leader_epoch']}  HighWatermark: {hw}  "
+          f"CurrentVoters: {data['voters']}  CurrentObservers: {data['observers']}")
+    print()
+    emit(args, None, replicas, ["node", "role", "log_end_offset", "lag"])
+    return 0

@@ -1,0 +1,70 @@
+"""The ``kbroker`` client commands against a real kbroker (one broker for the module); the same
+scenarios run against Apache Kafka in ``compat_tests/test_kbroker_cli.py``."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from compat_tests import kbroker_cli as s
+from tests.support.broker_proc import BrokerProcess
+
+
+@pytest.fixture(scope="module")
+def bs(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("cli") / "data",
+                         overrides={"group.initial.rebalance.delay.ms": "0"})
+    proc.start()
+    try:
+        yield proc.bootstrap
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def topic(request):
+    return f"{request.node.name.removeprefix('test_')}-{uuid.uuid4().hex[:8]}"
+
+
+def test_version():
+    s.scenario_version()
+
+
+def test_topics(bs, topic):
+    s.scenario_topics(bs, topic)
+
+
+def test_produce_consume(bs, topic):
+    s.scenario_produce_consume(bs, topic)
+
+
+def test_groups(bs, topic):
+    s.scenario_groups(bs, topic)
+
+
+def test_configs(bs):
+    s.scenario_configs(bs)
+
+
+def test_cluster(bs):
+    s.scenario_cluster(bs)
+
+
+def test_client_commands_import_neither_trio_nor_the_broker(bs):
+    """Start-up stays fast: parsing imports no client library, a client command imports
+    kafka-python but never trio or the broker's modules."""
+    import subprocess
+    import sys
+    code = (
+        "import sys\n"
+        "from kbroker.cli import _parser, main\n"
+        "_parser().parse_args(['topics', 'list'])\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('trio', 'kafka')], 'parser imports'\n"
+        f"assert main(['topics', 'list', '-b', {bs!r}]) == 0\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] == 'trio' or m.startswith(('kbroker.server',"
+        " 'kbroker.broker', 'kbroker.log', 'kbroker.raft', 'kbroker.wire'))]\n"
+        "assert not heavy, heavy\n"
+        "assert 'kafka' in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       cwd=s.REPO_ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
