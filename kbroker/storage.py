@@ -32,8 +32,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kbroker.config import BrokerConfig, ConfigError, check_cluster_id, parse_properties
+if TYPE_CHECKING:   # the CLI builds this parser for every command: keep its import cheap
+    from kbroker.config import BrokerConfig
+
 
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 META_PROPERTIES = "meta.properties"
@@ -226,6 +229,7 @@ def directories(config: BrokerConfig) -> tuple[list[Path], Path]:
 
 def format_storage(config: BrokerConfig, cluster_id: str, features: dict[str, int], *,
                    ignore_formatted: bool = False, out=sys.stdout) -> int:
+    from kbroker.config import check_cluster_id
     check_cluster_id(cluster_id)
     dirs, meta = directories(config)
     todo = []
@@ -257,6 +261,7 @@ def format_storage(config: BrokerConfig, cluster_id: str, features: dict[str, in
 
 
 def info(config: BrokerConfig, out=sys.stdout) -> int:
+    from kbroker.config import parse_properties
     dirs, _ = directories(config)
     found, problems, metas = [], [], {}
     for d in dirs:
@@ -313,6 +318,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
+    from kbroker.config import BrokerConfig, ConfigError
     try:
         if args.verb == "random-uuid":
             print(new_uuid())
