@@ -105,13 +105,8 @@ class GroupCoordinator:
         """Answer every parked request with NOT_COORDINATOR (the client looks for the
         coordinator again) and stop the timer task. Synchronous: Broker.shutdown is."""
         self._closed = True
-        from .manager import JoinResponse, SyncResponse
-        for g in self.manager.groups.values():
-            for m in g.members.values():
-                if m.awaiting_join is not None:
-                    m.awaiting_join.set(JoinResponse(error=E.NOT_COORDINATOR, member_id=m.member_id))
-                if m.awaiting_sync is not None:
-                    m.awaiting_sync.set(SyncResponse(error=E.NOT_COORDINATOR))
+        for slot, reply in self.manager.abort_parked(E.NOT_COORDINATOR):
+            slot.set(reply)
         self._wake.set()
 
     def statistics(self) -> dict:

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from kbroker.group.manager import GroupConfig
-from kbroker.group.state import GroupState
+from kbroker.group.classic.state import GroupState
 from kbroker.wire.error_codes import ErrorCode as E
 
 from .harness import Harness, consumer_meta
