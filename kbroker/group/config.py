@@ -25,6 +25,16 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
     offset_metadata_max_bytes: int = 4096         # offset.metadata.max.bytes
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+    # the consumer group protocol (KIP-848)
+    consumer_session_timeout_ms: int = 45000      # group.consumer.session.timeout.ms
+    consumer_min_session_timeout_ms: int = 45000  # group.consumer.min.session.timeout.ms
+    consumer_max_session_timeout_ms: int = 60000  # group.consumer.max.session.timeout.ms
+    consumer_heartbeat_interval_ms: int = 5000    # group.consumer.heartbeat.interval.ms
+    consumer_min_heartbeat_interval_ms: int = 5000   # group.consumer.min.heartbeat.interval.ms
+    consumer_max_heartbeat_interval_ms: int = 15000  # group.consumer.max.heartbeat.interval.ms
+    consumer_max_size: int = 2**31 - 1            # group.consumer.max.size
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")   # group.consumer.assignors
+    consumer_migration_policy: str = "bidirectional"   # group.consumer.migration.policy
 
     @classmethod
     def from_config(cls, get: Callable[[str, Any], Any]) -> "GroupConfig":
@@ -43,4 +53,38 @@ class GroupConfig:
                                                         d.offsets_retention_check_interval_ms)),
             offset_metadata_max_bytes=int(get("offset.metadata.max.bytes",
                                               d.offset_metadata_max_bytes)),
+            consumer_session_timeout_ms=int(get("group.consumer.session.timeout.ms",
+                                                d.consumer_session_timeout_ms)),
+            consumer_min_session_timeout_ms=int(get("group.consumer.min.session.timeout.ms",
+                                                    d.consumer_min_session_timeout_ms)),
+            consumer_max_session_timeout_ms=int(get("group.consumer.max.session.timeout.ms",
+                                                    d.consumer_max_session_timeout_ms)),
+            consumer_heartbeat_interval_ms=int(get("group.consumer.heartbeat.interval.ms",
+                                                   d.consumer_heartbeat_interval_ms)),
+            consumer_min_heartbeat_interval_ms=int(get("group.consumer.min.heartbeat.interval.ms",
+                                                       d.consumer_min_heartbeat_interval_ms)),
+            consumer_max_heartbeat_interval_ms=int(get("group.consumer.max.heartbeat.interval.ms",
+                                                       d.consumer_max_heartbeat_interval_ms)),
+            consumer_max_size=int(get("group.consumer.max.size", d.consumer_max_size)),
+            consumer_assignors=assignor_names(get("group.consumer.assignors",
+                                                  list(d.consumer_assignors))),
+            consumer_migration_policy=str(get("group.consumer.migration.policy",
+                                              d.consumer_migration_policy)).lower(),
         )
+
+
+_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def assignor_names(value) -> tuple[str, ...]:
+    """``group.consumer.assignors``: names or Kafka's class names, in preference order."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    out = []
+    for item in items:
+        name = _ASSIGNOR_CLASSES.get(str(item).strip(), str(item).strip())
+        if name and name not in out:
+            out.append(name)
+    return tuple(out) or ("uniform", "range")

@@ -16,6 +16,8 @@ dispatch by record key — and hands each event to its part:
 
 - :class:`~kbroker.group.classic.protocol.ClassicGroupProtocol` — JoinGroup, SyncGroup,
   Heartbeat, LeaveGroup (``GroupMetadataManager.classicGroup*``);
+- :class:`~kbroker.group.consumer.protocol.ConsumerGroupProtocol` — ConsumerGroupHeartbeat
+  and ConsumerGroupDescribe (KIP-848, ``GroupMetadataManager.consumerGroup*``);
 - :class:`~kbroker.group.offsets.OffsetMetadataManager` — OffsetCommit/Fetch/Delete,
   transactional offsets, retention (``OffsetMetadataManager``).
 
@@ -34,6 +36,10 @@ from .base import (DescribedGroup, Result, append_error_to_response_error)  # no
 from .classic.protocol import ClassicGroupProtocol, JoinRequest, JoinResponse, SyncResponse  # noqa: F401
 from .classic.state import ClassicGroup, GroupState
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig  # noqa: F401
+from .consumer import records as crec
+from .consumer.protocol import ConsumerGroupProtocol, HeartbeatRequest  # noqa: F401
+from .consumer.state import ConsumerGroup
+from .consumer.topics import TopicsView
 from .offsets import OffsetAndMetadata, OffsetMetadataManager  # noqa: F401
 from .records import CoordinatorRecord, GroupKey, OffsetKey
 from .timers import TimerTable
@@ -63,8 +69,9 @@ class GroupManager:
         self.counters = {"rebalances": 0, "members_expired": 0, "offsets_expired": 0,
                          "offset_commits": 0}
         self.classic = ClassicGroupProtocol(self)
+        self.consumer = ConsumerGroupProtocol(self)
         self.offset_manager = OffsetMetadataManager(self)
-        self._protocols = {ClassicGroup: self.classic}
+        self._protocols = {ClassicGroup: self.classic, ConsumerGroup: self.consumer}
 
     # ----------------------------------------------------------------- plumbing
     @property
@@ -166,6 +173,19 @@ class GroupManager:
         [(member_id, group_instance_id, error)])."""
         return self._run(lambda: self.classic.leave(group_id, members, now_ms))
 
+    # ----------------------------------------------------------------- consumer protocol
+    def set_topics(self, topics: TopicsView) -> None:
+        """The topics the consumer protocol sees from now on (the driver passes the
+        metadata image's view before each event)."""
+        self.consumer.topics = topics
+
+    def consumer_group_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> Result:
+        """ConsumerGroupHeartbeat; the response is a ``HeartbeatResponse``."""
+        return self._run(lambda: self.consumer.heartbeat(req, now_ms))
+
+    def consumer_group_describe(self, group_ids: list[str]):
+        return [self.consumer.consumer_describe(g) for g in group_ids]
+
     # ----------------------------------------------------------------- offsets
     def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
                        group_instance_id: str | None,
@@ -178,9 +198,11 @@ class GroupManager:
             retention_ms, api_version))
 
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
-                      require_stable: bool = False):
+                      require_stable: bool = False, member_id: str | None = None,
+                      member_epoch: int = -1):
         """(error, [(topic, [(partition, offset, leader_epoch, metadata, error)])])."""
-        return self.offset_manager.fetch(group_id, topics, require_stable)
+        return self.offset_manager.fetch(group_id, topics, require_stable, member_id,
+                                         member_epoch)
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]],
                        now_ms: int) -> Result:
@@ -283,12 +305,20 @@ class GroupManager:
         k = parsed_key if parsed_key is not None else rec.decode_key(key)
         if isinstance(k, OffsetKey):
             self.offset_manager.replay(k, value)
+        elif isinstance(k, crec.ConsumerKey):
+            self.consumer.replay(k, value)
         elif isinstance(k, GroupKey):
             decoded = rec.decode_group_value(value)
             if decoded is None:
-                self._remove_group(k.group)
+                if isinstance(self.groups.get(k.group), ClassicGroup):
+                    # offsets are tombstoned on their own; any left keep a simple group
+                    self._remove_group(k.group, keep_offsets=True)
+                    if k.group in self.offset_manager.offsets:
+                        self.groups[k.group] = ClassicGroup(k.group, state_timestamp_ms=-1)
                 return
             v, _ = decoded
+            if isinstance(self.groups.get(k.group), ConsumerGroup):
+                return              # a consumer group took the id over (stale classic snapshot)
             self._remove_group(k.group, keep_offsets=True)
             self.groups[k.group] = self.classic.group_from_record(k.group, v)
 

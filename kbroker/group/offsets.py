@@ -68,6 +68,9 @@ class OffsetMetadataManager(ShardPart):
             group = self._simple_group(gid, now)
         err = self.shard.protocol_of(group).validate_offset_commit(group, mid, instance, gen,
                                                                    now, api_version)
+        per_partition = None
+        if callable(err):
+            per_partition, err = err, E.NONE        # KIP-1251: checked partition by partition
         if err:
             return all_failed(err)
         expire = None if retention_ms is None or retention_ms < 0 else now + retention_ms
@@ -79,6 +82,10 @@ class OffsetMetadataManager(ShardPart):
                 metadata = "" if metadata is None else metadata
                 if len(metadata) > self.config.offset_metadata_max_bytes:
                     presp.append((p, int(E.OFFSET_METADATA_TOO_LARGE)))
+                    continue
+                code = per_partition(topic, p) if per_partition is not None else E.NONE
+                if code:
+                    presp.append((p, int(code)))
                     continue
                 records.append(rec.offset_commit_record(
                     part, gid, topic, p, offset=offset, leader_epoch=epoch, metadata=metadata,
@@ -98,15 +105,23 @@ class OffsetMetadataManager(ShardPart):
 
     # ----------------------------------------------------------------- OffsetFetch
     def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
-              require_stable: bool = False):
+              require_stable: bool = False, member_id: str | None = None,
+              member_epoch: int = -1):
         """Returns (error, [(topic, [(partition, offset, leader_epoch, metadata, error)])]).
-        ``topics`` None means every committed offset of the group."""
+        ``topics`` None means every committed offset of the group. ``member_id`` and
+        ``member_epoch`` (OffsetFetch v9+) are checked by consumer groups."""
         if not group_id:
             return E.INVALID_GROUP_ID, []
         err = self.coordinator_error(group_id)
         if err:
             return err, []
         group = self.groups.get(group_id)
+        check = getattr(self.shard.protocol_of(group), "validate_offset_fetch", None) \
+            if group is not None else None
+        if check is not None:
+            err = check(group, member_id, member_epoch)
+            if err:
+                return err, []
         offsets = {} if group is None or group.is_dead() else self.offsets.get(group_id, {})
         pending = self._pending_partitions(group_id) if require_stable else set()
 
