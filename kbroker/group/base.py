@@ -13,7 +13,7 @@ append, replies to parked requests) through :class:`ShardPart`. Pure: no clock, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -70,8 +70,7 @@ class DescribedGroup:
     members: list[DescribedMember]
 
 
-@dataclass(frozen=True)
-class ListedGroup:
+class ListedGroup(NamedTuple):
     """A ListGroups entry: ``group_type`` is ``classic``/``consumer``/... (KIP-848)."""
     group_id: str
     protocol_type: str

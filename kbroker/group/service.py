@@ -35,6 +35,7 @@ import trio
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
+from .consumer.topics import TopicsView
 from .manager import GroupConfig, GroupManager, Result
 
 log = logging.getLogger("kbroker.group")
@@ -79,6 +80,8 @@ class GroupCoordinator:
         self._sleeping_until = math.inf
         self._nursery: trio.Nursery | None = None
         self._closed = False
+        self._image_seen = None
+        self.manager.consumer.group_configs = self._group_configs
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
                       "records_replayed": 0, "replay_errors": 0}
 
@@ -96,6 +99,7 @@ class GroupCoordinator:
 
     async def fire_timers(self) -> None:
         async with self._lock:
+            self._refresh_inputs()
             await self._drive(self.manager.fire_due(self.now_ms()))
 
     async def shutdown(self) -> None:
@@ -197,8 +201,17 @@ class GroupCoordinator:
                           OFFSETS_TOPIC, p, header.base_offset)
 
     # ------------------------------------------------------------------ driving the manager
+    def _refresh_inputs(self) -> None:
+        """What the consumer protocol reads of the cluster: the topics of the current
+        metadata image (and, through the image, the GROUP config resources)."""
+        image = self.broker.metadata
+        if image is not self._image_seen:
+            self._image_seen = image
+            self.manager.set_topics(TopicsView.of_image(image))
+
     async def _call(self, fn: Callable[[int], Result]) -> Any:
         async with self._lock:
+            self._refresh_inputs()
             return await self._drive(fn(self.now_ms()))
 
     async def _drive(self, res: Result) -> Any:
@@ -301,6 +314,7 @@ class GroupCoordinator:
             self._wake = trio.Event()
             async with self._lock:
                 self._sleeping_until = -math.inf        # no wakeups needed while firing
+                self._refresh_inputs()
                 await self._drive(self.manager.fire_due(self.now_ms()))
 
     # ------------------------------------------------------------------ API entry points
@@ -330,9 +344,11 @@ class GroupCoordinator:
             group_id, member_id, generation_id, group_instance_id, topics, now,
             retention_ms=retention_ms, api_version=api_version))
 
-    async def fetch_offsets(self, group_id, topics, require_stable=False):
+    async def fetch_offsets(self, group_id, topics, require_stable=False, member_id=None,
+                            member_epoch=-1):
         async with self._lock:
-            return self.manager.fetch_offsets(group_id, topics, require_stable)
+            return self.manager.fetch_offsets(group_id, topics, require_stable, member_id,
+                                              member_epoch)
 
     async def delete_offsets(self, group_id, topics):
         return await self._call(lambda now: self.manager.delete_offsets(group_id, topics, now))
@@ -341,8 +357,22 @@ class GroupCoordinator:
         return await self._call(lambda now: self.manager.delete_groups(group_ids, now))
 
     async def list_groups(self, states=None, types=None):
+        """[ListedGroup] (group id, protocol type, state, group type)."""
         async with self._lock:
-            return self.manager.list_groups(states, types)
+            return self.manager.list_groups_typed(states, types)
+
+    async def consumer_group_heartbeat(self, req):
+        return await self._call(lambda now: self.manager.consumer_group_heartbeat(req, now))
+
+    async def consumer_group_describe(self, group_ids):
+        async with self._lock:
+            self._refresh_inputs()
+            return self.manager.consumer_group_describe(group_ids)
+
+    def _group_configs(self, group_id: str) -> dict:
+        """The GROUP config resource of ``group_id`` in the metadata image (KIP-848)."""
+        configs = getattr(self.broker.metadata, "group_configs", None)
+        return dict(configs.get(group_id, {})) if configs else {}
 
     async def describe_groups(self, group_ids):
         async with self._lock:

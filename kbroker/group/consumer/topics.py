@@ -68,7 +68,9 @@ class _ImageTopicsView(TopicsView):
 
     def __init__(self, image) -> None:
         self._image = image
-        self.version = image.offset
+        self.version = getattr(image, "offset", id(image))
+        if not hasattr(image, "topics_by_id"):          # a minimal image (tests): by name only
+            self._image = _ById(image)
 
     def id_of(self, name):
         t = self._image.topics.get(name)
@@ -84,6 +86,13 @@ class _ImageTopicsView(TopicsView):
 
     def names(self):
         return self._image.topics.keys()
+
+
+class _ById:
+    def __init__(self, image) -> None:
+        self.topics = getattr(image, "topics", {}) or {}
+        self.topics_by_id = {t.topic_id: t for t in self.topics.values()
+                             if getattr(t, "topic_id", None) is not None}
 
 
 EMPTY = TopicsView({})
