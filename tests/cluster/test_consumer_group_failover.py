@@ -48,6 +48,7 @@ class Member:
         self.assignment: set[int] = set()
         self._stop = threading.Event()
         self.error = None
+        self.commit_errors: list[str] = []
         self.c.subscribe([TOPIC], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self.t = threading.Thread(target=self._run, daemon=True)
         self.t.start()
@@ -56,9 +57,11 @@ class Member:
         offs = [TopicPartition(TOPIC, p, self.positions[p]) for p in partitions if p in self.positions]
         if offs:
             try:
-                self.c.commit(offsets=offs, asynchronous=False)
-            except Exception:  # noqa: BLE001 - the coordinator may be moving: commit again later
-                pass
+                for tp in self.c.commit(offsets=offs, asynchronous=False) or ():
+                    if tp.error is not None:
+                        self.commit_errors.append(f"{tp.partition}: {tp.error}")
+            except Exception as e:  # noqa: BLE001 - the coordinator may be moving: commit again later
+                self.commit_errors.append(repr(e))
 
     def _on_assign(self, c, parts):
         self.assignment |= {p.partition for p in parts}
@@ -66,6 +69,8 @@ class Member:
     def _on_revoke(self, c, parts):
         ps = {p.partition for p in parts}
         self._commit(ps)
+        for p in ps:                  # not ours any more: never commit them again
+            self.positions.pop(p, None)
         self.assignment -= ps
 
     def _run(self):
