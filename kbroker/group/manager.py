@@ -344,6 +344,25 @@ class GroupManager:
                     self.protocol_of(g).on_loaded(g, now_ms)
         return self._run(go)
 
+    def unload(self, partition: int) -> Result:
+        """This node no longer leads ``__consumer_offsets-partition`` (Kafka's
+        ``onResignation``): forget its groups, offsets and timers; parked requests are
+        answered NOT_COORDINATOR so the clients look for the new coordinator."""
+        def go():
+            self.loaded.discard(partition)
+            self.loading.discard(partition)
+            for gid in [g for g in self.groups if self.partition_for(g) == partition]:
+                g = self.groups[gid]
+                for slot, reply in self.protocol_of(g).abort_parked(g, E.NOT_COORDINATOR):
+                    self._reply(slot, reply)
+                self._remove_group(gid)
+            for gid in [g for g in self.offset_manager.offsets if self.partition_for(g) == partition]:
+                del self.offset_manager.offsets[gid]
+            for by_group in self.offset_manager.pending_txn_offsets.values():
+                for gid in [g for g in by_group if self.partition_for(g) == partition]:
+                    del by_group[gid]
+        return self._run(go)
+
     def abort_parked(self, error: int) -> list[tuple[Any, Any]]:
         """(slot, reply) for every parked request of every group (shutdown)."""
         out = []

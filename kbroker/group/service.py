@@ -81,6 +81,7 @@ class GroupCoordinator:
         self._nursery: trio.Nursery | None = None
         self._closed = False
         self._image_seen = None
+        self._loaded_epoch: dict[int, int] = {}      # leader epoch a partition was loaded in
         self.manager.consumer.group_configs = self._group_configs
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
                       "records_replayed": 0, "replay_errors": 0}
@@ -159,9 +160,35 @@ class GroupCoordinator:
                  len(todo), OFFSETS_TOPIC, self.stats["records_replayed"], st["groups"],
                  st["committed_offsets"])
 
+    def on_image(self, image) -> None:
+        """Every published image (synchronously, from the Broker): a ``__consumer_offsets``
+        partition this node no longer leads -- or leads in a new leader epoch -- is unloaded
+        (another coordinator owns its groups now, and a later return of the leadership must
+        replay the log again, not trust a stale memory); one it now leads is loaded by a
+        task, as Kafka's coordinator does on election."""
+        topic = image.topics.get(OFFSETS_TOPIC)
+        me = self.broker.node_id
+        mgr = self.manager
+        for p in sorted(mgr.loaded):
+            pi = topic.partitions.get(p) if topic is not None else None
+            epoch = getattr(pi, "leader_epoch", 0)
+            if pi is None or pi.leader != me or epoch != self._loaded_epoch.get(p, epoch):
+                self._loaded_epoch.pop(p, None)
+                for slot, reply in mgr.unload(p).replies:
+                    slot.set(reply)
+                log.info("unloaded %s-%d: no longer its leader", OFFSETS_TOPIC, p)
+        if topic is None or self._nursery is None or self._closed:
+            return
+        if any(pi.leader == me and i not in mgr.loaded and i not in mgr.loading
+               for i, pi in topic.partitions.items()):
+            self._nursery.start_soon(self.maybe_load)
+
     async def _load_partition(self, p: int) -> None:
         async with self._lock:
             try:
+                pi = self.broker.metadata.topics[OFFSETS_TOPIC].partitions.get(p)
+                if pi is not None:
+                    self._loaded_epoch[p] = getattr(pi, "leader_epoch", 0)
                 part = self.broker.replicas.get_partition(OFFSETS_TOPIC, p)
             except Exception as exc:  # noqa: BLE001 - not led after all: stay unloaded
                 log.warning("cannot load %s-%d: %s", OFFSETS_TOPIC, p, exc)

@@ -316,3 +316,19 @@ def test_empty_classic_group_is_replaced_and_live_one_is_not():
     r = h.join("A", ["t"], group="simple")
     assert r.error == 0 and h.group("simple").group_type == "consumer"
     assert h.mgr.fetch_offsets("simple", [("t", [0])])[1][0][1][0][1] == 3
+
+
+def test_unload_forgets_the_partition_and_a_reload_replays_it():
+    h = ConsumerHarness({"t": 2})
+    h.join("A", ["t"])
+    h.drive(h.mgr.commit_offsets("g", "A", 1, None, [("t", [(0, 4, -1, "")])], h.now))
+    res = h.mgr.unload(0)
+    assert not res.records and "g" not in h.mgr.groups and "g" not in h.mgr.offsets
+    assert not any(k[1:2] == ("g",) for k in h.mgr.timers.keys())
+    assert h.hb("A", 1, owned={"t": [0, 1]}).error == E.NOT_COORDINATOR
+    h.mgr.begin_load(0)
+    for r in h.log:
+        h.mgr.replay(r.key, r.value)
+    h.drive(h.mgr.complete_load(0, h.now))
+    assert h.hb("A", 1, owned={"t": [0, 1]}).error == 0
+    assert h.mgr.fetch_offsets("g", [("t", [0])])[1][0][1][0][1] == 4
