@@ -332,3 +332,43 @@ def test_unload_forgets_the_partition_and_a_reload_replays_it():
     h.drive(h.mgr.complete_load(0, h.now))
     assert h.hb("A", 1, owned={"t": [0, 1]}).error == 0
     assert h.mgr.fetch_offsets("g", [("t", [0])])[1][0][1][0][1] == 4
+
+
+def test_classic_and_consumer_groups_share_ids_only_when_empty():
+    from kbroker.group.classic.protocol import JoinRequest
+    from kbroker.group.classic.state import ClassicGroup
+    h = ConsumerHarness({"t": 1})
+    h.join("A", ["t"])
+    h.drive(h.mgr.commit_offsets("g", "A", 1, None, [("t", [(0, 9, -1, "")])], h.now))
+
+    class Slot:
+        value = None
+
+        def set(self, v):
+            self.value = v
+
+    def classic_join():
+        slot = Slot()
+        res = h.mgr.join_group(JoinRequest("g", "", "consumer", [("range", b"")], 10000,
+                                           api_version=3), slot, h.now)
+        for s, reply in res.replies:
+            s.set(reply)
+        h.drive(res)
+        return slot.value
+    # a live consumer group refuses classic members (no migration)
+    assert classic_join().error == E.INCONSISTENT_GROUP_PROTOCOL
+    h.hb("A", -1)
+    # an empty one becomes a classic group; its offsets stay
+    classic_join()
+    assert isinstance(h.group(), ClassicGroup)
+    assert h.mgr.fetch_offsets("g", [("t", [0])])[1][0][1][0][1] == 9
+    # a live classic group refuses consumer-protocol members
+    r = h.join("B", ["t"])
+    assert r.error == E.GROUP_ID_NOT_FOUND and "online upgrade is disabled" in r.message
+    # the log replays to the classic group
+    fresh = GroupManager(h.config)
+    fresh.begin_load(0)
+    for rec in h.log:
+        fresh.replay(rec.key, rec.value)
+    assert isinstance(fresh.groups["g"], ClassicGroup)
+    assert fresh.offsets["g"][("t", 0)].offset == 9

@@ -114,12 +114,19 @@ class ClassicGroupProtocol(ShardPart):
 
         unknown = req.member_id == ""
         group = self._get(req.group_id)
-        if group is None and req.group_id in self.groups:
-            return fail(E.INCONSISTENT_GROUP_PROTOCOL)     # a group of another type
+        other = self.groups.get(req.group_id) if group is None else None
+        if other is not None and not (other.is_empty() and unknown):
+            # classic members inside a consumer group (KIP-848 migration) are not
+            # implemented: answered as Kafka with the migration policy disabled
+            return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         new_group = group is None
         if group is None:
             if not unknown:
                 return fail(E.UNKNOWN_MEMBER_ID)
+            if other is not None:
+                # an empty group of another type (consumer) becomes a classic one, as in
+                # Kafka's classicGroupJoinToClassicGroup: its records are tombstoned
+                self._emit(self.shard.protocol_of(other).group_tombstones(other))
             group = self.groups[req.group_id] = ClassicGroup(req.group_id, state_timestamp_ms=now)
 
         before = len(self._out.records)

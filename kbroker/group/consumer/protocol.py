@@ -250,6 +250,12 @@ class ConsumerGroupProtocol(ShardPart):
             records.extend(self.shard.classic.group_tombstones(g))
             c = self.groups[gid] = ConsumerGroup(gid)
             return c
+        if create and isinstance(g, ClassicGroup):
+            # the online upgrade (a consumer-protocol member joining a live classic group)
+            # is not implemented: answered as Kafka with the migration policy disabled
+            raise GroupError(E.GROUP_ID_NOT_FOUND,
+                             f"Cannot upgrade classic group {gid} to consumer group because "
+                             "online upgrade is disabled.")
         raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
 
     def _heartbeat(self, req: HeartbeatRequest, records: list, now: int) -> HeartbeatResponse:
