@@ -83,6 +83,10 @@ class ConsumerHarness:
         return self.hb(member, 0, topics=topics if topics is not None or "regex" in kw else [],
                        owned={}, **kw)
 
+    def ep(self, member: str, gid: str = "g") -> int:
+        """The member epoch the coordinator holds for ``member`` (what its client sends)."""
+        return self.mgr.groups[gid].members[member].member_epoch
+
     def group(self, gid: str = "g"):
         return self.mgr.groups.get(gid)
 

@@ -17,34 +17,36 @@ def test_kip848_walkthrough_revocation_before_assignment():
     """KIP-848's example: A owns everything; B joins; A revokes before B is assigned."""
     h = ConsumerHarness({"foo": 6})
     r = h.join("A", ["foo"])
-    assert r.error == 0 and r.member_epoch == 1
+    # a new member subscribing to topics: epoch 2 (Kafka 4.3.1 bumps for the new member and
+    # for the subscription)
+    assert r.error == 0 and r.member_epoch == 2
     assert names(r.assignment) == {"foo": [0, 1, 2, 3, 4, 5]}
     g = h.group()
-    assert (g.group_epoch, g.assignment_epoch, g.state()) == (1, 1, ConsumerGroupState.STABLE)
+    assert (g.group_epoch, g.assignment_epoch, g.state()) == (2, 2, ConsumerGroupState.STABLE)
 
     r = h.join("B", ["foo"])
-    # B's target partitions are still held by A: epoch 2, nothing yet
-    assert r.member_epoch == 2 and names(r.assignment) == {}
+    # B's target partitions are still held by A: epoch 4, nothing yet
+    assert r.member_epoch == 4 and names(r.assignment) == {}
     assert g.members["B"].state is MemberState.UNRELEASED_PARTITIONS
-    assert g.group_epoch == 2 and g.assignment_epoch == 2
+    assert g.group_epoch == 4 and g.assignment_epoch == 4
     a_target = sorted(g.target["A"][tid("foo")])
     b_target = sorted(g.target["B"][tid("foo")])
     assert len(a_target) == 3 and len(b_target) == 3 and set(a_target) | set(b_target) == set(range(6))
     assert g.state() is ConsumerGroupState.RECONCILING
 
-    # A heartbeats at epoch 1 owning all: asked to revoke, stays at epoch 1
-    r = h.hb("A", 1, owned={"foo": range(6)})
-    assert r.member_epoch == 1 and names(r.assignment) == {"foo": a_target}
+    # A heartbeats at epoch 2 owning all: asked to revoke, stays at epoch 2
+    r = h.hb("A", h.ep("A"), owned={"foo": range(6)})
+    assert r.member_epoch == 2 and names(r.assignment) == {"foo": a_target}
     assert g.members["A"].state is MemberState.UNREVOKED_PARTITIONS
     # B still waits: A has not released
-    r = h.hb("B", 2, owned={})
-    assert r.member_epoch == 2 and r.assignment is None
+    r = h.hb("B", h.ep("B"), owned={})
+    assert r.member_epoch == 4 and r.assignment is None
     # A acknowledges the revocation
-    r = h.hb("A", 1, owned={"foo": a_target})
-    assert r.member_epoch == 2 and g.members["A"].state is MemberState.STABLE
+    r = h.hb("A", h.ep("A"), owned={"foo": a_target})
+    assert r.member_epoch == 4 and g.members["A"].state is MemberState.STABLE
     # now B gets its partitions
-    r = h.hb("B", 2, owned={})
-    assert r.member_epoch == 2 and names(r.assignment) == {"foo": b_target}
+    r = h.hb("B", h.ep("B"), owned={})
+    assert r.member_epoch == 4 and names(r.assignment) == {"foo": b_target}
     assert g.state() is ConsumerGroupState.STABLE
     # partitions are never owned twice
     assert set(g.owners) == {(tid("foo"), p) for p in range(6)}
@@ -54,16 +56,16 @@ def test_member_leaves_and_partitions_move_to_the_other():
     h = ConsumerHarness({"t": 4})
     h.join("A", ["t"])
     h.join("B", ["t"])
-    h.hb("A", 1, owned={"t": range(4)})
+    h.hb("A", h.ep("A"), owned={"t": range(4)})
     g = h.group()
     a = sorted(g.target["A"][tid("t")])
-    h.hb("A", 1, owned={"t": a})
-    h.hb("B", 2, owned={})
+    h.hb("A", h.ep("A"), owned={"t": a})
+    h.hb("B", h.ep("B"), owned={})
     r = h.hb("A", -1)
     assert r.error == 0 and r.member_epoch == -1
-    assert "A" not in g.members and g.group_epoch == 3
-    r = h.hb("B", 2, owned={"t": sorted(g.members["B"].assigned[tid("t")])})
-    assert r.member_epoch == 3 and names(r.assignment) == {"t": [0, 1, 2, 3]}
+    assert "A" not in g.members and g.group_epoch == 5
+    r = h.hb("B", h.ep("B"), owned={"t": sorted(g.members["B"].assigned[tid("t")])})
+    assert r.member_epoch == 5 and names(r.assignment) == {"t": [0, 1, 2, 3]}
 
 
 @pytest.mark.parametrize("case, expected", [
@@ -75,27 +77,29 @@ def test_member_leaves_and_partitions_move_to_the_other():
 ])
 def test_fencing(case, expected):
     h = ConsumerHarness({"t": 2})
-    h.join("A", ["t"])            # epoch 1, owns 0 and 1
-    h.join("B", ["t"])            # epoch 2 for the group
-    h.hb("A", 1, owned={"t": [0, 1]})          # asked to revoke one
+    first = h.join("A", ["t"]).member_epoch     # owns 0 and 1
+    h.join("B", ["t"])                           # a new group epoch
+    h.hb("A", first, owned={"t": [0, 1]})        # asked to revoke one
     kept = sorted(h.group().members["A"].assigned[tid("t")])
-    h.hb("A", 1, owned={"t": kept})            # now epoch 2, previous 1
-    assert h.group().members["A"].member_epoch == 2
+    h.hb("A", first, owned={"t": kept})          # now at the new epoch, previous = first
+    now = h.group().members["A"].member_epoch
+    assert now > first and h.group().members["A"].previous_member_epoch == first
     if case == "greater_epoch":
-        r = h.hb("A", 3, owned={"t": kept})
+        r = h.hb("A", now + 1, owned={"t": kept})
     elif case == "older_epoch_not_previous":
         h.join("C", ["t"])
-        r = h.hb("A", 0 + 1 - 1 + 1, owned={"t": kept}) if False else h.hb("A", 2, owned={"t": kept})
-        # A is now asked to revoke at epoch 2 -> then finishes at epoch 3; epoch 1 is too old
+        h.hb("A", now, owned={"t": kept})
+        # A revokes and moves on to a newer epoch still; ``first`` is too old now
         cur = h.group().members["A"]
         h.hb("A", cur.member_epoch, owned={"t": sorted(cur.assigned.get(tid("t"), {}))})
-        r = h.hb("A", 1, owned={})
+        assert h.group().members["A"].previous_member_epoch != first
+        r = h.hb("A", first, owned={})
     elif case == "unknown_member":
         r = h.hb("Z", 5, owned={})
     elif case == "previous_epoch_subset":
-        r = h.hb("A", 1, owned={"t": kept})
+        r = h.hb("A", first, owned={"t": kept})
     else:
-        r = h.hb("A", 1, owned={"t": [0, 1]})
+        r = h.hb("A", first, owned={"t": [0, 1]})
     assert r.error == expected
 
 
@@ -118,10 +122,10 @@ def test_static_member_rejoins_with_new_id_keeps_partitions_without_rebalance():
     h.join("A1", ["t"], instance="i-a")
     h.join("B", ["t"])
     g = h.group()
-    h.hb("A1", 1, owned={"t": range(4)})
+    h.hb("A1", h.ep("A1"), owned={"t": range(4)})
     a = sorted(g.target["A1"][tid("t")])
-    h.hb("A1", 1, owned={"t": a})
-    h.hb("B", 2, owned={})
+    h.hb("A1", h.ep("A1"), owned={"t": a})
+    h.hb("B", h.ep("B"), owned={})
     epoch = g.group_epoch
     # another process claims the instance while A1 is alive
     assert h.join("A2", ["t"], instance="i-a").error == E.UNRELEASED_INSTANCE_ID
@@ -133,7 +137,7 @@ def test_static_member_rejoins_with_new_id_keeps_partitions_without_rebalance():
     assert "A1" not in g.members and g.group_epoch == epoch          # no rebalance
     assert r.member_epoch == g.assignment_epoch
     # the old id is fenced
-    assert h.hb("A1", 2, instance="i-a", owned={}).error == E.FENCED_INSTANCE_ID
+    assert h.hb("A1", epoch, instance="i-a", owned={}).error == E.FENCED_INSTANCE_ID
 
 
 def test_session_timeout_fences_member_with_injected_clock():
@@ -142,7 +146,7 @@ def test_session_timeout_fences_member_with_injected_clock():
     h.join("B", ["t"])
     g = h.group()
     h.advance(30_000)
-    h.hb("A", 1, owned={"t": [0, 1]})        # A keeps its session
+    h.hb("A", h.ep("A"), owned={"t": [0, 1]})        # A keeps its session
     h.advance(20_000)                         # B silent for 50 s > 45 s
     assert "B" not in g.members and "A" in g.members
     assert h.mgr.counters["members_expired"] == 1
@@ -164,13 +168,14 @@ def test_rebalance_timeout_fences_member_that_never_revokes():
     h = ConsumerHarness({"t": 2})
     h.join("A", ["t"], rebalance_timeout=10_000)
     h.join("B", ["t"])
-    h.hb("A", 1, owned={"t": [0, 1]})             # asked to revoke at epoch 1
+    h.hb("A", h.ep("A"), owned={"t": [0, 1]})             # asked to revoke at epoch 1
     g = h.group()
     assert g.members["A"].state is MemberState.UNREVOKED_PARTITIONS
+    ea, eb = h.ep("A"), h.ep("B")
     for _ in range(3):                             # keeps heartbeating, never revokes
         h.advance(4_000)
-        h.hb("A", 1, owned={"t": [0, 1]})
-        h.hb("B", 2, owned={})
+        h.hb("A", ea, owned={"t": [0, 1]})
+        h.hb("B", eb, owned={})
     assert "A" not in g.members
     h.hb("B", g.members["B"].member_epoch, owned={})
     assert {t: sorted(ps) for t, ps in g.members["B"].assigned.items()} == {tid("t"): [0, 1]}
@@ -210,10 +215,10 @@ def test_metadata_change_bumps_epoch_and_assigns_new_partitions():
     h = ConsumerHarness({"t": 2})
     h.join("A", ["t"])
     g = h.group()
-    assert g.group_epoch == 1
+    assert g.group_epoch == 2
     h.set_topic("t", 4)
-    r = h.hb("A", 1, owned={"t": [0, 1]})
-    assert g.group_epoch == 2 and names(r.assignment) == {"t": [0, 1, 2, 3]}
+    r = h.hb("A", h.ep("A"), owned={"t": [0, 1]})
+    assert g.group_epoch == 3 and names(r.assignment) == {"t": [0, 1, 2, 3]}
 
 
 def test_assignor_choice_by_server_assignor():
@@ -234,21 +239,22 @@ def test_offset_commit_with_member_epoch():
     def commit(member, epoch, partition=0, version=9):
         return h.drive(mgr.commit_offsets("g", member, epoch, None, [("t", [(partition, 5, -1, "")])],
                                           h.now, api_version=version))[0][1][0][1]
-    assert commit("A", 1) == 0
-    assert commit("A", 2) == E.STALE_MEMBER_EPOCH
-    assert commit("Z", 1) == E.UNKNOWN_MEMBER_ID
-    assert commit("A", 1, version=8) == E.UNSUPPORTED_VERSION
+    assert commit("A", 2) == 0
+    assert commit("A", 3) == E.STALE_MEMBER_EPOCH
+    assert commit("Z", 2) == E.UNKNOWN_MEMBER_ID
+    assert commit("A", 2, version=8) == E.UNSUPPORTED_VERSION
     h.join("B", ["t"])
-    h.hb("A", 1, owned={"t": [0, 1]})
+    h.hb("A", h.ep("A"), owned={"t": [0, 1]})
     kept = sorted(h.group().members["A"].assigned[tid("t")])
-    h.hb("A", 1, owned={"t": kept})                       # A now at epoch 2
-    # KIP-1251: epoch 1 is older, but the kept partition was assigned at epoch 1
-    assert commit("A", 1, partition=kept[0]) == 0
+    h.hb("A", h.ep("A"), owned={"t": kept})                       # A now at epoch 4
+    assert h.ep("A") == 4
+    # KIP-1251: epoch 2 is older, but the kept partition was assigned at epoch 2
+    assert commit("A", 2, partition=kept[0]) == 0
     other = 1 - kept[0]
-    assert commit("A", 1, partition=other) == E.STALE_MEMBER_EPOCH
-    err, _ = mgr.fetch_offsets("g", [("t", [0])], member_id="A", member_epoch=1)
+    assert commit("A", 2, partition=other) == E.STALE_MEMBER_EPOCH
+    err, _ = mgr.fetch_offsets("g", [("t", [0])], member_id="A", member_epoch=2)
     assert err == E.STALE_MEMBER_EPOCH
-    err, res = mgr.fetch_offsets("g", [("t", [kept[0]])], member_id="A", member_epoch=2)
+    err, res = mgr.fetch_offsets("g", [("t", [kept[0]])], member_id="A", member_epoch=4)
     assert err == 0 and res[0][1][0][1] == 5
     assert mgr.fetch_offsets("g", None)[0] == 0                       # admin fetch
 
@@ -258,8 +264,8 @@ def test_records_replay_into_the_same_state():
     h.join("A", ["t", "u"], instance="ia")
     h.join("B", ["t"])
     h.join("C", regex="u")
-    h.hb("A", 1, owned={"t": [0, 1, 2], "u": [0, 1]})
-    h.commit = h.drive(h.mgr.commit_offsets("g", "A", 1, "ia", [("t", [(0, 7, -1, "m")])],
+    h.hb("A", h.ep("A"), owned={"t": [0, 1, 2], "u": [0, 1]})
+    h.commit = h.drive(h.mgr.commit_offsets("g", "A", h.ep("A"), "ia", [("t", [(0, 7, -1, "m")])],
                                             h.now, api_version=9))
     fresh = GroupManager(h.config)
     fresh.set_topics(h.mgr.consumer.topics)
@@ -285,7 +291,7 @@ def test_failed_append_reverts_the_group():
     r = h.join("B", ["t"])
     assert r.error == E.NOT_COORDINATOR
     g = h.group()
-    assert "B" not in g.members and g.group_epoch == 1
+    assert "B" not in g.members and g.group_epoch == 2
 
 
 def test_delete_empty_consumer_group_and_list_describe():
@@ -321,16 +327,16 @@ def test_empty_classic_group_is_replaced_and_live_one_is_not():
 def test_unload_forgets_the_partition_and_a_reload_replays_it():
     h = ConsumerHarness({"t": 2})
     h.join("A", ["t"])
-    h.drive(h.mgr.commit_offsets("g", "A", 1, None, [("t", [(0, 4, -1, "")])], h.now))
+    h.drive(h.mgr.commit_offsets("g", "A", 2, None, [("t", [(0, 4, -1, "")])], h.now))
     res = h.mgr.unload(0)
     assert not res.records and "g" not in h.mgr.groups and "g" not in h.mgr.offsets
     assert not any(k[1:2] == ("g",) for k in h.mgr.timers.keys())
-    assert h.hb("A", 1, owned={"t": [0, 1]}).error == E.NOT_COORDINATOR
+    assert h.hb("A", 2, owned={"t": [0, 1]}).error == E.NOT_COORDINATOR
     h.mgr.begin_load(0)
     for r in h.log:
         h.mgr.replay(r.key, r.value)
     h.drive(h.mgr.complete_load(0, h.now))
-    assert h.hb("A", 1, owned={"t": [0, 1]}).error == 0
+    assert h.hb("A", h.ep("A"), owned={"t": [0, 1]}).error == 0
     assert h.mgr.fetch_offsets("g", [("t", [0])])[1][0][1][0][1] == 4
 
 
@@ -339,7 +345,7 @@ def test_classic_and_consumer_groups_share_ids_only_when_empty():
     from kbroker.group.classic.state import ClassicGroup
     h = ConsumerHarness({"t": 1})
     h.join("A", ["t"])
-    h.drive(h.mgr.commit_offsets("g", "A", 1, None, [("t", [(0, 9, -1, "")])], h.now))
+    h.drive(h.mgr.commit_offsets("g", "A", 2, None, [("t", [(0, 9, -1, "")])], h.now))
 
     class Slot:
         value = None

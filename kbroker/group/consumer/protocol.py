@@ -296,8 +296,13 @@ class ConsumerGroupProtocol(ShardPart):
         refreshed = self._maybe_refresh_regexes(group, records, part, now)
         bump = names_changed or regex_resolved or refreshed
         new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
-        if bump or new_hash != group.metadata_hash:
-            self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + 1, new_hash))
+        # Kafka 4.3.1 (observed, and relied on by clients replaying epochs): a member that
+        # joins as a new member bumps the group epoch once more than a subscription change
+        # alone — a new member with an empty subscription is at epoch 1, one subscribing
+        # to topics at epoch 2
+        step = (1 if is_new else 0) + (1 if bump or new_hash != group.metadata_hash else 0)
+        if step:
+            self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + step, new_hash))
 
         # 6. target assignment
         self._maybe_update_target(group, records, part, now)
