@@ -17,4 +17,9 @@ Shared plumbing:
 Group types, each a pure state (``state.py``) plus its protocol's rules (``protocol.py``):
 
 - :mod:`.classic`  — JoinGroup/SyncGroup/Heartbeat/LeaveGroup.
+- :mod:`.consumer` — KIP-848: ConsumerGroupHeartbeat/ConsumerGroupDescribe, server-side
+  assignors, regex subscriptions, the consumer group records.
+
+Share and streams groups would add ``share/`` and ``streams/`` the same way (a group class,
+a protocol part registered in ``GroupManager._protocols``, their records in ``records``).
 """
