@@ -193,6 +193,7 @@ _DEFS: list[ConfigDef] = [
     _d("group.consumer.max.heartbeat.interval.ms", "int", 15_000, _at_least(1)),
     _d("group.consumer.max.size", "int", INT_MAX, _at_least(1)),
     _d("group.consumer.assignors", "list", ["uniform", "range"]),
+    _d("group.consumer.assignment.interval.ms", "int", 1000, _at_least(0)),
     # transactions
     _d("transaction.state.log.replication.factor", "int", 1, _at_least(1)),
     _d("transaction.state.log.num.partitions", "int", 50, _at_least(1)),

@@ -33,6 +33,7 @@ class GroupConfig:
     consumer_min_heartbeat_interval_ms: int = 5000   # group.consumer.min.heartbeat.interval.ms
     consumer_max_heartbeat_interval_ms: int = 15000  # group.consumer.max.heartbeat.interval.ms
     consumer_max_size: int = 2**31 - 1            # group.consumer.max.size
+    consumer_assignment_interval_ms: int = 1000   # group.consumer.assignment.interval.ms
     consumer_assignors: tuple[str, ...] = ("uniform", "range")   # group.consumer.assignors
     consumer_migration_policy: str = "bidirectional"   # group.consumer.migration.policy
 
@@ -66,6 +67,8 @@ class GroupConfig:
             consumer_max_heartbeat_interval_ms=int(get("group.consumer.max.heartbeat.interval.ms",
                                                        d.consumer_max_heartbeat_interval_ms)),
             consumer_max_size=int(get("group.consumer.max.size", d.consumer_max_size)),
+            consumer_assignment_interval_ms=int(get("group.consumer.assignment.interval.ms",
+                                                    d.consumer_assignment_interval_ms)),
             consumer_assignors=assignor_names(get("group.consumer.assignors",
                                                   list(d.consumer_assignors))),
             consumer_migration_policy=str(get("group.consumer.migration.policy",

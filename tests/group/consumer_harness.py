@@ -24,9 +24,10 @@ def tid(name: str) -> uuid.UUID:
 class ConsumerHarness:
     def __init__(self, topics: dict[str, int] | None = None, config: GroupConfig | None = None,
                  **cfg) -> None:
+        cfg.setdefault("consumer_assignment_interval_ms", 0)   # every bump assigned at once
         self.config = config or GroupConfig(num_partitions=1, **cfg)
         self.mgr = GroupManager(self.config)
-        self.now = 0
+        self.now = 1_000_000              # a wall clock is never 0 (0 = "no assignment yet")
         self.log: list = []                      # every appended record, in order
         self.fail_next_append = 0
         self.topics = dict(topics or {})

@@ -378,3 +378,22 @@ def test_classic_and_consumer_groups_share_ids_only_when_empty():
         fresh.replay(rec.key, rec.value)
     assert isinstance(fresh.groups["g"], ClassicGroup)
     assert fresh.offsets["g"][("t", 0)].offset == 9
+
+
+def test_assignment_interval_batches_target_assignments():
+    """Kafka 4.3 (measured): a member joining within ``group.consumer.assignment.interval.ms``
+    of the last target assignment reconciles to the previous one (its member epoch is the old
+    assignment epoch, nothing assigned) until a heartbeat after the interval."""
+    h = ConsumerHarness({"t": 2}, consumer_assignment_interval_ms=1000)
+    a = h.join("A", ["t"])
+    assert a.member_epoch == 2 and names(a.assignment) == {"t": [0, 1]}
+    b = h.join("B", ["t"])
+    g = h.group()
+    assert b.member_epoch == 2 and names(b.assignment) == {}
+    assert g.group_epoch == 4 and g.assignment_epoch == 2 and g.state() is ConsumerGroupState.ASSIGNING
+    h.advance(500)
+    assert h.hb("B", 2, owned={}).member_epoch == 2 and g.assignment_epoch == 2
+    h.advance(600)
+    r = h.hb("A", 2, owned={"t": [0, 1]})
+    assert g.assignment_epoch == 4 and r.member_epoch == 2          # A must revoke one first
+    assert len(names(r.assignment)["t"]) == 1

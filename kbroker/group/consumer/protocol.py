@@ -29,10 +29,13 @@ produced — like Kafka's timeline state, the next request sees it — and appen
 response is released. If the append fails, the group is restored from a copy taken before
 the request (Kafka reverts its timeline to the last committed offset).
 
+Target assignments are batched as in Kafka 4.3 (``group.consumer.assignment.interval.ms``,
+default 1000; the GROUP config ``consumer.assignment.interval.ms``): within the interval after
+the last one, members keep reconciling towards the previous target and a later heartbeat
+computes the new one.
+
 Not implemented: the classic⇄consumer migration (``group.consumer.migration.policy``) and
-classic members inside a consumer group; the assignment batching interval
-(``group.consumer.assignment.interval.ms``: every epoch bump is assigned at once, as with 0);
-rack-aware assignment.
+classic members inside a consumer group; offloading the assignor to another thread.
 """
 from __future__ import annotations
 
@@ -428,8 +431,18 @@ class ConsumerGroupProtocol(ShardPart):
         return changed
 
     # ----------------------------------------------------------------- target assignment
+    def assignment_interval_ms(self, gid: str) -> int:
+        v = self.group_configs(gid).get("consumer.assignment.interval.ms")
+        return int(v) if v is not None else self.config.consumer_assignment_interval_ms
+
     def _maybe_update_target(self, group: ConsumerGroup, records, part, now) -> None:
         if group.group_epoch <= group.assignment_epoch:
+            return
+        # Kafka 4.3 batches assignments: a new target at most every
+        # ``group.consumer.assignment.interval.ms``; until then members reconcile towards
+        # the previous one and a later heartbeat computes it (0 = at every epoch bump)
+        interval = self.assignment_interval_ms(group.group_id)
+        if group.assignment_timestamp_ms and interval and now < group.assignment_timestamp_ms + interval:
             return
         gid = group.group_id
         assignor = group.preferred_assignor(list(self.config.consumer_assignors))
