@@ -219,14 +219,10 @@ class Broker:
         """A ``__consumer_offsets`` partition this node now leads (new topic, leadership
         moved here, a cluster node back) is loaded by the group coordinator, as Kafka's
         coordinator loads on election; FindCoordinator may name this node from any other."""
-        gc, nursery = self.group_coordinator, self._nursery
-        topic = image.topics.get("__consumer_offsets")
-        if gc is None or nursery is None or topic is None:
+        gc = self.group_coordinator
+        if gc is None or self._nursery is None:
             return
-        mgr = gc.manager
-        if any(p.leader == self.node_id and i not in mgr.loaded and i not in mgr.loading
-               for i, p in topic.partitions.items()):
-            nursery.start_soon(gc.maybe_load)
+        gc.on_image(image)          # unloads partitions led elsewhere now, loads new ones
 
     def startup_stage(self) -> str:
         """What start-up was doing (for the log line of a stop before ready)."""

@@ -184,6 +184,16 @@ _DEFS: list[ConfigDef] = [
     _d("group.max.session.timeout.ms", "int", 1_800_000),
     _d("group.max.size", "int", INT_MAX, _at_least(1)),
     _d("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"]),
+    # the consumer group protocol (KIP-848), read by kbroker.group.config
+    _d("group.consumer.session.timeout.ms", "int", 45_000, _at_least(1)),
+    _d("group.consumer.min.session.timeout.ms", "int", 45_000, _at_least(1)),
+    _d("group.consumer.max.session.timeout.ms", "int", 60_000, _at_least(1)),
+    _d("group.consumer.heartbeat.interval.ms", "int", 5000, _at_least(1)),
+    _d("group.consumer.min.heartbeat.interval.ms", "int", 5000, _at_least(1)),
+    _d("group.consumer.max.heartbeat.interval.ms", "int", 15_000, _at_least(1)),
+    _d("group.consumer.max.size", "int", INT_MAX, _at_least(1)),
+    _d("group.consumer.assignors", "list", ["uniform", "range"]),
+    _d("group.consumer.assignment.interval.ms", "int", 1000, _at_least(0)),
     # transactions
     _d("transaction.state.log.replication.factor", "int", 1, _at_least(1)),
     _d("transaction.state.log.num.partitions", "int", 50, _at_least(1)),

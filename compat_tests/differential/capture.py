@@ -153,6 +153,43 @@ def confluent(bs: str) -> None:
     admin.delete_consumer_groups([group])[group].result(30)
 
 
+def confluent_kip848(bs: str) -> None:
+    """A ``group.protocol=consumer`` member (ConsumerGroupHeartbeat, OffsetCommit/Fetch v9
+    with member epochs), ConsumerGroupDescribe while it runs and after it left."""
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = "dx-kip848-events", "dx-kip848-group"
+    admin = AdminClient({"bootstrap.servers": bs, "client.id": "dx-kip848"})
+    admin.create_topics([NewTopic(topic, 2, 1)], operation_timeout=20)[topic].result(30)
+    time.sleep(1)
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bs, "client.id": "dx-kip848"})
+    for i in range(4):
+        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % 2,
+                         timestamp=T0 + 200 + i)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bs, "client.id": "dx-kip848", "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 200})
+    consumer.subscribe([topic])
+    got, deadline = 0, time.monotonic() + 30
+    while got < 4 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            got += 1
+    consumer.commit(asynchronous=False)
+    admin.describe_consumer_groups([group])[group].result(30)
+    consumer.close()
+    time.sleep(0.5)
+    admin.describe_consumer_groups([group])[group].result(30)
+    admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
+    admin.delete_consumer_groups([group])[group].result(30)
+    # later scenarios list all topics: leave none behind
+    admin.delete_topics([topic], operation_timeout=20)[topic].result(30)
+    time.sleep(1)
+
+
 def aiokafka(bs: str) -> None:
     import asyncio
 
@@ -281,6 +318,7 @@ SCENARIOS = {
     "kafkajs": kafkajs,
     "franz-go": franz_go,
     "java-cli": java_cli,
+    "confluent-kip848": confluent_kip848,
     "hand-built": hand_built,
 }
 

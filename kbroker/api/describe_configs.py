@@ -1,4 +1,4 @@
-"""DescribeConfigs (key 32), v1–v4 (Kafka 4's floor is v1): topic and broker configs.
+"""DescribeConfigs (key 32), v1–v4 (Kafka 4's floor is v1): topic, broker and group configs.
 
 - Every config of the resource (or the keys asked for) with value, source, read-only and
   sensitive flags (KIP-226 sources, v1+), synonyms when asked (v1+), the config type (v3+,
@@ -10,15 +10,20 @@
   broker, dynamic cluster default, static file, default); "" lists the cluster-default
   dynamic configs. Read-only as in Kafka (keys Kafka cannot update dynamically);
   password values are sensitive (null).
+- Group resources (type 32, KIP-848): every group config (``consumer.*``, ``share.*``,
+  ``streams.*``) with the group's override (source GROUP_CONFIG) or the broker's value of
+  its synonym (DEFAULT_CONFIG), for any group name, existing or not, as Kafka
+  (``kbroker.metadata.group_configs``); an empty name is ``INVALID_REQUEST``.
 - Errors: unknown topic ``UNKNOWN_TOPIC_OR_PARTITION``; another broker id or an unsupported
-  resource type ``INVALID_REQUEST`` (broker loggers, client metrics, groups are not served).
+  resource type ``INVALID_REQUEST`` (broker loggers and client metrics are not served).
 Not implemented: authorization, documentation strings.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
 from kbroker.metadata import configs as tc
-from kbroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from kbroker.metadata import group_configs
+from kbroker.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -42,6 +47,11 @@ def describe_resource(broker, rtype: int, rname: str):
             return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {rname}", []
         return ErrorCode.NONE, None, tc.describe_broker(broker.config, image.broker_configs,
                                                         broker.node_id, rname)
+    if rtype == GROUP_RESOURCE:
+        if not rname:
+            return ErrorCode.INVALID_REQUEST, "Group name can't be empty.", []
+        return ErrorCode.NONE, None, group_configs.describe(
+            dict(image.group_configs.get(rname, {})), broker.config.get)
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}", []
 
 

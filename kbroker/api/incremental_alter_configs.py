@@ -8,6 +8,10 @@
   here before forwarding; the controller applies the operations to that level's stored
   dynamic configs and checks the result as Kafka does (read-only keys, per-broker keys at
   the cluster level, bad values: ``INVALID_REQUEST``). See ``alter_configs``.
+- Group resources (type 32, KIP-848): SET/DELETE of ``consumer.session.timeout.ms``,
+  ``consumer.heartbeat.interval.ms``, the share and streams keys; the resulting values are
+  checked as Kafka's ``GroupConfig.validate`` (``INVALID_CONFIG``) and stored as
+  ConfigRecords of resource type 32 in the metadata log; the group coordinator uses them.
 Not implemented: alter-config policies.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """JoinGroup (key 11), v0–v9: join (or rejoin) a classic group and wait for the join phase.
 
-The handler only translates; the rules are in :mod:`kbroker.group.manager`. Versions:
+The handler only translates; the rules are in :mod:`kbroker.group.classic.protocol`. Versions:
 v1 adds the rebalance timeout (v0: the session timeout is used), v4 KIP-394 member ids
 (``MEMBER_ID_REQUIRED``), v5 KIP-345 static members, v7 the protocol type in the response
 (the Java client checks it), v8 a reason, v9 ``skip_assignment`` for a rejoining static

@@ -1,7 +1,7 @@
 """ListGroups (key 16), v0–v5: the groups this coordinator knows, with their protocol type.
 
 v4 adds the group state and a state filter (KIP-518, case-insensitive); v5 the group type
-("classic") and a type filter (KIP-848). Groups of partitions still loading are left out
+("classic" or "consumer") and a type filter (KIP-848). Groups of partitions still loading are left out
 and the answer carries ``COORDINATOR_LOAD_IN_PROGRESS``.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                                   request.types_filter if v >= 5 else None)
     err = E.COORDINATOR_LOAD_IN_PROGRESS if gc.manager.loading else E.NONE
     return Response(throttle_time_ms=0, error_code=err, groups=[
-        Response.ListedGroup(group_id=g, protocol_type=pt,
-                             group_state=st if v >= 4 else "",
-                             group_type="classic" if v >= 5 else "")
-        for g, pt, st in groups])
+        Response.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type,
+                             group_state=g.state if v >= 4 else "",
+                             group_type=g.group_type if v >= 5 else "")
+        for g in groups])

@@ -3,8 +3,9 @@
 ``topics`` null (v2+) means every committed partition of the group. Partitions without a
 commit answer offset −1, metadata "" and no error. v5 adds leader epochs; v7
 ``require_stable``: partitions with pending transactional commits answer
-``UNSTABLE_OFFSET_COMMIT``; v8 batches groups (KIP-709); v9's member id/epoch concern
-KIP-848 groups and are ignored for classic groups. Topic ids (v10) are not implemented.
+``UNSTABLE_OFFSET_COMMIT``; v8 batches groups (KIP-709); v9's member id/epoch are checked
+for KIP-848 consumer groups (``STALE_MEMBER_EPOCH``, ``UNKNOWN_MEMBER_ID``) and ignored for
+classic groups. Topic ids (v10) are not implemented.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ async def handle(ctx: RequestContext, request) -> Response:
         groups = []
         for g in request.groups:
             topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-            err, res = await gc.fetch_offsets(g.group_id, topics, stable)
+            member = (g.member_id, g.member_epoch) if v >= 9 else (None, -1)
+            err, res = await gc.fetch_offsets(g.group_id, topics, stable, *member)
             groups.append(Response.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err, topics=[
                 Response.OffsetFetchResponseTopics(name=t, partitions=[
                     Response.OffsetFetchResponsePartitions(

@@ -1,10 +1,25 @@
-"""Consumer groups and committed offsets, durable in ``__consumer_offsets``.
+"""Groups and committed offsets, durable in ``__consumer_offsets`` (Kafka 4's
+group-coordinator module in miniature).
 
-- :mod:`.state`    — a classic group: states, members, protocol selection (pure data).
-- :mod:`.manager`  — the coordinator's decisions over all groups as a pure state machine:
-  events with ``now_ms`` in; records to append, replies, deadlines out.
+Shared plumbing:
+
+- :mod:`.manager`  — ``GroupManager``, the coordinator shard: the group table (any type),
+  timers, outbox, load/replay dispatch; a pure state machine (events with ``now_ms`` in;
+  records to append, replies, deadlines out).
+- :mod:`.base`     — what every group type shares: ``Result``, admin answers, ``ShardPart``.
+- :mod:`.offsets`  — committed and transactional offsets, retention (every group type).
 - :mod:`.records`  — the key/value format of ``__consumer_offsets`` and group → partition.
-- :mod:`.timers`   — the keyed deadline table the manager schedules into.
-- :mod:`.service`  — the trio driver (``GroupCoordinator``): parks JoinGroup/SyncGroup
-  requests, runs the timers, appends records and replays them at start-up.
+- :mod:`.timers`   — the keyed deadline table the shard schedules into.
+- :mod:`.config`   — the broker settings (Kafka's keys and defaults).
+- :mod:`.service`  — the trio driver (``GroupCoordinator``): parks requests, runs the
+  timers, appends records and replays them at start-up.
+
+Group types, each a pure state (``state.py``) plus its protocol's rules (``protocol.py``):
+
+- :mod:`.classic`  — JoinGroup/SyncGroup/Heartbeat/LeaveGroup.
+- :mod:`.consumer` — KIP-848: ConsumerGroupHeartbeat/ConsumerGroupDescribe, server-side
+  assignors, regex subscriptions, the consumer group records.
+
+Share and streams groups would add ``share/`` and ``streams/`` the same way (a group class,
+a protocol part registered in ``GroupManager._protocols``, their records in ``records``).
 """

@@ -70,16 +70,18 @@ class CoordinatorRecord:
     partition: int
     key: bytes
     value: bytes | None
-    parsed_key: OffsetKey | GroupKey
+    parsed_key: object                     # OffsetKey | GroupKey | consumer.records.ConsumerKey
+    parsed_value: object = None            # the value struct, when the writer has it
 
 
 def _encode(version: int, msg) -> bytes:
     return _H.pack(version) + msg.encode(version)
 
 
-def decode_key(buf) -> OffsetKey | GroupKey | None:
-    """Decode a record key; None for key versions this broker does not understand
-    (e.g. the KIP-848 consumer group records), which replay skips."""
+def decode_key(buf):
+    """Decode a record key: ``OffsetKey``, ``GroupKey``, a consumer group record's
+    ``ConsumerKey`` (types 3-8, 16); None for record types this broker does not understand
+    (share and streams groups), which replay skips."""
     if buf is None or len(buf) < 2:
         return None
     (version,) = _H.unpack_from(buf, 0)
@@ -89,6 +91,9 @@ def decode_key(buf) -> OffsetKey | GroupKey | None:
     if version == 2:
         k = messages.GroupMetadataKey.decode(buf, version, 2)
         return GroupKey(k.group)
+    from .consumer import records as crec
+    if version in crec.RECORD_TYPES:
+        return crec.decode_key(version, buf)
     return None
 
 

@@ -35,6 +35,7 @@ import trio
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
+from .consumer.topics import TopicsView
 from .manager import GroupConfig, GroupManager, Result
 
 log = logging.getLogger("kbroker.group")
@@ -79,6 +80,9 @@ class GroupCoordinator:
         self._sleeping_until = math.inf
         self._nursery: trio.Nursery | None = None
         self._closed = False
+        self._image_seen = None
+        self._loaded_epoch: dict[int, int] = {}      # leader epoch a partition was loaded in
+        self.manager.consumer.group_configs = self._group_configs
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
                       "records_replayed": 0, "replay_errors": 0}
 
@@ -96,6 +100,7 @@ class GroupCoordinator:
 
     async def fire_timers(self) -> None:
         async with self._lock:
+            self._refresh_inputs()
             await self._drive(self.manager.fire_due(self.now_ms()))
 
     async def shutdown(self) -> None:
@@ -105,13 +110,8 @@ class GroupCoordinator:
         """Answer every parked request with NOT_COORDINATOR (the client looks for the
         coordinator again) and stop the timer task. Synchronous: Broker.shutdown is."""
         self._closed = True
-        from .manager import JoinResponse, SyncResponse
-        for g in self.manager.groups.values():
-            for m in g.members.values():
-                if m.awaiting_join is not None:
-                    m.awaiting_join.set(JoinResponse(error=E.NOT_COORDINATOR, member_id=m.member_id))
-                if m.awaiting_sync is not None:
-                    m.awaiting_sync.set(SyncResponse(error=E.NOT_COORDINATOR))
+        for slot, reply in self.manager.abort_parked(E.NOT_COORDINATOR):
+            slot.set(reply)
         self._wake.set()
 
     def statistics(self) -> dict:
@@ -160,9 +160,35 @@ class GroupCoordinator:
                  len(todo), OFFSETS_TOPIC, self.stats["records_replayed"], st["groups"],
                  st["committed_offsets"])
 
+    def on_image(self, image) -> None:
+        """Every published image (synchronously, from the Broker): a ``__consumer_offsets``
+        partition this node no longer leads -- or leads in a new leader epoch -- is unloaded
+        (another coordinator owns its groups now, and a later return of the leadership must
+        replay the log again, not trust a stale memory); one it now leads is loaded by a
+        task, as Kafka's coordinator does on election."""
+        topic = image.topics.get(OFFSETS_TOPIC)
+        me = self.broker.node_id
+        mgr = self.manager
+        for p in sorted(mgr.loaded):
+            pi = topic.partitions.get(p) if topic is not None else None
+            epoch = getattr(pi, "leader_epoch", 0)
+            if pi is None or pi.leader != me or epoch != self._loaded_epoch.get(p, epoch):
+                self._loaded_epoch.pop(p, None)
+                for slot, reply in mgr.unload(p).replies:
+                    slot.set(reply)
+                log.info("unloaded %s-%d: no longer its leader", OFFSETS_TOPIC, p)
+        if topic is None or self._nursery is None or self._closed:
+            return
+        if any(pi.leader == me and i not in mgr.loaded and i not in mgr.loading
+               for i, pi in topic.partitions.items()):
+            self._nursery.start_soon(self.maybe_load)
+
     async def _load_partition(self, p: int) -> None:
         async with self._lock:
             try:
+                pi = self.broker.metadata.topics[OFFSETS_TOPIC].partitions.get(p)
+                if pi is not None:
+                    self._loaded_epoch[p] = getattr(pi, "leader_epoch", 0)
                 part = self.broker.replicas.get_partition(OFFSETS_TOPIC, p)
             except Exception as exc:  # noqa: BLE001 - not led after all: stay unloaded
                 log.warning("cannot load %s-%d: %s", OFFSETS_TOPIC, p, exc)
@@ -202,8 +228,17 @@ class GroupCoordinator:
                           OFFSETS_TOPIC, p, header.base_offset)
 
     # ------------------------------------------------------------------ driving the manager
+    def _refresh_inputs(self) -> None:
+        """What the consumer protocol reads of the cluster: the topics of the current
+        metadata image (and, through the image, the GROUP config resources)."""
+        image = self.broker.metadata
+        if image is not self._image_seen:
+            self._image_seen = image
+            self.manager.set_topics(TopicsView.of_image(image))
+
     async def _call(self, fn: Callable[[int], Result]) -> Any:
         async with self._lock:
+            self._refresh_inputs()
             return await self._drive(fn(self.now_ms()))
 
     async def _drive(self, res: Result) -> Any:
@@ -306,6 +341,7 @@ class GroupCoordinator:
             self._wake = trio.Event()
             async with self._lock:
                 self._sleeping_until = -math.inf        # no wakeups needed while firing
+                self._refresh_inputs()
                 await self._drive(self.manager.fire_due(self.now_ms()))
 
     # ------------------------------------------------------------------ API entry points
@@ -335,9 +371,11 @@ class GroupCoordinator:
             group_id, member_id, generation_id, group_instance_id, topics, now,
             retention_ms=retention_ms, api_version=api_version))
 
-    async def fetch_offsets(self, group_id, topics, require_stable=False):
+    async def fetch_offsets(self, group_id, topics, require_stable=False, member_id=None,
+                            member_epoch=-1):
         async with self._lock:
-            return self.manager.fetch_offsets(group_id, topics, require_stable)
+            return self.manager.fetch_offsets(group_id, topics, require_stable, member_id,
+                                              member_epoch)
 
     async def delete_offsets(self, group_id, topics):
         return await self._call(lambda now: self.manager.delete_offsets(group_id, topics, now))
@@ -346,8 +384,22 @@ class GroupCoordinator:
         return await self._call(lambda now: self.manager.delete_groups(group_ids, now))
 
     async def list_groups(self, states=None, types=None):
+        """[ListedGroup] (group id, protocol type, state, group type)."""
         async with self._lock:
-            return self.manager.list_groups(states, types)
+            return self.manager.list_groups_typed(states, types)
+
+    async def consumer_group_heartbeat(self, req):
+        return await self._call(lambda now: self.manager.consumer_group_heartbeat(req, now))
+
+    async def consumer_group_describe(self, group_ids):
+        async with self._lock:
+            self._refresh_inputs()
+            return self.manager.consumer_group_describe(group_ids)
+
+    def _group_configs(self, group_id: str) -> dict:
+        """The GROUP config resource of ``group_id`` in the metadata image (KIP-848)."""
+        configs = getattr(self.broker.metadata, "group_configs", None)
+        return dict(configs.get(group_id, {})) if configs else {}
 
     async def describe_groups(self, group_ids):
         async with self._lock:

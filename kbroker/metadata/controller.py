@@ -28,7 +28,8 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from .image import (BROKER_RESOURCE, INTERNAL_TOPICS, TOPIC_RESOURCE, MetadataImage, ZERO_UUID,
+from . import group_configs
+from .image import (BROKER_RESOURCE, GROUP_RESOURCE, INTERNAL_TOPICS, TOPIC_RESOURCE, MetadataImage, ZERO_UUID,
                     replay_all)
 
 log = logging.getLogger("kbroker.controller")
@@ -386,11 +387,17 @@ class Controller:
             if rname != "" and not (rname.isdigit() and int(rname) <= (1 << 31) - 1):
                 return INVALID_REQUEST, f"Invalid broker name {rname}"
             return NONE, None
+        if rtype == GROUP_RESOURCE:
+            if not rname:
+                return INVALID_REQUEST, "Group name can't be empty."
+            return NONE, None
         return INVALID_REQUEST, f"Unsupported resource type {rtype}"
 
     def _current_configs(self, rtype: int, rname: str) -> dict[str, str]:
         if rtype == BROKER_RESOURCE:
             return dict(self.image.broker_configs.get(rname, {}))
+        if rtype == GROUP_RESOURCE:
+            return dict(self.image.group_configs.get(rname, {}))
         return dict(self.image.topics[rname].configs)
 
     def _value_error(self, rtype: int, rname: str, configs: dict[str, str | None]) -> tuple[int, str | None]:
@@ -398,6 +405,8 @@ class Controller:
         if rtype == BROKER_RESOURCE:
             msg = tc.broker_alter_error(configs, per_broker=rname != "")
             return (INVALID_REQUEST, msg) if msg else (NONE, None)
+        if rtype == GROUP_RESOURCE:
+            return group_configs.validate(rname, configs, self.config.get)
         for key, value in configs.items():
             msg = tc.validate_topic_config(key, value)
             if msg:
@@ -413,6 +422,26 @@ class Controller:
                 recs.append(messages.ConfigRecord(resource_type=rtype, resource_name=rname,
                                                   name=key, value=new))
         return recs
+
+    def _group_ops(self, group: str, ops, wanted: dict) -> tuple[int, str | None]:
+        """Apply SET/DELETE to a GROUP resource's overrides and validate the result as
+        Kafka's ``GroupConfig.validate`` (no group config is a list: APPEND/SUBTRACT are
+        INVALID_CONFIG)."""
+        for key, op, value in ops:
+            if op == OP_SET:
+                wanted[key] = value
+            elif op == OP_DELETE:
+                wanted.pop(key, None)
+            elif op in (OP_APPEND, OP_SUBTRACT):
+                d = group_configs.DEFINITIONS.get(key)
+                if d is None:
+                    return INVALID_CONFIG, f"Unknown group config name: {key}"
+                return (INVALID_CONFIG, f"Config value append/subtract is not allowed for "
+                        f"config {key} of type {d.type.upper()}")
+            else:
+                return INVALID_REQUEST, f"Unknown operation {op}"
+        return group_configs.validate(group, wanted, self.config.get,
+                                      changed={k: v for k, _, v in ops})
 
     async def alter_configs(self, resources: Sequence[tuple[int, str, dict[str, str | None]]],
                             *, validate_only: bool = False) -> list[ConfigResult]:
@@ -461,6 +490,11 @@ class Controller:
                     continue
                 current = self._current_configs(rtype, rname)
                 wanted = dict(current)
+                if rtype == GROUP_RESOURCE:
+                    res.error_code, res.error_message = self._group_ops(rname, ops, wanted)
+                    if not res.error_code and not validate_only:
+                        records += self._config_records(rtype, rname, current, wanted)
+                    continue
                 broker = rtype == BROKER_RESOURCE
                 if broker:
                     static = self.config.values

@@ -30,6 +30,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sha
 
 TOPIC_RESOURCE = 2    # ConfigResource.Type.TOPIC
 BROKER_RESOURCE = 4   # ConfigResource.Type.BROKER
+GROUP_RESOURCE = 32   # ConfigResource.Type.GROUP (KIP-848 group configs)
 
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -117,6 +118,7 @@ class MetadataImage:
     topics_by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=lambda: _EMPTY)
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)   # broker name ("" = default) -> overrides
     features: Mapping[str, int] = field(default_factory=lambda: _EMPTY)                       # finalized feature levels
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _EMPTY)    # group id -> overrides
     next_producer_id: int = 0                                  # first id not yet allocated
     # client quotas (ClientQuotaRecord): entity key -> {quota key: value}, see client_quotas
     client_quotas: Mapping[tuple, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
@@ -142,6 +144,7 @@ class ImageBuilder:
         self.topics = dict(image.topics)
         self.brokers = dict(image.brokers)
         self.broker_configs = {k: dict(v) for k, v in image.broker_configs.items()}
+        self.group_configs = {k: dict(v) for k, v in image.group_configs.items()}
         self.features = dict(image.features)
         self.next_producer_id = image.next_producer_id
         self.client_quotas = image.client_quotas    # copied on the first quota record
@@ -205,10 +208,14 @@ class ImageBuilder:
             configs = self._topic(r.resource_name)[2]
         elif r.resource_type == BROKER_RESOURCE:
             configs = self.broker_configs.setdefault(r.resource_name, {})
+        elif r.resource_type == GROUP_RESOURCE:
+            configs = self.group_configs.setdefault(r.resource_name, {})
         else:
             return
         if r.value is None:
             configs.pop(r.name, None)
+            if not configs and r.resource_type == GROUP_RESOURCE:
+                del self.group_configs[r.resource_name]
         else:
             configs[r.name] = r.value
 
@@ -281,6 +288,7 @@ class ImageBuilder:
             brokers=MappingProxyType(self.brokers), topics=MappingProxyType(topics),
             topics_by_id=MappingProxyType(by_id),
             broker_configs=MappingProxyType({k: MappingProxyType(v) for k, v in self.broker_configs.items()}),
+            group_configs=MappingProxyType({k: MappingProxyType(v) for k, v in self.group_configs.items()}),
             features=MappingProxyType(self.features), next_producer_id=self.next_producer_id,
             client_quotas=(self.client_quotas if isinstance(self.client_quotas, MappingProxyType)
                            else MappingProxyType(self.client_quotas)),

@@ -17,7 +17,7 @@ from typing import Iterator
 from kbroker.wire import messages
 from kbroker.wire import records as rb
 
-from .image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage, empty_image, replay_all
+from .image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE, MetadataImage, empty_image, replay_all
 from .store import decode_record, encode_record
 
 RECORDS_PER_BATCH = 2000
@@ -36,6 +36,10 @@ def image_records(image: MetadataImage) -> Iterator:
     for rname, configs in sorted(image.broker_configs.items()):
         for key, value in sorted(configs.items()):
             yield messages.ConfigRecord(resource_type=BROKER_RESOURCE, resource_name=rname,
+                                        name=key, value=value)
+    for rname, configs in sorted(image.group_configs.items()):
+        for key, value in sorted(configs.items()):
+            yield messages.ConfigRecord(resource_type=GROUP_RESOURCE, resource_name=rname,
                                         name=key, value=value)
     for name, t in sorted(image.topics.items()):
         yield messages.TopicRecord(name=name, topic_id=t.topic_id)

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from kbroker.group.manager import GroupConfig
-from kbroker.group.state import GroupState
+from kbroker.group.classic.state import GroupState
 from kbroker.wire.error_codes import ErrorCode as E
 
 from .harness import Harness, consumer_meta
@@ -171,7 +171,9 @@ def test_junk_bytes_in_consumer_offsets_records_are_rejected_not_crashing():
     assert decode_key(b"\x00\x09whatever") is None
     assert decode_key(b"") is None
     h = Harness()
-    h.mgr.replay(b"\x00\x05junk", b"\x00\x00")      # unknown key version: skipped
+    h.mgr.replay(b"\x00\x63junk", b"\x00\x00")      # unknown record type: skipped
+    with pytest.raises(Exception):                   # a consumer-group key (type 5), truncated
+        h.mgr.replay(b"\x00\x05junk", b"\x00\x00")
     with pytest.raises(Exception):
         h.mgr.replay(b"\x00\x01\x00", b"")           # truncated key: a typed error
 

@@ -1,6 +1,6 @@
 """A classic consumer group (the JoinGroup/SyncGroup protocol): its states, members and
 the bookkeeping the rebalance protocol needs. Pure data and local rules; the decisions
-(what an event does to a group) live in :mod:`kbroker.group.manager`.
+(what an event does to a group) live in :mod:`kbroker.group.classic.protocol`.
 
 States and their legal predecessors (Kafka's ``ClassicGroupState``)::
 
@@ -12,7 +12,7 @@ States and their legal predecessors (Kafka's ``ClassicGroupState``)::
 
 A member is *awaiting join* while a JoinGroup of it is parked, *awaiting sync* while a
 SyncGroup is parked; the parked request is an opaque ``slot`` the driver completes with
-the reply the manager emits. ``num_awaiting_join`` is kept incrementally so that a join
+the reply the protocol emits. ``num_awaiting_join`` is kept incrementally so that a join
 costs O(1) even in a group with thousands of members.
 """
 from __future__ import annotations
@@ -21,6 +21,8 @@ import enum
 import struct
 from dataclasses import dataclass, field
 from typing import Any
+
+from kbroker.wire.error_codes import ErrorCode as E
 
 
 class GroupState(enum.Enum):
@@ -111,6 +113,39 @@ class ClassicGroup:
     num_awaiting_join: int = 0
     new_member_added: bool = False             # extends the initial rebalance delay
     subscribed_topics: frozenset[str] | None = None  # from consumer-protocol metadata
+
+    group_type = "classic"
+
+    # ----------------------------------------------------------------- what every type answers
+    def is_empty(self) -> bool:
+        return self.state is GroupState.EMPTY
+
+    def is_dead(self) -> bool:
+        return self.state is GroupState.DEAD
+
+    def state_name(self) -> str:
+        return self.state.value
+
+    def protocol_type_name(self) -> str:
+        return self.protocol_type or ""
+
+    def validate_offset_delete(self) -> int:
+        """0, or NON_EMPTY_GROUP: offsets of a live group that does not use the consumer
+        protocol cannot be deleted (its subscriptions are unknown)."""
+        if not self.is_empty() and not self.uses_consumer_protocol():
+            return E.NON_EMPTY_GROUP
+        return E.NONE
+
+    def offsets_expiry_base(self):
+        """How an offset's retention clock starts (Kafka's offsetExpirationCondition):
+        from the moment the group became Empty, or the commit itself for groups that
+        never had members (simple consumers); None while the group is live."""
+        if self.protocol_type:
+            if not self.is_empty():
+                return None
+            ts = self.state_timestamp_ms
+            return lambda o: ts if ts >= 0 else o.commit_timestamp_ms
+        return lambda o: o.commit_timestamp_ms
 
     # ----------------------------------------------------------------- state
     def is_in(self, *states: GroupState) -> bool:

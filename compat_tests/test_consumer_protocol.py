@@ -1,0 +1,186 @@
+"""The KIP-848 consumer group protocol on both targets: librdkafka members with
+``group.protocol=consumer`` join and leave while a producer runs and every record is consumed
+exactly once with commits; Kafka's Java console consumer with the same protocol;
+``kafka-consumer-groups`` describes the group the same way (columns, epochs, assignor,
+state, type); GROUP config resources through ``kafka-configs`` (set, describe, Kafka's
+validation messages)."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from compat_tests.cli import run_tool
+from compat_tests.helpers import create_topic, wait_until
+
+CLIENT = "consumer-protocol"
+FAST_HEARTBEATS = {"group.consumer.heartbeat.interval.ms": "500",
+                   "group.consumer.min.heartbeat.interval.ms": "100"}
+
+
+class Member:
+    """A ``group.protocol=consumer`` librdkafka consumer on its own thread that commits what
+    it processed when partitions are revoked (incremental) and on close."""
+
+    def __init__(self, bootstrap, group, topic, seen, lock, **extra):
+        conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                "topic.metadata.refresh.interval.ms": 1000, "client.id": "compat-kip848"}
+        conf.update(extra)
+        self.topic, self.seen, self.lock = topic, seen, lock
+        self.positions: dict[int, int] = {}
+        self.assignment: set[int] = set()
+        self.error = None
+        self._stop = threading.Event()
+        self.c = Consumer(conf)
+        self.c.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _commit(self, partitions):
+        offs = [TopicPartition(self.topic, p, self.positions[p]) for p in partitions
+                if p in self.positions]
+        if offs:
+            self.c.commit(offsets=offs, asynchronous=False)
+
+    def _on_assign(self, c, parts):
+        self.assignment |= {p.partition for p in parts}
+
+    def _on_revoke(self, c, parts):
+        ps = {p.partition for p in parts}
+        self._commit(ps)
+        for p in ps:
+            self.positions.pop(p, None)
+        self.assignment -= ps
+
+    def _run(self):
+        try:
+            last = time.monotonic()
+            while not self._stop.is_set():
+                m = self.c.poll(0.1)
+                if m is not None and not m.error():
+                    with self.lock:
+                        self.seen.append((m.partition(), m.offset()))
+                    self.positions[m.partition()] = m.offset() + 1
+                if time.monotonic() - last > 1.0:
+                    self._commit(list(self.positions))
+                    last = time.monotonic()
+            self.c.close()
+        except BaseException as e:   # noqa: BLE001
+            self.error = e
+
+    def close(self):
+        self._stop.set()
+        self.t.join(60)
+        assert not self.t.is_alive(), "consumer did not close"
+        if self.error:
+            raise self.error
+
+
+def _table(stdout: str) -> tuple[list[str], list[list[str]]]:
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    return lines[0].split(), [line.split() for line in lines[1:]]
+
+
+def test_members_join_and_leave_exactly_once_and_tools_describe(broker_factory, topic_name,
+                                                                kafka_dist):
+    broker = broker_factory(**FAST_HEARTBEATS)
+    bootstrap = broker.bootstrap_servers
+    topic, group, P, N = topic_name, f"g-{topic_name}", 6, 2000
+    create_topic(bootstrap, topic, P)
+    produced: list[tuple[int, int]] = []
+
+    def producer():
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        for i in range(N):
+            p.produce(topic, str(i).encode(), partition=i % P,
+                      on_delivery=lambda err, msg: produced.append((msg.partition(), msg.offset()))
+                      if err is None else None)
+            p.poll(0)
+            if i % 100 == 0:
+                time.sleep(0.05)
+        p.flush(30)
+
+    seen: list[tuple[int, int]] = []
+    lock = threading.Lock()
+    prod = threading.Thread(target=producer)
+    prod.start()
+    members = [Member(bootstrap, group, topic, seen, lock)]
+    try:
+        wait_until(lambda: members[0].assignment == set(range(P)), 60, what="one member owns all")
+        members += [Member(bootstrap, group, topic, seen, lock) for _ in range(2)]
+        wait_until(lambda: all(m.assignment for m in members)
+                   and sum(len(m.assignment) for m in members) == P, 60, what="3-way split")
+        members.pop(1).close()
+        wait_until(lambda: sum(len(m.assignment) for m in members) == P, 60, what="hand-over")
+        members.append(Member(bootstrap, group, topic, seen, lock))
+        wait_until(lambda: members[-1].assignment, 60, what="the new member gets partitions")
+        prod.join(60)
+        assert len(produced) == N
+        wait_until(lambda: len(set(seen)) >= N, 60, what="everything consumed")
+        # the tools see a consumer-protocol group
+        state = run_tool("kafka-consumer-groups", ["--bootstrap-server", bootstrap, "--describe",
+                                                    "--group", group, "--state"]).check()
+        header, rows = _table(state.stdout)
+        assert header == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+        assert rows[0][-3:] == ["uniform", "Stable", "3"]
+        verbose = run_tool("kafka-consumer-groups", ["--bootstrap-server", bootstrap, "--describe",
+                                                      "--group", group, "--members", "--verbose"]).check()
+        header, rows = _table(verbose.stdout)
+        assert header == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+                          "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        assert len(rows) == 3 and sum(int(r[4]) for r in rows) == P
+        for r in rows:
+            assert r[5] == r[7] and r[6] == r[8]          # reconciled: current == target
+        listed = run_tool("kafka-consumer-groups", ["--bootstrap-server", bootstrap, "--list",
+                                                     "--type"]).check()
+        assert re.search(rf"^{re.escape(group)}\s+Consumer\s*$", listed.stdout, re.M)
+    finally:
+        prod.join(60)
+        for m in members:
+            if m.t.is_alive():
+                m.close()
+    assert sorted(seen) == sorted(produced), "a record was consumed twice or never"
+    offsets = run_tool("kafka-consumer-groups", ["--bootstrap-server", bootstrap, "--describe",
+                                                  "--group", group]).check()
+    header, rows = _table(offsets.stdout)
+    lag = {int(r[2]): (int(r[3]), int(r[4])) for r in rows if r[1] == topic}
+    assert all(cur == end for cur, end in lag.values()) and len(lag) == P
+
+    # Kafka's Java console consumer with the consumer protocol, in a second group
+    out = run_tool("kafka-console-consumer", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--group", f"{group}-java",
+        "--from-beginning", "--max-messages", str(N), "--timeout-ms", "60000",
+        "--consumer-property", "group.protocol=consumer"], timeout=120).check()
+    assert sorted(int(x) for x in out.lines if x.isdigit()) == list(range(N))
+
+
+def test_group_configs_with_kafka_configs(bootstrap, topic_name, kafka_dist):
+    group = f"g-{topic_name}"
+    base = ["--bootstrap-server", bootstrap, "--entity-type", "groups", "--entity-name", group]
+    run_tool("kafka-configs", [*base, "--alter", "--add-config",
+                               "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000"]).check()
+    described = run_tool("kafka-configs", [*base, "--describe"]).check().stdout
+    assert "consumer.session.timeout.ms=50000" in described
+    assert "DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000" in described
+    everything = run_tool("kafka-configs", [*base, "--describe", "--all"]).check().stdout
+    keys = sorted(re.findall(r"^\s+([a-z.]+)=", everything, re.M))
+    assert {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
+            "share.auto.offset.reset", "share.record.lock.duration.ms",
+            "streams.session.timeout.ms"} <= set(keys)
+    for bad, message in [
+        ("consumer.session.timeout.ms=1000",
+         "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+        ("consumer.heartbeat.interval.ms=20000",
+         "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+        ("nope.config=1", "Unknown group config name: nope.config"),
+    ]:
+        r = run_tool("kafka-configs", [*base, "--alter", "--add-config", bad])
+        assert r.returncode != 0 and message in r.stdout + r.stderr, (bad, r.stdout, r.stderr)
+    run_tool("kafka-configs", [*base, "--alter", "--delete-config",
+                               "consumer.heartbeat.interval.ms"]).check()
+    described = run_tool("kafka-configs", [*base, "--describe"]).check().stdout
+    assert "consumer.heartbeat.interval.ms" not in described

@@ -1,0 +1,40 @@
+"""ConsumerGroupDescribe (key 69), v0: consumer groups (KIP-848) with their epochs, the
+assignor, and every member's subscription, current and target assignment.
+
+A classic group (or an unknown id) answers ``GROUP_ID_NOT_FOUND`` — the admin client then
+falls back to DescribeGroups, as with Kafka. Authorized operations are not computed
+(``-2147483648``, "not requested"). v1 (KIP-1099 ``MemberType``) is not in the pinned
+protocol snapshot and is not advertised.
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.group.service import coordinator_of
+from kbroker.wire import messages
+
+Response = messages.ConsumerGroupDescribeResponse
+
+
+def _assignment(tps):
+    return Response.Assignment(topic_partitions=[
+        Response.TopicPartitions(topic_id=t, topic_name=name, partitions=ps)
+        for t, name, ps in tps])
+
+
+@api(69, versions=(0, 0))
+async def handle(ctx: RequestContext, request) -> Response:
+    described = await coordinator_of(ctx.broker).consumer_group_describe(list(request.group_ids))
+    return Response(throttle_time_ms=0, groups=[
+        Response.DescribedGroup(
+            error_code=d.error, error_message=d.message, group_id=d.group_id,
+            group_state=d.state, group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
+            assignor_name=d.assignor_name, members=[
+                Response.DescribedGroup.Member(
+                    member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                    member_epoch=m.member_epoch, client_id=m.client_id,
+                    client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    assignment=_assignment(m.assignment),
+                    target_assignment=_assignment(m.target_assignment))
+                for m in d.members])
+        for d in described])

@@ -1,0 +1,729 @@
+"""The consumer group protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe
+as pure rules over :class:`~kbroker.group.consumer.state.ConsumerGroup`, one part of the
+coordinator shard (Kafka 4.3's ``GroupMetadataManager.consumerGroup*``).
+
+A heartbeat, in order (``consumerGroupHeartbeat``):
+
+1. request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR) — before the group is looked up;
+2. epoch -1 / -2: the member leaves (a static member with -2 keeps its partitions for its
+   session timeout so it can come back under a new member id);
+3. the group is found or (epoch 0) created — an *empty* classic group of the same id is
+   replaced; a non-empty one answers GROUP_ID_NOT_FOUND (the classic⇄consumer online
+   migration is not implemented); ``group.consumer.max.size`` → GROUP_MAX_SIZE_REACHED;
+4. the member is found or created: fencing by member epoch (FENCED_MEMBER_EPOCH), unknown
+   ids (UNKNOWN_MEMBER_ID), static members (``group.instance.id``: UNRELEASED_INSTANCE_ID
+   while the previous holder has not left, FENCED_INSTANCE_ID for an old member id);
+5. subscription: topic names and/or a regular expression (resolved at once against the
+   topics); a changed subscription, a newly resolved regex or a change of the subscribed
+   topics' metadata bumps the **group epoch**;
+6. a group epoch above the assignment epoch computes a new **target assignment** with the
+   group's assignor (the one most members ask for via ServerAssignor, else the first of
+   ``group.consumer.assignors``);
+7. the member **reconciles** towards its target (revocation before assignment);
+8. the session timer is (re)armed; a member asked to revoke gets a rebalance timer
+   (its rebalance timeout) and is fenced if it is still at that epoch when it fires.
+
+Every state change is a ``__consumer_offsets`` record (the types of
+:mod:`kbroker.group.consumer.records`) that is *replayed* into the group as soon as it is
+produced — like Kafka's timeline state, the next request sees it — and appended before the
+response is released. If the append fails, the group is restored from a copy taken before
+the request (Kafka reverts its timeline to the last committed offset).
+
+Target assignments are batched as in Kafka 4.3 (``group.consumer.assignment.interval.ms``,
+default 1000; the GROUP config ``consumer.assignment.interval.ms``): within the interval after
+the last one, members keep reconciling towards the previous target and a later heartbeat
+computes the new one.
+
+Not implemented: the classic⇄consumer migration (``group.consumer.migration.policy``) and
+classic members inside a consumer group; offloading the assignor to another thread.
+"""
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from kbroker.wire.error_codes import ErrorCode as E
+
+from ..base import DescribedGroup, ShardPart, append_error_to_response_error
+from ..classic.state import ClassicGroup
+from . import records as crec
+from .assignors import AssignorError, GroupSpec, MemberSpec, assign
+from .regex import compile_regex, resolve
+from .state import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroup,
+                    ConsumerGroupMember, GroupError, MemberState, ResolvedRegex,
+                    check_member_epoch, members_equal, reconcile)
+from .topics import EMPTY as EMPTY_TOPICS, TopicsView
+
+REGEX_MIN_REFRESH_INTERVAL_MS = 10_000
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+
+
+@dataclass
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: list[tuple[uuid.UUID, list[int]]] | None = None     # TopicPartitions
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+
+
+@dataclass
+class HeartbeatResponse:
+    error: int = 0
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: dict[uuid.UUID, list[int]] | None = None
+
+
+@dataclass
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: list[tuple[uuid.UUID, str, list[int]]]
+    target_assignment: list[tuple[uuid.UUID, str, list[int]]]
+    member_type: int = 1                     # KIP-1099: 1 = consumer protocol member
+
+
+@dataclass
+class DescribedConsumerGroup:
+    group_id: str
+    error: int = 0
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: list[DescribedConsumerMember] = field(default_factory=list)
+
+
+def _kafka_uuid_string() -> str:
+    """Kafka's ``Uuid.randomUuid().toString()``: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ConsumerGroupProtocol(ShardPart):
+    """The consumer protocol's decisions; the groups live in the shard's table.
+
+    Timers: ``("consumer-session", group, member)`` and ``("consumer-rebalance", group,
+    member)``."""
+
+    def __init__(self, shard, member_id_factory: Callable[[], str] = _kafka_uuid_string) -> None:
+        super().__init__(shard)
+        self._new_member_id = member_id_factory
+        self.topics: TopicsView = EMPTY_TOPICS
+        # group id -> {config name: value} of GROUP config resources (KIP-848 group configs)
+        self.group_configs: Callable[[str], dict] = lambda gid: {}
+
+    # ----------------------------------------------------------------- helpers
+    def _get(self, gid: str) -> ConsumerGroup | None:
+        g = self.groups.get(gid)
+        return g if isinstance(g, ConsumerGroup) else None
+
+    def session_timeout_ms(self, gid: str) -> int:
+        v = self.group_configs(gid).get("consumer.session.timeout.ms")
+        return int(v) if v is not None else self.config.consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, gid: str) -> int:
+        v = self.group_configs(gid).get("consumer.heartbeat.interval.ms")
+        return int(v) if v is not None else self.config.consumer_heartbeat_interval_ms
+
+    def _apply(self, records: list, record) -> None:
+        """Replay ``record`` into the state now and queue it for the append."""
+        records.append(record)
+        self.replay(record.parsed_key, record.value, record.parsed_value)
+
+    def _partition(self, gid: str) -> int:
+        return self.partition_for(gid)
+
+    # ----------------------------------------------------------------- request checks
+    def _validate(self, req: HeartbeatRequest) -> None:
+        def empty(v, what):
+            if v is not None and v == "":
+                raise GroupError(E.INVALID_REQUEST, f"{what} can't be empty.")
+        if (req.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
+                or req.member_epoch > 0 or req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH):
+            empty(req.member_id, "MemberId")
+        empty(req.group_id, "GroupId")
+        empty(req.instance_id, "InstanceId")
+        empty(req.rack_id, "RackId")
+        if req.member_epoch == 0:
+            if req.rebalance_timeout_ms == -1:
+                raise GroupError(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+            if req.owned is None or req.owned:
+                raise GroupError(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise GroupError(E.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex "
+                                 "must be non-null when (re-)joining.")
+        elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if req.instance_id is None:
+                raise GroupError(E.INVALID_REQUEST, "InstanceId can't be null.")
+        elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise GroupError(E.INVALID_REQUEST, "MemberEpoch is invalid.")
+        if req.server_assignor is not None and req.server_assignor not in self.config.consumer_assignors:
+            raise GroupError(E.UNSUPPORTED_ASSIGNOR,
+                             f"ServerAssignor {req.server_assignor} is not supported. Supported "
+                             f"assignors: {', '.join(self.config.consumer_assignors)}.")
+
+    # ----------------------------------------------------------------- ConsumerGroupHeartbeat
+    def heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatResponse:
+        try:
+            self._validate(req)
+            err = self.coordinator_error(req.group_id)
+            if err:
+                raise GroupError(err)
+        except GroupError as e:
+            return HeartbeatResponse(error=e.code, message=e.message)
+        before = self._snapshot(req.group_id)
+        records: list = []
+        try:
+            if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                resp = self._leave(req, records, now)
+            else:
+                resp = self._heartbeat(req, records, now)
+        except GroupError as e:
+            self._restore(req.group_id, before)      # nothing of a refused request stays
+            return HeartbeatResponse(error=e.code, message=e.message)
+        self._emit_with_revert(req.group_id, before, records)
+        return resp
+
+    def _snapshot(self, gid: str):
+        g = self.groups.get(gid)
+        if isinstance(g, ConsumerGroup):
+            return ("group", g.snapshot())
+        return ("absent",) if g is None else ("other", g)
+
+    def _restore(self, gid: str, snap) -> None:
+        if snap[0] == "absent":
+            g = self.groups.get(gid)
+            if isinstance(g, ConsumerGroup):
+                del self.groups[gid]
+                self.timers.cancel_where(lambda k: len(k) > 2 and k[0].startswith("consumer-")
+                                         and k[1] == gid)
+        elif snap[0] == "group":
+            g = self.groups.get(gid)
+            if isinstance(g, ConsumerGroup):
+                g.__dict__.update(snap[1].__dict__)      # in place: references stay valid
+            else:
+                self.groups[gid] = snap[1]
+        else:
+            self.groups[gid] = snap[1]
+
+    def _emit_with_revert(self, gid: str, before, records: list, respond: bool = True) -> None:
+        if not records:
+            return
+
+        def then(error: int, t: int) -> None:
+            if error:
+                # the group as it was before this request (Kafka reverts its timeline)
+                self._restore(gid, before)
+                if respond:
+                    self._out.response = HeartbeatResponse(
+                        error=append_error_to_response_error(error))
+        self._emit(records, then=then)
+
+    def _get_or_create(self, gid: str, create: bool, records: list) -> ConsumerGroup:
+        g = self.groups.get(gid)
+        if g is None:
+            if not create:
+                raise GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
+            g = self.groups[gid] = ConsumerGroup(gid)
+            return g
+        if isinstance(g, ConsumerGroup):
+            return g
+        if create and isinstance(g, ClassicGroup) and g.is_empty():
+            # an empty classic group (e.g. only committed offsets) makes way, as in Kafka
+            records.extend(self.shard.classic.group_tombstones(g))
+            c = self.groups[gid] = ConsumerGroup(gid)
+            return c
+        if create and isinstance(g, ClassicGroup):
+            # the online upgrade (a consumer-protocol member joining a live classic group)
+            # is not implemented: answered as Kafka with the migration policy disabled
+            raise GroupError(E.GROUP_ID_NOT_FOUND,
+                             f"Cannot upgrade classic group {gid} to consumer group because "
+                             "online upgrade is disabled.")
+        raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
+
+    def _heartbeat(self, req: HeartbeatRequest, records: list, now: int) -> HeartbeatResponse:
+        gid = req.group_id
+        create = req.member_epoch == 0
+        group = self._get_or_create(gid, create, records)
+        part = self._partition(gid)
+        if (len(group.members) >= self.config.consumer_max_size
+                and (not req.member_id or req.member_id not in group.members)):
+            raise GroupError(E.GROUP_MAX_SIZE_REACHED,
+                             "The consumer group has reached its maximum capacity of "
+                             f"{self.config.consumer_max_size} members.")
+        member_id = req.member_id or self._new_member_id()
+        member = self._find_member(group, member_id, req, create, records, part)
+
+        updated = replace(
+            member,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            server_assignor=(req.server_assignor if req.server_assignor is not None
+                             else member.server_assignor),
+            subscribed_topic_names=(tuple(sorted(set(req.subscribed_topic_names)))
+                                    if req.subscribed_topic_names is not None
+                                    else member.subscribed_topic_names),
+            subscribed_topic_regex=(req.subscribed_topic_regex if req.subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
+            client_id=req.client_id, client_host=req.client_host, classic_metadata=None)
+
+        # 5. subscription
+        names_changed = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
+        regex_changed, regex_resolved = self._update_regexes(group, member, updated, records,
+                                                             part, now)
+        is_new = member_id not in group.members
+        if is_new or _metadata_differs(member, updated):
+            self._apply(records, crec.member_metadata_record(part, gid, updated))
+        refreshed = self._maybe_refresh_regexes(group, records, part, now)
+        bump = names_changed or regex_resolved or refreshed
+        new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
+        # Kafka 4.3.1 (observed, and relied on by clients replaying epochs): a member that
+        # joins as a new member bumps the group epoch once more than a subscription change
+        # alone — a new member with an empty subscription is at epoch 1, one subscribing
+        # to topics at epoch 2
+        step = (1 if is_new else 0) + (1 if bump or new_hash != group.metadata_hash else 0)
+        if step:
+            self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + step, new_hash))
+
+        # 6. target assignment
+        self._maybe_update_target(group, records, part, now)
+
+        # 7. reconciliation
+        m = group.members[member_id]
+        subscription_changed = names_changed or regex_changed
+        if subscription_changed or not m.is_reconciled_to(group.assignment_epoch):
+            new_m = reconcile(m, target_epoch=group.assignment_epoch,
+                              target=group.target.get(member_id, {}),
+                              owner_epoch=group.owner_epoch,
+                              subscribed=self.topics.ids_of(group.member_subscribed_names(m)),
+                              subscription_changed=subscription_changed, owned=req.owned)
+            if not members_equal(new_m, m):
+                self._apply(records, crec.current_assignment_record(part, gid, new_m))
+                key = ("consumer-rebalance", gid, member_id)
+                if new_m.state is MemberState.UNREVOKED_PARTITIONS:
+                    epoch, timeout = new_m.member_epoch, new_m.rebalance_timeout_ms
+                    self.timers.schedule(key, now + max(timeout, 0),
+                                         lambda t: self._rebalance_timeout(gid, member_id, epoch, t))
+                else:
+                    self.timers.cancel(key)
+        final = group.members[member_id]
+
+        # 8. session
+        self._schedule_session(gid, member_id, now)
+        resp = HeartbeatResponse(member_id=member_id, member_epoch=final.member_epoch,
+                                 heartbeat_interval_ms=self.heartbeat_interval_ms(gid))
+        full = (req.rebalance_timeout_ms != -1 and (req.subscribed_topic_names is not None
+                or req.subscribed_topic_regex is not None) and req.owned is not None)
+        if req.member_epoch == 0 or full or final.assigned_partitions() != member.assigned_partitions():
+            resp.assignment = {t: sorted(ps) for t, ps in final.assigned_partitions().items()}
+        return resp
+
+    def _find_member(self, group: ConsumerGroup, member_id: str, req: HeartbeatRequest,
+                     create: bool, records: list, part: int) -> ConsumerGroupMember:
+        if req.instance_id is None:
+            m = group.members.get(member_id)
+            if m is None:
+                if not create:
+                    raise GroupError(E.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
+                return ConsumerGroupMember(member_id)
+            check_member_epoch(m, req.member_epoch, req.owned)
+            return m
+        existing = group.static_member(req.instance_id)
+        if create:
+            if existing is None:
+                return group.members.get(member_id) or ConsumerGroupMember(member_id)
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(E.UNRELEASED_INSTANCE_ID,
+                                 f"Static member {member_id} with instance id {req.instance_id} "
+                                 "cannot join the group because the instance id is owned by "
+                                 f"{existing.member_id} member.")
+            # the rejoining instance takes over the old member's assignment under its new id
+            new = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            self._replace_member(group, existing, new, records, part)
+            return group.members[member_id]
+        if existing is None:
+            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise GroupError(E.FENCED_INSTANCE_ID,
+                             f"Static member {member_id} with instance id {req.instance_id} "
+                             f"was fenced by member {existing.member_id}.")
+        check_member_epoch(existing, req.member_epoch, req.owned)
+        return existing
+
+    def _replace_member(self, group, old, new, records, part) -> None:
+        gid = group.group_id
+        target = group.target.get(old.member_id, {})
+        self._remove_member_records(group, old.member_id, records, part)
+        self._apply(records, crec.member_metadata_record(part, gid, new))
+        self._apply(records, crec.target_assignment_member_record(part, gid, new.member_id, target))
+        self._apply(records, crec.current_assignment_record(part, gid, new))
+        self._cancel_member_timers(gid, old.member_id)
+
+    def _remove_member_records(self, group, member_id, records, part) -> None:
+        gid = group.group_id
+        self._apply(records, crec.current_assignment_tombstone(part, gid, member_id))
+        self._apply(records, crec.target_assignment_member_tombstone(part, gid, member_id))
+        self._apply(records, crec.member_metadata_tombstone(part, gid, member_id))
+
+    def _cancel_member_timers(self, gid: str, member_id: str) -> None:
+        self.timers.cancel(("consumer-session", gid, member_id))
+        self.timers.cancel(("consumer-rebalance", gid, member_id))
+
+    # ----------------------------------------------------------------- regular expressions
+    def _regex_users(self, group: ConsumerGroup, regex: str, except_member: str) -> int:
+        return sum(1 for m in group.members.values()
+                   if m.subscribed_topic_regex == regex and m.member_id != except_member)
+
+    def _update_regexes(self, group, member, updated, records, part, now) -> tuple[bool, bool]:
+        """(regex changed, regex change resolved → epoch bump)."""
+        old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
+        if old == new:
+            return False, False
+        gid = group.group_id
+        resolved = False
+        if old and self._regex_users(group, old, member.member_id) == 0 \
+                and old in group.resolved_regexes:
+            self._apply(records, crec.regex_tombstone(part, gid, old))
+        if new:
+            compile_regex(new)                     # INVALID_REGULAR_EXPRESSION
+            if new not in group.resolved_regexes:
+                topics = resolve(new, self.topics.names())
+                self._apply(records, crec.regex_record(part, gid, new, topics,
+                                                       self.topics.version, now))
+            resolved = True
+        elif old:
+            resolved = True
+        return True, resolved
+
+    def _maybe_refresh_regexes(self, group: ConsumerGroup, records, part, now) -> bool:
+        """Re-resolve regexes once the topics changed (at most every 10 s, as Kafka)."""
+        changed = False
+        for regex, r in list(group.resolved_regexes.items()):
+            if r.version == self.topics.version or now - r.timestamp_ms < REGEX_MIN_REFRESH_INTERVAL_MS:
+                continue
+            topics = resolve(regex, self.topics.names())
+            self._apply(records, crec.regex_record(part, group.group_id, regex, topics,
+                                                   self.topics.version, now))
+            changed = changed or topics != r.topics
+        return changed
+
+    # ----------------------------------------------------------------- target assignment
+    def assignment_interval_ms(self, gid: str) -> int:
+        v = self.group_configs(gid).get("consumer.assignment.interval.ms")
+        return int(v) if v is not None else self.config.consumer_assignment_interval_ms
+
+    def _maybe_update_target(self, group: ConsumerGroup, records, part, now) -> None:
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        # Kafka 4.3 batches assignments: a new target at most every
+        # ``group.consumer.assignment.interval.ms``; until then members reconcile towards
+        # the previous one and a later heartbeat computes it (0 = at every epoch bump)
+        interval = self.assignment_interval_ms(group.group_id)
+        if group.assignment_timestamp_ms and interval and now < group.assignment_timestamp_ms + interval:
+            return
+        gid = group.group_id
+        assignor = group.preferred_assignor(list(self.config.consumer_assignors))
+        members = []
+        partitions, names = {}, {}
+        for m in group.members.values():
+            ids = frozenset(self.topics.ids_of(group.member_subscribed_names(m)))
+            for t in ids:
+                partitions[t] = self.topics.num_partitions(t)
+                names[t] = self.topics.name_of(t) or ""
+            members.append(MemberSpec(m.member_id, m.instance_id, ids,
+                                      group.target.get(m.member_id, {})))
+        try:
+            new = assign(assignor, GroupSpec(tuple(members), partitions, names))
+        except AssignorError as exc:
+            raise GroupError(E.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment: {exc}")
+        for m in group.members.values():
+            target = {t: ps for t, ps in new.get(m.member_id, {}).items() if ps}
+            old = {t: ps for t, ps in group.target.get(m.member_id, {}).items() if ps}
+            if target != old or m.member_id not in group.target:
+                self._apply(records, crec.target_assignment_member_record(part, gid, m.member_id, target))
+        self._apply(records, crec.target_assignment_metadata_record(part, gid, group.group_epoch, now))
+
+    # ----------------------------------------------------------------- leaving and fencing
+    def _leave(self, req: HeartbeatRequest, records: list, now: int) -> HeartbeatResponse:
+        gid = req.group_id
+        group = self._get(gid)
+        if group is None:
+            if gid in self.groups:
+                raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
+            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
+        part = self._partition(gid)
+        if req.instance_id is None:
+            m = group.members.get(req.member_id)
+            if m is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID,
+                                 f"Member {req.member_id} is not a member of group {gid}.")
+            self._fence(group, [m], records, part)
+            return HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+        m = group.static_member(req.instance_id)
+        if m is None:
+            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+        if m.member_id != req.member_id:
+            raise GroupError(E.FENCED_INSTANCE_ID,
+                             f"Static member {req.member_id} with instance id {req.instance_id} "
+                             f"was fenced by member {m.member_id}.")
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # keeps its partitions until it rejoins or its session times out
+            self._apply(records, crec.current_assignment_record(part, gid, m.with_epochs_reset()))
+            self.timers.cancel(("consumer-rebalance", gid, m.member_id))
+            return HeartbeatResponse(member_id=m.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self._fence(group, [m], records, part)
+        return HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+
+    def _fence(self, group: ConsumerGroup, members, records: list, part: int) -> None:
+        """Remove members and bump the group epoch (``consumerGroupFenceMembers``)."""
+        if not members:
+            return
+        gid = group.group_id
+        regexes = {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
+        for m in members:
+            self._remove_member_records(group, m.member_id, records, part)
+            self._cancel_member_timers(gid, m.member_id)
+        for regex in regexes:
+            if regex in group.resolved_regexes and self._regex_users(group, regex, "") == 0:
+                self._apply(records, crec.regex_tombstone(part, gid, regex))
+        new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
+        self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + 1, new_hash))
+
+    def _fence_by_timer(self, gid: str, member_id: str, check: Callable[[ConsumerGroupMember], bool]) -> None:
+        group = self._get(gid)
+        if group is None:
+            return
+        m = group.members.get(member_id)
+        if m is None or not check(m):
+            return
+        before = self._snapshot(gid)
+        records: list = []
+        self._fence(group, [m], records, self._partition(gid))
+        self.counters["members_expired"] += 1
+        self._emit_with_revert(gid, before, records, respond=False)
+
+    def _schedule_session(self, gid: str, member_id: str, now: int) -> None:
+        self.timers.schedule(("consumer-session", gid, member_id), now + self.session_timeout_ms(gid),
+                             lambda t: self._fence_by_timer(gid, member_id, lambda m: True))
+
+    def _rebalance_timeout(self, gid: str, member_id: str, epoch: int, now: int) -> None:
+        self._fence_by_timer(gid, member_id, lambda m: m.member_epoch == epoch)
+
+    # ----------------------------------------------------------------- replay
+    def replay(self, k: crec.ConsumerKey, value_bytes, value=None) -> None:
+        """Apply one consumer group record (our own, or read at load)."""
+        if value is None and value_bytes is not None:
+            value = crec.decode_value(k.record_type, value_bytes)
+        tombstone = value_bytes is None
+        gid = k.group
+        g = self.groups.get(gid)
+        if not isinstance(g, ConsumerGroup):
+            if tombstone:
+                return
+            if g is not None and not (isinstance(g, ClassicGroup) and g.is_empty()):
+                return                         # a live group of another type keeps its id
+            if g is not None:
+                g.state = g.state.__class__.DEAD
+            g = self.groups[gid] = ConsumerGroup(gid)
+        rt = k.record_type
+        if rt == crec.GROUP_METADATA:
+            if tombstone:
+                self.shard._remove_group(gid, keep_offsets=True)
+                if gid in self.shard.offsets:
+                    self.groups[gid] = ClassicGroup(gid, state_timestamp_ms=-1)
+                return
+            g.group_epoch, g.metadata_hash = value.epoch, value.metadata_hash
+        elif rt == crec.PARTITION_METADATA:
+            return                             # superseded by the metadata hash (Kafka 4.1+)
+        elif rt == crec.MEMBER_METADATA:
+            if tombstone:
+                g.remove_member(k.member_id)
+                return
+            old = g.members.get(k.member_id) or ConsumerGroupMember(k.member_id)
+            g.put_member(replace(
+                old, instance_id=value.instance_id, rack_id=value.rack_id,
+                client_id=value.client_id, client_host=value.client_host,
+                subscribed_topic_names=tuple(value.subscribed_topic_names),
+                subscribed_topic_regex=value.subscribed_topic_regex,
+                rebalance_timeout_ms=value.rebalance_timeout_ms,
+                server_assignor=value.server_assignor,
+                classic_metadata=value.classic_member_metadata))
+        elif rt == crec.TARGET_ASSIGNMENT_METADATA:
+            if tombstone:
+                g.assignment_epoch, g.assignment_timestamp_ms = 0, 0
+            else:
+                g.assignment_epoch = value.assignment_epoch
+                g.assignment_timestamp_ms = value.assignment_timestamp
+        elif rt == crec.TARGET_ASSIGNMENT_MEMBER:
+            if tombstone:
+                g.target.pop(k.member_id, None)
+            else:
+                g.target[k.member_id] = {tp.topic_id: frozenset(tp.partitions)
+                                         for tp in value.topic_partitions if tp.partitions}
+        elif rt == crec.CURRENT_MEMBER_ASSIGNMENT:
+            old = g.members.get(k.member_id)
+            if tombstone:
+                if old is not None:
+                    g.put_member(replace(old, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                         previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                         state=MemberState.UNKNOWN, assigned={},
+                                         pending_revocation={}))
+                return
+            old = old or ConsumerGroupMember(k.member_id)
+            g.put_member(replace(
+                old, member_epoch=value.member_epoch,
+                previous_member_epoch=value.previous_member_epoch,
+                state=MemberState.of(value.state),
+                assigned=crec.assignment_from(value.assigned_partitions, value.member_epoch),
+                pending_revocation=crec.assignment_from(value.partitions_pending_revocation,
+                                                        value.member_epoch)))
+        elif rt == crec.REGULAR_EXPRESSION:
+            if tombstone:
+                g.resolved_regexes.pop(k.sub, None)
+            else:
+                g.resolved_regexes[k.sub] = ResolvedRegex(frozenset(value.topics), value.version,
+                                                          value.timestamp)
+
+    # ----------------------------------------------------------------- lifecycle hooks
+    def on_loaded(self, g: ConsumerGroup, now: int) -> None:
+        gid = g.group_id
+        for m in g.members.values():
+            self._schedule_session(gid, m.member_id, now)
+            if m.state is MemberState.UNREVOKED_PARTITIONS:
+                mid, epoch = m.member_id, m.member_epoch
+                self.timers.schedule(("consumer-rebalance", gid, mid),
+                                     now + max(m.rebalance_timeout_ms, 0),
+                                     lambda t: self._rebalance_timeout(gid, mid, epoch, t))
+
+    def on_removed(self, g: ConsumerGroup) -> None:
+        g.dead = True
+
+    def abort_parked(self, g: ConsumerGroup, error: int) -> list[tuple[Any, Any]]:
+        return []                              # heartbeats are never parked
+
+    def group_tombstones(self, g: ConsumerGroup) -> list:
+        part, gid = self._partition(g.group_id), g.group_id
+        out = []
+        for mid in list(g.members):
+            out += [crec.current_assignment_tombstone(part, gid, mid),
+                    crec.target_assignment_member_tombstone(part, gid, mid),
+                    crec.member_metadata_tombstone(part, gid, mid)]
+        out += [crec.regex_tombstone(part, gid, r) for r in g.resolved_regexes]
+        out += [crec.target_assignment_metadata_tombstone(part, gid),
+                crec.partition_metadata_tombstone(part, gid),
+                crec.group_epoch_tombstone(part, gid)]
+        return out
+
+    # ----------------------------------------------------------------- describe
+    def describe(self, g: ConsumerGroup) -> DescribedGroup:
+        """DescribeGroups (the classic API) on a consumer group: Kafka answers Dead with
+        no error before v6 (``Group X is not a classic group``)."""
+        return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [])
+
+    def consumer_describe(self, gid: str) -> DescribedConsumerGroup:
+        if not gid:
+            return DescribedConsumerGroup(gid, E.INVALID_GROUP_ID, "GroupId can't be empty.")
+        err = self.coordinator_error(gid)
+        if err:
+            return DescribedConsumerGroup(gid, err)
+        g = self.groups.get(gid)
+        if g is None or g.is_dead():
+            return DescribedConsumerGroup(gid, E.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
+        if not isinstance(g, ConsumerGroup):
+            return DescribedConsumerGroup(gid, E.GROUP_ID_NOT_FOUND,
+                                          f"Group {gid} is not a consumer group.")
+
+        def tps(assignment):
+            out = []
+            for t, ps in sorted(assignment.items(), key=lambda kv: self.topics.name_of(kv[0]) or ""):
+                name = self.topics.name_of(t)
+                if name is not None and ps:
+                    out.append((t, name, sorted(ps)))
+            return out
+        members = [DescribedConsumerMember(
+            m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+            sorted(m.subscribed_topic_names), m.subscribed_topic_regex,
+            tps(m.assigned), tps(g.target.get(m.member_id, {})))
+            for m in g.members.values()]
+        return DescribedConsumerGroup(
+            gid, E.NONE, None, g.state_name(), g.group_epoch, g.assignment_epoch,
+            g.preferred_assignor(list(self.config.consumer_assignors)), members)
+
+    # ----------------------------------------------------------------- offsets (per type)
+    def validate_offset_commit(self, g: ConsumerGroup, mid: str, instance: str | None,
+                               epoch: int, now: int, api_version: int):
+        """0, an error code, or a per-partition check ``(topic, partition) -> error``
+        (Kafka 4.3's ``ConsumerGroup.validateOffsetCommit`` with KIP-1251)."""
+        if epoch < 0 and not g.members:
+            return E.NONE
+        m = g.members.get(mid)
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID
+        if api_version < 9:
+            return E.UNSUPPORTED_VERSION
+        if epoch == m.member_epoch:
+            return E.NONE
+        if epoch > m.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+
+        def per_partition(topic: str, partition: int) -> int:
+            tid = self.topics.id_of(topic)
+            ae = None if tid is None else m.assignment_epoch(tid, partition)
+            if ae is None or epoch < ae:
+                return E.STALE_MEMBER_EPOCH
+            return E.NONE
+        return per_partition
+
+    def validate_txn_offset_commit(self, g: ConsumerGroup, mid: str, instance: str | None,
+                                   epoch: int) -> int:
+        if epoch < 0 and not g.members:
+            return E.NONE
+        if epoch == -1 and mid == "" and instance is None:
+            return E.NONE
+        m = g.members.get(mid)
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID
+        if epoch > m.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
+    def validate_offset_fetch(self, g: ConsumerGroup, mid: str | None, epoch: int) -> int:
+        if mid is None and epoch < 0:
+            return E.NONE
+        m = g.members.get(mid or "")
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID
+        if epoch != m.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
+
+def _metadata_differs(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
+    return (a.instance_id, a.rack_id, a.client_id, a.client_host, a.subscribed_topic_names,
+            a.subscribed_topic_regex, a.rebalance_timeout_ms, a.server_assignor,
+            a.classic_metadata) != (b.instance_id, b.rack_id, b.client_id, b.client_host,
+                                    b.subscribed_topic_names, b.subscribed_topic_regex,
+                                    b.rebalance_timeout_ms, b.server_assignor, b.classic_metadata)

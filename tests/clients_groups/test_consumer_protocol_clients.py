@@ -1,0 +1,231 @@
+"""The KIP-848 consumer group protocol with real clients against a real kbroker:
+librdkafka (confluent-kafka, ``group.protocol=consumer``) members join and leave while a
+producer runs; every record is consumed exactly once across the rebalances with commits
+made before partitions are given up; the group is durable across a broker restart; admin
+describe/list see a consumer group; Kafka's Java console consumer with
+``group.protocol=consumer`` consumes from kbroker."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from tests.support.broker_proc import BrokerProcess  # noqa: E402
+
+from .conftest import wait_until  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+OVERRIDES = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("kbroker-kip848") / "data", overrides=OVERRIDES)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        if proc.running:
+            proc.stop()
+
+
+def create(bootstrap, topic, partitions):
+    admin = AdminClient({"bootstrap.servers": bootstrap})     # kept alive until done
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=20)
+
+
+class Member:
+    """A ``group.protocol=consumer`` librdkafka consumer on its own thread. It records
+    every (partition, offset) it processed and commits what it processed when partitions
+    are revoked (KIP-848 rebalances are incremental) and on close."""
+
+    def __init__(self, bootstrap, group, topic, seen, lock, **extra):
+        conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                "topic.metadata.refresh.interval.ms": 1000}
+        conf.update(extra)
+        self.topic = topic
+        self.seen, self.lock = seen, lock
+        self.positions: dict[int, int] = {}
+        self.assignment: set[int] = set()
+        self.error = None
+        self._stop = threading.Event()
+        self.c = Consumer(conf)
+        self.c.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _commit(self, partitions):
+        offs = [TopicPartition(self.topic, p, self.positions[p]) for p in partitions
+                if p in self.positions]
+        if offs:
+            self.c.commit(offsets=offs, asynchronous=False)
+
+    def _on_assign(self, c, parts):
+        self.assignment |= {p.partition for p in parts}
+
+    def _on_revoke(self, c, parts):
+        ps = {p.partition for p in parts}
+        self._commit(ps)
+        for p in ps:
+            self.positions.pop(p, None)
+        self.assignment -= ps
+
+    def _run(self):
+        try:
+            last = time.monotonic()
+            while not self._stop.is_set():
+                m = self.c.poll(0.1)
+                if m is not None and not m.error():
+                    with self.lock:
+                        self.seen.append((m.partition(), m.offset()))
+                    self.positions[m.partition()] = m.offset() + 1
+                if time.monotonic() - last > 1.0:
+                    self._commit(list(self.positions))
+                    last = time.monotonic()
+            self.c.close()                         # revokes (commits) and leaves
+        except BaseException as e:   # noqa: BLE001
+            self.error = e
+
+    def close(self):
+        self._stop.set()
+        self.t.join(30)
+        assert not self.t.is_alive(), "consumer did not close"
+        if self.error:
+            raise self.error
+
+
+def test_members_join_and_leave_under_a_producer_exactly_once(broker):
+    topic, group = "kip848-eos", "g-kip848-eos"
+    P, N = 6, 3000
+    create(broker.bootstrap, topic, P)
+    produced: list[tuple[int, int]] = []
+    stop_producing = threading.Event()
+
+    def producer():
+        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        for i in range(N):
+            p.produce(topic, str(i).encode(), partition=i % P,
+                      on_delivery=lambda err, msg: produced.append((msg.partition(), msg.offset()))
+                      if err is None else None)
+            p.poll(0)
+            if i % 100 == 0:
+                time.sleep(0.05)
+            if stop_producing.is_set():
+                break
+        p.flush(30)
+
+    seen: list[tuple[int, int]] = []
+    lock = threading.Lock()
+    prod = threading.Thread(target=producer)
+    prod.start()
+    a = Member(broker.bootstrap, group, topic, seen, lock)
+    members = [a]
+    try:
+        wait_until(lambda: a.assignment == set(range(P)), 30, what="a owns all partitions")
+        b = Member(broker.bootstrap, group, topic, seen, lock)
+        c = Member(broker.bootstrap, group, topic, seen, lock)
+        members += [b, c]
+        wait_until(lambda: all(m.assignment for m in members)
+                   and sum(len(m.assignment) for m in members) == P, 40, what="3-way split")
+        assert not (a.assignment & b.assignment or a.assignment & c.assignment
+                    or b.assignment & c.assignment)
+        b.close()                                  # leaves (epoch -1)
+        members.remove(b)
+        wait_until(lambda: sum(len(m.assignment) for m in members) == P, 40,
+                   what="b's partitions handed over")
+        d = Member(broker.bootstrap, group, topic, seen, lock)
+        members.append(d)
+        wait_until(lambda: d.assignment, 40, what="d gets partitions")
+        prod.join(60)
+        assert len(produced) == N
+        wait_until(lambda: len(set(seen)) >= N, 60, what="everything consumed")
+    finally:
+        stop_producing.set()
+        prod.join(30)
+        for m in members:
+            if m.t.is_alive():
+                m.close()
+    assert sorted(seen) == sorted(produced), "a record was consumed twice or never"
+    # what was committed is where everything ends: a new member reads nothing again
+    adm = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = adm.list_consumer_group_offsets(
+        [confluent_kafka.ConsumerGroupTopicPartitions(group)])[group].result(timeout=20)
+    ends = {tp.partition: tp.offset for tp in res.topic_partitions}
+    per_partition = {p: max(o for pp, o in produced if pp == p) + 1 for p in range(P)}
+    assert ends == per_partition
+
+
+def test_describe_list_and_durability_across_restart(broker):
+    topic, group = "kip848-desc", "g-kip848-desc"
+    create(broker.bootstrap, topic, 2)
+    seen, lock = [], threading.Lock()
+    m = Member(broker.bootstrap, group, topic, seen, lock)
+    try:
+        wait_until(lambda: m.assignment == {0, 1}, 30, what="assignment")
+        adm = AdminClient({"bootstrap.servers": broker.bootstrap})
+        listed = adm.list_consumer_groups().result(timeout=10)
+        kinds = {g.group_id: g for g in listed.valid}
+        assert group in kinds
+        assert str(kinds[group].type).endswith("CONSUMER")
+        desc = adm.describe_consumer_groups([group])[group].result(timeout=10)
+        assert str(desc.type).endswith("CONSUMER")
+        assert str(desc.state).endswith("STABLE")
+        assert {tp.partition for tp in desc.members[0].assignment.topic_partitions} == {0, 1}
+    finally:
+        m.close()
+    # the group (now empty, with its committed offsets) survives a restart of the broker
+    broker.restart()
+    adm = AdminClient({"bootstrap.servers": broker.bootstrap})
+    wait_until(lambda: group in {g.group_id for g in
+                                 adm.list_consumer_groups().result(timeout=10).valid},
+               30, what="group listed after restart")
+    desc = adm.describe_consumer_groups([group])[group].result(timeout=10)
+    assert str(desc.type).endswith("CONSUMER") and str(desc.state).endswith("EMPTY")
+
+
+def _java():
+    libs = REPO / ".cache" / "kafka" / "4.3.1" / "libs"
+    java = shutil.which("java")
+    if java is None or not libs.is_dir():
+        return None, None
+    return java, libs
+
+
+def test_java_console_consumer_with_consumer_protocol(broker):
+    java, libs = _java()
+    if java is None:
+        pytest.fail("Kafka 4.3.1 jars (.cache/kafka/4.3.1/libs) and java are needed (make)")
+    topic, group = "kip848-java", "g-kip848-java"
+    create(broker.bootstrap, topic, 3)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(30):
+        p.produce(topic, f"v{i}".encode(), partition=i % 3)
+    p.flush(20)
+    cmd = [java, "-cp", f"{libs}/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+           "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", group,
+           "--from-beginning", "--max-messages", "30", "--timeout-ms", "60000",
+           "--consumer-property", "group.protocol=consumer"]
+    env = dict(os.environ, KAFKA_HEAP_OPTS="-Xmx256m")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    lines = [x for x in out.stdout.splitlines() if x.startswith("v")]
+    assert sorted(lines) == sorted(f"v{i}" for i in range(30)), out.stderr[-2000:]
+    adm = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = adm.list_consumer_group_offsets(
+        [confluent_kafka.ConsumerGroupTopicPartitions(group)])[group].result(timeout=20)
+    assert {tp.partition: tp.offset for tp in res.topic_partitions} == {0: 10, 1: 10, 2: 10}
