@@ -304,6 +304,15 @@ def java_cli(bs: str) -> None:
                                "--entity-name", topic, "--alter", "--add-config",
                                "retention.ms=100000"]).check()
     run_tool("kafka-topics", ["--bootstrap-server", bs, "--delete", "--topic", topic]).check()
+    # client quotas (AlterClientQuotas / DescribeClientQuotas)
+    run_tool("kafka-configs", ["--bootstrap-server", bs, "--entity-type", "clients",
+                               "--entity-name", "dx-quota-client", "--alter", "--add-config",
+                               "producer_byte_rate=1048576,consumer_byte_rate=2097152"]).check()
+    run_tool("kafka-configs", ["--bootstrap-server", bs, "--entity-type", "clients",
+                               "--entity-name", "dx-quota-client", "--describe"]).check()
+    run_tool("kafka-configs", ["--bootstrap-server", bs, "--entity-type", "ips",
+                               "--entity-default", "--alter", "--add-config",
+                               "connection_creation_rate=1000"]).check()
 
 
 def hand_built(bs: str) -> None:
