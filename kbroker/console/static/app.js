@@ -22,12 +22,16 @@ function h(tag, attrs = {}, ...children) {
 }
 
 class ApiError extends Error {}
+const MAX_BODY = 1024 * 1024;   // the HTTP listener's request body limit
 
 async function api(path, body) {
   const opts = body === undefined ? {} : {
     method: "POST", headers: { "content-type": "application/json" },
     body: typeof body === "string" ? body : JSON.stringify(body),
   };
+  if (opts.body && new Blob([opts.body]).size > MAX_BODY) {
+    throw new ApiError(`too large: ${fmtBytes(new Blob([opts.body]).size)}; the console accepts requests up to 1 MiB`);
+  }
   let resp;
   try {
     resp = await fetch(path, opts);
@@ -60,7 +64,7 @@ const fmtBytes = (n) => {
   if (n === null || n === undefined) return "–";
   const u = ["B", "KiB", "MiB", "GiB", "TiB"]; let i = 0;
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
-  return (i ? n.toFixed(1) : n) + " " + u[i];
+  return (i ? n.toFixed(1) : Math.round(n)) + " " + u[i];
 };
 const fmtNum = (n) => (n === null || n === undefined) ? "–" : Number(n).toLocaleString("en-US");
 const fmtRate = (n) => (n === null || n === undefined) ? "–" : (n < 10 ? n.toFixed(1) : Math.round(n).toLocaleString("en-US"));
