@@ -6,40 +6,12 @@ watch a group's lag rise and fall, reset its offsets, and bad input on every for
 Screenshots go to ``tests/console/results/`` (the README's come from here)."""
 from __future__ import annotations
 
-import os
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
-RESULTS = Path(__file__).resolve().parent / "results"
-TIMEOUT_MS = 20_000
-
-
-def chromium_path() -> str:
-    path = os.environ.get("KBROKER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not path:
-        pytest.fail("no chromium on this machine: `make console-browser` installs Debian's package")
-    return path
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("playwright is not installed: `make console-browser` (requirements-dev.txt) installs it")
-    RESULTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(),
-                              args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
-        try:
-            yield b
-        finally:
-            b.close()
-
+from .conftest import TIMEOUT_MS, shot
 
 @pytest.fixture
 def page(browser):
@@ -51,12 +23,6 @@ def page(browser):
     yield pg
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
-
-
-def shot(page, name: str, full: bool = False) -> Path:
-    path = RESULTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full)
-    return path
 
 
 def test_topic_produce_browse_and_bad_input(page, console):

@@ -443,7 +443,7 @@ function chart(title, points, key, fmt) {
   const last = vals.length ? vals[vals.length - 1] : null;
   return h("div", { class: "chart", "data-chart": key },
     h("div", { class: "title" }, h("span", {}, title), h("span", {}, last === null ? "–" : fmt(last))),
-    h("div", { html: svg }));
+    vals.length ? h("div", { html: svg }) : h("div", { class: "muted empty" }, "collecting: a point every 5 s"));
 }
 
 async function pageCluster() {
