@@ -207,6 +207,11 @@ async def produce(broker, body: dict) -> dict:
         if pr.error_code == 6:
             leader = t.partitions[partition].leader
             msg = f"partition {partition} is led by node {leader}: produce through its console"
+        elif pr.error_code == 10 and not pr.error_message:
+            limit = next((e.value for e in describe_resource(broker, TOPIC_RESOURCE, name)[2]
+                          if e.name == "max.message.bytes"), "?")
+            msg = (f"the record ({len(batch)} bytes as a batch) is larger than the topic's "
+                   f"max.message.bytes ({limit})")
         raise ApiFailure(pr.error_code, msg)
     await trio.lowlevel.checkpoint()
     return {"topic": name, "partition": partition, "offset": pr.base_offset,

@@ -132,7 +132,7 @@ def test_topic_produce_browse_and_bad_input(page, console):
     expect(page.locator("#configs-msg")).to_contain_text("saved: max.message.bytes")
     page.evaluate("document.querySelector('#produce-value').value = 'y'.repeat(1000)")
     page.click("#produce-btn")
-    expect(page.locator("#produce-msg")).to_contain_text("MESSAGE_TOO_LARGE")
+    expect(page.locator("#produce-msg")).to_contain_text("larger than the topic's max.message.bytes (200)")
     page.locator('#configs input[data-config="retention.ms"]').fill("soon")
     page.click("#configs-save")
     expect(page.locator("#configs-msg")).to_contain_text("INVALID_CONFIG")

@@ -176,6 +176,7 @@ def test_produce_bad_input(console):
     for body, status, error in cases:
         got, r = console.post("/api/console/produce", body)
         assert (got, r["error"]) == (status, error), body
+    assert "larger than the topic's max.message.bytes (1000)" in r["message"]
     # malformed JSON, not an object, an empty body
     for data in (b"{bad", b"[1, 2]", b""):
         status, body, _ = console.raw("/api/console/produce", data, method="POST")

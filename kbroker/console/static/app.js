@@ -44,7 +44,7 @@ async function api(path, body) {
   if (!resp.ok) {
     if (resp.status === 413) throw new ApiError("too large: the console accepts requests up to 1 MiB");
     const msg = data && data.message ? `${data.message}` : text.trim() || resp.statusText;
-    throw new ApiError(data && data.error ? `${msg} (${data.error})` : msg);
+    throw new ApiError(data && data.error && data.error !== msg ? `${msg} (${data.error})` : msg);
   }
   return data;
 }
