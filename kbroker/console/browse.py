@@ -8,8 +8,9 @@ log's ends); batches are decoded with ``kbroker.wire.records``. Bounds: at most
 keys/values/headers cut at ``MAX_VALUE_BYTES`` (``truncated`` says so). Control records
 (transaction markers) are skipped, as consumers skip them.
 
-A page answers ``records`` (key/value/headers base64, the client renders text, JSON or hex)
-and ``next``: per partition, the offset to continue from (the live tail polls with it).
+A page answers ``records`` (key/value/headers base64, the client renders text, JSON or hex),
+``next``: per partition, the offset to continue from (the live tail polls with it), and
+``older``: per partition, the first offset of the page (``mode=before`` pages back from it).
 """
 from __future__ import annotations
 
@@ -114,8 +115,9 @@ def _partitions(image, topic: str, partition: int | None) -> list[int]:
 async def browse(broker, topic: str, *, mode: str = "newest", partition: int | None = None,
                  offset: int | None = None, timestamp: int | None = None,
                  positions: dict[int, int] | None = None, limit: int = DEFAULT_LIMIT) -> dict:
-    """One page of records; ``mode`` is ``newest``, ``offset``, ``timestamp`` or ``tail``
-    (from ``positions``, the ``next`` of an earlier page)."""
+    """One page of records; ``mode`` is ``newest``, ``offset``, ``timestamp``, ``tail``
+    (after ``positions``, the ``next`` of an earlier page) or ``before`` (the page before
+    ``positions``, the ``older`` of an earlier page, newest first)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise ApiFailure(42, f"limit must be between 1 and {MAX_LIMIT}")
     replicas = broker.replicas
@@ -126,6 +128,7 @@ async def browse(broker, topic: str, *, mode: str = "newest", partition: int | N
     nxt: dict[int, int] = {}
     errors: list[dict] = []
     ranges: dict[int, dict] = {}
+    older: dict[int, int] = {}
     for p in parts:
         await trio.lowlevel.checkpoint()
         try:
@@ -152,11 +155,16 @@ async def browse(broker, topic: str, *, mode: str = "newest", partition: int | N
             elif mode == "tail":
                 begin = (positions or {}).get(p, hw)
                 begin = min(max(begin, start_off), hw)
+            elif mode == "before":
+                end = min(max((positions or {}).get(p, start_off), start_off), hw)
+                begin = max(start_off, end - limit)
             else:
-                raise ApiFailure(42, f"unknown mode {mode!r}: newest, offset, timestamp or tail")
-            got, after = _read_forward(replicas, topic, p, begin, hw, limit, budget)
+                raise ApiFailure(42, f"unknown mode {mode!r}: newest, offset, timestamp, tail or before")
+            stop = end if mode == "before" else hw
+            got, after = _read_forward(replicas, topic, p, begin, stop, limit, budget)
             found.extend(got)
             nxt[p] = after
+            older[p] = begin
         except ReplicaError as e:
             leader = image.topics[topic].partitions[p].leader
             errors.append({"partition": p, "error": error_name(e.error_code),
@@ -164,12 +172,18 @@ async def browse(broker, topic: str, *, mode: str = "newest", partition: int | N
                                        f"are browsed on that node's console")
                            if e.error_code == 6 else (e.args[0] if e.args and isinstance(e.args[0], str)
                                                        else error_name(e.error_code))})
-    if mode == "newest":
+    if mode in ("newest", "before"):
         found.sort(key=lambda r: (r["timestamp"], r["offset"]), reverse=True)
+        if len(found) > limit:
+            # the next older page of a partition ends after its newest record left out here
+            for p in older:
+                cut = [r["offset"] for r in found[limit:] if r["partition"] == p]
+                if cut:
+                    older[p] = max(cut) + 1
     else:
         found.sort(key=lambda r: (r["timestamp"], r["partition"], r["offset"]))
     found = found[:limit]
-    if mode != "newest" and len(parts) > 1:
+    if mode not in ("newest", "before") and len(parts) > 1:
         # continue each partition after what this page really shows
         shown: dict[int, int] = {}
         for r in found:
@@ -179,4 +193,5 @@ async def browse(broker, topic: str, *, mode: str = "newest", partition: int | N
                 if p in shown:
                     nxt[p] = shown[p]
     return {"topic": topic, "mode": mode, "records": found, "next": {str(k): v for k, v in nxt.items()},
+            "older": {str(k): v for k, v in older.items()},
             "partitions": {str(k): v for k, v in ranges.items()}, "errors": errors, "limit": limit}

@@ -96,6 +96,16 @@ def test_topic_produce_browse_and_bad_input(page, console):
     page.click("#browse-load")
     expect(rows).to_have_count(4)
     expect(rows.nth(0).locator(".rec-key")).to_have_text("order-4")
+    # page back: two newest of partition 0, then the two before them
+    page.select_option("#browse-partition", "0")
+    page.fill("#browse-limit", "2")
+    page.click("#browse-load")
+    expect(rows.locator(".rec-key")).to_have_text(["order-3", "order-2"])
+    expect(page.locator("#browse-more")).to_have_text("Older")
+    page.click("#browse-more")
+    expect(rows.locator(".rec-key")).to_have_text(["order-1"])
+    page.fill("#browse-limit", "50")
+    page.select_option("#browse-partition", "")
 
     # live tail: a record produced by a client shows up without a reload
     page.check("#browse-tail")

@@ -127,6 +127,15 @@ def test_produce_and_browse(console):
     nulls = next(r for r in page["records"] if r["partition"] == 1 and r["offset"] == 0)
     assert nulls["key"] is None and nulls["value"] is None
 
+    # newest first, then paging back to older records
+    status, page = console.get("/api/console/messages?topic=c-browse&partition=0&limit=3")
+    assert [r["offset"] for r in page["records"]] == [3, 2, 1] and page["older"] == {"0": 1}
+    status, page = console.get("/api/console/messages?topic=c-browse&partition=0&limit=3&mode=before&positions=0:1")
+    assert [r["offset"] for r in page["records"]] == [0] and page["older"] == {"0": 0}
+    status, page = console.get("/api/console/messages?topic=c-browse&limit=2&mode=before&positions=0:3,1:0")
+    assert [(r["partition"], r["offset"]) for r in page["records"]] == [(0, 2), (0, 1)]
+    assert page["older"]["0"] == 1
+
     # the live tail: from the positions of the last page, only what came after
     status, page = console.get("/api/console/messages?topic=c-browse&mode=offset&offset=0&limit=500")
     positions = ",".join(f"{p}:{o}" for p, o in page["next"].items())

@@ -206,7 +206,7 @@ async function pageTopic(name) {
         h("div", { id: "configs-msg", class: "msg" }))));
   fillPartitions(t);
   fillConfigs(t);
-  const state = { next: null, records: [] };
+  const state = { next: null, older: null, mode: null, records: [] };
   const browse = async (more) => {
     const msg = $("#browse-msg");
     const mode = $("#browse-mode").value;
@@ -214,8 +214,10 @@ async function pageTopic(name) {
     const part = $("#browse-partition").value;
     if (part !== "") q.set("partition", part);
     if (more && state.next) {
-      q.set("mode", "tail");
-      q.set("positions", Object.entries(state.next).map(([p, o]) => p + ":" + o).join(","));
+      // newest first pages back to older records; the other modes continue forward
+      const back = state.mode === "newest" || state.mode === "before";
+      q.set("mode", back ? "before" : "tail");
+      q.set("positions", Object.entries(back ? state.older : state.next).map(([p, o]) => p + ":" + o).join(","));
     } else {
       q.set("mode", mode);
       if (mode === "offset") q.set("offset", $("#browse-offset").value.trim());
@@ -228,7 +230,10 @@ async function pageTopic(name) {
     }
     try {
       const page = await api("/api/console/messages?" + q.toString());
-      state.next = page.next;
+      if (page.mode !== "before") state.next = page.next;   // the live tail goes on from the newest
+      state.older = page.older;
+      state.mode = page.mode;
+      $("#browse-more").textContent = page.mode === "newest" || page.mode === "before" ? "Older" : "Next page";
       state.records = page.records;
       drawRecords(state.records);
       const errs = page.errors.map((e) => e.message).join("; ");
@@ -255,6 +260,8 @@ async function pageTopic(name) {
   $("#browse-load").addEventListener("click", () => browse(false));
   $("#browse-more").addEventListener("click", () => browse(true));
   $("#browse-format").addEventListener("change", () => drawRecords(state.records));
+  // positions belong to the partitions browsed: another choice starts the tail afresh
+  $("#browse-partition").addEventListener("change", () => { state.next = null; state.older = null; });
   $("#browse-search").addEventListener("input", () => drawRecords(state.records));
   every(1000, tail);
   $("#produce-form").addEventListener("submit", async (ev) => {
