@@ -26,14 +26,14 @@ run: $(STAMP)
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
 # Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
 # then the container image's smoke tests (docker-test).
-test: setup kp2 kafka-dist kcat kafkajs franzgo spark-setup
+test: setup kp2 kafka-dist kcat kafkajs franzgo spark-setup console-browser
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL)
 	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md
 	$(MAKE) --no-print-directory test-spark
 	$(MAKE) --no-print-directory docker-test
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
-test-fast: setup kp2 kcat
+test-fast: setup kp2 kcat console-browser
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
 
 clean:
@@ -46,13 +46,20 @@ clean:
 COMPAT_TARGETS ?= kafka,kbroker
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: kafka-dist kcat compat
+.PHONY: kafka-dist kcat compat console-browser
 
 kafka-dist:
 	bash tools/fetch_kafka.sh
 
 kcat:
 	command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }
+
+# The web console's browser tests (tests/console/test_console_browser.py): Debian's chromium,
+# driven by Playwright for Python through executable_path (no browser download, ever).
+PLAYWRIGHT := playwright==1.65.2
+console-browser: setup
+	command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q '$(PLAYWRIGHT)'
 
 compat: setup kafka-dist kcat kafkajs franzgo
 	$(PY) -m pytest -q compat_tests --targets=$(COMPAT_TARGETS) --matrix=compat_tests/results/matrix.md

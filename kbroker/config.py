@@ -225,6 +225,8 @@ _DEFS: list[ConfigDef] = [
     _d("group.share.enable", "boolean", False),
     # kbroker's own (not Kafka's): the HTTP listener of /metrics, /health and /ready
     _d("kbroker.http.listen", "string", None, lambda v: _http_listen(v)),
+    # the web console on that listener (kbroker/console): always on loopback, elsewhere opt-in
+    _d("kbroker.console.enable", "boolean", False),
 ]
 
 

@@ -6,7 +6,8 @@ nursery (``kbroker.server.Server`` starts it before the broker, so probes answer
 start-up) and serves:
 
 - ``/metrics`` — Prometheus text (``kbroker.metrics``);
-- ``/health``, ``/ready`` — liveness and readiness (``routes/health.py``).
+- ``/health``, ``/ready`` — liveness and readiness (``routes/health.py``);
+- ``/`` and ``/api/console/`` — the web console (``kbroker/console``, ``routes/console.py``).
 
 Layout: ``server.py`` (the trio + h11 loop, bounded), ``router.py`` (``Request``,
 ``Response``, ``Router``: no I/O), ``routes/`` (one module per page, each with

@@ -68,6 +68,11 @@ class Router:
     def __init__(self) -> None:
         self._exact: dict[str, dict[str, Handler]] = {}
         self._prefix: dict[str, dict[str, Handler]] = {}
+        self.tasks: list = []     # async fn(context): run in the listener's nursery
+
+    def add_task(self, fn) -> None:
+        """Run ``await fn(context)`` for as long as the listener runs (a page's sampler)."""
+        self.tasks.append(fn)
 
     def add(self, method: str, path: str, handler: Handler, *, prefix: bool = False) -> None:
         """Register ``handler`` for ``method`` on ``path`` (or every path under it). A second

@@ -92,6 +92,8 @@ class HttpServer:
             async with trio.open_nursery() as nursery:
                 for sock in self._listeners:
                     nursery.start_soon(self._accept_loop, sock, nursery)
+                for task in self.router.tasks:
+                    nursery.start_soon(task, self.context)
                 task_status.started(self)
         finally:
             with trio.CancelScope(shield=True):

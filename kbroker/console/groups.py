@@ -1,0 +1,185 @@
+"""Consumer groups this node coordinates: list, one group (state, members and their
+assignments, committed offsets and lag per partition), resetting offsets and deleting.
+
+Reads are the group coordinator's (what ListGroups, DescribeGroups and OffsetFetch call);
+lag is ListOffsets' latest offset (the high watermark) minus the committed offset, as
+``kafka-consumer-groups --describe`` computes it. Resets are an OffsetCommit with
+generation −1 and no member (the admin path; the coordinator refuses it while the group has
+members, as Kafka does), deletes a DeleteGroups — both through their API handlers.
+"""
+from __future__ import annotations
+
+import trio
+
+from kbroker.group.service import coordinator_of
+from kbroker.replica import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaError
+from kbroker.wire import messages
+
+from .inproc import ApiFailure, call_api, error_name
+
+_ASSIGNMENT = None
+
+
+def _decode_assignment(data: bytes) -> list[dict]:
+    """The consumer protocol's assignment (a version int16, then the schema's fields)."""
+    global _ASSIGNMENT
+    if not data or len(data) < 2:
+        return []
+    if _ASSIGNMENT is None:
+        _ASSIGNMENT = messages.get("ConsumerProtocolAssignment")
+    version = int.from_bytes(data[:2], "big", signed=True)
+    try:
+        a = _ASSIGNMENT.decode(bytes(data), min(max(version, 0), 3), 2)
+    except Exception:  # noqa: BLE001 - a non-consumer protocol: show nothing
+        return []
+    return [{"topic": tp.topic, "partitions": sorted(tp.partitions)}
+            for tp in a.assigned_partitions or ()]
+
+
+async def _coordinated_here(broker, group_id: str) -> None:
+    """FindCoordinator, as a client asks it first (it creates ``__consumer_offsets`` the
+    first time); a group coordinated by another node is shown by that node's console."""
+    resp = await call_api(broker, 10, 4, messages.FindCoordinatorRequest(
+        key="", key_type=0, coordinator_keys=[group_id]))
+    c = resp.coordinators[0]
+    if c.error_code:
+        raise ApiFailure(c.error_code, c.error_message or f"no coordinator for group '{group_id}': "
+                                                          f"{error_name(c.error_code)}", status=503)
+    if c.node_id != broker.node_id:
+        raise ApiFailure(16, f"group '{group_id}' is coordinated by node {c.node_id} "
+                             f"({c.host}:{c.port}): open that node's console", status=409)
+
+
+def _latest(broker, topic: str, p: int) -> int | None:
+    try:
+        return broker.replicas.list_offset(topic, p, LATEST_TIMESTAMP)[1]
+    except ReplicaError:
+        return None
+
+
+async def list_groups(broker) -> list[dict]:
+    gc = coordinator_of(broker)
+    out = []
+    for gid, ptype, state in sorted(await gc.list_groups()):
+        out.append({"group_id": gid, "protocol_type": ptype, "state": state})
+    for g in out:
+        await trio.lowlevel.checkpoint()
+        d = await group_detail(broker, g["group_id"], lag_only=True)
+        g.update(members=d["member_count"], lag=d["total_lag"], topics=d["topics"])
+    return out
+
+
+async def group_detail(broker, group_id: str, *, lag_only: bool = False) -> dict:
+    gc = coordinator_of(broker)
+    if not lag_only:
+        await _coordinated_here(broker, group_id)
+    (d,) = await gc.describe_groups([group_id])
+    if d.error:
+        raise ApiFailure(d.error, f"cannot describe group '{group_id}': {error_name(d.error)}")
+    err, committed = await gc.fetch_offsets(group_id, None, False)
+    if err:
+        raise ApiFailure(err, f"cannot fetch the offsets of group '{group_id}': {error_name(err)}")
+    members = []
+    owner: dict[tuple[str, int], str] = {}
+    for m in d.members:
+        assigned = _decode_assignment(m.assignment) if d.protocol_type == "consumer" else []
+        for a in assigned:
+            for p in a["partitions"]:
+                owner[(a["topic"], p)] = m.member_id
+        members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id, "client_host": m.client_host,
+                        "assignment": assigned})
+    offsets = []
+    keys = {(t, p) for t, parts in committed for p, *_ in parts} | set(owner)
+    committed_at = {(t, p): (o, md) for t, parts in committed for p, o, _e, md, _pe in parts}
+    total = 0
+    for t, p in sorted(keys):
+        o, md = committed_at.get((t, p), (-1, ""))
+        end = _latest(broker, t, p)
+        lag = end - o if end is not None and o >= 0 else None
+        if lag is not None:
+            total += lag
+        offsets.append({"topic": t, "partition": p, "committed_offset": o, "metadata": md,
+                        "log_end_offset": end, "lag": lag, "member_id": owner.get((t, p))})
+    state = d.state
+    if state == "Dead" and not offsets:
+        raise ApiFailure(69, f"Group '{group_id}' does not exist.", status=404)
+    return {"group_id": group_id, "state": state, "protocol_type": d.protocol_type,
+            "protocol": d.protocol_data, "members": [] if lag_only else members,
+            "member_count": len(d.members), "offsets": [] if lag_only else offsets,
+            "total_lag": total, "topics": sorted({t for t, _ in keys})}
+
+
+async def reset_offsets(broker, body: dict) -> dict:
+    """``{group, topic, to: earliest|latest|offset|timestamp, offset?, timestamp?,
+    partitions?}``: commit the target offsets of the topic's partitions for the group."""
+    group = body.get("group")
+    topic = body.get("topic")
+    to = body.get("to")
+    if not isinstance(group, str) or not group:
+        raise ApiFailure(24, "a group id is needed")
+    await _coordinated_here(broker, group)
+    t = broker.metadata.topics.get(topic) if isinstance(topic, str) else None
+    if t is None:
+        raise ApiFailure(3, f"Topic '{topic}' does not exist.", status=404)
+    parts = body.get("partitions")
+    if parts is None:
+        parts = sorted(t.partitions)
+    elif not isinstance(parts, list) or any(not isinstance(p, int) or p not in t.partitions for p in parts):
+        raise ApiFailure(3, f"partitions must be a list of partitions of '{topic}'")
+    targets = []
+    for p in parts:
+        try:
+            if to == "earliest":
+                off = broker.replicas.list_offset(topic, p, EARLIEST_TIMESTAMP)[1]
+            elif to == "latest":
+                off = broker.replicas.list_offset(topic, p, LATEST_TIMESTAMP)[1]
+            elif to == "offset":
+                off = body.get("offset")
+                if isinstance(off, bool) or not isinstance(off, int) or off < 0:
+                    raise ApiFailure(1, "offset must be a number ≥ 0")
+                lo = broker.replicas.list_offset(topic, p, EARLIEST_TIMESTAMP)[1]
+                hi = broker.replicas.list_offset(topic, p, LATEST_TIMESTAMP)[1]
+                off = min(max(off, lo), hi)   # as kafka-consumer-groups clamps to the log
+            elif to == "timestamp":
+                ts = body.get("timestamp")
+                if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                    raise ApiFailure(42, "timestamp must be milliseconds since the epoch")
+                off = broker.replicas.list_offset(topic, p, ts)[1]
+                if off < 0:
+                    off = broker.replicas.list_offset(topic, p, LATEST_TIMESTAMP)[1]
+            else:
+                raise ApiFailure(42, "to must be earliest, latest, offset or timestamp")
+        except ReplicaError as e:
+            raise ApiFailure(e.error_code, f"partition {p}: {error_name(e.error_code)}") from None
+        targets.append((p, off))
+    R = messages.OffsetCommitRequest
+    req = R(group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+            retention_time_ms=-1, topics=[R.OffsetCommitRequestTopic(name=topic, partitions=[
+                R.OffsetCommitRequestPartition(partition_index=p, committed_offset=o,
+                                               committed_leader_epoch=-1, committed_metadata="")
+                for p, o in targets])])
+    resp = await call_api(broker, 8, 9, req)
+    for rt in resp.topics:
+        for rp in rt.partitions:
+            if rp.error_code:
+                hint = (" — stop its consumers first (a group with members cannot be reset)"
+                        if rp.error_code in (25, 22, 27, 69) or rp.error_code == 27 else "")
+                raise ApiFailure(rp.error_code,
+                                 f"partition {rp.partition_index}: {error_name(rp.error_code)}{hint}",
+                                 status=409)
+    return {"group": group, "topic": topic, "offsets": [{"partition": p, "offset": o} for p, o in targets]}
+
+
+async def delete_group(broker, body: dict) -> dict:
+    group = body.get("group")
+    if not isinstance(group, str) or not group:
+        raise ApiFailure(24, "a group id is needed")
+    await _coordinated_here(broker, group)
+    resp = await call_api(broker, 42, 2, messages.DeleteGroupsRequest(groups_names=[group]))
+    r = resp.results[0]
+    if r.error_code:
+        hint = " — it still has members" if r.error_code == 68 else ""
+        raise ApiFailure(r.error_code, f"cannot delete group '{group}': {error_name(r.error_code)}{hint}",
+                         status=409)
+    return {"group": group, "deleted": True}

@@ -1,0 +1,206 @@
+"""URLs of the console and the loopback rule.
+
+Pages (``/``, ``/topics``, ``/topics/<name>``, ``/groups``, ``/groups/<id>``, ``/cluster``)
+all answer the one ``index.html``; its script shows the page the path names. Assets are
+under ``/console/static/``. The JSON API is under ``/api/console/`` (``GET`` reads,
+``POST`` with a JSON body changes). Errors answer ``{"error": NAME, "message": ...}`` with a
+4xx status, so the page can show them; a handler that fails unexpectedly answers 500 the
+same way (and logs it) — the listener keeps serving.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from importlib import resources
+
+import trio
+
+from kbroker.http.router import Request, Response, Router
+
+from . import browse, cluster, groups, views
+from .history import History
+from .inproc import ApiFailure
+
+log = logging.getLogger("kbroker.console")
+
+STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml",
+                ".png": "image/png", ".ico": "image/x-icon"}
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def enabled(server) -> bool:
+    """On a loopback listener always; elsewhere only with ``kbroker.console.enable=true``."""
+    if server is None:
+        return False
+    http = getattr(server, "http", None)
+    if http is not None and is_loopback(http.host):
+        return True
+    try:
+        return bool(server.config.get("kbroker.console.enable"))
+    except KeyError:
+        return False
+
+
+def _static(name: str) -> bytes | None:
+    if "/" in name or name.startswith("."):
+        return None
+    f = resources.files("kbroker.console").joinpath("static", name)
+    return f.read_bytes() if f.is_file() else None
+
+
+def _error(status: int, name: str, message: str) -> Response:
+    return Response.json({"error": name, "message": message}, status)
+
+
+def _body(request: Request) -> dict:
+    if not request.body:
+        raise ApiFailure(42, "expected a JSON object in the request body")
+    try:
+        value = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ApiFailure(42, f"malformed JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise ApiFailure(42, "expected a JSON object in the request body")
+    return value
+
+
+def _q(request: Request, name: str, default=None) -> str | None:
+    v = request.query.get(name)
+    return v[0] if v else default
+
+
+def _qint(request: Request, name: str, default=None) -> int | None:
+    v = _q(request, name)
+    if v is None or v == "":
+        return default
+    try:
+        return int(v)
+    except ValueError:
+        raise ApiFailure(42, f"{name} must be an integer, got {v!r}") from None
+
+
+def install(router: Router) -> None:
+    history = History()
+    router.add_task(history.run)
+
+    def guarded(fn, *, page: bool = False):
+        async def handler(request: Request) -> Response:
+            server = request.server
+            if not enabled(server):
+                msg = ("the console is off on a non-loopback HTTP listener; "
+                       "set kbroker.console.enable=true to serve it here")
+                return (Response(404, msg.encode() + b"\n") if page
+                        else _error(404, "CONSOLE_DISABLED", msg))
+            if not page and (server.broker is None or not server.broker.started):
+                return _error(503, "NOT_READY", "the broker is still starting")
+            try:
+                return await fn(request)
+            except ApiFailure as e:
+                return _error(e.status, e.name, str(e))
+            except trio.Cancelled:
+                raise
+            except Exception as e:  # noqa: BLE001 - the page shows it; the listener goes on
+                log.exception("console %s %s failed", request.method, request.target)
+                return _error(500, "INTERNAL_ERROR", f"{type(e).__name__}: {e}")
+        return handler
+
+    async def index(request: Request) -> Response:
+        return Response(200, _static("index.html"), STATIC_TYPES[".html"],
+                        headers=[("cache-control", "no-cache")])
+
+    async def static(request: Request) -> Response:
+        name = request.path.removeprefix("/console/static/")
+        data = _static(name)
+        if data is None:
+            return Response(404, b"not found\n")
+        ext = "." + name.rpartition(".")[2]
+        return Response(200, data, STATIC_TYPES.get(ext, "application/octet-stream"),
+                        headers=[("cache-control", "no-cache")])
+
+    for path in ("/", "/cluster", "/topics", "/groups"):
+        router.add("GET", path, guarded(index, page=True))
+    router.add("GET", "/topics/", guarded(index, page=True), prefix=True)
+    router.add("GET", "/groups/", guarded(index, page=True), prefix=True)
+    router.add("GET", "/console/static/", guarded(static, page=True), prefix=True)
+
+    def broker_of(request):
+        return request.server.broker
+
+    async def api_topics(request):
+        return Response.json({"topics": views.topics_list(broker_of(request), history)})
+
+    async def api_create_topic(request):
+        return Response.json(await views.create_topic(broker_of(request), _body(request)), 201)
+
+    async def api_topic(request):
+        name = _q(request, "name")
+        if not name:
+            raise ApiFailure(42, "name is required")
+        return Response.json(views.topic_detail(broker_of(request), name))
+
+    async def api_configs(request):
+        return Response.json(await views.alter_configs(broker_of(request), _body(request)))
+
+    async def api_messages(request):
+        topic = _q(request, "topic")
+        if not topic:
+            raise ApiFailure(42, "topic is required")
+        positions = None
+        raw = _q(request, "positions")
+        if raw:
+            try:
+                positions = {int(a): int(b) for a, b in (kv.split(":", 1) for kv in raw.split(","))}
+            except ValueError:
+                raise ApiFailure(42, "positions must be partition:offset,...") from None
+        page = await browse.browse(
+            broker_of(request), topic, mode=_q(request, "mode", "newest"),
+            partition=_qint(request, "partition"), offset=_qint(request, "offset"),
+            timestamp=_qint(request, "timestamp"), positions=positions,
+            limit=_qint(request, "limit", browse.DEFAULT_LIMIT))
+        return Response.json(page)
+
+    async def api_produce(request):
+        return Response.json(await views.produce(broker_of(request), _body(request)))
+
+    async def api_groups(request):
+        return Response.json({"groups": await groups.list_groups(broker_of(request))})
+
+    async def api_group(request):
+        gid = _q(request, "id")
+        if not gid:
+            raise ApiFailure(42, "id is required")
+        return Response.json(await groups.group_detail(broker_of(request), gid))
+
+    async def api_reset(request):
+        return Response.json(await groups.reset_offsets(broker_of(request), _body(request)))
+
+    async def api_delete_group(request):
+        return Response.json(await groups.delete_group(broker_of(request), _body(request)))
+
+    async def api_cluster(request):
+        return Response.json(await cluster.cluster_view(request.server, history))
+
+    for method, path, fn in [
+        ("GET", "/api/console/topics", api_topics),
+        ("POST", "/api/console/topics", api_create_topic),
+        ("GET", "/api/console/topic", api_topic),
+        ("POST", "/api/console/topic/configs", api_configs),
+        ("GET", "/api/console/messages", api_messages),
+        ("POST", "/api/console/produce", api_produce),
+        ("GET", "/api/console/groups", api_groups),
+        ("GET", "/api/console/group", api_group),
+        ("POST", "/api/console/group/reset", api_reset),
+        ("POST", "/api/console/group/delete", api_delete_group),
+        ("GET", "/api/console/cluster", api_cluster),
+    ]:
+        router.add(method, path, guarded(fn))
