@@ -1,4 +1,5 @@
-"""Authorized operations (KIP-430) as a broker without an authorizer answers them.
+"""Authorized operations (KIP-430) as a broker without an authorizer answers them
+(with one, ``RequestContext.authorized_operations`` computes them from the ACLs).
 
 Kafka with no authorizer allows every operation, so when a client asks for a resource's
 authorized operations it gets the full bit set of that resource type (bit N set for ACL
@@ -16,6 +17,9 @@ GROUP_OPERATIONS = 3400
 # CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
 # IDEMPOTENT_WRITE 12
 CLUSTER_OPERATIONS = 8096
+
+# TRANSACTIONAL_ID: WRITE 4, DESCRIBE 8; DELEGATION_TOKEN: DESCRIBE 8
+ALL_OPERATIONS = {2: TOPIC_OPERATIONS, 3: GROUP_OPERATIONS, 4: CLUSTER_OPERATIONS, 5: 272, 6: 256}
 
 
 def authorized(requested: bool, operations: int) -> int:

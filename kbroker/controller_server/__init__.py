@@ -62,6 +62,9 @@ class ControllerPlane:
         self.quorum = quorum
         self.controller = controller          # the local QuorumController
         self.cluster_id = quorum.cluster_id
+        # brokers authorized the client requests they forward (kbroker.authz.authorizer)
+        from kbroker.authz.authorizer import TrustedAuthorizer
+        self.authorizer = TrustedAuthorizer() if getattr(broker, "authorizer", None) else None
 
     @property
     def metadata(self):
