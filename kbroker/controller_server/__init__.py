@@ -15,6 +15,8 @@ key   API                     module
 18    ApiVersions             ``api_versions`` — this registry's keys
 19    CreateTopics            ``forwarded`` — brokers forward admin writes here
 20    DeleteTopics            ``forwarded``
+30    CreateAcls              ``forwarded``
+31    DeleteAcls              ``forwarded``
 33    AlterConfigs            ``forwarded``
 37    CreatePartitions        ``forwarded``
 43    ElectLeaders            ``forwarded``
