@@ -205,6 +205,7 @@ class Broker:
                 self.quorum.role_listeners.append(on_role)
                 n.start_soon(local.maybe_activate)
                 n.start_soon(local.run_session_checks)
+                n.start_soon(local.run_token_expiry)      # delegation tokens past their expiry
             task_status.started()
 
     def _apply_image(self, image) -> None:

@@ -159,6 +159,19 @@ class AuthzControl:
             await self._commit([replace(token, expiry_timestamp=expiry).to_record()])
             return TokenResult(E.NONE, token, expiry)
 
+    async def run_token_expiry(self) -> None:
+        """The active controller's sweep, every ``delegation.token.expiry.check.interval.ms``."""
+        import trio
+        from .quorum_controller import NotController
+        interval = self.config.get("delegation.token.expiry.check.interval.ms") / 1000
+        while True:
+            await trio.sleep(interval)
+            if getattr(self, "active", True) and self.image.delegation_tokens:
+                try:
+                    await self.expire_tokens()
+                except NotController:
+                    pass
+
     async def expire_tokens(self) -> int:
         """Remove every token past its expiry (the periodic sweep); how many."""
         async with self._lock:
