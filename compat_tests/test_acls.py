@@ -1,0 +1,153 @@
+"""ACLs with the StandardAuthorizer, the same scenarios on Apache Kafka and kbroker
+configured identically (``authorizer.class.name`` = Kafka's StandardAuthorizer,
+``super.users``, ``allow.everyone.if.no.acl.found``).
+
+The connections are PLAINTEXT, so every client is ``User:ANONYMOUS``: the admin scenarios
+make it a super user; the enforcement scenario leaves the cluster without ACLs (so
+``allow.everyone.if.no.acl.found`` lets the nodes and the admin through) and puts ALLOW/DENY
+ACLs on topics and groups. kafka-python's admin client and clients, and ``kafka-acls.sh``.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                         KafkaAdminClient, NewTopic, ResourcePattern, ResourcePatternFilter,
+                         ResourceType)
+from kafka.errors import (GroupAuthorizationFailedError, SecurityDisabledError,
+                          TopicAuthorizationFailedError)
+
+from compat_tests.cli import run_tool
+
+CLIENT = "kafka-python"
+ME = "User:ANONYMOUS"
+STANDARD = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+
+pytestmark = pytest.mark.slow
+
+
+def acl(rtype, name, op, perm, pattern=ACLResourcePatternType.LITERAL, principal=ME, host="*"):
+    return ACL(principal, host, op, perm, ResourcePattern(rtype, name, pattern))
+
+
+def key(a):
+    p = a.resource_pattern
+    return (int(p.resource_type), p.resource_name, int(p.pattern_type), a.principal, a.host,
+            int(a.operation), int(a.permission_type))
+
+
+def everything(**kw):
+    pattern = kw.pop("pattern", ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
+    return ACLFilter(kw.get("principal"), None, ACLOperation.ANY, ACLPermissionType.ANY, pattern)
+
+
+def test_acls_need_an_authorizer(bootstrap):
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        with pytest.raises(SecurityDisabledError):
+            admin.describe_acls(everything())
+    finally:
+        admin.close()
+
+
+def test_acl_create_describe_delete(broker_factory, topic_name):
+    b = broker_factory(**STANDARD, **{"super.users": ME})
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap_servers)
+    try:
+        read = acl(ResourceType.TOPIC, topic_name, ACLOperation.READ, ACLPermissionType.ALLOW,
+                   principal="User:alice")
+        pre = acl(ResourceType.TOPIC, topic_name[:5], ACLOperation.WRITE, ACLPermissionType.DENY,
+                  ACLResourcePatternType.PREFIXED, principal="User:bob", host="10.1.2.3")
+        grp = acl(ResourceType.GROUP, "g-" + topic_name, ACLOperation.ALL, ACLPermissionType.ALLOW,
+                  principal="User:*")
+        out = admin.create_acls([read, pre, grp, read])
+        assert not out["failed"]
+        bad = admin.create_acls([acl(ResourceType.TOPIC, "t", ACLOperation.READ, ACLPermissionType.ALLOW,
+                                     principal="nocolon")])
+        assert len(bad["failed"]) == 1
+        acls, _ = admin.describe_acls(everything())
+        assert {key(a) for a in acls} == {key(read), key(pre), key(grp)}
+        acls, _ = admin.describe_acls(everything(pattern=ResourcePatternFilter(
+            ResourceType.TOPIC, topic_name, ACLResourcePatternType.MATCH)))
+        assert {key(a) for a in acls} == {key(read), key(pre)}
+        acls, _ = admin.describe_acls(everything(principal="User:*"))
+        assert [key(a) for a in acls] == [key(grp)]
+        (_, deleted, _), = admin.delete_acls([everything(pattern=ResourcePatternFilter(
+            ResourceType.TOPIC, None, ACLResourcePatternType.ANY))])
+        assert {key(a) for a in deleted} == {key(read), key(pre)}
+        acls, _ = admin.describe_acls(everything())
+        assert [key(a) for a in acls] == [key(grp)]
+    finally:
+        admin.close()
+
+
+def test_kafka_acls_cli(kafka_dist, broker_factory, topic_name):
+    b = broker_factory(**STANDARD, **{"super.users": ME})
+
+    def tool(*args):
+        return run_tool("kafka-acls", ["--bootstrap-server", b.bootstrap_servers, *args], timeout=120).check()
+    tool("--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", topic_name,
+         "--group", "billing")
+    tool("--add", "--deny-principal", "User:bob", "--operation", "Write", "--topic", "ord",
+         "--resource-pattern-type", "prefixed")
+    out = tool("--list").stdout
+    assert f"name={topic_name}, patternType=LITERAL" in out and "name=ord, patternType=PREFIXED" in out
+    assert "principal=User:alice, host=*, operation=READ, permissionType=ALLOW" in out
+    tool("--remove", "--force", "--topic", topic_name)
+    out = tool("--list").stdout
+    assert topic_name not in out and "name=billing" in out
+
+
+def _produce(bs, topic):
+    p = KafkaProducer(bootstrap_servers=bs, max_block_ms=8000)
+    try:
+        p.send(topic, b"v").get(timeout=15)
+    finally:
+        p.close(timeout=5)
+
+
+def _consume(bs, topic, group):
+    c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                      consumer_timeout_ms=10000)
+    try:
+        return [m.value for m in c]
+    finally:
+        c.close()
+
+
+def test_enforcement(broker_factory, topic_name):
+    b = broker_factory(**STANDARD, **{"allow.everyone.if.no.acl.found": "true",
+                                      "group.initial.rebalance.delay.ms": "0"})
+    bs = b.bootstrap_servers
+    open_t, secret, private, hidden = (f"{topic_name}-{s}" for s in ("open", "secret", "private", "hidden"))
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        admin.create_topics([NewTopic(n, 1, 1) for n in (open_t, secret, private, hidden)])
+        out = admin.create_acls([
+            acl(ResourceType.TOPIC, "*", ACLOperation.ALL, ACLPermissionType.ALLOW),
+            acl(ResourceType.TOPIC, secret, ACLOperation.WRITE, ACLPermissionType.DENY),
+            acl(ResourceType.TOPIC, private, ACLOperation.READ, ACLPermissionType.DENY,
+                ACLResourcePatternType.PREFIXED),
+            acl(ResourceType.TOPIC, hidden, ACLOperation.ALL, ACLPermissionType.DENY),
+            acl(ResourceType.GROUP, "blocked-" + topic_name, ACLOperation.READ, ACLPermissionType.DENY),
+        ])
+        assert not out["failed"]
+        # Kafka's brokers apply new ACLs when they replay the metadata record: wait for it
+        deadline = time.monotonic() + 20
+        while hidden in set(admin.list_topics()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        listed = set(admin.list_topics())
+        assert {open_t, secret, private} <= listed and hidden not in listed
+    finally:
+        admin.close()
+    _produce(bs, open_t)
+    _produce(bs, private)
+    with pytest.raises(TopicAuthorizationFailedError):
+        _produce(bs, secret)
+    assert _consume(bs, open_t, "g-" + topic_name) == [b"v"]
+    with pytest.raises(TopicAuthorizationFailedError):
+        _consume(bs, private, "g2-" + topic_name)
+    with pytest.raises(GroupAuthorizationFailedError):
+        _consume(bs, open_t, "blocked-" + topic_name)
