@@ -13,6 +13,7 @@ from kbroker.authz.acls import (ALL, ALLOW, ALTER, ALTER_CONFIGS, CLUSTER, CREAT
                                 Filter, validate_new)
 from kbroker.authz.authorizer import (AclIndex, authorize, authorize_by_resource_type,
                                       authorized_operations, parse_super_users)
+from kbroker.authz.tokens import TokenInfo
 from kbroker.metadata import snapshot
 from kbroker.metadata.image import empty_image, replay_all
 from kbroker.wire import messages
@@ -150,5 +151,10 @@ def test_acl_records_replay_and_snapshot():
     assert replay_all(img2, [messages.NoOpRecord()]).acl_index is img2.acl_index
     with pytest.raises(ValueError):
         replay_all(img2, [messages.RemoveAccessControlEntryRecord(id=ids[2])])
+    token = TokenInfo("tok-1", ALICE, BOB, ("User:carol",), 1, 100, 50)
+    img2 = replay_all(img2, [token.to_record()])
+    assert img2.delegation_token("tok-1") == token
     again = snapshot.load(snapshot.dump(img2), "c", 1, img2.offset + 1)
     assert dict(again.acls) == dict(img2.acls)
+    assert dict(again.delegation_tokens) == {"tok-1": token}
+    assert replay_all(again, [messages.RemoveDelegationTokenRecord(token_id="tok-1")]).delegation_tokens == {}

@@ -137,3 +137,4 @@ async def test_tokens_survive_restart_and_expire(tmp_path, nursery):
     assert removed == 1 and r2.token_id not in server.broker.metadata.delegation_tokens
     assert token_id in server.broker.metadata.delegation_tokens
     await stop(server)
+
