@@ -1,5 +1,5 @@
 """DescribeDelegationToken (key 41), v1–v3: the live tokens of the given owners (null: all;
-empty list: none) that the caller owns, may renew, or may DESCRIBE (DELEGATION_TOKEN
+empty list: none) that the caller owns, requested, may renew, or may DESCRIBE (DELEGATION_TOKEN
 resource named after the token id) — Kafka's ``DelegationTokenManager.getTokens`` filter.
 Read from this broker's metadata image; the HMAC is recomputed from
 ``delegation.token.secret.key``. Channel checks as CreateDelegationToken. v0 (removed by
@@ -31,8 +31,7 @@ async def handle(ctx: RequestContext, request) -> Response:
     for t in sorted(ctx.broker.metadata.delegation_tokens.values(), key=lambda t: t.issue_timestamp):
         if t.expiry_timestamp < now or (owners is not None and t.owner not in owners):
             continue
-        if not (t.owner_or_renewer(ctx.principal) or ctx.principal == t.requester
-                or ctx.authorize(DESCRIBE, DELEGATION_TOKEN, t.token_id)):
+        if not (t.owner_or_renewer(ctx.principal) or ctx.authorize(DESCRIBE, DELEGATION_TOKEN, t.token_id)):
             continue
         kind, name = split_principal(t.owner)
         rkind, rname = split_principal(t.requester) if ctx.version >= 3 else ("", "")

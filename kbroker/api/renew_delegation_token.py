@@ -1,6 +1,6 @@
 """RenewDelegationToken (key 39), v1–v2: push a token's expiry (by its HMAC) to now + the
 renew period (``delegation.token.expiry.time.ms`` when negative), never past its max
-timestamp. Only its owner or a renewer (DELEGATION_TOKEN_OWNER_MISMATCH); unknown HMAC
+timestamp. Only its owner, requester or a renewer (DELEGATION_TOKEN_OWNER_MISMATCH); unknown HMAC
 DELEGATION_TOKEN_NOT_FOUND; expired DELEGATION_TOKEN_EXPIRED; the channel checks of
 CreateDelegationToken. v0 (removed by KIP-896) is not served.
 """

@@ -11,8 +11,8 @@ Rules kept (Kafka's ``DelegationTokenControlManager``):
   is refused to a token-authenticated caller (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED);
 - max timestamp = now + min(requested max lifetime if > 0, ``delegation.token.max.lifetime.ms``);
   expiry = min(now + ``delegation.token.expiry.time.ms``, max timestamp);
-- renew/expire: unknown HMAC → DELEGATION_TOKEN_NOT_FOUND; only the owner or a renewer
-  (DELEGATION_TOKEN_OWNER_MISMATCH); an expired token → DELEGATION_TOKEN_EXPIRED; renew past
+- renew/expire: unknown HMAC → DELEGATION_TOKEN_NOT_FOUND; only the owner, requester or a
+  renewer (DELEGATION_TOKEN_OWNER_MISMATCH); an expired token → DELEGATION_TOKEN_EXPIRED; renew past
   the max timestamp → capped there; expire with a negative period removes the token now.
 - a token past its expiry is removed by the controller's expiry sweep
   (``delegation.token.expiry.check.interval.ms``) and is never usable once expired.
@@ -51,7 +51,9 @@ class TokenInfo:
             expiration_timestamp=self.expiry_timestamp, token_id=self.token_id)
 
     def owner_or_renewer(self, principal: str) -> bool:
-        return principal == self.owner or principal in self.renewers
+        """Kafka's ``TokenInformation.ownerOrRenewer``: the owner, the requester (KIP-373)
+        or a renewer."""
+        return principal == self.owner or principal == self.requester or principal in self.renewers
 
 
 def compute_hmac(secret_key: str, token_id: str) -> bytes:

@@ -134,9 +134,7 @@ class AuthzControl:
             if err:
                 return TokenResult(err)
             now = self._clock_ms()
-            if token.expiry_timestamp < now:
-                return TokenResult(E.DELEGATION_TOKEN_EXPIRED)
-            if token.max_timestamp < now:
+            if token.expiry_timestamp < now or token.max_timestamp < now:
                 return TokenResult(E.DELEGATION_TOKEN_EXPIRED)
             _, _, expiry_time = self._token_settings()
             period = renew_period_ms if renew_period_ms >= 0 else expiry_time
@@ -150,7 +148,7 @@ class AuthzControl:
             if err:
                 return TokenResult(err)
             now = self._clock_ms()
-            if token.expiry_timestamp < now:
+            if token.expiry_timestamp < now or token.max_timestamp < now:
                 return TokenResult(E.DELEGATION_TOKEN_EXPIRED)
             if expiry_period_ms < 0:
                 await self._commit([messages.RemoveDelegationTokenRecord(token_id=token.token_id)])
