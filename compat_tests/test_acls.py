@@ -151,3 +151,31 @@ def test_enforcement(broker_factory, topic_name):
         _consume(bs, private, "g2-" + topic_name)
     with pytest.raises(GroupAuthorizationFailedError):
         _consume(bs, open_t, "blocked-" + topic_name)
+
+
+def test_acl_and_token_apis_answer_alike_on_plaintext(bootstrap):
+    """Raw requests (the same frames on both brokers): with no authorizer the ACL APIs answer
+    SECURITY_DISABLED; on a PLAINTEXT listener every delegation-token API answers
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED."""
+    from kbroker.wire import messages as M
+    from kbroker.wire.error_codes import ErrorCode as E
+    from tests.cluster.support import call
+    port = int(bootstrap.rsplit(":", 1)[1])
+    r = call(port, 29, 3, M.DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1,
+                                                operation=1, permission_type=1))
+    assert r.error_code == E.SECURITY_DISABLED
+    C = M.CreateAclsRequest
+    r = call(port, 30, 3, C(creations=[C.AclCreation(resource_type=2, resource_name="t",
+                                                     resource_pattern_type=3, principal="User:a",
+                                                     host="*", operation=3, permission_type=3)]))
+    assert [x.error_code for x in r.results] == [E.SECURITY_DISABLED]
+    D = M.DeleteAclsRequest
+    r = call(port, 31, 3, D(filters=[D.DeleteAclsFilter(resource_type_filter=1, pattern_type_filter=1,
+                                                        operation=1, permission_type=1)]))
+    assert [x.error_code for x in r.filter_results] == [E.SECURITY_DISABLED]
+    nope = E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+    assert call(port, 38, 3, M.CreateDelegationTokenRequest(renewers=[], max_lifetime_ms=-1)).error_code == nope
+    assert call(port, 39, 2, M.RenewDelegationTokenRequest(hmac=b"x", renew_period_ms=1)).error_code == nope
+    assert call(port, 40, 2, M.ExpireDelegationTokenRequest(hmac=b"x", expiry_time_period_ms=1)).error_code == nope
+    r = call(port, 41, 3, M.DescribeDelegationTokenRequest(owners=None))
+    assert r.error_code == nope and r.tokens == []

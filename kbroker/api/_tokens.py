@@ -19,16 +19,16 @@ def security_protocol(ctx) -> str:
 
 
 def refusal(ctx) -> int | None:
-    """Kafka's ``allowTokenRequests`` and the secret check: token requests need an
+    """Kafka's ``allowTokenRequests``, then the secret check: token requests need an
     authenticated channel (not PLAINTEXT, not one-way SSL as ANONYMOUS, not itself
-    token-authenticated) and ``delegation.token.secret.key``. A request a broker forwarded
+    token-authenticated; else DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), then
+    ``delegation.token.secret.key`` (else DELEGATION_TOKEN_AUTH_DISABLED). A request a broker forwarded
     through an Envelope was checked there."""
+    if not ctx.extra.get("forwarded"):
+        proto = security_protocol(ctx)
+        if ctx.extra.get("token_authenticated") or proto == "PLAINTEXT" or \
+                (proto == "SSL" and ctx.principal == "User:ANONYMOUS"):
+            return E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
     if not ctx.broker.config.get("delegation.token.secret.key"):
         return E.DELEGATION_TOKEN_AUTH_DISABLED
-    if ctx.extra.get("forwarded"):
-        return None
-    proto = security_protocol(ctx)
-    if ctx.extra.get("token_authenticated") or proto == "PLAINTEXT" or \
-            (proto == "SSL" and ctx.principal == "User:ANONYMOUS"):
-        return E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
     return None

@@ -1,9 +1,9 @@
 """CreateDelegationToken (key 38), v1–v3: a token for the caller or, v3 (KIP-373), for an
 owner the caller may CREATE_TOKENS for (USER resource named after the owner).
 
-Kafka's checks, in order: ``delegation.token.secret.key`` set (DELEGATION_TOKEN_AUTH_DISABLED);
-an authenticated, non-token channel (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED — so never over
-PLAINTEXT); owner and renewers of principal type ``User`` (INVALID_PRINCIPAL_TYPE); another
+Kafka's checks, in order: an authenticated, non-token channel
+(DELEGATION_TOKEN_REQUEST_NOT_ALLOWED — so never over PLAINTEXT); ``delegation.token.secret.key``
+set (DELEGATION_TOKEN_AUTH_DISABLED); owner and renewers of principal type ``User`` (INVALID_PRINCIPAL_TYPE); another
 owner needs CREATE_TOKENS on it (DELEGATION_TOKEN_AUTHORIZATION_FAILED). The controller writes
 a ``DelegationTokenRecord`` (``kbroker.authz.tokens``); the answer carries the HMAC.
 v0 (removed by KIP-896) is not served.

@@ -1,8 +1,8 @@
 """Delegation tokens (CreateDelegationToken 38, Renew 39, Expire 40, Describe 41).
 
 Over the wire on a PLAINTEXT listener Kafka refuses every token request
-(DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, or DELEGATION_TOKEN_AUTH_DISABLED without
-``delegation.token.secret.key``) — checked with raw frames. The lifecycle needs an
+(DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, with or without ``delegation.token.secret.key``) —
+checked with raw frames. The lifecycle needs an
 authenticated principal, which only SASL (another change) gives a connection: until then it is
 driven through the API handlers of a real in-process broker with the context a SASL_PLAINTEXT
 connection of ``User:alice`` would have."""
@@ -40,9 +40,9 @@ async def stop(server):
 
 
 async def test_plaintext_refuses_token_requests(tmp_path, nursery):
-    for extra, expected in (({}, E.DELEGATION_TOKEN_AUTH_DISABLED),
+    for extra, expected in (({}, E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
                             ({"delegation.token.secret.key": SECRET}, E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)):
-        server = await start(nursery, config(tmp_path / str(expected), **extra))
+        server = await start(nursery, config(tmp_path / str(len(extra)), **extra))
         c = await RawClient.connect(server)
         r = await c.request("CreateDelegationToken", 2, renewers=[], max_lifetime_ms=-1)
         assert r.error_code == expected
@@ -73,6 +73,10 @@ async def test_token_lifecycle(tmp_path, nursery):
     server = await start(nursery, cfg)
     broker = server.broker
     R = messages.CreateDelegationTokenRequest
+    plain = await start(nursery, config(tmp_path / "plain"))    # no delegation.token.secret.key
+    r = await call(plain.broker, 38, 3, "User:alice", renewers=[], max_lifetime_ms=-1)
+    assert r.error_code == E.DELEGATION_TOKEN_AUTH_DISABLED
+    await stop(plain)
     r = await call(broker, 38, 3, "User:alice", owner_principal_type=None, owner_principal_name=None,
                    renewers=[R.CreatableRenewers(principal_type="User", principal_name="bob")],
                    max_lifetime_ms=-1)
