@@ -179,3 +179,40 @@ def test_acl_and_token_apis_answer_alike_on_plaintext(bootstrap):
     assert call(port, 40, 2, M.ExpireDelegationTokenRequest(hmac=b"x", expiry_time_period_ms=1)).error_code == nope
     r = call(port, 41, 3, M.DescribeDelegationTokenRequest(owners=None))
     assert r.error_code == nope and r.tokens == []
+
+
+def test_authorized_operations(broker_factory, topic_name):
+    """KIP-430 bitfields computed from the ACLs (Metadata v10 topics and cluster,
+    DescribeCluster), for a principal with some ACLs and no super-user rights."""
+    from kbroker.wire import messages as M
+    from tests.cluster.support import call
+    b = broker_factory(**STANDARD, **{"allow.everyone.if.no.acl.found": "true"})
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])
+        assert not admin.create_acls([
+            acl(ResourceType.TOPIC, topic_name, ACLOperation.READ, ACLPermissionType.ALLOW),
+            acl(ResourceType.TOPIC, topic_name[:6], ACLOperation.ALTER_CONFIGS, ACLPermissionType.ALLOW,
+                ACLResourcePatternType.PREFIXED),
+            acl(ResourceType.CLUSTER, "kafka-cluster", ACLOperation.IDEMPOTENT_WRITE, ACLPermissionType.ALLOW),
+            acl(ResourceType.CLUSTER, "kafka-cluster", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW),
+            acl(ResourceType.CLUSTER, "kafka-cluster", ACLOperation.ALTER, ACLPermissionType.ALLOW),
+        ])["failed"]
+    finally:
+        admin.close()
+    port = int(b.bootstrap_servers.rsplit(":", 1)[1])
+    want_topic = (1 << 3) | (1 << 8) | (1 << 10) | (1 << 11)   # READ, DESCRIBE, DESCRIBE/ALTER_CONFIGS
+    want_cluster = (1 << 12) | (1 << 8) | (1 << 7)              # IDEMPOTENT_WRITE, DESCRIBE, ALTER
+    deadline = time.monotonic() + 20
+    while True:
+        r = call(port, 3, 10, M.MetadataRequest(
+            topics=[M.MetadataRequest.MetadataRequestTopic(name=topic_name)],
+            allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
+            include_topic_authorized_operations=True))
+        got = (r.topics[0].topic_authorized_operations, r.cluster_authorized_operations)
+        if got == (want_topic, want_cluster) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert got == (want_topic, want_cluster)
+    r = call(port, 60, 0, M.DescribeClusterRequest(include_cluster_authorized_operations=True))
+    assert r.cluster_authorized_operations == want_cluster
