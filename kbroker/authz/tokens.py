@@ -18,7 +18,11 @@ Rules kept (Kafka's ``DelegationTokenControlManager``):
   (``delegation.token.expiry.check.interval.ms``) and is never usable once expired.
 
 ``token_credentials(image, secret, token_id)`` is what SCRAM authentication with a token
-needs: (hmac, owner, expiry) or None.
+needs: (hmac, owner, expiry) or None. As in Kafka, the SCRAM client authenticates with the
+token id as user name, the extension ``tokenauth=true``, and ``scram_password(hmac)`` (the
+base64 HMAC) as password; the session's principal is then the token's owner, marked
+token-authenticated (which delegation-token requests refuse), and a token past its expiry
+timestamp must not authenticate.
 """
 from __future__ import annotations
 
@@ -78,6 +82,11 @@ def token_credentials(image, secret_key: str | None, token_id: str):
     if t is None:
         return None
     return compute_hmac(secret_key, token_id), t.owner, t.expiry_timestamp
+
+
+def scram_password(mac: bytes) -> str:
+    """The password a token's SCRAM credentials are derived from (Kafka: base64 of the HMAC)."""
+    return base64.b64encode(bytes(mac)).decode()
 
 
 def find_by_hmac(image, secret_key: str, mac: bytes) -> TokenInfo | None:
