@@ -5,7 +5,7 @@ configured identically (``authorizer.class.name`` = Kafka's StandardAuthorizer,
 The connections are PLAINTEXT, so every client is ``User:ANONYMOUS``: the admin scenarios
 make it a super user; the enforcement scenario leaves the cluster without ACLs (so
 ``allow.everyone.if.no.acl.found`` lets the nodes and the admin through) and puts ALLOW/DENY
-ACLs on topics and groups. kafka-python's admin client and clients, and ``kafka-acls.sh``.
+ACLs on topics and groups. kafka-python's admin client and clients (Kafka's own tools: ``test_acls_cli.py``).
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLRes
 from kafka.errors import (GroupAuthorizationFailedError, SecurityDisabledError,
                           TopicAuthorizationFailedError)
 
-from compat_tests.cli import run_tool
 
 CLIENT = "kafka-python"
 ME = "User:ANONYMOUS"
@@ -83,21 +82,6 @@ def test_acl_create_describe_delete(broker_factory, topic_name):
         admin.close()
 
 
-def test_kafka_acls_cli(kafka_dist, broker_factory, topic_name):
-    b = broker_factory(**STANDARD, **{"super.users": ME})
-
-    def tool(*args):
-        return run_tool("kafka-acls", ["--bootstrap-server", b.bootstrap_servers, *args], timeout=120).check()
-    tool("--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", topic_name,
-         "--group", "billing")
-    tool("--add", "--deny-principal", "User:bob", "--operation", "Write", "--topic", "ord",
-         "--resource-pattern-type", "prefixed")
-    out = tool("--list").stdout
-    assert f"name={topic_name}, patternType=LITERAL" in out and "name=ord, patternType=PREFIXED" in out
-    assert "principal=User:alice, host=*, operation=READ, permissionType=ALLOW" in out
-    tool("--remove", "--force", "--topic", topic_name)
-    out = tool("--list").stdout
-    assert topic_name not in out and "name=billing" in out
 
 
 def _produce(bs, topic):

@@ -8,7 +8,6 @@ driven through the API handlers of a real in-process broker with the context a S
 connection of ``User:alice`` would have."""
 from __future__ import annotations
 
-import pytest
 import trio
 
 from kbroker.api import RequestContext, load_all
