@@ -27,7 +27,7 @@ async def handle(ctx: RequestContext, request) -> Response:
     if not ctx.authorize(READ, GROUP, request.group_id):
         return Response(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
                         protocol_type=None, protocol_name=None if v >= 7 else "", leader="",
-                        skip_assignment=False, member_id=request.member_id or "", members=[])
+                        skip_assignment=False, member_id="", members=[])
     req = JoinRequest(
         group_id=request.group_id, member_id=request.member_id or "",
         protocol_type=request.protocol_type or "",

@@ -33,15 +33,19 @@ async def handle(ctx: RequestContext, request) -> Resp:
         refused = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     elif not ctx.authorize(READ, GROUP, request.group_id):
         refused = E.GROUP_AUTHORIZATION_FAILED
-    denied = denied_topics(ctx, READ, (t for t, _ in topics)) if refused is None else ()
-    if refused is not None or denied:
-        result = [(t, [(p[0], int(refused if refused is not None else
-                                  E.TOPIC_AUTHORIZATION_FAILED if t in denied else E.OPERATION_NOT_ATTEMPTED))
-                       for p in ps]) for t, ps in topics]
-    elif ctx.broker.transactions is None:
-        result = [(t, [(p[0], int(E.COORDINATOR_NOT_AVAILABLE)) for p in ps]) for t, ps in topics]
-    else:
-        result = await txn_offset_commit(
+    if refused is not None:
+        return Resp(throttle_time_ms=0, topics=[
+            Resp.TxnOffsetCommitResponseTopic(name=t, partitions=[
+                Resp.TxnOffsetCommitResponsePartition(partition_index=p[0], error_code=refused)
+                for p in ps]) for t, ps in topics])
+    # topics the principal may not READ are answered alone; the others are committed
+    denied = denied_topics(ctx, READ, (t for t, _ in topics))
+    result = [(t, [(p[0], int(E.TOPIC_AUTHORIZATION_FAILED)) for p in ps]) for t, ps in topics if t in denied]
+    topics = [(t, ps) for t, ps in topics if t not in denied]
+    if topics and ctx.broker.transactions is None:
+        result += [(t, [(p[0], int(E.COORDINATOR_NOT_AVAILABLE)) for p in ps]) for t, ps in topics]
+    elif topics:
+        result += await txn_offset_commit(
             ctx.broker, transactional_id=request.transactional_id, group_id=request.group_id,
             producer_id=request.producer_id, producer_epoch=request.producer_epoch,
             generation_id=request.generation_id if v >= 3 else -1,
