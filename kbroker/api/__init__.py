@@ -18,11 +18,14 @@ Handlers are thin: decode has already happened; they check, call the broker's ma
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from kbroker.wire import messages
+
+_audit = logging.getLogger("kbroker.authorizer")   # denials, as Kafka's kafka.authorizer.logger
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,16 @@ class RequestContext:
         a = getattr(self.broker, "authorizer", None)
         if a is None:
             return True
-        return a.authorize(self.broker.metadata.acl_index, self.principal, self.client_host,
-                           operation, resource_type, name)
+        if a.authorize(self.broker.metadata.acl_index, self.principal, self.client_host,
+                       operation, resource_type, name):
+            return True
+        if _audit.isEnabledFor(logging.DEBUG):
+            from kbroker.authz.acls import OPERATION_NAMES, RESOURCE_NAMES
+            _audit.debug("Principal = %s is Denied operation = %s from host = %s on resource = "
+                         "%s:%s for request = %s", self.principal, OPERATION_NAMES.get(operation),
+                         self.client_host, RESOURCE_NAMES.get(resource_type), name,
+                         REGISTRY[self.api_key].name if self.api_key in REGISTRY else self.api_key)
+        return False
 
     def authorize_cluster(self, operation: int) -> bool:
         return self.authorize(operation, 4, "kafka-cluster")
