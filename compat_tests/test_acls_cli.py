@@ -63,3 +63,14 @@ def test_java_console_clients_without_acls(kafka_dist, broker_factory, topic_nam
                                               "--group", "denied-" + topic_name, "--from-beginning",
                                               "--timeout-ms", "15000"], timeout=120)
     assert "GroupAuthorizationException" in out.stdout + out.stderr
+
+
+def test_kafka_delegation_tokens_refused_on_plaintext(kafka_dist, broker, tmp_path):
+    """``kafka-delegation-tokens.sh --create`` over PLAINTEXT: both brokers refuse it (tokens
+    need an authenticated channel)."""
+    config = tmp_path / "client.properties"
+    config.write_text("")
+    out = run_tool("org.apache.kafka.tools.DelegationTokenCommand",
+                   ["--bootstrap-server", broker.bootstrap_servers, "--create",
+                    "--max-life-time-period", "-1", "--command-config", str(config)], timeout=120)
+    assert "UnsupportedByAuthenticationException" in out.stdout + out.stderr
