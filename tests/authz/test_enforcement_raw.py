@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import trio
 
-from kbroker.authz.acls import (ALL, DELETE, DENY, DESCRIBE_CONFIGS, GROUP, LITERAL,
+from kbroker.authz.acls import (ALL, ALTER_CONFIGS, CLUSTER, DELETE, DENY, DESCRIBE_CONFIGS, GROUP, LITERAL,
                                 TOPIC, TRANSACTIONAL_ID, WRITE, Acl)
 from kbroker.wire import messages as M
 from kbroker.wire.error_codes import ErrorCode as E
@@ -27,7 +27,9 @@ async def test_per_api_denials(tmp_path, nursery):
         Acl(TOPIC, "denied", LITERAL, ME, "*", DELETE, DENY),
         Acl(TOPIC, "denied", LITERAL, ME, "*", DESCRIBE_CONFIGS, DENY),
         Acl(TRANSACTIONAL_ID, "tx-denied", LITERAL, ME, "*", ALL, DENY),
-        Acl(GROUP, "g-denied", LITERAL, ME, "*", ALL, DENY)])
+        Acl(GROUP, "g-denied", LITERAL, ME, "*", ALL, DENY),
+        Acl(CLUSTER, "kafka-cluster", LITERAL, ME, "*", ALTER_CONFIGS, DENY),
+        Acl(CLUSTER, "kafka-cluster", LITERAL, ME, "*", DESCRIBE_CONFIGS, DENY)])
     assert all(code == 0 for code, _ in results)
 
     A = M.AddPartitionsToTxnRequest
@@ -95,5 +97,23 @@ async def test_per_api_denials(tmp_path, nursery):
     r = await c.request("DeleteTopics", 6, timeout_ms=5000, topics=[
         M.DeleteTopicsRequest.DeleteTopicState(name="denied")])
     assert r.responses[0].error_code == E.TOPIC_AUTHORIZATION_FAILED
+
+    # client quotas need DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster
+    r = await c.request("DescribeClientQuotas", 1, components=[], strict=False)
+    assert r.error_code == E.CLUSTER_AUTHORIZATION_FAILED
+    Q = M.AlterClientQuotasRequest
+    r = await c.request("AlterClientQuotas", 1, validate_only=False, entries=[Q.EntryData(
+        entity=[Q.EntryData.EntityData(entity_type="client-id", entity_name="x")],
+        ops=[Q.EntryData.OpData(key="producer_byte_rate", value=1024.0, remove=False)])])
+    assert [e.error_code for e in r.entries] == [E.CLUSTER_AUTHORIZATION_FAILED]
+    # KIP-848 groups: READ on the group, DESCRIBE on the subscribed topics
+    H = dict(member_id="m", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=30000,
+             server_assignor=None, topic_partitions=[])
+    r = await c.request("ConsumerGroupHeartbeat", 0, group_id="g-denied", subscribed_topic_names=["ok"], **H)
+    assert r.error_code == E.GROUP_AUTHORIZATION_FAILED
+    r = await c.request("ConsumerGroupHeartbeat", 0, group_id="g-ok", subscribed_topic_names=["ok", "denied"], **H)
+    assert r.error_code == E.TOPIC_AUTHORIZATION_FAILED and "denied" in r.error_message
+    r = await c.request("ConsumerGroupDescribe", 0, group_ids=["g-denied"], include_authorized_operations=False)
+    assert [g.error_code for g in r.groups] == [E.GROUP_AUTHORIZATION_FAILED]
     await c.aclose()
     await stop(server)
