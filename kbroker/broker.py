@@ -12,6 +12,8 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
 - ``lifecycle`` — registration and heartbeats (``BrokerLifecycle``), ``controller_server`` —
   the CONTROLLER listener of a voter;
 - ``producer_ids`` — producer ids for InitProducerId, in controller-reserved blocks;
+- ``authorizer`` — the StandardAuthorizer (``kbroker.authz``) when ``authorizer.class.name``
+  names it, else None (everything allowed, ACL APIs answer SECURITY_DISABLED);
 - ``transactions`` — the transaction coordinator (``kbroker/txn/coordinator.py``);
 - ``replicas`` — the ``ReplicaManager`` (``kbroker/replica/``), told about every new
   image via ``apply_image`` so partition logs follow the metadata.
@@ -64,6 +66,8 @@ class Broker:
         self.group_coordinator = None  # kbroker.group.service.GroupCoordinator
         from kbroker.quota.manager import QuotaManagers
         self.quotas = QuotaManagers(config, self.clock.now_ms)   # client quotas (Produce/Fetch)
+        from kbroker.authz.authorizer import Authorizer
+        self.authorizer = Authorizer.from_config(config)
         self._nursery = None
         self.incarnation_id = uuid.uuid4()
         self.started = False
@@ -201,6 +205,7 @@ class Broker:
                 self.quorum.role_listeners.append(on_role)
                 n.start_soon(local.maybe_activate)
                 n.start_soon(local.run_session_checks)
+                n.start_soon(local.run_token_expiry)      # delegation tokens past their expiry
             task_status.started()
 
     def _apply_image(self, image) -> None:

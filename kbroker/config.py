@@ -221,6 +221,13 @@ _DEFS: list[ConfigDef] = [
     _d("num.replica.fetchers", "int", 1),
     _d("background.threads", "int", 10),
     _d("authorizer.class.name", "string", ""),
+    # StandardAuthorizer's own keys (not in Kafka's broker ConfigDef: the authorizer reads them)
+    _d("super.users", "string", ""),
+    _d("allow.everyone.if.no.acl.found", "boolean", False),
+    _d("delegation.token.secret.key", "string", None),
+    _d("delegation.token.max.lifetime.ms", "long", 604_800_000, _at_least(1)),
+    _d("delegation.token.expiry.time.ms", "long", 86_400_000, _at_least(1)),
+    _d("delegation.token.expiry.check.interval.ms", "long", 3_600_000, _at_least(1)),
     _d("sasl.enabled.mechanisms", "list", ["GSSAPI"]),
     _d("group.share.enable", "boolean", False),
     # kbroker's own (not Kafka's): the HTTP listener of /metrics, /health and /ready
@@ -254,8 +261,12 @@ _NOT_ACTED_ON = {
     "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
     "metadata.max.idle.interval.ms", "log.initial.task.delay.ms",
-    "background.threads", "authorizer.class.name", "sasl.enabled.mechanisms", "group.share.enable",
+    "background.threads", "sasl.enabled.mechanisms", "group.share.enable",
 }
+
+# authorizer.class.name: the one authorizer kbroker implements (anything else refuses to
+# start: an operator who asked for ACLs must never get an allow-all broker)
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _TYPES = {"short": "int", "class": "string", "password": "string"}
 
 
@@ -616,6 +627,10 @@ class BrokerConfig:
             raise ConfigError("log.retention.ms", "must be -1 or at least 0")
         if v["cluster.id"] is not None:
             check_cluster_id(v["cluster.id"])
+        authorizer = (v["authorizer.class.name"] or "").strip()
+        if authorizer and authorizer != STANDARD_AUTHORIZER:
+            raise ConfigError("authorizer.class.name", f"{authorizer} is not supported "
+                              f"(kbroker implements {STANDARD_AUTHORIZER} only)")
 
     @staticmethod
     def _default_advertised(l: Listener) -> Listener:

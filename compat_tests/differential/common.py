@@ -134,7 +134,26 @@ def _hb_write_txn_markers(conn, version):
                                                                            partition_indexes=[0])])])
 
 
-BUILDERS = {23: _hb_offset_for_leader_epoch, 27: _hb_write_txn_markers}
+def _hb_describe_acls(conn, version):
+    # a filter with UNKNOWN fields (the defaults) fails to parse on Kafka: ask for ANY
+    return messages.DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
+                                        permission_type=1)
+
+
+def _hb_create_acls(conn, version):
+    c = messages.CreateAclsRequest
+    return c(creations=[c.AclCreation(resource_type=2, resource_name=HB_TOPIC, resource_pattern_type=3,
+                                      principal="User:dx", host="*", operation=3, permission_type=3)])
+
+
+def _hb_delete_acls(conn, version):
+    c = messages.DeleteAclsRequest
+    return c(filters=[c.DeleteAclsFilter(resource_type_filter=1, pattern_type_filter=1, operation=1,
+                                         permission_type=1)])
+
+
+BUILDERS = {23: _hb_offset_for_leader_epoch, 27: _hb_write_txn_markers, 29: _hb_describe_acls,
+            30: _hb_create_acls, 31: _hb_delete_acls}
 
 
 def _until_ok(send, attempts: int = 60):

@@ -18,11 +18,14 @@ Handlers are thin: decode has already happened; they check, call the broker's ma
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from kbroker.wire import messages
+
+_audit = logging.getLogger("kbroker.authorizer")   # denials, as Kafka's kafka.authorizer.logger
 
 
 @dataclass(frozen=True)
@@ -69,10 +72,65 @@ class RequestContext:
     client_host: str = "127.0.0.1"
     listener: str = "PLAINTEXT"
     extra: dict = field(default_factory=dict)
+    principal: str = "User:ANONYMOUS"
 
     @property
     def version(self) -> int:
         return self.api_version
+
+    # --- authorization (kbroker.authz): the one way handlers ask; with no authorizer
+    # configured every check is a single attribute test and allows.
+    @property
+    def authorizer(self):
+        return getattr(self.broker, "authorizer", None)
+
+    def authorize(self, operation: int, resource_type: int, name: str) -> bool:
+        """May this request's principal do ``operation`` on the resource?"""
+        a = getattr(self.broker, "authorizer", None)
+        if a is None:
+            return True
+        if a.authorize(self.broker.metadata.acl_index, self.principal, self.client_host,
+                       operation, resource_type, name):
+            return True
+        if _audit.isEnabledFor(logging.DEBUG):
+            from kbroker.authz.acls import OPERATION_NAMES, RESOURCE_NAMES
+            _audit.debug("Principal = %s is Denied operation = %s from host = %s on resource = "
+                         "%s:%s for request = %s", self.principal, OPERATION_NAMES.get(operation),
+                         self.client_host, RESOURCE_NAMES.get(resource_type), name,
+                         REGISTRY[self.api_key].name if self.api_key in REGISTRY else self.api_key)
+        return False
+
+    def authorize_cluster(self, operation: int) -> bool:
+        return self.authorize(operation, 4, "kafka-cluster")
+
+    def authorized_names(self, operation: int, resource_type: int, names) -> set:
+        """The subset of ``names`` the principal may ``operation``."""
+        a = getattr(self.broker, "authorizer", None)
+        if a is None:
+            return set(names)
+        index = self.broker.metadata.acl_index
+        return {n for n in set(names) if a.authorize(index, self.principal, self.client_host,
+                                                     operation, resource_type, n)}
+
+    def authorize_any(self, operation: int, resource_type: int) -> bool:
+        """May the principal do ``operation`` on some resource of the type (Kafka's
+        ``authorizeByResourceType``)?"""
+        a = getattr(self.broker, "authorizer", None)
+        if a is None:
+            return True
+        return a.authorize_by_resource_type(self.broker.metadata.acl_index, self.principal,
+                                            self.client_host, operation, resource_type)
+
+    def authorized_operations(self, requested: bool, resource_type: int, name: str) -> int:
+        """KIP-430 bitfield of a resource (Kafka's "not requested" value when not asked)."""
+        from kbroker.api import _authorized
+        if not requested:
+            return _authorized.NOT_REQUESTED
+        a = getattr(self.broker, "authorizer", None)
+        if a is None:
+            return _authorized.ALL_OPERATIONS[resource_type]
+        return a.authorized_operations(self.broker.metadata.acl_index, self.principal,
+                                       self.client_host, resource_type, name)
 
 
 def load_all() -> dict[int, ApiSpec]:

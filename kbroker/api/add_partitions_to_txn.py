@@ -11,10 +11,16 @@
   before a producer's first transactional batch (:mod:`kbroker.txn.verification`). v5
   only adds error codes of KIP-890's second phase, which this broker does not produce.
 Not implemented: authorization (cluster action for v4+).
+
+ACLs (``kbroker.authz``): v0–v3 (clients) need WRITE on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED, the
+others OPERATION_NOT_ATTEMPTED); v4+ (brokers) CLUSTER_ACTION on the cluster.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import CLUSTER_ACTION, TRANSACTIONAL_ID, WRITE
 from kbroker.api._txn_errors import fenced_error_for
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -36,6 +42,18 @@ def _unknown(broker, partitions) -> set:
     return {(t, p) for t, p in partitions if t not in topics or p not in topics[t].partitions}
 
 
+def _refused(ctx, tid, topics) -> dict | None:
+    """Kafka's checks: WRITE on the transactional id, then on every topic."""
+    partitions = [(t.name, p) for t in topics for p in t.partitions]
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, tid):
+        return {tp: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in partitions}
+    denied = denied_topics(ctx, WRITE, (t.name for t in topics))
+    if denied:
+        return {tp: (E.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else E.OPERATION_NOT_ATTEMPTED)
+                for tp in partitions}
+    return None
+
+
 async def _add(broker, tid, pid, epoch, topics, verify_only=False) -> dict:
     partitions = [(t.name, p) for t in topics for p in t.partitions]
     coordinator = broker.transactions
@@ -55,12 +73,15 @@ async def _add(broker, tid, pid, epoch, topics, verify_only=False) -> dict:
 async def handle(ctx: RequestContext, request) -> Resp:
     broker = ctx.broker
     if ctx.version <= 3:
-        errors = await _add(broker, request.v3_and_below_transactional_id,
-                            request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
-                            request.v3_and_below_topics)
+        errors = _refused(ctx, request.v3_and_below_transactional_id, request.v3_and_below_topics) or \
+            await _add(broker, request.v3_and_below_transactional_id,
+                       request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
+                       request.v3_and_below_topics)
         errors = {tp: fenced_error_for(24, ctx.version, e) for tp, e in errors.items()}
         return Resp(throttle_time_ms=0,
                     results_by_topic_v3_and_below=_topic_results(errors, request.v3_and_below_topics))
+    if not ctx.authorize_cluster(CLUSTER_ACTION):      # v4+: brokers verifying (KIP-890)
+        return Resp(throttle_time_ms=0, error_code=E.CLUSTER_AUTHORIZATION_FAILED, results_by_transaction=[])
     results = []
     for txn in request.transactions:
         errors = await _add(broker, txn.transactional_id, txn.producer_id, txn.producer_epoch,

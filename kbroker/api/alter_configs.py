@@ -12,10 +12,15 @@
   metadata log; see ``kbroker.config.BrokerConfig.effective_values`` for what applies.
 - ``validate_only`` changes nothing.
 Not implemented: alter-config policies, password encryption of sensitive dynamic values.
+
+ACLs (``kbroker.authz``): ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for
+brokers, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import config_denied
+from kbroker.authz.acls import ALTER_CONFIGS
 from kbroker.metadata.image import BROKER_RESOURCE
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -54,8 +59,9 @@ async def handle(ctx: RequestContext, request) -> Response:
     resources = []
     for i, r in enumerate(request.resources or ()):
         configs = list(r.configs or ())
-        err = broker_precheck(ctx, r.resource_type, r.resource_name,
-                              [c.name for c in configs], [c.value for c in configs])
+        err = config_denied(ctx, ALTER_CONFIGS, r.resource_type, r.resource_name) or \
+            broker_precheck(ctx, r.resource_type, r.resource_name,
+                            [c.name for c in configs], [c.value for c in configs])
         if err is not None:
             early[i] = err
         else:

@@ -10,10 +10,14 @@ running), ``INVALID_REQUEST`` for a partition named twice (the Java client canno
 The answer comes when the first step is committed; the new replicas then catch up and the
 reassignment completes on its own (ListPartitionReassignments shows it until then).
 Not implemented: ``timeout_ms``, replication throttles, authorization.
+
+ACLs (``kbroker.authz``): ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.authz.acls import ALTER
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire import messages
 
 Response = messages.AlterPartitionReassignmentsResponse
@@ -23,6 +27,9 @@ PartitionResponse = TopicResponse.ReassignablePartitionResponse
 
 @api(45, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Response:
+    if not ctx.authorize_cluster(ALTER):
+        return Response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                        error_message=None, responses=[])
     topics = [(t.name, [(p.partition_index, None if p.replicas is None else list(p.replicas))
                         for p in t.partitions]) for t in request.topics or ()]
     if not topics:

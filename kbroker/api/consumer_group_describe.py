@@ -5,10 +5,15 @@ A classic group (or an unknown id) answers ``GROUP_ID_NOT_FOUND`` — the admin 
 falls back to DescribeGroups, as with Kafka. Authorized operations are not computed
 (``-2147483648``, "not requested"). v1 (KIP-1099 ``MemberType``) is not in the pinned
 protocol snapshot and is not advertised.
+
+ACLs (``kbroker.authz``): DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_names
+from kbroker.authz.acls import DESCRIBE, GROUP
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
 
@@ -23,8 +28,12 @@ def _assignment(tps):
 
 @api(69, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Response:
-    described = await coordinator_of(ctx.broker).consumer_group_describe(list(request.group_ids))
+    denied = denied_names(ctx, DESCRIBE, GROUP, request.group_ids)
+    allowed = [g for g in request.group_ids if g not in denied]
+    described = await coordinator_of(ctx.broker).consumer_group_describe(allowed) if allowed else []
     return Response(throttle_time_ms=0, groups=[
+        Response.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=g, members=[])
+        for g in request.group_ids if g in denied] + [
         Response.DescribedGroup(
             error_code=d.error, error_message=d.message, group_id=d.group_id,
             group_state=d.state, group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,

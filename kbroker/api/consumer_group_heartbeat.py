@@ -7,10 +7,16 @@ one — its assigned partitions (topic ids). v1 requires client-generated member
 (KIP-1082) and adds ``SubscribedTopicRegex``. The rules are in
 :mod:`kbroker.group.consumer.protocol`. Not implemented: classic members in consumer
 groups and the online classic⇄consumer migration.
+
+ACLs (``kbroker.authz``): READ on the group (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
+every subscribed topic (TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import DESCRIBE, GROUP, READ
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.group.consumer.protocol import HeartbeatRequest
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
@@ -20,6 +26,18 @@ Response = messages.ConsumerGroupHeartbeatResponse
 
 @api(68, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
+    refused = None
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    elif request.subscribed_topic_names:
+        hidden = denied_topics(ctx, DESCRIBE, request.subscribed_topic_names)
+        if hidden:
+            refused = (ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                       "The following topics are not authorized: " + ", ".join(sorted(hidden)))
+    if refused is not None:
+        return Response(throttle_time_ms=0, error_code=refused[0], error_message=refused[1],
+                        member_id=request.member_id, member_epoch=-1, heartbeat_interval_ms=0,
+                        assignment=None)
     owned = None if request.topic_partitions is None else [
         (tp.topic_id, list(tp.partitions)) for tp in request.topic_partitions]
     req = HeartbeatRequest(

@@ -7,10 +7,15 @@
   a manual assignment of the wrong size or naming unknown brokers, ``INVALID_REQUEST`` for
   a topic named twice; ``validate_only`` checks without changing anything.
 Not implemented: ``timeout_ms`` (synchronous), throttling.
+
+ACLs (``kbroker.authz``): ALTER on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import ALTER
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire import messages
 
 Response = messages.CreatePartitionsResponse
@@ -20,9 +25,15 @@ Result = Response.CreatePartitionsTopicResult
 @api(37, versions=(0, 3))
 async def handle(ctx: RequestContext, request) -> Response:
     wanted = []
+    denied = denied_topics(ctx, ALTER, (t.name for t in request.topics or ()))
     for t in request.topics or ():
+        if t.name in denied:
+            continue
         assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
         wanted.append((t.name, t.count, assignments))
-    results = await ctx.broker.controller.create_partitions(wanted, validate_only=request.validate_only)
+    results = await ctx.broker.controller.create_partitions(wanted, validate_only=request.validate_only) \
+        if wanted else []
+    results = [(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+               for n in dict.fromkeys(t.name for t in request.topics or ()) if n in denied] + list(results)
     return Response(throttle_time_ms=0, results=[
         Result(name=name, error_code=code, error_message=message) for name, code, message in results])

@@ -11,10 +11,17 @@
   v7+ the topic id (KIP-516).
 Not implemented: create-topic policies, ``timeout_ms`` (creation is synchronous),
 throttling.
+
+ACLs (``kbroker.authz``): CREATE on the cluster or on each topic (else
+TOPIC_AUTHORIZATION_FAILED); the configs of the answer need DESCRIBE_CONFIGS on the topic
+(else ``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import CREATE, DESCRIBE_CONFIGS
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.metadata.controller import NewTopic
 from kbroker.wire import messages
 
@@ -26,17 +33,29 @@ Config = Response.CreatableTopicConfigs
 @api(19, versions=(2, 7))
 async def handle(ctx: RequestContext, request) -> Response:
     new = []
+    denied = frozenset() if ctx.authorize_cluster(CREATE) else \
+        denied_topics(ctx, CREATE, (t.name for t in request.topics))
+    refused = [t.name for t in request.topics if t.name in denied]
     for t in request.topics:
+        if t.name in denied:
+            continue
         assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments or ()}
         new.append(NewTopic(t.name, t.num_partitions, t.replication_factor, assignments or None,
                             {c.name: c.value for c in t.configs or ()}))
-    results = await ctx.broker.controller.create_topics(new, validate_only=request.validate_only)
-    out = []
+    results = await ctx.broker.controller.create_topics(new, validate_only=request.validate_only) \
+        if new else []
+    hidden = denied_topics(ctx, DESCRIBE_CONFIGS, (r.name for r in results if not r.error_code))
+    out = [Result(name=n, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                  error_message="Authorization failed.") for n in refused]
     for r in results:
         res = Result(name=r.name, error_code=r.error_code, error_message=r.error_message)
         if ctx.version >= 7:
             res.topic_id = r.topic_id
-        if ctx.version >= 5 and not r.error_code:
+        if ctx.version >= 5 and not r.error_code and r.name in hidden:
+            res.num_partitions = r.num_partitions
+            res.replication_factor = r.replication_factor
+            res.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif ctx.version >= 5 and not r.error_code:
             res.num_partitions = r.num_partitions
             res.replication_factor = r.replication_factor
             res.configs = [Config(name=e.name, value=e.value, read_only=e.read_only,

@@ -10,12 +10,17 @@ watermark (the smallest log start offset over the live replicas) reaches the req
 offset, or ``timeout_ms`` passes (REQUEST_TIMED_OUT with the low watermark of the moment of
 the deletion); partitions of one request wait concurrently. ``low_watermark`` is that low
 watermark (the log start offset with one replica).
+
+ACLs (``kbroker.authz``): DELETE on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 import trio
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import DELETE
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.replica import ReplicaError
 from kbroker.wire import messages
 
@@ -27,11 +32,16 @@ async def handle(ctx: RequestContext, request):
     replicas = ctx.broker.replicas
     topics = []
     waits = []                       # (partition result, topic, partition, requested offset)
+    denied = denied_topics(ctx, DELETE, (t.name for t in request.topics))
     for t in request.topics:
         parts = []
         for p in t.partitions:
             out = Resp.DeleteRecordsPartitionResult(partition_index=p.partition_index,
                                                     low_watermark=-1, error_code=0)
+            if t.name in denied:
+                out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                parts.append(out)
+                continue
             try:
                 required, out.low_watermark = replicas.delete_records_on_leader(
                     t.name, p.partition_index, p.offset)

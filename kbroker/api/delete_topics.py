@@ -6,10 +6,14 @@
   ``TOPIC_DELETION_DISABLED``. Deletion is synchronous: logs are renamed for deletion when
   the response is sent.
 Not implemented: ``timeout_ms`` (nothing to wait for), throttling.
+
+ACLs (``kbroker.authz``): DELETE on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import DELETE
 from kbroker.metadata.image import ZERO_UUID
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -33,7 +37,20 @@ async def handle(ctx: RequestContext, request) -> Response:
     else:
         names = list(request.topic_names or ())
     out = []
-    for name, topic_id, code, message in await ctx.broker.controller.delete_topics(names, ids):
+    if ctx.authorizer is not None:
+        image = ctx.broker.metadata
+        by_id = {i: image.topics_by_id[i].name for i in ids if i in image.topics_by_id}
+        denied = denied_topics(ctx, DELETE, [*names, *by_id.values()])
+        for n in names:
+            if n in denied:
+                out.append(Result(name=n, topic_id=ZERO_UUID, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        for i in ids:
+            if by_id.get(i) in denied:
+                out.append(Result(name=None, topic_id=i, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        names = [n for n in names if n not in denied]
+        ids = [i for i in ids if by_id.get(i) not in denied]
+    for name, topic_id, code, message in (await ctx.broker.controller.delete_topics(names, ids)
+                                          if names or ids else ()):
         out.append(Result(name=name if ctx.version >= 6 else (name or ""), topic_id=topic_id,
                           error_code=code, error_message=message if ctx.version >= 5 else None))
     for t in bad:

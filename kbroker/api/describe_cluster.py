@@ -3,12 +3,12 @@
 - v1 (KIP-919) has ``endpoint_type``: 1 (brokers) is answered; 2 (controllers) gets
   ``UNSUPPORTED_ENDPOINT_TYPE`` as from any Kafka broker.
 - Brokers are listed with the endpoint of the listener the request arrived on.
-Cluster authorized operations as with no authorizer (all allowed). Not implemented: v2
+Cluster authorized operations (KIP-430) from the ACLs. Not implemented: v2
 (``include_fenced_brokers``).
 """
 from __future__ import annotations
 
-from kbroker.api._authorized import CLUSTER_OPERATIONS, authorized
+from kbroker.authz.acls import CLUSTER
 from kbroker.api import RequestContext, api
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -31,6 +31,6 @@ async def handle(ctx: RequestContext, request) -> Response:
                                                           port=ep[1], rack=b.rack))
     return Response(error_code=ErrorCode.NONE, cluster_id=image.cluster_id,
                     controller_id=image.controller_id, brokers=brokers,
-                    cluster_authorized_operations=authorized(
-                        request.include_cluster_authorized_operations, CLUSTER_OPERATIONS),
+                    cluster_authorized_operations=ctx.authorized_operations(
+                        request.include_cluster_authorized_operations, CLUSTER, "kafka-cluster"),
                     endpoint_type=request.endpoint_type if ctx.version >= 1 else 1)

@@ -17,10 +17,15 @@
 - Errors: unknown topic ``UNKNOWN_TOPIC_OR_PARTITION``; another broker id or an unsupported
   resource type ``INVALID_REQUEST`` (broker loggers and client metrics are not served).
 Not implemented: authorization, documentation strings.
+
+ACLs (``kbroker.authz``): DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or,
+for brokers, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import config_denied
+from kbroker.authz.acls import DESCRIBE_CONFIGS
 from kbroker.metadata import configs as tc
 from kbroker.metadata import group_configs
 from kbroker.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
@@ -60,7 +65,9 @@ async def handle(ctx: RequestContext, request) -> Response:
     v = ctx.version
     results = []
     for res in request.resources or ():
-        code, message, entries = describe_resource(ctx.broker, res.resource_type, res.resource_name)
+        denied = config_denied(ctx, DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+        code, message, entries = (*denied, []) if denied else \
+            describe_resource(ctx.broker, res.resource_type, res.resource_name)
         if res.configuration_keys is not None:
             keys = set(res.configuration_keys)
             entries = [e for e in entries if e.name in keys]

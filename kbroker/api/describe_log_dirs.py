@@ -6,10 +6,15 @@ Every local replica is listed, leader or follower. ``offset_lag`` is Kafka's
 ``getLogEndOffsetLag`` for a current (not future) replica: max(high watermark − log end
 offset, 0) of the local log; ``is_future_key`` is false (KIP-113's future replicas, moves
 between directories, are not implemented).
+
+ACLs (``kbroker.authz``): DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED, no
+log dirs).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.authz.acls import DESCRIBE
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire import messages
 
 Resp = messages.DescribeLogDirsResponse
@@ -17,6 +22,8 @@ Resp = messages.DescribeLogDirsResponse
 
 @api(35, versions=(1, 4))
 async def handle(ctx: RequestContext, request):
+    if not ctx.authorize_cluster(DESCRIBE):
+        return Resp(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     wanted = None
     if request.topics is not None:
         wanted = {}

@@ -2,10 +2,15 @@
 (KIP-664; ``kafka-transactions.sh describe-producers``): producer id and epoch, last
 sequence and timestamp, coordinator epoch of the last marker and the first offset of the
 producer's open transaction (-1 when none), from the partition's producer state.
+
+ACLs (``kbroker.authz``): READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import READ
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.replica import ReplicaError
 from kbroker.wire import messages
 
@@ -16,9 +21,14 @@ Resp = messages.DescribeProducersResponse
 async def handle(ctx: RequestContext, request) -> Resp:
     replicas = ctx.broker.replicas
     topics = []
+    denied = denied_topics(ctx, READ, (t.name for t in request.topics))
     for t in request.topics:
         parts = []
         for p in t.partition_indexes:
+            if t.name in denied:
+                parts.append(Resp.PartitionResponse(partition_index=p, active_producers=[],
+                                                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             try:
                 entries = replicas.describe_producers(t.name, p)
             except ReplicaError as exc:

@@ -12,10 +12,14 @@ any eligible (type 1) replica as leader — ``kafka-leader-election.sh``,
   election are left out); an empty list is answered at once with no results.
 Not implemented: unclean election out of the ISR (answered ``ELIGIBLE_LEADERS_NOT_AVAILABLE``),
 ``timeout_ms`` (the answer comes once the elections are committed), authorization.
+
+ACLs (``kbroker.authz``): ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.authz.acls import ALTER
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire import messages
 
 Response = messages.ElectLeadersResponse
@@ -24,6 +28,12 @@ Response = messages.ElectLeadersResponse
 @api(43, versions=(0, 2))
 async def handle(ctx: RequestContext, request) -> Response:
     election_type = request.election_type if ctx.version >= 1 else 0
+    if not ctx.authorize_cluster(ALTER):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return Response(throttle_time_ms=0, error_code=code, replica_election_results=[
+            Response.ReplicaElectionResult(topic=t.topic, partition_result=[
+                Response.ReplicaElectionResult.PartitionResult(partition_id=i, error_code=code)
+                for i in t.partitions]) for t in request.topic_partitions or ()])
     if request.topic_partitions is None:
         topics = None
     else:

@@ -22,10 +22,15 @@ follower's log diverged from the leader's.
 Records are answered as file regions so the server can ``os.sendfile`` them. Not
 implemented: incremental fetch sessions (a request naming a session id other than 0 gets
 FETCH_SESSION_ID_NOT_FOUND), rack-aware replica selection (fetching from followers).
+
+ACLs (``kbroker.authz``): a follower fetch needs CLUSTER_ACTION on the cluster, a consumer
+READ on each topic; a partition that fails gets TOPIC_AUTHORIZATION_FAILED and no records.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import CLUSTER_ACTION, READ
 from kbroker.quota.manager import throttle_fetch
 from kbroker.replica import FetchSpec
 from kbroker.wire import messages
@@ -52,13 +57,17 @@ async def handle(ctx: RequestContext, request):
     if version >= 7 and request.session_epoch not in (0, -1):
         return Resp(throttle_time_ms=0, error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH,
                     session_id=0, responses=[])
+    replica_id = request.replica_id
+    if replica_id >= 0 and not ctx.authorize_cluster(CLUSTER_ACTION):
+        denied = frozenset(ft.topic for ft in request.topics)
+    else:
+        denied = denied_topics(ctx, READ, (ft.topic for ft in request.topics))
     specs = [FetchSpec(ft.topic, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
                        fp.current_leader_epoch if version >= 9 else -1,
                        fp.last_fetched_epoch if version >= 12 else -1,
                        fp.log_start_offset if version >= 5 else -1)
-             for ft in request.topics for fp in ft.partitions]
+             for ft in request.topics if ft.topic not in denied for fp in ft.partitions]
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
-    replica_id = request.replica_id
     results = await ctx.broker.replicas.fetch(
         specs, max_bytes=max_bytes, min_bytes=request.min_bytes,
         max_wait_ms=request.max_wait_ms, isolation_level=request.isolation_level,
@@ -70,6 +79,14 @@ async def handle(ctx: RequestContext, request):
     for ft in request.topics:
         parts = []
         counters = None
+        if ft.topic in denied:
+            topics.append(Resp.FetchableTopicResponse(topic=ft.topic, partitions=[
+                Resp.PartitionData(partition_index=fp.partition,
+                                   error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
+                                   preferred_read_replica=-1, records=b"")
+                for fp in ft.partitions]))
+            continue
         for _ in ft.partitions:
             r = next(it)
             # metered as Kafka's BrokerTopicStats: consumers' bytes per topic, followers' apart

@@ -7,10 +7,14 @@ Like Kafka, the first lookup of a group creates ``__consumer_offsets`` (compacte
 ``offsets.topic.num.partitions`` partitions) and loads it; a transaction lookup creates
 ``__transaction_state``. v4+ batches keys (KIP-699); key type 0 = group, 1 = transaction.
 Not implemented: key type 2 (share groups) answers ``INVALID_REQUEST``.
+
+ACLs (``kbroker.authz``): DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.authz import acls
 from kbroker.group.records import partition_for
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
@@ -23,6 +27,10 @@ GROUP, TRANSACTION = 0, 1
 async def _lookup(ctx: RequestContext, key: str, key_type: int):
     """(error, node_id, host, port) for one key."""
     broker = ctx.broker
+    if key_type == GROUP and key and not ctx.authorize(acls.DESCRIBE, acls.GROUP, key):
+        return E.GROUP_AUTHORIZATION_FAILED, -1, "", -1
+    if key_type == TRANSACTION and key and not ctx.authorize(acls.DESCRIBE, acls.TRANSACTIONAL_ID, key):
+        return E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
     if key_type == GROUP:
         if not key:
             return E.INVALID_REQUEST, -1, "", -1

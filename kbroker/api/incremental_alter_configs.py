@@ -13,10 +13,15 @@
   checked as Kafka's ``GroupConfig.validate`` (``INVALID_CONFIG``) and stored as
   ConfigRecords of resource type 32 in the metadata log; the group coordinator uses them.
 Not implemented: alter-config policies.
+
+ACLs (``kbroker.authz``): ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for
+brokers, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import config_denied
+from kbroker.authz.acls import ALTER_CONFIGS
 from kbroker.api.alter_configs import broker_precheck, merge_results
 from kbroker.wire import messages
 
@@ -30,7 +35,8 @@ async def handle(ctx: RequestContext, request) -> Response:
     resources = []
     for i, r in enumerate(request.resources or ()):
         ops = [(c.name, c.config_operation, c.value) for c in r.configs or ()]
-        err = broker_precheck(ctx, r.resource_type, r.resource_name, [k for k, _, _ in ops])
+        err = config_denied(ctx, ALTER_CONFIGS, r.resource_type, r.resource_name) or \
+            broker_precheck(ctx, r.resource_type, r.resource_name, [k for k, _, _ in ops])
         if err is not None:
             early[i] = err
         else:

@@ -11,10 +11,15 @@
   ``transaction.max.timeout.ms`` is ``INVALID_TRANSACTION_TIMEOUT``; an empty id is
   ``INVALID_REQUEST``, as in Kafka.
 Not implemented: KIP-890 v6 (``enable2Pc``, KIP-939).
+
+ACLs (``kbroker.authz``): an idempotent producer needs IDEMPOTENT_WRITE on the cluster or
+WRITE on some topic (else CLUSTER_AUTHORIZATION_FAILED); a transactional one WRITE on its
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.authz.acls import IDEMPOTENT_WRITE, TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.api._txn_errors import fenced_error_for
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -34,8 +39,15 @@ def producer_ids(broker):
 async def handle(ctx: RequestContext, request) -> Response:
     broker = ctx.broker
     if request.transactional_id is None:
+        if ctx.authorizer is not None and not ctx.authorize_cluster(IDEMPOTENT_WRITE) \
+                and not ctx.authorize_any(WRITE, TOPIC):
+            return Response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            producer_id=-1, producer_epoch=-1)
         pid = await producer_ids(broker).generate()
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=pid, producer_epoch=0)
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        return Response(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        producer_id=-1, producer_epoch=-1)
     if request.transaction_timeout_ms <= 0 or \
             request.transaction_timeout_ms > broker.config.get("transaction.max.timeout.ms"):
         return Response(error_code=ErrorCode.INVALID_TRANSACTION_TIMEOUT, producer_id=-1, producer_epoch=-1)

@@ -5,10 +5,14 @@ v1 adds the rebalance timeout (v0: the session timeout is used), v4 KIP-394 memb
 (``MEMBER_ID_REQUIRED``), v5 KIP-345 static members, v7 the protocol type in the response
 (the Java client checks it), v8 a reason, v9 ``skip_assignment`` for a rejoining static
 leader. The request stays parked until the group's join phase completes.
+
+ACLs (``kbroker.authz``): READ on the group (else GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.authz.acls import GROUP, READ
+from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.group.manager import JoinRequest
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
@@ -20,6 +24,10 @@ Member = Response.JoinGroupResponseMember
 @api(11, versions=(0, 9))
 async def handle(ctx: RequestContext, request) -> Response:
     v = ctx.version
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        return Response(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
+                        protocol_type=None, protocol_name=None if v >= 7 else "", leader="",
+                        skip_assignment=False, member_id="", members=[])
     req = JoinRequest(
         group_id=request.group_id, member_id=request.member_id or "",
         protocol_type=request.protocol_type or "",

@@ -12,10 +12,14 @@ none qualifies. ``leader_epoch`` (v4+) is the partition leader epoch (KIP-320); 
 (``replica_id`` >= 0) reads with no isolation: latest is the log end offset. A new leader
 whose high watermark has not yet reached the start of its epoch answers latest with
 OFFSET_NOT_AVAILABLE (clients retry), as Kafka does.
+
+ACLs (``kbroker.authz``): DESCRIBE on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import DESCRIBE
 from kbroker.replica import EARLIEST_LOCAL_TIMESTAMP, MAX_TIMESTAMP, ReplicaError
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -30,6 +34,7 @@ async def handle(ctx: RequestContext, request):
     isolation = request.isolation_level if version >= 2 else 0
     topics = []
     seen: set[tuple[str, int]] = set()
+    denied = denied_topics(ctx, DESCRIBE, (t.name for t in request.topics))
     for t in request.topics:
         parts = []
         for p in t.partitions:
@@ -42,6 +47,9 @@ async def handle(ctx: RequestContext, request):
                 out.error_code = ErrorCode.INVALID_REQUEST
                 continue
             seen.add(key)
+            if t.name in denied:
+                out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             ts = p.timestamp
             if (ts == MAX_TIMESTAMP and version < 7) or (ts == EARLIEST_LOCAL_TIMESTAMP and version < 8):
                 out.error_code = ErrorCode.UNSUPPORTED_VERSION

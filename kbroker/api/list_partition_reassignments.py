@@ -5,10 +5,14 @@ partition when the topic list is null (``kafka-reassign-partitions.sh --verify/-
 unknown) are left out, as Kafka does. Answered from the active controller's image
 (forwarded like Kafka's brokers do); ``NOT_CONTROLLER`` at the top when none answers.
 Not implemented: authorization.
+
+ACLs (``kbroker.authz``): DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.authz.acls import DESCRIBE
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire import messages
 
 Response = messages.ListPartitionReassignmentsResponse
@@ -18,6 +22,9 @@ Partition = Topic.OngoingPartitionReassignment
 
 @api(46, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Response:
+    if not ctx.authorize_cluster(DESCRIBE):
+        return Response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                        error_message=None, topics=[])
     if request.topics is None:
         topics = None
     else:

@@ -2,10 +2,14 @@
 
 Filters: state names (unknown names are echoed in ``unknown_state_filters``), producer ids,
 and v1's ``duration_filter`` (KIP-994: only transactions open longer than that many ms).
+
+ACLs (``kbroker.authz``): only the transactional ids the principal may DESCRIBE are listed.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_names
+from kbroker.authz.acls import DESCRIBE, TRANSACTIONAL_ID
 from kbroker.txn.metadata import STATE_BY_NAME
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -28,6 +32,8 @@ async def handle(ctx: RequestContext, request) -> Resp:
                                           duration)
     if states and len(unknown) == len(states):
         found = []
+    hidden = denied_names(ctx, DESCRIBE, TRANSACTIONAL_ID, (m.transactional_id for m in found))
+    found = [m for m in found if m.transactional_id not in hidden]
     return Resp(throttle_time_ms=0, error_code=E.NONE, unknown_state_filters=unknown,
                 transaction_states=[Resp.TransactionState(transactional_id=m.transactional_id,
                                                           producer_id=m.producer_id,

@@ -3,8 +3,12 @@
 - v0 still works (kafka-python 2.0 / old aiokafka send it right after ApiVersions v0);
   an empty topic list means "all topics" in v0 and "none" from v1 (null = all).
 - KIP-516 topic ids (v10+ in responses, v12 lookups by id → ``UNKNOWN_TOPIC_ID``);
-  KIP-320 leader epochs (v7+); KIP-430 authorized operations answered as with no authorizer (all allowed) (Kafka's
-  "not requested" sentinel is returned; there is no authorizer).
+  KIP-320 leader epochs (v7+); KIP-430 authorized operations (v8+ topics, v8–v10 cluster)
+  from the ACLs (all operations with no authorizer).
+- ACLs (``kbroker.authz``), as Kafka: an all-topics request lists only the topics the
+  principal may DESCRIBE; a named topic it may not DESCRIBE (existing or not) is answered
+  TOPIC_AUTHORIZATION_FAILED; auto-creation also needs CREATE on the cluster or the topic
+  (else TOPIC_AUTHORIZATION_FAILED).
 - Auto-creation like Kafka: an unknown topic is created with ``num.partitions`` when
   ``auto.create.topics.enable`` is true and the request allows it (always for v0–v3), and
   answered ``LEADER_NOT_AVAILABLE`` (the client retries); otherwise
@@ -12,12 +16,13 @@
   ``__consumer_offsets``/``__transaction_state`` are created with their coordinator
   settings.
 - Brokers are listed with the endpoint of the listener the request arrived on.
-Not implemented: v13 (KIP-1102 rebootstrap), authorizer-dependent answers.
+Not implemented: v13 (KIP-1102 rebootstrap).
 """
 from __future__ import annotations
 
-from kbroker.api._authorized import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import CLUSTER, CREATE, DESCRIBE, TOPIC
 from kbroker.metadata.controller import topic_name_error
 from kbroker.metadata.image import INTERNAL_TOPICS, ZERO_UUID
 from kbroker.wire import messages
@@ -54,10 +59,18 @@ async def handle(ctx: RequestContext, request) -> Response:
     v = ctx.version
     topics_out = []
     if request.topics is None or (v == 0 and not request.topics):
-        topics_out = [topic_entry(t) for _, t in sorted(image.topics.items())]
+        denied = denied_topics(ctx, DESCRIBE, image.topics)
+        topics_out = [topic_entry(t) for n, t in sorted(image.topics.items()) if n not in denied]
     else:
         allow = (v < 4 or request.allow_auto_topic_creation) and \
             broker.config.get("auto.create.topics.enable")
+        denied = denied_topics(ctx, DESCRIBE, [r.name if r.name is not None else
+                                               getattr(image.topics_by_id.get(r.topic_id), "name", None)
+                                               for r in request.topics])
+        no_create = frozenset()
+        if allow and ctx.authorizer is not None and not ctx.authorize_cluster(CREATE):
+            no_create = denied_topics(ctx, CREATE, [r.name for r in request.topics
+                                                    if r.name is not None and r.name not in image.topics])
         to_create: list[str] = []
         pending: list[tuple[str, int]] = []  # (name, index in topics_out) awaiting creation
         for req in request.topics:
@@ -66,12 +79,18 @@ async def handle(ctx: RequestContext, request) -> Response:
                 if t is None:
                     topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
                                             topic_id=req.topic_id, partitions=[]))
+                elif t.name in denied:
+                    topics_out.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                            name=None, topic_id=req.topic_id, partitions=[]))
                 else:
                     topics_out.append(topic_entry(t))
                 continue
             name = req.name
             t = image.topics.get(name) if name is not None else None
-            if t is not None:
+            if name in denied or (t is None and allow and name in no_create):
+                topics_out.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                        is_internal=name in INTERNAL_TOPICS, partitions=[]))
+            elif t is not None:
                 topics_out.append(topic_entry(t))
             elif name is None or topic_name_error(name):
                 topics_out.append(Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name or "",
@@ -100,7 +119,7 @@ async def handle(ctx: RequestContext, request) -> Response:
     if v >= 8 and request.include_topic_authorized_operations:
         for t in topics_out:
             if t.error_code == ErrorCode.NONE:
-                t.topic_authorized_operations = TOPIC_OPERATIONS
+                t.topic_authorized_operations = ctx.authorized_operations(True, TOPIC, t.name)
     if v < 10:
         for t in topics_out:
             t.topic_id = ZERO_UUID
@@ -108,8 +127,8 @@ async def handle(ctx: RequestContext, request) -> Response:
         for t in topics_out:
             if t.name is None:
                 t.name = ""
-    cluster_ops = authorized(8 <= v <= 10 and request.include_cluster_authorized_operations,
-                             CLUSTER_OPERATIONS)
+    cluster_ops = ctx.authorized_operations(
+        8 <= v <= 10 and request.include_cluster_authorized_operations, CLUSTER, "kafka-cluster")
     return Response(throttle_time_ms=0, brokers=broker_entries(image, ctx.listener),
                     cluster_id=image.cluster_id, controller_id=image.controller_id,
                     topics=topics_out, cluster_authorized_operations=cluster_ops)

@@ -8,10 +8,15 @@ v7 static members; v9 answers ``GROUP_ID_NOT_FOUND`` for a missing group where o
 versions answer ``ILLEGAL_GENERATION``. Metadata strings round-trip (up to
 ``offset.metadata.max.bytes``). Partitions of unknown topics answer
 ``UNKNOWN_TOPIC_OR_PARTITION``. Topic ids (v10) are not implemented.
+
+ACLs (``kbroker.authz``): READ on the group (else GROUP_AUTHORIZATION_FAILED for every
+partition), READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import GROUP, READ
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -25,8 +30,17 @@ RPartition = Response.OffsetCommitResponsePartition
 async def handle(ctx: RequestContext, request) -> Response:
     v = ctx.version
     image = ctx.broker.metadata
-    known, unknown = [], []
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        return Response(throttle_time_ms=0, topics=[
+            RTopic(name=t.name, partitions=[RPartition(partition_index=p.partition_index,
+                                                       error_code=E.GROUP_AUTHORIZATION_FAILED)
+                                            for p in t.partitions]) for t in request.topics])
+    denied = denied_topics(ctx, READ, (t.name for t in request.topics))
+    known, unknown, refused = [], [], []
     for t in request.topics:
+        if t.name in denied:
+            refused.append((t.name, [p.partition_index for p in t.partitions]))
+            continue
         topic = image.topics.get(t.name)
         ok, bad = [], []
         for p in t.partitions:
@@ -50,6 +64,8 @@ async def handle(ctx: RequestContext, request) -> Response:
         by_topic.setdefault(name, []).extend(parts)
     for name, parts in unknown:
         by_topic.setdefault(name, []).extend((p, int(E.UNKNOWN_TOPIC_OR_PARTITION)) for p in parts)
+    for name, parts in refused:
+        by_topic.setdefault(name, []).extend((p, int(E.TOPIC_AUTHORIZATION_FAILED)) for p in parts)
     return Response(throttle_time_ms=0, topics=[
         RTopic(name=name, partitions=[RPartition(partition_index=p, error_code=e) for p, e in parts])
         for name, parts in by_topic.items()])

@@ -6,14 +6,38 @@ commit answer offset −1, metadata "" and no error. v5 adds leader epochs; v7
 ``UNSTABLE_OFFSET_COMMIT``; v8 batches groups (KIP-709); v9's member id/epoch are checked
 for KIP-848 consumer groups (``STALE_MEMBER_EPOCH``, ``UNKNOWN_MEMBER_ID``) and ignored for
 classic groups. Topic ids (v10) are not implemented.
+
+ACLs (``kbroker.authz``): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED) and on
+each named topic (TOPIC_AUTHORIZATION_FAILED); asked for all topics, the ones the principal
+may not DESCRIBE are left out.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import DESCRIBE, GROUP
+from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
 
 Response = messages.OffsetFetchResponse
+
+
+async def _fetch(ctx: RequestContext, gc, group_id, topics, stable, *member):
+    """``gc.fetch_offsets`` behind the group's and the topics' DESCRIBE checks."""
+    if not ctx.authorize(DESCRIBE, GROUP, group_id):
+        return E.GROUP_AUTHORIZATION_FAILED, []
+    if ctx.authorizer is None:
+        return await gc.fetch_offsets(group_id, topics, stable, *member)
+    if topics is None:    # all topics: the ones the principal may not see are left out
+        err, res = await gc.fetch_offsets(group_id, None, stable, *member)
+        hidden = denied_topics(ctx, DESCRIBE, (t for t, _ in res))
+        return err, [(t, parts) for t, parts in res if t not in hidden]
+    denied = denied_topics(ctx, DESCRIBE, (t for t, _ in topics))
+    err, res = await gc.fetch_offsets(group_id, [(t, ps) for t, ps in topics if t not in denied], stable,
+                                      *member)
+    return err, list(res) + [(t, [(p, -1, -1, "", E.TOPIC_AUTHORIZATION_FAILED) for p in ps])
+                             for t, ps in topics if t in denied]
 
 
 @api(9, versions=(1, 9))
@@ -26,7 +50,7 @@ async def handle(ctx: RequestContext, request) -> Response:
         for g in request.groups:
             topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
             member = (g.member_id, g.member_epoch) if v >= 9 else (None, -1)
-            err, res = await gc.fetch_offsets(g.group_id, topics, stable, *member)
+            err, res = await _fetch(ctx, gc, g.group_id, topics, stable, *member)
             groups.append(Response.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err, topics=[
                 Response.OffsetFetchResponseTopics(name=t, partitions=[
                     Response.OffsetFetchResponsePartitions(
@@ -35,7 +59,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                 for t, parts in res]))
         return Response(throttle_time_ms=0, groups=groups)
     topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
-    err, res = await gc.fetch_offsets(request.group_id, topics, stable)
+    err, res = await _fetch(ctx, gc, request.group_id, topics, stable)
     out = [Response.OffsetFetchResponseTopic(name=t, partitions=[
         Response.OffsetFetchResponsePartition(
             partition_index=p, committed_offset=o,

@@ -9,10 +9,17 @@ Metadata reports and the log stamps into stored batches (see PITFALLS: one consi
 Answers come from the leader's persisted leader-epoch cache (the same one followers truncate
 against); a replica that is not the leader answers NOT_LEADER_OR_FOLLOWER, as Kafka does
 for every requester but its debugging replica id.
+
+ACLs (``kbroker.authz``): a follower (``replica_id`` >= 0) needs CLUSTER_ACTION on the
+cluster (CLUSTER_AUTHORIZATION_FAILED), a consumer DESCRIBE on each topic
+(TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import CLUSTER_ACTION, DESCRIBE
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.replica import ReplicaError
 from kbroker.wire import messages
 
@@ -23,11 +30,22 @@ Resp = messages.OffsetForLeaderEpochResponse
 async def handle(ctx: RequestContext, request):
     replicas = ctx.broker.replicas
     topics = []
+    if getattr(request, "replica_id", -1) >= 0:
+        refused = frozenset() if ctx.authorize_cluster(CLUSTER_ACTION) else \
+            frozenset(t.topic for t in request.topics)
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    else:
+        refused = denied_topics(ctx, DESCRIBE, (t.topic for t in request.topics))
+        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     for t in request.topics:
         parts = []
         for p in t.partitions:
             out = Resp.EpochEndOffset(partition=p.partition, error_code=0,
                                       leader_epoch=-1, end_offset=-1)
+            if t.topic in refused:
+                out.error_code = code
+                parts.append(out)
+                continue
             try:
                 out.leader_epoch, out.end_offset = replicas.end_offset_for_epoch(
                     t.topic, p.partition, p.leader_epoch, p.current_leader_epoch)

@@ -21,12 +21,17 @@ leadership is lost meanwhile and NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR s
 min.insync.replicas) and idempotent/transactional producer checks (KIP-98: duplicates
 answered with their first offsets, sequence gaps, fenced epochs) live in
 :mod:`kbroker.replica`.
+
+ACLs (``kbroker.authz``): WRITE on the transactional id (else every partition
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 import trio
 
 from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import TRANSACTIONAL_ID, WRITE
 from kbroker.replica import ReplicaError
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -80,6 +85,10 @@ async def handle(ctx: RequestContext, request):
         error = ErrorCode.INVALID_REQUIRED_ACKS
     else:
         error = None
+    if error is None and request.transactional_id is not None and \
+            not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    denied = denied_topics(ctx, WRITE, (td.name for td in request.topic_data)) if error is None else ()
     now_ms = ctx.broker.clock.now_ms()
     allow_internal = ctx.client_id == ADMIN_CLIENT_ID
     topics = []
@@ -94,9 +103,11 @@ async def handle(ctx: RequestContext, request):
         parts = []
         counters = stats.known(td.name)
         for pd in td.partition_data:
-            if error is not None:
-                parts.append(_partition_response(pd.index, error, version))
-                stats.produce_failed(td.name, error, 0)
+            if error is not None or td.name in denied:
+                parts.append(_partition_response(
+                    pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED if error is None else error, version))
+                if error is not None:    # refused by the authorizer: not a failed produce (Kafka)
+                    stats.produce_failed(td.name, error, 0)
                 continue
             try:
                 res = replicas.append(td.name, pd.index, pd.records, required_acks=acks,

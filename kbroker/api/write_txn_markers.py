@@ -7,10 +7,13 @@ for it to be replicated, as Kafka appends markers with acks=-1); a partition it 
 answers NOT_LEADER_OR_FOLLOWER and the coordinator retries at the new leader. Markers on
 ``__consumer_offsets`` also complete the transaction's offsets in the group coordinator.
 v0 was removed by KIP-896 (Kafka 4). Not implemented: authorization (cluster action).
+
+ACLs (``kbroker.authz``): CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.authz.acls import CLUSTER_ACTION
 from kbroker.txn.markers import write_as_leader
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -22,9 +25,12 @@ Resp = messages.WriteTxnMarkersResponse
 async def handle(ctx: RequestContext, request) -> Resp:
     coordinator = ctx.broker.transactions
     out = []
+    allowed = ctx.authorize_cluster(CLUSTER_ACTION)
     for m in request.markers:
         partitions = [(t.name, p) for t in m.topics for p in t.partition_indexes]
-        if coordinator is None:
+        if not allowed:
+            errors = {tp: E.CLUSTER_AUTHORIZATION_FAILED for tp in partitions}
+        elif coordinator is None:
             errors = {tp: E.COORDINATOR_NOT_AVAILABLE for tp in partitions}
         else:
             errors = await write_as_leader(ctx.broker, m.producer_id, m.producer_epoch,

@@ -15,6 +15,8 @@ key   API                     module
 18    ApiVersions             ``api_versions`` — this registry's keys
 19    CreateTopics            ``forwarded`` — brokers forward admin writes here
 20    DeleteTopics            ``forwarded``
+30    CreateAcls              ``forwarded``
+31    DeleteAcls              ``forwarded``
 33    AlterConfigs            ``forwarded``
 37    CreatePartitions        ``forwarded``
 43    ElectLeaders            ``forwarded``
@@ -26,6 +28,7 @@ key   API                     module
 54    EndQuorumEpoch          ``end_quorum_epoch``
 55    DescribeQuorum          ``describe_quorum`` (also on client listeners)
 56    AlterPartition          ``alter_partition`` — leaders change ISRs (replication)
+58    Envelope                ``envelope`` — delegation-token writes with the caller's principal
 59    FetchSnapshot           ``fetch_snapshot``
 60    DescribeCluster         ``describe_cluster`` (``--bootstrap-controller`` clients)
 62    BrokerRegistration      ``broker_registration``
@@ -62,6 +65,9 @@ class ControllerPlane:
         self.quorum = quorum
         self.controller = controller          # the local QuorumController
         self.cluster_id = quorum.cluster_id
+        # brokers authorized the client requests they forward (kbroker.authz.authorizer)
+        from kbroker.authz.authorizer import TrustedAuthorizer
+        self.authorizer = TrustedAuthorizer() if getattr(broker, "authorizer", None) else None
 
     @property
     def metadata(self):

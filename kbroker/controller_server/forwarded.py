@@ -1,7 +1,7 @@
 """Admin writes forwarded by brokers: CreateTopics (19, v2–v7), DeleteTopics (20, v1–v6),
 AlterConfigs (33, v0–v2), CreatePartitions (37, v0–v3), ElectLeaders (43, v0–v2),
 IncrementalAlterConfigs (44, v0–v1), AlterPartitionReassignments (45, v0),
-ListPartitionReassignments (46, v0).
+ListPartitionReassignments (46, v0), CreateAcls (30, v1–v3), DeleteAcls (31, v1–v3).
 
 The client plane's handlers (``kbroker.api.*``) are reused as they are: on this plane
 ``ctx.broker.controller`` is the local ``QuorumController``. When this node is not the
@@ -9,7 +9,8 @@ active controller every entry is answered ``NOT_CONTROLLER`` and the forwarding 
 retries against the leader it learns from Raft."""
 from __future__ import annotations
 
-from kbroker.api import (alter_client_quotas, alter_configs, alter_partition_reassignments, create_partitions, create_topics,
+from kbroker.api import (alter_client_quotas, alter_configs, alter_partition_reassignments, create_acls,
+                         create_partitions, create_topics, delete_acls,
                          delete_topics, elect_leaders, incremental_alter_configs,
                          list_partition_reassignments)
 from kbroker.metadata.quorum_controller import NotController
@@ -54,6 +55,14 @@ def _not_controller(api_key: int, request):
             error_code=NC, error_message="No active controller.", entity=[
                 R.EntryData.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
                 for e in entry.entity or ()]) for entry in request.entries or ()])
+    if api_key == 30:
+        R = messages.CreateAclsResponse
+        return R(throttle_time_ms=0, results=[R.AclCreationResult(error_code=NC)
+                                              for _ in request.creations or ()])
+    if api_key == 31:
+        R = messages.DeleteAclsResponse
+        return R(throttle_time_ms=0, filter_results=[R.DeleteAclsFilterResult(error_code=NC, matching_acls=[])
+                                                     for _ in request.filters or ()])
     R = messages.response_class(api_key)
     return R(throttle_time_ms=0, responses=[R.AlterConfigsResourceResponse(
         error_code=NC, resource_type=r.resource_type, resource_name=r.resource_name)
@@ -82,3 +91,5 @@ _forwarded(43, (0, 2), elect_leaders.handle)
 _forwarded(45, (0, 0), alter_partition_reassignments.handle)
 _forwarded(46, (0, 0), list_partition_reassignments.handle)
 _forwarded(49, (0, 1), alter_client_quotas.handle)
+_forwarded(30, (1, 3), create_acls.handle)
+_forwarded(31, (1, 3), delete_acls.handle)

@@ -10,7 +10,8 @@ CONTROLLER_REGISTRY: dict[int, ApiSpec] = {}
 
 _MODULES = ("api_versions", "vote", "begin_quorum_epoch", "end_quorum_epoch", "describe_quorum",
             "fetch", "fetch_snapshot", "broker_registration", "broker_heartbeat",
-            "allocate_producer_ids", "forwarded", "describe_cluster", "alter_partition")
+            "allocate_producer_ids", "forwarded", "describe_cluster", "alter_partition",
+            "envelope")
 
 
 def controller_api(api_key: int, *, versions: tuple[int, int]):

@@ -34,6 +34,7 @@ from kbroker.wire import messages as w
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
+from .authz_channel import AuthzChannel
 from .controller import PRODUCER_ID_BLOCK, ConfigResult, NewTopic, TopicResult, internal_topic
 from .image import ZERO_UUID
 from .quorum_controller import AlterPartitionResult, NotController
@@ -45,7 +46,7 @@ RPC_TIMEOUT = 30.0
 __all__ = ["ControllerChannel", "AlterPartitionResult"]
 
 
-class ControllerChannel:
+class ControllerChannel(AuthzChannel):
     def __init__(self, config, quorum, local=None):
         self.config = config
         self.quorum = quorum

@@ -29,6 +29,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
 from . import group_configs
+from .authz_control import AuthzControl
 from .image import (BROKER_RESOURCE, GROUP_RESOURCE, INTERNAL_TOPICS, TOPIC_RESOURCE, MetadataImage, ZERO_UUID,
                     replay_all)
 
@@ -117,7 +118,7 @@ class ConfigResult:
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
-class Controller:
+class Controller(AuthzControl):
     """Owns the metadata image and the metadata log of a single-node cluster."""
 
     def __init__(self, config, store, image: MetadataImage,

@@ -4,7 +4,8 @@ The image changes only by replaying Kafka's metadata records (``TopicRecord``,
 ``PartitionRecord``, ``PartitionChangeRecord``, ``ConfigRecord``, ``RemoveTopicRecord``,
 ``RegisterBrokerRecord``, ``BrokerRegistrationChangeRecord``, ``FenceBrokerRecord``,
 ``UnfenceBrokerRecord``, ``UnregisterBrokerRecord``, ``FeatureLevelRecord``,
-``ProducerIdsRecord``, ``NoOpRecord``),
+``ProducerIdsRecord``, ``NoOpRecord``, ``AccessControlEntryRecord``,
+``RemoveAccessControlEntryRecord``, ``DelegationTokenRecord``, ``RemoveDelegationTokenRecord``),
 the way Kafka's ``MetadataDelta``/``MetadataImage`` pair works: ``ImageBuilder`` applies a
 run of records copy-on-write and ``build()`` freezes the result. Readers (API handlers,
 the replica manager) hold an image and never see it change under them.
@@ -17,6 +18,9 @@ Record semantics follow Kafka's ``TopicsDelta``/``ConfigurationsDelta``:
 - ``ConfigRecord`` with a null value deletes the override; resource type 2 is a topic,
   4 a broker (empty name = cluster default).
 - ``RemoveTopicRecord`` removes the topic and its config overrides.
+- ACLs are kept by id (Kafka's ``AclControlManager``); removing an unknown id is an error.
+  ``acl_index`` (``kbroker.authz.authorizer.AclIndex``) is rebuilt only when ACLs change.
+- Delegation tokens are kept by token id (``kbroker.authz.tokens.TokenInfo``).
 """
 from __future__ import annotations
 
@@ -24,6 +28,10 @@ import uuid
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Iterable, Mapping
+
+from kbroker.authz.acls import Acl
+from kbroker.authz.authorizer import EMPTY_INDEX, AclIndex
+from kbroker.authz.tokens import TokenInfo
 
 ZERO_UUID = uuid.UUID(int=0)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
@@ -123,6 +131,14 @@ class MetadataImage:
     # client quotas (ClientQuotaRecord): entity key -> {quota key: value}, see client_quotas
     client_quotas: Mapping[tuple, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
     offset: int = -1                                           # last replayed metadata offset
+    acls: Mapping[uuid.UUID, Acl] = field(default_factory=lambda: _EMPTY)                     # ACL id -> ACL
+    acl_index: AclIndex = EMPTY_INDEX                          # the ACLs keyed for authorization
+    delegation_tokens: Mapping[str, TokenInfo] = field(default_factory=lambda: _EMPTY)        # token id -> token
+
+    def delegation_token(self, token_id: str) -> TokenInfo | None:
+        """The live token ``token_id`` (owner, expiry...; the HMAC is
+        ``kbroker.authz.tokens.compute_hmac(delegation.token.secret.key, token_id)``)."""
+        return self.delegation_tokens.get(token_id)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics.get(name)
@@ -149,6 +165,8 @@ class ImageBuilder:
         self.next_producer_id = image.next_producer_id
         self.client_quotas = image.client_quotas    # copied on the first quota record
         self.offset = image.offset
+        self.acls: dict | None = None               # copied on the first ACL change
+        self.tokens: dict | None = None             # copied on the first token change
         # topics being changed: name -> (topic_id, partitions dict, configs dict)
         self._touched: dict[str, tuple[uuid.UUID, dict, dict]] = {}
         self._ids = dict(image.topics_by_id)
@@ -278,6 +296,27 @@ class ImageBuilder:
             self.client_quotas = dict(self.client_quotas)
         replay_quota(self.client_quotas, r)
 
+    def _on_AccessControlEntryRecord(self, r) -> None:
+        if self.acls is None:
+            self.acls = dict(self.base.acls)
+        self.acls[r.id] = Acl.from_record(r)
+
+    def _on_RemoveAccessControlEntryRecord(self, r) -> None:
+        if self.acls is None:
+            self.acls = dict(self.base.acls)
+        if self.acls.pop(r.id, None) is None:
+            raise ValueError(f"RemoveAccessControlEntryRecord for unknown ACL id {r.id}")
+
+    def _on_DelegationTokenRecord(self, r) -> None:
+        if self.tokens is None:
+            self.tokens = dict(self.base.delegation_tokens)
+        self.tokens[r.token_id] = TokenInfo.from_record(r)
+
+    def _on_RemoveDelegationTokenRecord(self, r) -> None:
+        if self.tokens is None:
+            self.tokens = dict(self.base.delegation_tokens)
+        self.tokens.pop(r.token_id, None)
+
     def build(self) -> MetadataImage:
         topics = dict(self.topics)
         for name, (tid, parts, configs) in self._touched.items():
@@ -292,7 +331,11 @@ class ImageBuilder:
             features=MappingProxyType(self.features), next_producer_id=self.next_producer_id,
             client_quotas=(self.client_quotas if isinstance(self.client_quotas, MappingProxyType)
                            else MappingProxyType(self.client_quotas)),
-            offset=self.offset)
+            offset=self.offset,
+            acls=self.base.acls if self.acls is None else MappingProxyType(self.acls),
+            acl_index=self.base.acl_index if self.acls is None else AclIndex.build(self.acls.values()),
+            delegation_tokens=self.base.delegation_tokens if self.tokens is None
+            else MappingProxyType(self.tokens))
 
 
 def replay(image: MetadataImage, record, offset: int | None = None) -> MetadataImage:

@@ -4,8 +4,9 @@ rebuild it.
 ``image_records(image)`` lists, in replay order, the records whose replay on an empty image
 yields the same image: ``FeatureLevelRecord``s, ``RegisterBrokerRecord`` per broker (with its
 fencing), broker ``ConfigRecord``s, then per topic a ``TopicRecord``, its ``ConfigRecord``s and
-a ``PartitionRecord`` per partition (leader, epochs, replicas, ISR as they are now), and a
-``ProducerIdsRecord`` for the producer-id high mark. ``dump`` frames them like the metadata
+a ``PartitionRecord`` per partition (leader, epochs, replicas, ISR as they are now), a
+``ProducerIdsRecord`` for the producer-id high mark, an ``AccessControlEntryRecord`` per ACL
+and a ``DelegationTokenRecord`` per token. ``dump`` frames them like the metadata
 log (v2 batches of framed records, ``kbroker.metadata.store``) — that is the snapshot's
 ``data`` the Raft core ships with FetchSnapshot and the driver stores as
 ``<offset>-<epoch>.checkpoint``; ``load`` is its inverse.
@@ -57,6 +58,10 @@ def image_records(image: MetadataImage) -> Iterator:
     if image.next_producer_id:
         yield messages.ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                          next_producer_id=image.next_producer_id)
+    for acl_id, acl in sorted(image.acls.items(), key=lambda kv: str(kv[0])):
+        yield acl.to_record(acl_id)
+    for _, token in sorted(image.delegation_tokens.items()):
+        yield token.to_record()
 
 
 def dump(image: MetadataImage, timestamp: int = -1) -> bytes:

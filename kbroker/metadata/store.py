@@ -42,11 +42,15 @@ RECORD_TYPES: dict[int, tuple[str, int]] = {
     7: ("FenceBrokerRecord", 0),
     8: ("UnfenceBrokerRecord", 0),
     9: ("RemoveTopicRecord", 0),
+    10: ("DelegationTokenRecord", 0),
     12: ("FeatureLevelRecord", 0),
     14: ("ClientQuotaRecord", 0),
     15: ("ProducerIdsRecord", 0),
     17: ("BrokerRegistrationChangeRecord", 1),
+    18: ("AccessControlEntryRecord", 0),
+    19: ("RemoveAccessControlEntryRecord", 0),
     20: ("NoOpRecord", 0),
+    26: ("RemoveDelegationTokenRecord", 0),
 }
 _TYPE_OF = {name: (key, version) for key, (name, version) in RECORD_TYPES.items()}
 
