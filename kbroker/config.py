@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 LONG_MAX = (1 << 63) - 1
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 INT_MAX = (1 << 31) - 1
 
 
@@ -254,7 +255,7 @@ _NOT_ACTED_ON = {
     "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
     "metadata.max.idle.interval.ms", "log.initial.task.delay.ms",
-    "background.threads", "authorizer.class.name", "sasl.enabled.mechanisms", "group.share.enable",
+    "background.threads", "authorizer.class.name", "group.share.enable",
 }
 _TYPES = {"short": "int", "class": "string", "password": "string"}
 
@@ -312,7 +313,7 @@ def _merge_kafka_definitions(defs: list[ConfigDef]) -> dict[str, ConfigDef]:
                                 check=d.check or _kafka_check(validator, type_))
             continue
         d = ConfigDef(name, _TYPES.get(type_, type_), None, _kafka_check(validator, type_),
-                      used=False, **meta)
+                      used=name in _SECURITY_USED, **meta)
         if default is not None:
             try:
                 d = replace(d, default=convert(d, default))
@@ -325,9 +326,17 @@ def _merge_kafka_definitions(defs: list[ConfigDef]) -> dict[str, ConfigDef]:
     return out
 
 
+def _security_used() -> frozenset:
+    from kbroker.security.listeners import USED_KEYS
+    return USED_KEYS
+
+
+_SECURITY_USED = _security_used()
+
+
 def is_listener_prefixed(key: str) -> bool:
-    """``listener.name.<listener>.<config>``: Kafka's per-listener overrides (accepted,
-    not used: kbroker's listeners are all PLAINTEXT)."""
+    """``listener.name.<listener>.<config>``: Kafka's per-listener overrides (the security
+    keys are read by ``kbroker.security.listeners``)."""
     parts = key.split(".")
     return len(parts) >= 4 and parts[0] == "listener" and parts[1] == "name"
 
@@ -542,7 +551,8 @@ class BrokerConfig:
         for key, value in raw.items():
             d = DEFINITIONS.get(key)
             if d is None and is_listener_prefixed(key):
-                d = ConfigDef(key, "string", None, used=False)
+                d = ConfigDef(key, "string", None, used=key.rsplit(".", 3)[-1] in ("config",)
+                              or any(key.endswith("." + k) for k in _SECURITY_USED))
             if d is None:
                 raise ConfigError(key, unknown_key_message(key))
             values[key] = convert(d, value)
@@ -571,18 +581,20 @@ class BrokerConfig:
             protocol_map[name.strip().upper()] = proto.strip().upper()
         controller_names = {n.upper() for n in v["controller.listener.names"]}
         bound = []
+        all_listeners = []
         for l in parse_listeners("listeners", v["listeners"]):
             proto = protocol_map.get(l.name, l.name)
+            if proto not in SECURITY_PROTOCOLS:
+                raise ConfigError("listener.security.protocol.map",
+                                  f"No security protocol defined for listener {l.name}")
+            l = Listener(l.name, l.host, l.port, proto)
+            all_listeners.append(l)
             if l.name in controller_names:
                 continue   # the controller plane: served by kbroker.controller_server
-            if proto != "PLAINTEXT":
-                raise ConfigError("listeners", f"{l}: security protocol {proto} is not supported "
-                                  "(only PLAINTEXT)")
             bound.append(l)
         if not bound and "broker" in v["process.roles"]:
-            raise ConfigError("listeners", "no PLAINTEXT listener to serve clients on")
-        self.controller_listeners = [l for l in parse_listeners("listeners", v["listeners"])
-                                     if l.name in controller_names]
+            raise ConfigError("listeners", "no listener to serve clients on")
+        self.controller_listeners = [l for l in all_listeners if l.name in controller_names]
         if "controller" in v["process.roles"] and v["controller.quorum.voters"]:
             voters = self.quorum_voters
             if v["node.id"] in voters and not self.controller_listeners:
@@ -591,6 +603,7 @@ class BrokerConfig:
         elif "controller" not in v["process.roles"] and not (v["controller.quorum.voters"]):
             raise ConfigError("controller.quorum.voters", "a broker-only node needs the voters")
         self.listeners = bound
+        self._validate_security()
         if v["advertised.listeners"]:
             adv = [l for l in parse_listeners("advertised.listeners", v["advertised.listeners"])
                    if l.name not in controller_names]
@@ -616,6 +629,36 @@ class BrokerConfig:
             raise ConfigError("log.retention.ms", "must be -1 or at least 0")
         if v["cluster.id"] is not None:
             check_cluster_id(v["cluster.id"])
+
+    def _validate_security(self) -> None:
+        """TLS and SASL settings of every listener (``kbroker.security.listeners``): built
+        once here so a bad keystore or JAAS text stops the start naming its key, and a
+        security setting kbroker does not implement is never silently ignored."""
+        from kbroker.security import listeners as sec
+        try:
+            sec.check_supported(self.values, self.explicit)
+            self.listener_security = {l.name: sec.build(self.values, l.name, l.security_protocol)
+                                      for l in self.listeners}
+        except sec.SecurityConfigError as e:
+            raise ConfigError(e.key, str(e).split(": ", 1)[1]) from None
+        # The client side of inter-broker and controller connections speaks PLAINTEXT only:
+        # a cluster configured otherwise would fail at run time, so it fails here.
+        multi = {int(i) for i in self.quorum_voters} - {self.node_id} if self.values["controller.quorum.voters"] else set()
+        if not multi:
+            return
+        for l in self.controller_listeners:
+            if l.security_protocol != "PLAINTEXT":
+                raise ConfigError("listener.security.protocol.map",
+                                  f"controller listener {l.name} uses {l.security_protocol}; kbroker's "
+                                  "controller connections support PLAINTEXT only")
+        name = self.values["inter.broker.listener.name"]
+        ib = next((l for l in self.listeners if l.name == (name or "").upper()), None) \
+            if name else (self.listeners[0] if self.listeners else None)
+        if ib is not None and ib.security_protocol != "PLAINTEXT":
+            raise ConfigError("inter.broker.listener.name" if name else "listeners",
+                              f"inter-broker listener {ib.name} uses {ib.security_protocol}; kbroker's "
+                              "replica fetchers connect with PLAINTEXT only — add a PLAINTEXT "
+                              "listener and name it in inter.broker.listener.name")
 
     @staticmethod
     def _default_advertised(l: Listener) -> Listener:

@@ -69,6 +69,8 @@ class RequestContext:
     client_host: str = "127.0.0.1"
     listener: str = "PLAINTEXT"
     extra: dict = field(default_factory=dict)
+    principal: str = "User:ANONYMOUS"
+    security_protocol: str = "PLAINTEXT"   # of the listener the request came in on
 
     @property
     def version(self) -> int:

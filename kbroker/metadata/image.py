@@ -4,7 +4,8 @@ The image changes only by replaying Kafka's metadata records (``TopicRecord``,
 ``PartitionRecord``, ``PartitionChangeRecord``, ``ConfigRecord``, ``RemoveTopicRecord``,
 ``RegisterBrokerRecord``, ``BrokerRegistrationChangeRecord``, ``FenceBrokerRecord``,
 ``UnfenceBrokerRecord``, ``UnregisterBrokerRecord``, ``FeatureLevelRecord``,
-``ProducerIdsRecord``, ``NoOpRecord``),
+``ProducerIdsRecord``, ``NoOpRecord``, ``UserScramCredentialRecord``,
+``RemoveUserScramCredentialRecord``),
 the way Kafka's ``MetadataDelta``/``MetadataImage`` pair works: ``ImageBuilder`` applies a
 run of records copy-on-write and ``build()`` freezes the result. Readers (API handlers,
 the replica manager) hold an image and never see it change under them.
@@ -17,6 +18,8 @@ Record semantics follow Kafka's ``TopicsDelta``/``ConfigurationsDelta``:
 - ``ConfigRecord`` with a null value deletes the override; resource type 2 is a topic,
   4 a broker (empty name = cluster default).
 - ``RemoveTopicRecord`` removes the topic and its config overrides.
+- ``UserScramCredentialRecord`` sets (creates or replaces) one user's credential for one
+  SCRAM mechanism; ``RemoveUserScramCredentialRecord`` removes it (Kafka's ``ScramDelta``).
 """
 from __future__ import annotations
 
@@ -123,6 +126,8 @@ class MetadataImage:
     # client quotas (ClientQuotaRecord): entity key -> {quota key: value}, see client_quotas
     client_quotas: Mapping[tuple, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
     offset: int = -1                                           # last replayed metadata offset
+    # SCRAM credentials: user -> mechanism id (1 SHA-256, 2 SHA-512) -> ScramCredential
+    scram_credentials: Mapping[str, Mapping[int, object]] = field(default_factory=lambda: _EMPTY)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics.get(name)
@@ -149,6 +154,8 @@ class ImageBuilder:
         self.next_producer_id = image.next_producer_id
         self.client_quotas = image.client_quotas    # copied on the first quota record
         self.offset = image.offset
+        self.scram = image.scram_credentials
+        self._scram_touched = False
         # topics being changed: name -> (topic_id, partitions dict, configs dict)
         self._touched: dict[str, tuple[uuid.UUID, dict, dict]] = {}
         self._ids = dict(image.topics_by_id)
@@ -278,6 +285,25 @@ class ImageBuilder:
             self.client_quotas = dict(self.client_quotas)
         replay_quota(self.client_quotas, r)
 
+    def _scram_copy(self) -> dict:
+        if not self._scram_touched:
+            self.scram = {u: dict(m) for u, m in self.scram.items()}
+            self._scram_touched = True
+        return self.scram
+
+    def _on_UserScramCredentialRecord(self, r) -> None:
+        from kbroker.security.scram import ScramCredential
+        self._scram_copy().setdefault(r.name, {})[r.mechanism] = ScramCredential(
+            bytes(r.salt), bytes(r.stored_key), bytes(r.server_key), r.iterations)
+
+    def _on_RemoveUserScramCredentialRecord(self, r) -> None:
+        users = self._scram_copy()
+        mechs = users.get(r.name)
+        if mechs is not None:
+            mechs.pop(r.mechanism, None)
+            if not mechs:
+                del users[r.name]
+
     def build(self) -> MetadataImage:
         topics = dict(self.topics)
         for name, (tid, parts, configs) in self._touched.items():
@@ -292,7 +318,9 @@ class ImageBuilder:
             features=MappingProxyType(self.features), next_producer_id=self.next_producer_id,
             client_quotas=(self.client_quotas if isinstance(self.client_quotas, MappingProxyType)
                            else MappingProxyType(self.client_quotas)),
-            offset=self.offset)
+            offset=self.offset,
+            scram_credentials=(MappingProxyType({u: MappingProxyType(m) for u, m in self.scram.items()})
+                               if self._scram_touched else self.scram))
 
 
 def replay(image: MetadataImage, record, offset: int | None = None) -> MetadataImage:

@@ -47,6 +47,8 @@ RECORD_TYPES: dict[int, tuple[str, int]] = {
     15: ("ProducerIdsRecord", 0),
     17: ("BrokerRegistrationChangeRecord", 1),
     20: ("NoOpRecord", 0),
+    11: ("UserScramCredentialRecord", 0),
+    22: ("RemoveUserScramCredentialRecord", 0),
 }
 _TYPE_OF = {name: (key, version) for key, (name, version) in RECORD_TYPES.items()}
 
