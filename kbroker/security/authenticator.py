@@ -71,7 +71,7 @@ def api_enum_name(api_key: int) -> str:
 
 @dataclass
 class Step:
-    reply: list = field(default_factory=list)     # encoded frames to send, in order
+    reply: list = field(default_factory=list)     # frames to send, in order: each a list of parts
     dispatch: bool = False                          # hand the frame to the API registry
     close: str | None = None                        # close after the reply; the log line
 
@@ -238,4 +238,4 @@ class SaslAuthenticator:
         if error is not None:
             self.state = "failed"
             return Step(close=error)
-        return Step(reply=[struct.pack(">i", len(challenge)) + challenge])
+        return Step(reply=[[struct.pack(">i", len(challenge)) + challenge]])
