@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
 
@@ -135,3 +135,68 @@ def test_kafka_python_wrong_password(secured, caplog):
                       sasl_plain_password="bad", max_block_ms=8000)
     # kafka-python keeps retrying the bootstrap (as against Kafka) and logs the broker's answer
     assert "Authentication failed: Invalid username or password" in caplog.text, type(e.value)
+
+
+# --------------------------------------------------------------------------- raw wire
+
+def _raw(addr: str, frame: bytes) -> bytes:
+    import socket
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(frame)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+            if len(data) >= 4 and len(data) - 4 >= int.from_bytes(data[:4], "big"):
+                return data
+
+
+def test_no_api_is_reachable_before_authentication(secured):
+    from kbroker.wire import messages
+    from kbroker.wire.protocol import encode_request
+    for api_key, version, body in [
+            (3, 1, messages.MetadataRequest(topics=None)),
+            (19, 4, messages.CreateTopicsRequest(topics=[], timeout_ms=1000, validate_only=False)),
+            (50, 0, messages.DescribeUserScramCredentialsRequest(users=None))]:
+        assert _raw(secured.sasl_plaintext, encode_request(api_key, version, 7, "raw", body)) == b""
+
+
+def test_sasl_handshake_on_a_plaintext_listener_is_illegal_sasl_state(secured):
+    from kbroker.wire import messages
+    from kbroker.wire.protocol import encode_request
+    data = _raw(secured.bootstrap, encode_request(17, 1, 9, "raw", messages.SaslHandshakeRequest(mechanism="SCRAM-SHA-512")))
+    r = messages.SaslHandshakeResponse.decode(memoryview(data), 1, 8)
+    assert r.error_code == 34 and int.from_bytes(data[4:8], "big") == 9
+
+
+# --------------------------------------------------------------------------- SCRAM admin
+
+def test_describe_and_alter_scram_credentials_with_kafkas_errors(secured):
+    from confluent_kafka.admin import UserScramCredentialDeletion
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap})
+    _scram_user(secured.bootstrap, "dave", "dave-pw", ScramMechanism.SCRAM_SHA_256)
+    desc = admin.describe_user_scram_credentials(["dave"])
+    info = desc["dave"].result(timeout=20)
+    assert [(i.mechanism, i.iterations) for i in info.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 4096)]
+    futs = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 1000), b"pw")])
+    with pytest.raises(KafkaException) as e:
+        futs["erin"].result(timeout=20)
+    assert "Too few iterations" in str(e.value)
+    futs = admin.alter_user_scram_credentials([UserScramCredentialDeletion("nobody", ScramMechanism.SCRAM_SHA_512)])
+    with pytest.raises(KafkaException) as e:
+        futs["nobody"].result(timeout=20)
+    assert "Attempt to delete a user credential that does not exist" in str(e.value)
+    with pytest.raises(KafkaException) as e:
+        admin.describe_user_scram_credentials(["ghost"])["ghost"].result(timeout=20)
+    assert "Attempt to describe a user credential that does not exist: ghost" in str(e.value)
+    # deleting dave's credential locks dave out on the next connection
+    for f in admin.alter_user_scram_credentials(
+            [UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_256)]).values():
+        f.result(timeout=20)
+    err = _auth_error(_sasl_ssl_conf(secured, "SCRAM-SHA-256", "dave", "dave-pw"))
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-256" in err
