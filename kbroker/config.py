@@ -244,7 +244,6 @@ def _http_listen(value) -> str | None:
 # Keys defined above that kbroker accepts but does not act on (thread pools, socket
 # buffers, cleaner tuning, security...): start-up logs them once as "accepted but not used".
 _NOT_ACTED_ON = {
-    "inter.broker.listener.name", "security.inter.broker.protocol",
     "controller.quorum.bootstrap.servers", "controller.quorum.append.linger.ms",
     "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
@@ -579,6 +578,7 @@ class BrokerConfig:
             if not sep:
                 raise ConfigError("listener.security.protocol.map", f"{entry!r} is not NAME:PROTOCOL")
             protocol_map[name.strip().upper()] = proto.strip().upper()
+        self.protocol_map = protocol_map
         controller_names = {n.upper() for n in v["controller.listener.names"]}
         bound = []
         all_listeners = []
@@ -641,24 +641,46 @@ class BrokerConfig:
                                       for l in self.listeners}
         except sec.SecurityConfigError as e:
             raise ConfigError(e.key, str(e).split(": ", 1)[1]) from None
-        # The client side of inter-broker and controller connections speaks PLAINTEXT only:
-        # a cluster configured otherwise would fail at run time, so it fails here.
-        multi = {int(i) for i in self.quorum_voters} - {self.node_id} if self.values["controller.quorum.voters"] else set()
-        if not multi:
-            return
-        for l in self.controller_listeners:
-            if l.security_protocol != "PLAINTEXT":
-                raise ConfigError("listener.security.protocol.map",
-                                  f"controller listener {l.name} uses {l.security_protocol}; kbroker's "
-                                  "controller connections support PLAINTEXT only")
+        # Node-to-node connections (replica fetchers, the quorum and controller channel)
+        # speak the protocol of the listener they call, with its keys (Kafka's
+        # inter.broker.listener.name / controller.listener.names).
+        from kbroker.security.client import client_security
+        self.inter_broker_security = self.controller_security = None
+        try:
+            self.controller_listener_security = {
+                l.name: sec.build(self.values, l.name, l.security_protocol)
+                for l in self.controller_listeners}
+            multi = bool(set(self.quorum_voters) - {self.node_id})
+            if not multi:
+                return
+            cname = (self.values["controller.listener.names"] or ["CONTROLLER"])[0].upper()
+            self.controller_security = client_security(
+                self.values, cname, self.protocol_map.get(cname, "PLAINTEXT"),
+                "sasl.mechanism.controller.protocol")
+            ib = self.inter_broker_listener()
+            if ib is not None:
+                self.inter_broker_security = client_security(
+                    self.values, ib.name, ib.security_protocol, "sasl.mechanism.inter.broker.protocol")
+        except sec.SecurityConfigError as e:
+            raise ConfigError(e.key, str(e).split(": ", 1)[1]) from None
+
+    def inter_broker_listener(self) -> "Listener | None":
+        """The listener replica fetchers connect to: ``inter.broker.listener.name``, else
+        the one named by ``security.inter.broker.protocol`` if there is one, else the
+        first client listener (kbroker's default of old)."""
         name = self.values["inter.broker.listener.name"]
-        ib = next((l for l in self.listeners if l.name == (name or "").upper()), None) \
-            if name else (self.listeners[0] if self.listeners else None)
-        if ib is not None and ib.security_protocol != "PLAINTEXT":
-            raise ConfigError("inter.broker.listener.name" if name else "listeners",
-                              f"inter-broker listener {ib.name} uses {ib.security_protocol}; kbroker's "
-                              "replica fetchers connect with PLAINTEXT only — add a PLAINTEXT "
-                              "listener and name it in inter.broker.listener.name")
+        by_name = {l.name: l for l in self.listeners}
+        if name:
+            if name.upper() not in by_name:
+                raise ConfigError("inter.broker.listener.name", f"{name} is not a listener")
+            return by_name[name.upper()]
+        proto = self.values["security.inter.broker.protocol"]
+        if "security.inter.broker.protocol" in self.explicit:
+            match = [l for l in self.listeners if l.security_protocol == proto]
+            if not match:
+                raise ConfigError("security.inter.broker.protocol", f"no {proto} listener")
+            return match[0]
+        return self.listeners[0] if self.listeners else None
 
     @staticmethod
     def _default_advertised(l: Listener) -> Listener:
