@@ -74,6 +74,7 @@ class Step:
     reply: list = field(default_factory=list)     # frames to send, in order: each a list of parts
     dispatch: bool = False                          # hand the frame to the API registry
     close: str | None = None                        # close after the reply; the log line
+    detail: str | None = None                       # why, beyond what the client is told
 
 
 class SaslAuthenticator:
@@ -94,6 +95,7 @@ class SaslAuthenticator:
         self._server = None
         self._seen_api_versions = False
         self._reauth_of: tuple[str, str] | None = None   # (mechanism, username) being re-checked
+        self.last_detail: str | None = None              # the hidden reason of the last failure
 
     # ------------------------------------------------------------------ queries
     @property
@@ -181,11 +183,13 @@ class SaslAuthenticator:
         """(challenge, None) or (None, error message for the client)."""
         if len(token) > MAX_TOKEN:
             return None, "Failing SASL authentication due to invalid receive size"
+        self.last_detail = None
         try:
             challenge = self._server.evaluate(bytes(token))
         except AuthFailed as e:
             if e.public:
                 return None, str(e)
+            self.last_detail = str(e)       # logged by the connection, never sent
             what = "re-authentication" if self._reauth_of else "authentication"
             return None, (f"Authentication failed during {what} due to invalid credentials "
                           f"with SASL mechanism {self.mechanism}")

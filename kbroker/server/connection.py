@@ -199,7 +199,8 @@ class Connection:
         for reply in step.reply:
             await self._emit(reply, out)
         if step.close:
-            log.info("closing connection from %s on %s: %s", self, self.listener_name, step.close)
+            log.info("closing connection from %s on %s: %s%s", self, self.listener_name, step.close,
+                     f" ({auth.last_detail})" if auth.last_detail else "")
             return False
         if auth.authenticated:
             self.principal = auth.principal

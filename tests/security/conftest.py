@@ -2,7 +2,8 @@
 
 - PLAINTEXT (the admin door of the tests, ``secured.bootstrap``),
 - SASL_SSL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 with a PKCS12 keystore,
-- SASL_PLAINTEXT: PLAIN and SCRAM-SHA-256 (JAAS through ``listener.name.<l>.<mech>.sasl.jaas.config``),
+- SASL_PLAINTEXT: PLAIN, SCRAM-SHA-256 and OAUTHBEARER with unsecured tokens (JAAS through
+  ``listener.name.<l>.<mech>.sasl.jaas.config``), re-authentication every ``REAUTH_MS``,
 - SSL: a PEM keystore file and ``ssl.client.auth=required`` with a PEM truststore.
 
 Certificates are made with ``openssl``/``keytool`` at test time (``certs.make_pki``).
@@ -19,6 +20,9 @@ from tests.support.broker_proc import BrokerProcess, free_port
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+OAUTH_JAAS = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+              'unsecuredLoginStringClaim_sub="admin";')
+REAUTH_MS = 4000
 
 
 class ListenersProcess(BrokerProcess):
@@ -60,7 +64,9 @@ def security_overrides(pki: Pki, ports: dict[str, int], base_port: int) -> dict[
         "listener.name.sasl_ssl.ssl.keystore.location": str(pki.server_p12),
         "listener.name.sasl_ssl.ssl.keystore.password": PASSWORD,
         "listener.name.sasl_ssl.ssl.key.password": PASSWORD,
-        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
+        "listener.name.sasl_plaintext.connections.max.reauth.ms": str(REAUTH_MS),
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
         "listener.name.ssl.ssl.keystore.type": "PEM",
