@@ -1,13 +1,17 @@
 """A 3-node cluster whose every connection is SASL_SSL: clients, replica fetchers
 (inter-broker listener) and the metadata quorum / controller channel (CONTROLLER
 listener). Kafka's keys only: ``listener.security.protocol.map`` gives both listeners
-SASL_SSL, one PKCS12 keystore and truststore serve all of them, PLAIN with JAAS
-``username``/``password`` for the nodes' own connections (``sasl.mechanism.inter.broker
-.protocol``, ``sasl.mechanism.controller.protocol``). The cluster elects, replicates
-(RF 3, acks=all) and survives the SIGKILL of the partition leader with nothing
+SASL_SSL, one PKCS12 keystore and truststore serve all of them. Replica fetchers
+authenticate with SCRAM-SHA-512 (``sasl.mechanism.inter.broker.protocol``; the credential is
+given at format time, ``kbroker storage format --add-scram``, as Kafka's ``kafka-storage format``),
+the quorum and controller channel with PLAIN (``sasl.mechanism.controller.protocol``); the
+JAAS ``username``/``password`` options are the nodes' own credentials. The cluster elects,
+replicates (RF 3, acks=all) and survives the SIGKILL of the partition leader with nothing
 acknowledged lost."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 
@@ -17,10 +21,22 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.security.certs import PASSWORD, make_pki
 
-from .support import Cluster
+from .support import REPO_ROOT, Cluster
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="node" '
         'password="node-secret" user_node="node-secret" user_app="app-secret";')
+SCRAM_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="node" '
+              'password="node-scram-secret";')
+
+
+def _format(node) -> None:
+    cfg = node.data_dir.parent / f"node-{node.node_id}.properties"
+    cfg.write_text("".join(f"{k}={v}\n" for k, v in node.overrides.items()))
+    r = subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", "-t",
+                        node.overrides["cluster.id"], "-c", str(cfg), "--add-scram",
+                        "SCRAM-SHA-512=[name=node,password=node-scram-secret]"],
+                       capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +45,12 @@ def secure_cluster(tmp_path_factory):
     pki = make_pki(root)
     extra = {
         "listener.security.protocol.map": "PLAINTEXT:SASL_SSL,CONTROLLER:SASL_SSL",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
         "sasl.mechanism.controller.protocol": "PLAIN",
         "listener.name.plaintext.plain.sasl.jaas.config": JAAS,
+        "listener.name.plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
         "listener.name.controller.plain.sasl.jaas.config": JAAS,
         "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(pki.server_p12),
         "ssl.keystore.password": PASSWORD, "ssl.key.password": PASSWORD,
@@ -41,6 +59,8 @@ def secure_cluster(tmp_path_factory):
         "offsets.topic.replication.factor": "3", "min.insync.replicas": "2",
     }
     c = Cluster(root, extra=extra)
+    for node in c.nodes.values():
+        _format(node)
     c.start_all()
     c.pki = pki
     try:
