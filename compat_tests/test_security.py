@@ -21,46 +21,18 @@ from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechan
                                    UserScramCredentialDeletion, UserScramCredentialUpsertion)
 
 from compat_tests.cli import run_tool
-from compat_tests.runner import free_port
+from compat_tests.security_broker import start_secured
 from kbroker.wire import messages
 from kbroker.wire.protocol import encode_request
-from tests.security.certs import PASSWORD, make_pki
+from tests.security.certs import PASSWORD
 
 CLIENT = "security"
-PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-              'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
-SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 GENERIC = "Authentication failed during authentication due to invalid credentials with SASL mechanism"
 
 
 @pytest.fixture(scope="module")
 def secured(target, broker_pool, tmp_path_factory):
-    pki = make_pki(tmp_path_factory.mktemp(f"pki-{target}"))
-    b = broker_pool.new(target, {})
-    sasl_port = free_port()
-    b.overrides.update({
-        "listeners": f"PLAINTEXT://{b.host}:{b.port},CONTROLLER://{b.host}:{b.controller_port},"
-                     f"SASL_SSL://{b.host}:{sasl_port}",
-        "advertised.listeners": f"PLAINTEXT://{b.host}:{b.port},SASL_SSL://{b.host}:{sasl_port}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
-        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
-        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
-        "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
-        "listener.name.sasl_ssl.ssl.keystore.location": str(pki.server_p12),
-        "listener.name.sasl_ssl.ssl.keystore.password": PASSWORD,
-        "listener.name.sasl_ssl.ssl.key.password": PASSWORD,
-    })
-    b.start()
-    b.sasl_ssl = f"{b.host}:{sasl_port}"
-    b.pki = pki
-    admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
-    for user, mech in (("alice", ScramMechanism.SCRAM_SHA_512), ("carol", ScramMechanism.SCRAM_SHA_256)):
-        for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
-                user, ScramCredentialInfo(mech, 4096), f"{user}-secret".encode())]).values():
-            f.result(timeout=30)
-    time.sleep(0.5)       # credentials reach the broker's image (Kafka: its metadata publisher)
+    b = start_secured(target, broker_pool, tmp_path_factory.mktemp(f"pki-{target}"))
     try:
         yield b
     finally:
