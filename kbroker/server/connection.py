@@ -187,8 +187,11 @@ class Connection:
         the frame goes on to the API registry, else keep-the-connection."""
         auth = self.auth
         if auth.authenticated:
-            if len(frame) >= 2 and _KEY.unpack_from(frame, 0)[0] == SASL_HANDSHAKE:
-                auth.begin_reauthentication()          # KIP-368
+            if (len(frame) >= 2 and _KEY.unpack_from(frame, 0)[0] == SASL_HANDSHAKE
+                    and auth.session_expires_ms is not None):
+                # KIP-368 re-authentication; without a session limit (connections.max.reauth.ms
+                # unset) Kafka hands the handshake to its API layer: ILLEGAL_SASL_STATE
+                auth.begin_reauthentication()
             elif auth.session_expired():
                 log.info("closing connection from %s on %s: SASL session of %s expired",
                          self, self.listener_name, self.principal)
