@@ -1,6 +1,7 @@
 """Clients in other languages (kafkajs on Node, franz-go in Go), driven through a small program.
 
-Each program reads `{"brokers": ..., "ops": [{"op": name, ...}, ...]}` as JSON on stdin, runs
+Each program reads `{"brokers": ..., "ops": [{"op": name, ...}, ...]}` (plus an optional
+`"security"`: CA PEM and SASL mechanism/user/password) as JSON on stdin, runs
 the ops in order with one client, and prints a JSON array with one `{"ok": value}` or
 `{"error": {...}}` per op (see compat_tests/kafkajs/driver.js and compat_tests/franzgo/main.go).
 
@@ -84,16 +85,20 @@ class Driver:
         self.command = command
         self.name = name
 
-    def run(self, bootstrap: str, ops: list[dict], timeout: float = 90.0) -> list[dict]:
-        proc = self.start(bootstrap, ops)
+    def run(self, bootstrap: str, ops: list[dict], timeout: float = 90.0,
+            security: dict | None = None) -> list[dict]:
+        proc = self.start(bootstrap, ops, security)
         return self.wait(proc, timeout)
 
-    def start(self, bootstrap: str, ops: list[dict]) -> subprocess.Popen:
+    def start(self, bootstrap: str, ops: list[dict], security: dict | None = None) -> subprocess.Popen:
         """Start the driver without waiting (for several concurrent group members)."""
         proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
                                 preexec_fn=die_with_parent)
-        proc.stdin.write(json.dumps({"brokers": bootstrap, "ops": ops}))
+        payload = {"brokers": bootstrap, "ops": ops}
+        if security:        # {"ca": PEM, "mechanism", "username", "password"}: TLS/SASL listeners
+            payload["security"] = security
+        proc.stdin.write(json.dumps(payload))
         proc.stdin.close()
         proc.stdin = None  # so that communicate() only reads
         proc._compat_ops = ops  # type: ignore[attr-defined]

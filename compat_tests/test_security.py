@@ -218,3 +218,38 @@ def test_scram_admin_validation(secured):
     info = admin.describe_user_scram_credentials(["alice"])["alice"].result(timeout=30)
     assert [(i.mechanism, i.iterations) for i in info.scram_credential_infos] == [
         (ScramMechanism.SCRAM_SHA_512, 4096)]
+
+
+# --------------------------------------------------------------------------- franz-go, kafkajs
+
+def _security(b, mechanism="SCRAM-SHA-512", user="alice", password="alice-secret", ca=None):
+    return {"ca": (ca or b.pki.ca).read_text(), "mechanism": mechanism, "username": user,
+            "password": password}
+
+
+@pytest.fixture(scope="module")
+def ext_drivers():
+    from compat_tests.extclient import Driver, ensure_franzgo, ensure_kafkajs
+    return {"franz-go": Driver(ensure_franzgo(), "franz-go"), "kafkajs": Driver(ensure_kafkajs(), "kafkajs")}
+
+
+@pytest.mark.parametrize("client", ["franz-go", "kafkajs"])
+def test_other_languages_scram_over_sasl_ssl(secured, topic_name, ext_drivers, client):
+    from compat_tests.extclient import value
+    d = ext_drivers[client]
+    produce = {"op": "produce", "topic": topic_name, "messages": [{"key": "k", "value": "v", "partition": 0}]}
+    if client == "franz-go":
+        consume = {"op": "consume", "topic": topic_name, "count": 1, "assign": [{"partition": 0, "offset": 0}]}
+    else:
+        consume = {"op": "consume", "topic": topic_name, "groupId": f"g-{topic_name}", "count": 1}
+    ops = [{"op": "createTopics", "topics": [{"topic": topic_name, "numPartitions": 1, "configs": {}}]},
+           produce, consume]
+    results = d.run(secured.sasl_ssl, ops, security=_security(secured))
+    created, _, consumed = [value(r, op) for r, op in zip(results, ops)]
+    assert created is True or created[0]["error"] is None, created
+    assert [m["value"] for m in consumed] == ["v"]
+    (bad,) = d.run(secured.sasl_ssl, [{"op": "createTopics", "topics": [
+        {"topic": topic_name + "-x", "numPartitions": 1, "configs": {}}]}],
+        security=_security(secured, password="wrong"), timeout=120)
+    assert "error" in bad
+    assert "SASL_AUTHENTICATION_FAILED" in str(bad) or GENERIC in str(bad) or "SASL" in str(bad), bad

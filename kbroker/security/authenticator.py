@@ -82,8 +82,10 @@ class SaslAuthenticator:
     ``now_ms``: the injected clock. ``reauth_ms``: ``connections.max.reauth.ms`` (0: off)."""
 
     def __init__(self, mechanisms: dict[str, Callable[[], object]], now_ms: Callable[[], int],
-                 reauth_ms: int = 0):
+                 reauth_ms: int = 0, api_versions_max: int = 4):
         self.mechanisms = mechanisms
+        # an ApiVersions above this is answered UNSUPPORTED_VERSION and may be retried lower
+        self.api_versions_max = api_versions_max
         self.now_ms = now_ms
         self.reauth_ms = reauth_ms
         self.state = "handshake"
@@ -127,7 +129,9 @@ class SaslAuthenticator:
         except MalformedFrame:
             return self._fail_close(NOT_KAFKA)
         if api_key == API_VERSIONS and self.state == "handshake" and not self._seen_api_versions:
-            self._seen_api_versions = True
+            # as Kafka: only an ApiVersions the broker can answer counts; after an
+            # UNSUPPORTED_VERSION answer the client retries at a version it was told
+            self._seen_api_versions = version <= self.api_versions_max
             return Step(dispatch=True)
         if api_key == SASL_HANDSHAKE and self.state == "handshake":
             return self._handshake(frame, version, correlation_id)

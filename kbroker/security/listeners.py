@@ -114,7 +114,8 @@ class ListenerSecurity:
         return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
     def authenticator(self, credentials, now_ms: Callable[[], int],
-                      random_bytes: Callable[[int], bytes]) -> SaslAuthenticator | None:
+                      random_bytes: Callable[[int], bytes],
+                      api_versions_max: int = 4) -> SaslAuthenticator | None:
         """A fresh SASL state machine for one connection; ``credentials`` offers
         ``scram(mechanism, user)`` and ``token(mechanism, token_id)``."""
         if not self.uses_sasl:
@@ -130,7 +131,7 @@ class ListenerSecurity:
                     lambda token_id: credentials.token(m, token_id))
             elif mech == "OAUTHBEARER":
                 factories[mech] = lambda o=module.options: OAuthBearerUnsecuredServer(o, now_ms)
-        return SaslAuthenticator(factories, now_ms, self.reauth_ms)
+        return SaslAuthenticator(factories, now_ms, self.reauth_ms, api_versions_max)
 
 
 def check_supported(values: dict, explicit: set[str]) -> None:

@@ -169,7 +169,9 @@ class Connection:
                     log.info("closing connection from %s on %s: %s", self, self.listener_name, e)
                     return False
         if sec.uses_sasl:
-            self.auth = sec.authenticator(self.server.credentials, self._now_ms, os.urandom)
+            spec = self.server.registry.get(API_VERSIONS)
+            self.auth = sec.authenticator(self.server.credentials, self._now_ms, os.urandom,
+                                          spec.max_version if spec else 0)
         return True
 
     @staticmethod

@@ -189,3 +189,16 @@ def test_fuzz_never_raises_and_never_authenticates_by_accident(ops):
     if a.authenticated:
         # only the right PLAIN password can have done it
         assert a.mechanism == "PLAIN" and a.username == "alice"
+
+
+def test_api_versions_retry_after_unsupported_version():
+    """franz-go first asks ApiVersions at a version newer than the broker's; after the
+    UNSUPPORTED_VERSION answer it retries lower — both must reach the registry."""
+    a = _auth()
+    a.api_versions_max = 3
+    v3 = _frame(18, 3, messages.ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+    assert a.receive(v3[:2] + b"\0\x09" + v3[4:]).dispatch       # ApiVersions v9: too new
+    assert a.receive(_frame(18, 3, messages.ApiVersionsRequest(
+        client_software_name="t", client_software_version="1"))).dispatch
+    assert a.receive(_frame(18, 3, messages.ApiVersionsRequest(
+        client_software_name="t", client_software_version="1"))).close
