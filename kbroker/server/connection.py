@@ -101,6 +101,7 @@ class Connection:
         self.security_protocol = self.security.protocol if self.security else "PLAINTEXT"
         self.principal = "User:ANONYMOUS"
         self.auth = None
+        self._linger = False     # flush an authentication error answer before closing
         self.busy = False
         self._mute_s = 0.0          # quota throttle: pause reading after the answer (KIP-219)
         self._recv_scope: trio.CancelScope | None = None
@@ -139,7 +140,25 @@ class Connection:
             log.exception("closing connection from %s after an unexpected error", self)
         finally:
             with trio.CancelScope(shield=True):
+                if self._linger:
+                    await self._close_gently()
                 await trio.aclose_forcefully(self.stream)
+
+    async def _close_gently(self) -> None:
+        """After a failed authentication the error answer must reach the client: closing a
+        socket with unread input sends a reset that can overtake the answer, so the write
+        side is shut first and what the client still sends is read and dropped until it
+        closes too (at most one second), as Kafka closes only once the answer is flushed."""
+        sock = self._raw or getattr(getattr(self.stream, "socket", None), "_sock", None)
+        try:
+            if sock is not None:
+                import socket as _socket
+                sock.shutdown(_socket.SHUT_WR)
+            with trio.move_on_after(1.0):
+                while await self.stream.receive_some(65536):
+                    pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
 
     async def _secure(self) -> bool:
         """TLS handshake (SSL, SASL_SSL) and the principal of a client certificate; a SASL
@@ -206,6 +225,7 @@ class Connection:
         if step.close:
             log.info("closing connection from %s on %s: %s%s", self, self.listener_name, step.close,
                      f" ({auth.last_detail})" if auth.last_detail else "")
+            self._linger = bool(step.reply)
             return False
         if auth.authenticated:
             self.principal = auth.principal
