@@ -2,7 +2,7 @@
 """kbroker vs Apache Kafka on this machine: `make bench` (full) and `make bench-quick`.
 
     .venv/bin/python -m benchmarks.bench [--quick] [--brokers kbroker,kafka] [--reps N]
-                                        [--only produce,consume,latency,startup,memory,metadata]
+                                        [--only produce,consume,latency,startup,memory,metadata,security]
                                         [--publish] [--profile DIR]
 
 Runs the plan of benchmarks/harness/plan.py against each broker in turn (see

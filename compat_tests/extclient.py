@@ -1,13 +1,14 @@
 """Clients in other languages (kafkajs on Node, franz-go in Go), driven through a small program.
 
-Each program reads `{"brokers": ..., "ops": [{"op": name, ...}, ...]}` as JSON on stdin, runs
+Each program reads `{"brokers": ..., "ops": [{"op": name, ...}, ...]}` (plus an optional
+`"security"`: CA PEM and SASL mechanism/user/password) as JSON on stdin, runs
 the ops in order with one client, and prints a JSON array with one `{"ok": value}` or
 `{"error": {...}}` per op (see compat_tests/kafkajs/driver.js and compat_tests/franzgo/main.go).
 
 Set-up is idempotent and cached, like `make kafkajs` / `make franzgo`:
 - kafkajs: `npm ci` into compat_tests/kafkajs/node_modules, stamped by `.installed`;
-- franz-go: `go build` into .cache/bin/franzgo-driver with module and build caches under
-  .cache/go, stamped by the binary's mtime against the sources.
+- franz-go: `go build` into .cache/bin/franzgo-driver-<hash of the sources> with module and
+  build caches under .cache/go.
 """
 
 from __future__ import annotations
@@ -65,14 +66,20 @@ def ensure_franzgo() -> list[str]:
     """The command running the franz-go driver (builds it first if needed)."""
     if shutil.which("go") is None:
         pytest.fail("go not installed (franz-go tests need Go 1.21+)", pytrace=False)
-    sources = [FRANZGO_DIR / "go.mod", FRANZGO_DIR / "go.sum", *FRANZGO_DIR.glob("*.go")]
-    if not _newer(FRANZGO_BIN, sources):
-        FRANZGO_BIN.parent.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(["go", "build", "-o", str(FRANZGO_BIN), "."], cwd=FRANZGO_DIR,
+    import hashlib
+    sources = [FRANZGO_DIR / "go.mod", FRANZGO_DIR / "go.sum", *sorted(FRANZGO_DIR.glob("*.go"))]
+    # named by the sources' hash: checkouts sharing .cache never run each other's driver
+    digest = hashlib.sha256(b"".join(s.read_bytes() for s in sources)).hexdigest()[:12]
+    binary = FRANZGO_BIN.with_name(f"{FRANZGO_BIN.name}-{digest}")
+    if not binary.exists():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        tmp = binary.with_name(binary.name + f".tmp{os.getpid()}")
+        result = subprocess.run(["go", "build", "-o", str(tmp), "."], cwd=FRANZGO_DIR,
                                 env=go_env(), capture_output=True, text=True, timeout=900)
         if result.returncode != 0:
             pytest.fail(f"go build failed:\n{result.stdout}\n{result.stderr}", pytrace=False)
-    return [str(FRANZGO_BIN)]
+        os.replace(tmp, binary)
+    return [str(binary)]
 
 
 class Driver:
@@ -84,16 +91,20 @@ class Driver:
         self.command = command
         self.name = name
 
-    def run(self, bootstrap: str, ops: list[dict], timeout: float = 90.0) -> list[dict]:
-        proc = self.start(bootstrap, ops)
+    def run(self, bootstrap: str, ops: list[dict], timeout: float = 90.0,
+            security: dict | None = None) -> list[dict]:
+        proc = self.start(bootstrap, ops, security)
         return self.wait(proc, timeout)
 
-    def start(self, bootstrap: str, ops: list[dict]) -> subprocess.Popen:
+    def start(self, bootstrap: str, ops: list[dict], security: dict | None = None) -> subprocess.Popen:
         """Start the driver without waiting (for several concurrent group members)."""
         proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
                                 preexec_fn=die_with_parent)
-        proc.stdin.write(json.dumps({"brokers": bootstrap, "ops": ops}))
+        payload = {"brokers": bootstrap, "ops": ops}
+        if security:        # {"ca": PEM, "mechanism", "username", "password"}: TLS/SASL listeners
+            payload["security"] = security
+        proc.stdin.write(json.dumps(payload))
         proc.stdin.close()
         proc.stdin = None  # so that communicate() only reads
         proc._compat_ops = ops  # type: ignore[attr-defined]

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 LONG_MAX = (1 << 63) - 1
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 INT_MAX = (1 << 31) - 1
 
 
@@ -250,7 +251,6 @@ def _http_listen(value) -> str | None:
 # Keys defined above that kbroker accepts but does not act on (thread pools, socket
 # buffers, cleaner tuning, security...): start-up logs them once as "accepted but not used".
 _NOT_ACTED_ON = {
-    "inter.broker.listener.name", "security.inter.broker.protocol",
     "controller.quorum.bootstrap.servers", "controller.quorum.append.linger.ms",
     "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
@@ -261,7 +261,7 @@ _NOT_ACTED_ON = {
     "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
     "metadata.max.idle.interval.ms", "log.initial.task.delay.ms",
-    "background.threads", "sasl.enabled.mechanisms", "group.share.enable",
+    "background.threads", "group.share.enable",
 }
 
 # authorizer.class.name: the one authorizer kbroker implements (anything else refuses to
@@ -323,7 +323,7 @@ def _merge_kafka_definitions(defs: list[ConfigDef]) -> dict[str, ConfigDef]:
                                 check=d.check or _kafka_check(validator, type_))
             continue
         d = ConfigDef(name, _TYPES.get(type_, type_), None, _kafka_check(validator, type_),
-                      used=False, **meta)
+                      used=name in _SECURITY_USED, **meta)
         if default is not None:
             try:
                 d = replace(d, default=convert(d, default))
@@ -336,9 +336,17 @@ def _merge_kafka_definitions(defs: list[ConfigDef]) -> dict[str, ConfigDef]:
     return out
 
 
+def _security_used() -> frozenset:
+    from kbroker.security.listeners import USED_KEYS
+    return USED_KEYS
+
+
+_SECURITY_USED = _security_used()
+
+
 def is_listener_prefixed(key: str) -> bool:
-    """``listener.name.<listener>.<config>``: Kafka's per-listener overrides (accepted,
-    not used: kbroker's listeners are all PLAINTEXT)."""
+    """``listener.name.<listener>.<config>``: Kafka's per-listener overrides (the security
+    keys are read by ``kbroker.security.listeners``)."""
     parts = key.split(".")
     return len(parts) >= 4 and parts[0] == "listener" and parts[1] == "name"
 
@@ -553,7 +561,8 @@ class BrokerConfig:
         for key, value in raw.items():
             d = DEFINITIONS.get(key)
             if d is None and is_listener_prefixed(key):
-                d = ConfigDef(key, "string", None, used=False)
+                d = ConfigDef(key, "string", None, used=key.rsplit(".", 3)[-1] in ("config",)
+                              or any(key.endswith("." + k) for k in _SECURITY_USED))
             if d is None:
                 raise ConfigError(key, unknown_key_message(key))
             values[key] = convert(d, value)
@@ -580,20 +589,23 @@ class BrokerConfig:
             if not sep:
                 raise ConfigError("listener.security.protocol.map", f"{entry!r} is not NAME:PROTOCOL")
             protocol_map[name.strip().upper()] = proto.strip().upper()
+        self.protocol_map = protocol_map
         controller_names = {n.upper() for n in v["controller.listener.names"]}
         bound = []
+        all_listeners = []
         for l in parse_listeners("listeners", v["listeners"]):
             proto = protocol_map.get(l.name, l.name)
+            if proto not in SECURITY_PROTOCOLS:
+                raise ConfigError("listener.security.protocol.map",
+                                  f"No security protocol defined for listener {l.name}")
+            l = Listener(l.name, l.host, l.port, proto)
+            all_listeners.append(l)
             if l.name in controller_names:
                 continue   # the controller plane: served by kbroker.controller_server
-            if proto != "PLAINTEXT":
-                raise ConfigError("listeners", f"{l}: security protocol {proto} is not supported "
-                                  "(only PLAINTEXT)")
             bound.append(l)
         if not bound and "broker" in v["process.roles"]:
-            raise ConfigError("listeners", "no PLAINTEXT listener to serve clients on")
-        self.controller_listeners = [l for l in parse_listeners("listeners", v["listeners"])
-                                     if l.name in controller_names]
+            raise ConfigError("listeners", "no listener to serve clients on")
+        self.controller_listeners = [l for l in all_listeners if l.name in controller_names]
         if "controller" in v["process.roles"] and v["controller.quorum.voters"]:
             voters = self.quorum_voters
             if v["node.id"] in voters and not self.controller_listeners:
@@ -602,6 +614,7 @@ class BrokerConfig:
         elif "controller" not in v["process.roles"] and not (v["controller.quorum.voters"]):
             raise ConfigError("controller.quorum.voters", "a broker-only node needs the voters")
         self.listeners = bound
+        self._validate_security()
         if v["advertised.listeners"]:
             adv = [l for l in parse_listeners("advertised.listeners", v["advertised.listeners"])
                    if l.name not in controller_names]
@@ -631,6 +644,58 @@ class BrokerConfig:
         if authorizer and authorizer != STANDARD_AUTHORIZER:
             raise ConfigError("authorizer.class.name", f"{authorizer} is not supported "
                               f"(kbroker implements {STANDARD_AUTHORIZER} only)")
+
+    def _validate_security(self) -> None:
+        """TLS and SASL settings of every listener (``kbroker.security.listeners``): built
+        once here so a bad keystore or JAAS text stops the start naming its key, and a
+        security setting kbroker does not implement is never silently ignored."""
+        from kbroker.security import listeners as sec
+        try:
+            sec.check_supported(self.values, self.explicit)
+            self.listener_security = {l.name: sec.build(self.values, l.name, l.security_protocol)
+                                      for l in self.listeners}
+        except sec.SecurityConfigError as e:
+            raise ConfigError(e.key, str(e).split(": ", 1)[1]) from None
+        # Node-to-node connections (replica fetchers, the quorum and controller channel)
+        # speak the protocol of the listener they call, with its keys (Kafka's
+        # inter.broker.listener.name / controller.listener.names).
+        from kbroker.security.client import client_security
+        self.inter_broker_security = self.controller_security = None
+        try:
+            self.controller_listener_security = {
+                l.name: sec.build(self.values, l.name, l.security_protocol)
+                for l in self.controller_listeners}
+            multi = bool(set(self.quorum_voters) - {self.node_id})
+            if not multi:
+                return
+            cname = (self.values["controller.listener.names"] or ["CONTROLLER"])[0].upper()
+            self.controller_security = client_security(
+                self.values, cname, self.protocol_map.get(cname, "PLAINTEXT"),
+                "sasl.mechanism.controller.protocol")
+            ib = self.inter_broker_listener()
+            if ib is not None:
+                self.inter_broker_security = client_security(
+                    self.values, ib.name, ib.security_protocol, "sasl.mechanism.inter.broker.protocol")
+        except sec.SecurityConfigError as e:
+            raise ConfigError(e.key, str(e).split(": ", 1)[1]) from None
+
+    def inter_broker_listener(self) -> "Listener | None":
+        """The listener replica fetchers connect to: ``inter.broker.listener.name``, else
+        the one named by ``security.inter.broker.protocol`` if there is one, else the
+        first client listener (kbroker's default of old)."""
+        name = self.values["inter.broker.listener.name"]
+        by_name = {l.name: l for l in self.listeners}
+        if name:
+            if name.upper() not in by_name:
+                raise ConfigError("inter.broker.listener.name", f"{name} is not a listener")
+            return by_name[name.upper()]
+        proto = self.values["security.inter.broker.protocol"]
+        if "security.inter.broker.protocol" in self.explicit:
+            match = [l for l in self.listeners if l.security_protocol == proto]
+            if not match:
+                raise ConfigError("security.inter.broker.protocol", f"no {proto} listener")
+            return match[0]
+        return self.listeners[0] if self.listeners else None
 
     @staticmethod
     def _default_advertised(l: Listener) -> Listener:

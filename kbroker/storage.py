@@ -20,8 +20,10 @@ IV, ``4.0-IV1`` exactly that one); kbroker writes only the features it serves an
 levels it cannot serve (the bootstrap of a directory formatted by Kafka's tool is checked the
 same way at start-up and levels above kbroker's are finalized at kbroker's, with a warning:
 see :func:`check_bootstrap`). Dynamic quorums (KIP-853:
-``--standalone``, ``--initial-controllers``, ``--no-initial-controllers``) and
-``--add-scram`` are refused with a message until kbroker serves them.
+``--standalone``, ``--initial-controllers``, ``--no-initial-controllers``) are refused with a
+message until kbroker serves them. ``--add-scram 'SCRAM-SHA-512=[name=...,password=...]'``
+adds ``UserScramCredentialRecord``s to the bootstrap file (``kbroker.security.bootstrap``), as
+Kafka's tool does.
 """
 from __future__ import annotations
 
@@ -125,8 +127,9 @@ def default_features(release_version: str | None, extra: list[str]) -> dict[str,
 
 # ----------------------------------------------------------------------------- bootstrap file
 
-def bootstrap_bytes(features: dict[str, int], timestamp_ms: int) -> bytes:
-    """The ``bootstrap.checkpoint`` snapshot: header, feature records, footer."""
+def bootstrap_bytes(features: dict[str, int], timestamp_ms: int, extra: list = ()) -> bytes:
+    """The ``bootstrap.checkpoint`` snapshot: header, feature records (then ``extra``
+    records: ``--add-scram``'s ``UserScramCredentialRecord``s), footer."""
     from kbroker.metadata.store import encode_record
     from kbroker.raft.control import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_key
     from kbroker.wire import messages
@@ -138,6 +141,7 @@ def bootstrap_bytes(features: dict[str, int], timestamp_ms: int) -> bytes:
               for n, lvl in sorted(features.items()) if lvl > 0 or n == "metadata.version"]
     # metadata.version first: Kafka replays it before any other record
     values.sort(key=lambda v: 0 if b"metadata.version" in v else 1)
+    values += [encode_record(r) for r in extra]
     out = bytearray()
     out += rb.build_batch([(control_key(SNAPSHOT_HEADER), header.encode(0), (), timestamp_ms)],
                           base_offset=0, is_control=True)
@@ -228,7 +232,7 @@ def directories(config: BrokerConfig) -> tuple[list[Path], Path]:
 
 
 def format_storage(config: BrokerConfig, cluster_id: str, features: dict[str, int], *,
-                   ignore_formatted: bool = False, out=sys.stdout) -> int:
+                   ignore_formatted: bool = False, out=sys.stdout, scram: list = ()) -> int:
     from kbroker.config import check_cluster_id
     check_cluster_id(cluster_id)
     dirs, meta = directories(config)
@@ -249,7 +253,7 @@ def format_storage(config: BrokerConfig, cluster_id: str, features: dict[str, in
         try:
             d.mkdir(parents=True, exist_ok=True)
             if d == meta:
-                _write_file(d / BOOTSTRAP_FILE, bootstrap_bytes(features, int(time.time() * 1000)))
+                _write_file(d / BOOTSTRAP_FILE, bootstrap_bytes(features, int(time.time() * 1000), scram))
             _write_file(d / META_PROPERTIES,
                         meta_properties_text(cluster_id, node_id, new_uuid()).encode())
         except OSError as e:
@@ -331,11 +335,14 @@ def main(args) -> int:
                     if args.no_initial_controllers else "--initial-controllers")
             raise StorageError(f"{flag} forms a dynamic quorum (KIP-853), which kbroker does not "
                                "serve yet: set controller.quorum.voters and format without it")
-        if args.add_scram:
-            raise StorageError("--add-scram: kbroker does not keep SCRAM credentials yet")
+        from kbroker.security.bootstrap import ScramSpecError, parse_add_scram
+        try:
+            scram = [parse_add_scram(spec) for spec in args.add_scram]
+        except (ScramSpecError, ValueError) as e:
+            raise StorageError(f"--add-scram: {e}") from None
         features = default_features(args.release_version, args.feature)
         return format_storage(config, args.cluster_id, features,
-                              ignore_formatted=args.ignore_formatted)
+                              ignore_formatted=args.ignore_formatted, scram=scram)
     except (StorageError, ConfigError) as e:
         print(str(e), file=sys.stderr)
         return 1

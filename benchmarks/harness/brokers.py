@@ -52,8 +52,9 @@ class KBrokerBench(KBrokerProcess):
     start_timeout = 120.0  # a 10,000-partition data dir takes a while to open
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "kbroker", "serve",
-               "--listen", self.bootstrap_servers, "--data-dir", str(self.data_dir)]
+        cmd = [sys.executable, "-m", "kbroker", "serve", "--data-dir", str(self.data_dir)]
+        if "listeners" not in self.overrides:      # the security group sets its own listeners
+            cmd += ["--listen", self.bootstrap_servers]
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd

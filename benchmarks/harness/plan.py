@@ -50,6 +50,7 @@ class Plan:
     metadata_partitions: int       # metadata scale: partitions created
     metadata_reps: int
     notes: list[str] = field(default_factory=list)
+    security_bytes: int = 128 * MIB  # security group: per produce run and per consume run
 
 
 def _produce_full() -> list[Produce]:
@@ -84,5 +85,5 @@ def quick() -> Plan:
                  Produce("r-1k-8p-a1", 1024, 8, "1", "none", 64 * MIB, client="rdkafka")],
         consume_bytes=256 * MIB, consume_reps=1, e2e_records=1000, latency_rate=500,
         latency_seconds=3, idle_settle_s=2, warmup_bytes=64 * MIB, startup_partitions=1000,
-        metadata_partitions=1000, metadata_reps=1,
+        metadata_partitions=1000, metadata_reps=1, security_bytes=32 * MIB,
         notes=["quick run: smaller sizes, one repetition; not for publication"])

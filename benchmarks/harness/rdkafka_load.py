@@ -4,6 +4,7 @@
     python -m benchmarks.harness.rdkafka_load consume  --bootstrap B --topic T --bytes N
     python -m benchmarks.harness.rdkafka_load latency  --bootstrap B --topic T --rate R --seconds D
     python -m benchmarks.harness.rdkafka_load firstack --bootstrap B --topic T
+    (any mode) --conf security.protocol=SASL_SSL --conf ...   librdkafka settings for all clients
 
 * produce: N records of S bytes as fast as the client goes (``acks``, ``compression``
   options); records/s and MB/s from the first send to the last delivery report.
@@ -32,15 +33,19 @@ from confluent_kafka.admin import AdminClient
 MIB = 1024 * 1024  # Kafka's perf tools' "MB" is 2^20 bytes; so is ours
 
 
+# client settings of every client of the run (--conf key=value: TLS/SASL for the security group)
+CONF: dict[str, str] = {}
+
+
 def _producer(bootstrap: str, **extra) -> Producer:
     conf = {"bootstrap.servers": bootstrap, "queue.buffering.max.kbytes": 1048576,
-            "queue.buffering.max.messages": 1_000_000}
+            "queue.buffering.max.messages": 1_000_000, **CONF}
     conf.update({k.replace("_", "."): v for k, v in extra.items() if v is not None})
     return Producer(conf)
 
 
 def _partitions(bootstrap: str, topic: str) -> list[int]:
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=30)
+    md = AdminClient({"bootstrap.servers": bootstrap, **CONF}).list_topics(topic, timeout=30)
     return sorted(md.topics[topic].partitions)
 
 
@@ -79,7 +84,7 @@ def consume(a) -> dict:
     parts = _partitions(a.bootstrap, a.topic)
     c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": "rdkafka-consume-bench",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576})
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576, **CONF})
     c.assign([TopicPartition(a.topic, p, 0) for p in parts])
     got = count = 0
     t0 = None
@@ -205,7 +210,10 @@ def main(argv=None) -> None:
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a librdkafka setting for every client (repeatable)")
     a = ap.parse_args(argv)
+    CONF.update(item.split("=", 1) for item in a.conf)
     if a.mode == "firstack":
         firstack(a)
         return

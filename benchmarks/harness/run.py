@@ -27,9 +27,9 @@ from pathlib import Path
 from compat_tests.runner import die_with_parent
 
 from . import kafka_tools
-from .admin import create_topics
+from .admin import admin, create_topics
 from .brokers import make_broker, rss_bytes, timed_start
-from .plan import Plan, Produce
+from .plan import MIB, Plan, Produce
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,6 +120,8 @@ class Session:
             self.startup_many()
         if self.wants("metadata"):
             self.metadata_scale()
+        if self.wants("security"):
+            self.security()
         shutil.rmtree(self.workroot, ignore_errors=True)
 
     # ------------------------------------------------------------------ start-up, idle RSS
@@ -210,6 +212,70 @@ class Session:
                 self.consume(b)
         finally:
             self._stop_profiler()
+            self._drop(b)
+
+    # ------------------------------------------------------------------ TLS and SASL_SSL
+    def security(self) -> None:
+        """librdkafka produce (1 KiB, 8p, acks=1) and consume (1 KiB, 1p) over PLAINTEXT,
+        SSL and SASL_SSL (SCRAM-SHA-512) listeners of one broker: the cost of encryption and
+        authentication beside Kafka's, same client, same certificates (openssl at run time)."""
+        from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+        from compat_tests.runner import free_port
+        from tests.security.certs import PASSWORD, make_pki
+        pki = make_pki(self.workroot / "pki")
+        b = self._broker("security")
+        ssl_port, sasl_port = free_port(), free_port()
+        listeners = [f"PLAINTEXT://{b.host}:{b.port}", f"SSL://{b.host}:{ssl_port}",
+                     f"SASL_SSL://{b.host}:{sasl_port}"]
+        b.overrides.update({
+            "listeners": ",".join(listeners + ([f"CONTROLLER://{b.host}:{b.controller_port}"]
+                                               if hasattr(b, "controller_port") else [])),
+            "advertised.listeners": ",".join(listeners),
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL",
+            "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(pki.server_p12),
+            "ssl.keystore.password": PASSWORD, "ssl.key.password": PASSWORD,
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        })
+        b.start()
+        try:
+            client = admin(b.bootstrap_servers)      # kept alive until the futures resolve
+            futs = client.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                "bench", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"bench-secret")])
+            for f in futs.values():
+                f.result(timeout=30)
+            time.sleep(1)
+            tls = ["--conf", f"ssl.ca.location={pki.ca}"]
+            kinds = [("plaintext", "PLAINTEXT", b.bootstrap_servers, []),
+                     ("tls", "SSL", f"{b.host}:{ssl_port}", ["--conf", "security.protocol=SSL", *tls]),
+                     ("sasl-ssl", "SASL_SSL SCRAM-SHA-512", f"{b.host}:{sasl_port}",
+                      ["--conf", "security.protocol=SASL_SSL", "--conf", "sasl.mechanism=SCRAM-SHA-512",
+                       "--conf", "sasl.username=bench", "--conf", "sasl.password=bench-secret", *tls])]
+            size = self.plan.security_bytes
+            label = f"{size // MIB} MiB"
+            r = self.results
+            for kind, title, _, _ in kinds:
+                r.scenario(f"sec-produce-{kind}", title=f"produce 1 KiB, 8p, acks=1, {title} (librdkafka)",
+                           group="security", unit="MB/s", better="higher", secondary_unit="records/s")
+                r.scenario(f"sec-consume-{kind}", title=f"consume {label}, 1 KiB, 1p, {title} (librdkafka)",
+                           group="security", unit="MB/s", better="higher", secondary_unit="records/s")
+            for _ in range(self.plan.reps):
+                for kind, _, bootstrap, conf in kinds:
+                    topic = _unique(f"sec-p-{kind}")
+                    create_topics(b.bootstrap_servers, [(topic, 8)])
+                    out = rdkafka("produce", bootstrap, topic, "--num", str(size // 1024), "--size", "1024",
+                                  "--acks", "1", *conf)
+                    log(f"{self.name}: security produce {kind}: {out['mb_per_s']:.1f} MB/s")
+                    r.add(f"sec-produce-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
+                    topic = _unique(f"sec-c-{kind}")
+                    create_topics(b.bootstrap_servers, [(topic, 1)])
+                    rdkafka("produce", b.bootstrap_servers, topic, "--num", str(size // 1024), "--size", "1024")
+                    out = rdkafka("consume", bootstrap, topic, "--bytes", str(size), *conf)
+                    log(f"{self.name}: security consume {kind}: {out['mb_per_s']:.1f} MB/s")
+                    r.add(f"sec-consume-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
+        finally:
             self._drop(b)
 
     def warm_up(self, b) -> None:

@@ -1,6 +1,10 @@
 // franz-go driver for kbroker's compat suite (compat_tests/test_franz_go.py).
 //
-// Input (stdin): {"brokers": "host:port", "ops": [{"op": "<name>", ...}, ...]}
+// Input (stdin): {"brokers": "host:port", "ops": [{"op": "<name>", ...}, ...],
+//
+//	"security": {"ca": "<PEM>", "mechanism": "SCRAM-SHA-512", "username", "password"}}
+//
+// ("security" is optional: TLS when "ca" is set, SASL PLAIN/SCRAM when "mechanism" is.)
 // Output (stdout): one JSON array, one entry per op: {"ok": <result>} or
 // {"error": {"type", "code", "message", "errors"}}. Ops run in order; an op that fails does not
 // stop the ones after it. Admin ops share one client; produce/consume ops build their own client
@@ -11,6 +15,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +29,43 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
+
+// Security: how to connect to a TLS and/or SASL listener.
+type Security struct {
+	CA        string `json:"ca"`
+	Mechanism string `json:"mechanism"`
+	Username  string `json:"username"`
+	Password  string `json:"password"`
+}
+
+func (s *Security) opts() ([]kgo.Opt, error) {
+	var out []kgo.Opt
+	if s == nil {
+		return out, nil
+	}
+	if s.CA != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(s.CA)) {
+			return nil, fmt.Errorf("bad CA PEM")
+		}
+		out = append(out, kgo.DialTLSConfig(&tls.Config{RootCAs: pool}))
+	}
+	switch s.Mechanism {
+	case "":
+	case "PLAIN":
+		out = append(out, kgo.SASL(plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		out = append(out, kgo.SASL(scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		out = append(out, kgo.SASL(scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()))
+	default:
+		return nil, fmt.Errorf("unknown mechanism %s", s.Mechanism)
+	}
+	return out, nil
+}
 
 type Message struct {
 	Key       *string     `json:"key"`
@@ -76,9 +118,10 @@ type Op struct {
 }
 
 type Driver struct {
-	brokers []string
-	cl      *kgo.Client
-	adm     *kadm.Client
+	security *Security
+	brokers  []string
+	cl       *kgo.Client
+	adm      *kadm.Client
 }
 
 func errInfo(err error) map[string]any {
@@ -127,6 +170,11 @@ func logger() kgo.Opt {
 func (d *Driver) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	base := []kgo.Opt{kgo.SeedBrokers(d.brokers...), kgo.ClientID("compat-franzgo"), logger(),
 		kgo.RequestRetries(3), kgo.RetryTimeout(15 * time.Second)}
+	sec, err := d.security.opts()
+	if err != nil {
+		return nil, err
+	}
+	base = append(base, sec...)
 	return kgo.NewClient(append(base, opts...)...)
 }
 
@@ -587,14 +635,15 @@ func main() {
 		os.Exit(2)
 	}
 	var input struct {
-		Brokers string `json:"brokers"`
-		Ops     []Op   `json:"ops"`
+		Brokers  string    `json:"brokers"`
+		Ops      []Op      `json:"ops"`
+		Security *Security `json:"security"`
 	}
 	if err := json.Unmarshal(raw, &input); err != nil {
 		fmt.Fprintln(os.Stderr, "bad input:", err)
 		os.Exit(2)
 	}
-	d := &Driver{brokers: strings.Split(input.Brokers, ",")}
+	d := &Driver{brokers: strings.Split(input.Brokers, ","), security: input.Security}
 	results := []any{}
 	for _, op := range input.Ops {
 		value, err := d.run(op)

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // kafkajs driver for kbroker's compat suite (compat_tests/test_kafkajs.py).
 //
-// Input (stdin): {"brokers": "host:port", "ops": [{"op": "<name>", ...}, ...]}
+// Input (stdin): {"brokers": "host:port", "ops": [{"op": "<name>", ...}, ...], "security": {...}}
+// ("security" is optional: {"ca": PEM, "mechanism": "SCRAM-SHA-512", "username", "password"})
 // Output (stdout): one JSON array, one entry per op: {"ok": <result>} or
 // {"error": {"name", "type", "code", "message", "retriable", "errors"}}. The ops run in order
 // on one kafkajs client; an op that throws does not stop the ones after it. Exit status is 0
@@ -175,8 +176,16 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 // --- ops -------------------------------------------------------------------------------------
 
 class Driver {
-  constructor (brokers) {
+  constructor (brokers, security) {
+    // security (optional): {ca: PEM, mechanism: 'SCRAM-SHA-512', username, password}
+    const secure = {}
+    if (security && security.ca) secure.ssl = { ca: [security.ca] }
+    if (security && security.mechanism) {
+      secure.sasl = { mechanism: security.mechanism.toLowerCase(), username: security.username,
+        password: security.password }
+    }
     this.kafka = new Kafka({
+      ...secure,
       clientId: 'compat-kafkajs',
       brokers: brokers.split(','),
       logLevel: logLevelFromEnv(),
@@ -430,7 +439,7 @@ async function main () {
   const chunks = []
   for await (const chunk of process.stdin) chunks.push(chunk)
   const input = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  const driver = new Driver(input.brokers)
+  const driver = new Driver(input.brokers, input.security)
   const results = []
   try {
     for (const op of input.ops) {

@@ -73,6 +73,7 @@ class RequestContext:
     listener: str = "PLAINTEXT"
     extra: dict = field(default_factory=dict)
     principal: str = "User:ANONYMOUS"
+    security_protocol: str = "PLAINTEXT"   # of the listener the request came in on
 
     @property
     def version(self) -> int:

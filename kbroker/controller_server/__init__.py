@@ -4,7 +4,9 @@ Kafka runs the KRaft RPCs and the controller APIs on the listeners named in
 ``controller.listener.names``, separate from client listeners; so does kbroker. This
 package has its own registry (``registry.CONTROLLER_REGISTRY``; one module per API, each
 registering itself with ``@controller_api``) and reuses the client plane's
-``kbroker.server.connection.Connection`` (framing, in-order answers, error handling).
+``kbroker.server.connection.Connection`` (framing, in-order answers, error handling, and
+TLS/SASL when ``listener.security.protocol.map`` gives the controller listener SSL,
+SASL_PLAINTEXT or SASL_SSL).
 
 Served here:
 
@@ -45,6 +47,7 @@ import logging
 
 import trio
 
+from kbroker.security.credentials import Credentials
 from kbroker.server.bind import open_tcp_listeners
 from kbroker.server.connection import Connection
 
@@ -87,6 +90,9 @@ class ControllerServer:
         self.idle_timeout_s = cfg.get("connections.max.idle.ms") / 1000
         self.draining = False
         self.bound = []
+        # TLS/SASL of the controller listeners (kbroker.security), as on client listeners
+        self.listener_security = getattr(cfg, "controller_listener_security", None) or {}
+        self.credentials = Credentials(lambda: plane.metadata)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         socks = []

@@ -1,7 +1,8 @@
 """Admin writes forwarded by brokers: CreateTopics (19, v2–v7), DeleteTopics (20, v1–v6),
 AlterConfigs (33, v0–v2), CreatePartitions (37, v0–v3), ElectLeaders (43, v0–v2),
 IncrementalAlterConfigs (44, v0–v1), AlterPartitionReassignments (45, v0),
-ListPartitionReassignments (46, v0), CreateAcls (30, v1–v3), DeleteAcls (31, v1–v3).
+ListPartitionReassignments (46, v0), CreateAcls (30, v1–v3), DeleteAcls (31, v1–v3),
+AlterUserScramCredentials (51, v0).
 
 The client plane's handlers (``kbroker.api.*``) are reused as they are: on this plane
 ``ctx.broker.controller`` is the local ``QuorumController``. When this node is not the
@@ -9,8 +10,9 @@ active controller every entry is answered ``NOT_CONTROLLER`` and the forwarding 
 retries against the leader it learns from Raft."""
 from __future__ import annotations
 
-from kbroker.api import (alter_client_quotas, alter_configs, alter_partition_reassignments, create_acls,
-                         create_partitions, create_topics, delete_acls,
+from kbroker.api import (alter_client_quotas, alter_configs, alter_partition_reassignments,
+                         alter_user_scram_credentials, create_acls, create_partitions,
+                         create_topics, delete_acls,
                          delete_topics, elect_leaders, incremental_alter_configs,
                          list_partition_reassignments)
 from kbroker.metadata.quorum_controller import NotController
@@ -46,6 +48,11 @@ def _not_controller(api_key: int, request):
     if api_key == 45:
         R = messages.AlterPartitionReassignmentsResponse
         return R(throttle_time_ms=0, error_code=NC, responses=[])
+    if api_key == 51:
+        R = messages.AlterUserScramCredentialsResponse
+        users = [d.name for d in request.deletions or ()] + [u.name for u in request.upsertions or ()]
+        return R(throttle_time_ms=0, results=[R.AlterUserScramCredentialsResult(user=u, error_code=NC)
+                                              for u in dict.fromkeys(users)])
     if api_key == 46:
         R = messages.ListPartitionReassignmentsResponse
         return R(throttle_time_ms=0, error_code=NC, topics=[])
@@ -93,3 +100,4 @@ _forwarded(46, (0, 0), list_partition_reassignments.handle)
 _forwarded(49, (0, 1), alter_client_quotas.handle)
 _forwarded(30, (1, 3), create_acls.handle)
 _forwarded(31, (1, 3), delete_acls.handle)
+_forwarded(51, (0, 0), alter_user_scram_credentials.handle)

@@ -4,7 +4,8 @@ It offers the coroutines of ``Controller`` (``create_topics``, ``maybe_create_to
 ``delete_topics``, ``create_partitions``, ``alter_configs``, ``incremental_alter_configs``,
 ``allocate_producer_ids``) plus ``register_broker``/``heartbeat`` for the broker lifecycle,
 ``alter_partition`` for partition leaders (ISR changes) and ``elect_leaders``,
-``alter_partition_reassignments``, ``list_partition_reassignments`` (admin), and routes
+``alter_partition_reassignments``, ``list_partition_reassignments``,
+``alter_user_scram_credentials`` (admin), and routes
 each call:
 
 - when this node is the active controller (a combined node leading the quorum, or the
@@ -13,7 +14,7 @@ each call:
   stands for (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, AlterConfigs v2,
   IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v1,
   BrokerHeartbeat v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v0,
-  ListPartitionReassignments v0) — Kafka forwards admin writes through Envelope;
+  ListPartitionReassignments v0, AlterUserScramCredentials v0) — Kafka forwards admin writes through Envelope;
   re-sending the request is equivalent here because there is no principal to carry.
 
 A failed attempt (no leader yet, connection refused or closed, ``NOT_CONTROLLER``, the
@@ -268,6 +269,28 @@ class ControllerChannel(AuthzChannel):
         if not validate_only and any(not r.error_code for r in out):
             await self.quorum.wait_caught_up_after_now()
         return out
+
+    # ------------------------------------------------------------------ SCRAM credentials
+    async def alter_user_scram_credentials(self, deletions, upsertions):
+        R = w.AlterUserScramCredentialsRequest
+
+        async def remote(addr):
+            req = R(deletions=[R.ScramCredentialDeletion(name=n, mechanism=m) for n, m in deletions],
+                    upsertions=[R.ScramCredentialUpsertion(name=n, mechanism=m, iterations=i, salt=s,
+                                                           salted_password=p)
+                                for n, m, i, s, p in upsertions])
+            resp = await self._call(addr, 51, 0, req)
+            if resp is None or any(r.error_code == E.NOT_CONTROLLER for r in resp.results):
+                return None
+            out = [(r.user, r.error_code, r.error_message) for r in resp.results]
+            if any(not code for _, code, _ in out):
+                await self.quorum.wait_caught_up_after_now()
+            return out
+
+        users = list(dict.fromkeys([n for n, _ in deletions] + [u[0] for u in upsertions]))
+        return await self._route(
+            lambda c: c.alter_user_scram_credentials(deletions, upsertions), remote,
+            lambda: [(u, E.NOT_CONTROLLER, "No active controller.") for u in users])
 
     # ------------------------------------------------------------------ producer ids
     async def allocate_producer_ids(self, count: int = PRODUCER_ID_BLOCK) -> tuple[int, int]:

@@ -544,6 +544,76 @@ class Controller(AuthzControl):
             await self._commit(records)
             return out
 
+    # ------------------------------------------------------------------ SCRAM credentials
+    async def alter_user_scram_credentials(self, deletions: Sequence[tuple[str, int]],
+                                           upsertions: Sequence[tuple[str, int, int, bytes, bytes]]
+                                           ) -> list[tuple[str, int, str | None]]:
+        """AlterUserScramCredentials as Kafka's ``ScramControlManager``: deletions
+        ``(user, mechanism)`` and upsertions ``(user, mechanism, iterations, salt,
+        salted_password)``; a user may appear once per request. Returns ``(user, error
+        code, message)`` per user, in request order."""
+        from kbroker.security import scram
+        async with self._lock:
+            errors: dict[str, tuple[int, str]] = {}
+            dels: dict[str, tuple] = {}
+            ups: dict[str, tuple] = {}
+            order: list[str] = []
+            current = self.image.scram_credentials
+            dup = (E.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+
+            def common(name: str, mech: int) -> tuple[int, str] | None:
+                if not name:
+                    return E.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+                if mech not in scram.MECHANISM_BY_ID:
+                    return E.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+                return None
+
+            for name, mech in deletions:
+                order.append(name)
+                if name in errors:
+                    continue
+                if dels.pop(name, None) is not None:
+                    errors[name] = dup
+                    continue
+                err = common(name, mech)
+                if err is None and mech not in current.get(name, {}):
+                    err = E.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
+                if err is not None:
+                    errors[name] = err
+                else:
+                    dels[name] = (name, mech)
+            for up in upsertions:
+                name, mech, iterations = up[0], up[1], up[2]
+                order.append(name)
+                if name in errors:
+                    continue
+                if dels.pop(name, None) is not None or ups.pop(name, None) is not None:
+                    errors[name] = dup
+                    continue
+                err = common(name, mech)
+                if err is None and iterations < scram.MIN_ITERATIONS:
+                    err = E.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
+                if err is None and iterations > scram.MAX_ITERATIONS:
+                    err = E.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
+                if err is not None:
+                    errors[name] = err
+                else:
+                    ups[name] = up
+            records = [messages.RemoveUserScramCredentialRecord(name=n, mechanism=m)
+                       for n, m in dels.values()]
+            for name, mech, iterations, salt, salted in ups.values():
+                c = scram.credential_from_salted(scram.MECHANISM_BY_ID[mech], bytes(salted),
+                                                 bytes(salt), iterations)
+                records.append(messages.UserScramCredentialRecord(
+                    name=name, mechanism=mech, salt=c.salt, stored_key=c.stored_key,
+                    server_key=c.server_key, iterations=iterations))
+            await self._commit(records)
+            out = []
+            for name in dict.fromkeys(order):
+                code, msg = errors.get(name, (NONE, None))
+                out.append((name, code, msg))
+            return out
+
     # ------------------------------------------------------------------ producer ids
     async def allocate_producer_ids(self, count: int = PRODUCER_ID_BLOCK) -> tuple[int, int]:
         """Reserve ``count`` producer ids; returns ``(first id, count)``. The reservation

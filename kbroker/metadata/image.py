@@ -5,7 +5,8 @@ The image changes only by replaying Kafka's metadata records (``TopicRecord``,
 ``RegisterBrokerRecord``, ``BrokerRegistrationChangeRecord``, ``FenceBrokerRecord``,
 ``UnfenceBrokerRecord``, ``UnregisterBrokerRecord``, ``FeatureLevelRecord``,
 ``ProducerIdsRecord``, ``NoOpRecord``, ``AccessControlEntryRecord``,
-``RemoveAccessControlEntryRecord``, ``DelegationTokenRecord``, ``RemoveDelegationTokenRecord``),
+``RemoveAccessControlEntryRecord``, ``DelegationTokenRecord``, ``RemoveDelegationTokenRecord``,
+``UserScramCredentialRecord``, ``RemoveUserScramCredentialRecord``),
 the way Kafka's ``MetadataDelta``/``MetadataImage`` pair works: ``ImageBuilder`` applies a
 run of records copy-on-write and ``build()`` freezes the result. Readers (API handlers,
 the replica manager) hold an image and never see it change under them.
@@ -21,6 +22,8 @@ Record semantics follow Kafka's ``TopicsDelta``/``ConfigurationsDelta``:
 - ACLs are kept by id (Kafka's ``AclControlManager``); removing an unknown id is an error.
   ``acl_index`` (``kbroker.authz.authorizer.AclIndex``) is rebuilt only when ACLs change.
 - Delegation tokens are kept by token id (``kbroker.authz.tokens.TokenInfo``).
+- ``UserScramCredentialRecord`` sets (creates or replaces) one user's credential for one
+  SCRAM mechanism; ``RemoveUserScramCredentialRecord`` removes it (Kafka's ``ScramDelta``).
 """
 from __future__ import annotations
 
@@ -139,6 +142,8 @@ class MetadataImage:
         """The live token ``token_id`` (owner, expiry...; the HMAC is
         ``kbroker.authz.tokens.compute_hmac(delegation.token.secret.key, token_id)``)."""
         return self.delegation_tokens.get(token_id)
+    # SCRAM credentials: user -> mechanism id (1 SHA-256, 2 SHA-512) -> ScramCredential
+    scram_credentials: Mapping[str, Mapping[int, object]] = field(default_factory=lambda: _EMPTY)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics.get(name)
@@ -167,6 +172,8 @@ class ImageBuilder:
         self.offset = image.offset
         self.acls: dict | None = None               # copied on the first ACL change
         self.tokens: dict | None = None             # copied on the first token change
+        self.scram = image.scram_credentials
+        self._scram_touched = False
         # topics being changed: name -> (topic_id, partitions dict, configs dict)
         self._touched: dict[str, tuple[uuid.UUID, dict, dict]] = {}
         self._ids = dict(image.topics_by_id)
@@ -316,6 +323,24 @@ class ImageBuilder:
         if self.tokens is None:
             self.tokens = dict(self.base.delegation_tokens)
         self.tokens.pop(r.token_id, None)
+    def _scram_copy(self) -> dict:
+        if not self._scram_touched:
+            self.scram = {u: dict(m) for u, m in self.scram.items()}
+            self._scram_touched = True
+        return self.scram
+
+    def _on_UserScramCredentialRecord(self, r) -> None:
+        from kbroker.security.scram import ScramCredential
+        self._scram_copy().setdefault(r.name, {})[r.mechanism] = ScramCredential(
+            bytes(r.salt), bytes(r.stored_key), bytes(r.server_key), r.iterations)
+
+    def _on_RemoveUserScramCredentialRecord(self, r) -> None:
+        users = self._scram_copy()
+        mechs = users.get(r.name)
+        if mechs is not None:
+            mechs.pop(r.mechanism, None)
+            if not mechs:
+                del users[r.name]
 
     def build(self) -> MetadataImage:
         topics = dict(self.topics)
@@ -335,7 +360,9 @@ class ImageBuilder:
             acls=self.base.acls if self.acls is None else MappingProxyType(self.acls),
             acl_index=self.base.acl_index if self.acls is None else AclIndex.build(self.acls.values()),
             delegation_tokens=self.base.delegation_tokens if self.tokens is None
-            else MappingProxyType(self.tokens))
+            else MappingProxyType(self.tokens),
+            scram_credentials=(MappingProxyType({u: MappingProxyType(m) for u, m in self.scram.items()})
+                               if self._scram_touched else self.scram))
 
 
 def replay(image: MetadataImage, record, offset: int | None = None) -> MetadataImage:

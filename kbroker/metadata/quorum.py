@@ -58,7 +58,8 @@ class MetadataQuorum:
         self._wall = wall_clock
         self.on_image = on_image
         self.store = MetadataLog.open(logs, wall_clock)
-        self.rpc = RpcClient(self.voter_endpoints, client_id=f"kbroker-{self.node_id}")
+        self.rpc = RpcClient(self.voter_endpoints, client_id=f"kbroker-{self.node_id}",
+                             security=getattr(config, "controller_security", None))
         self.image: MetadataImage = empty_image(cluster_id, self.node_id)
         self.role_listeners: list = []
         self._nursery: trio.Nursery | None = None

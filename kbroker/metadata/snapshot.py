@@ -55,6 +55,11 @@ def image_records(image: MetadataImage) -> Iterator:
                 leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch)
     from .client_quotas import records_of
     yield from records_of(image.client_quotas)
+    for user, mechs in sorted(image.scram_credentials.items()):
+        for mech, c in sorted(mechs.items()):
+            yield messages.UserScramCredentialRecord(
+                name=user, mechanism=mech, salt=c.salt, stored_key=c.stored_key,
+                server_key=c.server_key, iterations=c.iterations)
     if image.next_producer_id:
         yield messages.ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                          next_producer_id=image.next_producer_id)

@@ -51,6 +51,8 @@ RECORD_TYPES: dict[int, tuple[str, int]] = {
     19: ("RemoveAccessControlEntryRecord", 0),
     20: ("NoOpRecord", 0),
     26: ("RemoveDelegationTokenRecord", 0),
+    11: ("UserScramCredentialRecord", 0),
+    22: ("RemoveUserScramCredentialRecord", 0),
 }
 _TYPE_OF = {name: (key, version) for key, (name, version) in RECORD_TYPES.items()}
 

@@ -9,6 +9,9 @@ answers a connection's requests in order and one long-polling Fetch must not hol
 back), writes one request frame and reads one response frame. Any failure — refused
 connection, timeout, a frame that does not decode — closes that connection and returns
 ``None``: the callers (the Raft core's timers, the forwarding retry loop) decide what to do.
+With ``security`` (``kbroker.security.client``) every new connection is first wrapped in
+TLS and/or authenticated with SASL, as the listener it calls requires; a failure there
+(``SecureConnectError``, an ``OSError``) is a failed call like a refused connection.
 """
 from __future__ import annotations
 
@@ -47,8 +50,10 @@ class RpcClient:
     """Calls to peers by id; ``endpoints`` maps id -> (host, port) and may be updated."""
 
     def __init__(self, endpoints: dict[int, tuple[str, int]] | None = None, client_id: str = "kbroker",
-                 connect_timeout: float = 2.0):
+                 connect_timeout: float = 2.0, security=None):
         self.endpoints = dict(endpoints or {})
+        # kbroker.security.client.ClientSecurity: TLS/SASL of the listener called (None: PLAINTEXT)
+        self.security = security
         self.client_id = client_id
         self.connect_timeout = connect_timeout
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
@@ -106,6 +111,14 @@ class RpcClient:
         self.stats["connects"] += 1
         with trio.fail_after(self.connect_timeout):
             stream = await trio.open_tcp_stream(*addr)
+        if self.security is not None:
+            from kbroker.security.client import secure_stream
+            try:
+                with trio.fail_after(max(self.connect_timeout, 5.0)):
+                    stream = await secure_stream(stream, self.security, addr[0])
+            except BaseException:
+                await trio.aclose_forcefully(stream)
+                raise
         return _Conn(stream)
 
     @staticmethod

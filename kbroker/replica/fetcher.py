@@ -386,7 +386,12 @@ class ReplicaFetcherManager:
         cfg = self.replicas.broker.config
         name = self.replicas._cfg("inter.broker.listener.name", None)
         if name:
-            return name
+            return name.upper()
+        pick = getattr(cfg, "inter_broker_listener", None)
+        if pick is not None:
+            chosen = pick()     # security.inter.broker.protocol, as the TLS/SASL settings
+            if chosen is not None:
+                return chosen.name
         for attr in ("advertised_listeners", "listeners"):
             ls = getattr(cfg, attr, None)
             if ls:
@@ -422,7 +427,8 @@ class ReplicaFetcherManager:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         from kbroker.raft.transport import RpcClient
-        self.rpc = RpcClient(client_id=f"kbroker-replica-fetcher-{self.replicas.node_id}")
+        self.rpc = RpcClient(client_id=f"kbroker-replica-fetcher-{self.replicas.node_id}",
+                             security=getattr(self.replicas.broker.config, "inter_broker_security", None))
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery

@@ -43,6 +43,8 @@ import trio
 from kbroker.api import load_all
 from kbroker.broker import Broker
 from kbroker.config import BrokerConfig, Listener
+from kbroker.security.credentials import Credentials
+from kbroker.security.listeners import build_all
 
 from .bind import open_tcp_listeners
 from .connection import Connection
@@ -78,6 +80,9 @@ class Server:
         self.connections_created: dict[str, int] = {}   # listener -> accepted connections
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
+        # per-listener TLS/SASL settings (built and checked when the config was loaded)
+        self.listener_security = getattr(config, "listener_security", None) or build_all(config)
+        self.credentials = Credentials(lambda: self.broker.metadata if self.broker else None)
 
     # ------------------------------------------------------------------ control
     def request_shutdown(self, *, force: bool = False) -> None:
@@ -139,11 +144,11 @@ class Server:
                         await s.aclose()
                 raise OSError(e.errno, f"cannot listen on {l}: {e.strerror}") from None
             port = socks[0].socket.getsockname()[1]
-            out.append((Listener(l.name, l.host, port), socks))
+            out.append((Listener(l.name, l.host, port, l.security_protocol), socks))
         # a listener configured with port 0 is advertised with the port it really got
         ports = {l.name: b.port for (b, _), l in zip(out, self.config.listeners)}
         self.config.advertised_listeners = [
-            Listener(a.name, a.host, ports.get(a.name, a.port)) if a.port == 0 else a
+            Listener(a.name, a.host, ports.get(a.name, a.port), a.security_protocol) if a.port == 0 else a
             for a in self.config.advertised_listeners]
         return out
 

@@ -15,6 +15,16 @@ What closes the connection (with one log line; the broker keeps serving everyone
   (an acks=0 Produce that failed: Kafka closes so the client learns of it);
 - a failed or cancelled write (a half-written frame must never be followed by another);
 - ``connections.max.idle.ms`` without a byte from the client; broker shutdown.
+- security (``kbroker.security``): a failed TLS handshake, a client certificate no
+  ``ssl.principal.mapping.rules`` rule maps; on SASL listeners anything the SASL state
+  machine refuses (any API but ApiVersions/SaslHandshake/SaslAuthenticate before
+  authentication, failed authentication after its error answer, an expired session).
+
+TLS listeners (SSL, SASL_SSL) wrap the socket in a ``trio.SSLStream`` and take the generic
+stream path below; fetched file regions are read and sent through the TLS stream in
+bounded chunks (zero copy cannot apply to encrypted bytes). PLAINTEXT and SASL_PLAINTEXT
+keep the raw-socket path with ``os.sendfile``. The principal (``User:ANONYMOUS``, the SASL
+user, or the mapped certificate DN) reaches handlers as ``ctx.principal``.
 
 Every request is metered once (``server.request_stats``, kbroker/stats.py: count per
 version, time histogram, bytes) and, only while DEBUG is enabled on the ``kbroker.request``
@@ -42,12 +52,14 @@ dominating:
 from __future__ import annotations
 
 import logging
+import os
 import struct
 from time import perf_counter as _perf_counter
 
 import trio
 
 from kbroker.api import RequestContext
+from kbroker.security.tls import certificate_principal
 from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
 from kbroker.wire.protocol import FrameDecoder, decode_request, encode_response, peek_request
@@ -59,6 +71,7 @@ log = logging.getLogger("kbroker.server")
 _request_log = logging.getLogger("kbroker.request")
 
 API_VERSIONS = 18
+SASL_HANDSHAKE = 17
 UNSUPPORTED_VERSION = 35
 RECEIVE_SIZE = 256 * 1024
 PRODUCE = 0
@@ -83,6 +96,12 @@ class Connection:
         self.server = server
         self.stream = stream
         self.listener_name = listener_name
+        # security (kbroker.security): TLS wraps the stream in run(); SASL gates _handle
+        self.security = getattr(server, "listener_security", {}).get(listener_name)
+        self.security_protocol = self.security.protocol if self.security else "PLAINTEXT"
+        self.principal = "User:ANONYMOUS"
+        self.auth = None
+        self._linger = False     # flush an authentication error answer before closing
         self.busy = False
         self._mute_s = 0.0          # quota throttle: pause reading after the answer (KIP-219)
         self._recv_scope: trio.CancelScope | None = None
@@ -112,6 +131,8 @@ class Connection:
 
     async def run(self) -> None:
         try:
+            if not await self._secure():
+                return
             await self._loop()
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
@@ -119,7 +140,96 @@ class Connection:
             log.exception("closing connection from %s after an unexpected error", self)
         finally:
             with trio.CancelScope(shield=True):
+                if self._linger:
+                    await self._close_gently()
                 await trio.aclose_forcefully(self.stream)
+
+    async def _close_gently(self) -> None:
+        """After a failed authentication the error answer must reach the client: closing a
+        socket with unread input sends a reset that can overtake the answer, so the write
+        side is shut first and what the client still sends is read and dropped until it
+        closes too (at most one second), as Kafka closes only once the answer is flushed."""
+        sock = self._raw or getattr(getattr(self.stream, "socket", None), "_sock", None)
+        try:
+            if sock is not None:
+                import socket as _socket
+                sock.shutdown(_socket.SHUT_WR)
+            with trio.move_on_after(1.0):
+                while await self.stream.receive_some(65536):
+                    pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+    async def _secure(self) -> bool:
+        """TLS handshake (SSL, SASL_SSL) and the principal of a client certificate; a SASL
+        state machine for SASL_* listeners. False: the connection is closed (one log line)."""
+        sec = self.security
+        if sec is None:
+            return True
+        if sec.uses_tls:
+            self.stream = trio.SSLStream(self.stream, sec.ssl_context, server_side=True,
+                                         https_compatible=False)
+            with trio.move_on_after(self.server.idle_timeout_s) as scope:
+                try:
+                    await self.stream.do_handshake()
+                except trio.BrokenResourceError as e:
+                    log.info("closing connection from %s on %s: SSL handshake failed: %s",
+                             self, self.listener_name, e.__cause__ or e)
+                    return False
+            if scope.cancelled_caught:
+                log.info("closing connection from %s on %s: SSL handshake timed out",
+                         self, self.listener_name)
+                return False
+            if not sec.uses_sasl:
+                try:
+                    self.principal = certificate_principal(
+                        self.stream.getpeercert(binary_form=True), sec.principal_mapper)
+                except ValueError as e:
+                    log.info("closing connection from %s on %s: %s", self, self.listener_name, e)
+                    return False
+        if sec.uses_sasl:
+            spec = self.server.registry.get(API_VERSIONS)
+            self.auth = sec.authenticator(self.server.credentials, self._now_ms, os.urandom,
+                                          spec.max_version if spec else 0)
+        return True
+
+    @staticmethod
+    def _now_ms() -> int:
+        return int(trio.current_time() * 1000)
+
+    def _frame_limit(self) -> int:
+        """Before SASL completes a frame may be at most ``sasl.server.max.receive.size``."""
+        if self.auth is not None and not self.auth.authenticated:
+            return self.security.max_receive
+        return self.server.max_frame
+
+    async def _sasl(self, frame, out) -> bool | None:
+        """Frames of a SASL connection that is not (or no longer) authenticated; None when
+        the frame goes on to the API registry, else keep-the-connection."""
+        auth = self.auth
+        if auth.authenticated:
+            if (len(frame) >= 2 and _KEY.unpack_from(frame, 0)[0] == SASL_HANDSHAKE
+                    and auth.session_expires_ms is not None):
+                # KIP-368 re-authentication; without a session limit (connections.max.reauth.ms
+                # unset) Kafka hands the handshake to its API layer: ILLEGAL_SASL_STATE
+                auth.begin_reauthentication()
+            elif auth.session_expired():
+                log.info("closing connection from %s on %s: SASL session of %s expired",
+                         self, self.listener_name, self.principal)
+                return False
+            else:
+                return None
+        step = auth.receive(frame)
+        for reply in step.reply:
+            await self._emit(reply, out)
+        if step.close:
+            log.info("closing connection from %s on %s: %s%s", self, self.listener_name, step.close,
+                     f" ({auth.last_detail})" if auth.last_detail else "")
+            self._linger = bool(step.reply)
+            return False
+        if auth.authenticated:
+            self.principal = auth.principal
+        return None if step.dispatch else True
 
     async def _loop(self) -> None:
         self._raw = _raw_socket(self.stream)
@@ -161,9 +271,9 @@ class Connection:
                 frame = None
                 if avail >= 4:
                     size = _SIZE.unpack_from(rbuf, start)[0]
-                    if size < 0 or size > max_frame:
+                    if size < 0 or size > max_frame or (self.auth is not None and size > self._frame_limit()):
                         log.warning("closing connection from %s: %s", self,
-                                    FrameTooLarge(f"frame size {size} outside 0..{max_frame}"))
+                                    FrameTooLarge(f"frame size {size} outside 0..{self._frame_limit()}"))
                         return
                     if pending and (avail < 6 or _KEY.unpack_from(rbuf, start + 4)[0] != PRODUCE):
                         # only produce answers wait for the next request: anything else may
@@ -255,6 +365,7 @@ class Connection:
                 return
             if not data:
                 return
+            decoder.max_frame = self._frame_limit()
             try:
                 frames = decoder.feed(data)
             except FrameTooLarge as e:
@@ -297,6 +408,10 @@ class Connection:
 
     async def _handle_request(self, frame, out: list | None) -> bool:
         self.requests += 1
+        if self.auth is not None:
+            keep = await self._sasl(frame, out)
+            if keep is not None:
+                return keep
         try:
             api_key, version, correlation_id = peek_request(frame)
         except MalformedFrame as e:
@@ -321,7 +436,8 @@ class Connection:
         self._last_correlation = correlation_id
         self._last_client = header.client_id
         ctx = RequestContext(self.server.broker, api_key, version, correlation_id,
-                             header.client_id, self.client_host, self.listener_name)
+                             header.client_id, self.client_host, self.listener_name,
+                             principal=self.principal, security_protocol=self.security_protocol)
         try:
             response = await spec.handler(ctx, request)
             throttle = getattr(response, "throttle_time_ms", 0) or 0

@@ -8,8 +8,8 @@ region was tried: the kernel then held the fetch response's tail for its 200 ms 
 timeout, and consumers slowed to a few MB/s.)
 
 Falls back to copying the region's bytes through Python when the stream has no raw
-socket (tests with in-memory streams) or ``os.sendfile`` is not usable for the pair of
-descriptors. A failure or cancellation part-way leaves a half-written frame, so callers
+socket (TLS streams and in-memory test streams: read and sent in 256 KiB chunks) or
+``os.sendfile`` is not usable for the pair of descriptors. A failure or cancellation part-way leaves a half-written frame, so callers
 must close the connection on any exception from ``send_parts``.
 """
 from __future__ import annotations
@@ -48,6 +48,10 @@ async def _send_region(stream, region) -> None:
         fd = getattr(region, "file", None)
         if fd is not None and not isinstance(fd, int):
             fd = fd.fileno()
+    if fd is not None and sock is None:
+        # a stream without a socket (TLS): the region goes through it in bounded chunks
+        await _send_region_chunked(stream, fd, region)
+        return
     if not _HAVE_SENDFILE or sock is None or fd is None:
         await stream.send_all(region.read_bytes())
         return
@@ -69,6 +73,21 @@ async def _send_region(stream, region) -> None:
             raise trio.BrokenResourceError(f"file region shrank: {sent} of {length} bytes sent")
         sent += n
         await trio.lowlevel.checkpoint_if_cancelled()
+
+
+_CHUNK = 256 * 1024
+
+
+async def _send_region_chunked(stream, fd: int, region) -> None:
+    """Read a file region in ``_CHUNK`` pieces and send each through ``stream`` (TLS
+    encrypts in user space, so zero copy cannot apply; bounded memory per connection)."""
+    sent, length = 0, region.length
+    while sent < length:
+        chunk = os.pread(fd, min(_CHUNK, length - sent), region.position + sent)
+        if not chunk:
+            raise trio.BrokenResourceError(f"file region shrank: {sent} of {length} bytes sent")
+        await stream.send_all(chunk)
+        sent += len(chunk)
 
 
 async def send_parts_raw(sock, parts) -> None:

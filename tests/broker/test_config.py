@@ -55,7 +55,13 @@ log.retention.check.interval.ms=300000
     ({"num.partitions": "2147483648"}, "num.partitions"),
     ({"log.retention.ms": "-5"}, "log.retention.ms"),
     ({"listeners": "PLAINTEXT://h:port"}, "listeners"),
-    ({"listeners": "SASL_SSL://h:1"}, "listeners"),
+    ({"listeners": "SASL_SSL://h:1"}, "ssl.keystore.location"),     # TLS needs a keystore
+    ({"listeners": "SASL_PLAINTEXT://h:1"}, "sasl.enabled.mechanisms"),  # Kafka's default: GSSAPI
+    ({"listeners": "FOO://h:1"}, "listener.security.protocol.map"),
+    ({"authorizer.class.name": "com.example.Custom"}, "authorizer.class.name"),
+    ({"principal.builder.class": "com.example.Builder"}, "principal.builder.class"),
+    ({"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class": "com.example.H"},
+     "listener.name.sasl_ssl.plain.sasl.server.callback.handler.class"),
     ({"listeners": "PLAINTEXT://a:1,PLAINTEXT://b:2"}, "listeners"),
     ({"cluster.id": "not-a-uuid"}, "cluster.id"),
     ({"compression.type": "brotli"}, "compression.type"),

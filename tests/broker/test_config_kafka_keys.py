@@ -42,11 +42,11 @@ def test_keys_not_acted_on_are_typed_validated_and_reported(tmp_path):
                                   "num.replica.alter.log.dirs.threads": "2",
                                   "ssl.keystore.password": "secret",
                                   "sasl.login.refresh.buffer.seconds": "30",
-                                  "listener.name.controller.sasl.enabled.mechanisms": "PLAIN"})
+                                  "listener.name.controller.sasl.kerberos.service.name": "kafka"})
     assert cfg.get("replica.fetch.max.bytes") == 2097152
     assert cfg.get("sasl.login.refresh.buffer.seconds") == 30
     assert "num.replica.alter.log.dirs.threads" in cfg.unused_keys()
-    assert "listener.name.controller.sasl.enabled.mechanisms" in cfg.unused_keys()
+    assert "listener.name.controller.sasl.kerberos.service.name" in cfg.unused_keys()
     assert "num.partitions" not in cfg.unused_keys()
     for key, bad in [("replica.fetch.max.bytes", "-1"),            # Kafka: [0,...]
                      ("sasl.login.refresh.buffer.seconds", "70000"),  # a short

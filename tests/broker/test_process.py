@@ -19,13 +19,13 @@ def run_cli(*args, timeout=30):
     (["--override", "num.partitions=zero"], "num.partitions"),
     (["--override", "num.partitions=0"], "num.partitions"),
     (["--override", "auto.create.topics.enable=maybe"], "auto.create.topics.enable"),
-    (["--override", "listeners=SSL://127.0.0.1:9093"], "listeners"),
+    (["--override", "listeners=SSL://127.0.0.1:9093"], "ssl.keystore.location"),  # TLS without a keystore
     (["--override", "listeners=nonsense"], "listeners"),
     (["--override", "log.cleanup.policy=sometimes"], "log.cleanup.policy"),
     (["--override", "advertised.listeners=PLAINTEXT://0.0.0.0:9092"], "advertised.listeners"),
 ])
 def test_config_errors_exit_2_naming_the_key(tmp_path, args, key):
-    port = [] if "listeners" in key else ["--port", "0"]   # --port would replace listeners
+    port = [] if "listeners" in key or "ssl" in key else ["--port", "0"]   # --port would replace listeners
     r = run_cli("serve", "--data-dir", str(tmp_path / "d"), *port, *args)
     assert r.returncode == 2, r.stderr
     assert key in r.stderr

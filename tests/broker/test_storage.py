@@ -88,7 +88,8 @@ def test_info_reports_an_unformatted_directory(tmp_path):
     (["--release-version", "4.3"], "metadata.version 30 (4.3-IV0) is not served"),
     (["--release-version", "2.8"], "Unknown metadata.version '2.8'"),
     (["--feature", "transaction.version=2"], "transaction.version=2 is not served"),
-    (["--add-scram", "SCRAM-SHA-256=[name=a,password=b]"], "SCRAM"),
+    (["--add-scram", "SCRAM-SHA-1=[name=a,password=b]"], "unknown SCRAM mechanism"),   # served: tests/security
+    (["--add-scram", "SCRAM-SHA-256=[name=a,iterations=10,password=b]"], "iterations"),
 ])
 def test_format_refuses_what_kbroker_does_not_serve(tmp_path, args, message):
     cfg = combined(tmp_path)

@@ -1,0 +1,54 @@
+"""A broker of either target with a SASL_SSL listener beside the suite's PLAINTEXT one,
+configured identically on Kafka and kbroker (used by compat_tests/test_security.py and
+spark_tests/test_security.py):
+
+- certificates made with openssl/keytool at test time (``tests/security/certs.py``): a PKCS12
+  keystore for the broker, the CA as PEM (``b.pki.ca``) and as a PKCS12 truststore;
+- PLAIN users ``admin``/``alice`` in the listener's JAAS entry; SCRAM users ``alice``
+  (SCRAM-SHA-512) and ``carol`` (SCRAM-SHA-256), created with AlterUserScramCredentials over
+  PLAINTEXT; every password is ``<user>-secret``.
+
+``b.sasl_ssl`` is the SASL_SSL address.
+"""
+from __future__ import annotations
+
+import time
+
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+from compat_tests.runner import free_port
+from tests.security.certs import PASSWORD, make_pki
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+
+
+def start_secured(target: str, broker_pool, workdir):
+    pki = make_pki(workdir)
+    b = broker_pool.new(target, {})
+    sasl_port = free_port()
+    b.overrides.update({
+        "listeners": f"PLAINTEXT://{b.host}:{b.port},CONTROLLER://{b.host}:{b.controller_port},"
+                     f"SASL_SSL://{b.host}:{sasl_port}",
+        "advertised.listeners": f"PLAINTEXT://{b.host}:{b.port},SASL_SSL://{b.host}:{sasl_port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+        "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
+        "listener.name.sasl_ssl.ssl.keystore.location": str(pki.server_p12),
+        "listener.name.sasl_ssl.ssl.keystore.password": PASSWORD,
+        "listener.name.sasl_ssl.ssl.key.password": PASSWORD,
+    })
+    b.start()
+    b.sasl_ssl = f"{b.host}:{sasl_port}"
+    b.pki = pki
+    admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+    for user, mech in (("alice", ScramMechanism.SCRAM_SHA_512), ("carol", ScramMechanism.SCRAM_SHA_256)):
+        for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                user, ScramCredentialInfo(mech, 4096), f"{user}-secret".encode())]).values():
+            f.result(timeout=30)
+    time.sleep(0.5)       # credentials reach the broker's image (Kafka: its metadata publisher)
+    return b
