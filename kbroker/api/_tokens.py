@@ -5,17 +5,9 @@ from kbroker.wire.error_codes import ErrorCode as E
 
 
 def security_protocol(ctx) -> str:
-    """The request's security protocol: set by the connection when it knows it, else the
-    listener's entry in ``listener.security.protocol.map`` (PLAINTEXT by default)."""
-    proto = ctx.extra.get("security_protocol")
-    if proto:
-        return proto
-    name = (ctx.listener or "").upper()
-    for entry in ctx.broker.config.get("listener.security.protocol.map") or ():
-        n, _, p = entry.partition(":")
-        if n.strip().upper() == name:
-            return p.strip().upper()
-    return "PLAINTEXT"
+    """The request's security protocol, as the connection set it (``ctx.security_protocol``;
+    in-process callers may put one in ``ctx.extra``)."""
+    return ctx.extra.get("security_protocol") or ctx.security_protocol
 
 
 def refusal(ctx) -> int | None:
