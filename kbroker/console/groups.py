@@ -60,8 +60,10 @@ def _latest(broker, topic: str, p: int) -> int | None:
 async def list_groups(broker) -> list[dict]:
     gc = coordinator_of(broker)
     out = []
-    for gid, ptype, state in sorted(await gc.list_groups()):
-        out.append({"group_id": gid, "protocol_type": ptype, "state": state})
+    for g in sorted(await gc.list_groups()):
+        gid, ptype, state = g[0], g[1], g[2]
+        out.append({"group_id": gid, "protocol_type": ptype, "state": state,
+                    "group_type": getattr(g, "group_type", "classic")})
     for g in out:
         await trio.lowlevel.checkpoint()
         d = await group_detail(broker, g["group_id"], lag_only=True)
