@@ -1,0 +1,108 @@
+"""ShareGroupHeartbeat's rules as scripted traces (pure state, injected ``now_ms``)."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kbroker.group.share.config import ShareGroupConfig
+from kbroker.group.share.state import HeartbeatRequest, ShareGroup, simple_assign
+from kbroker.wire.error_codes import ErrorCode as E
+
+T1 = uuid.UUID(int=1)
+T2 = uuid.UUID(int=2)
+TOPICS = {"a": (T1, 3), "b": (T2, 1)}
+CFG = ShareGroupConfig()
+
+
+def hb(g, mid, epoch, topics=None, now=0, meta=TOPICS):
+    return g.heartbeat(HeartbeatRequest("g", mid, epoch, subscribed_topic_names=topics), meta, now, CFG)
+
+
+@pytest.mark.parametrize("members,partitions,expected", [
+    (["m1"], 3, {"m1": {0, 1, 2}}),
+    (["m1", "m2"], 3, {"m1": {0, 2}, "m2": {1}}),
+    (["m1", "m2", "m3"], 3, {"m1": {0}, "m2": {1}, "m3": {2}}),
+    (["m1", "m2", "m3"], 1, {"m1": {0}, "m2": {0}, "m3": {0}}),
+    (["m1", "m2", "m3", "m4"], 2, {"m1": {0}, "m2": {1}, "m3": {0}, "m4": {1}}),
+])
+def test_simple_assignor_spreads_every_partition(members, partitions, expected):
+    out = simple_assign({m: ["a"] for m in members}, {"a": (T1, partitions)})
+    assert {m: set(a.get(T1, ())) for m, a in out.items()} == expected
+    # every partition has at least one member
+    assert set().union(*expected.values()) == set(range(partitions))
+
+
+def test_join_gets_epoch_and_assignment_then_second_member_shares():
+    g = ShareGroup("g")
+    r = hb(g, "m1", 0, ["a"])
+    assert (r.error, r.member_epoch, r.assignment) == (0, 1, {T1: [0, 1, 2]})
+    assert r.heartbeat_interval_ms == 5000
+    r2 = hb(g, "m2", 0, ["a"])
+    assert (r2.error, r2.member_epoch, r2.assignment) == (0, 2, {T1: [1]})
+    # m1 learns its new assignment on its next heartbeat, at the new epoch
+    r = hb(g, "m1", 1)
+    assert (r.error, r.member_epoch, r.assignment) == (0, 2, {T1: [0, 2]})
+    # a heartbeat with nothing new carries no assignment
+    r = hb(g, "m1", 2)
+    assert (r.error, r.member_epoch, r.assignment) == (0, 2, None)
+    assert g.state_name() == "Stable"
+
+
+@pytest.mark.parametrize("step,expected", [
+    (("m9", 3, None), E.UNKNOWN_MEMBER_ID),
+    (("m1", 7, None), E.FENCED_MEMBER_EPOCH),       # greater than known
+    (("", 0, ["a"]), E.INVALID_REQUEST),            # member id required (v1)
+    (("m2", 0, None), E.INVALID_REQUEST),           # first heartbeat names topics
+    (("m2", 0, []), E.INVALID_REQUEST),
+    (("m9", -1, None), E.UNKNOWN_MEMBER_ID),
+    (("m1", -5, None), E.INVALID_REQUEST),
+])
+def test_errors(step, expected):
+    g = ShareGroup("g")
+    hb(g, "m1", 0, ["a"])
+    assert hb(g, *step).error == expected
+
+
+def test_smaller_epoch_only_as_previous():
+    g = ShareGroup("g")
+    hb(g, "m1", 0, ["a"])          # epoch 1
+    hb(g, "m2", 0, ["a"])          # group epoch 2
+    assert hb(g, "m1", 1).member_epoch == 2      # m1 moves to 2, previous 1
+    assert hb(g, "m1", 1).error == 0             # the answer was lost: previous epoch is fine
+    hb(g, "m3", 0, ["a"])                        # group epoch 3
+    assert hb(g, "m1", 2).member_epoch == 3      # previous now 2
+    assert hb(g, "m1", 1).error == E.FENCED_MEMBER_EPOCH
+
+
+def test_leave_and_session_timeout_reassign():
+    g = ShareGroup("g")
+    hb(g, "m1", 0, ["a"], now=0)
+    hb(g, "m2", 0, ["a"], now=10_000)
+    r = hb(g, "m2", -1)
+    assert (r.error, r.member_epoch) == (0, -1)
+    assert g.target["m1"][T1] == frozenset({0, 1, 2})
+    hb(g, "m3", 0, ["a"], now=20_000)
+    assert g.expire(44_999, TOPICS) == []
+    assert g.expire(45_000, TOPICS) == ["m1"]          # 45 s after its last heartbeat
+    assert g.target == {"m3": {T1: frozenset({0, 1, 2})}}
+    assert hb(g, "m1", 5).error == E.UNKNOWN_MEMBER_ID
+
+
+def test_subscription_and_partition_changes_bump_the_group_epoch():
+    g = ShareGroup("g")
+    hb(g, "m1", 0, ["a"])
+    r = g.heartbeat(HeartbeatRequest("g", "m1", 1, subscribed_topic_names=["a", "b"]), TOPICS, 0, CFG)
+    assert (r.member_epoch, r.assignment) == (2, {T1: [0, 1, 2], T2: [0]})
+    grown = {"a": (T1, 4), "b": (T2, 1)}
+    r = hb(g, "m1", 2, meta=grown)
+    assert (r.member_epoch, r.assignment) == (3, {T1: [0, 1, 2, 3], T2: [0]})
+
+
+def test_group_max_size():
+    from dataclasses import replace
+    cfg = replace(CFG, max_size=1)
+    g = ShareGroup("g")
+    assert g.heartbeat(HeartbeatRequest("g", "m1", 0, subscribed_topic_names=["a"]), TOPICS, 0, cfg).error == 0
+    assert g.heartbeat(HeartbeatRequest("g", "m2", 0, subscribed_topic_names=["a"]), TOPICS, 0,
+                       cfg).error == E.GROUP_MAX_SIZE_REACHED
