@@ -64,6 +64,8 @@ class Broker:
         self.group_coordinator = None  # kbroker.group.service.GroupCoordinator
         from kbroker.quota.manager import QuotaManagers
         self.quotas = QuotaManagers(config, self.clock.now_ms)   # client quotas (Produce/Fetch)
+        self.share_groups = None       # kbroker.group.share.coordinator.ShareGroupCoordinator
+        self.share_partitions = None   # kbroker.share.manager.SharePartitionManager
         self._nursery = None
         self.incarnation_id = uuid.uuid4()
         self.started = False
@@ -178,6 +180,8 @@ class Broker:
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start(nursery)
+        from kbroker.share.service import start_share_groups
+        await start_share_groups(self, nursery)
         from kbroker.txn.coordinator import TransactionCoordinator
         self.transactions = TransactionCoordinator(self)
         await self.transactions.start(nursery)

@@ -207,6 +207,8 @@ _DEFS: list[ConfigDef] = [
     _d("producer.id.expiration.ms", "int", 86_400_000),
     _d("share.coordinator.state.topic.replication.factor", "int", 3),
     _d("share.coordinator.state.topic.min.isr", "int", 2),
+    _d("share.coordinator.state.topic.num.partitions", "int", 50, _at_least(1)),
+    _d("share.coordinator.state.topic.segment.bytes", "int", 104_857_600, _at_least(1)),
     # misc accepted for compatibility
     _d("metadata.max.idle.interval.ms", "int", 500),
     _d("log.initial.task.delay.ms", "long", 30_000),

@@ -26,6 +26,9 @@ class ShareGroupConfig:
     def from_broker(cls, get) -> "ShareGroupConfig":
         """``get(key, default)`` reads the broker's configuration."""
         d = cls()
+        if not callable(get):
+            values = get
+            get = lambda k, default: values.get(k, default)      # noqa: E731
         return cls(
             session_timeout_ms=int(get("group.share.session.timeout.ms", d.session_timeout_ms)),
             heartbeat_interval_ms=int(get("group.share.heartbeat.interval.ms", d.heartbeat_interval_ms)),
@@ -49,5 +52,7 @@ class ShareGroupConfig:
             record_lock_duration_ms=int(g.get("share.record.lock.duration.ms",
                                               self.record_lock_duration_ms)),
             delivery_count_limit=int(g.get("share.delivery.count.limit", self.delivery_count_limit)),
+            partition_max_record_locks=int(g.get("share.partition.max.record.locks",
+                                                 self.partition_max_record_locks)),
             auto_offset_reset=str(g.get("share.auto.offset.reset", self.auto_offset_reset)),
             isolation_level=str(g.get("share.isolation.level", self.isolation_level)))

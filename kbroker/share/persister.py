@@ -1,0 +1,167 @@
+"""Durable share-partition state in ``__share_group_state`` (KIP-932's share coordinator).
+
+Every change of a share-partition's delivery state is stored as a ShareSnapshot record
+(Kafka's ``ShareSnapshotKey``/``ShareSnapshotValue``, key type 0, value version 0; the
+record definitions are kafka-share-coordinator 4.3.1's, in ``messages.json``) whose key is
+(group id, topic id, partition); the topic is compacted, so the latest snapshot of each
+share-partition is its state. A share-partition created on a (new or restarted) leader
+reads its latest snapshot: start offset, state epoch and the state batches (ACQUIRED is
+never stored: a lock does not outlive its holder), so nothing acknowledged is delivered
+again and nothing unacknowledged is lost.
+
+Which ``__share_group_state`` partition holds a key: a CRC32 of ``group:topic id:partition``
+modulo the partition count (the placement is internal to kbroker's brokers).
+
+Not implemented: ShareUpdate deltas (every write is a full snapshot, which is what Kafka
+writes every ``share.coordinator.snapshot.update.records.per.snapshot`` updates), and the
+share coordinator RPCs (InitializeShareGroupState 83 … ReadShareGroupStateSummary 87):
+the partition leader writes the state topic directly, which is correct on one node and
+when the share-partition leader also leads the state partition. Writes are appended with
+the leader's log (acks=1 semantics); a 3-node failover relies on the replicas of
+``__share_group_state`` having caught up.
+"""
+from __future__ import annotations
+
+import logging
+import struct
+import uuid
+import zlib
+
+from kbroker.replica import ReplicaError
+from kbroker.wire import messages
+from kbroker.wire import records as wire_records
+from kbroker.wire.error_codes import ErrorCode as E
+
+from .partition import SharePartition, StateBatch
+
+log = logging.getLogger("kbroker.share.persister")
+
+TOPIC = "__share_group_state"
+SNAPSHOT_KEY_TYPE = 0
+UPDATE_KEY_TYPE = 1
+_H = struct.Struct(">h")
+
+
+def encode_key(group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
+    return _H.pack(SNAPSHOT_KEY_TYPE) + messages.ShareSnapshotKey(
+        group_id=group_id, topic_id=topic_id, partition=partition).encode(0)
+
+
+def encode_value(sp: SharePartition, *, leader_epoch: int, now_ms: int) -> bytes:
+    return _H.pack(0) + messages.ShareSnapshotValue(
+        snapshot_epoch=0, state_epoch=sp.state_epoch, leader_epoch=leader_epoch,
+        start_offset=sp.start_offset, create_timestamp=now_ms, write_timestamp=now_ms,
+        state_batches=[messages.ShareSnapshotValue.StateBatch(
+            first_offset=b.first_offset, last_offset=b.last_offset,
+            delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+            for b in sp.state_batches()]).encode(0)
+
+
+def decode(key: bytes, value: bytes | None):
+    """((group, topic id, partition), (start offset, state epoch, [StateBatch]) or None)."""
+    if key is None or len(key) < 2:
+        return None
+    (kind,) = _H.unpack_from(key)
+    if kind not in (SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE):
+        return None
+    k = _decode(messages.ShareSnapshotKey, key[2:])
+    ident = (k.group_id, k.topic_id, k.partition)
+    if value is None:
+        return ident, None
+    if kind != SNAPSHOT_KEY_TYPE:
+        return None               # ShareUpdate deltas are never written by kbroker
+    v = _decode(messages.ShareSnapshotValue, value[2:])
+    return ident, (v.start_offset, v.state_epoch,
+                   [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                    for b in v.state_batches])
+
+
+def _decode(cls, buf: bytes):
+    r = cls.decode(buf, 0, 0)
+    return r[0] if isinstance(r, tuple) else r
+
+
+def partition_for(group_id: str, topic_id: uuid.UUID, partition: int, n: int) -> int:
+    return zlib.crc32(f"{group_id}:{topic_id}:{partition}".encode()) % max(1, n)
+
+
+class StateTopicPersister:
+    """Reads and writes share-partition snapshots in ``__share_group_state``."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.loaded: dict[int, dict] = {}       # state partition -> key -> state
+        self.stats = {"writes": 0, "write_errors": 0, "records_replayed": 0}
+
+    def _num_partitions(self) -> int | None:
+        t = self.broker.metadata.topics.get(TOPIC)
+        return None if t is None else len(t.partitions)
+
+    async def ensure_topic(self) -> None:
+        if self._num_partitions() is None:
+            await self.broker.controller.maybe_create_topics([TOPIC])
+
+    def _load(self, p: int) -> dict:
+        if p in self.loaded:
+            return self.loaded[p]
+        table: dict = {}
+        part = self.broker.replicas.get_partition(TOPIC, p)
+        for header, data in part.log.batches():
+            if header.is_control:
+                continue
+            try:
+                recs = wire_records.decode_records(data, 0, header)
+            except Exception:            # noqa: BLE001 - one bad batch must not stop the load
+                log.exception("unreadable batch in %s-%d at %d", TOPIC, p, header.base_offset)
+                continue
+            for r in recs:
+                try:
+                    found = decode(r.key, r.value)
+                except Exception:        # noqa: BLE001
+                    log.exception("unreadable record in %s-%d at %d", TOPIC, p, r.offset)
+                    continue
+                if found is None:
+                    continue
+                self.stats["records_replayed"] += 1
+                ident, state = found
+                if state is None:
+                    table.pop(ident, None)
+                else:
+                    table[ident] = state
+        self.loaded[p] = table
+        return table
+
+    def read(self, group_id: str, topic_id: uuid.UUID, partition: int):
+        n = self._num_partitions()
+        if n is None:
+            return None
+        p = partition_for(group_id, topic_id, partition, n)
+        try:
+            return self._load(p).get((group_id, topic_id, partition))
+        except ReplicaError:
+            return None
+
+    def write(self, group_id: str, topic_id: uuid.UUID, partition: int, sp: SharePartition,
+              *, initialize: bool = False) -> None:
+        n = self._num_partitions()
+        if n is None:
+            raise ReplicaError(E.COORDINATOR_NOT_AVAILABLE)
+        p = partition_for(group_id, topic_id, partition, n)
+        now = self.broker.now_ms()
+        batch = wire_records.build_batch([(encode_key(group_id, topic_id, partition),
+                                           encode_value(sp, leader_epoch=0, now_ms=now), (), now)])
+        try:
+            self.broker.replicas.append(TOPIC, p, batch, required_acks=1, now_ms=now,
+                                        allow_internal=True, origin="coordinator")
+        except Exception:
+            self.stats["write_errors"] += 1
+            raise
+        self.stats["writes"] += 1
+        table = self.loaded.get(p)
+        if table is not None:
+            table[(group_id, topic_id, partition)] = (sp.start_offset, sp.state_epoch,
+                                                      sp.state_batches())
+
+
+def make_persister(broker):
+    return StateTopicPersister(broker)
