@@ -2,7 +2,8 @@
 
 Every change of a share-partition's delivery state is stored as a ShareSnapshot record
 (Kafka's ``ShareSnapshotKey``/``ShareSnapshotValue``, key type 0, value version 0; the
-record definitions are kafka-share-coordinator 4.3.1's, in ``messages.json``) whose key is
+record definitions are kafka-share-coordinator 4.3.1's, in ``schema.json`` next to this
+file) whose key is
 (group id, topic id, partition); the topic is compacted, so the latest snapshot of each
 share-partition is its state. A share-partition created on a (new or restarted) leader
 reads its latest snapshot: start offset, state epoch and the state batches (ACQUIRED is
@@ -22,13 +23,19 @@ the leader's log (acks=1 semantics); a 3-node failover relies on the replicas of
 """
 from __future__ import annotations
 
+import json
 import logging
 import struct
 import uuid
 import zlib
 
+from functools import cache
+from pathlib import Path
+
 from kbroker.replica import ReplicaError
-from kbroker.wire import messages
+from kbroker.wire.codegen import build_classes
+from kbroker.wire.messages import KafkaMessage
+from kbroker.wire.model import build_message
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -40,18 +47,28 @@ TOPIC = "__share_group_state"
 SNAPSHOT_KEY_TYPE = 0
 UPDATE_KEY_TYPE = 1
 _H = struct.Struct(">h")
+SCHEMA_FILE = Path(__file__).with_name("schema.json")
+
+
+@cache
+def message(name: str) -> type:
+    """The compiled class of a share coordinator record (``schema.json``: the facts of
+    kafka-share-coordinator 4.3.1's ShareSnapshot/ShareUpdate definitions)."""
+    raw = {m["name"]: m for m in json.loads(SCHEMA_FILE.read_text())["messages"]}[name]
+    raw = dict(raw, type="data")
+    return build_classes(build_message(raw), KafkaMessage)
 
 
 def encode_key(group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
-    return _H.pack(SNAPSHOT_KEY_TYPE) + messages.ShareSnapshotKey(
+    return _H.pack(SNAPSHOT_KEY_TYPE) + message("ShareSnapshotKey")(
         group_id=group_id, topic_id=topic_id, partition=partition).encode(0)
 
 
 def encode_value(sp: SharePartition, *, leader_epoch: int, now_ms: int) -> bytes:
-    return _H.pack(0) + messages.ShareSnapshotValue(
+    return _H.pack(0) + message("ShareSnapshotValue")(
         snapshot_epoch=0, state_epoch=sp.state_epoch, leader_epoch=leader_epoch,
         start_offset=sp.start_offset, create_timestamp=now_ms, write_timestamp=now_ms,
-        state_batches=[messages.ShareSnapshotValue.StateBatch(
+        state_batches=[message("ShareSnapshotValue").StateBatch(
             first_offset=b.first_offset, last_offset=b.last_offset,
             delivery_state=b.delivery_state, delivery_count=b.delivery_count)
             for b in sp.state_batches()]).encode(0)
@@ -64,13 +81,13 @@ def decode(key: bytes, value: bytes | None):
     (kind,) = _H.unpack_from(key)
     if kind not in (SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE):
         return None
-    k = _decode(messages.ShareSnapshotKey, key[2:])
+    k = _decode(message("ShareSnapshotKey"), key[2:])
     ident = (k.group_id, k.topic_id, k.partition)
     if value is None:
         return ident, None
     if kind != SNAPSHOT_KEY_TYPE:
         return None               # ShareUpdate deltas are never written by kbroker
-    v = _decode(messages.ShareSnapshotValue, value[2:])
+    v = _decode(message("ShareSnapshotValue"), value[2:])
     return ident, (v.start_offset, v.state_epoch,
                    [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                     for b in v.state_batches])

@@ -168,3 +168,23 @@ def test_replay_of_the_persisted_state_after_a_crash_at_every_step(crash_after):
                if p.in_flight[o].state in (S.AVAILABLE, S.ACQUIRED)}
     delivered = {o for r in got for o in range(r.first_offset, r.last_offset + 1)}
     assert delivered == pending | set(range(p.end_offset, 8))
+
+
+def test_share_snapshot_records_round_trip():
+    """The ShareSnapshot key/value kbroker writes to ``__share_group_state`` decode back to
+    the same share-partition state (schema: kafka-share-coordinator 4.3.1's definitions)."""
+    import uuid
+
+    from kbroker.share import persister
+
+    p = sp()
+    p.acquire("a", 6, 10, now_ms=0)
+    p.acknowledge("a", 0, 5, [ACCEPT, RELEASE, REJECT, ACCEPT, RELEASE, RELEASE], now_ms=1)
+    tid = uuid.uuid4()
+    key = persister.encode_key("g", tid, 3)
+    value = persister.encode_value(p, leader_epoch=0, now_ms=5)
+    assert key[:2] == b"\x00\x00" and value[:2] == b"\x00\x00"   # ShareSnapshot, version 0
+    ident, (start, epoch, batches) = persister.decode(key, value)
+    assert ident == ("g", tid, 3)
+    q = SharePartition.from_state(start, batches, lock_duration_ms=1000, delivery_count_limit=3)
+    assert states(q) == states(p) and q.start_offset == p.start_offset == 1
