@@ -65,6 +65,7 @@ def encode_key(group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
 
 
 def encode_value(sp: SharePartition, *, leader_epoch: int, now_ms: int) -> bytes:
+    """The ShareSnapshotValue of ``sp`` (tests; writes go through ``write_state``)."""
     return _H.pack(0) + message("ShareSnapshotValue")(
         snapshot_epoch=0, state_epoch=sp.state_epoch, leader_epoch=leader_epoch,
         start_offset=sp.start_offset, create_timestamp=now_ms, write_timestamp=now_ms,
@@ -160,13 +161,28 @@ class StateTopicPersister:
 
     def write(self, group_id: str, topic_id: uuid.UUID, partition: int, sp: SharePartition,
               *, initialize: bool = False) -> None:
+        self.write_state(group_id, topic_id, partition, sp.start_offset, sp.state_epoch,
+                         sp.state_batches())
+
+    def write_state(self, group_id: str, topic_id: uuid.UUID, partition: int,
+                    start_offset: int, state_epoch: int, batches: list[StateBatch],
+                    leader_epoch: int = 0) -> None:
+        """Append the share-partition's snapshot (``batches`` None = a tombstone: the state
+        is deleted). Raises ReplicaError (not led here, topic missing)."""
         n = self._num_partitions()
         if n is None:
             raise ReplicaError(E.COORDINATOR_NOT_AVAILABLE)
         p = partition_for(group_id, topic_id, partition, n)
         now = self.broker.now_ms()
-        batch = wire_records.build_batch([(encode_key(group_id, topic_id, partition),
-                                           encode_value(sp, leader_epoch=0, now_ms=now), (), now)])
+        value = None if batches is None else _H.pack(0) + message("ShareSnapshotValue")(
+            snapshot_epoch=0, state_epoch=state_epoch, leader_epoch=leader_epoch,
+            start_offset=start_offset, create_timestamp=now, write_timestamp=now,
+            state_batches=[message("ShareSnapshotValue").StateBatch(
+                first_offset=b.first_offset, last_offset=b.last_offset,
+                delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                for b in batches]).encode(0)
+        batch = wire_records.build_batch([(encode_key(group_id, topic_id, partition), value, (), now)])
+        self._load(p)                     # the table must hold every earlier write first
         try:
             self.broker.replicas.append(TOPIC, p, batch, required_acks=1, now_ms=now,
                                         allow_internal=True, origin="coordinator")
@@ -174,10 +190,15 @@ class StateTopicPersister:
             self.stats["write_errors"] += 1
             raise
         self.stats["writes"] += 1
-        table = self.loaded.get(p)
-        if table is not None:
-            table[(group_id, topic_id, partition)] = (sp.start_offset, sp.state_epoch,
-                                                      sp.state_batches())
+        table = self.loaded[p]
+        key = (group_id, topic_id, partition)
+        if batches is None:
+            table.pop(key, None)
+        else:
+            table[key] = (start_offset, state_epoch, list(batches))
+
+    def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        self.write_state(group_id, topic_id, partition, -1, 0, None)
 
 
 def make_persister(broker):
