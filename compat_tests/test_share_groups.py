@@ -79,3 +79,30 @@ def test_released_records_return_and_rejected_never(bootstrap, topic_name):
     finally:
         c.close()
     assert sorted(again) == [0, 3]
+
+
+def test_share_groups_tool_describes_resets_and_deletes(bootstrap, topic_name):
+    create_topic(bootstrap, topic_name)
+    group = f"{topic_name}-share"
+    _earliest(bootstrap, group)
+    _produce(bootstrap, topic_name, 20)
+    run_tool("kafka-console-share-consumer",
+             ["--bootstrap-server", bootstrap, "--topic", topic_name, "--group", group,
+              "--max-messages", "12", "--timeout-ms", "30000"], timeout=120).check()
+
+    def tool(*args):
+        return run_tool("kafka-share-groups",
+                        ["--bootstrap-server", bootstrap, "--group", group, *args]).check()
+
+    rows = [line.split() for line in tool("--describe").lines]
+    assert rows[0] == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+    assert rows[1] == [group, topic_name, "0", "12", "8"]
+    state = [line.split() for line in tool("--describe", "--state").lines]
+    assert state[1][0] == group and state[1][-2:] == ["Empty", "0"]
+    reset = [line.split() for line in tool("--reset-offsets", "--to-earliest", "--topic",
+                                           topic_name, "--execute").lines]
+    assert reset[1] == [group, topic_name, "0", "0"]
+    assert [line.split() for line in tool("--describe").lines][1][3:] == ["0", "20"]
+    assert "Successful" in tool("--delete-offsets", "--topic", topic_name).stdout
+    assert "no offset information" in tool("--describe").stdout
+    assert "successful" in tool("--delete").stdout

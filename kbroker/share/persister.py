@@ -197,6 +197,19 @@ class StateTopicPersister:
         else:
             table[key] = (start_offset, state_epoch, list(batches))
 
+    def keys_of(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
+        """(topic id, partition) of every share-partition of ``group_id`` with a state on
+        the ``__share_group_state`` partitions this node leads."""
+        n = self._num_partitions()
+        out = []
+        for p in range(n or 0):
+            try:
+                table = self._load(p)
+            except ReplicaError:
+                continue
+            out.extend((tid, part) for (g, tid, part) in table if g == group_id)
+        return sorted(out, key=lambda k: (str(k[0]), k[1]))
+
     def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
         self.write_state(group_id, topic_id, partition, -1, 0, None)
 
