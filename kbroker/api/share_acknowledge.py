@@ -43,7 +43,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
     for t in request.topics or []:
         parts = []
         for p in t.partitions or []:
-            code = mgr.acknowledge(group_id, member_id, t.topic_id, p.partition_index,
+            code = await mgr.acknowledge(group_id, member_id, t.topic_id, p.partition_index,
                                    [(b.first_offset, b.last_offset, list(b.acknowledge_types))
                                     for b in p.acknowledgement_batches or []])
             parts.append(Resp.PartitionData(
@@ -53,6 +53,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
         topics.append(Resp.ShareAcknowledgeTopicResponse(topic_id=t.topic_id, partitions=parts))
     if request.share_session_epoch == FINAL_EPOCH:
         mgr.close_session(group_id, member_id)
+        await mgr.flush()
     cfg = share_groups_of(ctx.broker).config_for(group_id)
     return Resp(throttle_time_ms=0, error_code=0, error_message=None,
                 acquisition_lock_timeout_ms=cfg.record_lock_duration_ms,

@@ -68,11 +68,12 @@ async def handle(ctx: RequestContext, request) -> Resp:
         session, _new = mgr.sessions.open_or_continue(group_id, member_id, epoch, fetch=True)
     except ShareSessionError as e:
         return _error(e.code)
-    ack_errors = {tp: mgr.acknowledge(group_id, member_id, tp[0], tp[1], batches)
+    ack_errors = {tp: await mgr.acknowledge(group_id, member_id, tp[0], tp[1], batches)
                   for tp, batches in acks.items()}
     cfg = share_groups_of(ctx.broker).config_for(group_id)
     if epoch == FINAL_EPOCH:
         mgr.close_session(group_id, member_id)
+        await mgr.flush()
         return _answer(ctx, {}, ack_errors, list(ack_errors), cfg)
     for f in request.forgotten_topics_data or []:
         for p in f.partitions:

@@ -57,7 +57,9 @@ class SharePartitionManager:
         self.partitions: dict[Key, SharePartition] = {}
         self.sessions = ShareSessionCache(
             int(getattr(broker.config, "values", {}).get("group.share.max.share.sessions", 2000)))
-        self.stats = {"acquired": 0, "acknowledged": 0, "lock_expiries": 0}
+        self.stats = {"acquired": 0, "acknowledged": 0, "lock_expiries": 0, "persist_errors": 0}
+        self.dirty: set[Key] = set()
+        self._epochs: dict[Key, int] = {}          # leader epoch each share-partition was loaded in
 
     # ------------------------------------------------------------------ share-partitions
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
@@ -68,48 +70,79 @@ class SharePartitionManager:
         cfg = self.share_groups.config_for(group_id)
         return READ_COMMITTED if cfg.isolation_level == "read_committed" else READ_UNCOMMITTED
 
-    def get(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition:
+    def _leader_epoch(self, name: str, partition: int) -> int:
+        part = self.broker.replicas.get_partition(name, partition)      # leader check
+        return getattr(part, "leader_epoch", -1)
+
+    async def get(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition:
         """The share-partition, created (from persisted state or the reset policy) on
-        first use. Raises ReplicaError (not the leader, unknown partition)."""
+        first use in this leadership. Raises ReplicaError (not the leader, unknown
+        partition)."""
         key = (group_id, topic_id, partition)
-        sp = self.partitions.get(key)
         cfg = self.share_groups.config_for(group_id)
-        if sp is not None:
+        name = self._topic_name(topic_id)
+        if name is None:
+            raise ReplicaError(E.UNKNOWN_TOPIC_OR_PARTITION)
+        epoch = self._leader_epoch(name, partition)
+        sp = self.partitions.get(key)
+        if sp is not None and self._epochs.get(key) == epoch:
             sp.lock_duration_ms = cfg.record_lock_duration_ms
             sp.delivery_count_limit = cfg.delivery_count_limit
             sp.max_in_flight = cfg.partition_max_record_locks
             return sp
-        name = self._topic_name(topic_id)
-        if name is None:
-            raise ReplicaError(E.UNKNOWN_TOPIC_OR_PARTITION)
-        self.broker.replicas.get_partition(name, partition)      # leader check
         kw = dict(lock_duration_ms=cfg.record_lock_duration_ms,
                   delivery_count_limit=cfg.delivery_count_limit,
                   max_in_flight=cfg.partition_max_record_locks)
-        saved = self.persister.read(group_id, topic_id, partition) if self.persister else None
+        saved = await self.persister.read_async(group_id, topic_id, partition) \
+            if self.persister else None
+        existing = self.partitions.get(key)
+        if existing is not None and self._epochs.get(key) == epoch:
+            return existing                     # created meanwhile by another request
         if saved is not None and saved[0] >= 0:
-            start, epoch, batches = saved
-            sp = SharePartition.from_state(start, batches, state_epoch=epoch, **kw)
+            start, state_epoch, batches = saved
+            sp = SharePartition.from_state(start, batches, state_epoch=state_epoch, **kw)
+            self.partitions[key] = sp
         else:
             iso = self._isolation(group_id)
             ts = EARLIEST_TIMESTAMP if cfg.auto_offset_reset == "earliest" else LATEST_TIMESTAMP
             _, start, _ = self.broker.replicas.list_offset(name, partition, ts, isolation_level=iso)
             sp = SharePartition(max(start, 0), **kw)
-            self._persist(group_id, topic_id, partition, sp, initialize=True)
-        self.partitions[key] = sp
+            self.partitions[key] = sp
+            # the start offset is durable before anything is delivered: a restart must not
+            # re-apply "latest" and skip what was produced meanwhile
+            self._persist(group_id, topic_id, partition, sp)
+            await self.flush()
+        self._epochs[key] = epoch
         return sp
 
-    def _persist(self, group_id, topic_id, partition, sp: SharePartition, *, initialize=False) -> None:
+    def _persist(self, group_id, topic_id, partition, sp: SharePartition | None = None) -> None:
+        """Mark a share-partition's state to be written by the next :meth:`flush`."""
         if self.persister is not None:
-            self.persister.write(group_id, topic_id, partition, sp, initialize=initialize)
+            self.dirty.add((group_id, topic_id, partition))
+
+    async def flush(self) -> dict:
+        """Write every changed share-partition's snapshot; ``{key: error}`` of failed ones."""
+        failed: dict = {}
+        while self.dirty:
+            key = self.dirty.pop()
+            sp = self.partitions.get(key)
+            if sp is None:
+                continue
+            code = await self.persister.write_async(*key, sp.start_offset, sp.state_epoch,
+                                                    sp.state_batches())
+            if code:
+                failed[key] = code
+                self.stats["persist_errors"] += 1
+                log.warning("writing the state of share-partition %s failed: %s", key, E(code).name)
+        return failed
 
     # ------------------------------------------------------------------ acknowledgements
-    def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int,
-                    batches) -> int:
+    async def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID,
+                          partition: int, batches) -> int:
         """``batches``: (first offset, last offset, [types]). All-or-nothing per batch; the
-        first error is answered."""
+        first error is answered. Durable before it returns NONE."""
         try:
-            sp = self.get(group_id, topic_id, partition)
+            sp = await self.get(group_id, topic_id, partition)
         except ReplicaError as e:
             return e.error_code
         now = self.broker.now_ms()
@@ -126,6 +159,9 @@ class SharePartitionManager:
                 self.stats["acknowledged"] += last - first + 1
         if changed:
             self._persist(group_id, topic_id, partition, sp)
+            failed = await self.flush()
+            if (group_id, topic_id, partition) in failed:
+                return failed[(group_id, topic_id, partition)]
         return err
 
     def release_member(self, group_id: str, member_id: str) -> None:
@@ -142,7 +178,8 @@ class SharePartitionManager:
                     *, max_records: int, max_wait_ms: int, max_bytes: int) -> dict:
         deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
         while True:
-            out = self._fetch_once(group_id, member_id, partitions, max_records, max_bytes)
+            out = await self._fetch_once(group_id, member_id, partitions, max_records, max_bytes)
+            await self.flush()
             if any(r.acquired or r.error for r in out.values()) or trio.current_time() >= deadline:
                 return out
             specs = []
@@ -166,13 +203,13 @@ class SharePartitionManager:
             else:
                 await trio.sleep(wait)
 
-    def _fetch_once(self, group_id, member_id, partitions, max_records, max_bytes) -> dict:
+    async def _fetch_once(self, group_id, member_id, partitions, max_records, max_bytes) -> dict:
         out: dict = {}
         left = max(1, max_records)
         iso = self._isolation(group_id)
         for tid, p in partitions:
             try:
-                sp = self.get(group_id, tid, p)
+                sp = await self.get(group_id, tid, p)
             except ReplicaError as e:
                 out[(tid, p)] = PartitionFetch(error=e.error_code)
                 continue
@@ -238,10 +275,11 @@ class SharePartitionManager:
                 d = sp.next_lock_deadline_ms()
                 if d is not None and d <= now and sp.expire_locks(now):
                     self.stats["lock_expiries"] += 1
-                    try:
-                        self._persist(g, tid, p, sp)
-                    except Exception:          # noqa: BLE001 - keep the timer alive
-                        log.exception("persisting share-partition %s %s-%d failed", g, tid, p)
+                    self._persist(g, tid, p, sp)
+            try:
+                await self.flush()
+            except Exception:                  # noqa: BLE001 - keep the timer alive
+                log.exception("persisting share-partitions failed")
 
     def statistics(self) -> dict:
         return {**self.stats, "share_partitions": len(self.partitions),

@@ -36,6 +36,7 @@ from kbroker.replica import ReplicaError
 from kbroker.wire.codegen import build_classes
 from kbroker.wire.messages import KafkaMessage
 from kbroker.wire.model import build_message
+from kbroker.wire import messages as messages_api
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -109,6 +110,7 @@ class StateTopicPersister:
     def __init__(self, broker) -> None:
         self.broker = broker
         self.loaded: dict[int, dict] = {}       # state partition -> key -> state
+        self._rpc_client = None
         self.stats = {"writes": 0, "write_errors": 0, "records_replayed": 0}
 
     def _num_partitions(self) -> int | None:
@@ -196,6 +198,91 @@ class StateTopicPersister:
             table.pop(key, None)
         else:
             table[key] = (start_offset, state_epoch, list(batches))
+
+    # ------------------------------------------------------------------ local or remote
+    def _state_leader(self, group_id, topic_id, partition) -> tuple[int | None, int]:
+        """(leader node of the key's state partition, that partition)."""
+        t = self.broker.metadata.topics.get(TOPIC)
+        if t is None:
+            return None, -1
+        p = partition_for(group_id, topic_id, partition, len(t.partitions))
+        info = t.partitions.get(p)
+        leader = getattr(info, "leader", None)
+        return (leader if leader is not None and leader >= 0 else None), p
+
+    def _rpc(self):
+        if self._rpc_client is None:
+            from kbroker.raft.transport import RpcClient
+            self._rpc_client = RpcClient(client_id=f"kbroker-share-{self.broker.node_id}")
+        return self._rpc_client
+
+    def _endpoint(self, node_id: int):
+        from kbroker.txn.markers import inter_broker_listener
+        b = self.broker.metadata.brokers.get(node_id)
+        if b is None:
+            return None
+        listener = inter_broker_listener(self.broker.config)
+        ep = b.endpoint(listener) if listener else None
+        if ep is None and b.endpoints:
+            ep = b.endpoints[0][1:]
+        return ep
+
+    async def read_async(self, group_id, topic_id, partition):
+        """The state (start offset, state epoch, batches) or None, read where the state
+        partition is led: here, or with ReadShareGroupState on its leader."""
+        leader, _ = self._state_leader(group_id, topic_id, partition)
+        if leader is None:
+            await self.ensure_topic()
+            leader, _ = self._state_leader(group_id, topic_id, partition)
+        if leader is None or leader == self.broker.node_id:
+            return self.read(group_id, topic_id, partition)
+        addr = self._endpoint(leader)
+        R = messages_api.ReadShareGroupStateRequest
+        body = R(group_id=group_id, topics=[R.ReadStateData(
+            topic_id=topic_id, partitions=[R.PartitionData(partition=partition, leader_epoch=0)])])
+        resp = await self._rpc().call_addr(addr, 84, 0, body, timeout=10) if addr else None
+        if resp is None:
+            raise ReplicaError(E.COORDINATOR_NOT_AVAILABLE)
+        pr = resp.results[0].partitions[0]
+        if pr.error_code:
+            raise ReplicaError(pr.error_code)
+        if pr.start_offset < 0:
+            return None
+        return (pr.start_offset, pr.state_epoch,
+                [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                 for b in pr.state_batches])
+
+    async def write_async(self, group_id, topic_id, partition, start_offset, state_epoch,
+                          batches) -> int:
+        """Write the state where the state partition is led; an error code (0 = stored)."""
+        leader, _ = self._state_leader(group_id, topic_id, partition)
+        if leader is None:
+            await self.ensure_topic()
+            leader, _ = self._state_leader(group_id, topic_id, partition)
+        if leader is None:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if leader == self.broker.node_id:
+            try:
+                self.write_state(group_id, topic_id, partition, start_offset, state_epoch, batches)
+            except ReplicaError as e:
+                return e.error_code
+            except Exception:                    # noqa: BLE001
+                log.exception("writing share state failed")
+                return E.UNKNOWN_SERVER_ERROR
+            return E.NONE
+        addr = self._endpoint(leader)
+        W = messages_api.WriteShareGroupStateRequest
+        body = W(group_id=group_id, topics=[W.WriteStateData(topic_id=topic_id, partitions=[
+            W.PartitionData(partition=partition, state_epoch=state_epoch, leader_epoch=0,
+                            start_offset=start_offset, delivery_complete_count=-1,
+                            state_batches=[W.StateBatch(
+                                first_offset=b.first_offset, last_offset=b.last_offset,
+                                delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                                for b in batches])])])
+        resp = await self._rpc().call_addr(addr, 85, 1, body, timeout=10) if addr else None
+        if resp is None:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return resp.results[0].partitions[0].error_code
 
     def keys_of(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
         """(topic id, partition) of every share-partition of ``group_id`` with a state on
