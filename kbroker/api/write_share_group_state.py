@@ -7,7 +7,7 @@ v1's ``DeliveryCompleteCount`` is accepted and not kept.
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
-from kbroker.api._share_state import forget_cached, persister_of, run, state_error
+from kbroker.api._share_state import forget_cached, persister_of, state_error
 from kbroker.share.partition import StateBatch
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -31,9 +31,9 @@ async def handle(ctx: RequestContext, request) -> Resp:
             if not err:
                 batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state,
                                       b.delivery_count) for b in p.state_batches or []]
-                err, _ = run(lambda: per.write_state(request.group_id, t.topic_id, p.partition,
-                                                     p.start_offset, p.state_epoch, batches,
-                                                     leader_epoch=p.leader_epoch))
+                err = await per.write_replicated(request.group_id, t.topic_id, p.partition,
+                                                 p.start_offset, p.state_epoch, batches,
+                                                 leader_epoch=p.leader_epoch)
                 forget_cached(ctx.broker, request.group_id, t.topic_id, p.partition)
             parts.append(Resp.PartitionResult(partition=p.partition, error_code=err,
                                               error_message=None))

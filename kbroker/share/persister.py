@@ -168,9 +168,10 @@ class StateTopicPersister:
 
     def write_state(self, group_id: str, topic_id: uuid.UUID, partition: int,
                     start_offset: int, state_epoch: int, batches: list[StateBatch],
-                    leader_epoch: int = 0) -> None:
+                    leader_epoch: int = 0) -> tuple[int, int]:
         """Append the share-partition's snapshot (``batches`` None = a tombstone: the state
-        is deleted). Raises ReplicaError (not led here, topic missing)."""
+        is deleted); returns (state partition, offset after the record). Raises ReplicaError
+        (not led here, topic missing)."""
         n = self._num_partitions()
         if n is None:
             raise ReplicaError(E.COORDINATOR_NOT_AVAILABLE)
@@ -186,8 +187,8 @@ class StateTopicPersister:
         batch = wire_records.build_batch([(encode_key(group_id, topic_id, partition), value, (), now)])
         self._load(p)                     # the table must hold every earlier write first
         try:
-            self.broker.replicas.append(TOPIC, p, batch, required_acks=1, now_ms=now,
-                                        allow_internal=True, origin="coordinator")
+            res = self.broker.replicas.append(TOPIC, p, batch, required_acks=-1, now_ms=now,
+                                              allow_internal=True, origin="coordinator")
         except Exception:
             self.stats["write_errors"] += 1
             raise
@@ -198,6 +199,22 @@ class StateTopicPersister:
             table.pop(key, None)
         else:
             table[key] = (start_offset, state_epoch, list(batches))
+        return p, res.last_offset + 1
+
+    async def write_replicated(self, group_id, topic_id, partition, start_offset, state_epoch,
+                               batches, leader_epoch: int = 0) -> int:
+        """Write here (this node leads the state partition) and wait until the ISR has it,
+        as Kafka's share coordinator appends with acks=all. An error code."""
+        try:
+            p, end = self.write_state(group_id, topic_id, partition, start_offset, state_epoch,
+                                      batches, leader_epoch=leader_epoch)
+            timeout = int(self.broker.config.values.get("request.timeout.ms") or 30_000)
+            return await self.broker.replicas.wait_replicated(TOPIC, p, end, timeout)
+        except ReplicaError as e:
+            return e.error_code
+        except Exception:                        # noqa: BLE001
+            log.exception("writing share state failed")
+            return E.UNKNOWN_SERVER_ERROR
 
     # ------------------------------------------------------------------ local or remote
     def _state_leader(self, group_id, topic_id, partition) -> tuple[int | None, int]:
@@ -262,14 +279,8 @@ class StateTopicPersister:
         if leader is None:
             return E.COORDINATOR_NOT_AVAILABLE
         if leader == self.broker.node_id:
-            try:
-                self.write_state(group_id, topic_id, partition, start_offset, state_epoch, batches)
-            except ReplicaError as e:
-                return e.error_code
-            except Exception:                    # noqa: BLE001
-                log.exception("writing share state failed")
-                return E.UNKNOWN_SERVER_ERROR
-            return E.NONE
+            return await self.write_replicated(group_id, topic_id, partition, start_offset,
+                                               state_epoch, batches)
         addr = self._endpoint(leader)
         W = messages_api.WriteShareGroupStateRequest
         body = W(group_id=group_id, topics=[W.WriteStateData(topic_id=topic_id, partitions=[
