@@ -227,6 +227,14 @@ _DEFS: list[ConfigDef] = [
     _d("group.share.enable", "boolean", False),
     # kbroker's own (not Kafka's): the HTTP listener of /metrics, /health and /ready
     _d("kbroker.http.listen", "string", None, lambda v: _http_listen(v)),
+    _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
+    _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
+    _d("group.share.max.size", "int", 200, _at_least(1)),
+    _d("group.share.record.lock.duration.ms", "int", 30_000, _at_least(1000)),
+    _d("group.share.delivery.count.limit", "int", 5, _at_least(2)),
+    _d("group.share.partition.max.record.locks", "int", 2_000, _at_least(100)),
+    _d("group.share.assignment.interval.ms", "int", 1_000, _at_least(0)),
+    _d("group.share.max.share.sessions", "int", 2_000, _at_least(1)),
 ]
 
 

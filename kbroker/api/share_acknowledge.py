@@ -48,8 +48,8 @@ async def handle(ctx: RequestContext, request) -> Resp:
                                     for b in p.acknowledgement_batches or []])
             parts.append(Resp.PartitionData(
                 partition_index=p.partition_index, error_code=code, error_message=None,
-                current_leader=Resp.LeaderIdAndEpoch(leader_id=ctx.broker.node_id,
-                                                     leader_epoch=-1)))
+                current_leader=Resp.LeaderIdAndEpoch(
+                    leader_id=-1 if code in (6, 74) else 0, leader_epoch=-1 if code in (6, 74) else 0)))
         topics.append(Resp.ShareAcknowledgeTopicResponse(topic_id=t.topic_id, partitions=parts))
     if request.share_session_epoch == FINAL_EPOCH:
         mgr.close_session(group_id, member_id)

@@ -100,8 +100,7 @@ def _answer(ctx, fetched, ack_errors, order, cfg) -> Resp:
         pd = Resp.PartitionData(
             partition_index=p, error_code=r.error if r else 0, error_message=None,
             acknowledge_error_code=ack_errors.get((tid, p), 0), acknowledge_error_message=None,
-            current_leader=Resp.LeaderIdAndEpoch(
-                leader_id=ctx.broker.node_id, leader_epoch=r.leader_epoch if r else -1),
+            current_leader=_leader(ctx, r),
             records=r.records if r else b"",
             acquired_records=[Resp.AcquiredRecords(first_offset=a.first_offset,
                                                    last_offset=a.last_offset,
@@ -113,3 +112,11 @@ def _answer(ctx, fetched, ack_errors, order, cfg) -> Resp:
                 responses=[Resp.ShareFetchableTopicResponse(topic_id=t, partitions=ps)
                            for t, ps in by_topic.items()],
                 node_endpoints=[])
+
+
+def _leader(ctx, r):
+    """Kafka fills ``CurrentLeader`` only when the partition answers NOT_LEADER_OR_FOLLOWER
+    or FENCED_LEADER_EPOCH (KIP-951); otherwise the struct keeps its zero defaults."""
+    if r is not None and r.error in (6, 74):
+        return Resp.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+    return Resp.LeaderIdAndEpoch(leader_id=0, leader_epoch=0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 import uuid
 
 import pytest
@@ -84,7 +85,15 @@ def test_heartbeat_describe_and_share_fetch_sessions(env):
     assert fc.coordinators[0].error_code == 0
     hb = c("ShareGroupHeartbeat", 1, group_id="sg", member_id="m1", member_epoch=0,
            rack_id=None, subscribed_topic_names=["t"])
-    assert (hb.error_code, hb.member_epoch) == (0, 1)
+    # as Kafka 4.3.1: epoch 2 and an empty assignment, then the background assignment
+    assert (hb.error_code, hb.member_epoch, hb.assignment.topic_partitions) == (0, 2, [])
+    for _ in range(30):
+        hb = c("ShareGroupHeartbeat", 1, group_id="sg", member_id="m1", member_epoch=hb.member_epoch,
+               rack_id=None, subscribed_topic_names=None)
+        if hb.assignment is not None:
+            break
+        time.sleep(0.2)
+    assert hb.member_epoch == 3
     assert [(tp.topic_id, list(tp.partitions)) for tp in hb.assignment.topic_partitions] == [(tid, [0])]
     d = c("ShareGroupDescribe", 1, group_ids=["sg", "nope"], include_authorized_operations=False)
     assert [g.error_code for g in d.groups] == [0, E.GROUP_ID_NOT_FOUND]

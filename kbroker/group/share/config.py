@@ -19,6 +19,7 @@ class ShareGroupConfig:
     record_lock_duration_ms: int = 30_000       # group.share.record.lock.duration.ms
     delivery_count_limit: int = 5               # group.share.delivery.count.limit
     partition_max_record_locks: int = 2_000     # group.share.partition.max.record.locks
+    assignment_interval_ms: int = 1_000         # group.share.assignment.interval.ms
     auto_offset_reset: str = "latest"           # share.auto.offset.reset (GROUP only)
     isolation_level: str = "read_uncommitted"   # share.isolation.level (GROUP only)
 
@@ -37,7 +38,9 @@ class ShareGroupConfig:
                                             d.record_lock_duration_ms)),
             delivery_count_limit=int(get("group.share.delivery.count.limit", d.delivery_count_limit)),
             partition_max_record_locks=int(get("group.share.partition.max.record.locks",
-                                               d.partition_max_record_locks)))
+                                               d.partition_max_record_locks)),
+            assignment_interval_ms=int(get("group.share.assignment.interval.ms",
+                                           d.assignment_interval_ms)))
 
     def for_group(self, group_configs: Mapping[str, str] | None) -> "ShareGroupConfig":
         """This configuration with a group's GROUP config overrides applied."""

@@ -9,9 +9,13 @@ epoch jumps to the group epoch.
 
 Epochs (Kafka 4.3's ``GroupMetadataManager.shareGroupHeartbeat``):
 
-- joining (member epoch 0) or leaving, a subscription change, or a change of the
-  subscribed topics' partitions bumps the **group epoch**; the target assignment is then
-  recomputed (the **assignment epoch** becomes the group epoch);
+- a new member bumps the **group epoch** once, a subscription change or a change of the
+  subscribed topics' partitions once more (a first member subscribing is at epoch 2, as in
+  Kafka 4.3.1); a member leaving once. A new member is at the group epoch at once, with an
+  empty assignment; the target assignment is recomputed in the background, at most every
+  ``group.share.assignment.interval.ms``, as a new group epoch (the **assignment
+  epoch**), and members move to it on their next heartbeat (observed on Kafka 4.3.1: join →
+  epoch 2 and ``[]``, a second later epoch 3 with the partitions);
 - a member's epoch is the assignment epoch it last received; a heartbeat with a greater
   epoch, or a smaller one that is not its previous epoch, is ``FENCED_MEMBER_EPOCH``; an
   unknown member id with a non-zero epoch is ``UNKNOWN_MEMBER_ID``;
@@ -113,6 +117,7 @@ class ShareGroup:
     members: dict[str, ShareGroupMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     topics_seen: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    assignment_due_ms: int | None = None      # when the next assignment batch may run
 
     group_type = "share"
 
@@ -141,7 +146,7 @@ class ShareGroup:
             if req.member_id not in self.members:
                 raise ShareGroupError(E.UNKNOWN_MEMBER_ID,
                                       f"Member {req.member_id} is not a member of group {self.group_id}.")
-            self.remove(req.member_id, topics)
+            self.remove(req.member_id, topics, now_ms)
             return HeartbeatResult(member_id=req.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
         if req.member_epoch < 0:
             raise ShareGroupError(E.INVALID_REQUEST, "MemberEpoch is invalid.")
@@ -178,43 +183,60 @@ class ShareGroup:
                           client_host=req.client_host or member.client_host,
                           subscribed_topic_names=new_sub,
                           session_deadline_ms=now_ms + config.session_timeout_ms)
-        bump = joining or new_sub != member.subscribed_topic_names
+        names_before = self.subscribed_topic_names()
         self.members[req.member_id] = updated
+        changed = self.subscribed_topic_names() != names_before
         relevant = {t: topics[t] for t in self.subscribed_topic_names() if t in topics}
-        if relevant != self.topics_seen:
-            bump = True
-        if bump:
+        step = (1 if joining else 0) + (1 if changed or relevant != self.topics_seen else 0)
+        if step:
+            self.group_epoch += step
+            self.topics_seen = relevant
+            if self.assignment_due_ms is None:
+                self.assignment_due_ms = now_ms + config.assignment_interval_ms
+        if self.assignment_due_ms is not None and now_ms >= self.assignment_due_ms:
+            # the assignment batch runs (Kafka 4.3 assigns in the background, at most every
+            # group.share.assignment.interval.ms): it is a new group epoch
+            self.assignment_due_ms = None
             self.group_epoch += 1
             self._compute_target(topics)
         m = self.members[req.member_id]
         old_assigned = m.assigned
-        target = self.target.get(m.member_id, {})
-        if m.member_epoch != self.assignment_epoch or dict(target) != dict(m.assigned):
-            m = replace(m, previous_member_epoch=m.member_epoch, member_epoch=self.assignment_epoch,
-                        assigned=dict(target))
+        if joining:
+            # a new member is at the group epoch at once, with what the current target
+            # gives it (nothing, until the next assignment batch)
+            m = replace(m, previous_member_epoch=0, member_epoch=self.group_epoch,
+                        assigned=dict(self.target.get(m.member_id, {})))
             self.members[m.member_id] = m
-        send = req.member_epoch == 0 or dict(m.assigned) != dict(old_assigned)
+        elif m.member_epoch < self.assignment_epoch:
+            m = replace(m, previous_member_epoch=m.member_epoch, member_epoch=self.assignment_epoch,
+                        assigned=dict(self.target.get(m.member_id, {})))
+            self.members[m.member_id] = m
+        send = joining or req.member_epoch == 0 or dict(m.assigned) != dict(old_assigned)
         return HeartbeatResult(
             member_id=m.member_id, member_epoch=m.member_epoch,
             heartbeat_interval_ms=config.heartbeat_interval_ms,
             assignment=({t: sorted(ps) for t, ps in m.assigned.items() if ps} if send else None))
 
     def _compute_target(self, topics: Mapping[str, tuple[uuid.UUID, int]]) -> None:
-        self.topics_seen = {t: topics[t] for t in self.subscribed_topic_names() if t in topics}
         self.target = simple_assign({m.member_id: m.subscribed_topic_names
                                      for m in self.members.values()}, topics)
         self.assignment_epoch = self.group_epoch
 
-    def remove(self, member_id: str, topics: Mapping[str, tuple[uuid.UUID, int]]) -> None:
+    def remove(self, member_id: str, topics: Mapping[str, tuple[uuid.UUID, int]],
+               now_ms: int = 0) -> None:
+        """A member left: a new group epoch, and its partitions go to the others at the next
+        assignment batch (due at once)."""
         if self.members.pop(member_id, None) is not None:
+            self.target.pop(member_id, None)
             self.group_epoch += 1
-            self._compute_target(topics)
+            self.topics_seen = {t: topics[t] for t in self.subscribed_topic_names() if t in topics}
+            self.assignment_due_ms = now_ms
 
     def expire(self, now_ms: int, topics: Mapping[str, tuple[uuid.UUID, int]]) -> list[str]:
         """Remove members whose session timed out; returns their ids."""
         gone = [m.member_id for m in self.members.values() if m.session_deadline_ms <= now_ms]
         for mid in gone:
-            self.remove(mid, topics)
+            self.remove(mid, topics, now_ms)
         return gone
 
     def next_deadline_ms(self) -> int | None:
