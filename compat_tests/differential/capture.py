@@ -230,32 +230,33 @@ def confluent_share(bs: str) -> None:
     conn.request(10, 4, fc(key_type=0, coordinator_keys=[group]), client_id="dx-share")
     hb = conn.request(76, 1, H(group_id=group, member_id=member, member_epoch=0, rack_id=None,
                                subscribed_topic_names=[topic]), client_id="dx-share")
-    # Kafka 4.3 computes share assignments in the background (group.share.assignment
-    # interval): the first answers may carry an empty assignment
-    for _ in range(10):
-        if hb.assignment is not None and hb.assignment.topic_partitions:
-            break
-        time.sleep(1)
-        hb = conn.request(76, 1, H(group_id=group, member_id=member, member_epoch=hb.member_epoch,
-                                   rack_id=None, subscribed_topic_names=None), client_id="dx-share")
-    tid = hb.assignment.topic_partitions[0].topic_id
+    # Kafka 4.3 assigns in the background (group.share.assignment.interval.ms): the join
+    # answers epoch 2 and an empty assignment; ShareFetch does not wait for the assignment.
+    # Nothing here waits for it either, so the replay (which does not sleep) sees the same.
+    meta = conn.request(3, 12, messages.MetadataRequest(topics=[
+        messages.MetadataRequest.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=topic)],
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+        client_id="dx-share")
+    tid = meta.topics[0].topic_id
     F = messages.ShareFetchRequest
 
-    def share_fetch(epoch, acks=()):
+    def share_fetch(epoch, acks=(), wait=5000):
         part = F.FetchPartition(partition_index=0, partition_max_bytes=0, acknowledgement_batches=[
             F.AcknowledgementBatch(first_offset=a, last_offset=b, acknowledge_types=t)
             for a, b, t in acks])
         return conn.request(78, 1, F(group_id=group, member_id=member, share_session_epoch=epoch,
-                                     max_wait_ms=500, min_bytes=1, max_bytes=1 << 20,
+                                     max_wait_ms=wait, min_bytes=1, max_bytes=1 << 20,
                                      max_records=500, batch_size=500,
                                      topics=[F.FetchTopic(topic_id=tid, partitions=[part])],
                                      forgotten_topics_data=[]), client_id="dx-share")
+    # long waits: Kafka initialises a share-partition in the background, the replay must
+    # not outrun it
     share_fetch(0)                                              # acquires 0..3
-    share_fetch(1, [(0, 3, [1, 1, 2, 3])])                      # accept 0-1, release 2, reject 3
-    share_fetch(2, [(2, 2, [2])])                               # release 2 again
-    share_fetch(7)                                              # INVALID_SHARE_SESSION_EPOCH
+    share_fetch(1, [(0, 3, [1, 1, 2, 3])])                      # accept 0-1, release 2 (back
+    share_fetch(2, [(2, 2, [2])])                               # at once), reject 3; again
+    share_fetch(7, wait=500)                                    # INVALID_SHARE_SESSION_EPOCH
     A = messages.ShareAcknowledgeRequest
-    share_fetch(3)                                              # 2 for the third time
+    share_fetch(3, wait=500)                                    # nothing: 2 is still held
     conn.request(79, 1, A(group_id=group, member_id=member, share_session_epoch=4, topics=[
         A.AcknowledgeTopic(topic_id=tid, partitions=[A.AcknowledgePartition(
             partition_index=0, acknowledgement_batches=[A.AcknowledgementBatch(
@@ -265,7 +266,7 @@ def confluent_share(bs: str) -> None:
     conn.request(76, 1, H(group_id=group, member_id=member, member_epoch=-1, rack_id=None,
                           subscribed_topic_names=None), client_id="dx-share")
     conn.close()
-    time.sleep(0.5)
+    time.sleep(2)        # Kafka writes the share state in the background
     tool = ["--bootstrap-server", bs, "--group", group]
     run_tool("kafka-share-groups", tool + ["--describe"]).check()
     run_tool("kafka-share-groups", tool + ["--describe", "--members"]).check()

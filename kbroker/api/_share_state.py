@@ -15,8 +15,13 @@ def persister_of(broker):
     return mgr.persister
 
 
-def state_error(broker, group_id, topic_id, partition) -> int:
-    """NONE when this node leads the key's ``__share_group_state`` partition."""
+def state_error(broker, group_id, topic_id, partition, *, unknown=E.UNKNOWN_TOPIC_OR_PARTITION) -> int:
+    """NONE when this node leads the key's ``__share_group_state`` partition. A topic id the
+    cluster does not know answers ``unknown`` (Kafka 4.3.1, observed: UNKNOWN_TOPIC_OR_PARTITION
+    for Initialize/Delete/ReadSummary, INVALID_REQUEST for Read/Write)."""
+    data = getattr(broker.metadata, "topics_by_id", {}).get(topic_id)
+    if data is None or partition not in data.partitions:
+        return unknown
     t = broker.metadata.topics.get(TOPIC)
     if t is None:
         return E.COORDINATOR_NOT_AVAILABLE

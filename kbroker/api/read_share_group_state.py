@@ -7,6 +7,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.api._share_state import persister_of, state_error
 from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
 
 Resp = messages.ReadShareGroupStateResponse
 
@@ -18,9 +19,10 @@ async def handle(ctx: RequestContext, request) -> Resp:
     for t in request.topics or []:
         parts = []
         for p in t.partitions or []:
-            err = state_error(ctx.broker, request.group_id, t.topic_id, p.partition)
+            err = state_error(ctx.broker, request.group_id, t.topic_id, p.partition,
+                              unknown=E.INVALID_REQUEST)
             state = None if err else per.read(request.group_id, t.topic_id, p.partition)
-            start, epoch, batches = state if state is not None else (-1, 0, [])
+            start, epoch, batches = state if state is not None else (0 if err else -1, 0, [])
             parts.append(Resp.PartitionResult(
                 partition=p.partition, error_code=err, error_message=None, state_epoch=epoch,
                 start_offset=start, state_batches=[Resp.StateBatch(

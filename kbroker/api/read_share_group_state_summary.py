@@ -24,7 +24,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
         for p in t.partitions or []:
             err = state_error(ctx.broker, request.group_id, t.topic_id, p.partition)
             state = None if err else per.read(request.group_id, t.topic_id, p.partition)
-            start, epoch, batches = state if state is not None else (-1, 0, [])
+            start, epoch, batches = state if state is not None else (0 if err else -1, 0, [])
             parts.append(Resp.PartitionResult(
                 partition=p.partition, error_code=err, error_message=None, state_epoch=epoch,
                 leader_epoch=0, start_offset=start,

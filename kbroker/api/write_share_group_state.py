@@ -23,7 +23,8 @@ async def handle(ctx: RequestContext, request) -> Resp:
     for t in request.topics or []:
         parts = []
         for p in t.partitions or []:
-            err = state_error(ctx.broker, request.group_id, t.topic_id, p.partition)
+            err = state_error(ctx.broker, request.group_id, t.topic_id, p.partition,
+                              unknown=E.INVALID_REQUEST)
             if not err:
                 old = per.read(request.group_id, t.topic_id, p.partition)
                 if old is not None and p.state_epoch < old[1]:
