@@ -68,6 +68,8 @@ class Broker:
         self.quotas = QuotaManagers(config, self.clock.now_ms)   # client quotas (Produce/Fetch)
         from kbroker.authz.authorizer import Authorizer
         self.authorizer = Authorizer.from_config(config)
+        self.share_groups = None       # kbroker.group.share.coordinator.ShareGroupCoordinator
+        self.share_partitions = None   # kbroker.share.manager.SharePartitionManager
         self._nursery = None
         self.incarnation_id = uuid.uuid4()
         self.started = False
@@ -182,6 +184,8 @@ class Broker:
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start(nursery)
+        from kbroker.share.service import start_share_groups
+        await start_share_groups(self, nursery)
         from kbroker.txn.coordinator import TransactionCoordinator
         self.transactions = TransactionCoordinator(self)
         await self.transactions.start(nursery)

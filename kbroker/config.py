@@ -208,6 +208,8 @@ _DEFS: list[ConfigDef] = [
     _d("producer.id.expiration.ms", "int", 86_400_000),
     _d("share.coordinator.state.topic.replication.factor", "int", 3),
     _d("share.coordinator.state.topic.min.isr", "int", 2),
+    _d("share.coordinator.state.topic.num.partitions", "int", 50, _at_least(1)),
+    _d("share.coordinator.state.topic.segment.bytes", "int", 104_857_600, _at_least(1)),
     # misc accepted for compatibility
     _d("metadata.max.idle.interval.ms", "int", 500),
     _d("log.initial.task.delay.ms", "long", 30_000),
@@ -235,6 +237,14 @@ _DEFS: list[ConfigDef] = [
     _d("kbroker.http.listen", "string", None, lambda v: _http_listen(v)),
     # the web console on that listener (kbroker/console): always on loopback, elsewhere opt-in
     _d("kbroker.console.enable", "boolean", False),
+    _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
+    _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
+    _d("group.share.max.size", "int", 200, _at_least(1)),
+    _d("group.share.record.lock.duration.ms", "int", 30_000, _at_least(1000)),
+    _d("group.share.delivery.count.limit", "int", 5, _at_least(2)),
+    _d("group.share.partition.max.record.locks", "int", 2_000, _at_least(100)),
+    _d("group.share.assignment.interval.ms", "int", 1_000, _at_least(0)),
+    _d("group.share.max.share.sessions", "int", 2_000, _at_least(1)),
 ]
 
 

@@ -190,6 +190,118 @@ def confluent_kip848(bs: str) -> None:
     time.sleep(1)
 
 
+def confluent_share(bs: str) -> None:
+    """A share group (KIP-932): one member frame by frame (ShareGroupHeartbeat, ShareFetch with
+    piggy-backed accept/release/reject and a wrong session epoch, ShareAcknowledge),
+    ``kafka-share-groups`` (ShareGroupDescribe, DescribeShareGroupOffsets,
+    AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups), and the share coordinator
+    APIs (83-87, inter-broker) built by hand for one share-partition of a made-up topic id."""
+    import uuid
+
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
+                                       ConfigResource, NewTopic)
+
+    from kbroker.wire import messages
+
+    from compat_tests.cli import run_tool
+
+    topic, group = "dx-share-events", "dx-share-group"
+    admin = AdminClient({"bootstrap.servers": bs, "client.id": "dx-share"})
+    admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=20)[topic].result(30)
+    time.sleep(1)
+    entry = ConfigEntry("share.auto.offset.reset", "earliest",
+                        incremental_operation=AlterConfigOpType.SET)
+    for f in admin.incremental_alter_configs([ConfigResource("GROUP", group,
+                                                             incremental_configs=[entry])]).values():
+        f.result(30)
+    producer = Producer({"bootstrap.servers": bs, "client.id": "dx-share"})
+    for i in range(4):
+        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, timestamp=T0 + 300 + i)
+    assert producer.flush(30) == 0
+    # one member, frame by frame (a share consumer's timing is not replayable: its heartbeats
+    # and fetches race; compat_tests/test_share_groups.py runs real share consumers)
+    md = admin.list_topics(topic, timeout=30)
+    assert md.topics[topic].error is None
+    conn = common.Connection(common._address(bs))
+    H = messages.ShareGroupHeartbeatRequest
+    member = "dx-share-member-0000000001"
+    fc = messages.FindCoordinatorRequest
+    conn.request(10, 4, fc(key_type=0, coordinator_keys=[group]), client_id="dx-share")
+    hb = conn.request(76, 1, H(group_id=group, member_id=member, member_epoch=0, rack_id=None,
+                               subscribed_topic_names=[topic]), client_id="dx-share")
+    # Kafka 4.3 assigns in the background (group.share.assignment.interval.ms): the join
+    # answers epoch 2 and an empty assignment; ShareFetch does not wait for the assignment.
+    # Nothing here waits for it either, so the replay (which does not sleep) sees the same.
+    meta = conn.request(3, 12, messages.MetadataRequest(topics=[
+        messages.MetadataRequest.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=topic)],
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+        client_id="dx-share")
+    tid = meta.topics[0].topic_id
+    F = messages.ShareFetchRequest
+
+    def share_fetch(epoch, acks=(), wait=5000):
+        part = F.FetchPartition(partition_index=0, partition_max_bytes=0, acknowledgement_batches=[
+            F.AcknowledgementBatch(first_offset=a, last_offset=b, acknowledge_types=t)
+            for a, b, t in acks])
+        return conn.request(78, 1, F(group_id=group, member_id=member, share_session_epoch=epoch,
+                                     max_wait_ms=wait, min_bytes=1, max_bytes=1 << 20,
+                                     max_records=500, batch_size=500,
+                                     topics=[F.FetchTopic(topic_id=tid, partitions=[part])],
+                                     forgotten_topics_data=[]), client_id="dx-share")
+    # long waits: Kafka initialises a share-partition in the background, the replay must
+    # not outrun it
+    share_fetch(0)                                              # acquires 0..3
+    share_fetch(1, [(0, 3, [1, 1, 2, 3])])                      # accept 0-1, release 2 (back
+    share_fetch(2, [(2, 2, [2])])                               # at once), reject 3; again
+    share_fetch(7, wait=500)                                    # INVALID_SHARE_SESSION_EPOCH
+    A = messages.ShareAcknowledgeRequest
+    share_fetch(3, wait=500)                                    # nothing: 2 is still held
+    conn.request(79, 1, A(group_id=group, member_id=member, share_session_epoch=4, topics=[
+        A.AcknowledgeTopic(topic_id=tid, partitions=[A.AcknowledgePartition(
+            partition_index=0, acknowledgement_batches=[A.AcknowledgementBatch(
+                first_offset=2, last_offset=2, acknowledge_types=[1])])])]), client_id="dx-share")
+    conn.request(79, 1, A(group_id=group, member_id=member, share_session_epoch=-1, topics=[]),
+                 client_id="dx-share")
+    conn.request(76, 1, H(group_id=group, member_id=member, member_epoch=-1, rack_id=None,
+                          subscribed_topic_names=None), client_id="dx-share")
+    conn.close()
+    time.sleep(2)        # Kafka writes the share state in the background
+    tool = ["--bootstrap-server", bs, "--group", group]
+    run_tool("kafka-share-groups", tool + ["--describe"]).check()
+    run_tool("kafka-share-groups", tool + ["--describe", "--members"]).check()
+    run_tool("kafka-share-groups", tool + ["--reset-offsets", "--to-earliest", "--topic", topic,
+                                           "--execute"]).check()
+    run_tool("kafka-share-groups", tool + ["--delete-offsets", "--topic", topic]).check()
+    run_tool("kafka-share-groups", tool + ["--delete"]).check()
+    # the share coordinator's own APIs, as a share-partition leader calls them
+    conn = common.Connection(common._address(bs))
+    tid, sg = uuid.UUID("5a5a5a5a-0000-4000-8000-000000000001"), "dx-share-state"
+    I = messages.InitializeShareGroupStateRequest
+    conn.request(83, 0, I(group_id=sg, topics=[I.InitializeStateData(topic_id=tid, partitions=[
+        I.PartitionData(partition=0, state_epoch=0, start_offset=5)])]))
+    W = messages.WriteShareGroupStateRequest
+    conn.request(85, 1, W(group_id=sg, topics=[W.WriteStateData(topic_id=tid, partitions=[
+        W.PartitionData(partition=0, state_epoch=0, leader_epoch=0, start_offset=5,
+                        delivery_complete_count=1, state_batches=[
+                            W.StateBatch(first_offset=5, last_offset=5, delivery_state=2,
+                                         delivery_count=1),
+                            W.StateBatch(first_offset=6, last_offset=7, delivery_state=0,
+                                         delivery_count=2)])])]))
+    R = messages.ReadShareGroupStateRequest
+    conn.request(84, 0, R(group_id=sg, topics=[R.ReadStateData(topic_id=tid, partitions=[
+        R.PartitionData(partition=0, leader_epoch=0)])]))
+    S = messages.ReadShareGroupStateSummaryRequest
+    conn.request(87, 1, S(group_id=sg, topics=[S.ReadStateSummaryData(topic_id=tid, partitions=[
+        S.PartitionData(partition=0, leader_epoch=0)])]))
+    D = messages.DeleteShareGroupStateRequest
+    conn.request(86, 0, D(group_id=sg, topics=[D.DeleteStateData(topic_id=tid, partitions=[
+        D.PartitionData(partition=0)])]))
+    conn.close()
+    admin.delete_topics([topic], operation_timeout=20)[topic].result(30)
+    time.sleep(1)
+
+
 def aiokafka(bs: str) -> None:
     import asyncio
 
@@ -328,6 +440,7 @@ SCENARIOS = {
     "franz-go": franz_go,
     "java-cli": java_cli,
     "confluent-kip848": confluent_kip848,
+    "confluent-share": confluent_share,
     "hand-built": hand_built,
 }
 

@@ -215,10 +215,12 @@ class RecordingProxy:
 
 
 def is_internal(client_id: str | None) -> bool:
-    """Connections the broker opens to itself: its transaction-marker sender (`broker-N-...`)
-    and its KIP-890 partition verifier (`AddPartitionsManager-client-N`)."""
+    """Connections the broker opens to itself: its transaction-marker sender (`broker-N-...`),
+    its KIP-890 partition verifier (`AddPartitionsManager-client-N`) and its share-partitions'
+    persister talking to the share coordinator (`Persister-client-N`, KIP-932)."""
     cid = client_id or ""
-    return cid.startswith("broker-") or cid.startswith("AddPartitionsManager")
+    return (cid.startswith("broker-") or cid.startswith("AddPartitionsManager")
+            or cid.startswith("Persister-client"))
 
 
 def _acks_zero(frame: bytes) -> bool:

@@ -35,6 +35,8 @@ def row_of(step) -> str:
 ROWS = sorted({row_of(s) for s in STEPS})
 # Row → ledger entry for differences kbroker is known to have (the entry lists them).
 KNOWN: dict[str, str] = {
+    "ShareGroupDescribe": "F-901",
+    "DescribeShareGroupOffsets": "F-902",
 }
 # Kafka's live answers of this session, by step position: what kbroker is compared with.
 KAFKA_LIVE: dict[int, object] = {}

@@ -92,6 +92,12 @@ def internal_topic(name: str, config) -> NewTopic | None:
                         {"cleanup.policy": "compact", "compression.type": "uncompressed",
                          "min.insync.replicas": str(config.get("transaction.state.log.min.isr")),
                          "segment.bytes": str(config.get("transaction.state.log.segment.bytes"))})
+    if name == "__share_group_state":
+        return NewTopic(name, config.get("share.coordinator.state.topic.num.partitions"),
+                        config.get("share.coordinator.state.topic.replication.factor"), None,
+                        {"cleanup.policy": "compact", "compression.type": "producer",
+                         "min.insync.replicas": str(config.get("share.coordinator.state.topic.min.isr")),
+                         "segment.bytes": str(config.get("share.coordinator.state.topic.segment.bytes"))})
     return None
 
 

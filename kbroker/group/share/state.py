@@ -1,0 +1,251 @@
+"""A share group (KIP-932) and its members: the rules of ShareGroupHeartbeat.
+
+Pure: events carry ``now_ms``; nothing here reads a clock or does I/O.
+
+Unlike a consumer group, a share group has no revocation: partitions are shared by
+members (the share-partitions on the leaders make sure one record is held by one member at
+a time), so a member gets its target assignment as soon as it is computed, and its member
+epoch jumps to the group epoch.
+
+Epochs (Kafka 4.3's ``GroupMetadataManager.shareGroupHeartbeat``):
+
+- a new member bumps the **group epoch** once, a subscription change or a change of the
+  subscribed topics' partitions once more (a first member subscribing is at epoch 2, as in
+  Kafka 4.3.1); a member leaving once. A new member is at the group epoch at once, with an
+  empty assignment; the target assignment is recomputed in the background, at most every
+  ``group.share.assignment.interval.ms``, as a new group epoch (the **assignment
+  epoch**), and members move to it on their next heartbeat (observed on Kafka 4.3.1: join →
+  epoch 2 and ``[]``, a second later epoch 3 with the partitions);
+- a member's epoch is the assignment epoch it last received; a heartbeat with a greater
+  epoch, or a smaller one that is not its previous epoch, is ``FENCED_MEMBER_EPOCH``; an
+  unknown member id with a non-zero epoch is ``UNKNOWN_MEMBER_ID``;
+- epoch -1 leaves (answered with epoch -1); a member not heard from for
+  ``group.share.session.timeout.ms`` is removed (:meth:`ShareGroup.expire`).
+
+The **simple assignor** (Kafka's ``SimpleAssignor``, homogeneous case): with at least as
+many partitions as members, the partitions are dealt out in order so each partition has
+exactly one member and the counts differ by at most one; with more members than
+partitions, each member gets one partition and the partitions are shared round-robin.
+Members subscribed to different topics are assigned per topic among that topic's
+subscribers.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping
+
+from kbroker.wire.error_codes import ErrorCode as E
+
+from .config import ShareGroupConfig
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+
+Assignment = Mapping[uuid.UUID, frozenset[int]]
+
+
+class ShareGroupError(Exception):
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message or E(code).name)
+        self.code = int(code)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ShareGroupMember:
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    assigned: Assignment = field(default_factory=dict)
+    session_deadline_ms: int = 0
+
+
+@dataclass
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None = None
+    subscribed_topic_names: list[str] | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass
+class HeartbeatResult:
+    error: int = 0
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: dict[uuid.UUID, list[int]] | None = None
+
+
+def simple_assign(members: Mapping[str, Iterable[str]],
+                  topics: Mapping[str, tuple[uuid.UUID, int]]) -> dict[str, dict[uuid.UUID, frozenset[int]]]:
+    """``members``: member id → subscribed topic names; ``topics``: name → (id, partitions).
+    Deterministic: members are taken in sorted order."""
+    out: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in members}
+    subscribers: dict[str, list[str]] = {}
+    for m in sorted(members):
+        for t in members[m]:
+            if t in topics:
+                subscribers.setdefault(t, []).append(m)
+    for t in sorted(subscribers):
+        tid, n = topics[t]
+        ms = subscribers[t]
+        if n <= 0 or not ms:
+            continue
+        if n >= len(ms):
+            for p in range(n):
+                out[ms[p % len(ms)]].setdefault(tid, set()).add(p)
+        else:
+            for i, m in enumerate(ms):
+                out[m].setdefault(tid, set()).add(i % n)
+    return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in out.items()}
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareGroupMember] = field(default_factory=dict)
+    target: dict[str, Assignment] = field(default_factory=dict)
+    topics_seen: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    assignment_due_ms: int | None = None      # when the next assignment batch may run
+
+    group_type = "share"
+
+    def state_name(self) -> str:
+        """Kafka's ``ShareGroupState``: Empty, Stable (no reconciliation in share groups)."""
+        return "Empty" if not self.members else "Stable"
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def subscribed_topic_names(self) -> set[str]:
+        return {t for m in self.members.values() for t in m.subscribed_topic_names}
+
+    # ------------------------------------------------------------------ events
+    def heartbeat(self, req: HeartbeatRequest, topics: Mapping[str, tuple[uuid.UUID, int]],
+                  now_ms: int, config: ShareGroupConfig) -> HeartbeatResult:
+        try:
+            return self._heartbeat(req, topics, now_ms, config)
+        except ShareGroupError as e:
+            return HeartbeatResult(error=e.code, message=e.message)
+
+    def _heartbeat(self, req, topics, now_ms, config) -> HeartbeatResult:
+        if not req.member_id:
+            raise ShareGroupError(E.INVALID_REQUEST, "MemberId can't be empty.")
+        if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if req.member_id not in self.members:
+                raise ShareGroupError(E.UNKNOWN_MEMBER_ID,
+                                      f"Member {req.member_id} is not a member of group {self.group_id}.")
+            self.remove(req.member_id, topics, now_ms)
+            return HeartbeatResult(member_id=req.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+        if req.member_epoch < 0:
+            raise ShareGroupError(E.INVALID_REQUEST, "MemberEpoch is invalid.")
+        member = self.members.get(req.member_id)
+        if req.member_epoch == 0:
+            if not req.subscribed_topic_names:
+                raise ShareGroupError(E.INVALID_REQUEST,
+                                      "SubscribedTopicNames must be set in first request.")
+            if member is None and len(self.members) >= config.max_size:
+                raise ShareGroupError(E.GROUP_MAX_SIZE_REACHED,
+                                      f"The share group has reached its maximum capacity of "
+                                      f"{config.max_size} members.")
+            if member is None:
+                member = ShareGroupMember(member_id=req.member_id)
+        else:
+            if member is None:
+                raise ShareGroupError(E.UNKNOWN_MEMBER_ID,
+                                      f"Member {req.member_id} is not a member of group {self.group_id}.")
+            if req.member_epoch > member.member_epoch or (
+                    req.member_epoch < member.member_epoch
+                    and req.member_epoch != member.previous_member_epoch):
+                raise ShareGroupError(
+                    E.FENCED_MEMBER_EPOCH,
+                    f"The share group member has a {'greater' if req.member_epoch > member.member_epoch else 'smaller'}"
+                    f" member epoch ({req.member_epoch}) than the one known by the group "
+                    f"coordinator ({member.member_epoch}). The member must abandon all its "
+                    "partitions and rejoin.")
+        new_sub = member.subscribed_topic_names
+        if req.subscribed_topic_names is not None:
+            new_sub = tuple(sorted(set(req.subscribed_topic_names)))
+        joining = req.member_id not in self.members
+        updated = replace(member, rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+                          client_id=req.client_id or member.client_id,
+                          client_host=req.client_host or member.client_host,
+                          subscribed_topic_names=new_sub,
+                          session_deadline_ms=now_ms + config.session_timeout_ms)
+        names_before = self.subscribed_topic_names()
+        self.members[req.member_id] = updated
+        changed = self.subscribed_topic_names() != names_before
+        relevant = {t: topics[t] for t in self.subscribed_topic_names() if t in topics}
+        step = (1 if joining else 0) + (1 if changed or relevant != self.topics_seen else 0)
+        if step:
+            self.group_epoch += step
+            self.topics_seen = relevant
+            if self.assignment_due_ms is None:
+                self.assignment_due_ms = now_ms + config.assignment_interval_ms
+        if self.assignment_due_ms is not None and now_ms >= self.assignment_due_ms:
+            # the assignment batch runs (Kafka 4.3 assigns in the background, at most every
+            # group.share.assignment.interval.ms): it is a new group epoch
+            self.assignment_due_ms = None
+            self.group_epoch += 1
+            self._compute_target(topics)
+        m = self.members[req.member_id]
+        old_assigned = m.assigned
+        if joining:
+            # a new member is at the group epoch at once, with what the current target
+            # gives it (nothing, until the next assignment batch)
+            m = replace(m, previous_member_epoch=0, member_epoch=self.group_epoch,
+                        assigned=dict(self.target.get(m.member_id, {})))
+            self.members[m.member_id] = m
+        elif m.member_epoch < self.assignment_epoch:
+            m = replace(m, previous_member_epoch=m.member_epoch, member_epoch=self.assignment_epoch,
+                        assigned=dict(self.target.get(m.member_id, {})))
+            self.members[m.member_id] = m
+        send = joining or req.member_epoch == 0 or dict(m.assigned) != dict(old_assigned)
+        return HeartbeatResult(
+            member_id=m.member_id, member_epoch=m.member_epoch,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            assignment=({t: sorted(ps) for t, ps in m.assigned.items() if ps} if send else None))
+
+    def _compute_target(self, topics: Mapping[str, tuple[uuid.UUID, int]]) -> None:
+        self.target = simple_assign({m.member_id: m.subscribed_topic_names
+                                     for m in self.members.values()}, topics)
+        self.assignment_epoch = self.group_epoch
+
+    def remove(self, member_id: str, topics: Mapping[str, tuple[uuid.UUID, int]],
+               now_ms: int = 0) -> None:
+        """A member left: a new group epoch, and its partitions go to the others at the next
+        assignment batch (due at once)."""
+        if self.members.pop(member_id, None) is not None:
+            self.target.pop(member_id, None)
+            self.group_epoch += 1
+            self.topics_seen = {t: topics[t] for t in self.subscribed_topic_names() if t in topics}
+            self.assignment_due_ms = now_ms
+
+    def expire(self, now_ms: int, topics: Mapping[str, tuple[uuid.UUID, int]]) -> list[str]:
+        """Remove members whose session timed out; returns their ids."""
+        gone = [m.member_id for m in self.members.values() if m.session_deadline_ms <= now_ms]
+        for mid in gone:
+            self.remove(mid, topics, now_ms)
+        return gone
+
+    def next_deadline_ms(self) -> int | None:
+        return min((m.session_deadline_ms for m in self.members.values()), default=None)
+
+    def is_assigned(self, member_id: str, topic_id: uuid.UUID, partition: int) -> bool:
+        m = self.members.get(member_id)
+        return m is not None and partition in m.assigned.get(topic_id, ())
+
+    def statistics(self) -> dict:
+        return {"members": len(self.members), "group_epoch": self.group_epoch,
+                "assignment_epoch": self.assignment_epoch}

@@ -1,0 +1,270 @@
+"""One share-partition (KIP-932's ``SharePartition``): which records of a partition a share
+group has delivered, to whom, how often, and what became of them.
+
+Pure: every event carries ``now_ms``; nothing reads a clock or the log (the caller says
+which offsets the log holds).
+
+Offsets:
+
+- **start offset** (SPSO): every record before it is done (acknowledged or archived);
+- **end offset** (SPEO): the first offset never acquired; the in-flight records lie in
+  ``[start_offset, end_offset)``.
+
+Record states (Kafka's ``RecordState`` ids, also what ShareSnapshot stores): AVAILABLE (0)
+may be acquired; ACQUIRED (1) is locked to one member until its acquisition lock expires
+(``group.share.record.lock.duration.ms`` / GROUP ``share.record.lock.duration.ms``);
+ACKNOWLEDGED (2) and ARCHIVED (4) are final.
+
+Each acquisition increments the record's **delivery count**. A record released (by the
+member, by lock expiry or by the member leaving) becomes AVAILABLE again unless its count
+has reached ``group.share.delivery.count.limit``: then it is ARCHIVED.
+
+Acknowledgement types (ShareFetch/ShareAcknowledge): 0 gap (the offset holds no record —
+archived), 1 accept, 2 release, 3 reject (archived, never redelivered). Acknowledging a
+record the member does not hold is ``INVALID_RECORD_STATE``.
+
+At most ``group.share.partition.max.record.locks`` records are in flight; acquisition stops
+there until the start offset moves on.
+
+The state is kept per offset (a dict of in-flight offsets), bounded by that limit.
+:meth:`SharePartition.state_batches` and :meth:`SharePartition.from_state` are the
+persisted form (the ShareSnapshot's ``StateBatches``: runs of equal state and delivery
+count; ACQUIRED is persisted as AVAILABLE, as Kafka does: a lock does not survive a restart).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Iterable
+
+from kbroker.wire.error_codes import ErrorCode as E
+
+
+class RecordState(enum.IntEnum):
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(enum.IntEnum):
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+
+
+@dataclass
+class InFlight:
+    state: RecordState
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock_deadline_ms: int = 0
+
+
+@dataclass(frozen=True)
+class AcquiredRange:
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True)
+class StateBatch:
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+
+class SharePartition:
+    def __init__(self, start_offset: int, *, lock_duration_ms: int = 30_000,
+                 delivery_count_limit: int = 5, max_in_flight: int = 2_000,
+                 state_epoch: int = 0) -> None:
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.lock_duration_ms = lock_duration_ms
+        self.delivery_count_limit = delivery_count_limit
+        self.max_in_flight = max_in_flight
+        self.state_epoch = state_epoch
+        self.in_flight: dict[int, InFlight] = {}
+
+    # ------------------------------------------------------------------ acquisition
+    def acquire(self, member_id: str, available_end: int, max_records: int, now_ms: int,
+                skip: Iterable[int] = (), limit_offset: int | None = None) -> list[AcquiredRange]:
+        """Acquire up to ``max_records`` records for ``member_id``: first the AVAILABLE
+        in-flight ones in offset order, then new offsets from the end offset up to
+        ``available_end`` (exclusive: the high watermark, or the last stable offset under
+        read_committed). ``skip`` are offsets that hold no deliverable record (control
+        records, records of aborted transactions): they are archived, not delivered.
+        ``limit_offset`` (exclusive) bounds what this call looks at (the fetched data)."""
+        self.expire_locks(now_ms)
+        if max_records <= 0:
+            return []
+        skip = set(skip)
+        upto = available_end if limit_offset is None else min(available_end, limit_offset)
+        taken: list[tuple[int, int]] = []
+        for off in sorted(o for o, r in self.in_flight.items() if r.state is RecordState.AVAILABLE):
+            if len(taken) >= max_records or off >= upto:
+                break
+            if off in skip:
+                self.in_flight[off].state = RecordState.ARCHIVED
+                continue
+            taken.append((off, self._lock(off, member_id, now_ms)))
+        off = max(self.end_offset, self.start_offset)
+        while len(taken) < max_records and off < upto and len(self.in_flight) < self.max_in_flight:
+            if off in skip:
+                self.in_flight[off] = InFlight(RecordState.ARCHIVED)
+            else:
+                self.in_flight[off] = InFlight(RecordState.AVAILABLE)
+                taken.append((off, self._lock(off, member_id, now_ms)))
+            off += 1
+            self.end_offset = off
+        self._maybe_advance_start()
+        return _ranges(sorted(taken))
+
+    def _lock(self, off: int, member_id: str, now_ms: int) -> int:
+        r = self.in_flight[off]
+        r.state = RecordState.ACQUIRED
+        r.delivery_count += 1
+        r.member_id = member_id
+        r.lock_deadline_ms = now_ms + self.lock_duration_ms
+        return r.delivery_count
+
+    # ------------------------------------------------------------------ acknowledgement
+    def acknowledge(self, member_id: str, first_offset: int, last_offset: int,
+                    types: list[int], now_ms: int) -> int:
+        """Apply one AcknowledgementBatch: ``types`` has one type for the whole range or
+        one per offset. Checks the whole batch first: all or nothing."""
+        n = last_offset - first_offset + 1
+        if n <= 0 or len(types) not in (1, n) or any(t not in (0, 1, 2, 3) for t in types):
+            return E.INVALID_REQUEST
+        self.expire_locks(now_ms)
+        for off in range(first_offset, last_offset + 1):
+            t = types[0] if len(types) == 1 else types[off - first_offset]
+            r = self.in_flight.get(off)
+            if r is None:
+                if off < self.start_offset and t == AcknowledgeType.GAP:
+                    continue
+                return E.INVALID_RECORD_STATE
+            if t == AcknowledgeType.GAP and r.state is RecordState.ARCHIVED:
+                continue
+            if r.state is not RecordState.ACQUIRED or r.member_id != member_id:
+                return E.INVALID_RECORD_STATE
+        for off in range(first_offset, last_offset + 1):
+            t = types[0] if len(types) == 1 else types[off - first_offset]
+            r = self.in_flight.get(off)
+            if r is None or r.state is not RecordState.ACQUIRED:
+                continue
+            if t == AcknowledgeType.ACCEPT:
+                self._settle(r, RecordState.ACKNOWLEDGED)
+            elif t == AcknowledgeType.RELEASE:
+                self._release(r)
+            else:                                      # reject, gap
+                self._settle(r, RecordState.ARCHIVED)
+        self._maybe_advance_start()
+        return E.NONE
+
+    def _settle(self, r: InFlight, state: RecordState) -> None:
+        r.state = state
+        r.member_id = None
+        r.lock_deadline_ms = 0
+
+    def _release(self, r: InFlight) -> None:
+        self._settle(r, RecordState.ARCHIVED if r.delivery_count >= self.delivery_count_limit
+                     else RecordState.AVAILABLE)
+
+    def release_member(self, member_id: str) -> int:
+        """The member left or its share session closed: its records are released."""
+        n = 0
+        for r in self.in_flight.values():
+            if r.state is RecordState.ACQUIRED and r.member_id == member_id:
+                self._release(r)
+                n += 1
+        self._maybe_advance_start()
+        return n
+
+    def expire_locks(self, now_ms: int) -> int:
+        n = 0
+        for r in self.in_flight.values():
+            if r.state is RecordState.ACQUIRED and r.lock_deadline_ms <= now_ms:
+                self._release(r)
+                n += 1
+        if n:
+            self._maybe_advance_start()
+        return n
+
+    def next_lock_deadline_ms(self) -> int | None:
+        return min((r.lock_deadline_ms for r in self.in_flight.values()
+                    if r.state is RecordState.ACQUIRED), default=None)
+
+    # ------------------------------------------------------------------ offsets
+    def _maybe_advance_start(self) -> None:
+        while True:
+            r = self.in_flight.get(self.start_offset)
+            if r is None or r.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+                break
+            del self.in_flight[self.start_offset]
+            self.start_offset += 1
+        if self.end_offset < self.start_offset:
+            self.end_offset = self.start_offset
+
+    def advance_start_to(self, log_start_offset: int) -> None:
+        """Records before the log start offset are gone (retention, DeleteRecords): they
+        can never be delivered, so the share-partition moves past them."""
+        if log_start_offset <= self.start_offset:
+            return
+        for off in [o for o in self.in_flight if o < log_start_offset]:
+            del self.in_flight[off]
+        self.start_offset = log_start_offset
+        if self.end_offset < self.start_offset:
+            self.end_offset = self.start_offset
+        self._maybe_advance_start()
+
+    def reset_to(self, offset: int) -> None:
+        """AlterShareGroupOffsets: start again at ``offset`` with nothing in flight."""
+        self.in_flight.clear()
+        self.start_offset = self.end_offset = offset
+
+    # ------------------------------------------------------------------ persistence
+    def state_batches(self) -> list[StateBatch]:
+        out: list[StateBatch] = []
+        for off in sorted(self.in_flight):
+            r = self.in_flight[off]
+            st = RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state
+            if out and out[-1].last_offset == off - 1 and out[-1].delivery_state == st \
+                    and out[-1].delivery_count == r.delivery_count:
+                out[-1] = StateBatch(out[-1].first_offset, off, int(st), r.delivery_count)
+            else:
+                out.append(StateBatch(off, off, int(st), r.delivery_count))
+        return out
+
+    @classmethod
+    def from_state(cls, start_offset: int, batches: Iterable[StateBatch], **kw) -> "SharePartition":
+        sp = cls(start_offset, **kw)
+        for b in batches:
+            st = RecordState(b.delivery_state)
+            if st is RecordState.ACQUIRED:
+                st = RecordState.AVAILABLE
+            for off in range(max(b.first_offset, start_offset), b.last_offset + 1):
+                sp.in_flight[off] = InFlight(st, b.delivery_count)
+                sp.end_offset = max(sp.end_offset, off + 1)
+        sp._maybe_advance_start()
+        return sp
+
+    def statistics(self) -> dict:
+        counts = {s.name.lower(): 0 for s in RecordState}
+        for r in self.in_flight.values():
+            counts[r.state.name.lower()] += 1
+        return {"start_offset": self.start_offset, "end_offset": self.end_offset,
+                "in_flight": len(self.in_flight), **counts}
+
+
+def _ranges(taken: list[tuple[int, int]]) -> list[AcquiredRange]:
+    out: list[AcquiredRange] = []
+    for off, dc in taken:
+        if out and out[-1].last_offset == off - 1 and out[-1].delivery_count == dc:
+            out[-1] = AcquiredRange(out[-1].first_offset, off, dc)
+        else:
+            out.append(AcquiredRange(off, off, dc))
+    return out

@@ -1,0 +1,316 @@
+"""Durable share-partition state in ``__share_group_state`` (KIP-932's share coordinator).
+
+Every change of a share-partition's delivery state is stored as a ShareSnapshot record
+(Kafka's ``ShareSnapshotKey``/``ShareSnapshotValue``, key type 0, value version 0; the
+record definitions are kafka-share-coordinator 4.3.1's, in ``schema.json`` next to this
+file) whose key is
+(group id, topic id, partition); the topic is compacted, so the latest snapshot of each
+share-partition is its state. A share-partition created on a (new or restarted) leader
+reads its latest snapshot: start offset, state epoch and the state batches (ACQUIRED is
+never stored: a lock does not outlive its holder), so nothing acknowledged is delivered
+again and nothing unacknowledged is lost.
+
+Which ``__share_group_state`` partition holds a key: a CRC32 of ``group:topic id:partition``
+modulo the partition count (the placement is internal to kbroker's brokers).
+
+Not implemented: ShareUpdate deltas (every write is a full snapshot, which is what Kafka
+writes every ``share.coordinator.snapshot.update.records.per.snapshot`` updates), and the
+share coordinator RPCs (InitializeShareGroupState 83 … ReadShareGroupStateSummary 87):
+the partition leader writes the state topic directly, which is correct on one node and
+when the share-partition leader also leads the state partition. Writes are appended with
+the leader's log (acks=1 semantics); a 3-node failover relies on the replicas of
+``__share_group_state`` having caught up.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import struct
+import uuid
+import zlib
+
+from functools import cache
+from pathlib import Path
+
+from kbroker.replica import ReplicaError
+from kbroker.wire.codegen import build_classes
+from kbroker.wire.messages import KafkaMessage
+from kbroker.wire.model import build_message
+from kbroker.wire import messages as messages_api
+from kbroker.wire import records as wire_records
+from kbroker.wire.error_codes import ErrorCode as E
+
+from .partition import SharePartition, StateBatch
+
+log = logging.getLogger("kbroker.share.persister")
+
+TOPIC = "__share_group_state"
+SNAPSHOT_KEY_TYPE = 0
+UPDATE_KEY_TYPE = 1
+_H = struct.Struct(">h")
+SCHEMA_FILE = Path(__file__).with_name("schema.json")
+
+
+@cache
+def message(name: str) -> type:
+    """The compiled class of a share coordinator record (``schema.json``: the facts of
+    kafka-share-coordinator 4.3.1's ShareSnapshot/ShareUpdate definitions)."""
+    raw = {m["name"]: m for m in json.loads(SCHEMA_FILE.read_text())["messages"]}[name]
+    raw = dict(raw, type="data")
+    return build_classes(build_message(raw), KafkaMessage)
+
+
+def encode_key(group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
+    return _H.pack(SNAPSHOT_KEY_TYPE) + message("ShareSnapshotKey")(
+        group_id=group_id, topic_id=topic_id, partition=partition).encode(0)
+
+
+def encode_value(sp: SharePartition, *, leader_epoch: int, now_ms: int) -> bytes:
+    """The ShareSnapshotValue of ``sp`` (tests; writes go through ``write_state``)."""
+    return _H.pack(0) + message("ShareSnapshotValue")(
+        snapshot_epoch=0, state_epoch=sp.state_epoch, leader_epoch=leader_epoch,
+        start_offset=sp.start_offset, create_timestamp=now_ms, write_timestamp=now_ms,
+        state_batches=[message("ShareSnapshotValue").StateBatch(
+            first_offset=b.first_offset, last_offset=b.last_offset,
+            delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+            for b in sp.state_batches()]).encode(0)
+
+
+def decode(key: bytes, value: bytes | None):
+    """((group, topic id, partition), (start offset, state epoch, [StateBatch]) or None)."""
+    if key is None or len(key) < 2:
+        return None
+    (kind,) = _H.unpack_from(key)
+    if kind not in (SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE):
+        return None
+    k = _decode(message("ShareSnapshotKey"), key[2:])
+    ident = (k.group_id, k.topic_id, k.partition)
+    if value is None:
+        return ident, None
+    if kind != SNAPSHOT_KEY_TYPE:
+        return None               # ShareUpdate deltas are never written by kbroker
+    v = _decode(message("ShareSnapshotValue"), value[2:])
+    return ident, (v.start_offset, v.state_epoch,
+                   [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                    for b in v.state_batches])
+
+
+def _decode(cls, buf: bytes):
+    r = cls.decode(buf, 0, 0)
+    return r[0] if isinstance(r, tuple) else r
+
+
+def partition_for(group_id: str, topic_id: uuid.UUID, partition: int, n: int) -> int:
+    return zlib.crc32(f"{group_id}:{topic_id}:{partition}".encode()) % max(1, n)
+
+
+class StateTopicPersister:
+    """Reads and writes share-partition snapshots in ``__share_group_state``."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.loaded: dict[int, dict] = {}       # state partition -> key -> state
+        self._rpc_client = None
+        self.stats = {"writes": 0, "write_errors": 0, "records_replayed": 0}
+
+    def _num_partitions(self) -> int | None:
+        t = self.broker.metadata.topics.get(TOPIC)
+        return None if t is None else len(t.partitions)
+
+    async def ensure_topic(self) -> None:
+        if self._num_partitions() is None:
+            await self.broker.controller.maybe_create_topics([TOPIC])
+
+    def _load(self, p: int) -> dict:
+        if p in self.loaded:
+            return self.loaded[p]
+        table: dict = {}
+        part = self.broker.replicas.get_partition(TOPIC, p)
+        for header, data in part.log.batches():
+            if header.is_control:
+                continue
+            try:
+                recs = wire_records.decode_records(data, 0, header)
+            except Exception:            # noqa: BLE001 - one bad batch must not stop the load
+                log.exception("unreadable batch in %s-%d at %d", TOPIC, p, header.base_offset)
+                continue
+            for r in recs:
+                try:
+                    found = decode(r.key, r.value)
+                except Exception:        # noqa: BLE001
+                    log.exception("unreadable record in %s-%d at %d", TOPIC, p, r.offset)
+                    continue
+                if found is None:
+                    continue
+                self.stats["records_replayed"] += 1
+                ident, state = found
+                if state is None:
+                    table.pop(ident, None)
+                else:
+                    table[ident] = state
+        self.loaded[p] = table
+        return table
+
+    def read(self, group_id: str, topic_id: uuid.UUID, partition: int):
+        n = self._num_partitions()
+        if n is None:
+            return None
+        p = partition_for(group_id, topic_id, partition, n)
+        try:
+            return self._load(p).get((group_id, topic_id, partition))
+        except ReplicaError:
+            return None
+
+    def write(self, group_id: str, topic_id: uuid.UUID, partition: int, sp: SharePartition,
+              *, initialize: bool = False) -> None:
+        self.write_state(group_id, topic_id, partition, sp.start_offset, sp.state_epoch,
+                         sp.state_batches())
+
+    def write_state(self, group_id: str, topic_id: uuid.UUID, partition: int,
+                    start_offset: int, state_epoch: int, batches: list[StateBatch],
+                    leader_epoch: int = 0) -> tuple[int, int]:
+        """Append the share-partition's snapshot (``batches`` None = a tombstone: the state
+        is deleted); returns (state partition, offset after the record). Raises ReplicaError
+        (not led here, topic missing)."""
+        n = self._num_partitions()
+        if n is None:
+            raise ReplicaError(E.COORDINATOR_NOT_AVAILABLE)
+        p = partition_for(group_id, topic_id, partition, n)
+        now = self.broker.now_ms()
+        value = None if batches is None else _H.pack(0) + message("ShareSnapshotValue")(
+            snapshot_epoch=0, state_epoch=state_epoch, leader_epoch=leader_epoch,
+            start_offset=start_offset, create_timestamp=now, write_timestamp=now,
+            state_batches=[message("ShareSnapshotValue").StateBatch(
+                first_offset=b.first_offset, last_offset=b.last_offset,
+                delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                for b in batches]).encode(0)
+        batch = wire_records.build_batch([(encode_key(group_id, topic_id, partition), value, (), now)])
+        self._load(p)                     # the table must hold every earlier write first
+        try:
+            res = self.broker.replicas.append(TOPIC, p, batch, required_acks=-1, now_ms=now,
+                                              allow_internal=True, origin="coordinator")
+        except Exception:
+            self.stats["write_errors"] += 1
+            raise
+        self.stats["writes"] += 1
+        table = self.loaded[p]
+        key = (group_id, topic_id, partition)
+        if batches is None:
+            table.pop(key, None)
+        else:
+            table[key] = (start_offset, state_epoch, list(batches))
+        return p, res.last_offset + 1
+
+    async def write_replicated(self, group_id, topic_id, partition, start_offset, state_epoch,
+                               batches, leader_epoch: int = 0) -> int:
+        """Write here (this node leads the state partition) and wait until the ISR has it,
+        as Kafka's share coordinator appends with acks=all. An error code."""
+        try:
+            p, end = self.write_state(group_id, topic_id, partition, start_offset, state_epoch,
+                                      batches, leader_epoch=leader_epoch)
+            timeout = int(self.broker.config.values.get("request.timeout.ms") or 30_000)
+            return await self.broker.replicas.wait_replicated(TOPIC, p, end, timeout)
+        except ReplicaError as e:
+            return e.error_code
+        except Exception:                        # noqa: BLE001
+            log.exception("writing share state failed")
+            return E.UNKNOWN_SERVER_ERROR
+
+    # ------------------------------------------------------------------ local or remote
+    def _state_leader(self, group_id, topic_id, partition) -> tuple[int | None, int]:
+        """(leader node of the key's state partition, that partition)."""
+        t = self.broker.metadata.topics.get(TOPIC)
+        if t is None:
+            return None, -1
+        p = partition_for(group_id, topic_id, partition, len(t.partitions))
+        info = t.partitions.get(p)
+        leader = getattr(info, "leader", None)
+        return (leader if leader is not None and leader >= 0 else None), p
+
+    def _rpc(self):
+        if self._rpc_client is None:
+            from kbroker.raft.transport import RpcClient
+            self._rpc_client = RpcClient(client_id=f"kbroker-share-{self.broker.node_id}")
+        return self._rpc_client
+
+    def _endpoint(self, node_id: int):
+        from kbroker.txn.markers import inter_broker_listener
+        b = self.broker.metadata.brokers.get(node_id)
+        if b is None:
+            return None
+        listener = inter_broker_listener(self.broker.config)
+        ep = b.endpoint(listener) if listener else None
+        if ep is None and b.endpoints:
+            ep = b.endpoints[0][1:]
+        return ep
+
+    async def read_async(self, group_id, topic_id, partition):
+        """The state (start offset, state epoch, batches) or None, read where the state
+        partition is led: here, or with ReadShareGroupState on its leader."""
+        leader, _ = self._state_leader(group_id, topic_id, partition)
+        if leader is None:
+            await self.ensure_topic()
+            leader, _ = self._state_leader(group_id, topic_id, partition)
+        if leader is None or leader == self.broker.node_id:
+            return self.read(group_id, topic_id, partition)
+        addr = self._endpoint(leader)
+        R = messages_api.ReadShareGroupStateRequest
+        body = R(group_id=group_id, topics=[R.ReadStateData(
+            topic_id=topic_id, partitions=[R.PartitionData(partition=partition, leader_epoch=0)])])
+        resp = await self._rpc().call_addr(addr, 84, 0, body, timeout=10) if addr else None
+        if resp is None:
+            raise ReplicaError(E.COORDINATOR_NOT_AVAILABLE)
+        pr = resp.results[0].partitions[0]
+        if pr.error_code:
+            raise ReplicaError(pr.error_code)
+        if pr.start_offset < 0:
+            return None
+        return (pr.start_offset, pr.state_epoch,
+                [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                 for b in pr.state_batches])
+
+    async def write_async(self, group_id, topic_id, partition, start_offset, state_epoch,
+                          batches) -> int:
+        """Write the state where the state partition is led; an error code (0 = stored)."""
+        leader, _ = self._state_leader(group_id, topic_id, partition)
+        if leader is None:
+            await self.ensure_topic()
+            leader, _ = self._state_leader(group_id, topic_id, partition)
+        if leader is None:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if leader == self.broker.node_id:
+            return await self.write_replicated(group_id, topic_id, partition, start_offset,
+                                               state_epoch, batches)
+        addr = self._endpoint(leader)
+        W = messages_api.WriteShareGroupStateRequest
+        body = W(group_id=group_id, topics=[W.WriteStateData(topic_id=topic_id, partitions=[
+            W.PartitionData(partition=partition, state_epoch=state_epoch, leader_epoch=0,
+                            start_offset=start_offset, delivery_complete_count=-1,
+                            state_batches=[W.StateBatch(
+                                first_offset=b.first_offset, last_offset=b.last_offset,
+                                delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                                for b in batches])])])
+        resp = await self._rpc().call_addr(addr, 85, 1, body, timeout=10) if addr else None
+        if resp is None:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return resp.results[0].partitions[0].error_code
+
+    def keys_of(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
+        """(topic id, partition) of every share-partition of ``group_id`` with a state on
+        the ``__share_group_state`` partitions this node leads."""
+        n = self._num_partitions()
+        out = []
+        for p in range(n or 0):
+            try:
+                table = self._load(p)
+            except ReplicaError:
+                continue
+            out.extend((tid, part) for (g, tid, part) in table if g == group_id)
+        return sorted(out, key=lambda k: (str(k[0]), k[1]))
+
+    def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        self.write_state(group_id, topic_id, partition, -1, 0, None)
+
+
+def make_persister(broker):
+    return StateTopicPersister(broker)
