@@ -7,8 +7,9 @@ A module declares what it serves with the ``@api`` decorator::
 
 ``versions`` is the advertised range (what ApiVersions reports); ``served_from`` (default
 the advertised minimum) is the lowest version the handler really serves — a request below
-it is answered by the handler with ``UNSUPPORTED_VERSION`` (Produce advertises v0 for old
-librdkafka feature detection but serves v3+, as Kafka 4 does). The registry is the single
+it closes the connection, since the schema (Kafka's definitions) has no such version to
+decode: Produce advertises v0 for old librdkafka feature detection but serves v3+, as Kafka 4
+does (KIP-896, KAFKA-18659). The registry is the single
 source of truth: ApiVersions is derived from it, never from a hand-kept table.
 
 Handlers are thin: decode has already happened; they check, call the broker's managers
@@ -48,8 +49,9 @@ def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = No
     spec = messages.request_spec(api_key)
     if spec is None:
         raise ValueError(f"no request schema for api key {api_key}")
-    if lo not in spec.valid or hi not in spec.valid:
-        raise ValueError(f"{spec.name}: versions {lo}-{hi} outside {spec.valid}")
+    served = lo if served_from is None else served_from
+    if served not in spec.valid or hi not in spec.valid or not lo <= served <= hi:
+        raise ValueError(f"{spec.name}: versions {served}-{hi} outside {spec.valid}")
 
     def register(fn):
         if api_key in REGISTRY:

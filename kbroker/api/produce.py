@@ -1,8 +1,8 @@
 """Produce (API key 0): append record batches to partitions this node leads.
 
-Versions: advertised v0–v11, served from v3 (Kafka 4 / KIP-896 behaviour: v0–v2 are
-answered with UNSUPPORTED_VERSION per partition; v0 stays advertised because librdkafka
-< 2.11.1 enables compression only when it sees Produce v0). Capped at v11: v12 is KIP-890's
+Versions: advertised v0–v11, served from v3 (Kafka 4 / KIP-896 behaviour: a v0–v2 request
+closes the connection, as Kafka 4 has no definition to parse it with; v0 stays advertised
+because librdkafka < 2.11.1 enables compression only when it sees Produce v0, KAFKA-18659). Capped at v11: v12 is KIP-890's
 second phase, which kbroker does not implement.
 
 KIPs: KIP-32 (LogAppendTime → ``log_append_time_ms``), KIP-107 (``log_start_offset``, set on
@@ -79,10 +79,8 @@ async def handle(ctx: RequestContext, request):
     version = ctx.api_version
     replicas = ctx.broker.replicas
     acks = request.acks
-    if version < SERVED_FROM:
-        error: int | None = ErrorCode.UNSUPPORTED_VERSION
-    elif acks not in (0, 1, -1):
-        error = ErrorCode.INVALID_REQUIRED_ACKS
+    if acks not in (0, 1, -1):
+        error: int | None = ErrorCode.INVALID_REQUIRED_ACKS
     else:
         error = None
     if error is None and request.transactional_id is not None and \

@@ -71,14 +71,6 @@ async def test_produce(broker, cluster, version):
     assert broker.replicas.get_partition("t", 0).log_end_offset == 3
 
 
-async def test_produce_v0_to_v2_are_refused(broker, cluster):
-    cluster.create("t", 1)
-    for version in (0, 1, 2):
-        out = await call(broker, 0, version, produce_req("t", batch(b"a")))
-        assert out.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert broker.replicas.get_partition("t", 0).log_end_offset == 0
-
-
 def fetch_req(parts, *, isolation=0, min_bytes=1, max_wait=0, session_id=0, epoch=-1):
     topics = {}
     for topic, p, off in parts:
