@@ -99,9 +99,27 @@ async def test_fetch(broker, cluster, version):
     out = await call(broker, 1, version, fetch_req([("t", 1, 9)]))
     assert out.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
     if version >= 7:
-        out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=0, epoch=0))
-        assert out.session_id == 0 and out.error_code == 0
+        # epoch 0: a full fetch that opens a session (KIP-227)
+        out = await call(broker, 1, version, fetch_req([("t", 1, 2)], session_id=0, epoch=0))
+        assert out.session_id != 0 and out.error_code == 0
+        assert [p.partition_index for t in out.responses for p in t.partitions] == [1]
+        sid = out.session_id
+        # incremental, nothing changed (at the log end, same watermarks): an empty answer
+        out = await call(broker, 1, version, F(replica_id=-1, max_wait_ms=0, min_bytes=1,
+                                               max_bytes=1 << 20, session_id=sid, session_epoch=1,
+                                               topics=[]))
+        assert (out.error_code, out.session_id, out.responses) == (0, sid, [])
+        # a stale epoch; an unknown session
+        out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=sid, epoch=1))
+        assert (out.error_code, out.session_id) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
         out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=5, epoch=1))
+        assert out.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        # epoch -1 is a full, sessionless fetch whatever the id (and closes that session)
+        for session_id in (-1, 5, sid):
+            out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=session_id, epoch=-1))
+            assert (out.error_code, out.session_id) == (0, 0)
+            assert [r.value for r in decode_region(_Bytes(out.responses[0].partitions[0].records))] == [b"x", b"y"]
+        out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=sid, epoch=2))
         assert out.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
