@@ -22,7 +22,7 @@ HAND_BUILT_SKIP: set[int] = set()
 def kbroker_ranges() -> dict[int, tuple[int, int]]:
     """What kbroker advertises: API key → (min, max), from its handler registry."""
     from kbroker import api
-    return {k: (s.min_version, s.max_version) for k, s in api.load_all().items()}
+    return {k: (s.min_version, s.max_version) for k, s in api.load_all().items() if s.advertised}
 
 
 def order_key_of(exchange) -> int:
