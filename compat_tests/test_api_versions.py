@@ -35,11 +35,7 @@ KAFKA = {
 KNOWN_GAPS = {
     # issue 18 (this one): topic ids (KIP-516) and transactions v2 (KIP-890 part 2)
     0: ((0, 11), "issue 18: Produce v12 (KIP-890 part 2), v13 (topic ids)"),
-    1: ((4, 12), "issue 18: Fetch v13+ (topic ids), v15+ replica state, v17-18"),
     2: ((1, 8), "issue 18: ListOffsets v9-11 (KIP-1005 tiered offsets, KIP-1023)"),
-    3: ((0, 12), "issue 18: Metadata v13 (KIP-1102 rebootstrap error code)"),
-    8: ((2, 9), "issue 18: OffsetCommit v10 (topic ids)"),
-    9: ((1, 9), "issue 18: OffsetFetch v10 (topic ids)"),
     26: ((0, 4), "issue 18: EndTxn v5 (KIP-890 part 2)"),
     27: ((1, 1), "issue 18: WriteTxnMarkers v2 (KIP-890 part 2)"),
     28: ((0, 4), "issue 18: TxnOffsetCommit v5 (KIP-890 part 2)"),

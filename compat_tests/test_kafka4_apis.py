@@ -6,6 +6,7 @@ with one log directory, DescribeLogDirs v5.
 """
 from __future__ import annotations
 
+import time
 import uuid
 
 from compat_tests.differential.common import Connection
@@ -120,5 +121,53 @@ def test_alter_replica_log_dirs_on_one_directory(bootstrap, topic_name):
         assert alter("/nonexistent/kafka-logs", topic_name, 0) == 57  # LOG_DIR_NOT_FOUND
         assert alter(log_dir, topic_name + "-none", 0) == 3          # UNKNOWN_TOPIC_OR_PARTITION
         assert alter(log_dir, topic_name, 7) == 3
+    finally:
+        conn.close()
+
+
+def test_offset_commit_and_fetch_by_topic_id(bootstrap, topic_name):
+    from compat_tests.differential.common import _until_ok
+    create_topic(bootstrap, topic_name, partitions=2)
+    group = "ids-" + uuid.uuid4().hex[:8]
+    conn = _connect(bootstrap)
+    try:
+        md = conn.request(3, 12, M.MetadataRequest(topics=[M.MetadataRequest.MetadataRequestTopic(
+            name=topic_name)], allow_auto_topic_creation=False))
+        tid = md.topics[0].topic_id
+        missing = uuid.uuid4()
+        _until_ok(lambda: conn.request(10, 4, M.FindCoordinatorRequest(
+            key_type=0, coordinator_keys=[group])).coordinators[0])
+        C = M.OffsetCommitRequest
+        for _ in range(60):   # until the coordinator has loaded (14/15/16 are retried by clients)
+            r = conn.request(8, 10, C(
+                group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+                    C.OffsetCommitRequestTopic(topic_id=tid, partitions=[
+                        C.OffsetCommitRequestPartition(partition_index=1, committed_offset=5,
+                                                       committed_metadata="m")]),
+                    C.OffsetCommitRequestTopic(topic_id=missing, partitions=[
+                        C.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]))
+            if not {p.error_code for t in r.topics for p in t.partitions} & {14, 15, 16}:
+                break
+            time.sleep(0.25)
+        # the unknown id is answered first
+        assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+                for t in r.topics] == [(missing, [(0, 100)]), (tid, [(1, 0)])]
+        r = conn.request(8, 10, C(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                  topics=[C.OffsetCommitRequestTopic(topic_id=missing, partitions=[
+                                      C.OffsetCommitRequestPartition(partition_index=0,
+                                                                     committed_offset=1)])]))
+        assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+                for t in r.topics] == [(missing, [(0, 100)])]             # UNKNOWN_TOPIC_ID
+        F = M.OffsetFetchRequest
+        r = conn.request(9, 10, F(groups=[F.OffsetFetchRequestGroup(group_id=group, topics=[
+            F.OffsetFetchRequestTopics(topic_id=tid, partition_indexes=[0, 1])])]))
+        [g] = r.groups
+        assert g.error_code == 0
+        assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.metadata, p.error_code)
+                              for p in t.partitions]) for t in g.topics] == \
+            [(tid, [(0, -1, "", 0), (1, 5, "m", 0)])]
+        r = conn.request(9, 10, F(groups=[F.OffsetFetchRequestGroup(group_id=group, topics=None)]))
+        assert [(t.topic_id, [p.partition_index for p in t.partitions]) for t in r.groups[0].topics] \
+            == [(tid, [1])]
     finally:
         conn.close()

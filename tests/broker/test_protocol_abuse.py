@@ -30,7 +30,7 @@ def frame(payload: bytes) -> bytes:
     struct.pack(">hhih", 3, 9, 5, -1) + b"\x05",            # truncated flexible body
     struct.pack(">hhih", 3, 1, 5, -1) + b"\x00\x00\x00\x09",  # array count beyond the frame
     struct.pack(">hhih", 999, 0, 5, -1),                    # unknown API key
-    struct.pack(">hhih", 3, 13, 5, -1),                     # Metadata above the advertised max
+    struct.pack(">hhih", 3, 14, 5, -1),                     # Metadata above the advertised max
     struct.pack(">hhih", 19, 0, 5, -1) + b"\x00" * 12,       # CreateTopics below Kafka 4's floor
 ])
 async def test_bad_request_closes_connection(broker_server, payload):
