@@ -43,15 +43,25 @@ P = messages.ProduceRequest
 F = messages.FetchRequest
 
 
-def produce_req(topic, records, acks=-1, partition=0):
-    return P(acks=acks, timeout_ms=1000, topic_data=[P.TopicProduceData(
-        name=topic, partition_data=[P.PartitionProduceData(index=partition, records=records)])])
+def _produce_req(topic, records, acks=-1, partition=0, ids=None):
+    """``ids`` (topic name → id) for v13+, which names topics by id."""
+    data = [P.PartitionProduceData(index=partition, records=records)]
+    return P(acks=acks, timeout_ms=1000, topic_data=[
+        P.TopicProduceData(name=topic, partition_data=data) if ids is None
+        else P.TopicProduceData(topic_id=ids[topic], partition_data=data)])
+
+
+produce_req = _produce_req
 
 
 @pytest.mark.parametrize("version", versions(0))
 async def test_produce(broker, cluster, version):
-    cluster.create("t", 1, {"message.timestamp.before.max.ms": "1000"})
-    cluster.create("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    t = cluster.create("t", 1, {"message.timestamp.before.max.ms": "1000"})
+    lat = cluster.create("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    ids = {"t": t.topic_id, "lat": lat.topic_id, "nope": uuid.uuid4()} if version >= 13 else None
+
+    def produce_req(*a, **kw):  # noqa: F811 - by topic id from v13
+        return _produce_req(*a, ids=ids, **kw)
     out = await call(broker, 0, version, produce_req("t", batch(b"a", b"b")))
     pr = out.responses[0].partition_responses[0]
     assert (pr.error_code, pr.base_offset) == (0, 0)
@@ -66,7 +76,10 @@ async def test_produce(broker, cluster, version):
     if version >= 8:
         assert [e.batch_index for e in pr.record_errors] == [0] and pr.error_message
     out = await call(broker, 0, version, produce_req("nope", batch(b"a")))
-    assert out.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert out.responses[0].partition_responses[0].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if ids is None else ErrorCode.UNKNOWN_TOPIC_ID)
+    if ids is not None:
+        assert out.responses[0].topic_id == ids["nope"]
     out = await call(broker, 0, version, produce_req("t", batch(b"a"), acks=2))
     assert out.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_REQUIRED_ACKS
     assert await call(broker, 0, version, produce_req("t", batch(b"c"), acks=0)) is None
