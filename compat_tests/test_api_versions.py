@@ -75,9 +75,6 @@ KNOWN_GAPS = {
     41: (None, "security: DescribeDelegationToken"),
     50: (None, "security: DescribeUserScramCredentials"),
     51: (None, "security: AlterUserScramCredentials"),
-    # the quotas issue
-    48: (None, "quotas: DescribeClientQuotas"),
-    49: (None, "quotas: AlterClientQuotas"),
 }
 EXTRAS: dict[int, str] = {}
 
