@@ -41,7 +41,6 @@ KNOWN_GAPS = {
     45: ((0, 0), "issue 18: AlterPartitionReassignments v1 (KIP-1101)"),
     57: (None, "issue 18: UpdateFeatures (transaction.version)"),
     64: (None, "issue 18: UnregisterBroker"),
-    66: ((0, 1), "issue 18: ListTransactions v2 (KIP-994 duration filter)"),
     80: (None, "issue 18: AddRaftVoter (KIP-853, forwarded to the controller)"),
     81: (None, "issue 18: RemoveRaftVoter (KIP-853)"),
     # the groups issue

@@ -171,3 +171,30 @@ def test_offset_commit_and_fetch_by_topic_id(bootstrap, topic_name):
             == [(tid, [1])]
     finally:
         conn.close()
+
+
+def test_list_transactions_by_pattern(bootstrap):
+    from compat_tests.differential.common import _until_ok
+    base = "ltp-" + uuid.uuid4().hex[:8]
+    conn = _connect(bootstrap)
+    try:
+        for tid in (f"{base}-orders", f"{base}-payments"):
+            _until_ok(lambda: conn.request(10, 4, M.FindCoordinatorRequest(
+                key_type=1, coordinator_keys=[tid])).coordinators[0])
+            r = _until_ok(lambda: conn.request(22, 1, M.InitProducerIdRequest(
+                transactional_id=tid, transaction_timeout_ms=60000)))
+            assert r.error_code == 0, r
+        L = M.ListTransactionsRequest
+
+        def listed(pattern):
+            r = conn.request(66, 2, L(state_filters=[], producer_id_filters=[],
+                                      transactional_id_pattern=pattern))
+            return r.error_code, sorted(t.transactional_id for t in r.transaction_states
+                                        if t.transactional_id.startswith(base))
+        assert listed(f"{base}-o.*") == (0, [f"{base}-orders"])
+        assert listed("orders") == (0, [])                       # the whole id must match
+        assert listed(None) == (0, [f"{base}-orders", f"{base}-payments"])
+        assert listed(f"{base}-(orders|payments)") == (0, [f"{base}-orders", f"{base}-payments"])
+        assert listed("[")[0] == 128                               # INVALID_REGULAR_EXPRESSION
+    finally:
+        conn.close()
