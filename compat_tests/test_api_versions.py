@@ -45,8 +45,7 @@ KNOWN_GAPS = {
     81: (None, "issue 18: RemoveRaftVoter (KIP-853)"),
     # the groups issue
     15: ((0, 5), "groups: DescribeGroups v6 (KIP-1043)"),
-    68: (None, "groups: ConsumerGroupHeartbeat (KIP-848)"),
-    69: (None, "groups: ConsumerGroupDescribe (KIP-848)"),
+    69: ((0, 0), "groups: ConsumerGroupDescribe v1"),
     88: (None, "groups: StreamsGroupHeartbeat (KIP-1071)"),
     89: (None, "groups: StreamsGroupDescribe (KIP-1071)"),
     # share groups (KIP-932)
