@@ -64,13 +64,6 @@ KNOWN_GAPS = {
     # the security issue
     17: (None, "security: SaslHandshake"),
     36: (None, "security: SaslAuthenticate"),
-    29: (None, "security: DescribeAcls"),
-    30: (None, "security: CreateAcls"),
-    31: (None, "security: DeleteAcls"),
-    38: (None, "security: CreateDelegationToken"),
-    39: (None, "security: RenewDelegationToken"),
-    40: (None, "security: ExpireDelegationToken"),
-    41: (None, "security: DescribeDelegationToken"),
     50: (None, "security: DescribeUserScramCredentials"),
     51: (None, "security: AlterUserScramCredentials"),
 }

@@ -18,12 +18,16 @@ Metadata. Rules (Kafka's ``DescribeTopicPartitionsRequestHandler`` and
   name: ``INVALID_TOPIC_EXCEPTION``) with no partitions; listing every topic skips nothing.
 - Partitions carry leader, leader epoch, replicas, ISR, ``eligible_leader_replicas`` and
   ``last_known_elr`` (KIP-966; kbroker keeps no ELR, both are empty), no offline replicas.
-  Topic authorized operations: everything (no authorizer), as Kafka without one answers.
+ACLs (``kbroker.authz``), as for Metadata: listing every topic leaves out the ones the
+principal may not DESCRIBE; a named one it may not DESCRIBE is answered
+``TOPIC_AUTHORIZATION_FAILED``; topic authorized operations come from the ACLs (everything
+without an authorizer).
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
-from kbroker.api._authorized import TOPIC_OPERATIONS
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import DESCRIBE, TOPIC
 from kbroker.metadata.controller import topic_name_error
 from kbroker.metadata.image import INTERNAL_TOPICS, ZERO_UUID
 from kbroker.wire import messages
@@ -56,6 +60,9 @@ async def handle(ctx: RequestContext, request) -> Response:
     everything = not request.topics
     cursor = request.cursor
     names = sorted(image.topics) if everything else sorted({t.name for t in request.topics})
+    denied = denied_topics(ctx, DESCRIBE, names)
+    if everything:
+        names = [n for n in names if n not in denied]
     if cursor is not None:
         if (not everything and cursor.topic_name not in names) or cursor.partition_index < 0:
             return _invalid(request)
@@ -66,6 +73,11 @@ async def handle(ctx: RequestContext, request) -> Response:
         if remaining <= 0:
             out.next_cursor = Response.Cursor(topic_name=name, partition_index=0)
             break
+        if name in denied:
+            out.topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                    topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS,
+                                    partitions=[]))
+            continue
         t = image.topics.get(name)
         if t is None:
             if not everything:
@@ -73,7 +85,8 @@ async def handle(ctx: RequestContext, request) -> Response:
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 out.topics.append(Topic(error_code=code, name=name, topic_id=ZERO_UUID,
                                         is_internal=name in INTERNAL_TOPICS, partitions=[],
-                                        topic_authorized_operations=TOPIC_OPERATIONS))
+                                        topic_authorized_operations=ctx.authorized_operations(
+                                            True, TOPIC, name)))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         indexes = sorted(i for i in t.partitions if i >= first)
@@ -81,7 +94,8 @@ async def handle(ctx: RequestContext, request) -> Response:
         out.topics.append(Topic(error_code=ErrorCode.NONE, name=name, topic_id=t.topic_id,
                                 is_internal=t.internal,
                                 partitions=[_partition(t.partitions[i]) for i in page],
-                                topic_authorized_operations=TOPIC_OPERATIONS))
+                                topic_authorized_operations=ctx.authorized_operations(
+                                    True, TOPIC, name)))
         if len(page) < len(indexes):
             out.next_cursor = Response.Cursor(topic_name=name, partition_index=indexes[len(page)])
             break

@@ -82,7 +82,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                 out_topics.append(Response.OffsetFetchResponseTopics(topic_id=tid, partitions=[
                     Response.OffsetFetchResponsePartitions(
                         partition_index=p, committed_offset=-1, metadata="",
-                        error_code=ErrorCode.UNKNOWN_TOPIC_ID) for p in parts]))
+                        error_code=E.UNKNOWN_TOPIC_ID) for p in parts]))
             groups.append(Response.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err,
                                                             topics=out_topics))
         return Response(throttle_time_ms=0, groups=groups)
