@@ -61,11 +61,6 @@ KNOWN_GAPS = {
     90: (None, "share groups: DescribeShareGroupOffsets"),
     91: (None, "share groups: AlterShareGroupOffsets"),
     92: (None, "share groups: DeleteShareGroupOffsets"),
-    # the security issue
-    17: (None, "security: SaslHandshake"),
-    36: (None, "security: SaslAuthenticate"),
-    50: (None, "security: DescribeUserScramCredentials"),
-    51: (None, "security: AlterUserScramCredentials"),
 }
 EXTRAS: dict[int, str] = {}
 
