@@ -4,11 +4,15 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-KAFKA_PROTOCOL ?= ../shared/kafka-protocol
+# Kafka's message definitions of the pinned release (tools/kafka_dist/pom.xml), extracted from
+# its sources jars by tools/fetch_protocol.sh: the reference of the schema tests and of
+# tools/genschema.py (which regenerates kbroker/wire/schema/messages.json from them).
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tools/kafka_dist/pom.xml | head -n1)
+KAFKA_PROTOCOL ?= .cache/kafka-protocol/$(KAFKA_VERSION)
 
-.PHONY: all setup run test test-fast clean
+.PHONY: all setup run test test-fast clean protocol schema
 
-all: setup
+all: setup protocol
 
 setup: $(STAMP)
 
@@ -18,6 +22,13 @@ $(STAMP): pyproject.toml requirements-dev.txt
 	$(PY) -m pip install -q -e . -r requirements-dev.txt
 	touch $@
 
+protocol:
+	bash tools/fetch_protocol.sh
+
+# Regenerate the schema model from the pinned definitions (commit the result).
+schema: protocol
+	$(PY) tools/genschema.py $(KAFKA_PROTOCOL)
+
 # The local-development profile (--dev): data in ./data, group.initial.rebalance.delay.ms=0.
 run: $(STAMP)
 	$(PY) -m kbroker serve --dev
@@ -26,14 +37,14 @@ run: $(STAMP)
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
 # Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
 # then the container image's smoke tests (docker-test).
-test: setup kp2 kafka-dist kcat kafkajs franzgo spark-setup console-browser
+test: setup protocol kp2 kafka-dist kcat kafkajs franzgo spark-setup console-browser
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL)
 	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md
 	$(MAKE) --no-print-directory test-spark
 	$(MAKE) --no-print-directory docker-test
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
-test-fast: setup kp2 kcat console-browser
+test-fast: setup protocol kp2 kcat console-browser
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
 
 clean:

@@ -119,7 +119,7 @@ _DEFS: list[ConfigDef] = [
     _d("default.replication.factor", "int", 1, _at_least(1)),
     _d("auto.create.topics.enable", "boolean", True),
     _d("delete.topic.enable", "boolean", True),
-    _d("log.segment.bytes", "int", 1 << 30, _at_least(14)),
+    _d("log.segment.bytes", "int", 1 << 30, _at_least(1 << 20)),   # Kafka 4: at least 1 MiB
     _d("log.roll.ms", "long", None),
     _d("log.roll.hours", "int", 168, _at_least(1)),
     _d("log.roll.jitter.ms", "long", None),
@@ -172,6 +172,8 @@ _DEFS: list[ConfigDef] = [
     _d("connections.max.idle.ms", "long", 600_000),
     _d("max.connections", "int", INT_MAX),
     _d("request.timeout.ms", "int", 30_000),
+    # incremental fetch sessions (KIP-227, kbroker/fetch_session.py)
+    _d("max.incremental.fetch.session.cache.slots", "int", 1000, _at_least(0)),
     # group coordinator
     _d("offsets.topic.replication.factor", "int", 1, _at_least(1)),
     _d("offsets.topic.num.partitions", "int", 50, _at_least(1)),

@@ -1,22 +1,36 @@
 """Project-wide pytest configuration.
 
 - ``--kafka-protocol``: folder with Apache Kafka's message definitions (the reference the
-  schema tests compare against). Default: ``../shared/kafka-protocol`` next to the repo.
+  schema tests compare against). Default: the pinned release's definitions,
+  ``.cache/kafka-protocol/<version>/`` (``tools/fetch_protocol.sh`` extracts them from the
+  release's sources jars; ``make`` runs it, and the fixture runs it when the folder is missing).
 - marker ``slow``: tests left out of ``make test-fast``.
 """
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+PIN_POM = REPO_ROOT / "tools" / "kafka_dist" / "pom.xml"
+
+
+def pinned_kafka_version() -> str:
+    """The one Kafka pin (``<kafka.version>`` of tools/kafka_dist/pom.xml)."""
+    return re.search(r"<kafka\.version>([^<]+)</kafka\.version>", PIN_POM.read_text()).group(1)
+
+
+PINNED_PROTOCOL = REPO_ROOT / ".cache" / "kafka-protocol" / pinned_kafka_version()
 
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--kafka-protocol", action="store", default=str(REPO_ROOT.parent / "shared" / "kafka-protocol"),
-        help="path to Kafka's message definitions (clients/src/main/resources/common/message)")
+        "--kafka-protocol", action="store", default=str(PINNED_PROTOCOL),
+        help="path to Kafka's message definitions (default: the pinned release's, fetched by "
+             "tools/fetch_protocol.sh)")
 
 
 def pytest_configure(config):
@@ -28,7 +42,10 @@ def kafka_protocol_dir(pytestconfig) -> Path:
     path = Path(pytestconfig.getoption("--kafka-protocol"))
     if not path.is_absolute():
         path = (Path.cwd() / path).resolve()
+    if path == PINNED_PROTOCOL and not (path / ".complete").exists():
+        subprocess.run(["bash", str(REPO_ROOT / "tools" / "fetch_protocol.sh")], check=False,
+                       stdout=subprocess.DEVNULL)
     if not (path / "ProduceRequest.json").exists():
-        pytest.fail(f"no Kafka message definitions at {path}: pass --kafka-protocol=DIR "
-                    "(make test passes ../shared/kafka-protocol)")
+        pytest.fail(f"no Kafka message definitions at {path}: run tools/fetch_protocol.sh "
+                    "(make does) or pass --kafka-protocol=DIR")
     return path

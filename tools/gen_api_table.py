@@ -29,6 +29,8 @@ def table() -> str:
         s = registry[key]
         module = s.handler.__module__.rsplit(".", 1)[-1]
         served = f"v{s.served_from}" if s.served_from != s.min_version else ""
+        if not s.advertised:
+            served = (served + " " if served else "") + "(not in ApiVersions)"
         rows.append(f"| {key} | {s.name} | v{s.min_version}–v{s.max_version} | {served} | "
                     f"`kbroker/api/{module}.py` |")
     return "\n".join(rows)

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
-"""Regenerate kbroker's schema model from a copy of Kafka's message definitions.
+"""Regenerate kbroker's schema model from Kafka's message definitions.
 
-Usage: python tools/genschema.py [-o OUT] [REFERENCE_DIR]   (default: ../shared/kafka-protocol)
+Usage: python tools/genschema.py [-o OUT] [REFERENCE_DIR]
+
+REFERENCE_DIR defaults to the definitions of the pinned Kafka release,
+``.cache/kafka-protocol/<version>/``, which ``tools/fetch_protocol.sh`` extracts from the
+release's sources jars (run first when the folder is missing; the version is the one pin of
+``tools/kafka_dist/pom.xml``).
 
 Reads every ``*.json`` definition (top level and the metadata/, group-coordinator/,
 transaction-coordinator/ and raft/ subfolders), keeps only the facts the codec needs —
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -63,31 +69,46 @@ def facts_of(defn: dict, group: str) -> dict:
     return kept
 
 
+def removed(defn: dict) -> bool:
+    """A definition Kafka keeps only as a tombstone of a removed API (``validVersions``
+    ``none``, no fields: LeaderAndIsr, UpdateMetadata, StopReplica, ControlledShutdown)."""
+    return defn.get("validVersions") == "none"
+
+
 def collect(reference: Path) -> list[dict]:
     messages = []
     for path in sorted(reference.glob("*.json")):
-        messages.append(facts_of(load_definition(path), "protocol"))
+        defn = load_definition(path)
+        if not removed(defn):
+            messages.append(facts_of(defn, "protocol"))
     for sub in ("metadata", "group-coordinator", "transaction-coordinator", "raft"):
         for path in sorted((reference / sub).glob("*.json")):
             messages.append(facts_of(load_definition(path), sub))
     return messages
 
 
-def source_commit(reference: Path) -> str:
-    """The apache/kafka commit the reference copy was taken from (from its SOURCE.txt)."""
+def source_version(reference: Path) -> str:
+    """The Apache Kafka release the reference was extracted from (first line of SOURCE.txt)."""
     src_file = reference / "SOURCE.txt"
     if src_file.exists():
-        m = re.search(r"commit ([0-9a-f]{40})", src_file.read_text())
+        m = re.search(r"Apache Kafka (\S+) message definitions", src_file.read_text())
         if m:
             return m.group(1)
     return ""
+
+
+def pinned_reference() -> Path:
+    """The pinned release's definitions, fetched by tools/fetch_protocol.sh if missing."""
+    out = subprocess.run(["bash", str(ROOT / "tools" / "fetch_protocol.sh")], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    return Path(out.strip().splitlines()[-1])
 
 
 def render(reference: Path) -> str:
     """The full text of ``messages.json`` for ``reference`` (deterministic: sorted keys,
     files in sorted order), so a test can regenerate it and compare with the committed one."""
     messages = collect(reference)
-    return json.dumps({"kafka_commit": source_commit(reference), "messages": messages},
+    return json.dumps({"kafka_version": source_version(reference), "messages": messages},
                       indent=1, sort_keys=True) + "\n"
 
 
@@ -96,7 +117,7 @@ def main(argv: list[str]) -> int:
     out = OUT
     if len(args) >= 2 and args[0] in ("-o", "--out"):
         out, args = Path(args[1]), args[2:]
-    reference = Path(args[0]) if args else ROOT.parent / "shared" / "kafka-protocol"
+    reference = Path(args[0]) if args else pinned_reference()
     text = render(reference)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)

@@ -22,7 +22,7 @@ HAND_BUILT_SKIP: set[int] = set()
 def kbroker_ranges() -> dict[int, tuple[int, int]]:
     """What kbroker advertises: API key → (min, max), from its handler registry."""
     from kbroker import api
-    return {k: (s.min_version, s.max_version) for k, s in api.load_all().items()}
+    return {k: (s.min_version, s.max_version) for k, s in api.load_all().items() if s.advertised}
 
 
 def order_key_of(exchange) -> int:
@@ -152,8 +152,20 @@ def _hb_delete_acls(conn, version):
                                          permission_type=1)])
 
 
+def _hb_list_config_resources(conn, version):
+    # brokers and client metrics only: listing topics would depend on what else ran before
+    return messages.ListConfigResourcesRequest(resource_types=[4, 16] if version >= 1 else [])
+
+
+def _hb_describe_topic_partitions(conn, version):
+    # the scenario's own topic, not every topic (those depend on what else ran before)
+    r = messages.DescribeTopicPartitionsRequest
+    return r(topics=[r.TopicRequest(name=HB_TOPIC)], response_partition_limit=2000)
+
+
 BUILDERS = {23: _hb_offset_for_leader_epoch, 27: _hb_write_txn_markers, 29: _hb_describe_acls,
-            30: _hb_create_acls, 31: _hb_delete_acls}
+            30: _hb_create_acls, 31: _hb_delete_acls,
+            74: _hb_list_config_resources, 75: _hb_describe_topic_partitions}
 
 
 def _until_ok(send, attempts: int = 60):

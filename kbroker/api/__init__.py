@@ -7,8 +7,11 @@ A module declares what it serves with the ``@api`` decorator::
 
 ``versions`` is the advertised range (what ApiVersions reports); ``served_from`` (default
 the advertised minimum) is the lowest version the handler really serves — a request below
-it is answered by the handler with ``UNSUPPORTED_VERSION`` (Produce advertises v0 for old
-librdkafka feature detection but serves v3+, as Kafka 4 does). The registry is the single
+it closes the connection, since the schema (Kafka's definitions) has no such version to
+decode: Produce advertises v0 for old librdkafka feature detection but serves v3+, as Kafka 4
+does (KIP-896, KAFKA-18659). ``advertised=False`` serves an API without listing it in
+ApiVersions (client telemetry: Kafka lists it only with a telemetry receiver plugin). The
+registry is the single
 source of truth: ApiVersions is derived from it, never from a hand-kept table.
 
 Handlers are thin: decode has already happened; they check, call the broker's managers
@@ -36,26 +39,29 @@ class ApiSpec:
     max_version: int        # advertised maximum
     served_from: int        # lowest version actually served
     handler: Callable[["RequestContext", Any], Awaitable[Any]]
+    advertised: bool = True  # listed by ApiVersions (else served to clients that call it anyway)
 
 
 REGISTRY: dict[int, ApiSpec] = {}
 
 
-def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = None):
+def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = None,
+        advertised: bool = True):
     """Register the decorated coroutine as the handler of ``api_key``."""
     lo, hi = versions
     # the schema, not the message class: classes are built when the first request comes
     spec = messages.request_spec(api_key)
     if spec is None:
         raise ValueError(f"no request schema for api key {api_key}")
-    if lo not in spec.valid or hi not in spec.valid:
-        raise ValueError(f"{spec.name}: versions {lo}-{hi} outside {spec.valid}")
+    served = lo if served_from is None else served_from
+    if served not in spec.valid or hi not in spec.valid or not lo <= served <= hi:
+        raise ValueError(f"{spec.name}: versions {served}-{hi} outside {spec.valid}")
 
     def register(fn):
         if api_key in REGISTRY:
             raise ValueError(f"api key {api_key} registered twice")
         REGISTRY[api_key] = ApiSpec(api_key, spec.name.removesuffix("Request"), lo, hi,
-                                    lo if served_from is None else served_from, fn)
+                                    lo if served_from is None else served_from, fn, advertised)
         return fn
     return register
 

@@ -27,7 +27,7 @@ SUPPORTED_FEATURES = {"metadata.version": (7, 25)}
 
 def api_version_entries() -> list:
     return [Response.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
-            for s in sorted(REGISTRY.values(), key=lambda s: s.api_key)]
+            for s in sorted(REGISTRY.values(), key=lambda s: s.api_key) if s.advertised]
 
 
 @api(18, versions=(0, 4))

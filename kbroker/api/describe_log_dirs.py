@@ -1,6 +1,7 @@
 """DescribeLogDirs (API key 35): log directories and the size of each partition in them.
 
-Versions: v1–v4 (v0 removed by KIP-896; v2 flexible; v3 top-level ``error_code``; v4
+Versions: v1–v5 (v0 removed by KIP-896; v2 flexible; v3 top-level ``error_code``; v5
+``is_cordoned``, KIP-1066: never, kbroker cannot cordon a directory; v4
 ``total_bytes``/``usable_bytes``, KIP-827). ``topics`` null means every partition.
 Every local replica is listed, leader or follower. ``offset_lag`` is Kafka's
 ``getLogEndOffsetLag`` for a current (not future) replica: max(high watermark − log end
@@ -20,7 +21,7 @@ from kbroker.wire import messages
 Resp = messages.DescribeLogDirsResponse
 
 
-@api(35, versions=(1, 4))
+@api(35, versions=(1, 5))
 async def handle(ctx: RequestContext, request):
     if not ctx.authorize_cluster(DESCRIBE):
         return Resp(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])

@@ -1,11 +1,16 @@
-"""ListTransactions (key 66), v0–v1: the transactional ids this coordinator knows (KIP-664).
+"""ListTransactions (key 66), v0–v2: the transactional ids this coordinator knows (KIP-664).
 
 Filters: state names (unknown names are echoed in ``unknown_state_filters``), producer ids,
-and v1's ``duration_filter`` (KIP-994: only transactions open longer than that many ms).
+v1's ``duration_filter`` (KIP-994: only transactions open longer than that many ms) and v2's
+``transactional_id_pattern`` (KIP-1152: a regular expression the whole id must match; null or
+empty: no filter; one that does not compile: ``INVALID_REGULAR_EXPRESSION``, nothing listed).
+Python's ``re`` stands in for Java's regex syntax; the common subset behaves alike.
 
 ACLs (``kbroker.authz``): only the transactional ids the principal may DESCRIBE are listed.
 """
 from __future__ import annotations
+
+import re
 
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_names
@@ -17,7 +22,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 Resp = messages.ListTransactionsResponse
 
 
-@api(66, versions=(0, 1))
+@api(66, versions=(0, 2))
 async def handle(ctx: RequestContext, request) -> Resp:
     coordinator = ctx.broker.transactions
     states = list(request.state_filters or ())
@@ -25,6 +30,14 @@ async def handle(ctx: RequestContext, request) -> Resp:
     if coordinator is None:
         return Resp(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE,
                     unknown_state_filters=unknown, transaction_states=[])
+    pattern = request.transactional_id_pattern if ctx.version >= 2 else None
+    matcher = None
+    if pattern:
+        try:
+            matcher = re.compile(pattern)
+        except re.error:
+            return Resp(throttle_time_ms=0, error_code=E.INVALID_REGULAR_EXPRESSION,
+                        unknown_state_filters=unknown, transaction_states=[])
     await coordinator.maybe_load()
     duration = request.duration_filter if ctx.version >= 1 else -1
     found = coordinator.list_transactions(set(states) - set(unknown) if states else None,
@@ -32,6 +45,8 @@ async def handle(ctx: RequestContext, request) -> Resp:
                                           duration)
     if states and len(unknown) == len(states):
         found = []
+    if matcher is not None:
+        found = [m for m in found if matcher.fullmatch(m.transactional_id)]
     hidden = denied_names(ctx, DESCRIBE, TRANSACTIONAL_ID, (m.transactional_id for m in found))
     found = [m for m in found if m.transactional_id not in hidden]
     return Resp(throttle_time_ms=0, error_code=E.NONE, unknown_state_filters=unknown,

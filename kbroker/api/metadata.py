@@ -1,4 +1,4 @@
-"""Metadata (key 3), v0–v12: brokers, cluster id, controller, topics and partitions.
+"""Metadata (key 3), v0–v13: brokers, cluster id, controller, topics and partitions.
 
 - v0 still works (kafka-python 2.0 / old aiokafka send it right after ApiVersions v0);
   an empty topic list means "all topics" in v0 and "none" from v1 (null = all).
@@ -16,7 +16,8 @@
   ``__consumer_offsets``/``__transaction_state`` are created with their coordinator
   settings.
 - Brokers are listed with the endpoint of the listener the request arrived on.
-Not implemented: v13 (KIP-1102 rebootstrap).
+- v13 (KIP-1102) adds a top-level ``error_code``: always NONE here (Kafka answers
+  REBOOTSTRAP_REQUIRED only when it cannot describe its cluster to the client).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def topic_entry(t, error: int = ErrorCode.NONE) -> Topic:
                  partitions=parts)
 
 
-@api(3, versions=(0, 12))
+@api(3, versions=(0, 13))
 async def handle(ctx: RequestContext, request) -> Response:
     broker = ctx.broker
     image = broker.metadata

@@ -1,9 +1,13 @@
 """Produce (API key 0): append record batches to partitions this node leads.
 
-Versions: advertised v0–v11, served from v3 (Kafka 4 / KIP-896 behaviour: v0–v2 are
-answered with UNSUPPORTED_VERSION per partition; v0 stays advertised because librdkafka
-< 2.11.1 enables compression only when it sees Produce v0). Capped at v11: v12 is KIP-890's
-second phase, which kbroker does not implement.
+Versions: advertised v0–v13, served from v3 (Kafka 4 / KIP-896 behaviour: a v0–v2 request
+closes the connection, as Kafka 4 has no definition to parse it with; v0 stays advertised
+because librdkafka < 2.11.1 enables compression only when it sees Produce v0, KAFKA-18659).
+v12 is v11 for a broker whose ``transaction.version`` is below 2, which kbroker's always is
+(KIP-890 part 2 is not implemented): transactional producers keep adding partitions with
+AddPartitionsToTxn, as against a Kafka with transaction version 1. v13 names topics by id
+(KIP-516): ids are resolved through the metadata image; an unknown id answers
+``UNKNOWN_TOPIC_ID`` for its partitions; answers carry the id.
 
 KIPs: KIP-32 (LogAppendTime → ``log_append_time_ms``), KIP-107 (``log_start_offset``, set on
 errors as Kafka's append path does), KIP-467 (``record_errors`` / ``error_message``, v8+, for
@@ -31,6 +35,7 @@ import trio
 
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
+from kbroker.api._topic_ids import topic_names
 from kbroker.authz.acls import TRANSACTIONAL_ID, WRITE
 from kbroker.replica import ReplicaError
 from kbroker.wire import messages
@@ -74,39 +79,45 @@ async def _wait_replicated(replicas, waits, timeout_ms: int) -> None:
             nursery.start_soon(one, *w)
 
 
-@api(0, versions=(0, 11), served_from=SERVED_FROM)
+@api(0, versions=(0, 13), served_from=SERVED_FROM)
 async def handle(ctx: RequestContext, request):
     version = ctx.api_version
     replicas = ctx.broker.replicas
     acks = request.acks
-    if version < SERVED_FROM:
-        error: int | None = ErrorCode.UNSUPPORTED_VERSION
-    elif acks not in (0, 1, -1):
-        error = ErrorCode.INVALID_REQUIRED_ACKS
+    if acks not in (0, 1, -1):
+        error: int | None = ErrorCode.INVALID_REQUIRED_ACKS
     else:
         error = None
     if error is None and request.transactional_id is not None and \
             not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    denied = denied_topics(ctx, WRITE, (td.name for td in request.topic_data)) if error is None else ()
     now_ms = ctx.broker.clock.now_ms()
     allow_internal = ctx.client_id == ADMIN_CLIENT_ID
     topics = []
     waits: list = []          # (parts list, position, topic, partition, required offset)
+    if version >= 13:
+        names = topic_names(ctx.broker)
+        for td in request.topic_data:
+            td.name = names.get(td.topic_id)        # None: an id the image does not know
+    denied = denied_topics(ctx, WRITE, (td.name for td in request.topic_data
+                                        if td.name is not None)) if error is None else ()
     verifier = getattr(ctx.broker.transactions, "verifier", None)
     if error is None and verifier is not None:
         # KIP-890 part 1: ask the transaction coordinator before a producer's first
         # transactional batch on a partition; the append consults the verdict
-        await verifier.wait_verified(request.transactional_id, request.topic_data)
+        await verifier.wait_verified(request.transactional_id,
+                                     [td for td in request.topic_data if td.name is not None])
     stats = ctx.broker.topic_stats
     for td in request.topic_data:
         parts = []
         counters = stats.known(td.name)
         for pd in td.partition_data:
-            if error is not None or td.name in denied:
-                parts.append(_partition_response(
-                    pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED if error is None else error, version))
-                if error is not None:    # refused by the authorizer: not a failed produce (Kafka)
+            if error is not None or td.name is None or td.name in denied:
+                code = (error if error is not None else ErrorCode.UNKNOWN_TOPIC_ID if td.name is None
+                        else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                parts.append(_partition_response(pd.index, code, version))
+                if error is not None and td.name is not None:
+                    # refused by the authorizer: not a failed produce (Kafka)
                     stats.produce_failed(td.name, error, 0)
                 continue
             try:
@@ -133,7 +144,10 @@ async def handle(ctx: RequestContext, request):
                     waits.append((parts, len(parts) - 1, td.name, pd.index, required))
                 elif done:
                     parts[-1].error_code = done
-        topics.append(Resp.TopicProduceResponse(name=td.name, partition_responses=parts))
+        topics.append(Resp.TopicProduceResponse(name=td.name or "", partition_responses=parts)
+                      if version < 13 else
+                      Resp.TopicProduceResponse(name=td.name or "", topic_id=td.topic_id,
+                                                partition_responses=parts))
     if waits:
         await _wait_replicated(replicas, waits, request.timeout_ms)
     failed = [(t.name, p.index, p.error_code) for t in topics for p in t.partition_responses

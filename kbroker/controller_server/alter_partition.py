@@ -1,4 +1,4 @@
-"""AlterPartition (key 56), v0–v3 (KIP-497, KIP-704 ids in v2, KIP-903 broker epochs in v3),
+"""AlterPartition (key 56), v2–v3 as Kafka 4 (v0–v1 removed by KIP-896; KIP-497, KIP-704 ids in v2, KIP-903 broker epochs in v3),
 on the controller listener: a partition leader changes the ISR of partitions it leads.
 
 The checks and the records are the controller's (``QuorumController.alter_partition``,
@@ -25,10 +25,10 @@ Response = messages.AlterPartitionResponse
 
 
 def _topic(td, partitions):
-    return Response.TopicData(topic_name=td.topic_name, topic_id=td.topic_id, partitions=partitions)
+    return Response.TopicData(topic_id=td.topic_id, partitions=partitions)
 
 
-@controller_api(56, versions=(0, 3))
+@controller_api(56, versions=(2, 3))
 async def handle(ctx, request):
     c = ctx.broker.controller
     try:

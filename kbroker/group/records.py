@@ -3,8 +3,10 @@ key/value bytes of offset commits and group metadata.
 
 Format (Kafka's, so a Kafka tool reading our log — or we reading Kafka's — agree):
 
-- key   = int16 key version + the key struct at that version. Versions 0 and 1 are an
-  ``OffsetCommitKey`` (group, topic, partition); version 2 is a ``GroupMetadataKey`` (group).
+- key   = int16 record type + the key struct (its only version, 0). Types 0 and 1 are an
+  offset commit key (``LegacyOffsetCommitKey`` / ``OffsetCommitKey``: group, topic,
+  partition); type 2 is a ``GroupMetadataKey`` (group). Kafka 4's definitions call the type
+  the key's ``apiKey`` (older releases called it the key version; the bytes are the same).
 - value = int16 value version + the value struct at that version, or null (a tombstone,
   which compaction keeps until the delete horizon and which deletes the key on replay).
 
@@ -78,22 +80,26 @@ def _encode(version: int, msg) -> bytes:
     return _H.pack(version) + msg.encode(version)
 
 
+def _encode_key(record_type: int, msg) -> bytes:
+    return _H.pack(record_type) + msg.encode(0)
+
+
 def decode_key(buf):
     """Decode a record key: ``OffsetKey``, ``GroupKey``, a consumer group record's
     ``ConsumerKey`` (types 3-8, 16); None for record types this broker does not understand
     (share and streams groups), which replay skips."""
     if buf is None or len(buf) < 2:
         return None
-    (version,) = _H.unpack_from(buf, 0)
-    if version in (0, 1):
-        k = messages.OffsetCommitKey.decode(buf, version, 2)
+    (record_type,) = _H.unpack_from(buf, 0)
+    if record_type in (0, 1):
+        k = messages.OffsetCommitKey.decode(buf, 0, 2)
         return OffsetKey(k.group, k.topic, k.partition)
-    if version == 2:
-        k = messages.GroupMetadataKey.decode(buf, version, 2)
+    if record_type == 2:
+        k = messages.GroupMetadataKey.decode(buf, 0, 2)
         return GroupKey(k.group)
     from .consumer import records as crec
-    if version in crec.RECORD_TYPES:
-        return crec.decode_key(version, buf)
+    if record_type in crec.RECORD_TYPES:
+        return crec.decode_key(record_type, buf)
     return None
 
 
@@ -101,8 +107,8 @@ def offset_commit_record(partition: int, group: str, topic: str, part: int, *, o
                          leader_epoch: int, metadata: str, commit_timestamp: int,
                          expire_timestamp: int | None) -> CoordinatorRecord:
     key = OffsetKey(group, topic, part)
-    kbytes = _encode(OFFSET_KEY_VERSION,
-                     messages.OffsetCommitKey(group=group, topic=topic, partition=part))
+    kbytes = _encode_key(OFFSET_KEY_VERSION,
+                         messages.OffsetCommitKey(group=group, topic=topic, partition=part))
     if expire_timestamp is not None:
         value = messages.OffsetCommitValue(offset=offset, metadata=metadata,
                                            commit_timestamp=commit_timestamp,
@@ -116,19 +122,19 @@ def offset_commit_record(partition: int, group: str, topic: str, part: int, *, o
 
 
 def offset_tombstone(partition: int, group: str, topic: str, part: int) -> CoordinatorRecord:
-    kbytes = _encode(OFFSET_KEY_VERSION,
-                     messages.OffsetCommitKey(group=group, topic=topic, partition=part))
+    kbytes = _encode_key(OFFSET_KEY_VERSION,
+                         messages.OffsetCommitKey(group=group, topic=topic, partition=part))
     return CoordinatorRecord(partition, kbytes, None, OffsetKey(group, topic, part))
 
 
 def group_metadata_record(partition: int, group: str, value) -> CoordinatorRecord:
     """``value`` is a ``messages.GroupMetadataValue``."""
-    kbytes = _encode(GROUP_KEY_VERSION, messages.GroupMetadataKey(group=group))
+    kbytes = _encode_key(GROUP_KEY_VERSION, messages.GroupMetadataKey(group=group))
     return CoordinatorRecord(partition, kbytes, _encode(GROUP_VALUE_VERSION, value), GroupKey(group))
 
 
 def group_tombstone(partition: int, group: str) -> CoordinatorRecord:
-    kbytes = _encode(GROUP_KEY_VERSION, messages.GroupMetadataKey(group=group))
+    kbytes = _encode_key(GROUP_KEY_VERSION, messages.GroupMetadataKey(group=group))
     return CoordinatorRecord(partition, kbytes, None, GroupKey(group))
 
 

@@ -112,7 +112,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     _T("remote.storage.enable", "boolean", "false"),
     _T("retention.bytes", "long", "-1"),
     _T("retention.ms", "long", "604800000", _ge(-1)),
-    _T("segment.bytes", "int", "1073741824", _ge(14)),
+    _T("segment.bytes", "int", "1073741824", _ge(1048576)),     # Kafka 4 (KIP-1030): 1 MiB
     _T("segment.index.bytes", "int", "10485760", _ge(4)),
     _T("segment.jitter.ms", "long", "0", _ge(0)),
     _T("segment.ms", "long", "604800000", _ge(1)),

@@ -176,6 +176,16 @@ class Controller(AuthzControl):
         ids = sorted(b.node_id for b in self.image.live_brokers())
         return ids or [self.config.node_id]
 
+    def _colliding_topic(self, name: str) -> str | None:
+        """An existing topic whose name equals ``name`` once '.' and '_' are unified
+        (Kafka's ``Topic.unifyCollisionChars``), or None; the least such name, so the
+        message is deterministic."""
+        if "." not in name and "_" not in name:
+            return None
+        unified = name.replace(".", "_")
+        hits = [n for n in self.image.topics if n != name and n.replace(".", "_") == unified]
+        return min(hits) if hits else None
+
     def _check_new_topic(self, t: NewTopic) -> tuple[TopicResult, list[list[int]] | None]:
         res = TopicResult(t.name)
         err = topic_name_error(t.name)
@@ -184,6 +194,12 @@ class Controller(AuthzControl):
             return res, None
         if t.name in self.image.topics:
             res.error_code, res.error_message = TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
+            return res, None
+        colliding = self._colliding_topic(t.name)
+        if colliding is not None:
+            # '.' and '_' map to the same metric name, so Kafka refuses the second of a pair
+            res.error_code = INVALID_TOPIC_EXCEPTION
+            res.error_message = f"Topic '{t.name}' collides with existing topic: {colliding}"
             return res, None
         live = self._live_ids()
         if t.assignments:

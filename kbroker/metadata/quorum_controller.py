@@ -336,8 +336,7 @@ class QuorumController(Controller):
                 return E.STALE_BROKER_EPOCH, []
             out, records = [], []
             for td in topics:
-                t = (self.image.topics_by_id.get(td.topic_id) if version > 1
-                     else self.image.topics.get(td.topic_name))
+                t = self.image.topics_by_id.get(td.topic_id)   # v2+ only (Kafka 4)
                 answers = []
                 out.append((td, answers))
                 if t is None:

@@ -101,13 +101,14 @@ def vote_request_to_wire(msg: m.VoteRequest, cluster_id: str | None):
     R = w.VoteRequest
     return R(cluster_id=cluster_id, voter_id=msg.voter_id, topics=[R.TopicData(
         topic_name=METADATA_TOPIC, partitions=[R.PartitionData(
-            partition_index=0, candidate_epoch=msg.candidate_epoch, candidate_id=msg.candidate_id,
+            partition_index=0, replica_epoch=msg.candidate_epoch, replica_id=msg.candidate_id,
             last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset)])])
 
 
 def vote_request_from_wire(req) -> m.VoteRequest:
     p = _topic_partition(req.topics)
-    return m.VoteRequest(candidate_epoch=p.candidate_epoch, candidate_id=p.candidate_id,
+    # Kafka 4 (KIP-996) names the candidate's fields Replica*; a v2 PreVote is not sent
+    return m.VoteRequest(candidate_epoch=p.replica_epoch, candidate_id=p.replica_id,
                          last_offset_epoch=p.last_offset_epoch, last_offset=p.last_offset,
                          voter_id=getattr(req, "voter_id", -1))
 

@@ -589,7 +589,8 @@ class _Gen:
 
     def not_default(self, f: FieldSpec, expr: str) -> str:
         if f.is_array:
-            return f"{expr}" if f.default is not None else f"{expr} is not None"
+            # a null array differs from an empty default: Kafka writes it (as a null)
+            return f"({expr} is None or {expr})" if f.default is not None else f"{expr} is not None"
         if f.is_struct:
             if f.default is None:
                 return f"{expr} is not None"

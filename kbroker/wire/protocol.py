@@ -77,8 +77,6 @@ def request_header_version(api_key: int, api_version: int) -> int:
     if cls is None:
         return 1
     spec = cls._message
-    if api_key == 7 and api_version == 0:  # ControlledShutdown v0 predates client ids
-        return 0
     return 2 if api_version in spec.flexible else 1
 
 

@@ -91,11 +91,18 @@ def test_several_listeners_and_wildcard():
     assert c.advertised_listeners[1].host not in ("0.0.0.0", "")
 
 
+def test_log_segment_bytes_below_one_mib_is_refused():
+    # Kafka 4: log.segment.bytes is at least 1 MiB (KIP-1030)
+    with pytest.raises(ConfigError, match="log.segment.bytes"):
+        BrokerConfig.from_dict({"log.segment.bytes": "1048575"})
+    assert BrokerConfig.from_dict({"log.segment.bytes": "1048576"}).log_config_defaults()["segment.bytes"] == "1048576"
+
+
 def test_log_config_defaults_translate_broker_keys():
-    c = BrokerConfig.from_dict({"log.retention.hours": "1", "log.segment.bytes": "1000",
+    c = BrokerConfig.from_dict({"log.retention.hours": "1", "log.segment.bytes": "2000000",
                                 "log.cleanup.policy": "compact", "message.max.bytes": "5000"})
     d = c.log_config_defaults()
-    assert d["retention.ms"] == "3600000" and d["segment.bytes"] == "1000"
+    assert d["retention.ms"] == "3600000" and d["segment.bytes"] == "2000000"
     assert d["cleanup.policy"] == "compact" and d["max.message.bytes"] == "5000"
     c = BrokerConfig.from_dict({"log.retention.hours": "1", "log.retention.minutes": "2"})
     assert c.log_config_defaults()["retention.ms"] == "120000"            # most specific wins

@@ -1,4 +1,4 @@
-"""Metadata v0–v12 over raw frames; CreateTopics at its version bounds; auto-creation."""
+"""Metadata v0–v13 over raw frames; CreateTopics at its version bounds; auto-creation."""
 import uuid
 
 import pytest
@@ -18,7 +18,7 @@ async def create(c, name, partitions=2, version=7, **kw):
     return resp.topics[0]
 
 
-@pytest.mark.parametrize("version", range(0, 13))
+@pytest.mark.parametrize("version", range(0, 14))
 async def test_metadata_every_version(broker_server, version):
     c = await RawClient.connect(broker_server)
     created = await create(c, "md-topic", 3)

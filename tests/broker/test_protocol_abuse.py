@@ -30,7 +30,7 @@ def frame(payload: bytes) -> bytes:
     struct.pack(">hhih", 3, 9, 5, -1) + b"\x05",            # truncated flexible body
     struct.pack(">hhih", 3, 1, 5, -1) + b"\x00\x00\x00\x09",  # array count beyond the frame
     struct.pack(">hhih", 999, 0, 5, -1),                    # unknown API key
-    struct.pack(">hhih", 3, 13, 5, -1),                     # Metadata above the advertised max
+    struct.pack(">hhih", 3, 14, 5, -1),                     # Metadata above the advertised max
     struct.pack(">hhih", 19, 0, 5, -1) + b"\x00" * 12,       # CreateTopics below Kafka 4's floor
 ])
 async def test_bad_request_closes_connection(broker_server, payload):
@@ -38,6 +38,26 @@ async def test_bad_request_closes_connection(broker_server, payload):
     await c.send_raw(frame(payload))
     assert await c.is_closed()
     await assert_healthy(broker_server)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+async def test_produce_below_v3_closes_connection(broker_server, version):
+    """Kafka 4 advertises Produce v0 (KAFKA-18659, for old librdkafka) but has no definition
+    of v0-v2 any more (KIP-896): such a request closes the connection, nothing is written."""
+    c = await RawClient.connect(broker_server)
+    await c.request("CreateTopics", 7, topics=[messages.CreateTopicsRequest.CreatableTopic(
+        name="old-produce", num_partitions=1, replication_factor=1)], timeout_ms=5000)
+    message = struct.pack(">qiibbi", 0, 14, 0, 0, 0, -1) + struct.pack(">i", 1) + b"a"
+    body = (struct.pack(">hi", 1, 5000) + struct.pack(">ih", 1, 11) + b"old-produce"
+            + struct.pack(">ii", 1, 0) + struct.pack(">i", len(message)) + message)
+    await c.send_raw(frame(struct.pack(">hhih", 0, version, 7, -1) + body))
+    assert await c.is_closed()
+    c = await RawClient.connect(broker_server)
+    resp = await c.request("ListOffsets", 7, replica_id=-1, topics=[
+        messages.ListOffsetsRequest.ListOffsetsTopic(name="old-produce", partitions=[
+            messages.ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)])])
+    assert resp.topics[0].partitions[0].offset == 0      # nothing was appended
+    await c.aclose()
 
 
 @pytest.mark.parametrize("size", [-1, -(2 ** 31), 104_857_601, 2 ** 31 - 1])

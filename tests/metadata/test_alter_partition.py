@@ -33,9 +33,7 @@ def topic_data(h, topic: str, partition: int, isr, *, version: int = 3, leader_e
             r, h.image.brokers[r].broker_epoch if r in h.image.brokers else -1)) for r in isr]
     else:
         pd.new_isr = list(isr)
-    if version >= 2:
-        return R.TopicData(topic_id=t.topic_id if t is not None else uuid.uuid4(), partitions=[pd])
-    return R.TopicData(topic_name=topic, partitions=[pd])
+    return R.TopicData(topic_id=t.topic_id if t is not None else uuid.uuid4(), partitions=[pd])
 
 
 async def alter(h, broker: int, topic: str, partition: int, isr, *, version: int = 3,
@@ -88,8 +86,8 @@ async def test_shrink_and_expand_write_one_record_each(tmp_path, nursery):
     assert r == AlterPartitionResult(E.NONE, 1, 0, (1, 2, 3), 2)
     assert h.end == start
 
-    # v0-v1 by topic name, v2 by id without broker epochs
-    r = await alter(h, 2, "r", 1, [2, 3], version=1)
+    # v2 without broker epochs (v0-v1, by topic name, are gone in Kafka 4)
+    r = await alter(h, 2, "r", 1, [2, 3], version=2)
     assert r == AlterPartitionResult(E.NONE, 2, 0, (2, 3), 1)
     r = await alter(h, 2, "r", 1, [2, 3, 1], version=2)
     assert r == AlterPartitionResult(E.NONE, 2, 0, (2, 3, 1), 2)
@@ -107,16 +105,12 @@ async def test_every_refusal_in_kafkas_order_writes_nothing(tmp_path, nursery):
     code, results = await h.controller.alter_partition(9, 0, [topic_data(h, "r", 0, [1])])
     assert (code, results) == (E.STALE_BROKER_EPOCH, [])
 
-    # unknown topic: by id (v2+) / by name (v0-1); unknown partition
+    # unknown topic id; unknown partition
     code, [(_, answers)] = await h.controller.alter_partition(
         1, h.image.brokers[1].broker_epoch, [R.TopicData(topic_id=uuid.uuid4(), partitions=[
             R.PartitionData(partition_index=0), R.PartitionData(partition_index=1)])], version=3)
     assert code == 0 and [(i, r.error_code) for i, r in answers] == [(0, E.UNKNOWN_TOPIC_ID),
                                                                     (1, E.UNKNOWN_TOPIC_ID)]
-    code, [(_, answers)] = await h.controller.alter_partition(
-        1, h.image.brokers[1].broker_epoch, [R.TopicData(topic_name="nope", partitions=[
-            R.PartitionData(partition_index=0)])], version=1)
-    assert [r.error_code for _, r in answers] == [E.UNKNOWN_TOPIC_OR_PARTITION]
     assert (await alter(h, 1, "r", 7, [1])).error_code == E.UNKNOWN_TOPIC_OR_PARTITION
 
     # epochs newer than the controller's: it is likely not the controller any more
@@ -138,13 +132,12 @@ async def test_every_refusal_in_kafkas_order_writes_nothing(tmp_path, nursery):
     assert (await alter(h, 1, "r", 0, [1, 2, 3], epochs={3: 999})).error_code == E.INELIGIBLE_REPLICA
     assert h.end == start, "refusals write nothing"
 
-    # a fenced broker is ineligible: INELIGIBLE_REPLICA from v2, OPERATION_NOT_ATTEMPTED before
+    # a fenced broker is ineligible: INELIGIBLE_REPLICA (v2+)
     await h.heartbeat(3, want_fence=True)
     assert h.image.brokers[3].fenced and 3 not in h.image.topics["r"].partitions[0].isr
     start = h.end
     assert (await alter(h, 1, "r", 0, [1, 2, 3])).error_code == E.INELIGIBLE_REPLICA
     assert (await alter(h, 1, "r", 0, [1, 2, 3], version=2)).error_code == E.INELIGIBLE_REPLICA
-    assert (await alter(h, 1, "r", 0, [1, 2, 3], version=1)).error_code == E.OPERATION_NOT_ATTEMPTED
     assert h.end == start
     h.close()
 
@@ -282,9 +275,9 @@ async def test_wire_round_trip_on_the_controller_listener(tmp_path, nursery):
 
     resp = await send(2, 1, 0, [1, 2, 3])
     assert resp.topics[0].partitions[0].isr == [1, 2, 3] and resp.topics[0].partitions[0].partition_epoch == 2
-    resp = await send(1, 2, 1, [2, 3])
-    assert resp.topics[0].topic_name == "r" and resp.topics[0].partitions[0].isr == [2, 3]
-    resp = await send(0, 2, 1, [2, 3, 4])
+    resp = await send(2, 2, 1, [2, 3])
+    assert resp.topics[0].topic_id == tid and resp.topics[0].partitions[0].isr == [2, 3]
+    resp = await send(2, 2, 1, [2, 3, 4])
     assert resp.topics[0].partitions[0].error_code == E.INVALID_REQUEST     # 4 is not a replica
     resp = await send(3, 1, 0, [1], epoch=777)
     assert (resp.error_code, resp.topics) == (E.STALE_BROKER_EPOCH, [])

@@ -3,6 +3,8 @@ encoded as a client would, handler run against a real ReplicaManager, response e
 (file regions included) and decoded again."""
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from kbroker.api import REGISTRY, RequestContext, load_all
@@ -41,15 +43,25 @@ P = messages.ProduceRequest
 F = messages.FetchRequest
 
 
-def produce_req(topic, records, acks=-1, partition=0):
-    return P(acks=acks, timeout_ms=1000, topic_data=[P.TopicProduceData(
-        name=topic, partition_data=[P.PartitionProduceData(index=partition, records=records)])])
+def _produce_req(topic, records, acks=-1, partition=0, ids=None):
+    """``ids`` (topic name → id) for v13+, which names topics by id."""
+    data = [P.PartitionProduceData(index=partition, records=records)]
+    return P(acks=acks, timeout_ms=1000, topic_data=[
+        P.TopicProduceData(name=topic, partition_data=data) if ids is None
+        else P.TopicProduceData(topic_id=ids[topic], partition_data=data)])
+
+
+produce_req = _produce_req
 
 
 @pytest.mark.parametrize("version", versions(0))
 async def test_produce(broker, cluster, version):
-    cluster.create("t", 1, {"message.timestamp.before.max.ms": "1000"})
-    cluster.create("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    t = cluster.create("t", 1, {"message.timestamp.before.max.ms": "1000"})
+    lat = cluster.create("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    ids = {"t": t.topic_id, "lat": lat.topic_id, "nope": uuid.uuid4()} if version >= 13 else None
+
+    def produce_req(*a, **kw):  # noqa: F811 - by topic id from v13
+        return _produce_req(*a, ids=ids, **kw)
     out = await call(broker, 0, version, produce_req("t", batch(b"a", b"b")))
     pr = out.responses[0].partition_responses[0]
     assert (pr.error_code, pr.base_offset) == (0, 0)
@@ -64,52 +76,89 @@ async def test_produce(broker, cluster, version):
     if version >= 8:
         assert [e.batch_index for e in pr.record_errors] == [0] and pr.error_message
     out = await call(broker, 0, version, produce_req("nope", batch(b"a")))
-    assert out.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert out.responses[0].partition_responses[0].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if ids is None else ErrorCode.UNKNOWN_TOPIC_ID)
+    if ids is not None:
+        assert out.responses[0].topic_id == ids["nope"]
     out = await call(broker, 0, version, produce_req("t", batch(b"a"), acks=2))
     assert out.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_REQUIRED_ACKS
     assert await call(broker, 0, version, produce_req("t", batch(b"c"), acks=0)) is None
     assert broker.replicas.get_partition("t", 0).log_end_offset == 3
 
 
-async def test_produce_v0_to_v2_are_refused(broker, cluster):
-    cluster.create("t", 1)
-    for version in (0, 1, 2):
-        out = await call(broker, 0, version, produce_req("t", batch(b"a")))
-        assert out.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert broker.replicas.get_partition("t", 0).log_end_offset == 0
-
-
-def fetch_req(parts, *, isolation=0, min_bytes=1, max_wait=0, session_id=0, epoch=-1):
+def fetch_req(parts, *, isolation=0, min_bytes=1, max_wait=0, session_id=0, epoch=-1, ids=None):
+    """``ids`` (topic name → id) for v13+, which name topics by id."""
     topics = {}
     for topic, p, off in parts:
         topics.setdefault(topic, []).append(F.FetchPartition(partition=p, fetch_offset=off,
                                                              partition_max_bytes=1 << 20))
     return F(replica_id=-1, max_wait_ms=max_wait, min_bytes=min_bytes, max_bytes=1 << 24,
              isolation_level=isolation, session_id=session_id, session_epoch=epoch,
-             topics=[F.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()])
+             topics=[F.FetchTopic(topic=t, partitions=ps) if ids is None
+                     else F.FetchTopic(topic_id=ids[t], partitions=ps) for t, ps in topics.items()])
 
 
 @pytest.mark.parametrize("version", versions(1))
 async def test_fetch(broker, cluster, version):
-    cluster.create("t", 2)
+    t = cluster.create("t", 2)
     broker.replicas.append("t", 1, batch(b"x", b"y"))
-    out = await call(broker, 1, version, fetch_req([("t", 1, 0), ("t", 0, 0), ("u", 0, 0)],
+    ids = {"t": t.topic_id, "u": uuid.uuid4()} if version >= 13 else None
+
+    def req(*a, **kw):  # the same request, by topic id from v13
+        return fetch_req(*a, ids=ids, **kw)
+    out = await call(broker, 1, version, req([("t", 1, 0), ("t", 0, 0), ("u", 0, 0)],
                                                    isolation=1))
-    assert [t.topic for t in out.responses] == ["t", "u"]
+    if ids is None:
+        assert [t.topic for t in out.responses] == ["t", "u"]
+    else:
+        assert [t.topic_id for t in out.responses] == [ids["t"], ids["u"]]
     p1, p0 = out.responses[0].partitions
     assert (p1.partition_index, p1.error_code, p1.high_watermark, p1.last_stable_offset) == (1, 0, 2, 2)
     assert p1.aborted_transactions == [] and p1.preferred_read_replica == -1
     assert [r.value for r in decode_region(_Bytes(p1.records))] == [b"x", b"y"]
     assert p0.partition_index == 0 and len(p0.records) == 0
-    assert out.responses[1].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    out = await call(broker, 1, version, fetch_req([("t", 1, 0)], isolation=0))
+    assert out.responses[1].partitions[0].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if ids is None else ErrorCode.UNKNOWN_TOPIC_ID)
+    if version >= 16:
+        # KIP-951: a partition led elsewhere names its current leader
+        o = cluster.create("o", 1, epoch=3, leader=2)
+        ids["o"] = o.topic_id
+        out = await call(broker, 1, version, req([("o", 0, 0)]))
+        p = out.responses[0].partitions[0]
+        assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (2, 3)
+    out = await call(broker, 1, version, req([("t", 1, 0)], isolation=0))
     assert out.responses[0].partitions[0].aborted_transactions is None
-    out = await call(broker, 1, version, fetch_req([("t", 1, 9)]))
+    out = await call(broker, 1, version, req([("t", 1, 9)]))
     assert out.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
     if version >= 7:
-        out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=0, epoch=0))
-        assert out.session_id == 0 and out.error_code == 0
-        out = await call(broker, 1, version, fetch_req([("t", 1, 0)], session_id=5, epoch=1))
+        # epoch 0: a full fetch that opens a session (KIP-227)
+        out = await call(broker, 1, version, req([("t", 1, 2)], session_id=0, epoch=0))
+        assert out.session_id != 0 and out.error_code == 0
+        assert [p.partition_index for t in out.responses for p in t.partitions] == [1]
+        sid = out.session_id
+        # incremental, nothing changed (at the log end, same watermarks): an empty answer
+        out = await call(broker, 1, version, F(replica_id=-1, max_wait_ms=0, min_bytes=1,
+                                               max_bytes=1 << 20, session_id=sid, session_epoch=1,
+                                               topics=[]))
+        assert (out.error_code, out.session_id, out.responses) == (0, sid, [])
+        # a session opened with topic ids (v13+) is not continued by names, nor the reverse
+        other = 12 if version >= 13 else 13
+        out = await call(broker, 1, other, F(replica_id=-1, max_wait_ms=0, min_bytes=1,
+                                             max_bytes=1 << 20, session_id=sid, session_epoch=2,
+                                             topics=[]))
+        assert (out.error_code, out.session_id) == (ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, 0)
+        # a stale epoch; an unknown session
+        out = await call(broker, 1, version, req([("t", 1, 0)], session_id=sid, epoch=1))
+        assert (out.error_code, out.session_id) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
+        out = await call(broker, 1, version, req([("t", 1, 0)], session_id=5, epoch=1))
+        assert out.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        # epoch -1 is a full, sessionless fetch whatever the id (and closes that session)
+        for session_id in (-1, 5, sid):
+            out = await call(broker, 1, version, req([("t", 1, 0)], session_id=session_id, epoch=-1))
+            assert (out.error_code, out.session_id) == (0, 0)
+            assert [r.value for r in decode_region(_Bytes(out.responses[0].partitions[0].records))] == [b"x", b"y"]
+        out = await call(broker, 1, version, req([("t", 1, 0)], session_id=sid, epoch=2))
         assert out.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 

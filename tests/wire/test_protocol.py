@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from kbroker.wire import messages, protocol
-from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion
+from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
 
 
 def test_request_header_versions_follow_flexible_versions():
@@ -14,8 +14,7 @@ def test_request_header_versions_follow_flexible_versions():
     assert protocol.request_header_version(3, 9) == 2      # Metadata v9: flexible
     assert protocol.request_header_version(18, 2) == 1     # ApiVersions v2
     assert protocol.request_header_version(18, 3) == 2     # ApiVersions v3
-    assert protocol.request_header_version(7, 0) == 0      # ControlledShutdown v0: no client id
-    assert protocol.request_header_version(7, 1) == 1
+    assert protocol.request_header_version(7, 0) == 1      # ControlledShutdown: removed in Kafka 4
 
 
 def test_response_header_versions():
@@ -42,13 +41,15 @@ def test_request_header_fields_and_tags():
     assert decoded == body
 
 
-def test_null_client_id_and_header_v0():
+def test_null_client_id_and_removed_apis():
     frame = protocol.encode_request(3, 1, 9, None, messages.MetadataRequest())[4:]
     header, _ = protocol.decode_request_header(frame)
     assert header.client_id is None
-    frame = protocol.encode_request(7, 0, 9, "ignored", messages.ControlledShutdownRequest(broker_id=4))[4:]
-    header, body = protocol.decode_request(frame)
-    assert header.header_version == 0 and header.client_id is None and body.broker_id == 4
+    # ControlledShutdown (7), the only API with request header v0, is gone from Kafka 4's
+    # definitions (KIP-896/KRaft): a request for it is not decodable
+    frame = struct.pack(">hhih", 7, 0, 9, -1) + struct.pack(">i", 4)
+    with pytest.raises(WireError):
+        protocol.decode_request(frame)
 
 
 def test_bad_headers():

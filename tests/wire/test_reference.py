@@ -106,6 +106,8 @@ def load_reference(root: Path) -> dict[str, dict]:
     paths = sorted(root.glob("*.json")) + [p for sub in SUBFOLDERS for p in sorted((root / sub).glob("*.json"))]
     for path in paths:
         d = json.loads(strip_json_comments(path.read_text()))
+        if d.get("validVersions") == "none":
+            continue  # a removed API's tombstone (Kafka 4: LeaderAndIsr, UpdateMetadata, ...)
         common = {c["name"]: c for c in d.get("commonStructs", [])}
 
         def resolve(fields):
