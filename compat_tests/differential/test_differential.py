@@ -38,6 +38,12 @@ KNOWN: dict[str, str] = {
     "ShareGroupDescribe": "F-901",
     "DescribeShareGroupOffsets": "F-902",
 }
+# Rows where Kafka's own answers depend on background work it does at its own pace, so a
+# replay against a fresh Kafka need not reproduce the capture: a new share-partition is
+# initialised asynchronously (its first ShareFetch may answer nothing) and its state is
+# persisted in the background (DescribeShareGroupOffsets lags). On the Kafka target these rows
+# check that every request was answered; kbroker is still compared with Kafka field by field.
+KAFKA_ASYNC = {"ShareFetch", "DescribeShareGroupOffsets"}
 # Kafka's live answers of this session, by step position: what kbroker is compared with.
 KAFKA_LIVE: dict[int, object] = {}
 
@@ -92,6 +98,8 @@ def test_replay(target, replayed, row):
             continue
         if step.recorded is None:
             continue  # acks=0 Produce: nothing to compare
+        if target == "kafka" and row in KAFKA_ASYNC:
+            continue  # answered (checked above); its content is Kafka's timing, see KAFKA_ASYNC
         if timing_dependent(result.recorded):
             continue  # the capture's client met a coordinator loading / a commit completing
         # Kafka is compared with itself at capture time; kbroker with Kafka live in this
