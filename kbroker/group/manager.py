@@ -6,7 +6,7 @@ records replayed from ``__consumer_offsets``. Outputs are a :class:`~kbroker.gro
 records to append, replies for parked requests (``(slot, response)``), an immediate
 response, and continuations to run once the records are durable. Deadlines live in a
 :class:`~kbroker.group.timers.TimerTable` the driver polls. Nothing here reads a clock,
-sleeps, does I/O or imports trio (DESIGN.md rules 1, 5 and 8); :mod:`kbroker.group.service`
+sleeps, does I/O or imports trio (ARCHITECTURE.md, rules 1, 4 and 7); :mod:`kbroker.group.service`
 is the trio driver.
 
 The shape is Kafka 4's group coordinator (``GroupCoordinatorShard``): this class owns the

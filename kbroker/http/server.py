@@ -1,6 +1,6 @@
 """``HttpServer``: kbroker's HTTP/1.1 listener (``kbroker.http.listen``), on the broker's nursery.
 
-HTTP parsing is h11's (sans-I/O, the model DESIGN.md names); this module is the trio loop
+HTTP parsing is h11's (sans-I/O, like the project's own codecs); this module is the trio loop
 around it, in the shape of h11's trio example: receive bytes, feed h11, act on its events,
 send what it produces. Rules:
 

@@ -2,7 +2,7 @@
 
 This is the one place that knows the batch layout. The produce path only touches the header
 (parse, CRC32C check, offset/epoch patch); single records are decoded only where semantics
-demand it (compaction, control markers, tests) — see DESIGN.md rule 6.
+demand it (compaction, control markers, tests) — see ARCHITECTURE.md, rule 5.
 
 Batch layout (big-endian; the CRC32C covers ``attributes`` to the end of the batch)::
 
