@@ -57,9 +57,10 @@ def _describe(args, users):
 
 
 def _rows(described) -> list[dict]:
-    return [{"user": user, "mechanism": info["mechanism"].name.replace("_", "-"),
+    rows = [{"user": user, "mechanism": info["mechanism"].name.replace("_", "-"),
              "iterations": info["iterations"]}
-            for user, d in sorted(described.items()) for info in d["credential_infos"]]
+            for user, d in described.items() for info in d["credential_infos"]]
+    return sorted(rows, key=lambda r: (r["user"], r["mechanism"]))   # Kafka's order is its own
 
 
 def _show(args, described) -> None:
