@@ -246,3 +246,105 @@ def scenario_cluster(bs: str) -> None:
     assert "LeaderId:" in ok("cluster", "quorum", *b).stdout
     # no broker there: one line, exit 1
     failed("topics", "list", "-b", "127.0.0.1:1", "--command-config", "request_timeout_ms=3000")
+
+
+# Both need a broker with ``authorizer.class.name`` = Kafka's StandardAuthorizer and
+# ``super.users=User:ANONYMOUS`` (every PLAINTEXT client is ANONYMOUS): AUTHZ_OVERRIDES.
+AUTHZ_OVERRIDES = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                   "super.users": "User:ANONYMOUS"}
+
+
+def _eventually(check, what: str, timeout: float = 30):
+    """Kafka's brokers apply ACLs and credentials when they replay the metadata records: poll."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def scenario_acls(bs: str, topic: str) -> None:
+    b = ("-b", bs)
+    added = js("acls", "add", "--allow-principal", "User:alice", "--operation", "Read",
+               "--operation", "describe", "--topic", topic, "--group", f"g-{topic}", *b)
+    assert len(added) == 4 and {r["host"] for r in added} == {"*"}
+    text = ok("acls", "add", "--deny-principal", "User:bob", "--host", "10.0.0.1", "--operation", "Write",
+              "--topic", topic[:6], "--resource-pattern-type", "prefixed", *b).stdout
+    assert table(text) == [{"PRINCIPAL": "User:bob", "HOST": "10.0.0.1", "OPERATION": "WRITE",
+                            "PERMISSION": "DENY", "RESOURCE-TYPE": "TOPIC", "NAME": topic[:6],
+                            "PATTERN": "PREFIXED"}]
+    ok("acls", "add", "--allow-principal", "User:carol", "--operation", "IdempotentWrite", "--cluster", *b)
+
+    def mine(*filters):
+        return [r for r in js("acls", "list", *filters, *b)
+                if r["principal"] in ("User:alice", "User:bob", "User:carol")]
+
+    want = {("User:alice", "*", "READ", "ALLOW", "TOPIC", topic, "LITERAL"),
+            ("User:alice", "*", "DESCRIBE", "ALLOW", "TOPIC", topic, "LITERAL"),
+            ("User:alice", "*", "READ", "ALLOW", "GROUP", f"g-{topic}", "LITERAL"),
+            ("User:alice", "*", "DESCRIBE", "ALLOW", "GROUP", f"g-{topic}", "LITERAL"),
+            ("User:bob", "10.0.0.1", "WRITE", "DENY", "TOPIC", topic[:6], "PREFIXED"),
+            ("User:carol", "*", "IDEMPOTENT_WRITE", "ALLOW", "CLUSTER", "kafka-cluster", "LITERAL")}
+
+    def rows_of(rows):
+        return {(r["principal"], r["host"], r["operation"], r["permission"], r["resource_type"],
+                 r["name"], r["pattern"]) for r in rows}
+    _eventually(lambda: rows_of(mine()) == want, f"acls list: {mine()} != {want}")
+    rows = table(ok("acls", "list", "--topic", topic, *b).stdout)
+    assert {(r["PRINCIPAL"], r["OPERATION"]) for r in rows} == {("User:alice", "READ"), ("User:alice", "DESCRIBE")}
+    matching = rows_of(mine("--topic", topic, "--resource-pattern-type", "match"))
+    assert {(r[0], r[6]) for r in matching} == {("User:alice", "LITERAL"), ("User:bob", "PREFIXED")}
+    assert {r[0] for r in rows_of(js("acls", "list", "--principal", "User:bob", *b))} == {"User:bob"}
+    assert {r[4] for r in rows_of(mine("--cluster"))} == {"CLUSTER"}
+
+    # remove: one operation of one principal, then everything on a resource
+    removed = js("acls", "remove", "--allow-principal", "User:alice", "--operation", "Read", "--topic", topic, *b)
+    assert rows_of(removed) == {("User:alice", "*", "READ", "ALLOW", "TOPIC", topic, "LITERAL")}
+    removed = js("acls", "remove", "--group", f"g-{topic}", *b)
+    assert {(r[2], r[4]) for r in rows_of(removed)} == {("READ", "GROUP"), ("DESCRIBE", "GROUP")}
+    ok("acls", "remove", "--topic", topic[:6], "--resource-pattern-type", "prefixed", *b)
+    ok("acls", "remove", "--allow-principal", "User:carol", "--cluster", *b)
+    left = {("User:alice", "*", "DESCRIBE", "ALLOW", "TOPIC", topic, "LITERAL")}
+    _eventually(lambda: rows_of(mine()) == left, f"acls list after remove: {mine()}")
+    ok("acls", "remove", "--topic", topic, *b)
+    _eventually(lambda: not mine(), "acls left")
+
+    # bad input: one line, exit 1
+    assert "unknown operation" in failed("acls", "add", "--allow-principal", "User:a", "--operation", "Fly",
+                                         "--topic", topic, *b).stderr
+    assert "TYPE:NAME" in failed("acls", "add", "--allow-principal", "alice", "--topic", topic, *b).stderr
+    failed("acls", "add", "--allow-principal", "User:a", "--topic", topic, "--resource-pattern-type", "match", *b)
+    failed("acls", "add", "--allow-principal", "User:a", *b)
+    failed("acls", "remove", *b)
+
+
+def scenario_users(bs: str) -> None:
+    b = ("-b", bs)
+    user = f"cli-{os.getpid()}-{int(time.time() * 1000) % 100000}"
+    out = ok("users", "set-password", user, "--password", "s3cret", *b).stdout
+    assert out.strip() == f"Set SCRAM-SHA-512 credentials of user '{user}'."
+    ok("users", "set-password", user, "--password-stdin", "--mechanism", "SCRAM-SHA-256",
+       "--iterations", "8192", *b, input="other-secret\n")
+
+    def creds():
+        return [(r["mechanism"], r["iterations"]) for r in js("users", "list", *b) if r["user"] == user]
+    _eventually(lambda: creds() == [("SCRAM-SHA-256", 8192), ("SCRAM-SHA-512", 4096)], f"users list: {creds()}")
+    rows = table(ok("users", "describe", user, *b).stdout)
+    assert [(r["USER"], r["MECHANISM"], r["ITERATIONS"]) for r in rows] == [
+        (user, "SCRAM-SHA-256", "8192"), (user, "SCRAM-SHA-512", "4096")]
+    assert "s3cret" not in ok("users", "list", *b).stdout
+
+    # the credential works: a SCRAM login is not available on PLAINTEXT, so the check is the
+    # broker's own view (mechanisms and iterations) above; here delete one, then the rest
+    assert json.loads(ok("users", "delete", user, "--mechanism", "SCRAM-SHA-256", "--json", *b).stdout) == [
+        {"user": user, "mechanism": "SCRAM-SHA-256"}]
+    _eventually(lambda: creds() == [("SCRAM-SHA-512", 4096)], f"after one delete: {creds()}")
+    assert ok("users", "delete", user, *b).stdout.strip() == f"Deleted SCRAM-SHA-512 credentials of user '{user}'."
+    _eventually(lambda: creds() == [], f"after delete: {creds()}")
+    # a missing user or credential: one line with the broker's message, exit 1
+    assert "does not exist" in failed("users", "describe", user, *b).stderr
+    failed("users", "delete", user, *b)
+    failed("users", "delete", user, "--mechanism", "SCRAM-SHA-512", *b)
+    failed("users", "set-password", user, "--password", "x", "--iterations", "100", *b)

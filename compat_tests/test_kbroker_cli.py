@@ -1,4 +1,4 @@
-"""kbroker's own client commands (``kbroker topics|produce|consume|groups|configs|cluster``)
+"""kbroker's own client commands (``kbroker topics|produce|consume|groups|configs|cluster|acls|users``)
 against both targets: they are clients of the wire protocol, so they must work on Apache
 Kafka exactly as on kbroker. The scenarios live in compat_tests/kbroker_cli.py (also run by
 tests/tools against kbroker alone)."""
@@ -31,3 +31,10 @@ def test_configs(bootstrap):
 
 def test_cluster(bootstrap):
     s.scenario_cluster(bootstrap)
+
+
+def test_acls_and_users(broker_factory, topic_name):
+    """One broker with Kafka's StandardAuthorizer and ``super.users=User:ANONYMOUS`` for both."""
+    b = broker_factory(**s.AUTHZ_OVERRIDES)
+    s.scenario_acls(b.bootstrap_servers, topic_name)
+    s.scenario_users(b.bootstrap_servers)

@@ -1,8 +1,8 @@
 """Command line: a thin dispatcher. ``kbroker serve`` (also ``python -m kbroker serve``) runs
 the broker, ``kbroker cluster`` a local multi-node cluster (``kbroker.cluster``),
 ``kbroker storage`` Kafka's ``kafka-storage`` verbs (``kbroker.storage``), and the client
-commands (``topics``, ``produce``, ``consume``, ``groups``, ``configs``,
-``cluster describe|quorum``) live in ``kbroker.tools``. Nothing heavy is imported before the
+commands (``topics``, ``produce``, ``consume``, ``groups``, ``configs``, ``acls``,
+``users``, ``cluster describe|quorum``) live in ``kbroker.tools``. Nothing heavy is imported before the
 command is known: client commands never import trio or the broker.
 
     kbroker serve [--config server.properties] [--data-dir DIR] [--listen HOST:PORT | --port N]

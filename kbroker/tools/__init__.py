@@ -6,6 +6,8 @@
     kbroker groups   list | describe | reset-offsets | delete
     kbroker configs  describe | alter   (topics, brokers, the broker default)
     kbroker cluster  describe | quorum  (DescribeCluster/Metadata, DescribeQuorum)
+    kbroker acls     list | add | remove  (kafka-acls vocabulary; needs a broker authorizer)
+    kbroker users    list | describe | set-password | delete   (SCRAM credentials)
 
 Every command is a client of the wire protocol through kafka-python's admin client, producer
 and consumer (a maintained library; kbroker never hand-writes a second client), so it works
@@ -16,7 +18,7 @@ against kbroker and Apache Kafka alike. Rules:
 * Output is a readable table by default and JSON with ``--json``; errors are one line on
   stderr (``kbroker: ...``) and exit code 1; usage errors exit 2 (argparse).
 * Names and defaults follow Kafka's tools (``kafka-topics``, ``kafka-consumer-groups``,
-  ``kafka-configs``, ``kafka-metadata-quorum``): reset-offsets is a dry run unless
+  ``kafka-configs``, ``kafka-metadata-quorum``, ``kafka-acls``): reset-offsets is a dry run unless
   ``--execute``.
 
 Each module exposes ``add_parser(subparsers, common)``; ``kbroker.cli`` registers them and
@@ -24,10 +26,10 @@ calls the ``func`` stored on the parsed namespace.
 """
 from __future__ import annotations
 
-from kbroker.tools import configs, consume, groups, produce, topics
+from kbroker.tools import acls, configs, consume, groups, produce, topics, users
 from kbroker.tools.common import common_parent
 
-COMMANDS = (topics, produce, consume, groups, configs)
+COMMANDS = (topics, produce, consume, groups, configs, acls, users)
 
 
 def add_parsers(sub) -> None:
