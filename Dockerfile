@@ -28,9 +28,12 @@ RUN /opt/kbroker/venv/bin/pip install -q --no-deps --no-build-isolation \
     && rm -rf /opt/kbroker/app/kbroker-*.dist-info/RECORD /src/build
 
 # --- runtime-venv: the deps venv without the installer (pip, setuptools: build leftovers),
-# with a .pth that puts /opt/kbroker/app on the path
+# without what never runs (trio's own tests; zstandard's cffi backend — its C backend is the one
+# imported), with a .pth that puts /opt/kbroker/app on the path
 FROM deps AS runtime-venv
 RUN /opt/kbroker/venv/bin/python -m pip uninstall -q -y pip setuptools \
+    && site=$(/opt/kbroker/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") \
+    && rm -rf "$site/trio/_tests" "$site/trio/_core/_tests" "$site"/zstandard/_cffi.*.so \
     && /opt/kbroker/venv/bin/python -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'kbroker-app.pth').write_text('/opt/kbroker/app\n')" \
     && rm -f /opt/kbroker/venv/bin/activate*
 
@@ -59,10 +62,12 @@ COPY --from=app /opt/kbroker/app /opt/kbroker/app
 USER kbroker
 WORKDIR /var/lib/kbroker
 VOLUME ["/var/lib/kbroker"]
-# PLAINTEXT_HOST (clients from the host) in the defaults; 29092/29093 are in-container
-EXPOSE 9092
-# the probe asks the node's own client listener (ApiVersions, then Metadata: is this node a
-# live broker with a controller). TODO(ops): ask GET /ready on kbroker.http.listen once merged.
+# PLAINTEXT_HOST (clients from the host) in the defaults; 29092/29093 are in-container;
+# 9404 is the HTTP listener (/ready, /health, /metrics) of nodes with the broker role
+EXPOSE 9092 9404
+# the probe asks GET /ready on the node's HTTP listener (the image's default for brokers);
+# without one, the node's client listener (ApiVersions, then Metadata: a live broker with a
+# controller)
 HEALTHCHECK --interval=5s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-m", "kbroker.container.healthcheck"]
 # SIGTERM (docker stop) reaches kbroker as PID 1: graceful shutdown within --shutdown-timeout

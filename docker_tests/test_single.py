@@ -63,6 +63,11 @@ def test_health_check_turns_healthy(two_listeners):
     c = two_listeners[0]
     wait_healthy(c)
     code, out = c.exec_run(["python", "-m", "kbroker.container.healthcheck"])
+    # the image's brokers have the HTTP listener: the probe asks their /ready
+    assert code == 0 and b"healthy: http://127.0.0.1:9404/ready: 200 ready" in out
+    # the client-listener probe agrees
+    code, out = c.exec_run(["python", "-m", "kbroker.container.healthcheck", "--bootstrap",
+                            "127.0.0.1:19092"])
     assert code == 0 and b"healthy: node 1" in out
 
 

@@ -39,6 +39,9 @@ NOT_KEYS = frozenset({
 })
 KAFKA_DEFAULT_CLUSTER_ID = "5L6g3nShT-eMCtK--X86sw"   # Kafka's image default CLUSTER_ID
 DEFAULT_LOG_DIRS = "/var/lib/kbroker"                 # the image's volume
+# the HTTP listener of every node with the broker role: /ready for the HEALTHCHECK, /metrics
+# (the console stays off on a non-loopback address unless kbroker.console.enable=true)
+DEFAULT_HTTP_LISTEN = "0.0.0.0:9404"
 # log4j levels → Python's
 _LEVELS = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING",
            "WARNING": "WARNING", "ERROR": "ERROR", "FATAL": "CRITICAL", "OFF": "CRITICAL"}
@@ -134,6 +137,10 @@ def render(env: Mapping[str, str], mounted: str | None, default: str,
         props["cluster.id"] = KAFKA_DEFAULT_CLUSTER_ID
     if not any(k in props or k in in_base for k in ("log.dirs", "log.dir")):
         props["log.dirs"] = DEFAULT_LOG_DIRS
+    effective_roles = props.get("process.roles") or in_base.get("process.roles") or "broker,controller"
+    if ("broker" in effective_roles and "kbroker.http.listen" not in props
+            and "kbroker.http.listen" not in in_base):
+        props["kbroker.http.listen"] = DEFAULT_HTTP_LISTEN
     lines = [base.rstrip("\n")] if base.strip() else []
     if props:
         lines.append("# --- set by the container's environment (kbroker.container) ---")

@@ -8,8 +8,9 @@ Metadata for no topics: healthy when the node's own ``node.id`` is among the bro
 controller is known — a registered, unfenced broker, not just an open port. Prints one line;
 exit 0 healthy, 1 not. Uses kbroker's own wire codecs, no client library.
 
-When the HTTP listener with ``/ready`` (``kbroker.http.listen``) is merged, the Dockerfile's
-HEALTHCHECK can ask that instead; this probe stays useful for images without it.
+A node with the HTTP listener (``kbroker.http.listen``, on by default in the image for nodes
+with the broker role) is asked ``GET /ready`` instead: healthy on 200 — the broker's own view
+of serving (listeners bound, registered and unfenced, not shutting down).
 """
 from __future__ import annotations
 
@@ -82,6 +83,22 @@ def probe(host: str, port: int, node_id: int, timeout: float) -> tuple[bool, str
     return True, f"node {node_id} serves on {where} (brokers {brokers}, controller {md.controller_id})"
 
 
+def probe_ready(listen: str, timeout: float) -> tuple[bool, str]:
+    """``GET /ready`` on the node's HTTP listener (a wildcard host is asked on 127.0.0.1)."""
+    import urllib.error
+    import urllib.request
+    host, _, port = listen.strip().rpartition(":")
+    host = "127.0.0.1" if host in WILDCARDS else host.strip("[]")
+    url = f"http://{host}:{port}/ready"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status == 200, f"{url}: {resp.status} {resp.read(200).decode().strip()}"
+    except urllib.error.HTTPError as e:
+        return False, f"{url}: {e.code} {e.read(200).decode(errors='replace').strip()}"
+    except (OSError, ValueError) as e:
+        return False, f"{url}: {e}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kbroker.container.healthcheck")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="probe this address instead")
@@ -98,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             break
         except OSError:
             continue
+    if props.get("kbroker.http.listen") and not a.bootstrap:
+        ok, msg = probe_ready(props["kbroker.http.listen"], a.timeout)
+        print(("healthy: " if ok else "unhealthy: ") + msg)
+        return 0 if ok else 1
     try:
         host, port, node_id = target_of(props)
     except ValueError as e:

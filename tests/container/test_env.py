@@ -40,6 +40,14 @@ def test_no_configuration_gives_the_single_node_defaults():
         "PLAINTEXT://localhost:29092", "PLAINTEXT_HOST://localhost:9092"]
     assert cfg.values["cluster.id"] == cenv.KAFKA_DEFAULT_CLUSTER_ID
     assert cfg.log_dirs == [cenv.DEFAULT_LOG_DIRS]
+    assert cfg.values["kbroker.http.listen"] == cenv.DEFAULT_HTTP_LISTEN
+
+
+def test_the_http_listener_is_on_for_brokers_unless_set():
+    env = {"KAFKA_PROCESS_ROLES": "controller", "KAFKA_LISTENERS": "CONTROLLER://:9093"}
+    assert "kbroker.http.listen" not in parse_properties(cenv.render(env, None, DEFAULT).text)
+    env = {"KAFKA_PROCESS_ROLES": "broker", "KAFKA_KBROKER_HTTP_LISTEN": "0.0.0.0:8080"}
+    assert parse_properties(cenv.render(env, None, DEFAULT).text)["kbroker.http.listen"] == "0.0.0.0:8080"
 
 
 def test_environment_replaces_the_defaults_and_derives_listeners():

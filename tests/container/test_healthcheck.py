@@ -19,3 +19,18 @@ def test_a_closed_port_is_unhealthy():
     s.close()
     ok, msg = hc.probe("127.0.0.1", port, 1, timeout=2)
     assert not ok and f"127.0.0.1:{port}" in msg
+
+
+def test_ready_endpoint_of_a_real_broker(tmp_path):
+    """A node with the HTTP listener is asked GET /ready: healthy once it serves, not after."""
+    from tests.support.broker_proc import BrokerProcess, free_port
+    listen = f"127.0.0.1:{free_port()}"
+    proc = BrokerProcess(tmp_path / "data", overrides={"kbroker.http.listen": listen})
+    proc.start()
+    try:
+        ok, msg = hc.probe_ready(listen.replace("127.0.0.1", "0.0.0.0"), timeout=5)
+        assert ok, msg
+    finally:
+        proc.stop()
+    ok, msg = hc.probe_ready(listen, timeout=2)
+    assert not ok and "/ready" in msg
