@@ -50,17 +50,18 @@ def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = No
     """Register the decorated coroutine as the handler of ``api_key``."""
     lo, hi = versions
     # the schema, not the message class: classes are built when the first request comes
-    spec = messages.request_spec(api_key)
-    if spec is None:
+    found = messages.request_versions(api_key)
+    if found is None:
         raise ValueError(f"no request schema for api key {api_key}")
+    request_name, valid = found
     served = lo if served_from is None else served_from
-    if served not in spec.valid or hi not in spec.valid or not lo <= served <= hi:
-        raise ValueError(f"{spec.name}: versions {served}-{hi} outside {spec.valid}")
+    if served not in valid or hi not in valid or not lo <= served <= hi:
+        raise ValueError(f"{request_name}: versions {served}-{hi} outside {valid}")
 
     def register(fn):
         if api_key in REGISTRY:
             raise ValueError(f"api key {api_key} registered twice")
-        REGISTRY[api_key] = ApiSpec(api_key, spec.name.removesuffix("Request"), lo, hi,
+        REGISTRY[api_key] = ApiSpec(api_key, request_name.removesuffix("Request"), lo, hi,
                                     lo if served_from is None else served_from, fn, advertised)
         return fn
     return register

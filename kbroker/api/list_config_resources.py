@@ -7,7 +7,7 @@ use. Answered per type:
 
 - TOPIC (2): every topic; BROKER (4): every registered broker id; BROKER_LOGGER (8): this
   broker's id; CLIENT_METRICS (16): none (kbroker keeps no client-metrics subscriptions);
-  GROUP (32): none (kbroker keeps no dynamic group configs).
+  GROUP (32): every group with dynamic configs (GROUP config resources, KIP-848).
 - Any other type: ``INVALID_REQUEST`` with no resources.
 Names are listed type by type, each sorted. Not implemented: authorization (everything is
 listed, as Kafka with no authorizer).
@@ -31,7 +31,9 @@ def _names(ctx: RequestContext, rtype: int) -> list[str]:
         return [str(i) for i in sorted(image.brokers)]
     if rtype == BROKER_LOGGER:
         return [str(ctx.broker.config.node_id)]
-    return []       # CLIENT_METRICS, GROUP: nothing configured
+    if rtype == GROUP:
+        return sorted(image.group_configs)
+    return []       # CLIENT_METRICS: nothing configured
 
 
 @api(74, versions=(0, 1))

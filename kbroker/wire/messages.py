@@ -127,9 +127,19 @@ def request_class(api_key: int) -> type | None:
 
 
 def request_spec(api_key: int) -> MessageSpec | None:
-    """The request's spec without building its class (what a registry needs to know)."""
+    """The request's spec without building its class."""
     name = _BY_KEY.get((api_key, "request"))
     return spec(name) if name else None
+
+
+def request_versions(api_key: int):
+    """(request name, valid versions) from the schema data alone — what a registry needs to
+    know, without building the message's spec (start-up builds only what requests use)."""
+    name = _BY_KEY.get((api_key, "request"))
+    if name is None:
+        return None
+    from .model import Versions
+    return name, Versions.parse(_RAW[name].get("validVersions"))
 
 
 def response_class(api_key: int) -> type | None:
