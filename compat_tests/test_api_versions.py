@@ -48,19 +48,6 @@ KNOWN_GAPS = {
     69: ((0, 0), "groups: ConsumerGroupDescribe v1"),
     88: (None, "groups: StreamsGroupHeartbeat (KIP-1071)"),
     89: (None, "groups: StreamsGroupDescribe (KIP-1071)"),
-    # share groups (KIP-932)
-    76: (None, "share groups: ShareGroupHeartbeat"),
-    77: (None, "share groups: ShareGroupDescribe"),
-    78: (None, "share groups: ShareFetch"),
-    79: (None, "share groups: ShareAcknowledge"),
-    83: (None, "share groups: InitializeShareGroupState"),
-    84: (None, "share groups: ReadShareGroupState"),
-    85: (None, "share groups: WriteShareGroupState"),
-    86: (None, "share groups: DeleteShareGroupState"),
-    87: (None, "share groups: ReadShareGroupStateSummary"),
-    90: (None, "share groups: DescribeShareGroupOffsets"),
-    91: (None, "share groups: AlterShareGroupOffsets"),
-    92: (None, "share groups: DeleteShareGroupOffsets"),
 }
 EXTRAS: dict[int, str] = {}
 
