@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from tests.support.broker_proc import BrokerProcess  # noqa: E402
+from tests.support.kip848 import Member as _Member  # noqa: E402
 
 from .conftest import wait_until  # noqa: E402
 
@@ -49,65 +50,10 @@ def create(bootstrap, topic, partitions):
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=20)
 
 
-class Member:
-    """A ``group.protocol=consumer`` librdkafka consumer on its own thread. It records
-    every (partition, offset) it processed and commits what it processed when partitions
-    are revoked (KIP-848 rebalances are incremental) and on close."""
+def Member(bootstrap, group, topic, seen, lock):
+    """A KIP-848 librdkafka member (tests/support/kip848.py)."""
+    return _Member(bootstrap, group, topic, seen, lock, close_timeout=30)
 
-    def __init__(self, bootstrap, group, topic, seen, lock, **extra):
-        conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                "topic.metadata.refresh.interval.ms": 1000}
-        conf.update(extra)
-        self.topic = topic
-        self.seen, self.lock = seen, lock
-        self.positions: dict[int, int] = {}
-        self.assignment: set[int] = set()
-        self.error = None
-        self._stop = threading.Event()
-        self.c = Consumer(conf)
-        self.c.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
-
-    def _commit(self, partitions):
-        offs = [TopicPartition(self.topic, p, self.positions[p]) for p in partitions
-                if p in self.positions]
-        if offs:
-            self.c.commit(offsets=offs, asynchronous=False)
-
-    def _on_assign(self, c, parts):
-        self.assignment |= {p.partition for p in parts}
-
-    def _on_revoke(self, c, parts):
-        ps = {p.partition for p in parts}
-        self._commit(ps)
-        for p in ps:
-            self.positions.pop(p, None)
-        self.assignment -= ps
-
-    def _run(self):
-        try:
-            last = time.monotonic()
-            while not self._stop.is_set():
-                m = self.c.poll(0.1)
-                if m is not None and not m.error():
-                    with self.lock:
-                        self.seen.append((m.partition(), m.offset()))
-                    self.positions[m.partition()] = m.offset() + 1
-                if time.monotonic() - last > 1.0:
-                    self._commit(list(self.positions))
-                    last = time.monotonic()
-            self.c.close()                         # revokes (commits) and leaves
-        except BaseException as e:   # noqa: BLE001
-            self.error = e
-
-    def close(self):
-        self._stop.set()
-        self.t.join(30)
-        assert not self.t.is_alive(), "consumer did not close"
-        if self.error:
-            raise self.error
 
 
 def test_members_join_and_leave_under_a_producer_exactly_once(broker):

@@ -11,8 +11,10 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support.kip848 import Member as _Member
 
 from .support import Cluster, wait_for
 
@@ -38,63 +40,12 @@ def cluster(tmp_path_factory):
         c.shutdown()
 
 
-class Member:
-    def __init__(self, bootstrap, seen, lock):
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
-                           "group.protocol": "consumer", "auto.offset.reset": "earliest",
-                           "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000})
-        self.seen, self.lock = seen, lock
-        self.positions: dict[int, int] = {}
-        self.assignment: set[int] = set()
-        self._stop = threading.Event()
-        self.error = None
-        self.commit_errors: list[str] = []
-        self.c.subscribe([TOPIC], on_assign=self._on_assign, on_revoke=self._on_revoke)
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
+def Member(bootstrap, seen, lock):
+    """A KIP-848 librdkafka member (tests/support/kip848.py) that commits every 0.5 s and
+    keeps commits refused while the coordinator moves in ``commit_errors``, to make again."""
+    return _Member(bootstrap, GROUP, TOPIC, seen, lock, commit_interval=0.5,
+                   tolerate_commit_errors=True, must_close=False)
 
-    def _commit(self, partitions):
-        offs = [TopicPartition(TOPIC, p, self.positions[p]) for p in partitions if p in self.positions]
-        if offs:
-            try:
-                for tp in self.c.commit(offsets=offs, asynchronous=False) or ():
-                    if tp.error is not None:
-                        self.commit_errors.append(f"{tp.partition}: {tp.error}")
-            except Exception as e:  # noqa: BLE001 - the coordinator may be moving: commit again later
-                self.commit_errors.append(repr(e))
-
-    def _on_assign(self, c, parts):
-        self.assignment |= {p.partition for p in parts}
-
-    def _on_revoke(self, c, parts):
-        ps = {p.partition for p in parts}
-        self._commit(ps)
-        for p in ps:                  # not ours any more: never commit them again
-            self.positions.pop(p, None)
-        self.assignment -= ps
-
-    def _run(self):
-        try:
-            last = time.monotonic()
-            while not self._stop.is_set():
-                m = self.c.poll(0.1)
-                if m is not None and not m.error():
-                    with self.lock:
-                        self.seen.append((m.partition(), m.offset()))
-                    self.positions[m.partition()] = m.offset() + 1
-                if time.monotonic() - last > 0.5:
-                    self._commit(list(self.positions))
-                    last = time.monotonic()
-            self._commit(list(self.positions))
-            self.c.close()
-        except BaseException as e:   # noqa: BLE001
-            self.error = e
-
-    def close(self):
-        self._stop.set()
-        self.t.join(60)
-        if self.error:
-            raise self.error
 
 
 def test_coordinator_sigkill_hands_the_group_over_with_nothing_lost(cluster):
