@@ -25,6 +25,7 @@ from compat_tests.security_broker import start_secured
 from kbroker.wire import messages
 from kbroker.wire.protocol import encode_request
 from tests.security.certs import PASSWORD
+from tests.support.raw_wire import exchange
 
 CLIENT = "security"
 GENERIC = "Authentication failed during authentication due to invalid credentials with SASL mechanism"
@@ -174,18 +175,7 @@ def test_java_tools_with_command_config(secured, topic_name, tmp_path, kafka_dis
     assert out.split() == ["a", "b"]
 
 
-def _raw(addr: str, frame: bytes) -> bytes:
-    host, port = addr.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(frame)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return data
-            data += chunk
-            if len(data) >= 4 and len(data) - 4 >= int.from_bytes(data[:4], "big"):
-                return data
+_raw = exchange
 
 
 def test_sasl_handshake_on_plaintext_is_illegal_sasl_state(secured):

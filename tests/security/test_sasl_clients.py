@@ -12,6 +12,8 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
 
+from tests.support.raw_wire import exchange
+
 
 def _scram_user(bootstrap: str, user: str, password: str, mechanism=ScramMechanism.SCRAM_SHA_512):
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -142,19 +144,7 @@ def test_kafka_python_wrong_password(secured, caplog):
 
 # --------------------------------------------------------------------------- raw wire
 
-def _raw(addr: str, frame: bytes) -> bytes:
-    import socket
-    host, port = addr.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(frame)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return data
-            data += chunk
-            if len(data) >= 4 and len(data) - 4 >= int.from_bytes(data[:4], "big"):
-                return data
+_raw = exchange
 
 
 def test_no_api_is_reachable_before_authentication(secured):
