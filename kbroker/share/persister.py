@@ -29,6 +29,8 @@ import struct
 import uuid
 import zlib
 
+import trio
+
 from functools import cache
 from pathlib import Path
 
@@ -98,6 +100,15 @@ def decode(key: bytes, value: bytes | None):
 def _decode(cls, buf: bytes):
     r = cls.decode(buf, 0, 0)
     return r[0] if isinstance(r, tuple) else r
+
+
+# errors that mean "the state partition's leader is not ready or moved": asked again after
+# these pauses (seconds), for at most _RETRY_BUDGET_S; the last answer is final
+_RETRIABLE = frozenset({E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR,
+                        E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_LEADER_OR_FOLLOWER,
+                        E.LEADER_NOT_AVAILABLE, E.REQUEST_TIMED_OUT})
+_RETRY_DELAYS = (0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, None)
+_RETRY_BUDGET_S = 10.0
 
 
 def partition_for(group_id: str, topic_id: uuid.UUID, partition: int, n: int) -> int:
@@ -246,13 +257,33 @@ class StateTopicPersister:
 
     async def read_async(self, group_id, topic_id, partition):
         """The state (start offset, state epoch, batches) or None, read where the state
-        partition is led: here, or with ReadShareGroupState on its leader."""
+        partition is led: here, or with ReadShareGroupState on its leader. A state partition
+        without a ready leader (just created, moving after a failure) is asked again with
+        backoff, as Kafka's persister does, before its error is raised."""
+        give_up = trio.current_time() + _RETRY_BUDGET_S
+        for delay in _RETRY_DELAYS:
+            try:
+                return await self._read_once(group_id, topic_id, partition)
+            except ReplicaError as e:
+                if e.error_code not in _RETRIABLE or delay is None \
+                        or trio.current_time() + delay > give_up:
+                    raise
+            await trio.sleep(delay)
+
+    async def _read_once(self, group_id, topic_id, partition):
         leader, _ = self._state_leader(group_id, topic_id, partition)
         if leader is None:
             await self.ensure_topic()
             leader, _ = self._state_leader(group_id, topic_id, partition)
-        if leader is None or leader == self.broker.node_id:
-            return self.read(group_id, topic_id, partition)
+        if leader is None:
+            raise ReplicaError(E.COORDINATOR_NOT_AVAILABLE)
+        if leader == self.broker.node_id:
+            n = self._num_partitions()
+            p = partition_for(group_id, topic_id, partition, n)
+            try:
+                return self._load(p).get((group_id, topic_id, partition))
+            except ReplicaError as e:     # named leader here, not yet leading: ask again
+                raise ReplicaError(E.NOT_COORDINATOR) from e
         addr = self._endpoint(leader)
         R = messages_api.ReadShareGroupStateRequest
         body = R(group_id=group_id, topics=[R.ReadStateData(
@@ -271,7 +302,19 @@ class StateTopicPersister:
 
     async def write_async(self, group_id, topic_id, partition, start_offset, state_epoch,
                           batches) -> int:
-        """Write the state where the state partition is led; an error code (0 = stored)."""
+        """Write the state where the state partition is led; an error code (0 = stored).
+        Retried with backoff while the state partition has no ready leader."""
+        give_up = trio.current_time() + _RETRY_BUDGET_S
+        for delay in _RETRY_DELAYS:
+            code = await self._write_once(group_id, topic_id, partition, start_offset,
+                                          state_epoch, batches)
+            if code not in _RETRIABLE or delay is None or trio.current_time() + delay > give_up:
+                return code
+            await trio.sleep(delay)
+        return E.COORDINATOR_NOT_AVAILABLE       # not reached: the last delay is None
+
+    async def _write_once(self, group_id, topic_id, partition, start_offset, state_epoch,
+                          batches) -> int:
         leader, _ = self._state_leader(group_id, topic_id, partition)
         if leader is None:
             await self.ensure_topic()

@@ -42,8 +42,10 @@ class Worker:
     def _read(self):
         for line in self.proc.stdout:
             self.lines.append(line.strip())
-            if line.startswith("committed"):
-                self.progress = int(line.split()[1])
+            parts = line.split()
+            # a SIGKILL can cut the last line short: only whole lines count
+            if len(parts) == 2 and parts[0] == "committed" and parts[1].isdigit():
+                self.progress = int(parts[1])
 
     def wait_progress(self, n: int, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
