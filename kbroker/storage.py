@@ -59,7 +59,7 @@ class StorageError(Exception):
 
 def supported_features() -> dict[str, tuple[int, int]]:
     """Feature name -> (min, max) level this kbroker serves (the ApiVersions answer's)."""
-    from kbroker.api.api_versions import SUPPORTED_FEATURES
+    from kbroker.features import SUPPORTED_FEATURES
     return dict(SUPPORTED_FEATURES)
 
 

@@ -6,9 +6,8 @@
   v0 format with ``UNSUPPORTED_VERSION`` and ApiVersions' own range (see
   ``kbroker.server.connection``). The response header is always v0.
 - v3+: an invalid client software name/version is ``INVALID_REQUEST`` (Kafka's rule).
-- Features: only ``metadata.version`` is finalized (the level written at format time);
-  nothing claims ``transaction.version`` ≥ 2 or ``group.version`` ≥ 1 because KIP-890's
-  second phase and KIP-848 are not implemented.
+- Features: the table of ``kbroker.features`` (supported) and the metadata image's
+  finalized levels.
 Not implemented: throttling (always 0).
 """
 from __future__ import annotations
@@ -22,7 +21,7 @@ from kbroker.wire.error_codes import ErrorCode
 Response = messages.ApiVersionsResponse
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
-SUPPORTED_FEATURES = {"metadata.version": (7, 25)}
+from kbroker.features import supported_feature_keys
 
 
 def api_version_entries() -> list:
@@ -38,9 +37,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                 and _SOFTWARE.match(request.client_software_version or "")):
             return Response(error_code=ErrorCode.INVALID_REQUEST, api_keys=resp.api_keys)
         image = ctx.broker.metadata
-        resp.supported_features = [
-            Response.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
-            for n, (lo, hi) in SUPPORTED_FEATURES.items()]
+        resp.supported_features = supported_feature_keys(Response)
         resp.finalized_features = [
             Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
             for n, lvl in sorted(image.features.items())]

@@ -1,7 +1,8 @@
 """ApiVersions (key 18) on the controller listener, v0–v4: this plane's registry.
-Features: ``metadata.version`` supported and finalized as in the client plane."""
+Features: supported (``kbroker.features``) and finalized as in the client plane."""
 from __future__ import annotations
 
+from kbroker.features import supported_feature_keys
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -17,8 +18,7 @@ async def handle(ctx, request):
     resp = Response(error_code=ErrorCode.NONE, api_keys=keys)
     if ctx.version >= 3:
         image = ctx.broker.metadata
-        resp.supported_features = [Response.SupportedFeatureKey(name="metadata.version", min_version=7,
-                                                                max_version=25)]
+        resp.supported_features = supported_feature_keys(Response)
         resp.finalized_features = [
             Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
             for n, lvl in sorted(image.features.items())]

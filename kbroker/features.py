@@ -1,0 +1,29 @@
+"""The feature flags this kbroker serves (KIP-584 feature versioning, KIP-778 KRaft upgrades).
+
+One table for every place that names them: ApiVersions on both planes (``supported_features``),
+``kbroker storage format --feature/--release-version`` (what may be written at format time)
+and the controller (what a FeatureLevelRecord may finalize). Each row is the feature's
+(min, max) level kbroker implements. A level is raised here only together with the code
+that implements it — a client reads a finalized level as a promise:
+
+- ``metadata.version``: the KRaft record versions (7 = 3.3-IV3 … 25 = the pinned release's).
+- ``transaction.version`` ≥ 2 promises KIP-890's second phase (EndTxn v5, implicit
+  partition adds); ``group.version`` ≥ 1 the KIP-848 consumer protocol; ``share.version`` ≥ 1
+  share groups (KIP-932); ``streams.version`` ≥ 1 streams groups (KIP-1071);
+  ``kraft.version`` ≥ 1 a dynamic quorum (KIP-853);
+  ``eligible.leader.replicas.version`` ≥ 1 ELR (KIP-966).
+
+A feature missing from the table is one kbroker does not know: formatting or finalizing it is
+refused (Kafka: "unknown feature").
+"""
+from __future__ import annotations
+
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
+    "metadata.version": (7, 25),
+}
+
+
+def supported_feature_keys(response_cls) -> list:
+    """The ApiVersions ``supported_features`` entries (sorted by name)."""
+    return [response_cls.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+            for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
