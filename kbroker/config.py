@@ -239,6 +239,8 @@ _DEFS: list[ConfigDef] = [
     _d("kbroker.http.listen", "string", None, lambda v: _http_listen(v)),
     # the web console on that listener (kbroker/console): always on loopback, elsewhere opt-in
     _d("kbroker.console.enable", "boolean", False),
+    # with an authorizer the console asks for a login; a session ends after this idle time
+    _d("kbroker.console.session.timeout.ms", "long", 3_600_000, _at_least(1000)),
     _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
     _d("group.share.max.size", "int", 200, _at_least(1)),

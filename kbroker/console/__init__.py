@@ -19,9 +19,12 @@ under ``/api/console/`` read the broker's own state. Rules:
   (each node serves its own console). Groups are those this node coordinates.
 - **Who may see it.** On a loopback listener (``127.0.0.0/8``, ``::1``, ``localhost``) the
   console is on whenever the HTTP listener is; on any other address it is off (404 with a
-  hint) unless ``kbroker.console.enable=true``. There is no login and no ACL filtering yet.
+  hint) unless ``kbroker.console.enable=true``. With an authorizer configured, every API
+  answer needs a login with the cluster's own credentials and acts as that principal: pages
+  show only what its ACLs allow (``auth.py``).
 
-Layout: ``routes.py`` (URL → handler, the enable check), ``inproc.py`` (calling an API
+Layout: ``routes.py`` (URL → handler, the enable check, login/logout), ``auth.py`` (sessions,
+password checks, the principal of a request and its ACL checks), ``inproc.py`` (calling an API
 handler in process), ``views.py`` (topics, topic, configs, produce), ``browse.py`` (the
 message browser), ``groups.py``, ``cluster.py``, ``history.py`` (a ring buffer of key
 metrics sampled every few seconds, for the cluster page's charts and topic rates).

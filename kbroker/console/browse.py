@@ -21,6 +21,9 @@ import trio
 from kbroker.replica import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchSpec, ReplicaError
 from kbroker.wire import records as rec
 
+from kbroker.authz.acls import READ, TOPIC
+
+from .auth import require
 from .inproc import ApiFailure, error_name
 
 MAX_LIMIT = 500
@@ -120,6 +123,7 @@ async def browse(broker, topic: str, *, mode: str = "newest", partition: int | N
     ``positions``, the ``older`` of an earlier page, newest first)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise ApiFailure(42, f"limit must be between 1 and {MAX_LIMIT}")
+    require(broker, READ, TOPIC, topic)        # as Fetch
     replicas = broker.replicas
     image = broker.metadata
     parts = _partitions(image, topic, partition)

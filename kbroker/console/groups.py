@@ -15,6 +15,9 @@ from kbroker.group.service import coordinator_of
 from kbroker.replica import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ReplicaError
 from kbroker.wire import messages
 
+from kbroker.authz.acls import DESCRIBE, GROUP, READ, TOPIC
+
+from .auth import allowed, require
 from .inproc import ApiFailure, call_api, error_name
 
 _ASSIGNMENT = None
@@ -62,6 +65,8 @@ async def list_groups(broker) -> list[dict]:
     out = []
     for g in sorted(await gc.list_groups()):
         gid, ptype, state = g[0], g[1], g[2]
+        if not allowed(broker, DESCRIBE, GROUP, gid):          # as ListGroups hides it
+            continue
         out.append({"group_id": gid, "protocol_type": ptype, "state": state,
                     "group_type": getattr(g, "group_type", "classic")})
     for g in out:
@@ -72,6 +77,7 @@ async def list_groups(broker) -> list[dict]:
 
 
 async def group_detail(broker, group_id: str, *, lag_only: bool = False) -> dict:
+    require(broker, DESCRIBE, GROUP, group_id)                 # as DescribeGroups
     gc = coordinator_of(broker)
     if not lag_only:
         await _coordinated_here(broker, group_id)
@@ -93,6 +99,7 @@ async def group_detail(broker, group_id: str, *, lag_only: bool = False) -> dict
                         "assignment": assigned})
     offsets = []
     keys = {(t, p) for t, parts in committed for p, *_ in parts} | set(owner)
+    keys = {(t, p) for t, p in keys if allowed(broker, DESCRIBE, TOPIC, t)}   # as OffsetFetch
     committed_at = {(t, p): (o, md) for t, parts in committed for p, o, _e, md, _pe in parts}
     total = 0
     for t, p in sorted(keys):
@@ -120,6 +127,9 @@ async def reset_offsets(broker, body: dict) -> dict:
     to = body.get("to")
     if not isinstance(group, str) or not group:
         raise ApiFailure(24, "a group id is needed")
+    require(broker, READ, GROUP, group)                         # as OffsetCommit
+    if isinstance(topic, str):
+        require(broker, READ, TOPIC, topic)
     await _coordinated_here(broker, group)
     t = broker.metadata.topics.get(topic) if isinstance(topic, str) else None
     if t is None:

@@ -2,12 +2,15 @@
 
 The console changes state only this way, so it meets exactly the checks, error codes and
 meters a client meets (the handler is the same object the connection calls). The context
-names the console as client (``client_id`` ``kbroker-console``, the HTTP peer's host).
+names the console as client (``client_id`` ``kbroker-console``) and carries the logged-in
+principal and the HTTP peer's address (``auth.current``), so ACLs apply as to any client.
 """
 from __future__ import annotations
 
 from kbroker.api import REGISTRY, RequestContext, load_all
 from kbroker.wire.error_codes import ErrorCode
+
+from . import auth
 
 CLIENT_ID = "kbroker-console"
 
@@ -19,7 +22,11 @@ class ApiFailure(Exception):
         self.code = int(code)
         self.name = error_name(code)
         super().__init__(message or self.name)
-        self.status = status
+        self.status = 403 if self.code in _DENIED else status
+
+
+# TOPIC_, GROUP_, CLUSTER_, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, DELEGATION_TOKEN_AUTHORIZATION_FAILED
+_DENIED = frozenset({29, 30, 31, 53, 65})
 
 
 def error_name(code: int) -> str:
@@ -29,9 +36,11 @@ def error_name(code: int) -> str:
         return f"ERROR_{code}"
 
 
-async def call_api(broker, api_key: int, version: int, request, client_host: str = "127.0.0.1"):
+async def call_api(broker, api_key: int, version: int, request):
     if not REGISTRY:
         load_all()
     spec = REGISTRY[api_key]
-    ctx = RequestContext(broker, api_key, version, 0, CLIENT_ID, client_host=client_host)
+    who = auth.current.get()
+    ctx = RequestContext(broker, api_key, version, 0, CLIENT_ID, client_host=who.host,
+                         principal=who.principal)
     return await spec.handler(ctx, request)

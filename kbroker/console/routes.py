@@ -18,7 +18,7 @@ import trio
 
 from kbroker.http.router import Request, Response, Router
 
-from . import browse, cluster, groups, views
+from . import auth, browse, cluster, groups, views
 from .history import History
 from .inproc import ApiFailure
 
@@ -89,11 +89,19 @@ def _qint(request: Request, name: str, default=None) -> int | None:
         raise ApiFailure(42, f"{name} must be an integer, got {v!r}") from None
 
 
+def _peer(request: Request) -> str:
+    """The HTTP peer's address (``request.client`` is ``host:port``)."""
+    return (request.client or "").rpartition(":")[0] or "127.0.0.1"
+
+
 def install(router: Router) -> None:
     history = History()
+    sessions = auth.Sessions()
     router.add_task(history.run)
 
-    def guarded(fn, *, page: bool = False):
+    def guarded(fn, *, page: bool = False, public: bool = False):
+        """``page``: the HTML/asset answers (no broker needed); ``public``: no login needed
+        (login, logout, whoami)."""
         async def handler(request: Request) -> Response:
             server = request.server
             if not enabled(server):
@@ -103,6 +111,16 @@ def install(router: Router) -> None:
                         else _error(404, "CONSOLE_DISABLED", msg))
             if not page and (server.broker is None or not server.broker.started):
                 return _error(503, "NOT_READY", "the broker is still starting")
+            subject = auth.Subject(host=_peer(request))
+            if not page and auth.login_required(server.broker):
+                token = auth.cookie_token(request.header("cookie"))
+                principal = sessions.principal(token, auth.session_timeout_ms(server))
+                if principal is not None:
+                    subject = auth.Subject(principal, subject.host, logged_in=True)
+                elif not public:
+                    return _error(401, "LOGIN_REQUIRED",
+                                  "log in with a user of this cluster (SCRAM or PLAIN)")
+            reset = auth.current.set(subject)
             try:
                 return await fn(request)
             except ApiFailure as e:
@@ -112,7 +130,39 @@ def install(router: Router) -> None:
             except Exception as e:  # noqa: BLE001 - the page shows it; the listener goes on
                 log.exception("console %s %s failed", request.method, request.target)
                 return _error(500, "INTERNAL_ERROR", f"{type(e).__name__}: {e}")
+            finally:
+                auth.current.reset(reset)
         return handler
+
+    async def api_whoami(request):
+        broker = broker_of(request)
+        required = auth.login_required(broker)
+        who = auth.current.get()
+        logged_in = who.logged_in or not required
+        return Response.json({"login_required": required, "logged_in": logged_in,
+                              "principal": who.principal if logged_in else None})
+
+    async def api_login(request):
+        body = _body(request)
+        user, password = body.get("username"), body.get("password")
+        if not isinstance(user, str) or not isinstance(password, str) or not user:
+            raise ApiFailure(42, "username and password are required")
+        if not auth.login_required(broker_of(request)):
+            return Response.json({"principal": auth.current.get().principal, "login_required": False})
+        if not auth.check_password(request.server, user, password):
+            log.warning("console login failed for user %r from %s", user, auth.current.get().host)
+            return _error(401, "SASL_AUTHENTICATION_FAILED",
+                          "Authentication failed: Invalid username or password")
+        principal = "User:" + user
+        token = sessions.create(principal)
+        timeout_s = auth.session_timeout_ms(request.server) // 1000
+        log.info("console login of %s from %s", principal, auth.current.get().host)
+        return Response.json({"principal": principal, "login_required": True},
+                             headers=[auth.set_cookie(token, timeout_s)])
+
+    async def api_logout(request):
+        sessions.drop(auth.cookie_token(request.header("cookie")))
+        return Response.json({"logged_in": False}, headers=[auth.clear_cookie()])
 
     async def index(request: Request) -> Response:
         return Response(200, _static("index.html"), STATIC_TYPES[".html"],
@@ -190,6 +240,9 @@ def install(router: Router) -> None:
     async def api_cluster(request):
         return Response.json(await cluster.cluster_view(request.server, history))
 
+    router.add("GET", "/api/console/whoami", guarded(api_whoami, public=True))
+    router.add("POST", "/api/console/login", guarded(api_login, public=True))
+    router.add("POST", "/api/console/logout", guarded(api_logout, public=True))
     for method, path, fn in [
         ("GET", "/api/console/topics", api_topics),
         ("POST", "/api/console/topics", api_create_topic),

@@ -11,6 +11,9 @@ from kbroker.replica import ReplicaError
 from kbroker.wire import messages
 from kbroker.wire import records as rec
 
+from kbroker.authz.acls import ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS, TOPIC, WRITE
+
+from .auth import allowed, require
 from .browse import offsets_of
 from .inproc import ApiFailure, call_api, error_name
 
@@ -29,6 +32,8 @@ def topics_list(broker, history) -> list[dict]:
     image = broker.metadata
     out = []
     for name in sorted(image.topics):
+        if not allowed(broker, DESCRIBE, TOPIC, name):      # as Metadata hides it
+            continue
         t = image.topics[name]
         size = 0
         messages_ = 0
@@ -52,6 +57,7 @@ def topics_list(broker, history) -> list[dict]:
 
 
 def topic_detail(broker, name: str) -> dict:
+    require(broker, DESCRIBE, TOPIC, name)
     image = broker.metadata
     t = image.topics.get(name)
     if t is None:
@@ -69,14 +75,19 @@ def topic_detail(broker, name: str) -> dict:
         except ReplicaError as e:
             row["error"] = error_name(e.error_code)
         parts.append(row)
-    code, message, entries = describe_resource(broker, TOPIC_RESOURCE, name)
-    if code:
-        raise ApiFailure(code, message)
+    configs_visible = allowed(broker, DESCRIBE_CONFIGS, TOPIC, name)
+    if configs_visible:
+        code, message, entries = describe_resource(broker, TOPIC_RESOURCE, name)
+        if code:
+            raise ApiFailure(code, message)
+    else:
+        entries = []                    # shown as "no access" by the page
     configs = [{"name": e.name, "value": None if e.sensitive else e.value, "source": int(e.source),
                 "read_only": bool(e.read_only), "sensitive": bool(e.sensitive),
                 "default": int(e.source) == 5} for e in entries]
     return {"name": name, "topic_id": str(t.topic_id), "internal": name in INTERNAL_TOPICS,
-            "partitions": parts, "configs": configs, "node_id": broker.node_id}
+            "partitions": parts, "configs": configs, "configs_authorized": configs_visible,
+            "node_id": broker.node_id}
 
 
 async def create_topic(broker, body: dict) -> dict:
@@ -103,6 +114,8 @@ async def create_topic(broker, body: dict) -> dict:
 
 async def alter_configs(broker, body: dict) -> dict:
     name = body.get("topic")
+    if isinstance(name, str):
+        require(broker, ALTER_CONFIGS, TOPIC, name)
     if not isinstance(name, str) or name not in broker.metadata.topics:
         raise ApiFailure(3, f"Topic '{name}' does not exist.", status=404)
     sets = body.get("set") or {}
@@ -172,6 +185,8 @@ def murmur2(data: bytes) -> int:
 async def produce(broker, body: dict) -> dict:
     """One record, appended by the Produce handler (acks=all) as a client's would be."""
     name = body.get("topic")
+    if isinstance(name, str):
+        require(broker, WRITE, TOPIC, name)
     t = broker.metadata.topics.get(name) if isinstance(name, str) else None
     if t is None:
         raise ApiFailure(3, f"Topic '{name}' does not exist.", status=404)

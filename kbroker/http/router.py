@@ -60,8 +60,9 @@ class Response:
         return cls(status, text.encode())
 
     @classmethod
-    def json(cls, value: Any, status: int = 200) -> "Response":
-        return cls(status, json.dumps(value, indent=1).encode() + b"\n", "application/json")
+    def json(cls, value: Any, status: int = 200, headers: list | None = None) -> "Response":
+        return cls(status, json.dumps(value, indent=1).encode() + b"\n", "application/json",
+                   headers=headers or [])
 
 
 class Router:

@@ -42,6 +42,7 @@ async function api(path, body) {
   let data = null;
   try { data = JSON.parse(text); } catch (e) { /* plain text answer */ }
   if (!resp.ok) {
+    if (resp.status === 401 && data && data.error === "LOGIN_REQUIRED") { pageLogin(); throw new ApiError(data.message); }
     if (resp.status === 413) throw new ApiError("too large: the console accepts requests up to 1 MiB");
     const msg = data && data.message ? `${data.message}` : text.trim() || resp.statusText;
     throw new ApiError(data && data.error && data.error !== msg ? `${msg} (${data.error})` : msg);
@@ -494,10 +495,59 @@ async function pageCluster() {
   every(3000, load);
 }
 
+// ---------------------------------------------------------------- login
+// With an authorizer on the broker every API answer needs a session: the login form asks for
+// the name and password of a cluster user (SCRAM or PLAIN); the header shows who is in.
+let who = null;
+
+async function loadWho() {
+  who = await api("/api/console/whoami");
+  const el = $("#who");
+  el.replaceChildren();
+  if (who.login_required && who.logged_in) {
+    el.append(h("span", { id: "principal" }, who.principal), " ",
+      h("button", { id: "logout", type: "button", onclick: async () => {
+        await api("/api/console/logout", {}); who = null; route();
+      } }, "Log out"));
+  }
+  if (!who.login_required || who.logged_in) {
+    api("/api/console/cluster").then((c) => { $("#node").textContent = `node ${c.node_id} · cluster ${c.cluster_id}`; }).catch(() => {});
+  } else {
+    $("#node").textContent = "";
+  }
+  return who;
+}
+
+function pageLogin() {
+  timers.forEach(clearInterval); timers = [];
+  const msg = h("p", { class: "msg" });
+  const user = h("input", { name: "username", autocomplete: "username", required: true });
+  const pass = h("input", { name: "password", type: "password", autocomplete: "current-password", required: true });
+  const form = h("form", { id: "login", class: "card", onsubmit: async (ev) => {
+    ev.preventDefault();
+    setMsg(msg, "");
+    try {
+      await api("/api/console/login", { username: user.value, password: pass.value });
+      await loadWho();
+      route();
+    } catch (e) { setMsg(msg, e.message, false); }
+  } },
+  h("h1", {}, "Log in"),
+  h("p", { class: "muted" }, "This broker checks ACLs: log in as a user of the cluster (its SCRAM or PLAIN credentials)."),
+  h("label", {}, "User ", user), h("label", {}, "Password ", pass),
+  h("button", { type: "submit" }, "Log in"), msg);
+  main.replaceChildren(form);
+  user.focus();
+}
+
 // ---------------------------------------------------------------- routing
 async function route() {
   timers.forEach(clearInterval); timers = [];
   showError(null);
+  if (who === null) {
+    try { await loadWho(); } catch (e) { showError(e.message); return; }
+  }
+  if (who.login_required && !who.logged_in) { pageLogin(); return; }
   const path = decodeURIComponent(location.pathname);
   const section = path.split("/")[1] || "topics";
   for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.dataset.nav === section);
@@ -519,5 +569,4 @@ document.addEventListener("click", (ev) => {
 });
 window.addEventListener("popstate", route);
 window.addEventListener("unhandledrejection", (ev) => showError(ev.reason && ev.reason.message || String(ev.reason)));
-api("/api/console/cluster").then((c) => { $("#node").textContent = `node ${c.node_id} · cluster ${c.cluster_id}`; }).catch(() => {});
 route();
