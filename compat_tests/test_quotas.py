@@ -140,3 +140,72 @@ def test_kafka_python_consumer_is_slowed_to_its_quota(broker_factory, caplog):
     assert rate < QUOTA * 2.5, f"{rate:.0f} B/s with a quota of {QUOTA}"
     # kafka-python reports the broker's throttle time in its log (it has no metric for it)
     assert any("throttled by broker" in r.getMessage() for r in caplog.records)
+
+
+def test_request_percentage_throttles_producer_and_admin(broker_factory, caplog):
+    """request_percentage (KIP-124): a tiny share of one thread; the client's requests are
+    answered (nothing lost) with a throttle time, which librdkafka reports in its statistics
+    and kafka-python in its log."""
+    from confluent_kafka import Producer
+    from kafka import KafkaAdminClient
+    broker = broker_factory(**QUOTA_BROKER)
+    bootstrap = broker.bootstrap_servers
+    topic = f"quota-r-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    client = f"qr-{uuid.uuid4().hex[:8]}"
+    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--add-config", "request_percentage=0.01").check()
+    time.sleep(1.0)
+    throttles: list[int] = []
+
+    def on_stats(raw):
+        for b in json.loads(raw).get("brokers", {}).values():
+            throttles.append(b.get("throttle", {}).get("max", 0))
+
+    p = Producer({"bootstrap.servers": bootstrap, "client.id": client, "linger.ms": 0,
+                  "statistics.interval.ms": 200, "stats_cb": on_stats})
+    acked = []
+    for i in range(6):
+        p.produce(topic, b"r%d" % i, on_delivery=lambda e, m: acked.append(e is None))
+        p.flush(30)                                # one request each
+    p.poll(0.5)
+    assert sum(acked) == 6
+    assert max(throttles, default=0) > 0, "no request throttle time reached librdkafka"
+    caplog.set_level(logging.WARNING, logger="kafka")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client)
+    try:
+        admin.list_topics()
+    finally:
+        admin.close()
+    assert any("throttled by broker" in r.getMessage() for r in caplog.records)
+
+
+def test_controller_mutation_rate_refuses_topics_with_throttling_quota_exceeded(bootstrap, caplog):
+    """controller_mutation_rate (KIP-599): the token bucket (burst = rate * 11 windows of 1 s)
+    lets one large CreateTopics through; the next topics are refused with
+    THROTTLING_QUOTA_EXCEEDED and a throttle time (CreateTopics v6+, kafka-python), while
+    librdkafka's older CreateTopics version is throttled without an error."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from kafka import KafkaAdminClient
+    client = f"qm-{uuid.uuid4().hex[:8]}"
+    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--add-config", "controller_mutation_rate=1").check()
+    time.sleep(1.0)
+    names = [f"quota-m-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+    caplog.set_level(logging.WARNING, logger="kafka")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client)
+    try:
+        big = admin.create_topics({names[0]: {"num_partitions": 12, "replication_factor": 1}},
+                                  raise_errors=False)
+        assert [t["error_code"] for t in big["topics"]] == [0]
+        refused = admin.create_topics({names[1]: {"num_partitions": 1, "replication_factor": 1}},
+                                      raise_errors=False)
+        assert [t["error_code"] for t in refused["topics"]] == [89]   # THROTTLING_QUOTA_EXCEEDED
+    finally:
+        admin.close()
+    # kafka-python drops throttle_time_ms from the result and logs it
+    assert any("CreateTopicsResponse throttled by broker" in r.getMessage() for r in caplog.records)
+    # librdkafka asks with CreateTopics v4: permissive, the topic is created
+    ck = AdminClient({"bootstrap.servers": bootstrap, "client.id": client})
+    for _, f in ck.create_topics([NewTopic(names[2], 1, 1)]).items():
+        f.result(30)

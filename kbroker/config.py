@@ -149,6 +149,8 @@ _DEFS: list[ConfigDef] = [
     # client quotas (kbroker.quota): the sample windows of the quota rates
     _d("quota.window.num", "int", 11, _at_least(1)),
     _d("quota.window.size.seconds", "int", 1, _at_least(1)),
+    _d("controller.quota.window.num", "int", 11, _at_least(1)),
+    _d("controller.quota.window.size.seconds", "int", 1, _at_least(1)),
     _d("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000),
     _d("log.message.timestamp.type", "string", "CreateTime", _one_of("CreateTime", "LogAppendTime")),
     _d("log.message.timestamp.before.max.ms", "long", LONG_MAX),
