@@ -200,6 +200,8 @@ class QuotaManagers:
         self.mutation = ControllerMutationQuotaManager(
             config.get("controller.quota.window.num"),
             config.get("controller.quota.window.size.seconds") * 1000, clock_ms)
+        from .connections import ConnectionQuotas
+        self.connections = ConnectionQuotas(config, clock_ms)
 
     def update(self, image) -> None:
         quotas = getattr(image, "client_quotas", None)
@@ -208,10 +210,12 @@ class QuotaManagers:
             self.fetch.update(quotas)
             self.request.update(quotas)
             self.mutation.update(quotas)
+            self.connections.update(quotas)
 
     def statistics(self) -> dict:
         return {"produce": self.produce.statistics(), "fetch": self.fetch.statistics(),
-                "request": self.request.statistics(), "mutation": self.mutation.statistics()}
+                "request": self.request.statistics(), "mutation": self.mutation.statistics(),
+                "connections": self.connections.statistics()}
 
 
 def records_size(records) -> int:
