@@ -202,8 +202,16 @@ class QuotaManagers:
             config.get("controller.quota.window.size.seconds") * 1000, clock_ms)
         from .connections import ConnectionQuotas
         self.connections = ConnectionQuotas(config, clock_ms)
+        from .replication import ReplicationQuota
+        self.leader_replication = ReplicationQuota("leader", config, clock_ms)
+        self.follower_replication = ReplicationQuota("follower", config, clock_ms)
+        self._node_id = config.node_id
 
     def update(self, image) -> None:
+        topics = getattr(image, "topics", None)
+        if topics is not None:
+            self.leader_replication.update(topics, self._node_id)
+            self.follower_replication.update(topics, self._node_id)
         quotas = getattr(image, "client_quotas", None)
         if quotas is not None:
             self.produce.update(quotas)
@@ -215,7 +223,9 @@ class QuotaManagers:
     def statistics(self) -> dict:
         return {"produce": self.produce.statistics(), "fetch": self.fetch.statistics(),
                 "request": self.request.statistics(), "mutation": self.mutation.statistics(),
-                "connections": self.connections.statistics()}
+                "connections": self.connections.statistics(),
+                "leader_replication": self.leader_replication.statistics(),
+                "follower_replication": self.follower_replication.statistics()}
 
 
 def records_size(records) -> int:
