@@ -150,6 +150,8 @@ _DEFS: list[ConfigDef] = [
     _d("quota.window.num", "int", 11, _at_least(1)),
     _d("quota.window.size.seconds", "int", 1, _at_least(1)),
     _d("controller.quota.window.num", "int", 11, _at_least(1)),
+    _d("replication.quota.window.num", "int", 11, _at_least(1)),
+    _d("replication.quota.window.size.seconds", "int", 1, _at_least(1)),
     _d("controller.quota.window.size.seconds", "int", 1, _at_least(1)),
     _d("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000),
     _d("log.message.timestamp.type", "string", "CreateTime", _one_of("CreateTime", "LogAppendTime")),
