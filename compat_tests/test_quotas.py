@@ -1,6 +1,9 @@
 """Client quotas on both brokers (issue 15): quota configuration through Kafka's own
-`kafka-configs` (AlterClientQuotas / DescribeClientQuotas), and producers and consumers above
-their byte-rate quota slowed to it, with the throttle time reported to the client.
+`kafka-configs` (AlterClientQuotas / DescribeClientQuotas), producers and consumers above
+their byte-rate quota slowed to it, with the throttle time reported to the client; the
+request-time quota (librdkafka's statistics, kafka-python's log), the controller mutation
+quota (THROTTLING_QUOTA_EXCEEDED for CreateTopics v6+, librdkafka's older version only
+throttled) and max.connections.per.ip overrides on accept.
 
 The brokers run with `quota.window.num=2` (one full 1 s window before a rate counts), so a
 client exceeds its quota after about one second's worth of bytes instead of ten. Rates are
@@ -209,3 +212,39 @@ def test_controller_mutation_rate_refuses_topics_with_throttling_quota_exceeded(
     ck = AdminClient({"bootstrap.servers": bootstrap, "client.id": client})
     for _, f in ck.create_topics([NewTopic(names[2], 1, 1)]).items():
         f.result(30)
+
+
+def test_max_connections_per_ip_override_closes_the_extra_connection(broker_factory):
+    """max.connections.per.ip.overrides: the connection above its IP's limit is closed by the
+    broker before it answers anything (Kafka's TooManyConnectionsException), the other is
+    served. The clients connect from 127.0.0.2 so the brokers' own loopback connections
+    (controller, inter-broker) do not count."""
+    import socket
+    import struct
+    broker = broker_factory(**{"max.connections.per.ip.overrides": "127.0.0.2:1"})
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    # ApiVersions v0, correlation id 7, client id "c"
+    frame = struct.pack(">hhih", 18, 0, 7, 1) + b"c"
+    frame = struct.pack(">i", len(frame)) + frame
+
+    def connect():
+        return socket.create_connection((host, int(port)), timeout=10, source_address=("127.0.0.2", 0))
+
+    def ask(s) -> bytes:
+        try:
+            s.sendall(frame)
+            return s.recv(8)
+        except (ConnectionResetError, BrokenPipeError, socket.timeout):
+            return b""
+
+    kept = connect()
+    try:
+        got = ask(kept)
+        assert len(got) >= 8 and struct.unpack(">i", got[4:8])[0] == 7
+        extra = connect()
+        try:
+            assert ask(extra) == b""              # closed, not answered
+        finally:
+            extra.close()
+    finally:
+        kept.close()
