@@ -1,6 +1,9 @@
 """Client quotas on both brokers (issue 15): quota configuration through Kafka's own
-`kafka-configs` (AlterClientQuotas / DescribeClientQuotas), and producers and consumers above
-their byte-rate quota slowed to it, with the throttle time reported to the client.
+`kafka-configs` (AlterClientQuotas / DescribeClientQuotas), producers and consumers above
+their byte-rate quota slowed to it, with the throttle time reported to the client; the
+request-time quota (librdkafka's statistics, kafka-python's log), the controller mutation
+quota (THROTTLING_QUOTA_EXCEEDED for CreateTopics v6+, librdkafka's older version only
+throttled) and max.connections.per.ip overrides on accept.
 
 The brokers run with `quota.window.num=2` (one full 1 s window before a rate counts), so a
 client exceeds its quota after about one second's worth of bytes instead of ten. Rates are
@@ -140,3 +143,108 @@ def test_kafka_python_consumer_is_slowed_to_its_quota(broker_factory, caplog):
     assert rate < QUOTA * 2.5, f"{rate:.0f} B/s with a quota of {QUOTA}"
     # kafka-python reports the broker's throttle time in its log (it has no metric for it)
     assert any("throttled by broker" in r.getMessage() for r in caplog.records)
+
+
+def test_request_percentage_throttles_producer_and_admin(broker_factory, caplog):
+    """request_percentage (KIP-124): a tiny share of one thread; the client's requests are
+    answered (nothing lost) with a throttle time, which librdkafka reports in its statistics
+    and kafka-python in its log."""
+    from confluent_kafka import Producer
+    from kafka import KafkaAdminClient
+    broker = broker_factory(**QUOTA_BROKER)
+    bootstrap = broker.bootstrap_servers
+    topic = f"quota-r-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    client = f"qr-{uuid.uuid4().hex[:8]}"
+    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--add-config", "request_percentage=0.01").check()
+    time.sleep(1.0)
+    throttles: list[int] = []
+
+    def on_stats(raw):
+        for b in json.loads(raw).get("brokers", {}).values():
+            throttles.append(b.get("throttle", {}).get("max", 0))
+
+    p = Producer({"bootstrap.servers": bootstrap, "client.id": client, "linger.ms": 0,
+                  "statistics.interval.ms": 200, "stats_cb": on_stats})
+    acked = []
+    for i in range(6):
+        p.produce(topic, b"r%d" % i, on_delivery=lambda e, m: acked.append(e is None))
+        p.flush(30)                                # one request each
+    p.poll(0.5)
+    assert sum(acked) == 6
+    assert max(throttles, default=0) > 0, "no request throttle time reached librdkafka"
+    caplog.set_level(logging.WARNING, logger="kafka")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client)
+    try:
+        admin.list_topics()
+    finally:
+        admin.close()
+    assert any("throttled by broker" in r.getMessage() for r in caplog.records)
+
+
+def test_controller_mutation_rate_refuses_topics_with_throttling_quota_exceeded(bootstrap, caplog):
+    """controller_mutation_rate (KIP-599): the token bucket (burst = rate * 11 windows of 1 s)
+    lets one large CreateTopics through; the next topics are refused with
+    THROTTLING_QUOTA_EXCEEDED and a throttle time (CreateTopics v6+, kafka-python), while
+    librdkafka's older CreateTopics version is throttled without an error."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from kafka import KafkaAdminClient
+    client = f"qm-{uuid.uuid4().hex[:8]}"
+    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
+            "--add-config", "controller_mutation_rate=1").check()
+    time.sleep(1.0)
+    names = [f"quota-m-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+    caplog.set_level(logging.WARNING, logger="kafka")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client)
+    try:
+        big = admin.create_topics({names[0]: {"num_partitions": 12, "replication_factor": 1}},
+                                  raise_errors=False)
+        assert [t["error_code"] for t in big["topics"]] == [0]
+        refused = admin.create_topics({names[1]: {"num_partitions": 1, "replication_factor": 1}},
+                                      raise_errors=False)
+        assert [t["error_code"] for t in refused["topics"]] == [89]   # THROTTLING_QUOTA_EXCEEDED
+    finally:
+        admin.close()
+    # kafka-python drops throttle_time_ms from the result and logs it
+    assert any("CreateTopicsResponse throttled by broker" in r.getMessage() for r in caplog.records)
+    # librdkafka asks with CreateTopics v4: permissive, the topic is created
+    ck = AdminClient({"bootstrap.servers": bootstrap, "client.id": client})
+    for _, f in ck.create_topics([NewTopic(names[2], 1, 1)]).items():
+        f.result(30)
+
+
+def test_max_connections_per_ip_override_closes_the_extra_connection(broker_factory):
+    """max.connections.per.ip.overrides: the connection above its IP's limit is closed by the
+    broker before it answers anything (Kafka's TooManyConnectionsException), the other is
+    served. The clients connect from 127.0.0.2 so the brokers' own loopback connections
+    (controller, inter-broker) do not count."""
+    import socket
+    import struct
+    broker = broker_factory(**{"max.connections.per.ip.overrides": "127.0.0.2:1"})
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    # ApiVersions v0, correlation id 7, client id "c"
+    frame = struct.pack(">hhih", 18, 0, 7, 1) + b"c"
+    frame = struct.pack(">i", len(frame)) + frame
+
+    def connect():
+        return socket.create_connection((host, int(port)), timeout=10, source_address=("127.0.0.2", 0))
+
+    def ask(s) -> bytes:
+        try:
+            s.sendall(frame)
+            return s.recv(8)
+        except (ConnectionResetError, BrokenPipeError, socket.timeout):
+            return b""
+
+    kept = connect()
+    try:
+        got = ask(kept)
+        assert len(got) >= 8 and struct.unpack(">i", got[4:8])[0] == 7
+        extra = connect()
+        try:
+            assert ask(extra) == b""              # closed, not answered
+        finally:
+            extra.close()
+    finally:
+        kept.close()

@@ -149,6 +149,10 @@ _DEFS: list[ConfigDef] = [
     # client quotas (kbroker.quota): the sample windows of the quota rates
     _d("quota.window.num", "int", 11, _at_least(1)),
     _d("quota.window.size.seconds", "int", 1, _at_least(1)),
+    _d("controller.quota.window.num", "int", 11, _at_least(1)),
+    _d("replication.quota.window.num", "int", 11, _at_least(1)),
+    _d("replication.quota.window.size.seconds", "int", 1, _at_least(1)),
+    _d("controller.quota.window.size.seconds", "int", 1, _at_least(1)),
     _d("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000),
     _d("log.message.timestamp.type", "string", "CreateTime", _one_of("CreateTime", "LogAppendTime")),
     _d("log.message.timestamp.before.max.ms", "long", LONG_MAX),
@@ -170,7 +174,10 @@ _DEFS: list[ConfigDef] = [
     _d("num.io.threads", "int", 8),
     _d("queued.max.requests", "int", 500),
     _d("connections.max.idle.ms", "long", 600_000),
-    _d("max.connections", "int", INT_MAX),
+    _d("max.connections", "int", INT_MAX, _at_least(0)),
+    # connection limits on accept (kbroker.quota.connections, Kafka's ConnectionQuotas)
+    _d("max.connections.per.ip", "int", INT_MAX, _at_least(0)),
+    _d("max.connections.per.ip.overrides", "string", ""),
     _d("request.timeout.ms", "int", 30_000),
     # incremental fetch sessions (KIP-227, kbroker/fetch_session.py)
     _d("max.incremental.fetch.session.cache.slots", "int", 1000, _at_least(0)),
@@ -270,7 +277,7 @@ _NOT_ACTED_ON = {
     "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms", "num.recovery.threads.per.data.dir",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.network.threads",
-    "num.io.threads", "queued.max.requests", "max.connections", "offsets.commit.timeout.ms",
+    "num.io.threads", "queued.max.requests", "offsets.commit.timeout.ms",
     "group.coordinator.rebalance.protocols", "transactional.id.expiration.ms",
     "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",

@@ -6,7 +6,11 @@
   ``UNKNOWN_TOPIC_OR_PARTITION`` for a missing topic, ``INVALID_REPLICA_ASSIGNMENT`` for
   a manual assignment of the wrong size or naming unknown brokers, ``INVALID_REQUEST`` for
   a topic named twice; ``validate_only`` checks without changing anything.
-Not implemented: ``timeout_ms`` (synchronous), throttling.
+Not implemented: ``timeout_ms`` (synchronous).
+
+``controller_mutation_rate`` (KIP-599, ``kbroker.quota.mutation``): the partitions added take
+tokens from the client's bucket; v3+ answers a topic refused by the quota with
+``THROTTLING_QUOTA_EXCEEDED``, older versions only carry the throttle time.
 
 ACLs (``kbroker.authz``): ALTER on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import ALTER
+from kbroker.quota.mutation import THROTTLED_MESSAGE, QuotaExceeded, quota_of_request
 from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire import messages
 
@@ -24,16 +29,27 @@ Result = Response.CreatePartitionsTopicResult
 
 @api(37, versions=(0, 3))
 async def handle(ctx: RequestContext, request) -> Response:
-    wanted = []
-    denied = denied_topics(ctx, ALTER, (t.name for t in request.topics or ()))
+    wanted, throttled = [], []
+    quota = quota_of_request(ctx)
+    image = ctx.broker.metadata
+    names = [t.name for t in request.topics or ()]
+    denied = denied_topics(ctx, ALTER, names)
     for t in request.topics or ():
         if t.name in denied:
             continue
+        topic = image.topics.get(t.name)
+        if topic is not None and names.count(t.name) == 1 and t.count > len(topic.partitions):
+            try:
+                quota.record(t.count - len(topic.partitions))
+            except QuotaExceeded:
+                throttled.append(t.name)
+                continue
         assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
         wanted.append((t.name, t.count, assignments))
     results = await ctx.broker.controller.create_partitions(wanted, validate_only=request.validate_only) \
         if wanted else []
     results = [(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
                for n in dict.fromkeys(t.name for t in request.topics or ()) if n in denied] + list(results)
-    return Response(throttle_time_ms=0, results=[
+    results += [(n, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE) for n in throttled]
+    return Response(throttle_time_ms=quota.throttle_time(), results=[
         Result(name=name, error_code=code, error_message=message) for name, code, message in results])

@@ -9,8 +9,12 @@
   named twice in one request.
 - v5+ (KIP-525) returns partitions, replication factor and every config of the new topic;
   v7+ the topic id (KIP-516).
-Not implemented: create-topic policies, ``timeout_ms`` (creation is synchronous),
-throttling.
+Not implemented: create-topic policies, ``timeout_ms`` (creation is synchronous).
+
+``controller_mutation_rate`` (KIP-599, ``kbroker.quota.mutation``): each new topic takes its
+partitions from the client's token bucket; v6+ answers a topic refused by the quota with
+``THROTTLING_QUOTA_EXCEEDED``, older versions only carry the throttle time. Topics that
+already exist or are named twice take nothing (Kafka checks the quota after validating).
 
 ACLs (``kbroker.authz``): CREATE on the cluster or on each topic (else
 TOPIC_AUTHORIZATION_FAILED); the configs of the answer need DESCRIBE_CONFIGS on the topic
@@ -23,6 +27,7 @@ from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import CREATE, DESCRIBE_CONFIGS
 from kbroker.wire.error_codes import ErrorCode
 from kbroker.metadata.controller import NewTopic
+from kbroker.quota.mutation import THROTTLED_MESSAGE, QuotaExceeded, quota_of_request
 from kbroker.wire import messages
 
 Response = messages.CreateTopicsResponse
@@ -32,7 +37,12 @@ Config = Response.CreatableTopicConfigs
 
 @api(19, versions=(2, 7))
 async def handle(ctx: RequestContext, request) -> Response:
-    new = []
+    new, throttled = [], []
+    quota = quota_of_request(ctx)
+    image = ctx.broker.metadata
+    counts: dict[str, int] = {}
+    for t in request.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
     denied = frozenset() if ctx.authorize_cluster(CREATE) else \
         denied_topics(ctx, CREATE, (t.name for t in request.topics))
     refused = [t.name for t in request.topics if t.name in denied]
@@ -40,6 +50,14 @@ async def handle(ctx: RequestContext, request) -> Response:
         if t.name in denied:
             continue
         assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments or ()}
+        if counts[t.name] == 1 and t.name not in image.topics:
+            partitions = len(assignments) or (t.num_partitions if t.num_partitions > 0
+                                              else ctx.broker.config.get("num.partitions"))
+            try:
+                quota.record(partitions)
+            except QuotaExceeded:
+                throttled.append(t.name)
+                continue
         new.append(NewTopic(t.name, t.num_partitions, t.replication_factor, assignments or None,
                             {c.name: c.value for c in t.configs or ()}))
     results = await ctx.broker.controller.create_topics(new, validate_only=request.validate_only) \
@@ -47,6 +65,8 @@ async def handle(ctx: RequestContext, request) -> Response:
     hidden = denied_topics(ctx, DESCRIBE_CONFIGS, (r.name for r in results if not r.error_code))
     out = [Result(name=n, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                   error_message="Authorization failed.") for n in refused]
+    out += [Result(name=n, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                   error_message=THROTTLED_MESSAGE) for n in throttled]
     for r in results:
         res = Result(name=r.name, error_code=r.error_code, error_message=r.error_message)
         if ctx.version >= 7:
@@ -62,4 +82,4 @@ async def handle(ctx: RequestContext, request) -> Response:
                                   config_source=e.source, is_sensitive=e.sensitive)
                            for e in r.configs]
         out.append(res)
-    return Response(throttle_time_ms=0, topics=out)
+    return Response(throttle_time_ms=quota.throttle_time(), topics=out)

@@ -16,6 +16,7 @@ from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import DELETE
 from kbroker.metadata.image import ZERO_UUID
 from kbroker.wire import messages
+from kbroker.quota.mutation import THROTTLED_MESSAGE, QuotaExceeded, quota_of_request
 from kbroker.wire.error_codes import ErrorCode
 
 Response = messages.DeleteTopicsResponse
@@ -49,6 +50,23 @@ async def handle(ctx: RequestContext, request) -> Response:
                 out.append(Result(name=None, topic_id=i, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
         names = [n for n in names if n not in denied]
         ids = [i for i in ids if by_id.get(i) not in denied]
+    # controller_mutation_rate (KIP-599): each topic deleted takes its partition count
+    quota = quota_of_request(ctx)
+    image = ctx.broker.metadata
+    kept_names, kept_ids = [], []
+    for entry, is_id in [(n, False) for n in names] + [(i, True) for i in ids]:
+        topic = image.topics_by_id.get(entry) if is_id else image.topics.get(entry)
+        if topic is not None and ctx.broker.config.get("delete.topic.enable"):
+            try:
+                quota.record(len(topic.partitions))
+            except QuotaExceeded:
+                out.append(Result(name=None if is_id else entry,
+                                  topic_id=entry if is_id else ZERO_UUID,
+                                  error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                                  error_message=THROTTLED_MESSAGE))
+                continue
+        (kept_ids if is_id else kept_names).append(entry)
+    names, ids = kept_names, kept_ids
     for name, topic_id, code, message in (await ctx.broker.controller.delete_topics(names, ids)
                                           if names or ids else ()):
         out.append(Result(name=name if ctx.version >= 6 else (name or ""), topic_id=topic_id,
@@ -56,4 +74,4 @@ async def handle(ctx: RequestContext, request) -> Response:
     for t in bad:
         out.append(Result(name=t.name, topic_id=t.topic_id, error_code=ErrorCode.INVALID_REQUEST,
                           error_message="Each topic must be given by name or by id, not both."))
-    return Response(throttle_time_ms=0, responses=out)
+    return Response(throttle_time_ms=quota.throttle_time(), responses=out)

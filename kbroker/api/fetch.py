@@ -52,6 +52,42 @@ from kbroker.wire.error_codes import ErrorCode
 Resp = messages.FetchResponse
 
 
+async def _leader_throttle(ctx, read: list, replica_id: int, max_wait_ms: int) -> bool:
+    """Kafka's ``shouldLeaderThrottle`` on a follower fetch: a partition throttled on this
+    leader, whose follower is not in the ISR, is answered without records while the leader
+    quota is exceeded (decided once for the request, before its bytes are recorded); the
+    bytes sent for throttled partitions are recorded. When everything with data was held
+    back the answer waits ``max_wait_ms`` (Kafka's delayed fetch ignores throttled
+    partitions), so a throttled follower does not spin. True when something was held back."""
+    quota = getattr(getattr(ctx.broker, "quotas", None), "leader_replication", None)
+    if quota is None or not quota._throttled:
+        return False
+    replicas = ctx.broker.replicas
+    exceeded = None
+    held, sent, recorded = 0, 0, 0
+    for i, r in enumerate(read):
+        if r.error_code or not quota.is_throttled(r.topic, r.partition):
+            sent += r.size
+            continue
+        part = replicas.get_replica(r.topic, r.partition)
+        in_sync = part is not None and replica_id in getattr(part, "isr", ())
+        if not in_sync and r.size:
+            if exceeded is None:
+                exceeded = quota.is_exceeded()
+            if exceeded:
+                quota.stats["held_back"] += 1
+                read[i] = replace(r, records=None)
+                held += 1
+                continue
+        recorded += r.size
+        sent += r.size
+    quota.record(recorded)
+    if held and not sent and max_wait_ms > 0:
+        import trio
+        await trio.sleep(max_wait_ms / 1000)
+    return bool(held)
+
+
 def _aborted(found):
     """None under read_uncommitted; else the (producer id, first offset) of every aborted
     transaction overlapping the returned data (consumers skip those batches)."""
@@ -135,6 +171,10 @@ async def handle(ctx: RequestContext, request):
         readable, max_bytes=request.max_bytes, min_bytes=request.min_bytes,
         max_wait_ms=request.max_wait_ms, isolation_level=request.isolation_level,
         replica_id=replica_id if replica_id >= 0 else -1) if readable else []
+    if replica_id >= 0 and read:
+        # leader.replication.throttled.rate (KIP-73): throttled partitions answer no records
+        # while the leader quota is exceeded; the follower then waits as a delayed fetch would
+        await _leader_throttle(ctx, read, replica_id, request.max_wait_ms)
     it = iter(read)
     results = [FetchResult(None, s.partition, ErrorCode.UNKNOWN_TOPIC_ID) if s.topic is None
                else FetchResult(s.topic, s.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)

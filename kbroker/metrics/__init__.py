@@ -68,6 +68,7 @@ async def collect(server) -> list[Family]:
     out += await _replica_families(broker, s)
     out += _controller_families(broker, image)
     out += await _group_families(broker, s)
+    out += _quota_families(broker)
     return out
 
 
@@ -79,6 +80,46 @@ async def render(server) -> str:
         if i % 20 == 19:
             await trio.lowlevel.checkpoint()
     return "".join(parts)
+
+
+def _quota_families(broker) -> list[Family]:
+    """Quota meters (``kbroker.quota``): the replication throttles as Kafka's
+    LeaderReplication/FollowerReplication byte-rate, plus kbroker's counters of throttled
+    bytes and held-back partitions; client quota throttles; connection limits."""
+    quotas = getattr(broker, "quotas", None)
+    if quotas is None:
+        return []
+    rate = Family("kafka_server_replication_byte_rate", "gauge",
+                  "Throttled replication bytes per second over the quota windows, per side "
+                  "(Kafka's LeaderReplication / FollowerReplication byte-rate).")
+    peak = Family("kbroker_replication_throttle_peak_byte_rate", "gauge",
+                  "Highest measured throttled replication rate, per side.")
+    limit = Family("kbroker_replication_throttle_limit_bytes", "gauge",
+                   "The replication throttle rate in force, per side (0: none).")
+    nbytes = Family("kbroker_replication_throttled_bytes_total", "counter",
+                    "Bytes of throttled partitions replicated, per side.")
+    held = Family("kbroker_replication_throttle_held_back_total", "counter",
+                  "Times a throttled partition was held back because its quota was exceeded.")
+    for side, q in (("leader", quotas.leader_replication), ("follower", quotas.follower_replication)):
+        st = q.statistics()
+        rate.add(st["rate"], side=side)
+        peak.add(st["peak_rate"], side=side)
+        limit.add(st["limit"], side=side)
+        nbytes.add(st["bytes"], side=side)
+        held.add(st["held_back"], side=side)
+    throttled = Family("kbroker_quota_throttled_total", "counter",
+                       "Answers throttled by a client quota, per quota type.")
+    for name, m in (("produce", quotas.produce), ("fetch", quotas.fetch),
+                    ("request", quotas.request), ("controller_mutation", quotas.mutation)):
+        throttled.add(m.stats.get("throttled", 0), quota=name)
+    conns = Family("kbroker_connection_quota_total", "counter",
+                   "New connections by what the connection limits did (accepted, throttled "
+                   "by connection_creation_rate, rejected by max.connections.per.ip, waited "
+                   "for max.connections).")
+    cst = quotas.connections.stats
+    for outcome in ("accepted", "throttled", "rejected", "waited"):
+        conns.add(cst[outcome], outcome=outcome)
+    return [rate, peak, limit, nbytes, held, throttled, conns]
 
 
 def _image(broker):

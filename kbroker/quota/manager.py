@@ -138,10 +138,13 @@ class ClientQuotaManager:
         rate = sensor.measure(now)
         if rate <= bound:
             return 0
-        throttle = throttle_time_ms(rate, bound, sensor.window_size_ms(now))
+        throttle = self._throttle_time(rate, bound, sensor.window_size_ms(now))
         self.stats["throttled"] += 1
         self.stats["throttle_ms"] += throttle
         return throttle
+
+    def _throttle_time(self, rate: float, bound: float, window_ms: int) -> int:
+        return throttle_time_ms(rate, bound, window_ms)
 
     def unrecord(self, principal: str | None, client_id: str | None, value: float) -> None:
         """Take back a recorded value (a throttled fetch answers no data, as Kafka)."""
@@ -154,6 +157,36 @@ class ClientQuotaManager:
         return {**self.stats, "quotas": len(self._quotas), "sensors": len(self._sensors)}
 
 
+class RequestQuotaManager(ClientQuotaManager):
+    """``request_percentage`` (KIP-124, Kafka's ``ClientRequestQuotaManager``): the time the
+    broker spends handling a client's requests, as a percentage of one thread over the
+    quota windows. A request's time is recorded as ``nanos * 100 / 1e9`` (a request that took
+    the whole of one second counts 100); the throttle time is Kafka's formula bounded by one
+    quota window (``quota.window.size.seconds``). Exempt requests (follower fetches,
+    WriteTxnMarkers, the inter-broker APIs) are added to ``exempt_percent`` only."""
+
+    def __init__(self, samples: int, window_ms: int, clock_ms: Callable[[], int]):
+        super().__init__("request_percentage", samples, window_ms, clock_ms)
+        self.max_throttle_ms = window_ms
+        self.exempt = SampledRate(samples, window_ms)
+
+    def _throttle_time(self, rate: float, bound: float, window_ms: int) -> int:
+        return min(throttle_time_ms(rate, bound, window_ms), self.max_throttle_ms)
+
+    def record_time(self, principal, client_id, nanos: int) -> int:
+        return self.record(principal, client_id, nanos * NANOS_TO_PERCENT)
+
+    def record_exempt(self, nanos: int) -> None:
+        self.exempt.record(nanos * NANOS_TO_PERCENT, self.clock_ms())
+
+    def statistics(self) -> dict:
+        now = self.clock_ms()
+        return {**super().statistics(), "exempt_percent": self.exempt.measure(now)}
+
+
+NANOS_TO_PERCENT = 100.0 / 1e9
+
+
 class QuotaManagers:
     """The broker's client quota managers, fed from every metadata image."""
 
@@ -162,15 +195,37 @@ class QuotaManagers:
         window_ms = config.get("quota.window.size.seconds") * 1000
         self.produce = ClientQuotaManager("producer_byte_rate", samples, window_ms, clock_ms)
         self.fetch = ClientQuotaManager("consumer_byte_rate", samples, window_ms, clock_ms)
+        self.request = RequestQuotaManager(samples, window_ms, clock_ms)
+        from .mutation import ControllerMutationQuotaManager
+        self.mutation = ControllerMutationQuotaManager(
+            config.get("controller.quota.window.num"),
+            config.get("controller.quota.window.size.seconds") * 1000, clock_ms)
+        from .connections import ConnectionQuotas
+        self.connections = ConnectionQuotas(config, clock_ms)
+        from .replication import ReplicationQuota
+        self.leader_replication = ReplicationQuota("leader", config, clock_ms)
+        self.follower_replication = ReplicationQuota("follower", config, clock_ms)
+        self._node_id = config.node_id
 
     def update(self, image) -> None:
+        topics = getattr(image, "topics", None)
+        if topics is not None:
+            self.leader_replication.update(topics, self._node_id)
+            self.follower_replication.update(topics, self._node_id)
         quotas = getattr(image, "client_quotas", None)
         if quotas is not None:
             self.produce.update(quotas)
             self.fetch.update(quotas)
+            self.request.update(quotas)
+            self.mutation.update(quotas)
+            self.connections.update(quotas)
 
     def statistics(self) -> dict:
-        return {"produce": self.produce.statistics(), "fetch": self.fetch.statistics()}
+        return {"produce": self.produce.statistics(), "fetch": self.fetch.statistics(),
+                "request": self.request.statistics(), "mutation": self.mutation.statistics(),
+                "connections": self.connections.statistics(),
+                "leader_replication": self.leader_replication.statistics(),
+                "follower_replication": self.follower_replication.statistics()}
 
 
 def records_size(records) -> int:
@@ -193,7 +248,12 @@ def throttle_fetch(manager: ClientQuotaManager, principal, client_id, topics) ->
     throttle = manager.record(principal, client_id, size)
     if throttle:
         manager.unrecord(principal, client_id, size)
-        for t in topics:
-            for p in t.partitions:
-                p.records = b""
+        drop_records(topics)
     return throttle
+
+
+def drop_records(topics) -> None:
+    """A throttled fetch answer carries no records (errors and offsets stay)."""
+    for t in topics:
+        for p in t.partitions:
+            p.records = b""

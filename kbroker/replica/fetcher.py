@@ -286,6 +286,12 @@ class SourceFetcher:
                 topics=[R.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
         return req, sent
 
+    def _follower_quota(self):
+        """The follower replication quota when some partition is throttled on this node."""
+        quotas = getattr(self.manager.replicas.broker, "quotas", None)
+        quota = getattr(quotas, "follower_replication", None)
+        return quota if quota is not None and quota._throttled else None
+
     def _backoff(self, states, now: float) -> None:
         backoff = int(self.manager.replicas._cfg("replica.fetch.backoff.ms", 1000)) / 1000.0
         for st in states:
@@ -307,6 +313,21 @@ class SourceFetcher:
             with trio.move_on_at(min(later) if later and self.addr is not None else trio.current_time() + 3600):
                 await self._wake.wait()
             return
+        quota = self._follower_quota()
+        if quota is not None:
+            # follower.replication.throttled.rate (KIP-73): throttled partitions of a replica
+            # not in the ISR stay out of the request while the quota is exceeded (Kafka's
+            # shouldFollowerThrottle); with nothing left, back off as an empty fetch does
+            node = self.manager.replicas.node_id
+            kept = [st for st in ready if not quota.should_throttle(
+                st.part.topic, st.part.index, node in getattr(st.part, "isr", ()))]
+            if not kept:
+                backoff = int(self.manager.replicas._cfg("replica.fetch.backoff.ms", 1000)) / 1000.0
+                self._wake = trio.Event()
+                with trio.move_on_after(backoff):
+                    await self._wake.wait()
+                return
+            ready = kept
         req, sent = self._build_request(ready)
         rpc = self.manager.rpc
         cfg = self.manager.replicas._cfg
@@ -337,6 +358,8 @@ class SourceFetcher:
                     diverging_epoch=(div.epoch, div.end_offset) if div is not None else None)
                 if pd.records is not None:
                     self.stats["bytes"] += len(pd.records)
+                    if quota is not None and quota.is_throttled(*key):
+                        quota.record(len(pd.records))
                 outcome = follower.process(s.state.part, s.fetch_offset, result)
                 if outcome == "error":
                     self._backoff([s.state], now)

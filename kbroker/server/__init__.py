@@ -69,6 +69,7 @@ class Server:
         self._stopped = trio.Event()
         self._conns: set[Connection] = set()
         self._no_conns = trio.Event()
+        self._slot_freed = trio.Event()      # a connection closed (max.connections waits on it)
         self._accept_scopes: list[trio.CancelScope] = []
         self._force = False
         self._controlled_scope: trio.CancelScope | None = None
@@ -230,8 +231,18 @@ class Server:
 
     async def _accept_loop(self, sock, listener_name: str, conns: trio.Nursery,
                            scope: trio.CancelScope) -> None:
+        quotas = self.broker.quotas.connections
+        inter_broker = self.config.inter_broker_listener()
+        protected = (inter_broker is not None and inter_broker.name == listener_name
+                     and len(self.config.listeners) > 1)
         with scope:
             while True:
+                if not quotas.slot_available(protected):
+                    # max.connections: stop accepting until a connection closes (Kafka's
+                    # waitForConnectionSlot); new clients wait in the listen backlog
+                    quotas.stats["waited"] += 1
+                    await self._slot_freed.wait()
+                    continue
                 try:
                     stream = await sock.accept()
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -241,7 +252,20 @@ class Server:
                     log.error("accept failed on %s: %s", listener_name, e)
                     await trio.sleep(0.1)
                     continue
+                try:
+                    ip = stream.socket.getpeername()[0]
+                except (AttributeError, OSError):
+                    ip = "unknown"
+                admission = quotas.admit(ip)
+                if not admission.ok:
+                    if admission.throttle_ms:
+                        # connection_creation_rate: closed after the throttle time, as Kafka
+                        conns.start_soon(self._close_later, stream, admission.throttle_ms / 1000)
+                    else:
+                        await trio.aclose_forcefully(stream)   # max.connections.per.ip
+                    continue
                 conn = Connection(self, stream, listener_name)
+                conn.quota_ip = ip
                 self._conns.add(conn)
                 self.connections_created[listener_name] = self.connections_created.get(listener_name, 0) + 1
                 self._no_conns = trio.Event() if self._no_conns.is_set() else self._no_conns
@@ -251,9 +275,19 @@ class Server:
         try:
             await conn.run()
         finally:
+            self.broker.quotas.connections.release(conn.quota_ip)
+            self._slot_freed.set()
+            self._slot_freed = trio.Event()
             self._conns.discard(conn)
             if not self._conns:
                 self._no_conns.set()
+
+
+    @staticmethod
+    async def _close_later(stream, seconds: float) -> None:
+        with trio.move_on_after(seconds):
+            await trio.sleep_forever()
+        await trio.aclose_forcefully(stream)
 
 
 async def serve(config: BrokerConfig, *, clock=None, shutdown_timeout: float = 5.0,

@@ -59,6 +59,8 @@ from time import perf_counter as _perf_counter
 import trio
 
 from kbroker.api import RequestContext
+from kbroker.quota.manager import drop_records, records_size
+from kbroker.quota.task_time import RequestTimer
 from kbroker.security.tls import certificate_principal
 from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
@@ -75,6 +77,18 @@ SASL_HANDSHAKE = 17
 UNSUPPORTED_VERSION = 35
 RECEIVE_SIZE = 256 * 1024
 PRODUCE = 0
+FETCH = 1
+# request_percentage: exempt as Kafka's sendResponseExemptThrottle (WriteTxnMarkers; follower
+# fetches are checked in _request_quota); the controller plane's APIs are not on this listener
+_REQUEST_QUOTA_EXEMPT = frozenset({27})
+_REQUEST_TIMER = RequestTimer()
+
+
+def _follower_fetch(request) -> bool:
+    state = getattr(request, "replica_state", None)
+    replica = state.replica_id if state is not None and state.replica_id >= 0 else \
+        getattr(request, "replica_id", -1)
+    return replica is not None and replica >= 0
 _SIZE = struct.Struct(">i")
 _KEY = struct.Struct(">h")
 # Produce answers held back for pipelined requests: at most this many, and only while the
@@ -438,15 +452,20 @@ class Connection:
         ctx = RequestContext(self.server.broker, api_key, version, correlation_id,
                              header.client_id, self.client_host, self.listener_name,
                              principal=self.principal, security_protocol=self.security_protocol)
+        quotas = getattr(self.server.broker, "quotas", None)
+        timed = _REQUEST_TIMER.start() if quotas is not None and quotas.request.enabled else None
         try:
             response = await spec.handler(ctx, request)
             throttle = getattr(response, "throttle_time_ms", 0) or 0
-            if api_key == PRODUCE and self.server.broker.quotas.produce.enabled:
+            if api_key == PRODUCE and quotas is not None and quotas.produce.enabled:
                 # producer_byte_rate on the request's bytes (Kafka's handleProduceRequest)
-                throttle = max(throttle, self.server.broker.quotas.produce.record(
+                throttle = max(throttle, quotas.produce.record(
                     getattr(ctx, "principal", None), header.client_id, len(frame)))
                 if response is not None and version >= 1:
                     response.throttle_time_ms = throttle
+            if timed is not None:
+                throttle = self._request_quota(quotas, ctx, api_key, request, response,
+                                               _REQUEST_TIMER.stop(timed), throttle)
             if throttle > 0:
                 # KIP-219: answer first, then read nothing more from this client for that long
                 self._mute_s = throttle / 1000
@@ -460,11 +479,35 @@ class Connection:
                 return True
             parts = encode_response(api_key, version, correlation_id, response)
         except Exception:  # noqa: BLE001 - a bug in one handler must not take the broker down
+            if timed is not None:
+                _REQUEST_TIMER.stop(timed)
             log.exception("closing connection from %s: %s v%d (correlation id %d, client %r) failed",
                           self, spec.name, version, correlation_id, header.client_id)
             return False
         await self._emit(parts, out)
         return True
+
+    @staticmethod
+    def _request_quota(quotas, ctx, api_key, request, response, nanos: int, throttle: int) -> int:
+        """``request_percentage`` (KIP-124): charge the client the time its request was
+        handled; the answer carries the larger of the throttle times (Kafka's
+        ``max(bandwidth, request)``). Follower fetches and WriteTxnMarkers are exempt."""
+        manager = quotas.request
+        if api_key in _REQUEST_QUOTA_EXEMPT or (api_key == FETCH and _follower_fetch(request)):
+            manager.record_exempt(nanos)
+            return throttle
+        request_throttle = manager.record_time(ctx.principal, ctx.client_id, nanos)
+        if request_throttle > throttle and response is not None:
+            throttle = request_throttle
+            if hasattr(response, "throttle_time_ms"):
+                response.throttle_time_ms = throttle
+            if api_key == FETCH and response.responses:
+                # a throttled fetch answers no data, its bytes are taken back (handleFetchRequest)
+                size = sum(records_size(p.records) for t in response.responses for p in t.partitions)
+                if size:
+                    quotas.fetch.unrecord(ctx.principal, ctx.client_id, size)
+                drop_records(response.responses)
+        return throttle
 
     async def _muted(self) -> None:
         """The channel stays muted (nothing read) for the throttle time; shutdown ends it."""
