@@ -92,7 +92,9 @@ class ControllerServer:
         self.bound = []
         # TLS/SASL of the controller listeners (kbroker.security), as on client listeners
         self.listener_security = getattr(cfg, "controller_listener_security", None) or {}
-        self.credentials = Credentials(lambda: plane.metadata)
+        self.credentials = Credentials(lambda: plane.metadata,
+                                       lambda: cfg.get("delegation.token.secret.key"),
+                                       lambda: plane.broker.clock.now_ms())
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         socks = []

@@ -438,6 +438,9 @@ class Connection:
         ctx = RequestContext(self.server.broker, api_key, version, correlation_id,
                              header.client_id, self.client_host, self.listener_name,
                              principal=self.principal, security_protocol=self.security_protocol)
+        if self.auth is not None and self.auth.token_authenticated:
+            # KIP-48: a session opened with a delegation token may not ask for tokens
+            ctx.extra["token_authenticated"] = True
         try:
             response = await spec.handler(ctx, request)
             throttle = getattr(response, "throttle_time_ms", 0) or 0
