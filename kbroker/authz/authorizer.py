@@ -195,6 +195,11 @@ class Authorizer:
         return cls(parse_super_users(config.get("super.users")),
                    bool(config.get("allow.everyone.if.no.acl.found")))
 
+    def describe(self) -> str:
+        """The start-up line naming what decides access."""
+        return (f"authorizer {self.CLASS_NAME}: super.users={';'.join(sorted(self.super_users)) or '(none)'}, "
+                f"allow.everyone.if.no.acl.found={str(self.allow_if_no_acl).lower()}")
+
     def authorize(self, index: AclIndex, principal: str, host: str, operation: int,
                   resource_type: int, name: str) -> bool:
         return authorize(index, principal, host, operation, resource_type, name,
