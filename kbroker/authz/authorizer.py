@@ -212,18 +212,3 @@ class Authorizer:
     def authorized_operations(self, index, principal, host, resource_type, name) -> int:
         return authorized_operations(index, principal, host, resource_type, name,
                                      self.super_users, self.allow_if_no_acl)
-
-
-class TrustedAuthorizer(Authorizer):
-    """The controller plane's: requests there come from brokers, which authorized the
-    client's request before forwarding it (kbroker re-sends it rather than wrapping it in
-    Kafka's Envelope, so there is no client principal to check again)."""
-
-    def __init__(self):
-        super().__init__(frozenset(), True)
-
-    def authorize(self, *args) -> bool:
-        return True
-
-    def authorize_by_resource_type(self, *args) -> bool:
-        return True

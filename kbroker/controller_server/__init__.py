@@ -68,9 +68,10 @@ class ControllerPlane:
         self.quorum = quorum
         self.controller = controller          # the local QuorumController
         self.cluster_id = quorum.cluster_id
-        # brokers authorized the client requests they forward (kbroker.authz.authorizer)
-        from kbroker.authz.authorizer import TrustedAuthorizer
-        self.authorizer = TrustedAuthorizer() if getattr(broker, "authorizer", None) else None
+        # the node's StandardAuthorizer, over this plane's image: a direct request is
+        # authorized for the connection's principal (a broker's own), a forwarded one for
+        # the client principal its Envelope carries (``envelope``, KIP-590)
+        self.authorizer = getattr(broker, "authorizer", None)
 
     @property
     def metadata(self):

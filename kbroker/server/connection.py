@@ -58,7 +58,7 @@ from time import perf_counter as _perf_counter
 
 import trio
 
-from kbroker.api import RequestContext
+from kbroker.api import CURRENT_REQUEST, RequestContext
 from kbroker.security.tls import certificate_principal
 from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
@@ -441,6 +441,7 @@ class Connection:
         if self.auth is not None and self.auth.token_authenticated:
             # KIP-48: a session opened with a delegation token may not ask for tokens
             ctx.extra["token_authenticated"] = True
+        current = CURRENT_REQUEST.set(ctx)
         try:
             response = await spec.handler(ctx, request)
             throttle = getattr(response, "throttle_time_ms", 0) or 0
@@ -466,6 +467,8 @@ class Connection:
             log.exception("closing connection from %s: %s v%d (correlation id %d, client %r) failed",
                           self, spec.name, version, correlation_id, header.client_id)
             return False
+        finally:
+            CURRENT_REQUEST.reset(current)
         await self._emit(parts, out)
         return True
 
