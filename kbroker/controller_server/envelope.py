@@ -65,11 +65,13 @@ def decode_principal(raw) -> tuple[str, bool]:
 
 
 def host_bytes(client_host: str) -> bytes:
-    """The client's address as Kafka puts it in an Envelope (``InetAddress.getAddress()``)."""
+    """The client's address as Kafka puts it in an Envelope (``InetAddress.getAddress()``).
+    A connection whose peer address could not be read ("unknown") is sent as 0.0.0.0: like
+    "unknown" on the broker, it matches only ACLs for every host ("*")."""
     try:
         return ipaddress.ip_address(client_host).packed
     except ValueError:
-        return b""
+        return bytes(4)
 
 
 def host_text(raw) -> str | None:

@@ -47,3 +47,11 @@ def test_envelope_sender_needs_cluster_action():
     # an allowed sender gets past the check (no active controller here: NOT_CONTROLLER)
     assert call(58, 0, env, "User:broker").error_code == E.NOT_CONTROLLER
     assert call(58, 0, env, "User:admin").error_code == E.NOT_CONTROLLER
+
+
+@pytest.mark.parametrize("host,back", [("127.0.0.1", "127.0.0.1"), ("::1", "::1"),
+                                       ("::ffff:10.0.0.1", "10.0.0.1"), ("unknown", "0.0.0.0")])
+def test_client_address_travels_as_kafka_encodes_it(host, back):
+    from kbroker.controller_server.envelope import host_bytes, host_text
+    assert len(host_bytes(host)) in (4, 16) and host_text(host_bytes(host)) == back
+    assert host_text(b"") is None and host_text(b"\x01\x02\x03") is None
