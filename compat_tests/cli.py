@@ -32,6 +32,7 @@ TOOLS = {
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",

@@ -8,7 +8,8 @@ spark_tests/test_security.py):
   (SCRAM-SHA-512) and ``carol`` (SCRAM-SHA-256), created with AlterUserScramCredentials over
   PLAINTEXT; every password is ``<user>-secret``.
 
-``b.sasl_ssl`` is the SASL_SSL address.
+``b.sasl_ssl`` is the SASL_SSL address. ``delegation.token.secret.key`` is set, so SCRAM users
+can create delegation tokens and authenticate with them.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def start_secured(target: str, broker_pool, workdir):
         "listener.name.sasl_ssl.ssl.keystore.location": str(pki.server_p12),
         "listener.name.sasl_ssl.ssl.keystore.password": PASSWORD,
         "listener.name.sasl_ssl.ssl.key.password": PASSWORD,
+        "delegation.token.secret.key": "compat-token-secret",
     })
     b.start()
     b.sasl_ssl = f"{b.host}:{sasl_port}"

@@ -4,8 +4,9 @@ with AlterUserScramCredentials) next to the suite's PLAINTEXT listener. Right cr
 work; wrong password, unknown user and an untrusted broker certificate fail with the same
 error on both; nothing but ApiVersions/SaslHandshake/SaslAuthenticate is served before
 authentication; SaslHandshake on a PLAINTEXT listener answers ILLEGAL_SASL_STATE; the SCRAM
-admin API validates the same way. Clients: confluent-kafka, kafka-python, aiokafka, kcat and
-Kafka's Java tools with ``--command-config``."""
+admin API validates the same way; a delegation token authenticates with SCRAM as its owner.
+Clients: confluent-kafka, kafka-python, aiokafka, kcat and Kafka's Java tools with
+``--command-config``."""
 from __future__ import annotations
 
 import asyncio
@@ -173,6 +174,41 @@ def test_java_tools_with_command_config(secured, topic_name, tmp_path, kafka_dis
                                               "--max-messages", "2", "--timeout-ms", "30000"],
                    timeout=120).check().stdout
     assert out.split() == ["a", "b"]
+
+
+def test_scram_login_with_a_delegation_token(secured, topic_name, tmp_path, kafka_dist):
+    """KIP-48 with Kafka's tools: alice creates a token; clients authenticate with it
+    (``tokenauth="true"``, token id and HMAC) as alice; a token session may not create
+    tokens; an unknown token id fails with the generic SCRAM error."""
+    def props(name, user, password, token=False):
+        p = tmp_path / f"{name}.properties"
+        p.write_text("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule "
+                     f'required username="{user}" password="{password}"'
+                     f'{" tokenauth=" + chr(34) + "true" + chr(34) if token else ""};\n'
+                     f"ssl.truststore.type=PKCS12\nssl.truststore.location={secured.pki.truststore_p12}\n"
+                     f"ssl.truststore.password={PASSWORD}\n")
+        return str(p)
+
+    def tokens(config, *args):
+        return run_tool("kafka-delegation-tokens", ["--bootstrap-server", secured.sasl_ssl,
+                                                    "--command-config", config, *args], timeout=120)
+    out = tokens(props("alice", "alice", "alice-secret"), "--create", "--max-life-time-period", "-1").check().stdout
+    token_id, mac, owner = [l for l in out[out.index("TOKENID"):].splitlines()[1:] if l.strip()][0].split()[:3]
+    assert owner == "User:alice"
+    as_token = props("token", token_id, mac, token=True)
+    run_tool("kafka-console-producer", ["--bootstrap-server", secured.sasl_ssl, "--topic", topic_name,
+                                        "--command-config", as_token], input="a\nb\n", timeout=120).check()
+    out = run_tool("kafka-console-consumer", ["--bootstrap-server", secured.sasl_ssl, "--topic",
+                                              topic_name, "--command-config", as_token, "--from-beginning",
+                                              "--max-messages", "2", "--timeout-ms", "30000"],
+                   timeout=120).check().stdout
+    assert out.split() == ["a", "b"]
+    r = tokens(as_token, "--create", "--max-life-time-period", "-1")
+    assert r.returncode != 0 and "UnsupportedByAuthenticationException" in r.stdout + r.stderr
+    r = run_tool("kafka-topics", ["--bootstrap-server", secured.sasl_ssl, "--list", "--command-config",
+                                  props("unknown", "no-such-token", mac, token=True)], timeout=120)
+    assert r.returncode != 0 and f"{GENERIC} SCRAM-SHA-512" in r.stdout + r.stderr
 
 
 _raw = exchange

@@ -68,6 +68,8 @@ class Broker:
         self.quotas = QuotaManagers(config, self.clock.now_ms)   # client quotas (Produce/Fetch)
         from kbroker.authz.authorizer import Authorizer
         self.authorizer = Authorizer.from_config(config)
+        log.info("%s", self.authorizer.describe() if self.authorizer else
+                 "no authorizer (authorizer.class.name is not set): ACLs are not enforced")
         self.share_groups = None       # kbroker.group.share.coordinator.ShareGroupCoordinator
         self.share_partitions = None   # kbroker.share.manager.SharePartitionManager
         self._nursery = None

@@ -240,6 +240,8 @@ class Session:
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;",
         })
         b.start()
+        if self.profile is not None and self.name == "kbroker":
+            self._start_profiler(b)
         try:
             client = admin(b.bootstrap_servers)      # kept alive until the futures resolve
             futs = client.alter_user_scram_credentials([UserScramCredentialUpsertion(
@@ -276,6 +278,7 @@ class Session:
                     log(f"{self.name}: security consume {kind}: {out['mb_per_s']:.1f} MB/s")
                     r.add(f"sec-consume-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
         finally:
+            self._stop_profiler()
             self._drop(b)
 
     def warm_up(self, b) -> None:

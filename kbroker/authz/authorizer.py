@@ -195,6 +195,11 @@ class Authorizer:
         return cls(parse_super_users(config.get("super.users")),
                    bool(config.get("allow.everyone.if.no.acl.found")))
 
+    def describe(self) -> str:
+        """The start-up line naming what decides access."""
+        return (f"authorizer {self.CLASS_NAME}: super.users={';'.join(sorted(self.super_users)) or '(none)'}, "
+                f"allow.everyone.if.no.acl.found={str(self.allow_if_no_acl).lower()}")
+
     def authorize(self, index: AclIndex, principal: str, host: str, operation: int,
                   resource_type: int, name: str) -> bool:
         return authorize(index, principal, host, operation, resource_type, name,
@@ -207,18 +212,3 @@ class Authorizer:
     def authorized_operations(self, index, principal, host, resource_type, name) -> int:
         return authorized_operations(index, principal, host, resource_type, name,
                                      self.super_users, self.allow_if_no_acl)
-
-
-class TrustedAuthorizer(Authorizer):
-    """The controller plane's: requests there come from brokers, which authorized the
-    client's request before forwarding it (kbroker re-sends it rather than wrapping it in
-    Kafka's Envelope, so there is no client principal to check again)."""
-
-    def __init__(self):
-        super().__init__(frozenset(), True)
-
-    def authorize(self, *args) -> bool:
-        return True
-
-    def authorize_by_resource_type(self, *args) -> bool:
-        return True

@@ -68,9 +68,10 @@ class ControllerPlane:
         self.quorum = quorum
         self.controller = controller          # the local QuorumController
         self.cluster_id = quorum.cluster_id
-        # brokers authorized the client requests they forward (kbroker.authz.authorizer)
-        from kbroker.authz.authorizer import TrustedAuthorizer
-        self.authorizer = TrustedAuthorizer() if getattr(broker, "authorizer", None) else None
+        # the node's StandardAuthorizer, over this plane's image: a direct request is
+        # authorized for the connection's principal (a broker's own), a forwarded one for
+        # the client principal its Envelope carries (``envelope``, KIP-590)
+        self.authorizer = getattr(broker, "authorizer", None)
 
     @property
     def metadata(self):
@@ -92,7 +93,9 @@ class ControllerServer:
         self.bound = []
         # TLS/SASL of the controller listeners (kbroker.security), as on client listeners
         self.listener_security = getattr(cfg, "controller_listener_security", None) or {}
-        self.credentials = Credentials(lambda: plane.metadata)
+        self.credentials = Credentials(lambda: plane.metadata,
+                                       lambda: cfg.get("delegation.token.secret.key"),
+                                       lambda: plane.broker.clock.now_ms())
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         socks = []

@@ -3,6 +3,7 @@ producer ids for a broker, reserved by a ``ProducerIdsRecord`` before it is answ
 ``NOT_CONTROLLER`` off the active controller."""
 from __future__ import annotations
 
+from kbroker.authz.acls import CLUSTER_ACTION
 from kbroker.metadata.controller import PRODUCER_ID_BLOCK
 from kbroker.metadata.quorum_controller import NotController
 from kbroker.wire import messages
@@ -13,7 +14,7 @@ from .registry import controller_api
 Response = messages.AllocateProducerIdsResponse
 
 
-@controller_api(67, versions=(0, 0))
+@controller_api(67, versions=(0, 0), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     c = ctx.broker.controller
     if c is None or not c.active:

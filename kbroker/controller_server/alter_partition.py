@@ -15,6 +15,7 @@ Not implemented: leader recovery after unclean election (never elected uncleanly
 ``RECOVERING`` is refused)."""
 from __future__ import annotations
 
+from kbroker.authz.acls import CLUSTER_ACTION
 from kbroker.metadata.quorum_controller import NotController
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -28,7 +29,7 @@ def _topic(td, partitions):
     return Response.TopicData(topic_id=td.topic_id, partitions=partitions)
 
 
-@controller_api(56, versions=(2, 3))
+@controller_api(56, versions=(2, 3), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     c = ctx.broker.controller
     try:

@@ -5,6 +5,7 @@ epoch that is not the broker's current registration, ``NOT_CONTROLLER`` off the 
 controller. Not implemented: offline log dirs."""
 from __future__ import annotations
 
+from kbroker.authz.acls import CLUSTER_ACTION
 from kbroker.metadata.quorum_controller import NotController
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -14,7 +15,7 @@ from .registry import controller_api
 Response = messages.BrokerHeartbeatResponse
 
 
-@controller_api(63, versions=(0, 1))
+@controller_api(63, versions=(0, 1), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     c = ctx.broker.controller
     if c is None or not c.active:

@@ -6,6 +6,7 @@ broker is unfenced by a later heartbeat. ``NOT_CONTROLLER`` when this node is no
 Not implemented: feature range checks, log dir ids, ZooKeeper migration fields."""
 from __future__ import annotations
 
+from kbroker.authz.acls import CLUSTER_ACTION
 from kbroker.metadata.quorum_controller import NotController
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -15,7 +16,7 @@ from .registry import controller_api
 Response = messages.BrokerRegistrationResponse
 
 
-@controller_api(62, versions=(0, 4))
+@controller_api(62, versions=(0, 4), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     c = ctx.broker.controller
     if c is None or not c.active:

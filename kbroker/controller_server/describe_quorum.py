@@ -12,6 +12,7 @@ Kafka's brokers forward it to the controller; with no leader known the partition
 Not implemented: directory ids (zero UUIDs)."""
 from __future__ import annotations
 
+from kbroker.authz.acls import DESCRIBE
 from kbroker.raft.wire_map import METADATA_TOPIC
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -81,6 +82,6 @@ async def describe(quorum, request, version: int):
     return _error(ErrorCode.NOT_LEADER_OR_FOLLOWER, "No leader of the metadata quorum is known.")
 
 
-@controller_api(55, versions=(0, 2))
+@controller_api(55, versions=(0, 2), cluster_operation=DESCRIBE)
 async def handle(ctx, request):
     return await describe(ctx.broker.quorum, request, ctx.version)

@@ -4,6 +4,7 @@ The answer is the core's; a request for another cluster is ``INCONSISTENT_CLUSTE
 Not implemented: directory ids and endpoints of KIP-853 (v1 fields are left at defaults)."""
 from __future__ import annotations
 
+from kbroker.authz.acls import CLUSTER_ACTION
 from kbroker.raft import wire_map
 from kbroker.wire import messages
 
@@ -11,7 +12,7 @@ from ._raft_rpc import step
 from .registry import controller_api
 
 
-@controller_api(54, versions=(0, 1))
+@controller_api(54, versions=(0, 1), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     return await step(ctx, request, wire_map.end_request_from_wire, wire_map.end_response_to_wire,
                       lambda code: messages.EndQuorumEpochResponse(error_code=code, topics=[]))

@@ -6,6 +6,7 @@ id. Client fetches do not belong on the controller plane: their partitions are a
 ``NOT_LEADER_OR_FOLLOWER``."""
 from __future__ import annotations
 
+from kbroker.authz.acls import CLUSTER_ACTION
 from kbroker.raft import wire_map
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -24,7 +25,7 @@ def _refuse(request, code: int):
             for p in t.partitions or ()]) for t in request.topics or ()])
 
 
-@controller_api(1, versions=(4, 12))
+@controller_api(1, versions=(4, 12), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     if not wire_map.is_raft_fetch(request, ctx.version):
         return _refuse(request, ErrorCode.NOT_LEADER_OR_FOLLOWER)

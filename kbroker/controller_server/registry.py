@@ -14,7 +14,14 @@ _MODULES = ("api_versions", "vote", "begin_quorum_epoch", "end_quorum_epoch", "d
             "envelope")
 
 
-def controller_api(api_key: int, *, versions: tuple[int, int]):
+CLUSTER_AUTHORIZATION_FAILED = 31
+
+
+def controller_api(api_key: int, *, versions: tuple[int, int], cluster_operation: int | None = None):
+    """Register a controller-plane handler. ``cluster_operation``: the operation on the
+    cluster resource the caller (the connection's principal) needs, as Kafka's
+    ``ControllerApis`` checks it (CLUSTER_ACTION for the KRaft and broker-lifecycle RPCs);
+    refused requests get CLUSTER_AUTHORIZATION_FAILED as their top-level error."""
     lo, hi = versions
     cls = messages.request_class(api_key)
     if cls is None or lo not in cls._message.valid or hi not in cls._message.valid:
@@ -23,8 +30,14 @@ def controller_api(api_key: int, *, versions: tuple[int, int]):
     def register(fn):
         if api_key in CONTROLLER_REGISTRY:
             raise ValueError(f"controller api key {api_key} registered twice")
+        handler = fn
+        if cluster_operation is not None:
+            async def handler(ctx, request):
+                if not ctx.authorize_cluster(cluster_operation):
+                    return messages.response_class(api_key)(error_code=CLUSTER_AUTHORIZATION_FAILED)
+                return await fn(ctx, request)
         CONTROLLER_REGISTRY[api_key] = ApiSpec(api_key, cls._message.name.removesuffix("Request"),
-                                               lo, hi, lo, fn)
+                                               lo, hi, lo, handler)
         return fn
     return register
 

@@ -1,10 +1,11 @@
 """``ControllerChannel``'s ACL and delegation-token calls (mixed into it).
 
 Routed like the other admin writes: to the local active controller, or forwarded to the
-quorum leader's controller listener — ACLs as CreateAcls v3 / DeleteAcls v3 (the broker
-has authorized the client's request; the result does not depend on who asked), delegation
-tokens inside an Envelope (key 58, as Kafka forwards them) carrying the caller's principal,
-since a token's owner and requester are the caller. A failed attempt is retried until
+quorum leader's controller listener — ACLs as CreateAcls v3 / DeleteAcls v3 inside an
+Envelope carrying the client's principal (``ControllerChannel._call``: the controller
+authorizes the client again), delegation tokens inside an Envelope (key 58, as Kafka
+forwards them) carrying the caller's principal and address, since a token's owner and
+requester are the caller. A failed attempt is retried until
 ``request.timeout.ms``, then answered NOT_CONTROLLER; after a forwarded write the call
 waits (bounded) until this node's metadata shows it.
 """
@@ -67,10 +68,16 @@ class AuthzChannel:
     # ------------------------------------------------------------------ delegation tokens
     async def _token_call(self, local_call, api_key: int, version: int, body, principal: str,
                           client_host: str, parse) -> TokenResult:
+        from kbroker.api import CURRENT_REQUEST
+        ctx = CURRENT_REQUEST.get()
+        if ctx is not None:
+            client_host = client_host or ctx.client_host
+
         async def remote(addr):
             from kbroker.controller_server.envelope import wrap
-            resp = await self._call(addr, 58, 0, wrap(api_key, version, body, principal,
-                                                      client_host, self.node_id))
+            resp = await self._call(addr, 58, 0, wrap(
+                api_key, version, body, principal, client_host, self.node_id,
+                bool(ctx is not None and ctx.extra.get("token_authenticated"))))
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
             inner = parse(resp)

@@ -14,8 +14,11 @@ each call:
   stands for (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, AlterConfigs v2,
   IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v1,
   BrokerHeartbeat v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v0,
-  ListPartitionReassignments v0, AlterUserScramCredentials v0) — Kafka forwards admin writes through Envelope;
-  re-sending the request is equivalent here because there is no principal to carry.
+  ListPartitionReassignments v0, AlterUserScramCredentials v0); while a client's admin
+  request of that API is being served it goes inside an Envelope carrying the client's
+  principal and host (``_call``, KIP-590), so the controller authorizes the client, as
+  Kafka's brokers forward admin requests; the broker's own requests (heartbeats,
+  auto-created topics, AlterPartition) go as they are.
 
 A failed attempt (no leader yet, connection refused or closed, ``NOT_CONTROLLER``, the
 local controller losing leadership mid-way) is retried against the current leader until
@@ -31,6 +34,8 @@ from typing import Iterable, Sequence
 
 import trio
 
+from kbroker.api import CURRENT_REQUEST
+from kbroker.controller_server.envelope import FORWARDED, unwrap, wrap
 from kbroker.wire import messages as w
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -112,7 +117,20 @@ class ControllerChannel(AuthzChannel):
         return result
 
     async def _call(self, addr, api_key: int, version: int, body):
-        return await self.quorum.rpc.call_addr(addr, api_key, version, body, RPC_TIMEOUT)
+        """One request to the controller at ``addr``. While a client's admin request of the
+        same API is being served, it travels inside an Envelope with the client's
+        principal and host (KIP-590) and the controller authorizes the client; None (route
+        again) when the envelope itself is refused."""
+        ctx = CURRENT_REQUEST.get()
+        if ctx is None or ctx.api_key != api_key or api_key not in FORWARDED:
+            return await self.quorum.rpc.call_addr(addr, api_key, version, body, RPC_TIMEOUT)
+        envelope = wrap(api_key, version, body, ctx.principal, ctx.client_host, self.node_id,
+                        bool(ctx.extra.get("token_authenticated")), ctx.client_id)
+        resp = await self.quorum.rpc.call_addr(addr, 58, 0, envelope, RPC_TIMEOUT)
+        if resp is not None and resp.error_code not in (E.NONE, E.NOT_CONTROLLER):
+            log.warning("controller %s refused an envelope (%s): is this broker's principal "
+                        "allowed CLUSTER_ACTION?", addr, E(resp.error_code).name)
+        return unwrap(api_key, version, resp)
 
     async def _wait_visible(self, predicate, timeout: float = 5.0) -> None:
         if self.quorum.is_active:

@@ -121,6 +121,10 @@ class ListenerSecurity:
         if not self.uses_sasl:
             return None
         factories = {}
+        # credential lifetimes are wall-clock timestamps; ``now_ms`` is the connection's
+        # monotonic clock, used where only durations matter (session expiry)
+        wall_ms = getattr(credentials, "wall_ms", None)
+        wall = now_ms if wall_ms is None or wall_ms() is None else wall_ms
         for mech, module in self.mechanisms.items():
             if mech == "PLAIN":
                 users = {k[5:]: v for k, v in module.options.items() if k.startswith("user_")}
@@ -128,9 +132,9 @@ class ListenerSecurity:
             elif mech in SCRAM_MECHANISMS:
                 factories[mech] = lambda m=mech: ScramMechanismServer(
                     m, lambda user: credentials.scram(m, user), random_bytes,
-                    lambda token_id: credentials.token(m, token_id))
+                    lambda token_id: credentials.token(m, token_id), wall)
             elif mech == "OAUTHBEARER":
-                factories[mech] = lambda o=module.options: OAuthBearerUnsecuredServer(o, now_ms)
+                factories[mech] = lambda o=module.options: OAuthBearerUnsecuredServer(o, wall)
         return SaslAuthenticator(factories, now_ms, self.reauth_ms, api_versions_max)
 
 

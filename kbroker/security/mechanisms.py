@@ -72,8 +72,12 @@ class PlainServer:
 
 
 class ScramMechanismServer:
-    def __init__(self, mechanism: str, lookup, random_bytes, token_lookup=None):
+    """``now_ms`` (wall clock): a token-authenticated session lasts at most until the
+    token's expiry (Kafka's credential lifetime, KIP-368)."""
+
+    def __init__(self, mechanism: str, lookup, random_bytes, token_lookup=None, now_ms=None):
         self.mechanism = mechanism
+        self._now_ms = now_ms
         self._scram = ScramServer(mechanism, lookup, random_bytes, token_lookup)
         self.complete = False
         self.username: str | None = None
@@ -91,6 +95,9 @@ class ScramMechanismServer:
         except ScramError as e:
             raise AuthFailed(str(e), public=e.public) from None
         self.username, self.complete = self._scram.username, True
+        expiry = self._scram.token_expiry_ms
+        if expiry is not None and self._now_ms is not None:
+            self.lifetime_ms = max(0, expiry - self._now_ms())
         return out
 
 

@@ -186,11 +186,12 @@ class ClientFinal:
 class ScramServer:
     """One server side of one exchange: ``first(client_first) -> server_first``, then
     ``final(client_final) -> server_final``. ``lookup(username) -> ScramCredential | None``;
-    ``token_lookup(token_id) -> (owner, ScramCredential) | None`` for ``tokenauth``."""
+    ``token_lookup(token_id) -> (owner, ScramCredential, expiry timestamp) | None`` for
+    ``tokenauth``: the user name is then the token's owner and ``token_expiry_ms`` is set."""
 
     def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None],
                  random_bytes: Callable[[int], bytes],
-                 token_lookup: Callable[[str], tuple[str, ScramCredential] | None] | None = None):
+                 token_lookup: Callable[[str], tuple[str, ScramCredential, int] | None] | None = None):
         self.mechanism = mechanism
         self.alg = hash_name(mechanism)
         self._lookup = lookup
@@ -200,6 +201,7 @@ class ScramServer:
         self.server_nonce: str | None = None     # fixed nonce (RFC test vectors); else random
         self.username: str | None = None
         self.token_authenticated = False
+        self.token_expiry_ms: int | None = None
         self._credential: ScramCredential | None = None
         self._client_first: ClientFirst | None = None
         self._server_first = ""
@@ -221,7 +223,7 @@ class ScramServer:
             found = self._token_lookup(cf.username) if self._token_lookup else None
             if found is None:
                 self._fail(f"Token Authentication failed: Invalid tokenId : {cf.username}")
-            owner, cred = found
+            owner, cred, self.token_expiry_ms = found
             self.username, self.token_authenticated = owner, True
         else:
             cred = self._lookup(cf.username)

@@ -83,7 +83,11 @@ class Server:
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
         # per-listener TLS/SASL settings (built and checked when the config was loaded)
         self.listener_security = getattr(config, "listener_security", None) or build_all(config)
-        self.credentials = Credentials(lambda: self.broker.metadata if self.broker else None)
+        from kbroker.broker import SystemClock
+        self.credentials = Credentials(
+            lambda: self.broker.metadata if self.broker else None,
+            lambda: config.get("delegation.token.secret.key"),
+            lambda: (self.broker.clock if self.broker else SystemClock()).now_ms())
 
     # ------------------------------------------------------------------ control
     def request_shutdown(self, *, force: bool = False) -> None:

@@ -58,7 +58,7 @@ from time import perf_counter as _perf_counter
 
 import trio
 
-from kbroker.api import RequestContext
+from kbroker.api import CURRENT_REQUEST, RequestContext
 from kbroker.quota.manager import drop_records, records_size
 from kbroker.quota.task_time import RequestTimer
 from kbroker.security.tls import certificate_principal
@@ -452,8 +452,12 @@ class Connection:
         ctx = RequestContext(self.server.broker, api_key, version, correlation_id,
                              header.client_id, self.client_host, self.listener_name,
                              principal=self.principal, security_protocol=self.security_protocol)
+        if self.auth is not None and self.auth.token_authenticated:
+            # KIP-48: a session opened with a delegation token may not ask for tokens
+            ctx.extra["token_authenticated"] = True
         quotas = getattr(self.server.broker, "quotas", None)
         timed = _REQUEST_TIMER.start() if quotas is not None and quotas.request.enabled else None
+        current = CURRENT_REQUEST.set(ctx)
         try:
             response = await spec.handler(ctx, request)
             throttle = getattr(response, "throttle_time_ms", 0) or 0
@@ -484,6 +488,8 @@ class Connection:
             log.exception("closing connection from %s: %s v%d (correlation id %d, client %r) failed",
                           self, spec.name, version, correlation_id, header.client_id)
             return False
+        finally:
+            CURRENT_REQUEST.reset(current)
         await self._emit(parts, out)
         return True
 

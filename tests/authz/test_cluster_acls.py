@@ -68,20 +68,53 @@ def test_acls_through_every_node(cluster):
         eventually(lambda: described(port) == want - {("topic-1", "User:u1")})
 
 
-def envelope(cluster, api_key, version, body, principal):
-    """Send an Envelope to the controllers until the active one answers."""
+def envelope(cluster, api_key, version, body, principal, *, raw_principal=None, error=0):
+    """Send an Envelope to the controllers until the active one answers; the inner
+    response (or None when the envelope's own ``error`` is expected)."""
     inner = encode_request(api_key, version, 11, "broker-x", body)[4:]
-    req = messages.EnvelopeRequest(request_data=inner, request_principal=encode_principal(principal),
-                                   client_host_address=b"")
+    req = messages.EnvelopeRequest(request_data=inner,
+                                   request_principal=raw_principal or encode_principal(principal),
+                                   client_host_address=bytes([127, 0, 0, 1]))
     deadline = time.monotonic() + 20
     while True:
         for n in cluster.nodes.values():
             r = call(n.controller_port, 58, 0, req)
             if r.error_code != E.NOT_CONTROLLER:
-                assert r.error_code == 0
-                return decode_response(bytes(r.response_data), api_key, version)[1]
+                assert r.error_code == error
+                return decode_response(bytes(r.response_data), api_key, version)[1] if not error else None
         assert time.monotonic() < deadline
         time.sleep(0.2)
+
+
+def test_controller_authorizes_forwarded_requests_as_the_client(cluster):
+    """KIP-590: the controller authorizes the principal an Envelope carries, not the broker
+    that sent it (here User:ANONYMOUS, a super user)."""
+    T = messages.CreateTopicsRequest
+
+    def create(name, principal):
+        r = envelope(cluster, 19, 7, T(timeout_ms=10000, validate_only=False, topics=[T.CreatableTopic(
+            name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])]), principal)
+        return r.topics[0].error_code
+
+    assert create("fwd-denied", "User:mallory") == E.TOPIC_AUTHORIZATION_FAILED
+    C = messages.CreateAclsRequest
+    grant = C(creations=[C.AclCreation(      # CREATE on topics prefixed "fwd-", from anywhere
+        resource_type=2, resource_name="fwd-", resource_pattern_type=4, principal="User:mallory",
+        host="*", operation=5, permission_type=3)])
+    r = envelope(cluster, 30, 3, grant, "User:mallory")
+    assert [x.error_code for x in r.results] == [E.CLUSTER_AUTHORIZATION_FAILED]
+    r = envelope(cluster, 30, 3, grant, "User:ANONYMOUS")
+    assert [x.error_code for x in r.results] == [0]
+    # CREATE on the prefix now allows mallory, from the address the envelope carries
+    eventually(lambda: create("fwd-allowed", "User:mallory") == 0)
+    assert create("fwd-allowed", "User:ANONYMOUS") == E.TOPIC_ALREADY_EXISTS
+    envelope(cluster, 19, 7, T(timeout_ms=1, validate_only=True, topics=[]), None,
+             raw_principal=b"\x00\x00\xff", error=E.PRINCIPAL_DESERIALIZATION_FAILURE)
+    # a client of any node (not only the controller's) creates topics through its envelope
+    for i, n in cluster.nodes.items():
+        r = call(n.port, 19, 7, T(timeout_ms=10000, validate_only=False, topics=[T.CreatableTopic(
+            name=f"fwd-node-{i}", num_partitions=1, replication_factor=1, assignments=[], configs=[])]))
+        assert r.topics[0].error_code == 0
 
 
 def test_token_writes_carry_the_principal_in_an_envelope(cluster):

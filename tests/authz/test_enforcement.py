@@ -73,6 +73,9 @@ def consume_group(bs, topic, group):
 
 def test_deny_acls_with_allow_everyone_then_allow_acls_after_restart(broker):
     bs = broker.bootstrap
+    # one start-up line names what decides access
+    assert ("authorizer org.apache.kafka.metadata.authorizer.StandardAuthorizer: super.users=(none), "
+            "allow.everyone.if.no.acl.found=true") in broker.log_text()
     admin = KafkaAdminClient(bootstrap_servers=bs)
     try:
         admin.create_topics([NewTopic(n, 1, 1) for n in ("open", "secret", "private-1", "hidden")])

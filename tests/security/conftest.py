@@ -75,6 +75,7 @@ def security_overrides(pki: Pki, ports: dict[str, int], base_port: int) -> dict[
         "listener.name.ssl.ssl.truststore.location": str(pki.ca),
         "listener.name.ssl.ssl.client.auth": "required",
         "group.initial.rebalance.delay.ms": "0",
+        "delegation.token.secret.key": "test-token-secret",
     }
 
 

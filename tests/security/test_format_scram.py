@@ -15,7 +15,8 @@ from tests.support.broker_proc import REPO_ROOT, free_port
 
 def _format(config, *args):
     from kbroker.config import new_cluster_id
-    return subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", "-t", new_cluster_id(),
+    # "--cluster-id=" form: a random id may start with "-", which argparse takes for an option
+    return subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", f"--cluster-id={new_cluster_id()}",
                            "-c", str(config), *args],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
 

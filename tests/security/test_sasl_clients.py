@@ -4,6 +4,9 @@ with the errors the clients report for Kafka. SCRAM users are created with the a
 API (AlterUserScramCredentials) and take effect without a restart."""
 from __future__ import annotations
 
+import random
+import socket
+import ssl
 import time
 import uuid
 
@@ -12,6 +15,8 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
 
+from kbroker.wire import messages
+from kbroker.wire.protocol import encode_request
 from tests.support.raw_wire import exchange
 
 
@@ -275,3 +280,72 @@ def test_oversized_frame_before_authentication_closes(secured):
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall((600 * 1024).to_bytes(4, "big") + b"\0" * 1024)
         assert s.recv(100) == b""
+
+
+_API_VERSIONS_FRAME = encode_request(18, 3, 1, "raw", messages.ApiVersionsRequest(
+    client_software_name="t", client_software_version="1"))
+
+
+def _client_hello(host: str) -> bytes:
+    """The first flight of a real TLS client, captured through memory BIOs."""
+    ctx = ssl.create_default_context()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(incoming, outgoing, server_hostname=host)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
+def _send_and_drain(addr: str, payload: bytes) -> bytes:
+    host, port = addr.rsplit(":", 1)
+    got = b""
+    with socket.create_connection((host, int(port)), timeout=15) as s:
+        try:
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except ConnectionResetError:
+            pass
+    return got
+
+
+def _tls_api_versions(addr: str, ca) -> int:
+    host, port = addr.rsplit(":", 1)
+    ctx = ssl.create_default_context(cafile=str(ca))
+    with socket.create_connection((host, int(port)), timeout=15) as raw:
+        with ctx.wrap_socket(raw, server_hostname=host) as s:
+            s.sendall(_API_VERSIONS_FRAME)
+            data = b""
+            while len(data) < 4 or len(data) - 4 < int.from_bytes(data[:4], "big"):
+                chunk = s.recv(65536)
+                assert chunk, "closed before answering ApiVersions"
+                data += chunk
+    return messages.ApiVersionsResponse.decode(memoryview(data), 3, 8).error_code
+
+
+def test_non_tls_bytes_close_the_connection_and_the_listener_keeps_serving(secured):
+    """Bytes that are not a TLS handshake on the SSL and SASL_SSL listeners: a plaintext
+    Kafka request (a client set to the wrong security protocol), random bytes, a record
+    header announcing 64 KiB, a ClientHello cut at several points or with one byte flipped.
+    The broker closes each connection (at most TLS records first), never answers Kafka data,
+    and keeps serving a proper TLS client on the same listener."""
+    rng = random.Random(14)
+    hello = _client_hello("127.0.0.1")
+    payloads = [_API_VERSIONS_FRAME, bytes(rng.getrandbits(8) for _ in range(300)), hello[:20],
+                b"\x16\x03\x01\xff\xff" + b"\0" * 64, b"\x16\x03\x03\x00\x05\x01\x00\x00\x01\x00"]
+    payloads += [hello[:n] for n in range(0, len(hello), max(1, len(hello) // 6))]
+    payloads += [bytes(b ^ (0xFF if i == k else 0) for i, b in enumerate(hello))
+                 for k in (0, 5, 9, 43, len(hello) - 1)]
+    for addr in (secured.ssl, secured.sasl_ssl):
+        for p in payloads:
+            answer = _send_and_drain(addr, p)
+            # nothing but TLS records (an alert, 21, or the server's handshake, 22, when
+            # the flipped byte left a valid ClientHello), never a Kafka answer
+            assert answer[:1] in (b"", b"\x15", b"\x16"), (addr, p[:16], answer[:16])
+    assert _tls_api_versions(secured.sasl_ssl, secured.pki.ca) == 0

@@ -202,3 +202,43 @@ def test_api_versions_retry_after_unsupported_version():
         client_software_name="t", client_software_version="1"))).dispatch
     assert a.receive(_frame(18, 3, messages.ApiVersionsRequest(
         client_software_name="t", client_software_version="1"))).close
+
+
+def test_delegation_token_scram_login_is_the_owner_until_expiry():
+    """KIP-48: user name = token id with ``tokenauth=true``, password = base64 HMAC; the
+    principal is the owner, the session is token-authenticated and lasts at most until the
+    token's expiry; a token without the extension, an unknown one or an expired one fails."""
+    from types import SimpleNamespace
+
+    from kbroker.authz.tokens import TokenInfo, compute_hmac, scram_password
+    from kbroker.security.credentials import Credentials
+    from kbroker.security.listeners import ListenerSecurity
+    from kbroker.security.jaas import parse_jaas
+
+    wall = [1_000_000]
+    token = TokenInfo("tok1", "User:alice", "User:alice", (), 0, 10_000_000, 1_030_000)
+    image = SimpleNamespace(delegation_tokens={"tok1": token}, scram_credentials={})
+    creds = Credentials(lambda: image, lambda: "secret", lambda: wall[0])
+    module = parse_jaas("org.apache.kafka.common.security.scram.ScramLoginModule required;")[0]
+    sec = ListenerSecurity("SASL_SSL", "SASL_SSL", mechanisms={"SCRAM-SHA-256": module}, reauth_ms=60_000)
+    password = scram_password(compute_hmac("secret", "tok1"))
+
+    def login(user, pw, ext):
+        a = sec.authenticator(creds, lambda: 0, lambda n: b"\2" * n)
+        _handshake(a, "SCRAM-SHA-256")
+        c = ScramClient("SCRAM-SHA-256", user, pw, nonce="tn", extensions=ext)
+        step = _token(a, c.first())
+        if not step.close:
+            step = _token(a, c.final(_resp(step, messages.SaslAuthenticateResponse, 2).auth_bytes))
+        return a, _resp(step, messages.SaslAuthenticateResponse, 2)
+
+    a, r = login("tok1", password, {"tokenauth": "true"})
+    assert r.error_code == 0 and a.principal == "User:alice" and a.token_authenticated
+    assert r.session_lifetime_ms == 30_000            # the token expires before reauth.ms
+    for user, pw, ext in (("tok1", password, {}), ("nope", password, {"tokenauth": "true"}),
+                          ("tok1", "wrong", {"tokenauth": "true"})):
+        a, r = login(user, pw, ext)
+        assert r.error_code == SASL_AUTHENTICATION_FAILED and not a.authenticated
+    wall[0] = 1_030_001
+    a, r = login("tok1", password, {"tokenauth": "true"})
+    assert r.error_code == SASL_AUTHENTICATION_FAILED and not a.authenticated
