@@ -7,7 +7,7 @@ principal and the HTTP peer's address (``auth.current``), so ACLs apply as to an
 """
 from __future__ import annotations
 
-from kbroker.api import REGISTRY, RequestContext, load_all
+from kbroker.api import CURRENT_REQUEST, REGISTRY, RequestContext, load_all
 from kbroker.wire.error_codes import ErrorCode
 
 from . import auth
@@ -43,4 +43,10 @@ async def call_api(broker, api_key: int, version: int, request):
     who = auth.current.get()
     ctx = RequestContext(broker, api_key, version, 0, CLIENT_ID, client_host=who.host,
                          principal=who.principal)
-    return await spec.handler(ctx, request)
+    # as a connection does: a request forwarded to a remote controller travels in an
+    # Envelope with this principal, so the controller authorizes the console's user
+    current = CURRENT_REQUEST.set(ctx)
+    try:
+        return await spec.handler(ctx, request)
+    finally:
+        CURRENT_REQUEST.reset(current)
