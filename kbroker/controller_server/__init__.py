@@ -30,6 +30,7 @@ key   API                     module
 54    EndQuorumEpoch          ``end_quorum_epoch``
 55    DescribeQuorum          ``describe_quorum`` (also on client listeners)
 56    AlterPartition          ``alter_partition`` — leaders change ISRs (replication)
+57    UpdateFeatures          ``forwarded``
 58    Envelope                ``envelope`` — delegation-token writes with the caller's principal
 59    FetchSnapshot           ``fetch_snapshot``
 60    DescribeCluster         ``describe_cluster`` (``--bootstrap-controller`` clients)

@@ -31,6 +31,7 @@ from typing import Iterable, Sequence
 
 import trio
 
+from kbroker.features import SUPPORTED_FEATURES
 from kbroker.wire import messages as w
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -270,6 +271,27 @@ class ControllerChannel(AuthzChannel):
             await self.quorum.wait_caught_up_after_now()
         return out
 
+    # ------------------------------------------------------------------ features
+    async def update_features(self, updates, *, validate_only: bool = False) -> tuple[int, str | None]:
+        """UpdateFeatures on the active controller (``updates``: ``FeatureUpdate``s);
+        ``(error code, message)`` once committed and visible in this node's image."""
+        R = w.UpdateFeaturesRequest
+
+        async def remote(addr):
+            req = R(timeout_ms=int(self.timeout * 1000), validate_only=validate_only, feature_updates=[
+                R.FeatureUpdateKey(feature=u.name, max_version_level=u.level, upgrade_type=u.upgrade_type)
+                for u in updates])
+            resp = await self._call(addr, 57, 2, req)
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            if not resp.error_code and not validate_only:
+                await self.quorum.wait_caught_up_after_now()
+            return resp.error_code, resp.error_message
+
+        return await self._route(
+            lambda c: c.update_features(updates, validate_only=validate_only), remote,
+            lambda: (E.NOT_CONTROLLER, "No active controller."))
+
     # ------------------------------------------------------------------ SCRAM credentials
     async def alter_user_scram_credentials(self, deletions, upsertions):
         R = w.AlterUserScramCredentialsRequest
@@ -315,8 +337,8 @@ class ControllerChannel(AuthzChannel):
         async def remote(addr):
             req = R(broker_id=self.node_id, cluster_id=self.quorum.cluster_id, incarnation_id=incarnation_id,
                     listeners=[R.Listener(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
-                    features=[R.Feature(name="metadata.version", min_supported_version=7,
-                                        max_supported_version=25)],
+                    features=[R.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
+                              for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())],
                     rack=rack, is_migrating_zk_broker=False)
             resp = await self._call(addr, 62, 1, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:

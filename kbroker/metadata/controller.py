@@ -387,6 +387,24 @@ class Controller(AuthzControl):
             await self._commit(records)
             return out
 
+    # ------------------------------------------------------------------ features
+    async def update_features(self, updates, *, validate_only: bool = False) -> tuple[int, str | None]:
+        """UpdateFeatures (``feature_control.update_features``): ``updates`` is a list of
+        ``FeatureUpdate``; ``(error code, message)`` once the records are committed."""
+        from kbroker.features import SUPPORTED_FEATURES
+        from .feature_control import update_features
+        async with self._lock:
+            result = update_features(dict(self.image.features), dict(SUPPORTED_FEATURES), list(updates),
+                                     node_id=self.config.node_id, validate_only=validate_only)
+            if result.error_code:
+                log.warning("%s", result.error_message)
+                return result.error_code, ("The update failed for all features since the following "
+                                           "feature had an error: " + result.error_message)
+            await self._commit(result.records)
+            for r in result.records:
+                log.info("finalized feature %s at level %d", r.name, r.feature_level)
+            return E.NONE, None
+
     # ------------------------------------------------------------------ configs
     def bootstrap_config_records(self) -> list:
         """Config records of a new cluster, written with the first ``metadata.version``:
