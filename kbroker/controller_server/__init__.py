@@ -36,6 +36,7 @@ key   API                     module
 60    DescribeCluster         ``describe_cluster`` (``--bootstrap-controller`` clients)
 62    BrokerRegistration      ``broker_registration``
 63    BrokerHeartbeat         ``broker_heartbeat``
+64    UnregisterBroker        ``forwarded``
 67    AllocateProducerIds     ``allocate_producer_ids``
 ====  ======================  =====================================================
 

@@ -292,6 +292,19 @@ class ControllerChannel(AuthzChannel):
             lambda c: c.update_features(updates, validate_only=validate_only), remote,
             lambda: (E.NOT_CONTROLLER, "No active controller."))
 
+    async def unregister_broker(self, broker_id: int) -> tuple[int, str | None]:
+        """UnregisterBroker on the active controller: ``(error code, message)``."""
+        async def remote(addr):
+            resp = await self._call(addr, 64, 0, w.UnregisterBrokerRequest(broker_id=broker_id))
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            if not resp.error_code:
+                await self._wait_visible(lambda img: broker_id not in img.brokers)
+            return resp.error_code, resp.error_message
+
+        return await self._route(lambda c: c.unregister_broker(broker_id), remote,
+                                 lambda: (E.NOT_CONTROLLER, "No active controller."))
+
     # ------------------------------------------------------------------ SCRAM credentials
     async def alter_user_scram_credentials(self, deletions, upsertions):
         R = w.AlterUserScramCredentialsRequest

@@ -13,6 +13,8 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
 - ``register_broker``: a ``RegisterBrokerRecord`` (fenced) whose broker epoch is its own
   offset in the metadata log; re-registering with the same incarnation id returns the same
   epoch;
+- ``unregister_broker`` (UnregisterBroker, ``kafka-cluster.sh unregister``): the broker
+  leaves every ISR and its leaderships move, then its registration is removed;
 - ``heartbeat``: session bookkeeping (in memory, on the active controller only) and
   Kafka's broker states (``BrokerHeartbeatManager.calculateNextBrokerState``): a fenced
   broker that asks to be unfenced and whose metadata offset has reached its registration is
@@ -323,6 +325,24 @@ class QuorumController(Controller):
                     if rec is not None:
                         recs.append(rec)
         return recs
+
+    async def unregister_broker(self, broker_id: int) -> tuple[int, str | None]:
+        """UnregisterBroker (Kafka's ``ReplicationControlManager.unregisterBroker``): the
+        broker leaves every ISR, its leaderships move, then an ``UnregisterBrokerRecord``
+        removes its registration. ``BROKER_ID_NOT_REGISTERED`` for an unknown id. Raises
+        ``NotController``."""
+        async with self._lock:
+            b = self.image.brokers.get(broker_id)
+            if b is None:
+                return E.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
+            records = self._leave_isr_records(broker_id)
+            records.append(messages.UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=b.broker_epoch))
+            await self._commit(records)
+            self._sessions.pop(broker_id, None)
+            self._offsets.pop(broker_id, None)
+            self._shutdown_offsets.pop(broker_id, None)
+            log.info("broker %d unregistered", broker_id)
+            return E.NONE, None
 
     # ------------------------------------------------------------------ AlterPartition
     async def alter_partition(self, broker_id: int, broker_epoch: int, topics, *, version: int = 3):
