@@ -37,7 +37,6 @@ KNOWN_GAPS = {
     26: ((0, 4), "issue 18: EndTxn v5 (KIP-890 part 2)"),
     27: ((1, 1), "issue 18: WriteTxnMarkers v2 (KIP-890 part 2)"),
     28: ((0, 4), "issue 18: TxnOffsetCommit v5 (KIP-890 part 2)"),
-    45: ((0, 0), "issue 18: AlterPartitionReassignments v1 (KIP-1101)"),
     80: (None, "issue 18: AddRaftVoter (KIP-853, forwarded to the controller)"),
     81: (None, "issue 18: RemoveRaftVoter (KIP-853)"),
     # the groups issue

@@ -183,3 +183,24 @@ def test_list_offsets_tiered_timestamps_without_tiered_storage(bootstrap, topic_
             (7, -3): (0, got[(7, -3)][1], 1, 0)}
     finally:
         conn.close()
+
+
+def test_alter_partition_reassignments_v1_echoes_the_flag(bootstrap, topic_name):
+    """AlterPartitionReassignments v1 (KIP-860): the answer echoes
+    allow_replication_factor_change; a same-size target passes with the flag off; an unknown
+    broker is refused before the replication factor is looked at."""
+    create_topic(bootstrap, topic_name)
+    A = M.AlterPartitionReassignmentsRequest
+    conn = _connect(bootstrap)
+    try:
+        def go(replicas, allow):
+            r = conn.request(45, 1, A(timeout_ms=30000, allow_replication_factor_change=allow, topics=[
+                A.ReassignableTopic(name=topic_name, partitions=[
+                    A.ReassignablePartition(partition_index=0, replicas=replicas)])]))
+            return r.error_code, r.allow_replication_factor_change, \
+                [(p.partition_index, p.error_code) for t in r.responses for p in t.partitions]
+        assert go([1], False) == (0, False, [(0, 0)])
+        assert go([1], True) == (0, True, [(0, 0)])
+        assert go([1, 7], False) == (0, False, [(0, 39)])   # INVALID_REPLICA_ASSIGNMENT
+    finally:
+        conn.close()

@@ -1,6 +1,6 @@
 """Admin writes forwarded by brokers: CreateTopics (19, v2–v7), DeleteTopics (20, v1–v6),
 AlterConfigs (33, v0–v2), CreatePartitions (37, v0–v3), ElectLeaders (43, v0–v2),
-IncrementalAlterConfigs (44, v0–v1), AlterPartitionReassignments (45, v0),
+IncrementalAlterConfigs (44, v0–v1), AlterPartitionReassignments (45, v0–v1),
 ListPartitionReassignments (46, v0), CreateAcls (30, v1–v3), DeleteAcls (31, v1–v3),
 AlterUserScramCredentials (51, v0), UpdateFeatures (57, v0–v2),
 UnregisterBroker (64, v0).
@@ -48,7 +48,8 @@ def _not_controller(api_key: int, request):
             for t in request.topic_partitions or ()])
     if api_key == 45:
         R = messages.AlterPartitionReassignmentsResponse
-        return R(throttle_time_ms=0, error_code=NC, responses=[])
+        return R(throttle_time_ms=0, error_code=NC, responses=[],
+                 allow_replication_factor_change=getattr(request, "allow_replication_factor_change", True))
     if api_key == 51:
         R = messages.AlterUserScramCredentialsResponse
         users = [d.name for d in request.deletions or ()] + [u.name for u in request.upsertions or ()]
@@ -101,7 +102,7 @@ _forwarded(33, (0, 2), alter_configs.handle)
 _forwarded(37, (0, 3), create_partitions.handle)
 _forwarded(44, (0, 1), incremental_alter_configs.handle)
 _forwarded(43, (0, 2), elect_leaders.handle)
-_forwarded(45, (0, 0), alter_partition_reassignments.handle)
+_forwarded(45, (0, 1), alter_partition_reassignments.handle)
 _forwarded(46, (0, 0), list_partition_reassignments.handle)
 _forwarded(49, (0, 1), alter_client_quotas.handle)
 _forwarded(30, (1, 3), create_acls.handle)

@@ -13,7 +13,7 @@ each call:
 - otherwise it is forwarded to the Raft leader's controller listener as the Kafka request it
   stands for (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, AlterConfigs v2,
   IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v1,
-  BrokerHeartbeat v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v0,
+  BrokerHeartbeat v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v1,
   ListPartitionReassignments v0, AlterUserScramCredentials v0) — Kafka forwards admin writes through Envelope;
   re-sending the request is equivalent here because there is no principal to carry.
 
@@ -466,17 +466,18 @@ class ControllerChannel(AuthzChannel):
             lambda: (E.NOT_CONTROLLER, [(n, [(i, E.NOT_CONTROLLER, "No active controller.") for i in ps])
                                         for n, ps in topics or ()]))
 
-    async def alter_partition_reassignments(self, topics):
+    async def alter_partition_reassignments(self, topics, allow_replication_factor_change: bool = True):
         """AlterPartitionReassignments on the active controller: ``topics`` ``[(name,
         [(partition, target replicas or None)])]``; ``[(name, [(partition, code, message)])]``."""
         R = w.AlterPartitionReassignmentsRequest
 
         async def remote(addr):
-            req = R(timeout_ms=int(self.timeout * 1000), topics=[
+            req = R(timeout_ms=int(self.timeout * 1000),
+                    allow_replication_factor_change=allow_replication_factor_change, topics=[
                 R.ReassignableTopic(name=n, partitions=[
                     R.ReassignablePartition(partition_index=i, replicas=None if t is None else list(t))
                     for i, t in ps]) for n, ps in topics])
-            resp = await self._call(addr, 45, 0, req)
+            resp = await self._call(addr, 45, 1, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
             out = [(r.name, [(p.partition_index, p.error_code, p.error_message) for p in r.partitions])
@@ -486,7 +487,7 @@ class ControllerChannel(AuthzChannel):
             return out
 
         return await self._route(
-            lambda c: c.alter_partition_reassignments(topics), remote,
+            lambda c: c.alter_partition_reassignments(topics, allow_replication_factor_change), remote,
             lambda: [(n, [(i, E.NOT_CONTROLLER, "No active controller.") for i, _ in ps]) for n, ps in topics])
 
     async def list_partition_reassignments(self, topics):

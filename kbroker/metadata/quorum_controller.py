@@ -496,7 +496,7 @@ class QuorumController(Controller):
             log.info("leader rebalance: %d preferred leader election(s)", len(records))
         return len(records)
 
-    async def alter_partition_reassignments(self, topics):
+    async def alter_partition_reassignments(self, topics, allow_replication_factor_change: bool = True):
         """AlterPartitionReassignments (``reassign.alter_reassignment``): ``topics`` is
         ``[(name, [(partition, target replicas or None)])]``; returns ``[(name,
         [(partition, code, message)])]`` once the records are committed (one batch)."""
@@ -512,7 +512,8 @@ class QuorumController(Controller):
                         continue
                     seen.add((name, index))
                     code, msg, rec = reassign.alter_reassignment(self.image, name, index, target, active,
-                                                                 self._unclean_allowed)
+                                                                 self._unclean_allowed,
+                                                                 allow_replication_factor_change)
                     answers.append((index, code, msg))
                     if rec is not None:
                         records.append(rec)
