@@ -56,6 +56,18 @@ METADATA_VERSION = 25
 PRODUCER_ID_BLOCK = 1000
 
 
+def default_feature_records(metadata_version: int) -> list:
+    """The FeatureLevelRecords of a new cluster without a bootstrap file: metadata.version
+    first, then every other served feature at its default level (level 0 is not written)."""
+    from kbroker.features import SUPPORTED_FEATURES
+    from .feature_control import default_levels
+    records = [messages.FeatureLevelRecord(name="metadata.version", feature_level=metadata_version)]
+    for name, level in default_levels(metadata_version, dict(SUPPORTED_FEATURES)).items():
+        if level > 0:
+            records.append(messages.FeatureLevelRecord(name=name, feature_level=level))
+    return records
+
+
 def topic_name_error(name: str | None) -> str | None:
     """Kafka's ``Topic.validate`` rules, as the message Kafka gives."""
     if not name:
@@ -157,8 +169,7 @@ class Controller(AuthzControl):
         async with self._lock:
             records = []
             if "metadata.version" not in self.image.features:
-                records.append(messages.FeatureLevelRecord(name="metadata.version",
-                                                           feature_level=METADATA_VERSION))
+                records += default_feature_records(METADATA_VERSION)
                 records += self.bootstrap_config_records()
             EP = messages.RegisterBrokerRecord.BrokerEndpoint
             records.append(messages.RegisterBrokerRecord(

@@ -27,6 +27,12 @@ and nothing is written):
   Level 0 removes the feature (a ``FeatureLevelRecord`` with level 0, as Kafka writes).
 
 ``validate_only`` runs every check and returns no records. The messages are Kafka's.
+
+New clusters: :func:`default_levels` gives the level each served feature starts at for a
+``metadata.version`` (Kafka's ``Feature.defaultVersion``: the highest level whose bootstrap
+metadata.version is at or below it, here capped at what kbroker serves); ``kbroker storage
+format`` and a first controller without a bootstrap file finalize them, and
+:func:`dependency_error` checks a set of levels as Kafka's format does.
 """
 from __future__ import annotations
 
@@ -62,6 +68,44 @@ KNOWN_FEATURES: dict[str, tuple[int, ...]] = {
 DEPENDENCIES: dict[tuple[str, int], dict[str, int]] = {
     ("eligible.leader.replicas.version", 1): {METADATA_VERSION: 23},
 }
+# (level, the metadata.version from which a new cluster starts at that level)
+BOOTSTRAP_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
+    "transaction.version": ((1, 24), (2, 24)),
+    "group.version": ((1, 22),),
+    "eligible.leader.replicas.version": ((1, 26),),
+    "share.version": ((1, 28),),
+    "streams.version": ((1, 29),),
+}
+
+
+def default_levels(metadata_version: int, supported: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """The levels a new cluster at ``metadata_version`` finalizes for the features kbroker
+    serves (``kraft.version`` is the Raft layer's, never a record here)."""
+    out = {}
+    for name, (lo, hi) in sorted(supported.items()):
+        if name in (METADATA_VERSION, KRAFT_VERSION):
+            continue
+        level = 0
+        for lvl, since in BOOTSTRAP_LEVELS.get(name, ()):
+            if since <= metadata_version and lvl <= hi:
+                level = max(level, lvl)
+        out[name] = max(level, lo)
+    return out
+
+
+def dependency_error(features: dict[str, int]) -> str | None:
+    """Kafka's ``Feature.validateVersion`` over a whole set of levels (format time)."""
+    for name, level in sorted(features.items()):
+        if name in (METADATA_VERSION, KRAFT_VERSION) or level < 1:
+            continue
+        mv = features.get(METADATA_VERSION)
+        if mv is None or mv < MINIMUM_METADATA_VERSION:
+            return (f"{name} could not be set to {level} because it depends on "
+                    f"metadata.version={MINIMUM_METADATA_VERSION} (3.3-IV3)")
+        for dep, need in DEPENDENCIES.get((name, level), {}).items():
+            if features.get(dep, 0) < need:
+                return f"{name} could not be set to {level} because it depends on {dep} level {need}"
+    return None
 
 
 @dataclass

@@ -38,7 +38,8 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
   stalled does not count its own stall against brokers;
 - on activation: when the log has no ``metadata.version``, the bootstrap records — those of
   ``bootstrap.checkpoint`` written by ``kbroker storage format`` (or Kafka's tool), else
-  ``FeatureLevelRecord(metadata.version)`` at kbroker's level; and every registered broker
+  ``FeatureLevelRecord(metadata.version)`` at kbroker's level and the default levels of the
+  other features kbroker serves (``feature_control.default_levels``); and every registered broker
   gets a fresh session;
 - every partition change is built by ``reassign.build_change`` (Kafka's
   ``PartitionChangeBuilder``), so an ISR change that holds all the target replicas of an
@@ -67,7 +68,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
 from . import elect, reassign
-from .controller import METADATA_VERSION, Controller
+from .controller import METADATA_VERSION, Controller, default_feature_records
 from .image import apply_partition_change
 from .store import encode_record
 
@@ -167,8 +168,7 @@ class QuorumController(Controller):
                 async with self._lock:
                     # Kafka's format step: metadata.version plus the cluster-level
                     # min.insync.replicas default (KIP-966; compat ledger F-002)
-                    first = self._bootstrap or [messages.FeatureLevelRecord(
-                        name="metadata.version", feature_level=METADATA_VERSION)]
+                    first = self._bootstrap or default_feature_records(METADATA_VERSION)
                     await self._commit([*first, *self.bootstrap_config_records()])
             except NotController:
                 pass

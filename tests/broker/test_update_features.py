@@ -1,6 +1,8 @@
 """UpdateFeatures (57) on a real broker over raw frames: metadata.version downgrades and
 upgrades, validate-only, the answer's shape per version, and ApiVersions' finalized features
 and epoch following the FeatureLevelRecords."""
+import pytest
+
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -58,4 +60,30 @@ async def test_update_features_metadata_version(broker_server):
     assert (r.error_code, [(x.feature, x.error_code) for x in r.results]) == (0, [("metadata.version", 0)])
     features, epoch2 = await finalized(c)
     assert features == {"metadata.version": (25, 25)} and epoch2 > epoch1
+    await c.aclose()
+
+
+@pytest.fixture
+def group_version_served(monkeypatch):
+    """As if the groups work had added its row: kbroker/features.py serving group.version 0-1."""
+    from kbroker import features
+    monkeypatch.setitem(features.SUPPORTED_FEATURES, "group.version", (0, 1))
+
+
+async def test_update_features_is_generic_over_the_table(group_version_served, broker_server):
+    c = await RawClient.connect(broker_server)
+    # a new cluster finalizes the default of every served feature (group.version 1 from 4.0-IV0)
+    assert (await finalized(c))[0] == {"metadata.version": (25, 25), "group.version": (1, 1)}
+    r = await c.request("ApiVersions", 3, client_software_name="t", client_software_version="1")
+    assert {f.name: (f.min_version, f.max_version) for f in r.supported_features}["group.version"] == (0, 1)
+    # disabled (level 0 with a downgrade type), then finalized again
+    r = await update(c, 2, ("group.version", 0, 2))
+    assert r.error_code == 0
+    assert (await finalized(c))[0] == {"metadata.version": (25, 25)}
+    r = await update(c, 2, ("group.version", 2, 1))
+    assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
+    assert r.error_message.endswith("Local controller 1 only supports versions 0-1")
+    r = await update(c, 1, ("group.version", 1, 1))
+    assert r.error_code == 0
+    assert (await finalized(c))[0] == {"metadata.version": (25, 25), "group.version": (1, 1)}
     await c.aclose()

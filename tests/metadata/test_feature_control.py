@@ -82,3 +82,25 @@ def test_kraft_version_is_never_written():
 def test_metadata_changed_between_levels():
     assert not metadata_changed(25, 23) and metadata_changed(25, 22)
     assert metadata_changed(30, 29) and not metadata_changed(29, 24)
+
+
+def test_default_levels_follow_the_metadata_version_and_the_table():
+    from kbroker.metadata.feature_control import default_levels
+    table = {"metadata.version": (7, 30), "kraft.version": (0, 1), "transaction.version": (0, 2),
+             "group.version": (0, 1), "share.version": (0, 1), "eligible.leader.replicas.version": (0, 1)}
+    assert default_levels(25, table) == {"transaction.version": 2, "group.version": 1, "share.version": 0,
+                                         "eligible.leader.replicas.version": 0}
+    assert default_levels(21, table) == {"transaction.version": 0, "group.version": 0, "share.version": 0,
+                                         "eligible.leader.replicas.version": 0}
+    assert default_levels(30, table)["share.version"] == 1
+    # capped at what kbroker serves; a feature not in the table gets nothing
+    assert default_levels(25, {"metadata.version": (7, 25), "transaction.version": (0, 1)}) == \
+        {"transaction.version": 1}
+    assert default_levels(25, {"metadata.version": (7, 25)}) == {}
+
+
+def test_dependency_error_at_format():
+    from kbroker.metadata.feature_control import dependency_error
+    assert dependency_error({"metadata.version": 25, "eligible.leader.replicas.version": 1}) is None
+    assert dependency_error({"metadata.version": 22, "eligible.leader.replicas.version": 1}) == (
+        "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23")
