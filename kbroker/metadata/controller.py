@@ -405,8 +405,11 @@ class Controller(AuthzControl):
         from kbroker.features import SUPPORTED_FEATURES
         from .feature_control import update_features
         async with self._lock:
+            brokers = {b.node_id: {n: (lo, hi) for n, lo, hi in b.features}
+                       for b in self.image.brokers.values() if b.features}
             result = update_features(dict(self.image.features), dict(SUPPORTED_FEATURES), list(updates),
-                                     node_id=self.config.node_id, validate_only=validate_only)
+                                     node_id=self.config.node_id, validate_only=validate_only,
+                                     brokers=brokers)
             if result.error_code:
                 log.warning("%s", result.error_message)
                 return result.error_code, ("The update failed for all features since the following "

@@ -137,39 +137,61 @@ def metadata_changed(a: int, b: int) -> bool:
     return any(METADATA_CHANGED.get(v, True) for v in range(low + 1, high + 1))
 
 
-def _not_supported(name: str, level: int, supported: dict, node_id: int) -> str | None:
+def _not_supported(name: str, level: int, supported: dict, who: str) -> str | None:
     lo, hi = supported.get(name, (0, 0))
     if lo <= level <= hi:
         return None
-    who = f"Local controller {node_id}"
     if hi == 0:
         return f"{who} does not support this feature."
     return f"{who} only supports versions {_range_text(lo, hi)}"
 
 
+def registration_error(finalized: dict[str, int], features) -> str | None:
+    """Why a broker serving ``features`` (``(name, min, max)``) cannot join a cluster with
+    these finalized levels (Kafka's ``processRegistrationFeature``), or None. A finalized
+    level above 0 of a feature the broker does not list at all refuses it too."""
+    listed = {n: (lo, hi) for n, lo, hi in features}
+    for name, lo, hi in features:
+        level = finalized.get(name, 0)
+        if not lo <= level <= hi:
+            return (f"Unable to register because the broker does not support finalized version "
+                    f"{level} of {name}. The broker wants a version between {lo} and {hi}, inclusive.")
+    for name, level in sorted(finalized.items()):
+        if level > 0 and name not in listed:
+            return (f"Unable to register because the broker does not support finalized version "
+                    f"{level} of {name}. The broker wants a version between 0 and 0, inclusive.")
+    return None
+
+
 def update_features(finalized: dict[str, int], supported: dict[str, tuple[int, int]],
                     updates: list[FeatureUpdate], *, node_id: int,
-                    validate_only: bool = False) -> UpdateResult:
-    """Check ``updates`` against the finalized levels and return the records to commit."""
+                    validate_only: bool = False,
+                    brokers: dict[int, dict[str, tuple[int, int]]] | None = None) -> UpdateResult:
+    """Check ``updates`` against the finalized levels and return the records to commit.
+    ``brokers``: the ranges each registered broker serves (from its registration); a level
+    one of them cannot serve is refused as by this node ("Broker N …")."""
     proposed = dict(finalized)
     for u in updates:
         proposed[u.name] = u.level
     records = []
     for u in updates:
-        err = _check_one(u, finalized, supported, proposed, node_id, records)
+        err = _check_one(u, finalized, supported, proposed, node_id, records, brokers or {})
         if err is not None:
             return err
     return UpdateResult(records=[] if validate_only else records)
 
 
-def _check_one(u: FeatureUpdate, finalized, supported, proposed, node_id, records) -> UpdateResult | None:
+def _check_one(u: FeatureUpdate, finalized, supported, proposed, node_id, records,
+               brokers) -> UpdateResult | None:
     name, level = u.name, u.level
     if u.upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
         return _invalid(name, level, "The controller does not support the given upgrade type.")
     current = finalized.get(name, 0)
     if level < 0:
         return _invalid(name, level, "A feature version cannot be less than 0.")
-    why = _not_supported(name, level, supported, node_id)
+    why = _not_supported(name, level, supported, f"Local controller {node_id}")
+    for broker_id, ranges in sorted(brokers.items()):
+        why = why or _not_supported(name, level, ranges, f"Broker {broker_id}")
     if why:
         return _invalid(name, level, why)
     if level < current and u.upgrade_type == UPGRADE:

@@ -67,7 +67,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import elect, reassign
+from . import elect, feature_control, reassign
 from .controller import METADATA_VERSION, Controller, default_feature_records
 from .image import apply_partition_change
 from .store import encode_record
@@ -178,11 +178,20 @@ class QuorumController(Controller):
 
     # ------------------------------------------------------------------ registration
     async def register_broker(self, broker_id: int, cluster_id: str, incarnation_id, listeners,
-                              rack: str | None) -> tuple[int, int]:
-        """``(error_code, broker_epoch)``."""
+                              rack: str | None, features=None) -> tuple[int, int]:
+        """``(error_code, broker_epoch)``. ``features``: the ``(name, min, max)`` levels the
+        broker serves (None: this node's own table); a broker that cannot serve a finalized
+        level is refused with UNSUPPORTED_VERSION, as Kafka's ``ClusterControlManager``."""
+        from kbroker.features import SUPPORTED_FEATURES
+        if features is None:
+            features = [(n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
         async with self._lock:
             if cluster_id != self.image.cluster_id:
                 return E.INCONSISTENT_CLUSTER_ID, -1
+            problem = feature_control.registration_error(dict(self.image.features), features)
+            if problem:
+                log.warning("broker %d refused: %s", broker_id, problem)
+                return E.UNSUPPORTED_VERSION, -1
             old = self.image.brokers.get(broker_id)
             if old is not None and old.incarnation_id == incarnation_id:
                 self._sessions[broker_id] = trio.current_time()
@@ -192,7 +201,9 @@ class QuorumController(Controller):
             rec = messages.RegisterBrokerRecord(
                 broker_id=broker_id, is_migrating_zk_broker=False, incarnation_id=incarnation_id,
                 broker_epoch=epoch, rack=rack, fenced=True, in_controlled_shutdown=False,
-                end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners])
+                end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
+                features=[messages.RegisterBrokerRecord.BrokerFeature(
+                    name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in features])
             await self._commit([rec])
             self._sessions[broker_id] = trio.current_time()
             self.stats["registrations"] += 1

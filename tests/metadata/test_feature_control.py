@@ -104,3 +104,24 @@ def test_dependency_error_at_format():
     assert dependency_error({"metadata.version": 25, "eligible.leader.replicas.version": 1}) is None
     assert dependency_error({"metadata.version": 22, "eligible.leader.replicas.version": 1}) == (
         "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23")
+
+
+def test_every_registered_broker_must_serve_the_level():
+    brokers = {2: {"metadata.version": (7, 24)}, 3: {"metadata.version": (7, 25)}}
+    r = update_features(dict(FINALIZED), SUPPORTED, [FeatureUpdate("metadata.version", 25, UPGRADE)],
+                        node_id=1, brokers=brokers)
+    assert (r.error_code, r.error_message) == (E.INVALID_UPDATE_VERSION, "Invalid update version 25 for "
+                                               "feature metadata.version. Broker 2 only supports versions 7-24")
+    r = update_features(dict(FINALIZED), SUPPORTED, [FeatureUpdate("eligible.leader.replicas.version", 1)],
+                        node_id=1, brokers=brokers)
+    assert r.error_message.endswith("Broker 2 does not support this feature.")
+
+
+def test_registration_is_refused_below_a_finalized_level():
+    from kbroker.metadata.feature_control import registration_error
+    assert registration_error({"metadata.version": 25}, [("metadata.version", 7, 25)]) is None
+    assert registration_error({"metadata.version": 25}, [("metadata.version", 7, 24)]) == (
+        "Unable to register because the broker does not support finalized version 25 of "
+        "metadata.version. The broker wants a version between 7 and 24, inclusive.")
+    assert "finalized version 2 of transaction.version" in registration_error(
+        {"metadata.version": 25, "transaction.version": 2}, [("metadata.version", 7, 25)])
