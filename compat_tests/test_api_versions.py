@@ -34,13 +34,9 @@ KAFKA = {
 # key: (what kbroker advertises today, who owes Kafka's range)
 KNOWN_GAPS = {
     # issue 18 (this one): topic ids (KIP-516) and transactions v2 (KIP-890 part 2)
-    2: ((1, 8), "issue 18: ListOffsets v9-11 (KIP-1005 tiered offsets, KIP-1023)"),
     26: ((0, 4), "issue 18: EndTxn v5 (KIP-890 part 2)"),
     27: ((1, 1), "issue 18: WriteTxnMarkers v2 (KIP-890 part 2)"),
     28: ((0, 4), "issue 18: TxnOffsetCommit v5 (KIP-890 part 2)"),
-    45: ((0, 0), "issue 18: AlterPartitionReassignments v1 (KIP-1101)"),
-    57: (None, "issue 18: UpdateFeatures (transaction.version)"),
-    64: (None, "issue 18: UnregisterBroker"),
     80: (None, "issue 18: AddRaftVoter (KIP-853, forwarded to the controller)"),
     81: (None, "issue 18: RemoveRaftVoter (KIP-853)"),
     # the groups issue

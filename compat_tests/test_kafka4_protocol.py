@@ -8,7 +8,9 @@ Hand-built requests with kbroker's codec (no client library picks these versions
 - topics whose names collide once '.' and '_' are unified cannot coexist;
 - ElectLeaders with ``timeout_ms`` 0 answers REQUEST_TIMED_OUT;
 - a Produce v0-v2 request closes the connection (KIP-896; v0 stays advertised for old
-  librdkafka, KAFKA-18659).
+  librdkafka, KAFKA-18659);
+- ListOffsets v9-v11's tiered timestamps (-5 latest tiered, -6 earliest pending upload) on a
+  broker without tiered storage, and special timestamps below their version.
 """
 from __future__ import annotations
 
@@ -150,3 +152,55 @@ def test_produce_below_v3_closes_the_connection(bootstrap, topic_name, version):
         except ConnectionResetError:
             got = b""
         assert got == b"", "the broker answered instead of closing the connection"
+
+
+def _list_offsets(conn, topic, version, timestamp):
+    L = M.ListOffsetsRequest
+    r = conn.request(2, version, L(replica_id=-1, isolation_level=0, timeout_ms=1000, topics=[
+        L.ListOffsetsTopic(name=topic, partitions=[L.ListOffsetsPartition(
+            partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])]))
+    p = r.topics[0].partitions[0]
+    return p.error_code, p.timestamp, p.offset, p.leader_epoch
+
+
+def test_list_offsets_tiered_timestamps_without_tiered_storage(bootstrap, topic_name):
+    """ListOffsets v9-v11 (KIP-1005 latest tiered -5, KIP-1023 earliest pending upload -6) on a
+    broker without tiered storage, and the special timestamps below the version that defines them."""
+    create_topic(bootstrap, topic_name)
+    conn = _connect(bootstrap)
+    try:
+        _produce_one(conn, topic_name)
+        _produce_one(conn, topic_name)
+        got = {(v, ts): _list_offsets(conn, topic_name, v, ts)
+               for v, ts in [(8, -5), (9, -5), (10, -5), (11, -5), (10, -6), (11, -6), (11, -4),
+                             (11, -2), (11, -1), (11, -7), (8, -4), (7, -4), (6, -3), (7, -3)]}
+        none, unsupported = (0, -1, -1, -1), (35, -1, -1, -1)
+        assert got == {
+            (8, -5): unsupported, (9, -5): none, (10, -5): none, (11, -5): none,
+            (10, -6): unsupported, (11, -6): none, (11, -7): unsupported,
+            (11, -4): (0, -1, 0, 0), (11, -2): (0, -1, 0, 0), (11, -1): (0, -1, 2, 0),
+            (8, -4): (0, -1, 0, 0), (7, -4): unsupported, (6, -3): unsupported,
+            (7, -3): (0, got[(7, -3)][1], 1, 0)}
+    finally:
+        conn.close()
+
+
+def test_alter_partition_reassignments_v1_echoes_the_flag(bootstrap, topic_name):
+    """AlterPartitionReassignments v1 (KIP-860): the answer echoes
+    allow_replication_factor_change; a same-size target passes with the flag off; an unknown
+    broker is refused before the replication factor is looked at."""
+    create_topic(bootstrap, topic_name)
+    A = M.AlterPartitionReassignmentsRequest
+    conn = _connect(bootstrap)
+    try:
+        def go(replicas, allow):
+            r = conn.request(45, 1, A(timeout_ms=30000, allow_replication_factor_change=allow, topics=[
+                A.ReassignableTopic(name=topic_name, partitions=[
+                    A.ReassignablePartition(partition_index=0, replicas=replicas)])]))
+            return r.error_code, r.allow_replication_factor_change, \
+                [(p.partition_index, p.error_code) for t in r.responses for p in t.partitions]
+        assert go([1], False) == (0, False, [(0, 0)])
+        assert go([1], True) == (0, True, [(0, 0)])
+        assert go([1, 7], False) == (0, False, [(0, 39)])   # INVALID_REPLICA_ASSIGNMENT
+    finally:
+        conn.close()

@@ -114,14 +114,21 @@ def check_features(features: dict[str, int]) -> None:
 
 
 def default_features(release_version: str | None, extra: list[str]) -> dict[str, int]:
+    """metadata.version of the release (kbroker's highest by default), every other served
+    feature at its default for that level (Kafka's format), then ``--feature`` overrides."""
+    from kbroker.metadata.feature_control import default_levels, dependency_error
     hi = supported_features()["metadata.version"][1]
-    features = {"metadata.version": parse_release_version(release_version) if release_version else hi}
+    mv = parse_release_version(release_version) if release_version else hi
+    features = {**default_levels(mv, supported_features()), "metadata.version": mv}
     for item in extra:
         name, sep, level = item.partition("=")
         if not sep or not level.strip().lstrip("-").isdigit():
             raise StorageError(f"--feature expects NAME=LEVEL, got {item!r}")
         features[name.strip()] = int(level)
     check_features(features)
+    problem = dependency_error(features)
+    if problem:
+        raise StorageError(problem)
     return features
 
 

@@ -163,8 +163,21 @@ def _hb_describe_topic_partitions(conn, version):
     return r(topics=[r.TopicRequest(name=HB_TOPIC)], response_partition_limit=2000)
 
 
+def _hb_update_features(conn, version):
+    # a refused update (a feature no node serves): changes nothing, answered alike by both
+    r = messages.UpdateFeaturesRequest
+    return r(timeout_ms=5000, validate_only=True, feature_updates=[
+        r.FeatureUpdateKey(feature="dx.no.such.feature", max_version_level=1, upgrade_type=1)])
+
+
+def _hb_unregister_broker(conn, version):
+    # a broker id nobody registered: BROKER_ID_NOT_REGISTERED, nothing removed
+    return messages.UnregisterBrokerRequest(broker_id=99)
+
+
 BUILDERS = {23: _hb_offset_for_leader_epoch, 27: _hb_write_txn_markers, 29: _hb_describe_acls,
-            30: _hb_create_acls, 31: _hb_delete_acls,
+            30: _hb_create_acls, 31: _hb_delete_acls, 57: _hb_update_features,
+            64: _hb_unregister_broker,
             74: _hb_list_config_resources, 75: _hb_describe_topic_partitions}
 
 

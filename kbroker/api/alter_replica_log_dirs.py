@@ -8,13 +8,16 @@ and ``Admin.alterReplicaLogDirs`` send it. Per partition, as Kafka's
 - a destination that is not one of ``log.dirs`` (absolute path) → ``LOG_DIR_NOT_FOUND``;
 - a partition with no local replica → ``REPLICA_NOT_AVAILABLE``;
 - a replica already in the destination → NONE (nothing to move);
-- a replica in another directory → ``KAFKA_STORAGE_ERROR``: kbroker places partitions over
-  several ``log.dirs`` but cannot move one between them yet (Kafka would copy it through a
-  "future" replica and answer NONE). With a single log directory — the usual set-up — every
-  answer is Kafka's.
+- a replica in another directory → moved there (``ReplicaManager.move_replica_dir``,
+  ``LogManager.move_log``: copied, then swapped, crash-safe) and NONE. Kafka answers NONE at
+  once and copies through a "future" replica in the background; kbroker copies before
+  answering, so DescribeLogDirs shows the partition in its new directory right away (and
+  never as a future replica). A copy that fails (disk full, I/O error) answers
+  ``KAFKA_STORAGE_ERROR`` with one log line and leaves the replica where it was.
 """
 from __future__ import annotations
 
+import logging
 import os
 
 from kbroker.api import RequestContext, api
@@ -22,6 +25,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
 Response = messages.AlterReplicaLogDirsResponse
+_log = logging.getLogger("kbroker.api")
 
 
 def _answer(ctx: RequestContext, path: str, topic: str, index: int) -> int:
@@ -37,7 +41,14 @@ def _answer(ctx: RequestContext, path: str, topic: str, index: int) -> int:
         return ErrorCode.REPLICA_NOT_AVAILABLE
     if os.path.abspath(str(log.dir.parent)) == os.path.abspath(path):
         return ErrorCode.NONE
-    return ErrorCode.KAFKA_STORAGE_ERROR
+    dest = next(d for d in logs.log_dirs if os.path.abspath(str(d)) == os.path.abspath(path))
+    try:
+        ctx.broker.replicas.move_replica_dir(topic, index, dest)
+    except OSError as e:
+        _log.error("moving %s-%d to %s failed: %s", topic, index, dest, e)
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    _log.info("moved %s-%d to log directory %s", topic, index, dest)
+    return ErrorCode.NONE
 
 
 @api(34, versions=(1, 2))

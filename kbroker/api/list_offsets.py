@@ -1,11 +1,15 @@
 """ListOffsets (API key 2): offsets by timestamp, earliest, latest and max timestamp.
 
-Versions: v1–v8. v0 (multiple ``old_style_offsets``) was removed by KIP-896; v9+ add
-KIP-1005's latest-tiered spec and a timeout that a node without tiered storage does not need.
+Versions: v1–v11. v0 (multiple ``old_style_offsets``) was removed by KIP-896; v10's
+``timeout_ms`` (KIP-1075, asynchronous remote reads) is not needed without tiered storage.
 
 Special timestamps: -2 earliest (log start offset), -1 latest (high watermark, or the last
 stable offset under ``read_committed``, KIP-98), -3 the record with the max timestamp (v7+,
-KIP-734), -4 earliest local (v8+, KIP-405; equals earliest without tiered storage). A real
+KIP-734), -4 earliest local (v8+, KIP-405; equals earliest without tiered storage), -5
+latest tiered (v9+, KIP-1005) and -6 earliest pending upload (v11+, KIP-1023): without tiered
+storage both answer offset -1, timestamp -1, leader epoch -1, as Kafka does. A special
+timestamp below the version that defines it, or an unknown one (below -6), answers
+UNSUPPORTED_VERSION for that partition (Kafka 4.3.1's answers). A real
 timestamp answers the first offset whose timestamp is >= it, or offset/timestamp -1 when
 none qualifies. ``leader_epoch`` (v4+) is the partition leader epoch (KIP-320); a stale
 ``current_leader_epoch`` gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. A follower
@@ -20,14 +24,20 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import DESCRIBE
-from kbroker.replica import EARLIEST_LOCAL_TIMESTAMP, MAX_TIMESTAMP, ReplicaError
+from kbroker.replica import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+                             LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP, ReplicaError)
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
 Resp = messages.ListOffsetsResponse
 
+# special timestamp -> the first version that may ask for it
+_SINCE = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9,
+          EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
+_TIERED = (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP)
 
-@api(2, versions=(1, 8))
+
+@api(2, versions=(1, 11))
 async def handle(ctx: RequestContext, request):
     version = ctx.api_version
     replicas = ctx.broker.replicas
@@ -51,10 +61,17 @@ async def handle(ctx: RequestContext, request):
                 out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
             ts = p.timestamp
-            if (ts == MAX_TIMESTAMP and version < 7) or (ts == EARLIEST_LOCAL_TIMESTAMP and version < 8):
+            if version < _SINCE.get(ts, 0) or ts < EARLIEST_PENDING_UPLOAD_TIMESTAMP:
                 out.error_code = ErrorCode.UNSUPPORTED_VERSION
                 continue
             try:
+                if ts in _TIERED:
+                    # no tiered storage: nothing is in (or pending upload to) remote storage,
+                    # but the partition must still be led here
+                    replicas.list_offset(t.name, p.partition_index, EARLIEST_LOCAL_TIMESTAMP,
+                                         current_leader_epoch=p.current_leader_epoch,
+                                         replica_id=request.replica_id if request.replica_id >= 0 else -1)
+                    continue
                 found_ts, offset, epoch = replicas.list_offset(
                     t.name, p.partition_index, ts, isolation_level=isolation,
                     current_leader_epoch=p.current_leader_epoch if version >= 4 else -1,

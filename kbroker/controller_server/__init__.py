@@ -30,11 +30,13 @@ key   API                     module
 54    EndQuorumEpoch          ``end_quorum_epoch``
 55    DescribeQuorum          ``describe_quorum`` (also on client listeners)
 56    AlterPartition          ``alter_partition`` — leaders change ISRs (replication)
+57    UpdateFeatures          ``forwarded``
 58    Envelope                ``envelope`` — delegation-token writes with the caller's principal
 59    FetchSnapshot           ``fetch_snapshot``
 60    DescribeCluster         ``describe_cluster`` (``--bootstrap-controller`` clients)
 62    BrokerRegistration      ``broker_registration``
 63    BrokerHeartbeat         ``broker_heartbeat``
+64    UnregisterBroker        ``forwarded``
 67    AllocateProducerIds     ``allocate_producer_ids``
 ====  ======================  =====================================================
 

@@ -2,8 +2,10 @@
 the cluster. The active controller writes a fenced ``RegisterBrokerRecord`` whose offset is
 the broker epoch (same incarnation id: the same epoch again) and answers that epoch; the
 broker is unfenced by a later heartbeat. ``NOT_CONTROLLER`` when this node is not active,
-``INCONSISTENT_CLUSTER_ID`` for another cluster.
-Not implemented: feature range checks, log dir ids, ZooKeeper migration fields."""
+``INCONSISTENT_CLUSTER_ID`` for another cluster, ``UNSUPPORTED_VERSION`` for a broker whose
+feature ranges leave out a finalized level (the ranges are kept in the registration, and
+UpdateFeatures checks every registered broker against them).
+Not implemented: log dir ids, ZooKeeper migration fields."""
 from __future__ import annotations
 
 from kbroker.authz.acls import CLUSTER_ACTION
@@ -24,7 +26,8 @@ async def handle(ctx, request):
     try:
         code, epoch = await c.register_broker(
             request.broker_id, request.cluster_id, request.incarnation_id,
-            [(l.name, l.host, l.port) for l in request.listeners or ()], request.rack)
+            [(l.name, l.host, l.port) for l in request.listeners or ()], request.rack,
+            [(f.name, f.min_supported_version, f.max_supported_version) for f in request.features or ()])
     except NotController:
         code, epoch = ErrorCode.NOT_CONTROLLER, -1
     return Response(throttle_time_ms=0, error_code=code, broker_epoch=epoch)

@@ -1,8 +1,9 @@
 """Admin writes forwarded by brokers: CreateTopics (19, v2–v7), DeleteTopics (20, v1–v6),
 AlterConfigs (33, v0–v2), CreatePartitions (37, v0–v3), ElectLeaders (43, v0–v2),
-IncrementalAlterConfigs (44, v0–v1), AlterPartitionReassignments (45, v0),
+IncrementalAlterConfigs (44, v0–v1), AlterPartitionReassignments (45, v0–v1),
 ListPartitionReassignments (46, v0), CreateAcls (30, v1–v3), DeleteAcls (31, v1–v3),
-AlterUserScramCredentials (51, v0).
+AlterUserScramCredentials (51, v0), UpdateFeatures (57, v0–v2),
+UnregisterBroker (64, v0).
 
 The client plane's handlers (``kbroker.api.*``) are reused as they are: on this plane
 ``ctx.broker.controller`` is the local ``QuorumController``. When this node is not the
@@ -14,7 +15,7 @@ from kbroker.api import (alter_client_quotas, alter_configs, alter_partition_rea
                          alter_user_scram_credentials, create_acls, create_partitions,
                          create_topics, delete_acls,
                          delete_topics, elect_leaders, incremental_alter_configs,
-                         list_partition_reassignments)
+                         list_partition_reassignments, unregister_broker, update_features)
 from kbroker.metadata.quorum_controller import NotController
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -47,12 +48,18 @@ def _not_controller(api_key: int, request):
             for t in request.topic_partitions or ()])
     if api_key == 45:
         R = messages.AlterPartitionReassignmentsResponse
-        return R(throttle_time_ms=0, error_code=NC, responses=[])
+        return R(throttle_time_ms=0, error_code=NC, responses=[],
+                 allow_replication_factor_change=getattr(request, "allow_replication_factor_change", True))
     if api_key == 51:
         R = messages.AlterUserScramCredentialsResponse
         users = [d.name for d in request.deletions or ()] + [u.name for u in request.upsertions or ()]
         return R(throttle_time_ms=0, results=[R.AlterUserScramCredentialsResult(user=u, error_code=NC)
                                               for u in dict.fromkeys(users)])
+    if api_key == 64:
+        return messages.UnregisterBrokerResponse(throttle_time_ms=0, error_code=NC, error_message=None)
+    if api_key == 57:
+        R = messages.UpdateFeaturesResponse
+        return R(throttle_time_ms=0, error_code=NC, error_message="No active controller.", results=[])
     if api_key == 46:
         R = messages.ListPartitionReassignmentsResponse
         return R(throttle_time_ms=0, error_code=NC, topics=[])
@@ -95,9 +102,11 @@ _forwarded(33, (0, 2), alter_configs.handle)
 _forwarded(37, (0, 3), create_partitions.handle)
 _forwarded(44, (0, 1), incremental_alter_configs.handle)
 _forwarded(43, (0, 2), elect_leaders.handle)
-_forwarded(45, (0, 0), alter_partition_reassignments.handle)
+_forwarded(45, (0, 1), alter_partition_reassignments.handle)
 _forwarded(46, (0, 0), list_partition_reassignments.handle)
 _forwarded(49, (0, 1), alter_client_quotas.handle)
 _forwarded(30, (1, 3), create_acls.handle)
 _forwarded(31, (1, 3), delete_acls.handle)
 _forwarded(51, (0, 0), alter_user_scram_credentials.handle)
+_forwarded(57, (0, 2), update_features.handle)
+_forwarded(64, (0, 0), unregister_broker.handle)

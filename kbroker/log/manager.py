@@ -5,6 +5,7 @@ Layout of each directory in ``log.dirs`` (Kafka's)::
     <log dir>/
         <topic>-<partition>/                 one PartitionLog
         <topic>-<partition>.<hex>-delete/    a deleted log waiting for file.delete.delay.ms
+        <topic>-<partition>.<hex>-future/    a log being moved here from another log dir
         recovery-point-offset-checkpoint     see kbroker.log.checkpoint
         log-start-offset-checkpoint
         cleaner-offset-checkpoint
@@ -21,6 +22,15 @@ Maintenance is synchronous, bounded work a trio task calls periodically (see
 :mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints),
 ``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion) and
 ``run_cleaner`` (at most one compaction pass per call, on the dirtiest log).
+
+``move_log`` moves a partition to another of ``log.dirs`` (AlterReplicaLogDirs, KIP-113):
+the log is flushed with a producer-state snapshot, copied to ``…-future`` in the
+destination and fsynced, the source renamed ``…-delete`` (its descriptors stay open for reads
+in flight until ``file.delete.delay.ms``), then the copy renamed into place and opened. It runs
+without yielding, so no append lands in between (Kafka copies in the background with a
+future replica that catches up; kbroker's broker pauses for the copy instead). A crash at
+any step leaves one complete log: ``load()`` drops a ``-future`` whose partition still has
+its live directory and promotes one whose source was already renamed.
 Time comes from ``now_ms`` arguments or the injected ``clock`` (milliseconds).
 """
 from __future__ import annotations
@@ -64,6 +74,7 @@ class LogManager:
     def load(self) -> None:
         """Open every partition directory found in the log directories."""
         now = self.clock()
+        futures: list[Path] = []
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             marker = d / ckpt.CLEAN_SHUTDOWN
@@ -79,6 +90,9 @@ class LogManager:
                 if child.name.endswith("-delete"):
                     shutil.rmtree(child, ignore_errors=True)
                     continue
+                if child.name.endswith("-future"):
+                    futures.append(child)
+                    continue
                 parsed = _parse_dir_name(child.name)
                 if parsed is None or parsed in self._logs:
                     continue
@@ -91,6 +105,8 @@ class LogManager:
                                    high_watermark=None if parsed[0] == METADATA_TOPIC
                                    else hws.get(parsed))
                 self._register(log)
+        for future in futures:
+            self._finish_move(future, now)
         self.checkpoint()
         for d in self.log_dirs:
             marker = d / ckpt.CLEAN_SHUTDOWN
@@ -178,6 +194,59 @@ class LogManager:
         ckpt.fsync_dir(target.parent)
         self._pending_dirs.append((self.clock() + log.config.file_delete_delay_ms, target, log))
         return True
+
+    def _finish_move(self, future: Path, now: int) -> None:
+        """A ``-future`` directory found at start-up (a move cut short by a crash)."""
+        parsed = _parse_dir_name(future.name.rsplit(".", 1)[0])
+        if parsed is None or parsed in self._logs:
+            shutil.rmtree(future, ignore_errors=True)     # the source is still live: drop the copy
+            return
+        final = future.with_name(f"{parsed[0]}-{parsed[1]}")
+        os.replace(future, final)
+        ckpt.fsync_dir(final.parent)
+        self._register(PartitionLog(final, parsed[0], parsed[1], self.default_config,
+                                    clock=self.clock, now_ms=now))
+
+    def move_log(self, topic: str, partition: int, dest: Path) -> PartitionLog:
+        """Move ``topic``-``partition`` to the log directory ``dest`` (one of ``log_dirs``);
+        returns the log now in use (the same one when it is there already)."""
+        log = self._logs[(topic, partition)]
+        dest = Path(dest)
+        if dest not in self.log_dirs:
+            raise ValueError(f"{dest} is not a log directory")
+        if log.dir.parent == dest:
+            return log
+        log.flush()
+        log.producer_state.take_snapshot(log.log_end_offset)
+        future = dest / f"{log.dir.name}.{uuid.uuid4().hex}-future"
+        try:
+            shutil.copytree(log.dir, future)
+            for f in future.iterdir():
+                fd = os.open(f, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            ckpt.fsync_dir(future)
+            ckpt.fsync_dir(dest)
+        except OSError:
+            shutil.rmtree(future, ignore_errors=True)    # the source stays in use
+            raise
+        state = dict(recovery_point=log.recovery_point, log_start_offset=log.log_start_offset,
+                     first_dirty_offset=log.first_dirty_offset, high_watermark=log.high_watermark)
+        del self._logs[(topic, partition)]
+        log.closed = True            # descriptors stay for reads in flight, as delete_log does
+        retired = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
+        os.replace(log.dir, retired)
+        ckpt.fsync_dir(retired.parent)
+        self._pending_dirs.append((self.clock() + log.config.file_delete_delay_ms, retired, log))
+        final = dest / f"{topic}-{partition}"
+        os.replace(future, final)
+        ckpt.fsync_dir(dest)
+        moved = PartitionLog(final, topic, partition, log.config, clock=self.clock, **state)
+        self._register(moved)
+        self.checkpoint()
+        return moved
 
     def all_logs(self) -> list[PartitionLog]:
         return list(self._logs.values())

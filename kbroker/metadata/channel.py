@@ -13,7 +13,7 @@ each call:
 - otherwise it is forwarded to the Raft leader's controller listener as the Kafka request it
   stands for (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, AlterConfigs v2,
   IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v1,
-  BrokerHeartbeat v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v0,
+  BrokerHeartbeat v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v1,
   ListPartitionReassignments v0, AlterUserScramCredentials v0); while a client's admin
   request of that API is being served it goes inside an Envelope carrying the client's
   principal and host (``_call``, KIP-590), so the controller authorizes the client, as
@@ -36,6 +36,7 @@ import trio
 
 from kbroker.api import CURRENT_REQUEST
 from kbroker.controller_server.envelope import FORWARDED, unwrap, wrap
+from kbroker.features import SUPPORTED_FEATURES
 from kbroker.wire import messages as w
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -288,6 +289,40 @@ class ControllerChannel(AuthzChannel):
             await self.quorum.wait_caught_up_after_now()
         return out
 
+    # ------------------------------------------------------------------ features
+    async def update_features(self, updates, *, validate_only: bool = False) -> tuple[int, str | None]:
+        """UpdateFeatures on the active controller (``updates``: ``FeatureUpdate``s);
+        ``(error code, message)`` once committed and visible in this node's image."""
+        R = w.UpdateFeaturesRequest
+
+        async def remote(addr):
+            req = R(timeout_ms=int(self.timeout * 1000), validate_only=validate_only, feature_updates=[
+                R.FeatureUpdateKey(feature=u.name, max_version_level=u.level, upgrade_type=u.upgrade_type)
+                for u in updates])
+            resp = await self._call(addr, 57, 2, req)
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            if not resp.error_code and not validate_only:
+                await self.quorum.wait_caught_up_after_now()
+            return resp.error_code, resp.error_message
+
+        return await self._route(
+            lambda c: c.update_features(updates, validate_only=validate_only), remote,
+            lambda: (E.NOT_CONTROLLER, "No active controller."))
+
+    async def unregister_broker(self, broker_id: int) -> tuple[int, str | None]:
+        """UnregisterBroker on the active controller: ``(error code, message)``."""
+        async def remote(addr):
+            resp = await self._call(addr, 64, 0, w.UnregisterBrokerRequest(broker_id=broker_id))
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            if not resp.error_code:
+                await self._wait_visible(lambda img: broker_id not in img.brokers)
+            return resp.error_code, resp.error_message
+
+        return await self._route(lambda c: c.unregister_broker(broker_id), remote,
+                                 lambda: (E.NOT_CONTROLLER, "No active controller."))
+
     # ------------------------------------------------------------------ SCRAM credentials
     async def alter_user_scram_credentials(self, deletions, upsertions):
         R = w.AlterUserScramCredentialsRequest
@@ -333,8 +368,8 @@ class ControllerChannel(AuthzChannel):
         async def remote(addr):
             req = R(broker_id=self.node_id, cluster_id=self.quorum.cluster_id, incarnation_id=incarnation_id,
                     listeners=[R.Listener(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
-                    features=[R.Feature(name="metadata.version", min_supported_version=7,
-                                        max_supported_version=25)],
+                    features=[R.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
+                              for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())],
                     rack=rack, is_migrating_zk_broker=False)
             resp = await self._call(addr, 62, 1, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
@@ -449,17 +484,18 @@ class ControllerChannel(AuthzChannel):
             lambda: (E.NOT_CONTROLLER, [(n, [(i, E.NOT_CONTROLLER, "No active controller.") for i in ps])
                                         for n, ps in topics or ()]))
 
-    async def alter_partition_reassignments(self, topics):
+    async def alter_partition_reassignments(self, topics, allow_replication_factor_change: bool = True):
         """AlterPartitionReassignments on the active controller: ``topics`` ``[(name,
         [(partition, target replicas or None)])]``; ``[(name, [(partition, code, message)])]``."""
         R = w.AlterPartitionReassignmentsRequest
 
         async def remote(addr):
-            req = R(timeout_ms=int(self.timeout * 1000), topics=[
+            req = R(timeout_ms=int(self.timeout * 1000),
+                    allow_replication_factor_change=allow_replication_factor_change, topics=[
                 R.ReassignableTopic(name=n, partitions=[
                     R.ReassignablePartition(partition_index=i, replicas=None if t is None else list(t))
                     for i, t in ps]) for n, ps in topics])
-            resp = await self._call(addr, 45, 0, req)
+            resp = await self._call(addr, 45, 1, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
             out = [(r.name, [(p.partition_index, p.error_code, p.error_message) for p in r.partitions])
@@ -469,7 +505,7 @@ class ControllerChannel(AuthzChannel):
             return out
 
         return await self._route(
-            lambda c: c.alter_partition_reassignments(topics), remote,
+            lambda c: c.alter_partition_reassignments(topics, allow_replication_factor_change), remote,
             lambda: [(n, [(i, E.NOT_CONTROLLER, "No active controller.") for i, _ in ps]) for n, ps in topics])
 
     async def list_partition_reassignments(self, topics):

@@ -56,6 +56,18 @@ METADATA_VERSION = 25
 PRODUCER_ID_BLOCK = 1000
 
 
+def default_feature_records(metadata_version: int) -> list:
+    """The FeatureLevelRecords of a new cluster without a bootstrap file: metadata.version
+    first, then every other served feature at its default level (level 0 is not written)."""
+    from kbroker.features import SUPPORTED_FEATURES
+    from .feature_control import default_levels
+    records = [messages.FeatureLevelRecord(name="metadata.version", feature_level=metadata_version)]
+    for name, level in default_levels(metadata_version, dict(SUPPORTED_FEATURES)).items():
+        if level > 0:
+            records.append(messages.FeatureLevelRecord(name=name, feature_level=level))
+    return records
+
+
 def topic_name_error(name: str | None) -> str | None:
     """Kafka's ``Topic.validate`` rules, as the message Kafka gives."""
     if not name:
@@ -157,8 +169,7 @@ class Controller(AuthzControl):
         async with self._lock:
             records = []
             if "metadata.version" not in self.image.features:
-                records.append(messages.FeatureLevelRecord(name="metadata.version",
-                                                           feature_level=METADATA_VERSION))
+                records += default_feature_records(METADATA_VERSION)
                 records += self.bootstrap_config_records()
             EP = messages.RegisterBrokerRecord.BrokerEndpoint
             records.append(messages.RegisterBrokerRecord(
@@ -386,6 +397,27 @@ class Controller(AuthzControl):
                     records += self._partition_records(t.topic_id, current, new)
             await self._commit(records)
             return out
+
+    # ------------------------------------------------------------------ features
+    async def update_features(self, updates, *, validate_only: bool = False) -> tuple[int, str | None]:
+        """UpdateFeatures (``feature_control.update_features``): ``updates`` is a list of
+        ``FeatureUpdate``; ``(error code, message)`` once the records are committed."""
+        from kbroker.features import SUPPORTED_FEATURES
+        from .feature_control import update_features
+        async with self._lock:
+            brokers = {b.node_id: {n: (lo, hi) for n, lo, hi in b.features}
+                       for b in self.image.brokers.values() if b.features}
+            result = update_features(dict(self.image.features), dict(SUPPORTED_FEATURES), list(updates),
+                                     node_id=self.config.node_id, validate_only=validate_only,
+                                     brokers=brokers)
+            if result.error_code:
+                log.warning("%s", result.error_message)
+                return result.error_code, ("The update failed for all features since the following "
+                                           "feature had an error: " + result.error_message)
+            await self._commit(result.records)
+            for r in result.records:
+                log.info("finalized feature %s at level %d", r.name, r.feature_level)
+            return E.NONE, None
 
     # ------------------------------------------------------------------ configs
     def bootstrap_config_records(self) -> list:

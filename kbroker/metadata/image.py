@@ -104,6 +104,7 @@ class BrokerImage:
     broker_epoch: int = -1
     incarnation_id: uuid.UUID = ZERO_UUID
     in_controlled_shutdown: bool = False          # KIP-841: leaving; not a leader/ISR candidate
+    features: tuple[tuple[str, int, int], ...] = ()  # (name, min, max) the broker registered with
 
     def endpoint(self, listener: str) -> tuple[str, int] | None:
         for name, host, port in self.endpoints:
@@ -256,7 +257,9 @@ class ImageBuilder:
         eps = tuple((e.name, e.host, e.port) for e in r.end_points or ())
         self.brokers[r.broker_id] = BrokerImage(r.broker_id, eps, r.rack, bool(r.fenced),
                                                 r.broker_epoch, r.incarnation_id,
-                                                bool(r.in_controlled_shutdown))
+                                                bool(r.in_controlled_shutdown),
+                                                tuple((f.name, f.min_supported_version, f.max_supported_version)
+                                                      for f in r.features or ()))
 
     def _set_fenced(self, broker_id: int, epoch: int, fenced: bool) -> None:
         b = self.brokers.get(broker_id)

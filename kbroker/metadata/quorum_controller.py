@@ -13,6 +13,8 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
 - ``register_broker``: a ``RegisterBrokerRecord`` (fenced) whose broker epoch is its own
   offset in the metadata log; re-registering with the same incarnation id returns the same
   epoch;
+- ``unregister_broker`` (UnregisterBroker, ``kafka-cluster.sh unregister``): the broker
+  leaves every ISR and its leaderships move, then its registration is removed;
 - ``heartbeat``: session bookkeeping (in memory, on the active controller only) and
   Kafka's broker states (``BrokerHeartbeatManager.calculateNextBrokerState``): a fenced
   broker that asks to be unfenced and whose metadata offset has reached its registration is
@@ -36,7 +38,8 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
   stalled does not count its own stall against brokers;
 - on activation: when the log has no ``metadata.version``, the bootstrap records — those of
   ``bootstrap.checkpoint`` written by ``kbroker storage format`` (or Kafka's tool), else
-  ``FeatureLevelRecord(metadata.version)`` at kbroker's level; and every registered broker
+  ``FeatureLevelRecord(metadata.version)`` at kbroker's level and the default levels of the
+  other features kbroker serves (``feature_control.default_levels``); and every registered broker
   gets a fresh session;
 - every partition change is built by ``reassign.build_change`` (Kafka's
   ``PartitionChangeBuilder``), so an ISR change that holds all the target replicas of an
@@ -64,8 +67,8 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import elect, reassign
-from .controller import METADATA_VERSION, Controller
+from . import elect, feature_control, reassign
+from .controller import METADATA_VERSION, Controller, default_feature_records
 from .image import apply_partition_change
 from .store import encode_record
 
@@ -165,8 +168,7 @@ class QuorumController(Controller):
                 async with self._lock:
                     # Kafka's format step: metadata.version plus the cluster-level
                     # min.insync.replicas default (KIP-966; compat ledger F-002)
-                    first = self._bootstrap or [messages.FeatureLevelRecord(
-                        name="metadata.version", feature_level=METADATA_VERSION)]
+                    first = self._bootstrap or default_feature_records(METADATA_VERSION)
                     await self._commit([*first, *self.bootstrap_config_records()])
             except NotController:
                 pass
@@ -176,11 +178,20 @@ class QuorumController(Controller):
 
     # ------------------------------------------------------------------ registration
     async def register_broker(self, broker_id: int, cluster_id: str, incarnation_id, listeners,
-                              rack: str | None) -> tuple[int, int]:
-        """``(error_code, broker_epoch)``."""
+                              rack: str | None, features=None) -> tuple[int, int]:
+        """``(error_code, broker_epoch)``. ``features``: the ``(name, min, max)`` levels the
+        broker serves (None: this node's own table); a broker that cannot serve a finalized
+        level is refused with UNSUPPORTED_VERSION, as Kafka's ``ClusterControlManager``."""
+        from kbroker.features import SUPPORTED_FEATURES
+        if features is None:
+            features = [(n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
         async with self._lock:
             if cluster_id != self.image.cluster_id:
                 return E.INCONSISTENT_CLUSTER_ID, -1
+            problem = feature_control.registration_error(dict(self.image.features), features)
+            if problem:
+                log.warning("broker %d refused: %s", broker_id, problem)
+                return E.UNSUPPORTED_VERSION, -1
             old = self.image.brokers.get(broker_id)
             if old is not None and old.incarnation_id == incarnation_id:
                 self._sessions[broker_id] = trio.current_time()
@@ -190,7 +201,9 @@ class QuorumController(Controller):
             rec = messages.RegisterBrokerRecord(
                 broker_id=broker_id, is_migrating_zk_broker=False, incarnation_id=incarnation_id,
                 broker_epoch=epoch, rack=rack, fenced=True, in_controlled_shutdown=False,
-                end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners])
+                end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
+                features=[messages.RegisterBrokerRecord.BrokerFeature(
+                    name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in features])
             await self._commit([rec])
             self._sessions[broker_id] = trio.current_time()
             self.stats["registrations"] += 1
@@ -323,6 +336,24 @@ class QuorumController(Controller):
                     if rec is not None:
                         recs.append(rec)
         return recs
+
+    async def unregister_broker(self, broker_id: int) -> tuple[int, str | None]:
+        """UnregisterBroker (Kafka's ``ReplicationControlManager.unregisterBroker``): the
+        broker leaves every ISR, its leaderships move, then an ``UnregisterBrokerRecord``
+        removes its registration. ``BROKER_ID_NOT_REGISTERED`` for an unknown id. Raises
+        ``NotController``."""
+        async with self._lock:
+            b = self.image.brokers.get(broker_id)
+            if b is None:
+                return E.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
+            records = self._leave_isr_records(broker_id)
+            records.append(messages.UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=b.broker_epoch))
+            await self._commit(records)
+            self._sessions.pop(broker_id, None)
+            self._offsets.pop(broker_id, None)
+            self._shutdown_offsets.pop(broker_id, None)
+            log.info("broker %d unregistered", broker_id)
+            return E.NONE, None
 
     # ------------------------------------------------------------------ AlterPartition
     async def alter_partition(self, broker_id: int, broker_epoch: int, topics, *, version: int = 3):
@@ -476,7 +507,7 @@ class QuorumController(Controller):
             log.info("leader rebalance: %d preferred leader election(s)", len(records))
         return len(records)
 
-    async def alter_partition_reassignments(self, topics):
+    async def alter_partition_reassignments(self, topics, allow_replication_factor_change: bool = True):
         """AlterPartitionReassignments (``reassign.alter_reassignment``): ``topics`` is
         ``[(name, [(partition, target replicas or None)])]``; returns ``[(name,
         [(partition, code, message)])]`` once the records are committed (one batch)."""
@@ -492,7 +523,8 @@ class QuorumController(Controller):
                         continue
                     seen.add((name, index))
                     code, msg, rec = reassign.alter_reassignment(self.image, name, index, target, active,
-                                                                 self._unclean_allowed)
+                                                                 self._unclean_allowed,
+                                                                 allow_replication_factor_change)
                     answers.append((index, code, msg))
                     if rec is not None:
                         records.append(rec)

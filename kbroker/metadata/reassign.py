@@ -146,10 +146,14 @@ def validate_assignment(image: MetadataImage, replicas: Sequence[int]) -> str | 
 
 
 def alter_reassignment(image: MetadataImage, topic: str, partition: int, target: Sequence[int] | None,
-                       acceptable: Callable[[int], bool], unclean_allowed: Callable[[str], bool]
+                       acceptable: Callable[[int], bool], unclean_allowed: Callable[[str], bool],
+                       allow_replication_factor_change: bool = True
                        ) -> tuple[int, str | None, messages.PartitionChangeRecord | None]:
     """One partition of AlterPartitionReassignments: ``(error code, message, record)``;
-    ``target`` None cancels the ongoing reassignment."""
+    ``target`` None cancels the ongoing reassignment. Without
+    ``allow_replication_factor_change`` (v1, KIP-860) a target whose size differs from the
+    replication factor the partition has — or will have, when a reassignment is running —
+    is INVALID_REPLICATION_FACTOR."""
     t = image.topics.get(topic)
     if t is None:
         return E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist.", None
@@ -175,6 +179,12 @@ def alter_reassignment(image: MetadataImage, topic: str, partition: int, target:
     msg = validate_assignment(image, target)
     if msg:
         return E.INVALID_REPLICA_ASSIGNMENT, msg, None
+    if not allow_replication_factor_change:
+        current = len((set(p.replicas) | set(p.adding_replicas)) - set(p.removing_replicas)) \
+            if p.reassigning else len(p.replicas)
+        if current != len(target):
+            return (E.INVALID_REPLICATION_FACTOR,
+                    f"The replication factor is changed from {current} to {len(target)}", None)
     replicas, removing, adding = target_replicas(p.replicas, target)
     rec = build_change(p, t.topic_id, acceptable,
                        replicas=replicas if replicas != list(p.replicas) else None,

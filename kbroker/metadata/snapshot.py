@@ -33,7 +33,9 @@ def image_records(image: MetadataImage) -> Iterator:
             broker_id=b.node_id, is_migrating_zk_broker=False, incarnation_id=b.incarnation_id,
             broker_epoch=b.broker_epoch, rack=b.rack, fenced=b.fenced,
             in_controlled_shutdown=b.in_controlled_shutdown,
-            end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in b.endpoints])
+            end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in b.endpoints],
+            features=[messages.RegisterBrokerRecord.BrokerFeature(
+                name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in b.features])
     for rname, configs in sorted(image.broker_configs.items()):
         for key, value in sorted(configs.items()):
             yield messages.ConfigRecord(resource_type=BROKER_RESOURCE, resource_name=rname,

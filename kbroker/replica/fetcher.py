@@ -2,7 +2,10 @@
 AbstractFetcherThread and ReplicaFetcherThread), on trio.
 
 One :class:`SourceFetcher` task per source broker (the leader of the partitions it fetches)
-sends full Fetch v12 requests (session id 0) with ``replica_id`` = this node,
+sends Fetch v12 requests in an incremental fetch session (KIP-227, as Kafka's followers: the
+first fetch is full and opens a session, later ones name only the partitions whose fetch
+position or epochs changed and forget the ones no longer fetched; the session rules are
+:mod:`kbroker.replica.fetch_session_handler`) with ``replica_id`` = this node,
 ``max_wait_ms`` = ``replica.fetch.wait.max.ms``, ``min_bytes`` = ``replica.fetch.min.bytes``,
 per-partition ``replica.fetch.max.bytes``, the image's ``current_leader_epoch``,
 ``last_fetched_epoch`` = the log's latest epoch and ``fetch_offset`` = the log end offset.
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from kbroker.replica.fetch_session_handler import FetchSessionHandler
 from kbroker.replica.results import FetchResult
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -47,6 +51,9 @@ FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 4
 LATEST = -1
 EARLIEST = -2
+# top-level answers that only mean "the session is gone": fetch again at once, in full
+_SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                   ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
 
 
 def _trim_to_whole_batches(data) -> bytes:
@@ -220,6 +227,7 @@ class SourceFetcher:
         self.scope: trio.CancelScope | None = None
         self.stopped = False
         self.stats = {"requests": 0, "failures": 0, "bytes": 0}
+        self.session = FetchSessionHandler(leader_id)
 
     def set_partitions(self, parts, addr) -> None:
         new: dict[tuple[str, int], FetchState] = {}
@@ -236,6 +244,8 @@ class SourceFetcher:
         if addr != self.addr:
             for st in new.values():
                 st.delayed_until = 0.0
+            if self.addr is not None:
+                self.session = FetchSessionHandler(self.leader_id)   # another process: start over
         self.addr = addr
         self._wake.set()
 
@@ -264,26 +274,41 @@ class SourceFetcher:
                 and part.leader == self.leader_id and part.leader_epoch == sent.leader_epoch)
 
     def _build_request(self, ready: list[FetchState]):
+        """The next Fetch: the ready partitions' positions (``sent``, every one of them, as
+        the leader may answer any partition of the session) and the request, which names
+        only what the session plan says (all of them when it is a full fetch)."""
         R = messages.FetchRequest
         cfg = self.manager.replicas._cfg
-        by_topic: dict[str, list] = {}
         sent: dict[tuple[str, int], _Sent] = {}
+        wanted: dict[tuple[str, int], tuple] = {}
+        fields: dict[tuple[str, int], object] = {}
         max_part = int(cfg("replica.fetch.max.bytes", 1_048_576))
         for st in ready:
             part = st.part
             log_ = part.log
             offset = log_.log_end_offset
-            by_topic.setdefault(part.topic, []).append(R.FetchPartition(
+            key = (part.topic, part.index)
+            wanted[key] = (offset, part.leader_epoch, log_.latest_epoch, log_.log_start_offset, max_part)
+            fields[key] = R.FetchPartition(
                 partition=part.index, current_leader_epoch=part.leader_epoch,
                 fetch_offset=offset, last_fetched_epoch=log_.latest_epoch,
-                log_start_offset=log_.log_start_offset, partition_max_bytes=max_part))
-            sent[(part.topic, part.index)] = _Sent(st, offset, part.leader_epoch)
+                log_start_offset=log_.log_start_offset, partition_max_bytes=max_part)
+            sent[key] = _Sent(st, offset, part.leader_epoch)
+        plan = self.session.build(wanted)
+        by_topic: dict[str, list] = {}
+        for key in plan.send:
+            by_topic.setdefault(key[0], []).append(fields[key])
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in plan.forgotten:
+            forgotten.setdefault(topic, []).append(index)
         req = R(replica_id=self.manager.replicas.node_id,
                 max_wait_ms=int(cfg("replica.fetch.wait.max.ms", 500)),
                 min_bytes=int(cfg("replica.fetch.min.bytes", 1)),
                 max_bytes=int(cfg("replica.fetch.response.max.bytes", 10_485_760)),
-                isolation_level=0, session_id=0, session_epoch=-1,
-                topics=[R.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
+                isolation_level=0, session_id=plan.session_id, session_epoch=plan.epoch,
+                topics=[R.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+                forgotten_topics_data=[R.ForgottenTopic(topic=t, partitions=ps)
+                                       for t, ps in forgotten.items()])
         return req, sent
 
     def _follower_quota(self):
@@ -336,8 +361,20 @@ class SourceFetcher:
         self.stats["requests"] += 1
         resp = await rpc.call_addr(self.addr, 1, FETCH_VERSION, req, timeout)
         now = trio.current_time()
+        if resp is None:
+            self.session.handle_error()
+        else:
+            opened = self.session.stats["sessions_opened"]
+            self.session.handle_response(resp.error_code, resp.session_id)
+            if self.session.stats["sessions_opened"] > opened:
+                log.info("fetch session %d opened with broker %d (%d partitions)",
+                         resp.session_id, self.leader_id, len(sent))
         if resp is None or resp.error_code:
             self.stats["failures"] += 1
+            if resp is not None and resp.error_code in _SESSION_ERRORS:
+                log.info("fetch session with broker %d lost (error %d): fetching in full",
+                         self.leader_id, resp.error_code)
+                return
             self._backoff([s.state for s in sent.values()], now)
             if resp is None:
                 log.debug("fetch from broker %d at %s failed", self.leader_id, self.addr)
@@ -465,5 +502,6 @@ class ReplicaFetcherManager:
                 await self.rpc.aclose()
 
     def statistics(self) -> dict:
-        return {lid: {"partitions": len(f.partitions), "address": f.addr, **f.stats}
+        return {lid: {"partitions": len(f.partitions), "address": f.addr, **f.stats,
+                      "session": f.session.statistics()}
                 for lid, f in self._fetchers.items()}

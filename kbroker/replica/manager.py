@@ -376,6 +376,14 @@ class ReplicaManager:
         """The local replica (leader or not), or None."""
         return self._partitions.get((topic, index))
 
+    def move_replica_dir(self, topic: str, index: int, dest) -> None:
+        """AlterReplicaLogDirs: move the local replica's log to the log directory ``dest``
+        (``LogManager.move_log``) and let the replica use the moved log from now on."""
+        part = self._partitions.get((topic, index))
+        moved = self.broker.logs.move_log(topic, index, dest)
+        if part is not None:
+            part.log = moved
+
     def partitions(self) -> list[Partition]:
         """Partitions led here."""
         return [p for p in self._partitions.values() if p.is_leader]

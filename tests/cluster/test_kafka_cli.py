@@ -19,7 +19,7 @@ from compat_tests.cli import run_tool
 from compat_tests.kafka_runner import kafka_libs
 
 from .replication_support import produce, records, replicas_in_sync
-from .support import Cluster, agreed_state, wait_for, wait_for_isr
+from .support import Cluster, agreed_state, call, wait_for, wait_for_isr
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -340,3 +340,26 @@ def test_throttle_configs_by_hand(cluster):
          "leader.replication.throttled.replicas,follower.replication.throttled.replicas")
     assert not set(broker_configs(cluster, 2)) & set(THROTTLE_RATES)
     assert not set(topic_configs(cluster, topic)) & set(THROTTLED_REPLICAS)
+
+
+def _finalized_mv(cluster, node_id: int) -> int:
+    from kbroker.wire import messages as w
+    r = call(cluster.nodes[node_id].port, 18, 3, w.ApiVersionsRequest(client_software_name="t",
+                                                                      client_software_version="1"))
+    return {f.name: f.max_version_level for f in r.finalized_features}["metadata.version"]
+
+
+def test_features_through_every_node(cluster):
+    """kafka-features.sh downgrade/upgrade sent to each node in turn: non-controllers forward
+    UpdateFeatures to the active controller, and every node then finalizes the new level."""
+    nodes = sorted(cluster.nodes)
+    for n, (verb, level) in zip(nodes, [("downgrade", 24), ("upgrade", 25), ("downgrade", 23)]):
+        out = tool("kafka-features", "--bootstrap-server", cluster.bootstrap(n), verb,
+                   "--feature", f"metadata.version={level}").stdout
+        assert f"metadata.version was {verb}d to {level}." in out
+        for m in nodes:
+            wait_for(lambda m=m: _finalized_mv(cluster, m) == level, timeout=30,
+                     what=f"node {m} finalizes metadata.version {level}")
+    out = tool("kafka-features", *bs(cluster), "describe").stdout
+    assert re.search(r"Feature: metadata.version\s.*FinalizedVersionLevel: 4.0-IV1", out), out
+    tool("kafka-features", *bs(cluster), "upgrade", "--feature", "metadata.version=25")

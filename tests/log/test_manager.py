@@ -123,3 +123,46 @@ def test_checkpoint_file_format(tmp_path):
     assert path.read_text() == "0\n2\na-b 3 17\nc 0 0\n"
     assert ckpt.read_checkpoint(path) == {("a-b", 3): 17, ("c", 0): 0}
     assert ckpt.read_checkpoint(tmp_path / "missing") == {}
+
+
+def test_move_log_between_directories_and_crash_points(tmp_path):
+    """move_log (AlterReplicaLogDirs): the moved log keeps its batches, offsets and producer
+    state and takes appends; the source directory is retired. A crash before the source was
+    retired keeps the source (the copy is dropped); after, the copy is promoted."""
+    import shutil
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    clock = Clock()
+    mgr = LogManager(dirs, cfg(), clock)
+    mgr.load()
+    log = mgr.get_or_create("mv", 0)
+    src = log.dir.parent
+    dst = next(d for d in dirs if d != src)
+    fill(log, 30)
+    before = stored_batches(log)
+    moved = mgr.move_log("mv", 0, dst)
+    assert moved.dir == dst / "mv-0" and mgr.get("mv", 0) is moved and log.closed
+    assert stored_batches(moved) == before
+    assert (moved.log_end_offset, moved.high_watermark) == (30, 30)
+    assert not (src / "mv-0").exists()
+    moved.append(make_batch([(b"k", b"after", NOW)]), now_ms=NOW)
+    assert mgr.move_log("mv", 0, dst) is moved            # already there: nothing to do
+    mgr.run_retention(NOW + 1)                            # the retired source is removed
+    assert not [p for p in src.iterdir() if p.name.startswith("mv-0")]
+    mgr.shutdown()
+
+    # a crash with a complete copy and the source still live: the copy is dropped
+    shutil.copytree(dst / "mv-0", src / "mv-0.0123-future")
+    mgr = LogManager(dirs, cfg(), clock)
+    mgr.load()
+    assert mgr.get("mv", 0).dir == dst / "mv-0" and not (src / "mv-0.0123-future").exists()
+    assert mgr.get("mv", 0).log_end_offset == 31
+    mgr.shutdown()
+    # a crash after the source was retired: the copy becomes the log
+    shutil.copytree(dst / "mv-0", src / "mv-0.0456-future")
+    (dst / "mv-0").rename(dst / "mv-0.0789-delete")
+    mgr = LogManager(dirs, cfg(), clock)
+    mgr.load()
+    promoted = mgr.get("mv", 0)
+    assert promoted.dir == src / "mv-0" and promoted.log_end_offset == 31
+    assert stored_batches(promoted)[:len(before)] == before
+    mgr.shutdown()

@@ -180,3 +180,21 @@ def test_build_change_is_none_without_change():
     assert (rec.leader, rec.isr) == (-1, None), "never an empty ISR; no leader out of it"
     rec = build_change(p, None, lambda r: r != 1)
     assert (rec.leader, rec.isr) == (2, None), "an unacceptable leader is replaced from the ISR"
+
+
+async def test_disallowed_replication_factor_change(tmp_path, nursery):
+    """v1 (KIP-860): without allow_replication_factor_change a target of another size is
+    INVALID_REPLICATION_FACTOR; during a reassignment the size it will have counts."""
+    h = await cluster(tmp_path, nursery, {0: [1, 2]})
+
+    async def go(target, allow):
+        [(_, answers)] = await h.controller.alter_partition_reassignments([("q", [(0, target)])], allow)
+        return [(c, m) for _, c, m in answers]
+    start = h.end
+    assert await go([2, 3, 4], False) == [(E.INVALID_REPLICATION_FACTOR,
+                                           "The replication factor is changed from 2 to 3")]
+    assert h.end == start, "nothing written"
+    assert await go([3, 4], False) == [(E.NONE, None)]
+    # ongoing: replicas (3, 4, 1, 2) adding (3, 4) removing (1, 2): the partition will have 2
+    assert await go([1], False) == [(E.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 2 to 1")]
+    assert await go([2, 4, 3], True) == [(E.NONE, None)]

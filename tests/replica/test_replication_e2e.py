@@ -1,6 +1,7 @@
 """End to end over three real kbroker processes: an RF=3 topic gets every acks=all record on
 every replica (same batches, byte for byte, on disk), the ISR holds all three, a SIGKILLed
-leader loses no acknowledged record, and the restarted node fetches back into the ISR.
+leader loses no acknowledged record, and the restarted node fetches back into the ISR. The
+followers fetch in incremental fetch sessions (KIP-227), also after the restart.
 (The broader cluster scenarios live in tests/cluster/.)"""
 from __future__ import annotations
 
@@ -87,8 +88,13 @@ def test_replicated_produce_failover_and_rejoin(cluster):
     assert set(acked + more) <= set(got)
 
     # the killed node comes back, catches up, rejoins the ISR with the same log
+    mark = cluster.nodes[victim].log_path.stat().st_size
     cluster.start(victim)
     wait_for_isr(cluster, TOPIC, timeout=90)
     for p in (0, 1):
         wait_for(lambda p=p: _same_logs(cluster, (1, 2, 3), p), timeout=60,
                  what=f"identical replica logs of partition {p} after rejoin")
+    # followers fetched in sessions: the restarted node (a follower of both partitions now)
+    # opened one with each leader it follows, and so did the others before
+    assert "opened with broker" in cluster.nodes[victim].log_text(mark)
+    assert all("opened with broker" in cluster.nodes[n].log_text() for n in (1, 2, 3))

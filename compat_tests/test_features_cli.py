@@ -1,0 +1,104 @@
+"""`kafka-features.sh` (the 4.3.1 jars) against kbroker and Apache Kafka: describe, upgrade,
+downgrade (dry run and real) and disable give the same answers (issue 18, UpdateFeatures 57).
+
+Both brokers start at metadata.version 4.0-IV3 (Kafka's data directory is formatted with
+``--release-version 4.0``; kbroker serves up to 4.0-IV3 and finalizes it), so the levels and
+Kafka's messages can be compared as they are. Only the ``metadata.version`` line of
+``describe`` is compared: Kafka serves more features and a higher maximum (the supported
+range is each broker's own), and the epoch is each metadata log's offset (Kafka's also moves
+with its periodic no-op records), checked to grow with every change.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from compat_tests.cli import run_tool
+from compat_tests.kafka_runner import (FAST_START_JVM, STORAGE_TOOL_MAIN, TOOLS_LOG4J,
+                                       KafkaBrokerProcess, java_command, random_cluster_id)
+from compat_tests.runner import KBrokerProcess
+
+CLIENT = "kafka-features"
+
+
+class _Kafka40(KafkaBrokerProcess):
+    """Kafka 4.3.1 on a directory formatted at release 4.0 (metadata.version 4.0-IV3)."""
+
+    def prepare(self) -> None:
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
+        if (self.data_dir / "meta.properties").exists():
+            return
+        cmd = java_command(STORAGE_TOOL_MAIN, ["format", "-t", random_cluster_id(), "-c", str(self.config_path),
+                                               "--release-version", "4.0"],
+                           heap="256m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
+        subprocess.run(cmd, check=True, capture_output=True, timeout=120, cwd=self.workdir)
+
+
+@pytest.fixture
+def node(target, tmp_path):
+    broker = (_Kafka40 if target == "kafka" else KBrokerProcess)(tmp_path / target)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop(timeout=20)
+
+
+def _features(bs: str, *args: str):
+    r = run_tool("kafka-features", ["--bootstrap-server", bs, *args], timeout=90)
+    out = [line for line in (r.stdout + r.stderr).splitlines()
+           if line.strip() and "flag is deprecated" not in line]
+    return r.returncode, out
+
+
+def _metadata_version(bs: str) -> tuple[str, str, int]:
+    """(supported min, finalized level, epoch) of describe's metadata.version line."""
+    rc, out = _features(bs, "describe")
+    assert rc == 0, out
+    line = next(x for x in out if x.startswith("Feature: metadata.version"))
+    m = re.search(r"SupportedMinVersion: (\S+)\s+SupportedMaxVersion: \S+\s+"
+                  r"FinalizedVersionLevel: (\S+)\s+Epoch: (\d+)", line)
+    assert m, line
+    return m.group(1), m.group(2), int(m.group(3))
+
+
+def test_kafka_features_describe_upgrade_downgrade(node):
+    bs = node.bootstrap_servers
+    lo, level, epoch = _metadata_version(bs)
+    assert (lo, level) == ("3.3-IV3", "4.0-IV3")
+
+    # a dry run answers and changes nothing
+    assert _features(bs, "downgrade", "--metadata", "4.0-IV1", "--dry-run") == \
+        (0, ["metadata.version can be downgraded to 23."])
+    assert _metadata_version(bs)[:2] == (lo, level)
+
+    # down across levels that kept the metadata format: done; the epoch moves
+    assert _features(bs, "downgrade", "--metadata", "4.0-IV1") == (0, ["metadata.version was downgraded to 23."])
+    _, level, epoch2 = _metadata_version(bs)
+    assert level == "4.0-IV1" and epoch2 > epoch
+
+    # across 4.0-IV1 (ELR records): refused, safe or unsafe
+    refused = ("Could not downgrade metadata.version to 21. The update failed for all features since "
+               "the following feature had an error: Unsupported metadata.version downgrade from 23 to 21. ")
+    assert _features(bs, "downgrade", "--metadata", "3.9") == \
+        (1, [refused + "Refusing to perform the requested downgrade because it might delete metadata "
+                       "information.", "1 out of 1 operation(s) failed."])
+    assert _features(bs, "downgrade", "--unsafe", "--feature", "metadata.version=21") == \
+        (1, [refused + "Unsafe metadata downgrade is not supported in this version.",
+             "1 out of 1 operation(s) failed."])
+    # an upgrade to a lower level, a feature nobody serves
+    rc, out = _features(bs, "upgrade", "--feature", "metadata.version=22")
+    assert rc == 1 and "Can't downgrade the version of this feature without setting the upgrade type" in out[0]
+    assert _features(bs, "upgrade", "--feature", "no.such.feature=1") == (1, [
+        "Could not upgrade no.such.feature to 1. The update failed for all features since the following "
+        "feature had an error: Invalid update version 1 for feature no.such.feature. Local controller 1 "
+        "does not support this feature.", "1 out of 1 operation(s) failed."])
+    assert _metadata_version(bs)[:2] == (lo, "4.0-IV1")
+
+    # back up
+    assert _features(bs, "upgrade", "--feature", "metadata.version=25") == (0, ["metadata.version was upgraded to 25."])
+    _, level, epoch3 = _metadata_version(bs)
+    assert level == "4.0-IV3" and epoch3 > epoch2
