@@ -13,25 +13,16 @@ subtopologies joined by a repartition topic and a state store with a changelog t
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
-from pathlib import Path
-
 import pytest
-from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kbroker.wire import messages
-from kbroker.wire.protocol import decode_response, encode_request
-from tests.support.broker_proc import REPO_ROOT, BrokerProcess
-from tests.support.raw_wire import exchange
+from tests.support.broker_proc import BrokerProcess
+from tests.support.kafka_streams_app import (ALL_TASKS, APP, CHANGELOG, REPARTITION, App,
+                                             build_classpath, counts, produce, raw, wait_for)
 
 pytestmark = pytest.mark.slow
 
-APP = "wordcount"
-ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(4)}
 OVERRIDES = {"offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 3,
              "group.streams.session.timeout.ms": 6000,
              "group.streams.min.session.timeout.ms": 1000,
@@ -41,75 +32,7 @@ OVERRIDES = {"offsets.topic.replication.factor": 1, "offsets.topic.num.partition
 
 @pytest.fixture(scope="module")
 def classpath(tmp_path_factory) -> str:
-    libs = subprocess.run(["bash", str(REPO_ROOT / "tools/kafka_streams/fetch.sh")], check=True,
-                          capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    out = tmp_path_factory.mktemp("wordcount-classes")
-    subprocess.run(["javac", "-d", str(out), "-cp", f"{libs}/*",
-                    str(REPO_ROOT / "tests/streams/java/WordCountApp.java")], check=True)
-    return f"{out}{os.pathsep}{libs}/*"
-
-
-class App:
-    """One WordCountApp JVM; its stdout lines in ``out``."""
-
-    def __init__(self, classpath: str, bootstrap: str, workdir: Path, name: str, port: int):
-        self.out = workdir / f"{name}.out"
-        self.err = workdir / f"{name}.err"
-        with open(self.out, "wb") as o, open(self.err, "wb") as e:
-            self.proc = subprocess.Popen(
-                ["java", "-cp", classpath, "WordCountApp", bootstrap, APP, "lines", "counts",
-                 str(workdir / f"state-{name}"), str(port)], stdout=o, stderr=e)
-
-    def tasks(self) -> set[str] | None:
-        """The active tasks of the last TASKS line."""
-        lines = [x for x in self.out.read_text().splitlines() if x.startswith("TASKS ")]
-        if not lines:
-            return None
-        active = lines[-1].split()[1].split("=", 1)[1]
-        return set(active.split(",")) if active else set()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def wait_for(what, check, apps, timeout=90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.3)
-    logs = "\n".join(f"--- {a.out.name}\n" + a.out.read_text()[-1500:]
-                     + a.err.read_text()[-3000:] for a in apps)
-    raise AssertionError(f"timed out waiting for {what}\n{logs}")
-
-
-def counts(bootstrap: str) -> dict[str, int]:
-    c = KafkaConsumer("counts", bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                      consumer_timeout_ms=1000)
-    latest = {}
-    for m in c:
-        latest[m.key.decode()] = int(m.value)
-    c.close()
-    return latest
-
-
-def produce(bootstrap: str, lines: list[str]) -> None:
-    p = KafkaProducer(bootstrap_servers=bootstrap)
-    for i, line in enumerate(lines):
-        p.send("lines", key=str(i).encode(), value=line.encode())
-    p.flush()
-    p.close()
-
-
-def raw(bootstrap: str, api_key: int, version: int, body):
-    frame = exchange(bootstrap, encode_request(api_key, version, 7, "test", body))
-    return decode_response(frame[4:], api_key, version)[1]
+    return build_classpath(tmp_path_factory.mktemp("wordcount-classes"))
 
 
 def test_word_count_two_instances_and_failover(tmp_path, classpath):
@@ -133,8 +56,7 @@ def test_word_count_two_instances_and_failover(tmp_path, classpath):
         # the broker created the internal topics with the derived partition counts
         md = raw(bs, 3, 12, messages.MetadataRequest(topics=None, allow_auto_topic_creation=False))
         internal = {t.name: len(t.partitions) for t in md.topics if t.name.startswith(APP + "-")}
-        assert internal == {f"{APP}-words-repartition": 4,
-                            f"{APP}-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog": 4}
+        assert internal == {REPARTITION: 4, CHANGELOG: 4}
 
         # StreamsGroupDescribe and ListGroups see a streams group
         d = raw(bs, 89, 0, messages.StreamsGroupDescribeRequest(group_ids=[APP],
