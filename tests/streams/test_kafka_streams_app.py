@@ -9,7 +9,9 @@ subtopologies joined by a repartition topic and a state store with a changelog t
 - two instances share the eight tasks (StreamsGroupDescribe shows a Stable group of two
   members, ListGroups lists it as a ``streams`` group);
 - one instance is SIGKILLed: its session expires, its tasks move to the other one, which
-  restores the counts from the changelog and goes on counting.
+  restores the counts from the changelog and goes on counting;
+- the broker is SIGKILLed and restarted: the group (members, epochs, topology) is replayed
+  from its ``__consumer_offsets`` records and the survivor goes on without a rebalance.
 """
 from __future__ import annotations
 
@@ -82,6 +84,20 @@ def test_word_count_two_instances_and_failover(tmp_path, classpath):
                  == {"zebra": 1, "yak": 2}, apps)
         after = counts(bs)
         assert all(after[w] >= n for w, n in want.items())
+
+        # the broker crashes: the group comes back from its __consumer_offsets records
+        before = raw(bs, 89, 0, messages.StreamsGroupDescribeRequest(
+            group_ids=[APP], include_authorized_operations=False)).groups[0]
+        broker.restart(crash=True)
+        produce(bs, ["yak zebra"])
+        wait_for("the counts after the broker restart",
+                 lambda: {k: v for k, v in counts(bs).items() if k in ("zebra", "yak")}
+                 == {"zebra": 2, "yak": 3}, apps)
+        g = raw(bs, 89, 0, messages.StreamsGroupDescribeRequest(
+            group_ids=[APP], include_authorized_operations=False)).groups[0]
+        assert [m.member_id for m in g.members] == [m.member_id for m in before.members]
+        assert g.group_epoch == before.group_epoch and g.topology.epoch == before.topology.epoch
+        assert a.tasks() == ALL_TASKS
     finally:
         for x in apps:
             x.stop()
