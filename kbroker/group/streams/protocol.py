@@ -47,7 +47,7 @@ from ..consumer.state import GroupError
 from . import records as srec
 from .assignor import AssignorMember, assign
 from .config import StreamsGroupConfig
-from .state import (EMPTY, KINDS, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                     MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
                     norm, pairs_of, reconcile, tasks_of)
 from .topology import (SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,

@@ -71,6 +71,8 @@ def decode_value(record_type: int, buf):
     if buf is None:
         return None
     (version,) = _H.unpack_from(buf, 0)
+    if version != 0:
+        raise ValueError(f"{_NAMES[record_type]}Value version {version} unknown")
     return _cls(_NAMES[record_type] + "Value").decode(buf, 0, 2)
 
 
@@ -130,7 +132,7 @@ def member_metadata_record(partition: int, group: str, mb) -> CoordinatorRecord:
     return _record(partition, MEMBER_METADATA, group, mb.member_id, v)
 
 
-def _task_ids(cls, tasks, with_epochs: bool = False):
+def _task_ids(cls, tasks):
     out = []
     for sid, ps in sorted(norm(tasks).items()):
         out.append(cls.TaskIds(subtopology_id=sid, partitions=sorted(ps)))
