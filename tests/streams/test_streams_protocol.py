@@ -12,7 +12,7 @@ from kbroker.group.streams import records as srec
 from kbroker.group.streams.assignor import AssignorMember, assign
 from kbroker.group.streams.config import StreamsGroupConfig
 from kbroker.group.streams.protocol import StreamsHeartbeatRequest
-from kbroker.group.streams.topology import (MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS,
+from kbroker.group.streams.topology import (ASSIGNMENT_DELAYED, MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS,
                                             STALE_TOPOLOGY, Subtopology, TopicInfo, Topology)
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -30,9 +30,10 @@ TOPO = Topology(1, (
 
 
 class StreamsHarness(ConsumerHarness):
-    def __init__(self, topics=None, standby=0, **kw):
+    def __init__(self, topics=None, standby=0, delay=0, **kw):
         super().__init__(topics, **kw)
-        self.mgr.streams.streams_config = StreamsGroupConfig(num_standby_replicas=standby)
+        self.mgr.streams.streams_config = StreamsGroupConfig(num_standby_replicas=standby,
+                                                             initial_rebalance_delay_ms=delay)
 
     def shb(self, member, epoch, *, topology=None, active=None, standby=None, process=None,
             endpoint=None, endpoint_epoch=0, group="g", shutdown=False):
@@ -64,19 +65,19 @@ def all_topics():
 def test_missing_source_topics_then_internal_topics_then_tasks():
     h = StreamsHarness({})
     r = h.shb("a", 0)
-    assert r.error == 0 and r.member_epoch == 1
+    assert r.error == 0 and r.member_epoch == 2          # a new group: epoch 0 -> 2
     assert [c for c, _ in r.status] == [MISSING_SOURCE_TOPICS]
     assert r.tasks is not None and r.tasks.is_empty()
     assert h.group().state_name() == "NotReady"
     h.set_topic("input", 4)
-    r = h.shb("a", 1)
+    r = h.shb("a", r.member_epoch)
     assert [c for c, _ in r.status] == [MISSING_INTERNAL_TOPICS]
     assert sorted((t.name, t.partitions) for t in r.internal_topics_to_create) == [
         (CHANGELOG, 4), (REPART, 4)]
     h.set_topic(REPART, 4)
     h.set_topic(CHANGELOG, 4)
     r = h.shb("a", r.member_epoch)
-    assert r.status == [] and r.member_epoch == 3
+    assert r.status == [] and r.member_epoch == 4
     assert active_of(r) == {"0": [0, 1, 2, 3], "1": [0, 1, 2, 3]}
     assert h.group().state_name() == "Stable"
 
@@ -96,7 +97,7 @@ def test_second_member_revocation_before_assignment():
     a = h.shb("a", 0)
     assert active_of(a) == {"0": [0, 1, 2, 3], "1": [0, 1, 2, 3]}
     b = h.shb("b", 0)
-    assert b.member_epoch == 2
+    assert b.member_epoch == 3
     # b's target tasks are still held by a: nothing yet
     assert b.tasks.is_empty()
     # a is asked to give up half of its tasks, at its old epoch
@@ -106,7 +107,7 @@ def test_second_member_revocation_before_assignment():
     assert sum(len(ps) for ps in kept.values()) == 4
     # a confirms the revocation, moves to epoch 2; b then gets the released tasks
     a3 = h.shb("a", a2.member_epoch, active=kept, standby={})
-    assert a3.member_epoch == 2
+    assert a3.member_epoch == 3
     b2 = h.shb("b", b.member_epoch, active={}, standby={})
     got = {(s, p) for s, ps in b2.tasks.active.items() for p in ps}
     mine = {(s, p) for s, ps in kept.items() for p in ps}
@@ -208,3 +209,22 @@ def test_records_replay_into_a_fresh_shard():
     assert g1.members == g0.members and g1.target == g0.target
     listed = fresh.list_groups_typed()
     assert [(x.group_id, x.group_type, x.protocol_type) for x in listed] == [("g", "streams", "streams")]
+
+
+def test_initial_rebalance_delay_assigns_members_started_together():
+    h = StreamsHarness(all_topics(), delay=3000)
+    a = h.shb("a", 0)
+    assert (a.member_epoch, a.tasks.is_empty()) == (1, True)
+    assert [c for c, _ in a.status] == [ASSIGNMENT_DELAYED]
+    h.advance(1000)
+    b = h.shb("b", 0)
+    assert (b.member_epoch, b.tasks.is_empty()) == (2, True)    # still within a's delay
+    assert h.group().state_name() == "Assigning"
+    h.advance(2000)                                             # the delay ends: one assignment
+    a = h.shb("a", a.member_epoch, active={}, standby={})
+    b = h.shb("b", b.member_epoch, active={}, standby={})
+    assert a.member_epoch == b.member_epoch == h.group().assignment_epoch == 3
+    got_a = {(s, p) for s, ps in a.tasks.active.items() for p in ps}
+    got_b = {(s, p) for s, ps in b.tasks.active.items() for p in ps}
+    assert len(got_a) == len(got_b) == 4 and not (got_a & got_b)
+    assert a.status == [] and h.group().state_name() == "Stable"

@@ -14,6 +14,7 @@ class StreamsGroupConfig:
     max_size: int = 2**31 - 1                 # group.streams.max.size
     num_standby_replicas: int = 0             # group.streams.num.standby.replicas
     max_standby_replicas: int = 2             # group.streams.max.standby.replicas
+    initial_rebalance_delay_ms: int = 3_000   # group.streams.initial.rebalance.delay.ms
     # what the heartbeat answers (Kafka's fixed values of 4.3)
     acceptable_recovery_lag: int = 10_000
     task_offset_interval_ms: int = 60_000
@@ -30,7 +31,9 @@ class StreamsGroupConfig:
             num_standby_replicas=int(get("group.streams.num.standby.replicas",
                                          d.num_standby_replicas)),
             max_standby_replicas=int(get("group.streams.max.standby.replicas",
-                                         d.max_standby_replicas)))
+                                         d.max_standby_replicas)),
+            initial_rebalance_delay_ms=int(get("group.streams.initial.rebalance.delay.ms",
+                                               d.initial_rebalance_delay_ms)))
 
     def for_group(self, g: Mapping[str, str] | None) -> "StreamsGroupConfig":
         """This configuration with a group's GROUP config overrides applied."""
@@ -43,4 +46,6 @@ class StreamsGroupConfig:
                                             self.heartbeat_interval_ms)),
             num_standby_replicas=min(int(g.get("streams.num.standby.replicas",
                                                self.num_standby_replicas)),
-                                     self.max_standby_replicas))
+                                     self.max_standby_replicas),
+            initial_rebalance_delay_ms=int(g.get("streams.initial.rebalance.delay.ms",
+                                                 self.initial_rebalance_delay_ms)))

@@ -30,9 +30,16 @@ was before the request. ``PartitionsByUserEndpoint`` (interactive queries) is se
 member's ``EndpointInformationEpoch`` is behind the group's, which moves whenever a member's
 tasks change or a member comes or goes.
 
+A member joining an empty group starts its **rebalance delay**
+(``group.streams.initial.rebalance.delay.ms``, GROUP ``streams.initial.rebalance.delay.ms``,
+Kafka 4.3): until it ends, the members get an empty assignment at the epoch below the group's
+and the status ``ASSIGNMENT_DELAYED``, so instances started together are assigned at once; a
+new group's epoch goes from 0 to 2 as in Kafka.
+
 Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), warm-up tasks
-(the sticky assignor gives none), static membership beyond storing ``InstanceId``, the initial
-rebalance delay and the assignment interval (every new group epoch is assigned at once).
+(the sticky assignor gives none), static membership beyond storing ``InstanceId``, and the
+assignment interval (``streams.assignment.interval.ms``: every new group epoch is assigned at
+once).
 """
 from __future__ import annotations
 
@@ -50,7 +57,7 @@ from .config import StreamsGroupConfig
 from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                     MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
                     norm, pairs_of, reconcile, tasks_of)
-from .topology import (SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,
+from .topology import (ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,
                        Topology, configure, task_topics, validate)
 
 
@@ -107,7 +114,8 @@ class DescribedStreamsGroup:
 class StreamsGroupProtocol(ShardPart):
     """The streams protocol's decisions; the groups live in the shard's table.
 
-    Timers: ``("streams-session", group, member)`` and ``("streams-rebalance", group, member)``."""
+    Timers: ``("streams-session", group, member)``, ``("streams-rebalance", group, member)``
+    and ``("streams-initial-rebalance", group)`` (the rebalance delay of an empty group)."""
 
     def __init__(self, shard, config: StreamsGroupConfig | None = None) -> None:
         super().__init__(shard)
@@ -237,6 +245,7 @@ class StreamsGroupProtocol(ShardPart):
         if len(group.members) >= cfg.max_size and r.member_id not in group.members:
             raise GroupError(E.GROUP_MAX_SIZE_REACHED,
                              f"The streams group has reached its maximum capacity of {cfg.max_size} members.")
+        was_empty = not group.members
         member = group.members.get(r.member_id)
         if r.member_epoch == 0:
             if member is not None:              # a rejoin: the old incarnation's tasks go
@@ -292,21 +301,32 @@ class StreamsGroupProtocol(ShardPart):
         validated = group.topology.epoch if (group.topology and configured.ready) else group.validated_topology_epoch
         if bump or new_hash != group.metadata_hash or configs != group.last_assignment_configs \
                 or validated != group.validated_topology_epoch:
-            epoch = group.group_epoch + 1 if (bump or new_hash != group.metadata_hash
-                                              or configs != group.last_assignment_configs) \
-                else group.group_epoch
+            epoch = group.group_epoch
+            if bump or new_hash != group.metadata_hash or configs != group.last_assignment_configs:
+                # Kafka 4.3: a new group goes from epoch 0 to 2 (epoch 1 is the empty
+                # assignment its first members hold during the initial rebalance delay)
+                epoch += 2 if epoch == 0 else 1
+                if was_empty and cfg.initial_rebalance_delay_ms > 0:
+                    self._schedule_initial_delay(gid, now + cfg.initial_rebalance_delay_ms)
             self._apply(records, srec.group_metadata_record(part, gid, epoch, new_hash, validated,
                                                             configs))
 
-        # 7. target assignment
-        if group.group_epoch > group.assignment_epoch:
+        # 7. target assignment (not while the group's initial rebalance delay runs: its
+        # first members get an empty assignment at the epoch below the group's)
+        delayed = ("streams-initial-rebalance", gid) in self.timers
+        if group.group_epoch > group.assignment_epoch and not delayed:
             self._compute_target(group, configured, cfg, records, part, now)
 
         # 8. reconcile
         m = group.members[r.member_id]
         owned = None if r.active is None else TaskSet(norm(r.active), norm(r.standby), norm(r.warmup))
-        target = group.target.get(m.member_id, EMPTY)
-        rec = reconcile(m, target_epoch=group.assignment_epoch, target=target,
+        if delayed and group.group_epoch > group.assignment_epoch:
+            target_epoch, target = max(group.group_epoch - 1, group.assignment_epoch), EMPTY
+            status.append((ASSIGNMENT_DELAYED,
+                           "Assignment delayed due to the configured initial rebalance delay."))
+        else:
+            target_epoch, target = group.assignment_epoch, group.target.get(m.member_id, EMPTY)
+        rec = reconcile(m, target_epoch=target_epoch, target=target,
                         active_owner=group.active_owner, owned=owned)
         if rec != m or is_new:
             self._apply(records, srec.current_assignment_record(part, gid, rec))
@@ -335,6 +355,22 @@ class StreamsGroupProtocol(ShardPart):
         if r.endpoint_information_epoch < group.endpoint_epoch:
             resp.partitions_by_endpoint = self._partitions_by_endpoint(group)
         return resp
+
+    def _schedule_initial_delay(self, gid: str, deadline: int) -> None:
+        key = ("streams-initial-rebalance", gid)
+        if key in self.timers:
+            return
+
+        def fire(now: int) -> None:
+            group = self._get(gid)
+            if group is None or group.group_epoch <= group.assignment_epoch:
+                return
+            before = self._snapshot(gid)
+            records: list = []
+            self._compute_target(group, self._configure(group), self.cfg(gid), records,
+                                 self.partition_for(gid), now)
+            self._emit_with_revert(gid, before, records, respond=False)
+        self.timers.schedule(key, deadline, fire)
 
     def _configure(self, group: StreamsGroup) -> ConfiguredTopology:
         if group.topology is None:
