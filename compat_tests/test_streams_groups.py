@@ -1,7 +1,8 @@
 """Streams groups (KIP-1071) on both targets: a Kafka Streams 4.3.1 word count with
 ``group.protocol=streams`` (``tests/streams/java/WordCountApp.java``) gets its internal topics
-created by the broker, counts right, and is described alike by StreamsGroupDescribe and by
-``kafka-streams-groups --list/--describe``."""
+created by the broker, counts right, and is described alike by StreamsGroupDescribe, ListGroups,
+ConsumerGroupDescribe (not a consumer group) and ``kafka-streams-groups --list`` and
+``--describe`` (``--members``, ``--state``, ``--offsets``)."""
 
 from __future__ import annotations
 
@@ -75,5 +76,17 @@ def test_kafka_streams_word_count(broker_factory, classpath, tmp_path):
                                                   "--group", APP, "--state"])
         header, row = state.stdout.strip().splitlines()
         assert row.split()[0] == APP and "Stable" in row.split()
+        cg = raw(bs, 69, 0, messages.ConsumerGroupDescribeRequest(
+            group_ids=[APP], include_authorized_operations=False)).groups[0]
+        assert (cg.error_code, cg.error_message) == (69, f"Group {APP} is not a consumer group.")
+        lg = raw(bs, 16, 5, messages.ListGroupsRequest(states_filter=[], types_filter=[]))
+        assert [(x.group_id, x.protocol_type, x.group_state, x.group_type) for x in lg.groups] == [
+            (APP, "streams", "Stable", "streams")]
+        offsets = run_tool("kafka-streams-groups", ["--bootstrap-server", bs, "--describe",
+                                                    "--group", APP, "--offsets"])
+        header, *rows = offsets.stdout.strip().splitlines()
+        assert header.split() == ["GROUP", "TOPIC", "PARTITION", "OFFSET-LAG"]
+        assert sorted(tuple(r.split()[:3]) for r in rows) == sorted(
+            [(APP, "lines", str(p)) for p in range(4)] + [(APP, REPARTITION, str(p)) for p in range(4)])
     finally:
         app.stop()
