@@ -2,7 +2,8 @@
 ``group.protocol=streams`` (``tests/streams/java/WordCountApp.java``) gets its internal topics
 created by the broker, counts right, and is described alike by StreamsGroupDescribe, ListGroups,
 ConsumerGroupDescribe (not a consumer group) and ``kafka-streams-groups --list`` and
-``--describe`` (``--members``, ``--state``, ``--offsets``)."""
+``--describe`` (``--members``, ``--state``, ``--offsets``); once its instance closed, the
+empty group is deleted by ``kafka-streams-groups --delete``."""
 
 from __future__ import annotations
 
@@ -88,5 +89,16 @@ def test_kafka_streams_word_count(broker_factory, classpath, tmp_path):
         assert header.split() == ["GROUP", "TOPIC", "PARTITION", "OFFSET-LAG"]
         assert sorted(tuple(r.split()[:3]) for r in rows) == sorted(
             [(APP, "lines", str(p)) for p in range(4)] + [(APP, REPARTITION, str(p)) for p in range(4)])
+
+        # the instance leaves on close (epoch -1); the empty group can be deleted
+        app.stop()
+        wait_for("an empty group", lambda: raw(bs, 89, 0, messages.StreamsGroupDescribeRequest(
+            group_ids=[APP], include_authorized_operations=False)).groups[0].group_state == "Empty",
+            [app])
+        deleted = run_tool("kafka-streams-groups", ["--bootstrap-server", bs, "--delete",
+                                                    "--group", APP])
+        assert f"Deletion of requested streams groups ('{APP}') was successful." in deleted.stdout
+        lg = raw(bs, 16, 5, messages.ListGroupsRequest(states_filter=[], types_filter=[]))
+        assert lg.groups == []
     finally:
         app.stop()
