@@ -64,9 +64,9 @@ async def _create_internal_topics(ctx: RequestContext, topics) -> None:
 async def handle(ctx: RequestContext, request) -> Response:
     if not ctx.authorize(READ, GROUP, request.group_id):
         return Response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
-                        member_id=request.member_id, member_epoch=-1, heartbeat_interval_ms=0,
+                        member_id="", member_epoch=0, heartbeat_interval_ms=0,
                         acceptable_recovery_lag=0, task_offset_interval_ms=0,
-                        endpoint_information_epoch=0, status=None)
+                        endpoint_information_epoch=0, status=[])
     ep = request.user_endpoint
     req = StreamsHeartbeatRequest(
         group_id=request.group_id, member_id=request.member_id,
@@ -99,7 +99,7 @@ async def handle(ctx: RequestContext, request) -> Response:
         member_epoch=r.member_epoch, heartbeat_interval_ms=r.heartbeat_interval_ms,
         acceptable_recovery_lag=r.acceptable_recovery_lag,
         task_offset_interval_ms=r.task_offset_interval_ms,
-        status=None if r.status is None else [
+        status=[] if r.status is None else [
             Response.Status(status_code=c, status_detail=d) for c, d in r.status],
         active_tasks=None if t is None else _task_ids(t.active),
         standby_tasks=None if t is None else _task_ids(t.standby),

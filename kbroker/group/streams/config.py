@@ -15,9 +15,6 @@ class StreamsGroupConfig:
     num_standby_replicas: int = 0             # group.streams.num.standby.replicas
     max_standby_replicas: int = 2             # group.streams.max.standby.replicas
     initial_rebalance_delay_ms: int = 3_000   # group.streams.initial.rebalance.delay.ms
-    # what the heartbeat answers (Kafka's fixed values of 4.3)
-    acceptable_recovery_lag: int = 10_000
-    task_offset_interval_ms: int = 60_000
 
     @classmethod
     def from_broker(cls, get) -> "StreamsGroupConfig":

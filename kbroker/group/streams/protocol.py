@@ -10,10 +10,10 @@ A heartbeat, in order:
    ``group.streams.max.size`` → GROUP_MAX_SIZE_REACHED;
 4. the member is found or created; fencing by member epoch (FENCED_MEMBER_EPOCH,
    UNKNOWN_MEMBER_ID);
-5. the **topology**: the first one, or one with a higher topology epoch, becomes the group's
-   (``StreamsGroupTopology``) and bumps the group epoch; a member on an older topology epoch
-   is told ``STALE_TOPOLOGY``; the same epoch with another topology is
-   STREAMS_INVALID_TOPOLOGY_EPOCH;
+5. the **topology**: the first one becomes the group's (``StreamsGroupTopology``) and bumps the
+   group epoch; another topology is refused while the group has other members (INVALID_REQUEST
+   "Topology updates are not supported yet.", as Kafka 4.3) and replaces the group's when the
+   group is empty; a member on an older topology epoch is told ``STALE_TOPOLOGY``;
 6. the topology is **configured** against the topics (:mod:`.topology`): missing source
    topics and internal topics being created are reported in ``Status`` (the API module creates
    the missing internal topics, as Kafka's broker does) and leave the group ``NotReady`` with
@@ -32,7 +32,7 @@ tasks change or a member comes or goes.
 
 A member joining an empty group starts its **rebalance delay**
 (``group.streams.initial.rebalance.delay.ms``, GROUP ``streams.initial.rebalance.delay.ms``,
-Kafka 4.3): until it ends, the members get an empty assignment at the epoch below the group's
+Kafka 4.3): until it ends, the members get an empty target assignment at the epoch below the group's
 and the status ``ASSIGNMENT_DELAYED``, so instances started together are assigned at once; a
 new group's epoch goes from 0 to 2 as in Kafka.
 
@@ -58,7 +58,7 @@ from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_E
                     MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
                     norm, pairs_of, reconcile, tasks_of)
 from .topology import (ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,
-                       Topology, configure, task_topics, validate)
+                       Topology, configure, task_topics, validate, with_partitions)
 
 
 @dataclass
@@ -151,7 +151,7 @@ class StreamsGroupProtocol(ShardPart):
             if r.rebalance_timeout_ms == -1:
                 raise GroupError(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
             if r.topology is None:
-                raise GroupError(E.INVALID_REQUEST, "Topology must be non-null when joining.")
+                raise GroupError(E.INVALID_REQUEST, "Topology must be non-null when (re-)joining.")
             if not r.process_id:
                 raise GroupError(E.INVALID_REQUEST, "ProcessId can't be null or empty.")
             for what, v in (("ActiveTasks", r.active), ("StandbyTasks", r.standby),
@@ -177,7 +177,7 @@ class StreamsGroupProtocol(ShardPart):
             if err:
                 raise GroupError(err)
         except GroupError as e:
-            return StreamsHeartbeatResponse(error=e.code, message=e.message, member_id=r.member_id or "")
+            return StreamsHeartbeatResponse(error=e.code, message=e.message)
         before = self._snapshot(r.group_id)
         records: list = []
         try:
@@ -187,7 +187,7 @@ class StreamsGroupProtocol(ShardPart):
                 resp = self._heartbeat(r, records, now)
         except GroupError as e:
             self._restore(r.group_id, before)
-            return StreamsHeartbeatResponse(error=e.code, message=e.message, member_id=r.member_id)
+            return StreamsHeartbeatResponse(error=e.code, message=e.message)
         self._emit_with_revert(r.group_id, before, records)
         return resp
 
@@ -265,12 +265,13 @@ class StreamsGroupProtocol(ShardPart):
         topology_epoch = member.topology_epoch
         if r.topology is not None:
             topology_epoch = r.topology.epoch
-            if group.topology is None or r.topology.epoch > group.topology.epoch:
+            others = any(mid != r.member_id for mid in group.members)
+            if group.topology is None or (r.topology != group.topology and not others):
                 self._apply(records, srec.topology_record(part, gid, r.topology))
                 bump = True
-            elif r.topology.epoch == group.topology.epoch and r.topology != group.topology:
-                raise GroupError(E.STREAMS_INVALID_TOPOLOGY_EPOCH,
-                                 f"Topology updated but topology epoch not: {r.topology.epoch}.")
+            elif r.topology != group.topology:
+                # Kafka 4.3 refuses a changed topology while the group has members
+                raise GroupError(E.INVALID_REQUEST, "Topology updates are not supported yet.")
         if group.topology is not None and topology_epoch < group.topology.epoch:
             status.append((STALE_TOPOLOGY, f"The member's topology epoch {topology_epoch} is "
                            f"behind the group's topology epoch {group.topology.epoch}."))
@@ -295,7 +296,6 @@ class StreamsGroupProtocol(ShardPart):
 
         # 6. configured topology, metadata hash, assignment configs
         configured = self._configure(group)
-        status.extend(configured.status)
         new_hash = self.topics.metadata_hash(group.topology.topic_names()) if group.topology else 0
         configs = (("num.standby.replicas", str(cfg.num_standby_replicas)),)
         validated = group.topology.epoch if (group.topology and configured.ready) else group.validated_topology_epoch
@@ -314,19 +314,22 @@ class StreamsGroupProtocol(ShardPart):
         # 7. target assignment (not while the group's initial rebalance delay runs: its
         # first members get an empty assignment at the epoch below the group's)
         delayed = ("streams-initial-rebalance", gid) in self.timers
-        if group.group_epoch > group.assignment_epoch and not delayed:
-            self._compute_target(group, configured, cfg, records, part, now)
+        if group.group_epoch > group.assignment_epoch:
+            if not delayed:
+                self._compute_target(group, configured, cfg, records, part, now)
+            elif group.assignment_epoch < group.group_epoch - 1:
+                self._compute_target(group, ConfiguredTopology(), cfg, records, part, now,
+                                     epoch=group.group_epoch - 1)
+        if delayed and group.group_epoch > group.assignment_epoch:
+            status.append((ASSIGNMENT_DELAYED,
+                           "Assignment delayed due to the configured initial rebalance delay."))
+        status.extend(configured.status)
 
         # 8. reconcile
         m = group.members[r.member_id]
         owned = None if r.active is None else TaskSet(norm(r.active), norm(r.standby), norm(r.warmup))
-        if delayed and group.group_epoch > group.assignment_epoch:
-            target_epoch, target = max(group.group_epoch - 1, group.assignment_epoch), EMPTY
-            status.append((ASSIGNMENT_DELAYED,
-                           "Assignment delayed due to the configured initial rebalance delay."))
-        else:
-            target_epoch, target = group.assignment_epoch, group.target.get(m.member_id, EMPTY)
-        rec = reconcile(m, target_epoch=target_epoch, target=target,
+        rec = reconcile(m, target_epoch=group.assignment_epoch,
+                        target=group.target.get(m.member_id, EMPTY),
                         active_owner=group.active_owner, owned=owned)
         if rec != m or is_new:
             self._apply(records, srec.current_assignment_record(part, gid, rec))
@@ -347,8 +350,8 @@ class StreamsGroupProtocol(ShardPart):
         resp = StreamsHeartbeatResponse(
             member_id=m.member_id, member_epoch=m.member_epoch,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-            acceptable_recovery_lag=cfg.acceptable_recovery_lag,
-            task_offset_interval_ms=cfg.task_offset_interval_ms,
+            # Kafka 4.3 answers 0 for both (no warm-up tasks, no task offsets asked for)
+            acceptable_recovery_lag=0, task_offset_interval_ms=0,
             status=status, tasks=m.assigned.normalized() if send_tasks else None,
             endpoint_information_epoch=group.endpoint_epoch,
             internal_topics_to_create=list(configured.to_create))
@@ -381,7 +384,10 @@ class StreamsGroupProtocol(ShardPart):
         return c
 
     def _compute_target(self, group: StreamsGroup, configured: ConfiguredTopology,
-                        cfg: StreamsGroupConfig, records: list, part: int, now: int) -> None:
+                        cfg: StreamsGroupConfig, records: list, part: int, now: int,
+                        epoch: int | None = None) -> None:
+        """A new target assignment at ``epoch`` (default: the group epoch); an unready
+        topology (or the empty one of a rebalance delay) assigns no task."""
         gid = group.group_id
         tasks = configured.tasks if configured.ready else {}
         members = [AssignorMember(m.member_id, m.process_id,
@@ -394,7 +400,8 @@ class StreamsGroupProtocol(ShardPart):
             old = group.target.get(mid)
             if old is None or old.normalized() != target.normalized():
                 self._apply(records, srec.target_assignment_member_record(part, gid, mid, target))
-        self._apply(records, srec.target_assignment_metadata_record(part, gid, group.group_epoch, now))
+        self._apply(records, srec.target_assignment_metadata_record(
+            part, gid, group.group_epoch if epoch is None else epoch, now))
 
     def _partitions_by_endpoint(self, group: StreamsGroup) -> list:
         out = []
@@ -578,9 +585,10 @@ class StreamsGroupProtocol(ShardPart):
             return DescribedStreamsGroup(gid, E.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
         if not isinstance(g, StreamsGroup):
             return DescribedStreamsGroup(gid, E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a streams group.")
-        self._configure(g)
+        configured = self._configure(g)
+        topology = None if g.topology is None else with_partitions(g.topology, configured.partitions)
         return DescribedStreamsGroup(
-            gid, E.NONE, None, g.state_name(), g.group_epoch, g.assignment_epoch, g.topology,
+            gid, E.NONE, None, g.state_name(), g.group_epoch, g.assignment_epoch, topology,
             [(m, g.target.get(m.member_id, EMPTY)) for m in g.members.values()])
 
     # ----------------------------------------------------------------- offsets (per type)

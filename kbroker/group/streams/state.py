@@ -116,7 +116,7 @@ def check_member_epoch(m: StreamsGroupMember, received: int, owned_active: Tasks
         raise GroupError(E.FENCED_MEMBER_EPOCH,
                          f"The streams group member has a greater member epoch ({received}) than "
                          f"the one known by the group coordinator ({m.member_epoch}). The member "
-                         "must abandon all its tasks and rejoin.")
+                         "must abandon all its partitions and rejoin.")
     if received < m.member_epoch:
         ok = (received == m.previous_member_epoch and owned_active is not None
               and pairs_of(norm(owned_active)) <= pairs_of(norm(m.assigned.active)))
@@ -124,7 +124,7 @@ def check_member_epoch(m: StreamsGroupMember, received: int, owned_active: Tasks
             raise GroupError(E.FENCED_MEMBER_EPOCH,
                              f"The streams group member has a smaller member epoch ({received}) "
                              f"than the one known by the group coordinator ({m.member_epoch}). The "
-                             "member must abandon all its tasks and rejoin.")
+                             "member must abandon all its partitions and rejoin.")
 
 
 def reconcile(m: StreamsGroupMember, *, target_epoch: int, target: TaskSet,

@@ -22,7 +22,7 @@ Pure data and functions: the topics come in as a ``TopicsView``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..consumer.topics import TopicsView
 
@@ -122,8 +122,10 @@ def validate(topology: Topology) -> str | None:
 @dataclass
 class ConfiguredTopology:
     """``tasks``: subtopology id → number of tasks (empty unless ``ready``). ``status``:
-    [(code, detail)]. ``to_create``: internal topics missing, with their partition count."""
+    [(code, detail)]. ``to_create``: internal topics missing, with their partition count.
+    ``partitions``: the partition count each internal topic should have (when derivable)."""
     tasks: dict[str, int] = field(default_factory=dict)
+    partitions: dict[str, int] = field(default_factory=dict)
     status: list[tuple[int, str]] = field(default_factory=list)
     to_create: list[TopicInfo] = field(default_factory=list)
 
@@ -195,6 +197,7 @@ def configure(topology: Topology, topics: TopicsView) -> ConfiguredTopology:
         wanted = [(t, repart[t.name]) for t in s.repartition_source_topics] + [
             (t, t.partitions if t.partitions > 0 else n) for t in s.state_changelog_topics]
         for t, parts in wanted:
+            out.partitions[t.name] = parts
             have = count(t.name)
             if have < 0:
                 if all(x.name != t.name for x in out.to_create):
@@ -204,12 +207,23 @@ def configure(topology: Topology, topics: TopicsView) -> ConfiguredTopology:
                                  f"but {parts} are required.")
     if out.to_create:
         out.status.append((MISSING_INTERNAL_TOPICS, "Internal topics are missing: "
-                           + str(sorted(t.name for t in out.to_create)).replace("'", "")))
+                           + ", ".join(sorted(t.name for t in out.to_create))))
     if incorrect:
         out.status.append((INCORRECTLY_PARTITIONED_TOPICS, "; ".join(incorrect)))
     if out.status:
         out.tasks = {}
     return out
+
+
+def with_partitions(topology: Topology, partitions: dict[str, int]) -> Topology:
+    """``topology`` with the derived partition counts of its internal topics filled in (what
+    StreamsGroupDescribe shows, as Kafka describes its configured topology)."""
+    def fill(infos):
+        return tuple(replace(t, partitions=partitions.get(t.name, t.partitions)) for t in infos)
+    return replace(topology, subtopologies=tuple(
+        replace(s, state_changelog_topics=fill(s.state_changelog_topics),
+                repartition_source_topics=fill(s.repartition_source_topics))
+        for s in topology.subtopologies))
 
 
 def task_topics(topology: Topology, sid: str) -> list[str]:
