@@ -17,6 +17,9 @@ from tests.support.kafka_streams_app import (ALL_TASKS, APP, CHANGELOG, REPARTIT
 
 CLIENT = "kafka-streams (Java)"
 
+# two JVM applications and a fresh broker per target: `make compat` runs it, `make test` does not
+pytestmark = pytest.mark.slow
+
 OVERRIDES = {"group.streams.session.timeout.ms": "6000",
              "group.streams.min.session.timeout.ms": "1000",
              "group.streams.heartbeat.interval.ms": "500",
