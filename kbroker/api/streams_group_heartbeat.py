@@ -13,14 +13,18 @@ are created here with the partition counts the coordinator derived, as Kafka's b
 after a heartbeat that reports ``MISSING_INTERNAL_TOPICS``; the member learns of them on its
 next heartbeat.
 
-ACLs (``kbroker.authz``): READ on the group (GROUP_AUTHORIZATION_FAILED).
+ACLs (``kbroker.authz``): READ on the group (GROUP_AUTHORIZATION_FAILED); DESCRIBE on every
+topic of a topology sent (TOPIC_AUTHORIZATION_FAILED); missing internal topics are created only
+with CREATE on the cluster or on each of them (otherwise the member keeps reporting them
+missing).
 """
 from __future__ import annotations
 
 import logging
 
 from kbroker.api import RequestContext, api
-from kbroker.authz.acls import GROUP, READ
+from kbroker.api._authorized import denied_topics
+from kbroker.authz.acls import CREATE, DESCRIBE, GROUP, READ
 from kbroker.group.service import coordinator_of
 from kbroker.group.streams.protocol import StreamsHeartbeatRequest
 from kbroker.group.streams.topology import topology_of
@@ -47,6 +51,13 @@ def _task_ids(tasks):
 
 async def _create_internal_topics(ctx: RequestContext, topics) -> None:
     from kbroker.metadata.controller import NewTopic
+    if not ctx.authorize_cluster(CREATE):
+        denied = denied_topics(ctx, CREATE, [t.name for t in topics])
+        if denied:
+            log.warning("not creating internal topics %s: CREATE not authorized", sorted(denied))
+        topics = [t for t in topics if t.name not in denied]
+        if not topics:
+            return
     new = [NewTopic(t.name, t.partitions, t.replication_factor if t.replication_factor > 0 else -1,
                     None, dict(t.configs)) for t in topics]
     try:
@@ -60,13 +71,22 @@ async def _create_internal_topics(ctx: RequestContext, topics) -> None:
                         getattr(r, "error_message", ""))
 
 
+def _refused(code: int, message: str | None = None) -> Response:
+    return Response(throttle_time_ms=0, error_code=code, error_message=message, member_id="",
+                    member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag=0,
+                    task_offset_interval_ms=0, endpoint_information_epoch=0, status=[])
+
+
 @api(88, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Response:
     if not ctx.authorize(READ, GROUP, request.group_id):
-        return Response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
-                        member_id="", member_epoch=0, heartbeat_interval_ms=0,
-                        acceptable_recovery_lag=0, task_offset_interval_ms=0,
-                        endpoint_information_epoch=0, status=[])
+        return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    topology = None if request.topology is None else topology_of(request.topology)
+    if topology is not None and ctx.authorizer is not None:
+        hidden = denied_topics(ctx, DESCRIBE, sorted(topology.topic_names()))
+        if hidden:
+            return _refused(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            "The following topics are not authorized: " + ", ".join(sorted(hidden)))
     ep = request.user_endpoint
     req = StreamsHeartbeatRequest(
         group_id=request.group_id, member_id=request.member_id,
@@ -74,7 +94,7 @@ async def handle(ctx: RequestContext, request) -> Response:
         endpoint_information_epoch=request.endpoint_information_epoch,
         instance_id=request.instance_id, rack_id=request.rack_id,
         rebalance_timeout_ms=request.rebalance_timeout_ms,
-        topology=None if request.topology is None else topology_of(request.topology),
+        topology=topology,
         active=_tasks(request.active_tasks), standby=_tasks(request.standby_tasks),
         warmup=_tasks(request.warmup_tasks), process_id=request.process_id,
         user_endpoint=None if ep is None else (ep.host, ep.port),
