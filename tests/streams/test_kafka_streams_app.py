@@ -7,7 +7,8 @@ subtopologies joined by a repartition topic and a state store with a changelog t
 
 - kbroker creates the internal topics the topology asks for and the counts come out right;
 - two instances share the eight tasks (StreamsGroupDescribe shows a Stable group of two
-  members, ListGroups lists it as a ``streams`` group);
+  members, ListGroups lists it as a ``streams`` group), and each learns from the broker which
+  partitions the other serves (interactive queries' ``metadataForAllStreamsClients``);
 - one instance is SIGKILLed: its session expires, its tasks move to the other one, which
   restores the counts from the changelog and goes on counting;
 - the broker is SIGKILLed and restarted: the group (members, epochs, topology) is replayed
@@ -55,6 +56,12 @@ def test_word_count_two_instances_and_failover(tmp_path, classpath):
                  lambda: (a.tasks() and b.tasks() and not (a.tasks() & b.tasks())
                           and a.tasks() | b.tasks() == ALL_TASKS), apps)
 
+        # interactive queries: each instance knows which partitions the other one serves
+        inputs = {f"{t}-{p}" for t in ("lines", REPARTITION) for p in range(4)}
+        wait_for("both instances' endpoints", lambda: all(
+            set(x.hosts()) == {7301, 7302} and x.hosts()[7301] | x.hosts()[7302] == inputs
+            and not (x.hosts()[7301] & x.hosts()[7302]) for x in apps), apps)
+
         # the broker created the internal topics with the derived partition counts
         md = raw(bs, 3, 12, messages.MetadataRequest(topics=None, allow_auto_topic_creation=False))
         internal = {t.name: len(t.partitions) for t in md.topics if t.name.startswith(APP + "-")}
@@ -78,6 +85,7 @@ def test_word_count_two_instances_and_failover(tmp_path, classpath):
         b.proc.kill()
         b.proc.wait()
         wait_for("the survivor running every task", lambda: a.tasks() == ALL_TASKS, apps)
+        wait_for("the survivor's endpoints", lambda: a.hosts() == {7301: inputs}, apps)
         produce(bs, ["zebra yak", "yak"])
         wait_for("the counts after the failover",
                  lambda: {k: v for k, v in counts(bs).items() if k in ("zebra", "yak")}

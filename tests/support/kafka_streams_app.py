@@ -52,6 +52,15 @@ class App:
         active = lines[-1].split()[1].split("=", 1)[1]
         return set(active.split(",")) if active else set()
 
+    def hosts(self) -> dict[int, set[str]]:
+        """What the last HOSTS line says: application server port → its topic partitions."""
+        lines = [x for x in self.out.read_text().splitlines() if x.startswith("HOSTS")]
+        out: dict[int, set[str]] = {}
+        for entry in (lines[-1].split()[1:] if lines else []):
+            port, _, parts = entry.partition("=")
+            out[int(port)] = set(parts.split(",")) if parts else set()
+        return out
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

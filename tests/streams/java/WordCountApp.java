@@ -7,7 +7,9 @@
 // string) to OUTPUT. Once a second it prints its state and the tasks it runs, one line each:
 //   STATE RUNNING
 //   TASKS active=0_0,0_1 standby=1_2
-// so the test sees how the broker shares the tasks between instances.
+//   HOSTS 7301=lines-0,lines-1,... 7302=...
+// so the test sees how the broker shares the tasks between instances, and what interactive
+// queries learn of every instance (the broker's PartitionsByUserEndpoint).
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -21,6 +23,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.StreamsMetadata;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -81,6 +84,17 @@ public class WordCountApp {
             Collections.sort(standby);
             System.out.println("TASKS active=" + String.join(",", active)
                                + " standby=" + String.join(",", standby));
+            List<String> hosts = new ArrayList<>();
+            if (streams.state() == KafkaStreams.State.RUNNING) {
+                for (StreamsMetadata m : streams.metadataForAllStreamsClients()) {
+                    List<String> parts = new ArrayList<>();
+                    m.topicPartitions().forEach(tp -> parts.add(tp.topic() + "-" + tp.partition()));
+                    Collections.sort(parts);
+                    hosts.add(m.hostInfo().port() + "=" + String.join(",", parts));
+                }
+            }
+            Collections.sort(hosts);
+            System.out.println("HOSTS " + String.join(" ", hosts));
             System.out.flush();
             done.await(1, java.util.concurrent.TimeUnit.SECONDS);
         }
