@@ -235,3 +235,24 @@ def test_initial_rebalance_delay_assigns_members_started_together():
     got_b = {(s, p) for s, ps in b.tasks.active.items() for p in ps}
     assert len(got_a) == len(got_b) == 4 and not (got_a & got_b)
     assert a.status == [] and h.group().state_name() == "Stable"
+
+
+def test_group_configs_standby_replicas_and_session_timeout():
+    h = StreamsHarness(all_topics())
+    a = h.shb("a", 0)
+    b = h.shb("b", 0)
+    epoch = h.group().group_epoch
+    # GROUP config resource: one standby per task, a shorter session
+    h.mgr.streams.group_configs = lambda gid: {"streams.num.standby.replicas": "1",
+                                               "streams.session.timeout.ms": "10000"}
+    for _ in range(4):
+        for mid in ("a", "b"):
+            m = h.group().members[mid]
+            h.shb(mid, m.member_epoch, active={s: set(p) for s, p in m.assigned.active.items()},
+                  standby={s: set(p) for s, p in m.assigned.standby.items()})
+    g = h.group()
+    assert g.group_epoch == epoch + 1                      # the assignment configs changed
+    assert g.last_assignment_configs == (("num.standby.replicas", "1"),)
+    assert all(sum(len(p) for p in m.assigned.standby.values()) == 4 for m in g.members.values())
+    h.advance(10_001)                                      # neither heartbeats any more
+    assert h.group().members == {} and h.group().state_name() == "Empty"
