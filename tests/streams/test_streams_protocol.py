@@ -256,3 +256,31 @@ def test_group_configs_standby_replicas_and_session_timeout():
     assert all(sum(len(p) for p in m.assigned.standby.values()) == 4 for m in g.members.values())
     h.advance(10_001)                                      # neither heartbeats any more
     assert h.group().members == {} and h.group().state_name() == "Empty"
+
+
+@pytest.mark.parametrize("topo,why", [
+    (Topology(1, (Subtopology("", source_topics=("input",)),)), "empty"),
+    (Topology(1, (Subtopology("0"),)), "no source topics"),
+    (Topology(1, (Subtopology("0", source_topics=("input",), copartition_groups=(((0, 5), (), ()),)),)),
+     "unknown topic"),
+    (Topology(1, (Subtopology("0", source_topics=("input",),
+                              state_changelog_topics=(TopicInfo("c", partitions=-3),)),)), "negative"),
+    (Topology(1, (Subtopology("0", source_topic_regex=("in.*",)),)), "regular expressions"),
+])
+def test_invalid_topologies_answer_streams_invalid_topology(topo, why):
+    h = StreamsHarness(all_topics())
+    r = h.shb("a", 0, topology=topo)
+    assert r.error == E.STREAMS_INVALID_TOPOLOGY and why in r.message
+    assert "g" not in h.mgr.groups and h.log == []
+
+
+def test_underivable_repartition_topic_is_reported_not_assigned():
+    # a cycle of repartition topics with no source topic: nothing to derive counts from
+    topo = Topology(1, (Subtopology("0", repartition_source_topics=(TopicInfo("r1"),),
+                                    repartition_sink_topics=("r2",)),
+                        Subtopology("1", repartition_source_topics=(TopicInfo("r2"),),
+                                    repartition_sink_topics=("r1",))))
+    h = StreamsHarness({})
+    r = h.shb("a", 0, topology=topo)
+    assert r.error == 0 and [c for c, _ in r.status] == [MISSING_SOURCE_TOPICS]
+    assert r.tasks.is_empty()
