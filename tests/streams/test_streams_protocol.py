@@ -30,10 +30,11 @@ TOPO = Topology(1, (
 
 
 class StreamsHarness(ConsumerHarness):
-    def __init__(self, topics=None, standby=0, delay=0, **kw):
+    def __init__(self, topics=None, standby=0, delay=0, interval=0, **kw):
         super().__init__(topics, **kw)
         self.mgr.streams.streams_config = StreamsGroupConfig(num_standby_replicas=standby,
-                                                             initial_rebalance_delay_ms=delay)
+                                                             initial_rebalance_delay_ms=delay,
+                                                             assignment_interval_ms=interval)
 
     def shb(self, member, epoch, *, topology=None, active=None, standby=None, process=None,
             endpoint=None, endpoint_epoch=0, group="g", shutdown=False):
@@ -284,3 +285,15 @@ def test_underivable_repartition_topic_is_reported_not_assigned():
     r = h.shb("a", 0, topology=topo)
     assert r.error == 0 and [c for c, _ in r.status] == [MISSING_SOURCE_TOPICS]
     assert r.tasks.is_empty()
+
+
+def test_assignment_interval_batches_target_assignments():
+    h = StreamsHarness(all_topics(), interval=1000)
+    a = h.shb("a", 0)
+    assert h.group().assignment_epoch == 2
+    b = h.shb("b", 0)                      # within the interval: no new target yet
+    assert (h.group().group_epoch, h.group().assignment_epoch) == (3, 2)
+    assert b.tasks.is_empty() and h.group().state_name() == "Assigning"
+    h.advance(1000)
+    b = h.shb("b", b.member_epoch, active={}, standby={})
+    assert h.group().assignment_epoch == 3

@@ -15,6 +15,7 @@ class StreamsGroupConfig:
     num_standby_replicas: int = 0             # group.streams.num.standby.replicas
     max_standby_replicas: int = 2             # group.streams.max.standby.replicas
     initial_rebalance_delay_ms: int = 3_000   # group.streams.initial.rebalance.delay.ms
+    assignment_interval_ms: int = 1_000       # group.streams.assignment.interval.ms
 
     @classmethod
     def from_broker(cls, get) -> "StreamsGroupConfig":
@@ -30,7 +31,9 @@ class StreamsGroupConfig:
             max_standby_replicas=int(get("group.streams.max.standby.replicas",
                                          d.max_standby_replicas)),
             initial_rebalance_delay_ms=int(get("group.streams.initial.rebalance.delay.ms",
-                                               d.initial_rebalance_delay_ms)))
+                                               d.initial_rebalance_delay_ms)),
+            assignment_interval_ms=int(get("group.streams.assignment.interval.ms",
+                                           d.assignment_interval_ms)))
 
     def for_group(self, g: Mapping[str, str] | None) -> "StreamsGroupConfig":
         """This configuration with a group's GROUP config overrides applied."""
@@ -45,4 +48,6 @@ class StreamsGroupConfig:
                                                self.num_standby_replicas)),
                                      self.max_standby_replicas),
             initial_rebalance_delay_ms=int(g.get("streams.initial.rebalance.delay.ms",
-                                                 self.initial_rebalance_delay_ms)))
+                                                 self.initial_rebalance_delay_ms)),
+            assignment_interval_ms=int(g.get("streams.assignment.interval.ms",
+                                             self.assignment_interval_ms)))

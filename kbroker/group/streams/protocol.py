@@ -20,7 +20,7 @@ A heartbeat, in order:
    no tasks; a change of the topics' metadata (hash), of the member's process/rack/tags, of
    the membership or of ``num.standby.replicas`` bumps the **group epoch**;
 7. a group epoch above the assignment epoch computes a new **target assignment** with the
-   sticky task assignor (:mod:`.assignor`);
+   sticky task assignor (:mod:`.assignor`), at most once per assignment interval;
 8. the member **reconciles** towards its target (revocation before assignment);
 9. the session timer is (re)armed; a member asked to revoke tasks gets a rebalance timer.
 
@@ -36,10 +36,14 @@ Kafka 4.3): until it ends, the members get an empty target assignment at the epo
 and the status ``ASSIGNMENT_DELAYED``, so instances started together are assigned at once; a
 new group's epoch goes from 0 to 2 as in Kafka.
 
+Target assignments are batched as in Kafka 4.3 (``group.streams.assignment.interval.ms``,
+default 1000; GROUP ``streams.assignment.interval.ms``): within the interval after the last
+one, members keep reconciling towards the previous target and a later heartbeat computes the
+new one.
+
 Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), warm-up tasks
-(the sticky assignor gives none), static membership beyond storing ``InstanceId``, and the
-assignment interval (``streams.assignment.interval.ms``: every new group epoch is assigned at
-once).
+(the sticky assignor gives none), static membership beyond storing ``InstanceId`` (Kafka 4.3
+has none either).
 """
 from __future__ import annotations
 
@@ -315,7 +319,9 @@ class StreamsGroupProtocol(ShardPart):
         # first members get an empty assignment at the epoch below the group's)
         delayed = ("streams-initial-rebalance", gid) in self.timers
         if group.group_epoch > group.assignment_epoch:
-            if not delayed:
+            batched = (group.assignment_timestamp_ms and cfg.assignment_interval_ms
+                       and now < group.assignment_timestamp_ms + cfg.assignment_interval_ms)
+            if not delayed and not batched:
                 self._compute_target(group, configured, cfg, records, part, now)
             elif group.assignment_epoch < group.group_epoch - 1:
                 self._compute_target(group, ConfiguredTopology(), cfg, records, part, now,
