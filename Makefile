@@ -37,7 +37,7 @@ run: $(STAMP)
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
 # Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
 # then the container image's smoke tests (docker-test).
-test: setup protocol kp2 kafka-dist kcat kafkajs franzgo spark-setup console-browser
+test: setup protocol kp2 kafka-dist kafka-streams-dist kcat kafkajs franzgo spark-setup console-browser
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL)
 	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md
 	$(MAKE) --no-print-directory test-spark
@@ -57,10 +57,15 @@ clean:
 COMPAT_TARGETS ?= kafka,kbroker
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: kafka-dist kcat compat console-browser
+.PHONY: kafka-dist kafka-streams-dist kcat compat console-browser
 
 kafka-dist:
 	bash tools/fetch_kafka.sh
+
+# Kafka Streams (same pin) for tests/streams: a real streams application with
+# group.protocol=streams (KIP-1071); jars in .cache/kafka-streams, idempotent.
+kafka-streams-dist:
+	bash tools/kafka_streams/fetch.sh
 
 kcat:
 	command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }

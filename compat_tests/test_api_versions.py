@@ -42,8 +42,6 @@ KNOWN_GAPS = {
     # the groups issue
     15: ((0, 5), "groups: DescribeGroups v6 (KIP-1043)"),
     69: ((0, 0), "groups: ConsumerGroupDescribe v1"),
-    88: (None, "groups: StreamsGroupHeartbeat (KIP-1071)"),
-    89: (None, "groups: StreamsGroupDescribe (KIP-1071)"),
 }
 EXTRAS: dict[int, str] = {}
 

@@ -19,7 +19,9 @@ Group types, each a pure state (``state.py``) plus its protocol's rules (``proto
 - :mod:`.classic`  — JoinGroup/SyncGroup/Heartbeat/LeaveGroup.
 - :mod:`.consumer` — KIP-848: ConsumerGroupHeartbeat/ConsumerGroupDescribe, server-side
   assignors, regex subscriptions, the consumer group records.
+- :mod:`.streams`  — KIP-1071: StreamsGroupHeartbeat/StreamsGroupDescribe, topologies and
+  internal topics, the sticky task assignor, the streams group records.
 
-Share and streams groups would add ``share/`` and ``streams/`` the same way (a group class,
-a protocol part registered in ``GroupManager._protocols``, their records in ``records``).
+A group type plugs in the same way: a group class, a protocol part registered in
+``GroupManager._protocols``, its record keys dispatched by ``records.decode_key``.
 """

@@ -42,6 +42,9 @@ from .consumer.state import ConsumerGroup
 from .consumer.topics import TopicsView
 from .offsets import OffsetAndMetadata, OffsetMetadataManager  # noqa: F401
 from .records import CoordinatorRecord, GroupKey, OffsetKey
+from .streams import records as srec
+from .streams.protocol import StreamsGroupProtocol, StreamsHeartbeatRequest  # noqa: F401
+from .streams.state import StreamsGroup
 from .timers import TimerTable
 
 
@@ -72,6 +75,9 @@ class GroupManager:
         self.consumer = ConsumerGroupProtocol(self)
         self.offset_manager = OffsetMetadataManager(self)
         self._protocols = {ClassicGroup: self.classic, ConsumerGroup: self.consumer}
+        # streams groups (KIP-1071): kbroker/group/streams
+        self.streams = StreamsGroupProtocol(self)
+        self._protocols[StreamsGroup] = self.streams
 
     # ----------------------------------------------------------------- plumbing
     @property
@@ -185,6 +191,14 @@ class GroupManager:
 
     def consumer_group_describe(self, group_ids: list[str]):
         return [self.consumer.consumer_describe(g) for g in group_ids]
+
+    # ----------------------------------------------------------------- streams protocol
+    def streams_group_heartbeat(self, req: StreamsHeartbeatRequest, now_ms: int) -> Result:
+        """StreamsGroupHeartbeat (KIP-1071); the response is a ``StreamsHeartbeatResponse``."""
+        return self._run(lambda: self.streams.heartbeat(req, now_ms))
+
+    def streams_group_describe(self, group_ids: list[str]):
+        return [self.streams.streams_describe(g) for g in group_ids]
 
     # ----------------------------------------------------------------- offsets
     def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
@@ -307,6 +321,8 @@ class GroupManager:
             self.offset_manager.replay(k, value)
         elif isinstance(k, crec.ConsumerKey):
             self.consumer.replay(k, value)
+        elif isinstance(k, srec.StreamsKey):
+            self.streams.replay(k, value)
         elif isinstance(k, GroupKey):
             decoded = rec.decode_group_value(value)
             if decoded is None:

@@ -83,6 +83,11 @@ class GroupCoordinator:
         self._image_seen = None
         self._loaded_epoch: dict[int, int] = {}      # leader epoch a partition was loaded in
         self.manager.consumer.group_configs = self._group_configs
+        # streams groups (KIP-1071): group.streams.* keys, GROUP streams.* overrides
+        from .streams.config import StreamsGroupConfig
+        self.manager.streams.streams_config = StreamsGroupConfig.from_broker(
+            lambda k, d: _cfg_get(cfg, k, d))
+        self.manager.streams.group_configs = self._group_configs
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
                       "records_replayed": 0, "replay_errors": 0}
 
@@ -395,6 +400,14 @@ class GroupCoordinator:
         async with self._lock:
             self._refresh_inputs()
             return self.manager.consumer_group_describe(group_ids)
+
+    async def streams_group_heartbeat(self, req):
+        return await self._call(lambda now: self.manager.streams_group_heartbeat(req, now))
+
+    async def streams_group_describe(self, group_ids):
+        async with self._lock:
+            self._refresh_inputs()
+            return self.manager.streams_group_describe(group_ids)
 
     def _group_configs(self, group_id: str) -> dict:
         """The GROUP config resource of ``group_id`` in the metadata image (KIP-848)."""

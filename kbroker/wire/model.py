@@ -159,7 +159,9 @@ def _build_message(raw: dict) -> MessageSpec:
     def build_field(f: dict) -> FieldSpec:
         ftype = f["type"]
         element = ftype[2:] if ftype.startswith("[]") else ftype
-        versions = Versions.parse(f.get("versions"))
+        # a tagged field without "versions" exists in its tagged versions (Kafka's generator
+        # rule; StreamsGroupMetadataValue.LastAssignmentConfigs is declared so)
+        versions = Versions.parse(f.get("versions", f.get("taggedVersions")))
         nullable = Versions.parse(f.get("nullableVersions"))
         struct = None
         if element not in PRIMITIVES:

@@ -175,7 +175,7 @@ def _compare_fields(msg: str, path: str, ref_fields: list[dict], spec_fields, cl
         where = f"{msg}{path}.{rf['name']}"
         assert sf.attr == snake(rf["name"]), where
         assert sf.type == rf["type"], where
-        assert model_range(sf.versions) == vrange(rf.get("versions")), where
+        assert model_range(sf.versions) == vrange(rf.get("versions", rf.get("taggedVersions"))), where
         assert model_range(sf.nullable) == vrange(rf.get("nullableVersions")), where
         assert model_range(sf.tagged) == vrange(rf.get("taggedVersions")), where
         assert sf.tag == (int(rf["tag"]) if "tag" in rf else None), where
@@ -321,7 +321,7 @@ class RefEncoder:
         out = b""
         tagged = []
         for f in fields:
-            if not inr(self.v, vrange(f.get("versions"))):
+            if not inr(self.v, vrange(f.get("versions", f.get("taggedVersions")))):
                 continue
             val = getattr(obj, snake(f["name"]))
             if self.flex and inr(self.v, vrange(f.get("taggedVersions"))):

@@ -1,0 +1,74 @@
+"""StreamsGroupDescribe (key 89), v0: streams groups (KIP-1071) with their epochs, topology and
+every member's process, endpoint, client tags, current and target tasks.
+
+A group of another type (or an unknown id) answers ``GROUP_ID_NOT_FOUND``. Authorized
+operations are not computed (``-2147483648``); task offsets are not kept (empty lists).
+
+ACLs (``kbroker.authz``): DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED).
+"""
+from __future__ import annotations
+
+from kbroker.api import RequestContext, api
+from kbroker.api._authorized import denied_names
+from kbroker.authz.acls import DESCRIBE, GROUP
+from kbroker.group.service import coordinator_of
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode
+
+Response = messages.StreamsGroupDescribeResponse
+G = Response.DescribedGroup
+
+
+def _task_ids(tasks):
+    return [Response.TaskIds(subtopology_id=s, partitions=sorted(ps))
+            for s, ps in sorted(tasks.items()) if ps]
+
+
+def _assignment(ts):
+    n = ts.normalized()
+    return Response.Assignment(active_tasks=_task_ids(n.active), standby_tasks=_task_ids(n.standby),
+                               warmup_tasks=_task_ids(n.warmup))
+
+
+def _info(t):
+    return Response.TopicInfo(name=t.name, partitions=t.partitions,
+                              replication_factor=t.replication_factor,
+                              topic_configs=[Response.KeyValue(key=k, value=v) for k, v in t.configs])
+
+
+def _topology(t):
+    if t is None:
+        return None
+    return G.Topology(epoch=t.epoch, subtopologies=[
+        G.Topology.Subtopology(
+            subtopology_id=s.subtopology_id, source_topics=list(s.source_topics),
+            repartition_sink_topics=list(s.repartition_sink_topics),
+            state_changelog_topics=[_info(x) for x in s.state_changelog_topics],
+            repartition_source_topics=[_info(x) for x in s.repartition_source_topics])
+        for s in t.subtopologies])
+
+
+def _member(m, target):
+    ep = None if m.user_endpoint is None else Response.Endpoint(host=m.user_endpoint[0],
+                                                                port=m.user_endpoint[1])
+    return G.Member(
+        member_id=m.member_id, member_epoch=m.member_epoch, instance_id=m.instance_id,
+        rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
+        topology_epoch=m.topology_epoch, process_id=m.process_id, user_endpoint=ep,
+        client_tags=[Response.KeyValue(key=k, value=v) for k, v in m.client_tags],
+        task_offsets=[], task_end_offsets=[], assignment=_assignment(m.assigned),
+        target_assignment=_assignment(target), is_classic=False)
+
+
+@api(89, versions=(0, 0))
+async def handle(ctx: RequestContext, request) -> Response:
+    denied = denied_names(ctx, DESCRIBE, GROUP, request.group_ids)
+    allowed = [g for g in request.group_ids if g not in denied]
+    described = await coordinator_of(ctx.broker).streams_group_describe(allowed) if allowed else []
+    return Response(throttle_time_ms=0, groups=[
+        G(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=g, group_state="", members=[])
+        for g in request.group_ids if g in denied] + [
+        G(error_code=d.error, error_message=d.message, group_id=d.group_id, group_state=d.state,
+          group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
+          topology=_topology(d.topology), members=[_member(m, t) for m, t in d.members])
+        for d in described])

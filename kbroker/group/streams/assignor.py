@@ -1,0 +1,91 @@
+"""The ``sticky`` task assignor of streams groups (Kafka 4.3's default streams assignor).
+
+Input: the tasks (subtopology id → number of partitions), the members with their process id
+and the tasks they currently hold, and ``num.standby.replicas``. Output: each member's target
+active and standby tasks (this assignor hands out no warm-up tasks).
+
+Rules (Kafka's ``StickyTaskAssignor``):
+
+1. **Active tasks** are balanced over the members: each member may hold at most
+   ``ceil(tasks / members)`` active tasks. A task first stays with the member that holds it
+   (stickiness), up to that bound; a task whose holder left or is full goes to a member of the
+   process that held it as a standby if it has room, else to the least loaded member.
+2. **Standby tasks**: ``num.standby.replicas`` copies of each active task, never on the
+   process that runs the task actively, nor twice on one process; previous standby holders
+   first, then the least loaded members (active + standby). A task gets fewer standbys when
+   there are not enough processes.
+
+Deterministic: members, tasks and ties are taken in sorted order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Task = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class AssignorMember:
+    member_id: str
+    process_id: str
+    active: frozenset[Task] = frozenset()      # held now (active, or pending revocation)
+    standby: frozenset[Task] = frozenset()
+
+
+@dataclass
+class MemberTarget:
+    active: set[Task] = field(default_factory=set)
+    standby: set[Task] = field(default_factory=set)
+
+
+def all_tasks(tasks: dict[str, int]) -> list[Task]:
+    return [(sid, p) for sid in sorted(tasks) for p in range(tasks[sid])]
+
+
+def assign(tasks: dict[str, int], members: list[AssignorMember],
+           num_standby_replicas: int = 0) -> dict[str, MemberTarget]:
+    members = sorted(members, key=lambda m: m.member_id)
+    out = {m.member_id: MemberTarget() for m in members}
+    if not members:
+        return out
+    todo = all_tasks(tasks)
+    cap = -(-len(todo) // len(members))
+    by_id = {m.member_id: m for m in members}
+
+    def load(mid: str) -> tuple:
+        t = out[mid]
+        return (len(t.active), len(t.active) + len(t.standby), mid)
+
+    # 1. active: sticky, then standby holders, then least loaded
+    owner: dict[Task, str] = {}
+    valid = set(todo)
+    for m in members:
+        for task in sorted(m.active):
+            if task in owner or task not in valid:
+                continue
+            if len(out[m.member_id].active) < cap:
+                out[m.member_id].active.add(task)
+                owner[task] = m.member_id
+    for task in todo:
+        if task in owner:
+            continue
+        prev_standby = [m.member_id for m in members
+                        if task in m.standby and len(out[m.member_id].active) < cap]
+        pool = prev_standby or [m.member_id for m in members if len(out[m.member_id].active) < cap]
+        best = min(pool or list(out), key=load)
+        out[best].active.add(task)
+        owner[task] = best
+
+    # 2. standby replicas on other processes
+    if num_standby_replicas > 0:
+        for task in todo:
+            used = {by_id[owner[task]].process_id}
+            for _ in range(num_standby_replicas):
+                cands = [m for m in members if m.process_id not in used]
+                if not cands:
+                    break
+                prev = [m for m in cands if task in m.standby or task in m.active]
+                best = min(prev or cands, key=lambda m: load(m.member_id))
+                out[best.member_id].standby.add(task)
+                used.add(best.process_id)
+    return out

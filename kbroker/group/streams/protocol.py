@@ -1,0 +1,633 @@
+"""The streams group protocol (KIP-1071): StreamsGroupHeartbeat and StreamsGroupDescribe as
+pure rules over :class:`~kbroker.group.streams.state.StreamsGroup`, one part of the
+coordinator shard (Kafka 4.3's ``GroupMetadataManager.streamsGroup*``).
+
+A heartbeat, in order:
+
+1. request checks (INVALID_REQUEST; STREAMS_INVALID_TOPOLOGY for a malformed topology);
+2. epoch -1 / -2: the member leaves, its tasks are reassigned (a new group epoch);
+3. the group is found or (epoch 0) created — an empty classic group of the same id makes way;
+   ``group.streams.max.size`` → GROUP_MAX_SIZE_REACHED;
+4. the member is found or created; fencing by member epoch (FENCED_MEMBER_EPOCH,
+   UNKNOWN_MEMBER_ID);
+5. the **topology**: the first one becomes the group's (``StreamsGroupTopology``) and bumps the
+   group epoch; another topology is refused while the group has other members (INVALID_REQUEST
+   "Topology updates are not supported yet.", as Kafka 4.3) and replaces the group's when the
+   group is empty; a member on an older topology epoch is told ``STALE_TOPOLOGY``;
+6. the topology is **configured** against the topics (:mod:`.topology`): missing source
+   topics and internal topics being created are reported in ``Status`` (the API module creates
+   the missing internal topics, as Kafka's broker does) and leave the group ``NotReady`` with
+   no tasks; a change of the topics' metadata (hash), of the member's process/rack/tags, of
+   the membership or of ``num.standby.replicas`` bumps the **group epoch**;
+7. a group epoch above the assignment epoch computes a new **target assignment** with the
+   sticky task assignor (:mod:`.assignor`), at most once per assignment interval;
+8. the member **reconciles** towards its target (revocation before assignment);
+9. the session timer is (re)armed; a member asked to revoke tasks gets a rebalance timer.
+
+Every change is a ``__consumer_offsets`` record (:mod:`.records`) replayed into the group at
+once and appended before the response is released; a failed append restores the group as it
+was before the request. ``PartitionsByUserEndpoint`` (interactive queries) is sent when the
+member's ``EndpointInformationEpoch`` is behind the group's, which moves whenever a member's
+tasks change or a member comes or goes.
+
+A member joining an empty group starts its **rebalance delay**
+(``group.streams.initial.rebalance.delay.ms``, GROUP ``streams.initial.rebalance.delay.ms``,
+Kafka 4.3): until it ends, the members get an empty target assignment at the epoch below the group's
+and the status ``ASSIGNMENT_DELAYED``, so instances started together are assigned at once; a
+new group's epoch goes from 0 to 2 as in Kafka.
+
+Target assignments are batched as in Kafka 4.3 (``group.streams.assignment.interval.ms``,
+default 1000; GROUP ``streams.assignment.interval.ms``): within the interval after the last
+one, members keep reconciling towards the previous target and a later heartbeat computes the
+new one.
+
+Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), warm-up tasks
+(the sticky assignor gives none), static membership beyond storing ``InstanceId`` (Kafka 4.3
+has none either).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from kbroker.wire.error_codes import ErrorCode as E
+
+from ..base import DescribedGroup, ShardPart, append_error_to_response_error
+from ..classic.state import ClassicGroup
+from ..consumer.state import GroupError
+from . import records as srec
+from .assignor import AssignorMember, assign
+from .config import StreamsGroupConfig
+from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                    MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
+                    norm, pairs_of, reconcile, tasks_of)
+from .topology import (ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,
+                       Topology, configure, task_topics, validate, with_partitions)
+
+
+@dataclass
+class StreamsHeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    endpoint_information_epoch: int = 0
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    topology: Topology | None = None
+    active: dict | None = None
+    standby: dict | None = None
+    warmup: dict | None = None
+    process_id: str | None = None
+    user_endpoint: tuple[str, int] | None = None
+    client_tags: list[tuple[str, str]] | None = None
+    shutdown_application: bool = False
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass
+class StreamsHeartbeatResponse:
+    error: int = 0
+    message: str | None = None
+    member_id: str = ""
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    acceptable_recovery_lag: int = 0
+    task_offset_interval_ms: int = 0
+    status: list[tuple[int, str]] | None = None
+    tasks: TaskSet | None = None
+    endpoint_information_epoch: int = 0
+    # [((host, port), [(topic, [partitions])] active, [...] standby)]
+    partitions_by_endpoint: list | None = None
+    internal_topics_to_create: list[TopicInfo] = field(default_factory=list)
+
+
+@dataclass
+class DescribedStreamsGroup:
+    group_id: str
+    error: int = 0
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    topology: Topology | None = None
+    members: list = field(default_factory=list)       # [(StreamsGroupMember, TaskSet target)]
+
+
+class StreamsGroupProtocol(ShardPart):
+    """The streams protocol's decisions; the groups live in the shard's table.
+
+    Timers: ``("streams-session", group, member)``, ``("streams-rebalance", group, member)``
+    and ``("streams-initial-rebalance", group)`` (the rebalance delay of an empty group)."""
+
+    def __init__(self, shard, config: StreamsGroupConfig | None = None) -> None:
+        super().__init__(shard)
+        self.streams_config = config or StreamsGroupConfig()
+        self.group_configs: Callable[[str], dict] = lambda gid: {}
+
+    @property
+    def topics(self):
+        return self.shard.consumer.topics            # the driver's view of the image
+
+    def cfg(self, gid: str) -> StreamsGroupConfig:
+        return self.streams_config.for_group(self.group_configs(gid))
+
+    def _get(self, gid: str) -> StreamsGroup | None:
+        g = self.groups.get(gid)
+        return g if isinstance(g, StreamsGroup) else None
+
+    def _apply(self, records: list, record) -> None:
+        records.append(record)
+        self.replay(record.parsed_key, record.value, record.parsed_value)
+
+    # ----------------------------------------------------------------- request checks
+    def _validate(self, r: StreamsHeartbeatRequest) -> None:
+        def empty(v, what):
+            if v is not None and v == "":
+                raise GroupError(E.INVALID_REQUEST, f"{what} can't be empty.")
+        if r.member_id is None or r.member_id == "":
+            raise GroupError(E.INVALID_REQUEST, "MemberId can't be empty.")
+        empty(r.group_id, "GroupId")
+        empty(r.instance_id, "InstanceId")
+        empty(r.rack_id, "RackId")
+        if r.member_epoch == 0:
+            if r.rebalance_timeout_ms == -1:
+                raise GroupError(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+            if r.topology is None:
+                raise GroupError(E.INVALID_REQUEST, "Topology must be non-null when (re-)joining.")
+            if not r.process_id:
+                raise GroupError(E.INVALID_REQUEST, "ProcessId can't be null or empty.")
+            for what, v in (("ActiveTasks", r.active), ("StandbyTasks", r.standby),
+                            ("WarmupTasks", r.warmup)):
+                if v is None or norm(v):
+                    raise GroupError(E.INVALID_REQUEST, f"{what} must be empty when (re-)joining.")
+        elif r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if r.instance_id is None:
+                raise GroupError(E.INVALID_REQUEST, "InstanceId can't be null.")
+        elif r.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise GroupError(E.INVALID_REQUEST, f"MemberEpoch is {r.member_epoch}, but must be "
+                             "greater than or equal to -2.")
+        if r.topology is not None:
+            why = validate(r.topology)
+            if why:
+                raise GroupError(E.STREAMS_INVALID_TOPOLOGY, why)
+
+    # ----------------------------------------------------------------- StreamsGroupHeartbeat
+    def heartbeat(self, r: StreamsHeartbeatRequest, now: int) -> StreamsHeartbeatResponse:
+        try:
+            self._validate(r)
+            err = self.coordinator_error(r.group_id)
+            if err:
+                raise GroupError(err)
+        except GroupError as e:
+            return StreamsHeartbeatResponse(error=e.code, message=e.message)
+        before = self._snapshot(r.group_id)
+        records: list = []
+        try:
+            if r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                resp = self._leave(r, records, now)
+            else:
+                resp = self._heartbeat(r, records, now)
+        except GroupError as e:
+            self._restore(r.group_id, before)
+            return StreamsHeartbeatResponse(error=e.code, message=e.message)
+        self._emit_with_revert(r.group_id, before, records)
+        return resp
+
+    def _snapshot(self, gid: str):
+        g = self.groups.get(gid)
+        if isinstance(g, StreamsGroup):
+            return ("group", g.snapshot())
+        return ("absent",) if g is None else ("other", g)
+
+    def _restore(self, gid: str, snap) -> None:
+        g = self.groups.get(gid)
+        if snap[0] == "absent":
+            if isinstance(g, StreamsGroup):
+                del self.groups[gid]
+                self.timers.cancel_where(lambda k: len(k) > 2 and k[0].startswith("streams-")
+                                         and k[1] == gid)
+        elif snap[0] == "group":
+            if isinstance(g, StreamsGroup):
+                g.__dict__.update(snap[1].__dict__)
+            else:
+                self.groups[gid] = snap[1]
+        else:
+            self.groups[gid] = snap[1]
+
+    def _emit_with_revert(self, gid: str, before, records: list, respond: bool = True) -> None:
+        if not records:
+            return
+
+        def then(error: int, t: int) -> None:
+            if error:
+                self._restore(gid, before)
+                if respond:
+                    self._out.response = StreamsHeartbeatResponse(
+                        error=append_error_to_response_error(error))
+        self._emit(records, then=then)
+
+    def _get_or_create(self, gid: str, create: bool, records: list) -> StreamsGroup:
+        g = self.groups.get(gid)
+        if isinstance(g, StreamsGroup):
+            return g
+        if g is None or (isinstance(g, ClassicGroup) and g.is_empty()):
+            if not create:
+                raise GroupError(E.GROUP_ID_NOT_FOUND, f"Streams group {gid} not found.")
+            if g is not None:
+                records.extend(self.shard.classic.group_tombstones(g))
+            g = self.groups[gid] = StreamsGroup(gid)
+            return g
+        raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a streams group.")
+
+    def _heartbeat(self, r: StreamsHeartbeatRequest, records: list, now: int) -> StreamsHeartbeatResponse:
+        gid = r.group_id
+        cfg = self.cfg(gid)
+        group = self._get_or_create(gid, r.member_epoch == 0, records)
+        part = self.partition_for(gid)
+        if len(group.members) >= cfg.max_size and r.member_id not in group.members:
+            raise GroupError(E.GROUP_MAX_SIZE_REACHED,
+                             f"The streams group has reached its maximum capacity of {cfg.max_size} members.")
+        was_empty = not group.members
+        member = group.members.get(r.member_id)
+        if r.member_epoch == 0:
+            if member is not None:              # a rejoin: the old incarnation's tasks go
+                self._remove_member_records(group, member.member_id, records, part)
+            member = StreamsGroupMember(r.member_id)
+            is_new = True
+        else:
+            if member is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID,
+                                 f"Member {r.member_id} is not a member of group {gid}.")
+            check_member_epoch(member, r.member_epoch, r.active)
+            is_new = False
+        bump = is_new
+        status: list[tuple[int, str]] = []
+
+        # 5. topology
+        topology_epoch = member.topology_epoch
+        if r.topology is not None:
+            topology_epoch = r.topology.epoch
+            others = any(mid != r.member_id for mid in group.members)
+            if group.topology is None or (r.topology != group.topology and not others):
+                self._apply(records, srec.topology_record(part, gid, r.topology))
+                bump = True
+            elif r.topology != group.topology:
+                # Kafka 4.3 refuses a changed topology while the group has members
+                raise GroupError(E.INVALID_REQUEST, "Topology updates are not supported yet.")
+        if group.topology is not None and topology_epoch < group.topology.epoch:
+            status.append((STALE_TOPOLOGY, f"The member's topology epoch {topology_epoch} is "
+                           f"behind the group's topology epoch {group.topology.epoch}."))
+
+        updated = replace(
+            member,
+            instance_id=r.instance_id if r.instance_id is not None else member.instance_id,
+            rack_id=r.rack_id if r.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(r.rebalance_timeout_ms if r.rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            topology_epoch=topology_epoch,
+            process_id=r.process_id if r.process_id is not None else member.process_id,
+            user_endpoint=r.user_endpoint if r.user_endpoint is not None else member.user_endpoint,
+            client_tags=(tuple(sorted(r.client_tags)) if r.client_tags is not None
+                         else member.client_tags),
+            client_id=r.client_id, client_host=r.client_host)
+        if is_new or updated.metadata() != member.metadata():
+            self._apply(records, srec.member_metadata_record(part, gid, updated))
+            if (updated.process_id, updated.rack_id, updated.client_tags, updated.user_endpoint) != (
+                    member.process_id, member.rack_id, member.client_tags, member.user_endpoint):
+                bump = True
+
+        # 6. configured topology, metadata hash, assignment configs
+        configured = self._configure(group)
+        new_hash = self.topics.metadata_hash(group.topology.topic_names()) if group.topology else 0
+        configs = (("num.standby.replicas", str(cfg.num_standby_replicas)),)
+        validated = group.topology.epoch if (group.topology and configured.ready) else group.validated_topology_epoch
+        if bump or new_hash != group.metadata_hash or configs != group.last_assignment_configs \
+                or validated != group.validated_topology_epoch:
+            epoch = group.group_epoch
+            if bump or new_hash != group.metadata_hash or configs != group.last_assignment_configs:
+                # Kafka 4.3: a new group goes from epoch 0 to 2 (epoch 1 is the empty
+                # assignment its first members hold during the initial rebalance delay)
+                epoch += 2 if epoch == 0 else 1
+                if was_empty and cfg.initial_rebalance_delay_ms > 0:
+                    self._schedule_initial_delay(gid, now + cfg.initial_rebalance_delay_ms)
+            self._apply(records, srec.group_metadata_record(part, gid, epoch, new_hash, validated,
+                                                            configs))
+
+        # 7. target assignment (not while the group's initial rebalance delay runs: its
+        # first members get an empty assignment at the epoch below the group's)
+        delayed = ("streams-initial-rebalance", gid) in self.timers
+        if group.group_epoch > group.assignment_epoch:
+            batched = (group.assignment_timestamp_ms and cfg.assignment_interval_ms
+                       and now < group.assignment_timestamp_ms + cfg.assignment_interval_ms)
+            if not delayed and not batched:
+                self._compute_target(group, configured, cfg, records, part, now)
+            elif group.assignment_epoch < group.group_epoch - 1:
+                self._compute_target(group, ConfiguredTopology(), cfg, records, part, now,
+                                     epoch=group.group_epoch - 1)
+        if delayed and group.group_epoch > group.assignment_epoch:
+            status.append((ASSIGNMENT_DELAYED,
+                           "Assignment delayed due to the configured initial rebalance delay."))
+        status.extend(configured.status)
+
+        # 8. reconcile
+        m = group.members[r.member_id]
+        owned = None if r.active is None else TaskSet(norm(r.active), norm(r.standby), norm(r.warmup))
+        rec = reconcile(m, target_epoch=group.assignment_epoch,
+                        target=group.target.get(m.member_id, EMPTY),
+                        active_owner=group.active_owner, owned=owned)
+        if rec != m or is_new:
+            self._apply(records, srec.current_assignment_record(part, gid, rec))
+            if rec.state is MemberState.UNREVOKED_TASKS:
+                self._schedule_rebalance(gid, rec, now)
+            else:
+                self.timers.cancel(("streams-rebalance", gid, rec.member_id))
+        m = group.members[r.member_id]
+
+        # 9. session, shutdown, response
+        self._schedule_session(gid, m.member_id, now)
+        if r.shutdown_application:
+            group.shutdown_requested = True
+        if group.shutdown_requested:
+            status.append((SHUTDOWN_APPLICATION, "A KafkaStreams instance encountered a fatal "
+                           "error and requested a shutdown for the entire application."))
+        send_tasks = is_new or r.active is not None or m.assigned.normalized() != member.assigned.normalized()
+        resp = StreamsHeartbeatResponse(
+            member_id=m.member_id, member_epoch=m.member_epoch,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            # Kafka 4.3 answers 0 for both (no warm-up tasks, no task offsets asked for)
+            acceptable_recovery_lag=0, task_offset_interval_ms=0,
+            status=status, tasks=m.assigned.normalized() if send_tasks else None,
+            endpoint_information_epoch=group.endpoint_epoch,
+            internal_topics_to_create=list(configured.to_create))
+        if r.endpoint_information_epoch < group.endpoint_epoch:
+            resp.partitions_by_endpoint = self._partitions_by_endpoint(group)
+        return resp
+
+    def _schedule_initial_delay(self, gid: str, deadline: int) -> None:
+        key = ("streams-initial-rebalance", gid)
+        if key in self.timers:
+            return
+
+        def fire(now: int) -> None:
+            group = self._get(gid)
+            if group is None or group.group_epoch <= group.assignment_epoch:
+                return
+            before = self._snapshot(gid)
+            records: list = []
+            self._compute_target(group, self._configure(group), self.cfg(gid), records,
+                                 self.partition_for(gid), now)
+            self._emit_with_revert(gid, before, records, respond=False)
+        self.timers.schedule(key, deadline, fire)
+
+    def _configure(self, group: StreamsGroup) -> ConfiguredTopology:
+        if group.topology is None:
+            group.ready = False
+            return ConfiguredTopology()
+        c = configure(group.topology, self.topics)
+        group.ready = c.ready
+        return c
+
+    def _compute_target(self, group: StreamsGroup, configured: ConfiguredTopology,
+                        cfg: StreamsGroupConfig, records: list, part: int, now: int,
+                        epoch: int | None = None) -> None:
+        """A new target assignment at ``epoch`` (default: the group epoch); an unready
+        topology (or the empty one of a rebalance delay) assigns no task."""
+        gid = group.group_id
+        tasks = configured.tasks if configured.ready else {}
+        members = [AssignorMember(m.member_id, m.process_id,
+                                  frozenset(pairs_of(m.assigned.active) | pairs_of(m.pending_revocation.active)),
+                                  frozenset(pairs_of(m.assigned.standby) | pairs_of(m.assigned.warmup)))
+                   for m in group.members.values()]
+        new = assign(tasks, members, cfg.num_standby_replicas)
+        for mid, t in new.items():
+            target = TaskSet(tasks_of(t.active), tasks_of(t.standby), {})
+            old = group.target.get(mid)
+            if old is None or old.normalized() != target.normalized():
+                self._apply(records, srec.target_assignment_member_record(part, gid, mid, target))
+        self._apply(records, srec.target_assignment_metadata_record(
+            part, gid, group.group_epoch if epoch is None else epoch, now))
+
+    def _partitions_by_endpoint(self, group: StreamsGroup) -> list:
+        out = []
+        topo = group.topology
+        for m in sorted(group.members.values(), key=lambda x: x.member_id):
+            if m.user_endpoint is None or topo is None:
+                continue
+
+            def tps(tasks):
+                by_topic: dict[str, set[int]] = {}
+                for sid, p in pairs_of(norm(tasks)):
+                    for t in task_topics(topo, sid):
+                        by_topic.setdefault(t, set()).add(p)
+                return [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
+            out.append((m.user_endpoint, tps(m.assigned.active), tps(m.assigned.standby)))
+        return out
+
+    # ----------------------------------------------------------------- leaving and fencing
+    def _leave(self, r: StreamsHeartbeatRequest, records: list, now: int) -> StreamsHeartbeatResponse:
+        gid = r.group_id
+        group = self._get(gid)
+        if group is None:
+            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Streams group {gid} not found.")
+        m = group.members.get(r.member_id)
+        if m is None:
+            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Member {r.member_id} is not a member of group {gid}.")
+        self._fence(group, [m], records)
+        return StreamsHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch)
+
+    def _remove_member_records(self, group: StreamsGroup, mid: str, records: list, part: int) -> None:
+        gid = group.group_id
+        self._apply(records, srec.tombstone(part, srec.CURRENT_MEMBER_ASSIGNMENT, gid, mid))
+        if mid in group.target:
+            self._apply(records, srec.tombstone(part, srec.TARGET_ASSIGNMENT_MEMBER, gid, mid))
+        self._apply(records, srec.tombstone(part, srec.MEMBER_METADATA, gid, mid))
+        self.timers.cancel(("streams-session", gid, mid))
+        self.timers.cancel(("streams-rebalance", gid, mid))
+
+    def _fence(self, group: StreamsGroup, members, records: list) -> None:
+        part, gid = self.partition_for(group.group_id), group.group_id
+        for m in members:
+            self._remove_member_records(group, m.member_id, records, part)
+        self._apply(records, srec.group_metadata_record(
+            part, gid, group.group_epoch + 1, group.metadata_hash,
+            group.validated_topology_epoch, group.last_assignment_configs))
+
+    def _fence_by_timer(self, gid: str, mid: str, check: Callable[[StreamsGroupMember], bool]) -> None:
+        group = self._get(gid)
+        m = None if group is None else group.members.get(mid)
+        if m is None or not check(m):
+            return
+        before = self._snapshot(gid)
+        records: list = []
+        self._fence(group, [m], records)
+        self.counters["members_expired"] += 1
+        self._emit_with_revert(gid, before, records, respond=False)
+
+    def _schedule_session(self, gid: str, mid: str, now: int) -> None:
+        self.timers.schedule(("streams-session", gid, mid), now + self.cfg(gid).session_timeout_ms,
+                             lambda t: self._fence_by_timer(gid, mid, lambda m: True))
+
+    def _schedule_rebalance(self, gid: str, m: StreamsGroupMember, now: int) -> None:
+        mid, epoch = m.member_id, m.member_epoch
+        self.timers.schedule(("streams-rebalance", gid, mid), now + max(m.rebalance_timeout_ms, 0),
+                             lambda t: self._fence_by_timer(
+                                 gid, mid, lambda x: x.member_epoch == epoch
+                                 and x.state is MemberState.UNREVOKED_TASKS))
+
+    # ----------------------------------------------------------------- replay
+    def replay(self, k: srec.StreamsKey, value_bytes, value=None) -> None:
+        """Apply one streams group record (our own, or read at load)."""
+        if value is None and value_bytes is not None:
+            value = srec.decode_value(k.record_type, value_bytes)
+        tombstone = value_bytes is None
+        gid, rt = k.group, k.record_type
+        g = self.groups.get(gid)
+        if not isinstance(g, StreamsGroup):
+            if tombstone:
+                return
+            if g is not None and not (isinstance(g, ClassicGroup) and g.is_empty()):
+                return
+            g = self.groups[gid] = StreamsGroup(gid)
+        if rt == srec.GROUP_METADATA:
+            if tombstone:
+                self.shard._remove_group(gid, keep_offsets=True)
+                if gid in self.shard.offsets:
+                    self.groups[gid] = ClassicGroup(gid, state_timestamp_ms=-1)
+                return
+            g.group_epoch, g.metadata_hash = value.epoch, value.metadata_hash
+            g.validated_topology_epoch = value.validated_topology_epoch
+            g.last_assignment_configs = tuple((c.key, c.value)
+                                              for c in value.last_assignment_configs or ())
+        elif rt == srec.TOPOLOGY:
+            g.topology = None if tombstone else srec.topology_from(value)
+        elif rt == srec.MEMBER_METADATA:
+            if tombstone:
+                if g.remove_member(k.member_id) is not None:
+                    g.endpoint_epoch += 1
+                return
+            old = g.members.get(k.member_id) or StreamsGroupMember(k.member_id)
+            ep = value.user_endpoint
+            g.put_member(replace(
+                old, instance_id=value.instance_id, rack_id=value.rack_id,
+                client_id=value.client_id, client_host=value.client_host,
+                rebalance_timeout_ms=value.rebalance_timeout_ms,
+                topology_epoch=value.topology_epoch, process_id=value.process_id,
+                user_endpoint=None if ep is None else (ep.host, ep.port),
+                client_tags=tuple((t.key, t.value) for t in value.client_tags or ())))
+            if old.user_endpoint != g.members[k.member_id].user_endpoint:
+                g.endpoint_epoch += 1
+        elif rt == srec.TARGET_ASSIGNMENT_METADATA:
+            if tombstone:
+                g.assignment_epoch, g.assignment_timestamp_ms = 0, 0
+            else:
+                g.assignment_epoch = value.assignment_epoch
+                g.assignment_timestamp_ms = value.assignment_timestamp
+        elif rt == srec.TARGET_ASSIGNMENT_MEMBER:
+            if tombstone:
+                g.target.pop(k.member_id, None)
+            else:
+                g.target[k.member_id] = srec.taskset_from(value)
+        elif rt == srec.CURRENT_MEMBER_ASSIGNMENT:
+            old = g.members.get(k.member_id)
+            if tombstone:
+                if old is not None:
+                    g.put_member(replace(old, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                         previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                         state=MemberState.UNKNOWN, assigned=EMPTY,
+                                         pending_revocation=EMPTY))
+                return
+            old = old or StreamsGroupMember(k.member_id)
+            new = replace(old, member_epoch=value.member_epoch,
+                          previous_member_epoch=value.previous_member_epoch,
+                          state=MemberState.of(value.state),
+                          assigned=srec.taskset_from(value),
+                          pending_revocation=srec.taskset_from(value, "_pending_revocation"))
+            if (new.assigned.normalized().active, new.assigned.normalized().standby) != (
+                    old.assigned.normalized().active, old.assigned.normalized().standby):
+                g.endpoint_epoch += 1
+            g.put_member(new)
+
+    # ----------------------------------------------------------------- lifecycle hooks
+    def on_loaded(self, g: StreamsGroup, now: int) -> None:
+        self._configure(g)
+        for m in g.members.values():
+            self._schedule_session(g.group_id, m.member_id, now)
+            if m.state is MemberState.UNREVOKED_TASKS:
+                self._schedule_rebalance(g.group_id, m, now)
+
+    def on_removed(self, g: StreamsGroup) -> None:
+        g.dead = True
+
+    def abort_parked(self, g: StreamsGroup, error: int) -> list[tuple[Any, Any]]:
+        return []
+
+    def group_tombstones(self, g: StreamsGroup) -> list:
+        part, gid = self.partition_for(g.group_id), g.group_id
+        out = []
+        for mid in list(g.members):
+            out += [srec.tombstone(part, srec.CURRENT_MEMBER_ASSIGNMENT, gid, mid),
+                    srec.tombstone(part, srec.TARGET_ASSIGNMENT_MEMBER, gid, mid),
+                    srec.tombstone(part, srec.MEMBER_METADATA, gid, mid)]
+        out += [srec.tombstone(part, srec.TARGET_ASSIGNMENT_METADATA, gid),
+                srec.tombstone(part, srec.TOPOLOGY, gid),
+                srec.tombstone(part, srec.GROUP_METADATA, gid)]
+        return out
+
+    # ----------------------------------------------------------------- describe
+    def describe(self, g: StreamsGroup) -> DescribedGroup:
+        """DescribeGroups (the classic API) on a streams group: ``Dead``, as for consumer groups."""
+        return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [])
+
+    def streams_describe(self, gid: str) -> DescribedStreamsGroup:
+        if not gid:
+            return DescribedStreamsGroup(gid, E.INVALID_GROUP_ID, "GroupId can't be empty.")
+        err = self.coordinator_error(gid)
+        if err:
+            return DescribedStreamsGroup(gid, err)
+        g = self.groups.get(gid)
+        if g is None or g.is_dead():
+            return DescribedStreamsGroup(gid, E.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
+        if not isinstance(g, StreamsGroup):
+            return DescribedStreamsGroup(gid, E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a streams group.")
+        configured = self._configure(g)
+        topology = None if g.topology is None else with_partitions(g.topology, configured.partitions)
+        return DescribedStreamsGroup(
+            gid, E.NONE, None, g.state_name(), g.group_epoch, g.assignment_epoch, topology,
+            [(m, g.target.get(m.member_id, EMPTY)) for m in g.members.values()])
+
+    # ----------------------------------------------------------------- offsets (per type)
+    def validate_offset_commit(self, g: StreamsGroup, mid: str, instance: str | None,
+                               epoch: int, now: int, api_version: int):
+        if epoch < 0 and not g.members:
+            return E.NONE
+        m = g.members.get(mid)
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID
+        if epoch != m.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
+    def validate_txn_offset_commit(self, g: StreamsGroup, mid: str, instance: str | None,
+                                   epoch: int) -> int:
+        if epoch < 0 and not g.members:
+            return E.NONE
+        if epoch == -1 and mid == "" and instance is None:
+            return E.NONE
+        m = g.members.get(mid)
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID
+        if epoch > m.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
+    def validate_offset_fetch(self, g: StreamsGroup, mid: str | None, epoch: int) -> int:
+        if mid is None and epoch < 0:
+            return E.NONE
+        m = g.members.get(mid or "")
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID
+        if epoch != m.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
