@@ -654,8 +654,9 @@ class ConsumerGroupProtocol(ShardPart):
     # ----------------------------------------------------------------- describe
     def describe(self, g: ConsumerGroup) -> DescribedGroup:
         """DescribeGroups (the classic API) on a consumer group: Kafka answers Dead with
-        no error before v6 (``Group X is not a classic group``)."""
-        return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [])
+        no error before v6, GROUP_ID_NOT_FOUND from v6 (also with classic members)."""
+        return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [],
+                              not_found=f"Group {g.group_id} is not a classic group.")
 
     def consumer_describe(self, gid: str) -> DescribedConsumerGroup:
         if not gid:
