@@ -276,7 +276,8 @@ class ClassicMembers(ShardPart):
                 member = ConsumerGroupMember(member_id)
             elif unknown:
                 # a static member rejoining takes over the old member's assignment
-                new = replace(existing, member_id=member_id)
+                new = replace(existing, member_id=member_id, member_epoch=0,
+                              previous_member_epoch=0)
                 self.proto._replace_member(group, existing, new, records, part)
                 member = group.members[member_id]
             elif existing.member_id != member_id:

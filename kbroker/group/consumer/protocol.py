@@ -356,7 +356,7 @@ class ConsumerGroupProtocol(ShardPart):
         if create:
             if existing is None:
                 return group.members.get(member_id) or ConsumerGroupMember(member_id)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not uses_classic(existing):
                 raise GroupError(E.UNRELEASED_INSTANCE_ID,
                                  f"Static member {member_id} with instance id {req.instance_id} "
                                  "cannot join the group because the instance id is owned by "
