@@ -11,7 +11,9 @@ GROUP_VERSION = "group.version"
 def consumer_protocol_enabled(broker) -> bool:
     image = getattr(broker, "metadata", None)
     features = getattr(image, "features", None) or {}
-    if int(features.get(GROUP_VERSION, 0)) < 1:
+    # an image without metadata.version has not replayed the cluster's bootstrap yet (a node
+    # starting up): the coordinator answers that one, never a fatal UNSUPPORTED_VERSION
+    if "metadata.version" in features and int(features.get(GROUP_VERSION, 0)) < 1:
         return False
     try:
         protocols = broker.config.get("group.coordinator.rebalance.protocols")
