@@ -282,3 +282,23 @@ def test_failed_append_keeps_the_classic_group():
     r = h.join("C", ["t"])
     assert r.error == E.NOT_COORDINATOR
     assert h.group() is g and isinstance(g, ClassicGroup)
+
+
+def test_static_classic_member_rejoins_with_a_new_id_and_keeps_its_partitions():
+    h = Mixed({"t": 2})
+    h.join("A", ["t"])
+    j = h.cjoin(instance="i-1", version=9)            # static: no MEMBER_ID_REQUIRED
+    assert j.error == 0
+    kept = names(h.hb("A", h.ep("A"), owned={"t": [0, 1]}).assignment)["t"]
+    h.hb("A", h.ep("A"), owned={"t": kept})            # A released the other partition
+    j = h.cjoin(j.member_id, instance="i-1")
+    mine = assigned(h.csync(j.member_id, j.generation_id))
+    assert mine and sorted(mine["t"] + kept) == [0, 1]
+    # the instance restarts: a new member id takes over the old one's assignment at epoch 0
+    j2 = h.cjoin(instance="i-1")
+    g = h.group()
+    assert j2.error == 0 and j2.member_id != j.member_id and j.member_id not in g.members
+    assert g.static_member("i-1").member_id == j2.member_id
+    assert assigned(h.csync(j2.member_id, j2.generation_id)) == mine
+    # the old member id is fenced
+    assert h.chb(j.member_id, j.generation_id) == E.UNKNOWN_MEMBER_ID
