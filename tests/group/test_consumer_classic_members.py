@@ -302,3 +302,21 @@ def test_static_classic_member_rejoins_with_a_new_id_and_keeps_its_partitions():
     assert assigned(h.csync(j2.member_id, j2.generation_id)) == mine
     # the old member id is fenced
     assert h.chb(j.member_id, j.generation_id) == E.UNKNOWN_MEMBER_ID
+
+
+def test_downgrade_when_a_classic_static_member_replaces_the_last_consumer_member():
+    h = Mixed({"t": 2})
+    h.join("C", ["t"], instance="i-9")
+    k = h.cjoin_new()
+    h.hb("C", h.ep("C"), owned={"t": [0, 1]}, instance="i-9")
+    c_target = sorted(sum((sorted(v) for v in h.group().target["C"].values()), []))
+    j = h.cjoin(instance="i-9")               # the same instance, now a classic consumer
+    g = h.group()
+    assert isinstance(g, ClassicGroup) and g.state is GroupState.STABLE
+    assert set(g.members) == {k.member_id, j.member_id} and "C" not in g.members
+    assert j.error == 0 and j.generation_id == g.generation_id
+    s = h.csync(j.member_id, j.generation_id)
+    assert s.error == 0 and assigned(s) == ({"t": c_target} if c_target else {})
+    fresh = h.replayed()
+    assert isinstance(fresh.groups["g"], ClassicGroup)
+    assert set(fresh.groups["g"].members) == {k.member_id, j.member_id}

@@ -31,7 +31,8 @@ Migration (``group.consumer.migration.policy``: ``bidirectional`` (default), ``u
   Parked joins and syncs are answered REBALANCE_IN_PROGRESS.
 - **downgrade** — when the last consumer-protocol member leaves (or is fenced) and classic
   members remain, the group becomes a Stable classic group at generation = group epoch with
-  each member's target assignment, then rebalances. Records: the consumer group's tombstones,
+  each member's target assignment, then rebalances; also when a classic static member takes
+  the place (``group.instance.id``) of the last consumer-protocol one (no rebalance then). Records: the consumer group's tombstones,
   then a ``GroupMetadata`` record.
 
 Pure: no clock, no I/O; part of the coordinator shard like the protocol it serves.
@@ -227,6 +228,9 @@ class ClassicMembers(ShardPart):
             return
 
         def done(t: int) -> None:
+            if isinstance(member, ClassicGroup):
+                self._reply(slot, resp)               # downgraded: a classic group now
+                return
             self.timers.cancel(("consumer-join", gid, resp.member_id))
             self.proto._schedule_session(gid, resp.member_id, t, req.session_timeout_ms)
             self._schedule_sync_timeout(gid, resp.member_id, req.rebalance_timeout_ms, t)
@@ -265,6 +269,7 @@ class ClassicMembers(ShardPart):
                              "The embedded consumer protocol is malformed.")
 
         # the member (Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember)
+        replaced = None
         if req.group_instance_id is None:
             member = group.members.get(member_id) or ConsumerGroupMember(member_id)
         else:
@@ -280,6 +285,7 @@ class ClassicMembers(ShardPart):
                               previous_member_epoch=0)
                 self.proto._replace_member(group, existing, new, records, part)
                 member = group.members[member_id]
+                replaced = existing
             elif existing.member_id != member_id:
                 raise GroupError(E.FENCED_INSTANCE_ID)
             else:
@@ -312,6 +318,15 @@ class ClassicMembers(ShardPart):
         if not members_equal(new_m, m):
             self.proto._apply(records, crec.current_assignment_record(part, gid, new_m))
         final = group.members[member_id]
+        if (replaced is not None and not uses_classic(replaced)
+                and self._may_downgrade(list(group.members.values()))):
+            # the last consumer-protocol (static) member was replaced by a classic one: the
+            # group becomes a classic group with the new member in the old one's place
+            cg = self._to_classic(group, list(group.members.values()), records, now)
+            return JoinResponse(error=E.NONE, generation_id=cg.generation_id,
+                                protocol_type=PROTOCOL_TYPE, protocol_name=cg.protocol_name,
+                                leader="", member_id=member_id,
+                                members=[]), cg
         return JoinResponse(error=E.NONE, generation_id=final.member_epoch,
                             protocol_type=PROTOCOL_TYPE,
                             protocol_name=classic_protocols(final)[0][0],
@@ -446,29 +461,40 @@ class ClassicMembers(ShardPart):
         return c
 
     # ----------------------------------------------------------------- downgrade
+    def _may_downgrade(self, members: list[ConsumerGroupMember]) -> bool:
+        return (bool(members) and all(uses_classic(m) for m in members)
+                and self.config.consumer_migration_policy in ("bidirectional", "downgrade")
+                and len(members) <= self.config.max_size)
+
     def maybe_downgrade(self, group: ConsumerGroup, leaving: ConsumerGroupMember, records: list,
                         now: int) -> bool:
         """``leaving`` leaves or is fenced: convert to a classic group if every other member
         speaks the classic protocol (Kafka's ``validateOnlineDowngradeWithFencedMember`` and
-        ``convertToClassicGroup``). True if converted (``records`` then hold the conversion)."""
+        ``convertToClassicGroup``), then rebalance. True if converted (``records`` then hold
+        the conversion)."""
         others = [m for m in group.members.values() if m.member_id != leaving.member_id]
-        if not others or not all(uses_classic(m) for m in others):
+        if not self._may_downgrade(others):
             return False
-        if self.config.consumer_migration_policy not in ("bidirectional", "downgrade"):
-            return False
-        if len(others) > self.config.max_size:
-            return False
+        cg = self._to_classic(group, others, records, now)
+        self.shard.classic._prepare_rebalance(cg, now)
+        return True
+
+    def _to_classic(self, group: ConsumerGroup, members: list[ConsumerGroupMember],
+                    records: list, now: int) -> ClassicGroup:
+        """Replace ``group`` by a Stable classic group of ``members`` at generation = the
+        group epoch, each with its target assignment; the records: the consumer group's
+        tombstones, then the classic group's ``GroupMetadata``."""
         gid = group.group_id
         records.extend(self.proto.group_tombstones(group))
         cg = ClassicGroup(gid, state=GroupState.STABLE, state_timestamp_ms=now,
                           generation_id=group.group_epoch, protocol_type=PROTOCOL_TYPE)
-        for m in others:
+        for m in members:
             cg.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host,
                           m.rebalance_timeout_ms, classic_session_timeout_ms(m), PROTOCOL_TYPE,
                           classic_protocols(m)))
         cg.protocol_name = cg.select_protocol()
         cg.subscribed_topics = cg._compute_subscribed_topics()
-        for m in others:
+        for m in members:
             cm = cg.members[m.member_id]
             try:
                 version = decode_subscription(cm.metadata(cg.protocol_name)).version
@@ -481,8 +507,7 @@ class ClassicMembers(ShardPart):
         self.groups[gid] = cg
         for cm in cg.members.values():
             self.shard.classic._schedule_heartbeat(cg, cm, now)
-        self.shard.classic._prepare_rebalance(cg, now)
-        return True
+        return cg
 
 
 def _metadata_differs(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
