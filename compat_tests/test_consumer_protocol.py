@@ -202,7 +202,7 @@ def test_classic_members_in_a_consumer_group_upgrade_and_downgrade(broker_factor
     def covered(ms):
         return lambda: (all(m.assignment for m in ms)
                         and sorted(x for m in ms for x in m.assignment) == list(range(P)))
-    classic = _Member(bootstrap, group, topic, seen, lock,
+    classic = _Member(bootstrap, group, topic, seen, lock, tolerate_commit_errors=True,
                       **{"client.id": "compat-classic", "group.protocol": "classic",
                          "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
     members = [classic]
