@@ -159,9 +159,11 @@ def test_describe_groups_and_consumer_group_describe_on_a_consumer_group(broker_
         for v in (5, 6):
             r = _ask(bootstrap, 15, v, messages.DescribeGroupsRequest(
                 groups=[group, "no-such-group"], include_authorized_operations=False))
-            answers[v] = [(g.group_id == group, g.error_code, getattr(g, "error_message", None),
-                           g.group_state, g.protocol_type, g.protocol_data, len(g.members))
-                          for g in r.groups]
+            # (Kafka answers in the order its coordinator shards complete: sorted here)
+            answers[v] = sorted(((g.group_id == group, g.error_code,
+                                  getattr(g, "error_message", None), g.group_state,
+                                  g.protocol_type, g.protocol_data, len(g.members))
+                                 for g in r.groups), reverse=True)
         r = _ask(bootstrap, 69, 1, messages.ConsumerGroupDescribeRequest(
             group_ids=[group], include_authorized_operations=False))
         d = r.groups[0]
