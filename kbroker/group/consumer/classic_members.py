@@ -50,7 +50,7 @@ from ..base import ShardPart, append_error_to_response_error
 from ..classic.protocol import JoinResponse, SyncResponse
 from ..classic.state import ClassicGroup, GroupState, Member
 from . import records as crec
-from .state import (LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroup, ConsumerGroupMember,
+from .state import (ConsumerGroup, ConsumerGroupMember,
                     GroupError, MemberState, members_equal, reconcile)
 
 PROTOCOL_TYPE = "consumer"
