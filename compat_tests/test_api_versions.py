@@ -39,9 +39,6 @@ KNOWN_GAPS = {
     28: ((0, 4), "issue 18: TxnOffsetCommit v5 (KIP-890 part 2)"),
     80: (None, "issue 18: AddRaftVoter (KIP-853, forwarded to the controller)"),
     81: (None, "issue 18: RemoveRaftVoter (KIP-853)"),
-    # the groups issue
-    15: ((0, 5), "groups: DescribeGroups v6 (KIP-1043)"),
-    69: ((0, 0), "groups: ConsumerGroupDescribe v1"),
 }
 EXTRAS: dict[int, str] = {}
 

@@ -132,3 +132,106 @@ def test_group_configs_with_kafka_configs(bootstrap, topic_name, kafka_dist):
                                "consumer.heartbeat.interval.ms"]).check()
     described = run_tool("kafka-configs", [*base, "--describe"]).check().stdout
     assert "consumer.heartbeat.interval.ms" not in described
+
+
+def _ask(bootstrap: str, api_key: int, version: int, body):
+    """One request to the (single) broker, its decoded answer."""
+    from kbroker.wire.protocol import decode_response, encode_request
+    from tests.support.raw_wire import exchange
+    frame = exchange(bootstrap.split(",")[0], encode_request(api_key, version, 7, "compat-raw", body))
+    return decode_response(memoryview(frame)[4:], api_key, version)[1]
+
+
+def test_describe_groups_and_consumer_group_describe_on_a_consumer_group(broker_factory,
+                                                                          topic_name):
+    """DescribeGroups v5/v6 (KIP-1043: GROUP_ID_NOT_FOUND from v6) on a consumer-protocol
+    group and on an unknown group; ConsumerGroupDescribe v1 (KIP-1099 MemberType)."""
+    from kbroker.wire import messages
+    broker = broker_factory(**FAST_HEARTBEATS)
+    bootstrap = broker.bootstrap_servers
+    topic, group = topic_name, f"g-{topic_name}"
+    create_topic(bootstrap, topic, 2)
+    seen, lock = [], threading.Lock()
+    m = Member(bootstrap, group, topic, seen, lock)
+    try:
+        wait_until(lambda: m.assignment == {0, 1}, 60, what="assignment")
+        answers = {}
+        for v in (5, 6):
+            r = _ask(bootstrap, 15, v, messages.DescribeGroupsRequest(
+                groups=[group, "no-such-group"], include_authorized_operations=False))
+            # (Kafka answers in the order its coordinator shards complete: sorted here)
+            answers[v] = sorted(((g.group_id == group, g.error_code,
+                                  getattr(g, "error_message", None), g.group_state,
+                                  g.protocol_type, g.protocol_data, len(g.members))
+                                 for g in r.groups), reverse=True)
+        r = _ask(bootstrap, 69, 1, messages.ConsumerGroupDescribeRequest(
+            group_ids=[group], include_authorized_operations=False))
+        d = r.groups[0]
+        cgd = (d.error_code, d.group_state, [x.member_type for x in d.members])
+    finally:
+        m.close()
+    no_classic = f"Group {group} is not a classic group."
+    assert answers[5] == [(True, 0, None, "Dead", "", "", 0), (False, 0, None, "Dead", "", "", 0)]
+    assert answers[6] == [(True, 69, no_classic, "Dead", "", "", 0),
+                          (False, 69, "Group no-such-group not found.", "Dead", "", "", 0)]
+    assert cgd == (0, "Stable", [1])
+
+
+def _group_type(bootstrap, group) -> str:
+    listed = run_tool("kafka-consumer-groups", ["--bootstrap-server", bootstrap, "--list",
+                                                 "--type"]).check()
+    m = re.search(rf"^{re.escape(group)}\s+(\w+)\s*$", listed.stdout, re.M)
+    return m.group(1) if m else ""
+
+
+def test_classic_members_in_a_consumer_group_upgrade_and_downgrade(broker_factory, topic_name,
+                                                                    kafka_dist):
+    """Mixed members (KIP-848 migration): a classic librdkafka group is converted when a
+    consumer-protocol member joins, the classic member is served inside the consumer group
+    (ConsumerGroupDescribe v1 MemberType 0), and the group is a classic one again once the
+    consumer-protocol member left; no record lost on the way."""
+    from kbroker.wire import messages
+    broker = broker_factory(**FAST_HEARTBEATS)
+    bootstrap = broker.bootstrap_servers
+    topic, group, P = topic_name, f"g-{topic_name}", 4
+    create_topic(bootstrap, topic, P)
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(400):
+        p.produce(topic, str(i).encode(), partition=i % P)
+    p.flush(30)
+    seen, lock = [], threading.Lock()
+
+    def covered(ms):
+        return lambda: (all(m.assignment for m in ms)
+                        and sorted(x for m in ms for x in m.assignment) == list(range(P)))
+    classic = _Member(bootstrap, group, topic, seen, lock, tolerate_commit_errors=True,
+                      **{"client.id": "compat-classic", "group.protocol": "classic",
+                         "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    members = [classic]
+    try:
+        wait_until(covered(members), 60, what="the classic member owns everything")
+        assert _group_type(bootstrap, group) == "Classic"
+        modern = Member(bootstrap, group, topic, seen, lock)
+        members.append(modern)
+        wait_until(covered(members), 90, what="mixed split after the upgrade")
+        assert _group_type(bootstrap, group) == "Consumer"
+        r = _ask(bootstrap, 69, 1, messages.ConsumerGroupDescribeRequest(
+            group_ids=[group], include_authorized_operations=False))
+        assert sorted(x.member_type for x in r.groups[0].members) == [0, 1]
+        assert sorted(x.client_id for x in r.groups[0].members) == ["compat-classic",
+                                                                     "compat-kip848"]
+        members.remove(modern)
+        modern.close()                         # the last consumer-protocol member: downgrade
+        wait_until(lambda: _group_type(bootstrap, group) == "Classic", 60, what="downgrade")
+        wait_until(covered(members), 60, what="the classic member owns everything again")
+        r = _ask(bootstrap, 15, 6, messages.DescribeGroupsRequest(
+            groups=[group], include_authorized_operations=False))
+        g = r.groups[0]
+        assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data, len(g.members)) \
+            == (0, "Stable", "consumer", "range", 1)
+        wait_until(lambda: len(set(seen)) >= 400, 60, what="everything consumed")
+    finally:
+        for m in members:
+            if m.t.is_alive():
+                m.close()
+    assert len(set(seen)) == 400

@@ -257,6 +257,31 @@ def test_group_consume_commit_describe_delete(fg, bootstrap, topic_name, balance
     assert fetched3 is None
 
 
+def test_group_with_server_side_assignment_kip848(fg, bootstrap, topic_name):
+    """franz-go with ``kgo.ServerSideBalancer()`` (its ``group.protocol=consumer``): it joins
+    through ConsumerGroupHeartbeat, the broker assigns, it consumes and commits; the group
+    is a consumer-protocol group afterwards."""
+    from confluent_kafka.admin import AdminClient
+    group = f"g-{topic_name}"
+    results = run_ok(fg, bootstrap, [
+        create_op(topic_name, 3),
+        {"op": "produce", "topic": topic_name,
+         "messages": [{"value": f"v{i}", "partition": i % 3} for i in range(30)]},
+        {"op": "consume", "topic": topic_name, "groupId": group, "count": 30, "commit": True,
+         "balancer": "range", "serverSide": True, "timeoutMs": 40000},
+        {"op": "fetchOffsets", "groupId": group},
+    ])
+    _, _, consumed, fetched = results
+    assert sorted(r["value"] for r in consumed["records"]) == sorted(f"v{i}" for i in range(30))
+    assert consumed["assignments"] == [{"topic": topic_name, "partitions": [0, 1, 2]}]
+    assert [(o["partition"], o["offset"], o["error"]) for o in fetched] == \
+        [(0, 10, None), (1, 10, None), (2, 10, None)]
+    adm = AdminClient({"bootstrap.servers": bootstrap})          # alive until answered
+    listed = adm.list_consumer_groups().result(timeout=20)
+    kinds = {g.group_id: str(g.type).rsplit(".", 1)[-1] for g in listed.valid}
+    assert kinds.get(group) == "CONSUMER"
+
+
 @pytest.mark.slow
 def test_group_rebalance_two_members(fg, bootstrap, topic_name):
     group = f"g-{topic_name}"

@@ -114,6 +114,7 @@ type Op struct {
 	Assign          []PartOffset      `json:"assign"`
 	NoReset         bool              `json:"noReset"`
 	InstanceID      string            `json:"instanceId"`
+	ServerSide      bool              `json:"serverSide"`
 	AllowAutoCreate bool              `json:"allowAutoCreate"`
 }
 
@@ -564,6 +565,10 @@ func (d *Driver) consume(ctx context.Context, op Op) (any, error) {
 		}
 		if op.InstanceID != "" {
 			opts = append(opts, kgo.InstanceID(op.InstanceID))
+		}
+		if op.ServerSide {
+			// KIP-848: ConsumerGroupHeartbeat, the broker assigns (range/sticky balancers)
+			opts = append(opts, kgo.ServerSideBalancer())
 		}
 	} else {
 		parts := map[int32]kgo.Offset{}

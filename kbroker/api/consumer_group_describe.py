@@ -1,10 +1,11 @@
-"""ConsumerGroupDescribe (key 69), v0: consumer groups (KIP-848) with their epochs, the
-assignor, and every member's subscription, current and target assignment.
+"""ConsumerGroupDescribe (key 69), v0–v1: consumer groups (KIP-848) with their epochs, the
+assignor, and every member's subscription, current and target assignment; v1 adds each
+member's ``MemberType`` (KIP-1099: 0 = a classic-protocol member, 1 = consumer protocol).
 
 A classic group (or an unknown id) answers ``GROUP_ID_NOT_FOUND`` — the admin client then
 falls back to DescribeGroups, as with Kafka. Authorized operations are not computed
-(``-2147483648``, "not requested"). v1 (KIP-1099 ``MemberType``) is not in the pinned
-protocol snapshot and is not advertised.
+(``-2147483648``, "not requested"). With the finalized ``group.version`` at 0 every group
+is answered UNSUPPORTED_VERSION, as Kafka.
 
 ACLs (``kbroker.authz``): DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED).
 """
@@ -14,6 +15,7 @@ from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_names
 from kbroker.authz.acls import DESCRIBE, GROUP
 from kbroker.wire.error_codes import ErrorCode
+from kbroker.group.consumer.feature import consumer_protocol_enabled
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
 
@@ -26,8 +28,12 @@ def _assignment(tps):
         for t, name, ps in tps])
 
 
-@api(69, versions=(0, 0))
+@api(69, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
+    if not consumer_protocol_enabled(ctx.broker):
+        return Response(throttle_time_ms=0, groups=[
+            Response.DescribedGroup(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=g, members=[])
+            for g in request.group_ids])
     denied = denied_names(ctx, DESCRIBE, GROUP, request.group_ids)
     allowed = [g for g in request.group_ids if g not in denied]
     described = await coordinator_of(ctx.broker).consumer_group_describe(allowed) if allowed else []
@@ -44,6 +50,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                     client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=_assignment(m.assignment),
-                    target_assignment=_assignment(m.target_assignment))
+                    target_assignment=_assignment(m.target_assignment),
+                    member_type=m.member_type if ctx.version >= 1 else -1)
                 for m in d.members])
         for d in described])

@@ -5,8 +5,8 @@ leaves (epoch -1, or -2 for a static member leaving temporarily); the coordinato
 its member epoch, the heartbeat interval and — when it changed or the request was a full
 one — its assigned partitions (topic ids). v1 requires client-generated member ids
 (KIP-1082) and adds ``SubscribedTopicRegex``. The rules are in
-:mod:`kbroker.group.consumer.protocol`. Not implemented: classic members in consumer
-groups and the online classic⇄consumer migration.
+:mod:`kbroker.group.consumer.protocol`. With the finalized ``group.version`` at 0 every
+request answers UNSUPPORTED_VERSION, as Kafka.
 
 ACLs (``kbroker.authz``): READ on the group (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
 every subscribed topic (TOPIC_AUTHORIZATION_FAILED).
@@ -17,6 +17,7 @@ from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import DESCRIBE, GROUP, READ
 from kbroker.wire.error_codes import ErrorCode
+from kbroker.group.consumer.feature import consumer_protocol_enabled
 from kbroker.group.consumer.protocol import HeartbeatRequest
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
@@ -27,7 +28,9 @@ Response = messages.ConsumerGroupHeartbeatResponse
 @api(68, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
     refused = None
-    if not ctx.authorize(READ, GROUP, request.group_id):
+    if not consumer_protocol_enabled(ctx.broker):
+        refused = ErrorCode.UNSUPPORTED_VERSION, None      # group.version 0 (Kafka's answer)
+    elif not ctx.authorize(READ, GROUP, request.group_id):
         refused = ErrorCode.GROUP_AUTHORIZATION_FAILED, None
     elif request.subscribed_topic_names:
         hidden = denied_topics(ctx, DESCRIBE, request.subscribed_topic_names)

@@ -1,7 +1,9 @@
-"""DescribeGroups (key 15), v0–v5: state, protocol and members of groups.
+"""DescribeGroups (key 15), v0–v6: state, protocol and members of groups.
 
 Member metadata and assignments (and the protocol name) are shown only for Stable groups,
-as Kafka does; an unknown group is described as ``Dead`` with no error. v4 adds
+as Kafka does; an unknown group, or a group of another type (a consumer-protocol group), is
+described as ``Dead`` with no error before v6 and with GROUP_ID_NOT_FOUND and a message from
+v6 (KIP-1043; Kafka 4.3.1: "Group X not found." / "Group X is not a classic group."). v4 adds
 ``group.instance.id``; authorized operations (v3+, KIP-430) come from the ACLs (every group
 operation with no authorizer).
 
@@ -19,7 +21,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 Response = messages.DescribeGroupsResponse
 
 
-@api(15, versions=(0, 5))
+@api(15, versions=(0, 6))
 async def handle(ctx: RequestContext, request) -> Response:
     v = ctx.version
     denied = denied_names(ctx, DESCRIBE, GROUP, request.groups)
@@ -34,6 +36,12 @@ async def handle(ctx: RequestContext, request) -> Response:
                                                members=[]))
             continue
         d = next(described)
+        if v >= 6 and d.error == E.NONE and d.not_found is not None:
+            out.append(Response.DescribedGroup(
+                error_code=E.GROUP_ID_NOT_FOUND, error_message=d.not_found, group_id=d.group_id,
+                group_state="Dead", protocol_type="", protocol_data="", members=[],
+                authorized_operations=ctx.authorized_operations(requested, GROUP, d.group_id)))
+            continue
         out.append(Response.DescribedGroup(
             error_code=d.error, group_id=d.group_id, group_state=d.state,
             protocol_type=d.protocol_type, protocol_data=d.protocol_data,

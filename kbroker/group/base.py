@@ -68,6 +68,9 @@ class DescribedGroup:
     protocol_type: str
     protocol_data: str
     members: list[DescribedMember]
+    # DescribeGroups v6+ (KIP-1043) answers GROUP_ID_NOT_FOUND with this message where older
+    # versions answer a Dead group without error (an unknown id, a group of another type)
+    not_found: str | None = None
 
 
 class ListedGroup(NamedTuple):

@@ -278,7 +278,8 @@ class GroupManager:
             return DescribedGroup(group_id, err, "", "", "", [])
         g = self.groups.get(group_id)
         if g is None:
-            return DescribedGroup(group_id, E.NONE, GroupState.DEAD.value, "", "", [])
+            return DescribedGroup(group_id, E.NONE, GroupState.DEAD.value, "", "", [],
+                                  not_found=f"Group {group_id} not found.")
         return self.protocol_of(g).describe(g)
 
     def delete_groups(self, group_ids: list[str], now_ms: int) -> Result:

@@ -20,7 +20,8 @@ async def test_every_version(broker_server, version):
     assert keys == {k: (s.min_version, s.max_version) for k, s in REGISTRY.items() if s.advertised}
     assert keys[18] == (0, 4)
     if version >= 3:
-        assert {f.name: f.max_version_level for f in resp.finalized_features} == {"metadata.version": 25}
+        assert {f.name: f.max_version_level for f in resp.finalized_features} == {"metadata.version": 25,
+                                                                                   "group.version": 1}
         assert all(f.name != "transaction.version" or f.max_version_level < 2 for f in resp.finalized_features)
     # the connection stays usable: a Metadata request right after (kafka-python 2.0 does this)
     md = await c.request("Metadata", 0, topics=[])

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kbroker.storage import (BOOTSTRAP_FILE, METADATA_VERSIONS, StorageError, bootstrap_bytes,
-                             check_bootstrap, parse_release_version, read_bootstrap)
+                             check_bootstrap, default_features, parse_release_version,
+                             read_bootstrap)
 from tests.support.broker_proc import BrokerProcess, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,14 +121,15 @@ def test_bootstrap_file_round_trip_and_clamping(tmp_path):
     assert raw == {"metadata.version": 30, "group.version": 1}
     # levels above what kbroker serves are finalized at kbroker's (features it lacks: dropped)
     checked = {r.name: r.feature_level for r in check_bootstrap(tmp_path)}
-    assert checked == {"metadata.version": 25}
+    assert checked == {"metadata.version": 25, "group.version": 1}
     (tmp_path / BOOTSTRAP_FILE).write_bytes(bootstrap_bytes({"metadata.version": 5}, 0))
     with pytest.raises(StorageError, match="below what kbroker serves"):
         check_bootstrap(tmp_path)
     assert check_bootstrap(tmp_path / "nowhere") is None
 
 
-def _finalized_metadata_version(port: int) -> int:
+def _finalized_features(port: int) -> tuple[dict[str, int], int]:
+    """(finalized feature levels, the error of a ConsumerGroupHeartbeat join)."""
     import trio
 
     from tests.broker.raw import RawClient
@@ -137,11 +139,26 @@ def _finalized_metadata_version(port: int) -> int:
         try:
             resp = await client.request("ApiVersions", 3, client_software_name="t",
                                         client_software_version="1")
+            hb = await client.request("ConsumerGroupHeartbeat", 0, group_id="g", member_id="",
+                                      member_epoch=0, rebalance_timeout_ms=30000,
+                                      subscribed_topic_names=["t"], topic_partitions=[])
         finally:
             await client.aclose()
-        return {f.name: f.max_version_level for f in resp.finalized_features}["metadata.version"]
+        return {f.name: f.max_version_level for f in resp.finalized_features}, hb.error_code
 
     return trio.run(ask)
+
+
+def _finalized_metadata_version(port: int) -> int:
+    return _finalized_features(port)[0]["metadata.version"]
+
+
+def test_default_features_finalize_group_version_from_4_0():
+    def written(features):                      # level 0 is not written to the bootstrap
+        return {k: v for k, v in features.items() if v}
+    assert written(default_features(None, [])) == {"metadata.version": 25, "group.version": 1}
+    assert written(default_features("3.9", [])) == {"metadata.version": 21}
+    assert default_features(None, ["group.version=0"])["group.version"] == 0
 
 
 def test_a_formatted_directory_starts_with_its_cluster_id_and_features(tmp_path):
@@ -155,7 +172,9 @@ def test_a_formatted_directory_starts_with_its_cluster_id_and_features(tmp_path)
     proc.start()
     try:
         assert f"cluster {cid}" in proc.log_text()
-        assert _finalized_metadata_version(port) == 21     # 3.9-IV0
+        features, hb_error = _finalized_features(port)
+        assert features == {"metadata.version": 21}        # 3.9-IV0: no group.version
+        assert hb_error == 35                              # UNSUPPORTED_VERSION, as Kafka
     finally:
         proc.stop()
 

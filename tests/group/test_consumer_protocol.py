@@ -343,7 +343,8 @@ def test_unload_forgets_the_partition_and_a_reload_replays_it():
 def test_classic_and_consumer_groups_share_ids_only_when_empty():
     from kbroker.group.classic.protocol import JoinRequest
     from kbroker.group.classic.state import ClassicGroup
-    h = ConsumerHarness({"t": 1})
+    # (the online migration itself: tests/group/test_consumer_classic_members.py)
+    h = ConsumerHarness({"t": 1}, consumer_migration_policy="disabled")
     h.join("A", ["t"])
     h.drive(h.mgr.commit_offsets("g", "A", 2, None, [("t", [(0, 9, -1, "")])], h.now))
 
@@ -361,16 +362,16 @@ def test_classic_and_consumer_groups_share_ids_only_when_empty():
             s.set(reply)
         h.drive(res)
         return slot.value
-    # a live consumer group refuses classic members (no migration)
+    # a live consumer group refuses a classic member whose embedded protocol is malformed
     assert classic_join().error == E.INCONSISTENT_GROUP_PROTOCOL
     h.hb("A", -1)
     # an empty one becomes a classic group; its offsets stay
     classic_join()
     assert isinstance(h.group(), ClassicGroup)
     assert h.mgr.fetch_offsets("g", [("t", [0])])[1][0][1][0][1] == 9
-    # a live classic group refuses consumer-protocol members
+    # a live classic group refuses consumer-protocol members when the upgrade is disabled
     r = h.join("B", ["t"])
-    assert r.error == E.GROUP_ID_NOT_FOUND and "online upgrade is disabled" in r.message
+    assert r.error == E.GROUP_ID_NOT_FOUND and "is not a consumer group" in r.message
     # the log replays to the classic group
     fresh = GroupManager(h.config)
     fresh.begin_load(0)

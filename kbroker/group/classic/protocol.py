@@ -38,6 +38,12 @@ from .state import ClassicGroup, GroupState, Member
 
 S = GroupState
 
+
+def _is_consumer_group(g) -> bool:
+    """A consumer-protocol group (KIP-848): its classic members are served by
+    :mod:`kbroker.group.consumer.classic_members`."""
+    return g is not None and getattr(g, "group_type", None) == "consumer"
+
 @dataclass
 class JoinRequest:
     group_id: str
@@ -115,10 +121,12 @@ class ClassicGroupProtocol(ShardPart):
         unknown = req.member_id == ""
         group = self._get(req.group_id)
         other = self.groups.get(req.group_id) if group is None else None
+        if _is_consumer_group(other) and not other.is_empty():
+            # a classic member of a consumer group (KIP-848 migration)
+            return self.shard.consumer.classic_members.join(other, req, slot, now)
         if other is not None and not (other.is_empty() and unknown):
-            # classic members inside a consumer group (KIP-848 migration) are not
-            # implemented: answered as Kafka with the migration policy disabled
-            return fail(E.INCONSISTENT_GROUP_PROTOCOL)
+            return fail(E.INCONSISTENT_GROUP_PROTOCOL if not other.is_empty()
+                        else E.UNKNOWN_MEMBER_ID)
         new_group = group is None
         if group is None:
             if not unknown:
@@ -470,6 +478,10 @@ class ClassicGroupProtocol(ShardPart):
         if err:
             return fail(err)
         group = self._get(gid)
+        other = self.groups.get(gid)
+        if _is_consumer_group(other) and not other.is_empty():
+            return self.shard.consumer.classic_members.sync(other, mid, gen, instance, ptype,
+                                                            pname, slot, now)
         if group is None or group.is_in(S.EMPTY):
             return fail(E.UNKNOWN_MEMBER_ID)
         if group.is_in(S.DEAD):
@@ -529,6 +541,9 @@ class ClassicGroupProtocol(ShardPart):
         if err:
             return err
         group = self._get(gid)
+        other = self.groups.get(gid)
+        if _is_consumer_group(other):
+            return self.shard.consumer.classic_members.heartbeat(other, mid, gen, instance, now)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
         if group.is_in(S.DEAD):
@@ -553,6 +568,9 @@ class ClassicGroupProtocol(ShardPart):
         if err:
             return err, []
         group = self._get(gid)
+        other = self.groups.get(gid)
+        if _is_consumer_group(other):
+            return self.shard.consumer.classic_members.leave(other, members, now)
         if group is None:
             # As Kafka: an unknown group is no top-level error; every member asked about is
             # answered UNKNOWN_MEMBER_ID (KIP-345 batch leave reports errors per member).

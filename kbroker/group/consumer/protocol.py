@@ -8,8 +8,8 @@ A heartbeat, in order (``consumerGroupHeartbeat``):
 2. epoch -1 / -2: the member leaves (a static member with -2 keeps its partitions for its
    session timeout so it can come back under a new member id);
 3. the group is found or (epoch 0) created — an *empty* classic group of the same id is
-   replaced; a non-empty one answers GROUP_ID_NOT_FOUND (the classic⇄consumer online
-   migration is not implemented); ``group.consumer.max.size`` → GROUP_MAX_SIZE_REACHED;
+   replaced; a non-empty one is converted (the online upgrade, :mod:`.classic_members`)
+   or answers GROUP_ID_NOT_FOUND; ``group.consumer.max.size`` → GROUP_MAX_SIZE_REACHED;
 4. the member is found or created: fencing by member epoch (FENCED_MEMBER_EPOCH), unknown
    ids (UNKNOWN_MEMBER_ID), static members (``group.instance.id``: UNRELEASED_INSTANCE_ID
    while the previous holder has not left, FENCED_INSTANCE_ID for an old member id);
@@ -34,8 +34,9 @@ default 1000; the GROUP config ``consumer.assignment.interval.ms``): within the 
 the last one, members keep reconciling towards the previous target and a later heartbeat
 computes the new one.
 
-Not implemented: the classic⇄consumer migration (``group.consumer.migration.policy``) and
-classic members inside a consumer group; offloading the assignor to another thread.
+Classic members inside a consumer group and the classic⇄consumer migration
+(``group.consumer.migration.policy``) are :mod:`.classic_members`. Not implemented:
+offloading the assignor to another thread.
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 from ..base import DescribedGroup, ShardPart, append_error_to_response_error
 from ..classic.state import ClassicGroup
 from . import records as crec
+from .classic_members import ClassicMembers, classic_session_timeout_ms, uses_classic
 from .assignors import AssignorError, GroupSpec, MemberSpec, assign
 from .regex import compile_regex, resolve
 from .state import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroup,
@@ -131,6 +133,8 @@ class ConsumerGroupProtocol(ShardPart):
         self.topics: TopicsView = EMPTY_TOPICS
         # group id -> {config name: value} of GROUP config resources (KIP-848 group configs)
         self.group_configs: Callable[[str], dict] = lambda gid: {}
+        # classic-protocol members of consumer groups and the online migration
+        self.classic_members = ClassicMembers(shard, self)
 
     # ----------------------------------------------------------------- helpers
     def _get(self, gid: str) -> ConsumerGroup | None:
@@ -239,7 +243,7 @@ class ConsumerGroupProtocol(ShardPart):
                         error=append_error_to_response_error(error))
         self._emit(records, then=then)
 
-    def _get_or_create(self, gid: str, create: bool, records: list) -> ConsumerGroup:
+    def _get_or_create(self, gid: str, create: bool, records: list, now: int = 0) -> ConsumerGroup:
         g = self.groups.get(gid)
         if g is None:
             if not create:
@@ -253,18 +257,15 @@ class ConsumerGroupProtocol(ShardPart):
             records.extend(self.shard.classic.group_tombstones(g))
             c = self.groups[gid] = ConsumerGroup(gid)
             return c
-        if create and isinstance(g, ClassicGroup):
-            # the online upgrade (a consumer-protocol member joining a live classic group)
-            # is not implemented: answered as Kafka with the migration policy disabled
-            raise GroupError(E.GROUP_ID_NOT_FOUND,
-                             f"Cannot upgrade classic group {gid} to consumer group because "
-                             "online upgrade is disabled.")
+        if create and isinstance(g, ClassicGroup) and self.classic_members.can_upgrade(g):
+            # the online upgrade: a consumer-protocol member joins a live classic group
+            return self.classic_members.upgrade(g, records, now)
         raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
 
     def _heartbeat(self, req: HeartbeatRequest, records: list, now: int) -> HeartbeatResponse:
         gid = req.group_id
         create = req.member_epoch == 0
-        group = self._get_or_create(gid, create, records)
+        group = self._get_or_create(gid, create, records, now)
         part = self._partition(gid)
         if (len(group.members) >= self.config.consumer_max_size
                 and (not req.member_id or req.member_id not in group.members)):
@@ -355,7 +356,7 @@ class ConsumerGroupProtocol(ShardPart):
         if create:
             if existing is None:
                 return group.members.get(member_id) or ConsumerGroupMember(member_id)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not uses_classic(existing):
                 raise GroupError(E.UNRELEASED_INSTANCE_ID,
                                  f"Static member {member_id} with instance id {req.instance_id} "
                                  "cannot join the group because the instance id is owned by "
@@ -389,8 +390,8 @@ class ConsumerGroupProtocol(ShardPart):
         self._apply(records, crec.member_metadata_tombstone(part, gid, member_id))
 
     def _cancel_member_timers(self, gid: str, member_id: str) -> None:
-        self.timers.cancel(("consumer-session", gid, member_id))
-        self.timers.cancel(("consumer-rebalance", gid, member_id))
+        for kind in ("consumer-session", "consumer-rebalance", "consumer-join", "consumer-sync"):
+            self.timers.cancel((kind, gid, member_id))
 
     # ----------------------------------------------------------------- regular expressions
     def _regex_users(self, group: ConsumerGroup, regex: str, except_member: str) -> int:
@@ -435,14 +436,18 @@ class ConsumerGroupProtocol(ShardPart):
         v = self.group_configs(gid).get("consumer.assignment.interval.ms")
         return int(v) if v is not None else self.config.consumer_assignment_interval_ms
 
-    def _maybe_update_target(self, group: ConsumerGroup, records, part, now) -> None:
+    def _maybe_update_target(self, group: ConsumerGroup, records, part, now, *,
+                             force: bool = False) -> None:
         if group.group_epoch <= group.assignment_epoch:
             return
         # Kafka 4.3 batches assignments: a new target at most every
         # ``group.consumer.assignment.interval.ms``; until then members reconcile towards
         # the previous one and a later heartbeat computes it (0 = at every epoch bump)
         interval = self.assignment_interval_ms(group.group_id)
-        if group.assignment_timestamp_ms and interval and now < group.assignment_timestamp_ms + interval:
+        if (not force and group.assignment_timestamp_ms and interval
+                and now < group.assignment_timestamp_ms + interval):
+            # (a classic member's join computes it at once: its client cannot wait on a
+            # later heartbeat for its assignment and would rejoin in a loop)
             return
         gid = group.group_id
         assignor = group.preferred_assignor(list(self.config.consumer_assignors))
@@ -480,7 +485,7 @@ class ConsumerGroupProtocol(ShardPart):
             if m is None:
                 raise GroupError(E.UNKNOWN_MEMBER_ID,
                                  f"Member {req.member_id} is not a member of group {gid}.")
-            self._fence(group, [m], records, part)
+            self._fence(group, [m], records, part, now)
             return HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
         m = group.static_member(req.instance_id)
         if m is None:
@@ -494,14 +499,18 @@ class ConsumerGroupProtocol(ShardPart):
             self._apply(records, crec.current_assignment_record(part, gid, m.with_epochs_reset()))
             self.timers.cancel(("consumer-rebalance", gid, m.member_id))
             return HeartbeatResponse(member_id=m.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self._fence(group, [m], records, part)
+        self._fence(group, [m], records, part, now)
         return HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
 
-    def _fence(self, group: ConsumerGroup, members, records: list, part: int) -> None:
-        """Remove members and bump the group epoch (``consumerGroupFenceMembers``)."""
+    def _fence(self, group: ConsumerGroup, members, records: list, part: int, now: int = 0) -> None:
+        """Remove members and bump the group epoch (``consumerGroupFenceMembers``); the
+        last consumer-protocol member leaving classic members behind downgrades the group."""
         if not members:
             return
         gid = group.group_id
+        if len(members) == 1 and self.classic_members.maybe_downgrade(group, members[0], records, now):
+            self._cancel_member_timers(gid, members[0].member_id)
+            return
         regexes = {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
         for m in members:
             self._remove_member_records(group, m.member_id, records, part)
@@ -512,7 +521,8 @@ class ConsumerGroupProtocol(ShardPart):
         new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
         self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + 1, new_hash))
 
-    def _fence_by_timer(self, gid: str, member_id: str, check: Callable[[ConsumerGroupMember], bool]) -> None:
+    def _fence_by_timer(self, gid: str, member_id: str, check: Callable[[ConsumerGroupMember], bool],
+                        now: int = 0) -> None:
         group = self._get(gid)
         if group is None:
             return
@@ -521,16 +531,19 @@ class ConsumerGroupProtocol(ShardPart):
             return
         before = self._snapshot(gid)
         records: list = []
-        self._fence(group, [m], records, self._partition(gid))
+        self._fence(group, [m], records, self._partition(gid), now)
         self.counters["members_expired"] += 1
         self._emit_with_revert(gid, before, records, respond=False)
 
-    def _schedule_session(self, gid: str, member_id: str, now: int) -> None:
-        self.timers.schedule(("consumer-session", gid, member_id), now + self.session_timeout_ms(gid),
-                             lambda t: self._fence_by_timer(gid, member_id, lambda m: True))
+    def _schedule_session(self, gid: str, member_id: str, now: int,
+                          timeout_ms: int | None = None) -> None:
+        """``timeout_ms``: a classic member's own (its JoinGroup's) session timeout."""
+        timeout = self.session_timeout_ms(gid) if timeout_ms is None else timeout_ms
+        self.timers.schedule(("consumer-session", gid, member_id), now + timeout,
+                             lambda t: self._fence_by_timer(gid, member_id, lambda m: True, t))
 
     def _rebalance_timeout(self, gid: str, member_id: str, epoch: int, now: int) -> None:
-        self._fence_by_timer(gid, member_id, lambda m: m.member_epoch == epoch)
+        self._fence_by_timer(gid, member_id, lambda m: m.member_epoch == epoch, now)
 
     # ----------------------------------------------------------------- replay
     def replay(self, k: crec.ConsumerKey, value_bytes, value=None) -> None:
@@ -611,7 +624,8 @@ class ConsumerGroupProtocol(ShardPart):
     def on_loaded(self, g: ConsumerGroup, now: int) -> None:
         gid = g.group_id
         for m in g.members.values():
-            self._schedule_session(gid, m.member_id, now)
+            self._schedule_session(gid, m.member_id, now,
+                                   classic_session_timeout_ms(m) if uses_classic(m) else None)
             if m.state is MemberState.UNREVOKED_PARTITIONS:
                 mid, epoch = m.member_id, m.member_epoch
                 self.timers.schedule(("consumer-rebalance", gid, mid),
@@ -640,8 +654,9 @@ class ConsumerGroupProtocol(ShardPart):
     # ----------------------------------------------------------------- describe
     def describe(self, g: ConsumerGroup) -> DescribedGroup:
         """DescribeGroups (the classic API) on a consumer group: Kafka answers Dead with
-        no error before v6 (``Group X is not a classic group``)."""
-        return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [])
+        no error before v6, GROUP_ID_NOT_FOUND from v6 (also with classic members)."""
+        return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [],
+                              not_found=f"Group {g.group_id} is not a classic group.")
 
     def consumer_describe(self, gid: str) -> DescribedConsumerGroup:
         if not gid:
@@ -666,7 +681,8 @@ class ConsumerGroupProtocol(ShardPart):
         members = [DescribedConsumerMember(
             m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
             sorted(m.subscribed_topic_names), m.subscribed_topic_regex,
-            tps(m.assigned), tps(g.target.get(m.member_id, {})))
+            tps(m.assigned), tps(g.target.get(m.member_id, {})),
+            member_type=0 if uses_classic(m) else 1)
             for m in g.members.values()]
         return DescribedConsumerGroup(
             gid, E.NONE, None, g.state_name(), g.group_epoch, g.assignment_epoch,
@@ -682,6 +698,9 @@ class ConsumerGroupProtocol(ShardPart):
         m = g.members.get(mid)
         if m is None:
             return E.UNKNOWN_MEMBER_ID
+        if uses_classic(m):
+            # a classic member commits with its generation (= its member epoch), any version
+            return E.NONE if epoch == m.member_epoch else E.ILLEGAL_GENERATION
         if api_version < 9:
             return E.UNSUPPORTED_VERSION
         if epoch == m.member_epoch:

@@ -1,0 +1,26 @@
+"""Whether this broker serves the consumer group protocol (KIP-848) right now: Kafka's
+``KafkaApis.isConsumerGroupProtocolEnabled`` — the finalized ``group.version`` feature is at
+least 1 and ``group.coordinator.rebalance.protocols`` lists ``consumer``. Otherwise
+ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION, as Kafka does
+(a cluster formatted before 4.0, or with ``--feature group.version=0``)."""
+from __future__ import annotations
+
+GROUP_VERSION = "group.version"
+
+
+def consumer_protocol_enabled(broker) -> bool:
+    image = getattr(broker, "metadata", None)
+    features = getattr(image, "features", None) or {}
+    # an image without metadata.version has not replayed the cluster's bootstrap yet (a node
+    # starting up): the coordinator answers that one, never a fatal UNSUPPORTED_VERSION
+    if "metadata.version" in features and int(features.get(GROUP_VERSION, 0)) < 1:
+        return False
+    try:
+        protocols = broker.config.get("group.coordinator.rebalance.protocols")
+    except Exception:  # noqa: BLE001 - a minimal config without the key: Kafka's default
+        return True
+    if protocols is None:
+        return True
+    if isinstance(protocols, str):
+        protocols = protocols.split(",")
+    return "consumer" in {str(p).strip().lower() for p in protocols}
