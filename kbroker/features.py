@@ -21,6 +21,7 @@ from __future__ import annotations
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "metadata.version": (7, 25),
     "streams.version": (0, 1),             # streams groups, KIP-1071 (kbroker/group/streams)
+    "transaction.version": (0, 2),         # KIP-890 part 2 (kbroker/txn)
 }
 
 
