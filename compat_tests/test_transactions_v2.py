@@ -13,7 +13,10 @@ Kafka 4 clients use the second-phase protocol:
   TransactionalMessageCopier: read_committed consumer, transactional producer,
   sendOffsetsToTransaction, commits and random aborts) copy every record exactly once, and
   the transactional id's producer epoch afterwards shows one bump per transaction (with
-  transaction version 1 it would still be 0).
+  transaction version 1 it would still be 0);
+- next to it, part 1's verification: a partition outside the transaction is
+  TRANSACTION_ABORTABLE for a leader's verify_only question, and for a Produce v11 (v10:
+  INVALID_TXN_STATE).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from kbroker.wire import records as wire_records
 CLIENT = "hand-built"
 
 NONE, INVALID_TXN_STATE, CONCURRENT_TRANSACTIONS, PRODUCER_FENCED = 0, 48, 51, 90
+TRANSACTION_ABORTABLE = 120
 _ids = itertools.count()
 
 
@@ -187,3 +191,50 @@ def test_java_consume_transform_produce_uses_tv2(_dist, bootstrap, topic_name):
     assert re.search(rf"{re.escape(src)}\s+0\s+{n}\s+{n}\s+0", groups.stdout), groups.stdout
     # TV2: every EndTxn bumped the epoch (at least one commit per `size` records)
     assert _describe_epoch(bootstrap, tid) >= n // size
+
+
+def test_verify_only_and_produce_answers_for_a_partition_not_in_the_transaction(bootstrap, topic_name):
+    """KIP-890 part 1 next to part 2: a leader's verify_only question (AddPartitionsToTxn v4
+    and v5) is TRANSACTION_ABORTABLE for a partition outside the transaction; a Produce v11
+    carries that code to the producer, v10 turns it into INVALID_TXN_STATE."""
+    create_topic(bootstrap, topic_name, 2)
+    tid = f"{topic_name}-verify-{next(_ids)}"
+    conn = _connect(bootstrap)
+    A = M.AddPartitionsToTxnRequest
+    try:
+        _until_ok(lambda: conn.request(10, 4, M.FindCoordinatorRequest(
+            key_type=1, coordinator_keys=[tid])).coordinators[0])
+        r = _until_ok(lambda: conn.request(22, 5, M.InitProducerIdRequest(
+            transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)))
+        pid, e = r.producer_id, r.producer_epoch
+        for _ in range(60):
+            code = _produce_v12(conn, tid, topic_name, pid, e, 0, b"in")
+            if code not in (6, 19, CONCURRENT_TRANSACTIONS):
+                break
+            time.sleep(0.25)
+        assert code == NONE
+
+        def verify(version):
+            r = conn.request(24, version, A(transactions=[A.AddPartitionsToTxnTransaction(
+                transactional_id=tid, producer_id=pid, producer_epoch=e, verify_only=True,
+                topics=[A.AddPartitionsToTxnTopic(name=topic_name, partitions=[0, 1])])]))
+            return r.error_code, sorted((p.partition_index, p.partition_error_code)
+                                        for t in r.results_by_transaction[0].topic_results
+                                        for p in t.results_by_partition)
+
+        answers = {v: verify(v) for v in (4, 5)}
+        produced = {}
+        for version in (11, 10):
+            batch = wire_records.build_batch([(None, b"stray", (), int(time.time() * 1000))],
+                                             producer_id=pid, producer_epoch=e, base_sequence=0,
+                                             is_transactional=True)
+            P = M.ProduceRequest
+            r = conn.request(0, version, P(transactional_id=tid, acks=-1, timeout_ms=30000, topic_data=[
+                P.TopicProduceData(name=topic_name, partition_data=[
+                    P.PartitionProduceData(index=1, records=batch)])]))
+            produced[version] = r.responses[0].partition_responses[0].error_code
+    finally:
+        conn.close()
+    assert answers == {4: (NONE, [(0, NONE), (1, TRANSACTION_ABORTABLE)]),
+                       5: (NONE, [(0, NONE), (1, TRANSACTION_ABORTABLE)])}
+    assert produced == {11: TRANSACTION_ABORTABLE, 10: INVALID_TXN_STATE}

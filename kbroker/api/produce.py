@@ -45,6 +45,7 @@ from kbroker.wire.error_codes import ErrorCode
 Resp = messages.ProduceResponse
 SERVED_FROM = 3
 TV2_VERSION = 12          # KIP-890 part 2: partitions are added by the leader
+ABORTABLE_VERSION = 11    # KIP-890 part 1: the producer knows TRANSACTION_ABORTABLE
 ADMIN_CLIENT_ID = "__admin_client"   # Kafka lets only this client id write internal topics
 
 
@@ -111,7 +112,7 @@ async def handle(ctx: RequestContext, request):
         await verifier.wait_verified(
             request.transactional_id,
             [td for td in request.topic_data if td.name is not None and td.name not in denied],
-            add=version >= TV2_VERSION)
+            add=version >= TV2_VERSION, abortable_ok=version >= ABORTABLE_VERSION)
     stats = ctx.broker.topic_stats
     for td in request.topic_data:
         parts = []

@@ -417,7 +417,9 @@ class TransactionCoordinator:
         """AddPartitionsToTxn v4+ ``verify_only`` (Kafka's handleVerifyPartitionsInTransaction):
         is each partition in the ongoing transaction? Nothing is written. A pending
         transition is not checked (the append checks the epoch again); Prepare* is
-        CONCURRENT_TRANSACTIONS; a partition not in the transaction INVALID_TXN_STATE."""
+        CONCURRENT_TRANSACTIONS; a partition not in the transaction TRANSACTION_ABORTABLE
+        (Kafka 4.3.1, at v4 and v5; the leader turns it into INVALID_TXN_STATE for producers
+        that do not know the code)."""
         parts = list(partitions)
         err = self.coordinator_error(transactional_id) if transactional_id else E.INVALID_REQUEST
         meta = None
@@ -431,8 +433,7 @@ class TransactionCoordinator:
                 err = E.CONCURRENT_TRANSACTIONS
         if err:
             return {tp: err for tp in parts}
-        ok = meta.state == TxnState.ONGOING
-        return {tp: (E.NONE if ok and tp in meta.partitions else E.INVALID_TXN_STATE) for tp in parts}
+        return {tp: (E.NONE if tp in meta.partitions else E.TRANSACTION_ABORTABLE) for tp in parts}
 
     def verify_local(self, producer_id: int, producer_epoch: int, topic: str,
                      partition: int) -> int | None:

@@ -27,8 +27,9 @@ a "hanging transaction" that would hold the last stable offset back forever.
   INVALID_PRODUCER_EPOCH (the manager's translation); CONCURRENT_TRANSACTIONS,
   NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
   NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS (retriable, no metadata refresh); a top-level
-  CLUSTER_AUTHORIZATION_FAILED -> INVALID_TXN_STATE; INVALID_TXN_STATE and the rest as they
-  are.
+  CLUSTER_AUTHORIZATION_FAILED -> INVALID_TXN_STATE; TRANSACTION_ABORTABLE (a partition
+  not in the transaction) stays for Produce v11+ and is INVALID_TXN_STATE below (Kafka's
+  ``genericErrorSupported`` / ``defaultError`` operations); the rest as they are.
 - **Transaction version 2** (KIP-890 part 2): a Produce v12+ (and a TxnOffsetCommit v5,
   for its ``__consumer_offsets`` partition) asks the coordinator to *add* the partitions
   instead (``add=True``: AddPartitionsToTxn v5 with ``verify_only`` false, or the local
@@ -36,7 +37,7 @@ a "hanging transaction" that would hold the last stable offset back forever.
   longer sends AddPartitionsToTxn itself. This happens whether or not
   ``transaction.partition.verification.enable`` is set (the add is part of the protocol);
   the same guard protects the append, and the coordinator's errors reach the producer
-  with the same translations (TRANSACTION_ABORTABLE passes through: TV2 clients know it).
+  with the same translations.
 - **The append** (synchronous, in :mod:`kbroker.replica`) consults :meth:`check` through
   the replica manager's ``txn_verifier`` hook: the verdict computed for this (producer,
   epoch, partition), else -- a transactional batch that was not verified (no
@@ -107,9 +108,10 @@ class TxnVerifier:
 
     # ------------------------------------------------------------------ before the append
     async def wait_verified(self, transactional_id: str | None, topic_data, *,
-                            add: bool = False) -> None:
+                            add: bool = False, abortable_ok: bool = True) -> None:
         """Produce's pre-check: verify (``add``: add, TV2) every partition of the request
-        whose batch needs it (see the module doc); the verdicts wait for :meth:`check`."""
+        whose batch needs it (see the module doc); the verdicts wait for :meth:`check`.
+        ``abortable_ok``: the producer knows TRANSACTION_ABORTABLE (Produce v11+)."""
         if not transactional_id or not (self.enabled or add):
             return
         todo: dict[tuple[str, int], object] = {}
@@ -141,6 +143,8 @@ class TxnVerifier:
             errors = await self.verify(transactional_id, pid, epoch, sorted(todo))
         for tp, guard in todo.items():
             code = produce_error(errors.get(tp, E.NONE))
+            if code == E.TRANSACTION_ABORTABLE and not abortable_ok:
+                code = E.INVALID_TXN_STATE
             self.stats["refused" if code else "verified"] += 1
             self._verdicts[(pid, epoch, tp[0], tp[1])] = (guard, code)
 

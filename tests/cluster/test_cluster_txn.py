@@ -18,7 +18,8 @@ tests, in order on one cluster:
    partition loads it and the producer commits through it.
 4. verification across brokers (KIP-890 part 1): a leader that is not the coordinator asks
    it with AddPartitionsToTxn v4 ``verify_only`` before a producer's first transactional
-   batch; a partition not added to the transaction is refused with INVALID_TXN_STATE,
+   batch; a partition not added to the transaction is TRANSACTION_ABORTABLE for the
+   coordinator and refused with INVALID_TXN_STATE at Produce v9 (v11+: the code itself),
    before and after the transaction, and an added one is accepted.
 5. transaction version 2 across brokers (KIP-890 part 2): Produce v12 on leaders that are
    not the coordinator adds their partitions (AddPartitionsToTxn v5 from the leader),
@@ -369,7 +370,7 @@ def test_leaders_verify_with_a_remote_coordinator(txn_cluster):
     assert add_partitions(coord_port, tid, pid, epoch, "verified", [added]) == {added: E.NONE}
     # the coordinator's side of the question, as a leader asks it
     assert verify_only(coord_port, tid, pid, epoch, "verified", [added, stray]) == \
-        {added: E.NONE, stray: E.INVALID_TXN_STATE}
+        {added: E.NONE, stray: E.TRANSACTION_ABORTABLE}
     assert verify_only(coord_port, tid, pid, epoch + 1, "verified", [added]) == \
         {added: E.PRODUCER_FENCED}
     other = next(n for n in cluster.alive() if n.node_id != txn_node)
@@ -381,6 +382,8 @@ def test_leaders_verify_with_a_remote_coordinator(txn_cluster):
     # ... one that was not is refused, and nothing was written there
     assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch, 0, b"stray")) \
         == E.INVALID_TXN_STATE
+    assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch, 0, b"stray"),
+                       version=11) == E.TRANSACTION_ABORTABLE
     # a newer epoch than the coordinator's: the coordinator answers PRODUCER_FENCED, which
     # reaches the producer as INVALID_PRODUCER_EPOCH (Kafka's translation)
     assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch + 1, 0, b"new")) \

@@ -65,8 +65,11 @@ async def test_implicit_adds_epoch_per_transaction_and_replay(tmp_path):
         await create(c, "t", 2)
         err, pid, e = await init(c, "tx", version=5)
         assert (err, e) == (0, 0)
-        # TV1 (Produce v11): the partition is only verified, so it is refused
+        # TV1 (Produce ≤ v11): the partition is only verified, so it is refused (v11 knows
+        # TRANSACTION_ABORTABLE, the coordinator's answer; older versions get INVALID_TXN_STATE)
         assert await produce(c, "tx", "t", 1, txn_batch(pid, e, 0, b"no"), version=11) == \
+            E.TRANSACTION_ABORTABLE
+        assert await produce(c, "tx", "t", 1, txn_batch(pid, e, 0, b"no"), version=10) == \
             E.INVALID_TXN_STATE
         # TV2: Produce v12 and TxnOffsetCommit v5 add their partitions
         assert await produce(c, "tx", "t", 0, txn_batch(pid, e, 0, b"a", b"b")) == 0
