@@ -127,7 +127,7 @@ class TxnVerifier:
                 except Exception:  # noqa: BLE001 - the append answers for this partition
                     continue
                 ps = part.log.producer_state
-                if ps.has_ongoing(header.producer_id):
+                if ps.has_ongoing(header.producer_id, header.producer_epoch):
                     continue
                 if pid is None:
                     pid, epoch = header.producer_id, header.producer_epoch

@@ -73,6 +73,10 @@ async def test_implicit_adds_epoch_per_transaction_and_replay(tmp_path):
             E.INVALID_TXN_STATE
         # TV2: Produce v12 and TxnOffsetCommit v5 add their partitions
         assert await produce(c, "tx", "t", 0, txn_batch(pid, e, 0, b"a", b"b")) == 0
+        # a batch of the next epoch is the next transaction's: asked for at the coordinator
+        # (which does not know that epoch) instead of joining the open one
+        assert await produce(c, "tx", "t", 0, txn_batch(pid, e + 1, 0, b"next")) == \
+            E.INVALID_PRODUCER_EPOCH
         assert (await c.request("FindCoordinator", 3, key="g", key_type=0)).error_code == 0
         assert await txn_offset_commit(c, "tx", pid, e, "g", 42) == 0
         assert await txn_offset_commit(c, "tx", pid, e + 1, "g", 43) == E.INVALID_PRODUCER_EPOCH
