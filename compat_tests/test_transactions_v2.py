@@ -71,6 +71,11 @@ def _end(conn, tid, pid, epoch, commit):
         transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit)))
 
 
+@pytest.fixture
+def _dist(kafka_dist):
+    """The Java tools need the Kafka jars on every target, kbroker included."""
+
+
 def _api_versions(bootstrap, version):
     conn = _connect(bootstrap)
     try:
@@ -91,6 +96,14 @@ def test_finalized_transaction_version_is_2(bootstrap):
     r = _api_versions(bootstrap, 3)
     assert "transaction.version" not in {f.name for f in r.supported_features}
     assert {f.name: f.max_version_level for f in r.finalized_features}.get("transaction.version") == 2
+
+
+def test_kafka_features_describes_transaction_version_2(_dist, bootstrap):
+    out = run_tool("kafka-features", ["--bootstrap-server", bootstrap, "describe"]).check()
+    [line] = [ln for ln in out.lines if "Feature: transaction.version" in ln]
+    fields = dict(re.findall(r"(\w+):\s*(\S+)", line))
+    assert (fields["SupportedMinVersion"], fields["SupportedMaxVersion"],
+            fields["FinalizedVersionLevel"]) == ("0", "2", "2"), line
 
 
 def test_end_txn_v5_bumps_the_epoch_per_transaction(bootstrap, topic_name):
@@ -151,11 +164,6 @@ def test_end_txn_v5_bumps_the_epoch_per_transaction(bootstrap, topic_name):
         ("abort", NONE, 0, 3),
         ("commit after abort", INVALID_TXN_STATE, -1, -1),
     ]
-
-
-@pytest.fixture
-def _dist(kafka_dist):
-    """The Java tools need the Kafka jars on every target, kbroker included."""
 
 
 def _describe_epoch(bootstrap, tid) -> int:
