@@ -78,7 +78,12 @@ async def test_implicit_adds_epoch_per_transaction_and_replay(tmp_path):
         assert await produce(c, "tx", "t", 0, txn_batch(pid, e + 1, 0, b"next")) == \
             E.INVALID_PRODUCER_EPOCH
         assert (await c.request("FindCoordinator", 3, key="g", key_type=0)).error_code == 0
-        assert await txn_offset_commit(c, "tx", pid, e, "g", 42) == 0
+        for _ in range(100):       # as a client: retried while the group's partition loads
+            code = await txn_offset_commit(c, "tx", pid, e, "g", 42)
+            if code != E.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            await trio.sleep(0.05)
+        assert code == 0
         assert await txn_offset_commit(c, "tx", pid, e + 1, "g", 43) == E.INVALID_PRODUCER_EPOCH
         meta = broker.transactions.txns["tx"]
         offsets_part = ("__consumer_offsets", broker.transactions.offsets_partition("g"))
