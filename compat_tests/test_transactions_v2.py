@@ -14,6 +14,8 @@ Kafka 4 clients use the second-phase protocol:
   sendOffsetsToTransaction, commits and random aborts) copy every record exactly once, and
   the transactional id's producer epoch afterwards shows one bump per transaction (with
   transaction version 1 it would still be 0);
+- with the feature downgraded to 0 (``kafka-features``) the Java client falls back to the
+  first protocol and still copies exactly once;
 - next to it, part 1's verification: a partition outside the transaction is
   TRANSACTION_ABORTABLE for a leader's verify_only question, and for a Produce v11 (v10:
   INVALID_TXN_STATE).
@@ -246,3 +248,36 @@ def test_verify_only_and_produce_answers_for_a_partition_not_in_the_transaction(
     assert answers == {4: (NONE, [(0, NONE), (1, TRANSACTION_ABORTABLE)]),
                        5: (NONE, [(0, NONE), (1, TRANSACTION_ABORTABLE)])}
     assert produced == {11: TRANSACTION_ABORTABLE, 10: INVALID_TXN_STATE}
+
+
+def test_java_client_falls_back_to_tv1_when_the_feature_is_downgraded(_dist, bootstrap, topic_name):
+    """``kafka-features downgrade --feature transaction.version=0``: new Java producers use
+    the first protocol (AddPartitionsToTxn, no epoch bump per transaction) and still copy
+    every record exactly once; upgraded again afterwards."""
+    src, dst = topic_name + "-in", topic_name + "-out"
+    create_topic(bootstrap, src)
+    create_topic(bootstrap, dst)
+    n, size = 60, 20
+    run_tool("kafka-verifiable-producer", ["--bootstrap-server", bootstrap, "--topic", src,
+                                           "--max-messages", str(n), "--acks", "-1"],
+             timeout=120).check()
+    run_tool("kafka-features", ["--bootstrap-server", bootstrap, "downgrade", "--feature",
+                                "transaction.version=0"]).check()
+    try:
+        tid = topic_name + "-copier"
+        run_tool("org.apache.kafka.tools.TransactionalMessageCopier", [
+            "--broker-list", bootstrap, "--input-topic", src, "--input-partition", "0",
+            "--output-topic", dst, "--transactional-id", tid, "--consumer-group", tid + "-group",
+            "--max-messages", str(n), "--transaction-size", str(size),
+            "--use-group-metadata"], timeout=180).check()
+        assert _describe_epoch(bootstrap, tid) == 0        # TV1: InitProducerId's epoch only
+    finally:
+        run_tool("kafka-features", ["--bootstrap-server", bootstrap, "upgrade", "--feature",
+                                    "transaction.version=2"]).check()
+    out = run_tool("kafka-console-consumer", [
+        "--bootstrap-server", bootstrap, "--topic", dst, "--from-beginning",
+        "--isolation-level", "read_committed", "--max-messages", str(n),
+        "--timeout-ms", "20000"], timeout=120).check()
+    assert sorted((v for v in out.lines if v.strip()), key=int) == [str(i) for i in range(n)]
+    finalized = {f.name: f.max_version_level for f in _api_versions(bootstrap, 4).finalized_features}
+    assert finalized["transaction.version"] == 2
