@@ -33,10 +33,7 @@ KAFKA = {
 
 # key: (what kbroker advertises today, who owes Kafka's range)
 KNOWN_GAPS = {
-    # issue 18 (this one): topic ids (KIP-516) and transactions v2 (KIP-890 part 2)
-    26: ((0, 4), "issue 18: EndTxn v5 (KIP-890 part 2)"),
-    27: ((1, 1), "issue 18: WriteTxnMarkers v2 (KIP-890 part 2)"),
-    28: ((0, 4), "issue 18: TxnOffsetCommit v5 (KIP-890 part 2)"),
+    # issue 18 (this one)
     80: (None, "issue 18: AddRaftVoter (KIP-853, forwarded to the controller)"),
     81: (None, "issue 18: RemoveRaftVoter (KIP-853)"),
 }

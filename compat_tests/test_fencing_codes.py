@@ -28,11 +28,11 @@ _ids = itertools.count()
 
 # (api key, version, expected code for the fenced instance)
 CASES = (
-    [(26, v, INVALID_PRODUCER_EPOCH if v < 2 else PRODUCER_FENCED) for v in range(0, 5)]    # EndTxn
+    [(26, v, INVALID_PRODUCER_EPOCH if v < 2 else PRODUCER_FENCED) for v in range(0, 6)]    # EndTxn
     + [(24, v, INVALID_PRODUCER_EPOCH if v < 2 else PRODUCER_FENCED) for v in range(0, 4)]  # AddPartitionsToTxn
     + [(25, v, INVALID_PRODUCER_EPOCH if v < 2 else PRODUCER_FENCED) for v in range(0, 5)]  # AddOffsetsToTxn
     + [(22, v, INVALID_PRODUCER_EPOCH if v < 4 else PRODUCER_FENCED) for v in range(3, 6)]  # InitProducerId
-    + [(28, v, INVALID_PRODUCER_EPOCH) for v in range(0, 5)]                                # TxnOffsetCommit
+    + [(28, v, INVALID_PRODUCER_EPOCH) for v in range(0, 6)]                                # TxnOffsetCommit
 )
 NAMES = {26: "EndTxn", 24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 22: "InitProducerId",
          28: "TxnOffsetCommit"}

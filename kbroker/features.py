@@ -21,7 +21,8 @@ from __future__ import annotations
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "metadata.version": (7, 25),
     "streams.version": (0, 1),             # streams groups, KIP-1071 (kbroker/group/streams)
-    "group.version": (0, 1),
+    "group.version": (0, 1),               # KIP-848 consumer groups (kbroker/group/consumer)
+    "transaction.version": (0, 2),         # KIP-890 part 2 (kbroker/txn)
 }
 
 

@@ -8,8 +8,10 @@
   ``verify_only`` asks whether partitions are already in the ongoing transaction
   (INVALID_TXN_STATE when not; PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING,
   CONCURRENT_TRANSACTIONS in Prepare*) without adding them -- what a partition leader asks
-  before a producer's first transactional batch (:mod:`kbroker.txn.verification`). v5
-  only adds error codes of KIP-890's second phase, which this broker does not produce.
+  before a producer's first transactional batch (:mod:`kbroker.txn.verification`).
+- v5 (KIP-890 part 2) with ``verify_only`` false is a partition leader (or group
+  coordinator) adding a transaction version 2 producer's partition on its behalf: the
+  partitions are added as for a client and the transaction is marked as a TV2 one.
 Not implemented: authorization (cluster action for v4+).
 
 ACLs (``kbroker.authz``): v0–v3 (clients) need WRITE on the transactional id
@@ -54,7 +56,7 @@ def _refused(ctx, tid, topics) -> dict | None:
     return None
 
 
-async def _add(broker, tid, pid, epoch, topics, verify_only=False) -> dict:
+async def _add(broker, tid, pid, epoch, topics, verify_only=False, client_tv=None) -> dict:
     partitions = [(t.name, p) for t in topics for p in t.partitions]
     coordinator = broker.transactions
     if coordinator is None:
@@ -65,7 +67,7 @@ async def _add(broker, tid, pid, epoch, topics, verify_only=False) -> dict:
     if unknown:
         return {tp: (E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED)
                 for tp in partitions}
-    err = await coordinator.add_partitions(tid, pid, epoch, partitions)
+    err = await coordinator.add_partitions(tid, pid, epoch, partitions, client_tv=client_tv)
     return {tp: err for tp in partitions}
 
 
@@ -85,7 +87,8 @@ async def handle(ctx: RequestContext, request) -> Resp:
     results = []
     for txn in request.transactions:
         errors = await _add(broker, txn.transactional_id, txn.producer_id, txn.producer_epoch,
-                            txn.topics, verify_only=txn.verify_only)
+                            txn.topics, verify_only=txn.verify_only,
+                            client_tv=2 if ctx.version >= 5 else None)
         results.append(Resp.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
                                                      topic_results=_topic_results(errors, txn.topics)))
     return Resp(throttle_time_ms=0, error_code=E.NONE, results_by_transaction=results)

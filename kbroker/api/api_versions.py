@@ -6,8 +6,8 @@
   v0 format with ``UNSUPPORTED_VERSION`` and ApiVersions' own range (see
   ``kbroker.server.connection``). The response header is always v0.
 - v3+: an invalid client software name/version is ``INVALID_REQUEST`` (Kafka's rule).
-- Features: the table of ``kbroker.features`` (supported) and the metadata image's
-  finalized levels.
+- Features: the table of ``kbroker.features`` (supported; below v4 without the features
+  whose minimum level is 0, KIP-1022) and the metadata image's finalized levels.
 Not implemented: throttling (always 0).
 """
 from __future__ import annotations
@@ -37,7 +37,10 @@ async def handle(ctx: RequestContext, request) -> Response:
                 and _SOFTWARE.match(request.client_software_version or "")):
             return Response(error_code=ErrorCode.INVALID_REQUEST, api_keys=resp.api_keys)
         image = ctx.broker.metadata
-        resp.supported_features = supported_feature_keys(Response)
+        # KIP-1022: a feature whose minimum level is 0 is announced from v4 only (clients
+        # before it refuse a range starting at 0)
+        resp.supported_features = [f for f in supported_feature_keys(Response)
+                                   if ctx.version >= 4 or f.min_version > 0]
         resp.finalized_features = [
             Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
             for n, lvl in sorted(image.features.items())]

@@ -1,10 +1,15 @@
-"""EndTxn (key 26), v0–v4: commit or abort the producer's transaction (KIP-98).
+"""EndTxn (key 26), v0–v5: commit or abort the producer's transaction (KIP-98).
 
 The coordinator writes PrepareCommit/PrepareAbort to ``__transaction_state``, a marker to
 every partition of the transaction and then CompleteCommit/CompleteAbort; the answer
 comes once that is done (``kbroker.txn.coordinator.end_txn``). A retried EndTxn of a
-completed transaction answers NONE. Capped at v4: v5 belongs to KIP-890's second phase
-(transaction.version 2: the epoch is bumped by every EndTxn), not implemented.
+completed transaction answers NONE.
+
+v5 is transaction version 2 (KIP-890 part 2; what Kafka's ``EndTxnRequest`` version > 4
+means, whatever the cluster finalized): every EndTxn bumps the producer epoch, the answer
+carries the producer id and epoch to use next (a new id once the epoch is exhausted), an
+abort is allowed without an ongoing transaction, and a retry is recognised by the epoch
+before the bump. Errors carry producer id/epoch -1, as Kafka's.
 
 ACLs (``kbroker.authz``): WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
@@ -19,13 +24,20 @@ from kbroker.wire.error_codes import ErrorCode as E
 Resp = messages.EndTxnResponse
 
 
-@api(26, versions=(0, 4))
+TV2_VERSION = 5
+
+
+@api(26, versions=(0, 5))
 async def handle(ctx: RequestContext, request) -> Resp:
     if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return Resp(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     coordinator = ctx.broker.transactions
     if coordinator is None:
         return Resp(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE)
-    err = await coordinator.end_txn(request.transactional_id, request.producer_id,
-                                    request.producer_epoch, request.committed)
-    return Resp(throttle_time_ms=0, error_code=fenced_error_for(26, ctx.version, err))
+    err, pid, epoch = await coordinator.end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        request.committed, tv2=ctx.version >= TV2_VERSION)
+    resp = Resp(throttle_time_ms=0, error_code=fenced_error_for(26, ctx.version, err))
+    if ctx.version >= TV2_VERSION:
+        resp.producer_id, resp.producer_epoch = pid, epoch
+    return resp

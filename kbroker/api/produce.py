@@ -3,9 +3,10 @@
 Versions: advertised v0–v13, served from v3 (Kafka 4 / KIP-896 behaviour: a v0–v2 request
 closes the connection, as Kafka 4 has no definition to parse it with; v0 stays advertised
 because librdkafka < 2.11.1 enables compression only when it sees Produce v0, KAFKA-18659).
-v12 is v11 for a broker whose ``transaction.version`` is below 2, which kbroker's always is
-(KIP-890 part 2 is not implemented): transactional producers keep adding partitions with
-AddPartitionsToTxn, as against a Kafka with transaction version 1. v13 names topics by id
+v12+ is transaction version 2 (KIP-890 part 2, Kafka's ``ProduceRequest`` version > 11): a
+producer's first transactional batch on a partition has the leader *add* the partition to
+the transaction at the coordinator (the client sends no AddPartitionsToTxn); below v12 the
+leader only verifies it (KIP-890 part 1, ``kbroker.txn.verification``). v13 names topics by id
 (KIP-516): ids are resolved through the metadata image; an unknown id answers
 ``UNKNOWN_TOPIC_ID`` for its partitions; answers carry the id.
 
@@ -43,6 +44,8 @@ from kbroker.wire.error_codes import ErrorCode
 
 Resp = messages.ProduceResponse
 SERVED_FROM = 3
+TV2_VERSION = 12          # KIP-890 part 2: partitions are added by the leader
+ABORTABLE_VERSION = 11    # KIP-890 part 1: the producer knows TRANSACTION_ABORTABLE
 ADMIN_CLIENT_ID = "__admin_client"   # Kafka lets only this client id write internal topics
 
 
@@ -103,10 +106,13 @@ async def handle(ctx: RequestContext, request):
                                         if td.name is not None)) if error is None else ()
     verifier = getattr(ctx.broker.transactions, "verifier", None)
     if error is None and verifier is not None:
-        # KIP-890 part 1: ask the transaction coordinator before a producer's first
-        # transactional batch on a partition; the append consults the verdict
-        await verifier.wait_verified(request.transactional_id,
-                                     [td for td in request.topic_data if td.name is not None])
+        # KIP-890: ask the transaction coordinator before a producer's first transactional
+        # batch on a partition (part 1: is it in the transaction; part 2, v12+: add it);
+        # the append consults the verdict
+        await verifier.wait_verified(
+            request.transactional_id,
+            [td for td in request.topic_data if td.name is not None and td.name not in denied],
+            add=version >= TV2_VERSION, abortable_ok=version >= ABORTABLE_VERSION)
     stats = ctx.broker.topic_stats
     for td in request.topic_data:
         parts = []

@@ -1,5 +1,7 @@
-"""TxnOffsetCommit (key 28), v0–v4: commit consumer offsets inside a transaction (KIP-98;
-KIP-447 adds generation/member/instance at v3 so the group can fence zombie consumers).
+"""TxnOffsetCommit (key 28), v0–v5: commit consumer offsets inside a transaction (KIP-98;
+KIP-447 adds generation/member/instance at v3 so the group can fence zombie consumers;
+v5 is transaction version 2, KIP-890 part 2: the group's offsets partition is added to the
+transaction by this broker, the client sent no AddOffsetsToTxn).
 
 The offsets are written to ``__consumer_offsets`` in a transactional batch of the producer
 and become visible at commit (``kbroker.txn.offsets``). The group checks are Kafka's
@@ -22,7 +24,10 @@ from kbroker.wire.error_codes import ErrorCode as E
 Resp = messages.TxnOffsetCommitResponse
 
 
-@api(28, versions=(0, 4))
+TV2_VERSION = 5
+
+
+@api(28, versions=(0, 5))
 async def handle(ctx: RequestContext, request) -> Resp:
     v = ctx.version
     topics = [(t.name, [(p.partition_index, p.committed_offset,
@@ -50,7 +55,8 @@ async def handle(ctx: RequestContext, request) -> Resp:
             producer_id=request.producer_id, producer_epoch=request.producer_epoch,
             generation_id=request.generation_id if v >= 3 else -1,
             member_id=request.member_id if v >= 3 else "",
-            group_instance_id=request.group_instance_id if v >= 3 else None, topics=topics)
+            group_instance_id=request.group_instance_id if v >= 3 else None, topics=topics,
+            add_to_txn=v >= TV2_VERSION)
     return Resp(throttle_time_ms=0, topics=[
         Resp.TxnOffsetCommitResponseTopic(name=t, partitions=[
             Resp.TxnOffsetCommitResponsePartition(partition_index=p,

@@ -1,4 +1,4 @@
-"""WriteTxnMarkers (key 27), v1: append commit/abort markers to partitions (KIP-98).
+"""WriteTxnMarkers (key 27), v1–v2: append commit/abort markers to partitions (KIP-98).
 
 Sent by a transaction coordinator (``kbroker.txn.markers.MarkerChannel``) to the leader
 of a transaction's partitions; the coordinator writes the markers of partitions it leads
@@ -6,7 +6,11 @@ itself. This leader writes each marker (``kbroker.txn.markers.write_as_leader``:
 for it to be replicated, as Kafka appends markers with acks=-1); a partition it does not lead
 answers NOT_LEADER_OR_FOLLOWER and the coordinator retries at the new leader. Markers on
 ``__consumer_offsets`` also complete the transaction's offsets in the group coordinator.
-v0 was removed by KIP-896 (Kafka 4). Not implemented: authorization (cluster action).
+v0 was removed by KIP-896 (Kafka 4). v2 (KIP-890 part 2) adds each marker's
+``transaction_version`` (2: a TV2 transaction, whose marker carries the epoch the
+coordinator bumped at EndTxn; the marker is written the same way, a higher epoch being a
+valid marker epoch). Not implemented: Kafka's stricter TV2 check (a TV2 marker's epoch
+above the transaction's data epoch).
 
 ACLs (``kbroker.authz``): CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
@@ -21,7 +25,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 Resp = messages.WriteTxnMarkersResponse
 
 
-@api(27, versions=(1, 1))
+@api(27, versions=(1, 2))
 async def handle(ctx: RequestContext, request) -> Resp:
     coordinator = ctx.broker.transactions
     out = []

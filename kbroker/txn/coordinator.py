@@ -1,7 +1,8 @@
 """``TransactionCoordinator``: transactional ids, their producer ids/epochs and transactions.
 
-Kafka's ``TransactionCoordinator`` + ``TransactionStateManager`` (TV1: no KIP-890 second
-phase). State lives in the compacted topic ``__transaction_state``
+Kafka's ``TransactionCoordinator`` + ``TransactionStateManager``, for both transaction
+protocols: TV1 (the client adds partitions with AddPartitionsToTxn, EndTxn ≤ v4) and TV2
+(KIP-890 part 2, below). State lives in the compacted topic ``__transaction_state``
 (:mod:`kbroker.txn.records`); every transition is appended there first and applied to the
 in-memory map only once the append succeeded. A transactional id is coordinated by the
 leader of its ``__transaction_state`` partition; other brokers answer NOT_COORDINATOR.
@@ -31,10 +32,30 @@ leadership moves away (or whose leader epoch changes) is unloaded.
   ``verify_only`` -- whether the partition is in the ongoing transaction
   (:mod:`kbroker.txn.verification`; the coordinator side is :meth:`verify_partitions`).
 
+- **Transaction version 2** (KIP-890 part 2; the cluster finalizes ``transaction.version``
+  2 and the client speaks EndTxn v5, Produce v12+, TxnOffsetCommit v5): partition leaders
+  add a producer's partitions for it (AddPartitionsToTxn v5 with ``verify_only`` false, or
+  in memory; :meth:`add_partitions` with ``client_tv=2``); every EndTxn bumps the epoch
+  (Prepare* holds the bumped epoch, which the markers carry, and the answer names it); an
+  epoch that reaches ``Short.MAX_VALUE`` moves the id to a new producer id at Complete*; a
+  retried EndTxn is recognised by the epoch before the bump (or ``Short.MAX_VALUE - 1``
+  of the previous producer id). Kafka's table for the completed states (PF =
+  PRODUCER_FENCED, ITS = INVALID_TXN_STATE, EB = a new epoch-bumping abort)::
+
+                      abort: retry / current      commit: retry / current
+      Empty                  PF    / EB                  PF    / ITS
+      CompleteAbort          NONE  / EB                  ITS   / ITS
+      CompleteCommit         ITS   / EB                  NONE  / ITS
+
+  ``__transaction_state`` values are written as version 1 (the tagged next/previous
+  producer ids and the client's transaction version) once ``transaction.version`` ≥ 1 is
+  finalized.
+
 Error codes follow Kafka's handlers (``INVALID_PRODUCER_ID_MAPPING``, ``PRODUCER_FENCED``,
 ``CONCURRENT_TRANSACTIONS``, ``INVALID_TXN_STATE``, ``NOT_COORDINATOR``...). The clock is
 the broker's (``now_ms``); the timer sleeps on trio's clock. Not implemented:
-transactional-id expiration (``transactional.id.expiration.ms``), KIP-890 part 2, 2PC (KIP-939).
+transactional-id expiration (``transactional.id.expiration.ms``), 2PC (KIP-939, InitProducerId
+v6, unstable in Kafka 4.3.1 and not advertised there).
 """
 from __future__ import annotations
 
@@ -48,7 +69,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 
 from . import records as trec
 from .markers import MarkerChannel, write_as_leader, write_local
-from .metadata import TransactionMetadata, TxnState
+from .metadata import MAX_EPOCH, TransactionMetadata, TxnState
 from .verification import TxnVerifier
 
 log = logging.getLogger("kbroker.txn")
@@ -256,6 +277,11 @@ class TransactionCoordinator:
         pi = topic.partitions.get(p) if topic is not None else None
         return pi.leader_epoch if pi is not None else -1
 
+    @property
+    def transaction_version(self) -> int:
+        """The cluster's finalized ``transaction.version`` (0 when not finalized)."""
+        return int(self.broker.metadata.features.get("transaction.version", 0))
+
     def coordinator_epoch(self, partition: int) -> int:
         try:
             return max(0, self.broker.replicas.get_partition(TOPIC, partition).leader_epoch)
@@ -266,8 +292,9 @@ class TransactionCoordinator:
     async def _write(self, meta: TransactionMetadata) -> int:
         """Append ``meta`` as the id's new state; apply it once stored. Returns an error code."""
         now = self.now_ms()
+        version = 1 if self.transaction_version >= 1 else 0
         batch = wire_records.build_batch([(trec.encode_key(meta.transactional_id),
-                                           trec.encode_value(meta.to_value()), (), now)])
+                                           trec.encode_value(meta.to_value(), version), (), now)])
         try:
             res = self.broker.replicas.append(TOPIC, meta.partition, batch, required_acks=-1,
                                               now_ms=now, allow_internal=True, origin="coordinator")
@@ -355,12 +382,18 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ AddPartitions / AddOffsets
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                             partitions: Iterable[tuple[str, int]]) -> int:
+                             partitions: Iterable[tuple[str, int]], client_tv: int | None = None) -> int:
+        """AddPartitionsToTxn's work: from a TV1 client, or (``client_tv=2``) from a partition
+        leader or group coordinator adding a TV2 producer's partition for it."""
         err = await self._ready(transactional_id)
         if err:
             return err
         wanted = frozenset(partitions)
         async with self._lock:
+            meta = self.txns.get(transactional_id)
+            if meta is not None and meta.state.is_prepare and producer_id == meta.next_producer_id >= 0:
+                # the producer already uses the id its epoch overflowed to; Complete* is pending
+                return E.CONCURRENT_TRANSACTIONS
             err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
             if err:
                 return err
@@ -375,6 +408,8 @@ class TransactionCoordinator:
             new = meta.copy(state=TxnState.ONGOING, partitions=meta.partitions | wanted,
                             start_ms=meta.start_ms if meta.state == TxnState.ONGOING else now,
                             last_update_ms=now)
+            if client_tv is not None:
+                new = new.copy(client_transaction_version=client_tv)
             return await self._write(new)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -382,7 +417,9 @@ class TransactionCoordinator:
         """AddPartitionsToTxn v4+ ``verify_only`` (Kafka's handleVerifyPartitionsInTransaction):
         is each partition in the ongoing transaction? Nothing is written. A pending
         transition is not checked (the append checks the epoch again); Prepare* is
-        CONCURRENT_TRANSACTIONS; a partition not in the transaction INVALID_TXN_STATE."""
+        CONCURRENT_TRANSACTIONS; a partition not in the transaction TRANSACTION_ABORTABLE
+        (Kafka 4.3.1, at v4 and v5; the leader turns it into INVALID_TXN_STATE for producers
+        that do not know the code)."""
         parts = list(partitions)
         err = self.coordinator_error(transactional_id) if transactional_id else E.INVALID_REQUEST
         meta = None
@@ -396,8 +433,7 @@ class TransactionCoordinator:
                 err = E.CONCURRENT_TRANSACTIONS
         if err:
             return {tp: err for tp in parts}
-        ok = meta.state == TxnState.ONGOING
-        return {tp: (E.NONE if ok and tp in meta.partitions else E.INVALID_TXN_STATE) for tp in parts}
+        return {tp: (E.NONE if tp in meta.partitions else E.TRANSACTION_ABORTABLE) for tp in parts}
 
     def verify_local(self, producer_id: int, producer_epoch: int, topic: str,
                      partition: int) -> int | None:
@@ -469,10 +505,19 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ EndTxn and markers
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                      commit: bool) -> int:
+                      commit: bool, tv2: bool = False) -> tuple[int, int, int]:
+        """(error, producer id, producer epoch): EndTxn. The id/epoch are the producer's
+        after a TV2 EndTxn (bumped, or a new id at an exhausted epoch; the current ones for
+        a recognised retry) and -1/-1 otherwise, as Kafka answers them."""
         err = await self._ready(transactional_id)
         if err:
-            return err
+            return err, -1, -1
+        if tv2:
+            return await self._end_txn_v2(transactional_id, producer_id, producer_epoch, commit)
+        return await self._end_txn_v1(transactional_id, producer_id, producer_epoch, commit), -1, -1
+
+    async def _end_txn_v1(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          commit: bool) -> int:
         async with self._lock:
             err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
             if err:
@@ -489,6 +534,69 @@ class TransactionCoordinator:
             if s == TxnState.PREPARE_ABORT:
                 return E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
             return E.INVALID_TXN_STATE
+
+    async def _end_txn_v2(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          commit: bool) -> tuple[int, int, int]:
+        """Kafka's TV2 ``endTransaction`` (see the module doc's table)."""
+        async with self._lock:
+            meta = self.txns.get(transactional_id)
+            if meta is None:
+                return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
+            if meta.pending:
+                return E.CONCURRENT_TRANSACTIONS, -1, -1
+            retry_on_overflow = (meta.previous_producer_id == producer_id >= 0
+                                 and producer_epoch == MAX_EPOCH - 1 and meta.producer_epoch == 0)
+            retry_on_bump = meta.producer_epoch == producer_epoch + 1
+            if meta.producer_id != producer_id and not retry_on_overflow:
+                return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
+            s = meta.state
+            if s.is_prepare:
+                valid = retry_on_bump
+            elif s in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+                valid = retry_on_bump or retry_on_overflow or producer_epoch == meta.producer_epoch
+            else:
+                valid = producer_epoch == meta.producer_epoch
+            if not valid:
+                return E.PRODUCER_FENCED, -1, -1
+            retry = retry_on_bump or retry_on_overflow
+            same = (E.NONE, meta.producer_id, meta.producer_epoch)
+            if s == TxnState.ONGOING:
+                return await self._end_v2(meta, commit, no_partitions=False)
+            if s == TxnState.COMPLETE_COMMIT:
+                if commit:
+                    return same if retry else (E.INVALID_TXN_STATE, -1, -1)
+                return (E.INVALID_TXN_STATE, -1, -1) if retry else \
+                    await self._end_v2(meta, False, no_partitions=True)
+            if s == TxnState.COMPLETE_ABORT:
+                if commit:
+                    return E.INVALID_TXN_STATE, -1, -1
+                return same if retry else await self._end_v2(meta, False, no_partitions=True)
+            if s == TxnState.PREPARE_COMMIT:
+                return (E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE), -1, -1
+            if s == TxnState.PREPARE_ABORT:
+                return (E.INVALID_TXN_STATE if commit else E.CONCURRENT_TRANSACTIONS), -1, -1
+            if s == TxnState.EMPTY and not commit:
+                return await self._end_v2(meta, False, no_partitions=True)
+            return E.INVALID_TXN_STATE, -1, -1
+
+    async def _end_v2(self, meta: TransactionMetadata, commit: bool,
+                      no_partitions: bool) -> tuple[int, int, int]:
+        """Prepare* with the epoch bumped (a new producer id reserved when the bump
+        reaches the last epoch), markers, Complete*; the producer's new id and epoch."""
+        next_pid = -1
+        if meta.epoch_exhausted:
+            next_pid = await self.broker.producer_ids.generate()
+        now = self.now_ms()
+        bumped = meta.copy(producer_epoch=meta.producer_epoch + 1,
+                           last_producer_epoch=meta.producer_epoch, next_producer_id=next_pid,
+                           client_transaction_version=2,
+                           start_ms=now if no_partitions else meta.start_ms)
+        err = await self._end(bumped, commit)
+        if err:
+            return err, -1, -1
+        if next_pid >= 0:
+            return E.NONE, next_pid, 0
+        return E.NONE, bumped.producer_id, bumped.producer_epoch
 
     async def _end(self, meta: TransactionMetadata, commit: bool) -> int:
         prepare = meta.copy(state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
@@ -540,6 +648,10 @@ class TransactionCoordinator:
         commit = prepare.state == TxnState.PREPARE_COMMIT
         done = prepare.copy(state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                             partitions=frozenset(), last_update_ms=self.now_ms())
+        if prepare.next_producer_id >= 0:
+            # TV2 epoch overflow: the transaction ended at the last epoch; the id moves on
+            done = done.copy(producer_id=prepare.next_producer_id, producer_epoch=0,
+                             previous_producer_id=prepare.producer_id, next_producer_id=-1)
         return await self._write(done) == E.NONE
 
     def _is_current(self, prepare: TransactionMetadata) -> bool:
@@ -557,7 +669,8 @@ class TransactionCoordinator:
             ok = await self.markers.deliver(
                 prepare.producer_id, prepare.producer_epoch,
                 prepare.state == TxnState.PREPARE_COMMIT, sorted(prepare.partitions),
-                self.coordinator_epoch(prepare.partition), lambda: self._is_current(prepare))
+                self.coordinator_epoch(prepare.partition), lambda: self._is_current(prepare),
+                transaction_version=prepare.client_transaction_version)
             if ok:
                 async with self._lock:
                     if self._is_current(prepare):

@@ -1,7 +1,9 @@
 """Commit/abort markers: written where a partition is led, sent there when it is not.
 
 Kafka's ``TransactionMarkerChannelManager`` (coordinator side) and the leader side of
-WriteTxnMarkers (key 27, v1: the version Kafka's coordinator sends; KIP-98).
+WriteTxnMarkers (key 27; KIP-98). The coordinator sends v2, whose markers carry the
+transaction's client ``transaction_version`` (KIP-890 part 2: 2 for a TV2 transaction,
+whose marker epoch is the bumped one), as Kafka 4's coordinator does.
 
 - :func:`write_local` appends a marker to each partition this node leads. A marker
   on ``__consumer_offsets`` also makes the transaction's staged offsets visible in the
@@ -39,7 +41,7 @@ log = logging.getLogger("kbroker.txn.markers")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 WRITE_TXN_MARKERS = 27
-WRITE_TXN_MARKERS_VERSION = 1
+WRITE_TXN_MARKERS_VERSION = 2
 # the delivery gives up on these: a newer producer epoch / coordinator owns the partition
 FENCED = frozenset({E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED})
 
@@ -140,7 +142,8 @@ class MarkerChannel:
         return ep
 
     async def send(self, node_id: int, producer_id: int, producer_epoch: int, commit: bool,
-                   partitions: list[TP], coordinator_epoch: int) -> dict[TP, int]:
+                   partitions: list[TP], coordinator_epoch: int,
+                   transaction_version: int = 0) -> dict[TP, int]:
         """One WriteTxnMarkers to ``node_id``; a failed call answers every partition with
         NOT_LEADER_OR_FOLLOWER (retried after the next image)."""
         failed = {tp: E.NOT_LEADER_OR_FOLLOWER for tp in partitions}
@@ -155,7 +158,7 @@ class MarkerChannel:
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             topics=[R.WritableTxnMarkerTopic(name=t, partition_indexes=sorted(ps))
                     for t, ps in sorted(by_topic.items())],
-            coordinator_epoch=coordinator_epoch)])
+            coordinator_epoch=coordinator_epoch, transaction_version=transaction_version)])
         self.stats["marker_requests"] = self.stats.get("marker_requests", 0) + 1
         resp = await self.rpc.call_addr(addr, WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body,
                                         timeout=self.request_timeout_s)
@@ -175,7 +178,8 @@ class MarkerChannel:
     # ------------------------------------------------------------------ a whole transaction
     async def deliver(self, producer_id: int, producer_epoch: int, commit: bool,
                       partitions: Iterable[TP], coordinator_epoch: int,
-                      still_valid: Callable[[], bool] = lambda: True) -> bool:
+                      still_valid: Callable[[], bool] = lambda: True,
+                      transaction_version: int = 0) -> bool:
         """Write a marker to every partition (local ones directly); True once all have one,
         False if the delivery was abandoned (fenced, or ``still_valid()`` turned false)."""
         remaining = set(partitions)
@@ -203,7 +207,7 @@ class MarkerChannel:
                                                          commit, tps, coordinator_epoch, self.stats))
                 elif leader >= 0:
                     results.update(await self.send(leader, producer_id, producer_epoch, commit,
-                                                   tps, coordinator_epoch))
+                                                   tps, coordinator_epoch, transaction_version))
 
             async with trio.open_nursery() as n:
                 for leader, tps in by_leader.items():

@@ -1,11 +1,18 @@
 """One transactional id's state (Kafka's ``TransactionMetadata`` / ``TransactionState``).
 
-States and the transitions the coordinator makes (TV1, i.e. without KIP-890's second phase)::
+States and the transitions the coordinator makes::
 
     Empty / CompleteCommit / CompleteAbort --AddPartitions/AddOffsets--> Ongoing
     Ongoing --EndTxn(commit)--> PrepareCommit --markers written--> CompleteCommit
     Ongoing --EndTxn(abort) / timeout / fencing--> PrepareAbort --markers--> CompleteAbort
     any completed state --InitProducerId--> Empty (epoch bumped)
+
+With transaction version 2 (KIP-890 part 2; ``client_transaction_version`` = 2) every
+EndTxn bumps the epoch: Prepare* is stored with ``producer_epoch + 1`` (the markers carry
+it) and ``last_producer_epoch`` = the client's epoch; when that bump reaches
+``MAX_EPOCH`` the Prepare* names a ``next_producer_id`` and Complete* moves the id to it
+at epoch 0 (``previous_producer_id`` = the old one). An abort from Empty or Complete* is
+allowed too (a TV2 client cannot know whether its produce requests opened a transaction).
 
 Every transition is a new ``TransactionLogValue`` appended to ``__transaction_state``; the
 in-memory state changes only once the record is in the log (records, then replay). The
@@ -68,19 +75,23 @@ class TransactionMetadata:
     last_update_ms: int = -1
     last_producer_epoch: int = -1       # the epoch before the last bump (KIP-360 retries)
     previous_producer_id: int = -1      # the id before an epoch overflow
+    next_producer_id: int = -1          # TV2: the id a Prepare* at an exhausted epoch moves to
+    client_transaction_version: int = 0  # 2 once a TV2 client (EndTxn v5, Produce v12+) used it
     partition: int = 0                  # of __transaction_state
     pending: bool = field(default=False, compare=False)   # a transition is being written
 
     def to_value(self) -> TxnLogValue:
         return TxnLogValue(self.producer_id, self.producer_epoch, self.timeout_ms,
                            int(self.state), tuple(sorted(self.partitions)),
-                           self.last_update_ms, self.start_ms, self.previous_producer_id)
+                           self.last_update_ms, self.start_ms, self.previous_producer_id,
+                           self.next_producer_id, self.client_transaction_version)
 
     @classmethod
     def from_value(cls, transactional_id: str, v: TxnLogValue, partition: int) -> "TransactionMetadata":
         return cls(transactional_id, v.producer_id, v.producer_epoch, v.timeout_ms,
                    TxnState(v.status), frozenset(v.partitions), v.start_ms, v.last_update_ms,
-                   previous_producer_id=v.previous_producer_id, partition=partition)
+                   previous_producer_id=v.previous_producer_id, next_producer_id=v.next_producer_id,
+                   client_transaction_version=v.client_transaction_version, partition=partition)
 
     def copy(self, **changes) -> "TransactionMetadata":
         return dataclasses.replace(self, **changes)

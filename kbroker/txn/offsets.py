@@ -6,6 +6,12 @@ producer epoch is checked against the partition's producer state). They are stag
 group coordinator and become visible to OffsetFetch only when the transaction's commit
 marker reaches that partition (:meth:`TransactionCoordinator.write_markers`); an abort
 drops them. OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT meanwhile.
+
+Transaction version 2 (TxnOffsetCommit v5, KIP-890 part 2): the client sends no
+AddOffsetsToTxn; the group's ``__consumer_offsets`` partition is added to the transaction
+here first (``add_to_txn``, through :meth:`TxnVerifier.add`). Its errors reach the client
+as Kafka's group coordinator maps a failed write: the retriable coordinator troubles
+(NOT_ENOUGH_REPLICAS after the produce translation) become COORDINATOR_NOT_AVAILABLE.
 """
 from __future__ import annotations
 
@@ -20,7 +26,8 @@ OFFSETS_TOPIC = "__consumer_offsets"
 async def txn_offset_commit(broker, *, transactional_id: str, group_id: str, producer_id: int,
                             producer_epoch: int, generation_id: int, member_id: str,
                             group_instance_id: str | None,
-                            topics: list[tuple[str, list[tuple[int, int, int, str | None]]]]):
+                            topics: list[tuple[str, list[tuple[int, int, int, str | None]]]],
+                            add_to_txn: bool = False):
     """``topics``: [(topic, [(partition, offset, leader_epoch, metadata)])]. Returns
     [(topic, [(partition, error)])]."""
     def all_failed(code):
@@ -32,6 +39,11 @@ async def txn_offset_commit(broker, *, transactional_id: str, group_id: str, pro
     if err:
         return all_failed(err)
     manager = gc.manager
+    if add_to_txn:
+        err = await _add_offsets_partition(coordinator, transactional_id, producer_id,
+                                           producer_epoch, manager.partition_for(group_id))
+        if err:
+            return all_failed(err)
     err = coordinator.check_txn_offset_commit(transactional_id, producer_id, producer_epoch, group_id)
     if err:
         return all_failed(err)
@@ -81,3 +93,15 @@ async def txn_offset_commit(broker, *, transactional_id: str, group_id: str, pro
             return [(t, [(p, code if c == E.NONE else c) for p, c in ps]) for t, ps in response]
         manager.stage_txn_offsets(producer_id, group_id, staged)
         return response
+
+
+async def _add_offsets_partition(coordinator, transactional_id: str, producer_id: int,
+                                 producer_epoch: int, partition: int) -> int:
+    """TV2: add ``__consumer_offsets-partition`` to the producer's transaction."""
+    from .verification import produce_error
+    if not transactional_id:
+        return E.INVALID_REQUEST
+    errors = await coordinator.verifier.add(transactional_id, producer_id, producer_epoch,
+                                            [(OFFSETS_TOPIC, partition)])
+    code = produce_error(errors.get((OFFSETS_TOPIC, partition), E.NONE))
+    return E.COORDINATOR_NOT_AVAILABLE if code == E.NOT_ENOUGH_REPLICAS else int(code)

@@ -177,9 +177,14 @@ class ProducerStateManager:
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
-    def has_ongoing(self, producer_id: int) -> bool:
+    def has_ongoing(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """The producer has an open transaction here (at ``producer_epoch`` when given: with
+        transaction version 2 a batch of the next epoch belongs to the next transaction,
+        which must be verified/added even while the marker of the previous one is on its
+        way -- Kafka's ``hasOngoingTransaction(producerId, producerEpoch)``)."""
         e = self.producers.get(producer_id)
-        return e is not None and e.current_txn_first_offset is not None
+        return e is not None and e.current_txn_first_offset is not None and \
+            (producer_epoch is None or e.producer_epoch == producer_epoch)
 
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing) if self.ongoing else None

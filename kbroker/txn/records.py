@@ -9,7 +9,9 @@ way round:
 
 Status bytes are Kafka's: Empty 0, Ongoing 1, PrepareCommit 2, PrepareAbort 3,
 CompleteCommit 4, CompleteAbort 5, Dead 6, PrepareEpochFence 7. Version 1 values (KIP-890,
-flexible with tagged fields) are read; version 0 is written (no transaction.version 2).
+flexible, with the tagged fields ``PreviousProducerId``, ``NextProducerId``,
+``NextProducerEpoch`` and ``ClientTransactionVersion``) are written once the cluster
+finalized ``transaction.version`` ≥ 1, version 0 before (as Kafka's ``TransactionLog``).
 The partition of an id is ``abs(javaHashCode(id)) % transaction.state.log.num.partitions``.
 Pure data: no I/O.
 """
@@ -42,6 +44,8 @@ class TxnLogValue(NamedTuple):
     last_update_ms: int
     start_ms: int
     previous_producer_id: int = -1
+    next_producer_id: int = -1
+    client_transaction_version: int = 0
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -59,7 +63,7 @@ def decode_key(buf) -> str | None:
     return messages.TransactionLogKey.decode(buf, 0, 2).transactional_id
 
 
-def encode_value(v: TxnLogValue) -> bytes:
+def encode_value(v: TxnLogValue, version: int = VALUE_VERSION) -> bytes:
     V = messages.TransactionLogValue
     by_topic: dict[str, list[int]] = {}
     for topic, p in v.partitions:
@@ -72,7 +76,11 @@ def encode_value(v: TxnLogValue) -> bytes:
             transaction_timeout_ms=v.timeout_ms, transaction_status=v.status,
             transaction_partitions=parts, transaction_last_update_timestamp_ms=v.last_update_ms,
             transaction_start_timestamp_ms=v.start_ms)
-    return _H.pack(VALUE_VERSION) + msg.encode(VALUE_VERSION)
+    if version >= 1:
+        msg.previous_producer_id = v.previous_producer_id
+        msg.next_producer_id = v.next_producer_id
+        msg.client_transaction_version = v.client_transaction_version
+    return _H.pack(version) + msg.encode(version)
 
 
 def decode_value(buf) -> TxnLogValue | None:
@@ -88,4 +96,6 @@ def decode_value(buf) -> TxnLogValue | None:
     return TxnLogValue(m.producer_id, m.producer_epoch, m.transaction_timeout_ms,
                        m.transaction_status, parts, m.transaction_last_update_timestamp_ms,
                        m.transaction_start_timestamp_ms,
-                       getattr(m, "previous_producer_id", -1) if version >= 1 else -1)
+                       getattr(m, "previous_producer_id", -1) if version >= 1 else -1,
+                       getattr(m, "next_producer_id", -1) if version >= 1 else -1,
+                       getattr(m, "client_transaction_version", 0) if version >= 1 else 0)

@@ -27,8 +27,17 @@ a "hanging transaction" that would hold the last stable offset back forever.
   INVALID_PRODUCER_EPOCH (the manager's translation); CONCURRENT_TRANSACTIONS,
   NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
   NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS (retriable, no metadata refresh); a top-level
-  CLUSTER_AUTHORIZATION_FAILED -> INVALID_TXN_STATE; INVALID_TXN_STATE and the rest as they
-  are.
+  CLUSTER_AUTHORIZATION_FAILED -> INVALID_TXN_STATE; TRANSACTION_ABORTABLE (a partition
+  not in the transaction) stays for Produce v11+ and is INVALID_TXN_STATE below (Kafka's
+  ``genericErrorSupported`` / ``defaultError`` operations); the rest as they are.
+- **Transaction version 2** (KIP-890 part 2): a Produce v12+ (and a TxnOffsetCommit v5,
+  for its ``__consumer_offsets`` partition) asks the coordinator to *add* the partitions
+  instead (``add=True``: AddPartitionsToTxn v5 with ``verify_only`` false, or the local
+  coordinator's :meth:`add_partitions` with client transaction version 2) -- the client no
+  longer sends AddPartitionsToTxn itself. This happens whether or not
+  ``transaction.partition.verification.enable`` is set (the add is part of the protocol);
+  the same guard protects the append, and the coordinator's errors reach the producer
+  with the same translations.
 - **The append** (synchronous, in :mod:`kbroker.replica`) consults :meth:`check` through
   the replica manager's ``txn_verifier`` hook: the verdict computed for this (producer,
   epoch, partition), else -- a transactional batch that was not verified (no
@@ -54,6 +63,7 @@ log = logging.getLogger("kbroker.txn.verification")
 
 ADD_PARTITIONS_TO_TXN = 24
 VERIFY_VERSION = 4          # the first broker-to-broker (batched, verify_only) version
+ADD_VERSION = 5             # a TV2 add on a producer's behalf (Kafka's brokers send v5)
 
 # Kafka's ReplicaManager: coordinator trouble becomes a retriable produce error
 _RETRIABLE = frozenset({E.CONCURRENT_TRANSACTIONS, E.NETWORK_EXCEPTION,
@@ -97,10 +107,12 @@ class TxnVerifier:
         return {"pending_verdicts": len(self._verdicts), **self.stats}
 
     # ------------------------------------------------------------------ before the append
-    async def wait_verified(self, transactional_id: str | None, topic_data) -> None:
-        """Produce's pre-check: verify every partition of the request whose batch needs it
-        (see the module doc); the verdicts wait for :meth:`check`."""
-        if not self.enabled or not transactional_id:
+    async def wait_verified(self, transactional_id: str | None, topic_data, *,
+                            add: bool = False, abortable_ok: bool = True) -> None:
+        """Produce's pre-check: verify (``add``: add, TV2) every partition of the request
+        whose batch needs it (see the module doc); the verdicts wait for :meth:`check`.
+        ``abortable_ok``: the producer knows TRANSACTION_ABORTABLE (Produce v11+)."""
+        if not transactional_id or not (self.enabled or add):
             return
         todo: dict[tuple[str, int], object] = {}
         pid = epoch = None
@@ -115,7 +127,7 @@ class TxnVerifier:
                 except Exception:  # noqa: BLE001 - the append answers for this partition
                     continue
                 ps = part.log.producer_state
-                if ps.has_ongoing(header.producer_id):
+                if ps.has_ongoing(header.producer_id, header.producer_epoch):
                     continue
                 if pid is None:
                     pid, epoch = header.producer_id, header.producer_epoch
@@ -125,9 +137,14 @@ class TxnVerifier:
         if not todo:
             return
         self.stats["verifications"] += 1
-        errors = await self.verify(transactional_id, pid, epoch, sorted(todo))
+        if add:
+            errors = await self.add(transactional_id, pid, epoch, sorted(todo))
+        else:
+            errors = await self.verify(transactional_id, pid, epoch, sorted(todo))
         for tp, guard in todo.items():
             code = produce_error(errors.get(tp, E.NONE))
+            if code == E.TRANSACTION_ABORTABLE and not abortable_ok:
+                code = E.INVALID_TXN_STATE
             self.stats["refused" if code else "verified"] += 1
             self._verdicts[(pid, epoch, tp[0], tp[1])] = (guard, code)
 
@@ -143,6 +160,22 @@ class TxnVerifier:
                                                       producer_epoch, partitions)
         return await self._ask(node, transactional_id, producer_id, producer_epoch, partitions)
 
+    async def add(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                  partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """TV2: add the partitions to the producer's transaction at its coordinator (a
+        completed transaction becomes a new ongoing one); the answer per partition."""
+        self.stats.setdefault("adds", 0)
+        self.stats["adds"] += 1
+        node, err = self.coordinator_node(transactional_id)
+        if err:
+            return {tp: err for tp in partitions}
+        if node == self.broker.node_id:
+            code = await self.coordinator.add_partitions(transactional_id, producer_id,
+                                                         producer_epoch, partitions, client_tv=2)
+            return {tp: code for tp in partitions}
+        return await self._ask(node, transactional_id, producer_id, producer_epoch, partitions,
+                               verify_only=False)
+
     def coordinator_node(self, transactional_id: str) -> tuple[int, int]:
         """(node id, 0) of the id's coordinator in the image, or (-1, error)."""
         topic = self.broker.metadata.topics.get(trec.TRANSACTION_STATE_TOPIC)
@@ -154,7 +187,8 @@ class TxnVerifier:
         return pi.leader, E.NONE
 
     async def _ask(self, node: int, tid: str, pid: int, epoch: int,
-                   partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+                   partitions: list[tuple[str, int]], *,
+                   verify_only: bool = True) -> dict[tuple[str, int], int]:
         markers = self.coordinator.markers
         addr = markers.endpoint(node) if markers is not None else None
         b = self.broker.metadata.brokers.get(node)
@@ -165,11 +199,12 @@ class TxnVerifier:
         for t, p in partitions:
             by_topic.setdefault(t, []).append(p)
         body = R(transactions=[R.AddPartitionsToTxnTransaction(
-            transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=True,
+            transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=verify_only,
             topics=[R.AddPartitionsToTxnTopic(name=t, partitions=sorted(ps))
                     for t, ps in sorted(by_topic.items())])])
         self.stats["remote_requests"] += 1
-        resp = await self.rpc.call_addr(addr, ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body,
+        resp = await self.rpc.call_addr(addr, ADD_PARTITIONS_TO_TXN,
+                                        VERIFY_VERSION if verify_only else ADD_VERSION, body,
                                         timeout=self.timeout_s)
         if resp is None:
             self.stats["remote_failures"] += 1
@@ -205,9 +240,9 @@ class TxnVerifier:
     def check(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> int:
         """The replica manager's synchronous check of a producer's first transactional
         batch on a led partition (``txn_verifier``); 0 admits it."""
-        if not self.enabled:
-            return E.NONE
         verdict = self._verdicts.pop((producer_id, producer_epoch, topic, partition), None)
+        if verdict is None and not self.enabled:
+            return E.NONE
         if verdict is not None:
             guard, code = verdict
             if code:

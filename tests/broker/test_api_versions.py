@@ -20,9 +20,13 @@ async def test_every_version(broker_server, version):
     assert keys == {k: (s.min_version, s.max_version) for k, s in REGISTRY.items() if s.advertised}
     assert keys[18] == (0, 4)
     if version >= 3:
-        assert {f.name: f.max_version_level for f in resp.finalized_features} == {"metadata.version": 25,
-                                                                                   "group.version": 1}
-        assert all(f.name != "transaction.version" or f.max_version_level < 2 for f in resp.finalized_features)
+        # a new cluster finalizes group.version 1 (KIP-848) and transaction.version 2
+        # (KIP-890 part 2), as Kafka 4
+        assert {f.name: f.max_version_level for f in resp.finalized_features} == \
+            {"metadata.version": 25, "group.version": 1, "transaction.version": 2}
+        supported = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
+        # KIP-1022: a supported range starting at 0 is announced from v4 only
+        assert supported.get("transaction.version") == ((0, 2) if version >= 4 else None)
     # the connection stays usable: a Metadata request right after (kafka-python 2.0 does this)
     md = await c.request("Metadata", 0, topics=[])
     assert md.brokers[0].port == broker_server.port

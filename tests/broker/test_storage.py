@@ -88,7 +88,7 @@ def test_info_reports_an_unformatted_directory(tmp_path):
     (["--initial-controllers", "1@127.0.0.1:9093:AAAAAAAAAAAAAAAAAAAAAA"], "dynamic quorum"),
     (["--release-version", "4.3"], "metadata.version 30 (4.3-IV0) is not served"),
     (["--release-version", "2.8"], "Unknown metadata.version '2.8'"),
-    (["--feature", "transaction.version=2"], "transaction.version=2 is not served"),
+    (["--feature", "transaction.version=3"], "transaction.version=3 is not served"),
     (["--add-scram", "SCRAM-SHA-1=[name=a,password=b]"], "unknown SCRAM mechanism"),   # served: tests/security
     (["--add-scram", "SCRAM-SHA-256=[name=a,iterations=10,password=b]"], "iterations"),
 ])
@@ -112,6 +112,13 @@ def test_release_versions():
     assert METADATA_VERSIONS["4.3-IV0"] == 30
     with pytest.raises(StorageError):
         parse_release_version("3.2")
+
+
+def test_new_clusters_are_formatted_with_transaction_version_2():
+    # as Kafka 4: KIP-890's second phase from metadata.version 4.0-IV2; a 3.9 cluster keeps TV1
+    assert default_features(None, [])["transaction.version"] == 2
+    assert default_features("3.9", []).get("transaction.version", 0) == 0
+    assert default_features(None, ["transaction.version=0"])["transaction.version"] == 0
 
 
 def test_bootstrap_file_round_trip_and_clamping(tmp_path):
@@ -156,7 +163,8 @@ def _finalized_metadata_version(port: int) -> int:
 def test_default_features_finalize_group_version_from_4_0():
     def written(features):                      # level 0 is not written to the bootstrap
         return {k: v for k, v in features.items() if v}
-    assert written(default_features(None, [])) == {"metadata.version": 25, "group.version": 1}
+    assert written(default_features(None, [])) == {"metadata.version": 25, "group.version": 1,
+                                                   "transaction.version": 2}
     assert written(default_features("3.9", [])) == {"metadata.version": 21}
     assert default_features(None, ["group.version=0"])["group.version"] == 0
 

@@ -18,8 +18,14 @@ tests, in order on one cluster:
    partition loads it and the producer commits through it.
 4. verification across brokers (KIP-890 part 1): a leader that is not the coordinator asks
    it with AddPartitionsToTxn v4 ``verify_only`` before a producer's first transactional
-   batch; a partition not added to the transaction is refused with INVALID_TXN_STATE,
+   batch; a partition not added to the transaction is TRANSACTION_ABORTABLE for the
+   coordinator and refused with INVALID_TXN_STATE at Produce v9 (v11+: the code itself),
    before and after the transaction, and an added one is accepted.
+5. transaction version 2 across brokers (KIP-890 part 2): Produce v12 on leaders that are
+   not the coordinator adds their partitions (AddPartitionsToTxn v5 from the leader),
+   TxnOffsetCommit v5 adds the group's offsets partition from the group coordinator,
+   EndTxn v5 answers the bumped epoch and the markers (WriteTxnMarkers v2) carry it to
+   every leader; read_committed then sees the records and the group its offset.
 """
 from __future__ import annotations
 
@@ -306,13 +312,13 @@ def txn_batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
                           is_transactional=True)
 
 
-def produce_raw(port: int, tid, topic: str, partition: int, data: bytes) -> int:
+def produce_raw(port: int, tid, topic: str, partition: int, data: bytes, version: int = 9) -> int:
     """The partition's answer; retried while it is NOT_ENOUGH_REPLICAS, the retriable error
     a leader answers while it cannot reach the coordinator (as a producer retries)."""
     P = w.ProduceRequest
     deadline = time.monotonic() + 30
     while True:
-        r = call(port, 0, 9, P(transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
+        r = call(port, 0, version, P(transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
             P.TopicProduceData(name=topic, partition_data=[
                 P.PartitionProduceData(index=partition, records=data)])]), timeout=20)
         pr = r.responses[0].partition_responses[0]
@@ -364,7 +370,7 @@ def test_leaders_verify_with_a_remote_coordinator(txn_cluster):
     assert add_partitions(coord_port, tid, pid, epoch, "verified", [added]) == {added: E.NONE}
     # the coordinator's side of the question, as a leader asks it
     assert verify_only(coord_port, tid, pid, epoch, "verified", [added, stray]) == \
-        {added: E.NONE, stray: E.INVALID_TXN_STATE}
+        {added: E.NONE, stray: E.TRANSACTION_ABORTABLE}
     assert verify_only(coord_port, tid, pid, epoch + 1, "verified", [added]) == \
         {added: E.PRODUCER_FENCED}
     other = next(n for n in cluster.alive() if n.node_id != txn_node)
@@ -376,6 +382,8 @@ def test_leaders_verify_with_a_remote_coordinator(txn_cluster):
     # ... one that was not is refused, and nothing was written there
     assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch, 0, b"stray")) \
         == E.INVALID_TXN_STATE
+    assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch, 0, b"stray"),
+                       version=11) == E.TRANSACTION_ABORTABLE
     # a newer epoch than the coordinator's: the coordinator answers PRODUCER_FENCED, which
     # reaches the producer as INVALID_PRODUCER_EPOCH (Kafka's translation)
     assert produce_raw(stray_port, tid, "verified", stray, txn_batch(pid, epoch + 1, 0, b"new")) \
@@ -403,3 +411,42 @@ def test_leaders_verify_with_a_remote_coordinator(txn_cluster):
     wait_state(coord_port, tid, "CompleteCommit")
     got = read(boot, "verified", range(3), isolation="read_committed", expect=11)
     assert sorted(got) == sorted([b"in", b"in2"] + [b"v-%d" % i for i in range(9)])
+
+
+def test_transaction_version_2_across_brokers(txn_cluster):
+    cluster = txn_cluster
+    topic_leaders = create_topic(cluster, "tv2", 3)
+    tid, txn_node = pick_tid(cluster, "tv2-tx", avoid=set())
+    group = "tv2-group"
+    group_node = coordinator(cluster, group, GROUP)
+    coord_port = cluster.nodes[txn_node].port
+    r = call(coord_port, 22, 5, w.InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
+    assert r.error_code == E.NONE
+    pid, epoch = r.producer_id, r.producer_epoch
+    for p, leader in sorted(topic_leaders.items()):      # no AddPartitionsToTxn
+        assert produce_raw(cluster.nodes[leader].port, tid, "tv2", p,
+                           txn_batch(pid, epoch, 0, b"tv2-%d" % p), version=12) == E.NONE
+    T = w.TxnOffsetCommitRequest
+    r = call(cluster.nodes[group_node].port, 28, 5, T(
+        transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+        generation_id=-1, member_id="", group_instance_id=None,
+        topics=[T.TxnOffsetCommitRequestTopic(name="tv2", partitions=[
+            T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7,
+                                              committed_leader_epoch=-1, committed_metadata="")])]))
+    assert r.topics[0].partitions[0].error_code == E.NONE
+    s = call(coord_port, 65, 0, w.DescribeTransactionsRequest(transactional_ids=[tid])).transaction_states[0]
+    assert {(t.topic, p) for t in s.topics for p in t.partitions} >= {("tv2", 0), ("tv2", 1), ("tv2", 2)}
+    assert "__consumer_offsets" in {t.topic for t in s.topics}
+    r = call(coord_port, 26, 5, w.EndTxnRequest(transactional_id=tid, producer_id=pid,
+                                                producer_epoch=epoch, committed=True))
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 1)
+    wait_state(coord_port, tid, "CompleteCommit")
+    boot = cluster.bootstrap()
+    got = read(boot, "tv2", range(3), isolation="read_committed", expect=3)
+    assert sorted(got) == [b"tv2-0", b"tv2-1", b"tv2-2"]
+    assert committed(boot, group, TopicPartition("tv2", 0)) == 7
+    # the markers carried the new epoch: a batch of the old one is fenced on every leader
+    for p, leader in sorted(topic_leaders.items()):
+        assert produce_raw(cluster.nodes[leader].port, tid, "tv2", p,
+                           txn_batch(pid, epoch, 1, b"late"), version=12) == E.INVALID_PRODUCER_EPOCH
