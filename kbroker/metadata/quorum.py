@@ -43,7 +43,7 @@ def raft_config_of(config) -> RaftConfig:
         request_timeout_ms=g("controller.quorum.request.timeout.ms"),
         retry_backoff_ms=g("controller.quorum.retry.backoff.ms"),
         max_record_bytes_between_snapshots=g("metadata.log.max.record.bytes.between.snapshots"),
-        pre_vote=False)
+        pre_vote=True)   # KIP-996 on the wire (Vote v2)
 
 
 class MetadataQuorum:

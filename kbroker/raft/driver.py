@@ -16,9 +16,10 @@ Messages:
   (``RpcClient``; conversions in ``wire_map``) and steps the response into the core. A failed
   call is dropped: the core's own request timeout retries it.
 
-Pre-vote (KIP-996) is switched off between nodes because Vote v2 is not in the protocol
-definitions kbroker serves (Kafka 3.9's, Vote v0–v1); the core falls back to plain
-elections.
+Pre-vote (KIP-996) is on between nodes: a prospective's ``VoteRequest`` goes out as Vote v2
+with ``PreVote=true`` and changes nothing on the receiver, which refuses it while it still
+fetches from a live leader (so a voter that was partitioned away and comes back no longer
+forces a new epoch).
 
 The state machine (``kbroker.metadata.quorum``) is called synchronously on the trio
 thread: ``apply_snapshot(snapshot)``, ``apply(entries)``, ``snapshot_bytes()`` and

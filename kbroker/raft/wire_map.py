@@ -6,8 +6,8 @@ generated ``kbroker.wire.messages`` classes, for the one partition ``__cluster_m
 ==========================  =======  ===========================================
 core message                api key  wire version used between kbroker nodes
 ==========================  =======  ===========================================
-VoteRequest/Response        52       v0 (v1 only adds directory ids; no pre-vote
-                                     on the wire before Kafka 4.0, see driver)
+VoteRequest/Response        52       v2 (KIP-996 ``PreVote``; v1's directory ids
+                                     are sent when the core knows them)
 BeginQuorumEpoch            53       v0
 EndQuorumEpoch              54       v0 (``preferred_successors``)
 Fetch                       1        v12 (topic by name; KIP-595 tagged fields
@@ -39,7 +39,7 @@ METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
 
 VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM, FETCH, FETCH_SNAPSHOT = 52, 53, 54, 55, 1, 59
-VERSIONS = {VOTE: 0, BEGIN_QUORUM_EPOCH: 0, END_QUORUM_EPOCH: 0, FETCH: 12, FETCH_SNAPSHOT: 0}
+VERSIONS = {VOTE: 2, BEGIN_QUORUM_EPOCH: 0, END_QUORUM_EPOCH: 0, FETCH: 12, FETCH_SNAPSHOT: 0}
 
 
 class NotForRaft(ValueError):
@@ -102,15 +102,17 @@ def vote_request_to_wire(msg: m.VoteRequest, cluster_id: str | None):
     return R(cluster_id=cluster_id, voter_id=msg.voter_id, topics=[R.TopicData(
         topic_name=METADATA_TOPIC, partitions=[R.PartitionData(
             partition_index=0, replica_epoch=msg.candidate_epoch, replica_id=msg.candidate_id,
-            last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset)])])
+            last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset,
+            pre_vote=msg.pre_vote)])])
 
 
 def vote_request_from_wire(req) -> m.VoteRequest:
     p = _topic_partition(req.topics)
-    # Kafka 4 (KIP-996) names the candidate's fields Replica*; a v2 PreVote is not sent
+    # Kafka 4 (KIP-996) names the candidate's fields Replica*; PreVote is v2+ (False below)
     return m.VoteRequest(candidate_epoch=p.replica_epoch, candidate_id=p.replica_id,
                          last_offset_epoch=p.last_offset_epoch, last_offset=p.last_offset,
-                         voter_id=getattr(req, "voter_id", -1))
+                         voter_id=getattr(req, "voter_id", -1),
+                         pre_vote=bool(getattr(p, "pre_vote", False)))
 
 
 def vote_response_to_wire(msg: m.VoteResponse):
