@@ -21,8 +21,9 @@ FetchSnapshot               59       v0
 Log entries ↔ v2 record batches (the metadata log's on-disk and Fetch format): consecutive
 entries of one epoch and kind form one batch whose ``partition_leader_epoch`` is that
 epoch; data entries are records with a null key and the framed metadata record as value;
-the leader's ``LeaderChangeMessage`` is a control batch whose record key is the control key
-``(0, 2)``.
+control entries (the leader's ``LeaderChangeMessage``, KIP-853's ``VotersRecord`` and
+``KRaftVersionRecord``) are control batches whose record keys are the control keys
+``(0, type)``.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from kbroker.wire import messages as w
 from kbroker.wire import records as rb
 
 from . import messages as m
-from .control import LEADER_CHANGE, control_key
+from .control import LEADER_CHANGE, control_key, control_type
 from .messages import Entry, LeaderIdAndEpoch, OffsetAndEpoch
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -61,7 +62,7 @@ def entries_to_batches(entries: Sequence[Entry], timestamp: int = -1) -> bytes:
             j += 1
         run = entries[i:j]
         if first.control:
-            recs = [(control_key(LEADER_CHANGE), e.payload, (), timestamp) for e in run]
+            recs = [(control_key(e.control_type), e.payload, (), timestamp) for e in run]
         else:
             recs = [(None, e.payload, (), timestamp) for e in run]
         out += rb.build_batch(recs, base_offset=first.offset, partition_leader_epoch=first.epoch,
@@ -82,7 +83,12 @@ def batches_to_entries(buf, *, verify: bool = False) -> Iterator[Entry]:
             break
         epoch = header.partition_leader_epoch
         for rec in rb.decode_records(view, pos, header, verify=verify):
-            yield Entry(rec.offset, epoch, bytes(rec.value or b""), control=header.is_control)
+            if header.is_control:
+                ctype = control_type(rec.key)
+                yield Entry(rec.offset, epoch, bytes(rec.value or b""), control=True,
+                            control_type=ctype if ctype >= 0 else LEADER_CHANGE)
+            else:
+                yield Entry(rec.offset, epoch, bytes(rec.value or b""))
         pos += header.size
 
 
