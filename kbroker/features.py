@@ -23,6 +23,7 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "streams.version": (0, 1),             # streams groups, KIP-1071 (kbroker/group/streams)
     "group.version": (0, 1),               # KIP-848 consumer groups (kbroker/group/consumer)
     "transaction.version": (0, 2),         # KIP-890 part 2 (kbroker/txn)
+    "kraft.version": (0, 1),               # KIP-853 dynamic quorums (kbroker/raft)
 }
 
 
