@@ -155,6 +155,24 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
         assert answer.vote_granted is False and answer.leader_epoch == epoch
         assert describe_quorum(n1.port, 2)[0].leader_epoch == epoch
 
+        # Kafka's errors for what the rules refuse, through a follower's client listener
+        # (forwarded to the leader) and at the leader's controller listener
+        from kbroker.raft.control import uuid_from_kafka
+        A, D, U = w.AddRaftVoterRequest, w.RemoveRaftVoterRequest, w.UpdateRaftVoterRequest
+        dup = A(cluster_id=None, timeout_ms=5000, voter_id=2, voter_directory_id=uuid_from_kafka(n2.directory_id),
+                listeners=[A.Listener(name="CONTROLLER", host="127.0.0.1", port=n2.controller_port)],
+                ack_when_committed=True)
+        assert call(n3.port, 80, 1, dup).error_code == 126                    # DUPLICATE_VOTER
+        gone = D(cluster_id=None, voter_id=7, voter_directory_id=uuid_from_kafka(n2.directory_id))
+        assert call(n1.controller_port, 81, 0, gone).error_code == 127       # VOTER_NOT_FOUND
+        assert call(n2.controller_port, 81, 0, gone).error_code == 6         # not the leader
+        upd = U(cluster_id=None, current_leader_epoch=epoch - 1, voter_id=2,
+                voter_directory_id=uuid_from_kafka(n2.directory_id), listeners=dup.listeners,
+                k_raft_version_feature=U.KRaftVersionFeature(min_supported_version=0, max_supported_version=1))
+        assert call(n1.controller_port, 82, 0, upd).error_code == 74         # FENCED_LEADER_EPOCH
+        upd.current_leader_epoch = epoch
+        assert call(n1.controller_port, 82, 0, upd).error_code == 0          # same endpoints
+
         r = quorum_tool("--bootstrap-controller", f"127.0.0.1:{n1.controller_port}", "remove-controller",
                         "--controller-id", "3", "--controller-directory-id", n3.directory_id)
         assert r.returncode == 0, r.stdout + r.stderr
