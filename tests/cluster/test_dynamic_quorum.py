@@ -9,7 +9,8 @@ real processes, with Kafka 4.3.1's own ``kafka-metadata-quorum`` (issue 19):
    ``kbroker cluster quorum`` show three voters with their directory ids;
 4. a follower refuses a pre-vote (Vote v2, KIP-996) while its leader is alive, and its epoch
    does not move;
-5. ``kafka-metadata-quorum remove-controller`` removes node 3; two voters remain;
+5. ``kafka-metadata-quorum remove-controller`` removes node 3; two voters remain; a
+   broker-only node joins through the bootstrap servers and registers;
 6. every acknowledged record is read back, in order.
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ from kbroker.config import parse_properties
 from kbroker.wire import messages as w
 from tests.support.broker_proc import REPO_ROOT, BrokerProcess
 
-from .support import FAST, call, describe_quorum, free_base_port, wait_for
+from .support import FAST, call, describe_quorum, free_base_port, metadata, wait_for
 
 pytestmark = pytest.mark.skipif(not (REPO_ROOT / ".cache/kafka/4.3.1/libs").is_dir(),
                                 reason="Kafka 4.3.1 jars not downloaded (make setup)")
@@ -37,13 +38,14 @@ pytestmark = pytest.mark.skipif(not (REPO_ROOT / ".cache/kafka/4.3.1/libs").is_d
 class DynamicNode(BrokerProcess):
     """A combined node of a dynamic quorum, configured by its own server.properties."""
 
-    def __init__(self, root: Path, node_id: int, client: int, controller: int, bootstrap: str):
+    def __init__(self, root: Path, node_id: int, client: int, controller: int | None, bootstrap: str):
         self.node_id = node_id
         self.controller_port = controller
         self.config_path = root / f"node-{node_id}.properties"
         props = {
-            "node.id": node_id, "process.roles": "broker,controller",
-            "listeners": f"PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}",
+            "node.id": node_id, "process.roles": "broker,controller" if controller else "broker",
+            "listeners": f"PLAINTEXT://127.0.0.1:{client}"
+                         + (f",CONTROLLER://127.0.0.1:{controller}" if controller else ""),
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client}",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -82,13 +84,14 @@ def voters_of(port: int) -> dict[int, str]:
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
     root = tmp_path_factory.mktemp("dynamic")
-    base = free_base_port(6)
+    base = free_base_port(8)
     bootstrap = f"127.0.0.1:{base + 1}"
     ns = {i: DynamicNode(root, i, base + 2 * (i - 1), base + 2 * (i - 1) + 1, bootstrap) for i in (1, 2, 3)}
+    ns[4] = DynamicNode(root, 4, base + 6, None, bootstrap)      # a broker-only node
     cid = kbroker_cli("storage", "random-uuid").stdout.strip()
     for i, n in ns.items():
-        flag = "--standalone" if i == 1 else "--no-initial-controllers"
-        r = kbroker_cli("storage", "format", "-t", cid, "-c", str(n.config_path), flag)
+        flag = {1: ["--standalone"], 4: []}.get(i, ["--no-initial-controllers"])
+        r = kbroker_cli("storage", "format", "-t", cid, "-c", str(n.config_path), *flag)
         assert r.returncode == 0, r.stderr
     yield ns
     for n in ns.values():
@@ -134,7 +137,7 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
             r = quorum_tool("--bootstrap-controller", f"127.0.0.1:{n1.controller_port}",
                             "--command-config", str(n.config_path), "add-controller")
             assert r.returncode == 0, r.stdout + r.stderr
-        expected = {i: n.directory_id for i, n in nodes.items()}
+        expected = {i: n.directory_id for i, n in nodes.items() if n.controller_port}
         wait_for(lambda: voters_of(n1.port) == expected, what="three voters")
         status = quorum_tool("--bootstrap-server", n1.bootstrap, "describe", "--status").check().stdout
         line = next(x for x in status.splitlines() if x.startswith("CurrentVoters:"))
@@ -177,6 +180,10 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
                         "--controller-id", "3", "--controller-directory-id", n3.directory_id)
         assert r.returncode == 0, r.stdout + r.stderr
         wait_for(lambda: set(voters_of(n1.port)) == {1, 2}, what="two voters")
+        # a broker-only node finds the quorum through controller.quorum.bootstrap.servers
+        nodes[4].start()
+        wait_for(lambda: 4 in {b.node_id for b in metadata(n1.port).brokers}, what="broker 4 registered")
+        assert 4 in {o.replica_id for o in describe_quorum(n1.port, 2)[0].observers}
         before = len(producer.acked)
         wait_for(lambda: len(producer.acked) > before + 20, what="writes after the change")
     finally:
