@@ -43,6 +43,6 @@ async def handle(ctx: RequestContext, request) -> Response:
                                    if ctx.version >= 4 or f.min_version > 0]
         resp.finalized_features = [
             Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
-            for n, lvl in sorted(finalized_levels(image.features, ctx.broker.quorum).items())]
+            for n, lvl in sorted(finalized_levels(image.features, getattr(ctx.broker, "quorum", None)).items())]
         resp.finalized_features_epoch = image.offset
     return resp

@@ -21,6 +21,6 @@ async def handle(ctx, request):
         resp.supported_features = supported_feature_keys(Response)
         resp.finalized_features = [
             Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
-            for n, lvl in sorted(finalized_levels(image.features, ctx.broker.quorum).items())]
+            for n, lvl in sorted(finalized_levels(image.features, getattr(ctx.broker, "quorum", None)).items())]
         resp.finalized_features_epoch = image.offset
     return resp
