@@ -245,15 +245,19 @@ class RaftNode:
 
     @property
     def _can_campaign(self) -> bool:
-        """In the latest voter set, or in the committed one while a change that removes this
-        node is still uncommitted: such a node may have the only log that can win (its
-        candidacy counts votes of its latest set, never its own)."""
+        """In the latest voter set, or in the committed one or any later (uncommitted) one
+        while a change that removes this node is not known to be committed: such a node may
+        hold the only log that can win (its candidacy counts votes of its latest set, never
+        its own, so this is about liveness only)."""
         if self.is_voter:
             return True
         if self.voter_infos is None:
             return False
         committed = self._voters_at(self.high_watermark)
-        return committed is not None and self.node_id in committed
+        if committed is not None and self.node_id in committed:
+            return True
+        return any(self.node_id in infos for off, infos in self._voter_history
+                   if off >= self.high_watermark)
 
     def _voter_change_error(self) -> int:
         if self.role is not Role.LEADER:
