@@ -148,7 +148,7 @@ cluster: $(STAMP)
 
 raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py
-	$(PY) tools/raft_soak.py --profile dynamic --seeds 2000
+	$(PY) tools/raft_soak.py --profile dynamic --seeds 1000
 
 # `replication-soak`: seeded faults (kill, controlled shutdown, pause) against a replicated topic
 # on three nodes, KBROKER_FAULT_RUNS random seeds (default 20) of KBROKER_FAULT_STEPS faults each
