@@ -139,7 +139,7 @@ bench-replication: setup kafka-dist
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
 # (clients 19092/19094/19096, controllers 19093/19095/19097, data in ./data-cluster);
 # Ctrl-C stops them (exit 0). From another terminal: `kbroker cluster restart 2 [--kill]`
-# restarts node 2; `kbroker cluster describe|quorum -b 127.0.0.1:19092` describe it. `raft-soak`: the long seeded Raft simulation (tools/raft_soak.py).
+# restarts node 2; `kbroker cluster describe|quorum -b 127.0.0.1:19092` describe it. `raft-soak`: the long seeded Raft simulation (tools/raft_soak.py; static, then dynamic voters).
 .PHONY: cluster raft-soak
 
 CLUSTER_ARGS ?= --nodes 3 --base-port 19092 --data-dir ./data-cluster
@@ -148,6 +148,7 @@ cluster: $(STAMP)
 
 raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py
+	$(PY) tools/raft_soak.py --profile dynamic --seeds 1000
 
 # `replication-soak`: seeded faults (kill, controlled shutdown, pause) against a replicated topic
 # on three nodes, KBROKER_FAULT_RUNS random seeds (default 20) of KBROKER_FAULT_STEPS faults each

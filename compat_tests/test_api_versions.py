@@ -33,9 +33,6 @@ KAFKA = {
 
 # key: (what kbroker advertises today, who owes Kafka's range)
 KNOWN_GAPS = {
-    # issue 18 (this one)
-    80: (None, "issue 18: AddRaftVoter (KIP-853, forwarded to the controller)"),
-    81: (None, "issue 18: RemoveRaftVoter (KIP-853)"),
 }
 EXTRAS: dict[int, str] = {}
 

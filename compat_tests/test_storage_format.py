@@ -88,3 +88,80 @@ def test_kafka_starts_on_a_directory_formatted_by_kbroker(tmp_path):
         assert level == 21          # 3.9-IV0, from kbroker's bootstrap.checkpoint
     finally:
         node.stop()
+
+
+# ----------------------------------------------------------------------------- KIP-853 --standalone
+
+def _dynamic(cfg: dict, controller_port: int, host: str) -> dict:
+    cfg = dict(cfg)
+    cfg.pop("controller.quorum.voters", None)
+    cfg["controller.quorum.bootstrap.servers"] = f"{host}:{controller_port}"
+    return cfg
+
+
+def _voter_and_directory(port: int, data_dir) -> tuple[dict, str]:
+    """(voter id -> directory id from DescribeQuorum v2, the directory id of meta.properties)."""
+    from kbroker.config import parse_properties
+    from kbroker.raft.control import uuid_to_kafka
+    from kbroker.wire import messages as w
+    from tests.cluster.support import call
+    R = w.DescribeQuorumRequest
+    resp = call(port, 55, 2, R(topics=[R.TopicData(topic_name="__cluster_metadata",
+                                                   partitions=[R.PartitionData(partition_index=0)])]))
+    part = resp.topics[0].partitions[0]
+    voters = {v.replica_id: uuid_to_kafka(v.replica_directory_id) for v in part.current_voters}
+    return voters, parse_properties((data_dir / "meta.properties").read_text())["directory.id"]
+
+
+class _KBrokerStandaloneByKafka(_KBrokerFormattedByKafka):
+    def config(self):
+        return _dynamic(super().config(), self.controller_port, self.host)
+
+    def prepare(self) -> None:
+        KBrokerProcess.prepare(self)
+        if (self.data_dir / "meta.properties").exists():
+            return
+        cmd = java_command(STORAGE_TOOL_MAIN, ["format", "-t", self.cluster_id, "-c",
+                                               str(self.config_path), "--standalone"],
+                           heap="256m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
+        subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+
+
+class _KafkaStandaloneByKbroker(KafkaBrokerProcess):
+    def __init__(self, workdir, cluster_id):
+        super().__init__(workdir)
+        self.cluster_id = cluster_id
+
+    def config(self):
+        return _dynamic(super().config(), self.controller_port, self.host)
+
+    def prepare(self) -> None:
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
+        if (self.data_dir / "meta.properties").exists():
+            return
+        subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", "-t", self.cluster_id,
+                        "-c", str(self.config_path), "--release-version", "3.9", "--standalone"],
+                       check=True, capture_output=True, timeout=60, cwd=ROOT)
+
+
+def test_kbroker_starts_as_the_one_voter_of_a_kafka_standalone_directory(tmp_path):
+    """Kafka's `format --standalone` (KIP-853): kbroker reads the voter set of its 0-0
+    checkpoint and leads a dynamic quorum whose voter carries the directory id."""
+    node = _KBrokerStandaloneByKafka(tmp_path, random_cluster_id())
+    node.start()
+    try:
+        voters, dir_id = _voter_and_directory(node.port, node.data_dir)
+        assert voters == {1: dir_id}
+    finally:
+        node.stop()
+
+
+def test_kafka_starts_as_the_one_voter_of_a_kbroker_standalone_directory(tmp_path):
+    node = _KafkaStandaloneByKbroker(tmp_path, random_cluster_id())
+    node.start()
+    try:
+        voters, dir_id = _voter_and_directory(node.port, node.data_dir)
+        assert voters == {1: dir_id}
+    finally:
+        node.stop()

@@ -159,7 +159,7 @@ class Broker:
         cfg.dynamic_source = lambda: self.quorum.image.broker_configs   # KIP-226 dynamic configs
         roles = cfg.get("process.roles")
         local = None
-        if "controller" in roles and self.node_id in self.quorum.voters:
+        if "controller" in roles and (self.node_id in self.quorum.voters or self.quorum.dynamic):
             local = QuorumController(cfg, self.quorum, clock, bootstrap=self.bootstrap_records)
         self.controller = ControllerChannel(cfg, self.quorum, local)
         from kbroker.metadata.producer_ids import ProducerIdManager

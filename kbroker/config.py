@@ -272,7 +272,7 @@ def _http_listen(value) -> str | None:
 # Keys defined above that kbroker accepts but does not act on (thread pools, socket
 # buffers, cleaner tuning, security...): start-up logs them once as "accepted but not used".
 _NOT_ACTED_ON = {
-    "controller.quorum.bootstrap.servers", "controller.quorum.append.linger.ms",
+    "controller.quorum.append.linger.ms",
     "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms", "num.recovery.threads.per.data.dir",
@@ -632,8 +632,11 @@ class BrokerConfig:
             if v["node.id"] in voters and not self.controller_listeners:
                 raise ConfigError("listeners", "a voter of controller.quorum.voters needs a "
                                   "listener named in controller.listener.names")
-        elif "controller" not in v["process.roles"] and not (v["controller.quorum.voters"]):
-            raise ConfigError("controller.quorum.voters", "a broker-only node needs the voters")
+        elif "controller" not in v["process.roles"] and not (
+                v["controller.quorum.voters"] or v["controller.quorum.bootstrap.servers"]):
+            raise ConfigError("controller.quorum.voters", "a broker-only node needs the voters "
+                              "(or controller.quorum.bootstrap.servers)")
+        self.quorum_bootstrap_servers   # validated here: host:port,...
         self.listeners = bound
         self._validate_security()
         if v["advertised.listeners"]:
@@ -793,6 +796,25 @@ class BrokerConfig:
         return self.values["node.id"]
 
     @property
+    def quorum_bootstrap_servers(self) -> list[tuple[str, int]]:
+        """``controller.quorum.bootstrap.servers`` (``host:port,...``, KIP-853) as pairs."""
+        out = []
+        for entry in self.values["controller.quorum.bootstrap.servers"]:
+            host, _, port = entry.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ConfigError("controller.quorum.bootstrap.servers", f"{entry!r} is not host:port")
+            out.append((host.strip("[]"), int(port)))
+        return out
+
+    def bootstrap_is_self(self) -> bool:
+        """``controller.quorum.bootstrap.servers`` names only this node's own controller
+        listener (Kafka's stock single-node server.properties): an unformatted node of that
+        kind stays kbroker's one-node quorum."""
+        own = {l.port for l in self.controller_listeners}
+        servers = self.quorum_bootstrap_servers
+        return bool(servers) and all(port in own for _, port in servers)
+
+    @property
     def quorum_voters(self) -> dict[int, tuple[str, int]]:
         """``controller.quorum.voters`` (``id@host:port,...``) as ``{id: (host, port)}``;
         empty means a one-node quorum of this node alone."""
@@ -887,7 +909,8 @@ def ensure_meta_properties(config: BrokerConfig) -> str:
     if cluster_id is None:
         roles = set(config.values["process.roles"])
         voters = set(config.quorum_voters) if config.values["controller.quorum.voters"] else set()
-        if roles != {"broker", "controller"} or not voters <= {config.node_id}:
+        if (roles != {"broker", "controller"} or not voters <= {config.node_id}
+                or (config.values["controller.quorum.bootstrap.servers"] and not config.bootstrap_is_self())):
             # a node of a multi-node quorum must share its cluster id with the others: a
             # generated one would make every node a cluster of its own (Kafka refuses too)
             raise ConfigError(None, f"log directory {config.data_dir} is not formatted: run "

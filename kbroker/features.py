@@ -23,6 +23,7 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "streams.version": (0, 1),             # streams groups, KIP-1071 (kbroker/group/streams)
     "group.version": (0, 1),               # KIP-848 consumer groups (kbroker/group/consumer)
     "transaction.version": (0, 2),         # KIP-890 part 2 (kbroker/txn)
+    "kraft.version": (0, 1),               # KIP-853 dynamic quorums (kbroker/raft)
 }
 
 
@@ -30,3 +31,14 @@ def supported_feature_keys(response_cls) -> list:
     """The ApiVersions ``supported_features`` entries (sorted by name)."""
     return [response_cls.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
             for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
+
+
+def finalized_levels(image_features: dict[str, int], quorum=None) -> dict[str, int]:
+    """The finalized feature levels ApiVersions reports: the image's FeatureLevelRecords,
+    plus ``kraft.version`` 1 for a dynamic quorum (KIP-853 finalizes it in the Raft log's
+    ``KRaftVersionRecord``, not with a FeatureLevelRecord)."""
+    out = dict(image_features)
+    node = getattr(getattr(quorum, "driver", None), "node", None)
+    if node is not None and getattr(node, "dynamic", False):
+        out["kraft.version"] = 1
+    return out

@@ -3,6 +3,8 @@
     kbroker storage random-uuid
     kbroker storage format -t CLUSTER_ID -c server.properties [--release-version V]
                            [--feature NAME=LEVEL ...] [--ignore-formatted]
+                           [--standalone | --initial-controllers ID@HOST:PORT:DIRID,...
+                            | --no-initial-controllers]
     kbroker storage info -c server.properties
 
 What ``format`` writes is what Kafka's tool writes, so a directory formatted by either tool
@@ -19,9 +21,19 @@ Feature levels: ``--release-version`` picks ``metadata.version`` (``4.0`` is its
 IV, ``4.0-IV1`` exactly that one); kbroker writes only the features it serves and refuses
 levels it cannot serve (the bootstrap of a directory formatted by Kafka's tool is checked the
 same way at start-up and levels above kbroker's are finalized at kbroker's, with a warning:
-see :func:`check_bootstrap`). Dynamic quorums (KIP-853:
-``--standalone``, ``--initial-controllers``, ``--no-initial-controllers``) are refused with a
-message until kbroker serves them. ``--add-scram 'SCRAM-SHA-512=[name=...,password=...]'``
+see :func:`check_bootstrap`).
+
+Dynamic quorums (KIP-853, ``kraft.version`` 1), as Kafka 4.3's formatter: ``--standalone``
+makes this controller the only voter, ``--initial-controllers`` names the first voters with
+their directory ids (this node's metadata directory gets the one given for it), and both
+write ``__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`` — one control
+batch with the snapshot header, a ``KRaftVersionRecord`` (1) and the ``VotersRecord``
+(endpoints on the first of ``controller.listener.names``), then the footer — which is what
+the Raft core reads its voter set from. ``--no-initial-controllers`` formats a controller
+that will join an existing dynamic quorum (``controller.quorum.bootstrap.servers``,
+then ``kafka-metadata-quorum add-controller``). A controller with neither
+``controller.quorum.voters`` nor one of the three flags is refused, as Kafka refuses it.
+``--add-scram 'SCRAM-SHA-512=[name=...,password=...]'``
 adds ``UserScramCredentialRecord``s to the bootstrap file (``kbroker.security.bootstrap``), as
 Kafka's tool does.
 """
@@ -238,8 +250,77 @@ def directories(config: BrokerConfig) -> tuple[list[Path], Path]:
     return dirs, meta
 
 
+def parse_initial_controllers(text: str) -> list:
+    """``id@host:port:directoryId,...`` (Kafka's ``--initial-controllers``) as ``Voter``s
+    without their listener name (filled in by the caller)."""
+    from kbroker.raft.control import Voter, uuid_from_kafka
+    voters = []
+    for item in text.split(","):
+        item = item.strip()
+        vid, at, rest = item.partition("@")
+        host_port, _, dir_id = rest.rpartition(":")
+        host, _, port = host_port.rpartition(":")
+        host = host.strip("[]")
+        if not at or not vid.isdigit() or not host or not port.isdigit() or not dir_id:
+            raise StorageError(f"--initial-controllers: {item!r} is not id@host:port:directoryId")
+        try:
+            uuid_from_kafka(dir_id)
+        except ValueError:
+            raise StorageError(f"--initial-controllers: {dir_id!r} is not a directory id "
+                               "(use `kbroker storage random-uuid`)") from None
+        voters.append(Voter(int(vid), dir_id, (("", host, int(port)),)))
+    ids = [v.voter_id for v in voters]
+    if len(set(ids)) != len(ids):
+        raise StorageError("--initial-controllers: a node id appears twice")
+    return voters
+
+
+def standalone_voter(config: BrokerConfig, directory_id: str):
+    """This controller as the only voter: its controller listener (advertised if given)."""
+    from kbroker.raft.control import Voter
+    lst = controller_listener(config)
+    if lst is None:
+        raise StorageError("--standalone needs a controller listener: name it in listeners and "
+                           "controller.listener.names")
+    return Voter(config.node_id, directory_id, ((lst[0], lst[1], lst[2]),))
+
+
+def controller_listener(config: BrokerConfig):
+    """(name, host, port) of the first of ``controller.listener.names``."""
+    names = [n.upper() for n in config.values.get("controller.listener.names") or ["CONTROLLER"]]
+    adv = {}
+    for entry in config.values.get("advertised.listeners") or []:
+        name, _, rest = entry.partition("://")
+        host, _, port = rest.rpartition(":")
+        if port.isdigit():
+            adv[name.upper()] = (host or "localhost", int(port))
+    for l in config.controller_listeners:
+        if l.name == names[0]:
+            host, port = adv.get(l.name, (l.host or "localhost", l.port))
+            if host in ("0.0.0.0", "::"):
+                host = "localhost"
+            return l.name, host, port
+    return None
+
+
+def voters_checkpoint(voters, timestamp_ms: int) -> bytes:
+    """The 0-0 checkpoint of a dynamic quorum (Kafka's layout, see the module docstring)."""
+    from kbroker.raft.control import SNAPSHOT_FOOTER, control_key, snapshot_prefix
+    from kbroker.wire import messages
+    from kbroker.wire import records as rb
+    footer = messages.SnapshotFooterRecord(version=0)
+    return (snapshot_prefix(voters, timestamp_ms)
+            + rb.build_batch([(control_key(SNAPSHOT_FOOTER), footer.encode(0), (), timestamp_ms)],
+                             base_offset=3, is_control=True))
+
+
+VOTERS_CHECKPOINT = "00000000000000000000-0000000000.checkpoint"
+
+
 def format_storage(config: BrokerConfig, cluster_id: str, features: dict[str, int], *,
-                   ignore_formatted: bool = False, out=sys.stdout, scram: list = ()) -> int:
+                   ignore_formatted: bool = False, out=sys.stdout, scram: list = (),
+                   standalone: bool = False, initial_controllers: list | None = None,
+                   no_initial_controllers: bool = False) -> int:
     from kbroker.config import check_cluster_id
     check_cluster_id(cluster_id)
     dirs, meta = directories(config)
@@ -256,19 +337,68 @@ def format_storage(config: BrokerConfig, cluster_id: str, features: dict[str, in
         return 0
     node_id = config.node_id
     mv = features["metadata.version"]
+    is_controller = "controller" in (config.values.get("process.roles") or [])
+    dynamic = standalone or initial_controllers is not None or no_initial_controllers
+    if dynamic and not is_controller:
+        raise StorageError("--standalone, --initial-controllers and --no-initial-controllers "
+                           "are for controllers (process.roles has no controller)")
+    if dynamic and config.values.get("controller.quorum.voters"):
+        raise StorageError("You cannot use --standalone, --initial-controllers or "
+                           "--no-initial-controllers with the static quorum of "
+                           "controller.quorum.voters: remove it and set "
+                           "controller.quorum.bootstrap.servers")
+    if is_controller and not dynamic and not config.values.get("controller.quorum.voters") \
+            and config.values.get("controller.quorum.bootstrap.servers"):
+        raise StorageError("Because controller.quorum.voters is not set on this controller, you "
+                           "must specify one of the following: --standalone, "
+                           "--initial-controllers, or --no-initial-controllers.")
+    meta_dir_id = new_uuid()
+    voters = None
+    if standalone:
+        voters = [standalone_voter(config, meta_dir_id)]
+    elif initial_controllers is not None:
+        lst = controller_listener(config)
+        name = lst[0] if lst else (config.values.get("controller.listener.names") or ["CONTROLLER"])[0]
+        voters = [type(v)(v.voter_id, v.directory_id, ((name,) + v.endpoints[0][1:],))
+                  for v in initial_controllers]
+        mine = [v for v in voters if v.voter_id == node_id]
+        if mine:
+            meta_dir_id = mine[0].directory_id   # Kafka gives the metadata dir that id
+    if dynamic:
+        features = dict(features, **{"kraft.version": 1})
     for d in todo:
         try:
             d.mkdir(parents=True, exist_ok=True)
+            stamp = int(time.time() * 1000)
             if d == meta:
-                _write_file(d / BOOTSTRAP_FILE, bootstrap_bytes(features, int(time.time() * 1000), scram))
-            _write_file(d / META_PROPERTIES,
-                        meta_properties_text(cluster_id, node_id, new_uuid()).encode())
+                _write_file(d / BOOTSTRAP_FILE, bootstrap_bytes(
+                    {k: v for k, v in features.items() if k != "kraft.version"}, stamp, scram))
+                if voters is not None:
+                    from kbroker.metadata.store import METADATA_DIR
+                    (d / METADATA_DIR).mkdir(exist_ok=True)
+                    _write_file(d / METADATA_DIR / VOTERS_CHECKPOINT, voters_checkpoint(voters, stamp))
+            _write_file(d / META_PROPERTIES, meta_properties_text(
+                cluster_id, node_id, meta_dir_id if d == meta else new_uuid()).encode())
         except OSError as e:
             raise StorageError(f"cannot format {d}: {e.strerror or e}") from None
-        what = "metadata" if d == meta else "data"
+        what = ("dynamic metadata voter" if voters is not None and d == meta else
+                "metadata" if d == meta else "data")
         print(f"Formatting {what} directory {d} with metadata.version {metadata_version_name(mv)}.",
               file=out)
     return 0
+
+
+def read_voters_checkpoint(metadata_dir: Path):
+    """The voter set of a dynamic quorum's newest checkpoint (None: a static quorum)."""
+    from kbroker.metadata.store import METADATA_DIR
+    from kbroker.raft.control import snapshot_voters
+    # the formatter's 0-0 checkpoint, or a later snapshot that replaced it (newest first)
+    for p in sorted((Path(metadata_dir) / METADATA_DIR).glob("*.checkpoint"), reverse=True):
+        with open(p, "rb") as f:
+            voters = snapshot_voters(f.read(1 << 20))
+        if voters is not None:
+            return voters
+    return None
 
 
 def info(config: BrokerConfig, out=sys.stdout) -> int:
@@ -337,11 +467,7 @@ def main(args) -> int:
         config = BrokerConfig.load(args.config)
         if args.verb == "info":
             return info(config)
-        if args.standalone or args.no_initial_controllers or args.initial_controllers:
-            flag = ("--standalone" if args.standalone else "--no-initial-controllers"
-                    if args.no_initial_controllers else "--initial-controllers")
-            raise StorageError(f"{flag} forms a dynamic quorum (KIP-853), which kbroker does not "
-                               "serve yet: set controller.quorum.voters and format without it")
+        initial = parse_initial_controllers(args.initial_controllers) if args.initial_controllers else None
         from kbroker.security.bootstrap import ScramSpecError, parse_add_scram
         try:
             scram = [parse_add_scram(spec) for spec in args.add_scram]
@@ -349,7 +475,9 @@ def main(args) -> int:
             raise StorageError(f"--add-scram: {e}") from None
         features = default_features(args.release_version, args.feature)
         return format_storage(config, args.cluster_id, features,
-                              ignore_formatted=args.ignore_formatted, scram=scram)
+                              ignore_formatted=args.ignore_formatted, scram=scram,
+                              standalone=args.standalone, initial_controllers=initial,
+                              no_initial_controllers=args.no_initial_controllers)
     except (StorageError, ConfigError) as e:
         print(str(e), file=sys.stderr)
         return 1

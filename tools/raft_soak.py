@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, help="run just this seed")
     ap.add_argument("--start", type=int, default=0, help="first seed")
     ap.add_argument("--seeds", type=int, default=5000, help="how many seeds")
-    ap.add_argument("--profile", choices=["quick", "long"], default="quick")
+    ap.add_argument("--profile", choices=["quick", "long", "dynamic"], default="quick")
     ap.add_argument("--trace", action="store_true", help="print every simulated event")
     ap.add_argument("--max-failures", type=int, default=10)
     args = ap.parse_args(argv)

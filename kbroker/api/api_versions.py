@@ -21,7 +21,7 @@ from kbroker.wire.error_codes import ErrorCode
 Response = messages.ApiVersionsResponse
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
-from kbroker.features import supported_feature_keys
+from kbroker.features import finalized_levels, supported_feature_keys
 
 
 def api_version_entries() -> list:
@@ -43,6 +43,6 @@ async def handle(ctx: RequestContext, request) -> Response:
                                    if ctx.version >= 4 or f.min_version > 0]
         resp.finalized_features = [
             Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
-            for n, lvl in sorted(image.features.items())]
+            for n, lvl in sorted(finalized_levels(image.features, getattr(ctx.broker, "quorum", None)).items())]
         resp.finalized_features_epoch = image.offset
     return resp

@@ -2,7 +2,7 @@
 Features: supported (``kbroker.features``) and finalized as in the client plane."""
 from __future__ import annotations
 
-from kbroker.features import supported_feature_keys
+from kbroker.features import finalized_levels, supported_feature_keys
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -21,6 +21,6 @@ async def handle(ctx, request):
         resp.supported_features = supported_feature_keys(Response)
         resp.finalized_features = [
             Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
-            for n, lvl in sorted(image.features.items())]
+            for n, lvl in sorted(finalized_levels(image.features, getattr(ctx.broker, "quorum", None)).items())]
         resp.finalized_features_epoch = image.offset
     return resp

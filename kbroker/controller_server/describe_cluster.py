@@ -23,7 +23,8 @@ async def handle(ctx, request):
     etype = request.endpoint_type if ctx.version >= 1 else 1
     if etype == CONTROLLERS:
         brokers = [Response.DescribeClusterBroker(broker_id=vid, host=h, port=p, rack=None)
-                   for vid, (h, p) in sorted(quorum.voter_endpoints.items())]
+                   for vid, (h, p) in sorted(quorum.voter_endpoints.items())
+                   if vid in quorum.voters]
         controller = quorum.leader_id
     else:
         brokers = []

@@ -9,10 +9,13 @@ controller endpoint (a one-node quorum without a controller listener: its client
 which serves these APIs). Any other node forwards the request to the leader's controller listener, as
 Kafka's brokers forward it to the controller; with no leader known the partition gets
 ``NOT_LEADER_OR_FOLLOWER``. Served on controller and client listeners.
-Not implemented: directory ids (zero UUIDs)."""
+A dynamic quorum (KIP-853) answers each voter's directory id and endpoints from its
+``VotersRecord``; observers' directory ids are not known (kbroker's replicas fetch with
+Fetch v12, which does not carry them) and are zero UUIDs, as are a static quorum's."""
 from __future__ import annotations
 
 from kbroker.authz.acls import DESCRIBE
+from kbroker.raft.control import uuid_from_kafka
 from kbroker.raft.wire_map import METADATA_TOPIC
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -49,15 +52,23 @@ def leader_answer(quorum, version: int = 2):
     voters, observers = node.replica_states()
     hw = node.high_watermark
 
-    def state(rid, end, fetched):
+    infos = quorum.voter_infos
+
+    def state(rid, end, fetched, voter=True):
         if version < 1:
             return Response.ReplicaState(replica_id=rid, log_end_offset=end)
         ts = driver.wall_ms_of(fetched)
-        return Response.ReplicaState(replica_id=rid, log_end_offset=end, last_fetch_timestamp=ts,
-                                     last_caught_up_timestamp=ts if end >= hw else -1)
+        rs = Response.ReplicaState(replica_id=rid, log_end_offset=end, last_fetch_timestamp=ts,
+                                   last_caught_up_timestamp=ts if end >= hw else -1)
+        if version >= 2 and voter and rid in infos:
+            rs.replica_directory_id = uuid_from_kafka(infos[rid].directory_id)
+        return rs
 
     nodes = []
-    for vid in sorted(quorum.voters) if version >= 2 else ():
+    for vid in sorted(infos) if version >= 2 and infos else ():
+        nodes.append(Response.Node(node_id=vid, listeners=[
+            Response.Listener(name=n, host=h, port=p) for n, h, p in infos[vid].endpoints]))
+    for vid in sorted(quorum.voters) if version >= 2 and not infos else ():
         addr = quorum.voter_endpoints.get(vid) or _own_endpoint(quorum, vid)
         if addr is not None:
             nodes.append(Response.Node(node_id=vid, listeners=[Response.Listener(
@@ -67,7 +78,7 @@ def leader_answer(quorum, version: int = 2):
             partition_index=0, error_code=0, leader_id=node.node_id, leader_epoch=node.epoch,
             high_watermark=hw,
             current_voters=[state(r, *voters[r]) for r in sorted(voters)],
-            observers=[state(r, *observers[r]) for r in sorted(observers)])])])
+            observers=[state(r, *observers[r], voter=False) for r in sorted(observers)])])])
 
 
 async def describe(quorum, request, version: int):

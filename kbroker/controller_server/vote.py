@@ -1,4 +1,4 @@
-"""Vote (key 52), v0–v1, on the controller listener: handed to the Raft core
+"""Vote (key 52), v0–v2 (v2: KIP-996 ``PreVote``), on the controller listener: handed to the Raft core
 (KIP-595/KIP-630) through the driver; conversions in ``kbroker.raft.wire_map``.
 The answer is the core's; a request for another cluster is ``INCONSISTENT_CLUSTER_ID``.
 Not implemented: directory ids and endpoints of KIP-853 (v1 fields are left at defaults)."""
@@ -12,7 +12,7 @@ from ._raft_rpc import step
 from .registry import controller_api
 
 
-@controller_api(52, versions=(0, 1), cluster_operation=CLUSTER_ACTION)
+@controller_api(52, versions=(0, 2), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     return await step(ctx, request, wire_map.vote_request_from_wire, wire_map.vote_response_to_wire,
                       lambda code: messages.VoteResponse(error_code=code, topics=[]))

@@ -9,6 +9,14 @@ decoded (``store.decode_record``; control records skipped) and replayed into the
 the commit returns). Snapshots are ``snapshot.dump`` of the image; an installed snapshot
 replaces the image.
 
+A dynamic quorum (KIP-853: formatted with ``--standalone``/``--initial-controllers``/
+``--no-initial-controllers``, ``controller.quorum.bootstrap.servers`` instead of
+``controller.quorum.voters``): the Raft core takes its voters from the log, and the
+controller endpoints follow every ``VotersRecord`` (the first of
+``controller.listener.names``); ``controller.quorum.bootstrap.servers`` get the pseudo ids
+-2, -3, … for a joining node's first fetches, and a leader whose endpoint is not known yet is
+looked up with DescribeQuorum on a bootstrap server.
+
 ``controller_id`` of the published image is the Raft leader when it is a registered broker
 (a combined node), else this node: Metadata answers name a broker that accepts (and
 forwards) admin requests, as Kafka's KRaft brokers do.
@@ -43,7 +51,7 @@ def raft_config_of(config) -> RaftConfig:
         request_timeout_ms=g("controller.quorum.request.timeout.ms"),
         retry_backoff_ms=g("controller.quorum.retry.backoff.ms"),
         max_record_bytes_between_snapshots=g("metadata.log.max.record.bytes.between.snapshots"),
-        pre_vote=False)
+        pre_vote=True)   # KIP-996 on the wire (Vote v2)
 
 
 class MetadataQuorum:
@@ -52,20 +60,39 @@ class MetadataQuorum:
         self.config = config
         self.node_id = config.node_id
         self.cluster_id = cluster_id
-        self.voter_endpoints: dict[int, tuple[str, int]] = config.quorum_voters
-        self.voters = frozenset(self.voter_endpoints) or frozenset({self.node_id})
-        self.multi_node = bool(self.voter_endpoints) and self.voters != {self.node_id}
+        static = config.quorum_voters
+        self.voter_endpoints: dict[int, tuple[str, int]] = dict(static)   # shared with the RpcClient
+        self._static_voters = frozenset(static) or frozenset({self.node_id})
+        self.bootstrap_servers = config.quorum_bootstrap_servers
+        from kbroker.storage import read_voters_checkpoint
+        # an unformatted node whose bootstrap servers are only itself (Kafka's stock
+        # single-node server.properties) stays the one-node quorum of old
+        self.dynamic = not static and (
+            read_voters_checkpoint(config.data_dir) is not None
+            or (bool(self.bootstrap_servers) and not config.bootstrap_is_self()))
+        bootstrap_ids = [-2 - i for i in range(len(self.bootstrap_servers))] if self.dynamic else []
+        for pid, addr in zip(bootstrap_ids, self.bootstrap_servers):
+            self.voter_endpoints[pid] = addr
+        self.multi_node = self.dynamic or (bool(static) and self._static_voters != {self.node_id})
+        names = config.get("controller.listener.names") or ["CONTROLLER"]
+        self.controller_listener_name = names[0].upper()
         self._wall = wall_clock
         self.on_image = on_image
         self.store = MetadataLog.open(logs, wall_clock)
         self.rpc = RpcClient(self.voter_endpoints, client_id=f"kbroker-{self.node_id}",
                              security=getattr(config, "controller_security", None))
+        self.rpc.endpoints = self.voter_endpoints    # one dict: voter changes reach the client
         self.image: MetadataImage = empty_image(cluster_id, self.node_id)
         self.role_listeners: list = []
         self._nursery: trio.Nursery | None = None
-        self.driver = RaftDriver(self.node_id, self.voters, RaftStorage(self.store.log, self.voters, wall_clock),
+        voters = () if self.dynamic else self._static_voters
+        self.driver = RaftDriver(self.node_id, voters, RaftStorage(self.store.log, self._static_voters, wall_clock),
                                  raft_config_of(config), self, rpc=self.rpc, cluster_id=cluster_id,
-                                 rng=rng or random.Random(), wall_clock=wall_clock)
+                                 rng=rng or random.Random(), wall_clock=wall_clock,
+                                 bootstrap_ids=bootstrap_ids)
+        if self.dynamic:
+            self.driver.discover = self.discover
+            self.on_voters(self.driver.node.voter_infos)
 
     # ------------------------------------------------------------------ lifecycle
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -105,6 +132,39 @@ class MetadataQuorum:
                     await d.wait_applied_change()
 
     # ------------------------------------------------------------------ views
+    @property
+    def voters(self) -> frozenset:
+        return self.driver.node.voters if self.dynamic else self._static_voters
+
+    @property
+    def voter_infos(self) -> dict:
+        """voter id -> ``kbroker.raft.control.Voter`` (a dynamic quorum; empty otherwise)."""
+        return self.driver.node.voter_infos or {}
+
+    def on_voters(self, infos) -> None:
+        """A new voter set (KIP-853): where to reach each voter's controller listener."""
+        for vid, v in (infos or {}).items():
+            eps = [e for e in v.endpoints if e[0].upper() == self.controller_listener_name] or list(v.endpoints)
+            if eps:
+                self.voter_endpoints[vid] = (eps[0][1], eps[0][2])
+
+    async def discover(self, node_id: int) -> None:
+        """The endpoint of a node (a leader a bootstrap server named) from DescribeQuorum v2
+        on the bootstrap servers."""
+        from kbroker.wire import messages as w
+        R = w.DescribeQuorumRequest
+        req = R(topics=[R.TopicData(topic_name="__cluster_metadata",
+                                    partitions=[R.PartitionData(partition_index=0)])])
+        for addr in self.bootstrap_servers:
+            resp = await self.rpc.call_addr(addr, 55, 2, req, 5.0)
+            for n in (resp.nodes if resp is not None else None) or ():
+                lst = [l for l in n.listeners or () if l.name.upper() == self.controller_listener_name] \
+                    or list(n.listeners or ())
+                if lst and n.node_id != self.node_id:
+                    self.voter_endpoints.setdefault(n.node_id, (lst[0].host, lst[0].port))
+            if node_id in self.voter_endpoints:
+                return
+
     @property
     def leader_id(self) -> int:
         return self.driver.leader_id

@@ -42,6 +42,17 @@ Rules kept (checked by ``tests/raft/sim.py`` after every simulated event):
 - a leader that sees no fetch from a majority for 1.5 x fetch timeout resigns (check quorum);
 - a follower that has not fetched successfully for ``fetch_timeout_ms`` starts an election
   (as a prospective asking pre-votes when ``pre_vote`` is on).
+
+Dynamic quorum (KIP-853, ``kraft.version`` 1): when the snapshot or the log holds a
+``VotersRecord`` (control type 6), the voter set is the one of the *latest* such record in
+the log, committed or not (a truncation that drops it reverts to the one before), and the
+static ``voters`` handed in are ignored. The leader changes it with ``add_voter``,
+``remove_voter`` and ``update_voter``, one change at a time: only once it has committed a
+record of its own epoch, only while no earlier change is uncommitted, and a new voter only
+once it fetches as an observer and has caught up to the high watermark. A leader that
+removed itself leads until that change commits, counting only the new set, then resigns.
+A replica with no voter set yet (joining with ``controller.quorum.bootstrap.servers``)
+fetches as an observer from ``bootstrap_ids`` (pseudo ids the driver maps to addresses).
 """
 from __future__ import annotations
 
@@ -49,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import messages as m
-from .control import leader_change_value
+from .control import VOTERS, Voter, decode_voters, leader_change_value, snapshot_prefix, snapshot_voters, voters_value
 from .log import FetchValidation, RaftLog
 from .messages import NO_LEADER, Entry, LeaderIdAndEpoch, OffsetAndEpoch
 from .state import QuorumState, RaftConfig, Role, Snapshot, StorageView
@@ -58,6 +69,7 @@ if TYPE_CHECKING:  # randomness is always the injected instance, never the modul
     from random import Random
 
 RETRY_BACKOFF_BASE_MS = 50
+CATCHING_UP = -1   # add_voter: the new voter does not fetch or lags; ask again later
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,17 +124,23 @@ class RaftNode:
     """
 
     def __init__(self, node_id: int, voters, storage: StorageView | None = None,
-                 config: RaftConfig | None = None, rng: "Random | None" = None) -> None:
+                 config: RaftConfig | None = None, rng: "Random | None" = None,
+                 bootstrap_ids=()) -> None:
         if rng is None:
             raise ValueError("inject a random.Random instance (no global randomness)")
         storage = storage or StorageView()
         self.node_id = node_id
-        self.voters = frozenset(voters)
-        self.is_voter = node_id in self.voters
+        self._static_voters = frozenset(voters)
+        self._bootstrap_ids = tuple(bootstrap_ids)
         self.config = config or RaftConfig()
         self._rng = rng
         self.now = 0
         self.log = RaftLog(storage.snapshot, storage.entries)
+        self._base_voters = snapshot_voters(storage.snapshot.data) if storage.snapshot else None
+        self._voter_history: list[tuple[int, dict[int, Voter]]] = []
+        for e in self.log.entries(self.log.start_offset, self.log.end_offset):
+            self._note_voters_entry(e)
+        self._refresh_voters()
 
         qs = storage.quorum_state
         self.epoch = qs.leader_epoch
@@ -148,13 +166,14 @@ class RaftNode:
         # correlation ids at a random 48-bit base (a TCP driver gets this for free).
         self._next_correlation = rng.getrandbits(48)
         self.role = Role.UNATTACHED
+        self.dynamic_changes = 0
         self._retries = 0          # failed elections in a row (exponential backoff)
         self._reset_role_fields()
         self.stats = {k: 0 for k in (
             "elections_started", "pre_vote_rounds", "times_leader", "votes_granted",
             "pre_votes_granted", "messages_in", "messages_out", "fetches_served", "truncations",
             "snapshots_created", "snapshots_installed", "resignations", "stale_responses",
-            "conflicting_leader_claims", "proposals")}
+            "conflicting_leader_claims", "proposals", "voter_changes")}
 
         if self.voters == {self.node_id}:
             # The only voter: nobody else can win or refuse, so it elects itself at once (a
@@ -201,6 +220,9 @@ class RaftNode:
         ``end_offset`` (which must already be delivered as committed)."""
         if not (self.log.start_offset < end_offset <= self._applied):
             raise ValueError(f"snapshot end {end_offset} must be in ({self.log.start_offset}, {self._applied}]")
+        at = self._voters_at(end_offset)
+        if at is not None:   # a dynamic quorum's snapshot carries its voter set (KIP-853)
+            data = snapshot_prefix(at.values()) + bytes(data)
         snap = Snapshot(OffsetAndEpoch(end_offset, self.log.epoch_before(end_offset)), bytes(data))
         self.log.compact(snap)
         self._pending_snapshot = snap
@@ -213,6 +235,126 @@ class RaftNode:
         """Graceful shutdown of a leader: hand leadership over (EndQuorumEpoch)."""
         if self.role is Role.LEADER:
             self._become_resigned()
+
+    # ------------------------------------------------------------ dynamic quorum (KIP-853)
+
+    @property
+    def dynamic(self) -> bool:
+        """``kraft.version`` 1: the voter set lives in the log."""
+        return self.voter_infos is not None
+
+    @property
+    def _can_campaign(self) -> bool:
+        """In the latest voter set, or in the committed one or any later (uncommitted) one
+        while a change that removes this node is not known to be committed: such a node may
+        hold the only log that can win (its candidacy counts votes of its latest set, never
+        its own, so this is about liveness only)."""
+        if self.is_voter:
+            return True
+        if self.voter_infos is None:
+            return False
+        committed = self._voters_at(self.high_watermark)
+        if committed is not None and self.node_id in committed:
+            return True
+        return any(self.node_id in infos for off, infos in self._voter_history
+                   if off >= self.high_watermark)
+
+    def _voter_change_error(self) -> int:
+        if self.role is not Role.LEADER:
+            return m.NOT_LEADER_OR_FOLLOWER
+        if not self.dynamic:
+            return m.UNSUPPORTED_VERSION     # kraft.version 0: the voters are static
+        if self.high_watermark <= self._epoch_start_offset:
+            return m.REQUEST_TIMED_OUT       # nothing of this epoch committed yet
+        if self._voter_history and self._voter_history[-1][0] >= self.high_watermark:
+            return m.REQUEST_TIMED_OUT       # the previous change is not committed yet
+        return m.NONE
+
+    def _append_voters(self, infos: dict[int, Voter]) -> int:
+        self._append(Entry(self.log.end_offset, self.epoch, voters_value(infos.values()),
+                           control=True, control_type=VOTERS))
+        self.stats["voter_changes"] += 1
+        return self.log.end_offset - 1
+
+    def add_voter(self, voter: Voter) -> tuple[int, int]:
+        """AddRaftVoter at the leader: ``(error code, offset of the VotersRecord)``; the
+        error is ``CATCHING_UP`` while the new voter is not a caught-up observer."""
+        err = self._voter_change_error()
+        if err:
+            return err, -1
+        if voter.voter_id in self.voters:
+            return m.DUPLICATE_VOTER, -1
+        state = self._observers.get(voter.voter_id)
+        horizon = self.now - self.config.fetch_timeout_ms
+        if (state is None or state.last_fetch_ms is None or state.last_fetch_ms < horizon
+                or state.end_offset < self.high_watermark):
+            return CATCHING_UP, -1
+        infos = dict(self.voter_infos)
+        infos[voter.voter_id] = voter
+        return m.NONE, self._append_voters(infos)
+
+    def remove_voter(self, voter_id: int, directory_id: str | None = None) -> tuple[int, int]:
+        err = self._voter_change_error()
+        if err:
+            return err, -1
+        v = self.voter_infos.get(voter_id)
+        if v is None or (directory_id is not None and v.directory_id != directory_id):
+            return m.VOTER_NOT_FOUND, -1
+        if len(self.voters) == 1:
+            return m.INVALID_REQUEST, -1
+        infos = {k: x for k, x in self.voter_infos.items() if k != voter_id}
+        return m.NONE, self._append_voters(infos)
+
+    def update_voter(self, voter: Voter) -> tuple[int, int]:
+        """UpdateRaftVoter: a voter's new endpoints / supported versions (same key)."""
+        err = self._voter_change_error()
+        if err:
+            return err, -1
+        v = self.voter_infos.get(voter.voter_id)
+        if v is None or v.directory_id != voter.directory_id:
+            return m.VOTER_NOT_FOUND, -1
+        if v == voter:
+            return m.NONE, -1
+        infos = dict(self.voter_infos)
+        infos[voter.voter_id] = voter
+        return m.NONE, self._append_voters(infos)
+
+    def _note_voters_entry(self, e: Entry) -> bool:
+        if not (e.control and e.control_type == VOTERS):
+            return False
+        try:
+            self._voter_history.append((e.offset, decode_voters(e.payload)))
+        except ValueError:
+            return False
+        return True
+
+    def _voters_at(self, end_offset: int) -> dict[int, Voter] | None:
+        """The voter set in force for records below ``end_offset``."""
+        at = self._base_voters
+        for off, infos in self._voter_history:
+            if off < end_offset:
+                at = infos
+        return at
+
+    def _refresh_voters(self) -> None:
+        infos = self._voter_history[-1][1] if self._voter_history else self._base_voters
+        self.voter_infos = infos
+        self.voters = frozenset(infos) if infos is not None else self._static_voters
+        self.is_voter = self.node_id in self.voters
+        if getattr(self, "role", None) is Role.LEADER:
+            for v in self.voters - {self.node_id}:
+                if v not in self._replicas:
+                    self._replicas[v] = self._observers.pop(v, None) or _ReplicaState()
+                    self._unacked.add(v)
+            for r in list(self._replicas):
+                if r not in self.voters:
+                    self._observers[r] = self._replicas.pop(r)
+                    self._unacked.discard(r)
+
+    def _append(self, entry: Entry) -> None:
+        self.log.append(entry)
+        if self._note_voters_entry(entry):
+            self._refresh_voters()
 
     def has_ready(self) -> bool:
         if self._ready_outstanding:
@@ -264,6 +406,8 @@ class RaftNode:
         if self.role is Role.LEADER and self.log.durable_end > before:
             self._maybe_advance_high_watermark()
             self._complete_parked_fetches()
+        if self._parked_hw_resign:
+            self._fire_timers()
 
     def time_until_next_timer(self) -> int | None:
         """Milliseconds until the earliest timer (``tick`` then), or None if none is set."""
@@ -331,6 +475,7 @@ class RaftNode:
         self._resend_at: int | None = None
         self._epoch_start_offset = -1
         self._successors: tuple[int, ...] = ()
+        self._parked_hw_resign = False
 
     def _set_epoch(self, epoch: int) -> None:
         if epoch < self.epoch:
@@ -348,7 +493,7 @@ class RaftNode:
         self.role = Role.UNATTACHED
         self.leader_id = NO_LEADER
         self._reset_role_fields()
-        if self.is_voter:
+        if self._can_campaign:
             fresh = self.now + self._random_election_timeout()
             self._election_deadline = min(running + [fresh])
         else:
@@ -364,6 +509,9 @@ class RaftNode:
         self._send_fetch()
 
     def _start_election(self) -> None:
+        if not self._can_campaign:   # removed from the voter set (KIP-853): an observer now
+            self._become_unattached(self.epoch)
+            return
         if self.config.pre_vote and len(self.voters) > 1:
             self._become_prospective()
         else:
@@ -416,8 +564,8 @@ class RaftNode:
         self._retries = 0
         self.stats["times_leader"] += 1
         self._epoch_start_offset = self.log.end_offset
-        self.log.append(Entry(self._epoch_start_offset, self.epoch,
-                              leader_change_value(self.node_id, self.voters, granted), control=True))
+        self._append(Entry(self._epoch_start_offset, self.epoch,
+                           leader_change_value(self.node_id, self.voters, granted), control=True))
         self._replicas = {v: _ReplicaState() for v in self.voters if v != self.node_id}
         if len(self.voters) > 1:
             self._check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms
@@ -473,6 +621,10 @@ class RaftNode:
         now = self.now
         role = self.role
         if role is Role.LEADER:
+            if self._parked_hw_resign:
+                self._complete_parked_fetches()   # the voters learn the commit first
+                self._become_resigned()
+                return
             if self._parked:
                 for replica, (req, deadline) in list(self._parked.items()):
                     if deadline <= now:
@@ -501,12 +653,12 @@ class RaftNode:
             self._inflight = None
             self._fetch_retry_at = now
         if role is Role.FOLLOWER and self._fetch_deadline is not None and self._fetch_deadline <= now:
-            if self.is_voter:
+            if self._can_campaign:
                 self._start_election()
             else:
                 self._become_unattached(self.epoch)
             return
-        if role is Role.UNATTACHED and self.is_voter:
+        if role is Role.UNATTACHED and self._can_campaign:
             if self._election_deadline is not None and self._election_deadline <= now:
                 self._start_election()
             return
@@ -547,8 +699,10 @@ class RaftNode:
         self._fetch_retry_at = None
         if self.role is Role.FOLLOWER:
             dest = self.leader_id
-        elif not self.is_voter and self.voters:
-            dest = self._rng.choice(sorted(self.voters))  # observer bootstrapping
+        elif not self.is_voter and (self.voters - {self.node_id} or self._bootstrap_ids):
+            # observer bootstrapping: the voters it knows, else controller.quorum.bootstrap.servers
+            pool = sorted(self.voters - {self.node_id}) or list(self._bootstrap_ids)
+            dest = self._rng.choice(pool)
         else:
             return
         corr = self._correlation()
@@ -614,8 +768,10 @@ class RaftNode:
                                            leader_epoch=self.epoch, vote_granted=granted,
                                            correlation_id=req.correlation_id))
 
-        if not self.is_voter or req.candidate_id not in self.voters:
+        if not (self.dynamic or self._bootstrap_ids) and (not self.is_voter or req.candidate_id not in self.voters):
             return reply(False, m.INCONSISTENT_VOTER_SET)
+        # A dynamic quorum's sets can differ for a while (a change not replicated yet): the
+        # candidate counts votes of its own set, the log comparison keeps it safe (KIP-853).
         log_ok = (req.last_offset_epoch, req.last_offset) >= (self.log.last_epoch, self.log.end_offset)
         if req.pre_vote:
             # No state change for a pre-vote; refuse while we still hear from a live leader.
@@ -696,7 +852,7 @@ class RaftNode:
         else:
             if req.leader_epoch > self.epoch:
                 self._become_unattached(req.leader_epoch)
-            if self.is_voter and self.leader_id in (req.leader_id, NO_LEADER) and self.role in (Role.FOLLOWER, Role.UNATTACHED):
+            if self._can_campaign and self.leader_id in (req.leader_id, NO_LEADER) and self.role in (Role.FOLLOWER, Role.UNATTACHED):
                 # Start the next election early, the preferred successors first (KIP-595).
                 succ = req.preferred_successors
                 pos = succ.index(self.node_id) if self.node_id in succ else len(succ)
@@ -780,12 +936,18 @@ class RaftNode:
             self._send(replica, self._answer_fetch(req))
 
     def _maybe_advance_high_watermark(self) -> bool:
-        ends = sorted([self.log.durable_end] + [s.end_offset for s in self._replicas.values()], reverse=True)
-        candidate = ends[len(self.voters) // 2]
+        own = [self.log.durable_end] if self.is_voter else []   # a leader removing itself
+        ends = sorted(own + [s.end_offset for s in self._replicas.values()], reverse=True)
+        if not ends:
+            return False
+        candidate = ends[len(ends) // 2]
         # Only offsets past our own LeaderChange record: never commit an older epoch's records
         # by counting replicas alone (Raft figure 8).
         if candidate > self._epoch_start_offset and candidate > self.high_watermark:
             self.high_watermark = candidate
+            if not self.is_voter and self._voter_history and self._voter_history[-1][0] < candidate:
+                # KIP-853: the change that removed this leader is committed; hand over.
+                self._parked_hw_resign = True
             return True
         return False
 
@@ -841,7 +1003,7 @@ class RaftNode:
             for entry in resp.records:
                 if entry.offset != self.log.end_offset or entry.epoch > self.epoch:
                     break  # not a continuation of what we asked for: refetch
-                self.log.append(entry)
+                self._append(entry)
             new_hw = min(resp.high_watermark, self.log.end_offset)
             if new_hw > self.high_watermark:
                 self.high_watermark = new_hw
@@ -852,6 +1014,9 @@ class RaftNode:
             return
         self.stats["truncations"] += 1
         self.log.truncate_to(offset)
+        if self._voter_history and self._voter_history[-1][0] >= offset:
+            self._voter_history = [(o, v) for o, v in self._voter_history if o < offset]
+            self._refresh_voters()
         if offset < self._written_end:
             self._pending_truncate = offset if self._pending_truncate is None else min(self._pending_truncate, offset)
             self._written_end = offset
@@ -877,6 +1042,9 @@ class RaftNode:
         self._snapshot_fetch = None
         end = snap.snapshot_id.end_offset
         self.log.install(snap)
+        self._base_voters = snapshot_voters(snap.data) or self._base_voters
+        self._voter_history = []
+        self._refresh_voters()
         self.stats["snapshots_installed"] += 1
         self._pending_snapshot = snap
         self._pending_reset = end

@@ -16,9 +16,10 @@ Messages:
   (``RpcClient``; conversions in ``wire_map``) and steps the response into the core. A failed
   call is dropped: the core's own request timeout retries it.
 
-Pre-vote (KIP-996) is switched off between nodes because Vote v2 is not in the protocol
-definitions kbroker serves (Kafka 3.9's, Vote v0–v1); the core falls back to plain
-elections.
+Pre-vote (KIP-996) is on between nodes: a prospective's ``VoteRequest`` goes out as Vote v2
+with ``PreVote=true`` and changes nothing on the receiver, which refuses it while it still
+fetches from a live leader (so a voter that was partitioned away and comes back no longer
+forces a new epoch).
 
 The state machine (``kbroker.metadata.quorum``) is called synchronously on the trio
 thread: ``apply_snapshot(snapshot)``, ``apply(entries)``, ``snapshot_bytes()`` and
@@ -54,7 +55,7 @@ class _Slot:
 class RaftDriver:
     def __init__(self, node_id: int, voters, storage: RaftStorage, config: RaftConfig,
                  state_machine, *, rpc: RpcClient | None = None, cluster_id: str | None = None,
-                 rng: random.Random | None = None, wall_clock=None):
+                 rng: random.Random | None = None, wall_clock=None, bootstrap_ids=()):
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.storage = storage
@@ -65,7 +66,9 @@ class RaftDriver:
         self._rng = rng or random.Random()
         self._wall = wall_clock
         view = storage.load()
-        self.node = RaftNode(node_id, self.voters, view, config, self._rng)
+        self.node = RaftNode(node_id, self.voters, view, config, self._rng, bootstrap_ids=bootstrap_ids)
+        self.discover = None            # async fn(node id): learn an endpoint (dynamic quorum)
+        self._voter_infos = self.node.voter_infos
         self._wake = trio.Event()
         self._waiters: dict[tuple[int, int], _Slot] = {}
         self._token = 0
@@ -152,6 +155,12 @@ class RaftDriver:
                 self.stats["applied_entries"] += len(rd.committed)
                 self.state_machine.apply(rd.committed)
             node.advance(rd)
+            if node.voter_infos is not self._voter_infos:
+                self._voter_infos = node.voter_infos
+                log.info("raft: node %d: voters are now %s", self.node_id, sorted(node.voters))
+                hook = getattr(self.state_machine, "on_voters", None)
+                if hook is not None:
+                    hook(node.voter_infos)
             if rd.committed or rd.apply_snapshot is not None:
                 self._applied_event.set()
                 self._applied_event = trio.Event()
@@ -209,6 +218,8 @@ class RaftDriver:
         if isinstance(msg, m.FetchRequest):
             timeout += msg.max_wait_ms / 1000
         self.stats["sent"] += 1
+        if dest not in getattr(self.rpc, "endpoints", {}) and self.discover is not None:
+            await self.discover(dest)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("raft: node %d -> %d: %s", self.node_id, dest, msg)
         resp = await self.rpc.call(dest, api_key, VERSIONS[api_key], to_wire(msg, self.cluster_id), timeout)
@@ -336,6 +347,39 @@ class RaftDriver:
 
     async def wait_applied_change(self) -> None:
         await self._applied_event.wait()
+
+    async def change_voters(self, op: str, *args, timeout: float = 30.0,
+                            ack_when_committed: bool = True) -> int:
+        """A KIP-853 voter change at this leader (``op``: ``add_voter``, ``remove_voter``,
+        ``update_voter`` of the core): the error code to answer with. A new voter that is not
+        caught up yet is waited for until ``timeout`` (then REQUEST_TIMED_OUT, as Kafka);
+        otherwise the answer waits until the VotersRecord is committed."""
+        from .core import CATCHING_UP
+        deadline = trio.current_time() + max(0.1, timeout)
+        while True:
+            self._sync_time()
+            err, offset = getattr(self.node, op)(*args)
+            if err != CATCHING_UP:
+                break
+            if trio.current_time() >= deadline:
+                return m.REQUEST_TIMED_OUT
+            await trio.sleep(0.05)
+        if err or offset < 0:
+            return err
+        epoch = self.node.epoch
+        self.wake()
+        if not ack_when_committed:
+            return m.NONE
+        while trio.current_time() < deadline:
+            node = self.node
+            if node.log.start_offset <= offset < node.log.end_offset and node.log.entry(offset).epoch != epoch:
+                return m.NOT_LEADER_OR_FOLLOWER        # truncated by a new leader
+            if node.high_watermark > offset:
+                return m.NONE                          # committed (the leader may have resigned)
+            if node.epoch != epoch and node.leader_id != self.node_id and offset >= node.log.end_offset:
+                return m.NOT_LEADER_OR_FOLLOWER
+            await trio.sleep(0.02)
+        return m.REQUEST_TIMED_OUT
 
     def resign(self) -> None:
         self._sync_time()

@@ -24,24 +24,31 @@ from dataclasses import dataclass, field
 
 NONE = 0
 NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
 FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 INCONSISTENT_VOTER_SET = 94
 SNAPSHOT_NOT_FOUND = 98
 POSITION_OUT_OF_RANGE = 99
+DUPLICATE_VOTER = 126
+VOTER_NOT_FOUND = 127
 
 NO_LEADER = -1
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One log record as the core sees it. ``control`` marks a control record (the
-    LeaderChangeMessage a leader writes at the start of its epoch)."""
+    """One log record as the core sees it. ``control`` marks a control record, and
+    ``control_type`` says which (Kafka's ``ControlRecordType``: 2 the LeaderChangeMessage a
+    leader writes at the start of its epoch, 5 a KRaftVersionRecord, 6 a VotersRecord)."""
 
     offset: int
     epoch: int
     payload: bytes
     control: bool = False
+    control_type: int = 2
 
     @property
     def size(self) -> int:

@@ -6,8 +6,8 @@ generated ``kbroker.wire.messages`` classes, for the one partition ``__cluster_m
 ==========================  =======  ===========================================
 core message                api key  wire version used between kbroker nodes
 ==========================  =======  ===========================================
-VoteRequest/Response        52       v0 (v1 only adds directory ids; no pre-vote
-                                     on the wire before Kafka 4.0, see driver)
+VoteRequest/Response        52       v2 (KIP-996 ``PreVote``; v1's directory ids
+                                     are sent when the core knows them)
 BeginQuorumEpoch            53       v0
 EndQuorumEpoch              54       v0 (``preferred_successors``)
 Fetch                       1        v12 (topic by name; KIP-595 tagged fields
@@ -21,8 +21,9 @@ FetchSnapshot               59       v0
 Log entries ↔ v2 record batches (the metadata log's on-disk and Fetch format): consecutive
 entries of one epoch and kind form one batch whose ``partition_leader_epoch`` is that
 epoch; data entries are records with a null key and the framed metadata record as value;
-the leader's ``LeaderChangeMessage`` is a control batch whose record key is the control key
-``(0, 2)``.
+control entries (the leader's ``LeaderChangeMessage``, KIP-853's ``VotersRecord`` and
+``KRaftVersionRecord``) are control batches whose record keys are the control keys
+``(0, type)``.
 """
 from __future__ import annotations
 
@@ -32,14 +33,14 @@ from kbroker.wire import messages as w
 from kbroker.wire import records as rb
 
 from . import messages as m
-from .control import LEADER_CHANGE, control_key
+from .control import LEADER_CHANGE, control_key, control_type
 from .messages import Entry, LeaderIdAndEpoch, OffsetAndEpoch
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
 
 VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM, FETCH, FETCH_SNAPSHOT = 52, 53, 54, 55, 1, 59
-VERSIONS = {VOTE: 0, BEGIN_QUORUM_EPOCH: 0, END_QUORUM_EPOCH: 0, FETCH: 12, FETCH_SNAPSHOT: 0}
+VERSIONS = {VOTE: 2, BEGIN_QUORUM_EPOCH: 0, END_QUORUM_EPOCH: 0, FETCH: 12, FETCH_SNAPSHOT: 0}
 
 
 class NotForRaft(ValueError):
@@ -61,7 +62,7 @@ def entries_to_batches(entries: Sequence[Entry], timestamp: int = -1) -> bytes:
             j += 1
         run = entries[i:j]
         if first.control:
-            recs = [(control_key(LEADER_CHANGE), e.payload, (), timestamp) for e in run]
+            recs = [(control_key(e.control_type), e.payload, (), timestamp) for e in run]
         else:
             recs = [(None, e.payload, (), timestamp) for e in run]
         out += rb.build_batch(recs, base_offset=first.offset, partition_leader_epoch=first.epoch,
@@ -82,7 +83,12 @@ def batches_to_entries(buf, *, verify: bool = False) -> Iterator[Entry]:
             break
         epoch = header.partition_leader_epoch
         for rec in rb.decode_records(view, pos, header, verify=verify):
-            yield Entry(rec.offset, epoch, bytes(rec.value or b""), control=header.is_control)
+            if header.is_control:
+                ctype = control_type(rec.key)
+                yield Entry(rec.offset, epoch, bytes(rec.value or b""), control=True,
+                            control_type=ctype if ctype >= 0 else LEADER_CHANGE)
+            else:
+                yield Entry(rec.offset, epoch, bytes(rec.value or b""))
         pos += header.size
 
 
@@ -102,15 +108,17 @@ def vote_request_to_wire(msg: m.VoteRequest, cluster_id: str | None):
     return R(cluster_id=cluster_id, voter_id=msg.voter_id, topics=[R.TopicData(
         topic_name=METADATA_TOPIC, partitions=[R.PartitionData(
             partition_index=0, replica_epoch=msg.candidate_epoch, replica_id=msg.candidate_id,
-            last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset)])])
+            last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset,
+            pre_vote=msg.pre_vote)])])
 
 
 def vote_request_from_wire(req) -> m.VoteRequest:
     p = _topic_partition(req.topics)
-    # Kafka 4 (KIP-996) names the candidate's fields Replica*; a v2 PreVote is not sent
+    # Kafka 4 (KIP-996) names the candidate's fields Replica*; PreVote is v2+ (False below)
     return m.VoteRequest(candidate_epoch=p.replica_epoch, candidate_id=p.replica_id,
                          last_offset_epoch=p.last_offset_epoch, last_offset=p.last_offset,
-                         voter_id=getattr(req, "voter_id", -1))
+                         voter_id=getattr(req, "voter_id", -1),
+                         pre_vote=bool(getattr(p, "pre_vote", False)))
 
 
 def vote_response_to_wire(msg: m.VoteResponse):

@@ -3,7 +3,8 @@
 
     kbroker cluster describe      cluster id, active controller, brokers (DescribeCluster/Metadata)
     kbroker cluster quorum        KRaft leader, epoch, high watermark, voters and observers with
-                                  their log end offsets and lag (DescribeQuorum, KIP-595/KIP-853)
+                                  their directory ids (a dynamic quorum's voters), log end
+                                  offsets and lag (DescribeQuorum v2, KIP-595/KIP-853)
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def cmd_quorum(args) -> int:
         for r in part.get(key, []):
             replicas.append({"node": r["replica_id"], "role": "leader" if r["replica_id"] == part["leader_id"]
                              and kind == "voter" else kind,
+                             "directory_id": _directory_id(r.get("replica_directory_id")),
                              "log_end_offset": r["log_end_offset"], "lag": max(0, hw - r["log_end_offset"]),
                              "last_fetch_timestamp": r.get("last_fetch_timestamp"),
                              "last_caught_up_timestamp": r.get("last_caught_up_timestamp")})
@@ -67,5 +69,21 @@ def cmd_quorum(args) -> int:
     print(f"LeaderId: {data['leader_id']}  LeaderEpoch: {data['leader_epoch']}  HighWatermark: {hw}  "
           f"CurrentVoters: {data['voters']}  CurrentObservers: {data['observers']}")
     print()
-    emit(args, None, replicas, ["node", "role", "log_end_offset", "lag"])
+    emit(args, None, replicas, ["node", "role", "directory_id", "log_end_offset", "lag"])
     return 0
+
+
+def _directory_id(value) -> str | None:
+    """A replica's directory id (KIP-853) in Kafka's base64 form; None when unknown (zero)."""
+    import uuid
+
+    from kbroker.raft.control import ZERO_UUID, uuid_to_kafka
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        text = uuid_to_kafka(value)
+    elif isinstance(value, str) and len(value) == 36:
+        text = uuid_to_kafka(uuid.UUID(value))
+    else:
+        text = str(value)
+    return None if text == ZERO_UUID else text

@@ -84,8 +84,8 @@ def test_info_reports_an_unformatted_directory(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--standalone"], "dynamic quorum"),
-    (["--initial-controllers", "1@127.0.0.1:9093:AAAAAAAAAAAAAAAAAAAAAA"], "dynamic quorum"),
+    (["--standalone"], "static quorum of controller.quorum.voters"),
+    (["--initial-controllers", "1@127.0.0.1:9093:AAAAAAAAAAAAAAAAAAAAAA"], "static quorum"),
     (["--release-version", "4.3"], "metadata.version 30 (4.3-IV0) is not served"),
     (["--release-version", "2.8"], "Unknown metadata.version '2.8'"),
     (["--feature", "transaction.version=3"], "transaction.version=3 is not served"),
@@ -98,6 +98,55 @@ def test_format_refuses_what_kbroker_does_not_serve(tmp_path, args, message):
     assert out.returncode == 1
     assert message in out.stderr
     assert not (tmp_path / "logs-1" / "meta.properties").exists()
+
+
+def dynamic_controller(tmp_path: Path, node_id: int = 1, cport: int = 19093) -> Path:
+    return write_props(tmp_path / f"c{node_id}.properties", process_roles="controller", node_id=node_id,
+                       listeners=f"CONTROLLER://127.0.0.1:{cport}", controller_listener_names="CONTROLLER",
+                       controller_quorum_bootstrap_servers=f"127.0.0.1:{cport}",
+                       log_dirs=tmp_path / f"dyn-{node_id}")
+
+
+def test_format_standalone_writes_the_voters_checkpoint_as_kafka(tmp_path):
+    """KIP-853: the 0-0 checkpoint holds kraft.version 1 and this controller as the only
+    voter, with the directory id of its meta.properties (Kafka's layout; compat_tests check
+    that each broker starts on the other's directory)."""
+    from kbroker.config import parse_properties
+    from kbroker.storage import VOTERS_CHECKPOINT, read_voters_checkpoint
+    cfg = dynamic_controller(tmp_path)
+    assert kbroker("storage", "format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c", str(cfg)).returncode == 1
+    out = kbroker("storage", "format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c", str(cfg), "--standalone")
+    assert out.returncode == 0, out.stderr
+    assert "Formatting dynamic metadata voter directory" in out.stdout
+    d = tmp_path / "dyn-1"
+    assert (d / "__cluster_metadata-0" / VOTERS_CHECKPOINT).exists()
+    dir_id = parse_properties((d / "meta.properties").read_text())["directory.id"]
+    [(vid, voter)] = read_voters_checkpoint(d).items()
+    assert (vid, voter.directory_id, voter.endpoints) == (1, dir_id, (("CONTROLLER", "127.0.0.1", 19093),))
+
+
+def test_format_initial_controllers_and_no_initial_controllers(tmp_path):
+    from kbroker.config import parse_properties
+    from kbroker.storage import read_voters_checkpoint
+    ids = {i: kbroker("storage", "random-uuid").stdout.strip() for i in (1, 2, 3)}
+    spec = ",".join(f"{i}@127.0.0.1:{19092 + i}:{ids[i]}" for i in (1, 2, 3))
+    cfg = dynamic_controller(tmp_path, 2, 19094)
+    out = kbroker("storage", "format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c", str(cfg),
+                  "--initial-controllers", spec)
+    assert out.returncode == 0, out.stderr
+    d = tmp_path / "dyn-2"
+    assert parse_properties((d / "meta.properties").read_text())["directory.id"] == ids[2]
+    voters = read_voters_checkpoint(d)
+    assert {v: (x.directory_id, x.endpoints[0]) for v, x in voters.items()} == {
+        i: (ids[i], ("CONTROLLER", "127.0.0.1", 19092 + i)) for i in (1, 2, 3)}
+    bad = kbroker("storage", "format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c",
+                  str(dynamic_controller(tmp_path, 4)), "--initial-controllers", "4@127.0.0.1:1")
+    assert bad.returncode == 1 and "id@host:port:directoryId" in bad.stderr
+    joiner = dynamic_controller(tmp_path, 5)
+    out = kbroker("storage", "format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c", str(joiner),
+                  "--no-initial-controllers")
+    assert out.returncode == 0, out.stderr
+    assert read_voters_checkpoint(tmp_path / "dyn-5") is None
 
 
 def test_format_refuses_a_bad_cluster_id(tmp_path):

@@ -15,11 +15,19 @@ from .sim import Disk
 
 
 class Cluster:
-    def __init__(self, voters, observers=(), config: RaftConfig | None = None, disks=None, seed: int = 0):
+    def __init__(self, voters, observers=(), config: RaftConfig | None = None, disks=None, seed: int = 0,
+                 dynamic: bool = False):
+        """``dynamic``: a KIP-853 quorum, ``voters`` formatted with the 0-0 voters snapshot,
+        ``observers`` joining through them as bootstrap servers."""
         self.voters = list(voters)
+        self.dynamic = dynamic
         self.config = config or RaftConfig(pre_vote=False)
         self.seed = seed
         self.disks: dict[int, Disk] = {i: Disk() for i in self.voters + list(observers)}
+        if dynamic:
+            from .sim import initial_snapshot
+            for i in self.voters:
+                self.disks[i].snapshot = initial_snapshot(self.voters)
         self.disks.update(disks or {})
         self.nodes: dict[int, RaftNode] = {}
         self.applied: dict[int, list] = {}
@@ -34,8 +42,9 @@ class Cluster:
 
     def start(self, i: int) -> RaftNode:
         self.lives[i] += 1
-        n = RaftNode(i, self.voters, self.disks[i].view(), self.config,
-                     random.Random(f"{self.seed}-{i}-{self.lives[i]}"))
+        n = RaftNode(i, () if self.dynamic else self.voters, self.disks[i].view(), self.config,
+                     random.Random(f"{self.seed}-{i}-{self.lives[i]}"),
+                     bootstrap_ids=self.voters if self.dynamic else ())
         self.nodes[i] = n
         self.applied[i] = []
         return n

@@ -19,6 +19,13 @@ Invariants checked after every event (``Checker``):
      one global committed log); a new leader holds every committed record (leader completeness)
   I6 a snapshot never passes the high watermark (nor the global committed log)
   I7 the application applies only committed records, in order
+  I8 (dynamic profile, KIP-853) committed voter sets change one voter at a time, and every
+     node's voter set is the latest VotersRecord it holds (so no two disjoint majorities)
+
+The ``dynamic`` profile starts a KIP-853 quorum: the first voters hold a 0-0 snapshot with
+the VotersRecord (as ``kbroker storage format --initial-controllers`` writes it), the other
+nodes join as observers through bootstrap ids, and a "reconfigure" fault asks the leader to
+add an observer or remove a voter (itself included) while everything else goes on.
 """
 from __future__ import annotations
 
@@ -32,6 +39,9 @@ from dataclasses import dataclass, field
 from kbroker.raft import (Entry, NotLeader, QuorumState, RaftConfig, RaftNode, Ready, Role, Snapshot,
                           StorageView)
 from kbroker.raft import messages as m
+from kbroker.raft.control import VOTERS, Voter, decode_voters, snapshot_prefix
+from kbroker.raft.core import CATCHING_UP
+from kbroker.wire import records as rb
 
 
 class SimFailure(AssertionError):
@@ -44,12 +54,21 @@ def encode_image(applied: list) -> bytes:
 
 
 def decode_image(data: bytes) -> list:
-    return pickle.loads(zlib.decompress(data))
+    data = bytes(data)
+    if data[:1] != b"x":   # a dynamic quorum's snapshot starts with its control batch
+        header = rb.parse_header(memoryview(data), 0)
+        data = data[header.size:]
+    return pickle.loads(zlib.decompress(data)) if data else []
 
 
 def reproduce_command(seed: int, profile: str = "quick") -> str:
     extra = "" if profile == "quick" else f" --profile {profile}"
     return f"python tools/raft_soak.py --seed {seed}{extra}"
+
+
+def initial_snapshot(voters) -> Snapshot:
+    """The 0-0 snapshot a dynamic quorum's first voters are formatted with."""
+    return Snapshot(m.OffsetAndEpoch(0, 0), snapshot_prefix([Voter(v) for v in voters]))
 
 
 def describe(msg) -> str:
@@ -89,13 +108,15 @@ class Scenario:
     snapshot_prob: float
     max_disk_ms: int = 3
     drift: dict = field(default_factory=dict)   # node id -> clock rate
+    dynamic: bool = False                        # KIP-853: voters in the log, reconfigured
 
     @classmethod
     def from_seed(cls, seed: int, profile: str = "quick") -> "Scenario":
-        r = random.Random(f"scenario-{seed}")
-        n = r.choice([1, 3, 3, 3, 5, 5, 4])
+        dynamic = profile == "dynamic"
+        r = random.Random(f"scenario-{seed}" + ("-dynamic" if dynamic else ""))
+        n = r.choice([1, 3, 3, 3, 5, 5, 4]) if not dynamic else r.choice([1, 1, 2, 3, 3])
         voters = list(range(1, n + 1))
-        observers = list(range(n + 1, n + 1 + r.choice([0, 0, 1, 2])))
+        observers = list(range(n + 1, n + 1 + (r.choice([0, 0, 1, 2]) if not dynamic else r.choice([1, 2, 3]))))
         config = RaftConfig(
             pre_vote=r.random() < 0.7,
             request_timeout_ms=r.choice([1000, 2000]),
@@ -103,14 +124,16 @@ class Scenario:
             snapshot_chunk_bytes=r.choice([256, 2048, 1 << 20]),
             max_record_bytes_between_snapshots=r.choice([1500, 4000, 20 * 1024 * 1024]),
         )
-        chaos, bound = {"quick": (20000, 30000), "long": (120000, 60000)}[profile]
+        chaos, bound = {"quick": (20000, 30000), "long": (120000, 60000),
+                        "dynamic": (20000, 40000)}[profile]
         return cls(seed=seed, voters=voters, observers=observers, config=config,
                    chaos_ms=chaos, converge_bound_ms=bound,
                    drop=r.choice([0.0, 0.01, 0.05, 0.15]), dup=r.choice([0.0, 0.0, 0.02]),
                    max_delay_ms=r.choice([2, 10, 40]), spike=r.choice([0.0, 0.01, 0.05]),
                    fault_every_ms=r.choice([200, 500, 1500]), propose_every_ms=r.choice([20, 60, 150]),
                    snapshot_prob=r.choice([0.0, 0.3, 1.0]), max_disk_ms=r.choice([1, 3, 30]),
-                   drift={i: r.choice([1.0, 1.0, r.uniform(0.9, 1.1)]) for i in voters + observers})
+                   drift={i: r.choice([1.0, 1.0, r.uniform(0.9, 1.1)]) for i in voters + observers},
+                   dynamic=dynamic)
 
 
 # ------------------------------------------------------------------ hosts
@@ -189,6 +212,7 @@ class Checker:
         self.leaders: dict[int, int] = {}
         self.votes: dict[tuple[int, int], int] = {}
         self.disk_epoch: dict[int, int] = {}
+        self.voter_sets: dict[int, frozenset] = {}   # offset of a committed VotersRecord -> ids
 
     def fail(self, text: str) -> None:
         raise SimFailure(text)
@@ -294,6 +318,28 @@ class Checker:
             if e.offset >= len(self.committed) or self.committed[e.offset] != (e.epoch, e.payload):
                 self.fail(f"I7 node {h.node_id} applies uncommitted/different record at {e.offset}")
             h.applied.append((e.offset, e.epoch, e.payload))
+            if e.control and e.control_type == VOTERS:
+                self.check_voter_change(e.offset, frozenset(decode_voters(e.payload)))
+        n = h.node
+        if n is not None and n.dynamic:
+            latest = None
+            for off in range(n.log.start_offset, n.log.end_offset):
+                e = n.log.entry(off)
+                if e.control and e.control_type == VOTERS:
+                    latest = frozenset(decode_voters(e.payload))
+            if latest is not None and latest != n.voters:
+                self.fail(f"I8 node {h.node_id} uses voters {sorted(n.voters)}, its log's latest "
+                          f"VotersRecord says {sorted(latest)}")
+
+    def check_voter_change(self, offset: int, ids: frozenset) -> None:
+        known = self.voter_sets.setdefault(offset, ids)
+        if known != ids:
+            self.fail(f"I8 committed VotersRecord at {offset} differs: {sorted(ids)} / {sorted(known)}")
+        before = [o for o in self.voter_sets if o < offset]
+        prev = self.voter_sets[max(before)] if before else frozenset(self.sim.sc.voters)
+        if len(prev ^ ids) > 1:
+            self.fail(f"I8 voter set changed by more than one voter at {offset}: "
+                      f"{sorted(prev)} -> {sorted(ids)}")
 
 
 # ------------------------------------------------------------------ the simulation
@@ -309,6 +355,9 @@ class Simulation:
         self._queue: list = []
         self._seq = 0
         self.hosts = {i: Host(i) for i in self.sc.voters + self.sc.observers}
+        if self.sc.dynamic:
+            for i in self.sc.voters:
+                self.hosts[i].disk.snapshot = initial_snapshot(self.sc.voters)
         self.groups: dict[int, int] = {i: 0 for i in self.hosts}
         self.cut: set[tuple[int, int]] = set()
         self.drop = self.sc.drop
@@ -365,7 +414,8 @@ class Simulation:
 
     def fail_convergence(self) -> None:
         state = {i: (h.node.role.value, h.node.epoch, h.node.leader_id, h.node.high_watermark,
-                     h.node.log.end_offset) if h.node else "down" for i, h in self.hosts.items()}
+                     h.node.log.end_offset, sorted(h.node.voters), h.node.log.last_epoch)
+                 if h.node else "down" for i, h in self.hosts.items()}
         raise SimFailure(f"no convergence within {self.sc.converge_bound_ms} ms after healing: {state}")
 
     def report(self, text: str) -> str:
@@ -380,8 +430,9 @@ class Simulation:
 
     def start(self, h: Host) -> None:
         h.life += 1
-        h.node = RaftNode(h.node_id, self.sc.voters, h.disk.view(), self.sc.config,
-                          random.Random(f"{self.seed}-{h.node_id}-{h.life}"))
+        h.node = RaftNode(h.node_id, () if self.sc.dynamic else self.sc.voters, h.disk.view(),
+                          self.sc.config, random.Random(f"{self.seed}-{h.node_id}-{h.life}"),
+                          bootstrap_ids=self.sc.voters if self.sc.dynamic else ())
         h.clock = h.born = self.now
         h.rate = self.sc.drift[h.node_id]
         h.pending = None
@@ -523,8 +574,14 @@ class Simulation:
             return
         r = self.rng
         ids = sorted(self.hosts)
-        kind = r.choice(["crash", "crash_leader", "partition", "partition", "cut", "heal_net", "resign",
-                         "snapshot"])
+        kinds = ["crash", "crash_leader", "partition", "partition", "cut", "heal_net", "resign", "snapshot"]
+        if self.sc.dynamic:
+            kinds += ["reconfigure"] * 4
+        kind = r.choice(kinds)
+        if kind == "reconfigure":
+            self.reconfigure()
+            self.at(self.now + r.randrange(1, 2 * self.sc.fault_every_ms), "fault")
+            return
         if kind in ("crash", "crash_leader"):
             leaders = [i for i in ids if self.hosts[i].node is not None and self.hosts[i].node.role is Role.LEADER]
             h = self.hosts[r.choice(leaders if kind == "crash_leader" and leaders else ids)]
@@ -557,6 +614,27 @@ class Simulation:
                     self.note("resign", h.node_id)
                     self.pump(h)
         self.at(self.now + r.randrange(1, 2 * self.sc.fault_every_ms), "fault")
+
+    def reconfigure(self) -> None:
+        """Ask the leader (if any) to add a non-voter or remove a voter (KIP-853)."""
+        leaders = [h for h in self.hosts.values() if h.node is not None and h.node.role is Role.LEADER]
+        if not leaders:
+            return
+        lh = self.rng.choice(leaders)
+        n = lh.node
+        self.sync(lh)
+        others = sorted(set(self.hosts) - n.voters)
+        if others and (len(n.voters) == 1 or self.rng.random() < 0.5):
+            vid = self.rng.choice(others)
+            err, off = n.add_voter(Voter(vid))
+            what = "add"
+        else:
+            vid = self.rng.choice(sorted(n.voters))
+            err, off = n.remove_voter(vid)
+            what = "remove"
+        self.counters["reconfigurations"] = self.counters.get("reconfigurations", 0) + (err == 0)
+        self.note("reconfigure", lh.node_id, what, vid, "->", "catching up" if err == CATCHING_UP else err, off)
+        self.pump(lh)
 
     def on_heal_net(self) -> None:
         self.groups = {i: 0 for i in self.hosts}

@@ -74,3 +74,26 @@ def test_failure_report_names_the_seed_and_the_command():
         sim.run()
     text = str(info.value)
     assert "seed 7" in text and reproduce_command(7) in text
+
+
+DYNAMIC_SEEDS = range(0, 60)   # thousands more: tools/raft_soak.py --profile dynamic
+
+
+@pytest.mark.parametrize("seed", DYNAMIC_SEEDS)
+def test_dynamic_quorum_seed(seed):
+    """KIP-853: voters added and removed (the leader too) under crashes, partitions, drops."""
+    sim = _run(seed, "dynamic")
+    assert sim.converged_at is not None
+
+
+def test_dynamic_seeds_really_change_the_voter_set():
+    changes, removed_leaders, grown = 0, 0, 0
+    for seed in range(0, 20):
+        sim = run_seed(seed, "dynamic")
+        changes += sim.counters.get("reconfigurations", 0)
+        for h in sim.hosts.values():
+            if h.node_id in sim.sc.voters and not h.node.is_voter and h.node.stats["times_leader"]:
+                removed_leaders += 1
+        final = next(h.node.voters for h in sim.hosts.values() if h.node.role.value == "leader")
+        grown += len(final) > len(sim.sc.voters)
+    assert changes >= 20 and removed_leaders >= 1 and grown >= 1, (changes, removed_leaders, grown)

@@ -1,0 +1,199 @@
+"""A dynamic metadata quorum (KIP-853) formed and changed as Kafka's documentation says, on
+real processes, with Kafka 4.3.1's own ``kafka-metadata-quorum`` (issue 19):
+
+1. ``kbroker storage random-uuid``; node 1 formatted ``--standalone``, nodes 2 and 3
+   ``--no-initial-controllers``; all three name node 1 in ``controller.quorum.bootstrap.servers``;
+2. a producer (acks=all) writes through node 1 the whole time;
+3. nodes 2 and 3 start, join as observers, and ``kafka-metadata-quorum add-controller`` makes
+   each a voter (its directory id read from its meta.properties); ``describe --status`` and
+   ``kbroker cluster quorum`` show three voters with their directory ids;
+4. a follower refuses a pre-vote (Vote v2, KIP-996) while its leader is alive, and its epoch
+   does not move;
+5. ``kafka-metadata-quorum remove-controller`` removes node 3; two voters remain; a
+   broker-only node joins through the bootstrap servers and registers;
+6. every acknowledged record is read back, in order.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from kbroker.config import parse_properties
+from kbroker.wire import messages as w
+from tests.support.broker_proc import REPO_ROOT, BrokerProcess
+
+from .support import FAST, call, describe_quorum, free_base_port, metadata, wait_for
+
+pytestmark = pytest.mark.skipif(not (REPO_ROOT / ".cache/kafka/4.3.1/libs").is_dir(),
+                                reason="Kafka 4.3.1 jars not downloaded (make setup)")
+
+
+class DynamicNode(BrokerProcess):
+    """A combined node of a dynamic quorum, configured by its own server.properties."""
+
+    def __init__(self, root: Path, node_id: int, client: int, controller: int | None, bootstrap: str):
+        self.node_id = node_id
+        self.controller_port = controller
+        self.config_path = root / f"node-{node_id}.properties"
+        props = {
+            "node.id": node_id, "process.roles": "broker,controller" if controller else "broker",
+            "listeners": f"PLAINTEXT://127.0.0.1:{client}"
+                         + (f",CONTROLLER://127.0.0.1:{controller}" if controller else ""),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.quorum.bootstrap.servers": bootstrap,
+            "log.dirs": root / f"node-{node_id}" / "data",
+            "offsets.topic.replication.factor": 1, "group.initial.rebalance.delay.ms": 0, **FAST}
+        root.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        super().__init__(root / f"node-{node_id}" / "data", port=client, start_timeout=60.0)
+
+    def command(self) -> list[str]:
+        return [self.python, "-m", "kbroker", "serve", "--config", str(self.config_path)]
+
+    @property
+    def directory_id(self) -> str:
+        return parse_properties((self.data_dir / "meta.properties").read_text())["directory.id"]
+
+
+def kbroker_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kbroker", *args], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=120)
+
+
+def quorum_tool(*args: str):
+    from compat_tests.cli import run_tool
+    return run_tool("kafka-metadata-quorum", list(args), timeout=120)
+
+
+def voters_of(port: int) -> dict[int, str]:
+    part, resp = describe_quorum(port, 2)
+    assert part is not None and part.error_code == 0, resp
+    from kbroker.raft.control import uuid_to_kafka
+    return {v.replica_id: uuid_to_kafka(v.replica_directory_id) for v in part.current_voters}
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dynamic")
+    base = free_base_port(8)
+    bootstrap = f"127.0.0.1:{base + 1}"
+    ns = {i: DynamicNode(root, i, base + 2 * (i - 1), base + 2 * (i - 1) + 1, bootstrap) for i in (1, 2, 3)}
+    ns[4] = DynamicNode(root, 4, base + 6, None, bootstrap)      # a broker-only node
+    cid = kbroker_cli("storage", "random-uuid").stdout.strip()
+    for i, n in ns.items():
+        flag = {1: ["--standalone"], 4: []}.get(i, ["--no-initial-controllers"])
+        r = kbroker_cli("storage", "format", "-t", cid, "-c", str(n.config_path), *flag)
+        assert r.returncode == 0, r.stderr
+    yield ns
+    for n in ns.values():
+        if n.proc is not None and n.proc.poll() is None:
+            n.kill()
+
+
+class Producer(threading.Thread):
+    """Writes numbered records (acks=all) until stopped; remembers what was acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        super().__init__(daemon=True)
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=20,
+                                      request_timeout_ms=20000, max_in_flight_requests_per_connection=1)
+        self.topic = topic
+        self.acked: list[int] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopped.is_set():
+            try:
+                self.producer.send(self.topic, str(i).encode()).get(timeout=30)
+                self.acked.append(i)
+            except Exception:  # noqa: BLE001 - unacknowledged: not counted, tried with the next
+                pass
+            i += 1
+            time.sleep(0.01)
+        self.producer.close()
+
+
+def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
+    n1, n2, n3 = nodes[1], nodes[2], nodes[3]
+    n1.start()
+    assert voters_of(n1.port) == {1: n1.directory_id}
+    producer = Producer(n1.bootstrap, "dq")
+    producer.start()
+    try:
+        n2.start()
+        n3.start()
+        wait_for(lambda: len(producer.acked) > 20, what="writes before the change")
+        for n in (n2, n3):
+            r = quorum_tool("--bootstrap-controller", f"127.0.0.1:{n1.controller_port}",
+                            "--command-config", str(n.config_path), "add-controller")
+            assert r.returncode == 0, r.stdout + r.stderr
+        expected = {i: n.directory_id for i, n in nodes.items() if n.controller_port}
+        wait_for(lambda: voters_of(n1.port) == expected, what="three voters")
+        status = quorum_tool("--bootstrap-server", n1.bootstrap, "describe", "--status").check().stdout
+        line = next(x for x in status.splitlines() if x.startswith("CurrentVoters:"))
+        voters = json.loads(line.split(":", 1)[1])
+        assert {v["id"]: v["directoryId"] for v in voters} == expected
+        mine = json.loads(kbroker_cli("cluster", "quorum", "-b", n2.bootstrap, "--json").stdout)
+        assert {r["node"]: r["directory_id"] for r in mine["replicas"] if r["role"] != "observer"} == expected
+        replication = quorum_tool("--bootstrap-server", n2.bootstrap, "describe", "--replication").check().stdout
+        assert {ln.split()[0] for ln in replication.splitlines()[1:]} >= {"1", "2", "3"}
+
+        # KIP-996 on the wire: node 2 follows a live leader, so it refuses a pre-vote
+        epoch = describe_quorum(n1.port, 2)[0].leader_epoch
+        R = w.VoteRequest
+        pre = R(cluster_id=None, voter_id=2, topics=[R.TopicData(topic_name="__cluster_metadata", partitions=[
+            R.PartitionData(partition_index=0, replica_epoch=epoch + 1, replica_id=3,
+                            last_offset_epoch=epoch + 5, last_offset=1 << 40, pre_vote=True)])])
+        answer = call(n2.controller_port, 52, 2, pre).topics[0].partitions[0]
+        assert answer.vote_granted is False and answer.leader_epoch == epoch
+        assert describe_quorum(n1.port, 2)[0].leader_epoch == epoch
+
+        # Kafka's errors for what the rules refuse, through a follower's client listener
+        # (forwarded to the leader) and at the leader's controller listener
+        from kbroker.raft.control import uuid_from_kafka
+        A, D, U = w.AddRaftVoterRequest, w.RemoveRaftVoterRequest, w.UpdateRaftVoterRequest
+        dup = A(cluster_id=None, timeout_ms=5000, voter_id=2, voter_directory_id=uuid_from_kafka(n2.directory_id),
+                listeners=[A.Listener(name="CONTROLLER", host="127.0.0.1", port=n2.controller_port)],
+                ack_when_committed=True)
+        assert call(n3.port, 80, 1, dup).error_code == 126                    # DUPLICATE_VOTER
+        gone = D(cluster_id=None, voter_id=7, voter_directory_id=uuid_from_kafka(n2.directory_id))
+        assert call(n1.controller_port, 81, 0, gone).error_code == 127       # VOTER_NOT_FOUND
+        assert call(n2.controller_port, 81, 0, gone).error_code == 6         # not the leader
+        upd = U(cluster_id=None, current_leader_epoch=epoch - 1, voter_id=2,
+                voter_directory_id=uuid_from_kafka(n2.directory_id), listeners=dup.listeners,
+                k_raft_version_feature=U.KRaftVersionFeature(min_supported_version=0, max_supported_version=1))
+        assert call(n1.controller_port, 82, 0, upd).error_code == 74         # FENCED_LEADER_EPOCH
+        upd.current_leader_epoch = epoch
+        assert call(n1.controller_port, 82, 0, upd).error_code == 0          # same endpoints
+
+        r = quorum_tool("--bootstrap-controller", f"127.0.0.1:{n1.controller_port}", "remove-controller",
+                        "--controller-id", "3", "--controller-directory-id", n3.directory_id)
+        assert r.returncode == 0, r.stdout + r.stderr
+        wait_for(lambda: set(voters_of(n1.port)) == {1, 2}, what="two voters")
+        # a broker-only node finds the quorum through controller.quorum.bootstrap.servers
+        nodes[4].start()
+        wait_for(lambda: 4 in {b.node_id for b in metadata(n1.port).brokers}, what="broker 4 registered")
+        assert 4 in {o.replica_id for o in describe_quorum(n1.port, 2)[0].observers}
+        before = len(producer.acked)
+        wait_for(lambda: len(producer.acked) > before + 20, what="writes after the change")
+    finally:
+        producer.stopped.set()
+        producer.join(60)
+    consumer = KafkaConsumer(bootstrap_servers=n1.bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=10000)
+    tp = TopicPartition("dq", 0)
+    consumer.assign([tp])
+    got = [int(m.value) for m in consumer]
+    consumer.close()
+    assert set(producer.acked) <= set(got), "an acknowledged record is missing"
+    assert got == sorted(got), "records out of order"

@@ -1,0 +1,108 @@
+"""Scripted traces of KIP-853 voter changes in the pure Raft core (the randomized
+counterpart: the ``dynamic`` profile of tests/raft/sim.py).
+
+The rules, as Kafka 4.3's leader applies them to AddRaftVoter/RemoveRaftVoter/UpdateRaftVoter:
+only the leader changes the set, only with ``kraft.version`` 1, only once it has committed
+a record of its own epoch, one change at a time, and a new voter only once it fetches and
+has caught up; a leader that removes itself leads until the change commits, then resigns.
+"""
+from __future__ import annotations
+
+from kbroker.raft import RaftConfig, Role
+from kbroker.raft import messages as m
+from kbroker.raft.control import VOTERS, Voter
+from kbroker.raft.core import CATCHING_UP
+
+from .harness import Cluster, elect
+
+CFG = RaftConfig(pre_vote=True)
+
+
+def grown_cluster() -> Cluster:
+    """Node 1 formatted --standalone, 2 and 3 joining as observers."""
+    c = Cluster([1], observers=[2, 3], config=CFG, dynamic=True)
+    c.settle(tick_ms=50)
+    assert c.leaders() == [1] and c.nodes[1].voters == {1}
+    return c
+
+
+def add(c: Cluster, vid: int) -> tuple[int, int]:
+    res = c.nodes[c.leaders()[0]].add_voter(Voter(vid))
+    c.settle(tick_ms=50)
+    return res
+
+
+def test_a_standalone_voter_grows_to_three_and_everyone_agrees():
+    c = grown_cluster()
+    assert c.nodes[2].role is Role.FOLLOWER and not c.nodes[2].is_voter   # observers fetch
+    assert add(c, 2)[0] == m.NONE
+    assert add(c, 3)[0] == m.NONE
+    for n in c.nodes.values():
+        assert n.voters == {1, 2, 3} and n.is_voter
+        assert n.high_watermark == c.nodes[1].log.end_offset
+    # the change records are control records of type 6 in every log
+    kinds = [e.control_type for e in c.nodes[3].log.entries(0, c.nodes[3].log.end_offset) if e.control]
+    assert kinds.count(VOTERS) == 2
+
+
+def test_change_rules_and_their_errors():
+    c = grown_cluster()
+    leader = c.nodes[1]
+    assert c.nodes[2].add_voter(Voter(3)) == (m.NOT_LEADER_OR_FOLLOWER, -1)
+    assert leader.add_voter(Voter(1)) == (m.DUPLICATE_VOTER, -1)
+    assert leader.remove_voter(7) == (m.VOTER_NOT_FOUND, -1)
+    assert leader.remove_voter(1, "AAAAAAAAAAAAAAAAAAAAAQ") == (m.VOTER_NOT_FOUND, -1)  # wrong directory
+    assert leader.remove_voter(1) == (m.INVALID_REQUEST, -1)                           # the last voter
+    assert leader.add_voter(Voter(9)) == (CATCHING_UP, -1)        # not fetching: not caught up
+    err, _ = leader.add_voter(Voter(2))
+    assert err == m.NONE
+    # one change at a time: the first is not committed until node 2 fetched it
+    assert leader.add_voter(Voter(3)) == (m.REQUEST_TIMED_OUT, -1)
+    c.settle(tick_ms=50)
+    assert leader.add_voter(Voter(3))[0] == m.NONE
+
+
+def test_static_quorum_refuses_changes():
+    c = Cluster([1, 2, 3], config=CFG)
+    elect(c, 1)
+    assert c.nodes[1].add_voter(Voter(4)) == (m.UNSUPPORTED_VERSION, -1)
+    assert c.nodes[1].remove_voter(3) == (m.UNSUPPORTED_VERSION, -1)
+
+
+def test_the_leader_removes_itself_then_resigns_and_the_rest_elect():
+    c = grown_cluster()
+    add(c, 2)
+    add(c, 3)
+    err, off = c.nodes[1].remove_voter(1)
+    assert err == m.NONE
+    for _ in range(60):
+        c.settle(tick_ms=100)
+    [new] = c.leaders()
+    assert new in (2, 3)
+    for n in c.nodes.values():
+        assert n.voters == {2, 3}
+    assert not c.nodes[1].is_voter and c.nodes[1].stats["resignations"] >= 1
+    assert c.nodes[1].role is Role.FOLLOWER and c.nodes[1].leader_id == new   # an observer now
+    assert c.nodes[new].propose([b"after"]) >= off
+
+
+def test_an_uncommitted_change_is_undone_by_truncation():
+    c = Cluster([1, 2, 3], observers=[4], config=CFG, dynamic=True)
+    elect(c, 1)
+    c.settle(tick_ms=50)
+    c.cut.update({2, 3})               # the leader is alone: its change cannot commit
+    err, off = c.nodes[1].add_voter(Voter(4))
+    assert err == m.NONE and c.nodes[1].voters == {1, 2, 3, 4}
+    c.flush()
+    c.net.clear()
+    c.cut.clear()
+    c.cut.add(1)
+    for _ in range(40):
+        c.settle(tick_ms=100)
+    [new] = c.leaders()
+    assert new in (2, 3)
+    c.cut.clear()
+    for _ in range(40):
+        c.settle(tick_ms=100)
+    assert c.nodes[1].voters == {1, 2, 3}, "node 1 dropped its uncommitted VotersRecord"
+    assert c.nodes[1].log.end_offset == c.nodes[new].log.end_offset
