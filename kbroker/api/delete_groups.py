@@ -22,12 +22,8 @@ Response = messages.DeleteGroupsResponse
 async def handle(ctx: RequestContext, request) -> Response:
     denied = denied_names(ctx, DELETE, GROUP, request.groups_names)
     names = [g for g in request.groups_names if g not in denied]
-    sg = getattr(ctx.broker, "share_groups", None)
-    shared = {g: sg.delete(g) for g in names} if sg is not None else {}
-    shared = {g: e for g, e in shared.items() if e is not None}       # share groups (KIP-932)
-    rest = [g for g in names if g not in shared]
-    results = await coordinator_of(ctx.broker).delete_groups(rest) if rest else []
-    results = list(results) + list(shared.items()) + [
+    results = await coordinator_of(ctx.broker).delete_groups(names) if names else []
+    results = list(results) + [
         (g, E.GROUP_AUTHORIZATION_FAILED) for g in request.groups_names if g in denied]
     return Response(throttle_time_ms=0, results=[
         Response.DeletableGroupResult(group_id=g, error_code=e) for g, e in results])

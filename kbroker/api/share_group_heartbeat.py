@@ -30,7 +30,7 @@ async def handle(ctx: RequestContext, request) -> Response:
         subscribed_topic_names=(None if request.subscribed_topic_names is None
                                 else list(request.subscribed_topic_names)),
         client_id=ctx.client_id or "", client_host="/" + (ctx.client_host or ""))
-    r = share_groups_of(ctx.broker).heartbeat(req)
+    r = await share_groups_of(ctx.broker).heartbeat(req)
     assignment = None
     if r.assignment is not None:
         assignment = Response.Assignment(topic_partitions=[
