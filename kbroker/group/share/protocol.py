@@ -83,11 +83,13 @@ class ShareGroupProtocol(ShardPart):
                 return HeartbeatResult(error=E.GROUP_ID_NOT_FOUND if req.member_epoch > 0
                                        else E.UNKNOWN_MEMBER_ID,
                                        message=f"Group {gid} not found.")
+        topics = self._topics()
+        if g is not None:
+            self._maybe_restore_topics_seen(g, topics)
+            before = g.snapshot()
+        else:
             g = ShareGroup(gid)
             before = None
-        else:
-            before = g.snapshot()
-        topics = self._topics()
         r = g.heartbeat(req, topics, now, self.config_for(gid))
         if r.error:
             return r                           # a refused heartbeat changes nothing
@@ -184,8 +186,9 @@ class ShareGroupProtocol(ShardPart):
         if m.session_deadline_ms > now:
             self._schedule_session(gid, member_id, m.session_deadline_ms)
             return
-        before = g.snapshot()
         topics = self._topics()
+        self._maybe_restore_topics_seen(g, topics)
+        before = g.snapshot()
         g.remove(member_id, topics, now)
         self.counters["members_expired"] += 1
         self._after_change(g, before, topics, now, respond=False)
@@ -246,13 +249,22 @@ class ShareGroupProtocol(ShardPart):
         current ones (no epoch bump for topics that did not change), and an assignment left
         pending by the previous coordinator is computed on the next heartbeat."""
         cfg = self.config_for(g.group_id)
-        topics = self._topics()
-        g.topics_seen = {t: topics[t] for t in g.subscribed_topic_names() if t in topics}
+        g.topics_seen = None            # compared with the replayed metadata hash on first use
         if g.group_epoch > g.assignment_epoch:
             g.assignment_due_ms = now
         for mid, m in list(g.members.items()):
             g.members[mid] = replace(m, session_deadline_ms=now + cfg.session_timeout_ms)
             self._schedule_session(g.group_id, mid, now + cfg.session_timeout_ms)
+
+    def _maybe_restore_topics_seen(self, g: ShareGroup, topics: dict) -> None:
+        """After a load: the subscribed topics count as seen if their metadata hash is the
+        one the previous coordinator wrote (Kafka's check), else the next heartbeat bumps
+        the group epoch and a new assignment follows."""
+        if g.topics_seen is not None:
+            return
+        names = g.subscribed_topic_names()
+        same = self.shard.consumer.topics.metadata_hash(names) == g.metadata_hash
+        g.topics_seen = {t: topics[t] for t in names if t in topics} if same else {}
 
     def on_removed(self, g: ShareGroup) -> None:
         g.dead = True

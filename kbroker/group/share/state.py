@@ -144,7 +144,8 @@ class ShareGroup:
     def snapshot(self) -> "ShareGroup":
         """A copy to restore if the records of a change cannot be appended."""
         return replace(self, members=dict(self.members), target=dict(self.target),
-                       topics_seen=dict(self.topics_seen), initialized=dict(self.initialized))
+                       topics_seen=None if self.topics_seen is None else dict(self.topics_seen),
+                       initialized=dict(self.initialized))
 
     # what the offsets manager asks of every group type (share groups commit no offsets)
     def offsets_expiry_base(self):
