@@ -9,6 +9,7 @@ renewals (type 4) are ``INVALID_REQUEST``.
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.group.share.config import share_groups_enabled
 from kbroker.api.share_fetch import manager_of
 from kbroker.api.share_group_heartbeat import share_groups_of
 from kbroker.share.sessions import FINAL_EPOCH, ShareSessionError
@@ -25,6 +26,8 @@ def _error(code: int, message: str | None = None) -> Resp:
 
 @api(79, versions=(1, 2))
 async def handle(ctx: RequestContext, request) -> Resp:
+    if not share_groups_enabled(ctx.broker.metadata):
+        return _error(E.UNSUPPORTED_VERSION)
     mgr = manager_of(ctx.broker)
     group_id, member_id = request.group_id, request.member_id
     if not group_id or not member_id:

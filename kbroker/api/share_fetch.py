@@ -17,6 +17,7 @@ acknowledgement (type 4) is ``INVALID_REQUEST``. Rules: :mod:`kbroker.share.mana
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.group.share.config import share_groups_enabled
 from kbroker.api.share_group_heartbeat import share_groups_of
 from kbroker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
 from kbroker.wire import messages
@@ -41,6 +42,8 @@ def _error(code: int, message: str | None = None) -> Resp:
 
 @api(78, versions=(1, 2))
 async def handle(ctx: RequestContext, request) -> Resp:
+    if not share_groups_enabled(ctx.broker.metadata):
+        return _error(E.UNSUPPORTED_VERSION)
     mgr = manager_of(ctx.broker)
     group_id, member_id = request.group_id, request.member_id
     epoch = request.share_session_epoch

@@ -1,4 +1,5 @@
-"""The share-group settings: Kafka's broker keys (``group.share.*``) and defaults (4.3.1),
+"""Whether share groups are on (the ``share.version`` feature), and the share-group
+settings: Kafka's broker keys (``group.share.*``) and defaults (4.3.1),
 and the per-group overrides of the GROUP config resource (``share.*``, KIP-932/KIP-848's
 group configs).
 
@@ -9,6 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
+
+SHARE_VERSION = "share.version"
+
+
+def share_groups_enabled(image) -> bool:
+    """Kafka 4.3: share groups are served only while the finalized ``share.version`` is at
+    least 1 (a new cluster is formatted with 1; absent = 0). Otherwise ShareGroupHeartbeat,
+    ShareGroupDescribe, ShareFetch, ShareAcknowledge, AlterShareGroupOffsets and
+    DeleteShareGroupOffsets answer UNSUPPORTED_VERSION, as Kafka's request handlers do."""
+    features = getattr(image, "features", None) or {}
+    return int(features.get(SHARE_VERSION, 0)) >= 1
 
 
 @dataclass(frozen=True)
