@@ -181,3 +181,17 @@ def test_share_coordinator_state_apis_round_trip(env):
         topic_id=tid, partitions=[D.PartitionData(partition=0)])])
     assert d.results[0].partitions[0].error_code == 0
     assert read().start_offset == -1
+
+
+def test_find_coordinator_share_key_names_the_state_partition_leader(env):
+    """FindCoordinator key type 2 (v6, KIP-932): ``group:topicId:partition`` → the leader of
+    its ``__share_group_state`` partition (created on first lookup); a bad key is
+    INVALID_REQUEST; below v6 share keys are refused."""
+    from kbroker.share.persister import coordinator_key
+    b, c, tid = env
+    good = coordinator_key("sg", tid, 0)
+    r = c("FindCoordinator", 6, key_type=2, coordinator_keys=[good, "no-colons", "g:notanid:0"])
+    assert [x.error_code for x in r.coordinators] == [0, E.INVALID_REQUEST, E.INVALID_REQUEST]
+    assert (r.coordinators[0].key, r.coordinators[0].port) == (good, b.port)
+    old = c("FindCoordinator", 5, key_type=2, coordinator_keys=[good])
+    assert old.coordinators[0].error_code == E.INVALID_REQUEST
