@@ -3,8 +3,9 @@
 
 It works on the member's share session (:mod:`kbroker.share.sessions`): epoch 0 is
 ``INVALID_SHARE_SESSION_EPOCH`` (acknowledging needs a session), epoch -1 acknowledges and
-closes the session, releasing what the member still holds. ``IsRenewAck`` (v2, KIP-1222)
-renewals (type 4) are ``INVALID_REQUEST``.
+closes the session, releasing what the member still holds. v2 (KIP-1222): type 4 (RENEW)
+restarts the acquisition locks of records the member holds (``INVALID_RECORD_STATE`` when the
+GROUP config ``share.renew.acknowledge.enable`` is false); below v2 it is ``INVALID_REQUEST``.
 """
 from __future__ import annotations
 
@@ -32,10 +33,11 @@ async def handle(ctx: RequestContext, request) -> Resp:
     group_id, member_id = request.group_id, request.member_id
     if not group_id or not member_id:
         return _error(E.INVALID_REQUEST, "GroupId and MemberId are required.")
+    known = (0, 1, 2, 3, 4) if ctx.version >= 2 else (0, 1, 2, 3)      # 4: RENEW (KIP-1222)
     for t in request.topics or []:
         for p in t.partitions or []:
             for b in p.acknowledgement_batches or []:
-                if any(ty not in (0, 1, 2, 3) for ty in b.acknowledge_types):
+                if any(ty not in known for ty in b.acknowledge_types):
                     return _error(E.INVALID_REQUEST, "Unknown acknowledge type.")
     try:
         mgr.sessions.open_or_continue(group_id, member_id, request.share_session_epoch,

@@ -241,3 +241,18 @@ def test_share_state_placement_is_kafkas():
     key = persister.coordinator_key("grp", tid, 7)
     assert key == "grp:ChssPU5fYHGCk6S1xtfo-Q:7"
     assert persister.partition_for("grp", tid, 7, 50) == abs(java_string_hash(key)) % 50
+
+
+def test_renew_restarts_the_lock_of_held_records_only():
+    """KIP-1222 RENEW (type 4): the member's acquired records stay acquired with a new lock
+    and the same delivery count; records it does not hold are INVALID_RECORD_STATE; with
+    renewals disabled for the group, INVALID_RECORD_STATE."""
+    p = sp()
+    p.acquire("a", 4, 10, now_ms=0)                       # locks until 1000
+    assert p.acknowledge("a", 0, 1, [4], now_ms=900) == E.NONE
+    assert p.expire_locks(1500)                            # 2, 3 expire; 0, 1 renewed to 1900
+    assert [int(p.in_flight[o].state) for o in range(4)] == [S.ACQUIRED, S.ACQUIRED, S.AVAILABLE, S.AVAILABLE]
+    assert p.in_flight[0].delivery_count == 1
+    assert p.acknowledge("b", 0, 0, [4], now_ms=1600) == E.INVALID_RECORD_STATE
+    assert p.acknowledge("a", 0, 0, [4], now_ms=1600, renew_enabled=False) == E.INVALID_RECORD_STATE
+    assert p.acknowledge("a", 0, 1, [1], now_ms=1700) == E.NONE

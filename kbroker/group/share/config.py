@@ -34,6 +34,7 @@ class ShareGroupConfig:
     assignment_interval_ms: int = 1_000         # group.share.assignment.interval.ms
     auto_offset_reset: str = "latest"           # share.auto.offset.reset (GROUP only)
     isolation_level: str = "read_uncommitted"   # share.isolation.level (GROUP only)
+    renew_acknowledge_enable: bool = True       # share.renew.acknowledge.enable (GROUP only)
 
     @classmethod
     def from_broker(cls, get) -> "ShareGroupConfig":
@@ -70,4 +71,6 @@ class ShareGroupConfig:
             partition_max_record_locks=int(g.get("share.partition.max.record.locks",
                                                  self.partition_max_record_locks)),
             auto_offset_reset=str(g.get("share.auto.offset.reset", self.auto_offset_reset)),
-            isolation_level=str(g.get("share.isolation.level", self.isolation_level)))
+            isolation_level=str(g.get("share.isolation.level", self.isolation_level)),
+            renew_acknowledge_enable=str(g.get("share.renew.acknowledge.enable",
+                                               self.renew_acknowledge_enable)).lower() == "true")
