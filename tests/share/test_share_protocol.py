@@ -239,3 +239,37 @@ def test_renew_acknowledgements_keep_records_acquired(env):
     assert still.responses[0].partitions[0].error_code == 0
     done = ack(2, 4, 1)
     assert done.responses[0].partitions[0].error_code == 0
+
+
+def test_delete_groups_deletes_a_share_groups_state(env):
+    """DeleteGroups on an empty share group tombstones its records and, as Kafka, the state
+    of the share-partitions it kept (a group of the same id starts afresh)."""
+    b, c, tid = env
+    hb = None
+    for _ in range(50):
+        hb = c("ShareGroupHeartbeat", 1, group_id="sg-del", member_id="d1",
+               member_epoch=0 if hb is None or hb.error_code else hb.member_epoch, rack_id=None,
+               subscribed_topic_names=["t"] if hb is None or hb.error_code else None)
+        if hb.error_code == 0 and hb.assignment is not None and hb.assignment.topic_partitions:
+            break
+        time.sleep(0.1)
+    assert hb.assignment.topic_partitions[0].partitions == [0]
+    part = F.FetchPartition(partition_index=0, partition_max_bytes=0, acknowledgement_batches=[])
+    assert c("ShareFetch", 1, group_id="sg-del", member_id="d1", share_session_epoch=0,
+             max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500,
+             topics=[F.FetchTopic(topic_id=tid, partitions=[part])],
+             forgotten_topics_data=[]).error_code == 0            # the state now exists
+    R = messages.ReadShareGroupStateRequest
+
+    def start_offset():
+        r = c("ReadShareGroupState", 0, group_id="sg-del", topics=[R.ReadStateData(
+            topic_id=tid, partitions=[R.PartitionData(partition=0, leader_epoch=0)])])
+        return r.results[0].partitions[0].start_offset
+    assert start_offset() >= 0
+    assert c("DeleteGroups", 2, groups_names=["sg-del"]).results[0].error_code == E.NON_EMPTY_GROUP
+    assert c("ShareGroupHeartbeat", 1, group_id="sg-del", member_id="d1", member_epoch=-1,
+             rack_id=None, subscribed_topic_names=None).error_code == 0
+    assert c("DeleteGroups", 2, groups_names=["sg-del"]).results[0].error_code == 0
+    assert start_offset() == -1
+    d = c("ShareGroupDescribe", 1, group_ids=["sg-del"], include_authorized_operations=False)
+    assert d.groups[0].error_code == E.GROUP_ID_NOT_FOUND
