@@ -78,3 +78,19 @@ def test_failed_append_reverts_and_session_expiry_writes_the_leave():
     deleted = m.delete_groups(["g"], 46_000)
     m.after_append(deleted, 0, 46_000)
     assert deleted.response == [("g", 0)] and "g" not in m.groups
+
+
+def test_a_classic_join_never_takes_a_share_groups_id():
+    """Kafka's classicGroupJoin: a share group id (even of an empty group) answers
+    INCONSISTENT_GROUP_PROTOCOL and the share group stays."""
+    from kbroker.group.classic.protocol import JoinRequest
+    m, log = shard(), []
+    r = hb(m, log, "a", 0, 0, ["t"])
+    hb(m, log, "a", -1, 10)
+    assert m.groups["g"].is_empty()
+    res = m.join_group(JoinRequest(group_id="g", member_id="", group_instance_id=None,
+                                   session_timeout_ms=45_000, rebalance_timeout_ms=60_000,
+                                   protocol_type="consumer", protocols=[("range", b"")]),
+                       "slot", 20)
+    assert res.replies[0][1].error == E.INCONSISTENT_GROUP_PROTOCOL
+    assert m.groups["g"].group_type == "share" and not res.records
