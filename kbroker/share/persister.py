@@ -224,6 +224,7 @@ class StateTopicPersister:
     def __init__(self, broker) -> None:
         self.broker = broker
         self.loaded: dict[int, dict] = {}       # state partition -> key -> state
+        self._loaded_epoch: dict[int, int | None] = {}   # leader epoch each table was read in
         self._rpc_client = None
         self.stats = {"writes": 0, "write_errors": 0, "records_replayed": 0}
 
@@ -236,10 +237,15 @@ class StateTopicPersister:
             await self.broker.controller.maybe_create_topics([TOPIC])
 
     def _load(self, p: int) -> dict:
-        if p in self.loaded:
-            return self.loaded[p]
-        table: dict = {}
+        """The table of state partition ``p``, replayed from its log the first time in each
+        leadership: a partition led again after another leader wrote to it must not be
+        answered from what this node remembered (raises ReplicaError when not the leader)."""
         part = self.broker.replicas.get_partition(TOPIC, p)
+        epoch = getattr(part, "leader_epoch", None)
+        if p in self.loaded and self._loaded_epoch.get(p) == epoch:
+            return self.loaded[p]
+        self._loaded_epoch[p] = epoch
+        table: dict = {}
         for header, data in part.log.batches():
             if header.is_control:
                 continue

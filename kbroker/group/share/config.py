@@ -20,6 +20,11 @@ def share_groups_enabled(image) -> bool:
     ShareGroupDescribe, ShareFetch, ShareAcknowledge, AlterShareGroupOffsets and
     DeleteShareGroupOffsets answer UNSUPPORTED_VERSION, as Kafka's request handlers do."""
     features = getattr(image, "features", None) or {}
+    if "metadata.version" not in features:
+        # this node's image has not replayed the cluster's first records yet (a node that
+        # just joined): not "off" -- the coordinator and partition checks answer retriable
+        # errors until it has caught up
+        return True
     return int(features.get(SHARE_VERSION, 0)) >= 1
 
 
