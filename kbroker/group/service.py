@@ -403,12 +403,6 @@ class GroupCoordinator:
     async def share_group_heartbeat(self, req):
         return await self._call(lambda now: self.manager.share_group_heartbeat(req, now))
 
-    async def with_share_groups(self, fn):
-        """``fn(manager.share)`` under the lock, with the current topics (describe, admin)."""
-        async with self._lock:
-            self._refresh_inputs()
-            return fn(self.manager.share)
-
     async def consumer_group_describe(self, group_ids):
         async with self._lock:
             self._refresh_inputs()
