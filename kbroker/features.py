@@ -24,6 +24,7 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "group.version": (0, 1),               # KIP-848 consumer groups (kbroker/group/consumer)
     "transaction.version": (0, 2),         # KIP-890 part 2 (kbroker/txn)
     "kraft.version": (0, 1),               # KIP-853 dynamic quorums (kbroker/raft)
+    "share.version": (0, 1),               # KIP-932 share groups (kbroker/group/share, kbroker/share)
 }
 
 

@@ -128,10 +128,12 @@ def check_features(features: dict[str, int]) -> None:
 def default_features(release_version: str | None, extra: list[str]) -> dict[str, int]:
     """metadata.version of the release (kbroker's highest by default), every other served
     feature at its default for that level (Kafka's format), then ``--feature`` overrides."""
-    from kbroker.metadata.feature_control import default_levels, dependency_error
+    from kbroker.metadata.feature_control import default_levels, dependency_error, latest_defaults
     hi = supported_features()["metadata.version"][1]
     mv = parse_release_version(release_version) if release_version else hi
     features = {**default_levels(mv, supported_features()), "metadata.version": mv}
+    if not release_version:                 # Kafka 4.3's own default format (see LATEST_DEFAULTS)
+        features.update(latest_defaults(supported_features()))
     for item in extra:
         name, sep, level = item.partition("=")
         if not sep or not level.strip().lstrip("-").isdigit():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+from kbroker.group.share.config import share_groups_enabled
 from kbroker.replica import LATEST_TIMESTAMP, ReplicaError
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -13,7 +14,12 @@ def groups_of(broker):
     return getattr(broker, "share_groups", None)
 
 
-def group_error(broker, group_id: str, *, must_be_empty: bool) -> int:
+def group_error(broker, group_id: str, *, must_be_empty: bool,
+                feature_checked: bool = False) -> int:
+    """The group's error for an admin API; ``feature_checked``: UNSUPPORTED_VERSION while
+    share groups are off (``share.version`` 0), as Kafka's Alter/DeleteShareGroupOffsets."""
+    if feature_checked and not share_groups_enabled(broker.metadata):
+        return E.UNSUPPORTED_VERSION
     sg = groups_of(broker)
     err = sg.coordinator_error(group_id)
     if err:

@@ -16,7 +16,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
     broker = ctx.broker
     if broker.share_partitions.persister is not None:
         await broker.share_partitions.persister.ensure_topic()
-    err = group_error(broker, request.group_id, must_be_empty=True)
+    err = group_error(broker, request.group_id, must_be_empty=True, feature_checked=True)
     if err:
         return Resp(throttle_time_ms=0, error_code=err, error_message=None, responses=[])
     out = []

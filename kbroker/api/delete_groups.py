@@ -2,7 +2,9 @@
 
 Per group: ``GROUP_ID_NOT_FOUND`` when unknown, ``NON_EMPTY_GROUP`` while it has members,
 ``INVALID_GROUP_ID`` for an empty id. Deletion writes offset and group tombstones to
-``__consumer_offsets``.
+``__consumer_offsets``; a deleted share group's share-partition states (the partitions its
+ShareGroupStatePartitionMetadata lists) are deleted from ``__share_group_state`` where this
+node leads their state partition (a recreated group starts afresh, as in Kafka).
 
 ACLs (``kbroker.authz``): DELETE on each group (else GROUP_AUTHORIZATION_FAILED).
 """
@@ -23,11 +25,19 @@ async def handle(ctx: RequestContext, request) -> Response:
     denied = denied_names(ctx, DELETE, GROUP, request.groups_names)
     names = [g for g in request.groups_names if g not in denied]
     sg = getattr(ctx.broker, "share_groups", None)
-    shared = {g: sg.delete(g) for g in names} if sg is not None else {}
-    shared = {g: e for g, e in shared.items() if e is not None}       # share groups (KIP-932)
-    rest = [g for g in names if g not in shared]
-    results = await coordinator_of(ctx.broker).delete_groups(rest) if rest else []
-    results = list(results) + list(shared.items()) + [
+    shared = {g: dict(grp.initialized) for g, grp in sg.groups.items() if g in names} if sg else {}
+    results = await coordinator_of(ctx.broker).delete_groups(names) if names else []
+    for gid, code in results:
+        if code == E.NONE and gid in shared:
+            _delete_share_state(ctx.broker, gid, shared[gid])
+    results = list(results) + [
         (g, E.GROUP_AUTHORIZATION_FAILED) for g in request.groups_names if g in denied]
     return Response(throttle_time_ms=0, results=[
         Response.DeletableGroupResult(group_id=g, error_code=e) for g, e in results])
+
+
+def _delete_share_state(broker, group_id: str, initialized: dict) -> None:
+    from kbroker.api._share_admin import reset
+    for tid, (_name, partitions) in initialized.items():
+        for p in partitions:
+            reset(broker, group_id, tid, p, None)

@@ -14,7 +14,7 @@ Resp = messages.DeleteShareGroupOffsetsResponse
 @api(92, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Resp:
     broker = ctx.broker
-    err = group_error(broker, request.group_id, must_be_empty=True)
+    err = group_error(broker, request.group_id, must_be_empty=True, feature_checked=True)
     if err:
         return Resp(throttle_time_ms=0, error_code=err, error_message=None, responses=[])
     out = []

@@ -2,7 +2,7 @@
 
 v4 adds the group state and a state filter (KIP-518, case-insensitive); v5 the group type
 ("classic", "consumer" or "share") and a type filter (KIP-848); share groups (KIP-932, protocol
-type "share") come from the share group coordinator. Groups of partitions still loading are left out
+type "share") are groups of the same coordinator. Groups of partitions still loading are left out
 and the answer carries ``COORDINATOR_LOAD_IN_PROGRESS``.
 
 ACLs (``kbroker.authz``): every group with DESCRIBE on the cluster, else only the groups
@@ -13,7 +13,6 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_names
 from kbroker.authz.acls import DESCRIBE, GROUP
-from kbroker.group.base import ListedGroup
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -27,8 +26,6 @@ async def handle(ctx: RequestContext, request) -> Response:
     gc = coordinator_of(ctx.broker)
     groups = await gc.list_groups(request.states_filter if v >= 4 else None,
                                   request.types_filter if v >= 5 else None)
-    groups = list(groups) + _share_groups(ctx.broker, request.states_filter if v >= 4 else None,
-                                          request.types_filter if v >= 5 else None)
     if not ctx.authorize_cluster(DESCRIBE):
         denied = denied_names(ctx, DESCRIBE, GROUP, (g[0] for g in groups))
         groups = [g for g in groups if g[0] not in denied]
@@ -39,11 +36,3 @@ async def handle(ctx: RequestContext, request) -> Response:
                              group_type=g.group_type if v >= 5 else "")
         for g in groups])
 
-
-def _share_groups(broker, states, types) -> list:
-    sg = getattr(broker, "share_groups", None)
-    if sg is None or (types and "share" not in {t.lower() for t in types}):
-        return []
-    wanted = {s.lower() for s in states} if states else None
-    return [ListedGroup(gid, "share", state, "share") for gid, state in sg.listed()
-            if wanted is None or state.lower() in wanted]

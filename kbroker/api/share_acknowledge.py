@@ -3,12 +3,14 @@
 
 It works on the member's share session (:mod:`kbroker.share.sessions`): epoch 0 is
 ``INVALID_SHARE_SESSION_EPOCH`` (acknowledging needs a session), epoch -1 acknowledges and
-closes the session, releasing what the member still holds. ``IsRenewAck`` (v2, KIP-1222)
-renewals (type 4) are ``INVALID_REQUEST``.
+closes the session, releasing what the member still holds. v2 (KIP-1222): type 4 (RENEW)
+restarts the acquisition locks of records the member holds (``INVALID_RECORD_STATE`` when the
+GROUP config ``share.renew.acknowledge.enable`` is false); below v2 it is ``INVALID_REQUEST``.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.group.share.config import share_groups_enabled
 from kbroker.api.share_fetch import manager_of
 from kbroker.api.share_group_heartbeat import share_groups_of
 from kbroker.share.sessions import FINAL_EPOCH, ShareSessionError
@@ -25,14 +27,17 @@ def _error(code: int, message: str | None = None) -> Resp:
 
 @api(79, versions=(1, 2))
 async def handle(ctx: RequestContext, request) -> Resp:
+    if not share_groups_enabled(ctx.broker.metadata):
+        return _error(E.UNSUPPORTED_VERSION)
     mgr = manager_of(ctx.broker)
     group_id, member_id = request.group_id, request.member_id
     if not group_id or not member_id:
         return _error(E.INVALID_REQUEST, "GroupId and MemberId are required.")
+    known = (0, 1, 2, 3, 4) if ctx.version >= 2 else (0, 1, 2, 3)      # 4: RENEW (KIP-1222)
     for t in request.topics or []:
         for p in t.partitions or []:
             for b in p.acknowledgement_batches or []:
-                if any(ty not in (0, 1, 2, 3) for ty in b.acknowledge_types):
+                if any(ty not in known for ty in b.acknowledge_types):
                     return _error(E.INVALID_REQUEST, "Unknown acknowledge type.")
     try:
         mgr.sessions.open_or_continue(group_id, member_id, request.share_session_epoch,

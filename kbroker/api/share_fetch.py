@@ -10,13 +10,17 @@ their per-partition result is ``AcknowledgeErrorCode``.
 The answer lists, per partition, whole record batches and ``AcquiredRecords`` (the
 offsets now locked to the member with their delivery counts), and
 ``AcquisitionLockTimeoutMs`` (the group's lock duration). ``MaxRecords`` bounds the
-acquired records; ``ShareAcquireMode`` (v2) and ``IsRenewAck`` (v2, KIP-1222 lock renewal)
-are read but both modes acquire record by record up to ``MaxRecords``, and a renew
-acknowledgement (type 4) is ``INVALID_REQUEST``. Rules: :mod:`kbroker.share.manager`.
+acquired records; ``ShareAcquireMode`` (v2) is read but both modes acquire record by record
+up to ``MaxRecords``. Lock renewal (v2, KIP-1222): acknowledgement type 4 (RENEW) restarts the
+locks of records the member holds; a request with ``IsRenewAck`` only acknowledges (nothing is
+fetched) and must have MaxBytes, MinBytes, MaxRecords and MaxWaitMs at 0 (``INVALID_REQUEST``
+with Kafka's message otherwise). Type 4 below v2 is ``INVALID_REQUEST``.
+Rules: :mod:`kbroker.share.manager`.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.group.share.config import share_groups_enabled
 from kbroker.api.share_group_heartbeat import share_groups_of
 from kbroker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
 from kbroker.wire import messages
@@ -41,6 +45,8 @@ def _error(code: int, message: str | None = None) -> Resp:
 
 @api(78, versions=(1, 2))
 async def handle(ctx: RequestContext, request) -> Resp:
+    if not share_groups_enabled(ctx.broker.metadata):
+        return _error(E.UNSUPPORTED_VERSION)
     mgr = manager_of(ctx.broker)
     group_id, member_id = request.group_id, request.member_id
     epoch = request.share_session_epoch
@@ -59,9 +65,17 @@ async def handle(ctx: RequestContext, request) -> Resp:
         return _error(E.INVALID_REQUEST, "Acknowledge data present on initial fetch request.")
     if epoch == FINAL_EPOCH and request.max_wait_ms > 0 and fetch_parts and not acks:
         return _error(E.INVALID_REQUEST, "The final fetch request cannot fetch records.")
+    known = (0, 1, 2, 3, 4) if ctx.version >= 2 else (0, 1, 2, 3)
     for batches in acks.values():
-        if any(ty not in (0, 1, 2, 3) for _, _, types in batches for ty in types):
+        if any(ty not in known for _, _, types in batches for ty in types):
             return _error(E.INVALID_REQUEST, "Unknown acknowledge type.")
+    renew_only = ctx.version >= 2 and bool(getattr(request, "is_renew_ack", False))
+    if renew_only:
+        wrong = "".join(f"{name} must be set to 0, " for name, v in (
+            ("maxBytes", request.max_bytes), ("minBytes", request.min_bytes),
+            ("maxRecords", request.max_records), ("maxWaitMs", request.max_wait_ms)) if v != 0)
+        if wrong:
+            return _error(E.INVALID_REQUEST, wrong + "if isRenewAck is true.")
     if mgr.persister is not None:
         await mgr.persister.ensure_topic()
     try:
@@ -74,6 +88,8 @@ async def handle(ctx: RequestContext, request) -> Resp:
     if epoch == FINAL_EPOCH:
         mgr.close_session(group_id, member_id)
         await mgr.flush()
+        return _answer(ctx, {}, ack_errors, list(ack_errors), cfg)
+    if renew_only:                         # KIP-1222: acknowledge (renew), fetch nothing
         return _answer(ctx, {}, ack_errors, list(ack_errors), cfg)
     for f in request.forgotten_topics_data or []:
         for p in f.partitions:

@@ -7,6 +7,8 @@ operations are not computed (``-2147483648``).
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.group.share.config import share_groups_enabled
+from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.api.share_group_heartbeat import share_groups_of
 from kbroker.wire import messages
 
@@ -15,6 +17,12 @@ Response = messages.ShareGroupDescribeResponse
 
 @api(77, versions=(1, 1))
 async def handle(ctx: RequestContext, request) -> Response:
+    if not share_groups_enabled(ctx.broker.metadata):
+        return Response(throttle_time_ms=0, groups=[
+            Response.DescribedGroup(error_code=E.UNSUPPORTED_VERSION, error_message=None,
+                                    group_id=g, group_state="", group_epoch=0, assignment_epoch=0,
+                                    assignor_name="", members=[])
+            for g in request.group_ids])
     described = share_groups_of(ctx.broker).describe(list(request.group_ids))
     return Response(throttle_time_ms=0, groups=[
         Response.DescribedGroup(

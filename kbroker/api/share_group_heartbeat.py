@@ -9,6 +9,8 @@ v0 (the KIP's early-access version) is not in Kafka 4.3.1's definitions.
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
+from kbroker.group.share.config import share_groups_enabled
+from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.group.share.state import HeartbeatRequest
 from kbroker.wire import messages
 
@@ -24,13 +26,16 @@ def share_groups_of(broker):
 
 @api(76, versions=(1, 1))
 async def handle(ctx: RequestContext, request) -> Response:
+    if not share_groups_enabled(ctx.broker.metadata):
+        return Response(throttle_time_ms=0, error_code=E.UNSUPPORTED_VERSION, error_message=None,
+                        member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None)
     req = HeartbeatRequest(
         group_id=request.group_id, member_id=request.member_id,
         member_epoch=request.member_epoch, rack_id=request.rack_id,
         subscribed_topic_names=(None if request.subscribed_topic_names is None
                                 else list(request.subscribed_topic_names)),
         client_id=ctx.client_id or "", client_host="/" + (ctx.client_host or ""))
-    r = share_groups_of(ctx.broker).heartbeat(req)
+    r = await share_groups_of(ctx.broker).heartbeat(req)
     assignment = None
     if r.assignment is not None:
         assignment = Response.Assignment(topic_partitions=[

@@ -18,6 +18,8 @@ dispatch by record key — and hands each event to its part:
   Heartbeat, LeaveGroup (``GroupMetadataManager.classicGroup*``);
 - :class:`~kbroker.group.consumer.protocol.ConsumerGroupProtocol` — ConsumerGroupHeartbeat
   and ConsumerGroupDescribe (KIP-848, ``GroupMetadataManager.consumerGroup*``);
+- :class:`~kbroker.group.share.protocol.ShareGroupProtocol` — ShareGroupHeartbeat and
+  ShareGroupDescribe (KIP-932, ``GroupMetadataManager.shareGroup*``);
 - :class:`~kbroker.group.offsets.OffsetMetadataManager` — OffsetCommit/Fetch/Delete,
   transactional offsets, retention (``OffsetMetadataManager``).
 
@@ -45,6 +47,9 @@ from .records import CoordinatorRecord, GroupKey, OffsetKey
 from .streams import records as srec
 from .streams.protocol import StreamsGroupProtocol, StreamsHeartbeatRequest  # noqa: F401
 from .streams.state import StreamsGroup
+from .share import records as shrec
+from .share.protocol import ShareGroupProtocol
+from .share.state import ShareGroup
 from .timers import TimerTable
 
 
@@ -73,8 +78,10 @@ class GroupManager:
                          "offset_commits": 0}
         self.classic = ClassicGroupProtocol(self)
         self.consumer = ConsumerGroupProtocol(self)
+        self.share = ShareGroupProtocol(self)
         self.offset_manager = OffsetMetadataManager(self)
-        self._protocols = {ClassicGroup: self.classic, ConsumerGroup: self.consumer}
+        self._protocols = {ClassicGroup: self.classic, ConsumerGroup: self.consumer,
+                           ShareGroup: self.share}
         # streams groups (KIP-1071): kbroker/group/streams
         self.streams = StreamsGroupProtocol(self)
         self._protocols[StreamsGroup] = self.streams
@@ -200,6 +207,11 @@ class GroupManager:
     def streams_group_describe(self, group_ids: list[str]):
         return [self.streams.streams_describe(g) for g in group_ids]
 
+    # ----------------------------------------------------------------- share protocol
+    def share_group_heartbeat(self, req, now_ms: int) -> Result:
+        """ShareGroupHeartbeat; the response is a share ``HeartbeatResult``."""
+        return self._run(lambda: self.share.heartbeat(req, now_ms))
+
     # ----------------------------------------------------------------- offsets
     def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
                        group_instance_id: str | None,
@@ -324,6 +336,8 @@ class GroupManager:
             self.consumer.replay(k, value)
         elif isinstance(k, srec.StreamsKey):
             self.streams.replay(k, value)
+        elif isinstance(k, shrec.ShareKey):
+            self.share.replay(k, value)
         elif isinstance(k, GroupKey):
             decoded = rec.decode_group_value(value)
             if decoded is None:
@@ -334,8 +348,8 @@ class GroupManager:
                         self.groups[k.group] = ClassicGroup(k.group, state_timestamp_ms=-1)
                 return
             v, _ = decoded
-            if isinstance(self.groups.get(k.group), ConsumerGroup):
-                return              # a consumer group took the id over (stale classic snapshot)
+            if isinstance(self.groups.get(k.group), (ConsumerGroup, ShareGroup)):
+                return              # another type took the id over (stale classic snapshot)
             self._remove_group(k.group, keep_offsets=True)
             self.groups[k.group] = self.classic.group_from_record(k.group, v)
 

@@ -86,8 +86,9 @@ def _encode_key(record_type: int, msg) -> bytes:
 
 def decode_key(buf):
     """Decode a record key: ``OffsetKey``, ``GroupKey``, a consumer group record's
-    ``ConsumerKey`` (types 3-8, 16), a streams group record's ``StreamsKey`` (17, 19-23);
-    None for record types this broker does not understand, which replay skips."""
+    ``ConsumerKey`` (types 3-8, 16), a share group record's ``ShareKey`` (types 10-15), a
+    streams group record's ``StreamsKey`` (17, 19-23); None for record types this broker
+    does not understand, which replay skips."""
     if buf is None or len(buf) < 2:
         return None
     (record_type,) = _H.unpack_from(buf, 0)
@@ -100,6 +101,9 @@ def decode_key(buf):
     from .consumer import records as crec
     if record_type in crec.RECORD_TYPES:
         return crec.decode_key(record_type, buf)
+    from .share import records as shrec
+    if record_type in shrec.RECORD_TYPES:
+        return shrec.decode_key(record_type, buf)
     from .streams import records as srec
     if record_type in srec.RECORD_TYPES:
         return srec.decode_key(record_type, buf)

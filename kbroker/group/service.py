@@ -88,6 +88,10 @@ class GroupCoordinator:
         self.manager.streams.streams_config = StreamsGroupConfig.from_broker(
             lambda k, d: _cfg_get(cfg, k, d))
         self.manager.streams.group_configs = self._group_configs
+        self.manager.share.group_configs = self._group_configs
+        from .share.config import ShareGroupConfig
+        self.manager.share.base_config = ShareGroupConfig.from_broker(
+            lambda k, d: _cfg_get(cfg, k, d))
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
                       "records_replayed": 0, "replay_errors": 0}
 
@@ -395,6 +399,9 @@ class GroupCoordinator:
 
     async def consumer_group_heartbeat(self, req):
         return await self._call(lambda now: self.manager.consumer_group_heartbeat(req, now))
+
+    async def share_group_heartbeat(self, req):
+        return await self._call(lambda now: self.manager.share_group_heartbeat(req, now))
 
     async def consumer_group_describe(self, group_ids):
         async with self._lock:

@@ -60,9 +60,11 @@ def default_feature_records(metadata_version: int) -> list:
     """The FeatureLevelRecords of a new cluster without a bootstrap file: metadata.version
     first, then every other served feature at its default level (level 0 is not written)."""
     from kbroker.features import SUPPORTED_FEATURES
-    from .feature_control import default_levels
+    from .feature_control import default_levels, latest_defaults
     records = [messages.FeatureLevelRecord(name="metadata.version", feature_level=metadata_version)]
-    for name, level in default_levels(metadata_version, dict(SUPPORTED_FEATURES)).items():
+    levels = default_levels(metadata_version, dict(SUPPORTED_FEATURES))
+    levels.update(latest_defaults(dict(SUPPORTED_FEATURES)))      # as Kafka 4.3's default format
+    for name, level in levels.items():
         if level > 0:
             records.append(messages.FeatureLevelRecord(name=name, feature_level=level))
     return records

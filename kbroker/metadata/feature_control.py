@@ -78,6 +78,19 @@ BOOTSTRAP_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 }
 
 
+# Levels Kafka 4.3.1 finalizes on a cluster formatted without --release-version (its latest
+# production levels) for features kbroker serves although its own metadata.version is older:
+# a new kbroker cluster (no release version asked for) starts with them, as a new Kafka 4.3
+# cluster does. share.version 1: share groups (KIP-932) are on by default since Kafka 4.2.
+LATEST_DEFAULTS: dict[str, int] = {"share.version": 1}
+
+
+def latest_defaults(supported: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """:data:`LATEST_DEFAULTS` for the features kbroker serves at those levels."""
+    return {n: lvl for n, lvl in LATEST_DEFAULTS.items()
+            if n in supported and supported[n][0] <= lvl <= supported[n][1]}
+
+
 def default_levels(metadata_version: int, supported: dict[str, tuple[int, int]]) -> dict[str, int]:
     """The levels a new cluster at ``metadata_version`` finalizes for the features kbroker
     serves (``kraft.version`` is the Raft layer's, never a record here)."""

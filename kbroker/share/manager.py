@@ -146,12 +146,14 @@ class SharePartitionManager:
         except ReplicaError as e:
             return e.error_code
         now = self.broker.now_ms()
+        renew_enabled = self.share_groups.config_for(group_id).renew_acknowledge_enable
         err = E.NONE
         changed = False
         for first, last, types in batches:
             if last - first + 1 > 1_000_000:
                 return E.INVALID_REQUEST
-            code = sp.acknowledge(member_id, first, last, list(types), now)
+            code = sp.acknowledge(member_id, first, last, list(types), now,
+                                  renew_enabled=renew_enabled)
             if code:
                 err = err or code
             else:

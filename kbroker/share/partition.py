@@ -52,6 +52,7 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4           # KIP-1222: keep the records acquired, restart their lock
 
 
 @dataclass
@@ -133,12 +134,17 @@ class SharePartition:
 
     # ------------------------------------------------------------------ acknowledgement
     def acknowledge(self, member_id: str, first_offset: int, last_offset: int,
-                    types: list[int], now_ms: int) -> int:
+                    types: list[int], now_ms: int, *, renew_enabled: bool = True) -> int:
         """Apply one AcknowledgementBatch: ``types`` has one type for the whole range or
-        one per offset. Checks the whole batch first: all or nothing."""
+        one per offset. Checks the whole batch first: all or nothing. RENEW (KIP-1222)
+        restarts the acquisition lock of records the member holds (state and delivery count
+        unchanged); with the GROUP config ``share.renew.acknowledge.enable=false`` it is
+        INVALID_RECORD_STATE, as Kafka."""
         n = last_offset - first_offset + 1
-        if n <= 0 or len(types) not in (1, n) or any(t not in (0, 1, 2, 3) for t in types):
+        if n <= 0 or len(types) not in (1, n) or any(t not in (0, 1, 2, 3, 4) for t in types):
             return E.INVALID_REQUEST
+        if not renew_enabled and AcknowledgeType.RENEW in types:
+            return E.INVALID_RECORD_STATE
         self.expire_locks(now_ms)
         for off in range(first_offset, last_offset + 1):
             t = types[0] if len(types) == 1 else types[off - first_offset]
@@ -160,6 +166,8 @@ class SharePartition:
                 self._settle(r, RecordState.ACKNOWLEDGED)
             elif t == AcknowledgeType.RELEASE:
                 self._release(r)
+            elif t == AcknowledgeType.RENEW:
+                r.lock_deadline_ms = now_ms + self.lock_duration_ms
             else:                                      # reject, gap
                 self._settle(r, RecordState.ARCHIVED)
         self._maybe_advance_start()

@@ -10,24 +10,34 @@ reads its latest snapshot: start offset, state epoch and the state batches (ACQU
 never stored: a lock does not outlive its holder), so nothing acknowledged is delivered
 again and nothing unacknowledged is lost.
 
-Which ``__share_group_state`` partition holds a key: a CRC32 of ``group:topic id:partition``
-modulo the partition count (the placement is internal to kbroker's brokers).
+Which ``__share_group_state`` partition holds a key: Kafka's share coordinator placement,
+``abs(hashCode("group:topic id:partition")) % partitions`` with the topic id in Kafka's text
+form (``ShareCoordinatorService.partitionFor``), so FindCoordinator key type 2 and a Kafka
+broker agree with us. kbroker before this placement used a CRC32 of the same text; a key not
+found in its partition is looked up in that older partition when this node leads it, and the
+first write under the new placement tombstones the old copy.
 
-Not implemented: ShareUpdate deltas (every write is a full snapshot, which is what Kafka
-writes every ``share.coordinator.snapshot.update.records.per.snapshot`` updates), and the
-share coordinator RPCs (InitializeShareGroupState 83 … ReadShareGroupStateSummary 87):
-the partition leader writes the state topic directly, which is correct on one node and
-when the share-partition leader also leads the state partition. Writes are appended with
-the leader's log (acks=1 semantics); a 3-node failover relies on the replicas of
-``__share_group_state`` having caught up.
+Reading a partition replays ShareSnapshot records (the state) and ShareUpdate records (key
+type 1: deltas on top of the last snapshot, as Kafka's share coordinator writes between
+snapshots): an update moves the start offset (unless -1) and its state batches replace the
+ranges they cover; batches below the start offset are dropped and neighbours with the same
+state and delivery count merged (Kafka's ``PersisterStateBatchCombiner``). kbroker itself
+writes only snapshots (a full snapshot per change; Kafka writes one every
+``share.coordinator.snapshot.update.records.per.snapshot`` updates), so what it writes reads
+back anywhere.
+
+The partition leader of a share-partition writes where the state partition is led: locally
+with acks=all, or WriteShareGroupState/ReadShareGroupState to that leader.
 """
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import struct
 import uuid
 import zlib
+from dataclasses import dataclass
 
 import trio
 
@@ -78,23 +88,95 @@ def encode_value(sp: SharePartition, *, leader_epoch: int, now_ms: int) -> bytes
             for b in sp.state_batches()]).encode(0)
 
 
+@dataclass(frozen=True)
+class ShareUpdate:
+    """A decoded ShareUpdate value: a delta on top of the last snapshot."""
+    start_offset: int                    # -1: unchanged
+    batches: list
+
+
 def decode(key: bytes, value: bytes | None):
-    """((group, topic id, partition), (start offset, state epoch, [StateBatch]) or None)."""
+    """((group, topic id, partition), state) with state (start offset, state epoch,
+    [StateBatch]) for a snapshot, a :class:`ShareUpdate` for an update, or None for a
+    tombstone; None for a record of another type."""
     if key is None or len(key) < 2:
         return None
     (kind,) = _H.unpack_from(key)
     if kind not in (SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE):
         return None
-    k = _decode(message("ShareSnapshotKey"), key[2:])
+    k = _decode(message("ShareSnapshotKey"), key[2:])      # both keys have this layout
     ident = (k.group_id, k.topic_id, k.partition)
     if value is None:
         return ident, None
-    if kind != SNAPSHOT_KEY_TYPE:
-        return None               # ShareUpdate deltas are never written by kbroker
-    v = _decode(message("ShareSnapshotValue"), value[2:])
-    return ident, (v.start_offset, v.state_epoch,
-                   [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-                    for b in v.state_batches])
+    cls = message("ShareSnapshotValue" if kind == SNAPSHOT_KEY_TYPE else "ShareUpdateValue")
+    v = _decode(cls, value[2:])
+    batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+               for b in v.state_batches]
+    if kind == UPDATE_KEY_TYPE:
+        return ident, ShareUpdate(v.start_offset, batches)
+    return ident, (v.start_offset, v.state_epoch, batches)
+
+
+def replay_record(table: dict, key: bytes, value: bytes | None) -> bool:
+    """Apply one ``__share_group_state`` record to ``table`` (share-partition key → state);
+    False for a record of another type."""
+    found = decode(key, value)
+    if found is None:
+        return False
+    ident, state = found
+    if state is None:
+        table.pop(ident, None)
+    elif isinstance(state, ShareUpdate):
+        table[ident] = apply_update(table.get(ident), state)
+    else:
+        table[ident] = state
+    return True
+
+
+def apply_update(state, update: ShareUpdate):
+    """The state after a ShareUpdate delta (``state`` None: the update alone, epoch 0)."""
+    if state is None:
+        start, epoch, old = update.start_offset, 0, []
+    else:
+        start, epoch, old = state
+    if update.start_offset != -1:
+        start = update.start_offset
+    return start, epoch, combine_batches(old, update.batches, start)
+
+
+def combine_batches(old: list, new: list, start_offset: int) -> list:
+    """``new`` batches replace the offsets they cover in ``old``; offsets below
+    ``start_offset`` are dropped; adjacent batches with the same state and count merge."""
+    pieces: list[StateBatch] = []
+    for b in old:
+        segs = [(b.first_offset, b.last_offset)]
+        for n in new:
+            nxt = []
+            for first, last in segs:
+                if n.last_offset < first or n.first_offset > last:
+                    nxt.append((first, last))
+                    continue
+                if first < n.first_offset:
+                    nxt.append((first, n.first_offset - 1))
+                if last > n.last_offset:
+                    nxt.append((n.last_offset + 1, last))
+            segs = nxt
+        pieces += [StateBatch(f, l, b.delivery_state, b.delivery_count) for f, l in segs]
+    pieces += list(new)
+    out: list[StateBatch] = []
+    for b in sorted(pieces, key=lambda b: b.first_offset):
+        if start_offset >= 0:
+            if b.last_offset < start_offset:
+                continue
+            if b.first_offset < start_offset:
+                b = StateBatch(start_offset, b.last_offset, b.delivery_state, b.delivery_count)
+        prev = out[-1] if out else None
+        if prev is not None and prev.last_offset + 1 == b.first_offset and \
+                (prev.delivery_state, prev.delivery_count) == (b.delivery_state, b.delivery_count):
+            out[-1] = StateBatch(prev.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+        else:
+            out.append(b)
+    return out
 
 
 def _decode(cls, buf: bytes):
@@ -111,7 +193,28 @@ _RETRY_DELAYS = (0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, Non
 _RETRY_BUDGET_S = 10.0
 
 
+def kafka_uuid_text(u: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
+    """Kafka's ``SharePartitionKey.asCoordinatorKey`` (FindCoordinator key type 2)."""
+    return f"{group_id}:{kafka_uuid_text(topic_id)}:{partition}"
+
+
+def partition_for_key(key: str, n: int) -> int:
+    from kbroker.group.records import partition_for as java_hash_partition
+    return java_hash_partition(key, max(1, n))
+
+
 def partition_for(group_id: str, topic_id: uuid.UUID, partition: int, n: int) -> int:
+    """The ``__share_group_state`` partition of a share-partition (Kafka's placement)."""
+    return partition_for_key(coordinator_key(group_id, topic_id, partition), n)
+
+
+def legacy_partition_for(group_id: str, topic_id: uuid.UUID, partition: int, n: int) -> int:
+    """Where kbroker wrote a share-partition's state before it used Kafka's placement."""
     return zlib.crc32(f"{group_id}:{topic_id}:{partition}".encode()) % max(1, n)
 
 
@@ -121,6 +224,7 @@ class StateTopicPersister:
     def __init__(self, broker) -> None:
         self.broker = broker
         self.loaded: dict[int, dict] = {}       # state partition -> key -> state
+        self._loaded_epoch: dict[int, int | None] = {}   # leader epoch each table was read in
         self._rpc_client = None
         self.stats = {"writes": 0, "write_errors": 0, "records_replayed": 0}
 
@@ -133,10 +237,15 @@ class StateTopicPersister:
             await self.broker.controller.maybe_create_topics([TOPIC])
 
     def _load(self, p: int) -> dict:
-        if p in self.loaded:
-            return self.loaded[p]
-        table: dict = {}
+        """The table of state partition ``p``, replayed from its log the first time in each
+        leadership: a partition led again after another leader wrote to it must not be
+        answered from what this node remembered (raises ReplicaError when not the leader)."""
         part = self.broker.replicas.get_partition(TOPIC, p)
+        epoch = getattr(part, "leader_epoch", None)
+        if p in self.loaded and self._loaded_epoch.get(p) == epoch:
+            return self.loaded[p]
+        self._loaded_epoch[p] = epoch
+        table: dict = {}
         for header, data in part.log.batches():
             if header.is_control:
                 continue
@@ -147,18 +256,10 @@ class StateTopicPersister:
                 continue
             for r in recs:
                 try:
-                    found = decode(r.key, r.value)
+                    if replay_record(table, r.key, r.value):
+                        self.stats["records_replayed"] += 1
                 except Exception:        # noqa: BLE001
                     log.exception("unreadable record in %s-%d at %d", TOPIC, p, r.offset)
-                    continue
-                if found is None:
-                    continue
-                self.stats["records_replayed"] += 1
-                ident, state = found
-                if state is None:
-                    table.pop(ident, None)
-                else:
-                    table[ident] = state
         self.loaded[p] = table
         return table
 
@@ -168,7 +269,18 @@ class StateTopicPersister:
             return None
         p = partition_for(group_id, topic_id, partition, n)
         try:
-            return self._load(p).get((group_id, topic_id, partition))
+            found = self._load(p).get((group_id, topic_id, partition))
+        except ReplicaError:
+            return None
+        return found if found is not None else self._legacy(group_id, topic_id, partition, n)
+
+    def _legacy(self, group_id, topic_id, partition, n):
+        """The state under kbroker's older placement, when this node leads that partition."""
+        old = legacy_partition_for(group_id, topic_id, partition, n)
+        if old == partition_for(group_id, topic_id, partition, n):
+            return None
+        try:
+            return self._load(old).get((group_id, topic_id, partition))
         except ReplicaError:
             return None
 
@@ -210,7 +322,21 @@ class StateTopicPersister:
             table.pop(key, None)
         else:
             table[key] = (start_offset, state_epoch, list(batches))
+        self._drop_legacy(key, n, now)
         return p, res.last_offset + 1
+
+    def _drop_legacy(self, key, n: int, now: int) -> None:
+        """Tombstone a copy under the older placement (it must not come back on a read)."""
+        if self._legacy(*key, n) is None:
+            return
+        old = legacy_partition_for(*key, n)
+        batch = wire_records.build_batch([(encode_key(*key), None, (), now)])
+        try:
+            self.broker.replicas.append(TOPIC, old, batch, required_acks=-1, now_ms=now,
+                                        allow_internal=True, origin="coordinator")
+            self.loaded[old].pop(key, None)
+        except Exception:                      # noqa: BLE001 - retried on the next write
+            log.warning("could not drop the old copy of %s in %s-%d", key, TOPIC, old)
 
     async def write_replicated(self, group_id, topic_id, partition, start_offset, state_epoch,
                                batches, leader_epoch: int = 0) -> int:
@@ -281,9 +407,10 @@ class StateTopicPersister:
             n = self._num_partitions()
             p = partition_for(group_id, topic_id, partition, n)
             try:
-                return self._load(p).get((group_id, topic_id, partition))
+                found = self._load(p).get((group_id, topic_id, partition))
             except ReplicaError as e:     # named leader here, not yet leading: ask again
                 raise ReplicaError(E.NOT_COORDINATOR) from e
+            return found if found is not None else self._legacy(group_id, topic_id, partition, n)
         addr = self._endpoint(leader)
         R = messages_api.ReadShareGroupStateRequest
         body = R(group_id=group_id, topics=[R.ReadStateData(
@@ -349,7 +476,7 @@ class StateTopicPersister:
             except ReplicaError:
                 continue
             out.extend((tid, part) for (g, tid, part) in table if g == group_id)
-        return sorted(out, key=lambda k: (str(k[0]), k[1]))
+        return sorted(set(out), key=lambda k: (str(k[0]), k[1]))
 
     def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
         self.write_state(group_id, topic_id, partition, -1, 0, None)

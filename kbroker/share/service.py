@@ -1,5 +1,6 @@
-"""Wiring of share groups into a broker: the share group coordinator, the share-partition
-manager (with the persister of the share-partitions' state) and their timer tasks."""
+"""Wiring of share groups into a broker: the share group front (share groups themselves are
+groups of the group coordinator), the share-partition manager (with the persister of the
+share-partitions' state) and its timer task."""
 from __future__ import annotations
 
 
@@ -18,5 +19,4 @@ async def start_share_groups(broker, nursery) -> None:
     groups.on_member_gone = member_gone
     broker.share_groups = groups
     broker.share_partitions = manager
-    await nursery.start(groups.run)
     await nursery.start(manager.run)

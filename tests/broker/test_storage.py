@@ -213,9 +213,35 @@ def test_default_features_finalize_group_version_from_4_0():
     def written(features):                      # level 0 is not written to the bootstrap
         return {k: v for k, v in features.items() if v}
     assert written(default_features(None, [])) == {"metadata.version": 25, "group.version": 1,
-                                                   "transaction.version": 2}
+                                                   "transaction.version": 2,
+                                                   "share.version": 1}
     assert written(default_features("3.9", [])) == {"metadata.version": 21}
     assert default_features(None, ["group.version=0"])["group.version"] == 0
+
+
+def _share_heartbeat_error(port: int) -> int:
+    import trio
+
+    from tests.broker.raw import RawClient
+
+    async def ask():
+        client = await RawClient.connect(port)
+        try:
+            resp = await client.request("ShareGroupHeartbeat", 1, group_id="g", member_id="m",
+                                        member_epoch=0, rack_id=None,
+                                        subscribed_topic_names=["t"])
+        finally:
+            await client.aclose()
+        return resp.error_code
+
+    return trio.run(ask)
+
+
+def test_default_features_finalize_share_version_as_kafka_4_3():
+    from kbroker.storage import default_features
+    assert default_features(None, [])["share.version"] == 1
+    assert default_features("3.9", [])["share.version"] == 0
+    assert default_features("3.9", ["share.version=1"])["share.version"] == 1
 
 
 def test_a_formatted_directory_starts_with_its_cluster_id_and_features(tmp_path):
@@ -232,6 +258,8 @@ def test_a_formatted_directory_starts_with_its_cluster_id_and_features(tmp_path)
         features, hb_error = _finalized_features(port)
         assert features == {"metadata.version": 21}        # 3.9-IV0: no group.version
         assert hb_error == 35                              # UNSUPPORTED_VERSION, as Kafka
+        # Kafka 4.3 formats 3.9 without share.version: share groups are refused
+        assert _share_heartbeat_error(port) == 35          # UNSUPPORTED_VERSION
     finally:
         proc.stop()
 

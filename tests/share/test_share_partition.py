@@ -188,3 +188,71 @@ def test_share_snapshot_records_round_trip():
     assert ident == ("g", tid, 3)
     q = SharePartition.from_state(start, batches, lock_duration_ms=1000, delivery_count_limit=3)
     assert states(q) == states(p) and q.start_offset == p.start_offset == 1
+
+
+def test_share_update_deltas_apply_on_top_of_the_last_snapshot():
+    """ShareUpdate records (key type 1, as Kafka's share coordinator writes between snapshots)
+    replayed after a ShareSnapshot: the start offset moves, updated ranges replace what they
+    cover, batches below the start offset go, equal neighbours merge; a tombstone deletes."""
+    import struct
+    import uuid
+
+    from kbroker.share import persister
+    from kbroker.share.partition import StateBatch as B
+
+    tid = uuid.uuid4()
+    snap_key = persister.encode_key("g", tid, 0)
+    snap = struct.pack(">h", 0) + persister.message("ShareSnapshotValue")(
+        snapshot_epoch=0, state_epoch=3, leader_epoch=0, start_offset=10, create_timestamp=0,
+        write_timestamp=0, state_batches=[persister.message("ShareSnapshotValue").StateBatch(
+            first_offset=10, last_offset=19, delivery_state=0, delivery_count=1)]).encode(0)
+    U = persister.message("ShareUpdateValue")
+
+    def update(start, batches):
+        key = struct.pack(">h", 1) + persister.message("ShareUpdateKey")(
+            group_id="g", topic_id=tid, partition=0).encode(0)
+        return key, struct.pack(">h", 0) + U(
+            snapshot_epoch=0, leader_epoch=0, start_offset=start, state_batches=[
+                U.StateBatch(first_offset=f, last_offset=l, delivery_state=s, delivery_count=c)
+                for f, l, s, c in batches]).encode(0)
+
+    table: dict = {}
+    assert persister.replay_record(table, snap_key, snap)
+    assert persister.replay_record(table, *update(-1, [(12, 13, 2, 1), (20, 21, 4, 5)]))
+    assert table[("g", tid, 0)] == (10, 3, [B(10, 11, 0, 1), B(12, 13, 2, 1), B(14, 19, 0, 1),
+                                            B(20, 21, 4, 5)])
+    assert persister.replay_record(table, *update(13, [(14, 19, 2, 1)]))
+    assert table[("g", tid, 0)] == (13, 3, [B(13, 19, 2, 1), B(20, 21, 4, 5)])
+    assert persister.replay_record(table, snap_key, None)
+    assert table == {}
+    assert not persister.replay_record(table, b"\x00\x07" + b"x", None)   # another record type
+
+
+def test_share_state_placement_is_kafkas():
+    """``abs(hashCode("group:topicId:partition")) % n`` with Kafka's Uuid text, as
+    ShareCoordinatorService.partitionFor (FindCoordinator key type 2 agrees)."""
+    import uuid
+
+    from kbroker.group.records import java_string_hash
+    from kbroker.share import persister
+
+    assert persister.kafka_uuid_text(uuid.UUID(int=0)) == "AAAAAAAAAAAAAAAAAAAAAA"
+    tid = uuid.UUID("0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9")
+    key = persister.coordinator_key("grp", tid, 7)
+    assert key == "grp:ChssPU5fYHGCk6S1xtfo-Q:7"
+    assert persister.partition_for("grp", tid, 7, 50) == abs(java_string_hash(key)) % 50
+
+
+def test_renew_restarts_the_lock_of_held_records_only():
+    """KIP-1222 RENEW (type 4): the member's acquired records stay acquired with a new lock
+    and the same delivery count; records it does not hold are INVALID_RECORD_STATE; with
+    renewals disabled for the group, INVALID_RECORD_STATE."""
+    p = sp()
+    p.acquire("a", 4, 10, now_ms=0)                       # locks until 1000
+    assert p.acknowledge("a", 0, 1, [4], now_ms=900) == E.NONE
+    assert p.expire_locks(1500)                            # 2, 3 expire; 0, 1 renewed to 1900
+    assert [int(p.in_flight[o].state) for o in range(4)] == [S.ACQUIRED, S.ACQUIRED, S.AVAILABLE, S.AVAILABLE]
+    assert p.in_flight[0].delivery_count == 1
+    assert p.acknowledge("b", 0, 0, [4], now_ms=1600) == E.INVALID_RECORD_STATE
+    assert p.acknowledge("a", 0, 0, [4], now_ms=1600, renew_enabled=False) == E.INVALID_RECORD_STATE
+    assert p.acknowledge("a", 0, 1, [1], now_ms=1700) == E.NONE

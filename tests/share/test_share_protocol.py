@@ -181,3 +181,95 @@ def test_share_coordinator_state_apis_round_trip(env):
         topic_id=tid, partitions=[D.PartitionData(partition=0)])])
     assert d.results[0].partitions[0].error_code == 0
     assert read().start_offset == -1
+
+
+def test_find_coordinator_share_key_names_the_state_partition_leader(env):
+    """FindCoordinator key type 2 (v6, KIP-932): ``group:topicId:partition`` → the leader of
+    its ``__share_group_state`` partition (created on first lookup); a bad key is
+    INVALID_REQUEST; below v6 share keys are refused."""
+    from kbroker.share.persister import coordinator_key
+    b, c, tid = env
+    good = coordinator_key("sg", tid, 0)
+    r = c("FindCoordinator", 6, key_type=2, coordinator_keys=[good, "no-colons", "g:notanid:0"])
+    assert [x.error_code for x in r.coordinators] == [0, E.INVALID_REQUEST, E.INVALID_REQUEST]
+    assert (r.coordinators[0].key, r.coordinators[0].port) == (good, b.port)
+    old = c("FindCoordinator", 5, key_type=2, coordinator_keys=[good])
+    assert old.coordinators[0].error_code == E.INVALID_REQUEST
+
+
+def test_renew_acknowledgements_keep_records_acquired(env):
+    """KIP-1222 (ShareFetch/ShareAcknowledge v2): IsRenewAck requests only acknowledge and
+    must zero the fetch limits (Kafka's INVALID_REQUEST message); RENEW keeps the record with
+    its member; type 4 below v2 is INVALID_REQUEST."""
+    b, c, tid = env
+
+    def fetch2(epoch, acks=(), renew=False, max_wait_ms=0, max_bytes=1 << 20, max_records=500):
+        part = F.FetchPartition(partition_index=0, partition_max_bytes=0,
+                                acknowledgement_batches=list(acks))
+        return c("ShareFetch", 2, group_id="sg-renew", member_id="r1", share_session_epoch=epoch,
+                 max_wait_ms=max_wait_ms, min_bytes=0 if renew else 1, max_bytes=max_bytes,
+                 max_records=max_records, batch_size=500, share_acquire_mode=0,
+                 is_renew_ack=renew, topics=[F.FetchTopic(topic_id=tid, partitions=[part])],
+                 forgotten_topics_data=[])
+    assert fetch2(0).error_code == 0                      # the share-partition starts at latest
+    p = ck.Producer({"bootstrap.servers": b.bootstrap})
+    p.produce("t", b"renew-me")
+    p.flush()
+    r = fetch2(1, max_wait_ms=2000)
+    [acq] = r.responses[0].partitions[0].acquired_records
+    off = acq.first_offset
+    renew = F.AcknowledgementBatch(first_offset=off, last_offset=off, acknowledge_types=[4])
+    bad = fetch2(2, [renew], renew=True, max_wait_ms=100)
+    assert bad.error_code == E.INVALID_REQUEST
+    assert bad.error_message == ("maxBytes must be set to 0, maxRecords must be set to 0, "
+                                 "maxWaitMs must be set to 0, if isRenewAck is true.")
+    ok = fetch2(2, [renew], renew=True, max_bytes=0, max_records=0)
+    pd = ok.responses[0].partitions[0]
+    assert (ok.error_code, pd.acknowledge_error_code, pd.acquired_records) == (0, 0, [])
+    A = messages.ShareAcknowledgeRequest
+
+    def ack(version, epoch, ty):
+        return c("ShareAcknowledge", version, group_id="sg-renew", member_id="r1",
+                 share_session_epoch=epoch, **({"is_renew_ack": ty == 4} if version >= 2 else {}),
+                 topics=[A.AcknowledgeTopic(topic_id=tid, partitions=[A.AcknowledgePartition(
+                     partition_index=0, acknowledgement_batches=[A.AcknowledgementBatch(
+                         first_offset=off, last_offset=off, acknowledge_types=[ty])])])])
+    assert ack(1, 3, 4).error_code == E.INVALID_REQUEST
+    still = ack(2, 3, 4)                                   # renewed again: still held by r1
+    assert still.responses[0].partitions[0].error_code == 0
+    done = ack(2, 4, 1)
+    assert done.responses[0].partitions[0].error_code == 0
+
+
+def test_delete_groups_deletes_a_share_groups_state(env):
+    """DeleteGroups on an empty share group tombstones its records and, as Kafka, the state
+    of the share-partitions it kept (a group of the same id starts afresh)."""
+    b, c, tid = env
+    hb = None
+    for _ in range(50):
+        hb = c("ShareGroupHeartbeat", 1, group_id="sg-del", member_id="d1",
+               member_epoch=0 if hb is None or hb.error_code else hb.member_epoch, rack_id=None,
+               subscribed_topic_names=["t"] if hb is None or hb.error_code else None)
+        if hb.error_code == 0 and hb.assignment is not None and hb.assignment.topic_partitions:
+            break
+        time.sleep(0.1)
+    assert hb.assignment.topic_partitions[0].partitions == [0]
+    part = F.FetchPartition(partition_index=0, partition_max_bytes=0, acknowledgement_batches=[])
+    assert c("ShareFetch", 1, group_id="sg-del", member_id="d1", share_session_epoch=0,
+             max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500,
+             topics=[F.FetchTopic(topic_id=tid, partitions=[part])],
+             forgotten_topics_data=[]).error_code == 0            # the state now exists
+    R = messages.ReadShareGroupStateRequest
+
+    def start_offset():
+        r = c("ReadShareGroupState", 0, group_id="sg-del", topics=[R.ReadStateData(
+            topic_id=tid, partitions=[R.PartitionData(partition=0, leader_epoch=0)])])
+        return r.results[0].partitions[0].start_offset
+    assert start_offset() >= 0
+    assert c("DeleteGroups", 2, groups_names=["sg-del"]).results[0].error_code == E.NON_EMPTY_GROUP
+    assert c("ShareGroupHeartbeat", 1, group_id="sg-del", member_id="d1", member_epoch=-1,
+             rack_id=None, subscribed_topic_names=None).error_code == 0
+    assert c("DeleteGroups", 2, groups_names=["sg-del"]).results[0].error_code == 0
+    assert start_offset() == -1
+    d = c("ShareGroupDescribe", 1, group_ids=["sg-del"], include_authorized_operations=False)
+    assert d.groups[0].error_code == E.GROUP_ID_NOT_FOUND

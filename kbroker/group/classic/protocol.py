@@ -124,6 +124,9 @@ class ClassicGroupProtocol(ShardPart):
         if _is_consumer_group(other) and not other.is_empty():
             # a classic member of a consumer group (KIP-848 migration)
             return self.shard.consumer.classic_members.join(other, req, slot, now)
+        if other is not None and getattr(other, "group_type", "") == "share":
+            # a share group, even empty, never becomes a classic one (Kafka's classicGroupJoin)
+            return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         if other is not None and not (other.is_empty() and unknown):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL if not other.is_empty()
                         else E.UNKNOWN_MEMBER_ID)

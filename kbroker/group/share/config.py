@@ -1,4 +1,5 @@
-"""The share-group settings: Kafka's broker keys (``group.share.*``) and defaults (4.3.1),
+"""Whether share groups are on (the ``share.version`` feature), and the share-group
+settings: Kafka's broker keys (``group.share.*``) and defaults (4.3.1),
 and the per-group overrides of the GROUP config resource (``share.*``, KIP-932/KIP-848's
 group configs).
 
@@ -9,6 +10,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
+
+SHARE_VERSION = "share.version"
+
+
+def share_groups_enabled(image) -> bool:
+    """Kafka 4.3: share groups are served only while the finalized ``share.version`` is at
+    least 1 (a new cluster is formatted with 1; absent = 0). Otherwise ShareGroupHeartbeat,
+    ShareGroupDescribe, ShareFetch, ShareAcknowledge, AlterShareGroupOffsets and
+    DeleteShareGroupOffsets answer UNSUPPORTED_VERSION, as Kafka's request handlers do."""
+    features = getattr(image, "features", None) or {}
+    if "metadata.version" not in features:
+        # this node's image has not replayed the cluster's first records yet (a node that
+        # just joined): not "off" -- the coordinator and partition checks answer retriable
+        # errors until it has caught up
+        return True
+    return int(features.get(SHARE_VERSION, 0)) >= 1
 
 
 @dataclass(frozen=True)
@@ -22,6 +39,7 @@ class ShareGroupConfig:
     assignment_interval_ms: int = 1_000         # group.share.assignment.interval.ms
     auto_offset_reset: str = "latest"           # share.auto.offset.reset (GROUP only)
     isolation_level: str = "read_uncommitted"   # share.isolation.level (GROUP only)
+    renew_acknowledge_enable: bool = True       # share.renew.acknowledge.enable (GROUP only)
 
     @classmethod
     def from_broker(cls, get) -> "ShareGroupConfig":
@@ -58,4 +76,6 @@ class ShareGroupConfig:
             partition_max_record_locks=int(g.get("share.partition.max.record.locks",
                                                  self.partition_max_record_locks)),
             auto_offset_reset=str(g.get("share.auto.offset.reset", self.auto_offset_reset)),
-            isolation_level=str(g.get("share.isolation.level", self.isolation_level)))
+            isolation_level=str(g.get("share.isolation.level", self.isolation_level)),
+            renew_acknowledge_enable=str(g.get("share.renew.acknowledge.enable",
+                                               self.renew_acknowledge_enable)).lower() == "true")

@@ -1,25 +1,19 @@
-"""The share group coordinator's driver: the table of share groups this broker
-coordinates, what ShareGroupHeartbeat and ShareGroupDescribe call, and the task that
-expires members whose session timed out.
+"""What the share APIs call to reach share groups: a thin front of the group coordinator.
 
-The rules are :class:`~kbroker.group.share.state.ShareGroup`'s; here the broker's metadata
-image (topics, GROUP configs) and clock are read and handed in. A member that leaves or
-times out has its acquired records released on this broker's share-partitions (the
-``on_member_gone`` callback).
-
-Not implemented: the share group records in ``__consumer_offsets`` (ShareGroupMetadata,
-member and assignment records) — membership lives in memory, and a restarted coordinator
-starts with empty groups that members rejoin (their heartbeats get UNKNOWN_MEMBER_ID, and
-the clients rejoin at epoch 0). The delivery state of records is durable elsewhere
-(:mod:`kbroker.share.persister`).
+Share groups are groups of the coordinator shard (:mod:`kbroker.group.share.protocol`):
+their membership is durable in ``__consumer_offsets`` and they move with its partitions on
+failover. This class answers ShareGroupHeartbeat through the
+:class:`~kbroker.group.service.GroupCoordinator` (lock, append, acks=all), describes the
+groups, and gives the share-partition code the effective ``ShareGroupConfig`` of a group
+(broker ``group.share.*`` keys and GROUP config overrides). A member that leaves or times
+out has its acquired records released on this broker's share-partitions (the
+``on_member_gone`` callback, run once the removal is durable).
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 from typing import Callable
-
-import trio
 
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -52,93 +46,62 @@ class DescribedShareGroup:
     members: list[DescribedShareMember] | None = None
 
 
-def topics_of_image(image) -> dict:
-    """name → (topic id, partition count) of the image's topics (internal ones excluded)."""
-    out = {}
-    for name, t in getattr(image, "topics", {}).items():
-        if name.startswith("__"):
-            continue
-        out[name] = (t.topic_id, len(t.partitions))
-    return out
-
-
 class ShareGroupCoordinator:
     def __init__(self, broker, *, on_member_gone: Callable[[str, str], None] | None = None) -> None:
         self.broker = broker
-        self.groups: dict[str, ShareGroup] = {}
-        self.on_member_gone = on_member_gone or (lambda group_id, member_id: None)
-        get = broker.config.values.get if hasattr(broker.config, "values") else (lambda k, d: d)
-        self.base_config = ShareGroupConfig.from_broker(get)
-        self.stats = {"heartbeats": 0, "expired_members": 0}
+        self.stats = {"heartbeats": 0}
+        if on_member_gone is not None:
+            self.on_member_gone = on_member_gone
+
+    @property
+    def _gc(self):
+        return self.broker.group_coordinator
+
+    @property
+    def _part(self):
+        return self._gc.manager.share
+
+    @property
+    def on_member_gone(self) -> Callable[[str, str], None]:
+        return self._part.on_member_gone
+
+    @on_member_gone.setter
+    def on_member_gone(self, fn: Callable[[str, str], None]) -> None:
+        self._part.on_member_gone = fn
+
+    @property
+    def base_config(self) -> ShareGroupConfig:
+        return self._part.base_config
+
+    @property
+    def groups(self) -> dict[str, ShareGroup]:
+        """The live share groups this node coordinates."""
+        return {gid: g for gid, g in self._gc.manager.groups.items()
+                if isinstance(g, ShareGroup) and not g.is_dead()}
 
     def config_for(self, group_id: str) -> ShareGroupConfig:
-        overrides = getattr(self.broker.metadata, "group_configs", {}).get(group_id)
-        try:
-            return self.base_config.for_group(overrides)
-        except (TypeError, ValueError):
-            return self.base_config
+        return self._part.config_for(group_id)
 
     def coordinator_error(self, group_id: str) -> int:
         """Share groups are coordinated where their ``__consumer_offsets`` partition is led,
         as every other group type (FindCoordinator answers the same node)."""
-        gc = getattr(self.broker, "group_coordinator", None)
-        manager = getattr(gc, "manager", None)
-        if manager is None or not hasattr(manager, "coordinator_error"):
-            return E.NONE
-        return manager.coordinator_error(group_id)
-
-    def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
-        self.stats["heartbeats"] += 1
-        err = self.coordinator_error(req.group_id)
-        if err:
-            return HeartbeatResult(error=err)
-        other = self._other_type(req.group_id)
-        if other:
-            return HeartbeatResult(error=E.GROUP_ID_NOT_FOUND,
-                                   message=f"Group {req.group_id} is not a share group.")
-        now = self.broker.now_ms()
-        topics = topics_of_image(self.broker.metadata)
-        self.expire(now)
-        g = self.groups.get(req.group_id)
-        if g is None:
-            if req.member_epoch != 0:
-                return HeartbeatResult(error=E.GROUP_ID_NOT_FOUND if req.member_epoch > 0
-                                       else E.UNKNOWN_MEMBER_ID,
-                                       message=f"Group {req.group_id} not found.")
-            g = ShareGroup(req.group_id)
-        before = set(g.members)
-        r = g.heartbeat(req, topics, now, self.config_for(req.group_id))
-        if g.members or req.group_id in self.groups:
-            self.groups[req.group_id] = g
-        for mid in before - set(g.members):
-            self.on_member_gone(req.group_id, mid)
-        return r
+        return self._gc.manager.coordinator_error(group_id)
 
     def _other_type(self, group_id: str) -> bool:
-        """Whether a classic or consumer group of this id exists (a group id has one type)."""
-        gc = getattr(self.broker, "group_coordinator", None)
-        groups = getattr(getattr(gc, "manager", None), "groups", None) or {}
-        g = groups.get(group_id)
-        return g is not None and not (hasattr(g, "is_dead") and g.is_dead())
+        """Whether a live group of another type has this id (a group id has one type)."""
+        return self._part.other_type(group_id)
 
-    def expire(self, now_ms: int) -> None:
-        topics = None
-        for g in self.groups.values():
-            d = g.next_deadline_ms()
-            if d is None or d > now_ms:
-                continue
-            topics = topics if topics is not None else topics_of_image(self.broker.metadata)
-            for mid in g.expire(now_ms, topics):
-                self.stats["expired_members"] += 1
-                log.info("share group %s: member %s session timed out", g.group_id, mid)
-                self.on_member_gone(g.group_id, mid)
+    async def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        self.stats["heartbeats"] += 1
+        return await self._gc.share_group_heartbeat(req)
 
     def describe(self, group_ids: list[str]) -> list[DescribedShareGroup]:
         out = []
         image = self.broker.metadata
+        groups = self.groups
         for gid in group_ids:
             err = self.coordinator_error(gid)
-            g = self.groups.get(gid)
+            g = groups.get(gid)
             if err:
                 out.append(DescribedShareGroup(gid, err))
             elif g is None:
@@ -158,29 +121,7 @@ class ShareGroupCoordinator:
                                                g.assignment_epoch, "simple", members))
         return out
 
-    def listed(self) -> list[tuple[str, str]]:
-        """(group id, state) of every share group (ListGroups)."""
-        return [(gid, g.state_name()) for gid, g in self.groups.items()]
-
-    def delete(self, group_id: str) -> int | None:
-        """DeleteGroups: None if no such share group; NON_EMPTY_GROUP if it has members."""
-        g = self.groups.get(group_id)
-        if g is None:
-            return None
-        if g.members:
-            return E.NON_EMPTY_GROUP
-        del self.groups[group_id]
-        return E.NONE
-
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
-        while True:
-            await trio.sleep(0.5)
-            try:
-                self.expire(self.broker.now_ms())
-            except Exception:              # noqa: BLE001 - the timer must keep running
-                log.exception("share group expiry failed")
-
     def statistics(self) -> dict:
-        return {**self.stats, "groups": len(self.groups),
-                "members": sum(len(g.members) for g in self.groups.values())}
+        groups = self.groups
+        return {**self.stats, "groups": len(groups),
+                "members": sum(len(g.members) for g in groups.values())}

@@ -118,15 +118,44 @@ class ShareGroup:
     target: dict[str, Assignment] = field(default_factory=dict)
     topics_seen: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     assignment_due_ms: int | None = None      # when the next assignment batch may run
+    metadata_hash: int = 0                     # of the subscribed topics (ShareGroupMetadata)
+    # topic id -> (name, partitions) whose share state the group keeps
+    # (ShareGroupStatePartitionMetadata's initialized topics)
+    initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] = field(default_factory=dict)
+    dead: bool = False
 
     group_type = "share"
 
     def state_name(self) -> str:
         """Kafka's ``ShareGroupState``: Empty, Stable (no reconciliation in share groups)."""
+        if self.dead:
+            return "Dead"
         return "Empty" if not self.members else "Stable"
 
     def is_empty(self) -> bool:
         return not self.members
+
+    def is_dead(self) -> bool:
+        return self.dead
+
+    def protocol_type_name(self) -> str:
+        return "share"
+
+    def snapshot(self) -> "ShareGroup":
+        """A copy to restore if the records of a change cannot be appended."""
+        return replace(self, members=dict(self.members), target=dict(self.target),
+                       topics_seen=None if self.topics_seen is None else dict(self.topics_seen),
+                       initialized=dict(self.initialized))
+
+    # what the offsets manager asks of every group type (share groups commit no offsets)
+    def offsets_expiry_base(self):
+        return None
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        return topic in self.subscribed_topic_names()
+
+    def validate_offset_delete(self) -> int:
+        return E.GROUP_ID_NOT_FOUND
 
     def subscribed_topic_names(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}
