@@ -38,10 +38,15 @@ run: $(STAMP)
 # Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
 # then the container image's smoke tests (docker-test).
 test: setup protocol kp2 kafka-dist kafka-streams-dist kcat kafkajs franzgo spark-setup console-browser
-	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL)
-	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md
+	@date -u +"test: tests/ from %T"
+	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25
+	@date -u +"test: compat_tests/ from %T"
+	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md --durations=15
+	@date -u +"test: spark_tests/ from %T"
 	$(MAKE) --no-print-directory test-spark
+	@date -u +"test: docker_tests/ from %T"
 	$(MAKE) --no-print-directory docker-test
+	@date -u +"test: done at %T"
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
 test-fast: setup protocol kp2 kcat console-browser
