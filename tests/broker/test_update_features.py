@@ -9,8 +9,9 @@ from kbroker.wire.error_codes import ErrorCode
 from .raw import RawClient
 
 UF = messages.UpdateFeaturesRequest
-TV2 = {"transaction.version": (2, 2)}     # a new cluster finalizes it (KIP-890 part 2)
-NEW = {**TV2, "group.version": (1, 1)}   # ... and group.version 1 (KIP-848)
+# a new cluster finalizes transaction.version 2 (KIP-890 part 2) and share.version 1 (KIP-932)
+BASE = {"transaction.version": (2, 2), "share.version": (1, 1)}
+NEW = {**BASE, "group.version": (1, 1)}   # ... and group.version 1 (KIP-848)
 
 
 async def finalized(c):
@@ -75,18 +76,18 @@ def group_version_served(monkeypatch):
 async def test_update_features_is_generic_over_the_table(group_version_served, broker_server):
     c = await RawClient.connect(broker_server)
     # a new cluster finalizes the default of every served feature (group.version 1 from 4.0-IV0)
-    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **TV2, "group.version": (1, 1)}
+    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **BASE, "group.version": (1, 1)}
     # (a supported range starting at 0 is announced from ApiVersions v4, KIP-1022)
     r = await c.request("ApiVersions", 4, client_software_name="t", client_software_version="1")
     assert {f.name: (f.min_version, f.max_version) for f in r.supported_features}["group.version"] == (0, 1)
     # disabled (level 0 with a downgrade type), then finalized again
     r = await update(c, 2, ("group.version", 0, 2))
     assert r.error_code == 0
-    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **TV2}
+    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **BASE}
     r = await update(c, 2, ("group.version", 2, 1))
     assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
     assert r.error_message.endswith("Local controller 1 only supports versions 0-1")
     r = await update(c, 1, ("group.version", 1, 1))
     assert r.error_code == 0
-    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **TV2, "group.version": (1, 1)}
+    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **BASE, "group.version": (1, 1)}
     await c.aclose()
