@@ -125,3 +125,36 @@ class ShardPart:
     def _emit(self, records: list[CoordinatorRecord], *, replay: bool = False,
               then: Callable[[int, int], None] | None = None) -> None:
         self.shard._emit(records, replay=replay, then=then)
+
+
+# --- offset requests checked against member epochs (consumer and streams groups) ----------
+# Kafka's ConsumerGroup/StreamsGroup validateOffsetFetch and the transactional commit check:
+# the same rules for every group type whose members carry a member epoch.
+
+def validate_txn_offset_commit_epoch(members: dict, member_id: str, instance_id: str | None,
+                                     epoch: int) -> int:
+    """TxnOffsetCommit: a commit without a member (an empty group, or the admin's
+    ``-1``/``""``) passes; otherwise the member must exist and the epoch not be ahead of it."""
+    if epoch < 0 and not members:
+        return E.NONE
+    if epoch == -1 and member_id == "" and instance_id is None:
+        return E.NONE
+    m = members.get(member_id)
+    if m is None:
+        return E.UNKNOWN_MEMBER_ID
+    if epoch > m.member_epoch:
+        return E.STALE_MEMBER_EPOCH
+    return E.NONE
+
+
+def validate_offset_fetch_epoch(members: dict, member_id: str | None, epoch: int) -> int:
+    """OffsetFetch v9+: an admin fetch (no member, epoch < 0) passes; a member's must carry
+    its current epoch."""
+    if member_id is None and epoch < 0:
+        return E.NONE
+    m = members.get(member_id or "")
+    if m is None:
+        return E.UNKNOWN_MEMBER_ID
+    if epoch != m.member_epoch:
+        return E.STALE_MEMBER_EPOCH
+    return E.NONE

@@ -52,7 +52,8 @@ from typing import Any, Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
 
-from ..base import DescribedGroup, ShardPart, append_error_to_response_error
+from ..base import (DescribedGroup, ShardPart, append_error_to_response_error,
+                    validate_offset_fetch_epoch, validate_txn_offset_commit_epoch)
 from ..classic.state import ClassicGroup
 from ..consumer.state import GroupError
 from . import records as srec
@@ -611,23 +612,7 @@ class StreamsGroupProtocol(ShardPart):
 
     def validate_txn_offset_commit(self, g: StreamsGroup, mid: str, instance: str | None,
                                    epoch: int) -> int:
-        if epoch < 0 and not g.members:
-            return E.NONE
-        if epoch == -1 and mid == "" and instance is None:
-            return E.NONE
-        m = g.members.get(mid)
-        if m is None:
-            return E.UNKNOWN_MEMBER_ID
-        if epoch > m.member_epoch:
-            return E.STALE_MEMBER_EPOCH
-        return E.NONE
+        return validate_txn_offset_commit_epoch(g.members, mid, instance, epoch)
 
     def validate_offset_fetch(self, g: StreamsGroup, mid: str | None, epoch: int) -> int:
-        if mid is None and epoch < 0:
-            return E.NONE
-        m = g.members.get(mid or "")
-        if m is None:
-            return E.UNKNOWN_MEMBER_ID
-        if epoch != m.member_epoch:
-            return E.STALE_MEMBER_EPOCH
-        return E.NONE
+        return validate_offset_fetch_epoch(g.members, mid, epoch)
