@@ -16,7 +16,13 @@ node down, so the ISR of the others still meets min.insync.replicas):
   inter-broker connections) until the others report it out of an ISR, heal it later;
 - ``one_way``: cut one direction only: the connections one node opens toward another
   fail, the other's connections toward it still work;
-- ``flap``: cut and heal a node's links to the others over and over for a few seconds.
+- ``flap``: cut and heal a node's links to the others over and over for a few seconds;
+- ``disk_full``: fill the small tmpfs that holds a node's log directory (the test mounts
+  one per node; it runs as root) until a write fails with ENOSPC. The node must stop with
+  its log-dir-failure line (kbroker/replica/log_dir_failure.py: like Kafka when its last
+  log dir fails), its partitions move to the other replicas, and after the disk is freed
+  it starts again and recovers. Without the right to mount, ``disk_full`` steps run as
+  ``kill`` (the test says so).
 
 The network faults run through links the test controls (``tests/support/links.py``): node
 i reaches node j's CONTROLLER listener through its own link i→j (its view of
@@ -43,11 +49,14 @@ Without them a few fixed seeds run. A failure names its seed.
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -65,8 +74,9 @@ TOPIC = "faults"
 PARTITIONS = 4
 LAG_MS = 2000
 # fixed seeds whose schedules (3 faults each) cover every fault kind
-DEFAULT_SEEDS = (1, 2, 3)
-KINDS = ("kill", "term", "pause", "partition", "one_way", "flap")
+DEFAULT_SEEDS = (1, 5, 12)
+KINDS = ("kill", "term", "pause", "partition", "one_way", "flap", "disk_full")
+DISK_MB = 96
 
 
 def _seeds() -> list[int]:
@@ -92,7 +102,7 @@ def schedule(seed: int, steps: int) -> list[tuple[str, int, float, float, int]]:
         node = rng.randint(1, 3)
         if kind == "pause":
             down = rng.uniform(2.5, 5.0)
-        elif kind in ("partition", "one_way", "flap"):
+        elif kind in ("partition", "one_way", "flap", "disk_full"):
             down = rng.uniform(2.0, 6.0)
         else:
             down = rng.uniform(0.2, 3.0)
@@ -271,8 +281,48 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
                 time.sleep(rng.uniform(0.05, 0.8))
         finally:
             net.heal_all()
+    elif kind == "disk_full":
+        if not cluster.tmpfs:
+            print(f"disk_full of node {node_id} runs as kill: no tmpfs could be mounted")
+            return apply_fault(cluster, "kill", node_id, down)
+        filler = Path(cluster.tmpfs[node_id]) / "filler"
+        mark = node.log_path.stat().st_size
+        try:
+            _fill(filler)
+            wait_for(lambda: node.proc.poll() is not None, timeout=60,
+                     what=f"node {node_id} stopping on its full disk")
+            assert "kbroker cannot take one log dir offline" in node.log_text(mark), \
+                f"node {node_id} stopped without the log dir failure line"
+            time.sleep(down)
+        finally:
+            filler.unlink(missing_ok=True)
+        node.start()
     else:
         raise ValueError(kind)
+
+
+def _fill(path: Path) -> None:
+    """Write ``path`` until the file system is full (ENOSPC)."""
+    chunk = b"\0" * (1 << 20)
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(chunk)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+        try:                     # the last partial page too
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+def _mount_tmpfs(path: Path) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(path)],
+                       capture_output=True)
+    return r.returncode == 0
 
 
 @pytest.fixture
@@ -281,7 +331,13 @@ def cluster(tmp_path):
                 extra={"replica.lag.time.max.ms": str(LAG_MS),
                        "log.flush.offset.checkpoint.interval.ms": "500"})
     c.net = Network(c)
+    c.tmpfs = {}
     try:
+        for i, n in c.nodes.items():
+            if _mount_tmpfs(n.data_dir):
+                c.tmpfs[i] = n.data_dir
+            else:
+                break
         c.start_all()
         yield c
     finally:
@@ -293,6 +349,8 @@ def cluster(tmp_path):
                     pass
         c.shutdown()
         c.net.close()
+        for d in c.tmpfs.values():
+            subprocess.run(["umount", "-l", str(d)], capture_output=True)
 
 
 @pytest.mark.parametrize("seed", _seeds())
