@@ -103,7 +103,7 @@ def schedule(seed: int, steps: int) -> list[tuple[str, int, float, float, int]]:
         if kind == "pause":
             down = rng.uniform(2.5, 5.0)
         elif kind in ("partition", "one_way", "flap", "disk_full"):
-            down = rng.uniform(2.0, 6.0)
+            down = rng.uniform(1.0, 4.0)
         else:
             down = rng.uniform(0.2, 3.0)
         peer = rng.choice(_others(node)) if kind == "one_way" else 0
@@ -123,11 +123,19 @@ class Network:
     """The links between the three nodes. ``block(i, j)``: node i can no longer reach node j
     (its controller connections to j and its replica fetches from j fail)."""
 
-    def __init__(self, cluster):
+    def __init__(self):
+        # bound before the cluster picks its ports, so no link can take one of them
+        self.ctrl = {(i, j): Link(0) for i in (1, 2, 3) for j in (1, 2, 3) if i != j}
+        self.repl = {j: Link(0, classify=_fetcher_source) for j in (1, 2, 3)}
+
+    def wire(self, cluster) -> None:
+        """Point the links at the nodes and the nodes' configurations at the links."""
         base = cluster.base
-        self.ctrl = {(i, j): Link(ports(j, base)[1]) for i in (1, 2, 3) for j in (1, 2, 3) if i != j}
         repl_ports = {j: free_port() for j in (1, 2, 3)}
-        self.repl = {j: Link(repl_ports[j], classify=_fetcher_source) for j in (1, 2, 3)}
+        for (i, j), link in self.ctrl.items():
+            link.target = ("127.0.0.1", ports(j, base)[1])
+        for j, link in self.repl.items():
+            link.target = ("127.0.0.1", repl_ports[j])
         for i, n in cluster.nodes.items():
             client, controller = ports(i, base)
             voters = ",".join(f"{j}@127.0.0.1:{controller if j == i else self.ctrl[(i, j)].port}"
@@ -327,10 +335,12 @@ def _mount_tmpfs(path: Path) -> bool:
 
 @pytest.fixture
 def cluster(tmp_path):
+    net = Network()
     c = Cluster(tmp_path / "cluster",
                 extra={"replica.lag.time.max.ms": str(LAG_MS),
                        "log.flush.offset.checkpoint.interval.ms": "500"})
-    c.net = Network(c)
+    c.net = net
+    net.wire(c)
     c.tmpfs = {}
     try:
         for i, n in c.nodes.items():
