@@ -3,7 +3,7 @@
 ``Link(target_port)`` listens on a free loopback port and forwards every connection to
 ``target_port``; ``cut()`` drops the connections it carries and refuses new ones (accepted,
 then closed at once, as a broken network path looks to a client that retries), ``heal()``
-lets traffic through again. One thread per link plus two per connection; ``close()`` stops
+lets traffic through again. One thread per link plus up to three per connection; ``close()`` stops
 them. A node sees another node through the link's ``port`` (its own view of the voters),
 so cutting both directions between one node and the rest partitions it.
 
@@ -12,12 +12,10 @@ node connects to) can tell them apart: ``classify`` maps the first bytes of a co
 (a Kafka request: size, api key, version, correlation id, client id) to a source, e.g.
 the node id in a replica fetcher's client id, and ``cut(source)`` / ``heal(source)`` then
 block that source only -- the one-way cut "node i cannot reach node j" (connections i
-opens toward j fail; j's own connections toward i still work). ``flap(seconds)`` cuts and
-heals a link (or one source) over and over at random short intervals.
+opens toward j fail; j's own connections toward i still work).
 """
 from __future__ import annotations
 
-import random
 import socket
 import struct
 import threading
@@ -71,18 +69,6 @@ class Link:
                 self.blocked_sources.clear()
             else:
                 self.blocked_sources.discard(source)
-
-    def flap(self, seconds: float, rng: random.Random, source=None) -> None:
-        """Cut and heal repeatedly for ``seconds`` (blocking), healed at the end."""
-        end = time.monotonic() + seconds
-        try:
-            while time.monotonic() < end:
-                self.cut(source)
-                time.sleep(rng.uniform(0.05, 0.6))
-                self.heal(source)
-                time.sleep(rng.uniform(0.05, 0.6))
-        finally:
-            self.heal(source)
 
     def close(self) -> None:
         self._closed = True
