@@ -21,17 +21,25 @@ the silent broker after ``broker.session.timeout.ms`` and elects leaders among t
 replicas of the ISR; nothing acknowledged with acks=all is lost, since it is on them too.
 After the disk is fixed the broker starts again and recovers its logs as after a crash.
 
+A storage error raised by another write (the metadata log, a checkpoint) ends the broker at
+its top level; ``unhandled_storage_error`` gives that exit the same kind of line.
+
 ``halt`` is an attribute so an in-process test can replace it.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
+import traceback
 
 log = logging.getLogger("kbroker.replica")
 
 EXIT_CODE = 1
+
+# errors that say the disk, not the caller, failed
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EROFS, errno.EDQUOT})
 
 
 def io_error_of(exc: BaseException) -> OSError | None:
@@ -62,7 +70,21 @@ halt = _halt
 def log_dir_failed(log_dir, what: str, exc: BaseException) -> None:
     """A write under ``log_dir`` failed with ``exc`` while doing ``what``: take the directory
     offline, which for now means halting the broker (see the module docstring)."""
-    log.error("log dir %s failed (%s: %s): kbroker cannot take one log dir offline yet, so it "
-              "halts as Kafka does when its last log dir fails; fix the disk and start the "
-              "broker again", log_dir, what, io_error_of(exc) or exc)
+    log.error("log dir %s failed (%s: %s): %s", log_dir, what, io_error_of(exc) or exc, _ADVICE)
     halt(EXIT_CODE)
+
+
+_ADVICE = ("kbroker cannot take one log dir offline yet, so it halts as Kafka does when its "
+           "last log dir fails; fix the disk and start the broker again")
+
+
+def unhandled_storage_error(exc: OSError) -> str | None:
+    """The line for a storage error that reached the top of the broker from a write outside
+    the partition append paths (the metadata log, a checkpoint): which file, where, and the
+    same advice; None if ``exc`` is not a storage error."""
+    if exc.errno not in STORAGE_ERRNOS:
+        return None
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" in {tb[-1].filename}:{tb[-1].lineno} ({tb[-1].name})" if tb else ""
+    target = f" writing {exc.filename}" if exc.filename else ""
+    return f"log write failed{target}{where}: {exc.strerror or exc}: {_ADVICE}"
