@@ -155,7 +155,7 @@ raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py
 	$(PY) tools/raft_soak.py --profile dynamic --seeds 1000
 
-# `replication-soak`: seeded faults (kill, controlled shutdown, pause) against a replicated topic
+# `replication-soak`: seeded faults (kill, controlled shutdown, pause, partition, one-way cut, flapping link, full disk) against a replicated topic
 # on three nodes, KBROKER_FAULT_RUNS random seeds (default 20) of KBROKER_FAULT_STEPS faults each
 # (default 6); a failure names its seed (rerun with KBROKER_FAULT_SEED=<n>).
 .PHONY: replication-soak

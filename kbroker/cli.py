@@ -208,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kbroker: configuration error: {leaf}", file=sys.stderr)
                 return 2
             if isinstance(leaf, OSError):
-                print(f"kbroker: {leaf.strerror or leaf}", file=sys.stderr)
+                from kbroker.replica.log_dir_failure import unhandled_storage_error
+                print(f"kbroker: {unhandled_storage_error(leaf) or leaf.strerror or leaf}",
+                      file=sys.stderr)
                 return 1
             raise
         return 0

@@ -288,7 +288,10 @@ class LogSegment:
             while written < len(view):
                 written += os.pwrite(self.fd, view[written:], position + written)
         except OSError as exc:
-            os.ftruncate(self.fd, position)
+            try:
+                os.ftruncate(self.fd, position)     # no half-written batch stays behind
+            except OSError:
+                pass    # the disk refuses that too: recovery drops the partial batch on restart
             raise KafkaStorageError(f"{self.log_path}: {exc}") from exc
         max_ts, max_off = self._max_ts if self._max_ts is not None else (self.max_timestamp, self.offset_of_max_timestamp)
         pos = position

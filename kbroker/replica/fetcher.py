@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 
 import trio
 
+from kbroker.log.errors import KafkaStorageError
+from kbroker.replica import log_dir_failure
 from kbroker.replica.fetch_session_handler import FetchSessionHandler
 from kbroker.replica.results import FetchResult
 from kbroker.wire import messages
@@ -114,6 +116,9 @@ class FollowerLog:
             try:
                 self._append(part, data)
             except Exception as exc:  # noqa: BLE001 - corrupt data / unexpected offsets
+                if isinstance(exc, (KafkaStorageError, OSError)) and log_dir_failure.io_error_of(exc):
+                    log_dir_failure.log_dir_failed(part.log.dir.parent,
+                                                   f"follower append to {part.topic}-{part.index}", exc)
                 log.warning("follower append to %s-%d at %d failed: %r", part.topic, part.index,
                             fetch_offset, exc)
                 return "error"

@@ -46,8 +46,10 @@ from typing import Any, Callable
 import trio
 
 from kbroker.log.config import LogConfig
+from kbroker.log.errors import KafkaStorageError
 from kbroker.replica import append as append_path
 from kbroker.replica import delayed
+from kbroker.replica import log_dir_failure
 from kbroker.replica import read as read_path
 from kbroker.replica.fetcher import ReplicaFetcherManager
 from kbroker.replica.log_dirs import configured_log_dirs, describe_log_dirs, size_of
@@ -533,6 +535,8 @@ class ReplicaManager:
                 part, records, required_acks=required_acks, now_ms=now_ms, origin=origin,
                 txn_verifier=self.txn_verifier)
         except Exception as exc:
+            if isinstance(exc, (KafkaStorageError, OSError)) and log_dir_failure.io_error_of(exc):
+                log_dir_failure.log_dir_failed(part.log.dir.parent, f"append to {topic}-{index}", exc)
             err = append_path.as_replica_error(exc)
             if err is None:
                 raise

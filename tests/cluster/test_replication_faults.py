@@ -11,7 +11,24 @@ node down, so the ISR of the others still meets min.insync.replicas):
 - ``term``: SIGTERM (controlled shutdown: the controller moves leadership first; exit code 0),
   down a while, start again;
 - ``pause``: SIGSTOP a node for longer than ``replica.lag.time.max.ms`` — until the survivors
-  report it out of an ISR — then SIGCONT: it fetches again and rejoins.
+  report it out of an ISR — then SIGCONT: it fetches again and rejoins;
+- ``partition``: cut a node off from the other two both ways (its controller and
+  inter-broker connections) until the others report it out of an ISR, heal it later;
+- ``one_way``: cut one direction only: the connections one node opens toward another
+  fail, the other's connections toward it still work;
+- ``flap``: cut and heal a node's links to the others over and over for a few seconds;
+- ``disk_full``: fill the small tmpfs that holds a node's log directory (the test mounts
+  one per node; it runs as root) until a write fails with ENOSPC. The node must stop with
+  its log-dir-failure line (kbroker/replica/log_dir_failure.py: like Kafka when its last
+  log dir fails), its partitions move to the other replicas, and after the disk is freed
+  it starts again and recovers. Without the right to mount, ``disk_full`` steps run as
+  ``kill`` (the test says so).
+
+The network faults run through links the test controls (``tests/support/links.py``): node
+i reaches node j's CONTROLLER listener through its own link i→j (its view of
+``controller.quorum.voters``), and every node advertises a REPLICATION listener
+(``inter.broker.listener.name``) behind one link that tells the callers apart by the node
+id in the replica fetcher's client id. Clients reach every node directly.
 
 After each fault the test waits for every ISR to be whole again before the next one. After
 the schedule (producer stopped, all nodes up, full ISR) it checks:
@@ -32,13 +49,20 @@ Without them a few fixed seeds run. A failure names its seed.
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
+
+from kbroker.cluster import ports
+from tests.support.broker_proc import free_port
+from tests.support.links import Link
 
 from .replication_support import (checkpointed_high_watermarks, create_topic, make_producer,
                                   read_records, replicas_in_sync)
@@ -49,7 +73,10 @@ pytestmark = pytest.mark.slow
 TOPIC = "faults"
 PARTITIONS = 4
 LAG_MS = 2000
-DEFAULT_SEEDS = (1, 2, 3)
+# fixed seeds whose schedules (3 faults each) cover every fault kind
+DEFAULT_SEEDS = (1, 5, 12)
+KINDS = ("kill", "term", "pause", "partition", "one_way", "flap", "disk_full")
+DISK_MB = 96
 
 
 def _seeds() -> list[int]:
@@ -65,16 +92,89 @@ def _steps() -> int:
     return int(os.environ.get("KBROKER_FAULT_STEPS", "3"))
 
 
-def schedule(seed: int, steps: int) -> list[tuple[str, int, float, float]]:
-    """``(kind, node, down_seconds, gap_seconds)`` for each fault, from the seed alone."""
+def schedule(seed: int, steps: int) -> list[tuple[str, int, float, float, int]]:
+    """``(kind, node, down_seconds, gap_seconds, peer)`` for each fault, from the seed alone;
+    ``peer`` is the node a ``one_way`` cut keeps ``node`` from reaching (0 otherwise)."""
     rng = random.Random(seed)
     out = []
     for _ in range(steps):
-        kind = rng.choice(("kill", "term", "pause"))
+        kind = rng.choice(KINDS)
         node = rng.randint(1, 3)
-        down = rng.uniform(2.5, 5.0) if kind == "pause" else rng.uniform(0.2, 3.0)
-        out.append((kind, node, round(down, 2), round(rng.uniform(0.3, 2.0), 2)))
+        if kind == "pause":
+            down = rng.uniform(2.5, 5.0)
+        elif kind in ("partition", "one_way", "flap", "disk_full"):
+            down = rng.uniform(1.0, 4.0)
+        else:
+            down = rng.uniform(0.2, 3.0)
+        peer = rng.choice(_others(node)) if kind == "one_way" else 0
+        out.append((kind, node, round(down, 2), round(rng.uniform(0.3, 2.0), 2), peer))
     return out
+
+
+def _fetcher_source(client_id: str):
+    """The node id of a replica fetcher's connection (``kbroker-replica-fetcher-<id>``)."""
+    prefix = "kbroker-replica-fetcher-"
+    if client_id.startswith(prefix) and client_id[len(prefix):].isdigit():
+        return int(client_id[len(prefix):])
+    return None
+
+
+class Network:
+    """The links between the three nodes. ``block(i, j)``: node i can no longer reach node j
+    (its controller connections to j and its replica fetches from j fail)."""
+
+    def __init__(self):
+        # bound before the cluster picks its ports, so no link can take one of them
+        self.ctrl = {(i, j): Link(0) for i in (1, 2, 3) for j in (1, 2, 3) if i != j}
+        self.repl = {j: Link(0, classify=_fetcher_source) for j in (1, 2, 3)}
+
+    def wire(self, cluster) -> None:
+        """Point the links at the nodes and the nodes' configurations at the links."""
+        base = cluster.base
+        repl_ports = {j: free_port() for j in (1, 2, 3)}
+        for (i, j), link in self.ctrl.items():
+            link.target = ("127.0.0.1", ports(j, base)[1])
+        for j, link in self.repl.items():
+            link.target = ("127.0.0.1", repl_ports[j])
+        for i, n in cluster.nodes.items():
+            client, controller = ports(i, base)
+            voters = ",".join(f"{j}@127.0.0.1:{controller if j == i else self.ctrl[(i, j)].port}"
+                              for j in (1, 2, 3))
+            n.overrides.update({
+                "controller.quorum.voters": voters,
+                "listeners": f"PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller},"
+                             f"REPLICATION://127.0.0.1:{repl_ports[i]}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client},"
+                                        f"REPLICATION://127.0.0.1:{self.repl[i].port}",
+                "listener.security.protocol.map":
+                    "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,REPLICATION:PLAINTEXT",
+                "inter.broker.listener.name": "REPLICATION",
+            })
+
+    def block(self, i: int, j: int) -> None:
+        self.ctrl[(i, j)].cut()
+        self.repl[j].cut(i)
+
+    def unblock(self, i: int, j: int) -> None:
+        self.ctrl[(i, j)].heal()
+        self.repl[j].heal(i)
+
+    def isolate(self, node: int) -> None:
+        for other in _others(node):
+            self.block(node, other)
+            self.block(other, node)
+
+    def heal_all(self) -> None:
+        for link in list(self.ctrl.values()) + list(self.repl.values()):
+            link.heal()
+
+    def close(self) -> None:
+        for link in list(self.ctrl.values()) + list(self.repl.values()):
+            link.close()
+
+
+def _others(node: int) -> list[int]:
+    return [n for n in (1, 2, 3) if n != node]
 
 
 class ProducerThread(threading.Thread):
@@ -128,10 +228,6 @@ class ProducerThread(threading.Thread):
             return len(self.acked)
 
 
-def _others(node: int) -> list[int]:
-    return [n for n in (1, 2, 3) if n != node]
-
-
 def _out_of_some_isr(cluster, node: int):
     """True once a running node other than ``node`` reports ``node`` out of an ISR."""
     for other in _others(node):
@@ -144,8 +240,9 @@ def _out_of_some_isr(cluster, node: int):
     return False
 
 
-def apply_fault(cluster, kind: str, node_id: int, down: float) -> None:
+def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rng=None) -> None:
     node = cluster.nodes[node_id]
+    net: Network = cluster.net
     if kind == "kill":
         node.kill()
         time.sleep(down)
@@ -165,17 +262,93 @@ def apply_fault(cluster, kind: str, node_id: int, down: float) -> None:
                      what=f"paused node {node_id} out of an ISR")
         finally:
             os.kill(pid, signal.SIGCONT)
+    elif kind == "partition":
+        net.isolate(node_id)
+        try:
+            time.sleep(down)
+            # the others stop hearing from it: it leaves an ISR (fenced by the controller
+            # if it led one) -- proof that the cut really separated it
+            wait_for(lambda: _out_of_some_isr(cluster, node_id), timeout=60,
+                     what=f"partitioned node {node_id} out of an ISR")
+        finally:
+            net.heal_all()
+    elif kind == "one_way":
+        net.block(node_id, peer)
+        try:
+            time.sleep(down)
+        finally:
+            net.heal_all()
+    elif kind == "flap":
+        rng = rng or random.Random(0)
+        end = time.monotonic() + down
+        try:
+            while time.monotonic() < end:
+                net.isolate(node_id)
+                time.sleep(rng.uniform(0.05, 0.8))
+                net.heal_all()
+                time.sleep(rng.uniform(0.05, 0.8))
+        finally:
+            net.heal_all()
+    elif kind == "disk_full":
+        if not cluster.tmpfs:
+            print(f"disk_full of node {node_id} runs as kill: no tmpfs could be mounted")
+            return apply_fault(cluster, "kill", node_id, down)
+        filler = Path(cluster.tmpfs[node_id]) / "filler"
+        mark = node.log_path.stat().st_size
+        try:
+            _fill(filler)
+            wait_for(lambda: node.proc.poll() is not None, timeout=60,
+                     what=f"node {node_id} stopping on its full disk")
+            assert "kbroker cannot take one log dir offline" in node.log_text(mark), \
+                f"node {node_id} stopped without the log dir failure line"
+            time.sleep(down)
+        finally:
+            filler.unlink(missing_ok=True)
+        node.start()
     else:
         raise ValueError(kind)
 
 
+def _fill(path: Path) -> None:
+    """Write ``path`` until the file system is full (ENOSPC)."""
+    chunk = b"\0" * (1 << 20)
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(chunk)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+        try:                     # the last partial page too
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+def _mount_tmpfs(path: Path) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(path)],
+                       capture_output=True)
+    return r.returncode == 0
+
+
 @pytest.fixture
 def cluster(tmp_path):
+    net = Network()
     c = Cluster(tmp_path / "cluster",
                 extra={"replica.lag.time.max.ms": str(LAG_MS),
                        "log.flush.offset.checkpoint.interval.ms": "500"})
-    c.start_all()
+    c.net = net
+    net.wire(c)
+    c.tmpfs = {}
     try:
+        for i, n in c.nodes.items():
+            if _mount_tmpfs(n.data_dir):
+                c.tmpfs[i] = n.data_dir
+            else:
+                break
+        c.start_all()
         yield c
     finally:
         for n in c.nodes.values():
@@ -185,6 +358,9 @@ def cluster(tmp_path):
                 except OSError:
                     pass
         c.shutdown()
+        c.net.close()
+        for d in c.tmpfs.values():
+            subprocess.run(["umount", "-l", str(d)], capture_output=True)
 
 
 @pytest.mark.parametrize("seed", _seeds())
@@ -205,9 +381,9 @@ def _run(cluster, seed, steps):
     try:
         wait_for(lambda: producer.acked_count() >= 200 or producer.exc, timeout=60,
                  what="the producer under way")
-        for i, (kind, node, down, gap) in enumerate(steps):
+        for i, (kind, node, down, gap, peer) in enumerate(steps):
             before = producer.acked_count()
-            apply_fault(cluster, kind, node, down)
+            apply_fault(cluster, kind, node, down, peer, random.Random(f"{seed}/{i}"))
             wait_for_isr(cluster, TOPIC, timeout=120,
                          what=f"every ISR whole after fault {i} ({kind} node {node})")
             # the producer got through the fault before the next one
