@@ -170,6 +170,7 @@ def test_list_offsets_tiered_timestamps_without_tiered_storage(bootstrap, topic_
     conn = _connect(bootstrap)
     try:
         _produce_one(conn, topic_name)
+        time.sleep(0.01)       # the second record's timestamp is later: MAX_TIMESTAMP names it
         _produce_one(conn, topic_name)
         got = {(v, ts): _list_offsets(conn, topic_name, v, ts)
                for v, ts in [(8, -5), (9, -5), (10, -5), (11, -5), (10, -6), (11, -6), (11, -4),
