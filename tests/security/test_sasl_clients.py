@@ -129,7 +129,8 @@ def test_kafka_python_plain_and_scram(secured):
         p.send(topic, b"v").get(timeout=30)
         p.close()
         c = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=20000, **conf)
-        assert [m.value for m in c][:1] == [b"v"]
+        # the first record is enough (iterating to the end waits consumer_timeout_ms in vain)
+        assert next(c).value == b"v"
         c.close()
 
 
