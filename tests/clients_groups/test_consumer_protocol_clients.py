@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+import confluent_kafka
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support.broker_proc import BrokerProcess  # noqa: E402
-from tests.support.kip848 import Member as _Member  # noqa: E402
+from tests.support.broker_proc import BrokerProcess
+from tests.support.kip848 import Member as _Member
 
-from .conftest import wait_until  # noqa: E402
+from .conftest import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 OVERRIDES = {

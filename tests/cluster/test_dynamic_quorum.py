@@ -27,12 +27,16 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kbroker.config import parse_properties
 from kbroker.wire import messages as w
+from compat_tests.kafka_runner import kafka_libs
 from tests.support.broker_proc import REPO_ROOT, BrokerProcess
 
 from .support import FAST, call, describe_quorum, free_base_port, metadata, wait_for
 
-pytestmark = pytest.mark.skipif(not (REPO_ROOT / ".cache/kafka/4.3.1/libs").is_dir(),
-                                reason="Kafka 4.3.1 jars not downloaded (make setup)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kafka_tools():
+    kafka_libs()                # kafka-metadata-quorum's jars (fetched once if missing)
 
 
 class DynamicNode(BrokerProcess):

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,  # noqa: E402
+import confluent_kafka as ck
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
                                    ConfigResource, NewTopic)
 
-from tests.support.broker_proc import BrokerProcess  # noqa: E402
+from tests.support.broker_proc import BrokerProcess
 
 pytestmark = pytest.mark.slow
 

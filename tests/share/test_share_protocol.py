@@ -11,14 +11,14 @@ import uuid
 
 import pytest
 
-ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+import confluent_kafka as ck
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from kbroker.wire import messages  # noqa: E402
-from kbroker.wire.error_codes import ErrorCode as E  # noqa: E402
-from kbroker.wire.protocol import decode_response, encode_request  # noqa: E402
-from tests.share.test_share_consumers import OVERRIDES  # noqa: E402
-from tests.support.broker_proc import BrokerProcess  # noqa: E402
+from kbroker.wire import messages
+from kbroker.wire.error_codes import ErrorCode as E
+from kbroker.wire.protocol import decode_response, encode_request
+from tests.share.test_share_consumers import OVERRIDES
+from tests.support.broker_proc import BrokerProcess
 
 pytestmark = pytest.mark.slow
 
