@@ -44,6 +44,7 @@ import trio
 from functools import cache
 from pathlib import Path
 
+from kbroker.log.replay import data_records
 from kbroker.replica import ReplicaError
 from kbroker.wire.codegen import build_classes
 from kbroker.wire.messages import KafkaMessage
@@ -246,20 +247,12 @@ class StateTopicPersister:
             return self.loaded[p]
         self._loaded_epoch[p] = epoch
         table: dict = {}
-        for header, data in part.log.batches():
-            if header.is_control:
-                continue
+        for r in data_records(part.log, f"{TOPIC}-{p}"):
             try:
-                recs = wire_records.decode_records(data, 0, header)
-            except Exception:            # noqa: BLE001 - one bad batch must not stop the load
-                log.exception("unreadable batch in %s-%d at %d", TOPIC, p, header.base_offset)
-                continue
-            for r in recs:
-                try:
-                    if replay_record(table, r.key, r.value):
-                        self.stats["records_replayed"] += 1
-                except Exception:        # noqa: BLE001
-                    log.exception("unreadable record in %s-%d at %d", TOPIC, p, r.offset)
+                if replay_record(table, r.key, r.value):
+                    self.stats["records_replayed"] += 1
+            except Exception:            # noqa: BLE001
+                log.exception("unreadable record in %s-%d at %d", TOPIC, p, r.offset)
         self.loaded[p] = table
         return table
 

@@ -64,6 +64,7 @@ from typing import Callable, Iterable
 
 import trio
 
+from kbroker.log.replay import data_records
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -216,28 +217,20 @@ class TransactionCoordinator:
     def _load_partition(self, p: int) -> None:
         part = self.broker.replicas.get_partition(TOPIC, p)
         self._loaded_epoch[p] = self._image_leader_epoch(p)
-        for header, data in part.log.batches():
-            if header.is_control:
-                continue
+        for r in data_records(part.log, f"{TOPIC}-{p}"):
             try:
-                recs = wire_records.decode_records(data, 0, header)
-            except Exception:  # noqa: BLE001 - one bad batch must not stop the load
-                log.exception("unreadable batch in %s-%d at %d", TOPIC, p, header.base_offset)
-                continue
-            for r in recs:
-                try:
-                    tid = trec.decode_key(r.key)
-                    if tid is None:
-                        continue
-                    value = trec.decode_value(r.value)
-                except Exception:  # noqa: BLE001
-                    log.exception("unreadable record in %s-%d at %d", TOPIC, p, r.offset)
+                tid = trec.decode_key(r.key)
+                if tid is None:
                     continue
-                self.stats["records_replayed"] += 1
-                if value is None:
-                    self._forget(tid)
-                else:
-                    self._apply(TransactionMetadata.from_value(tid, value, p))
+                value = trec.decode_value(r.value)
+            except Exception:  # noqa: BLE001
+                log.exception("unreadable record in %s-%d at %d", TOPIC, p, r.offset)
+                continue
+            self.stats["records_replayed"] += 1
+            if value is None:
+                self._forget(tid)
+            else:
+                self._apply(TransactionMetadata.from_value(tid, value, p))
         self.loaded.add(p)
 
     def _apply(self, meta: TransactionMetadata) -> None:
