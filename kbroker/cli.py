@@ -160,7 +160,25 @@ def _run_client(func, args) -> int:
         raise
 
 
+def _glue_cluster_id(argv: list[str]) -> list[str]:
+    """``storage format -t ID``: a cluster id is 22 base64url characters and may start with
+    ``-``, which argparse would take for an option; glue it to its flag (``--cluster-id=ID``)."""
+    if "storage" not in argv:
+        return argv
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("-t", "--cluster-id") and i + 1 < len(argv):
+            out.append(f"--cluster-id={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = _glue_cluster_id(list(sys.argv[1:] if argv is None else argv))
     args = _parser().parse_args(argv)
     if args.command == "storage":
         from kbroker.storage import main as storage_main

@@ -75,6 +75,14 @@ def test_format_info_and_already_formatted(tmp_path):
     assert f"cluster.id={cid}" in info.stdout and "node.id=1" in info.stdout
 
 
+def test_format_takes_a_cluster_id_that_starts_with_a_dash(tmp_path):
+    """A base64url id may begin with ``-``; ``-t -x…`` must not be read as an unknown option."""
+    cfg = combined(tmp_path)
+    out = kbroker("storage", "format", "-t", "-q1Sh9_ISia_zwGINzRvyQ", "-c", str(cfg))
+    assert out.returncode == 0, out.stderr
+    assert "cluster.id=-q1Sh9_ISia_zwGINzRvyQ" in (tmp_path / "logs-1" / "meta.properties").read_text()
+
+
 def test_info_reports_an_unformatted_directory(tmp_path):
     cfg = combined(tmp_path)
     (tmp_path / "logs-1").mkdir()
