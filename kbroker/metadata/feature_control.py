@@ -81,8 +81,9 @@ BOOTSTRAP_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 # Levels Kafka 4.3.1 finalizes on a cluster formatted without --release-version (its latest
 # production levels) for features kbroker serves although its own metadata.version is older:
 # a new kbroker cluster (no release version asked for) starts with them, as a new Kafka 4.3
-# cluster does. share.version 1: share groups (KIP-932) are on by default since Kafka 4.2.
-LATEST_DEFAULTS: dict[str, int] = {"share.version": 1}
+# cluster does. share.version 1: share groups (KIP-932) are on by default since Kafka 4.2;
+# streams.version 1: streams groups (KIP-1071), Kafka 4.3's latest production level.
+LATEST_DEFAULTS: dict[str, int] = {"share.version": 1, "streams.version": 1}
 
 
 def latest_defaults(supported: dict[str, tuple[int, int]]) -> dict[str, int]:

@@ -222,7 +222,7 @@ def test_default_features_finalize_group_version_from_4_0():
         return {k: v for k, v in features.items() if v}
     assert written(default_features(None, [])) == {"metadata.version": 25, "group.version": 1,
                                                    "transaction.version": 2,
-                                                   "share.version": 1}
+                                                   "share.version": 1, "streams.version": 1}
     assert written(default_features("3.9", [])) == {"metadata.version": 21}
     assert default_features(None, ["group.version=0"])["group.version"] == 0
 
@@ -250,6 +250,9 @@ def test_default_features_finalize_share_version_as_kafka_4_3():
     assert default_features(None, [])["share.version"] == 1
     assert default_features("3.9", [])["share.version"] == 0
     assert default_features("3.9", ["share.version=1"])["share.version"] == 1
+    # streams.version 1 (KIP-1071) is Kafka 4.3's latest production level too
+    assert default_features(None, [])["streams.version"] == 1
+    assert default_features("3.9", [])["streams.version"] == 0
 
 
 def test_a_formatted_directory_starts_with_its_cluster_id_and_features(tmp_path):
