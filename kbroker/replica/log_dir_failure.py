@@ -64,6 +64,28 @@ def io_error_of(exc: BaseException) -> OSError | None:
     return None
 
 
+_DIR_IDS: dict[Path, object] = {}
+
+
+def directory_id(log_dir):
+    """The ``directory.id`` of ``log_dir``'s ``meta.properties`` as a UUID (None if it has
+    none). Read once per directory and remembered, since the disk may stop answering."""
+    d = Path(log_dir)
+    if d not in _DIR_IDS:
+        found = None
+        try:
+            for line in (d / "meta.properties").read_text().splitlines():
+                if line.startswith("directory.id="):
+                    from kbroker.raft.control import uuid_from_kafka
+                    found = uuid_from_kafka(line.split("=", 1)[1].strip())
+        except (OSError, ValueError):
+            found = None
+        if found is None:
+            return None          # not remembered: a later call may read it
+        _DIR_IDS[d] = found
+    return _DIR_IDS[d]
+
+
 def _halt(code: int) -> None:
     for h in logging.getLogger().handlers:
         try:
