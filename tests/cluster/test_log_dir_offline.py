@@ -16,8 +16,8 @@ from kbroker.wire import messages as w
 from kbroker.wire import records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 
-from .replication_support import Acks, produce, read_topic, records
-from .support import Cluster, call, wait_for
+from .replication_support import produce, read_topic, records
+from .support import Cluster, agreed_state, call, wait_for, wait_for_isr
 from tests.support.broker_proc import BrokerProcess
 
 TMPFS_MB = 32
@@ -121,4 +121,53 @@ def test_failed_dir_goes_offline_and_the_broker_serves_the_other(tmp_path):
         assert "No space left on device" in text
     finally:
         broker.kill()
+        umount(bad)
+
+
+def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
+    """RF=3 on three nodes; node 2 has a second log dir on a tmpfs that fills up. The replicas
+    there leave their ISRs, leadership moves off node 2 for them, an acks=all producer keeps
+    going and every acknowledged record is read back; node 2 keeps running."""
+    root = tmp_path / "cluster"
+    c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
+    bad = root / "node-2-bad"
+    mount_tmpfs(bad)
+    node2 = c.nodes[2]
+    node2.overrides["log.dirs"] = f"{node2.data_dir},{bad}"
+    try:
+        c.start_all()
+        port = c.nodes[1].port
+        C = w.CreateTopicsRequest
+        r = call(port, 19, 7, C(topics=[C.CreatableTopic(
+            name="jbod3", num_partitions=4, replication_factor=3, assignments=[],
+            configs=[C.CreatableTopicConfig(name="min.insync.replicas", value="2")])],
+            timeout_ms=30000, validate_only=False))
+        assert r.topics[0].error_code == E.NONE, r.topics[0]
+        wait_for_isr(c, "jbod3")
+        wait_for(lambda: partitions_in(node2.port, bad, "jbod3"), timeout=30,
+                 what="a replica of node 2 placed in its tmpfs log dir")
+        on_bad = partitions_in(node2.port, bad, "jbod3")
+        acks = produce(c.bootstrap(), "jbod3", records("a", 200))
+        fill(bad / "filler")
+        mark = node2.log_path.stat().st_size
+        # values big enough to need new pages on the full tmpfs
+        acks = produce(c.bootstrap(), "jbod3", [(k, v + b"." * 4000) for k, v in records("b", 400)],
+                       into=acks)
+        wait_for(lambda: f"log dir {bad} failed" in node2.log_text(mark), timeout=60,
+                 what="node 2 taking its tmpfs log dir offline")
+        state = wait_for(lambda: (lambda st: st if st and all(
+            st[p].leader not in (-1, 2) and 2 not in st[p].isr for p in on_bad) else None)(
+            agreed_state(c, "jbod3")), timeout=60,
+            what="the failed dir's partitions led elsewhere, node 2 out of their ISRs")
+        acks = produce(c.bootstrap(), "jbod3", records("c", 200), into=acks)
+        assert not acks.failed, acks.failed[:5]
+        assert len(acks.acked) == 800
+        got = read_topic(c.bootstrap(), "jbod3", 4, set(acks.acked))
+        missing = set(acks.acked) - set(got)
+        assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:3]}"
+        assert node2.running, "node 2 stopped although its other log dir is fine"
+        assert log_dirs(node2.port)[str(bad)][0] == E.KAFKA_STORAGE_ERROR
+        assert all(state[p].leader != 2 for p in on_bad)
+    finally:
+        c.shutdown()
         umount(bad)
