@@ -127,7 +127,8 @@ def test_failed_dir_goes_offline_and_the_broker_serves_the_other(tmp_path):
 def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
     """RF=3 on three nodes; node 2 has a second log dir on a tmpfs that fills up. The replicas
     there leave their ISRs, leadership moves off node 2 for them, an acks=all producer keeps
-    going and every acknowledged record is read back; node 2 keeps running."""
+    going and every acknowledged record is read back; node 2 keeps running, and after a restart
+    with the disk fixed its replicas rejoin the ISRs."""
     root = tmp_path / "cluster"
     c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
     bad = root / "node-2-bad"
@@ -168,6 +169,12 @@ def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
         assert node2.running, "node 2 stopped although its other log dir is fine"
         assert log_dirs(node2.port)[str(bad)][0] == E.KAFKA_STORAGE_ERROR
         assert all(state[p].leader != 2 for p in on_bad)
+        # the disk fixed, node 2 restarts: the dir's logs are recovered and catch up
+        (bad / "filler").unlink()
+        node2.stop()
+        node2.start()
+        wait_for_isr(c, "jbod3", what="node 2's replicas back in every ISR after the restart")
+        assert log_dirs(node2.port)[str(bad)][0] == E.NONE
     finally:
         c.shutdown()
         umount(bad)
