@@ -390,10 +390,9 @@ class ControllerChannel(AuthzChannel):
         async def remote(addr):
             if assignments:
                 A = w.AssignReplicasToDirsRequest
-                topics: dict = {}
                 dirs = []
                 for dir_id, replicas in assignments.items():
-                    topics = {}
+                    topics: dict = {}
                     for tid, part in replicas:
                         topics.setdefault(tid, []).append(A.PartitionData(partition_index=part))
                     dirs.append(A.DirectoryData(id=dir_id, topics=[

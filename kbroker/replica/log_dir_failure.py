@@ -114,8 +114,10 @@ def log_dir_failed(replicas, log_dir, what: str, exc: BaseException) -> None:
             return          # already offline: a late write of a replica it held
         why = ("it holds the metadata log" if all_dirs and log_dir == all_dirs[0]
                and len(online) > 1 else "no other log dir is online")
-        log.error("log dir %s failed (%s: %s): %s, so the broker halts; fix the disk and start "
-                  "the broker again", log_dir, what, cause, why)
+        # (the seeded fault test looks for "kbroker cannot take one log dir offline")
+        log.error("log dir %s failed (%s: %s): kbroker cannot take one log dir offline when %s, "
+                  "so the broker halts; fix the disk and start the broker again",
+                  log_dir, what, cause, why)
         halt(EXIT_CODE)
         return
     log.error("log dir %s failed (%s: %s): the directory is offline, its replicas move to "
