@@ -17,7 +17,7 @@ from kbroker.wire import records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 
 from .replication_support import produce, read_topic, records
-from .support import Cluster, agreed_state, call, wait_for, wait_for_isr
+from .support import Cluster, agreed_state, call, describe_quorum, wait_for, wait_for_isr
 from tests.support.broker_proc import BrokerProcess
 
 TMPFS_MB = 32
@@ -138,6 +138,19 @@ def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
     try:
         c.start_all()
         port = c.nodes[1].port
+        # node 2 reports over the wire (AssignReplicasToDirs, BrokerHeartbeat v1), not to a
+        # controller in its own process: it must not be the active controller
+        for _ in range(3):
+            leader = wait_for(lambda: (lambda p: p.leader_id + 1 if p and p.leader_id >= 0
+                                       else None)(describe_quorum(port)[0]),
+                              timeout=30, what="an active controller") - 1
+            if leader != 2:
+                break
+            node2.stop()
+            wait_for(lambda: (describe_quorum(port)[0].leader_id or 2) not in (-1, 2),
+                     timeout=30, what="another active controller")
+            node2.start()
+        assert leader != 2
         C = w.CreateTopicsRequest
         r = call(port, 19, 7, C(topics=[C.CreatableTopic(
             name="jbod3", num_partitions=4, replication_factor=3, assignments=[],
