@@ -98,6 +98,28 @@ class Broker:
         from kbroker.log.config import LogConfig
         return LogConfig.from_properties(dict(topic.configs), base=self.base_log_config())
 
+    # ------------------------------------------------------------------ failed log dirs
+    def log_dir_offline(self, log_dir) -> None:
+        """The replica manager took ``log_dir`` offline (kbroker/replica/log_dir_failure.py):
+        heartbeat now, so the controller moves its replicas' leaderships."""
+        if self.lifecycle is not None:
+            self.lifecycle.wake()
+
+    def _offline_log_dirs(self):
+        """(directory ids of the offline log dirs, {directory id: [(topic id, partition)]}
+        of the replicas they held) for the heartbeats (KIP-858)."""
+        replicas = getattr(self, "replicas", None)
+        lost = replicas.offline_replicas() if replicas is not None else {}
+        if not lost and not getattr(self.logs, "offline_dirs", None):
+            return (), None
+        from kbroker.replica.log_dir_failure import directory_id
+        ids = {d: directory_id(d) for d in self.logs.offline_dirs}
+        assignments: dict = {}
+        for (_, part), (d, tid) in lost.items():
+            if ids.get(d) is not None and tid is not None:
+                assignments.setdefault(ids[d], []).append((tid, part))
+        return tuple(i for i in ids.values() if i is not None), assignments or None
+
     # ------------------------------------------------------------------ lifecycle
     def lock_log_dirs(self) -> None:
         """Create, validate and lock every log directory (and ``metadata.log.dir``) before
@@ -144,6 +166,9 @@ class Broker:
         self.stage = "loading the logs"
         with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):
             self.logs.load()
+        from kbroker.replica.log_dir_failure import directory_id
+        for d in self.logs.log_dirs:
+            directory_id(d)      # remembered now: a failed disk may not answer later
         # a data dir used for the first time has nothing to recover
         self.had_clean_shutdown = not formatted or all(self.logs.had_clean_shutdown.values())
         self.replicas = _make_replica_manager(self)
@@ -172,6 +197,7 @@ class Broker:
             self.lifecycle = BrokerLifecycle(cfg, self.controller, self.quorum, self.incarnation_id,
                                              [(l.name, l.host, l.port) for l in cfg.advertised_listeners],
                                              cfg.get("broker.rack"))
+            self.lifecycle.offline_log_dirs = self._offline_log_dirs
             await nursery.start(self.lifecycle.run)
             self.stage = "registering with the active controller"
             await self.lifecycle.wait_unfenced()

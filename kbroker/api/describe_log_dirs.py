@@ -6,7 +6,8 @@ Versions: v1–v5 (v0 removed by KIP-896; v2 flexible; v3 top-level ``error_code
 Every local replica is listed, leader or follower. ``offset_lag`` is Kafka's
 ``getLogEndOffsetLag`` for a current (not future) replica: max(high watermark − log end
 offset, 0) of the local log; ``is_future_key`` is false (KIP-113's future replicas, moves
-between directories, are not implemented).
+between directories, are not implemented). A directory taken offline after an I/O error
+(kbroker/replica/log_dir_failure.py) is listed with ``KAFKA_STORAGE_ERROR`` and no replicas.
 
 ACLs (``kbroker.authz``): DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED, no
 log dirs).

@@ -2,7 +2,8 @@
 session alive; a caught-up fenced broker asking to run is unfenced; ``want_shut_down``
 fences it and moves its leaderships (controlled shutdown). ``STALE_BROKER_EPOCH`` for an
 epoch that is not the broker's current registration, ``NOT_CONTROLLER`` off the active
-controller. Not implemented: offline log dirs."""
+controller. v1's ``OfflineLogDirs`` (KIP-858): the replicas of those directories (as the
+broker assigned them, AssignReplicasToDirs) leave their ISRs and their leaderships move."""
 from __future__ import annotations
 
 from kbroker.authz.acls import CLUSTER_ACTION
@@ -23,7 +24,8 @@ async def handle(ctx, request):
     try:
         code, caught_up, fenced, shut = await c.heartbeat(
             request.broker_id, request.broker_epoch, request.current_metadata_offset,
-            request.want_fence, request.want_shut_down)
+            request.want_fence, request.want_shut_down,
+            offline_dirs=tuple(getattr(request, "offline_log_dirs", None) or ()))
     except NotController:
         return Response(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER)
     return Response(throttle_time_ms=0, error_code=code, is_caught_up=caught_up, is_fenced=fenced,

@@ -31,6 +31,10 @@ without yielding, so no append lands in between (Kafka copies in the background 
 future replica that catches up; kbroker's broker pauses for the copy instead). A crash at
 any step leaves one complete log: ``load()`` drops a ``-future`` whose partition still has
 its live directory and promotes one whose source was already renamed.
+``mark_offline`` takes a failed directory out of use (Kafka's ``handleLogDirFailure``): its
+logs are closed without flushing and dropped, no new log is placed there, and no checkpoint
+or clean-shutdown marker is written to it again, so the next start recovers it as after a
+crash. See :mod:`kbroker.replica.log_dir_failure` for what the broker does around it.
 Time comes from ``now_ms`` arguments or the injected ``clock`` (milliseconds).
 """
 from __future__ import annotations
@@ -44,7 +48,7 @@ from typing import Callable, Iterable
 from . import checkpoint as ckpt
 from .cleaner import CleanResult, clean, cleanable_range
 from .config import LogConfig
-from .errors import LogClosed
+from .errors import KafkaStorageError, LogClosed
 from .partition import PartitionLog, _parse_dir_name
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -69,6 +73,11 @@ class LogManager:
         self.loaded = False
         self.had_clean_shutdown: dict[Path, bool] = {}
         self.last_clean: CleanResult | None = None
+        self.offline_dirs: set[Path] = set()
+
+    @property
+    def online_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
 
     # -- start and stop -----------------------------------------------------------------
     def load(self) -> None:
@@ -126,7 +135,7 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
         self._pending_dirs.clear()
         self.checkpoint(include_closed=True)
-        for d in self.log_dirs:
+        for d in self.online_dirs:
             fd = os.open(d / ckpt.CLEAN_SHUTDOWN, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.fsync(fd)
             os.close(fd)
@@ -163,15 +172,18 @@ class LogManager:
             return log
         if not topic or "/" in topic or topic in (".", ".."):
             raise ValueError(f"bad topic name {topic!r}")
-        if len(self.log_dirs) == 1:
-            target = self.log_dirs[0]     # nothing to balance (and no O(logs) scan per create)
+        online = self.online_dirs
+        if not online:
+            raise KafkaStorageError("no online log directory left")
+        if len(online) == 1:
+            target = online[0]            # nothing to balance (and no O(logs) scan per create)
         else:
-            counts = {d: 0 for d in self.log_dirs}
+            counts = {d: 0 for d in online}
             for lg in self._logs.values():
                 parent = lg.dir.parent
                 if parent in counts:
                     counts[parent] += 1
-            target = min(self.log_dirs, key=lambda d: counts[d])
+            target = min(online, key=lambda d: counts[d])
         log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
                            config or self.default_config, clock=self.clock,
                            clean_shutdown=True)
@@ -214,6 +226,8 @@ class LogManager:
         dest = Path(dest)
         if dest not in self.log_dirs:
             raise ValueError(f"{dest} is not a log directory")
+        if dest in self.offline_dirs:
+            raise KafkaStorageError(f"log directory {dest} is offline")
         if log.dir.parent == dest:
             return log
         log.flush()
@@ -248,15 +262,41 @@ class LogManager:
         self.checkpoint()
         return moved
 
+    def mark_offline(self, log_dir: Path) -> list[tuple[str, int]]:
+        """Take ``log_dir`` out of use after an I/O error: close its logs without flushing
+        (the disk may refuse every write), drop them, and return their (topic, partition)."""
+        d = Path(log_dir)
+        if d not in self.log_dirs:
+            raise ValueError(f"{d} is not a log directory")
+        self.offline_dirs.add(d)
+        dropped = [key for key, lg in self._logs.items() if lg.dir.parent == d]
+        for key in dropped:
+            lg = self._logs.pop(key)
+            try:
+                lg.close_without_flush()
+            except Exception:  # noqa: BLE001 - the disk failed; the descriptors go anyway
+                lg.closed = True
+        keep = []
+        for entry in self._pending_dirs:
+            if entry[1].parent == d:
+                try:
+                    entry[2].close_without_flush()
+                except Exception:  # noqa: BLE001
+                    pass
+            else:
+                keep.append(entry)
+        self._pending_dirs = keep
+        return dropped
+
     def all_logs(self) -> list[PartitionLog]:
         return list(self._logs.values())
 
     # -- checkpoints -------------------------------------------------------------------
     def checkpoint(self, include_closed: bool = False) -> None:
         """Write the four offset checkpoint files of every log directory."""
-        by_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.log_dirs}
+        by_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.online_dirs}
         for log in self._logs.values():
-            if log.closed and not include_closed:
+            if (log.closed and not include_closed) or log.dir.parent in self.offline_dirs:
                 continue
             by_dir.setdefault(log.dir.parent, []).append(log)
         for d, logs in by_dir.items():

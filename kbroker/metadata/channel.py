@@ -381,18 +381,40 @@ class ControllerChannel(AuthzChannel):
             remote, lambda: (E.NOT_CONTROLLER, -1))
 
     async def heartbeat(self, broker_epoch: int, metadata_offset: int, *, want_fence: bool = False,
-                        want_shut_down: bool = False) -> tuple[int, bool, bool, bool]:
+                        want_shut_down: bool = False, offline_dirs: Sequence = (),
+                        assignments: dict | None = None) -> tuple[int, bool, bool, bool]:
+        """BrokerHeartbeat. ``offline_dirs``: directory ids of failed log dirs (v1's
+        ``OfflineLogDirs``, KIP-858); ``assignments`` (directory id -> [(topic id,
+        partition)]) goes first as AssignReplicasToDirs, so the controller knows which
+        replicas those directories held."""
         async def remote(addr):
+            if assignments:
+                A = w.AssignReplicasToDirsRequest
+                dirs = []
+                for dir_id, replicas in assignments.items():
+                    topics: dict = {}
+                    for tid, part in replicas:
+                        topics.setdefault(tid, []).append(A.PartitionData(partition_index=part))
+                    dirs.append(A.DirectoryData(id=dir_id, topics=[
+                        A.TopicData(topic_id=tid, partitions=ps) for tid, ps in topics.items()]))
+                resp = await self._call(addr, 73, 0, A(broker_id=self.node_id, broker_epoch=broker_epoch,
+                                                      directories=dirs))
+                if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                    return None
+            version = 1 if offline_dirs else 0
             req = w.BrokerHeartbeatRequest(broker_id=self.node_id, broker_epoch=broker_epoch,
                                            current_metadata_offset=metadata_offset,
                                            want_fence=want_fence, want_shut_down=want_shut_down)
-            resp = await self._call(addr, 63, 0, req)
+            if offline_dirs:
+                req.offline_log_dirs = list(offline_dirs)
+            resp = await self._call(addr, 63, version, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
             return resp.error_code, resp.is_caught_up, resp.is_fenced, resp.should_shut_down
 
         return await self._route(
-            lambda c: c.heartbeat(self.node_id, broker_epoch, metadata_offset, want_fence, want_shut_down),
+            lambda c: c.heartbeat(self.node_id, broker_epoch, metadata_offset, want_fence, want_shut_down,
+                                  offline_dirs=tuple(offline_dirs), assignments=assignments),
             remote, lambda: (E.NOT_CONTROLLER, False, True, False))
 
     # ------------------------------------------------------------------ replication

@@ -40,6 +40,9 @@ class BrokerLifecycle:
         self.shutting_down = False
         self._may_shut_down = trio.Event()       # the controller answered should_shut_down
         self._wake = trio.Event()
+        # () -> (offline directory ids, {directory id: [(topic id, partition)]}): set by the
+        # broker; reported with every heartbeat while a log dir is offline (KIP-858)
+        self.offline_log_dirs = lambda: ((), None)
         self.stats = {"registrations": 0, "heartbeats": 0, "heartbeat_errors": 0}
 
     async def wait_unfenced(self) -> None:
@@ -61,8 +64,10 @@ class BrokerLifecycle:
             self.stats["registrations"] += 1
             while True:
                 shutting_down = self.shutting_down
+                offline, assignments = self.offline_log_dirs()
                 code, caught_up, fenced, should_shut_down = await self.channel.heartbeat(
-                    epoch, self._offset(), want_shut_down=shutting_down)
+                    epoch, self._offset(), want_shut_down=shutting_down, offline_dirs=offline,
+                    assignments=assignments)
                 self.stats["heartbeats"] += 1
                 if code == E.STALE_BROKER_EPOCH:
                     if shutting_down:
@@ -92,6 +97,12 @@ class BrokerLifecycle:
                 else:
                     with trio.move_on_after(interval):
                         await self._wake.wait()
+                    if self._wake.is_set():
+                        self._wake = trio.Event()
+
+    def wake(self) -> None:
+        """Heartbeat now (a log dir went offline)."""
+        self._wake.set()
 
     async def shutdown(self, timeout: float = 5.0) -> bool:
         """Controlled shutdown: returns once the controller let this broker go (True), or

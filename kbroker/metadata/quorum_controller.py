@@ -106,6 +106,11 @@ class QuorumController(Controller):
                       "controlled_shutdowns": 0, "elections": 0, "rebalance_elections": 0,
                       "reassignments": 0}
         self._next_balance = None                    # trio time of the next auto rebalance
+        # KIP-858, kept by the active controller only (brokers repeat both while a dir is
+        # offline): broker id -> {(topic id, partition): directory id} of its replicas the
+        # broker assigned (AssignReplicasToDirs), and the directory ids it reports offline
+        self._dir_assignments: dict[int, dict[tuple, object]] = {}
+        self._offline_dirs: dict[int, frozenset] = {}
 
     # the quorum's state machine owns the image; Controller.__init__'s assignment is ignored
     @property
@@ -197,6 +202,8 @@ class QuorumController(Controller):
                 self._sessions[broker_id] = trio.current_time()
                 return E.NONE, old.broker_epoch
             epoch = self._next_offset()
+            self._offline_dirs.pop(broker_id, None)      # a new incarnation: its dirs loaded again
+            self._dir_assignments.pop(broker_id, None)
             EP = messages.RegisterBrokerRecord.BrokerEndpoint
             rec = messages.RegisterBrokerRecord(
                 broker_id=broker_id, is_migrating_zk_broker=False, incarnation_id=incarnation_id,
@@ -210,16 +217,79 @@ class QuorumController(Controller):
             log.info("broker %d registered with epoch %d", broker_id, epoch)
             return E.NONE, epoch
 
+    async def assign_replicas_to_dirs(self, broker_id: int, broker_epoch: int,
+                                      assignments: dict) -> int:
+        """AssignReplicasToDirs (KIP-858): ``assignments`` maps a directory id to the
+        ``(topic id, partition)`` replicas of the broker placed in it. Replicas assigned to a
+        directory the broker reports offline leave their ISRs (:meth:`_offline_dir_records`).
+        Returns the top-level error code (STALE_BROKER_EPOCH for a stale registration)."""
+        b = self.image.brokers.get(broker_id)
+        if b is None or b.broker_epoch != broker_epoch:
+            return E.STALE_BROKER_EPOCH
+        mine = self._dir_assignments.setdefault(broker_id, {})
+        for dir_id, replicas in assignments.items():
+            for key in replicas:
+                mine[tuple(key)] = dir_id
+        await self._handle_offline_dirs(broker_id, broker_epoch)
+        return E.NONE
+
+    async def _handle_offline_dirs(self, broker_id: int, broker_epoch: int) -> None:
+        """Kafka's ``ReplicationControlManager.handleDirectoriesOffline``: every replica of
+        the broker assigned to one of its offline directories leaves the ISR; a leadership
+        moves to another ISR member (an ISR that would become empty stays, as for fencing)."""
+        if not self._offline_dirs.get(broker_id):
+            return
+        async with self._lock:
+            b = self.image.brokers.get(broker_id)
+            if b is None or b.broker_epoch != broker_epoch:
+                return
+            recs = self._offline_dir_records(broker_id)
+            if recs:
+                await self._commit(recs)
+                log.info("broker %d: %d partitions of its offline log dirs changed (it left "
+                         "their ISRs)", broker_id, len(recs))
+
+    def _lost_replicas(self, broker_id: int) -> set:
+        offline = self._offline_dirs.get(broker_id) or frozenset()
+        return {k for k, d in self._dir_assignments.get(broker_id, {}).items() if d in offline}
+
+    def _offline_dir_records(self, broker_id: int) -> list:
+        lost = self._lost_replicas(broker_id)
+        if not lost:
+            return []
+        active = self._active_ids() - {broker_id}
+        recs = []
+        for t in self.image.topics.values():
+            for p in t.partitions.values():
+                if (t.topic_id, p.partition) in lost and (broker_id in p.isr or p.leader == broker_id):
+                    rec = self._partition_change(t.topic_id, p, remove=broker_id, active=active)
+                    if rec is not None:
+                        recs.append(rec)
+        return recs
+
     async def heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int,
-                        want_fence: bool, want_shut_down: bool) -> tuple[int, bool, bool, bool]:
+                        want_fence: bool, want_shut_down: bool, offline_dirs=(),
+                        assignments: dict | None = None) -> tuple[int, bool, bool, bool]:
         """``(error_code, is_caught_up, is_fenced, should_shut_down)``; the state changes of
         Kafka's ``calculateNextBrokerState`` (FENCED, UNFENCED, CONTROLLED_SHUTDOWN,
-        SHUTDOWN_NOW)."""
+        SHUTDOWN_NOW). ``offline_dirs``: the directory ids the broker reports offline
+        (BrokerHeartbeat v1, KIP-858); ``assignments`` as :meth:`assign_replicas_to_dirs`
+        (the in-process broker passes them here)."""
         b = self.image.brokers.get(broker_id)
         if b is None or b.broker_epoch != broker_epoch:
             return E.STALE_BROKER_EPOCH, False, True, False
         self._sessions[broker_id] = trio.current_time()
         self._offsets[broker_id] = metadata_offset
+        if offline_dirs:
+            offline = frozenset(offline_dirs)
+            if offline != self._offline_dirs.get(broker_id):
+                log.warning("broker %d reports offline log dirs %s", broker_id,
+                            sorted(str(d) for d in offline))
+            self._offline_dirs[broker_id] = offline
+        if assignments:
+            await self.assign_replicas_to_dirs(broker_id, broker_epoch, assignments)
+        elif offline_dirs:
+            await self._handle_offline_dirs(broker_id, broker_epoch)
         caught_up = metadata_offset >= broker_epoch
         if b.in_controlled_shutdown or (want_shut_down and not b.fenced):
             return await self._controlled_shutdown(broker_id, broker_epoch, caught_up, want_fence)
@@ -329,9 +399,10 @@ class QuorumController(Controller):
         recs: list = [messages.BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch,
                                                               fenced=-1)]
         active = self._active_ids()
+        lost = self._lost_replicas(broker_id)
         for t in self.image.topics.values():
             for p in t.partitions.values():
-                if p.leader == -1:
+                if p.leader == -1 and (t.topic_id, p.partition) not in lost:
                     rec = self._partition_change(t.topic_id, p, add=broker_id, active=active)
                     if rec is not None:
                         recs.append(rec)

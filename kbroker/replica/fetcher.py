@@ -117,7 +117,7 @@ class FollowerLog:
                 self._append(part, data)
             except Exception as exc:  # noqa: BLE001 - corrupt data / unexpected offsets
                 if isinstance(exc, (KafkaStorageError, OSError)) and log_dir_failure.io_error_of(exc):
-                    log_dir_failure.log_dir_failed(part.log.dir.parent,
+                    log_dir_failure.log_dir_failed(self.replicas, part.log.dir.parent,
                                                    f"follower append to {part.topic}-{part.index}", exc)
                 log.warning("follower append to %s-%d at %d failed: %r", part.topic, part.index,
                             fetch_offset, exc)

@@ -1,5 +1,6 @@
 """DescribeLogDirs' view of the local replicas: which directory each log lives in, its size
-and its offset lag, plus the disk's total and usable bytes (KIP-827)."""
+and its offset lag, plus the disk's total and usable bytes (KIP-827). A directory taken
+offline after an I/O error (kbroker/replica/log_dir_failure.py) answers KAFKA_STORAGE_ERROR."""
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ def configured_log_dirs(logs) -> list[str]:
 
 
 def describe_log_dirs(replicas: Iterable[Partition], log_dirs: list[str],
-                      wanted: dict[str, set[int] | None] | None):
+                      wanted: dict[str, set[int] | None] | None, offline: Iterable[str] = ()):
     """[(log_dir, error_code, [(topic, [(partition, size, offset_lag)])], total, usable)]
     for every local replica, leader or follower. ``offset_lag`` is Kafka's
     ``getLogEndOffsetLag`` for a replica that is not a future one: max(high watermark −
@@ -42,7 +43,12 @@ def describe_log_dirs(replicas: Iterable[Partition], log_dirs: list[str],
         lag = max(part.log.high_watermark - part.log.log_end_offset, 0)
         by_dir.setdefault(d, {}).setdefault(part.topic, []).append((part.index, size, lag))
     out = []
+    offline = set(offline)
     for d, topics in by_dir.items():
+        if d in offline:
+            # Kafka: an offline dir is listed with KAFKA_STORAGE_ERROR, no replicas, no sizes
+            out.append((d, ErrorCode.KAFKA_STORAGE_ERROR, [], -1, -1))
+            continue
         try:
             usage = shutil.disk_usage(d)
             total, usable = usage.total, usage.free

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+from pathlib import Path
 from typing import Any, Callable
 
 import trio
@@ -88,6 +90,8 @@ class ReplicaManager:
         self._topic_ids: dict[str, Any] = {}
         self._not_led: set[tuple[str, int]] = set()
         self._pending: set[tuple[str, int]] = set()   # replicas whose log is not created yet
+        # replicas whose log dir went offline (log_dir_failure): key -> (dir, topic id)
+        self._offline: dict[tuple[str, int], tuple[Path, Any]] = {}
         self._creating = False
         self._lso_hook: Callable | None = None
         self._image = None
@@ -218,7 +222,12 @@ class ReplicaManager:
         deferring = self._nursery is not None
         pending: set[tuple[str, int]] = set()
         created = 0
+        for key in [k for k, (_, tid) in self._offline.items()
+                    if k not in wanted or wanted[k][0].topic_id != tid]:
+            del self._offline[key]          # deleted or moved away: no longer ours to report
         for key, (topic, pimg) in wanted.items():
+            if key in self._offline:
+                continue                    # its log dir is offline until the broker restarts
             part = self._partitions.get(key)
             if part is None and deferring and key[0] not in INTERNAL_TOPICS and (
                     key in self._pending or (created >= self.CREATE_CHUNK
@@ -353,6 +362,8 @@ class ReplicaManager:
         part = self._partitions.get((topic, index))
         if part is not None and part.is_leader:
             return part
+        if (topic, index) in self._offline:
+            raise ReplicaError(ErrorCode.KAFKA_STORAGE_ERROR)
         if part is not None or (topic, index) in self._not_led or (topic, index) in self._pending:
             raise ReplicaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise ReplicaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -536,7 +547,7 @@ class ReplicaManager:
                 txn_verifier=self.txn_verifier)
         except Exception as exc:
             if isinstance(exc, (KafkaStorageError, OSError)) and log_dir_failure.io_error_of(exc):
-                log_dir_failure.log_dir_failed(part.log.dir.parent, f"append to {topic}-{index}", exc)
+                log_dir_failure.log_dir_failed(self, part.log.dir.parent, f"append to {topic}-{index}", exc)
             err = append_path.as_replica_error(exc)
             if err is None:
                 raise
@@ -724,7 +735,36 @@ class ReplicaManager:
 
     def describe_log_dirs(self, wanted: dict[str, set[int] | None] | None):
         """DescribeLogDirs over every local replica (:func:`log_dirs.describe_log_dirs`)."""
-        return describe_log_dirs(self._partitions.values(), self.log_dirs(), wanted)
+        return describe_log_dirs(self._partitions.values(), self.log_dirs(), wanted,
+                                 offline=self.offline_log_dirs())
+
+    def offline_log_dirs(self) -> list[str]:
+        """The log directories taken offline since start, absolute."""
+        return sorted(os.path.abspath(str(d))
+                      for d in getattr(self.broker.logs, "offline_dirs", ()) or ())
+
+    def offline_replicas(self) -> dict[tuple[str, int], tuple[Path, Any]]:
+        """(topic, partition) -> (log dir, topic id) of the replicas lost with their dir."""
+        return dict(self._offline)
+
+    def take_log_dir_offline(self, log_dir) -> list[tuple[str, int]]:
+        """Kafka's handleLogDirFailure: the logs of ``log_dir`` are closed and dropped, their
+        replicas stop (no fetcher, no leadership here) and answer KAFKA_STORAGE_ERROR until the
+        broker restarts; the broker's heartbeats report the directory (log_dir_failure)."""
+        log_dir = Path(log_dir)
+        dropped = self.broker.logs.mark_offline(log_dir)
+        for key in dropped:
+            part = self._partitions.pop(key, None)
+            tid = part.topic_id if part is not None else self._topic_ids.get(key[0])
+            self._offline[key] = (log_dir, tid)
+            if part is not None:
+                part.is_leader = False
+                part.wake()
+        self._update_fetchers()
+        notify = getattr(self.broker, "log_dir_offline", None)
+        if notify is not None:
+            notify(log_dir)
+        return dropped
 
     def log_dirs(self) -> list[str]:
         return configured_log_dirs(self.broker.logs)

@@ -166,3 +166,33 @@ def test_move_log_between_directories_and_crash_points(tmp_path):
     assert promoted.dir == src / "mv-0" and promoted.log_end_offset == 31
     assert stored_batches(promoted)[:len(before)] == before
     mgr.shutdown()
+
+
+def test_offline_dir_is_dropped_and_recovered_on_the_next_start(tmp_path):
+    """``mark_offline`` (a failed log dir): its logs are closed and dropped, new logs go to
+    the online dirs, and neither checkpoints nor the clean-shutdown marker are written there,
+    so the next start recovers its logs as after a crash."""
+    d1, d2 = tmp_path / "d1", tmp_path / "d2"
+    mgr = LogManager([d1, d2], cfg(), Clock())
+    mgr.load()
+    logs = [mgr.get_or_create("t", p) for p in range(4)]
+    for lg in logs:
+        fill(lg, 5)
+    mgr.checkpoint()
+    in_d2 = sorted((lg.topic, lg.partition) for lg in logs if lg.dir.parent == d2)
+    assert in_d2
+    before = (d2 / ckpt.RECOVERY_POINT).read_bytes()
+    assert sorted(mgr.mark_offline(d2)) == in_d2
+    assert mgr.online_dirs == [d1]
+    assert all(mgr.get(*key) is None for key in in_d2)
+    assert all(lg.closed for lg in logs if lg.dir.parent == d2)
+    assert mgr.get_or_create("new", 0).dir.parent == d1
+    mgr.shutdown()
+    assert (d1 / ckpt.CLEAN_SHUTDOWN).exists() and not (d2 / ckpt.CLEAN_SHUTDOWN).exists()
+    assert (d2 / ckpt.RECOVERY_POINT).read_bytes() == before
+
+    mgr = LogManager([d1, d2], cfg(), Clock())
+    mgr.load()
+    assert mgr.had_clean_shutdown == {d1: True, d2: False}
+    assert all(mgr.get(*key).log_end_offset == 5 for key in in_d2)
+    mgr.shutdown()

@@ -1,0 +1,193 @@
+"""A log directory that fails goes offline, as Kafka's JBOD handling (KIP-858): its
+partitions answer KAFKA_STORAGE_ERROR, DescribeLogDirs lists it with that error, the broker
+keeps serving the partitions of its other directories, and with a replication factor of 3 the
+controller moves leadership off the failed replicas while an acks=all producer loses nothing
+(kbroker/replica/log_dir_failure.py). The failing directory is a small tmpfs the test fills."""
+from __future__ import annotations
+
+import errno
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from kbroker.wire import messages as w
+from kbroker.wire import records as rb
+from kbroker.wire.error_codes import ErrorCode as E
+
+from .replication_support import produce, read_topic, records
+from .support import Cluster, agreed_state, call, describe_quorum, wait_for, wait_for_isr
+from tests.support.broker_proc import BrokerProcess
+
+TMPFS_MB = 32
+
+
+def mount_tmpfs(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_MB}m", "tmpfs", str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, f"this test mounts a tmpfs (needs root): {r.stderr.strip()}"
+
+
+def umount(path: Path) -> None:
+    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill(path: Path) -> None:
+    """Write ``path`` until its file system is full (ENOSPC)."""
+    with open(path, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096, 1):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+
+
+def create_topic(port: int, name: str, partitions: int, rf: int) -> None:
+    C = w.CreateTopicsRequest
+    r = call(port, 19, 7, C(topics=[C.CreatableTopic(name=name, num_partitions=partitions,
+                                                     replication_factor=rf, assignments=[],
+                                                     configs=[])],
+                            timeout_ms=30000, validate_only=False))
+    assert r.topics[0].error_code == E.NONE, r.topics[0]
+
+
+def log_dirs(port: int) -> dict[str, tuple[int, dict[tuple[str, int], int]]]:
+    """DescribeLogDirs v4: {dir: (error, {(topic, partition): size})}."""
+    resp = call(port, 35, 4, w.DescribeLogDirsRequest(topics=None))
+    return {d.log_dir: (d.error_code, {(t.name, p.partition_index): p.partition_size
+                                       for t in d.topics for p in t.partitions})
+            for d in resp.results}
+
+
+def produce_raw(port: int, topic: str, partition: int, value: bytes, acks: int = 1) -> int:
+    P = w.ProduceRequest
+    data = rb.build_batch([(None, value, (), int(time.time() * 1000))])
+    r = call(port, 0, 9, P(transactional_id=None, acks=acks, timeout_ms=10000, topic_data=[
+        P.TopicProduceData(name=topic, partition_data=[
+            P.PartitionProduceData(index=partition, records=data)])]), timeout=20)
+    return r.responses[0].partition_responses[0].error_code
+
+
+def partitions_in(port: int, d: Path, topic: str) -> list[int]:
+    return sorted(p for (t, p) in log_dirs(port)[str(d)][1] if t == topic)
+
+
+class TwoDirBroker(BrokerProcess):
+    """One combined node whose ``log.dirs`` is ``good,bad`` (``--data-dir`` would set one)."""
+
+    def __init__(self, good: Path, bad: Path):
+        super().__init__(good, overrides={"log.dirs": f"{good},{bad}"})
+
+    def command(self) -> list[str]:
+        cmd = [self.python, "-m", "kbroker", "serve", "--listen", f"127.0.0.1:{self.port}"]
+        for k, v in self.overrides.items():
+            cmd += ["--override", f"{k}={v}"]
+        return cmd
+
+
+def test_failed_dir_goes_offline_and_the_broker_serves_the_other(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    mount_tmpfs(bad)
+    broker = TwoDirBroker(good, bad)
+    try:
+        broker.start()
+        create_topic(broker.port, "jbod", 4, 1)
+        wait_for(lambda: partitions_in(broker.port, bad, "jbod"), timeout=30,
+                 what="a partition placed in the tmpfs log dir")
+        on_bad = partitions_in(broker.port, bad, "jbod")
+        on_good = partitions_in(broker.port, good, "jbod")
+        assert on_good, "the other log dir holds partitions too"
+        for p in range(4):
+            assert produce_raw(broker.port, "jbod", p, b"before") == E.NONE
+        mark = broker.log_path.stat().st_size
+        fill(bad / "filler")
+        assert produce_raw(broker.port, "jbod", on_bad[0], b"x" * 8192) == E.KAFKA_STORAGE_ERROR
+        # the directory is offline: its partitions answer the storage error from now on
+        for p in on_bad:
+            assert produce_raw(broker.port, "jbod", p, b"later") == E.KAFKA_STORAGE_ERROR
+        for p in on_good:
+            assert produce_raw(broker.port, "jbod", p, b"after") == E.NONE
+        dirs = log_dirs(broker.port)
+        assert dirs[str(bad)] == (E.KAFKA_STORAGE_ERROR, {})
+        assert dirs[str(good)][0] == E.NONE
+        assert {p for (_, p) in dirs[str(good)][1]} >= set(on_good)
+        assert broker.running
+        text = broker.log_text(mark)
+        assert f"log dir {bad} failed" in text and "offline" in text, text[-2000:]
+        assert "No space left on device" in text
+    finally:
+        broker.kill()
+        umount(bad)
+
+
+def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
+    """RF=3 on three nodes; node 2 has a second log dir on a tmpfs that fills up. The replicas
+    there leave their ISRs, leadership moves off node 2 for them, an acks=all producer keeps
+    going and every acknowledged record is read back; node 2 keeps running, and after a restart
+    with the disk fixed its replicas rejoin the ISRs."""
+    root = tmp_path / "cluster"
+    c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
+    bad = root / "node-2-bad"
+    mount_tmpfs(bad)
+    node2 = c.nodes[2]
+    node2.overrides["log.dirs"] = f"{node2.data_dir},{bad}"
+    try:
+        c.start_all()
+        port = c.nodes[1].port
+        # node 2 reports over the wire (AssignReplicasToDirs, BrokerHeartbeat v1), not to a
+        # controller in its own process: it must not be the active controller
+        for _ in range(3):
+            leader = wait_for(lambda: (lambda p: p.leader_id + 1 if p and p.leader_id >= 0
+                                       else None)(describe_quorum(port)[0]),
+                              timeout=30, what="an active controller") - 1
+            if leader != 2:
+                break
+            node2.stop()
+            wait_for(lambda: (describe_quorum(port)[0].leader_id or 2) not in (-1, 2),
+                     timeout=30, what="another active controller")
+            node2.start()
+        assert leader != 2
+        C = w.CreateTopicsRequest
+        r = call(port, 19, 7, C(topics=[C.CreatableTopic(
+            name="jbod3", num_partitions=4, replication_factor=3, assignments=[],
+            configs=[C.CreatableTopicConfig(name="min.insync.replicas", value="2")])],
+            timeout_ms=30000, validate_only=False))
+        assert r.topics[0].error_code == E.NONE, r.topics[0]
+        wait_for_isr(c, "jbod3")
+        wait_for(lambda: partitions_in(node2.port, bad, "jbod3"), timeout=30,
+                 what="a replica of node 2 placed in its tmpfs log dir")
+        on_bad = partitions_in(node2.port, bad, "jbod3")
+        acks = produce(c.bootstrap(), "jbod3", records("a", 200))
+        fill(bad / "filler")
+        mark = node2.log_path.stat().st_size
+        # values big enough to need new pages on the full tmpfs
+        acks = produce(c.bootstrap(), "jbod3", [(k, v + b"." * 4000) for k, v in records("b", 400)],
+                       into=acks)
+        wait_for(lambda: f"log dir {bad} failed" in node2.log_text(mark), timeout=60,
+                 what="node 2 taking its tmpfs log dir offline")
+        state = wait_for(lambda: (lambda st: st if st and all(
+            st[p].leader not in (-1, 2) and 2 not in st[p].isr for p in on_bad) else None)(
+            agreed_state(c, "jbod3")), timeout=60,
+            what="the failed dir's partitions led elsewhere, node 2 out of their ISRs")
+        acks = produce(c.bootstrap(), "jbod3", records("c", 200), into=acks)
+        assert not acks.failed, acks.failed[:5]
+        assert len(acks.acked) == 800
+        got = read_topic(c.bootstrap(), "jbod3", 4, set(acks.acked))
+        missing = set(acks.acked) - set(got)
+        assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:3]}"
+        assert node2.running, "node 2 stopped although its other log dir is fine"
+        assert log_dirs(node2.port)[str(bad)][0] == E.KAFKA_STORAGE_ERROR
+        assert all(state[p].leader != 2 for p in on_bad)
+        # the disk fixed, node 2 restarts: the dir's logs are recovered and catch up
+        (bad / "filler").unlink()
+        node2.stop()
+        node2.start()
+        wait_for_isr(c, "jbod3", what="node 2's replicas back in every ISR after the restart")
+        assert log_dirs(node2.port)[str(bad)][0] == E.NONE
+    finally:
+        c.shutdown()
+        umount(bad)
