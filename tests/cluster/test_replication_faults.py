@@ -28,8 +28,15 @@ node down, so the ISR of the others still meets min.insync.replicas):
   misconfigured NTP server followed by a correction would. Every node runs under libfaketime
   (``tests/support/fake_clock.py``) with its offset in a control file the test rewrites;
   ``CLOCK_MONOTONIC`` stays real. Record timestamps may follow the wall clock (as Kafka's
-  do); the invariants below must hold. Without libfaketime (``make faketime``) the step
-  runs as ``pause`` (the test says so).
+  do); the invariants below must hold. ``make faketime`` installs libfaketime;
+- ``slow_disk``: every write and fsync of one node's log directory waits tens to hundreds
+  of milliseconds for a while. The log directory of a node the seed's schedule slows is a
+  FUSE passthrough (``tests/support/slow_fs.py``, over that node's tmpfs) whose delay the
+  test sets at run time: the most real slow device this machine allows (root and
+  ``/dev/fuse``, but no device-mapper for ``dm-delay``, and cgroup-v1 blkio throttling
+  does not see buffered writes, which the page cache writes back outside the writer's
+  cgroup). ``disk_full`` on such a node fills the tmpfs beneath: ENOSPC comes through.
+  Without the right to mount, ``slow_disk`` steps run as ``pause`` (the test says so).
 
 The network faults run through links the test controls (``tests/support/links.py``): node
 i reaches node j's CONTROLLER listener through its own link i→j (its view of
@@ -71,6 +78,7 @@ from kbroker.cluster import ports
 from tests.support.broker_proc import free_port
 from tests.support.fake_clock import FakeClock
 from tests.support.links import Link
+from tests.support.slow_fs import SlowDisk
 
 from .fault_clients import (TXN_TOPIC, GroupCommitter, TxnWriter, committed_offsets,
                             read_committed)
@@ -84,8 +92,9 @@ TOPIC = "faults"
 PARTITIONS = 4
 LAG_MS = 2000
 # fixed seeds whose schedules (3 faults each) cover every fault kind
-DEFAULT_SEEDS = (1, 5, 9)
-KINDS = ("kill", "term", "pause", "partition", "one_way", "flap", "disk_full", "clock_jump")
+DEFAULT_SEEDS = (23, 71, 227)
+KINDS = ("kill", "term", "pause", "partition", "one_way", "flap", "disk_full", "clock_jump",
+         "slow_disk")
 DISK_MB = 96
 
 
@@ -112,7 +121,8 @@ def schedule(seed: int, steps: int) -> list[tuple[str, int, float, float, int]]:
         node = rng.randint(1, 3)
         if kind == "pause":
             down = rng.uniform(2.5, 5.0)
-        elif kind in ("partition", "one_way", "flap", "disk_full", "clock_jump"):
+        elif kind in ("partition", "one_way", "flap", "disk_full", "clock_jump",
+                      "slow_disk"):
             down = rng.uniform(1.0, 4.0)
         else:
             down = rng.uniform(0.2, 3.0)
@@ -316,10 +326,7 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
             filler.unlink(missing_ok=True)
         node.start()
     elif kind == "clock_jump":
-        clock = cluster.clocks.get(node_id)
-        if clock is None:
-            print(f"clock_jump of node {node_id} runs as pause: libfaketime is not installed")
-            return apply_fault(cluster, "pause", node_id, max(down, 2.5))
+        clock = cluster.clocks[node_id]
         rng = rng or random.Random(0)
         step = rng.choice((1, -1)) * rng.uniform(60, 900)
         maps = Path(f"/proc/{node.proc.pid}/maps").read_text()
@@ -330,6 +337,19 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
             time.sleep(down)
         finally:
             clock.reset()             # ... and the opposite step back to the real time
+    elif kind == "slow_disk":
+        disk = cluster.slow.get(node_id)
+        if disk is None:
+            print(f"slow_disk of node {node_id} runs as pause: no FUSE file system could be mounted")
+            return apply_fault(cluster, "pause", node_id, max(down, 2.5))
+        rng = rng or random.Random(0)
+        ms = round(rng.uniform(20, 250))
+        print(f"slow_disk: node {node_id} writes and fsyncs wait {ms} ms for {down} s")
+        disk.set_delay(ms)
+        try:
+            time.sleep(down)
+        finally:
+            disk.set_delay(0)
     else:
         raise ValueError(kind)
 
@@ -359,7 +379,10 @@ def _mount_tmpfs(path: Path) -> bool:
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, request):
+    # the nodes this seed's schedule slows get a FUSE log directory (over their tmpfs)
+    seed = request.node.callspec.params["seed"]
+    slowed = {node for kind, node, *_ in schedule(seed, _steps()) if kind == "slow_disk"}
     net = Network()
     c = Cluster(tmp_path / "cluster",
                 extra={"replica.lag.time.max.ms": str(LAG_MS),
@@ -373,17 +396,26 @@ def cluster(tmp_path):
     net.wire(c)
     c.tmpfs = {}
     # every node's wall clock can be stepped (clock_jump); offset 0 until a step
-    c.clocks = {}
-    if FakeClock.available():
-        for i, n in c.nodes.items():
-            c.clocks[i] = FakeClock(tmp_path / f"clock-{i}")
-            n.env.update(c.clocks[i].env())
+    assert FakeClock.available(), "libfaketime is missing: `make faketime` installs it"
+    c.clocks = {i: FakeClock(tmp_path / f"clock-{i}") for i in c.nodes}
+    for i, n in c.nodes.items():
+        n.env.update(c.clocks[i].env())
+    c.slow = {}
     try:
         for i, n in c.nodes.items():
-            if _mount_tmpfs(n.data_dir):
-                c.tmpfs[i] = n.data_dir
+            backing = tmp_path / f"disk-{i}" if i in slowed else n.data_dir
+            if _mount_tmpfs(backing):
+                c.tmpfs[i] = backing
             else:
                 break
+        for i in sorted(slowed):
+            if i not in c.tmpfs:
+                break
+            try:
+                c.slow[i] = SlowDisk(c.tmpfs[i], c.nodes[i].data_dir, tmp_path / f"slow-{i}").start()
+            except RuntimeError as e:
+                print(e)         # its steps run as pause; disk_full fills nothing it writes
+                subprocess.run(["umount", "-l", str(c.tmpfs.pop(i))], capture_output=True)
         c.start_all()
         yield c
     finally:
@@ -395,6 +427,8 @@ def cluster(tmp_path):
                     pass
         c.shutdown()
         c.net.close()
+        for disk in c.slow.values():
+            disk.stop()
         for d in c.tmpfs.values():
             subprocess.run(["umount", "-l", str(d)], capture_output=True)
 
