@@ -37,7 +37,7 @@ run: $(STAMP)
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
 # Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
 # then the container image's smoke tests (docker-test).
-test: setup protocol kp2 kafka-dist kafka-streams-dist kcat kafkajs franzgo spark-setup console-browser
+test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 kafkajs franzgo spark-setup console-browser
 	@date -u +"test: tests/ from %T"
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25
 	@date -u +"test: compat_tests/ from %T"
@@ -49,7 +49,7 @@ test: setup protocol kp2 kafka-dist kafka-streams-dist kcat kafkajs franzgo spar
 	@date -u +"test: done at %T"
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
-test-fast: setup protocol kp2 kcat console-browser
+test-fast: setup protocol kp2 kcat faketime fuse3 console-browser
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
 
 clean:
@@ -62,7 +62,7 @@ clean:
 COMPAT_TARGETS ?= kafka,kbroker
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: kafka-dist kafka-streams-dist kcat compat console-browser
+.PHONY: kafka-dist kafka-streams-dist kcat faketime fuse3 compat console-browser
 
 kafka-dist:
 	bash tools/fetch_kafka.sh
@@ -74,6 +74,16 @@ kafka-streams-dist:
 
 kcat:
 	command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }
+
+# libfaketime (Debian faketime) for the seeded fault test's clock_jump: one node's wall clock
+# stepped at run time through a control file (tests/support/fake_clock.py).
+faketime:
+	command -v faketime >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q faketime; }
+
+# libfuse 3 (Debian fuse3) for the fault test's slow_disk: a FUSE passthrough with a delay
+# (tests/support/slow_fs.py, through mfusepy from requirements-dev.txt).
+fuse3:
+	command -v fusermount3 >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q fuse3; }
 
 # The web console's browser tests (tests/console/test_console_browser.py): Debian's chromium,
 # driven by Playwright for Python through executable_path (no browser download, ever).
@@ -155,11 +165,12 @@ raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py
 	$(PY) tools/raft_soak.py --profile dynamic --seeds 1000
 
-# `replication-soak`: seeded faults (kill, controlled shutdown, pause, partition, one-way cut, flapping link, full disk) against a replicated topic
+# `replication-soak`: seeded faults (kill, controlled shutdown, pause, partition, one-way cut, flapping link, full disk,
+# clock jump, slow disk; a consumer group and a transactional producer run through them) against a replicated topic
 # on three nodes, KBROKER_FAULT_RUNS random seeds (default 20) of KBROKER_FAULT_STEPS faults each
 # (default 6); a failure names its seed (rerun with KBROKER_FAULT_SEED=<n>).
 .PHONY: replication-soak
-replication-soak: $(STAMP)
+replication-soak: $(STAMP) faketime fuse3
 	KBROKER_FAULT_RUNS=$${KBROKER_FAULT_RUNS:-20} KBROKER_FAULT_STEPS=$${KBROKER_FAULT_STEPS:-6} $(PY) -m pytest -q tests/cluster/test_replication_faults.py --kafka-protocol=$(KAFKA_PROTOCOL)
 
 # --- compat clients ---

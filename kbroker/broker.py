@@ -39,10 +39,14 @@ log = logging.getLogger("kbroker.broker")
 
 
 class SystemClock:
-    """Wall-clock milliseconds (record timestamps, retention)."""
+    """Wall-clock milliseconds (record timestamps, retention) and monotonic milliseconds
+    (``monotonic_ms``: intervals, which a step of the wall clock must not stretch or skip)."""
 
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
+
+    def monotonic_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
 
     def __call__(self) -> int:
         return self.now_ms()
@@ -162,7 +166,8 @@ class Broker:
             raise ConfigError(None, str(e)) from None
         clock = self.clock.now_ms
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
-                               checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"))
+                               checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
+                               ticker=getattr(self.clock, "monotonic_ms", None))
         self.stage = "loading the logs"
         with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):
             self.logs.load()

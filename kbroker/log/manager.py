@@ -59,12 +59,17 @@ class LogManager:
 
     def __init__(self, log_dirs: Iterable[Path], default_config: LogConfig,
                  clock: Callable[[], int], *, checkpoint_interval_ms: int = 60_000,
-                 cleaner_max_map_entries: int = 1_000_000):
+                 cleaner_max_map_entries: int = 1_000_000,
+                 ticker: Callable[[], int] | None = None):
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise ValueError("at least one log directory is required")
         self.default_config = default_config
         self.clock = clock
+        # intervals (the checkpoint period) on a monotonic clock when one is given: after a
+        # backward step of the wall clock, a wall-clock "last checkpoint" would sit in the
+        # future and hold every checkpoint back until the wall clock caught up with it
+        self.ticker = ticker or clock
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.cleaner_max_map_entries = cleaner_max_map_entries
         self._logs: dict[tuple[str, int], PartitionLog] = {}
@@ -122,12 +127,11 @@ class LogManager:
             if marker.exists():
                 marker.unlink()
                 ckpt.fsync_dir(d)
-        self._last_checkpoint_ms = now
+        self._last_checkpoint_ms = self.ticker()
         self.loaded = True
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints and the clean-shutdown marker."""
-        now = self.clock()
         for log in self._logs.values():
             log.close()
         for _, path, log in self._pending_dirs:
@@ -141,7 +145,7 @@ class LogManager:
             os.close(fd)
             ckpt.fsync_dir(d)
         self._logs.clear()
-        self._last_checkpoint_ms = now
+        self._last_checkpoint_ms = self.ticker()
 
     @staticmethod
     def _safe_read(path: Path) -> dict[tuple[str, int], int]:
@@ -331,9 +335,10 @@ class LogManager:
                 flushed += log.maybe_flush(now)
             except LogClosed:
                 continue
-        if now - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
+        tick = self.ticker() if now_ms is None else now_ms
+        if tick - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
             self.checkpoint()
-            self._last_checkpoint_ms = now
+            self._last_checkpoint_ms = tick
         return flushed
 
     def run_retention(self, now_ms: int | None = None) -> int:

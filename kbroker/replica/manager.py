@@ -133,6 +133,13 @@ class ReplicaManager:
     def now_ms(self) -> int:
         return self.broker.clock.now_ms()
 
+    def lag_clock_ms(self) -> int:
+        """The clock of the ISR's catch-up times (``replica.lag.time.max.ms``): monotonic when
+        the broker's clock has one, so a step of the wall clock neither drops every follower
+        from the ISR (forward) nor keeps a lagging one in it (back)."""
+        clock = self.broker.clock
+        return clock.monotonic_ms() if hasattr(clock, "monotonic_ms") else clock.now_ms()
+
     def _broker_topic_defaults(self) -> dict:
         cfg = self.broker.config
         fn = getattr(cfg, "log_config_defaults", None)
@@ -197,7 +204,7 @@ class ReplicaManager:
         and hand the followed partitions to the fetchers."""
         me = self.node_id
         self._image = image
-        now = self.now_ms()
+        now = self.lag_clock_ms()
         wanted: dict[tuple[str, int], tuple[Any, Any]] = {}
         not_led: set[tuple[str, int]] = set()
         for name, topic in image.topics.items():
@@ -282,7 +289,7 @@ class ReplicaManager:
         metadata cache and its replica manager taking a new image."""
         try:
             while self._pending:
-                image, me, now = self._image, self.node_id, self.now_ms()
+                image, me, now = self._image, self.node_id, self.lag_clock_ms()
                 chunk = list(itertools.islice(self._pending, self.CREATE_CHUNK))
                 configs: dict[str, tuple[dict, LogConfig]] = {}
                 followers = False
@@ -461,7 +468,7 @@ class ReplicaManager:
     def maybe_shrink_isr(self, now: int | None = None) -> None:
         """Remove followers not caught up for ``replica.lag.time.max.ms`` from the ISR of
         every led partition (Kafka's maybeShrinkIsr; one AlterPartition in flight each)."""
-        now = self.now_ms() if now is None else now
+        now = self.lag_clock_ms() if now is None else now
         lag = int(self._cfg("replica.lag.time.max.ms", 30_000))
         for part in list(self._partitions.values()):
             if not part.is_leader:
@@ -507,7 +514,7 @@ class ReplicaManager:
                      new_isr, ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
             return
         part.replication.alter_committed(part.leader_epoch, result.leader_epoch, result.isr,
-                                         result.partition_epoch, self.now_ms())
+                                         result.partition_epoch, self.lag_clock_ms())
         self._maybe_advance_hw(part)
         part.wake()
 
@@ -622,7 +629,7 @@ class ReplicaManager:
             code = (ErrorCode.UNKNOWN_LEADER_EPOCH if spec.current_leader_epoch >= 0
                     else ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return FetchResult(spec.topic, spec.partition, error_code=code)
-        now = self.now_ms() if now is None else now
+        now = self.lag_clock_ms() if now is None else now
         res, leo = read_path.read_for_follower(part, spec, max_bytes, min_one=min_one)
         if leo is None:
             return res
@@ -640,7 +647,7 @@ class ReplicaManager:
         results = []
         remaining = max(0, max_bytes)
         min_one = True
-        now = self.now_ms() if replica_id >= 0 else None
+        now = self.lag_clock_ms() if replica_id >= 0 else None
         for spec in specs:
             if replica_id >= 0:
                 r = self.read_follower_partition(spec, replica_id, remaining, min_one=min_one,

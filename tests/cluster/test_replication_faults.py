@@ -22,7 +22,21 @@ node down, so the ISR of the others still meets min.insync.replicas):
   its log-dir-failure line (kbroker/replica/log_dir_failure.py: like Kafka when its last
   log dir fails), its partitions move to the other replicas, and after the disk is freed
   it starts again and recovers. Without the right to mount, ``disk_full`` steps run as
-  ``kill`` (the test says so).
+  ``kill`` (the test says so);
+- ``clock_jump``: step one node's wall clock (``CLOCK_REALTIME``) forward by minutes, hold
+  it, then step it back to the real time (a backward step of the same size) -- as a
+  misconfigured NTP server followed by a correction would. Every node runs under libfaketime
+  (``tests/support/fake_clock.py``) with its offset in a control file the test rewrites;
+  ``CLOCK_MONOTONIC`` stays real. Record timestamps may follow the wall clock (as Kafka's
+  do); the invariants below must hold. ``make faketime`` installs libfaketime;
+- ``slow_disk``: every write and fsync of one node's log directory waits tens to hundreds
+  of milliseconds for a while. The log directory of a node the seed's schedule slows is a
+  FUSE passthrough (``tests/support/slow_fs.py``, over that node's tmpfs) whose delay the
+  test sets at run time: the most real slow device this machine allows (root and
+  ``/dev/fuse``, but no device-mapper for ``dm-delay``, and cgroup-v1 blkio throttling
+  does not see buffered writes, which the page cache writes back outside the writer's
+  cgroup). ``disk_full`` on such a node fills the tmpfs beneath: ENOSPC comes through.
+  Without the right to mount, ``slow_disk`` steps run as ``pause`` (the test says so).
 
 The network faults run through links the test controls (``tests/support/links.py``): node
 i reaches node j's CONTROLLER listener through its own link i→j (its view of
@@ -62,8 +76,12 @@ import pytest
 
 from kbroker.cluster import ports
 from tests.support.broker_proc import free_port
+from tests.support.fake_clock import FakeClock
 from tests.support.links import Link
+from tests.support.slow_fs import SlowDisk
 
+from .fault_clients import (TXN_TOPIC, GroupCommitter, TxnWriter, committed_offsets,
+                            read_committed)
 from .replication_support import (checkpointed_high_watermarks, create_topic, make_producer,
                                   read_records, replicas_in_sync)
 from .support import Cluster, topic_state, wait_for, wait_for_isr
@@ -74,8 +92,9 @@ TOPIC = "faults"
 PARTITIONS = 4
 LAG_MS = 2000
 # fixed seeds whose schedules (3 faults each) cover every fault kind
-DEFAULT_SEEDS = (1, 5, 12)
-KINDS = ("kill", "term", "pause", "partition", "one_way", "flap", "disk_full")
+DEFAULT_SEEDS = (23, 71, 227)
+KINDS = ("kill", "term", "pause", "partition", "one_way", "flap", "disk_full", "clock_jump",
+         "slow_disk")
 DISK_MB = 96
 
 
@@ -102,7 +121,8 @@ def schedule(seed: int, steps: int) -> list[tuple[str, int, float, float, int]]:
         node = rng.randint(1, 3)
         if kind == "pause":
             down = rng.uniform(2.5, 5.0)
-        elif kind in ("partition", "one_way", "flap", "disk_full"):
+        elif kind in ("partition", "one_way", "flap", "disk_full", "clock_jump",
+                      "slow_disk"):
             down = rng.uniform(1.0, 4.0)
         else:
             down = rng.uniform(0.2, 3.0)
@@ -305,6 +325,31 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
         finally:
             filler.unlink(missing_ok=True)
         node.start()
+    elif kind == "clock_jump":
+        clock = cluster.clocks[node_id]
+        rng = rng or random.Random(0)
+        step = rng.choice((1, -1)) * rng.uniform(60, 900)
+        maps = Path(f"/proc/{node.proc.pid}/maps").read_text()
+        assert "libfaketime" in maps, f"node {node_id} does not run under libfaketime"
+        print(f"clock_jump: node {node_id} wall clock {step:+.0f} s for {down} s, then back")
+        try:
+            clock.jump(step)          # forward (or back) by minutes ...
+            time.sleep(down)
+        finally:
+            clock.reset()             # ... and the opposite step back to the real time
+    elif kind == "slow_disk":
+        disk = cluster.slow.get(node_id)
+        if disk is None:
+            print(f"slow_disk of node {node_id} runs as pause: no FUSE file system could be mounted")
+            return apply_fault(cluster, "pause", node_id, max(down, 2.5))
+        rng = rng or random.Random(0)
+        ms = round(rng.uniform(20, 250))
+        print(f"slow_disk: node {node_id} writes and fsyncs wait {ms} ms for {down} s")
+        disk.set_delay(ms)
+        try:
+            time.sleep(down)
+        finally:
+            disk.set_delay(0)
     else:
         raise ValueError(kind)
 
@@ -334,20 +379,43 @@ def _mount_tmpfs(path: Path) -> bool:
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, request):
+    # the nodes this seed's schedule slows get a FUSE log directory (over their tmpfs)
+    seed = request.node.callspec.params["seed"]
+    slowed = {node for kind, node, *_ in schedule(seed, _steps()) if kind == "slow_disk"}
     net = Network()
     c = Cluster(tmp_path / "cluster",
                 extra={"replica.lag.time.max.ms": str(LAG_MS),
-                       "log.flush.offset.checkpoint.interval.ms": "500"})
+                       "log.flush.offset.checkpoint.interval.ms": "500",
+                       "offsets.topic.replication.factor": "3",
+                       "offsets.topic.num.partitions": "3",
+                       "transaction.state.log.replication.factor": "3",
+                       "transaction.state.log.min.isr": "2",
+                       "transaction.state.log.num.partitions": "3"})
     c.net = net
     net.wire(c)
     c.tmpfs = {}
+    # every node's wall clock can be stepped (clock_jump); offset 0 until a step
+    assert FakeClock.available(), "libfaketime is missing: `make faketime` installs it"
+    c.clocks = {i: FakeClock(tmp_path / f"clock-{i}") for i in c.nodes}
+    for i, n in c.nodes.items():
+        n.env.update(c.clocks[i].env())
+    c.slow = {}
     try:
         for i, n in c.nodes.items():
-            if _mount_tmpfs(n.data_dir):
-                c.tmpfs[i] = n.data_dir
+            backing = tmp_path / f"disk-{i}" if i in slowed else n.data_dir
+            if _mount_tmpfs(backing):
+                c.tmpfs[i] = backing
             else:
                 break
+        for i in sorted(slowed):
+            if i not in c.tmpfs:
+                break
+            try:
+                c.slow[i] = SlowDisk(c.tmpfs[i], c.nodes[i].data_dir, tmp_path / f"slow-{i}").start()
+            except RuntimeError as e:
+                print(e)         # its steps run as pause; disk_full fills nothing it writes
+                subprocess.run(["umount", "-l", str(c.tmpfs.pop(i))], capture_output=True)
         c.start_all()
         yield c
     finally:
@@ -359,6 +427,8 @@ def cluster(tmp_path):
                     pass
         c.shutdown()
         c.net.close()
+        for disk in c.slow.values():
+            disk.stop()
         for d in c.tmpfs.values():
             subprocess.run(["umount", "-l", str(d)], capture_output=True)
 
@@ -376,8 +446,13 @@ def test_faults_lose_no_acknowledged_record(cluster, seed):
 def _run(cluster, seed, steps):
     create_topic(cluster, TOPIC, PARTITIONS, rf=3, configs={"min.insync.replicas": "2"})
     wait_for_isr(cluster, TOPIC)
+    create_topic(cluster, TXN_TOPIC, 2, rf=3, configs={"min.insync.replicas": "2"})
     producer = ProducerThread(cluster.bootstrap(), seed)
     producer.start()
+    group = GroupCommitter(cluster.bootstrap(), TOPIC)
+    txns = TxnWriter(cluster.bootstrap(), seed)
+    group.start()
+    txns.start()
     try:
         wait_for(lambda: producer.acked_count() >= 200 or producer.exc, timeout=60,
                  what="the producer under way")
@@ -391,8 +466,13 @@ def _run(cluster, seed, steps):
                      what=f"acknowledgements after fault {i} ({kind} node {node})")
             time.sleep(gap)
     finally:
-        producer.stop.set()
-        producer.join(300)
+        for t in (producer, group, txns):
+            t.stop.set()
+        for t in (producer, group, txns):
+            t.join(300)
+    for t in (group, txns):
+        assert t.exc is None, f"{type(t).__name__}: {t.exc!r}"
+        assert not t.is_alive(), f"{type(t).__name__} did not finish"
     assert producer.exc is None, f"producer thread: {producer.exc!r}"
     assert not producer.is_alive(), "producer did not finish flushing"
     assert producer.left == 0, f"{producer.left} records without a delivery report"
@@ -431,3 +511,33 @@ def _run(cluster, seed, steps):
     unacked = set(counts) - set(producer.acked)
     assert not unacked, f"{len(unacked)} records stored but never acknowledged, e.g. {sorted(unacked)[:3]}"
     assert sum(ends.values()) == len(got) == len(producer.acked)
+    _check_group_and_transactions(cluster, group, txns)
+
+
+def _check_group_and_transactions(cluster, group: GroupCommitter, txns: TxnWriter) -> None:
+    """Committed offsets never behind what was acknowledged; committed transactions wholly
+    visible to read_committed, aborted ones never."""
+    assert group.commits > 0 and group.acked, "the group committed nothing"
+    got = committed_offsets(cluster.bootstrap(), TOPIC, range(PARTITIONS))
+    behind = {p: (got.get(p), o) for p, o in group.acked.items() if got.get(p, -1) < o}
+    assert not behind, f"committed offsets went back (fetched, acknowledged): {behind}"
+
+    print(f"group: {group.commits} commits {group.acked}; transactions: "
+          f"{len(txns.committed) // 5} committed, {len(txns.aborted) // 5} aborted")
+    assert not txns.unknown, f"{len(txns.unknown)} transactional records of unknown fate"
+    assert txns.committed and txns.aborted, "no committed or no aborted transaction"
+    seen: list = []
+
+    def all_visible():
+        seen[:] = read_committed(cluster.bootstrap(), TXN_TOPIC, [0, 1])
+        return set(txns.committed) <= set(seen)
+    try:
+        wait_for(all_visible, timeout=90, what="committed transactions visible")
+    except AssertionError:
+        lost = set(txns.committed) - set(seen)
+        raise AssertionError(f"{len(lost)} committed transactional records not visible to "
+                             f"read_committed, e.g. {sorted(lost)[:3]}") from None
+    leaked = set(seen) & set(txns.aborted)
+    assert not leaked, f"{len(leaked)} aborted records visible to read_committed, e.g. {sorted(leaked)[:3]}"
+    assert len(seen) == len(set(seen)) == len(txns.committed), \
+        f"read_committed holds {len(seen)} records, {len(set(seen))} distinct, {len(txns.committed)} committed"

@@ -63,6 +63,30 @@ def test_periodic_checkpoint_writes_high_watermarks(tmp_path):
     mgr.shutdown()
 
 
+def test_checkpoint_period_ignores_wall_clock_steps(tmp_path):
+    """The period runs on the ticker (monotonic): the wall clock stepping forward and back
+    (NTP) neither holds a checkpoint back nor brings one early."""
+    wall, tick = [NOW], [0]
+    mgr = LogManager([tmp_path], LogConfig(segment_bytes=4096), lambda: wall[0],
+                     checkpoint_interval_ms=1000, ticker=lambda: tick[0])
+    mgr.load()
+    log = mgr.get_or_create("a", 0)
+    log.append(batch(0), now_ms=NOW)
+    log.high_watermark = 1
+    wall[0] += 600_000                     # forward by ten minutes: no period has passed
+    mgr.run_flush()
+    assert ckpt.read_checkpoint(tmp_path / ckpt.REPLICATION_OFFSET).get(("a", 0)) != 1
+    tick[0] += 1000
+    mgr.run_flush()
+    assert ckpt.read_checkpoint(tmp_path / ckpt.REPLICATION_OFFSET) == {("a", 0): 1}
+    wall[0] -= 600_000                     # and back: the next period still writes
+    log.high_watermark = 3
+    tick[0] += 1000
+    mgr.run_flush()
+    assert ckpt.read_checkpoint(tmp_path / ckpt.REPLICATION_OFFSET) == {("a", 0): 3}
+    mgr.shutdown()
+
+
 def test_checkpointed_high_watermark_is_capped(tmp_path):
     mgr = manager(tmp_path)
     mgr.load()

@@ -44,6 +44,7 @@ class BrokerProcess:
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir.parent / f"kbroker-{self.port}.log"
         self.returncode: int | None = None
+        self.env: dict[str, str] = {}    # extra environment of the process (e.g. libfaketime's)
 
     @property
     def bootstrap(self) -> str:
@@ -66,6 +67,7 @@ class BrokerProcess:
         start_at = log.tell()
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env.update(self.env)
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      cwd=REPO_ROOT, env=env)
         log.close()
