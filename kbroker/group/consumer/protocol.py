@@ -43,13 +43,13 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
 
-from ..base import (DescribedGroup, ShardPart, append_error_to_response_error,
-                    validate_offset_fetch_epoch, validate_txn_offset_commit_epoch)
+from ..base import DescribedGroup
 from ..classic.state import ClassicGroup
+from ..epoch_protocol import EpochGroupProtocol, check_not_empty
 from . import records as crec
 from .classic_members import ClassicMembers, classic_session_timeout_ms, uses_classic
 from .assignors import AssignorError, GroupSpec, MemberSpec, assign
@@ -122,11 +122,16 @@ def _kafka_uuid_string() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-class ConsumerGroupProtocol(ShardPart):
+class ConsumerGroupProtocol(EpochGroupProtocol):
     """The consumer protocol's decisions; the groups live in the shard's table.
 
     Timers: ``("consumer-session", group, member)`` and ``("consumer-rebalance", group,
     member)``."""
+
+    group_class = ConsumerGroup
+    response_class = HeartbeatResponse
+    group_type = "consumer"
+    timer_prefix = "consumer-"
 
     def __init__(self, shard, member_id_factory: Callable[[], str] = _kafka_uuid_string) -> None:
         super().__init__(shard)
@@ -138,10 +143,6 @@ class ConsumerGroupProtocol(ShardPart):
         self.classic_members = ClassicMembers(shard, self)
 
     # ----------------------------------------------------------------- helpers
-    def _get(self, gid: str) -> ConsumerGroup | None:
-        g = self.groups.get(gid)
-        return g if isinstance(g, ConsumerGroup) else None
-
     def session_timeout_ms(self, gid: str) -> int:
         v = self.group_configs(gid).get("consumer.session.timeout.ms")
         return int(v) if v is not None else self.config.consumer_session_timeout_ms
@@ -150,25 +151,17 @@ class ConsumerGroupProtocol(ShardPart):
         v = self.group_configs(gid).get("consumer.heartbeat.interval.ms")
         return int(v) if v is not None else self.config.consumer_heartbeat_interval_ms
 
-    def _apply(self, records: list, record) -> None:
-        """Replay ``record`` into the state now and queue it for the append."""
-        records.append(record)
-        self.replay(record.parsed_key, record.value, record.parsed_value)
-
     def _partition(self, gid: str) -> int:
         return self.partition_for(gid)
 
     # ----------------------------------------------------------------- request checks
     def _validate(self, req: HeartbeatRequest) -> None:
-        def empty(v, what):
-            if v is not None and v == "":
-                raise GroupError(E.INVALID_REQUEST, f"{what} can't be empty.")
         if (req.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
                 or req.member_epoch > 0 or req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH):
-            empty(req.member_id, "MemberId")
-        empty(req.group_id, "GroupId")
-        empty(req.instance_id, "InstanceId")
-        empty(req.rack_id, "RackId")
+            check_not_empty(req.member_id, "MemberId")
+        check_not_empty(req.group_id, "GroupId")
+        check_not_empty(req.instance_id, "InstanceId")
+        check_not_empty(req.rack_id, "RackId")
         if req.member_epoch == 0:
             if req.rebalance_timeout_ms == -1:
                 raise GroupError(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
@@ -188,62 +181,6 @@ class ConsumerGroupProtocol(ShardPart):
                              f"assignors: {', '.join(self.config.consumer_assignors)}.")
 
     # ----------------------------------------------------------------- ConsumerGroupHeartbeat
-    def heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatResponse:
-        try:
-            self._validate(req)
-            err = self.coordinator_error(req.group_id)
-            if err:
-                raise GroupError(err)
-        except GroupError as e:
-            return HeartbeatResponse(error=e.code, message=e.message)
-        before = self._snapshot(req.group_id)
-        records: list = []
-        try:
-            if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                resp = self._leave(req, records, now)
-            else:
-                resp = self._heartbeat(req, records, now)
-        except GroupError as e:
-            self._restore(req.group_id, before)      # nothing of a refused request stays
-            return HeartbeatResponse(error=e.code, message=e.message)
-        self._emit_with_revert(req.group_id, before, records)
-        return resp
-
-    def _snapshot(self, gid: str):
-        g = self.groups.get(gid)
-        if isinstance(g, ConsumerGroup):
-            return ("group", g.snapshot())
-        return ("absent",) if g is None else ("other", g)
-
-    def _restore(self, gid: str, snap) -> None:
-        if snap[0] == "absent":
-            g = self.groups.get(gid)
-            if isinstance(g, ConsumerGroup):
-                del self.groups[gid]
-                self.timers.cancel_where(lambda k: len(k) > 2 and k[0].startswith("consumer-")
-                                         and k[1] == gid)
-        elif snap[0] == "group":
-            g = self.groups.get(gid)
-            if isinstance(g, ConsumerGroup):
-                g.__dict__.update(snap[1].__dict__)      # in place: references stay valid
-            else:
-                self.groups[gid] = snap[1]
-        else:
-            self.groups[gid] = snap[1]
-
-    def _emit_with_revert(self, gid: str, before, records: list, respond: bool = True) -> None:
-        if not records:
-            return
-
-        def then(error: int, t: int) -> None:
-            if error:
-                # the group as it was before this request (Kafka reverts its timeline)
-                self._restore(gid, before)
-                if respond:
-                    self._out.response = HeartbeatResponse(
-                        error=append_error_to_response_error(error))
-        self._emit(records, then=then)
-
     def _get_or_create(self, gid: str, create: bool, records: list, now: int = 0) -> ConsumerGroup:
         g = self.groups.get(gid)
         if g is None:
@@ -522,19 +459,9 @@ class ConsumerGroupProtocol(ShardPart):
         new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
         self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + 1, new_hash))
 
-    def _fence_by_timer(self, gid: str, member_id: str, check: Callable[[ConsumerGroupMember], bool],
-                        now: int = 0) -> None:
-        group = self._get(gid)
-        if group is None:
-            return
-        m = group.members.get(member_id)
-        if m is None or not check(m):
-            return
-        before = self._snapshot(gid)
-        records: list = []
-        self._fence(group, [m], records, self._partition(gid), now)
-        self.counters["members_expired"] += 1
-        self._emit_with_revert(gid, before, records, respond=False)
+    def _fence_expired(self, group: ConsumerGroup, m: ConsumerGroupMember, records: list,
+                       now: int) -> None:
+        self._fence(group, [m], records, self._partition(group.group_id), now)
 
     def _schedule_session(self, gid: str, member_id: str, now: int,
                           timeout_ms: int | None = None) -> None:
@@ -553,21 +480,13 @@ class ConsumerGroupProtocol(ShardPart):
             value = crec.decode_value(k.record_type, value_bytes)
         tombstone = value_bytes is None
         gid = k.group
-        g = self.groups.get(gid)
-        if not isinstance(g, ConsumerGroup):
-            if tombstone:
-                return
-            if g is not None and not (isinstance(g, ClassicGroup) and g.is_empty()):
-                return                         # a live group of another type keeps its id
-            if g is not None:
-                g.state = g.state.__class__.DEAD
-            g = self.groups[gid] = ConsumerGroup(gid)
+        g = self._group_for_replay(gid, tombstone, on_replace=_mark_dead)
+        if g is None:
+            return
         rt = k.record_type
         if rt == crec.GROUP_METADATA:
             if tombstone:
-                self.shard._remove_group(gid, keep_offsets=True)
-                if gid in self.shard.offsets:
-                    self.groups[gid] = ClassicGroup(gid, state_timestamp_ms=-1)
+                self._replay_group_tombstone(gid)
                 return
             g.group_epoch, g.metadata_hash = value.epoch, value.metadata_hash
         elif rt == crec.PARTITION_METADATA:
@@ -586,11 +505,7 @@ class ConsumerGroupProtocol(ShardPart):
                 server_assignor=value.server_assignor,
                 classic_metadata=value.classic_member_metadata))
         elif rt == crec.TARGET_ASSIGNMENT_METADATA:
-            if tombstone:
-                g.assignment_epoch, g.assignment_timestamp_ms = 0, 0
-            else:
-                g.assignment_epoch = value.assignment_epoch
-                g.assignment_timestamp_ms = value.assignment_timestamp
+            self._replay_target_metadata(g, value, tombstone)
         elif rt == crec.TARGET_ASSIGNMENT_MEMBER:
             if tombstone:
                 g.target.pop(k.member_id, None)
@@ -633,12 +548,6 @@ class ConsumerGroupProtocol(ShardPart):
                                      now + max(m.rebalance_timeout_ms, 0),
                                      lambda t: self._rebalance_timeout(gid, mid, epoch, t))
 
-    def on_removed(self, g: ConsumerGroup) -> None:
-        g.dead = True
-
-    def abort_parked(self, g: ConsumerGroup, error: int) -> list[tuple[Any, Any]]:
-        return []                              # heartbeats are never parked
-
     def group_tombstones(self, g: ConsumerGroup) -> list:
         part, gid = self._partition(g.group_id), g.group_id
         out = []
@@ -660,17 +569,9 @@ class ConsumerGroupProtocol(ShardPart):
                               not_found=f"Group {g.group_id} is not a classic group.")
 
     def consumer_describe(self, gid: str) -> DescribedConsumerGroup:
-        if not gid:
-            return DescribedConsumerGroup(gid, E.INVALID_GROUP_ID, "GroupId can't be empty.")
-        err = self.coordinator_error(gid)
-        if err:
-            return DescribedConsumerGroup(gid, err)
-        g = self.groups.get(gid)
-        if g is None or g.is_dead():
-            return DescribedConsumerGroup(gid, E.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
-        if not isinstance(g, ConsumerGroup):
-            return DescribedConsumerGroup(gid, E.GROUP_ID_NOT_FOUND,
-                                          f"Group {gid} is not a consumer group.")
+        g, refused = self._describe_lookup(gid, DescribedConsumerGroup)
+        if refused is not None:
+            return refused
 
         def tps(assignment):
             out = []
@@ -717,13 +618,6 @@ class ConsumerGroupProtocol(ShardPart):
             return E.NONE
         return per_partition
 
-    def validate_txn_offset_commit(self, g: ConsumerGroup, mid: str, instance: str | None,
-                                   epoch: int) -> int:
-        return validate_txn_offset_commit_epoch(g.members, mid, instance, epoch)
-
-    def validate_offset_fetch(self, g: ConsumerGroup, mid: str | None, epoch: int) -> int:
-        return validate_offset_fetch_epoch(g.members, mid, epoch)
-
 
 
 def _metadata_differs(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
@@ -732,3 +626,8 @@ def _metadata_differs(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
             a.classic_metadata) != (b.instance_id, b.rack_id, b.client_id, b.client_host,
                                     b.subscribed_topic_names, b.subscribed_topic_regex,
                                     b.rebalance_timeout_ms, b.server_assignor, b.classic_metadata)
+
+
+def _mark_dead(g: ClassicGroup) -> None:
+    """An empty classic group replaced by a consumer group at replay is dead."""
+    g.state = g.state.__class__.DEAD

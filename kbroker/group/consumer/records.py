@@ -26,7 +26,6 @@ metadata replaced it); it is decoded and ignored on replay, and tombstoned on de
 from __future__ import annotations
 
 import json
-import struct
 import uuid
 from dataclasses import dataclass
 from functools import cache
@@ -36,9 +35,8 @@ from kbroker.wire.codegen import build_classes
 from kbroker.wire.messages import KafkaMessage
 from kbroker.wire.model import build_message
 
-from ..records import CoordinatorRecord
+from ..records import CoordinatorRecord, decode_v0_value, v0_record
 
-_H = struct.Struct(">h")
 SCHEMA_FILE = Path(__file__).with_name("schema.json")
 
 GROUP_METADATA = 3
@@ -101,10 +99,8 @@ def decode_value(record_type: int, buf):
     """The value struct, or None for a tombstone."""
     if buf is None:
         return None
-    (version,) = _H.unpack_from(buf, 0)
-    if version != 0:
-        raise ValueError(f"{_NAMES[record_type]}Value version {version} unknown")
-    return message(_NAMES[record_type] + "Value").decode(buf, 0, 2)
+    name = _NAMES[record_type] + "Value"
+    return decode_v0_value(message(name), name, buf)
 
 
 def _record(partition: int, record_type: int, group: str, sub: str | None, value) -> CoordinatorRecord:
@@ -116,10 +112,7 @@ def _record(partition: int, record_type: int, group: str, sub: str | None, value
         kmsg = kcls(group_id=group, member_id=sub)
     else:
         kmsg = kcls(group_id=group)
-    kbytes = _H.pack(record_type) + kmsg.encode(0)
-    vbytes = None if value is None else _H.pack(0) + value.encode(0)
-    return CoordinatorRecord(partition, kbytes, vbytes, ConsumerKey(record_type, group, sub),
-                             parsed_value=value)
+    return v0_record(partition, record_type, kmsg, value, ConsumerKey(record_type, group, sub))
 
 
 # --------------------------------------------------------------------------- builders

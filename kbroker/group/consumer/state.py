@@ -32,6 +32,8 @@ from typing import Callable, Iterable, Mapping
 
 from kbroker.wire.error_codes import ErrorCode as E
 
+from ..epoch_state import EpochGroupMixin
+
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
@@ -279,7 +281,7 @@ def members_equal(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
 
 # --------------------------------------------------------------------------- the group
 @dataclass
-class ConsumerGroup:
+class ConsumerGroup(EpochGroupMixin):
     """One consumer group. ``members`` by member id; ``target`` the target assignment by
     member id; ``owners`` (topic id, partition) → epoch of the member holding it."""
     group_id: str
@@ -295,6 +297,7 @@ class ConsumerGroup:
     dead: bool = False
 
     group_type = "consumer"
+    states = ConsumerGroupState
 
     def snapshot(self) -> "ConsumerGroup":
         """A copy to restore if the records of a request fail to append (members are
@@ -304,27 +307,6 @@ class ConsumerGroup:
                        owners=dict(self.owners))
 
     # ----------------------------------------------------------------- what every type answers
-    def state(self) -> ConsumerGroupState:
-        if self.dead:
-            return ConsumerGroupState.DEAD
-        if not self.members:
-            return ConsumerGroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return ConsumerGroupState.ASSIGNING
-        for m in self.members.values():
-            if not m.is_reconciled_to(self.assignment_epoch):
-                return ConsumerGroupState.RECONCILING
-        return ConsumerGroupState.STABLE
-
-    def state_name(self) -> str:
-        return self.state().value
-
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def is_dead(self) -> bool:
-        return self.dead
-
     def protocol_type_name(self) -> str:
         return "consumer"
 
@@ -341,14 +323,6 @@ class ConsumerGroup:
     def is_subscribed_to(self, topic: str) -> bool:
         return topic in self.subscribed_topic_names()
 
-    def validate_offset_delete(self) -> int:
-        return E.NONE
-
-    def offsets_expiry_base(self):
-        """Consumer groups: an offset's retention runs from its commit (Kafka's
-        ``ConsumerGroup.offsetExpirationCondition``); subscribed topics never expire."""
-        return lambda o: o.commit_timestamp_ms
-
     # ----------------------------------------------------------------- members
     def member_subscribed_names(self, m: ConsumerGroupMember) -> set[str]:
         names = set(m.subscribed_topic_names)
@@ -362,8 +336,7 @@ class ConsumerGroup:
         old = self.members.get(new.member_id)
         if old is not None:
             self._drop_owners(old)
-            if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
-                del self.static_members[old.instance_id]
+            self._forget_static(old)
         self.members[new.member_id] = new
         if new.instance_id is not None:
             self.static_members[new.instance_id] = new.member_id
@@ -376,8 +349,7 @@ class ConsumerGroup:
         m = self.members.pop(member_id, None)
         if m is not None:
             self._drop_owners(m)
-            if m.instance_id is not None and self.static_members.get(m.instance_id) == member_id:
-                del self.static_members[m.instance_id]
+            self._forget_static(m)
         return m
 
     def _drop_owners(self, m: ConsumerGroupMember) -> None:

@@ -19,15 +19,13 @@ Pure data: builders and decoders, no I/O.
 """
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass
 
 from kbroker.wire import messages
 
-from ..records import CoordinatorRecord
+from ..records import CoordinatorRecord, decode_v0_value, v0_record
 
-_H = struct.Struct(">h")
 
 MEMBER_METADATA = 10
 GROUP_METADATA = 11
@@ -74,10 +72,8 @@ def decode_value(record_type: int, buf):
     """The value struct, or None for a tombstone."""
     if buf is None:
         return None
-    (version,) = _H.unpack_from(buf, 0)
-    if version != 0:
-        raise ValueError(f"{_NAMES[record_type]}Value version {version} unknown")
-    return _cls(_NAMES[record_type] + "Value").decode(buf, 0, 2)
+    name = _NAMES[record_type] + "Value"
+    return decode_v0_value(_cls(name), name, buf)
 
 
 def _record(partition: int, record_type: int, group: str, member_id: str | None,
@@ -85,10 +81,7 @@ def _record(partition: int, record_type: int, group: str, member_id: str | None,
     kcls = _cls(_NAMES[record_type] + "Key")
     kmsg = kcls(group_id=group, member_id=member_id) if record_type in _MEMBER_KEYED \
         else kcls(group_id=group)
-    kbytes = _H.pack(record_type) + kmsg.encode(0)
-    vbytes = None if value is None else _H.pack(0) + value.encode(0)
-    return CoordinatorRecord(partition, kbytes, vbytes, ShareKey(record_type, group, member_id),
-                             parsed_value=value)
+    return v0_record(partition, record_type, kmsg, value, ShareKey(record_type, group, member_id))
 
 
 def _sorted_topics(assignment) -> list[tuple[uuid.UUID, list[int]]]:

@@ -48,14 +48,14 @@ has none either).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
 
-from ..base import (DescribedGroup, ShardPart, append_error_to_response_error,
-                    validate_offset_fetch_epoch, validate_txn_offset_commit_epoch)
+from ..base import DescribedGroup
 from ..classic.state import ClassicGroup
 from ..consumer.state import GroupError
+from ..epoch_protocol import EpochGroupProtocol, check_not_empty
 from . import records as srec
 from .assignor import AssignorMember, assign
 from .config import StreamsGroupConfig
@@ -116,11 +116,16 @@ class DescribedStreamsGroup:
     members: list = field(default_factory=list)       # [(StreamsGroupMember, TaskSet target)]
 
 
-class StreamsGroupProtocol(ShardPart):
+class StreamsGroupProtocol(EpochGroupProtocol):
     """The streams protocol's decisions; the groups live in the shard's table.
 
     Timers: ``("streams-session", group, member)``, ``("streams-rebalance", group, member)``
     and ``("streams-initial-rebalance", group)`` (the rebalance delay of an empty group)."""
+
+    group_class = StreamsGroup
+    response_class = StreamsHeartbeatResponse
+    group_type = "streams"
+    timer_prefix = "streams-"
 
     def __init__(self, shard, config: StreamsGroupConfig | None = None) -> None:
         super().__init__(shard)
@@ -134,24 +139,13 @@ class StreamsGroupProtocol(ShardPart):
     def cfg(self, gid: str) -> StreamsGroupConfig:
         return self.streams_config.for_group(self.group_configs(gid))
 
-    def _get(self, gid: str) -> StreamsGroup | None:
-        g = self.groups.get(gid)
-        return g if isinstance(g, StreamsGroup) else None
-
-    def _apply(self, records: list, record) -> None:
-        records.append(record)
-        self.replay(record.parsed_key, record.value, record.parsed_value)
-
     # ----------------------------------------------------------------- request checks
     def _validate(self, r: StreamsHeartbeatRequest) -> None:
-        def empty(v, what):
-            if v is not None and v == "":
-                raise GroupError(E.INVALID_REQUEST, f"{what} can't be empty.")
         if r.member_id is None or r.member_id == "":
             raise GroupError(E.INVALID_REQUEST, "MemberId can't be empty.")
-        empty(r.group_id, "GroupId")
-        empty(r.instance_id, "InstanceId")
-        empty(r.rack_id, "RackId")
+        check_not_empty(r.group_id, "GroupId")
+        check_not_empty(r.instance_id, "InstanceId")
+        check_not_empty(r.rack_id, "RackId")
         if r.member_epoch == 0:
             if r.rebalance_timeout_ms == -1:
                 raise GroupError(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
@@ -175,60 +169,6 @@ class StreamsGroupProtocol(ShardPart):
                 raise GroupError(E.STREAMS_INVALID_TOPOLOGY, why)
 
     # ----------------------------------------------------------------- StreamsGroupHeartbeat
-    def heartbeat(self, r: StreamsHeartbeatRequest, now: int) -> StreamsHeartbeatResponse:
-        try:
-            self._validate(r)
-            err = self.coordinator_error(r.group_id)
-            if err:
-                raise GroupError(err)
-        except GroupError as e:
-            return StreamsHeartbeatResponse(error=e.code, message=e.message)
-        before = self._snapshot(r.group_id)
-        records: list = []
-        try:
-            if r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                resp = self._leave(r, records, now)
-            else:
-                resp = self._heartbeat(r, records, now)
-        except GroupError as e:
-            self._restore(r.group_id, before)
-            return StreamsHeartbeatResponse(error=e.code, message=e.message)
-        self._emit_with_revert(r.group_id, before, records)
-        return resp
-
-    def _snapshot(self, gid: str):
-        g = self.groups.get(gid)
-        if isinstance(g, StreamsGroup):
-            return ("group", g.snapshot())
-        return ("absent",) if g is None else ("other", g)
-
-    def _restore(self, gid: str, snap) -> None:
-        g = self.groups.get(gid)
-        if snap[0] == "absent":
-            if isinstance(g, StreamsGroup):
-                del self.groups[gid]
-                self.timers.cancel_where(lambda k: len(k) > 2 and k[0].startswith("streams-")
-                                         and k[1] == gid)
-        elif snap[0] == "group":
-            if isinstance(g, StreamsGroup):
-                g.__dict__.update(snap[1].__dict__)
-            else:
-                self.groups[gid] = snap[1]
-        else:
-            self.groups[gid] = snap[1]
-
-    def _emit_with_revert(self, gid: str, before, records: list, respond: bool = True) -> None:
-        if not records:
-            return
-
-        def then(error: int, t: int) -> None:
-            if error:
-                self._restore(gid, before)
-                if respond:
-                    self._out.response = StreamsHeartbeatResponse(
-                        error=append_error_to_response_error(error))
-        self._emit(records, then=then)
-
     def _get_or_create(self, gid: str, create: bool, records: list) -> StreamsGroup:
         g = self.groups.get(gid)
         if isinstance(g, StreamsGroup):
@@ -455,16 +395,9 @@ class StreamsGroupProtocol(ShardPart):
             part, gid, group.group_epoch + 1, group.metadata_hash,
             group.validated_topology_epoch, group.last_assignment_configs))
 
-    def _fence_by_timer(self, gid: str, mid: str, check: Callable[[StreamsGroupMember], bool]) -> None:
-        group = self._get(gid)
-        m = None if group is None else group.members.get(mid)
-        if m is None or not check(m):
-            return
-        before = self._snapshot(gid)
-        records: list = []
+    def _fence_expired(self, group: StreamsGroup, m: StreamsGroupMember, records: list,
+                       now: int) -> None:
         self._fence(group, [m], records)
-        self.counters["members_expired"] += 1
-        self._emit_with_revert(gid, before, records, respond=False)
 
     def _schedule_session(self, gid: str, mid: str, now: int) -> None:
         self.timers.schedule(("streams-session", gid, mid), now + self.cfg(gid).session_timeout_ms,
@@ -484,18 +417,12 @@ class StreamsGroupProtocol(ShardPart):
             value = srec.decode_value(k.record_type, value_bytes)
         tombstone = value_bytes is None
         gid, rt = k.group, k.record_type
-        g = self.groups.get(gid)
-        if not isinstance(g, StreamsGroup):
-            if tombstone:
-                return
-            if g is not None and not (isinstance(g, ClassicGroup) and g.is_empty()):
-                return
-            g = self.groups[gid] = StreamsGroup(gid)
+        g = self._group_for_replay(gid, tombstone)
+        if g is None:
+            return
         if rt == srec.GROUP_METADATA:
             if tombstone:
-                self.shard._remove_group(gid, keep_offsets=True)
-                if gid in self.shard.offsets:
-                    self.groups[gid] = ClassicGroup(gid, state_timestamp_ms=-1)
+                self._replay_group_tombstone(gid)
                 return
             g.group_epoch, g.metadata_hash = value.epoch, value.metadata_hash
             g.validated_topology_epoch = value.validated_topology_epoch
@@ -520,11 +447,7 @@ class StreamsGroupProtocol(ShardPart):
             if old.user_endpoint != g.members[k.member_id].user_endpoint:
                 g.endpoint_epoch += 1
         elif rt == srec.TARGET_ASSIGNMENT_METADATA:
-            if tombstone:
-                g.assignment_epoch, g.assignment_timestamp_ms = 0, 0
-            else:
-                g.assignment_epoch = value.assignment_epoch
-                g.assignment_timestamp_ms = value.assignment_timestamp
+            self._replay_target_metadata(g, value, tombstone)
         elif rt == srec.TARGET_ASSIGNMENT_MEMBER:
             if tombstone:
                 g.target.pop(k.member_id, None)
@@ -558,12 +481,6 @@ class StreamsGroupProtocol(ShardPart):
             if m.state is MemberState.UNREVOKED_TASKS:
                 self._schedule_rebalance(g.group_id, m, now)
 
-    def on_removed(self, g: StreamsGroup) -> None:
-        g.dead = True
-
-    def abort_parked(self, g: StreamsGroup, error: int) -> list[tuple[Any, Any]]:
-        return []
-
     def group_tombstones(self, g: StreamsGroup) -> list:
         part, gid = self.partition_for(g.group_id), g.group_id
         out = []
@@ -582,16 +499,9 @@ class StreamsGroupProtocol(ShardPart):
         return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [])
 
     def streams_describe(self, gid: str) -> DescribedStreamsGroup:
-        if not gid:
-            return DescribedStreamsGroup(gid, E.INVALID_GROUP_ID, "GroupId can't be empty.")
-        err = self.coordinator_error(gid)
-        if err:
-            return DescribedStreamsGroup(gid, err)
-        g = self.groups.get(gid)
-        if g is None or g.is_dead():
-            return DescribedStreamsGroup(gid, E.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
-        if not isinstance(g, StreamsGroup):
-            return DescribedStreamsGroup(gid, E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a streams group.")
+        g, refused = self._describe_lookup(gid, DescribedStreamsGroup)
+        if refused is not None:
+            return refused
         configured = self._configure(g)
         topology = None if g.topology is None else with_partitions(g.topology, configured.partitions)
         return DescribedStreamsGroup(
@@ -609,10 +519,3 @@ class StreamsGroupProtocol(ShardPart):
         if epoch != m.member_epoch:
             return E.STALE_MEMBER_EPOCH
         return E.NONE
-
-    def validate_txn_offset_commit(self, g: StreamsGroup, mid: str, instance: str | None,
-                                   epoch: int) -> int:
-        return validate_txn_offset_commit_epoch(g.members, mid, instance, epoch)
-
-    def validate_offset_fetch(self, g: StreamsGroup, mid: str | None, epoch: int) -> int:
-        return validate_offset_fetch_epoch(g.members, mid, epoch)

@@ -20,16 +20,14 @@ hash in the group record instead and has no such type.)
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from kbroker.wire import messages as m
 
-from ..records import CoordinatorRecord
+from ..records import CoordinatorRecord, decode_v0_value, v0_record
 from .state import KINDS, TaskSet, norm
 from .topology import Topology, topology_of
 
-_H = struct.Struct(">h")
 
 GROUP_METADATA = 17
 MEMBER_METADATA = 19
@@ -70,18 +68,14 @@ def decode_key(record_type: int, buf) -> StreamsKey:
 def decode_value(record_type: int, buf):
     if buf is None:
         return None
-    (version,) = _H.unpack_from(buf, 0)
-    if version != 0:
-        raise ValueError(f"{_NAMES[record_type]}Value version {version} unknown")
-    return _cls(_NAMES[record_type] + "Value").decode(buf, 0, 2)
+    name = _NAMES[record_type] + "Value"
+    return decode_v0_value(_cls(name), name, buf)
 
 
 def _record(partition: int, rt: int, group: str, member: str | None, value) -> CoordinatorRecord:
     kcls = _cls(_NAMES[rt] + "Key")
     key = kcls(group_id=group, member_id=member) if rt in _PER_MEMBER else kcls(group_id=group)
-    kbytes = _H.pack(rt) + key.encode(0)
-    vbytes = None if value is None else _H.pack(0) + value.encode(0)
-    return CoordinatorRecord(partition, kbytes, vbytes, StreamsKey(rt, group, member), value)
+    return v0_record(partition, rt, key, value, StreamsKey(rt, group, member))
 
 
 def tombstone(partition: int, rt: int, group: str, member: str | None = None) -> CoordinatorRecord:

@@ -24,6 +24,7 @@ from typing import Callable, Mapping
 from kbroker.wire.error_codes import ErrorCode as E
 
 from ..consumer.state import GroupError
+from ..epoch_state import EpochGroupMixin
 from .topology import Topology
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -191,7 +192,7 @@ class StreamsGroupState(enum.Enum):
 
 
 @dataclass
-class StreamsGroup:
+class StreamsGroup(EpochGroupMixin):
     """One streams group. ``target`` is the target assignment by member id;
     ``active_owners`` (subtopology, partition) → member holding the task actively.
     ``ready`` (not stored) says whether the topology could be configured at the last
@@ -214,45 +215,20 @@ class StreamsGroup:
     dead: bool = False
 
     group_type = "streams"
+    states = StreamsGroupState
 
     def snapshot(self) -> "StreamsGroup":
         return replace(self, members=dict(self.members), static_members=dict(self.static_members),
                        target=dict(self.target), active_owners=dict(self.active_owners))
 
-    def state(self) -> StreamsGroupState:
-        if self.dead:
-            return StreamsGroupState.DEAD
-        if not self.members:
-            return StreamsGroupState.EMPTY
-        if self.topology is None or not self.ready:
-            return StreamsGroupState.NOT_READY
-        if self.group_epoch > self.assignment_epoch:
-            return StreamsGroupState.ASSIGNING
-        for m in self.members.values():
-            if not m.is_reconciled_to(self.assignment_epoch):
-                return StreamsGroupState.RECONCILING
-        return StreamsGroupState.STABLE
-
-    def state_name(self) -> str:
-        return self.state().value
-
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def is_dead(self) -> bool:
-        return self.dead
+    def is_ready(self) -> bool:
+        return self.topology is not None and self.ready
 
     def protocol_type_name(self) -> str:
         return "streams"
 
     def is_subscribed_to(self, topic: str) -> bool:
         return self.topology is not None and topic in self.topology.topic_names()
-
-    def validate_offset_delete(self) -> int:
-        return E.NONE
-
-    def offsets_expiry_base(self):
-        return lambda o: o.commit_timestamp_ms
 
     def put_member(self, new: StreamsGroupMember) -> None:
         self.remove_member(new.member_id)
@@ -270,8 +246,7 @@ class StreamsGroup:
                 for task in pairs_of(src):
                     if self.active_owners.get(task) == member_id:
                         del self.active_owners[task]
-            if m.instance_id is not None and self.static_members.get(m.instance_id) == member_id:
-                del self.static_members[m.instance_id]
+            self._forget_static(m)
         return m
 
     def active_owner(self, sid: str, partition: int) -> str | None:
