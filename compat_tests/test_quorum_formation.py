@@ -39,7 +39,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from compat_tests.cli import run_tool
 from compat_tests.kafka_runner import BROKER_LOG4J, BROKER_MAIN, java_command, random_cluster_id
 from compat_tests.runner import SINGLE_NODE_CONFIG, BrokerProcess, free_port, tail
-from tests.cluster.support import describe_quorum
+from tests.cluster.support import call, describe_quorum
 from tests.support.links import Link
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,6 +305,19 @@ def test_a_partitioned_follower_returns_without_a_new_epoch(static_cluster):
         return p.error_code == 0 and ends.get(victim.node_id, -1) >= p.high_watermark
     deadline_wait(victim_follows, "the victim back as a follower")
     assert leader_and_epoch() == (leader, epoch), "the returning node forced an election"
+
+
+def test_a_raft_fetch_of_another_cluster_is_refused_as_a_whole(static_cluster):
+    """On the wire: a voter answers a metadata-log Fetch naming another cluster with
+    INCONSISTENT_CLUSTER_ID at the top and no partitions (what the fetching node logs)."""
+    from kbroker.raft.wire_map import fetch_request_to_wire
+    from kbroker.raft import messages as m
+    nodes, _ = static_cluster
+    req = fetch_request_to_wire(m.FetchRequest(
+        replica_id=4, current_leader_epoch=0, fetch_offset=0, last_fetched_epoch=0,
+        log_start_offset=0, max_wait_ms=0, max_bytes=1024, correlation_id=0), random_cluster_id())
+    resp = call(nodes[0].controller_port, 1, 12, req)
+    assert (resp.error_code, list(resp.responses)) == (104, [])
 
 
 def test_a_node_of_another_cluster_is_refused(static_cluster, target, tmp_path):
