@@ -111,6 +111,13 @@ class BrokerProcess:
 
     def start(self) -> "BrokerProcess":
         """Start the process and return once it serves; raises BrokerStartError."""
+        self.launch()
+        return self.await_serving()
+
+    def launch(self) -> None:
+        """Start the process without waiting for it to serve. Call it from the thread that
+        outlives the process (the child dies with the thread that spawned it, PR_SET_PDEATHSIG);
+        nodes of a forming quorum are launched together, then awaited (in threads if need be)."""
         if self.is_running():
             raise RuntimeError(f"{self} is already running")
         self.prepare()
@@ -126,7 +133,12 @@ class BrokerProcess:
             except OSError as exc:
                 raise BrokerStartError(f"{self.target}: cannot run {cmd[0]!r}: {exc}") from exc
         self.starts += 1
-        started = time.monotonic()
+        self._launched = time.monotonic()
+        self._cmd = cmd
+
+    def await_serving(self) -> "BrokerProcess":
+        """Return once the launched process serves; raises BrokerStartError."""
+        started, cmd = self._launched, self._cmd
         try:
             wait_until_serving(self.host, self.port, need_metadata=self.need_metadata,
                                deadline=started + self.start_timeout, alive=self.is_running)

@@ -32,4 +32,11 @@ async def handle(ctx, request):
     wall = ctx.broker.quorum._wall
     return await step(ctx, request, lambda r: wire_map.fetch_request_from_wire(r, ctx.version),
                       lambda answer: wire_map.fetch_response_to_wire(answer, wall()),
-                      lambda code: _refuse(request, code))
+                      lambda code: _refuse_whole(code) if code == ErrorCode.INCONSISTENT_CLUSTER_ID
+                      else _refuse(request, code))
+
+
+def _refuse_whole(code: int):
+    """Kafka's answer to a Fetch of another cluster: the error at the top, no partitions (the
+    fetching node then names the refusal in its log)."""
+    return Resp(throttle_time_ms=0, error_code=code, session_id=0, responses=[])
