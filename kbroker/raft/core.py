@@ -248,7 +248,9 @@ class RaftNode:
         """In the latest voter set, or in the committed one or any later (uncommitted) one
         while a change that removes this node is not known to be committed: such a node may
         hold the only log that can win (its candidacy counts votes of its latest set, never
-        its own, so this is about liveness only)."""
+        its own, so this is about liveness only). Kafka lets only ``quorum.isVoter()``
+        campaign; the wider rule here keeps a quorum live when the only longest log belongs to
+        a leader that removed itself and crashed before the change committed (soak seed 2464)."""
         if self.is_voter:
             return True
         if self.voter_infos is None:
@@ -512,7 +514,10 @@ class RaftNode:
         if not self._can_campaign:   # removed from the voter set (KIP-853): an observer now
             self._become_unattached(self.epoch)
             return
-        if self.config.pre_vote and len(self.voters) > 1:
+        # Pre-vote unless this node is the only voter (Kafka's isOnlyVoter). A node whose
+        # latest set is one *other* voter (removed, high watermark still in the old set) asks
+        # too: a direct candidacy there raised epochs with nobody able to win.
+        if self.config.pre_vote and self.voters != {self.node_id}:
             self._become_prospective()
         else:
             self._become_candidate()
