@@ -187,7 +187,11 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
         # a broker-only node finds the quorum through controller.quorum.bootstrap.servers
         nodes[4].start()
         wait_for(lambda: 4 in {b.node_id for b in metadata(n1.port).brokers}, what="broker 4 registered")
-        assert 4 in {o.replica_id for o in describe_quorum(n1.port, 2)[0].observers}
+        from kbroker.raft.control import uuid_to_kafka
+        # KIP-853: an observer names its metadata log dir in Fetch v17 ReplicaDirectoryId
+        wait_for(lambda: {o.replica_id: uuid_to_kafka(o.replica_directory_id)
+                          for o in describe_quorum(n1.port, 2)[0].observers}.get(4) == nodes[4].directory_id,
+                 what="observer 4 with its directory id")
         before = len(producer.acked)
         wait_for(lambda: len(producer.acked) > before + 20, what="writes after the change")
     finally:
@@ -201,3 +205,4 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
     consumer.close()
     assert set(producer.acked) <= set(got), "an acknowledged record is missing"
     assert got == sorted(got), "records out of order"
+

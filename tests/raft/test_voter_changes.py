@@ -139,3 +139,21 @@ def test_a_removed_voter_with_a_stale_high_watermark_asks_pre_votes_first():
                     assert msg.pre_vote and dest == 1
             node.advance(rd)
     assert node.stats["pre_vote_rounds"] >= 1 and node.stats["elections_started"] == 0
+
+
+def test_the_leader_knows_each_observers_directory_id():
+    """KIP-853: replicas name their metadata log dir in Fetch (v17 ``ReplicaDirectoryId``);
+    the leader reports it per observer (DescribeQuorum v2) and treats another directory
+    behind the same id as a new replica that starts from nothing."""
+    c = grown_cluster()
+    c.nodes[2].directory_id = "AAAAAAAAAAAAAAAAAAAAAg"
+    for _ in range(10):
+        c.settle(tick_ms=100)
+    leader = c.nodes[1]
+    assert leader.replica_directory_ids().get(2) == "AAAAAAAAAAAAAAAAAAAAAg"
+    assert 3 not in leader.replica_directory_ids()      # node 3 sends none
+    assert leader.replica_states()[1][2][0] > 0
+    leader.step(2, m.FetchRequest(replica_id=2, current_leader_epoch=leader.epoch, fetch_offset=0,
+                                  last_fetched_epoch=0, directory_id="AAAAAAAAAAAAAAAAAAAAAw"))
+    assert leader.replica_directory_ids()[2] == "AAAAAAAAAAAAAAAAAAAAAw"
+    assert leader.replica_states()[1][2][0] == 0
