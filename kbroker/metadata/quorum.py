@@ -112,6 +112,10 @@ class MetadataQuorum:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.driver.run)
+            if self.dynamic and "controller" in (self.config.values.get("process.roles") or ()):
+                # KIP-853: a voter whose recorded endpoints went stale tells the leader
+                from kbroker.controller_server import self_update
+                nursery.start_soon(self_update.run, self, self.driver.config.fetch_timeout_ms / 1000)
             task_status.started(self)
 
     async def wait_caught_up(self) -> None:
