@@ -10,8 +10,8 @@ which serves these APIs). Any other node forwards the request to the leader's co
 Kafka's brokers forward it to the controller; with no leader known the partition gets
 ``NOT_LEADER_OR_FOLLOWER``. Served on controller and client listeners.
 A dynamic quorum (KIP-853) answers each voter's directory id and endpoints from its
-``VotersRecord``; observers' directory ids are not known (kbroker's replicas fetch with
-Fetch v12, which does not carry them) and are zero UUIDs, as are a static quorum's."""
+``VotersRecord``; an observer's directory id is the one its last Fetch (v17
+``ReplicaDirectoryId``) named, a zero UUID when it sent none (a static quorum's voters too)."""
 from __future__ import annotations
 
 from kbroker.authz.acls import DESCRIBE
@@ -53,6 +53,7 @@ def leader_answer(quorum, version: int = 2):
     hw = node.high_watermark
 
     infos = quorum.voter_infos
+    dir_ids = node.replica_directory_ids()
 
     def state(rid, end, fetched, voter=True):
         if version < 1:
@@ -62,6 +63,8 @@ def leader_answer(quorum, version: int = 2):
                                    last_caught_up_timestamp=ts if end >= hw else -1)
         if version >= 2 and voter and rid in infos:
             rs.replica_directory_id = uuid_from_kafka(infos[rid].directory_id)
+        elif version >= 2 and not voter and rid in dir_ids:
+            rs.replica_directory_id = uuid_from_kafka(dir_ids[rid])
         return rs
 
     nodes = []

@@ -1,9 +1,10 @@
-"""Fetch (key 1), v4–v12, on the controller listener: replication of ``__cluster_metadata-0``
+"""Fetch (key 1), v4–v17, on the controller listener: replication of ``__cluster_metadata-0``
 (KIP-595). A fetch from a replica of the quorum (``replica_id`` >= 0: a voter or an
 observer broker) goes to the Raft core, which validates the fetch offset and last fetched
 epoch, long-polls up to ``max_wait_ms`` and answers records, a diverging epoch or a snapshot
 id. Client fetches do not belong on the controller plane: their partitions are answered
-``NOT_LEADER_OR_FOLLOWER``."""
+``NOT_LEADER_OR_FOLLOWER``. From v13 the topic is Kafka's fixed metadata topic id; v17's
+``ReplicaDirectoryId`` (KIP-853) tells the leader which log dir of a replica fetches."""
 from __future__ import annotations
 
 from kbroker.authz.acls import CLUSTER_ACTION
@@ -25,7 +26,7 @@ def _refuse(request, code: int):
             for p in t.partitions or ()]) for t in request.topics or ()])
 
 
-@controller_api(1, versions=(4, 12), cluster_operation=CLUSTER_ACTION)
+@controller_api(1, versions=(4, 17), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     if not wire_map.is_raft_fetch(request, ctx.version):
         return _refuse(request, ErrorCode.NOT_LEADER_OR_FOLLOWER)

@@ -42,6 +42,19 @@ from .store import MetadataLog, decode_record
 log = logging.getLogger("kbroker.quorum")
 
 
+def _metadata_directory_id(config) -> str | None:
+    """``directory.id`` of the metadata log dir's ``meta.properties`` (KIP-853: the replica
+    names it in its Fetch requests), or None when the directory has none."""
+    from pathlib import Path
+
+    from kbroker.config import parse_properties
+    try:
+        props = parse_properties((Path(config.data_dir) / "meta.properties").read_text())
+    except (OSError, TypeError, ValueError):
+        return None
+    return props.get("directory.id") or None
+
+
 def raft_config_of(config) -> RaftConfig:
     g = config.get
     return RaftConfig(
@@ -89,7 +102,7 @@ class MetadataQuorum:
         self.driver = RaftDriver(self.node_id, voters, RaftStorage(self.store.log, self._static_voters, wall_clock),
                                  raft_config_of(config), self, rpc=self.rpc, cluster_id=cluster_id,
                                  rng=rng or random.Random(), wall_clock=wall_clock,
-                                 bootstrap_ids=bootstrap_ids)
+                                 bootstrap_ids=bootstrap_ids, directory_id=_metadata_directory_id(config))
         if self.dynamic:
             self.driver.discover = self.discover
             self.on_voters(self.driver.node.voter_infos)
@@ -99,6 +112,10 @@ class MetadataQuorum:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.driver.run)
+            if self.dynamic and "controller" in (self.config.values.get("process.roles") or ()):
+                # KIP-853: a voter whose recorded endpoints went stale tells the leader
+                from kbroker.controller_server import self_update
+                nursery.start_soon(self_update.run, self, self.driver.config.fetch_timeout_ms / 1000)
             task_status.started(self)
 
     async def wait_caught_up(self) -> None:

@@ -113,6 +113,7 @@ class _ReplicaState:
     end_offset: int = 0
     last_fetch_ms: int | None = None
     high_watermark_sent: int = -1
+    directory_id: str | None = None   # as its last Fetch named it (KIP-853 ReplicaDirectoryId)
 
 
 class RaftNode:
@@ -125,11 +126,12 @@ class RaftNode:
 
     def __init__(self, node_id: int, voters, storage: StorageView | None = None,
                  config: RaftConfig | None = None, rng: "Random | None" = None,
-                 bootstrap_ids=()) -> None:
+                 bootstrap_ids=(), directory_id: str | None = None) -> None:
         if rng is None:
             raise ValueError("inject a random.Random instance (no global randomness)")
         storage = storage or StorageView()
         self.node_id = node_id
+        self.directory_id = directory_id   # this replica's metadata log dir id (meta.properties)
         self._static_voters = frozenset(voters)
         self._bootstrap_ids = tuple(bootstrap_ids)
         self.config = config or RaftConfig()
@@ -248,7 +250,9 @@ class RaftNode:
         """In the latest voter set, or in the committed one or any later (uncommitted) one
         while a change that removes this node is not known to be committed: such a node may
         hold the only log that can win (its candidacy counts votes of its latest set, never
-        its own, so this is about liveness only)."""
+        its own, so this is about liveness only). Kafka lets only ``quorum.isVoter()``
+        campaign; the wider rule here keeps a quorum live when the only longest log belongs to
+        a leader that removed itself and crashed before the change committed (soak seed 2464)."""
         if self.is_voter:
             return True
         if self.voter_infos is None:
@@ -449,6 +453,13 @@ class RaftNode:
         observers = {r: (s.end_offset, s.last_fetch_ms) for r, s in self._observers.items()}
         return voters, observers
 
+    def replica_directory_ids(self) -> dict[int, str]:
+        """Leader only: the directory id each other replica named in its last Fetch."""
+        if self.role is not Role.LEADER:
+            return {}
+        both = list(self._replicas.items()) + list(self._observers.items())
+        return {r: s.directory_id for r, s in both if s.directory_id is not None}
+
     def quorum_state(self) -> QuorumState:
         return self._current_state()
 
@@ -512,7 +523,10 @@ class RaftNode:
         if not self._can_campaign:   # removed from the voter set (KIP-853): an observer now
             self._become_unattached(self.epoch)
             return
-        if self.config.pre_vote and len(self.voters) > 1:
+        # Pre-vote unless this node is the only voter (Kafka's isOnlyVoter). A node whose
+        # latest set is one *other* voter (removed, high watermark still in the old set) asks
+        # too: a direct candidacy there raised epochs with nobody able to win.
+        if self.config.pre_vote and self.voters != {self.node_id}:
             self._become_prospective()
         else:
             self._become_candidate()
@@ -716,7 +730,8 @@ class RaftNode:
                                  fetch_offset=self.log.end_offset, last_fetched_epoch=self.log.last_epoch,
                                  log_start_offset=self.log.start_offset,
                                  max_wait_ms=self.config.fetch_max_wait_ms if self.role is Role.FOLLOWER else 0,
-                                 max_bytes=self.config.fetch_max_bytes, correlation_id=corr)
+                                 max_bytes=self.config.fetch_max_bytes, correlation_id=corr,
+                                 directory_id=self.directory_id)
         self._inflight = (corr, dest, self.now + self.config.request_timeout_ms)
         self._send(dest, msg)
 
@@ -879,16 +894,22 @@ class RaftNode:
         return m.FetchResponse(error_code=error, high_watermark=-1, log_start_offset=self.log.start_offset,
                                current_leader=self._leader_info(), correlation_id=correlation_id)
 
-    def _note_fetch(self, replica_id: int) -> _ReplicaState:
+    def _note_fetch(self, replica_id: int, directory_id: str | None = None) -> _ReplicaState:
         state = self._replicas.get(replica_id)
         if state is None:
-            state = self._observers.setdefault(replica_id, _ReplicaState())
+            state = self._observers.get(replica_id)
+            if state is None or (directory_id is not None and state.directory_id not in (None, directory_id)):
+                # an observer is (id, directory id), as Kafka's ReplicaKey: another log dir
+                # behind the same id (a re-formatted node) starts from nothing
+                state = self._observers[replica_id] = _ReplicaState()
         else:
             self._fetched_since_check.add(replica_id)
             if self._has_majority(self._fetched_since_check | {self.node_id}):
                 self._check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms
                 self._fetched_since_check = set()
         state.last_fetch_ms = self.now
+        if directory_id is not None:
+            state.directory_id = directory_id
         return state
 
     def _on_fetch_request(self, src: int, req: m.FetchRequest) -> None:
@@ -899,7 +920,7 @@ class RaftNode:
         if self.role is not Role.LEADER:
             return self._send(src, self._fetch_error(m.NOT_LEADER_OR_FOLLOWER, req.correlation_id))
         self.stats["fetches_served"] += 1
-        state = self._note_fetch(req.replica_id)
+        state = self._note_fetch(req.replica_id, req.directory_id)
         self._parked.pop(req.replica_id, None)
         kind, _ = self.log.validate_fetch(req.fetch_offset, req.last_fetched_epoch)
         if kind is FetchValidation.VALID:

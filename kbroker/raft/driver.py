@@ -55,7 +55,8 @@ class _Slot:
 class RaftDriver:
     def __init__(self, node_id: int, voters, storage: RaftStorage, config: RaftConfig,
                  state_machine, *, rpc: RpcClient | None = None, cluster_id: str | None = None,
-                 rng: random.Random | None = None, wall_clock=None, bootstrap_ids=()):
+                 rng: random.Random | None = None, wall_clock=None, bootstrap_ids=(),
+                 directory_id: str | None = None):
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.storage = storage
@@ -66,7 +67,8 @@ class RaftDriver:
         self._rng = rng or random.Random()
         self._wall = wall_clock
         view = storage.load()
-        self.node = RaftNode(node_id, self.voters, view, config, self._rng, bootstrap_ids=bootstrap_ids)
+        self.node = RaftNode(node_id, self.voters, view, config, self._rng, bootstrap_ids=bootstrap_ids,
+                             directory_id=directory_id)
         self.discover = None            # async fn(node id): learn an endpoint (dynamic quorum)
         self._voter_infos = self.node.voter_infos
         self._wake = trio.Event()

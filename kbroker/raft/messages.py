@@ -140,6 +140,7 @@ class FetchRequest:
     max_wait_ms: int = 0
     max_bytes: int = 8 * 1024 * 1024
     correlation_id: int = 0
+    directory_id: str | None = None   # KIP-853: the fetching replica's metadata log dir id
 
 
 @dataclass(frozen=True, slots=True)

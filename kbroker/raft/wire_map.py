@@ -10,9 +10,11 @@ VoteRequest/Response        52       v2 (KIP-996 ``PreVote``; v1's directory ids
                                      are sent when the core knows them)
 BeginQuorumEpoch            53       v0
 EndQuorumEpoch              54       v0 (``preferred_successors``)
-Fetch                       1        v12 (topic by name; KIP-595 tagged fields
+Fetch                       1        v17 (topic id ``METADATA_TOPIC_ID``, names up
+                                     to v12; KIP-595 tagged fields
                                      ``diverging_epoch``, ``current_leader``,
-                                     ``snapshot_id``; ``replica_id`` >= 0)
+                                     ``snapshot_id``; ``replica_id`` >= 0; KIP-853
+                                     ``ReplicaDirectoryId``)
 FetchSnapshot               59       v0
 ==========================  =======  ===========================================
 
@@ -27,20 +29,22 @@ control entries (the leader's ``LeaderChangeMessage``, KIP-853's ``VotersRecord`
 """
 from __future__ import annotations
 
+import uuid
 from typing import Iterable, Iterator, Sequence
 
 from kbroker.wire import messages as w
 from kbroker.wire import records as rb
 
 from . import messages as m
-from .control import LEADER_CHANGE, control_key, control_type
+from .control import LEADER_CHANGE, control_key, control_type, uuid_from_kafka, uuid_to_kafka
 from .messages import Entry, LeaderIdAndEpoch, OffsetAndEpoch
 
 METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_ID = uuid.UUID(int=1)   # Kafka's fixed id of __cluster_metadata (Fetch v13+)
 METADATA_PARTITION = 0
 
 VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM, FETCH, FETCH_SNAPSHOT = 52, 53, 54, 55, 1, 59
-VERSIONS = {VOTE: 2, BEGIN_QUORUM_EPOCH: 0, END_QUORUM_EPOCH: 0, FETCH: 12, FETCH_SNAPSHOT: 0}
+VERSIONS = {VOTE: 2, BEGIN_QUORUM_EPOCH: 0, END_QUORUM_EPOCH: 0, FETCH: 17, FETCH_SNAPSHOT: 0}
 
 
 class NotForRaft(ValueError):
@@ -96,7 +100,7 @@ def batches_to_entries(buf, *, verify: bool = False) -> Iterator[Entry]:
 
 def _topic_partition(topics, name_attr: str = "topic_name", index_attr: str = "partition_index"):
     for t in topics or ():
-        if getattr(t, name_attr) == METADATA_TOPIC:
+        if getattr(t, name_attr) == METADATA_TOPIC or getattr(t, "topic_id", None) == METADATA_TOPIC_ID:
             for p in t.partitions or ():
                 if getattr(p, index_attr) == METADATA_PARTITION:
                     return p
@@ -190,29 +194,39 @@ def end_response_from_wire(resp, correlation_id: int) -> m.EndQuorumEpochRespons
 
 def fetch_request_to_wire(msg: m.FetchRequest, cluster_id: str | None):
     R = w.FetchRequest
-    return R(cluster_id=cluster_id, replica_id=msg.replica_id, max_wait_ms=msg.max_wait_ms, min_bytes=0,
+    # sent at VERSIONS[FETCH] (v15+): the replica id lives in ReplicaState
+    return R(cluster_id=cluster_id, replica_state=R.ReplicaState(replica_id=msg.replica_id, replica_epoch=-1),
+             max_wait_ms=msg.max_wait_ms, min_bytes=0,
              max_bytes=msg.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
              topics=[R.FetchTopic(topic=METADATA_TOPIC, partitions=[R.FetchPartition(
                  partition=0, current_leader_epoch=msg.current_leader_epoch, fetch_offset=msg.fetch_offset,
                  last_fetched_epoch=msg.last_fetched_epoch, log_start_offset=msg.log_start_offset,
-                 partition_max_bytes=msg.max_bytes)])],
+                 partition_max_bytes=msg.max_bytes, replica_directory_id=_dir_uuid(msg.directory_id))],
+                 topic_id=METADATA_TOPIC_ID)],
              forgotten_topics_data=[], rack_id="")
+
+
+def _dir_uuid(text: str | None) -> uuid.UUID:
+    return uuid_from_kafka(text) if text else uuid.UUID(int=0)
 
 
 def is_raft_fetch(req, version: int) -> bool:
     """A Fetch from a replica of the metadata quorum (``replica_id`` >= 0) for
     ``__cluster_metadata``; a client's fetch (replica id -1) is not."""
     replica = req.replica_state.replica_id if version >= 15 and req.replica_state else req.replica_id
-    return replica >= 0 and any(t.topic == METADATA_TOPIC for t in req.topics or ())
+    return replica >= 0 and any(t.topic == METADATA_TOPIC or t.topic_id == METADATA_TOPIC_ID
+                                for t in req.topics or ())
 
 
 def fetch_request_from_wire(req, version: int) -> m.FetchRequest:
     p = _topic_partition(req.topics, "topic", "partition")
     replica = req.replica_state.replica_id if version >= 15 and req.replica_state else req.replica_id
+    dir_id = getattr(p, "replica_directory_id", None) if version >= 17 else None
     return m.FetchRequest(replica_id=replica, current_leader_epoch=p.current_leader_epoch,
                           fetch_offset=p.fetch_offset, last_fetched_epoch=p.last_fetched_epoch,
                           log_start_offset=p.log_start_offset, max_wait_ms=req.max_wait_ms,
-                          max_bytes=min(req.max_bytes, p.partition_max_bytes))
+                          max_bytes=min(req.max_bytes, p.partition_max_bytes),
+                          directory_id=uuid_to_kafka(dir_id) if dir_id is not None and dir_id.int else None)
 
 
 def fetch_response_to_wire(msg: m.FetchResponse, timestamp: int = -1):
@@ -230,7 +244,8 @@ def fetch_response_to_wire(msg: m.FetchResponse, timestamp: int = -1):
     if msg.snapshot_id is not None:
         pd.snapshot_id = R.SnapshotId(end_offset=msg.snapshot_id.end_offset, epoch=msg.snapshot_id.epoch)
     return R(throttle_time_ms=0, error_code=0, session_id=0,
-             responses=[R.FetchableTopicResponse(topic=METADATA_TOPIC, partitions=[pd])])
+             responses=[R.FetchableTopicResponse(topic=METADATA_TOPIC, topic_id=METADATA_TOPIC_ID,
+                                                 partitions=[pd])])
 
 
 def fetch_response_from_wire(resp, correlation_id: int) -> m.FetchResponse:

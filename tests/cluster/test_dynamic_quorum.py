@@ -187,7 +187,11 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
         # a broker-only node finds the quorum through controller.quorum.bootstrap.servers
         nodes[4].start()
         wait_for(lambda: 4 in {b.node_id for b in metadata(n1.port).brokers}, what="broker 4 registered")
-        assert 4 in {o.replica_id for o in describe_quorum(n1.port, 2)[0].observers}
+        from kbroker.raft.control import uuid_to_kafka
+        # KIP-853: an observer names its metadata log dir in Fetch v17 ReplicaDirectoryId
+        wait_for(lambda: {o.replica_id: uuid_to_kafka(o.replica_directory_id)
+                          for o in describe_quorum(n1.port, 2)[0].observers}.get(4) == nodes[4].directory_id,
+                 what="observer 4 with its directory id")
         before = len(producer.acked)
         wait_for(lambda: len(producer.acked) > before + 20, what="writes after the change")
     finally:
@@ -201,3 +205,30 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
     consumer.close()
     assert set(producer.acked) <= set(got), "an acknowledged record is missing"
     assert got == sorted(got), "records out of order"
+
+
+
+def test_a_voter_restarted_with_another_endpoint_updates_it(nodes):
+    """KIP-853: a voter whose controller listener differs from its VotersRecord entry sends
+    UpdateRaftVoter (82) to the leader after it starts; describe then shows the new endpoint.
+    (The port stays, so the other voter still reaches it under either name: kbroker's
+    BeginQuorumEpoch is v0 and does not carry a leader's endpoints.)"""
+    n1, n2 = nodes[1], nodes[2]
+    if n1.proc is None or n1.proc.poll() is not None:
+        n1.start()
+    if n2.proc is not None and n2.proc.poll() is None:
+        n2.stop()
+    port = n2.controller_port
+    text = n2.config_path.read_text().replace(f"CONTROLLER://127.0.0.1:{port}", f"CONTROLLER://localhost:{port}")
+    n2.config_path.write_text(text)
+    n2.start()
+
+    def endpoint_of_2():
+        part, resp = describe_quorum(n1.port, 2)
+        if part is None or part.error_code:
+            return None
+        return {(lst.host, lst.port) for nd in resp.nodes if nd.node_id == 2 for lst in nd.listeners}
+
+    wait_for(lambda: endpoint_of_2() == {("localhost", port)}, what="node 2's new endpoint recorded")
+    status = quorum_tool("--bootstrap-server", n1.bootstrap, "describe", "--status").check().stdout
+    assert f"localhost:{port}" in status

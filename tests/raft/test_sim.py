@@ -86,6 +86,17 @@ def test_dynamic_quorum_seed(seed):
     assert sim.converged_at is not None
 
 
+# Seeds that once failed to converge: a removed voter that kept a stale high watermark
+# campaigned without pre-votes (its latest set held one voter, not itself) and raised the
+# epochs of observers above the real leader's.
+DYNAMIC_REGRESSION_SEEDS = (1482, 2464, 2780)
+
+
+@pytest.mark.parametrize("seed", DYNAMIC_REGRESSION_SEEDS)
+def test_dynamic_quorum_regression_seed(seed):
+    assert _run(seed, "dynamic").converged_at is not None
+
+
 def test_dynamic_seeds_really_change_the_voter_set():
     changes, removed_leaders, grown = 0, 0, 0
     for seed in range(0, 20):

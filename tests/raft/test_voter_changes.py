@@ -106,3 +106,54 @@ def test_an_uncommitted_change_is_undone_by_truncation():
         c.settle(tick_ms=100)
     assert c.nodes[1].voters == {1, 2, 3}, "node 1 dropped its uncommitted VotersRecord"
     assert c.nodes[1].log.end_offset == c.nodes[new].log.end_offset
+
+
+def test_a_removed_voter_with_a_stale_high_watermark_asks_pre_votes_first():
+    """Soak seeds 1482/2780: node 3's log holds the change to {1} (it was removed) but its
+    high watermark still sits in {1, 2, 3}, so it may campaign (it could hold the only
+    winning log). Its latest set has one voter that is not itself: it must still ask for
+    pre-votes (KIP-996) and never bump the epoch alone — earlier it went straight to
+    candidate, and every Vote it sent raised an observer's epoch above the real leader's."""
+    import random
+
+    from kbroker.raft import RaftNode
+    from kbroker.raft.control import voters_value
+    from kbroker.raft.messages import Entry
+    from kbroker.raft.state import StorageView
+
+    from .sim import initial_snapshot
+
+    entries = [Entry(0, 1, voters_value([Voter(1), Voter(2)]), control=True, control_type=VOTERS),
+               Entry(1, 1, voters_value([Voter(1)]), control=True, control_type=VOTERS)]
+    node = RaftNode(3, (), StorageView(snapshot=initial_snapshot([1, 2, 3]), entries=entries),
+                    CFG, random.Random(7))
+    assert node.voters == {1} and not node.is_voter
+    epoch = node.epoch
+    for _ in range(20):
+        node.tick(500)
+        assert node.role is not Role.CANDIDATE and node.epoch == epoch
+        if node.has_ready():
+            rd = node.ready()
+            for dest, msg in rd.messages:
+                if isinstance(msg, m.VoteRequest):
+                    assert msg.pre_vote and dest == 1
+            node.advance(rd)
+    assert node.stats["pre_vote_rounds"] >= 1 and node.stats["elections_started"] == 0
+
+
+def test_the_leader_knows_each_observers_directory_id():
+    """KIP-853: replicas name their metadata log dir in Fetch (v17 ``ReplicaDirectoryId``);
+    the leader reports it per observer (DescribeQuorum v2) and treats another directory
+    behind the same id as a new replica that starts from nothing."""
+    c = grown_cluster()
+    c.nodes[2].directory_id = "AAAAAAAAAAAAAAAAAAAAAg"
+    for _ in range(10):
+        c.settle(tick_ms=100)
+    leader = c.nodes[1]
+    assert leader.replica_directory_ids().get(2) == "AAAAAAAAAAAAAAAAAAAAAg"
+    assert 3 not in leader.replica_directory_ids()      # node 3 sends none
+    assert leader.replica_states()[1][2][0] > 0
+    leader.step(2, m.FetchRequest(replica_id=2, current_leader_epoch=leader.epoch, fetch_offset=0,
+                                  last_fetched_epoch=0, directory_id="AAAAAAAAAAAAAAAAAAAAAw"))
+    assert leader.replica_directory_ids()[2] == "AAAAAAAAAAAAAAAAAAAAAw"
+    assert leader.replica_states()[1][2][0] == 0
