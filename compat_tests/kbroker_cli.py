@@ -244,8 +244,8 @@ def scenario_cluster(bs: str) -> None:
     leader = [r for r in q["replicas"] if r["role"] == "leader"]
     assert [r["node"] for r in leader] == [q["leader_id"]]
     assert "LeaderId:" in ok("cluster", "quorum", *b).stdout
-    # no broker there: one line, exit 1
-    failed("topics", "list", "-b", "127.0.0.1:1", "--command-config", "request_timeout_ms=3000")
+    # no broker there: one line, exit 1 (kafka-python gives up bootstrapping after bootstrap_timeout_ms)
+    failed("topics", "list", "-b", "127.0.0.1:1", "--command-config", "bootstrap_timeout_ms=3000")
 
 
 # Both need a broker with ``authorizer.class.name`` = Kafka's StandardAuthorizer and
