@@ -135,9 +135,10 @@ def scenario_produce_consume(bs: str, topic: str) -> None:
     # by timestamp (ListOffsets by time): only the later record
     assert ok("consume", topic, "-s", "1720000000000", "-e", *b).stdout.splitlines() == ["late"]
     assert ok("consume", topic, "-s", "2027-01-01T00:00:00Z", "-e", *b).stdout.splitlines() == []
-    # -e on an empty read ends; a missing topic is one error line
-    failed("consume", f"{topic}-missing", "-e", "-b", bs, "--command-config", "request_timeout_ms=5000")
-    failed("consume", f"{topic}-missing", "-g", f"g-{topic}", "-e", "-b", bs)
+    # -e on an empty read ends; a missing topic is one error line (once --topic-wait has passed)
+    failed("consume", f"{topic}-missing", "-e", "--topic-wait", "1", "-b", bs,
+           "--command-config", "request_timeout_ms=5000")
+    failed("consume", f"{topic}-missing", "-g", f"g-{topic}", "-e", "--topic-wait", "1", "-b", bs)
 
 
 def scenario_groups(bs: str, topic: str) -> None:
