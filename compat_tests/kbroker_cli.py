@@ -135,9 +135,10 @@ def scenario_produce_consume(bs: str, topic: str) -> None:
     # by timestamp (ListOffsets by time): only the later record
     assert ok("consume", topic, "-s", "1720000000000", "-e", *b).stdout.splitlines() == ["late"]
     assert ok("consume", topic, "-s", "2027-01-01T00:00:00Z", "-e", *b).stdout.splitlines() == []
-    # -e on an empty read ends; a missing topic is one error line
-    failed("consume", f"{topic}-missing", "-e", "-b", bs, "--command-config", "request_timeout_ms=5000")
-    failed("consume", f"{topic}-missing", "-g", f"g-{topic}", "-e", "-b", bs)
+    # -e on an empty read ends; a missing topic is one error line (once --topic-wait has passed)
+    failed("consume", f"{topic}-missing", "-e", "--topic-wait", "1", "-b", bs,
+           "--command-config", "request_timeout_ms=5000")
+    failed("consume", f"{topic}-missing", "-g", f"g-{topic}", "-e", "--topic-wait", "1", "-b", bs)
 
 
 def scenario_groups(bs: str, topic: str) -> None:
@@ -244,8 +245,8 @@ def scenario_cluster(bs: str) -> None:
     leader = [r for r in q["replicas"] if r["role"] == "leader"]
     assert [r["node"] for r in leader] == [q["leader_id"]]
     assert "LeaderId:" in ok("cluster", "quorum", *b).stdout
-    # no broker there: one line, exit 1
-    failed("topics", "list", "-b", "127.0.0.1:1", "--command-config", "request_timeout_ms=3000")
+    # no broker there: one line, exit 1 (kafka-python gives up bootstrapping after bootstrap_timeout_ms)
+    failed("topics", "list", "-b", "127.0.0.1:1", "--command-config", "bootstrap_timeout_ms=3000")
 
 
 # Both need a broker with ``authorizer.class.name`` = Kafka's StandardAuthorizer and

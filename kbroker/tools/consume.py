@@ -1,7 +1,7 @@
 """``kbroker consume TOPIC``: print records, kcat-style.
 
     kbroker consume TOPIC [-g GROUP] [-p PARTITION ...] [-o beginning|end|stored|N|-N]
-                          [-s TIMESTAMP] [-c COUNT] [-e] [--timeout SECONDS]
+                          [-s TIMESTAMP] [-c COUNT] [-e] [--timeout SECONDS] [--topic-wait SECONDS]
                           [-f FORMAT | -K SEP | --json] [--isolation-level read_committed]
 
 Without ``-g`` the partitions are assigned directly (all of them, or ``-p``) and nothing is
@@ -12,7 +12,9 @@ group subscribes, starts at its committed offsets (``-o beginning|end`` is then 
 ``auto.offset.reset``) and commits what it printed on exit.
 
 ``-e`` exits once every assigned partition is read up to the end it had when assigned;
-``-c`` after COUNT records; ``--timeout`` after that many seconds without a record.
+``-c`` after COUNT records; ``--timeout`` after that many seconds without a record. A topic
+missing from the metadata is waited for ``--topic-wait`` seconds (default 10: a topic just
+created may reach the other brokers of a cluster a little later), then one error line.
 
 Formats (kcat's ``-f`` tokens): ``%t`` topic, ``%p`` partition, ``%o`` offset, ``%k`` key,
 ``%v`` value, ``%h`` headers (``k=v,k=v``), ``%T`` timestamp (ms), ``%K``/``%S`` key/value
@@ -41,6 +43,8 @@ def add_parser(sub, parent) -> None:
     p.add_argument("--max-messages", "-c", type=int, metavar="COUNT")
     p.add_argument("--exit", "-e", action="store_true", help="exit at the end of the partitions")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="exit after this long idle")
+    p.add_argument("--topic-wait", type=float, default=10.0, metavar="SECONDS",
+                   help="wait this long for a missing topic to appear (default 10)")
     p.add_argument("--format", "-f", metavar="FMT", help="kcat-like output format, e.g. '%%k:%%v\\n'")
     p.add_argument("--key-separator", "-K", metavar="SEP", help="print key SEP value")
     p.add_argument("--isolation-level", default="read_uncommitted",
@@ -160,7 +164,7 @@ def cmd_consume(args) -> int:
     count = 0
     ends: dict = {}
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + args.topic_wait
         known = c.partitions_for_topic(args.topic)
         while not known and time.monotonic() < deadline:
             time.sleep(0.1)

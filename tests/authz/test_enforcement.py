@@ -66,7 +66,15 @@ def consume_group(bs, topic, group):
     c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
                       consumer_timeout_ms=8000)
     try:
-        return [m.value for m in c]
+        values = []
+        for m in c:
+            values.append(m.value)
+            # read up to the end of every assigned partition: done (no wait for the timeout)
+            tps = list(c.assignment())
+            ends = c.end_offsets(tps)
+            if all(c.position(tp) >= ends[tp] for tp in tps):
+                break
+        return values
     finally:
         c.close()
 

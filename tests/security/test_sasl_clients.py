@@ -140,7 +140,7 @@ def test_kafka_python_wrong_password(secured, caplog):
     with pytest.raises(KafkaError) as e:
         KafkaProducer(bootstrap_servers=secured.sasl_plaintext, security_protocol="SASL_PLAINTEXT",
                       sasl_mechanism="PLAIN", sasl_plain_username="alice",
-                      sasl_plain_password="bad", max_block_ms=8000)
+                      sasl_plain_password="bad", max_block_ms=8000, bootstrap_timeout_ms=8000)
     # kafka-python keeps retrying the bootstrap (as against Kafka), logging the broker's answer
     # when it reads it before its own retry timer fires; the broker's side is certain:
     assert ("Authentication failed: Invalid username or password" in caplog.text
