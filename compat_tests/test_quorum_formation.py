@@ -39,7 +39,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from compat_tests.cli import run_tool
 from compat_tests.kafka_runner import BROKER_LOG4J, BROKER_MAIN, java_command, random_cluster_id
 from compat_tests.runner import SINGLE_NODE_CONFIG, BrokerProcess, free_port, tail
-from tests.cluster.support import call, describe_quorum
+from tests.cluster.support import AckedProducer as Producer, call, describe_quorum, wait_for
 from tests.support.links import Link
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,17 +56,8 @@ QUORUM_TIMERS = {
 
 
 def deadline_wait(check, what: str, timeout: float = 90.0):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        try:
-            result = check()
-            if result:
-                return result
-        except Exception as exc:  # noqa: BLE001 - retried until the deadline
-            last = exc
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what} (last error: {last!r})")
+    """``check()`` until it is true; any error is retried until the deadline."""
+    return wait_for(check, timeout, 0.5, what, errors=(Exception,))
 
 
 class QuorumNode(BrokerProcess):
@@ -176,30 +167,6 @@ def voters_in(replicas: dict[int, str]) -> set[int]:
 def one_leader(replicas: dict[int, str]) -> bool:
     return list(replicas.values()).count("Leader") == 1
 
-
-class Producer(threading.Thread):
-    """Writes numbered records (acks=all) until stopped; remembers what was acknowledged."""
-
-    def __init__(self, bootstrap: str, topic: str):
-        super().__init__(daemon=True)
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=20,
-                                      request_timeout_ms=20000,
-                                      max_in_flight_requests_per_connection=1)
-        self.topic = topic
-        self.acked: list[int] = []
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        i = 0
-        while not self.stopped.is_set():
-            try:
-                self.producer.send(self.topic, str(i).encode()).get(timeout=30)
-                self.acked.append(i)
-            except Exception:  # noqa: BLE001 - unacknowledged: not counted
-                pass
-            i += 1
-            time.sleep(0.02)
-        self.producer.close()
 
 
 def read_all(bootstrap: str, topic: str) -> list[int]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import struct
 import time
 from pathlib import Path
@@ -175,7 +176,8 @@ def metadata(port: int):
     return call(port, 3, 12, w.MetadataRequest(topics=None, allow_auto_topic_creation=False))
 
 
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition",
+             errors: tuple[type[BaseException], ...] = (OSError, ConnectionError)):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -183,7 +185,7 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str 
             last = predicate()
             if last:
                 return last
-        except (OSError, ConnectionError) as e:
+        except errors as e:  # retried until the deadline
             last = e
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
@@ -313,3 +315,28 @@ def list_offsets(port: int, topic: str, partition: int, timestamp: int = -1) -> 
                                                        timestamp=timestamp)])]))
     p = resp.topics[0].partitions[0]
     return p.error_code, p.offset
+
+
+class AckedProducer(threading.Thread):
+    """kafka-python; writes numbered records (acks=all) until stopped; remembers what was acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        super().__init__(daemon=True)
+        from kafka import KafkaProducer
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=20,
+                                      request_timeout_ms=20000, max_in_flight_requests_per_connection=1)
+        self.topic = topic
+        self.acked: list[int] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopped.is_set():
+            try:
+                self.producer.send(self.topic, str(i).encode()).get(timeout=30)
+                self.acked.append(i)
+            except Exception:  # noqa: BLE001 - unacknowledged: not counted, tried with the next
+                pass
+            i += 1
+            time.sleep(0.01)
+        self.producer.close()

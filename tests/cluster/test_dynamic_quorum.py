@@ -18,19 +18,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 
 from kbroker.config import parse_properties
 from kbroker.wire import messages as w
 from compat_tests.kafka_runner import kafka_libs
 from tests.support.broker_proc import REPO_ROOT, BrokerProcess
 
-from .support import FAST, call, describe_quorum, free_base_port, metadata, wait_for
+from .support import FAST, AckedProducer, call, describe_quorum, free_base_port, metadata, wait_for
 
 
 
@@ -103,35 +101,12 @@ def nodes(tmp_path_factory):
             n.kill()
 
 
-class Producer(threading.Thread):
-    """Writes numbered records (acks=all) until stopped; remembers what was acknowledged."""
-
-    def __init__(self, bootstrap: str, topic: str):
-        super().__init__(daemon=True)
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=20,
-                                      request_timeout_ms=20000, max_in_flight_requests_per_connection=1)
-        self.topic = topic
-        self.acked: list[int] = []
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        i = 0
-        while not self.stopped.is_set():
-            try:
-                self.producer.send(self.topic, str(i).encode()).get(timeout=30)
-                self.acked.append(i)
-            except Exception:  # noqa: BLE001 - unacknowledged: not counted, tried with the next
-                pass
-            i += 1
-            time.sleep(0.01)
-        self.producer.close()
-
 
 def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
     n1, n2, n3 = nodes[1], nodes[2], nodes[3]
     n1.start()
     assert voters_of(n1.port) == {1: n1.directory_id}
-    producer = Producer(n1.bootstrap, "dq")
+    producer = AckedProducer(n1.bootstrap, "dq")
     producer.start()
     try:
         n2.start()
