@@ -19,6 +19,8 @@ from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLRes
 from kafka.errors import (GroupAuthorizationFailedError, SecurityDisabledError,
                           TopicAuthorizationFailedError)
 
+from tests.support.drain import values_to_end
+
 
 CLIENT = "kafka-python"
 ME = "User:ANONYMOUS"
@@ -96,15 +98,7 @@ def _consume(bs, topic, group):
     c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
                       consumer_timeout_ms=10000)
     try:
-        values = []
-        for m in c:
-            values.append(m.value)
-            # read up to the end of every assigned partition: done (no wait for the timeout)
-            tps = list(c.assignment())
-            ends = c.end_offsets(tps)
-            if all(c.position(tp) >= ends[tp] for tp in tps):
-                break
-        return values
+        return values_to_end(c)
     finally:
         c.close()
 

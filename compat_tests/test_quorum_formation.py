@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from compat_tests.kafka_runner import BROKER_LOG4J, BROKER_MAIN, java_command, r
 from compat_tests.runner import SINGLE_NODE_CONFIG, BrokerProcess, free_port, tail
 from tests.cluster.support import AckedProducer as Producer, call, describe_quorum, wait_for
 from tests.support.links import Link
+from tests.support.parallel import in_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -127,22 +127,9 @@ def start_all(nodes: list[QuorumNode]) -> None:
     """Start the nodes at once (a node of a forming quorum serves only once a majority runs):
     launched from this thread (children die with the thread that spawned them), awaited in
     threads."""
-    errors: list[BaseException] = []
     for n in nodes:
         n.launch()
-
-    def one(n):
-        try:
-            n.await_serving()
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-    threads = [threading.Thread(target=one, args=(n,)) for n in nodes]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    in_threads(lambda n: n.await_serving(), nodes)
 
 
 def replication(bootstrap: str) -> dict[int, str]:

@@ -19,6 +19,7 @@ from kafka.errors import (ClusterAuthorizationFailedError, GroupAuthorizationFai
                           TopicAuthorizationFailedError, TransactionalIdAuthorizationFailedError)
 
 from tests.support.broker_proc import BrokerProcess
+from tests.support.drain import values_to_end
 
 ME = "User:ANONYMOUS"
 AUTHZ = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -66,15 +67,7 @@ def consume_group(bs, topic, group):
     c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
                       consumer_timeout_ms=8000)
     try:
-        values = []
-        for m in c:
-            values.append(m.value)
-            # read up to the end of every assigned partition: done (no wait for the timeout)
-            tps = list(c.assignment())
-            ends = c.end_offsets(tps)
-            if all(c.position(tp) >= ends[tp] for tp in tps):
-                break
-        return values
+        return values_to_end(c)
     finally:
         c.close()
 

@@ -85,21 +85,8 @@ class Cluster:
                       for i in range(1, nodes + 1)}
 
     def start_all(self) -> None:
-        import threading
-        errors = []
-
-        def start(n):
-            try:
-                n.start()
-            except Exception as e:  # noqa: BLE001
-                errors.append(e)
-        threads = [threading.Thread(target=start, args=(n,)) for n in self.nodes.values()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
+        from tests.support.parallel import in_threads
+        in_threads(lambda n: n.start(), self.nodes.values())
 
     def stop_all(self) -> None:
         for n in self.nodes.values():
