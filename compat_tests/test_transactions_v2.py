@@ -239,10 +239,14 @@ def test_verify_only_and_produce_answers_for_a_partition_not_in_the_transaction(
                                              producer_id=pid, producer_epoch=e, base_sequence=0,
                                              is_transactional=True)
             P = M.ProduceRequest
-            r = conn.request(0, version, P(transactional_id=tid, acks=-1, timeout_ms=30000, topic_data=[
-                P.TopicProduceData(name=topic_name, partition_data=[
-                    P.PartitionProduceData(index=1, records=batch)])]))
-            produced[version] = r.responses[0].partition_responses[0].error_code
+            for _ in range(60):     # a loaded Kafka may not lead partition 1 yet (6)
+                r = conn.request(0, version, P(transactional_id=tid, acks=-1, timeout_ms=30000, topic_data=[
+                    P.TopicProduceData(name=topic_name, partition_data=[
+                        P.PartitionProduceData(index=1, records=batch)])]))
+                produced[version] = r.responses[0].partition_responses[0].error_code
+                if produced[version] != 6:
+                    break
+                time.sleep(0.25)
     finally:
         conn.close()
     assert answers == {4: (NONE, [(0, NONE), (1, TRANSACTION_ABORTABLE)]),
