@@ -1,0 +1,93 @@
+"""Clear quorum errors (issue 19, item 2), on real node processes: each misconfiguration is
+named once per peer on both sides with the fix, never once per retry (the retries are
+counted in the candidate's DEBUG log, so "once" is not vacuous):
+
+- voter lists that differ: node 3 believes the voters are 1,2,3 while 1 and 2 have 1,2 —
+  its votes are refused with INCONSISTENT_VOTER_SET (inside the Vote partition);
+- swapped ids: the process with ``node.id=1`` answers at the address the voters give
+  node 2 and the other way round — INVALID_VOTER_KEY.
+"""
+from __future__ import annotations
+
+from kbroker.config import new_cluster_id
+from tests.support.parallel import in_threads
+
+from .support import NodeProcess, describe_quorum, free_base_port, wait_for
+
+DEBUG = ["--log-level", "DEBUG"]
+
+
+def count(node, text: str) -> int:
+    return sum(text in line for line in node.log_text().splitlines())
+
+
+def wait_logged(node, text: str, times: int = 1, timeout: float = 60.0) -> None:
+    wait_for(lambda: count(node, text) >= times, timeout, what=f"{text!r} x{times} in node "
+             f"{node.node_id}'s log")
+
+
+def stop_all(nodes) -> None:
+    for n in nodes:
+        if n.running:
+            n.kill()
+
+
+# ------------------------------------------------------------------ misconfigured quorums
+
+def test_a_candidate_outside_the_voters_is_named_once_on_both_sides(tmp_path):
+    base, cid = free_base_port(6), new_cluster_id()
+    nodes = {i: NodeProcess(i, 3, base, tmp_path, cid, voters=[1, 2] if i < 3 else [1, 2, 3])
+             for i in (1, 2, 3)}
+    nodes[3].extra_args = DEBUG
+    try:
+        in_threads(lambda n: n.start(), [nodes[1], nodes[2]])
+        nodes[3].start()        # it learns the leader from the refusals and follows it
+        for voter in (1, 2):
+            wait_logged(nodes[3], f"voter {voter} at 127.0.0.1:{nodes[voter].controller_port} "
+                                  "refused with INCONSISTENT_VOTER_SET (Vote)")
+            wait_logged(nodes[voter], "node 3 (127.0.0.1) asked for a vote but is not in this "
+                                      "node's controller.quorum.voters 1,2")
+        leader = describe_quorum(nodes[1].port)[0].leader_id
+        survivor = nodes[3 - leader]
+        nodes[leader].kill()
+        # node 3 now campaigns again and again; the survivor refuses every round
+        asked = count(nodes[3], f"raft: node 3 -> {survivor.node_id}: VoteRequest")
+        wait_logged(nodes[3], f"raft: node 3 -> {survivor.node_id}: VoteRequest", asked + 3)
+        refusals = [ln for ln in nodes[3].log_text().splitlines()
+                    if f"voter {survivor.node_id} at" in ln and "INCONSISTENT_VOTER_SET" in ln]
+        assert len(refusals) == 1, refusals
+        assert "give every node the same controller.quorum.voters" in refusals[0]
+        assert count(survivor, "asked for a vote but is not in") == 1
+        assert "give every node the same controller.quorum.voters" in survivor.log_text()
+        # and it was never elected
+        assert count(nodes[3], "node 3 is leader") == 0
+    finally:
+        stop_all(nodes.values())
+
+
+def test_swapped_node_ids_are_named_once_on_both_sides(tmp_path):
+    """Processes 1 and 2 have each other's ids: the one at node 1's address says it is node 2.
+    Node 3 (right) is refused by both; each refuser names the id it was addressed as."""
+    base, cid = free_base_port(6), new_cluster_id()
+    nodes = {i: NodeProcess(i, 3, base, tmp_path, cid) for i in (1, 2, 3)}
+    nodes[1].overrides["node.id"], nodes[2].overrides["node.id"] = "2", "1"
+    nodes[3].extra_args = DEBUG
+    try:
+        for n in nodes.values():
+            n.launch()          # the swapped pair may never become ready
+        for addressed, at in ((1, nodes[1]), (2, nodes[2])):
+            wait_logged(nodes[3], f"voter {addressed} at 127.0.0.1:{at.controller_port} refused "
+                                  "with INVALID_VOTER_KEY")
+            wait_logged(at, f"addressed this node as voter {addressed} but its node.id is "
+                            f"{3 - addressed}")
+        asked = count(nodes[3], "raft: node 3 -> 1: VoteRequest")
+        wait_logged(nodes[3], "raft: node 3 -> 1: VoteRequest", asked + 3)
+        for addressed, at in ((1, nodes[1]), (2, nodes[2])):
+            refusals = [ln for ln in nodes[3].log_text().splitlines()
+                        if f"voter {addressed} at" in ln and "INVALID_VOTER_KEY" in ln]
+            assert len(refusals) == 1, refusals
+            assert f"is not node {addressed}: check its node.id" in refusals[0]
+            assert count(at, f"addressed this node as voter {addressed}") == 1
+            assert "check node.id here" in at.log_text()
+    finally:
+        stop_all(nodes.values())
