@@ -5,14 +5,20 @@ counted in the candidate's DEBUG log, so "once" is not vacuous):
 - voter lists that differ: node 3 believes the voters are 1,2,3 while 1 and 2 have 1,2 —
   its votes are refused with INCONSISTENT_VOTER_SET (inside the Vote partition);
 - swapped ids: the process with ``node.id=1`` answers at the address the voters give
-  node 2 and the other way round — INVALID_VOTER_KEY.
+  node 2 and the other way round — INVALID_VOTER_KEY;
+- a wrong ``node.id`` for the roles: a controller outside ``controller.quorum.voters``, or a
+  broker-only node inside it, refuses to start (exit 2), as Kafka's KafkaConfig does.
 """
 from __future__ import annotations
+
+import subprocess
+
+import pytest
 
 from kbroker.config import new_cluster_id
 from tests.support.parallel import in_threads
 
-from .support import NodeProcess, describe_quorum, free_base_port, wait_for
+from .support import REPO_ROOT, NodeProcess, describe_quorum, free_base_port, wait_for
 
 DEBUG = ["--log-level", "DEBUG"]
 
@@ -91,3 +97,22 @@ def test_swapped_node_ids_are_named_once_on_both_sides(tmp_path):
             assert "check node.id here" in at.log_text()
     finally:
         stop_all(nodes.values())
+
+
+@pytest.mark.parametrize("roles, node_id, words", [
+    ("broker,controller", 4, "has the controller role but is not one of the voters"),
+    ("controller", 4, "has the controller role but is not one of the voters"),
+    ("broker", 1, "is a voter of controller.quorum.voters (1,2) but process.roles is just broker"),
+])
+def test_a_node_id_that_does_not_fit_the_voters_refuses_to_start(tmp_path, roles, node_id, words):
+    """Kafka's KafkaConfig rules: a controller's id must be in a static voters list, a
+    broker-only node's must not. Refused before anything is written, in one line."""
+    base = free_base_port(8)
+    node = NodeProcess(node_id, 2, base, tmp_path, new_cluster_id(), roles=roles, voters=[1, 2])
+    r = subprocess.run(node.command(), capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kbroker: configuration error: node.id: "), lines
+    assert words in lines[0]
+    assert "on every node" in lines[0] or "add controller to process.roles" in lines[0]
+    assert not node.data_dir.exists()
