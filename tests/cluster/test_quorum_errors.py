@@ -1,6 +1,8 @@
-"""Clear quorum errors (issue 19, item 2), on real node processes: each misconfiguration is
-named once per peer on both sides with the fix, never once per retry (the retries are
-counted in the candidate's DEBUG log, so "once" is not vacuous):
+"""Clear quorum errors and a shutdown that always ends (issue 19, items 2 and 5), on real
+node processes.
+
+Misconfigurations, each named once per peer on both sides with the fix, never once per
+retry (the retries are counted in the candidate's DEBUG log, so "once" is not vacuous):
 
 - voter lists that differ: node 3 believes the voters are 1,2,3 while 1 and 2 have 1,2 —
   its votes are refused with INCONSISTENT_VOTER_SET (inside the Vote partition);
@@ -8,17 +10,26 @@ counted in the candidate's DEBUG log, so "once" is not vacuous):
   node 2 and the other way round — INVALID_VOTER_KEY;
 - a wrong ``node.id`` for the roles: a controller outside ``controller.quorum.voters``, or a
   broker-only node inside it, refuses to start (exit 2), as Kafka's KafkaConfig does.
+
+Shutdown with no controller (kbroker/server, kbroker/server/signals.py): one SIGTERM ends a
+registered broker and a combined node whose peers are gone within the controlled-shutdown
+wait (``broker.session.timeout.ms``) plus the drain; a second signal ends the wait at once,
+and also a drain held by a busy connection. The waits are long (120 s) where only the
+second signal may explain the exit; the tests assert exit codes and log lines, never times.
 """
 from __future__ import annotations
 
+import signal
 import subprocess
+import threading
 
 import pytest
 
 from kbroker.config import new_cluster_id
+from kbroker.wire import messages as w
 from tests.support.parallel import in_threads
 
-from .support import REPO_ROOT, NodeProcess, describe_quorum, free_base_port, wait_for
+from .support import REPO_ROOT, Cluster, NodeProcess, call, describe_quorum, free_base_port, wait_for
 
 DEBUG = ["--log-level", "DEBUG"]
 
@@ -116,3 +127,74 @@ def test_a_node_id_that_does_not_fit_the_voters_refuses_to_start(tmp_path, roles
     assert words in lines[0]
     assert "on every node" in lines[0] or "add controller to process.roles" in lines[0]
     assert not node.data_dir.exists()
+
+
+# ------------------------------------------------------------------ shutdown without controllers
+
+def test_sigterm_ends_a_broker_and_a_combined_node_whose_controllers_are_gone(tmp_path):
+    """Node 3 (combined) and node 4 (broker) registered and served; voters 1 and 2 die. One
+    SIGTERM each: the controlled shutdown is not granted (no quorum), its wait ends after
+    broker.session.timeout.ms (3 s here), and both stop cleanly (Kafka's broker waits five
+    minutes there: compat_tests/FINDINGS.md F-930)."""
+    c = Cluster(tmp_path, nodes=4, roles={1: "controller", 2: "controller",
+                                          3: "broker,controller", 4: "broker"})
+    try:
+        c.start_all()
+        c.kill(1)
+        c.kill(2)
+        stopping = [c.nodes[3], c.nodes[4]]
+        for n in stopping:
+            n.proc.send_signal(signal.SIGTERM)
+        for n in stopping:
+            assert n.proc.wait(timeout=60) == 0, n.log_text()[-3000:]
+            text = n.log_text()
+            assert f"broker {n.node_id}: no controlled shutdown granted within 3.0 s" in text
+            assert f"broker {n.node_id} shut down cleanly" in text
+            assert "forcing shutdown" not in text
+    finally:
+        c.shutdown()
+
+
+def test_a_second_signal_ends_the_controlled_shutdown_wait_and_a_busy_drain(tmp_path):
+    """Voter 1 dies, so nobody leads the quorum {1, 2}. Node 3 (broker) would wait 120 s for
+    its controlled shutdown: a SIGINT after the SIGTERM ends it at once. Node 2 (combined)
+    waits 3 s for that, then drains a connection whose CreateTopics waits up to 120 s for a
+    controller, with --shutdown-timeout 120: a second SIGTERM during the drain ends it at
+    once. Both still close their logs (exit 0, clean shutdown)."""
+    c = Cluster(tmp_path, nodes=3, roles={1: "controller", 2: "broker,controller", 3: "broker"})
+    c.nodes[3].overrides["broker.session.timeout.ms"] = "120000"
+    c.nodes[2].overrides["request.timeout.ms"] = "120000"
+    c.nodes[2].extra_args = ["--shutdown-timeout", "120"]
+    busy, drainer = c.nodes[3], c.nodes[2]
+    try:
+        c.start_all()
+        c.kill(1)
+        wait_for(lambda: describe_quorum(drainer.port)[0].leader_id == -1, what="no leader")
+        # a request that waits for a controller that never comes
+        R = w.CreateTopicsRequest
+        create = R(timeout_ms=120000, validate_only=False, topics=[R.CreatableTopic(
+            name="never", num_partitions=1, replication_factor=1, assignments=[], configs=[])])
+        threading.Thread(target=lambda: _ignore_errors(call, drainer.port, 19, 4, create, 200),
+                         daemon=True).start()
+
+        busy.proc.send_signal(signal.SIGTERM)
+        drainer.proc.send_signal(signal.SIGTERM)
+        wait_logged(busy, "broker 3: beginning controlled shutdown")
+        busy.proc.send_signal(signal.SIGINT)
+        wait_logged(drainer, "shutting down: no new connections; 1 open")
+        drainer.proc.send_signal(signal.SIGTERM)
+        for n in (busy, drainer):
+            assert n.proc.wait(timeout=20) == 0, n.log_text()[-3000:]
+            assert f"broker {n.node_id} shut down cleanly" in n.log_text()
+        assert "received SIGINT, forcing shutdown" in busy.log_text()
+        assert "no controlled shutdown granted" not in busy.log_text()
+        assert "forced stop: cancelling 1 busy connection(s)" in drainer.log_text()
+    finally:
+        c.shutdown()
+
+
+def _ignore_errors(fn, *args):
+    try:
+        fn(*args)
+    except OSError:
+        pass        # the forced stop closes the connection unanswered
