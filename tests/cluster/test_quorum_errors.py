@@ -19,8 +19,10 @@ second signal may explain the exit; the tests assert exit codes and log lines, n
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -198,3 +200,41 @@ def _ignore_errors(fn, *args):
         fn(*args)
     except OSError:
         pass        # the forced stop closes the connection unanswered
+
+
+def test_kbroker_cluster_ctrl_c_stops_gracefully_and_a_second_one_at_once(tmp_path):
+    """The `kbroker cluster` runner: node 2 dies, so node 1 has no quorum and its controlled
+    shutdown would wait 120 s. A first Ctrl-C sends node 1 one SIGTERM (a graceful stop, not
+    two that would force it); a second Ctrl-C sends it its second, and everything ends at
+    once, node 1's logs closed cleanly."""
+    base = free_base_port(4)
+    data = tmp_path / "data"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out_path = tmp_path / "out.txt"
+    with open(out_path, "wb") as out:
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "kbroker", "cluster", "--nodes", "2", "--base-port", str(base),
+             "--data-dir", str(data), "--override", "controller.quorum.election.timeout.ms=500",
+             "--override", "broker.heartbeat.interval.ms=300",
+             "--override", "broker.session.timeout.ms=120000"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env, start_new_session=True)
+    node1 = data / "node-1.log"
+    try:
+        wait_for(lambda: "kbroker cluster ready:" in out_path.read_text(errors="replace"),
+                 timeout=90, what="the cluster's ready line")
+        os.kill(int((data / "node-2.pid").read_text()), signal.SIGKILL)
+        wait_for(lambda: "node 2 exited with -9" in out_path.read_text(errors="replace"),
+                 what="the death report")
+        runner.send_signal(signal.SIGINT)
+        wait_for(lambda: "broker 1: beginning controlled shutdown" in node1.read_text(errors="replace"),
+                 what="node 1's controlled shutdown")
+        assert "forcing shutdown" not in node1.read_text(errors="replace")
+        runner.send_signal(signal.SIGINT)
+        assert runner.wait(timeout=30) == 0, out_path.read_text(errors="replace")[-3000:]
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait()
+    text = node1.read_text(errors="replace")
+    assert text.count("received SIGTERM") == 2 and "received SIGTERM, forcing shutdown" in text
+    assert "broker 1 shut down cleanly" in text
