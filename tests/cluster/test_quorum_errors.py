@@ -45,6 +45,13 @@ def wait_logged(node, text: str, times: int = 1, timeout: float = 60.0) -> None:
              f"{node.node_id}'s log")
 
 
+def ignore_errors(fn, *args):
+    try:
+        fn(*args)
+    except OSError:
+        pass        # a forced stop closes the connection unanswered
+
+
 def stop_all(nodes) -> None:
     for n in nodes:
         if n.running:
@@ -176,7 +183,7 @@ def test_a_second_signal_ends_the_controlled_shutdown_wait_and_a_busy_drain(tmp_
         R = w.CreateTopicsRequest
         create = R(timeout_ms=120000, validate_only=False, topics=[R.CreatableTopic(
             name="never", num_partitions=1, replication_factor=1, assignments=[], configs=[])])
-        threading.Thread(target=lambda: _ignore_errors(call, drainer.port, 19, 4, create, 200),
+        threading.Thread(target=lambda: ignore_errors(call, drainer.port, 19, 4, create, 200),
                          daemon=True).start()
 
         busy.proc.send_signal(signal.SIGTERM)
@@ -193,13 +200,6 @@ def test_a_second_signal_ends_the_controlled_shutdown_wait_and_a_busy_drain(tmp_
         assert "forced stop: cancelling 1 busy connection(s)" in drainer.log_text()
     finally:
         c.shutdown()
-
-
-def _ignore_errors(fn, *args):
-    try:
-        fn(*args)
-    except OSError:
-        pass        # the forced stop closes the connection unanswered
 
 
 def test_kbroker_cluster_ctrl_c_stops_gracefully_and_a_second_one_at_once(tmp_path):
