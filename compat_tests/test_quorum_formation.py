@@ -17,8 +17,11 @@ targets with the same steps and the same assertions (issue 19):
    follower cut off and healed comes back without a new epoch, thanks to pre-vote (KIP-996).
 4. **A foreign cluster id**: a fourth node formatted with another cluster id never joins; Kafka
    refuses it (INCONSISTENT_CLUSTER_ID), kbroker logs one line naming the error.
+5. **Another voter list**: a fourth node that believes it is a voter (its
+   `controller.quorum.voters` lists 1,2,3,4) is refused, follows the leader as an observer and
+   changes neither the leader nor its epoch nor the voters.
 
-Scenarios 1, 3 and 4 share one module-scoped three-node cluster per target (about 35 s on
+Scenarios 1, 3, 4 and 5 share one module-scoped three-node cluster per target (about 35 s on
 Kafka, 30 s on kbroker); scenario 2 starts three more JVMs and runs a producer through four
 voter changes (about 55 s on Kafka), so it is marked `slow`: `make compat` runs it, `make test`
 does not.
@@ -105,6 +108,13 @@ class QuorumNode(BrokerProcess):
         text = self.output_path.read_text(errors="replace")
         log = self.logs_dir / "server.log"
         return text + (log.read_text(errors="replace") if log.exists() else "")
+
+    def broker_only(self) -> "QuorumNode":
+        """Made with ``controller_port: None`` and ``process.roles=broker``: its listeners lose
+        the CONTROLLER entry (a broker-only node must not have one, as in Kafka)."""
+        props = self.config_path.read_text().replace(f",CONTROLLER://{HOST}:None", "")
+        self.config_path.write_text(props)
+        return self
 
     @property
     def directory_id(self) -> str:
@@ -284,9 +294,7 @@ def test_a_node_of_another_cluster_is_refused(static_cluster, target, tmp_path):
     voters = ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in nodes)
     stray = QuorumNode(target, tmp_path, 4, {"controller_port": None,
                                              "controller.quorum.voters": voters,
-                                             "process.roles": "broker"})
-    props = stray.config_path.read_text().replace(f",CONTROLLER://{HOST}:None", "")
-    stray.config_path.write_text(props)
+                                             "process.roles": "broker"}).broker_only()
     storage_format(target, stray, random_cluster_id())
     try:
         stray.launch()          # not awaited: it must never register
@@ -304,6 +312,49 @@ def test_a_node_of_another_cluster_is_refused(static_cluster, target, tmp_path):
             assert "format every node with the same id" in lines[0], lines[0]
     finally:
         stray.kill()
+
+
+def test_a_node_with_a_longer_voter_list_does_not_disturb_the_quorum(static_cluster, target, tmp_path):
+    """A fourth combined node whose controller.quorum.voters names itself too (1,2,3,4)
+    learns the leader and follows it as an observer; the leader, its epoch and the voters
+    {1,2,3} stay (issue 19). How it learns differs: kbroker's node asks for pre-votes, the
+    voters refuse with INCONSISTENT_VOTER_SET and the leader they name (it logs one line per
+    refusing voter, with the fix); Kafka 4.3's unattached node fetches from the voters it
+    knows and is told the leader before its election timeout."""
+    nodes, cluster_id = static_cluster
+    leader_port = None
+
+    def leader_and_epoch():
+        nonlocal leader_port
+        for n in nodes:
+            try:
+                p, _ = describe_quorum(n.port)
+            except OSError:
+                continue
+            if p is not None and p.error_code == 0 and p.leader_id > 0:
+                leader_port = nodes[p.leader_id - 1].port
+                return p.leader_id, p.leader_epoch
+        return None
+    before = deadline_wait(leader_and_epoch, "a leader")
+    port = free_port()
+    voters = ",".join([f"{n.node_id}@{HOST}:{n.controller_port}" for n in nodes] + [f"4@{HOST}:{port}"])
+    other = QuorumNode(target, tmp_path, 4, {"controller_port": port, "controller.quorum.voters": voters})
+    storage_format(target, other, cluster_id)
+    try:
+        other.launch()
+
+        def observed():
+            p, _ = describe_quorum(leader_port)
+            return p.error_code == 0 and 4 in {o.replica_id for o in p.observers} and p
+        quorum = deadline_wait(observed, "node 4 following the leader as an observer", timeout=120)
+        assert sorted(v.replica_id for v in quorum.current_voters) == [1, 2, 3]
+        assert leader_and_epoch() == before
+        if target == "kbroker":
+            lines = [ln for ln in other.log_text().splitlines() if "INCONSISTENT_VOTER_SET" in ln]
+            assert 1 <= len(lines) <= 3, lines
+            assert "give every node the same controller.quorum.voters" in lines[0], lines[0]
+    finally:
+        other.kill()
 
 
 # ------------------------------------------------------------------------ 2. grow and shrink

@@ -14,8 +14,10 @@ a data directory is given, ``log.dirs=./data``; explicit settings (file, ``--ove
 ``--data-dir`` sets ``log.dirs``; ``--listen``/``--port`` set ``listeners`` (one PLAINTEXT
 listener) and, unless ``advertised.listeners`` is given with ``--override``, the advertised
 listener too (a wildcard host is then advertised by host name). ``--override`` wins over
-the file. Exit codes: 0 after a clean shutdown, 2 for a configuration error (the message
-names the key), 1 for any other startup failure.
+the file. Exit codes: 0 after a clean shutdown (also one forced by a second SIGINT/SIGTERM),
+2 for a configuration error (the message names the key and the fix), 1 for any other
+startup failure, 128 + the signal when a forced stop itself stalled and was cut short
+(``kbroker.server.signals``).
 """
 from __future__ import annotations
 
@@ -205,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_cluster(args.nodes, args.base_port, args.data_dir, extra, controllers=args.controllers)
     if args.command == "serve":
+        # before any thread exists: SIGINT/SIGTERM are taken by kbroker.server.signals' own
+        # thread, which sees a second signal even while the trio thread is stuck
+        from kbroker.server.signals import block
+        block()
         from kbroker.config import ConfigError
         try:
             config = build_config(args)
@@ -218,8 +224,6 @@ def main(argv: list[str] | None = None) -> int:
         try:
             trio.run(functools.partial(run_until_signal, config,
                                        shutdown_timeout=args.shutdown_timeout))
-        except KeyboardInterrupt:
-            return 130
         except BaseException as e:  # noqa: BLE001 - report startup failures as one line
             leaf = _leaf(e)
             if isinstance(leaf, ConfigError):

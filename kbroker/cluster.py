@@ -26,9 +26,13 @@ each node's pid is in ``<data dir>/node-<N>.pid``.
 
 The runner reports each node death once (``node N exited with RC``), not on every poll. The
 nodes run in their own process group, so a Ctrl-C in the terminal reaches only the runner,
-which then stops every node once, gracefully, and exits 0 (``make cluster`` ends without an
-error); a second Ctrl-C kills the nodes. A closed terminal (SIGHUP) stops them the same way,
-and a node whose runner died gets SIGTERM from the kernel (``PR_SET_PDEATHSIG``).
+which then sends every node one SIGTERM (a graceful stop: controlled shutdown, drain) and
+exits 0 once they have stopped (``make cluster`` ends without an error). A second Ctrl-C
+sends each node its second SIGTERM, which stops a node at once (``kbroker.server.signals``);
+a node still running ``FORCE_WAIT`` seconds later, or past its graceful bound
+(``broker.session.timeout.ms`` plus the shutdown timeout, plus a margin), is killed. A
+closed terminal (SIGHUP) stops them the same way, and a node whose runner died gets SIGTERM
+from the kernel (``PR_SET_PDEATHSIG``).
 """
 from __future__ import annotations
 
@@ -111,6 +115,18 @@ def cluster_layout(nodes: int, controllers: int = 0) -> dict[int, str]:
 
 
 RESTART_SUFFIX = ".restart"
+FORCE_WAIT = 10.0        # s a node may take after its second SIGTERM before it is killed
+
+
+def graceful_stop_timeout(extra: dict[str, str] | None) -> float:
+    """How long a node may take to stop after one SIGTERM: its controlled-shutdown wait
+    (``broker.session.timeout.ms``), the drain (``kbroker serve``'s default shutdown
+    timeout, 5 s) and a margin for closing the logs."""
+    try:
+        session_ms = int((extra or {}).get("broker.session.timeout.ms", 9000))
+    except ValueError:
+        session_ms = 9000
+    return session_ms / 1000 + 5.0 + 10.0
 
 
 def add_control_subcommands(csub) -> None:
@@ -168,9 +184,12 @@ def _stop_with_runner() -> None:
 class _Node:
     """One child ``kbroker serve`` of the runner: its command, process and log."""
 
-    def __init__(self, node_id: int, command: list[str], log_path: Path, env: dict):
+    def __init__(self, node_id: int, command: list[str], log_path: Path, env: dict,
+                 stop_timeout: float = 30.0):
         self.id, self.command, self.log_path, self.env = node_id, command, log_path, env
+        self.stop_timeout = stop_timeout
         self.proc: subprocess.Popen | None = None
+        self.terms = 0               # SIGTERMs sent to the running process (the 2nd forces)
         self.log_mark = 0            # log size at the last start: readiness is looked for after it
         self.reported_exit = False   # its death has been reported (once)
 
@@ -182,6 +201,7 @@ class _Node:
             self.proc = subprocess.Popen(self.command, stdout=logf, stderr=subprocess.STDOUT,
                                          env=self.env, process_group=0, preexec_fn=_stop_with_runner)
         self.reported_exit = False
+        self.terms = 0
         self.log_path.with_suffix(".pid").write_text(f"{self.proc.pid}\n")
 
     def is_ready(self) -> bool:
@@ -189,16 +209,29 @@ class _Node:
             f.seek(self.log_mark)
             return b"kbroker ready:" in f.read()
 
-    def stop(self, sig=signal.SIGTERM, timeout: float = 15.0) -> None:
-        p = self.proc
-        if p is None or p.poll() is not None:
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def terminate(self, *, force: bool = False) -> None:
+        """One SIGTERM (a graceful stop), or with ``force`` the node's second one (it stops
+        at once). Never a second one by accident: a node that gets two stops uncleanly."""
+        if self.running() and self.terms < (2 if force else 1):
+            self.proc.send_signal(signal.SIGTERM)
+            self.terms += 1
+
+    def stop(self, sig=signal.SIGTERM) -> None:
+        """Stop the node (SIGTERM: gracefully, within its stop timeout; else killed)."""
+        if not self.running():
             return
-        p.send_signal(sig)
+        if sig == signal.SIGTERM:
+            self.terminate()
+        else:
+            self.proc.send_signal(sig)
         try:
-            p.wait(timeout=timeout)
+            self.proc.wait(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _clean_exit(rc: int | None) -> bool:
@@ -226,7 +259,7 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
     for i in range(1, total + 1):
         cmd = serve_command(node_overrides(i, nodes=total, base_port=base_port, data_root=root,
                                            cluster_id=cid, extra=extra, roles=layout[i], voters=voters))
-        members.append(_Node(i, cmd, root / f"node-{i}.log", env))
+        members.append(_Node(i, cmd, root / f"node-{i}.log", env, graceful_stop_timeout(extra)))
     for stale in root.glob(f"node-*{RESTART_SUFFIX}"):
         stale.unlink()
     (root / "cluster.pid").write_text(f"{os.getpid()}\n")
@@ -234,11 +267,7 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
 
     def on_signal(signum, frame):
         nonlocal signals
-        signals += 1
-        if signals > 1:   # a second Ctrl-C: no more grace
-            for n in members:
-                if n.proc is not None and n.proc.poll() is None:
-                    n.proc.kill()
+        signals += 1      # _supervise and _stop_all look at it (a second one: no more grace)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     rc = 1
@@ -248,21 +277,38 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
         rc = _supervise(members, root, cid, layout, voters, total, base_port, start_timeout,
                         lambda: signals > 0)
     finally:
-        rc = _stop_all(members) or rc
+        rc = _stop_all(members, lambda: signals > 1) or rc
         (root / "cluster.pid").unlink(missing_ok=True)
         for s, h in old.items():
             signal.signal(s, h)
     return rc
 
 
-def _stop_all(members: list[_Node]) -> int:
-    """SIGTERM every running node at once, then wait for each; 1 if one stopped uncleanly."""
-    running = [n for n in members if n.proc is not None and n.proc.poll() is None]
+def _stop_all(members: list[_Node], forced) -> int:
+    """One SIGTERM to every running node at once, then wait for all of them; once
+    ``forced()`` (a second Ctrl-C) each gets its second SIGTERM. A node still running past
+    its graceful bound, or ``FORCE_WAIT`` after the force, is killed. 1 if one stopped
+    uncleanly."""
+    running = [n for n in members if n.running()]
     for n in running:
-        n.proc.send_signal(signal.SIGTERM)
+        n.terminate()
+    deadline = time.monotonic() + max((n.stop_timeout for n in running), default=0)
+    forcing = False
+    while any(n.running() for n in running):
+        if forced() and not forcing:
+            forcing = True
+            for n in running:
+                n.terminate(force=True)
+            deadline = min(deadline, time.monotonic() + FORCE_WAIT)
+        if time.monotonic() > deadline:
+            for n in running:
+                if n.running():
+                    n.proc.kill()
+            break
+        time.sleep(0.05)
     rc = 0
     for n in running:
-        n.stop()
+        n.proc.wait()
         if not _clean_exit(n.proc.returncode):
             print(f"kbroker cluster: node {n.id} stopped with {n.proc.returncode}; see {n.log_path}",
                   file=sys.stderr, flush=True)

@@ -627,6 +627,8 @@ class BrokerConfig:
         if not bound and "broker" in v["process.roles"]:
             raise ConfigError("listeners", "no listener to serve clients on")
         self.controller_listeners = [l for l in all_listeners if l.name in controller_names]
+        if v["controller.quorum.voters"]:
+            self._check_node_id_among_voters()
         if "controller" in v["process.roles"] and v["controller.quorum.voters"]:
             voters = self.quorum_voters
             if v["node.id"] in voters and not self.controller_listeners:
@@ -668,6 +670,25 @@ class BrokerConfig:
         if authorizer and authorizer != STANDARD_AUTHORIZER:
             raise ConfigError("authorizer.class.name", f"{authorizer} is not supported "
                               f"(kbroker implements {STANDARD_AUTHORIZER} only)")
+
+    def _check_node_id_among_voters(self) -> None:
+        """A static quorum's voters decide which roles a node id may have, as Kafka's
+        KafkaConfig checks: a node with the controller role must be one of
+        ``controller.quorum.voters`` (else it would run a controller nobody votes for), and a
+        broker-only node must not be (its id would be counted as a voter that never answers).
+        Both are usually a wrong ``node.id``; the message says which list to compare."""
+        node_id, roles = self.values["node.id"], set(self.values["process.roles"])
+        ids = sorted(self.quorum_voters)
+        listed = ",".join(str(i) for i in ids)
+        if "controller" in roles and node_id not in ids:
+            raise ConfigError("node.id", f"{node_id} has the controller role but is not one of "
+                              f"the voters of controller.quorum.voters ({listed}): set node.id to "
+                              "this node's entry there, or add the node to controller.quorum.voters "
+                              "on every node")
+        if roles == {"broker"} and node_id in ids:
+            raise ConfigError("node.id", f"{node_id} is a voter of controller.quorum.voters "
+                              f"({listed}) but process.roles is just broker: give this broker an "
+                              "id no voter has, or add controller to process.roles")
 
     def _validate_security(self) -> None:
         """TLS and SASL settings of every listener (``kbroker.security.listeners``): built

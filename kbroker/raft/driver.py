@@ -21,6 +21,12 @@ with ``PreVote=true`` and changes nothing on the receiver, which refuses it whil
 fetches from a live leader (so a voter that was partitioned away and comes back no longer
 forces a new epoch).
 
+Operators' view: trouble with a peer is one WARNING line with the fix when it starts — the
+peer cannot be reached, or it refuses with an error (top-level, or inside the partition as a
+Vote refused with INCONSISTENT_VOTER_SET or INVALID_VOTER_KEY) — and one INFO line when it
+ends; never a line per retry. The receiving side names the same misconfigurations in
+``kbroker.controller_server._raft_rpc``.
+
 The state machine (``kbroker.metadata.quorum``) is called synchronously on the trio
 thread: ``apply_snapshot(snapshot)``, ``apply(entries)``, ``snapshot_bytes()`` and
 ``on_role_change(role_change)``.
@@ -34,14 +40,24 @@ import random
 
 import trio
 
+from kbroker.wire.error_codes import ErrorCode
+
 from . import messages as m
 from .core import NotLeader, RaftNode, Ready
 from .state import RaftConfig, Role
 from .storage import RaftStorage
 from .transport import RpcClient
-from .wire_map import OUTBOUND, VERSIONS, NotForRaft, is_response, source_of
+from .wire_map import (BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH, FETCH_SNAPSHOT, OUTBOUND,
+                       VERSIONS, VOTE, NotForRaft, is_response, source_of)
 
 log = logging.getLogger("kbroker.raft")
+
+_UNREACHABLE = -1                # the "error code" of a peer that does not answer
+_API_NAMES = {VOTE: "Vote", BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch", END_QUORUM_EPOCH: "EndQuorumEpoch",
+              FETCH: "Fetch", FETCH_SNAPSHOT: "FetchSnapshot"}
+# refusals that only a configuration change ends: named to the operator once, with the fix
+_MISCONFIGURED = frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.INCONSISTENT_VOTER_SET,
+                            ErrorCode.INVALID_VOTER_KEY})
 
 
 class _Slot:
@@ -82,6 +98,7 @@ class RaftDriver:
         self.fetch_answers = 0          # good Fetch answers received (catch-up tracking)
         self.stats = {"readies": 0, "sent": 0, "send_failures": 0, "inbound": 0,
                       "inbound_timeouts": 0, "applied_entries": 0}
+        self._problems: dict[int, dict[int, str]] = {}   # peer -> {error code logged: on API}
 
     # ------------------------------------------------------------------ views
     @property
@@ -225,22 +242,31 @@ class RaftDriver:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("raft: node %d -> %d: %s", self.node_id, dest, msg)
         resp = await self.rpc.call(dest, api_key, VERSIONS[api_key], to_wire(msg, self.cluster_id), timeout)
+        api = _API_NAMES.get(api_key, str(api_key))
         if resp is None:
             self.stats["send_failures"] += 1
-            self._peer_problem(dest, self._unreachable(dest))
+            self._peer_problem(dest, _UNREACHABLE, api, self._unreachable(dest))
             return
         top = getattr(resp, "error_code", 0)
         if top and not getattr(resp, "topics", None):
             self.stats["send_failures"] += 1
-            self._peer_problem(dest, self._refusal(dest, top))
+            self._peer_answers(dest, api, top)
+            self._peer_problem(dest, top, api, self._refusal(dest, top, api))
             return
-        self._peer_problem(dest, None)
         try:
             core_resp = from_wire(resp, msg.correlation_id)
         except (NotForRaft, ValueError) as e:
             self.stats["send_failures"] += 1
             log.warning("raft: bad answer from node %d to %s: %s", dest, type(msg).__name__, e)
             return
+        # A Vote is refused for the voter set or the voter key inside its partition (Kafka
+        # 4 answers INVALID_VOTER_KEY there, kbroker's core INCONSISTENT_VOTER_SET): the
+        # answer still goes to the core (it carries the leader), the operator gets one line.
+        code = getattr(core_resp, "error_code", 0)
+        code = code if code in _MISCONFIGURED else m.NONE
+        self._peer_answers(dest, api, code)
+        if code:
+            self._peer_problem(dest, code, api, self._refusal(dest, code, api))
         if isinstance(core_resp, m.FetchResponse) and core_resp.error_code == m.NONE:
             self.fetch_answers += 1
             self.leader_hw_seen = max(self.leader_hw_seen, core_resp.high_watermark)
@@ -261,33 +287,44 @@ class RaftDriver:
         return (f"cannot reach voter {dest} at {self._endpoint(dest)} ({why}): check that node "
                 f"{dest} runs and that controller.quorum.voters names its controller listener")
 
-    def _refusal(self, dest: int, code: int) -> str:
-        from kbroker.wire.error_codes import ErrorCode
+    def _refusal(self, dest: int, code: int, api: str) -> str:
         name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
         fix = {
             "INCONSISTENT_CLUSTER_ID": f"it belongs to another cluster than this node's "
                                        f"{self.cluster_id}: format every node with the same id "
                                        "(`kbroker storage format -t <id> -c server.properties`)",
-            "INCONSISTENT_VOTER_SET": "its controller.quorum.voters differs from this node's: give "
-                                      "every node the same list",
+            "INCONSISTENT_VOTER_SET": f"node {dest}'s controller.quorum.voters does not list this "
+                                      f"node {self.node_id} as a voter: give every node the same "
+                                      "controller.quorum.voters",
             "INVALID_VOTER_KEY": f"the node at {self._endpoint(dest)} is not node {dest}: check its "
-                                 "node.id and controller.quorum.voters",
+                                 f"node.id and this node's controller.quorum.voters entry for {dest}",
         }.get(name, "see that node's log")
-        return f"voter {dest} at {self._endpoint(dest)} refused with {name}: {fix}"
+        return f"voter {dest} at {self._endpoint(dest)} refused with {name} ({api}): {fix}"
 
-    def _peer_problem(self, dest: int, problem: str | None) -> None:
-        """One log line when a peer's trouble starts or changes, one when it ends (never a
-        line per retry)."""
-        problems = self.__dict__.setdefault("_problems", {})
-        before = problems.get(dest)
-        if problem == before:
+    def _peer_problem(self, dest: int, code: int, api: str, problem: str) -> None:
+        """One WARNING line when a trouble with a peer starts: it cannot be reached
+        (``_UNREACHABLE``) or it refuses with error ``code`` — never a line per retry, nor
+        when only the socket's reason or the refused API changes."""
+        peer = self._problems.setdefault(dest, {})
+        if code in peer:
             return
-        if problem is None:
-            problems.pop(dest, None)
+        peer[code] = api
+        log.warning("raft: %s", problem)
+
+    def _peer_answers(self, dest: int, api: str, code: int = m.NONE) -> None:
+        """``dest`` answered ``api`` (refusing with ``code``, or NONE): it is reachable, and
+        a refusal that came on ``api`` with another code is over (one INFO line each). An
+        answer to another API ends no refusal: a voter that refuses our votes for its
+        voter set may still serve our fetches."""
+        peer = self._problems.get(dest)
+        if not peer:
+            return
+        if peer.pop(_UNREACHABLE, None) is not None:
             log.info("raft: voter %d at %s answers again", dest, self._endpoint(dest))
-        else:
-            problems[dest] = problem
-            log.warning("raft: %s", problem)
+        for old, on in list(peer.items()):
+            if on == api and old != code:
+                del peer[old]
+                log.info("raft: voter %d at %s accepts %s again", dest, self._endpoint(dest), api)
 
     async def handle_request(self, msg, timeout: float | None = None):
         """Step an inbound request; the core's answer, or None if it gave none in time."""

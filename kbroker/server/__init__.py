@@ -23,7 +23,11 @@ accepting and close the listening sockets; connections waiting for a request clo
 once, connections handling one finish it (its response is written) within
 ``shutdown_timeout`` seconds, after which everything left is cancelled; then the log
 maintenance stops and the broker flushes and closes every log, writing the
-clean-shutdown marker. A second signal skips the grace period.
+clean-shutdown marker. So a SIGTERM ends within ``broker.session.timeout.ms`` plus
+``shutdown_timeout`` even when no controller answers (Kafka's broker waits up to five
+minutes there). A second signal (``request_shutdown(force=True)``) abandons every wait on
+the network — the controlled shutdown, busy connections, answers still owed — and only
+closes the logs; ``kbroker.server.signals`` ends the process outright if even that stalls.
 
 Embedding (tests)::
 
@@ -34,8 +38,8 @@ Embedding (tests)::
 """
 from __future__ import annotations
 
+import functools
 import logging
-import signal
 from pathlib import Path
 
 import trio
@@ -73,6 +77,7 @@ class Server:
         self._accept_scopes: list[trio.CancelScope] = []
         self._force = False
         self._controlled_scope: trio.CancelScope | None = None
+        self._drain_scope: trio.CancelScope | None = None
         # cancelled by a stop requested before the broker is ready (e.g. no controller
         # answers, so registration never completes): start-up is abandoned, not awaited
         self._startup_scope = trio.CancelScope()
@@ -91,10 +96,14 @@ class Server:
 
     # ------------------------------------------------------------------ control
     def request_shutdown(self, *, force: bool = False) -> None:
+        """Stop serving. ``force`` (a second signal): stop waiting on the network at once —
+        the controlled-shutdown wait, busy connections and owed answers are abandoned; the
+        logs are still closed."""
         if force:
             self._force = True
-            if self._controlled_scope is not None:
-                self._controlled_scope.cancel()
+            for scope in (self._controlled_scope, self._drain_scope):
+                if scope is not None:
+                    scope.cancel()
             for c in list(self._conns):
                 c.stop_if_idle()
         self._startup_scope.cancel()
@@ -117,6 +126,11 @@ class Server:
         """True while the broker serves clients: listeners bound, metadata caught up, broker
         registered and unfenced; false before that and from the start of shutdown."""
         return self.serving and not self.draining and not self._stop.is_set()
+
+    @property
+    def forced(self) -> bool:
+        """A forced stop was requested: nothing may wait on the network any more."""
+        return self._force
 
     @property
     def stopping(self) -> bool:
@@ -226,9 +240,13 @@ class Server:
         for c in list(self._conns):
             c.stop_if_idle()
         if self._conns and not self._force:
-            with trio.move_on_after(self.shutdown_timeout):
+            with trio.move_on_after(self.shutdown_timeout) as scope:
+                self._drain_scope = scope       # a forced stop cuts the grace period short
                 await self._no_conns.wait()
-        if self._conns:
+            self._drain_scope = None
+        if self._conns and self._force:
+            log.warning("forced stop: cancelling %d busy connection(s)", len(self._conns))
+        elif self._conns:
             log.warning("cancelling %d connection(s) still busy after %.1f s",
                         len(self._conns), self.shutdown_timeout)
         conns.cancel_scope.cancel()
@@ -303,20 +321,23 @@ async def serve(config: BrokerConfig, *, clock=None, shutdown_timeout: float = 5
 
 
 async def run_until_signal(config: BrokerConfig, *, shutdown_timeout: float = 5.0) -> None:
-    """The CLI's main: serve until SIGINT/SIGTERM (a second signal forces the stop)."""
-    async with trio.open_nursery() as nursery:
-        server = Server(config, shutdown_timeout=shutdown_timeout)
+    """The CLI's main: serve until SIGINT/SIGTERM; a second signal forces the stop, and ends
+    the process if even that stalls (``kbroker.server.signals``; the caller has called
+    ``signals.block()`` before starting trio)."""
+    from . import signals
 
-        async def watch_signals(task_status=trio.TASK_STATUS_IGNORED):
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                task_status.started()
-                count = 0
-                async for signum in signals:
-                    count += 1
-                    log.info("received %s%s", signal.Signals(signum).name,
-                             ", forcing shutdown" if count > 1 else "")
-                    server.request_shutdown(force=count > 1)
+    server = Server(config, shutdown_timeout=shutdown_timeout)
+    token = trio.lowlevel.current_trio_token()
 
-        await nursery.start(watch_signals)
+    def on_signal(signum: int, count: int) -> None:
+        try:
+            token.run_sync_soon(functools.partial(server.request_shutdown, force=count > 1))
+        except trio.RunFinishedError:
+            pass
+
+    signals.block()
+    watcher = signals.SignalWatcher(on_signal).start()
+    try:
         await server.run()
-        nursery.cancel_scope.cancel()
+    finally:
+        watcher.done()

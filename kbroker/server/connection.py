@@ -154,7 +154,7 @@ class Connection:
             log.exception("closing connection from %s after an unexpected error", self)
         finally:
             with trio.CancelScope(shield=True):
-                if self._linger:
+                if self._linger and not getattr(self.server, "forced", False):
                     await self._close_gently()
                 await trio.aclose_forcefully(self.stream)
 
@@ -358,7 +358,10 @@ class Connection:
                     held = 0
                 await trio.lowlevel.cancel_shielded_checkpoint()
         finally:
-            if pending:
+            # answers already owed are written (at most a second) — unless a second signal
+            # forced the stop: then nothing waits on the network (an unanswered produce is
+            # retried by its client; the records are in the log either way)
+            if pending and not getattr(server, "forced", False):
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(1):
                         await send_parts_raw(self._raw, pending)

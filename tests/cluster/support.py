@@ -67,7 +67,7 @@ class NodeProcess(BrokerProcess):
         cmd = [self.python, "-m", "kbroker", "serve"]
         for k, v in self.overrides.items():
             cmd += ["--override", f"{k}={v}"]
-        return cmd
+        return cmd + self.extra_args
 
 
 class Cluster:

@@ -2,6 +2,7 @@
 
     proc = BrokerProcess(tmp_path / "data")          # free port picked at start
     proc.start()                                       # waits for the ready line
+    proc.launch()                                      # or not (a node that must fail)
     KafkaProducer(bootstrap_servers=proc.bootstrap)
     proc.restart(); proc.kill(); proc.stop()
 
@@ -59,7 +60,9 @@ class BrokerProcess:
             cmd += ["--override", f"{k}={v}"]
         return cmd + self.extra_args
 
-    def start(self) -> "BrokerProcess":
+    def launch(self) -> int:
+        """Start the process without waiting for it to be ready (a node that must fail, or
+        never become ready); returns where this start's output begins in the log."""
         if self.proc is not None and self.proc.poll() is None:
             raise RuntimeError("broker already running")
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +74,10 @@ class BrokerProcess:
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      cwd=REPO_ROOT, env=env)
         log.close()
+        return start_at
+
+    def start(self) -> "BrokerProcess":
+        start_at = self.launch()
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             rc = self.proc.poll()
