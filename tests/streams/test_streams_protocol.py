@@ -49,7 +49,7 @@ class StreamsHarness(ConsumerHarness):
             process_id=(process or "p-" + member) if join else None,
             user_endpoint=endpoint, client_tags=[] if join else None,
             shutdown_application=shutdown, client_id="c-" + member, client_host="/127.0.0.1")
-        return self.drive(self.mgr.streams_group_heartbeat(req, self.now))
+        return self.drive(self.mgr.streams_group_heartbeat(req, self.now, self.mono))
 
     def group(self, gid="g"):
         return self.mgr.groups[gid]
