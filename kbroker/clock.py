@@ -2,11 +2,15 @@
 
 Kafka reads time two ways (``org.apache.kafka.common.utils.Time``): ``milliseconds()``, the
 wall clock, for what is written down or compared with written timestamps (record and commit
-timestamps, retention, offsets expiry, transaction start times, delegation token expiry,
-quota sample windows, fetch session ages), and ``hiResClockMs()``/``nanoseconds()``, a
-monotonic clock, for intervals that a step of the wall clock (NTP, a VM resumed) must neither
-stretch nor skip: the group coordinator's timers (``CoordinatorTimer`` on ``SystemTimer``),
-share-partition acquisition locks, broker sessions at the controller, ISR catch-up times.
+timestamps, retention, offsets expiry, transaction start times, delegation token expiry)
+and for some ages kept in memory (quota sample windows, fetch session ages, ISR catch-up
+times); and ``hiResClockMs()``/``nanoseconds()`` or a scheduler's delays, a monotonic clock, for
+intervals that a step of the wall clock (NTP, a VM resumed) must neither stretch nor skip:
+the group coordinator's timers (``CoordinatorTimer`` on ``SystemTimer``), share-partition
+acquisition locks, broker sessions at the controller, periodic tasks (checkpoints).
+kbroker keeps one more on the monotonic clock than Kafka 4.3.1: the ISR catch-up times of
+``replica.lag.time.max.ms`` (Kafka's ``Partition.getOutOfSyncReplicas`` compares wall-clock
+fetch times, so a forward step there empties ISRs).
 
 kbroker's injected clock (``Broker.clock``) has both: ``now_ms()`` (wall) and
 ``monotonic_ms()``. Tests inject clocks of their own; one with only ``now_ms`` (a clock that
