@@ -3,7 +3,8 @@
 It owns, and hands to API handlers through ``RequestContext.broker``:
 
 - ``config``   — the ``BrokerConfig``;
-- ``clock``    — injected time (``now_ms()``; tests pass a fake);
+- ``clock``    — injected time (``now_ms()`` wall, ``monotonic_ms()`` for intervals:
+  ``kbroker/clock.py``; tests pass a fake);
 - ``logs``     — the ``LogManager`` of ``log.dirs`` (the metadata log lives there too);
 - ``quorum``   — the ``MetadataQuorum`` (Raft driver + metadata image); ``metadata`` is its
   current image;
@@ -28,28 +29,14 @@ clean-shutdown marker, so the next start needs no recovery.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 
 import trio
 
+from kbroker.clock import SystemClock, monotonic_reader
 from kbroker.config import BrokerConfig, ConfigError, ensure_meta_properties
 
 log = logging.getLogger("kbroker.broker")
-
-
-class SystemClock:
-    """Wall-clock milliseconds (record timestamps, retention) and monotonic milliseconds
-    (``monotonic_ms``: intervals, which a step of the wall clock must not stretch or skip)."""
-
-    def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
-
-    def monotonic_ms(self) -> int:
-        return time.monotonic_ns() // 1_000_000
-
-    def __call__(self) -> int:
-        return self.now_ms()
 
 
 class Broker:
@@ -167,7 +154,7 @@ class Broker:
         clock = self.clock.now_ms
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
-                               ticker=getattr(self.clock, "monotonic_ms", None))
+                               ticker=monotonic_reader(self.clock))
         self.stage = "loading the logs"
         with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):
             self.logs.load()

@@ -4,12 +4,13 @@ group-coordinator module in miniature).
 Shared plumbing:
 
 - :mod:`.manager`  — ``GroupManager``, the coordinator shard: the group table (any type),
-  timers, outbox, load/replay dispatch; a pure state machine (events with ``now_ms`` in;
-  records to append, replies, deadlines out).
+  timers, outbox, load/replay dispatch; a pure state machine (events with the wall-clock
+  ``now_ms`` and the monotonic ``mono_ms`` in; records to append, replies, deadlines out).
 - :mod:`.base`     — what every group type shares: ``Result``, admin answers, ``ShardPart``.
 - :mod:`.offsets`  — committed and transactional offsets, retention (every group type).
 - :mod:`.records`  — the key/value format of ``__consumer_offsets`` and group → partition.
-- :mod:`.timers`   — the keyed deadline table the shard schedules into.
+- :mod:`.timers`   — the keyed deadline table the shard schedules delays into (on the
+  monotonic clock, as Kafka's ``CoordinatorTimer``).
 - :mod:`.config`   — the broker settings (Kafka's keys and defaults).
 - :mod:`.service`  — the trio driver (``GroupCoordinator``): parks requests, runs the
   timers, appends records and replays them at start-up.

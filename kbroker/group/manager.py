@@ -1,13 +1,26 @@
 """The group coordinator's shard: every group of every type and every committed offset
 this node serves, as one pure state machine.
 
-Inputs are events with the current time (``now_ms``): the group APIs, timer expiry,
-records replayed from ``__consumer_offsets``. Outputs are a :class:`~kbroker.group.base.Result`:
-records to append, replies for parked requests (``(slot, response)``), an immediate
-response, and continuations to run once the records are durable. Deadlines live in a
+Inputs are events with the current time: the group APIs, timer expiry, records replayed
+from ``__consumer_offsets``. Outputs are a :class:`~kbroker.group.base.Result`: records to
+append, replies for parked requests (``(slot, response)``), an immediate response, and
+continuations to run once the records are durable. Deadlines live in a
 :class:`~kbroker.group.timers.TimerTable` the driver polls. Nothing here reads a clock,
 sleeps, does I/O or imports trio (ARCHITECTURE.md, rules 1, 4 and 7); :mod:`kbroker.group.service`
 is the trio driver.
+
+Two readings of time come with every event, as Kafka's coordinator reads two clocks:
+
+- ``now_ms``, the wall clock: what records carry and what is compared with what records
+  carry — commit and expire timestamps and offsets retention, group state timestamps,
+  target assignment timestamps and the assignment interval measured from them, resolved
+  regular expressions' refresh times (Kafka: ``time.milliseconds()``);
+- ``mono_ms``, a monotonic clock: every timer of the shard — session timeouts, rebalance,
+  join and sync timeouts, the initial rebalance delays, the offsets expiry period (Kafka's
+  ``CoordinatorTimer``, on ``SystemTimer``'s ``hiResClockMs``). Protocols schedule a *delay*
+  (``timers.schedule(key, delay_ms, op)``); a step of the wall clock, forward or back,
+  neither expires a member nor holds a rebalance back. Leaving ``mono_ms`` out passes the
+  same reading as ``now_ms`` (scripted traces whose two clocks agree).
 
 The shape is Kafka 4's group coordinator (``GroupCoordinatorShard``): this class owns the
 plumbing every group type shares — the group table (one group id → one group of one
@@ -102,7 +115,12 @@ class GroupManager:
     def partition_for(self, group_id: str) -> int:
         return rec.partition_for(group_id, self.config.num_partitions)
 
-    def _run(self, fn: Callable[[], Any]) -> Result:
+    def _run(self, fn: Callable[[], Any], now_ms: int | None = None,
+             mono_ms: int | None = None) -> Result:
+        """Handle one event at ``now_ms``/``mono_ms`` (the timers' clock moves to the
+        monotonic reading first); the event's outbox is the result."""
+        if mono_ms is not None or now_ms is not None:
+            self.timers.advance(now_ms if mono_ms is None else mono_ms)
         outer, self._out = self._out, Result()
         try:
             resp = fn()
@@ -127,7 +145,8 @@ class GroupManager:
         if then is not None:
             out.continuations.append(then)
 
-    def after_append(self, result: Result, error: int, now_ms: int) -> Result:
+    def after_append(self, result: Result, error: int, now_ms: int,
+                     mono_ms: int | None = None) -> Result:
         """Run once ``result.records`` were appended (``error`` 0) or failed to be."""
         def go():
             if error == 0:
@@ -136,7 +155,7 @@ class GroupManager:
                         self.replay(r.key, r.value, parsed_key=r.parsed_key)
             for cont in result.continuations:
                 cont(error, now_ms)
-        return self._run(go)
+        return self._run(go, now_ms, mono_ms)
 
     def coordinator_error(self, group_id: str) -> int:
         """NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / NONE for this group's partition."""
@@ -149,42 +168,48 @@ class GroupManager:
 
     # ----------------------------------------------------------------- timers
     def next_deadline(self) -> int | None:
+        """The earliest timer's deadline, on the monotonic clock (``mono_ms``)."""
         return self.timers.next_deadline()
 
-    def fire_due(self, now_ms: int) -> Result:
-        """Run every timer whose deadline is ``<= now_ms``, earliest first."""
+    def fire_due(self, now_ms: int, mono_ms: int | None = None) -> Result:
+        """Run every timer whose deadline is ``<= mono_ms``, earliest first (each with the
+        wall-clock ``now_ms`` for what it writes)."""
         def go():
             while True:
-                due = self.timers.pop_due(now_ms)
+                due = self.timers.pop_due()
                 if due is None:
                     return
                 due[1](now_ms)
-        return self._run(go)
+        return self._run(go, now_ms, mono_ms)
 
     # ----------------------------------------------------------------- classic protocol
-    def join_group(self, req: JoinRequest, slot: Any, now_ms: int) -> Result:
+    def join_group(self, req: JoinRequest, slot: Any, now_ms: int,
+                   mono_ms: int | None = None) -> Result:
         """Handle a JoinGroup. The reply for ``slot`` comes in this result or a later one
         (when the join phase completes)."""
-        return self._run(lambda: self.classic.join(req, slot, now_ms))
+        return self._run(lambda: self.classic.join(req, slot, now_ms), now_ms, mono_ms)
 
     def sync_group(self, group_id: str, member_id: str, generation_id: int,
                    group_instance_id: str | None, protocol_type: str | None,
                    protocol_name: str | None, assignments: list[tuple[str, bytes]],
-                   slot: Any, now_ms: int) -> Result:
+                   slot: Any, now_ms: int, mono_ms: int | None = None) -> Result:
         return self._run(lambda: self.classic.sync(group_id, member_id, generation_id,
                                                    group_instance_id, protocol_type,
-                                                   protocol_name, assignments, slot, now_ms))
+                                                   protocol_name, assignments, slot, now_ms),
+                         now_ms, mono_ms)
 
     def heartbeat(self, group_id: str, member_id: str, generation_id: int,
-                  group_instance_id: str | None, now_ms: int) -> Result:
+                  group_instance_id: str | None, now_ms: int,
+                  mono_ms: int | None = None) -> Result:
         return self._run(lambda: self.classic.heartbeat(group_id, member_id, generation_id,
-                                                        group_instance_id, now_ms))
+                                                        group_instance_id, now_ms),
+                         now_ms, mono_ms)
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]],
-                    now_ms: int) -> Result:
+                    now_ms: int, mono_ms: int | None = None) -> Result:
         """``members``: (member_id, group_instance_id). Response: (top-level error,
         [(member_id, group_instance_id, error)])."""
-        return self._run(lambda: self.classic.leave(group_id, members, now_ms))
+        return self._run(lambda: self.classic.leave(group_id, members, now_ms), now_ms, mono_ms)
 
     # ----------------------------------------------------------------- consumer protocol
     def set_topics(self, topics: TopicsView) -> None:
@@ -192,36 +217,39 @@ class GroupManager:
         metadata image's view before each event)."""
         self.consumer.topics = topics
 
-    def consumer_group_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> Result:
+    def consumer_group_heartbeat(self, req: HeartbeatRequest, now_ms: int,
+                                 mono_ms: int | None = None) -> Result:
         """ConsumerGroupHeartbeat; the response is a ``HeartbeatResponse``."""
-        return self._run(lambda: self.consumer.heartbeat(req, now_ms))
+        return self._run(lambda: self.consumer.heartbeat(req, now_ms), now_ms, mono_ms)
 
     def consumer_group_describe(self, group_ids: list[str]):
         return [self.consumer.consumer_describe(g) for g in group_ids]
 
     # ----------------------------------------------------------------- streams protocol
-    def streams_group_heartbeat(self, req: StreamsHeartbeatRequest, now_ms: int) -> Result:
+    def streams_group_heartbeat(self, req: StreamsHeartbeatRequest, now_ms: int,
+                                mono_ms: int | None = None) -> Result:
         """StreamsGroupHeartbeat (KIP-1071); the response is a ``StreamsHeartbeatResponse``."""
-        return self._run(lambda: self.streams.heartbeat(req, now_ms))
+        return self._run(lambda: self.streams.heartbeat(req, now_ms), now_ms, mono_ms)
 
     def streams_group_describe(self, group_ids: list[str]):
         return [self.streams.streams_describe(g) for g in group_ids]
 
     # ----------------------------------------------------------------- share protocol
-    def share_group_heartbeat(self, req, now_ms: int) -> Result:
+    def share_group_heartbeat(self, req, now_ms: int, mono_ms: int | None = None) -> Result:
         """ShareGroupHeartbeat; the response is a share ``HeartbeatResult``."""
-        return self._run(lambda: self.share.heartbeat(req, now_ms))
+        return self._run(lambda: self.share.heartbeat(req, now_ms), now_ms, mono_ms)
 
     # ----------------------------------------------------------------- offsets
     def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
                        group_instance_id: str | None,
                        topics: list[tuple[str, list[tuple[int, int, int, str | None]]]],
-                       now_ms: int, *, retention_ms: int = -1, api_version: int = 9) -> Result:
+                       now_ms: int, *, retention_ms: int = -1, api_version: int = 9,
+                       mono_ms: int | None = None) -> Result:
         """``topics``: [(topic, [(partition, offset, leader_epoch, metadata)])]. Response:
         [(topic, [(partition, error)])]."""
         return self._run(lambda: self.offset_manager.commit(
             group_id, member_id, generation_id, group_instance_id, topics, now_ms,
-            retention_ms, api_version))
+            retention_ms, api_version), now_ms, mono_ms)
 
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
                       require_stable: bool = False, member_id: str | None = None,
@@ -231,12 +259,16 @@ class GroupManager:
                                          member_epoch)
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]],
-                       now_ms: int) -> Result:
+                       now_ms: int, mono_ms: int | None = None) -> Result:
         """OffsetDelete. Response: (error, [(topic, [(partition, error)])])."""
-        return self._run(lambda: self.offset_manager.delete(group_id, topics, now_ms))
+        return self._run(lambda: self.offset_manager.delete(group_id, topics, now_ms),
+                         now_ms, mono_ms)
 
-    def schedule_offsets_expiry(self, now_ms: int) -> None:
-        self.offset_manager.schedule_expiry(now_ms)
+    def schedule_offsets_expiry(self, mono_ms: int) -> None:
+        """Start the offsets expiry period (``offsets.retention.check.interval.ms`` after
+        the monotonic reading ``mono_ms``)."""
+        self.timers.advance(mono_ms)
+        self.offset_manager.schedule_expiry()
 
     def expired_offset_records(self, now: int) -> list[CoordinatorRecord]:
         return self.offset_manager.expired_records(now)
@@ -294,9 +326,10 @@ class GroupManager:
                                   not_found=f"Group {group_id} not found.")
         return self.protocol_of(g).describe(g)
 
-    def delete_groups(self, group_ids: list[str], now_ms: int) -> Result:
+    def delete_groups(self, group_ids: list[str], now_ms: int,
+                      mono_ms: int | None = None) -> Result:
         """DeleteGroups. Response: [(group_id, error)]."""
-        return self._run(lambda: self._delete_groups(group_ids, now_ms))
+        return self._run(lambda: self._delete_groups(group_ids, now_ms), now_ms, mono_ms)
 
     def _delete_groups(self, group_ids, now):
         response, records = [], []
@@ -364,7 +397,7 @@ class GroupManager:
     def begin_load(self, partition: int) -> None:
         self.loading.add(partition)
 
-    def complete_load(self, partition: int, now_ms: int) -> Result:
+    def complete_load(self, partition: int, now_ms: int, mono_ms: int | None = None) -> Result:
         """Partition ``partition`` replayed: start serving its groups (each type arms its
         timers: sessions of restored members)."""
         def go():
@@ -373,7 +406,7 @@ class GroupManager:
             for gid, g in list(self.groups.items()):
                 if self.partition_for(gid) == partition:
                     self.protocol_of(g).on_loaded(g, now_ms)
-        return self._run(go)
+        return self._run(go, now_ms, mono_ms)
 
     def unload(self, partition: int) -> Result:
         """This node no longer leads ``__consumer_offsets-partition`` (Kafka's

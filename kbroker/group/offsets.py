@@ -7,7 +7,10 @@ type's business (a classic member's generation, a consumer member's epoch), so t
 checks are delegated to the group type's protocol (``validate_offset_commit``). Offset
 changes take effect by *replaying* their records once appended. Retention follows
 ``offsets.retention.minutes``, counted as the group type says
-(``offsets_expiry_base``). Timer: ``("offsets-expiry",)``.
+(``offsets_expiry_base``). Timer: ``("offsets-expiry",)``, every
+``offsets.retention.check.interval.ms`` on the shard's monotonic timers; whether an offset
+has expired compares wall-clock times (its commit or expire timestamp, the group's state
+timestamp) with the wall-clock ``now``, as Kafka's ``cleanupExpiredOffsets`` does.
 """
 from __future__ import annotations
 
@@ -186,17 +189,17 @@ class OffsetMetadataManager(ShardPart):
         return [rec.offset_tombstone(part, gid, t, p) for (t, p) in self.offsets.get(gid, {})]
 
     # ----------------------------------------------------------------- retention
-    def schedule_expiry(self, now_ms: int) -> None:
-        self.timers.schedule(("offsets-expiry",),
-                             now_ms + self.config.offsets_retention_check_interval_ms,
+    def schedule_expiry(self) -> None:
+        self.timers.schedule(("offsets-expiry",), self.config.offsets_retention_check_interval_ms,
                              self._expiry_timer)
 
     def _expiry_timer(self, now: int) -> None:
         self._emit(self.expired_records(now), replay=True)
-        self.schedule_expiry(now)
+        self.schedule_expiry()
 
     def expired_records(self, now: int) -> list[CoordinatorRecord]:
-        """Tombstones for offsets past retention, and for Empty groups left with none."""
+        """Tombstones for offsets past retention at the wall-clock time ``now``, and for
+        Empty groups left with none."""
         out: list[CoordinatorRecord] = []
         retention = self.config.offsets_retention_ms
         loaded = self.shard.loaded

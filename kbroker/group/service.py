@@ -12,6 +12,11 @@ What it adds to the state machine:
   answers ``COORDINATOR_LOAD_IN_PROGRESS`` for groups on it.
 - **Timers.** One task sleeps until the manager's next deadline (trio's clock, so tests can
   use ``trio.testing.MockClock``) and fires what is due.
+- **Two clocks.** Every call hands the manager the broker clock's wall-clock ``now_ms`` (what
+  records carry; offsets retention) and its ``monotonic_ms`` (the timers' deadlines), as
+  Kafka's coordinator reads ``time.milliseconds()`` for records and runs its timers on
+  ``hiResClockMs``: a step of the node's wall clock neither expires sessions nor hurries or
+  holds back rebalances.
 
 One ``trio.Lock`` serialises every manager call together with the append of its records,
 so the order of the log is the order of the manager's decisions (Kafka serialises per
@@ -22,7 +27,8 @@ answer the commit, the SyncGroup, ...) run under the lock again once the records
 replicated, and per ``__consumer_offsets`` partition in the order the records were
 appended -- so a commit is answered only after replication and two commits of one
 partition never apply out of order, as Kafka's old coordinator whose callbacks ran when
-the DelayedProduce completed. ``now_ms`` defaults to the broker's clock.
+the DelayedProduce completed. ``now_ms`` and ``monotonic_ms`` default to the broker's clock
+(:mod:`kbroker.clock`).
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ from typing import Any, Callable
 
 import trio
 
+from kbroker.clock import monotonic_reader
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -65,6 +72,7 @@ class GroupCoordinator:
     """Owns the GroupManager of this node; the API modules call its ``async`` methods."""
 
     def __init__(self, broker, *, now_ms: Callable[[], int] | None = None,
+                 monotonic_ms: Callable[[], int] | None = None,
                  member_id_factory: Callable[[str], str] | None = None) -> None:
         self.broker = broker
         cfg = broker.config
@@ -72,6 +80,7 @@ class GroupCoordinator:
         kw = {} if member_id_factory is None else {"member_id_factory": member_id_factory}
         self.manager = GroupManager(self.config, **kw)
         self.now_ms = now_ms or broker.clock.now_ms
+        self.monotonic_ms = monotonic_ms or monotonic_reader(broker.clock)
         self._lock = trio.Lock()
         # per __consumer_offsets partition: set once the last appended records' continuations
         # ran (the next append's continuations wait for it: append order = apply order)
@@ -102,7 +111,7 @@ class GroupCoordinator:
         called — for tests that drive time themselves)."""
         self._nursery = nursery
         async with self._lock:
-            self.manager.schedule_offsets_expiry(self.now_ms())
+            self.manager.schedule_offsets_expiry(self.monotonic_ms())
         if nursery is not None:
             nursery.start_soon(self._timer_loop)
         await self.maybe_load()
@@ -110,7 +119,7 @@ class GroupCoordinator:
     async def fire_timers(self) -> None:
         async with self._lock:
             self._refresh_inputs()
-            await self._drive(self.manager.fire_due(self.now_ms()))
+            await self._drive(self.manager.fire_due(self.now_ms(), self.monotonic_ms()))
 
     async def shutdown(self) -> None:
         self.close()
@@ -217,7 +226,7 @@ class GroupCoordinator:
                     self.stats["replay_errors"] += 1
                     log.exception("skipping unreadable record batch in %s-%d at %d",
                                   OFFSETS_TOPIC, p, header.base_offset)
-            await self._drive(self.manager.complete_load(p, self.now_ms()))
+            await self._drive(self.manager.complete_load(p, self.now_ms(), self.monotonic_ms()))
         log.debug("loaded %s-%d", OFFSETS_TOPIC, p)
 
     def _replay_transactional(self, p: int, header, data) -> None:
@@ -245,10 +254,11 @@ class GroupCoordinator:
             self._image_seen = image
             self.manager.set_topics(TopicsView.of_image(image))
 
-    async def _call(self, fn: Callable[[int], Result]) -> Any:
+    async def _call(self, fn: Callable[[int, int], Result]) -> Any:
+        """``fn(now_ms, mono_ms)`` under the lock, driven to its response."""
         async with self._lock:
             self._refresh_inputs()
-            return await self._drive(fn(self.now_ms()))
+            return await self._drive(fn(self.now_ms(), self.monotonic_ms()))
 
     async def _drive(self, res: Result) -> Any:
         """Deliver replies, append records, run continuations; return the response.
@@ -262,7 +272,7 @@ class GroupCoordinator:
             turns: list[tuple[int, trio.Event]] = []
             try:
                 error = await self._append(res, turns)
-                res = self.manager.after_append(res, error, self.now_ms())
+                res = self.manager.after_append(res, error, self.now_ms(), self.monotonic_ms())
             finally:
                 for p, mine in turns:
                     mine.set()
@@ -344,41 +354,42 @@ class GroupCoordinator:
         while not self._closed:
             d = self.manager.next_deadline()
             self._sleeping_until = math.inf if d is None else d
-            wait = math.inf if d is None else max(0, d - self.now_ms()) / 1000
+            # deadlines are monotonic readings; trio's clock is monotonic too
+            wait = math.inf if d is None else max(0, d - self.monotonic_ms()) / 1000
             with trio.move_on_after(wait):
                 await self._wake.wait()
             self._wake = trio.Event()
             async with self._lock:
                 self._sleeping_until = -math.inf        # no wakeups needed while firing
                 self._refresh_inputs()
-                await self._drive(self.manager.fire_due(self.now_ms()))
+                await self._drive(self.manager.fire_due(self.now_ms(), self.monotonic_ms()))
 
     # ------------------------------------------------------------------ API entry points
     async def join_group(self, req) -> Any:
         slot = Slot()
-        await self._call(lambda now: self.manager.join_group(req, slot, now))
+        await self._call(lambda now, mono: self.manager.join_group(req, slot, now, mono))
         return await slot.wait()
 
     async def sync_group(self, group_id, member_id, generation_id, group_instance_id,
                          protocol_type, protocol_name, assignments) -> Any:
         slot = Slot()
-        await self._call(lambda now: self.manager.sync_group(
+        await self._call(lambda now, mono: self.manager.sync_group(
             group_id, member_id, generation_id, group_instance_id, protocol_type,
-            protocol_name, assignments, slot, now))
+            protocol_name, assignments, slot, now, mono))
         return await slot.wait()
 
     async def heartbeat(self, group_id, member_id, generation_id, group_instance_id) -> int:
-        return await self._call(lambda now: self.manager.heartbeat(
-            group_id, member_id, generation_id, group_instance_id, now))
+        return await self._call(lambda now, mono: self.manager.heartbeat(
+            group_id, member_id, generation_id, group_instance_id, now, mono))
 
     async def leave_group(self, group_id, members):
-        return await self._call(lambda now: self.manager.leave_group(group_id, members, now))
+        return await self._call(lambda now, mono: self.manager.leave_group(group_id, members, now, mono))
 
     async def commit_offsets(self, group_id, member_id, generation_id, group_instance_id,
                              topics, *, retention_ms=-1, api_version=9):
-        return await self._call(lambda now: self.manager.commit_offsets(
+        return await self._call(lambda now, mono: self.manager.commit_offsets(
             group_id, member_id, generation_id, group_instance_id, topics, now,
-            retention_ms=retention_ms, api_version=api_version))
+            retention_ms=retention_ms, api_version=api_version, mono_ms=mono))
 
     async def fetch_offsets(self, group_id, topics, require_stable=False, member_id=None,
                             member_epoch=-1):
@@ -387,10 +398,10 @@ class GroupCoordinator:
                                               member_epoch)
 
     async def delete_offsets(self, group_id, topics):
-        return await self._call(lambda now: self.manager.delete_offsets(group_id, topics, now))
+        return await self._call(lambda now, mono: self.manager.delete_offsets(group_id, topics, now, mono))
 
     async def delete_groups(self, group_ids):
-        return await self._call(lambda now: self.manager.delete_groups(group_ids, now))
+        return await self._call(lambda now, mono: self.manager.delete_groups(group_ids, now, mono))
 
     async def list_groups(self, states=None, types=None):
         """[ListedGroup] (group id, protocol type, state, group type)."""
@@ -398,10 +409,10 @@ class GroupCoordinator:
             return self.manager.list_groups_typed(states, types)
 
     async def consumer_group_heartbeat(self, req):
-        return await self._call(lambda now: self.manager.consumer_group_heartbeat(req, now))
+        return await self._call(lambda now, mono: self.manager.consumer_group_heartbeat(req, now, mono))
 
     async def share_group_heartbeat(self, req):
-        return await self._call(lambda now: self.manager.share_group_heartbeat(req, now))
+        return await self._call(lambda now, mono: self.manager.share_group_heartbeat(req, now, mono))
 
     async def consumer_group_describe(self, group_ids):
         async with self._lock:
@@ -409,7 +420,7 @@ class GroupCoordinator:
             return self.manager.consumer_group_describe(group_ids)
 
     async def streams_group_heartbeat(self, req):
-        return await self._call(lambda now: self.manager.streams_group_heartbeat(req, now))
+        return await self._call(lambda now, mono: self.manager.streams_group_heartbeat(req, now, mono))
 
     async def streams_group_describe(self, group_ids):
         async with self._lock:

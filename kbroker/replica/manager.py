@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 import trio
 
+from kbroker.clock import monotonic_reader
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError
 from kbroker.replica import append as append_path
@@ -137,8 +138,7 @@ class ReplicaManager:
         """The clock of the ISR's catch-up times (``replica.lag.time.max.ms``): monotonic when
         the broker's clock has one, so a step of the wall clock neither drops every follower
         from the ISR (forward) nor keeps a lagging one in it (back)."""
-        clock = self.broker.clock
-        return clock.monotonic_ms() if hasattr(clock, "monotonic_ms") else clock.now_ms()
+        return monotonic_reader(self.broker.clock)()
 
     def _broker_topic_defaults(self) -> dict:
         cfg = self.broker.config

@@ -19,6 +19,11 @@ Long polling: with nothing to acquire, the request waits up to ``MaxWaitMs`` for
 Every change of a share-partition's state is written through the persister before the
 request is answered (acknowledgements) or right after (acquisitions: a lost acquisition
 only means a redelivery, which the delivery count allows).
+
+Acquisition locks run on the broker clock's monotonic reading (``lock_clock_ms``), as
+Kafka's share-partitions time them on ``hiResClockMs``: a step of the node's wall clock
+neither releases every acquired record at once (forward) nor keeps records locked past their
+duration (back). What the persister writes (snapshot timestamps) stays on the wall clock.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from kbroker.clock import monotonic_reader
 from kbroker.replica import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_COMMITTED,
                              READ_UNCOMMITTED, FetchSpec, ReplicaError)
 from kbroker.wire import records as wire_records
@@ -60,6 +66,7 @@ class SharePartitionManager:
         self.stats = {"acquired": 0, "acknowledged": 0, "lock_expiries": 0, "persist_errors": 0}
         self.dirty: set[Key] = set()
         self._epochs: dict[Key, int] = {}          # leader epoch each share-partition was loaded in
+        self.lock_clock_ms = monotonic_reader(broker.clock)   # acquisition locks' clock
 
     # ------------------------------------------------------------------ share-partitions
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
@@ -145,7 +152,7 @@ class SharePartitionManager:
             sp = await self.get(group_id, topic_id, partition)
         except ReplicaError as e:
             return e.error_code
-        now = self.broker.now_ms()
+        now = self.lock_clock_ms()
         renew_enabled = self.share_groups.config_for(group_id).renew_acknowledge_enable
         err = E.NONE
         changed = False
@@ -218,7 +225,7 @@ class SharePartitionManager:
             if left <= 0:
                 out[(tid, p)] = PartitionFetch()
                 continue
-            now = self.broker.now_ms()
+            now = self.lock_clock_ms()
             if sp.expire_locks(now):
                 self.stats["lock_expiries"] += 1
                 self._persist(group_id, tid, p, sp)
@@ -272,7 +279,7 @@ class SharePartitionManager:
         task_status.started()
         while True:
             await trio.sleep(0.25)
-            now = self.broker.now_ms()
+            now = self.lock_clock_ms()
             for (g, tid, p), sp in list(self.partitions.items()):
                 d = sp.next_lock_deadline_ms()
                 if d is not None and d <= now and sp.expire_locks(now):

@@ -1,8 +1,11 @@
 """One share-partition (KIP-932's ``SharePartition``): which records of a partition a share
 group has delivered, to whom, how often, and what became of them.
 
-Pure: every event carries ``now_ms``; nothing reads a clock or the log (the caller says
-which offsets the log holds).
+Pure: every event carries ``now_ms``, a reading of the *monotonic* clock (the only use of
+time here is the acquisition locks, which Kafka times on ``hiResClockMs``: its
+``AcquisitionLockTimerTask`` and the renewal's remaining delay), so a step of the wall
+clock neither expires every lock nor stretches one; nothing reads a clock or the log (the
+caller says which offsets the log holds).
 
 Offsets:
 

@@ -25,7 +25,10 @@ leadership moves away (or whose leader epoch changes) is unloaded.
   disk) leave the id in Prepare*; the timer task retries them, as does a (re)load.
 - **Timeouts**: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` the
   timer aborts Ongoing transactions older than their timeout, with a bumped epoch
-  (the producer is fenced, as in Kafka).
+  (the producer is fenced, as in Kafka). "Older" compares wall-clock times, as Kafka's
+  ``TransactionStateManager.timedOutTransactions`` (``txnStartTimestamp + txnTimeoutMs <
+  time.milliseconds()``, the start written in ``__transaction_state``): a forward step of
+  the coordinator's wall clock longer than a transaction's timeout aborts it, in Kafka too.
 - **Verification** (KIP-890 part 1, ``transaction.partition.verification.enable``): before
   the first transactional batch of a producer on a partition, the partition's leader asks
   the producer's coordinator -- this one in memory, another with AddPartitionsToTxn v4
@@ -53,7 +56,7 @@ leadership moves away (or whose leader epoch changes) is unloaded.
 
 Error codes follow Kafka's handlers (``INVALID_PRODUCER_ID_MAPPING``, ``PRODUCER_FENCED``,
 ``CONCURRENT_TRANSACTIONS``, ``INVALID_TXN_STATE``, ``NOT_COORDINATOR``...). The clock is
-the broker's (``now_ms``); the timer sleeps on trio's clock. Not implemented:
+the broker's wall clock (``now_ms``); the timer's period sleeps on trio's (monotonic) clock. Not implemented:
 transactional-id expiration (``transactional.id.expiration.ms``), 2PC (KIP-939, InitProducerId
 v6, unstable in Kafka 4.3.1 and not advertised there).
 """

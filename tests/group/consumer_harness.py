@@ -1,5 +1,5 @@
 """A scripted driver for the consumer group protocol of the pure coordinator shard:
-a mock clock (``now``), a topics table, and helpers that send ConsumerGroupHeartbeats
+a mock clock (``now`` wall, ``mono`` monotonic, as in :mod:`tests.group.harness`), a topics table, and helpers that send ConsumerGroupHeartbeats
 the way a KIP-848 client does. Records are appended "successfully" at once (the test
 ``fail_next_append`` makes the next append fail) and kept, so a test can replay them
 into a fresh shard."""
@@ -11,6 +11,8 @@ from kbroker.group.config import GroupConfig
 from kbroker.group.consumer.protocol import HeartbeatRequest
 from kbroker.group.consumer.topics import TopicsView
 from kbroker.group.manager import GroupManager
+
+from tests.group.harness import advance_clocks
 
 TOPIC_IDS: dict[str, uuid.UUID] = {}
 
@@ -28,13 +30,14 @@ class ConsumerHarness:
         self.config = config or GroupConfig(num_partitions=1, **cfg)
         self.mgr = GroupManager(self.config)
         self.now = 1_000_000              # a wall clock is never 0 (0 = "no assignment yet")
+        self.mono = self.now              # apart once a test steps the wall clock
         self.log: list = []                      # every appended record, in order
         self.fail_next_append = 0
         self.topics = dict(topics or {})
         self.version = 0
         self._publish()
         self.mgr.begin_load(0)
-        self.drive(self.mgr.complete_load(0, self.now))
+        self.drive(self.mgr.complete_load(0, self.now, self.mono))
 
     def _publish(self) -> None:
         self.version += 1
@@ -51,20 +54,18 @@ class ConsumerHarness:
             err, self.fail_next_append = self.fail_next_append, 0
             if not err:
                 self.log.extend(res.records)
-            res = self.mgr.after_append(res, err, self.now)
+            res = self.mgr.after_append(res, err, self.now, self.mono)
             if res.response is not None:
                 response = res.response
         return response
 
     def advance(self, ms: int) -> None:
-        target = self.now + ms
-        while True:
-            d = self.mgr.next_deadline()
-            if d is None or d > target:
-                break
-            self.now = max(self.now, d)
-            self.drive(self.mgr.fire_due(self.now))
-        self.now = target
+        """Let ``ms`` pass (both clocks move), firing timers at their exact deadlines."""
+        advance_clocks(self, ms)
+
+    def step_wall(self, ms: int) -> None:
+        """Step the wall clock alone by ``ms`` (negative: back); no time passes."""
+        self.now += ms
 
     def hb(self, member: str, epoch: int, *, group: str = "g", topics=None, regex=None,
            owned=None, instance=None, assignor=None, rebalance_timeout=60000,
@@ -78,7 +79,7 @@ class ConsumerHarness:
                                server_assignor=assignor, owned=owned_list,
                                client_id="client-" + member, client_host="/127.0.0.1",
                                api_version=version)
-        return self.drive(self.mgr.consumer_group_heartbeat(req, self.now))
+        return self.drive(self.mgr.consumer_group_heartbeat(req, self.now, self.mono))
 
     def join(self, member: str, topics=None, **kw):
         return self.hb(member, 0, topics=topics if topics is not None or "regex" in kw else [],

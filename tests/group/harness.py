@@ -1,6 +1,10 @@
 """A deterministic driver for the pure GroupManager: a fake clock in milliseconds, slots
 that record replies, and an in-memory ``__consumer_offsets`` (appended records, with an
-optional injected append failure). No trio, no sleeping."""
+optional injected append failure). No trio, no sleeping.
+
+The fake clock has the broker's two readings: ``now`` (wall) and ``mono`` (monotonic, what
+the timers run on). :meth:`Harness.advance` moves both; :meth:`Harness.step_wall` steps
+only the wall clock, as NTP or a resumed VM does."""
 from __future__ import annotations
 
 import itertools
@@ -41,21 +45,40 @@ def consumer_meta(topics, userdata=b""):
     return bytes(out)
 
 
+def advance_clocks(h, ms: int) -> None:
+    """Let ``ms`` pass on ``h``'s clocks (``now``, ``mono``), firing ``h.mgr``'s timers at
+    their exact (monotonic) deadlines with the wall-clock time of that moment."""
+    target = h.mono + ms
+    for _ in range(100_000):
+        d = h.mgr.next_deadline()
+        if d is None or d > target:
+            break
+        step = max(d - h.mono, 0)
+        h.now, h.mono = h.now + step, h.mono + step
+        h.drive(h.mgr.fire_due(h.now, h.mono))
+    else:
+        raise AssertionError(f"a timer due at {d} never fires (monotonic clock {h.mono})")
+    h.now, h.mono = h.now + (target - h.mono), target
+
+
 @dataclass
 class Harness:
     config: GroupConfig = field(default_factory=lambda: GroupConfig(initial_rebalance_delay_ms=3000))
-    now: int = 0
+    now: int = 0                                     # wall clock
+    mono: int | None = None                          # monotonic clock (default: = now)
     log: list = field(default_factory=list)          # appended CoordinatorRecords
     fail_next_append: int = 0                        # error code for the next append
     loaded: bool = True
 
     def __post_init__(self):
+        if self.mono is None:
+            self.mono = self.now
         ids = itertools.count(1)
         self.mgr = GroupManager(self.config, member_id_factory=lambda p: f"{p}-{next(ids)}")
         if self.loaded:
             for p in range(self.config.num_partitions):
                 self.mgr.begin_load(p)
-                self.drive(self.mgr.complete_load(p, self.now))
+                self.drive(self.mgr.complete_load(p, self.now, self.mono))
 
     # ------------------------------------------------------------- plumbing
     def drive(self, res: Result):
@@ -69,30 +92,28 @@ class Harness:
             self.fail_next_append = 0
             if not err:
                 self.log.extend(res.records)
-            res = self.mgr.after_append(res, err, self.now)
+            res = self.mgr.after_append(res, err, self.now, self.mono)
             if res.response is not None:
                 response = res.response
 
     def advance(self, ms: int):
-        """Move the clock forward, firing timers at their exact deadlines."""
-        target = self.now + ms
-        while True:
-            d = self.mgr.next_deadline()
-            if d is None or d > target:
-                break
-            self.now = max(self.now, d)
-            self.drive(self.mgr.fire_due(self.now))
-        self.now = target
+        """Let ``ms`` pass (both clocks move), firing timers at their exact deadlines."""
+        advance_clocks(self, ms)
+
+    def step_wall(self, ms: int):
+        """Step the wall clock alone by ``ms`` (negative: back); no time passes."""
+        self.now += ms
 
     def advance_until(self, cond, limit_ms=10**7):
         """Jump from deadline to deadline until ``cond()`` holds."""
-        end = self.now + limit_ms
+        end = self.mono + limit_ms
         while not cond():
             d = self.mgr.next_deadline()
             assert d is not None and d <= end, "condition never met"
-            self.advance_to(max(d, self.now))
+            self.advance(max(d - self.mono, 0))
 
     def advance_to(self, t: int):
+        """Advance until the wall clock reads ``t``."""
         self.advance(t - self.now)
 
     # ------------------------------------------------------------- events
@@ -103,7 +124,7 @@ class Harness:
                           protocols=list(protocols), session_timeout_ms=session,
                           rebalance_timeout_ms=rebalance, group_instance_id=instance,
                           client_id=client, client_host="/127.0.0.1", api_version=version)
-        self.drive(self.mgr.join_group(req, slot, self.now))
+        self.drive(self.mgr.join_group(req, slot, self.now, self.mono))
         return slot
 
     def join_new(self, group="g", **kw):
@@ -116,15 +137,17 @@ class Harness:
              ptype=None, pname=None):
         slot = Slot(f"sync:{member_id}")
         self.drive(self.mgr.sync_group(group, member_id, generation, instance, ptype, pname,
-                                       list(assignments), slot, self.now))
+                                       list(assignments), slot, self.now, self.mono))
         return slot
 
     def heartbeat(self, group, member_id, generation, instance=None):
-        return self.drive(self.mgr.heartbeat(group, member_id, generation, instance, self.now))
+        return self.drive(self.mgr.heartbeat(group, member_id, generation, instance, self.now,
+                                             self.mono))
 
     def leave(self, group, *members):
         return self.drive(self.mgr.leave_group(
-            group, [(m, None) if isinstance(m, str) else m for m in members], self.now))
+            group, [(m, None) if isinstance(m, str) else m for m in members], self.now,
+            self.mono))
 
     def commit(self, group, offsets, member_id="", generation=-1, instance=None, version=9,
                retention=-1):
@@ -134,7 +157,8 @@ class Harness:
             topics.setdefault(t, []).append((p, off, -1, meta))
         return self.drive(self.mgr.commit_offsets(group, member_id, generation, instance,
                                                   list(topics.items()), self.now,
-                                                  retention_ms=retention, api_version=version))
+                                                  retention_ms=retention, api_version=version,
+                                                  mono_ms=self.mono))
 
     def fetch(self, group, topics=None, require_stable=False):
         err, res = self.mgr.fetch_offsets(group, topics, require_stable)

@@ -1,12 +1,14 @@
 """The trio driver (GroupCoordinator) on trio's MockClock: parked joins complete when the
 timer task fires, sessions expire at the exact trio time, records go through a
-ReplicaManager-like append and come back on a restart. The broker around it is a small
+ReplicaManager-like append and come back on a restart, and a step of the wall clock moves
+no timer (they run on the monotonic clock). The broker around it is a small
 in-memory stand-in (the real one is exercised by tests/clients_groups)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+import pytest
 import trio
 import trio.testing
 
@@ -275,5 +277,119 @@ async def test_later_append_applies_after_an_earlier_one_on_the_same_partition(a
         await trio.testing.wait_all_tasks_blocked()
         assert set(answers) == {"first", "second"}
         assert (await gc.fetch_offsets("g", [("t", [0])]))[1] == [("t", [(0, 2, -1, "", 0)])]
+        gc.close()
+        nursery.cancel_scope.cancel()
+
+
+# ------------------------------------------------------------------ wall-clock steps
+class SteppedClock:
+    """The broker's two clocks: trio's (mock) clock as the monotonic one, and a wall clock
+    ahead of it by ``offset_ms``, which the test steps as NTP or a resumed VM would."""
+
+    def __init__(self):
+        self.offset_ms = 0
+
+    def monotonic_ms(self) -> int:
+        return int(trio.current_time() * 1000)
+
+    def now_ms(self) -> int:
+        return self.monotonic_ms() + self.offset_ms
+
+
+async def stable_pair(gc, nursery):
+    """Two members of group g (session 10 s) through join and sync: (ids, generation)."""
+    firsts = [await gc.join_group(req(client=c)) for c in ("a", "b")]
+    joined = []
+
+    async def join(mid):
+        joined.append(await gc.join_group(req(mid)))
+    for f in firsts:
+        nursery.start_soon(join, f.member_id)
+    while len(joined) < 2:
+        await trio.sleep(0.1)
+    gen, leader = joined[0].generation_id, joined[0].leader
+    ids = [r.member_id for r in joined]
+    synced = []
+
+    async def sync(mid, assignments):
+        synced.append(await gc.sync_group("g", mid, gen, None, None, None, assignments))
+    for mid in ids:
+        nursery.start_soon(sync, mid, [(m, m.encode()) for m in ids] if mid == leader else [])
+    while len(synced) < 2:
+        await trio.sleep(0.1)
+    assert all(s.error == 0 for s in synced)
+    return ids, gen
+
+
+@pytest.mark.parametrize("step_s", [3600, -3600], ids=["forward", "back"])
+async def test_a_wall_clock_step_expires_no_heartbeating_member(autojump_clock, step_s):
+    """The timer task sleeps until the next deadline on the monotonic clock and fires what
+    is due by it. Members heartbeat every 8 s of their 10 s sessions, 4 s apart, so whenever
+    the task wakes one of them is at most 2 s from its deadline (on a wall-clock timer, a
+    forward step expired it at that wake); three steps keep both members at their
+    generation. A member that falls silent before a step still goes 10 s after its last
+    heartbeat (on a wall-clock timer, a backward step kept it an hour longer)."""
+    broker = FakeBroker(topic_exists=True)
+    clock = broker.clock = SteppedClock()
+    gc = GroupCoordinator(broker)
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        (a, b), gen = await stable_pair(gc, nursery)
+        rebalances = gc.statistics()["rebalances"]
+        answers = []
+
+        async def beat(mid, phase):
+            await trio.sleep(phase)
+            for i in range(6):
+                if i:
+                    await trio.sleep(8)
+                answers.append(await gc.heartbeat("g", mid, gen, None))
+        async with trio.open_nursery() as beats:
+            beats.start_soon(beat, a, 0)
+            beats.start_soon(beat, b, 4)
+            for at in (3.0, 10.0, 13.5):           # steps at different points of the cycle
+                await trio.sleep(at)
+                clock.offset_ms += step_s * 1000
+        assert answers == [0] * 12
+        st = gc.statistics()
+        assert (st["members_expired"], st["rebalances"]) == (0, rebalances)
+        # b falls silent, then the wall clock steps again; a heartbeats on
+        assert await gc.heartbeat("g", b, gen, None) == 0
+        last_b = trio.current_time()
+        await trio.sleep(1)
+        clock.offset_ms += step_s * 1000
+        for _ in range(3):
+            assert await gc.heartbeat("g", a, gen, None) == 0
+            await trio.sleep(2.99)
+        assert trio.current_time() - last_b == pytest.approx(9.97)
+        assert gc.statistics()["members_expired"] == 0
+        await trio.sleep(0.04)                     # 10.01 s after b's last heartbeat
+        assert gc.statistics()["members_expired"] == 1
+        assert await gc.heartbeat("g", b, gen, None) == E.UNKNOWN_MEMBER_ID
+        gc.close()
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("step_s", [3600, -3600], ids=["forward", "back"])
+async def test_a_wall_clock_step_neither_hurries_nor_holds_back_a_join(autojump_clock, step_s):
+    broker = FakeBroker(topic_exists=True)
+    clock = broker.clock = SteppedClock()
+    gc = GroupCoordinator(broker)
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        first = await gc.join_group(req())
+        t0 = trio.current_time()
+        done = []
+
+        async def join():
+            done.append((await gc.join_group(req(first.member_id)), trio.current_time()))
+        nursery.start_soon(join)
+        await trio.testing.wait_all_tasks_blocked()
+        clock.offset_ms += step_s * 1000           # while the initial rebalance delay runs
+        await trio.sleep(2.9)
+        assert done == []
+        await trio.sleep(0.2)
+        r, t = done[0]
+        assert r.error == 0 and r.generation_id == 1 and abs((t - t0) - 3.0) <= 0.001
         gc.close()
         nursery.cancel_scope.cancel()

@@ -158,7 +158,7 @@ def test_offset_commit_keeps_the_session_alive():
 def test_simple_group_offsets_expire_at_retention_then_group_is_deleted():
     cfg = GroupConfig(offsets_retention_ms=60000, offsets_retention_check_interval_ms=1000)
     h = Harness(config=cfg)
-    h.mgr.schedule_offsets_expiry(h.now)
+    h.mgr.schedule_offsets_expiry(h.mono)
     h.commit("s", {("t", 0): 1})
     h.advance(59000)
     assert h.fetch("s", [("t", [0])])[("t", 0)][0] == 1
@@ -171,7 +171,7 @@ def test_consumer_group_offsets_expire_counting_from_empty():
     cfg = GroupConfig(offsets_retention_ms=60000, offsets_retention_check_interval_ms=1000,
                       initial_rebalance_delay_ms=0)
     h = Harness(config=cfg)
-    h.mgr.schedule_offsets_expiry(h.now)
+    h.mgr.schedule_offsets_expiry(h.mono)
     (m1,), gen = h.stable_group(1)
     h.commit("g", {("t", 0): 3}, m1, gen)
     for _ in range(100):                                  # members keep offsets alive
@@ -187,7 +187,7 @@ def test_consumer_group_offsets_expire_counting_from_empty():
 def test_explicit_retention_v2_to_v4_sets_expire_timestamp():
     cfg = GroupConfig(offsets_retention_check_interval_ms=1000)
     h = Harness(config=cfg)
-    h.mgr.schedule_offsets_expiry(h.now)
+    h.mgr.schedule_offsets_expiry(h.mono)
     h.commit("s", {("t", 0): 1}, version=2, retention=5000)
     h.advance(4000)
     assert h.fetch("s", [("t", [0])])[("t", 0)][0] == 1
@@ -238,7 +238,7 @@ def replayed(h: Harness, now: int) -> Harness:
     for r in h.log:
         h2.mgr.replay(r.key, r.value)
     for p in range(h.config.num_partitions):
-        h2.drive(h2.mgr.complete_load(p, now))
+        h2.drive(h2.mgr.complete_load(p, h2.now, h2.mono))
     return h2
 
 

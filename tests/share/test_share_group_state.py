@@ -1,4 +1,4 @@
-"""ShareGroupHeartbeat's rules as scripted traces (pure state, injected ``now_ms``)."""
+"""ShareGroupHeartbeat's rules as scripted traces (pure state, injected wall-clock ``now_ms``)."""
 from __future__ import annotations
 
 import uuid
@@ -90,14 +90,16 @@ def test_smaller_epoch_only_as_previous():
 
 
 def test_leave_and_session_timeout_reassign():
+    """A member that leaves, or whose session ran out (the protocol's session timer removes
+    it: tests/share/test_share_group_records.py), gives its partitions to the others."""
     g = ShareGroup("g")
     hb(g, "m1", 0, ["a"], now=0)
     hb(g, "m2", 0, ["a"], now=10_000)
     r = hb(g, "m2", -1)
     assert (r.error, r.member_epoch) == (0, -1)
     hb(g, "m3", 0, ["a"], now=20_000)
-    assert g.expire(44_999, TOPICS) == []
-    assert g.expire(45_000, TOPICS) == ["m1"]          # 45 s after its last heartbeat
+    g.remove("m1", TOPICS, 45_000)
+    assert set(g.members) == {"m3"}
     r = hb(g, "m3", g.members["m3"].member_epoch, now=45_001)
     assert r.assignment == {T1: [0, 1, 2]}
     assert hb(g, "m1", 5).error == E.UNKNOWN_MEMBER_ID

@@ -49,7 +49,7 @@ class StreamsHarness(ConsumerHarness):
             process_id=(process or "p-" + member) if join else None,
             user_endpoint=endpoint, client_tags=[] if join else None,
             shutdown_application=shutdown, client_id="c-" + member, client_host="/127.0.0.1")
-        return self.drive(self.mgr.streams_group_heartbeat(req, self.now))
+        return self.drive(self.mgr.streams_group_heartbeat(req, self.now, self.mono))
 
     def group(self, gid="g"):
         return self.mgr.groups[gid]
@@ -236,6 +236,54 @@ def test_initial_rebalance_delay_assigns_members_started_together():
     got_b = {(s, p) for s, ps in b.tasks.active.items() for p in ps}
     assert len(got_a) == len(got_b) == 4 and not (got_a & got_b)
     assert a.status == [] and h.group().state_name() == "Stable"
+
+
+def _owned(h, mid):
+    """What ``mid`` reports it owns: the tasks the coordinator holds for it."""
+    m = h.group().members[mid]
+    return ({s: set(p) for s, p in m.assigned.active.items()},
+            {s: set(p) for s, p in m.assigned.standby.items()})
+
+
+@pytest.mark.parametrize("step", [3_600_000, -3_600_000], ids=["forward", "back"])
+def test_wall_clock_steps_neither_expire_members_nor_move_the_initial_delay(step):
+    """The session, rebalance and initial-delay timers are on the monotonic clock, as
+    Kafka's coordinator timers (tests/group/test_clock_steps.py for the other types)."""
+    h = StreamsHarness(all_topics(), delay=3000)
+    a = h.shb("a", 0)
+    h.step_wall(step)
+    h.advance(2999)
+    a = h.shb("a", a.member_epoch, active={}, standby={})
+    assert [c for c, _ in a.status] == [ASSIGNMENT_DELAYED] and a.tasks.is_empty()
+    h.advance(1)                                        # 3 s after the join: assigned
+    a = h.shb("a", a.member_epoch, active={}, standby={})
+    assert a.status == [] and sum(len(p) for p in a.tasks.active.values()) == 8
+    b = h.shb("b", 0)
+    for _ in range(12):                                 # 60 s of heartbeats
+        h.advance(5000)
+        for mid in ("a", "b"):
+            active, standby = _owned(h, mid)
+            assert h.shb(mid, h.group().members[mid].member_epoch, active=active,
+                         standby=standby).error == 0
+    g = h.group()
+    epochs = (g.group_epoch, g.members["a"].member_epoch, g.members["b"].member_epoch)
+    assert g.state_name() == "Stable" and h.mgr.counters["members_expired"] == 0
+    h.step_wall(-step)
+    for _ in range(12):
+        h.advance(5000)
+        for mid in ("a", "b"):
+            active, standby = _owned(h, mid)
+            h.shb(mid, h.group().members[mid].member_epoch, active=active, standby=standby)
+    assert (g.group_epoch, g.members["a"].member_epoch, g.members["b"].member_epoch) == epochs
+    # b falls silent: fenced 45 s (group.streams.session.timeout.ms) after its last heartbeat
+    for _ in range(8):
+        h.advance(5000)
+        active, standby = _owned(h, "a")
+        h.shb("a", g.members["a"].member_epoch, active=active, standby=standby)
+    h.advance(4999)
+    assert "b" in g.members
+    h.advance(1)
+    assert set(g.members) == {"a"} and h.mgr.counters["members_expired"] == 1
 
 
 def test_group_configs_standby_replicas_and_session_timeout():

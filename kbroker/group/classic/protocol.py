@@ -2,8 +2,11 @@
 over :class:`~kbroker.group.classic.state.ClassicGroup`.
 
 Kafka's ``GroupMetadataManager.classicGroup*`` methods, one part of the shard: events in
-(with ``now_ms``), records, replies and timers out through the shard's outbox
-(:class:`~kbroker.group.base.ShardPart`). The rules:
+(with the wall-clock ``now_ms``, which the group's state timestamp and records carry),
+records, replies and timers out through the shard's outbox
+(:class:`~kbroker.group.base.ShardPart`). Timers are delays on the shard's monotonic clock
+(Kafka's ``CoordinatorTimer``): a step of the wall clock expires no session and neither
+hurries nor holds back a join or sync phase. The rules:
 
 - KIP-394: a JoinGroup v4+ without a member id gets ``MEMBER_ID_REQUIRED`` and a fresh
   id, parked as a *pending* member until it rejoins or its session timeout passes.
@@ -90,11 +93,11 @@ class ClassicGroupProtocol(ShardPart):
     def _hb_key(self, g: str, m: str):
         return ("heartbeat", g, m)
 
-    def _schedule_heartbeat(self, group: ClassicGroup, member: Member, now_ms: int,
+    def _schedule_heartbeat(self, group: ClassicGroup, member: Member,
                             timeout_ms: int | None = None) -> None:
         gid, mid = group.group_id, member.member_id
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self.timers.schedule(self._hb_key(gid, mid), now_ms + timeout,
+        self.timers.schedule(self._hb_key(gid, mid), timeout,
                              lambda t: self._expire_heartbeat(gid, mid, t))
 
     def _cancel_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
@@ -184,7 +187,7 @@ class ClassicGroupProtocol(ShardPart):
             # KIP-394: hand out the id; the member must come back with it
             group.pending_join_members.add(new_id)
             gid = group.group_id
-            self.timers.schedule(self._hb_key(gid, new_id), now + req.session_timeout_ms,
+            self.timers.schedule(self._hb_key(gid, new_id), req.session_timeout_ms,
                                  lambda t: self._expire_heartbeat(gid, new_id, t))
             self._reply(slot, JoinResponse(error=E.MEMBER_ID_REQUIRED, member_id=new_id))
         else:
@@ -248,7 +251,7 @@ class ClassicGroupProtocol(ShardPart):
             group.new_member_added = True
         group.add(member, slot)
         # a new member cannot heartbeat while its join is parked, so bound the wait instead
-        self._schedule_heartbeat(group, member, now, self.config.new_member_join_timeout_ms)
+        self._schedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
         self._maybe_prepare_rebalance_or_complete_join(group, now)
 
     def _update_member_and_rebalance(self, group: ClassicGroup, member: Member,
@@ -265,7 +268,7 @@ class ClassicGroupProtocol(ShardPart):
         old, new = group.replace_static_member(req.group_instance_id, old_id, new_id)
         self._fence(old)
         self._cancel_heartbeat(group, old_id)
-        self._schedule_heartbeat(group, new, now)
+        self._schedule_heartbeat(group, new)
         saved = (list(new.protocols), new.rebalance_timeout_ms, new.session_timeout_ms)
         group.update_member(new, list(req.protocols), req.rebalance_timeout_ms,
                             req.session_timeout_ms, slot)
@@ -283,7 +286,7 @@ class ClassicGroupProtocol(ShardPart):
                         group.update_member(new, *saved, None)
                         _, back = group.replace_static_member(instance, new_id, old_id)
                         self._cancel_heartbeat(group, new_id)
-                        self._schedule_heartbeat(group, back, t)
+                        self._schedule_heartbeat(group, back)
                         self._reply(slot, JoinResponse(
                             error=append_error_to_response_error(error), generation_id=gen,
                             protocol_type=group.protocol_type, protocol_name=group.protocol_name,
@@ -340,7 +343,7 @@ class ClassicGroupProtocol(ShardPart):
 
     def _prepare_rebalance(self, group: ClassicGroup, now: int) -> None:
         if group.is_in(S.COMPLETING_REBALANCE):
-            self._reset_and_propagate(group, E.REBALANCE_IN_PROGRESS, now)
+            self._reset_and_propagate(group, E.REBALANCE_IN_PROGRESS)
         group.pending_sync_members.clear()
         self.timers.cancel(("sync", group.group_id))
         initial = group.is_in(S.EMPTY)
@@ -348,7 +351,7 @@ class ClassicGroupProtocol(ShardPart):
         if initial:
             delay = self.config.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            self.timers.schedule(("join", gid), now + delay,
+            self.timers.schedule(("join", gid), delay,
                                  lambda t: self._initial_rebalance_timer(gid, delay, remaining, t))
         group.transition_to(S.PREPARING_REBALANCE, now)
         self.counters["rebalances"] += 1
@@ -356,7 +359,7 @@ class ClassicGroupProtocol(ShardPart):
             if group.has_all_members_joined():
                 self._complete_join(group, now)
             else:
-                self.timers.schedule(("join", gid), now + group.rebalance_timeout_ms(),
+                self.timers.schedule(("join", gid), group.rebalance_timeout_ms(),
                                      lambda t: self._join_timer(gid, t))
 
     def _initial_rebalance_timer(self, gid: str, delay: int, remaining: int, now: int) -> None:
@@ -367,7 +370,7 @@ class ClassicGroupProtocol(ShardPart):
             group.new_member_added = False
             new_delay = min(self.config.initial_rebalance_delay_ms, remaining)
             new_remaining = max(remaining - delay, 0)
-            self.timers.schedule(("join", gid), now + new_delay,
+            self.timers.schedule(("join", gid), new_delay,
                                  lambda t: self._initial_rebalance_timer(gid, new_delay,
                                                                          new_remaining, t))
         else:
@@ -390,7 +393,7 @@ class ClassicGroupProtocol(ShardPart):
             self.counters["members_expired"] += 1
         if group.members and not group.maybe_elect_new_joined_leader():
             # nobody rejoined (only static members left): wait for them or their sessions
-            self.timers.schedule(("join", gid), now + group.rebalance_timeout_ms(),
+            self.timers.schedule(("join", gid), group.rebalance_timeout_ms(),
                                  lambda t: self._join_timer(gid, t))
             return
         group.init_next_generation(now)
@@ -401,11 +404,11 @@ class ClassicGroupProtocol(ShardPart):
             slot = group.set_awaiting_join(m, None)
             self._reply(slot, self._join_ok(group, m.member_id,
                                             with_members=group.is_leader(m.member_id)))
-            self._schedule_heartbeat(group, m, now)
+            self._schedule_heartbeat(group, m)
             m.is_new = False
             group.pending_sync_members.add(m.member_id)
         gen = group.generation_id
-        self.timers.schedule(("sync", gid), now + group.rebalance_timeout_ms(),
+        self.timers.schedule(("sync", gid), group.rebalance_timeout_ms(),
                              lambda t: self._sync_timer(gid, gen, t))
 
     def _sync_timer(self, gid: str, generation: int, now: int) -> None:
@@ -444,12 +447,12 @@ class ClassicGroupProtocol(ShardPart):
         elif group.is_in(S.PREPARING_REBALANCE) and group.has_all_members_joined():
             self._complete_join(group, now)
 
-    def _reset_and_propagate(self, group: ClassicGroup, error: int, now: int) -> None:
+    def _reset_and_propagate(self, group: ClassicGroup, error: int) -> None:
         for m in group.members.values():
             m.assignment = b""
-        self._propagate(group, error, now)
+        self._propagate(group, error)
 
-    def _propagate(self, group: ClassicGroup, error: int, now: int) -> None:
+    def _propagate(self, group: ClassicGroup, error: int) -> None:
         ok = error == E.NONE
         for m in group.members.values():
             if m.awaiting_sync is not None:
@@ -458,7 +461,7 @@ class ClassicGroupProtocol(ShardPart):
                     protocol_type=group.protocol_type if ok else None,
                     protocol_name=group.protocol_name if ok else None))
                 m.awaiting_sync = None
-                self._schedule_heartbeat(group, m, now)
+                self._schedule_heartbeat(group, m)
 
     def _validate_member(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int:
         if instance_id is not None:
@@ -522,12 +525,12 @@ class ClassicGroupProtocol(ShardPart):
                     and self._get(gid) is group):
                 return
             if error:
-                self._reset_and_propagate(group, append_error_to_response_error(error), t)
+                self._reset_and_propagate(group, append_error_to_response_error(error))
                 self._maybe_prepare_rebalance_or_complete_join(group, t)
             else:
                 for m in group.members.values():
                     m.assignment = assignment.get(m.member_id, b"")
-                self._propagate(group, E.NONE, t)
+                self._propagate(group, E.NONE)
                 group.transition_to(S.STABLE, t)
         self._emit([self._group_record(group, now, assignment)], then=then)
 
@@ -558,7 +561,7 @@ class ClassicGroupProtocol(ShardPart):
             return E.ILLEGAL_GENERATION
         if group.is_in(S.EMPTY):
             return E.UNKNOWN_MEMBER_ID
-        self._schedule_heartbeat(group, group.members[mid], now)
+        self._schedule_heartbeat(group, group.members[mid])
         if group.is_in(S.PREPARING_REBALANCE):
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
@@ -621,7 +624,7 @@ class ClassicGroupProtocol(ShardPart):
         keeps its session alive."""
         err = self._validate_offset_commit(group, mid, instance, gen)
         if not err and group.is_in(S.STABLE, S.PREPARING_REBALANCE) and mid in group.members:
-            self._schedule_heartbeat(group, group.members[mid], now)
+            self._schedule_heartbeat(group, group.members[mid])
         return err
 
     def _validate_offset_commit(self, group: ClassicGroup, mid: str, instance: str | None,
@@ -709,7 +712,7 @@ class ClassicGroupProtocol(ShardPart):
         """The group's partition finished loading: expect a heartbeat from every restored
         member within its session timeout."""
         for m in g.members.values():
-            self._schedule_heartbeat(g, m, now)
+            self._schedule_heartbeat(g, m)
         if len(g.members) > self.config.max_size:
             self._prepare_rebalance(g, now)
 

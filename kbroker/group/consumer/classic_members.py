@@ -186,19 +186,19 @@ class ClassicMembers(ShardPart):
             return True
         return any(all(n in {p for p, _ in classic_protocols(m)} for m in classic) for n in names)
 
-    def schedule_session(self, gid: str, m: ConsumerGroupMember, now: int) -> None:
-        self.proto._schedule_session(gid, m.member_id, now, classic_session_timeout_ms(m))
+    def schedule_session(self, gid: str, m: ConsumerGroupMember) -> None:
+        self.proto._schedule_session(gid, m.member_id, classic_session_timeout_ms(m))
 
-    def _schedule_join_timeout_if_absent(self, gid: str, m: ConsumerGroupMember, now: int) -> None:
+    def _schedule_join_timeout_if_absent(self, gid: str, m: ConsumerGroupMember) -> None:
         key = ("consumer-join", gid, m.member_id)
         if key in self.timers:
             return
         mid = m.member_id
-        self.timers.schedule(key, now + max(m.rebalance_timeout_ms, 0),
+        self.timers.schedule(key, m.rebalance_timeout_ms,
                              lambda t: self.proto._fence_by_timer(gid, mid, lambda _m: True, t))
 
-    def _schedule_sync_timeout(self, gid: str, mid: str, timeout: int, now: int) -> None:
-        self.timers.schedule(("consumer-sync", gid, mid), now + max(timeout, 0),
+    def _schedule_sync_timeout(self, gid: str, mid: str, timeout: int) -> None:
+        self.timers.schedule(("consumer-sync", gid, mid), timeout,
                              lambda t: self.proto._fence_by_timer(gid, mid, lambda _m: True, t))
 
     def waiting_on_unreleased(self, group: ConsumerGroup, m: ConsumerGroupMember) -> bool:
@@ -232,8 +232,8 @@ class ClassicMembers(ShardPart):
                 self._reply(slot, resp)               # downgraded: a classic group now
                 return
             self.timers.cancel(("consumer-join", gid, resp.member_id))
-            self.proto._schedule_session(gid, resp.member_id, t, req.session_timeout_ms)
-            self._schedule_sync_timeout(gid, resp.member_id, req.rebalance_timeout_ms, t)
+            self.proto._schedule_session(gid, resp.member_id, req.session_timeout_ms)
+            self._schedule_sync_timeout(gid, resp.member_id, req.rebalance_timeout_ms)
             self._reply(slot, resp)
 
         if not records:
@@ -343,13 +343,13 @@ class ClassicMembers(ShardPart):
             if (ptype is not None and ptype != PROTOCOL_TYPE) or (pname is not None and pname != name):
                 raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL)
             if group.group_epoch > m.member_epoch and m.state is not MemberState.UNREVOKED_PARTITIONS:
-                self._schedule_join_timeout_if_absent(gid, m, now)
+                self._schedule_join_timeout_if_absent(gid, m)
                 raise GroupError(E.REBALANCE_IN_PROGRESS)
         except GroupError as e:
             self._reply(slot, SyncResponse(error=e.code))
             return
         self.timers.cancel(("consumer-sync", gid, m.member_id))
-        self.schedule_session(gid, m, now)
+        self.schedule_session(gid, m)
         self._reply(slot, SyncResponse(error=E.NONE, protocol_type=PROTOCOL_TYPE, protocol_name=name,
                                        assignment=self._assignment_bytes(m, m.assigned)))
 
@@ -362,11 +362,11 @@ class ClassicMembers(ShardPart):
             return e.code
         if gen != m.member_epoch:
             return E.ILLEGAL_GENERATION
-        self.schedule_session(gid, m, now)
+        self.schedule_session(gid, m)
         if (m.member_epoch < group.group_epoch or m.state is MemberState.UNREVOKED_PARTITIONS
                 or (m.state is MemberState.UNRELEASED_PARTITIONS
                     and not self.waiting_on_unreleased(group, m))):
-            self._schedule_join_timeout_if_absent(gid, m, now)
+            self._schedule_join_timeout_if_absent(gid, m)
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
@@ -457,7 +457,7 @@ class ClassicMembers(ShardPart):
         for m in members:
             self.proto._apply(records, crec.current_assignment_record(part, gid, m))
         for m in members:
-            self.schedule_session(gid, c.members[m.member_id], now)
+            self.schedule_session(gid, c.members[m.member_id])
         return c
 
     # ----------------------------------------------------------------- downgrade
@@ -506,7 +506,7 @@ class ClassicMembers(ShardPart):
         self.shard._remove_group(gid, keep_offsets=True)
         self.groups[gid] = cg
         for cm in cg.members.values():
-            self.shard.classic._schedule_heartbeat(cg, cm, now)
+            self.shard.classic._schedule_heartbeat(cg, cm)
         return cg
 
 

@@ -23,6 +23,10 @@ A heartbeat, in order (``consumerGroupHeartbeat``):
 8. the session timer is (re)armed; a member asked to revoke gets a rebalance timer
    (its rebalance timeout) and is fenced if it is still at that epoch when it fires.
 
+Timers are delays on the shard's monotonic clock, as Kafka's; what is compared with
+written timestamps stays on the wall clock as in Kafka: the assignment interval (from the
+target assignment's timestamp) and the refresh of resolved regular expressions.
+
 Every state change is a ``__consumer_offsets`` record (the types of
 :mod:`kbroker.group.consumer.records`) that is *replayed* into the group as soon as it is
 produced — like Kafka's timeline state, the next request sees it — and appended before the
@@ -263,14 +267,14 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
                 key = ("consumer-rebalance", gid, member_id)
                 if new_m.state is MemberState.UNREVOKED_PARTITIONS:
                     epoch, timeout = new_m.member_epoch, new_m.rebalance_timeout_ms
-                    self.timers.schedule(key, now + max(timeout, 0),
+                    self.timers.schedule(key, timeout,
                                          lambda t: self._rebalance_timeout(gid, member_id, epoch, t))
                 else:
                     self.timers.cancel(key)
         final = group.members[member_id]
 
         # 8. session
-        self._schedule_session(gid, member_id, now)
+        self._schedule_session(gid, member_id)
         resp = HeartbeatResponse(member_id=member_id, member_epoch=final.member_epoch,
                                  heartbeat_interval_ms=self.heartbeat_interval_ms(gid))
         full = (req.rebalance_timeout_ms != -1 and (req.subscribed_topic_names is not None
@@ -463,11 +467,10 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
                        now: int) -> None:
         self._fence(group, [m], records, self._partition(group.group_id), now)
 
-    def _schedule_session(self, gid: str, member_id: str, now: int,
-                          timeout_ms: int | None = None) -> None:
+    def _schedule_session(self, gid: str, member_id: str, timeout_ms: int | None = None) -> None:
         """``timeout_ms``: a classic member's own (its JoinGroup's) session timeout."""
         timeout = self.session_timeout_ms(gid) if timeout_ms is None else timeout_ms
-        self.timers.schedule(("consumer-session", gid, member_id), now + timeout,
+        self.timers.schedule(("consumer-session", gid, member_id), timeout,
                              lambda t: self._fence_by_timer(gid, member_id, lambda m: True, t))
 
     def _rebalance_timeout(self, gid: str, member_id: str, epoch: int, now: int) -> None:
@@ -540,12 +543,11 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
     def on_loaded(self, g: ConsumerGroup, now: int) -> None:
         gid = g.group_id
         for m in g.members.values():
-            self._schedule_session(gid, m.member_id, now,
+            self._schedule_session(gid, m.member_id,
                                    classic_session_timeout_ms(m) if uses_classic(m) else None)
             if m.state is MemberState.UNREVOKED_PARTITIONS:
                 mid, epoch = m.member_id, m.member_epoch
-                self.timers.schedule(("consumer-rebalance", gid, mid),
-                                     now + max(m.rebalance_timeout_ms, 0),
+                self.timers.schedule(("consumer-rebalance", gid, mid), m.rebalance_timeout_ms,
                                      lambda t: self._rebalance_timeout(gid, mid, epoch, t))
 
     def group_tombstones(self, g: ConsumerGroup) -> list:

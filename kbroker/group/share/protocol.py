@@ -14,7 +14,10 @@ gets the mapped error. A new coordinator replays the records and has the same gr
 assignment epoch, members and assignments: heartbeats carry on without a rejoin.
 
 Sessions are timers of the shard (``("share-session", group, member)``), re-armed by every
-heartbeat and on load; a member whose session expires is removed (records as a leave).
+heartbeat and on load; a member whose session expires is removed (records as a leave). As
+Kafka's, they are delays on the shard's monotonic clock, so a step of the wall clock expires
+no member; the assignment interval (:class:`ShareGroup`) and the records' timestamps use
+the wall-clock ``now``.
 A member that leaves or expires has its acquired records released by the share-partition
 manager (``on_member_gone``, called once the removal is durable).
 """
@@ -90,14 +93,15 @@ class ShareGroupProtocol(ShardPart):
         else:
             g = ShareGroup(gid)
             before = None
-        r = g.heartbeat(req, topics, now, self.config_for(gid))
+        cfg = self.config_for(gid)
+        r = g.heartbeat(req, topics, now, cfg)
         if r.error:
             return r                           # a refused heartbeat changes nothing
         if before is None:
             self.groups[gid] = g
         self._after_change(g, before, topics, now, respond=True)
         if r.member_epoch >= 0 and req.member_id in g.members:
-            self._schedule_session(gid, req.member_id, g.members[req.member_id].session_deadline_ms)
+            self._schedule_session(gid, req.member_id, cfg.session_timeout_ms)
         return r
 
     def _after_change(self, g: ShareGroup, before: ShareGroup | None, topics: dict, now: int,
@@ -172,19 +176,14 @@ class ShareGroupProtocol(ShardPart):
         return out
 
     # ----------------------------------------------------------------- sessions
-    def _schedule_session(self, gid: str, member_id: str, deadline_ms: int) -> None:
-        self.timers.schedule(("share-session", gid, member_id), deadline_ms,
+    def _schedule_session(self, gid: str, member_id: str, timeout_ms: int) -> None:
+        """(Re)arm a member's session: every heartbeat replaces the timer."""
+        self.timers.schedule(("share-session", gid, member_id), timeout_ms,
                              lambda t: self._session_expired(gid, member_id, t))
 
     def _session_expired(self, gid: str, member_id: str, now: int) -> None:
         g = self._get(gid)
-        if g is None:
-            return
-        m = g.members.get(member_id)
-        if m is None:
-            return
-        if m.session_deadline_ms > now:
-            self._schedule_session(gid, member_id, m.session_deadline_ms)
+        if g is None or member_id not in g.members:
             return
         topics = self._topics()
         self._maybe_restore_topics_seen(g, topics)
@@ -252,9 +251,8 @@ class ShareGroupProtocol(ShardPart):
         g.topics_seen = None            # compared with the replayed metadata hash on first use
         if g.group_epoch > g.assignment_epoch:
             g.assignment_due_ms = now
-        for mid, m in list(g.members.items()):
-            g.members[mid] = replace(m, session_deadline_ms=now + cfg.session_timeout_ms)
-            self._schedule_session(g.group_id, mid, now + cfg.session_timeout_ms)
+        for mid in g.members:
+            self._schedule_session(g.group_id, mid, cfg.session_timeout_ms)
 
     def _maybe_restore_topics_seen(self, g: ShareGroup, topics: dict) -> None:
         """After a load: the subscribed topics count as seen if their metadata hash is the

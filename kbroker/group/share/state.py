@@ -1,6 +1,8 @@
 """A share group (KIP-932) and its members: the rules of ShareGroupHeartbeat.
 
-Pure: events carry ``now_ms``; nothing here reads a clock or does I/O.
+Pure: events carry ``now_ms`` (the wall clock, as Kafka measures the assignment interval);
+nothing here reads a clock or does I/O. Sessions are the shard's timers
+(:mod:`kbroker.group.share.protocol`), on its monotonic clock.
 
 Unlike a consumer group, a share group has no revocation: partitions are shared by
 members (the share-partitions on the leaders make sure one record is held by one member at
@@ -20,7 +22,8 @@ Epochs (Kafka 4.3's ``GroupMetadataManager.shareGroupHeartbeat``):
   epoch, or a smaller one that is not its previous epoch, is ``FENCED_MEMBER_EPOCH``; an
   unknown member id with a non-zero epoch is ``UNKNOWN_MEMBER_ID``;
 - epoch -1 leaves (answered with epoch -1); a member not heard from for
-  ``group.share.session.timeout.ms`` is removed (:meth:`ShareGroup.expire`).
+  ``group.share.session.timeout.ms`` is removed (:meth:`ShareGroup.remove`, called by the
+  protocol's session timer).
 
 The **simple assignor** (Kafka's ``SimpleAssignor``, homogeneous case): with at least as
 many partitions as members, the partitions are dealt out in order so each partition has
@@ -61,7 +64,6 @@ class ShareGroupMember:
     client_host: str = ""
     subscribed_topic_names: tuple[str, ...] = ()
     assigned: Assignment = field(default_factory=dict)
-    session_deadline_ms: int = 0
 
 
 @dataclass
@@ -210,8 +212,7 @@ class ShareGroup:
         updated = replace(member, rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
                           client_id=req.client_id or member.client_id,
                           client_host=req.client_host or member.client_host,
-                          subscribed_topic_names=new_sub,
-                          session_deadline_ms=now_ms + config.session_timeout_ms)
+                          subscribed_topic_names=new_sub)
         names_before = self.subscribed_topic_names()
         self.members[req.member_id] = updated
         changed = self.subscribed_topic_names() != names_before
@@ -260,16 +261,6 @@ class ShareGroup:
             self.group_epoch += 1
             self.topics_seen = {t: topics[t] for t in self.subscribed_topic_names() if t in topics}
             self.assignment_due_ms = now_ms
-
-    def expire(self, now_ms: int, topics: Mapping[str, tuple[uuid.UUID, int]]) -> list[str]:
-        """Remove members whose session timed out; returns their ids."""
-        gone = [m.member_id for m in self.members.values() if m.session_deadline_ms <= now_ms]
-        for mid in gone:
-            self.remove(mid, topics, now_ms)
-        return gone
-
-    def next_deadline_ms(self) -> int | None:
-        return min((m.session_deadline_ms for m in self.members.values()), default=None)
 
     def is_assigned(self, member_id: str, topic_id: uuid.UUID, partition: int) -> bool:
         m = self.members.get(member_id)

@@ -41,6 +41,10 @@ default 1000; GROUP ``streams.assignment.interval.ms``): within the interval aft
 one, members keep reconciling towards the previous target and a later heartbeat computes the
 new one.
 
+Clocks, as Kafka's: the session, rebalance and initial-rebalance-delay timers are delays on
+the shard's monotonic clock; the assignment interval is measured on the wall clock from the
+timestamp the target assignment metadata record carries.
+
 Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), warm-up tasks
 (the sticky assignor gives none), static membership beyond storing ``InstanceId`` (Kafka 4.3
 has none either).
@@ -252,7 +256,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                 # assignment its first members hold during the initial rebalance delay)
                 epoch += 2 if epoch == 0 else 1
                 if was_empty and cfg.initial_rebalance_delay_ms > 0:
-                    self._schedule_initial_delay(gid, now + cfg.initial_rebalance_delay_ms)
+                    self._schedule_initial_delay(gid, cfg.initial_rebalance_delay_ms)
             self._apply(records, srec.group_metadata_record(part, gid, epoch, new_hash, validated,
                                                             configs))
 
@@ -281,13 +285,13 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         if rec != m or is_new:
             self._apply(records, srec.current_assignment_record(part, gid, rec))
             if rec.state is MemberState.UNREVOKED_TASKS:
-                self._schedule_rebalance(gid, rec, now)
+                self._schedule_rebalance(gid, rec)
             else:
                 self.timers.cancel(("streams-rebalance", gid, rec.member_id))
         m = group.members[r.member_id]
 
         # 9. session, shutdown, response
-        self._schedule_session(gid, m.member_id, now)
+        self._schedule_session(gid, m.member_id)
         if r.shutdown_application:
             group.shutdown_requested = True
         if group.shutdown_requested:
@@ -306,7 +310,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
             resp.partitions_by_endpoint = self._partitions_by_endpoint(group)
         return resp
 
-    def _schedule_initial_delay(self, gid: str, deadline: int) -> None:
+    def _schedule_initial_delay(self, gid: str, delay_ms: int) -> None:
         key = ("streams-initial-rebalance", gid)
         if key in self.timers:
             return
@@ -320,7 +324,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
             self._compute_target(group, self._configure(group), self.cfg(gid), records,
                                  self.partition_for(gid), now)
             self._emit_with_revert(gid, before, records, respond=False)
-        self.timers.schedule(key, deadline, fire)
+        self.timers.schedule(key, delay_ms, fire)
 
     def _configure(self, group: StreamsGroup) -> ConfiguredTopology:
         if group.topology is None:
@@ -399,13 +403,13 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                        now: int) -> None:
         self._fence(group, [m], records)
 
-    def _schedule_session(self, gid: str, mid: str, now: int) -> None:
-        self.timers.schedule(("streams-session", gid, mid), now + self.cfg(gid).session_timeout_ms,
+    def _schedule_session(self, gid: str, mid: str) -> None:
+        self.timers.schedule(("streams-session", gid, mid), self.cfg(gid).session_timeout_ms,
                              lambda t: self._fence_by_timer(gid, mid, lambda m: True))
 
-    def _schedule_rebalance(self, gid: str, m: StreamsGroupMember, now: int) -> None:
+    def _schedule_rebalance(self, gid: str, m: StreamsGroupMember) -> None:
         mid, epoch = m.member_id, m.member_epoch
-        self.timers.schedule(("streams-rebalance", gid, mid), now + max(m.rebalance_timeout_ms, 0),
+        self.timers.schedule(("streams-rebalance", gid, mid), m.rebalance_timeout_ms,
                              lambda t: self._fence_by_timer(
                                  gid, mid, lambda x: x.member_epoch == epoch
                                  and x.state is MemberState.UNREVOKED_TASKS))
@@ -477,9 +481,9 @@ class StreamsGroupProtocol(EpochGroupProtocol):
     def on_loaded(self, g: StreamsGroup, now: int) -> None:
         self._configure(g)
         for m in g.members.values():
-            self._schedule_session(g.group_id, m.member_id, now)
+            self._schedule_session(g.group_id, m.member_id)
             if m.state is MemberState.UNREVOKED_TASKS:
-                self._schedule_rebalance(g.group_id, m, now)
+                self._schedule_rebalance(g.group_id, m)
 
     def group_tombstones(self, g: StreamsGroup) -> list:
         part, gid = self.partition_for(g.group_id), g.group_id
