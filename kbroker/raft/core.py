@@ -53,6 +53,17 @@ once it fetches as an observer and has caught up to the high watermark. A leader
 removed itself leads until that change commits, counting only the new set, then resigns.
 A replica with no voter set yet (joining with ``controller.quorum.bootstrap.servers``)
 fetches as an observer from ``bootstrap_ids`` (pseudo ids the driver maps to addresses).
+
+Upgrading a static quorum (``kraft.version`` 0 → 1, KAFKA-16538, as Kafka 4.3's
+``LeaderState``): a leader of a static quorum keeps, in memory only, the voter set it would
+write — the static voters with unknown directory ids and ``kraft.version`` range 0-0, its own
+entry (directory id, ``endpoints``, 0-1) filled in at once. Each voter sends UpdateRaftVoter
+to every new leader (``update_voter``), which fills in its entry. ``upgrade_kraft_version``
+then checks that the set has the same voter ids as the static one, that every voter supports
+the new level and that every directory id is known, and appends one control batch: a
+``KRaftVersionRecord`` (level 1) and the ``VotersRecord`` of that set. From that record on
+the quorum is dynamic (same ids, so the same majorities); a truncation that drops it makes
+it static again, and the next leader collects the voters anew.
 """
 from __future__ import annotations
 
@@ -60,7 +71,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import messages as m
-from .control import VOTERS, Voter, decode_voters, leader_change_value, snapshot_prefix, snapshot_voters, voters_value
+from .control import (KRAFT_VERSION, VOTERS, ZERO_UUID, Voter, decode_voters, kraft_version_value,
+                      leader_change_value, snapshot_prefix, snapshot_voters, voters_value)
 from .log import FetchValidation, RaftLog
 from .messages import NO_LEADER, Entry, LeaderIdAndEpoch, OffsetAndEpoch
 from .state import QuorumState, RaftConfig, Role, Snapshot, StorageView
@@ -106,6 +118,20 @@ class Ready:
     log_end_offset: int = 0  # the log's end once this Ready is persisted
 
 
+@dataclass(frozen=True, slots=True)
+class UpgradeResult:
+    """``upgrade_kraft_version``'s answer: Kafka's error code and message, and the offset of
+    the ``VotersRecord`` written (-1: nothing written — refused, validate-only or no change)."""
+
+    error_code: int = m.NONE
+    message: str | None = None
+    offset: int = -1
+
+
+def _kv(level: int) -> str:
+    return f"KRAFT_VERSION_{level}"      # how Kafka's messages name a kraft.version level
+
+
 @dataclass(slots=True)
 class _ReplicaState:
     """Leader's view of one other replica."""
@@ -126,12 +152,15 @@ class RaftNode:
 
     def __init__(self, node_id: int, voters, storage: StorageView | None = None,
                  config: RaftConfig | None = None, rng: "Random | None" = None,
-                 bootstrap_ids=(), directory_id: str | None = None) -> None:
+                 bootstrap_ids=(), directory_id: str | None = None, endpoints=()) -> None:
         if rng is None:
             raise ValueError("inject a random.Random instance (no global randomness)")
         storage = storage or StorageView()
         self.node_id = node_id
         self.directory_id = directory_id   # this replica's metadata log dir id (meta.properties)
+        # its own controller listener(s) ((name, host, port), ...): announced as a leader
+        # (BeginQuorumEpoch v1) and written for itself when a static quorum is upgraded
+        self.endpoints = tuple(endpoints)
         self._static_voters = frozenset(voters)
         self._bootstrap_ids = tuple(bootstrap_ids)
         self.config = config or RaftConfig()
@@ -246,6 +275,63 @@ class RaftNode:
         return self.voter_infos is not None
 
     @property
+    def kraft_version(self) -> int:
+        """The finalized ``kraft.version``: 1 once the log (or snapshot) holds a voter set."""
+        return 1 if self.voter_infos is not None else 0
+
+    def local_voter(self) -> Voter:
+        """This replica as a voter entry (what UpdateRaftVoter says about it)."""
+        return Voter(self.node_id, self.directory_id or ZERO_UUID, self.endpoints, 0, 1)
+
+    @property
+    def upgrade_voters(self) -> dict[int, Voter] | None:
+        """Leader of a static quorum: the voter set an upgrade to ``kraft.version`` 1 would
+        write, as far as UpdateRaftVoter filled it in (None elsewhere)."""
+        return dict(self._upgrade_voters) if self._upgrade_voters is not None else None
+
+    def upgrade_kraft_version(self, epoch: int, version: int, validate_only: bool = False) -> UpgradeResult:
+        """UpdateFeatures ``kraft.version`` at the leader (Kafka's
+        ``LeaderState.maybeAppendUpgradedKRaftVersion``): checks, then (unless
+        ``validate_only``) one control batch ``KRaftVersionRecord`` + ``VotersRecord``."""
+        if self.role is not Role.LEADER or epoch < self.epoch:
+            return UpgradeResult(m.NOT_LEADER_OR_FOLLOWER, "Upgrade kraft version failed because the "
+                                 "replica is not the current leader")
+        if epoch > self.epoch:
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Attempt to append from epoch {epoch} which is "
+                                 f"larger than the current epoch of {self.epoch}")
+        current = self.kraft_version
+        if self._kraft_requested is not None:
+            if self._kraft_requested == version:
+                return UpgradeResult()
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Invalid concurrent upgrade of kraft.version from "
+                                 f"version Version[kraftVersion={_kv(self._kraft_requested)}] to {_kv(version)}")
+        if version == current:
+            return UpgradeResult()
+        if version < current:
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Invalid upgrade of kraft.version from version "
+                                 f"{_kv(current)} to {_kv(version)} because the new version is a downgrade")
+        infos = self._upgrade_voters
+        if infos is None or version != 1:
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Invalid upgrade of kraft.version from version "
+                                 f"{_kv(current)} to {_kv(version)}")
+        if set(infos) != set(self.voters):
+            return UpgradeResult(m.UNKNOWN_SERVER_ERROR, f"Unable to update kraft.version to {_kv(version)} due "
+                                 f"to missing voters {sorted(infos)} compared to {sorted(self.voters)}")
+        if not all(v.kraft_min <= version <= v.kraft_max for v in infos.values()):
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Invalid upgrade of kraft.version to {_kv(version)} "
+                                 "because not all of the voters support it")
+        if any(v.directory_id in (None, ZERO_UUID) for v in infos.values()):
+            return UpgradeResult(m.UNKNOWN_SERVER_ERROR, "Directory id must be known for all of the voters")
+        if validate_only:
+            return UpgradeResult()
+        self._kraft_requested = version
+        self._upgrade_voters = None
+        self._append(Entry(self.log.end_offset, self.epoch, kraft_version_value(version),
+                           control=True, control_type=KRAFT_VERSION))
+        offset = self._append_voters(infos)
+        return UpgradeResult(offset=offset)
+
+    @property
     def _can_campaign(self) -> bool:
         """In the latest voter set, or in the committed one or any later (uncommitted) one
         while a change that removes this node is not known to be committed: such a node may
@@ -258,21 +344,30 @@ class RaftNode:
         if self.voter_infos is None:
             return False
         committed = self._voters_at(self.high_watermark)
-        if committed is not None and self.node_id in committed:
-            return True
+        if self.node_id in (committed if committed is not None else self._static_voters):
+            return True         # (a static quorum's set until its upgrade commits)
         return any(self.node_id in infos for off, infos in self._voter_history
                    if off >= self.high_watermark)
 
     def _voter_change_error(self) -> int:
+        # Kafka's order (AddVoterHandler, RemoveVoterHandler): leader, high watermark of this
+        # epoch, kraft.version, no uncommitted change
         if self.role is not Role.LEADER:
             return m.NOT_LEADER_OR_FOLLOWER
-        if not self.dynamic:
-            return m.UNSUPPORTED_VERSION     # kraft.version 0: the voters are static
         if self.high_watermark <= self._epoch_start_offset:
             return m.REQUEST_TIMED_OUT       # nothing of this epoch committed yet
+        if not self.dynamic:
+            return m.UNSUPPORTED_VERSION     # kraft.version 0: the voters are static
         if self._voter_history and self._voter_history[-1][0] >= self.high_watermark:
             return m.REQUEST_TIMED_OUT       # the previous change is not committed yet
         return m.NONE
+
+    def check_add_voter(self, voter_id: int) -> int:
+        """AddRaftVoter's checks before the leader asks the new voter's ApiVersions."""
+        err = self._voter_change_error()
+        if err:
+            return err
+        return m.DUPLICATE_VOTER if voter_id in self.voters else m.NONE
 
     def _append_voters(self, infos: dict[int, Voter]) -> int:
         self._append(Entry(self.log.end_offset, self.epoch, voters_value(infos.values()),
@@ -283,11 +378,9 @@ class RaftNode:
     def add_voter(self, voter: Voter) -> tuple[int, int]:
         """AddRaftVoter at the leader: ``(error code, offset of the VotersRecord)``; the
         error is ``CATCHING_UP`` while the new voter is not a caught-up observer."""
-        err = self._voter_change_error()
+        err = self.check_add_voter(voter.voter_id)
         if err:
             return err, -1
-        if voter.voter_id in self.voters:
-            return m.DUPLICATE_VOTER, -1
         state = self._observers.get(voter.voter_id)
         horizon = self.now - self.config.fetch_timeout_ms
         if (state is None or state.last_fetch_ms is None or state.last_fetch_ms < horizon
@@ -310,10 +403,22 @@ class RaftNode:
         return m.NONE, self._append_voters(infos)
 
     def update_voter(self, voter: Voter) -> tuple[int, int]:
-        """UpdateRaftVoter: a voter's new endpoints / supported versions (same key)."""
+        """UpdateRaftVoter: a voter's new endpoints / supported versions (same key). In a
+        static quorum the leader only remembers it, for an upgrade (``upgrade_voters``)."""
+        if self.role is Role.LEADER and not self.dynamic and self.high_watermark > self._epoch_start_offset:
+            if self._upgrade_voters is None:
+                return m.REQUEST_TIMED_OUT, -1     # an upgrade is being written
+            if not voter.kraft_min <= 0 <= voter.kraft_max:
+                return m.INVALID_REQUEST, -1       # must support the finalized level
+            if voter.voter_id not in self._upgrade_voters:
+                return m.VOTER_NOT_FOUND, -1
+            self._upgrade_voters = {**self._upgrade_voters, voter.voter_id: voter}
+            return m.NONE, -1
         err = self._voter_change_error()
         if err:
             return err, -1
+        if not voter.kraft_min <= self.kraft_version <= voter.kraft_max:
+            return m.INVALID_REQUEST, -1
         v = self.voter_infos.get(voter.voter_id)
         if v is None or v.directory_id != voter.directory_id:
             return m.VOTER_NOT_FOUND, -1
@@ -487,6 +592,10 @@ class RaftNode:
         self._epoch_start_offset = -1
         self._successors: tuple[int, ...] = ()
         self._parked_hw_resign = False
+        # a static quorum's leader: the voter set of a kraft.version upgrade (in memory,
+        # filled by UpdateRaftVoter), then the level requested (Kafka's KRaftVersionUpgrade)
+        self._upgrade_voters: dict[int, Voter] | None = None
+        self._kraft_requested: int | None = None
 
     def _set_epoch(self, epoch: int) -> None:
         if epoch < self.epoch:
@@ -581,6 +690,10 @@ class RaftNode:
         self._append(Entry(self._epoch_start_offset, self.epoch,
                            leader_change_value(self.node_id, self.voters, granted), control=True))
         self._replicas = {v: _ReplicaState() for v in self.voters if v != self.node_id}
+        if not self.dynamic:
+            # Kafka's LeaderState: the static voters as a voter set, this leader's entry known
+            self._upgrade_voters = {v: Voter(v, ZERO_UUID, (), 0, 0) for v in self.voters}
+            self._upgrade_voters[self.node_id] = self.local_voter()
         if len(self.voters) > 1:
             self._check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms
         self._unacked = set(self._replicas)

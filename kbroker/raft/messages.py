@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+UNKNOWN_SERVER_ERROR = -1   # Kafka's answer when its voter-set checks throw (IllegalStateException)
 NONE = 0
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
@@ -30,6 +31,7 @@ INVALID_REQUEST = 42
 FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 INCONSISTENT_VOTER_SET = 94
+INVALID_UPDATE_VERSION = 95
 SNAPSHOT_NOT_FOUND = 98
 POSITION_OUT_OF_RANGE = 99
 DUPLICATE_VOTER = 126
