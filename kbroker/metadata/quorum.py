@@ -80,13 +80,15 @@ class MetadataQuorum:
         from kbroker.storage import read_voters_checkpoint
         # an unformatted node whose bootstrap servers are only itself (Kafka's stock
         # single-node server.properties) stays the one-node quorum of old
-        self.dynamic = not static and (
+        # formatted (or configured) as a dynamic quorum; a static one becomes dynamic when its
+        # log holds an upgrade to kraft.version 1 (``dynamic``)
+        self.formatted_dynamic = not static and (
             read_voters_checkpoint(config.data_dir) is not None
             or (bool(self.bootstrap_servers) and not config.bootstrap_is_self()))
-        bootstrap_ids = [-2 - i for i in range(len(self.bootstrap_servers))] if self.dynamic else []
+        bootstrap_ids = [-2 - i for i in range(len(self.bootstrap_servers))] if self.formatted_dynamic else []
         for pid, addr in zip(bootstrap_ids, self.bootstrap_servers):
             self.voter_endpoints[pid] = addr
-        self.multi_node = self.dynamic or (bool(static) and self._static_voters != {self.node_id})
+        self.multi_node = self.formatted_dynamic or (bool(static) and self._static_voters != {self.node_id})
         names = config.get("controller.listener.names") or ["CONTROLLER"]
         self.controller_listener_name = names[0].upper()
         self._wall = wall_clock
@@ -98,13 +100,17 @@ class MetadataQuorum:
         self.image: MetadataImage = empty_image(cluster_id, self.node_id)
         self.role_listeners: list = []
         self._nursery: trio.Nursery | None = None
-        voters = () if self.dynamic else self._static_voters
+        voters = () if self.formatted_dynamic else self._static_voters
+        from kbroker.storage import controller_listener
+        own = controller_listener(config) if "controller" in (config.values.get("process.roles") or ()) else None
         self.driver = RaftDriver(self.node_id, voters, RaftStorage(self.store.log, self._static_voters, wall_clock),
                                  raft_config_of(config), self, rpc=self.rpc, cluster_id=cluster_id,
                                  rng=rng or random.Random(), wall_clock=wall_clock,
-                                 bootstrap_ids=bootstrap_ids, directory_id=_metadata_directory_id(config))
-        if self.dynamic:
+                                 bootstrap_ids=bootstrap_ids, directory_id=_metadata_directory_id(config),
+                                 endpoints=(own,) if own else ())
+        if self.formatted_dynamic:
             self.driver.discover = self.discover
+        if self.dynamic:
             self.on_voters(self.driver.node.voter_infos)
 
     # ------------------------------------------------------------------ lifecycle
@@ -112,8 +118,9 @@ class MetadataQuorum:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.driver.run)
-            if self.dynamic and "controller" in (self.config.values.get("process.roles") or ()):
-                # KIP-853: a voter whose recorded endpoints went stale tells the leader
+            if self.multi_node and "controller" in (self.config.values.get("process.roles") or ()):
+                # KIP-853: a voter tells the leader about itself (every new leader of a static
+                # quorum, for an upgrade; a stale VotersRecord entry), an observer may join
                 from kbroker.controller_server import self_update
                 nursery.start_soon(self_update.run, self, self.driver.config.fetch_timeout_ms / 1000)
             task_status.started(self)
@@ -149,6 +156,11 @@ class MetadataQuorum:
                     await d.wait_applied_change()
 
     # ------------------------------------------------------------------ views
+    @property
+    def dynamic(self) -> bool:
+        """``kraft.version`` 1: formatted so, or a static quorum whose upgrade is in the log."""
+        return self.formatted_dynamic or self.driver.node.dynamic
+
     @property
     def voters(self) -> frozenset:
         return self.driver.node.voters if self.dynamic else self._static_voters

@@ -56,7 +56,7 @@ class RaftDriver:
     def __init__(self, node_id: int, voters, storage: RaftStorage, config: RaftConfig,
                  state_machine, *, rpc: RpcClient | None = None, cluster_id: str | None = None,
                  rng: random.Random | None = None, wall_clock=None, bootstrap_ids=(),
-                 directory_id: str | None = None):
+                 directory_id: str | None = None, endpoints=()):
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.storage = storage
@@ -68,7 +68,7 @@ class RaftDriver:
         self._wall = wall_clock
         view = storage.load()
         self.node = RaftNode(node_id, self.voters, view, config, self._rng, bootstrap_ids=bootstrap_ids,
-                             directory_id=directory_id)
+                             directory_id=directory_id, endpoints=endpoints)
         self.discover = None            # async fn(node id): learn an endpoint (dynamic quorum)
         self._voter_infos = self.node.voter_infos
         self._wake = trio.Event()
@@ -382,6 +382,16 @@ class RaftDriver:
                 return m.NOT_LEADER_OR_FOLLOWER
             await trio.sleep(0.02)
         return m.REQUEST_TIMED_OUT
+
+    def upgrade_kraft_version(self, epoch: int, version: int, validate_only: bool):
+        """``RaftNode.upgrade_kraft_version`` at this leader (an ``UpgradeResult``)."""
+        self._sync_time()
+        result = self.node.upgrade_kraft_version(epoch, version, validate_only)
+        if result.offset >= 0:
+            log.info("raft: node %d: kraft.version %d written at offset %d (voters %s)", self.node_id,
+                     version, result.offset, sorted(self.node.voters))
+            self.wake()
+        return result
 
     def resign(self) -> None:
         self._sync_time()
