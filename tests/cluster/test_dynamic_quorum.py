@@ -16,19 +16,16 @@ real processes, with Kafka 4.3.1's own ``kafka-metadata-quorum`` (issue 19):
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from kbroker.config import parse_properties
 from kbroker.wire import messages as w
 from compat_tests.kafka_runner import kafka_libs
-from tests.support.broker_proc import REPO_ROOT, BrokerProcess
 
-from .support import FAST, AckedProducer, call, describe_quorum, free_base_port, metadata, wait_for
+from .support import (AckedProducer, ConfiguredNode, call, describe_quorum, free_base_port, kafka_tool,
+                      kbroker_cli, metadata, voters_of, wait_for)
 
 
 
@@ -37,50 +34,12 @@ def _kafka_tools():
     kafka_libs()                # kafka-metadata-quorum's jars (fetched once if missing)
 
 
-class DynamicNode(BrokerProcess):
-    """A combined node of a dynamic quorum, configured by its own server.properties."""
-
-    def __init__(self, root: Path, node_id: int, client: int, controller: int | None, bootstrap: str):
-        self.node_id = node_id
-        self.controller_port = controller
-        self.config_path = root / f"node-{node_id}.properties"
-        props = {
-            "node.id": node_id, "process.roles": "broker,controller" if controller else "broker",
-            "listeners": f"PLAINTEXT://127.0.0.1:{client}"
-                         + (f",CONTROLLER://127.0.0.1:{controller}" if controller else ""),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client}",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.quorum.bootstrap.servers": bootstrap,
-            "log.dirs": root / f"node-{node_id}" / "data",
-            "offsets.topic.replication.factor": 1, "group.initial.rebalance.delay.ms": 0, **FAST}
-        root.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        super().__init__(root / f"node-{node_id}" / "data", port=client, start_timeout=60.0)
-
-    def command(self) -> list[str]:
-        return [self.python, "-m", "kbroker", "serve", "--config", str(self.config_path)]
-
-    @property
-    def directory_id(self) -> str:
-        return parse_properties((self.data_dir / "meta.properties").read_text())["directory.id"]
-
-
-def kbroker_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kbroker", *args], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=120)
+def dynamic_node(root: Path, node_id: int, client: int, controller: int | None, bootstrap: str):
+    return ConfiguredNode(root, node_id, client, controller, {"controller.quorum.bootstrap.servers": bootstrap})
 
 
 def quorum_tool(*args: str):
-    from compat_tests.cli import run_tool
-    return run_tool("kafka-metadata-quorum", list(args), timeout=120)
-
-
-def voters_of(port: int) -> dict[int, str]:
-    part, resp = describe_quorum(port, 2)
-    assert part is not None and part.error_code == 0, resp
-    from kbroker.raft.control import uuid_to_kafka
-    return {v.replica_id: uuid_to_kafka(v.replica_directory_id) for v in part.current_voters}
+    return kafka_tool("kafka-metadata-quorum", *args)
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +47,8 @@ def nodes(tmp_path_factory):
     root = tmp_path_factory.mktemp("dynamic")
     base = free_base_port(8)
     bootstrap = f"127.0.0.1:{base + 1}"
-    ns = {i: DynamicNode(root, i, base + 2 * (i - 1), base + 2 * (i - 1) + 1, bootstrap) for i in (1, 2, 3)}
-    ns[4] = DynamicNode(root, 4, base + 6, None, bootstrap)      # a broker-only node
+    ns = {i: dynamic_node(root, i, base + 2 * (i - 1), base + 2 * (i - 1) + 1, bootstrap) for i in (1, 2, 3)}
+    ns[4] = dynamic_node(root, 4, base + 6, None, bootstrap)      # a broker-only node
     cid = kbroker_cli("storage", "random-uuid").stdout.strip()
     for i, n in ns.items():
         flag = {1: ["--standalone"], 4: []}.get(i, ["--no-initial-controllers"])
