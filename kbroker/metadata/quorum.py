@@ -110,6 +110,7 @@ class MetadataQuorum:
                                  endpoints=(own,) if own else ())
         if self.formatted_dynamic:
             self.driver.discover = self.discover
+        self.driver.learn_endpoint = self.learn_leader_endpoint
         if self.dynamic:
             self.on_voters(self.driver.node.voter_infos)
 
@@ -205,6 +206,35 @@ class MetadataQuorum:
 
     def controller_endpoint(self, node_id: int) -> tuple[str, int] | None:
         return self.voter_endpoints.get(node_id)
+
+    def endpoint_of(self, node_id: int) -> tuple[str, int] | None:
+        """Where ``node_id``'s controller listener is, as this node would announce it (its own
+        advertised controller listener for itself)."""
+        if node_id == self.node_id:
+            own = [e for e in self.driver.node.endpoints if e[0].upper() == self.controller_listener_name]
+            if own:
+                return own[0][1], own[0][2]
+        return self.voter_endpoints.get(node_id) if node_id >= 0 else None
+
+    def node_endpoints(self, api_key: int, version: int, response_cls, leader_id: int) -> list | None:
+        """A Raft response's ``NodeEndpoints`` (KIP-853) at ``version``: the leader's endpoint."""
+        from kbroker.raft.wire_map import NODE_ENDPOINTS_SINCE, node_endpoints
+        if version < NODE_ENDPOINTS_SINCE[api_key]:
+            return None
+        return node_endpoints(response_cls, leader_id, self.endpoint_of(leader_id))
+
+    def learn_leader_endpoint(self, node_id: int, addr: tuple[str, int], listener: str | None = None) -> None:
+        """A leader announced where it is (BeginQuorumEpoch/EndQuorumEpoch v1, or a response's
+        NodeEndpoints). A dynamic quorum follows it at once (a leader that moved is reached
+        before its new VotersRecord entry commits); a static quorum keeps the addresses of
+        controller.quorum.voters, which the operator gave every node."""
+        if node_id < 0 or node_id == self.node_id or not self.dynamic:
+            return
+        if listener is not None and listener.upper() != self.controller_listener_name:
+            return
+        if self.voter_endpoints.get(node_id) != addr:
+            log.info("raft: voter %d announced its controller endpoint %s:%d", node_id, addr[0], addr[1])
+            self.voter_endpoints[node_id] = addr
 
     # ------------------------------------------------------------------ state machine
     def apply(self, entries) -> None:

@@ -671,7 +671,8 @@ class RaftNode:
             self._send(voter, m.VoteRequest(
                 candidate_epoch=self.epoch + 1 if pre_vote else self.epoch,
                 candidate_id=self.node_id, last_offset_epoch=last.epoch, last_offset=last.end_offset,
-                voter_id=voter, pre_vote=pre_vote, correlation_id=self._round))
+                voter_id=voter, pre_vote=pre_vote, correlation_id=self._round,
+                candidate_directory_id=self.directory_id, voter_directory_id=self._directory_of(voter)))
 
     def _round_won(self) -> None:
         if self.role is Role.PROSPECTIVE:
@@ -837,14 +838,15 @@ class RaftNode:
             sid, buf = self._snapshot_fetch
             msg = m.FetchSnapshotRequest(replica_id=self.node_id, current_leader_epoch=self.epoch,
                                          snapshot_id=sid, position=len(buf),
-                                         max_bytes=self.config.snapshot_chunk_bytes, correlation_id=corr)
+                                         max_bytes=self.config.snapshot_chunk_bytes, correlation_id=corr,
+                                         directory_id=self.directory_id)
         else:
             msg = m.FetchRequest(replica_id=self.node_id, current_leader_epoch=self.epoch,
                                  fetch_offset=self.log.end_offset, last_fetched_epoch=self.log.last_epoch,
                                  log_start_offset=self.log.start_offset,
                                  max_wait_ms=self.config.fetch_max_wait_ms if self.role is Role.FOLLOWER else 0,
                                  max_bytes=self.config.fetch_max_bytes, correlation_id=corr,
-                                 directory_id=self.directory_id)
+                                 directory_id=self.directory_id, high_watermark=self.high_watermark)
         self._inflight = (corr, dest, self.now + self.config.request_timeout_ms)
         self._send(dest, msg)
 
@@ -852,13 +854,20 @@ class RaftNode:
         self._inflight = None
         self._fetch_retry_at = self.now + self.config.retry_backoff_ms
 
+    def _directory_of(self, voter: int) -> str | None:
+        """A voter's directory id as the voter set records it (None: static, or unknown)."""
+        v = (self.voter_infos or {}).get(voter)
+        return v.directory_id if v is not None and v.directory_id != ZERO_UUID else None
+
     def _send_begin_quorum_epoch(self) -> None:
         # Unacknowledged voters get it again after a request timeout; as in KIP-853 the leader
         # also keeps announcing itself to voters that stopped fetching.
         targets = self._unacked | (self._silent_voters() if self._resend_at is not None else set())
         for voter in sorted(targets):
             self._send(voter, m.BeginQuorumEpochRequest(leader_id=self.node_id, leader_epoch=self.epoch,
-                                                        voter_id=voter, correlation_id=self._correlation()))
+                                                        voter_id=voter, correlation_id=self._correlation(),
+                                                        voter_directory_id=self._directory_of(voter),
+                                                        leader_endpoints=self.endpoints))
         period = self.config.request_timeout_ms if self._unacked else self.config.fetch_timeout_ms // 2
         self._resend_at = self.now + period if self._replicas else None
 
@@ -866,7 +875,10 @@ class RaftNode:
         for voter in sorted(self._unacked):
             self._send(voter, m.EndQuorumEpochRequest(leader_id=self.node_id, leader_epoch=self.epoch,
                                                       preferred_successors=self._successors,
-                                                      correlation_id=self._correlation()))
+                                                      correlation_id=self._correlation(),
+                                                      preferred_directory_ids=tuple(
+                                                          self._directory_of(v) for v in self._successors),
+                                                      leader_endpoints=self.endpoints))
         self._resend_at = self.now + self.config.request_timeout_ms if self._unacked else None
 
     # =============================================================== epoch observation
@@ -1042,8 +1054,11 @@ class RaftNode:
                 self._unacked.discard(req.replica_id)
                 if self._maybe_advance_high_watermark():
                     self._complete_parked_fetches()
+            # what the fetcher knows of the high watermark: what it says (KIP-1166, Fetch
+            # v18), else what this leader last sent it
+            known = req.high_watermark if req.high_watermark is not None else state.high_watermark_sent
             if (req.fetch_offset >= self.log.durable_end and req.max_wait_ms > 0
-                    and state.high_watermark_sent >= self.high_watermark):
+                    and known >= self.high_watermark):
                 # Long poll (Kafka's fetch purgatory): answer when data or the HW moves.
                 self._parked[req.replica_id] = (req, self.now + req.max_wait_ms)
                 return
@@ -1095,7 +1110,7 @@ class RaftNode:
             return reply(m.UNKNOWN_LEADER_EPOCH)
         if self.role is not Role.LEADER:
             return reply(m.NOT_LEADER_OR_FOLLOWER)
-        self._note_fetch(req.replica_id)
+        self._note_fetch(req.replica_id, req.directory_id)
         snap = self.log.snapshot
         if snap is None or snap.snapshot_id != req.snapshot_id:
             return reply(m.SNAPSHOT_NOT_FOUND)

@@ -39,6 +39,7 @@ from .core import NotLeader, RaftNode, Ready
 from .state import RaftConfig, Role
 from .storage import RaftStorage
 from .transport import RpcClient
+from . import wire_map
 from .wire_map import OUTBOUND, VERSIONS, NotForRaft, is_response, source_of
 
 log = logging.getLogger("kbroker.raft")
@@ -70,6 +71,8 @@ class RaftDriver:
         self.node = RaftNode(node_id, self.voters, view, config, self._rng, bootstrap_ids=bootstrap_ids,
                              directory_id=directory_id, endpoints=endpoints)
         self.discover = None            # async fn(node id): learn an endpoint (dynamic quorum)
+        # fn(node id, (host, port), listener name or None): a leader announced where it is
+        self.learn_endpoint = None
         self._voter_infos = self.node.voter_infos
         self._wake = trio.Event()
         self._waiters: dict[tuple[int, int], _Slot] = {}
@@ -235,6 +238,7 @@ class RaftDriver:
             self._peer_problem(dest, self._refusal(dest, top))
             return
         self._peer_problem(dest, None)
+        self._learn(wire_map.learned_endpoints(resp))
         try:
             core_resp = from_wire(resp, msg.correlation_id)
         except (NotForRaft, ValueError) as e:
@@ -289,12 +293,21 @@ class RaftDriver:
             problems[dest] = problem
             log.warning("raft: %s", problem)
 
+    def _learn(self, endpoints: dict[int, tuple[str, int]]) -> None:
+        """A response's NodeEndpoints (on the listener this node called: the controller's)."""
+        if self.learn_endpoint is not None:
+            for node_id, addr in endpoints.items():
+                self.learn_endpoint(node_id, addr, None)
+
     async def handle_request(self, msg, timeout: float | None = None):
         """Step an inbound request; the core's answer, or None if it gave none in time."""
         self.stats["inbound"] += 1
         self._token += 1
         msg = dataclasses.replace(msg, correlation_id=self._token)
         src = source_of(msg)
+        if self.learn_endpoint is not None:       # BeginQuorumEpoch/EndQuorumEpoch v1
+            for name, host, port in getattr(msg, "leader_endpoints", ()):
+                self.learn_endpoint(src, (host, port), name)
         slot = _Slot()
         key = (src, self._token)
         self._waiters[key] = slot

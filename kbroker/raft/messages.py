@@ -16,6 +16,10 @@ Two fields are not Kafka body fields:
   pre-vote, ``candidate_epoch`` is the epoch the prospective *would* campaign in (its current
   epoch + 1); receiving one never changes the receiver's state.
 
+KIP-853's fields are carried too: directory ids (``None`` when unknown: Kafka's zero UUID) and
+a leader's own ``leader_endpoints`` (``((listener name, host, port), ...)``, BeginQuorumEpoch
+and EndQuorumEpoch v1), which the driver uses to reach a leader that moved.
+
 Error codes are Kafka's numeric codes; the core needs only the few below.
 """
 from __future__ import annotations
@@ -85,6 +89,8 @@ class VoteRequest:
     voter_id: int = -1
     pre_vote: bool = False
     correlation_id: int = 0
+    candidate_directory_id: str | None = None
+    voter_directory_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +110,8 @@ class BeginQuorumEpochRequest:
     leader_epoch: int
     voter_id: int = -1
     correlation_id: int = 0
+    voter_directory_id: str | None = None
+    leader_endpoints: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +128,8 @@ class EndQuorumEpochRequest:
     leader_epoch: int
     preferred_successors: tuple[int, ...] = ()
     correlation_id: int = 0
+    preferred_directory_ids: tuple = ()     # of ``preferred_successors``, same order
+    leader_endpoints: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +153,7 @@ class FetchRequest:
     max_bytes: int = 8 * 1024 * 1024
     correlation_id: int = 0
     directory_id: str | None = None   # KIP-853: the fetching replica's metadata log dir id
+    high_watermark: int | None = None  # KIP-1166 (Fetch v18): the fetcher's; None: not sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +178,7 @@ class FetchSnapshotRequest:
     position: int
     max_bytes: int = 8 * 1024 * 1024
     correlation_id: int = 0
+    directory_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

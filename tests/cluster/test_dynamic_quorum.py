@@ -12,6 +12,9 @@ real processes, with Kafka 4.3.1's own ``kafka-metadata-quorum`` (issue 19):
 5. ``kafka-metadata-quorum remove-controller`` removes node 3; two voters remain; a
    broker-only node joins through the bootstrap servers and registers;
 6. every acknowledged record is read back, in order.
+
+Then: a voter restarted under another host name updates its entry (UpdateRaftVoter), and a
+leader restarted on another port is followed at once (BeginQuorumEpoch v1's endpoints).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kbroker.wire import messages as w
 from compat_tests.kafka_runner import kafka_libs
 
-from .support import (AckedProducer, ConfiguredNode, call, describe_quorum, free_base_port, kafka_tool,
+from .support import (AckedProducer, ConfiguredNode, call, describe_quorum, free_base_port, free_port, kafka_tool,
                       kbroker_cli, metadata, voters_of, wait_for)
 
 
@@ -144,9 +147,8 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
 
 def test_a_voter_restarted_with_another_endpoint_updates_it(nodes):
     """KIP-853: a voter whose controller listener differs from its VotersRecord entry sends
-    UpdateRaftVoter (82) to the leader after it starts; describe then shows the new endpoint.
-    (The port stays, so the other voter still reaches it under either name: kbroker's
-    BeginQuorumEpoch is v0 and does not carry a leader's endpoints.)"""
+    UpdateRaftVoter (82) to the leader after it starts; describe then shows the new endpoint
+    (the port stays: the other voter reaches it under either name)."""
     n1, n2 = nodes[1], nodes[2]
     if n1.proc is None or n1.proc.poll() is not None:
         n1.start()
@@ -166,3 +168,38 @@ def test_a_voter_restarted_with_another_endpoint_updates_it(nodes):
     wait_for(lambda: endpoint_of_2() == {("localhost", port)}, what="node 2's new endpoint recorded")
     status = quorum_tool("--bootstrap-server", n1.bootstrap, "describe", "--status").check().stdout
     assert f"localhost:{port}" in status
+
+
+def test_a_leader_restarted_on_another_port_is_followed_at_once(nodes):
+    """KIP-853 BeginQuorumEpoch v1: the leader names its endpoints. With two voters, a leader
+    restarted on a new controller port is unreachable at its recorded address, so the other
+    voter cannot win an election; the restarted node wins, and its BeginQuorumEpoch tells the
+    other where to fetch (with v0 the quorum could never commit again: the follower would
+    keep calling the old port, and the new entry needs that commit)."""
+    n1, n2 = nodes[1], nodes[2]
+    for n in (n1, n2):
+        if not n.running():
+            n.start()
+    wait_for(lambda: set(voters_of(n1.port)) == {1, 2}, what="two voters")
+    leader = describe_quorum(n1.port)[0].leader_id
+    moved, other = nodes[leader], nodes[3 - leader]
+    old_port, new_port = moved.controller_port, free_port()
+    moved.stop()
+    text = moved.config_path.read_text().replace(f":{old_port}\n", f":{new_port}\n")
+    moved.config_path.write_text(text)
+    moved.controller_port = new_port
+    moved.start()
+
+    def moved_endpoint():
+        part, resp = describe_quorum(other.port, 2)
+        if part is None or part.error_code or part.leader_id < 0:
+            return None
+        return {lst.port for nd in resp.nodes if nd.node_id == moved.node_id for lst in nd.listeners}
+    wait_for(lambda: moved_endpoint() == {new_port}, timeout=60, what="the moved voter's new endpoint recorded")
+    from kafka.admin import KafkaAdminClient, NewTopic
+    admin = KafkaAdminClient(bootstrap_servers=other.bootstrap, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic("after-move", 1, 1)])        # the quorum commits again
+    finally:
+        admin.close()
+    assert "after-move" in {t.name for t in metadata(other.port).topics}
