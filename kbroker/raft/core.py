@@ -206,7 +206,7 @@ class RaftNode:
             "snapshots_created", "snapshots_installed", "resignations", "stale_responses",
             "conflicting_leader_claims", "proposals", "voter_changes")}
 
-        if self.voters == {self.node_id}:
+        if self.is_voter and self.voters == {self.node_id}:
             # The only voter: nobody else can win or refuse, so it elects itself at once (a
             # one-node quorum is the leader as soon as it starts, as Kafka's is).
             self._become_unattached(self.epoch)
@@ -344,10 +344,28 @@ class RaftNode:
         if self.voter_infos is None:
             return False
         committed = self._voters_at(self.high_watermark)
-        if self.node_id in (committed if committed is not None else self._static_voters):
+        if self._holds_seat(committed) if committed is not None else self.node_id in self._static_voters:
             return True         # (a static quorum's set until its upgrade commits)
-        return any(self.node_id in infos for off, infos in self._voter_history
+        return any(self._holds_seat(infos) for off, infos in self._voter_history
                    if off >= self.high_watermark)
+
+    def _holds_seat(self, infos: dict[int, Voter]) -> bool:
+        """This replica is a voter of ``infos``: its id, and its directory id unless either
+        side does not know one (Kafka's ReplicaKey: a re-formatted disk behind the same id is
+        not the voter that was added, and must not vote or count as it)."""
+        v = infos.get(self.node_id)
+        return v is not None and self._same_directory(v, self.directory_id)
+
+    @staticmethod
+    def _same_directory(voter: Voter, directory_id: str | None) -> bool:
+        return directory_id is None or voter.directory_id in (None, ZERO_UUID) or voter.directory_id == directory_id
+
+    def _is_voter_key(self, replica_id: int, directory_id: str | None) -> bool:
+        """A fetch from ``replica_id`` naming ``directory_id`` comes from a voter (leader side)."""
+        if replica_id not in self._replicas:
+            return False
+        v = (self.voter_infos or {}).get(replica_id)
+        return v is None or self._same_directory(v, directory_id)
 
     def _voter_change_error(self) -> int:
         # Kafka's order (AddVoterHandler, RemoveVoterHandler): leader, high watermark of this
@@ -449,7 +467,7 @@ class RaftNode:
         infos = self._voter_history[-1][1] if self._voter_history else self._base_voters
         self.voter_infos = infos
         self.voters = frozenset(infos) if infos is not None else self._static_voters
-        self.is_voter = self.node_id in self.voters
+        self.is_voter = self._holds_seat(infos) if infos is not None else self.node_id in self.voters
         if getattr(self, "role", None) is Role.LEADER:
             for v in self.voters - {self.node_id}:
                 if v not in self._replicas:
@@ -690,6 +708,17 @@ class RaftNode:
         self._epoch_start_offset = self.log.end_offset
         self._append(Entry(self._epoch_start_offset, self.epoch,
                            leader_change_value(self.node_id, self.voters, granted), control=True))
+        if self.dynamic and not self._voter_history and self.log.start_offset == 0:
+            # Kafka's LeaderState: a voter set known only from the 0-0 checkpoint is written
+            # into the log (this leader's entry as it is now), so replicas that start with an
+            # empty log (observers, a re-formatted disk) learn the voters by fetching
+            infos = dict(self.voter_infos)
+            if self._holds_seat(infos):
+                infos[self.node_id] = Voter(self.node_id, infos[self.node_id].directory_id,
+                                            self.endpoints or infos[self.node_id].endpoints, 0, 1)
+            self._append(Entry(self.log.end_offset, self.epoch, kraft_version_value(1),
+                               control=True, control_type=KRAFT_VERSION))
+            self._append_voters(infos)
         self._replicas = {v: _ReplicaState() for v in self.voters if v != self.node_id}
         if not self.dynamic:
             # Kafka's LeaderState: the static voters as a voter set, this leader's entry known
@@ -917,6 +946,8 @@ class RaftNode:
             # No state change for a pre-vote; refuse while we still hear from a live leader.
             if req.candidate_epoch <= self.epoch:
                 return reply(False, m.FENCED_LEADER_EPOCH)
+            if not self._addressed_to_me(req.voter_directory_id):
+                return reply(False, m.INVALID_VOTER_KEY)
             # KIP-996: a follower that has fetched from its leader (in this follower state)
             # refuses; one that never got through, or was told the leader resigned, grants.
             leader_alive = self.role is Role.LEADER or (
@@ -929,6 +960,8 @@ class RaftNode:
             return reply(False, m.FENCED_LEADER_EPOCH)
         if req.candidate_epoch > self.epoch:
             self._become_unattached(req.candidate_epoch)
+        if not self._addressed_to_me(req.voter_directory_id):
+            return reply(False, m.INVALID_VOTER_KEY)
         granted = (log_ok and self.leader_id == NO_LEADER and self.voted_id in (-1, req.candidate_id)
                    and self.role in (Role.UNATTACHED, Role.PROSPECTIVE))
         if granted:
@@ -938,6 +971,11 @@ class RaftNode:
             self._election_deadline = self.now + self._random_election_timeout()
             self.stats["votes_granted"] += 1
         reply(granted)
+
+    def _addressed_to_me(self, voter_directory_id: str | None) -> bool:
+        """KIP-853's voter key check (Kafka's ``isValidVoterKey``): a request naming another
+        directory id than this replica's was meant for the voter this disk replaced."""
+        return voter_directory_id is None or self.directory_id is None or voter_directory_id == self.directory_id
 
     def _on_vote_response(self, src: int, resp: m.VoteResponse) -> None:
         if self._observe_leader(resp.leader_id, resp.leader_epoch):
@@ -975,6 +1013,8 @@ class RaftNode:
             self._become_follower(req.leader_epoch, req.leader_id)
         else:
             self.stats["conflicting_leader_claims"] += 1
+        if error == m.NONE and not self._addressed_to_me(req.voter_directory_id):
+            error = m.INVALID_VOTER_KEY      # followed anyway (Kafka), but not this leader's voter
         info = self._leader_info()
         self._send(src, m.BeginQuorumEpochResponse(error_code=error, leader_id=info.leader_id,
                                                    leader_epoch=self.epoch, correlation_id=req.correlation_id))
@@ -1020,7 +1060,7 @@ class RaftNode:
                                current_leader=self._leader_info(), correlation_id=correlation_id)
 
     def _note_fetch(self, replica_id: int, directory_id: str | None = None) -> _ReplicaState:
-        state = self._replicas.get(replica_id)
+        state = self._replicas.get(replica_id) if self._is_voter_key(replica_id, directory_id) else None
         if state is None:
             state = self._observers.get(replica_id)
             if state is None or (directory_id is not None and state.directory_id not in (None, directory_id)):
@@ -1050,7 +1090,7 @@ class RaftNode:
         kind, _ = self.log.validate_fetch(req.fetch_offset, req.last_fetched_epoch)
         if kind is FetchValidation.VALID:
             state.end_offset = req.fetch_offset
-            if req.replica_id in self._replicas:
+            if state is self._replicas.get(req.replica_id):
                 self._unacked.discard(req.replica_id)
                 if self._maybe_advance_high_watermark():
                     self._complete_parked_fetches()
@@ -1065,7 +1105,8 @@ class RaftNode:
         self._send(src, self._answer_fetch(req))
 
     def _answer_fetch(self, req: m.FetchRequest) -> m.FetchResponse:
-        state = self._replicas.get(req.replica_id) or self._observers.get(req.replica_id)
+        state = (self._replicas.get(req.replica_id) if self._is_voter_key(req.replica_id, req.directory_id)
+                 else self._observers.get(req.replica_id))
         if state is not None:
             state.high_watermark_sent = self.high_watermark
         kind, where = self.log.validate_fetch(req.fetch_offset, req.last_fetched_epoch)

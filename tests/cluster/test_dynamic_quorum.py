@@ -203,3 +203,43 @@ def test_a_leader_restarted_on_another_port_is_followed_at_once(nodes):
     finally:
         admin.close()
     assert "after-move" in {t.name for t in metadata(other.port).topics}
+
+
+def test_auto_join_adds_controllers_and_replaces_a_reformatted_one(tmp_path):
+    """``controller.quorum.auto.join.enable`` (Kafka's QuorumConfig autoJoin): controllers
+    formatted ``--no-initial-controllers`` become voters by themselves; one whose disk is
+    replaced (a new directory id behind the same node id) first removes the entry of its old
+    disk, then adds itself."""
+    import shutil
+    base = free_base_port(6)
+    bootstrap = f"127.0.0.1:{base + 1}"
+    auto = {"controller.quorum.bootstrap.servers": bootstrap, "controller.quorum.auto.join.enable": "true"}
+    ns = {i: ConfiguredNode(tmp_path, i, base + 2 * (i - 1), base + 2 * (i - 1) + 1, auto) for i in (1, 2, 3)}
+    cid = kbroker_cli("storage", "random-uuid").stdout.strip()
+
+    def fmt(i):
+        r = kbroker_cli("storage", "format", "-t", cid, "-c", str(ns[i].config_path),
+                        "--standalone" if i == 1 else "--no-initial-controllers")
+        assert r.returncode == 0, r.stderr
+    for i in ns:
+        fmt(i)
+    try:
+        ns[1].start()
+        ns[2].start()
+        ns[3].start()
+        wait_for(lambda: voters_of(ns[1].port) == {i: n.directory_id for i, n in ns.items()}, timeout=60,
+                 what="nodes 2 and 3 joined by themselves")
+        old = ns[3].directory_id
+        ns[3].stop()
+        shutil.rmtree(ns[3].data_dir)
+        fmt(3)
+        assert ns[3].directory_id != old
+        ns[3].start()
+        wait_for(lambda: voters_of(ns[1].port) == {i: n.directory_id for i, n in ns.items()}, timeout=60,
+                 what="node 3's new disk in place of its old one")
+        log = ns[3].log_text()
+        assert "auto-join: remove voter 3" in log and "auto-join: add voter 3" in log, log[-3000:]
+    finally:
+        for n in ns.values():
+            if n.running():
+                n.kill()

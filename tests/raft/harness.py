@@ -29,7 +29,8 @@ class Cluster:
         if dynamic:
             from .sim import initial_snapshot
             for i in self.voters:
-                self.disks[i].snapshot = initial_snapshot(self.voters)
+                self.disks[i].snapshot = initial_snapshot(self.voters, identity if identities else None)
+        self.directory_ids: dict[int, str] = {}    # a node's directory id when not identity()'s
         self.disks.update(disks or {})
         self.nodes: dict[int, RaftNode] = {}
         self.applied: dict[int, list] = {}
@@ -45,6 +46,7 @@ class Cluster:
     def start(self, i: int) -> RaftNode:
         self.lives[i] += 1
         directory_id, endpoints = identity(i) if self.identities else (None, ())
+        directory_id = self.directory_ids.get(i, directory_id)
         n = RaftNode(i, () if self.dynamic else self.voters, self.disks[i].view(), self.config,
                      random.Random(f"{self.seed}-{i}-{self.lives[i]}"),
                      bootstrap_ids=self.voters if self.dynamic else (), directory_id=directory_id,

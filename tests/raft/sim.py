@@ -66,9 +66,11 @@ def reproduce_command(seed: int, profile: str = "quick") -> str:
     return f"python tools/raft_soak.py --seed {seed}{extra}"
 
 
-def initial_snapshot(voters) -> Snapshot:
-    """The 0-0 snapshot a dynamic quorum's first voters are formatted with."""
-    return Snapshot(m.OffsetAndEpoch(0, 0), snapshot_prefix([Voter(v) for v in voters]))
+def initial_snapshot(voters, identity=None) -> Snapshot:
+    """The 0-0 snapshot a dynamic quorum's first voters are formatted with (``identity(id)``:
+    a voter's directory id and endpoints, as ``--initial-controllers`` names them)."""
+    return Snapshot(m.OffsetAndEpoch(0, 0), snapshot_prefix(
+        [Voter(v, *identity(v)) if identity else Voter(v) for v in voters]))
 
 
 def describe(msg) -> str:
