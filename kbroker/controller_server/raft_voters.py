@@ -71,13 +71,14 @@ def kraft_range(api_versions) -> tuple[int, int] | None:
 
 
 async def ask_api_versions(quorum, voter: Voter):
-    """ApiVersions (v3: supported features) on the new voter's controller listener; None when
-    it does not answer in a request timeout."""
+    """ApiVersions (v4, as Kafka's AddVoterHandler: below v4 a feature whose minimum level is
+    0, such as kraft.version, is not listed, KIP-1022) on the new voter's controller listener;
+    None when it does not answer in a request timeout."""
     addr = next(((h, p) for n, h, p in voter.endpoints if n.upper() == quorum.controller_listener_name), None)
     if addr is None:
         return None
     req = messages.ApiVersionsRequest(client_software_name="kbroker", client_software_version="1")
-    return await quorum.rpc.call_addr(addr, 18, 3, req, quorum.driver.config.request_timeout_ms / 1000)
+    return await quorum.rpc.call_addr(addr, 18, 4, req, quorum.driver.config.request_timeout_ms / 1000)
 
 
 async def add_voter(quorum, request, version: int):
