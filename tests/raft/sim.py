@@ -742,12 +742,13 @@ class Simulation:
         victims = [v for v in sorted(lh.node.voters) if v != lh.node_id and self.hosts[v].node is not None]
         if not victims:
             return
-        # Only once every other voter's disk holds the voter set with directory ids: a replica
-        # still on the static set names no directory id in its Vote, so an empty disk would
-        # grant it (Kafka alike; losing a disk that held part of a majority is outside Raft's
-        # fault model unless the voter keys protect it).
+        # Only once every other node's disk holds the voter set with directory ids (so also no
+        # earlier re-formatted disk is still catching up): a replica still on the static set
+        # names no directory id in its Vote, so an empty disk would grant it, and an empty
+        # disk on the static set may campaign (Kafka alike: losing a disk that held part of a
+        # majority is outside Raft's fault model unless the voter keys protect it).
         victim = self.rng.choice(victims)
-        if not all(self._disk_is_dynamic(self.hosts[v]) for v in lh.node.voters if v != victim):
+        if not all(self._disk_is_dynamic(h) for h in self.hosts.values() if h.node_id != victim):
             return
         h = self.hosts[victim]
         self.crash(h)
