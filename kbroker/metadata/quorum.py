@@ -15,7 +15,10 @@ A dynamic quorum (KIP-853: formatted with ``--standalone``/``--initial-controlle
 controller endpoints follow every ``VotersRecord`` (the first of
 ``controller.listener.names``); ``controller.quorum.bootstrap.servers`` get the pseudo ids
 -2, -3, … for a joining node's first fetches, and a leader whose endpoint is not known yet is
-looked up with DescribeQuorum on a bootstrap server.
+looked up with DescribeQuorum on a bootstrap server. A static quorum whose log holds an
+upgrade to ``kraft.version`` 1 (KAFKA-16538) is dynamic from then on (``dynamic``), whatever
+``controller.quorum.voters`` says. A leader's announced endpoint (BeginQuorumEpoch v1 and the
+answers' NodeEndpoints) is followed in a dynamic quorum (``learn_leader_endpoint``).
 
 ``controller_id`` of the published image is the Raft leader when it is a registered broker
 (a combined node), else this node: Metadata answers name a broker that accepts (and
