@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING
 from . import messages as m
 from .control import (KRAFT_VERSION, VOTERS, ZERO_UUID, Voter, decode_voters, kraft_version_value,
                       leader_change_value, snapshot_prefix, snapshot_voters, voters_value)
-from .log import FetchValidation, RaftLog
+from .log import FetchValidation, RaftLog, joined_to_next
 from .messages import NO_LEADER, Entry, LeaderIdAndEpoch, OffsetAndEpoch
 from .state import QuorumState, RaftConfig, Role, Snapshot, StorageView
 
@@ -1190,7 +1190,10 @@ class RaftNode:
         elif resp.snapshot_id is not None:
             self._snapshot_fetch = (resp.snapshot_id, bytearray())
         else:
-            for entry in resp.records:
+            records = list(resp.records)
+            while records and joined_to_next(records[-1]):
+                records.pop()    # half of one batch (a leader never sends it): wait for the whole
+            for entry in records:
                 if entry.offset != self.log.end_offset or entry.epoch > self.epoch:
                     break  # not a continuation of what we asked for: refetch
                 self._append(entry)

@@ -28,6 +28,12 @@ class FetchValidation(enum.Enum):
     SNAPSHOT = "snapshot"
 
 
+def joined_to_next(e: Entry) -> bool:
+    """``e`` is written in one batch with the entry after it (a KRaftVersionRecord, control
+    type 5, always precedes the VotersRecord of the same change)."""
+    return e.control and e.control_type == 5
+
+
 class RaftLog:
     """Records ``[start_offset, end_offset)`` plus the latest snapshot (covering everything
     below ``start_offset``)."""
@@ -82,15 +88,21 @@ class RaftLog:
         return self._entries[s:max(s, end - self.start_offset)]
 
     def read(self, start: int, end: int, max_bytes: int) -> tuple[Entry, ...]:
-        """Records from ``start`` below ``end``; at least one if any, then up to ``max_bytes``."""
+        """Records from ``start`` below ``end``; at least one if any, then up to ``max_bytes``.
+        A ``KRaftVersionRecord`` is never the last one returned: it and the ``VotersRecord``
+        after it are one control batch in Kafka's log (an upgrade, KIP-853), which replicas
+        receive, and so commit, whole."""
         out: list[Entry] = []
         size = 0
-        for off in range(start, min(end, self.end_offset)):
+        stop = min(end, self.end_offset)
+        for off in range(start, stop):
             e = self._entries[off - self.start_offset]
             size += e.size
-            if out and size > max_bytes:
+            if out and size > max_bytes and not joined_to_next(out[-1]):
                 break
             out.append(e)
+        while out and joined_to_next(out[-1]):
+            out.pop()            # its partner is not readable yet
         return tuple(out)
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:

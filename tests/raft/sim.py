@@ -37,8 +37,9 @@ The ``upgrade`` profile starts a static quorum (``controller.quorum.voters``, kr
 UpdateRaftVoter from the voters that follow it and ask for ``kraft.version`` 1 (sometimes
 validate-only), refused until every voter told this leader. Once upgraded, "reconfigure"
 adds and removes voters, and "reformat" crashes a voter and gives it an empty disk with a
-new directory id (at most one such unrepaired voter at a time): it must not count as the
-voter it replaced until "reconfigure" removes the old entry and adds the new disk.
+new directory id, formatted as a joining controller (bootstrap servers, no static list; at
+most one such disk catching up at a time): it must not count as the voter it replaced until
+"reconfigure" removes the old entry and adds the new disk.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ from kbroker.raft import messages as m
 from kbroker.raft.control import (KRAFT_VERSION, VOTERS, ZERO_UUID, Voter, decode_voters, snapshot_prefix,
                                   snapshot_voters)
 from kbroker.raft.core import CATCHING_UP
+from kbroker.raft.log import joined_to_next
 from kbroker.wire import records as rb
 
 
@@ -312,7 +314,7 @@ class Checker:
 
     def check_upgrade(self, h: Host) -> None:
         n = h.node
-        if self.upgrade_offset is not None and n.high_watermark > self.upgrade_offset + 1 and not n.dynamic:
+        if self.upgrade_offset is not None and n.high_watermark > self.upgrade_offset and not n.dynamic:
             self.fail(f"I9 node {h.node_id} is past the committed upgrade at {self.upgrade_offset} "
                       f"(high watermark {n.high_watermark}) but at kraft.version {n.kraft_version}")
         mine = (n.voter_infos or {}).get(h.node_id)
@@ -483,10 +485,15 @@ class Simulation:
     def start(self, h: Host) -> None:
         h.life += 1
         directory_id, endpoints = sim_identity(h.node_id, h.disk_generation) if self.sc.upgrade else (None, ())
-        h.node = RaftNode(h.node_id, () if self.sc.dynamic else self.sc.voters, h.disk.view(),
+        voters, bootstrap = ((), self.sc.voters) if self.sc.dynamic else (self.sc.voters, ())
+        if h.disk_generation:
+            # a replaced disk is formatted as a joining controller (--no-initial-controllers,
+            # controller.quorum.bootstrap.servers), as an upgraded quorum's operator must: on
+            # the static list an empty disk of a one-voter list would lead alone
+            voters, bootstrap = (), tuple(i for i in sorted(self.hosts) if i != h.node_id)
+        h.node = RaftNode(h.node_id, voters, h.disk.view(),
                           self.sc.config, random.Random(f"{self.seed}-{h.node_id}-{h.life}"),
-                          bootstrap_ids=self.sc.voters if self.sc.dynamic else (),
-                          directory_id=directory_id, endpoints=endpoints)
+                          bootstrap_ids=bootstrap, directory_id=directory_id, endpoints=endpoints)
         h.clock = h.born = self.now
         h.rate = self.sc.drift[h.node_id]
         h.pending = None
@@ -506,6 +513,8 @@ class Simulation:
             # torn: the driver got part-way through persisting (nothing of it was sent)
             steps = self.rng.randrange(1, 7)
             appended = self.rng.randrange(len(rd.append_entries) + 1)
+            while appended and joined_to_next(rd.append_entries[appended - 1]):
+                appended -= 1    # one batch on disk: torn before it or not at all
             h.disk.apply(rd, steps, appended)
             self.checker.on_persisted(h, rd, torn=True)
             self.note("crash", h.node_id, f"torn write (steps {steps}, {appended} records)")

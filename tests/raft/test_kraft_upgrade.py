@@ -197,3 +197,35 @@ def test_an_observer_is_not_caught_up_before_the_upgrade_commits():
     assert leader.add_voter(Voter(4)) == (m.REQUEST_TIMED_OUT, -1)
     c.settle(tick_ms=50)
     assert leader.add_voter(Voter(9)) == (CATCHING_UP, -1)
+
+
+def test_the_upgrade_batch_is_replicated_and_committed_whole():
+    """Kafka writes KRaftVersionRecord + VotersRecord as one control batch, so no replica ever
+    holds (and no high watermark ever covers) one without the other: a leader's read never
+    ends between them however small the fetch, and a follower drops a lone first half
+    (soak seed 2873: a committed kraft.version 1 without its voter set)."""
+    c = Cluster([1, 2, 3], config=RaftConfig(pre_vote=True, fetch_max_bytes=1), identities=True)
+    elect(c, 1)
+    c.settle(tick_ms=50)
+    told(c, 2, 3)
+    leader = c.nodes[1]
+    r = leader.upgrade_kraft_version(leader.epoch, 1)
+    kv = r.offset - 1
+    assert [e.offset for e in leader.log.read(kv, leader.log.end_offset, 1)] == [kv, r.offset]
+    assert leader.log.read(kv, r.offset, 1 << 20) == ()          # the partner not readable: nothing
+    follower = c.nodes[2]
+    c.settle(tick_ms=50)
+    ends = {e for rd in c.readies[2] for e in [rd.log_end_offset]}
+    assert kv + 1 not in ends, "a follower's log ended between the two records"
+    assert follower.kraft_version == 1 and leader.high_watermark > r.offset
+    # a response carrying only the first half (from a leader that split it) is not applied
+    lone = c.nodes[3]
+    before = lone.log.end_offset
+    assert lone._inflight is not None and lone._inflight[1] == 1     # its long poll at the leader
+    from kbroker.raft.messages import Entry
+    lone.step(1, m.FetchResponse(error_code=m.NONE, high_watermark=leader.high_watermark,
+                                 log_start_offset=0, current_leader=m.LeaderIdAndEpoch(1, leader.epoch),
+                                 records=(Entry(before, leader.epoch, leader.log.entry(kv).payload, True,
+                                                KRAFT_VERSION),), correlation_id=lone._inflight[0]))
+    assert lone._inflight is None or lone._inflight[0] != 0            # the answer was taken
+    assert lone.log.end_offset == before
