@@ -45,7 +45,9 @@ class RaftLog:
         # Set when the stored records could not be used as they are (a crash between writing
         # a snapshot and resetting/compacting the log): the driver must rewrite the log.
         self.inconsistent_on_load = False
+        stored_end = None
         for e in entries:
+            stored_end = e.offset + 1
             if e.offset < self.start_offset:
                 continue  # a crash between writing the snapshot and deleting the prefix
             if e.offset != self.end_offset or (snapshot is not None and e.epoch < snapshot.snapshot_id.epoch):
@@ -56,6 +58,12 @@ class RaftLog:
                     break
                 raise ValueError(f"log not contiguous at {e.offset}, expected {self.end_offset}")
             self._entries.append(e)
+        if not self._entries and stored_end is not None and stored_end < self.start_offset:
+            # every stored record lies below a snapshot that ends past them (a crash while a
+            # fetched snapshot was installed, before the log was reset): appends would leave a
+            # gap, so the driver must reset the log to the snapshot's end first (soak seed 2437
+            # of the dynamic profile)
+            self.inconsistent_on_load = True
         self._rebuild_epochs()
         self.durable_end = self.end_offset
 
