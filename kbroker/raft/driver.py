@@ -16,6 +16,10 @@ Messages:
   (``RpcClient``; conversions in ``wire_map``) and steps the response into the core. A failed
   call is dropped: the core's own request timeout retries it.
 
+A leader's announced endpoints (BeginQuorumEpoch/EndQuorumEpoch v1 ``LeaderEndpoints``, the
+``NodeEndpoints`` of answers; KIP-853) go to ``learn_endpoint``, which the metadata quorum
+sets. ``upgrade_kraft_version`` runs the core's upgrade of a static quorum at this leader.
+
 Pre-vote (KIP-996) is on between nodes: a prospective's ``VoteRequest`` goes out as Vote v2
 with ``PreVote=true`` and changes nothing on the receiver, which refuses it while it still
 fetches from a live leader (so a voter that was partitioned away and comes back no longer
