@@ -154,7 +154,7 @@ bench-replication: setup kafka-dist
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
 # (clients 19092/19094/19096, controllers 19093/19095/19097, data in ./data-cluster);
 # Ctrl-C stops them (exit 0). From another terminal: `kbroker cluster restart 2 [--kill]`
-# restarts node 2; `kbroker cluster describe|quorum -b 127.0.0.1:19092` describe it. `raft-soak`: the long seeded Raft simulation (tools/raft_soak.py; static, then dynamic voters).
+# restarts node 2; `kbroker cluster describe|quorum -b 127.0.0.1:19092` describe it. `raft-soak`: the long seeded Raft simulation (tools/raft_soak.py; static, dynamic, then upgraded voters).
 .PHONY: cluster raft-soak
 
 CLUSTER_ARGS ?= --nodes 3 --base-port 19092 --data-dir ./data-cluster
@@ -164,6 +164,7 @@ cluster: $(STAMP)
 raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py
 	$(PY) tools/raft_soak.py --profile dynamic --seeds 1000
+	$(PY) tools/raft_soak.py --profile upgrade --seeds 1000
 
 # `replication-soak`: seeded faults (kill, controlled shutdown, pause, partition, one-way cut, flapping link, full disk,
 # clock jump, slow disk; a consumer group and a transactional producer run through them) against a replicated topic

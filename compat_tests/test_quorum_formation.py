@@ -20,9 +20,13 @@ targets with the same steps and the same assertions (issue 19):
 5. **Another voter list**: a fourth node that believes it is a voter (its
    `controller.quorum.voters` lists 1,2,3,4) is refused, follows the leader as an observer and
    changes neither the leader nor its epoch nor the voters.
+6. **Upgrading the static quorum (KAFKA-16538)**: the controller listener serves every KRaft RPC
+   version Kafka 4.3.1 defines; `kafka-features upgrade --release-version 4.0 [--dry-run]`
+   upgrades kraft.version to 1 (as Kafka 4.3.1's tool includes it in a release's levels), every
+   voter then has its directory id, and `remove-controller` / `add-controller` work.
 
-Scenarios 1, 3, 4 and 5 share one module-scoped three-node cluster per target (about 35 s on
-Kafka, 30 s on kbroker); scenario 2 starts three more JVMs and runs a producer through four
+Scenarios 1 and 3 to 6 share one module-scoped three-node cluster per target (about 60 s on
+Kafka, 45 s on kbroker; the upgrade runs last); scenario 2 starts three more JVMs and runs a producer through four
 voter changes (about 55 s on Kafka), so it is marked `slow`: `make compat` runs it, `make test`
 does not.
 """
@@ -355,6 +359,71 @@ def test_a_node_with_a_longer_voter_list_does_not_disturb_the_quorum(static_clus
             assert "give every node the same controller.quorum.voters" in lines[0], lines[0]
     finally:
         other.kill()
+
+
+# ------------------------------------------------------------------------ 6. the upgrade
+
+RAFT_APIS = (1, 52, 53, 54, 55, 59, 80, 81, 82)   # Fetch, Vote … UpdateRaftVoter
+
+
+def test_the_controller_listener_serves_kafkas_raft_versions(static_cluster):
+    """Every version of the KRaft RPCs that Kafka 4.3.1 defines is served on the controller
+    listener (Kafka's voters send the highest both sides serve: Vote v2, BeginQuorumEpoch and
+    EndQuorumEpoch v1, Fetch v18, FetchSnapshot v1), and kraft.version 0-1 is supported."""
+    from kbroker.wire import messages as w
+    nodes, _ = static_cluster
+
+    def api_versions(version):
+        return call(nodes[0].controller_port, 18, version, w.ApiVersionsRequest(
+            client_software_name="compat", client_software_version="1"))
+    resp = api_versions(4)
+    served = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    for key in RAFT_APIS:
+        valid = w.request_class(key)._message.valid
+        assert served.get(key) == (max(valid.low, 4 if key == 1 else 0), valid.high), key
+    assert {f.name: (f.min_version, f.max_version) for f in resp.supported_features}["kraft.version"] == (0, 1)
+    # KIP-1022: below v4 a feature whose minimum level is 0 is not listed (a leader asking a new
+    # voter's range must ask v4, as Kafka's AddVoterHandler does)
+    assert "kraft.version" not in {f.name for f in api_versions(3).supported_features}
+
+
+def test_a_static_quorum_upgraded_to_kraft_version_1(static_cluster):
+    """KAFKA-16538 as Kafka 4.3.1 does it: `kafka-features upgrade --release-version 4.0` (the
+    level both targets run at here) includes kraft.version 1 (KAFKA-21426: the release's
+    default levels include it), validated by the dry run; afterwards every voter has its
+    directory id and `remove-controller` / `add-controller` work. Runs last on the shared
+    static cluster: the links of the partition test stop mattering once the voters' own
+    endpoints are recorded."""
+    nodes, _ = static_cluster
+    controller = f"{HOST}:{nodes[0].controller_port}"
+
+    def features(*args):
+        return run_tool("kafka-features", ["--bootstrap-controller", controller, *args], timeout=120)
+    # the dry run passes once every voter told the current leader who it is (UpdateRaftVoter)
+    deadline_wait(lambda: "kraft.version can be upgraded to 1." in features(
+        "upgrade", "--release-version", "4.0", "--dry-run").stdout, "the upgrade validated")
+    out = features("upgrade", "--release-version", "4.0").check().stdout
+    assert "kraft.version was upgraded to 1." in out, out
+    described = {ln.split()[1]: ln.split()[ln.split().index("FinalizedVersionLevel:") + 1]
+                 for ln in features("describe").check().lines if ln.startswith("Feature:")}
+    assert described["kraft.version"] == "1"
+    expected = {n.node_id: n.directory_id for n in nodes}
+    deadline_wait(lambda: {v["id"]: v.get("directoryId") for v in json.loads(
+        status(nodes[1].bootstrap_servers)["CurrentVoters"])} == expected, "voters with directory ids")
+    n3 = nodes[2]
+    run_tool("kafka-metadata-quorum", ["--bootstrap-controller", controller, "remove-controller",
+                                       "--controller-id", "3", "--controller-directory-id", n3.directory_id],
+             timeout=120).check()
+    deadline_wait(lambda: (r := replication(nodes[0].bootstrap_servers)) and voters_in(r) == {1, 2}
+                  and one_leader(r), "voter 3 removed")
+    deadline_wait(lambda: run_tool("kafka-metadata-quorum", [
+        "--bootstrap-controller", controller, "--command-config", str(n3.config_path), "add-controller"],
+        timeout=120).check(), "add-controller 3")
+    deadline_wait(lambda: (r := replication(nodes[0].bootstrap_servers)) and voters_in(r) == {1, 2, 3}
+                  and one_leader(r), "voter 3 back")
+    producer = KafkaProducer(bootstrap_servers=nodes[1].bootstrap_servers, acks="all", retries=10)
+    deadline_wait(lambda: producer.send("formed", b"after-upgrade").get(timeout=20), "a write after the upgrade")
+    producer.close()
 
 
 # ------------------------------------------------------------------------ 2. grow and shrink

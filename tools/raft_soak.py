@@ -4,6 +4,8 @@
     python tools/raft_soak.py                      # seeds 0..4999, quick profile
     python tools/raft_soak.py --seeds 20000 --start 100000 --profile long
     python tools/raft_soak.py --seed 1234 [--trace] # reproduce one seed exactly
+    python tools/raft_soak.py --profile dynamic     # KIP-853 voter changes
+    python tools/raft_soak.py --profile upgrade     # a static quorum upgraded to kraft.version 1
 
 Every failing seed is printed with its invariant, scenario, the last events and a one-line
 reproduction command; the exit status is 1 if any seed failed.
@@ -25,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, help="run just this seed")
     ap.add_argument("--start", type=int, default=0, help="first seed")
     ap.add_argument("--seeds", type=int, default=5000, help="how many seeds")
-    ap.add_argument("--profile", choices=["quick", "long", "dynamic"], default="quick")
+    ap.add_argument("--profile", choices=["quick", "long", "dynamic", "upgrade"], default="quick")
     ap.add_argument("--trace", action="store_true", help="print every simulated event")
     ap.add_argument("--max-failures", type=int, default=10)
     args = ap.parse_args(argv)

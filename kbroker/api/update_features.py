@@ -3,7 +3,10 @@
 
 Forwarded to the active controller (``ControllerChannel.update_features``); the rules are
 ``kbroker/metadata/feature_control.py`` over the table of ``kbroker/features.py``, and an
-accepted update is one batch of ``FeatureLevelRecord``s. ``validate_only`` (v1+) checks
+accepted update is one batch of ``FeatureLevelRecord``s. ``kraft.version`` is the Raft
+layer's: upgrading a static quorum to 1 (KAFKA-16538) is checked and written by the Raft
+leader (a ``KRaftVersionRecord`` and the ``VotersRecord``), the answer waits for a
+``NoOpRecord`` committed after it. ``validate_only`` (v1+) checks
 without writing. The upgrade type is v1+'s ``upgrade_type``; v0's ``allow_downgrade`` is not
 read, as Kafka 4.3's controller reads only the type (its default, upgrade, for v0).
 

@@ -1,5 +1,6 @@
 """ApiVersions (key 18) on the controller listener, v0–v4: this plane's registry.
-Features: supported (``kbroker.features``) and finalized as in the client plane."""
+Features: supported (``kbroker.features``; below v4 without those whose minimum level is 0,
+KIP-1022) and finalized as in the client plane."""
 from __future__ import annotations
 
 from kbroker.features import finalized_levels, supported_feature_keys
@@ -18,7 +19,10 @@ async def handle(ctx, request):
     resp = Response(error_code=ErrorCode.NONE, api_keys=keys)
     if ctx.version >= 3:
         image = ctx.broker.metadata
-        resp.supported_features = supported_feature_keys(Response)
+        # KIP-1022: a feature whose minimum level is 0 is announced from v4 only (as the
+        # client plane and Kafka 4.3.1's controllers do)
+        resp.supported_features = [f for f in supported_feature_keys(Response)
+                                   if ctx.version >= 4 or f.min_version > 0]
         resp.finalized_features = [
             Response.FinalizedFeatureKey(name=n, min_version_level=lvl, max_version_level=lvl)
             for n, lvl in sorted(finalized_levels(image.features, getattr(ctx.broker, "quorum", None)).items())]

@@ -1,10 +1,12 @@
-"""Fetch (key 1), v4–v17, on the controller listener: replication of ``__cluster_metadata-0``
+"""Fetch (key 1), v4–v18, on the controller listener: replication of ``__cluster_metadata-0``
 (KIP-595). A fetch from a replica of the quorum (``replica_id`` >= 0: a voter or an
 observer broker) goes to the Raft core, which validates the fetch offset and last fetched
 epoch, long-polls up to ``max_wait_ms`` and answers records, a diverging epoch or a snapshot
 id. Client fetches do not belong on the controller plane: their partitions are answered
 ``NOT_LEADER_OR_FOLLOWER``. From v13 the topic is Kafka's fixed metadata topic id; v17's
-``ReplicaDirectoryId`` (KIP-853) tells the leader which log dir of a replica fetches."""
+``ReplicaDirectoryId`` (KIP-853) tells the leader which log dir of a replica fetches; v16+
+answers name the leader's endpoint in ``NodeEndpoints``; v18's ``HighWatermark`` (KIP-1166) is
+the fetcher's: a fetcher behind on it is answered at once instead of long-polling."""
 from __future__ import annotations
 
 from kbroker.authz.acls import CLUSTER_ACTION
@@ -26,13 +28,16 @@ def _refuse(request, code: int):
             for p in t.partitions or ()]) for t in request.topics or ()])
 
 
-@controller_api(1, versions=(4, 17), cluster_operation=CLUSTER_ACTION)
+@controller_api(1, versions=(4, 18), cluster_operation=CLUSTER_ACTION)
 async def handle(ctx, request):
     if not wire_map.is_raft_fetch(request, ctx.version):
         return _refuse(request, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    wall = ctx.broker.quorum._wall
-    return await step(ctx, request, lambda r: wire_map.fetch_request_from_wire(r, ctx.version),
-                      lambda answer: wire_map.fetch_response_to_wire(answer, wall()),
+    quorum = ctx.broker.quorum
+
+    def answer_to_wire(answer):     # v16+: the leader's endpoint in NodeEndpoints (KIP-853)
+        return wire_map.fetch_response_to_wire(answer, quorum._wall(), quorum.node_endpoints(
+            1, ctx.version, Resp, answer.current_leader.leader_id))
+    return await step(ctx, request, lambda r: wire_map.fetch_request_from_wire(r, ctx.version), answer_to_wire,
                       lambda code: _refuse_whole(code) if code == ErrorCode.INCONSISTENT_CLUSTER_ID
                       else _refuse(request, code))
 

@@ -409,17 +409,37 @@ class Controller(AuthzControl):
         async with self._lock:
             brokers = {b.node_id: {n: (lo, hi) for n, lo, hi in b.features}
                        for b in self.image.brokers.values() if b.features}
+            kraft = self._kraft_version_access()
             result = update_features(dict(self.image.features), dict(SUPPORTED_FEATURES), list(updates),
                                      node_id=self.config.node_id, validate_only=validate_only,
-                                     brokers=brokers)
+                                     brokers=brokers, kraft=kraft)
+            if not result.error_code and result.kraft_version is not None:
+                # the Raft leader writes the upgrade (KRaftVersionRecord + VotersRecord) first;
+                # the NoOpRecord among ``records`` commits after it
+                code, message = kraft.upgrade(result.kraft_version, False)
+                result = type(result)(code, message) if code else result
             if result.error_code:
-                log.warning("%s", result.error_message)
-                return result.error_code, ("The update failed for all features since the following "
-                                           "feature had an error: " + result.error_message)
+                return self._features_error(result.error_code, result.error_message)
             await self._commit(result.records)
             for r in result.records:
-                log.info("finalized feature %s at level %d", r.name, r.feature_level)
+                if isinstance(r, messages.FeatureLevelRecord):
+                    log.info("finalized feature %s at level %d", r.name, r.feature_level)
+            if result.kraft_version is not None:
+                log.info("finalized feature kraft.version at level %d", result.kraft_version)
             return E.NONE, None
+
+    def _kraft_version_access(self):
+        """The Raft layer's ``kraft.version`` (``feature_control``'s ``kraft``); None: fixed."""
+        return None
+
+    def _features_error(self, code: int, message: str | None) -> tuple[int, str | None]:
+        if code == E.UNKNOWN_SERVER_ERROR:
+            # Kafka: the Raft layer threw (IllegalStateException); the caller gets no message
+            log.warning("UpdateFeatures failed: %s", message)
+            return code, None
+        log.warning("%s", message)
+        return code, ("The update failed for all features since the following "
+                      "feature had an error: " + message)
 
     # ------------------------------------------------------------------ configs
     def bootstrap_config_records(self) -> list:

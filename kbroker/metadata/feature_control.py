@@ -19,8 +19,15 @@ and nothing is written):
 - ``metadata.version``: a downgrade across a level that changed the metadata format is
   refused whatever the type (Kafka 4.3 performs no unsafe metadata downgrade, KAFKA-13896);
   across levels that did not, it is written;
-- ``kraft.version``: never written as a record (the Raft layer owns it; kbroker serves level
-  0 only, so only "no change" passes);
+- ``kraft.version``: never a ``FeatureLevelRecord``: the Raft layer owns it (KIP-853,
+  KAFKA-16538). Its current level is the Raft log's (``kraft.current()``); a downgrade is
+  refused whatever the type; an upgrade is checked by the Raft leader
+  (``kraft.upgrade(level, validate_only=True)``: Kafka's ``RaftClient.upgradeKRaftVersion``
+  errors, e.g. "not all of the voters support it") and the result names the level in
+  ``kraft_version``: the controller asks the leader to write it (one control batch) only once
+  every update of the request passed, then commits a ``NoOpRecord`` to wait on, as Kafka's
+  ``FeatureControlManager`` does. (Kafka asks the Raft layer in the middle of its checks, so a
+  later failing update of the same request may leave the upgrade done; kbroker checks all first.)
 - any other feature must be one Kafka knows, and its new level's dependencies must hold in
   the levels the request would leave (``metadata.version`` ≥ 3.3-IV3 for every level ≥ 1,
   plus the feature's own declared dependencies, e.g. ELR 1 needs ``metadata.version`` 4.0-IV1).
@@ -134,6 +141,22 @@ class UpdateResult:
     error_code: int = E.NONE
     error_message: str | None = None
     records: list = field(default_factory=list)
+    kraft_version: int | None = None    # a kraft.version upgrade the Raft leader must write
+
+
+class StaticKRaftVersion:
+    """``kraft`` for a controller without a Raft layer that can upgrade: level ``level``,
+    upgrades refused as Kafka refuses one with no voter set to write."""
+
+    def __init__(self, level: int = 0):
+        self.level = level
+
+    def current(self) -> int:
+        return self.level
+
+    def upgrade(self, level: int, validate_only: bool) -> tuple[int, str | None]:
+        return (E.INVALID_UPDATE_VERSION, f"Invalid upgrade of kraft.version from version "
+                f"KRAFT_VERSION_{self.level} to KRAFT_VERSION_{level}")
 
 
 def _range_text(lo: int, hi: int) -> str:
@@ -180,27 +203,34 @@ def registration_error(finalized: dict[str, int], features) -> str | None:
 def update_features(finalized: dict[str, int], supported: dict[str, tuple[int, int]],
                     updates: list[FeatureUpdate], *, node_id: int,
                     validate_only: bool = False,
-                    brokers: dict[int, dict[str, tuple[int, int]]] | None = None) -> UpdateResult:
+                    brokers: dict[int, dict[str, tuple[int, int]]] | None = None,
+                    kraft=None) -> UpdateResult:
     """Check ``updates`` against the finalized levels and return the records to commit.
     ``brokers``: the ranges each registered broker serves (from its registration); a level
-    one of them cannot serve is refused as by this node ("Broker N …")."""
+    one of them cannot serve is refused as by this node ("Broker N …"). ``kraft``: the Raft
+    layer's ``kraft.version`` (``current()``, ``upgrade(level, validate_only)``; default
+    :class:`StaticKRaftVersion`)."""
+    kraft = kraft or StaticKRaftVersion(finalized.get(KRAFT_VERSION, 0))
     proposed = dict(finalized)
     for u in updates:
         proposed[u.name] = u.level
-    records = []
+    records: list = []
+    upgrade: list[int] = []
     for u in updates:
-        err = _check_one(u, finalized, supported, proposed, node_id, records, brokers or {})
+        err = _check_one(u, finalized, supported, proposed, node_id, records, brokers or {}, kraft, upgrade)
         if err is not None:
             return err
-    return UpdateResult(records=[] if validate_only else records)
+    if validate_only:
+        return UpdateResult()
+    return UpdateResult(records=records, kraft_version=upgrade[0] if upgrade else None)
 
 
 def _check_one(u: FeatureUpdate, finalized, supported, proposed, node_id, records,
-               brokers) -> UpdateResult | None:
+               brokers, kraft, upgrade) -> UpdateResult | None:
     name, level = u.name, u.level
     if u.upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
         return _invalid(name, level, "The controller does not support the given upgrade type.")
-    current = finalized.get(name, 0)
+    current = kraft.current() if name == KRAFT_VERSION else finalized.get(name, 0)
     if level < 0:
         return _invalid(name, level, "A feature version cannot be less than 0.")
     why = _not_supported(name, level, supported, f"Local controller {node_id}")
@@ -224,9 +254,18 @@ def _check_one(u: FeatureUpdate, finalized, supported, proposed, node_id, record
         records.append(messages.FeatureLevelRecord(name=name, feature_level=level))
         return None
     if name == KRAFT_VERSION:
-        if u.upgrade_type != UPGRADE and level != current:
-            return _invalid(name, level, "Can't downgrade the version of this feature.")
-        return None             # served at level 0 only: nothing changes, nothing is written
+        if u.upgrade_type != UPGRADE:
+            if level != current:
+                return _invalid(name, level, "Can't downgrade the version of this feature.")
+            return None         # no change, nothing written
+        code, message = kraft.upgrade(level, True)
+        if code:
+            return UpdateResult(code, message)
+        if level != current:
+            upgrade.append(level)
+        # a record to wait on, so the answer comes once the upgrade is committed (Kafka)
+        records.append(messages.NoOpRecord())
+        return None
     levels = KNOWN_FEATURES.get(name)
     if levels is None:
         return _invalid(name, level, f"Feature {name} not found.")

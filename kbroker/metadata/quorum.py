@@ -15,7 +15,10 @@ A dynamic quorum (KIP-853: formatted with ``--standalone``/``--initial-controlle
 controller endpoints follow every ``VotersRecord`` (the first of
 ``controller.listener.names``); ``controller.quorum.bootstrap.servers`` get the pseudo ids
 -2, -3, … for a joining node's first fetches, and a leader whose endpoint is not known yet is
-looked up with DescribeQuorum on a bootstrap server.
+looked up with DescribeQuorum on a bootstrap server. A static quorum whose log holds an
+upgrade to ``kraft.version`` 1 (KAFKA-16538) is dynamic from then on (``dynamic``), whatever
+``controller.quorum.voters`` says. A leader's announced endpoint (BeginQuorumEpoch v1 and the
+answers' NodeEndpoints) is followed in a dynamic quorum (``learn_leader_endpoint``).
 
 ``controller_id`` of the published image is the Raft leader when it is a registered broker
 (a combined node), else this node: Metadata answers name a broker that accepts (and
@@ -80,13 +83,15 @@ class MetadataQuorum:
         from kbroker.storage import read_voters_checkpoint
         # an unformatted node whose bootstrap servers are only itself (Kafka's stock
         # single-node server.properties) stays the one-node quorum of old
-        self.dynamic = not static and (
+        # formatted (or configured) as a dynamic quorum; a static one becomes dynamic when its
+        # log holds an upgrade to kraft.version 1 (``dynamic``)
+        self.formatted_dynamic = not static and (
             read_voters_checkpoint(config.data_dir) is not None
             or (bool(self.bootstrap_servers) and not config.bootstrap_is_self()))
-        bootstrap_ids = [-2 - i for i in range(len(self.bootstrap_servers))] if self.dynamic else []
+        bootstrap_ids = [-2 - i for i in range(len(self.bootstrap_servers))] if self.formatted_dynamic else []
         for pid, addr in zip(bootstrap_ids, self.bootstrap_servers):
             self.voter_endpoints[pid] = addr
-        self.multi_node = self.dynamic or (bool(static) and self._static_voters != {self.node_id})
+        self.multi_node = self.formatted_dynamic or (bool(static) and self._static_voters != {self.node_id})
         names = config.get("controller.listener.names") or ["CONTROLLER"]
         self.controller_listener_name = names[0].upper()
         self._wall = wall_clock
@@ -98,13 +103,18 @@ class MetadataQuorum:
         self.image: MetadataImage = empty_image(cluster_id, self.node_id)
         self.role_listeners: list = []
         self._nursery: trio.Nursery | None = None
-        voters = () if self.dynamic else self._static_voters
+        voters = () if self.formatted_dynamic else self._static_voters
+        from kbroker.storage import controller_listener
+        own = controller_listener(config) if "controller" in (config.values.get("process.roles") or ()) else None
         self.driver = RaftDriver(self.node_id, voters, RaftStorage(self.store.log, self._static_voters, wall_clock),
                                  raft_config_of(config), self, rpc=self.rpc, cluster_id=cluster_id,
                                  rng=rng or random.Random(), wall_clock=wall_clock,
-                                 bootstrap_ids=bootstrap_ids, directory_id=_metadata_directory_id(config))
-        if self.dynamic:
+                                 bootstrap_ids=bootstrap_ids, directory_id=_metadata_directory_id(config),
+                                 endpoints=(own,) if own else ())
+        if self.formatted_dynamic:
             self.driver.discover = self.discover
+        self.driver.learn_endpoint = self.learn_leader_endpoint
+        if self.dynamic:
             self.on_voters(self.driver.node.voter_infos)
 
     # ------------------------------------------------------------------ lifecycle
@@ -112,8 +122,9 @@ class MetadataQuorum:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.driver.run)
-            if self.dynamic and "controller" in (self.config.values.get("process.roles") or ()):
-                # KIP-853: a voter whose recorded endpoints went stale tells the leader
+            if self.multi_node and "controller" in (self.config.values.get("process.roles") or ()):
+                # KIP-853: a voter tells the leader about itself (every new leader of a static
+                # quorum, for an upgrade; a stale VotersRecord entry), an observer may join
                 from kbroker.controller_server import self_update
                 nursery.start_soon(self_update.run, self, self.driver.config.fetch_timeout_ms / 1000)
             task_status.started(self)
@@ -149,6 +160,11 @@ class MetadataQuorum:
                     await d.wait_applied_change()
 
     # ------------------------------------------------------------------ views
+    @property
+    def dynamic(self) -> bool:
+        """``kraft.version`` 1: formatted so, or a static quorum whose upgrade is in the log."""
+        return self.formatted_dynamic or self.driver.node.dynamic
+
     @property
     def voters(self) -> frozenset:
         return self.driver.node.voters if self.dynamic else self._static_voters
@@ -193,6 +209,35 @@ class MetadataQuorum:
 
     def controller_endpoint(self, node_id: int) -> tuple[str, int] | None:
         return self.voter_endpoints.get(node_id)
+
+    def endpoint_of(self, node_id: int) -> tuple[str, int] | None:
+        """Where ``node_id``'s controller listener is, as this node would announce it (its own
+        advertised controller listener for itself)."""
+        if node_id == self.node_id:
+            own = [e for e in self.driver.node.endpoints if e[0].upper() == self.controller_listener_name]
+            if own:
+                return own[0][1], own[0][2]
+        return self.voter_endpoints.get(node_id) if node_id >= 0 else None
+
+    def node_endpoints(self, api_key: int, version: int, response_cls, leader_id: int) -> list | None:
+        """A Raft response's ``NodeEndpoints`` (KIP-853) at ``version``: the leader's endpoint."""
+        from kbroker.raft.wire_map import NODE_ENDPOINTS_SINCE, node_endpoints
+        if version < NODE_ENDPOINTS_SINCE[api_key]:
+            return None
+        return node_endpoints(response_cls, leader_id, self.endpoint_of(leader_id))
+
+    def learn_leader_endpoint(self, node_id: int, addr: tuple[str, int], listener: str | None = None) -> None:
+        """A leader announced where it is (BeginQuorumEpoch/EndQuorumEpoch v1, or a response's
+        NodeEndpoints). A dynamic quorum follows it at once (a leader that moved is reached
+        before its new VotersRecord entry commits); a static quorum keeps the addresses of
+        controller.quorum.voters, which the operator gave every node."""
+        if node_id < 0 or node_id == self.node_id or not self.dynamic:
+            return
+        if listener is not None and listener.upper() != self.controller_listener_name:
+            return
+        if self.voter_endpoints.get(node_id) != addr:
+            log.info("raft: voter %d announced its controller endpoint %s:%d", node_id, addr[0], addr[1])
+            self.voter_endpoints[node_id] = addr
 
     # ------------------------------------------------------------------ state machine
     def apply(self, entries) -> None:

@@ -89,6 +89,23 @@ class AlterPartitionResult:
     partition_epoch: int = -1
 
 
+class _RaftKRaftVersion:
+    """``kraft.version`` as the Raft leader holds it (Kafka's ``RaftClientKRaftVersionAccessor``):
+    the upgrade is checked and written by ``RaftNode.upgrade_kraft_version`` in the epoch this
+    controller was activated in."""
+
+    def __init__(self, driver, epoch: int):
+        self.driver = driver
+        self.epoch = epoch
+
+    def current(self) -> int:
+        return self.driver.node.kraft_version
+
+    def upgrade(self, level: int, validate_only: bool) -> tuple[int, str | None]:
+        result = self.driver.upgrade_kraft_version(self.epoch, level, validate_only)
+        return result.error_code, result.message
+
+
 class QuorumController(Controller):
     def __init__(self, config, quorum, clock_ms, bootstrap=None):
         self.quorum = quorum
@@ -146,6 +163,15 @@ class QuorumController(Controller):
         self.stats["commits"] += 1
         self.stats["records"] += len(records)
         return self.image
+
+    # ------------------------------------------------------------------ kraft.version
+    def _kraft_version_access(self):
+        return _RaftKRaftVersion(self.quorum.driver, self._activated_epoch)
+
+    def _features_error(self, code: int, message: str | None) -> tuple[int, str | None]:
+        if code == E.NOT_LEADER_OR_FOLLOWER:
+            raise NotController()     # Kafka: NotLeaderException → NOT_CONTROLLER, ask the new one
+        return super()._features_error(code, message)
 
     def _next_offset(self) -> int:
         return self.quorum.driver.node.log.end_offset

@@ -53,6 +53,17 @@ once it fetches as an observer and has caught up to the high watermark. A leader
 removed itself leads until that change commits, counting only the new set, then resigns.
 A replica with no voter set yet (joining with ``controller.quorum.bootstrap.servers``)
 fetches as an observer from ``bootstrap_ids`` (pseudo ids the driver maps to addresses).
+
+Upgrading a static quorum (``kraft.version`` 0 → 1, KAFKA-16538, as Kafka 4.3's
+``LeaderState``): a leader of a static quorum keeps, in memory only, the voter set it would
+write — the static voters with unknown directory ids and ``kraft.version`` range 0-0, its own
+entry (directory id, ``endpoints``, 0-1) filled in at once. Each voter sends UpdateRaftVoter
+to every new leader (``update_voter``), which fills in its entry. ``upgrade_kraft_version``
+then checks that the set has the same voter ids as the static one, that every voter supports
+the new level and that every directory id is known, and appends one control batch: a
+``KRaftVersionRecord`` (level 1) and the ``VotersRecord`` of that set. From that record on
+the quorum is dynamic (same ids, so the same majorities); a truncation that drops it makes
+it static again, and the next leader collects the voters anew.
 """
 from __future__ import annotations
 
@@ -60,8 +71,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import messages as m
-from .control import VOTERS, Voter, decode_voters, leader_change_value, snapshot_prefix, snapshot_voters, voters_value
-from .log import FetchValidation, RaftLog
+from .control import (KRAFT_VERSION, VOTERS, ZERO_UUID, Voter, decode_voters, kraft_version_value,
+                      leader_change_value, snapshot_prefix, snapshot_voters, voters_value)
+from .log import FetchValidation, RaftLog, joined_to_next
 from .messages import NO_LEADER, Entry, LeaderIdAndEpoch, OffsetAndEpoch
 from .state import QuorumState, RaftConfig, Role, Snapshot, StorageView
 
@@ -106,6 +118,20 @@ class Ready:
     log_end_offset: int = 0  # the log's end once this Ready is persisted
 
 
+@dataclass(frozen=True, slots=True)
+class UpgradeResult:
+    """``upgrade_kraft_version``'s answer: Kafka's error code and message, and the offset of
+    the ``VotersRecord`` written (-1: nothing written — refused, validate-only or no change)."""
+
+    error_code: int = m.NONE
+    message: str | None = None
+    offset: int = -1
+
+
+def _kv(level: int) -> str:
+    return f"KRAFT_VERSION_{level}"      # how Kafka's messages name a kraft.version level
+
+
 @dataclass(slots=True)
 class _ReplicaState:
     """Leader's view of one other replica."""
@@ -126,12 +152,15 @@ class RaftNode:
 
     def __init__(self, node_id: int, voters, storage: StorageView | None = None,
                  config: RaftConfig | None = None, rng: "Random | None" = None,
-                 bootstrap_ids=(), directory_id: str | None = None) -> None:
+                 bootstrap_ids=(), directory_id: str | None = None, endpoints=()) -> None:
         if rng is None:
             raise ValueError("inject a random.Random instance (no global randomness)")
         storage = storage or StorageView()
         self.node_id = node_id
         self.directory_id = directory_id   # this replica's metadata log dir id (meta.properties)
+        # its own controller listener(s) ((name, host, port), ...): announced as a leader
+        # (BeginQuorumEpoch v1) and written for itself when a static quorum is upgraded
+        self.endpoints = tuple(endpoints)
         self._static_voters = frozenset(voters)
         self._bootstrap_ids = tuple(bootstrap_ids)
         self.config = config or RaftConfig()
@@ -177,7 +206,7 @@ class RaftNode:
             "snapshots_created", "snapshots_installed", "resignations", "stale_responses",
             "conflicting_leader_claims", "proposals", "voter_changes")}
 
-        if self.voters == {self.node_id}:
+        if self.is_voter and self.voters == {self.node_id}:
             # The only voter: nobody else can win or refuse, so it elects itself at once (a
             # one-node quorum is the leader as soon as it starts, as Kafka's is).
             self._become_unattached(self.epoch)
@@ -246,6 +275,63 @@ class RaftNode:
         return self.voter_infos is not None
 
     @property
+    def kraft_version(self) -> int:
+        """The finalized ``kraft.version``: 1 once the log (or snapshot) holds a voter set."""
+        return 1 if self.voter_infos is not None else 0
+
+    def local_voter(self) -> Voter:
+        """This replica as a voter entry (what UpdateRaftVoter says about it)."""
+        return Voter(self.node_id, self.directory_id or ZERO_UUID, self.endpoints, 0, 1)
+
+    @property
+    def upgrade_voters(self) -> dict[int, Voter] | None:
+        """Leader of a static quorum: the voter set an upgrade to ``kraft.version`` 1 would
+        write, as far as UpdateRaftVoter filled it in (None elsewhere)."""
+        return dict(self._upgrade_voters) if self._upgrade_voters is not None else None
+
+    def upgrade_kraft_version(self, epoch: int, version: int, validate_only: bool = False) -> UpgradeResult:
+        """UpdateFeatures ``kraft.version`` at the leader (Kafka's
+        ``LeaderState.maybeAppendUpgradedKRaftVersion``): checks, then (unless
+        ``validate_only``) one control batch ``KRaftVersionRecord`` + ``VotersRecord``."""
+        if self.role is not Role.LEADER or epoch < self.epoch:
+            return UpgradeResult(m.NOT_LEADER_OR_FOLLOWER, "Upgrade kraft version failed because the "
+                                 "replica is not the current leader")
+        if epoch > self.epoch:
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Attempt to append from epoch {epoch} which is "
+                                 f"larger than the current epoch of {self.epoch}")
+        current = self.kraft_version
+        if self._kraft_requested is not None:
+            if self._kraft_requested == version:
+                return UpgradeResult()
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Invalid concurrent upgrade of kraft.version from "
+                                 f"version Version[kraftVersion={_kv(self._kraft_requested)}] to {_kv(version)}")
+        if version == current:
+            return UpgradeResult()
+        if version < current:
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Invalid upgrade of kraft.version from version "
+                                 f"{_kv(current)} to {_kv(version)} because the new version is a downgrade")
+        infos = self._upgrade_voters
+        if infos is None or version != 1:
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Invalid upgrade of kraft.version from version "
+                                 f"{_kv(current)} to {_kv(version)}")
+        if set(infos) != set(self.voters):
+            return UpgradeResult(m.UNKNOWN_SERVER_ERROR, f"Unable to update kraft.version to {_kv(version)} due "
+                                 f"to missing voters {sorted(infos)} compared to {sorted(self.voters)}")
+        if not all(v.kraft_min <= version <= v.kraft_max for v in infos.values()):
+            return UpgradeResult(m.INVALID_UPDATE_VERSION, f"Invalid upgrade of kraft.version to {_kv(version)} "
+                                 "because not all of the voters support it")
+        if any(v.directory_id in (None, ZERO_UUID) for v in infos.values()):
+            return UpgradeResult(m.UNKNOWN_SERVER_ERROR, "Directory id must be known for all of the voters")
+        if validate_only:
+            return UpgradeResult()
+        self._kraft_requested = version
+        self._upgrade_voters = None
+        self._append(Entry(self.log.end_offset, self.epoch, kraft_version_value(version),
+                           control=True, control_type=KRAFT_VERSION))
+        offset = self._append_voters(infos)
+        return UpgradeResult(offset=offset)
+
+    @property
     def _can_campaign(self) -> bool:
         """In the latest voter set, or in the committed one or any later (uncommitted) one
         while a change that removes this node is not known to be committed: such a node may
@@ -258,21 +344,48 @@ class RaftNode:
         if self.voter_infos is None:
             return False
         committed = self._voters_at(self.high_watermark)
-        if committed is not None and self.node_id in committed:
-            return True
-        return any(self.node_id in infos for off, infos in self._voter_history
+        if self._holds_seat(committed) if committed is not None else self.node_id in self._static_voters:
+            return True         # (a static quorum's set until its upgrade commits)
+        return any(self._holds_seat(infos) for off, infos in self._voter_history
                    if off >= self.high_watermark)
 
+    def _holds_seat(self, infos: dict[int, Voter]) -> bool:
+        """This replica is a voter of ``infos``: its id, and its directory id unless either
+        side does not know one (Kafka's ReplicaKey: a re-formatted disk behind the same id is
+        not the voter that was added, and must not vote or count as it)."""
+        v = infos.get(self.node_id)
+        return v is not None and self._same_directory(v, self.directory_id)
+
+    @staticmethod
+    def _same_directory(voter: Voter, directory_id: str | None) -> bool:
+        return directory_id is None or voter.directory_id in (None, ZERO_UUID) or voter.directory_id == directory_id
+
+    def _is_voter_key(self, replica_id: int, directory_id: str | None) -> bool:
+        """A fetch from ``replica_id`` naming ``directory_id`` comes from a voter (leader side)."""
+        if replica_id not in self._replicas:
+            return False
+        v = (self.voter_infos or {}).get(replica_id)
+        return v is None or self._same_directory(v, directory_id)
+
     def _voter_change_error(self) -> int:
+        # Kafka's order (AddVoterHandler, RemoveVoterHandler): leader, high watermark of this
+        # epoch, kraft.version, no uncommitted change
         if self.role is not Role.LEADER:
             return m.NOT_LEADER_OR_FOLLOWER
-        if not self.dynamic:
-            return m.UNSUPPORTED_VERSION     # kraft.version 0: the voters are static
         if self.high_watermark <= self._epoch_start_offset:
             return m.REQUEST_TIMED_OUT       # nothing of this epoch committed yet
+        if not self.dynamic:
+            return m.UNSUPPORTED_VERSION     # kraft.version 0: the voters are static
         if self._voter_history and self._voter_history[-1][0] >= self.high_watermark:
             return m.REQUEST_TIMED_OUT       # the previous change is not committed yet
         return m.NONE
+
+    def check_add_voter(self, voter_id: int) -> int:
+        """AddRaftVoter's checks before the leader asks the new voter's ApiVersions."""
+        err = self._voter_change_error()
+        if err:
+            return err
+        return m.DUPLICATE_VOTER if voter_id in self.voters else m.NONE
 
     def _append_voters(self, infos: dict[int, Voter]) -> int:
         self._append(Entry(self.log.end_offset, self.epoch, voters_value(infos.values()),
@@ -283,11 +396,9 @@ class RaftNode:
     def add_voter(self, voter: Voter) -> tuple[int, int]:
         """AddRaftVoter at the leader: ``(error code, offset of the VotersRecord)``; the
         error is ``CATCHING_UP`` while the new voter is not a caught-up observer."""
-        err = self._voter_change_error()
+        err = self.check_add_voter(voter.voter_id)
         if err:
             return err, -1
-        if voter.voter_id in self.voters:
-            return m.DUPLICATE_VOTER, -1
         state = self._observers.get(voter.voter_id)
         horizon = self.now - self.config.fetch_timeout_ms
         if (state is None or state.last_fetch_ms is None or state.last_fetch_ms < horizon
@@ -310,10 +421,22 @@ class RaftNode:
         return m.NONE, self._append_voters(infos)
 
     def update_voter(self, voter: Voter) -> tuple[int, int]:
-        """UpdateRaftVoter: a voter's new endpoints / supported versions (same key)."""
+        """UpdateRaftVoter: a voter's new endpoints / supported versions (same key). In a
+        static quorum the leader only remembers it, for an upgrade (``upgrade_voters``)."""
+        if self.role is Role.LEADER and not self.dynamic and self.high_watermark > self._epoch_start_offset:
+            if self._upgrade_voters is None:
+                return m.REQUEST_TIMED_OUT, -1     # an upgrade is being written
+            if not voter.kraft_min <= 0 <= voter.kraft_max:
+                return m.INVALID_REQUEST, -1       # must support the finalized level
+            if voter.voter_id not in self._upgrade_voters:
+                return m.VOTER_NOT_FOUND, -1
+            self._upgrade_voters = {**self._upgrade_voters, voter.voter_id: voter}
+            return m.NONE, -1
         err = self._voter_change_error()
         if err:
             return err, -1
+        if not voter.kraft_min <= self.kraft_version <= voter.kraft_max:
+            return m.INVALID_REQUEST, -1
         v = self.voter_infos.get(voter.voter_id)
         if v is None or v.directory_id != voter.directory_id:
             return m.VOTER_NOT_FOUND, -1
@@ -344,7 +467,7 @@ class RaftNode:
         infos = self._voter_history[-1][1] if self._voter_history else self._base_voters
         self.voter_infos = infos
         self.voters = frozenset(infos) if infos is not None else self._static_voters
-        self.is_voter = self.node_id in self.voters
+        self.is_voter = self._holds_seat(infos) if infos is not None else self.node_id in self.voters
         if getattr(self, "role", None) is Role.LEADER:
             for v in self.voters - {self.node_id}:
                 if v not in self._replicas:
@@ -487,6 +610,10 @@ class RaftNode:
         self._epoch_start_offset = -1
         self._successors: tuple[int, ...] = ()
         self._parked_hw_resign = False
+        # a static quorum's leader: the voter set of a kraft.version upgrade (in memory,
+        # filled by UpdateRaftVoter), then the level requested (Kafka's KRaftVersionUpgrade)
+        self._upgrade_voters: dict[int, Voter] | None = None
+        self._kraft_requested: int | None = None
 
     def _set_epoch(self, epoch: int) -> None:
         if epoch < self.epoch:
@@ -562,7 +689,8 @@ class RaftNode:
             self._send(voter, m.VoteRequest(
                 candidate_epoch=self.epoch + 1 if pre_vote else self.epoch,
                 candidate_id=self.node_id, last_offset_epoch=last.epoch, last_offset=last.end_offset,
-                voter_id=voter, pre_vote=pre_vote, correlation_id=self._round))
+                voter_id=voter, pre_vote=pre_vote, correlation_id=self._round,
+                candidate_directory_id=self.directory_id, voter_directory_id=self._directory_of(voter)))
 
     def _round_won(self) -> None:
         if self.role is Role.PROSPECTIVE:
@@ -580,7 +708,22 @@ class RaftNode:
         self._epoch_start_offset = self.log.end_offset
         self._append(Entry(self._epoch_start_offset, self.epoch,
                            leader_change_value(self.node_id, self.voters, granted), control=True))
+        if self.dynamic and not self._voter_history and self.log.start_offset == 0:
+            # Kafka's LeaderState: a voter set known only from the 0-0 checkpoint is written
+            # into the log (this leader's entry as it is now), so replicas that start with an
+            # empty log (observers, a re-formatted disk) learn the voters by fetching
+            infos = dict(self.voter_infos)
+            if self._holds_seat(infos):
+                infos[self.node_id] = Voter(self.node_id, infos[self.node_id].directory_id,
+                                            self.endpoints or infos[self.node_id].endpoints, 0, 1)
+            self._append(Entry(self.log.end_offset, self.epoch, kraft_version_value(1),
+                               control=True, control_type=KRAFT_VERSION))
+            self._append_voters(infos)
         self._replicas = {v: _ReplicaState() for v in self.voters if v != self.node_id}
+        if not self.dynamic:
+            # Kafka's LeaderState: the static voters as a voter set, this leader's entry known
+            self._upgrade_voters = {v: Voter(v, ZERO_UUID, (), 0, 0) for v in self.voters}
+            self._upgrade_voters[self.node_id] = self.local_voter()
         if len(self.voters) > 1:
             self._check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms
         self._unacked = set(self._replicas)
@@ -724,14 +867,15 @@ class RaftNode:
             sid, buf = self._snapshot_fetch
             msg = m.FetchSnapshotRequest(replica_id=self.node_id, current_leader_epoch=self.epoch,
                                          snapshot_id=sid, position=len(buf),
-                                         max_bytes=self.config.snapshot_chunk_bytes, correlation_id=corr)
+                                         max_bytes=self.config.snapshot_chunk_bytes, correlation_id=corr,
+                                         directory_id=self.directory_id)
         else:
             msg = m.FetchRequest(replica_id=self.node_id, current_leader_epoch=self.epoch,
                                  fetch_offset=self.log.end_offset, last_fetched_epoch=self.log.last_epoch,
                                  log_start_offset=self.log.start_offset,
                                  max_wait_ms=self.config.fetch_max_wait_ms if self.role is Role.FOLLOWER else 0,
                                  max_bytes=self.config.fetch_max_bytes, correlation_id=corr,
-                                 directory_id=self.directory_id)
+                                 directory_id=self.directory_id, high_watermark=self.high_watermark)
         self._inflight = (corr, dest, self.now + self.config.request_timeout_ms)
         self._send(dest, msg)
 
@@ -739,13 +883,20 @@ class RaftNode:
         self._inflight = None
         self._fetch_retry_at = self.now + self.config.retry_backoff_ms
 
+    def _directory_of(self, voter: int) -> str | None:
+        """A voter's directory id as the voter set records it (None: static, or unknown)."""
+        v = (self.voter_infos or {}).get(voter)
+        return v.directory_id if v is not None and v.directory_id != ZERO_UUID else None
+
     def _send_begin_quorum_epoch(self) -> None:
         # Unacknowledged voters get it again after a request timeout; as in KIP-853 the leader
         # also keeps announcing itself to voters that stopped fetching.
         targets = self._unacked | (self._silent_voters() if self._resend_at is not None else set())
         for voter in sorted(targets):
             self._send(voter, m.BeginQuorumEpochRequest(leader_id=self.node_id, leader_epoch=self.epoch,
-                                                        voter_id=voter, correlation_id=self._correlation()))
+                                                        voter_id=voter, correlation_id=self._correlation(),
+                                                        voter_directory_id=self._directory_of(voter),
+                                                        leader_endpoints=self.endpoints))
         period = self.config.request_timeout_ms if self._unacked else self.config.fetch_timeout_ms // 2
         self._resend_at = self.now + period if self._replicas else None
 
@@ -753,7 +904,10 @@ class RaftNode:
         for voter in sorted(self._unacked):
             self._send(voter, m.EndQuorumEpochRequest(leader_id=self.node_id, leader_epoch=self.epoch,
                                                       preferred_successors=self._successors,
-                                                      correlation_id=self._correlation()))
+                                                      correlation_id=self._correlation(),
+                                                      preferred_directory_ids=tuple(
+                                                          self._directory_of(v) for v in self._successors),
+                                                      leader_endpoints=self.endpoints))
         self._resend_at = self.now + self.config.request_timeout_ms if self._unacked else None
 
     # =============================================================== epoch observation
@@ -792,6 +946,8 @@ class RaftNode:
             # No state change for a pre-vote; refuse while we still hear from a live leader.
             if req.candidate_epoch <= self.epoch:
                 return reply(False, m.FENCED_LEADER_EPOCH)
+            if not self._addressed_to_me(req.voter_directory_id):
+                return reply(False, m.INVALID_VOTER_KEY)
             # KIP-996: a follower that has fetched from its leader (in this follower state)
             # refuses; one that never got through, or was told the leader resigned, grants.
             leader_alive = self.role is Role.LEADER or (
@@ -804,6 +960,8 @@ class RaftNode:
             return reply(False, m.FENCED_LEADER_EPOCH)
         if req.candidate_epoch > self.epoch:
             self._become_unattached(req.candidate_epoch)
+        if not self._addressed_to_me(req.voter_directory_id):
+            return reply(False, m.INVALID_VOTER_KEY)
         granted = (log_ok and self.leader_id == NO_LEADER and self.voted_id in (-1, req.candidate_id)
                    and self.role in (Role.UNATTACHED, Role.PROSPECTIVE))
         if granted:
@@ -813,6 +971,11 @@ class RaftNode:
             self._election_deadline = self.now + self._random_election_timeout()
             self.stats["votes_granted"] += 1
         reply(granted)
+
+    def _addressed_to_me(self, voter_directory_id: str | None) -> bool:
+        """KIP-853's voter key check (Kafka's ``isValidVoterKey``): a request naming another
+        directory id than this replica's was meant for the voter this disk replaced."""
+        return voter_directory_id is None or self.directory_id is None or voter_directory_id == self.directory_id
 
     def _on_vote_response(self, src: int, resp: m.VoteResponse) -> None:
         if self._observe_leader(resp.leader_id, resp.leader_epoch):
@@ -850,6 +1013,8 @@ class RaftNode:
             self._become_follower(req.leader_epoch, req.leader_id)
         else:
             self.stats["conflicting_leader_claims"] += 1
+        if error == m.NONE and not self._addressed_to_me(req.voter_directory_id):
+            error = m.INVALID_VOTER_KEY      # followed anyway (Kafka), but not this leader's voter
         info = self._leader_info()
         self._send(src, m.BeginQuorumEpochResponse(error_code=error, leader_id=info.leader_id,
                                                    leader_epoch=self.epoch, correlation_id=req.correlation_id))
@@ -895,7 +1060,7 @@ class RaftNode:
                                current_leader=self._leader_info(), correlation_id=correlation_id)
 
     def _note_fetch(self, replica_id: int, directory_id: str | None = None) -> _ReplicaState:
-        state = self._replicas.get(replica_id)
+        state = self._replicas.get(replica_id) if self._is_voter_key(replica_id, directory_id) else None
         if state is None:
             state = self._observers.get(replica_id)
             if state is None or (directory_id is not None and state.directory_id not in (None, directory_id)):
@@ -925,19 +1090,23 @@ class RaftNode:
         kind, _ = self.log.validate_fetch(req.fetch_offset, req.last_fetched_epoch)
         if kind is FetchValidation.VALID:
             state.end_offset = req.fetch_offset
-            if req.replica_id in self._replicas:
+            if state is self._replicas.get(req.replica_id):
                 self._unacked.discard(req.replica_id)
                 if self._maybe_advance_high_watermark():
                     self._complete_parked_fetches()
+            # what the fetcher knows of the high watermark: what it says (KIP-1166, Fetch
+            # v18), else what this leader last sent it
+            known = req.high_watermark if req.high_watermark is not None else state.high_watermark_sent
             if (req.fetch_offset >= self.log.durable_end and req.max_wait_ms > 0
-                    and state.high_watermark_sent >= self.high_watermark):
+                    and known >= self.high_watermark):
                 # Long poll (Kafka's fetch purgatory): answer when data or the HW moves.
                 self._parked[req.replica_id] = (req, self.now + req.max_wait_ms)
                 return
         self._send(src, self._answer_fetch(req))
 
     def _answer_fetch(self, req: m.FetchRequest) -> m.FetchResponse:
-        state = self._replicas.get(req.replica_id) or self._observers.get(req.replica_id)
+        state = (self._replicas.get(req.replica_id) if self._is_voter_key(req.replica_id, req.directory_id)
+                 else self._observers.get(req.replica_id))
         if state is not None:
             state.high_watermark_sent = self.high_watermark
         kind, where = self.log.validate_fetch(req.fetch_offset, req.last_fetched_epoch)
@@ -982,7 +1151,7 @@ class RaftNode:
             return reply(m.UNKNOWN_LEADER_EPOCH)
         if self.role is not Role.LEADER:
             return reply(m.NOT_LEADER_OR_FOLLOWER)
-        self._note_fetch(req.replica_id)
+        self._note_fetch(req.replica_id, req.directory_id)
         snap = self.log.snapshot
         if snap is None or snap.snapshot_id != req.snapshot_id:
             return reply(m.SNAPSHOT_NOT_FOUND)
@@ -1021,7 +1190,10 @@ class RaftNode:
         elif resp.snapshot_id is not None:
             self._snapshot_fetch = (resp.snapshot_id, bytearray())
         else:
-            for entry in resp.records:
+            records = list(resp.records)
+            while records and joined_to_next(records[-1]):
+                records.pop()    # half of one batch (a leader never sends it): wait for the whole
+            for entry in records:
                 if entry.offset != self.log.end_offset or entry.epoch > self.epoch:
                     break  # not a continuation of what we asked for: refetch
                 self._append(entry)

@@ -16,6 +16,10 @@ Messages:
   (``RpcClient``; conversions in ``wire_map``) and steps the response into the core. A failed
   call is dropped: the core's own request timeout retries it.
 
+A leader's announced endpoints (BeginQuorumEpoch/EndQuorumEpoch v1 ``LeaderEndpoints``, the
+``NodeEndpoints`` of answers; KIP-853) go to ``learn_endpoint``, which the metadata quorum
+sets. ``upgrade_kraft_version`` runs the core's upgrade of a static quorum at this leader.
+
 Pre-vote (KIP-996) is on between nodes: a prospective's ``VoteRequest`` goes out as Vote v2
 with ``PreVote=true`` and changes nothing on the receiver, which refuses it while it still
 fetches from a live leader (so a voter that was partitioned away and comes back no longer
@@ -47,6 +51,7 @@ from .core import NotLeader, RaftNode, Ready
 from .state import RaftConfig, Role
 from .storage import RaftStorage
 from .transport import RpcClient
+from . import wire_map
 from .wire_map import (BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH, FETCH_SNAPSHOT, OUTBOUND,
                        VERSIONS, VOTE, NotForRaft, is_response, source_of)
 
@@ -72,7 +77,7 @@ class RaftDriver:
     def __init__(self, node_id: int, voters, storage: RaftStorage, config: RaftConfig,
                  state_machine, *, rpc: RpcClient | None = None, cluster_id: str | None = None,
                  rng: random.Random | None = None, wall_clock=None, bootstrap_ids=(),
-                 directory_id: str | None = None):
+                 directory_id: str | None = None, endpoints=()):
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.storage = storage
@@ -84,8 +89,10 @@ class RaftDriver:
         self._wall = wall_clock
         view = storage.load()
         self.node = RaftNode(node_id, self.voters, view, config, self._rng, bootstrap_ids=bootstrap_ids,
-                             directory_id=directory_id)
+                             directory_id=directory_id, endpoints=endpoints)
         self.discover = None            # async fn(node id): learn an endpoint (dynamic quorum)
+        # fn(node id, (host, port), listener name or None): a leader announced where it is
+        self.learn_endpoint = None
         self._voter_infos = self.node.voter_infos
         self._wake = trio.Event()
         self._waiters: dict[tuple[int, int], _Slot] = {}
@@ -253,6 +260,7 @@ class RaftDriver:
             self._peer_answers(dest, api, top)
             self._peer_problem(dest, top, api, self._refusal(dest, top, api))
             return
+        self._learn(wire_map.learned_endpoints(resp))
         try:
             core_resp = from_wire(resp, msg.correlation_id)
         except (NotForRaft, ValueError) as e:
@@ -326,12 +334,21 @@ class RaftDriver:
                 del peer[old]
                 log.info("raft: voter %d at %s accepts %s again", dest, self._endpoint(dest), api)
 
+    def _learn(self, endpoints: dict[int, tuple[str, int]]) -> None:
+        """A response's NodeEndpoints (on the listener this node called: the controller's)."""
+        if self.learn_endpoint is not None:
+            for node_id, addr in endpoints.items():
+                self.learn_endpoint(node_id, addr, None)
+
     async def handle_request(self, msg, timeout: float | None = None):
         """Step an inbound request; the core's answer, or None if it gave none in time."""
         self.stats["inbound"] += 1
         self._token += 1
         msg = dataclasses.replace(msg, correlation_id=self._token)
         src = source_of(msg)
+        if self.learn_endpoint is not None:       # BeginQuorumEpoch/EndQuorumEpoch v1
+            for name, host, port in getattr(msg, "leader_endpoints", ()):
+                self.learn_endpoint(src, (host, port), name)
         slot = _Slot()
         key = (src, self._token)
         self._waiters[key] = slot
@@ -419,6 +436,16 @@ class RaftDriver:
                 return m.NOT_LEADER_OR_FOLLOWER
             await trio.sleep(0.02)
         return m.REQUEST_TIMED_OUT
+
+    def upgrade_kraft_version(self, epoch: int, version: int, validate_only: bool):
+        """``RaftNode.upgrade_kraft_version`` at this leader (an ``UpgradeResult``)."""
+        self._sync_time()
+        result = self.node.upgrade_kraft_version(epoch, version, validate_only)
+        if result.offset >= 0:
+            log.info("raft: node %d: kraft.version %d written at offset %d (voters %s)", self.node_id,
+                     version, result.offset, sorted(self.node.voters))
+            self.wake()
+        return result
 
     def resign(self) -> None:
         self._sync_time()

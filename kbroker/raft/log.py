@@ -28,6 +28,12 @@ class FetchValidation(enum.Enum):
     SNAPSHOT = "snapshot"
 
 
+def joined_to_next(e: Entry) -> bool:
+    """``e`` is written in one batch with the entry after it (a KRaftVersionRecord, control
+    type 5, always precedes the VotersRecord of the same change)."""
+    return e.control and e.control_type == 5
+
+
 class RaftLog:
     """Records ``[start_offset, end_offset)`` plus the latest snapshot (covering everything
     below ``start_offset``)."""
@@ -39,7 +45,9 @@ class RaftLog:
         # Set when the stored records could not be used as they are (a crash between writing
         # a snapshot and resetting/compacting the log): the driver must rewrite the log.
         self.inconsistent_on_load = False
+        stored_end = None
         for e in entries:
+            stored_end = e.offset + 1
             if e.offset < self.start_offset:
                 continue  # a crash between writing the snapshot and deleting the prefix
             if e.offset != self.end_offset or (snapshot is not None and e.epoch < snapshot.snapshot_id.epoch):
@@ -50,6 +58,12 @@ class RaftLog:
                     break
                 raise ValueError(f"log not contiguous at {e.offset}, expected {self.end_offset}")
             self._entries.append(e)
+        if not self._entries and stored_end is not None and stored_end < self.start_offset:
+            # every stored record lies below a snapshot that ends past them (a crash while a
+            # fetched snapshot was installed, before the log was reset): appends would leave a
+            # gap, so the driver must reset the log to the snapshot's end first (soak seed 2437
+            # of the dynamic profile)
+            self.inconsistent_on_load = True
         self._rebuild_epochs()
         self.durable_end = self.end_offset
 
@@ -82,15 +96,21 @@ class RaftLog:
         return self._entries[s:max(s, end - self.start_offset)]
 
     def read(self, start: int, end: int, max_bytes: int) -> tuple[Entry, ...]:
-        """Records from ``start`` below ``end``; at least one if any, then up to ``max_bytes``."""
+        """Records from ``start`` below ``end``; at least one if any, then up to ``max_bytes``.
+        A ``KRaftVersionRecord`` is never the last one returned: it and the ``VotersRecord``
+        after it are one control batch in Kafka's log (an upgrade, KIP-853), which replicas
+        receive, and so commit, whole."""
         out: list[Entry] = []
         size = 0
-        for off in range(start, min(end, self.end_offset)):
+        stop = min(end, self.end_offset)
+        for off in range(start, stop):
             e = self._entries[off - self.start_offset]
             size += e.size
-            if out and size > max_bytes:
+            if out and size > max_bytes and not joined_to_next(out[-1]):
                 break
             out.append(e)
+        while out and joined_to_next(out[-1]):
+            out.pop()            # its partner is not readable yet
         return tuple(out)
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:

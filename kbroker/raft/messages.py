@@ -16,12 +16,17 @@ Two fields are not Kafka body fields:
   pre-vote, ``candidate_epoch`` is the epoch the prospective *would* campaign in (its current
   epoch + 1); receiving one never changes the receiver's state.
 
+KIP-853's fields are carried too: directory ids (``None`` when unknown: Kafka's zero UUID) and
+a leader's own ``leader_endpoints`` (``((listener name, host, port), ...)``, BeginQuorumEpoch
+and EndQuorumEpoch v1), which the driver uses to reach a leader that moved.
+
 Error codes are Kafka's numeric codes; the core needs only the few below.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+UNKNOWN_SERVER_ERROR = -1   # Kafka's answer when its voter-set checks throw (IllegalStateException)
 NONE = 0
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
@@ -30,8 +35,10 @@ INVALID_REQUEST = 42
 FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 INCONSISTENT_VOTER_SET = 94
+INVALID_UPDATE_VERSION = 95
 SNAPSHOT_NOT_FOUND = 98
 POSITION_OUT_OF_RANGE = 99
+INVALID_VOTER_KEY = 125
 DUPLICATE_VOTER = 126
 VOTER_NOT_FOUND = 127
 
@@ -83,6 +90,8 @@ class VoteRequest:
     voter_id: int = -1
     pre_vote: bool = False
     correlation_id: int = 0
+    candidate_directory_id: str | None = None
+    voter_directory_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,8 @@ class BeginQuorumEpochRequest:
     leader_epoch: int
     voter_id: int = -1
     correlation_id: int = 0
+    voter_directory_id: str | None = None
+    leader_endpoints: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +129,8 @@ class EndQuorumEpochRequest:
     leader_epoch: int
     preferred_successors: tuple[int, ...] = ()
     correlation_id: int = 0
+    preferred_directory_ids: tuple = ()     # of ``preferred_successors``, same order
+    leader_endpoints: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +154,7 @@ class FetchRequest:
     max_bytes: int = 8 * 1024 * 1024
     correlation_id: int = 0
     directory_id: str | None = None   # KIP-853: the fetching replica's metadata log dir id
+    high_watermark: int | None = None  # KIP-1166 (Fetch v18): the fetcher's; None: not sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +179,7 @@ class FetchSnapshotRequest:
     position: int
     max_bytes: int = 8 * 1024 * 1024
     correlation_id: int = 0
+    directory_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,15 +8,24 @@ core message                api key  wire version used between kbroker nodes
 ==========================  =======  ===========================================
 VoteRequest/Response        52       v2 (KIP-996 ``PreVote``; v1's directory ids
                                      are sent when the core knows them)
-BeginQuorumEpoch            53       v0
-EndQuorumEpoch              54       v0 (``preferred_successors``)
-Fetch                       1        v17 (topic id ``METADATA_TOPIC_ID``, names up
+BeginQuorumEpoch            53       v1 (KIP-853: the receiver's directory id and the
+                                     leader's ``LeaderEndpoints``)
+EndQuorumEpoch              54       v1 (``PreferredCandidates`` with directory ids,
+                                     ``LeaderEndpoints``)
+Fetch                       1        v18 (topic id ``METADATA_TOPIC_ID``, names up
                                      to v12; KIP-595 tagged fields
                                      ``diverging_epoch``, ``current_leader``,
                                      ``snapshot_id``; ``replica_id`` >= 0; KIP-853
-                                     ``ReplicaDirectoryId``)
-FetchSnapshot               59       v0
+                                     ``ReplicaDirectoryId``; KIP-1166 the
+                                     fetcher's ``HighWatermark``)
+FetchSnapshot               59       v1 (``ReplicaDirectoryId``)
 ==========================  =======  ===========================================
+
+These are the versions Kafka 4.3.1 sends (the highest both sides serve); the receiving
+handlers accept every version Kafka 4.3.1 advertises. Responses at the flexible versions
+carry ``NodeEndpoints`` (the leader's endpoint on the listener asked) when the answering
+handler passes it (``node_endpoints``); ``leader_endpoints`` / ``learned_endpoints`` read a
+leader's announced endpoints back for the driver.
 
 ``correlation_id`` of the core is not a body field: the driver keeps it beside the request.
 
@@ -44,7 +53,10 @@ METADATA_TOPIC_ID = uuid.UUID(int=1)   # Kafka's fixed id of __cluster_metadata 
 METADATA_PARTITION = 0
 
 VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM, FETCH, FETCH_SNAPSHOT = 52, 53, 54, 55, 1, 59
-VERSIONS = {VOTE: 2, BEGIN_QUORUM_EPOCH: 0, END_QUORUM_EPOCH: 0, FETCH: 17, FETCH_SNAPSHOT: 0}
+VERSIONS = {VOTE: 2, BEGIN_QUORUM_EPOCH: 1, END_QUORUM_EPOCH: 1, FETCH: 18, FETCH_SNAPSHOT: 1}
+NO_HIGH_WATERMARK = (1 << 63) - 1     # Fetch v18's HighWatermark default: not sent
+# first version whose response carries NodeEndpoints (tagged)
+NODE_ENDPOINTS_SINCE = {VOTE: 1, BEGIN_QUORUM_EPOCH: 1, END_QUORUM_EPOCH: 1, FETCH: 16, FETCH_SNAPSHOT: 1}
 
 
 class NotForRaft(ValueError):
@@ -107,11 +119,34 @@ def _topic_partition(topics, name_attr: str = "topic_name", index_attr: str = "p
     raise NotForRaft("the request does not address __cluster_metadata-0")
 
 
+def _endpoints_to_wire(cls, endpoints):
+    return [cls(name=n, host=h, port=p) for n, h, p in endpoints]
+
+
+def _endpoints_from_wire(items) -> tuple:
+    return tuple((e.name, e.host, e.port) for e in items or ())
+
+
+def node_endpoints(response_cls, node_id: int, addr) -> list:
+    """``NodeEndpoints`` of a response naming leader ``node_id`` at ``addr`` ((host, port) of
+    the listener the request came in on; None: unknown, nothing listed)."""
+    if node_id < 0 or addr is None:
+        return []
+    return [response_cls.NodeEndpoint(node_id=node_id, host=addr[0], port=addr[1])]
+
+
+def learned_endpoints(resp) -> dict[int, tuple[str, int]]:
+    """node id -> (host, port) from a response's ``NodeEndpoints`` (empty if none)."""
+    return {e.node_id: (e.host, e.port) for e in getattr(resp, "node_endpoints", None) or ()}
+
+
 def vote_request_to_wire(msg: m.VoteRequest, cluster_id: str | None):
     R = w.VoteRequest
     return R(cluster_id=cluster_id, voter_id=msg.voter_id, topics=[R.TopicData(
         topic_name=METADATA_TOPIC, partitions=[R.PartitionData(
             partition_index=0, replica_epoch=msg.candidate_epoch, replica_id=msg.candidate_id,
+            replica_directory_id=_dir_uuid(msg.candidate_directory_id),
+            voter_directory_id=_dir_uuid(msg.voter_directory_id),
             last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset,
             pre_vote=msg.pre_vote)])])
 
@@ -122,14 +157,17 @@ def vote_request_from_wire(req) -> m.VoteRequest:
     return m.VoteRequest(candidate_epoch=p.replica_epoch, candidate_id=p.replica_id,
                          last_offset_epoch=p.last_offset_epoch, last_offset=p.last_offset,
                          voter_id=getattr(req, "voter_id", -1),
-                         pre_vote=bool(getattr(p, "pre_vote", False)))
+                         pre_vote=bool(getattr(p, "pre_vote", False)),
+                         candidate_directory_id=_dir_text(getattr(p, "replica_directory_id", None)),
+                         voter_directory_id=_dir_text(getattr(p, "voter_directory_id", None)))
 
 
-def vote_response_to_wire(msg: m.VoteResponse):
+def vote_response_to_wire(msg: m.VoteResponse, endpoints: list | None = None):
     R = w.VoteResponse
+    extra = {"node_endpoints": endpoints} if endpoints else {}
     return R(error_code=0, topics=[R.TopicData(topic_name=METADATA_TOPIC, partitions=[R.PartitionData(
         partition_index=0, error_code=msg.error_code, leader_id=msg.leader_id,
-        leader_epoch=msg.leader_epoch, vote_granted=msg.vote_granted)])])
+        leader_epoch=msg.leader_epoch, vote_granted=msg.vote_granted)])], **extra)
 
 
 def vote_response_from_wire(resp, correlation_id: int) -> m.VoteResponse:
@@ -143,23 +181,28 @@ def begin_request_to_wire(msg: m.BeginQuorumEpochRequest, cluster_id: str | None
     R = w.BeginQuorumEpochRequest
     return R(cluster_id=cluster_id, voter_id=msg.voter_id, topics=[R.TopicData(
         topic_name=METADATA_TOPIC, partitions=[R.PartitionData(
-            partition_index=0, leader_id=msg.leader_id, leader_epoch=msg.leader_epoch)])])
+            partition_index=0, voter_directory_id=_dir_uuid(msg.voter_directory_id),
+            leader_id=msg.leader_id, leader_epoch=msg.leader_epoch)])],
+             leader_endpoints=_endpoints_to_wire(R.LeaderEndpoint, msg.leader_endpoints))
 
 
 def begin_request_from_wire(req) -> m.BeginQuorumEpochRequest:
     p = _topic_partition(req.topics)
     return m.BeginQuorumEpochRequest(leader_id=p.leader_id, leader_epoch=p.leader_epoch,
-                                     voter_id=getattr(req, "voter_id", -1))
+                                     voter_id=getattr(req, "voter_id", -1),
+                                     voter_directory_id=_dir_text(getattr(p, "voter_directory_id", None)),
+                                     leader_endpoints=_endpoints_from_wire(getattr(req, "leader_endpoints", None)))
 
 
-def _epoch_response_to_wire(cls, msg):
+def _epoch_response_to_wire(cls, msg, endpoints=None):
+    extra = {"node_endpoints": endpoints} if endpoints else {}
     return cls(error_code=0, topics=[cls.TopicData(topic_name=METADATA_TOPIC, partitions=[cls.PartitionData(
         partition_index=0, error_code=msg.error_code, leader_id=msg.leader_id,
-        leader_epoch=msg.leader_epoch)])])
+        leader_epoch=msg.leader_epoch)])], **extra)
 
 
-def begin_response_to_wire(msg: m.BeginQuorumEpochResponse):
-    return _epoch_response_to_wire(w.BeginQuorumEpochResponse, msg)
+def begin_response_to_wire(msg: m.BeginQuorumEpochResponse, endpoints: list | None = None):
+    return _epoch_response_to_wire(w.BeginQuorumEpochResponse, msg, endpoints)
 
 
 def begin_response_from_wire(resp, correlation_id: int) -> m.BeginQuorumEpochResponse:
@@ -169,21 +212,29 @@ def begin_response_from_wire(resp, correlation_id: int) -> m.BeginQuorumEpochRes
 
 
 def end_request_to_wire(msg: m.EndQuorumEpochRequest, cluster_id: str | None):
+    """At v1 (``VERSIONS``): ``PreferredCandidates`` (v0's ``PreferredSuccessors`` is gone)."""
     R = w.EndQuorumEpochRequest
-    return R(cluster_id=cluster_id, topics=[R.TopicData(topic_name=METADATA_TOPIC, partitions=[R.PartitionData(
+    P = R.PartitionData
+    dirs = tuple(msg.preferred_directory_ids) + (None,) * len(msg.preferred_successors)
+    return R(cluster_id=cluster_id, topics=[R.TopicData(topic_name=METADATA_TOPIC, partitions=[P(
         partition_index=0, leader_id=msg.leader_id, leader_epoch=msg.leader_epoch,
-        preferred_successors=list(msg.preferred_successors))])])
+        preferred_candidates=[P.ReplicaInfo(candidate_id=c, candidate_directory_id=_dir_uuid(d))
+                              for c, d in zip(msg.preferred_successors, dirs)])])],
+             leader_endpoints=_endpoints_to_wire(R.LeaderEndpoint, msg.leader_endpoints))
 
 
 def end_request_from_wire(req) -> m.EndQuorumEpochRequest:
     p = _topic_partition(req.topics)
-    succ = tuple(p.preferred_successors or ()) or tuple(c.candidate_id for c in p.preferred_candidates or ())
+    cands = tuple(p.preferred_candidates or ())
+    succ = tuple(p.preferred_successors or ()) or tuple(c.candidate_id for c in cands)
     return m.EndQuorumEpochRequest(leader_id=p.leader_id, leader_epoch=p.leader_epoch,
-                                   preferred_successors=succ)
+                                   preferred_successors=succ,
+                                   preferred_directory_ids=tuple(_dir_text(c.candidate_directory_id) for c in cands),
+                                   leader_endpoints=_endpoints_from_wire(getattr(req, "leader_endpoints", None)))
 
 
-def end_response_to_wire(msg: m.EndQuorumEpochResponse):
-    return _epoch_response_to_wire(w.EndQuorumEpochResponse, msg)
+def end_response_to_wire(msg: m.EndQuorumEpochResponse, endpoints: list | None = None):
+    return _epoch_response_to_wire(w.EndQuorumEpochResponse, msg, endpoints)
 
 
 def end_response_from_wire(resp, correlation_id: int) -> m.EndQuorumEpochResponse:
@@ -194,20 +245,27 @@ def end_response_from_wire(resp, correlation_id: int) -> m.EndQuorumEpochRespons
 
 def fetch_request_to_wire(msg: m.FetchRequest, cluster_id: str | None):
     R = w.FetchRequest
-    # sent at VERSIONS[FETCH] (v15+): the replica id lives in ReplicaState
+    # sent at VERSIONS[FETCH] (v15+): the replica id lives in ReplicaState; v18's HighWatermark
+    # lets the leader answer at once when the fetcher is behind on it (KIP-1166)
     return R(cluster_id=cluster_id, replica_state=R.ReplicaState(replica_id=msg.replica_id, replica_epoch=-1),
              max_wait_ms=msg.max_wait_ms, min_bytes=0,
              max_bytes=msg.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
              topics=[R.FetchTopic(topic=METADATA_TOPIC, partitions=[R.FetchPartition(
                  partition=0, current_leader_epoch=msg.current_leader_epoch, fetch_offset=msg.fetch_offset,
                  last_fetched_epoch=msg.last_fetched_epoch, log_start_offset=msg.log_start_offset,
-                 partition_max_bytes=msg.max_bytes, replica_directory_id=_dir_uuid(msg.directory_id))],
+                 partition_max_bytes=msg.max_bytes, replica_directory_id=_dir_uuid(msg.directory_id),
+                 high_watermark=NO_HIGH_WATERMARK if msg.high_watermark is None else msg.high_watermark)],
                  topic_id=METADATA_TOPIC_ID)],
              forgotten_topics_data=[], rack_id="")
 
 
 def _dir_uuid(text: str | None) -> uuid.UUID:
     return uuid_from_kafka(text) if text else uuid.UUID(int=0)
+
+
+def _dir_text(u) -> str | None:
+    """A wire directory id as Kafka's text form; None for the zero UUID (unknown)."""
+    return uuid_to_kafka(u) if u is not None and u.int else None
 
 
 def is_raft_fetch(req, version: int) -> bool:
@@ -222,14 +280,16 @@ def fetch_request_from_wire(req, version: int) -> m.FetchRequest:
     p = _topic_partition(req.topics, "topic", "partition")
     replica = req.replica_state.replica_id if version >= 15 and req.replica_state else req.replica_id
     dir_id = getattr(p, "replica_directory_id", None) if version >= 17 else None
+    hw = getattr(p, "high_watermark", NO_HIGH_WATERMARK) if version >= 18 else NO_HIGH_WATERMARK
     return m.FetchRequest(replica_id=replica, current_leader_epoch=p.current_leader_epoch,
                           fetch_offset=p.fetch_offset, last_fetched_epoch=p.last_fetched_epoch,
                           log_start_offset=p.log_start_offset, max_wait_ms=req.max_wait_ms,
                           max_bytes=min(req.max_bytes, p.partition_max_bytes),
-                          directory_id=uuid_to_kafka(dir_id) if dir_id is not None and dir_id.int else None)
+                          directory_id=uuid_to_kafka(dir_id) if dir_id is not None and dir_id.int else None,
+                          high_watermark=None if hw == NO_HIGH_WATERMARK else max(hw, -1))
 
 
-def fetch_response_to_wire(msg: m.FetchResponse, timestamp: int = -1):
+def fetch_response_to_wire(msg: m.FetchResponse, timestamp: int = -1, endpoints: list | None = None):
     R = w.FetchResponse
     pd = R.PartitionData(
         partition_index=0, error_code=msg.error_code, high_watermark=msg.high_watermark,
@@ -243,9 +303,10 @@ def fetch_response_to_wire(msg: m.FetchResponse, timestamp: int = -1):
                                               end_offset=msg.diverging_epoch.end_offset)
     if msg.snapshot_id is not None:
         pd.snapshot_id = R.SnapshotId(end_offset=msg.snapshot_id.end_offset, epoch=msg.snapshot_id.epoch)
+    extra = {"node_endpoints": endpoints} if endpoints else {}
     return R(throttle_time_ms=0, error_code=0, session_id=0,
              responses=[R.FetchableTopicResponse(topic=METADATA_TOPIC, topic_id=METADATA_TOPIC_ID,
-                                                 partitions=[pd])])
+                                                 partitions=[pd])], **extra)
 
 
 def fetch_response_from_wire(resp, correlation_id: int) -> m.FetchResponse:
@@ -274,20 +335,22 @@ def fetch_snapshot_request_to_wire(msg: m.FetchSnapshotRequest, cluster_id: str 
              topics=[R.TopicSnapshot(name=METADATA_TOPIC, partitions=[R.PartitionSnapshot(
                  partition=0, current_leader_epoch=msg.current_leader_epoch,
                  snapshot_id=R.SnapshotId(end_offset=msg.snapshot_id.end_offset, epoch=msg.snapshot_id.epoch),
-                 position=msg.position)])])
+                 position=msg.position, replica_directory_id=_dir_uuid(msg.directory_id))])])
 
 
 def fetch_snapshot_request_from_wire(req) -> m.FetchSnapshotRequest:
     p = _topic_partition(req.topics, "name", "partition")
     return m.FetchSnapshotRequest(replica_id=req.replica_id, current_leader_epoch=p.current_leader_epoch,
                                   snapshot_id=OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch),
-                                  position=p.position, max_bytes=req.max_bytes)
+                                  position=p.position, max_bytes=req.max_bytes,
+                                  directory_id=_dir_text(getattr(p, "replica_directory_id", None)))
 
 
-def fetch_snapshot_response_to_wire(msg: m.FetchSnapshotResponse):
+def fetch_snapshot_response_to_wire(msg: m.FetchSnapshotResponse, endpoints: list | None = None):
     R = w.FetchSnapshotResponse
     sid = msg.snapshot_id or OffsetAndEpoch(-1, -1)
-    return R(throttle_time_ms=0, error_code=0, topics=[R.TopicSnapshot(name=METADATA_TOPIC, partitions=[
+    extra = {"node_endpoints": endpoints} if endpoints else {}
+    return R(throttle_time_ms=0, error_code=0, **extra, topics=[R.TopicSnapshot(name=METADATA_TOPIC, partitions=[
         R.PartitionSnapshot(index=0, error_code=msg.error_code,
                             snapshot_id=R.SnapshotId(end_offset=sid.end_offset, epoch=sid.epoch),
                             current_leader=R.LeaderIdAndEpoch(leader_id=msg.current_leader.leader_id,

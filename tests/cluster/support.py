@@ -134,6 +134,64 @@ class Cluster:
                 n.kill()
 
 
+class ConfiguredNode(BrokerProcess):
+    """A node started from its own server.properties (``node-N.properties`` under ``root``),
+    as an operator runs one: combined (``controller`` port given) or broker-only. ``quorum``
+    holds its quorum keys (``controller.quorum.voters`` or ``.bootstrap.servers``); the
+    directory is formatted by the test (``kbroker_cli("storage", "format", ...)``)."""
+
+    def __init__(self, root: Path, node_id: int, client: int, controller: int | None, quorum: dict):
+        self.node_id = node_id
+        self.controller_port = controller
+        self.config_path = Path(root) / f"node-{node_id}.properties"
+        props = {
+            "node.id": node_id, "process.roles": "broker,controller" if controller else "broker",
+            "listeners": f"PLAINTEXT://127.0.0.1:{client}"
+                         + (f",CONTROLLER://127.0.0.1:{controller}" if controller else ""),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **quorum,
+            "log.dirs": Path(root) / f"node-{node_id}" / "data",
+            "offsets.topic.replication.factor": 1, "group.initial.rebalance.delay.ms": 0, **FAST}
+        Path(root).mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        super().__init__(Path(root) / f"node-{node_id}" / "data", port=client, start_timeout=60.0)
+
+    def command(self) -> list[str]:
+        return [self.python, "-m", "kbroker", "serve", "--config", str(self.config_path)]
+
+    @property
+    def directory_id(self) -> str:
+        from kbroker.config import parse_properties
+        return parse_properties((self.data_dir / "meta.properties").read_text())["directory.id"]
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def kbroker_cli(*args: str):
+    """``python -m kbroker ARGS`` (a CompletedProcess)."""
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "kbroker", *args], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=120)
+
+
+def kafka_tool(tool: str, *args: str):
+    """One of Kafka 4.3.1's command-line tools (``kafka-features``, ``kafka-metadata-quorum``…)."""
+    from compat_tests.cli import run_tool
+    return run_tool(tool, list(args), timeout=120)
+
+
+def voters_of(port: int) -> dict[int, str]:
+    """Voter id -> directory id as DescribeQuorum v2 on ``port`` reports them."""
+    from kbroker.raft.control import uuid_to_kafka
+    part, resp = describe_quorum(port, 2)
+    assert part is not None and part.error_code == 0, resp
+    return {v.replica_id: uuid_to_kafka(v.replica_directory_id) for v in part.current_voters}
+
+
 def call(port: int, api_key: int, version: int, body, timeout: float = 10.0):
     """One request/response on a fresh blocking socket."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:

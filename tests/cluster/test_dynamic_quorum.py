@@ -12,23 +12,23 @@ real processes, with Kafka 4.3.1's own ``kafka-metadata-quorum`` (issue 19):
 5. ``kafka-metadata-quorum remove-controller`` removes node 3; two voters remain; a
    broker-only node joins through the bootstrap servers and registers;
 6. every acknowledged record is read back, in order.
+
+Then: a voter restarted under another host name updates its entry (UpdateRaftVoter), and a
+leader restarted on another port is followed at once (BeginQuorumEpoch v1's endpoints).
 """
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from kbroker.config import parse_properties
 from kbroker.wire import messages as w
 from compat_tests.kafka_runner import kafka_libs
-from tests.support.broker_proc import REPO_ROOT, BrokerProcess
 
-from .support import FAST, AckedProducer, call, describe_quorum, free_base_port, metadata, wait_for
+from .support import (AckedProducer, ConfiguredNode, call, describe_quorum, free_base_port, free_port, kafka_tool,
+                      kbroker_cli, metadata, voters_of, wait_for)
 
 
 
@@ -37,50 +37,12 @@ def _kafka_tools():
     kafka_libs()                # kafka-metadata-quorum's jars (fetched once if missing)
 
 
-class DynamicNode(BrokerProcess):
-    """A combined node of a dynamic quorum, configured by its own server.properties."""
-
-    def __init__(self, root: Path, node_id: int, client: int, controller: int | None, bootstrap: str):
-        self.node_id = node_id
-        self.controller_port = controller
-        self.config_path = root / f"node-{node_id}.properties"
-        props = {
-            "node.id": node_id, "process.roles": "broker,controller" if controller else "broker",
-            "listeners": f"PLAINTEXT://127.0.0.1:{client}"
-                         + (f",CONTROLLER://127.0.0.1:{controller}" if controller else ""),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client}",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.quorum.bootstrap.servers": bootstrap,
-            "log.dirs": root / f"node-{node_id}" / "data",
-            "offsets.topic.replication.factor": 1, "group.initial.rebalance.delay.ms": 0, **FAST}
-        root.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        super().__init__(root / f"node-{node_id}" / "data", port=client, start_timeout=60.0)
-
-    def command(self) -> list[str]:
-        return [self.python, "-m", "kbroker", "serve", "--config", str(self.config_path)]
-
-    @property
-    def directory_id(self) -> str:
-        return parse_properties((self.data_dir / "meta.properties").read_text())["directory.id"]
-
-
-def kbroker_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kbroker", *args], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=120)
+def dynamic_node(root: Path, node_id: int, client: int, controller: int | None, bootstrap: str):
+    return ConfiguredNode(root, node_id, client, controller, {"controller.quorum.bootstrap.servers": bootstrap})
 
 
 def quorum_tool(*args: str):
-    from compat_tests.cli import run_tool
-    return run_tool("kafka-metadata-quorum", list(args), timeout=120)
-
-
-def voters_of(port: int) -> dict[int, str]:
-    part, resp = describe_quorum(port, 2)
-    assert part is not None and part.error_code == 0, resp
-    from kbroker.raft.control import uuid_to_kafka
-    return {v.replica_id: uuid_to_kafka(v.replica_directory_id) for v in part.current_voters}
+    return kafka_tool("kafka-metadata-quorum", *args)
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +50,8 @@ def nodes(tmp_path_factory):
     root = tmp_path_factory.mktemp("dynamic")
     base = free_base_port(8)
     bootstrap = f"127.0.0.1:{base + 1}"
-    ns = {i: DynamicNode(root, i, base + 2 * (i - 1), base + 2 * (i - 1) + 1, bootstrap) for i in (1, 2, 3)}
-    ns[4] = DynamicNode(root, 4, base + 6, None, bootstrap)      # a broker-only node
+    ns = {i: dynamic_node(root, i, base + 2 * (i - 1), base + 2 * (i - 1) + 1, bootstrap) for i in (1, 2, 3)}
+    ns[4] = dynamic_node(root, 4, base + 6, None, bootstrap)      # a broker-only node
     cid = kbroker_cli("storage", "random-uuid").stdout.strip()
     for i, n in ns.items():
         flag = {1: ["--standalone"], 4: []}.get(i, ["--no-initial-controllers"])
@@ -185,9 +147,8 @@ def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
 
 def test_a_voter_restarted_with_another_endpoint_updates_it(nodes):
     """KIP-853: a voter whose controller listener differs from its VotersRecord entry sends
-    UpdateRaftVoter (82) to the leader after it starts; describe then shows the new endpoint.
-    (The port stays, so the other voter still reaches it under either name: kbroker's
-    BeginQuorumEpoch is v0 and does not carry a leader's endpoints.)"""
+    UpdateRaftVoter (82) to the leader after it starts; describe then shows the new endpoint
+    (the port stays: the other voter reaches it under either name)."""
     n1, n2 = nodes[1], nodes[2]
     if n1.proc is None or n1.proc.poll() is not None:
         n1.start()
@@ -207,3 +168,78 @@ def test_a_voter_restarted_with_another_endpoint_updates_it(nodes):
     wait_for(lambda: endpoint_of_2() == {("localhost", port)}, what="node 2's new endpoint recorded")
     status = quorum_tool("--bootstrap-server", n1.bootstrap, "describe", "--status").check().stdout
     assert f"localhost:{port}" in status
+
+
+def test_a_leader_restarted_on_another_port_is_followed_at_once(nodes):
+    """KIP-853 BeginQuorumEpoch v1: the leader names its endpoints. With two voters, a leader
+    restarted on a new controller port is unreachable at its recorded address, so the other
+    voter cannot win an election; the restarted node wins, and its BeginQuorumEpoch tells the
+    other where to fetch (with v0 the quorum could never commit again: the follower would
+    keep calling the old port, and the new entry needs that commit)."""
+    n1, n2 = nodes[1], nodes[2]
+    for n in (n1, n2):
+        if not n.running():
+            n.start()
+    wait_for(lambda: set(voters_of(n1.port)) == {1, 2}, what="two voters")
+    leader = describe_quorum(n1.port)[0].leader_id
+    moved, other = nodes[leader], nodes[3 - leader]
+    old_port, new_port = moved.controller_port, free_port()
+    moved.stop()
+    text = moved.config_path.read_text().replace(f":{old_port}\n", f":{new_port}\n")
+    moved.config_path.write_text(text)
+    moved.controller_port = new_port
+    moved.start()
+
+    def moved_endpoint():
+        part, resp = describe_quorum(other.port, 2)
+        if part is None or part.error_code or part.leader_id < 0:
+            return None
+        return {lst.port for nd in resp.nodes if nd.node_id == moved.node_id for lst in nd.listeners}
+    wait_for(lambda: moved_endpoint() == {new_port}, timeout=60, what="the moved voter's new endpoint recorded")
+    from kafka.admin import KafkaAdminClient, NewTopic
+    admin = KafkaAdminClient(bootstrap_servers=other.bootstrap, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic("after-move", 1, 1)])        # the quorum commits again
+    finally:
+        admin.close()
+    assert "after-move" in {t.name for t in metadata(other.port).topics}
+
+
+def test_auto_join_adds_controllers_and_replaces_a_reformatted_one(tmp_path):
+    """``controller.quorum.auto.join.enable`` (Kafka's QuorumConfig autoJoin): controllers
+    formatted ``--no-initial-controllers`` become voters by themselves; one whose disk is
+    replaced (a new directory id behind the same node id) first removes the entry of its old
+    disk, then adds itself."""
+    import shutil
+    base = free_base_port(6)
+    bootstrap = f"127.0.0.1:{base + 1}"
+    auto = {"controller.quorum.bootstrap.servers": bootstrap, "controller.quorum.auto.join.enable": "true"}
+    ns = {i: ConfiguredNode(tmp_path, i, base + 2 * (i - 1), base + 2 * (i - 1) + 1, auto) for i in (1, 2, 3)}
+    cid = kbroker_cli("storage", "random-uuid").stdout.strip()
+
+    def fmt(i):
+        r = kbroker_cli("storage", "format", "-t", cid, "-c", str(ns[i].config_path),
+                        "--standalone" if i == 1 else "--no-initial-controllers")
+        assert r.returncode == 0, r.stderr
+    for i in ns:
+        fmt(i)
+    try:
+        ns[1].start()
+        ns[2].start()
+        ns[3].start()
+        wait_for(lambda: voters_of(ns[1].port) == {i: n.directory_id for i, n in ns.items()}, timeout=60,
+                 what="nodes 2 and 3 joined by themselves")
+        old = ns[3].directory_id
+        ns[3].stop()
+        shutil.rmtree(ns[3].data_dir)
+        fmt(3)
+        assert ns[3].directory_id != old
+        ns[3].start()
+        wait_for(lambda: voters_of(ns[1].port) == {i: n.directory_id for i, n in ns.items()}, timeout=60,
+                 what="node 3's new disk in place of its old one")
+        log = ns[3].log_text()
+        assert "auto-join: remove voter 3" in log and "auto-join: add voter 3" in log, log[-3000:]
+    finally:
+        for n in ns.values():
+            if n.running():
+                n.kill()

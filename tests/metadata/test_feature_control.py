@@ -74,9 +74,62 @@ def test_validate_only_writes_nothing():
     assert run(("metadata.version", 24, SAFE_DOWNGRADE), validate_only=True) == (*OK, [])
 
 
-def test_kraft_version_is_never_written():
-    assert run(("kraft.version", 0, UPGRADE)) == (*OK, [])
-    assert run(("kraft.version", 1, UPGRADE))[0] == E.INVALID_UPDATE_VERSION
+class Kraft:
+    """The Raft layer's side of kraft.version (feature_control's ``kraft``), scripted."""
+
+    def __init__(self, level=0, refuse=None):
+        self.level, self.refuse, self.asked = level, refuse, []
+
+    def current(self):
+        return self.level
+
+    def upgrade(self, level, validate_only):
+        self.asked.append((level, validate_only))
+        return self.refuse or (E.NONE, None)
+
+
+def run_kraft(kraft, *updates, validate_only=False):
+    supported = dict(SUPPORTED, **{"kraft.version": (0, 1)})
+    return update_features(dict(FINALIZED), supported, [FeatureUpdate(*u) for u in updates], node_id=1,
+                           validate_only=validate_only, kraft=kraft)
+
+
+def test_kraft_version_goes_to_the_raft_layer_and_is_never_a_feature_record():
+    kraft = Kraft()
+    r = run_kraft(kraft, ("kraft.version", 1, UPGRADE))
+    assert (r.error_code, r.kraft_version) == (E.NONE, 1)
+    assert [type(x).__name__ for x in r.records] == ["NoOpRecord"]       # something to wait on
+    assert kraft.asked == [(1, True)]          # only checked here; the controller writes it
+    # validate-only: checked, nothing to write
+    r = run_kraft(kraft, ("kraft.version", 1, UPGRADE), validate_only=True)
+    assert (r.error_code, r.records, r.kraft_version) == (E.NONE, [], None)
+    # already at the level: nothing to upgrade, still a record to wait on (as Kafka)
+    r = run_kraft(Kraft(level=1), ("kraft.version", 1, UPGRADE))
+    assert (r.error_code, r.kraft_version, len(r.records)) == (E.NONE, None, 1)
+
+
+def test_kraft_version_refusals():
+    why = "Invalid upgrade of kraft.version to KRAFT_VERSION_1 because not all of the voters support it"
+    r = run_kraft(Kraft(refuse=(E.INVALID_UPDATE_VERSION, why)), ("kraft.version", 1, UPGRADE))
+    assert (r.error_code, r.error_message, r.records) == (E.INVALID_UPDATE_VERSION, why, [])
+    # no downgrade, whatever the type; "down" to the current level is no change
+    r = run_kraft(Kraft(level=1), ("kraft.version", 0, SAFE_DOWNGRADE))
+    assert (r.error_code, r.error_message) == (E.INVALID_UPDATE_VERSION, "Invalid update version 0 for "
+                                               "feature kraft.version. Can't downgrade the version of this feature.")
+    assert run_kraft(Kraft(level=1), ("kraft.version", 0, UPGRADE)).error_code == E.INVALID_UPDATE_VERSION
+    assert run_kraft(Kraft(), ("kraft.version", 0, SAFE_DOWNGRADE)).error_code == E.NONE
+    r = run_kraft(Kraft(), ("kraft.version", 2, UPGRADE))
+    assert r.error_message == ("Invalid update version 2 for feature kraft.version. "
+                               "Local controller 1 only supports versions 0-1")
+    # another update of the request failing: the upgrade is not asked for at all
+    kraft = Kraft()
+    r = run_kraft(kraft, ("kraft.version", 1, UPGRADE), ("transaction.version", 7, UPGRADE))
+    assert r.error_code == E.INVALID_UPDATE_VERSION and r.kraft_version is None
+    # without a Raft layer that can upgrade (the default): refused as Kafka does with no voter set
+    r = update_features(dict(FINALIZED), dict(SUPPORTED, **{"kraft.version": (0, 1)}),
+                        [FeatureUpdate("kraft.version", 1, UPGRADE)], node_id=1)
+    assert (r.error_code, r.error_message) == (
+        E.INVALID_UPDATE_VERSION, "Invalid upgrade of kraft.version from version KRAFT_VERSION_0 to KRAFT_VERSION_1")
 
 
 def test_metadata_changed_between_levels():

@@ -16,18 +16,21 @@ from .sim import Disk
 
 class Cluster:
     def __init__(self, voters, observers=(), config: RaftConfig | None = None, disks=None, seed: int = 0,
-                 dynamic: bool = False):
+                 dynamic: bool = False, identities: bool = False):
         """``dynamic``: a KIP-853 quorum, ``voters`` formatted with the 0-0 voters snapshot,
-        ``observers`` joining through them as bootstrap servers."""
+        ``observers`` joining through them as bootstrap servers. ``identities``: every node
+        has a directory id and a controller endpoint (``identity``), as a formatted node."""
         self.voters = list(voters)
         self.dynamic = dynamic
+        self.identities = identities
         self.config = config or RaftConfig(pre_vote=False)
         self.seed = seed
         self.disks: dict[int, Disk] = {i: Disk() for i in self.voters + list(observers)}
         if dynamic:
             from .sim import initial_snapshot
             for i in self.voters:
-                self.disks[i].snapshot = initial_snapshot(self.voters)
+                self.disks[i].snapshot = initial_snapshot(self.voters, identity if identities else None)
+        self.directory_ids: dict[int, str] = {}    # a node's directory id when not identity()'s
         self.disks.update(disks or {})
         self.nodes: dict[int, RaftNode] = {}
         self.applied: dict[int, list] = {}
@@ -42,9 +45,12 @@ class Cluster:
 
     def start(self, i: int) -> RaftNode:
         self.lives[i] += 1
+        directory_id, endpoints = identity(i) if self.identities else (None, ())
+        directory_id = self.directory_ids.get(i, directory_id)
         n = RaftNode(i, () if self.dynamic else self.voters, self.disks[i].view(), self.config,
                      random.Random(f"{self.seed}-{i}-{self.lives[i]}"),
-                     bootstrap_ids=self.voters if self.dynamic else ())
+                     bootstrap_ids=self.voters if self.dynamic else (), directory_id=directory_id,
+                     endpoints=endpoints)
         self.nodes[i] = n
         self.applied[i] = []
         return n
@@ -106,6 +112,15 @@ class Cluster:
 
     def sent(self, kind, src=None) -> list:
         return [msg for s, _, msg in self.net if isinstance(msg, kind) and (src is None or s == src)]
+
+
+def identity(node_id: int) -> tuple[str, tuple]:
+    """A node's metadata log directory id (Kafka's base64 form) and controller endpoint."""
+    import base64
+    import uuid
+    raw = uuid.UUID(int=(0xD1 << 120) | node_id).bytes
+    return (base64.urlsafe_b64encode(raw).rstrip(b"=").decode(),
+            (("CONTROLLER", f"node-{node_id}", 9093),))
 
 
 def elect(cluster: Cluster, who: int) -> None:

@@ -19,13 +19,27 @@ Invariants checked after every event (``Checker``):
      one global committed log); a new leader holds every committed record (leader completeness)
   I6 a snapshot never passes the high watermark (nor the global committed log)
   I7 the application applies only committed records, in order
-  I8 (dynamic profile, KIP-853) committed voter sets change one voter at a time, and every
-     node's voter set is the latest VotersRecord it holds (so no two disjoint majorities)
+  I8 (dynamic and upgrade profiles, KIP-853) committed voter sets change one voter at a time,
+     and every node's voter set is the latest VotersRecord it holds (so no two disjoint
+     majorities)
+  I9 (upgrade profile, KAFKA-16538) the committed upgrade's VotersRecord holds exactly the
+     static voters, each with its directory id; a node whose high watermark passed it is at
+     kraft.version 1 (never back to 0); a replica never counts as a voter whose entry names
+     another directory id than its disk's
 
 The ``dynamic`` profile starts a KIP-853 quorum: the first voters hold a 0-0 snapshot with
 the VotersRecord (as ``kbroker storage format --initial-controllers`` writes it), the other
 nodes join as observers through bootstrap ids, and a "reconfigure" fault asks the leader to
 add an observer or remove a voter (itself included) while everything else goes on.
+
+The ``upgrade`` profile starts a static quorum (``controller.quorum.voters``, kraft.version
+0) whose nodes have directory ids and endpoints; an "upgrade" fault has the leader hear
+UpdateRaftVoter from the voters that follow it and ask for ``kraft.version`` 1 (sometimes
+validate-only), refused until every voter told this leader. Once upgraded, "reconfigure"
+adds and removes voters, and "reformat" crashes a voter and gives it an empty disk with a
+new directory id, formatted as a joining controller (bootstrap servers, no static list; at
+most one such disk catching up at a time): it must not count as the voter it replaced until
+"reconfigure" removes the old entry and adds the new disk.
 """
 from __future__ import annotations
 
@@ -39,8 +53,10 @@ from dataclasses import dataclass, field
 from kbroker.raft import (Entry, NotLeader, QuorumState, RaftConfig, RaftNode, Ready, Role, Snapshot,
                           StorageView)
 from kbroker.raft import messages as m
-from kbroker.raft.control import VOTERS, Voter, decode_voters, snapshot_prefix
+from kbroker.raft.control import (KRAFT_VERSION, VOTERS, ZERO_UUID, Voter, decode_voters, snapshot_prefix,
+                                  snapshot_voters)
 from kbroker.raft.core import CATCHING_UP
+from kbroker.raft.log import joined_to_next
 from kbroker.wire import records as rb
 
 
@@ -66,9 +82,19 @@ def reproduce_command(seed: int, profile: str = "quick") -> str:
     return f"python tools/raft_soak.py --seed {seed}{extra}"
 
 
-def initial_snapshot(voters) -> Snapshot:
-    """The 0-0 snapshot a dynamic quorum's first voters are formatted with."""
-    return Snapshot(m.OffsetAndEpoch(0, 0), snapshot_prefix([Voter(v) for v in voters]))
+def sim_identity(node_id: int, generation: int = 0) -> tuple[str, tuple]:
+    """A simulated node's directory id (per disk) and controller endpoint."""
+    import base64
+    import uuid
+    raw = uuid.UUID(int=(0x51 << 120) | (generation << 32) | node_id).bytes
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode(), (("CONTROLLER", f"sim-{node_id}", 9093),)
+
+
+def initial_snapshot(voters, identity=None) -> Snapshot:
+    """The 0-0 snapshot a dynamic quorum's first voters are formatted with (``identity(id)``:
+    a voter's directory id and endpoints, as ``--initial-controllers`` names them)."""
+    return Snapshot(m.OffsetAndEpoch(0, 0), snapshot_prefix(
+        [Voter(v, *identity(v)) if identity else Voter(v) for v in voters]))
 
 
 def describe(msg) -> str:
@@ -109,14 +135,22 @@ class Scenario:
     max_disk_ms: int = 3
     drift: dict = field(default_factory=dict)   # node id -> clock rate
     dynamic: bool = False                        # KIP-853: voters in the log, reconfigured
+    upgrade: bool = False                        # static, upgraded to kraft.version 1 on the way
 
     @classmethod
     def from_seed(cls, seed: int, profile: str = "quick") -> "Scenario":
         dynamic = profile == "dynamic"
-        r = random.Random(f"scenario-{seed}" + ("-dynamic" if dynamic else ""))
-        n = r.choice([1, 3, 3, 3, 5, 5, 4]) if not dynamic else r.choice([1, 1, 2, 3, 3])
+        upgrade = profile == "upgrade"
+        r = random.Random(f"scenario-{seed}" + ("" if profile in ("quick", "long") else f"-{profile}"))
+        if dynamic:
+            n = r.choice([1, 1, 2, 3, 3])
+        elif upgrade:
+            n = r.choice([1, 3, 3, 3, 5])
+        else:
+            n = r.choice([1, 3, 3, 3, 5, 5, 4])
         voters = list(range(1, n + 1))
-        observers = list(range(n + 1, n + 1 + (r.choice([0, 0, 1, 2]) if not dynamic else r.choice([1, 2, 3]))))
+        observers = list(range(n + 1, n + 1 + (r.choice([1, 2, 3]) if dynamic else
+                                               r.choice([0, 1, 2]) if upgrade else r.choice([0, 0, 1, 2]))))
         config = RaftConfig(
             pre_vote=r.random() < 0.7,
             request_timeout_ms=r.choice([1000, 2000]),
@@ -125,7 +159,7 @@ class Scenario:
             max_record_bytes_between_snapshots=r.choice([1500, 4000, 20 * 1024 * 1024]),
         )
         chaos, bound = {"quick": (20000, 30000), "long": (120000, 60000),
-                        "dynamic": (20000, 40000)}[profile]
+                        "dynamic": (20000, 40000), "upgrade": (25000, 40000)}[profile]
         return cls(seed=seed, voters=voters, observers=observers, config=config,
                    chaos_ms=chaos, converge_bound_ms=bound,
                    drop=r.choice([0.0, 0.01, 0.05, 0.15]), dup=r.choice([0.0, 0.0, 0.02]),
@@ -133,7 +167,7 @@ class Scenario:
                    fault_every_ms=r.choice([200, 500, 1500]), propose_every_ms=r.choice([20, 60, 150]),
                    snapshot_prob=r.choice([0.0, 0.3, 1.0]), max_disk_ms=r.choice([1, 3, 30]),
                    drift={i: r.choice([1.0, 1.0, r.uniform(0.9, 1.1)]) for i in voters + observers},
-                   dynamic=dynamic)
+                   dynamic=dynamic, upgrade=upgrade)
 
 
 # ------------------------------------------------------------------ hosts
@@ -193,6 +227,7 @@ class Host:
     wake_at: int | None = None
     wake_token: int = 0
     applied: list[tuple[int, int, bytes]] = field(default_factory=list)
+    disk_generation: int = 0        # bumped by "reformat": a new disk, a new directory id
     # checker state for the current life
     max_epoch: int = 0
     last_hw: int = 0
@@ -213,6 +248,7 @@ class Checker:
         self.votes: dict[tuple[int, int], int] = {}
         self.disk_epoch: dict[int, int] = {}
         self.voter_sets: dict[int, frozenset] = {}   # offset of a committed VotersRecord -> ids
+        self.upgrade_offset: int | None = None       # of the committed KRaftVersionRecord (upgrade profile)
 
     def fail(self, text: str) -> None:
         raise SimFailure(text)
@@ -268,11 +304,22 @@ class Checker:
                 e = log.entry(off)
                 self.record(off, e.epoch, e.payload, f"node {h.node_id}", n.epoch)
             h.checked_to = hw
+        if self.sim.sc.upgrade:
+            self.check_upgrade(h)
         if log.snapshot is not None:
             end = log.snapshot.snapshot_id.end_offset
             if end > hw or end > len(self.committed):
                 self.fail(f"I6 node {h.node_id} snapshot end {end} passes high watermark {hw} "
                           f"(committed {len(self.committed)})")
+
+    def check_upgrade(self, h: Host) -> None:
+        n = h.node
+        if self.upgrade_offset is not None and n.high_watermark > self.upgrade_offset and not n.dynamic:
+            self.fail(f"I9 node {h.node_id} is past the committed upgrade at {self.upgrade_offset} "
+                      f"(high watermark {n.high_watermark}) but at kraft.version {n.kraft_version}")
+        mine = (n.voter_infos or {}).get(h.node_id)
+        if n.is_voter and mine is not None and mine.directory_id not in (ZERO_UUID, n.directory_id):
+            self.fail(f"I9 node {h.node_id} (disk {n.directory_id}) counts as the voter of disk {mine.directory_id}")
 
     def check_leader_completeness(self, h: Host) -> None:
         """Raft's leader completeness: a leader of epoch L holds every record committed by a
@@ -305,7 +352,7 @@ class Checker:
         if qs.leader_epoch < resp.leader_epoch or (qs.leader_epoch == resp.leader_epoch and qs.voted_id != candidate):
             self.fail(f"I3 node {h.node_id} granted epoch {resp.leader_epoch} vote to {candidate} "
                       f"before persisting it (disk has {qs})")
-        prev = self.votes.setdefault((h.node_id, resp.leader_epoch), candidate)
+        prev = self.votes.setdefault((h.node_id, h.disk_generation, resp.leader_epoch), candidate)
         if prev != candidate:
             self.fail(f"I3 node {h.node_id} voted twice in epoch {resp.leader_epoch}: {prev} and {candidate}")
 
@@ -320,6 +367,13 @@ class Checker:
             h.applied.append((e.offset, e.epoch, e.payload))
             if e.control and e.control_type == VOTERS:
                 self.check_voter_change(e.offset, frozenset(decode_voters(e.payload)))
+                if self.sim.sc.upgrade and self.upgrade_offset == e.offset - 1:
+                    infos = decode_voters(e.payload)
+                    if set(infos) != set(self.sim.sc.voters) or any(v.directory_id == ZERO_UUID
+                                                                    for v in infos.values()):
+                        self.fail(f"I9 the upgrade wrote voters {infos} for static voters {self.sim.sc.voters}")
+            if e.control and e.control_type == KRAFT_VERSION and self.upgrade_offset is None:
+                self.upgrade_offset = e.offset
         n = h.node
         if n is not None and n.dynamic:
             latest = None
@@ -430,9 +484,16 @@ class Simulation:
 
     def start(self, h: Host) -> None:
         h.life += 1
-        h.node = RaftNode(h.node_id, () if self.sc.dynamic else self.sc.voters, h.disk.view(),
+        directory_id, endpoints = sim_identity(h.node_id, h.disk_generation) if self.sc.upgrade else (None, ())
+        voters, bootstrap = ((), self.sc.voters) if self.sc.dynamic else (self.sc.voters, ())
+        if h.disk_generation:
+            # a replaced disk is formatted as a joining controller (--no-initial-controllers,
+            # controller.quorum.bootstrap.servers), as an upgraded quorum's operator must: on
+            # the static list an empty disk of a one-voter list would lead alone
+            voters, bootstrap = (), tuple(i for i in sorted(self.hosts) if i != h.node_id)
+        h.node = RaftNode(h.node_id, voters, h.disk.view(),
                           self.sc.config, random.Random(f"{self.seed}-{h.node_id}-{h.life}"),
-                          bootstrap_ids=self.sc.voters if self.sc.dynamic else ())
+                          bootstrap_ids=bootstrap, directory_id=directory_id, endpoints=endpoints)
         h.clock = h.born = self.now
         h.rate = self.sc.drift[h.node_id]
         h.pending = None
@@ -452,6 +513,8 @@ class Simulation:
             # torn: the driver got part-way through persisting (nothing of it was sent)
             steps = self.rng.randrange(1, 7)
             appended = self.rng.randrange(len(rd.append_entries) + 1)
+            while appended and joined_to_next(rd.append_entries[appended - 1]):
+                appended -= 1    # one batch on disk: torn before it or not at all
             h.disk.apply(rd, steps, appended)
             self.checker.on_persisted(h, rd, torn=True)
             self.note("crash", h.node_id, f"torn write (steps {steps}, {appended} records)")
@@ -577,9 +640,11 @@ class Simulation:
         kinds = ["crash", "crash_leader", "partition", "partition", "cut", "heal_net", "resign", "snapshot"]
         if self.sc.dynamic:
             kinds += ["reconfigure"] * 4
+        if self.sc.upgrade:
+            kinds += ["upgrade"] * 4 + ["reconfigure"] * 3 + ["reformat"]
         kind = r.choice(kinds)
-        if kind == "reconfigure":
-            self.reconfigure()
+        if kind in ("reconfigure", "upgrade", "reformat"):
+            getattr(self, kind)()
             self.at(self.now + r.randrange(1, 2 * self.sc.fault_every_ms), "fault")
             return
         if kind in ("crash", "crash_leader"):
@@ -615,18 +680,39 @@ class Simulation:
                     self.pump(h)
         self.at(self.now + r.randrange(1, 2 * self.sc.fault_every_ms), "fault")
 
-    def reconfigure(self) -> None:
-        """Ask the leader (if any) to add a non-voter or remove a voter (KIP-853)."""
+    def _a_leader(self) -> Host | None:
         leaders = [h for h in self.hosts.values() if h.node is not None and h.node.role is Role.LEADER]
         if not leaders:
-            return
+            return None
         lh = self.rng.choice(leaders)
-        n = lh.node
         self.sync(lh)
+        return lh
+
+    def _replaced(self, n: RaftNode) -> list[int]:
+        """Voters (as ``n`` sees them) whose entry names another disk than the host's now."""
+        return [v for v, info in (n.voter_infos or {}).items()
+                if info.directory_id not in (ZERO_UUID, sim_identity(v, self.hosts[v].disk_generation)[0])]
+
+    def reconfigure(self) -> None:
+        """Ask the leader (if any) to add a non-voter or remove a voter (KIP-853); in the
+        upgrade profile a re-formatted voter is repaired first (remove its old entry, then
+        add its new disk), as auto-join does."""
+        lh = self._a_leader()
+        if lh is None:
+            return
+        n = lh.node
+        ident = (lambda v: sim_identity(v, self.hosts[v].disk_generation)) if self.sc.upgrade else None
+        replaced = self._replaced(n) if self.sc.upgrade else []
         others = sorted(set(self.hosts) - n.voters)
-        if others and (len(n.voters) == 1 or self.rng.random() < 0.5):
-            vid = self.rng.choice(others)
-            err, off = n.add_voter(Voter(vid))
+        if replaced:
+            vid = replaced[0]
+            err, off = n.remove_voter(vid, n.voter_infos[vid].directory_id)
+            what = "remove replaced"
+        elif others and (len(n.voters) == 1 or self.rng.random() < 0.5):
+            # a re-formatted node out of the set is mostly added back (auto-join's second step)
+            fresh = [v for v in others if self.hosts[v].disk_generation]
+            vid = self.rng.choice(fresh if fresh and self.rng.random() < 0.7 else others)
+            err, off = n.add_voter(Voter(vid, *ident(vid)) if ident else Voter(vid))
             what = "add"
         else:
             vid = self.rng.choice(sorted(n.voters))
@@ -635,6 +721,59 @@ class Simulation:
         self.counters["reconfigurations"] = self.counters.get("reconfigurations", 0) + (err == 0)
         self.note("reconfigure", lh.node_id, what, vid, "->", "catching up" if err == CATCHING_UP else err, off)
         self.pump(lh)
+
+    def upgrade(self) -> None:
+        """KAFKA-16538: the voters following the leader tell it who they are (UpdateRaftVoter,
+        some of them), then kraft.version 1 is asked for."""
+        lh = self._a_leader()
+        if lh is None:
+            return
+        n = lh.node
+        told = []
+        for h in self.hosts.values():
+            f = h.node
+            if (f is not None and f is not n and f.role is Role.FOLLOWER and f.leader_id == lh.node_id
+                    and f.epoch == n.epoch and f.is_voter and self.rng.random() < 0.8):
+                if n.update_voter(f.local_voter())[0] == m.NONE:
+                    told.append(h.node_id)
+        validate_only = self.rng.random() < 0.2
+        r = n.upgrade_kraft_version(n.epoch, 1, validate_only)
+        self.counters["upgrades"] = self.counters.get("upgrades", 0) + (r.offset >= 0)
+        self.note("upgrade", lh.node_id, "told by", told, "validate-only" if validate_only else "",
+                  "->", r.error_code, r.offset)
+        self.pump(lh)
+
+    def reformat(self) -> None:
+        """A dynamic quorum's voter loses its disk: crash, empty disk, new directory id."""
+        lh = self._a_leader()
+        if lh is None or not lh.node.dynamic or len(lh.node.voters) < 3 or self._replaced(lh.node):
+            return
+        victims = [v for v in sorted(lh.node.voters) if v != lh.node_id and self.hosts[v].node is not None]
+        if not victims:
+            return
+        # Only once every other node's disk holds the voter set with directory ids (so also no
+        # earlier re-formatted disk is still catching up): a replica still on the static set
+        # names no directory id in its Vote, so an empty disk would grant it, and an empty
+        # disk on the static set may campaign (Kafka alike: losing a disk that held part of a
+        # majority is outside Raft's fault model unless the voter keys protect it).
+        victim = self.rng.choice(victims)
+        if not all(self._disk_is_dynamic(h) for h in self.hosts.values() if h.node_id != victim):
+            return
+        h = self.hosts[victim]
+        self.crash(h)
+        h.disk = Disk()
+        h.disk_generation += 1
+        self.checker.disk_epoch.pop(h.node_id, None)
+        self.counters["reformats"] = self.counters.get("reformats", 0) + 1
+        self.note("reformat", h.node_id, "generation", h.disk_generation)
+        self.at(self.now + self.rng.randrange(10, 2000), "restart", h.node_id)
+
+    @staticmethod
+    def _disk_is_dynamic(h: Host) -> bool:
+        snap = h.disk.snapshot
+        if snap is not None and snapshot_voters(snap.data):
+            return True
+        return any(e.control and e.control_type == VOTERS for e in h.disk.entries)
 
     def on_heal_net(self) -> None:
         self.groups = {i: 0 for i in self.hosts}

@@ -403,3 +403,42 @@ def test_restart_after_a_torn_snapshot_install_starts_from_the_snapshot():
     assert (n.log.start_offset, n.log.end_offset, n.log.last_epoch) == (3, 3, 5)
     rd = n.ready()
     assert rd.reset_log_to == 3 and rd.apply_snapshot == snap
+
+
+def test_restart_with_the_whole_old_log_below_a_torn_snapshot_install_resets_it():
+    """The same crash when every old record lies below the snapshot's end (dynamic soak seed
+    2437): the stored log ends at 2, the snapshot at 5; appending at 5 would leave a gap, so
+    the driver is told to reset the log first."""
+    snap = Snapshot(OffsetAndEpoch(5, 5), b"img")
+    n = RaftNode(1, [1, 2, 3], StorageView(QuorumState(leader_epoch=5), snap, [E(0, 1), E(1, 1)]),
+                 RaftConfig(), random.Random(0))
+    assert (n.log.start_offset, n.log.end_offset) == (5, 5)
+    assert n.ready().reset_log_to == 5
+    # a stored log that ends right at the snapshot continues it: nothing to reset
+    n = RaftNode(1, [1, 2, 3], StorageView(QuorumState(leader_epoch=5), Snapshot(OffsetAndEpoch(2, 1), b"img"),
+                                           [E(0, 1), E(1, 1)]), RaftConfig(), random.Random(0))
+    assert n.ready().reset_log_to is None
+
+
+def test_a_fetch_naming_an_older_high_watermark_is_answered_at_once():
+    """KIP-1166 (Fetch v18): a caught-up fetcher is long-polled only when the high watermark
+    it names is the leader's; one that names an older one (its previous answer was lost) gets
+    the new one at once. Without the field the leader goes by what it last sent."""
+    c = Cluster([1, 2, 3])
+    elect(c, 1)
+    c.settle()
+    leader = c.nodes[1]
+    end, hw = leader.log.end_offset, leader.high_watermark
+    assert end == hw
+
+    def fetch(high_watermark):
+        leader.step(2, m.FetchRequest(replica_id=2, current_leader_epoch=leader.epoch, fetch_offset=end,
+                                      last_fetched_epoch=leader.epoch, max_wait_ms=500, correlation_id=77,
+                                      high_watermark=high_watermark))
+        rd = leader.ready()
+        leader.advance(rd)
+        return [msg for dest, msg in rd.messages if dest == 2 and isinstance(msg, m.FetchResponse)]
+    [answer] = fetch(hw - 1)
+    assert answer.high_watermark == hw and answer.records == ()
+    assert fetch(hw) == []                 # up to date: parked until data or the deadline
+    assert fetch(None) == []               # no field: the leader sent it this high watermark

@@ -108,3 +108,30 @@ def test_dynamic_seeds_really_change_the_voter_set():
         final = next(h.node.voters for h in sim.hosts.values() if h.node.role.value == "leader")
         grown += len(final) > len(sim.sc.voters)
     assert changes >= 20 and removed_leaders >= 1 and grown >= 1, (changes, removed_leaders, grown)
+
+
+UPGRADE_SEEDS = range(0, 40)   # thousands more: tools/raft_soak.py --profile upgrade
+
+
+@pytest.mark.parametrize("seed", UPGRADE_SEEDS)
+def test_upgrade_seed(seed):
+    """KAFKA-16538: a static quorum upgraded to kraft.version 1 under faults, then changed,
+    with voters losing their disks (invariants I1-I9)."""
+    sim = _run(seed, "upgrade")
+    assert sim.converged_at is not None
+
+
+def test_upgrade_seeds_really_upgrade_and_change_the_voters():
+    upgraded = refused = changes = reformats = ended_dynamic = 0
+    for seed in range(0, 25):
+        sim = Simulation(seed, "upgrade")
+        sim.history = __import__("collections").deque(maxlen=None)
+        sim.run()
+        upgraded += sim.counters.get("upgrades", 0)
+        refused += sum(1 for ev in sim.history if ev[1] == "upgrade" and ev[-2] != 0)
+        changes += sim.counters.get("reconfigurations", 0)
+        reformats += sim.counters.get("reformats", 0)
+        ended_dynamic += next(h.node.dynamic for h in sim.hosts.values() if h.node.role.value == "leader")
+    assert upgraded >= 15 and refused >= 15 and changes >= 15 and reformats >= 3, \
+        (upgraded, refused, changes, reformats)
+    assert ended_dynamic >= 15

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kbroker.raft import RaftConfig, Role
 from kbroker.raft import messages as m
-from kbroker.raft.control import VOTERS, Voter
+from kbroker.raft.control import KRAFT_VERSION, LEADER_CHANGE, VOTERS, Voter
 from kbroker.raft.core import CATCHING_UP
 
 from .harness import Cluster, elect
@@ -40,9 +40,10 @@ def test_a_standalone_voter_grows_to_three_and_everyone_agrees():
     for n in c.nodes.values():
         assert n.voters == {1, 2, 3} and n.is_voter
         assert n.high_watermark == c.nodes[1].log.end_offset
-    # the change records are control records of type 6 in every log
+    # the change records are control records of type 6 in every log; the first leader also
+    # wrote the set it had only from the 0-0 checkpoint (with kraft.version), as Kafka does
     kinds = [e.control_type for e in c.nodes[3].log.entries(0, c.nodes[3].log.end_offset) if e.control]
-    assert kinds.count(VOTERS) == 2
+    assert kinds == [LEADER_CHANGE, KRAFT_VERSION, VOTERS, VOTERS, VOTERS]
 
 
 def test_change_rules_and_their_errors():
@@ -157,3 +158,50 @@ def test_the_leader_knows_each_observers_directory_id():
                                   last_fetched_epoch=0, directory_id="AAAAAAAAAAAAAAAAAAAAAw"))
     assert leader.replica_directory_ids()[2] == "AAAAAAAAAAAAAAAAAAAAAw"
     assert leader.replica_states()[1][2][0] == 0
+
+
+def test_a_reformatted_voter_is_not_the_voter_that_was_added():
+    """KIP-853's replica keys: node 3 comes back with an empty disk and a new directory id.
+    It is no voter (it fetches as an observer and never campaigns), the leader does not count
+    its fetches for the high watermark, and it refuses a vote meant for the old disk (Kafka's
+    INVALID_VOTER_KEY) — an empty log would grant any candidate a vote and could elect one
+    without committed records. Removing the old entry and adding the new one repairs it."""
+    from kbroker.raft.control import decode_voters
+
+    from .harness import identity
+    c = Cluster([1, 2, 3], config=CFG, dynamic=True, identities=True)
+    elect(c, 1)
+    c.settle(tick_ms=50)
+    assert c.nodes[1].propose([b"x"]) > 0
+    c.settle(tick_ms=50)
+    old_dir, new_dir = identity(3)[0], identity(33)[0]
+    seat_before = c.nodes[1].replica_states()[0][3]      # (end offset, last fetch) of voter 3
+    c.crash(3)
+    from .sim import Disk
+    c.disks[3] = Disk()
+    c.directory_ids[3] = new_dir
+    node3 = c.start(3)
+    c.settle(tick_ms=50)
+    assert node3.voters == {1, 2, 3} and not node3.is_voter and node3.role is Role.FOLLOWER
+    leader = c.nodes[1]
+    assert leader.replica_directory_ids()[3] == new_dir           # known as an observer
+    voters, observers = leader.replica_states()
+    assert voters[3] == seat_before                               # the voter entry is not fed by it
+    assert observers[3][0] == leader.log.durable_end              # the new disk caught up as an observer
+    # a vote meant for the old disk is refused
+    node3.step(2, m.VoteRequest(candidate_epoch=node3.epoch + 1, candidate_id=2, last_offset_epoch=0,
+                                last_offset=0, voter_id=3, voter_directory_id=old_dir))
+    rd = node3.ready()
+    node3.advance(rd)
+    [answer] = [msg for _, msg in rd.messages if isinstance(msg, m.VoteResponse)]
+    assert (answer.vote_granted, answer.error_code) == (False, m.INVALID_VOTER_KEY)
+    c.net.clear()
+    c.settle(tick_ms=50)
+    # the operator's (or auto-join's) repair: remove (3, old), add (3, new)
+    leader = c.nodes[c.leaders()[0]]
+    assert leader.remove_voter(3, old_dir)[0] == m.NONE
+    c.settle(tick_ms=50)
+    assert leader.add_voter(Voter(3, new_dir, identity(3)[1]))[0] == m.NONE
+    c.settle(tick_ms=50)
+    assert node3.is_voter and node3.voter_infos[3].directory_id == new_dir
+    assert decode_voters(leader.log.entry(leader.log.end_offset - 1).payload)[3].directory_id == new_dir
