@@ -163,8 +163,8 @@ cluster: $(STAMP)
 
 raft-soak: $(STAMP)
 	$(PY) tools/raft_soak.py
-	$(PY) tools/raft_soak.py --profile dynamic --seeds 1000
-	$(PY) tools/raft_soak.py --profile upgrade --seeds 1000
+	$(PY) tools/raft_soak.py --profile dynamic --seeds 3000
+	$(PY) tools/raft_soak.py --profile upgrade --seeds 3000
 
 # `replication-soak`: seeded faults (kill, controlled shutdown, pause, partition, one-way cut, flapping link, full disk,
 # clock jump, slow disk; a consumer group and a transactional producer run through them) against a replicated topic
