@@ -180,7 +180,10 @@ class QuorumController(Controller):
     def _live_ids(self) -> list[int]:
         ids = sorted(self._active_ids())          # a broker shutting down gets no new partitions
         if not ids:
-            return [self.config.node_id] if not self.quorum.multi_node else []
+            # a single combined node places on itself; a controller-only node never does
+            # (nothing is placed until a broker registers, as in Kafka), nor a multi-node quorum
+            alone = not self.quorum.multi_node and "broker" in (self.config.get("process.roles") or ())
+            return [self.config.node_id] if alone else []
         # rotate the start so consecutive topics do not all begin on the same broker
         k = self._placement % len(ids)
         self._placement += 1

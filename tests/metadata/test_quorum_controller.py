@@ -219,3 +219,17 @@ async def test_a_registration_before_activation_gets_the_bootstrap_levels_first(
     assert "FeatureLevelRecord" not in kinds(h.records(end))
     h.close()
 
+
+async def test_a_controller_only_node_places_no_partition_on_itself(tmp_path, nursery):
+    """The only voter of a cluster with separate brokers is no broker: with no broker
+    registered a topic is refused as by Kafka, and once one is, partitions go to it."""
+    h = await Harness(tmp_path, process_roles="controller").start(nursery)
+    [res] = await h.controller.create_topics([NewTopic("early", 1)])
+    assert (res.error_code, res.error_message) == (
+        E.INVALID_REPLICATION_FACTOR, "Unable to replicate the partition 1 time(s): The target "
+        "replication factor of 1 cannot be reached because only 0 broker(s) are registered.")
+    await h.register(2)
+    [res] = await h.controller.create_topics([NewTopic("later", 2)])
+    assert res.error_code == 0
+    assert {tuple(p.replicas) for p in h.image.topics["later"].partitions.values()} == {(2,)}
+    h.close()
