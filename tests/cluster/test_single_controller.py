@@ -32,6 +32,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kbroker.cluster import ports
+from tests.support.drain import values_to_end
+from tests.support.parallel import in_threads
 
 from .support import (FAST, REPO_ROOT, BrokerProcess, Cluster, ConfiguredNode, describe_quorum,
                       free_base_port, free_port, kafka_tool, kbroker_cli, metadata, wait_for)
@@ -87,7 +89,7 @@ def check_one_controller_two_brokers(controller_port: int, broker_ports: dict[in
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                              enable_auto_commit=False, consumer_timeout_ms=10000)
     consumer.assign([TopicPartition(topic, p) for p in (0, 1)])
-    got = sorted(m.value for m in consumer)
+    got = sorted(values_to_end(consumer))
     consumer.close()
     assert got == sorted(sent)
     described = kafka_tool("kafka-topics", "--bootstrap-server", bootstrap, "--describe", "--topic", topic)
@@ -157,7 +159,6 @@ def test_one_controller_and_two_brokers_from_formatted_properties_files(tmp_path
         r = kbroker_cli("storage", "format", "-t", cluster_id, "-c", str(n.config_path))
         assert r.returncode == 0, r.stdout + r.stderr
     try:
-        from tests.support.parallel import in_threads
         in_threads(lambda n: n.start(), nodes)
         check_one_controller_two_brokers(controller, {n.node_id: n.port for n in nodes[1:]}, "files")
         for n in nodes:
