@@ -31,11 +31,7 @@ def test_a_node_id_that_does_not_fit_the_voters_refuses_to_start(target, tmp_pat
     if roles == "broker":
         node.broker_only()
     elif roles == "controller":      # a controller-only node has only its controller listener
-        props = node.config_path.read_text().splitlines()
-        props = [p for p in props if not p.startswith(("listeners=", "advertised.listeners=",
-                                                       "inter.broker.listener.name="))]
-        props.append(f"listeners=CONTROLLER://{HOST}:{controller_port}")
-        node.config_path.write_text("\n".join(props) + "\n")
+        node.controller_only()
     node.launch()
     try:
         code = node.proc.wait(timeout=120)

@@ -120,6 +120,18 @@ class QuorumNode(BrokerProcess):
         self.config_path.write_text(props)
         return self
 
+    def controller_only(self) -> "QuorumNode":
+        """``process.roles=controller``: its listeners keep only the CONTROLLER entry (a
+        controller-only node has no client listener, as in Kafka), which is then the port it
+        is probed on (ApiVersions; a controller serves no Metadata)."""
+        props = [p for p in self.config_path.read_text().splitlines()
+                 if not p.startswith(("process.roles=", "listeners=", "advertised.listeners=",
+                                      "inter.broker.listener.name="))]
+        props += ["process.roles=controller", f"listeners=CONTROLLER://{HOST}:{self.controller_port}"]
+        self.config_path.write_text("\n".join(props) + "\n")
+        self.port, self.need_metadata = self.controller_port, False
+        return self
+
     @property
     def directory_id(self) -> str:
         props = (self.data_dir / "meta.properties").read_text().splitlines()

@@ -214,10 +214,15 @@ class Broker:
                  self.metadata.statistics(), self.had_clean_shutdown)
 
     async def _run_cluster_plane(self, local, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """The metadata quorum, the controller listener (voters of a multi-node quorum) and
-        the active controller's session checks."""
+        """The metadata quorum, the controller listener and the active controller's session
+        checks. Every voter with a listener named in ``controller.listener.names`` binds it, as
+        Kafka's ControllerServer does: also the only voter of a one-controller cluster (its
+        brokers register there) and a single combined node (``kafka-metadata-quorum
+        --bootstrap-controller``). A node without one (``make run``, ``--dev``) binds nothing
+        more: its quorum needs no network, and DescribeQuorum/DescribeCluster are served on
+        its client listener."""
         async with trio.open_nursery() as n:
-            if local is not None and self.quorum.multi_node and self.config.controller_listeners:
+            if local is not None and self.config.controller_listeners:
                 from kbroker.controller_server import ControllerPlane, ControllerServer
                 self.controller_server = ControllerServer(ControllerPlane(self, self.quorum, local),
                                                           self.config.controller_listeners)

@@ -11,8 +11,9 @@ Node ``i`` (1-based) serves clients on ``base + 2(i-1)`` and its CONTROLLER list
 SIGINT/SIGTERM stops them all gracefully. With ``--controllers K`` the first ``K`` nodes
 are dedicated controllers (``process.roles=controller``: the voters, with only a
 CONTROLLER listener) and the ``--nodes`` after them dedicated brokers
-(``process.roles=broker``), the layout production KRaft clusters use. ``node_overrides`` is what tests and benchmarks
-use to start the same nodes themselves.
+(``process.roles=broker``), the layout production KRaft clusters use; ``--controllers 1``
+is the one-controller layout of Kafka's documentation. ``node_overrides`` is what tests and
+benchmarks use to start the same nodes themselves.
 
 Operating a running cluster (from another terminal, same ``--data-dir``)::
 
@@ -26,8 +27,10 @@ each node's pid is in ``<data dir>/node-<N>.pid``.
 
 The runner reports each node death once (``node N exited with RC``), not on every poll. The
 nodes run in their own process group, so a Ctrl-C in the terminal reaches only the runner,
-which then sends every node one SIGTERM (a graceful stop: controlled shutdown, drain) and
-exits 0 once they have stopped (``make cluster`` ends without an error). A second Ctrl-C
+which then sends every node one SIGTERM (a graceful stop: controlled shutdown, drain) — the
+nodes with the broker role first and the controller-only ones once those have stopped, so
+the controllers are still there to grant the brokers' controlled shutdown — and exits 0 once
+they have stopped (``make cluster`` ends without an error). A second Ctrl-C
 sends each node its second SIGTERM, which stops a node at once (``kbroker.server.signals``);
 a node still running ``FORCE_WAIT`` seconds later, or past its graceful bound
 (``broker.session.timeout.ms`` plus the shutdown timeout, plus a margin), is killed. A
@@ -185,8 +188,9 @@ class _Node:
     """One child ``kbroker serve`` of the runner: its command, process and log."""
 
     def __init__(self, node_id: int, command: list[str], log_path: Path, env: dict,
-                 stop_timeout: float = 30.0):
+                 stop_timeout: float = 30.0, roles: str = "broker,controller"):
         self.id, self.command, self.log_path, self.env = node_id, command, log_path, env
+        self.is_broker = "broker" in roles
         self.stop_timeout = stop_timeout
         self.proc: subprocess.Popen | None = None
         self.terms = 0               # SIGTERMs sent to the running process (the 2nd forces)
@@ -259,7 +263,7 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
     for i in range(1, total + 1):
         cmd = serve_command(node_overrides(i, nodes=total, base_port=base_port, data_root=root,
                                            cluster_id=cid, extra=extra, roles=layout[i], voters=voters))
-        members.append(_Node(i, cmd, root / f"node-{i}.log", env, graceful_stop_timeout(extra)))
+        members.append(_Node(i, cmd, root / f"node-{i}.log", env, graceful_stop_timeout(extra), layout[i]))
     for stale in root.glob(f"node-*{RESTART_SUFFIX}"):
         stale.unlink()
     (root / "cluster.pid").write_text(f"{os.getpid()}\n")
@@ -285,27 +289,17 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
 
 
 def _stop_all(members: list[_Node], forced) -> int:
-    """One SIGTERM to every running node at once, then wait for all of them; once
-    ``forced()`` (a second Ctrl-C) each gets its second SIGTERM. A node still running past
-    its graceful bound, or ``FORCE_WAIT`` after the force, is killed. 1 if one stopped
-    uncleanly."""
+    """One SIGTERM to every running node with the broker role at once, then, once they have
+    stopped, to the controller-only nodes (Kafka's documented order: a broker's controlled
+    shutdown is granted by the active controller, which must still be there); once
+    ``forced()`` (a second Ctrl-C) every node still running gets its second SIGTERM. A node
+    still running past its graceful bound, or ``FORCE_WAIT`` after the force, is killed. 1
+    if one stopped uncleanly."""
     running = [n for n in members if n.running()]
-    for n in running:
-        n.terminate()
-    deadline = time.monotonic() + max((n.stop_timeout for n in running), default=0)
+    brokers = [n for n in running if n.is_broker]
     forcing = False
-    while any(n.running() for n in running):
-        if forced() and not forcing:
-            forcing = True
-            for n in running:
-                n.terminate(force=True)
-            deadline = min(deadline, time.monotonic() + FORCE_WAIT)
-        if time.monotonic() > deadline:
-            for n in running:
-                if n.running():
-                    n.proc.kill()
-            break
-        time.sleep(0.05)
+    for group in (brokers, [n for n in running if not n.is_broker]):
+        forcing = _stop_group(group, forced, forcing)
     rc = 0
     for n in running:
         n.proc.wait()
@@ -314,6 +308,30 @@ def _stop_all(members: list[_Node], forced) -> int:
                   file=sys.stderr, flush=True)
             rc = 1
     return rc
+
+
+def _stop_group(group: list[_Node], forced, forcing: bool) -> bool:
+    """One SIGTERM to each node of ``group``, then wait until they have stopped; each gets
+    its second one once ``forced()``, and a group stopped after the force (``forcing``) is
+    only given ``FORCE_WAIT``. Returns whether the stop is being forced."""
+    for n in group:
+        n.terminate(force=forcing)
+    deadline = time.monotonic() + max((n.stop_timeout for n in group), default=0)
+    if forcing:
+        deadline = min(deadline, time.monotonic() + FORCE_WAIT)
+    while any(n.running() for n in group):
+        if forced() and not forcing:
+            forcing = True
+            for n in group:
+                n.terminate(force=True)
+            deadline = min(deadline, time.monotonic() + FORCE_WAIT)
+        if time.monotonic() > deadline:
+            for n in group:
+                if n.running():
+                    n.proc.kill()
+            break
+        time.sleep(0.05)
+    return forcing
 
 
 def _report_deaths(members: list[_Node]) -> bool:

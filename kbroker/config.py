@@ -18,7 +18,7 @@ Choices that differ from nothing in Kafka but are worth stating:
   ``meta.properties`` in every log dir, as ``kafka-storage format`` does.
 - ``listeners`` may name several PLAINTEXT listeners; listeners named in
   ``controller.listener.names`` are the controller plane (``controller_listeners``), bound
-  by ``kbroker.controller_server`` when this node is a voter of ``controller.quorum.voters``.
+  by ``kbroker.controller_server`` when this node is a voter (also the only one).
 
 ``log_config_defaults()`` returns the broker-level ``log.*`` settings translated to
 topic-level keys (``log.retention.hours`` → ``retention.ms``...), for

@@ -4,7 +4,10 @@ the broker epoch (same incarnation id: the same epoch again) and answers that ep
 broker is unfenced by a later heartbeat. ``NOT_CONTROLLER`` when this node is not active,
 ``INCONSISTENT_CLUSTER_ID`` for another cluster, ``UNSUPPORTED_VERSION`` for a broker whose
 feature ranges leave out a finalized level (the ranges are kept in the registration, and
-UpdateFeatures checks every registered broker against them).
+UpdateFeatures checks every registered broker against them), ``INVALID_REGISTRATION`` for
+one that lists no ``metadata.version`` range. A controller that has just become active
+writes the bootstrap feature levels before it checks the first registration (Kafka's order),
+so no broker of a new cluster is refused for "finalized version 0 of metadata.version".
 Not implemented: log dir ids, ZooKeeper migration fields."""
 from __future__ import annotations
 

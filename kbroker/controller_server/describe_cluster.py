@@ -1,7 +1,8 @@
 """DescribeCluster (key 60), v0–v1, on the controller listener (KIP-919): what an admin
 client bootstrapped with ``--bootstrap-controller`` asks first. Endpoint type 2
-(controllers) lists the voters with their controller endpoints and names the quorum leader
-as controller; endpoint type 1 (brokers) lists the live brokers of the image.
+(controllers) lists the voters with their controller endpoints (a single node its own
+controller listener) and names the quorum leader as controller; endpoint type 1 (brokers)
+lists the live brokers of the image.
 Cluster authorized operations are answered as with no authorizer (all allowed)."""
 from __future__ import annotations
 
@@ -22,9 +23,14 @@ async def handle(ctx, request):
     image = quorum.image
     etype = request.endpoint_type if ctx.version >= 1 else 1
     if etype == CONTROLLERS:
-        brokers = [Response.DescribeClusterBroker(broker_id=vid, host=h, port=p, rack=None)
-                   for vid, (h, p) in sorted(quorum.voter_endpoints.items())
-                   if vid in quorum.voters]
+        brokers = []
+        for vid in sorted(quorum.voters):
+            # a single node formatted without voters (controller.quorum.bootstrap.servers
+            # naming itself) knows its own controller listener, not a voters entry
+            addr = quorum.voter_endpoints.get(vid) or quorum.endpoint_of(vid)
+            if addr is not None:
+                brokers.append(Response.DescribeClusterBroker(broker_id=vid, host=addr[0], port=addr[1],
+                                                              rack=None))
         controller = quorum.leader_id
     else:
         brokers = []

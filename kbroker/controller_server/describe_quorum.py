@@ -5,8 +5,8 @@
 Answered by the Raft leader from its replica bookkeeping: leader id and epoch, high
 watermark, every voter and observer with its log end offset, last fetch and last caught-up
 time (wall-clock ms; the leader itself is caught up now), and (v2, KIP-853) every voter's
-controller endpoint (a one-node quorum without a controller listener: its client listener,
-which serves these APIs). Any other node forwards the request to the leader's controller listener, as
+controller endpoint (its own controller listener for a single node that has no voters entry;
+a one-node quorum without a controller listener: its client listener, which serves these APIs). Any other node forwards the request to the leader's controller listener, as
 Kafka's brokers forward it to the controller; with no leader known the partition gets
 ``NOT_LEADER_OR_FOLLOWER``. Served on controller and client listeners.
 A dynamic quorum (KIP-853) answers each voter's directory id and endpoints from its
@@ -33,11 +33,17 @@ def _error(code: int, message: str | None = None):
 
 
 def _own_endpoint(quorum, node_id: int):
-    """The one-node quorum of ``make run`` has no controller listener: its controller APIs
-    (DescribeQuorum, DescribeCluster) are served on the client listener, so that is where
-    KIP-853 tools reach the voter."""
+    """This node's controller listener when it has one (a single node configured with
+    ``controller.quorum.bootstrap.servers`` naming itself, as Kafka's stock
+    server.properties, has no ``controller.quorum.voters`` entry to read it from). The
+    one-node quorum of ``make run`` has none: its controller APIs (DescribeQuorum,
+    DescribeCluster) are served on the client listener, so that is where KIP-853 tools reach
+    the voter."""
     if node_id != quorum.node_id:
         return None
+    own = quorum.endpoint_of(node_id)
+    if own is not None:
+        return own
     adv = getattr(quorum.config, "advertised_listeners", None) or getattr(quorum.config, "listeners", None)
     if not adv:
         return None

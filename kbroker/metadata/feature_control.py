@@ -183,20 +183,29 @@ def _not_supported(name: str, level: int, supported: dict, who: str) -> str | No
     return f"{who} only supports versions {_range_text(lo, hi)}"
 
 
-def registration_error(finalized: dict[str, int], features) -> str | None:
-    """Why a broker serving ``features`` (``(name, min, max)``) cannot join a cluster with
-    these finalized levels (Kafka's ``processRegistrationFeature``), or None. A finalized
-    level above 0 of a feature the broker does not list at all refuses it too."""
+def registration_error(finalized: dict[str, int], features) -> tuple[int, str] | None:
+    """``(error code, why)`` a broker serving ``features`` (``(name, min, max)``) cannot join
+    a cluster with these finalized levels, or None: Kafka's ``ClusterControlManager.
+    registerBroker`` checks in its order. Every listed range must hold the finalized level
+    (UNSUPPORTED_VERSION); the broker must list ``metadata.version`` (INVALID_REGISTRATION); a
+    finalized level above 0 of a feature it does not list refuses it too.
+
+    ``finalized`` holds ``metadata.version``: the active controller commits the bootstrap
+    levels before it checks a registration (Kafka has no default for it)."""
     listed = {n: (lo, hi) for n, lo, hi in features}
     for name, lo, hi in features:
         level = finalized.get(name, 0)
         if not lo <= level <= hi:
-            return (f"Unable to register because the broker does not support finalized version "
-                    f"{level} of {name}. The broker wants a version between {lo} and {hi}, inclusive.")
+            return E.UNSUPPORTED_VERSION, (
+                f"Unable to register because the broker does not support finalized version "
+                f"{level} of {name}. The broker wants a version between {lo} and {hi}, inclusive.")
+    if METADATA_VERSION not in listed:
+        return E.INVALID_REGISTRATION, f"Request features do not contain '{METADATA_VERSION}'"
     for name, level in sorted(finalized.items()):
         if level > 0 and name not in listed:
-            return (f"Unable to register because the broker does not support finalized version "
-                    f"{level} of {name}. The broker wants a version between 0 and 0, inclusive.")
+            return E.UNSUPPORTED_VERSION, (
+                f"Unable to register because the broker does not support finalized version "
+                f"{level} of {name}. The broker wants a version between 0 and 0, inclusive.")
     return None
 
 

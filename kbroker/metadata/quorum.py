@@ -91,6 +91,11 @@ class MetadataQuorum:
         bootstrap_ids = [-2 - i for i in range(len(self.bootstrap_servers))] if self.formatted_dynamic else []
         for pid, addr in zip(bootstrap_ids, self.bootstrap_servers):
             self.voter_endpoints[pid] = addr
+        # Other voters may exist (a dynamic quorum, or controller.quorum.voters naming another
+        # node): this voter then tells new leaders about itself (``run``), and the controller
+        # never places partitions on itself for want of brokers (``QuorumController._live_ids``).
+        # It does not decide the controller listener: every controller with one configured
+        # binds it, also the only voter of a one-controller cluster (``Broker._run_cluster_plane``).
         self.multi_node = self.formatted_dynamic or (bool(static) and self._static_voters != {self.node_id})
         names = config.get("controller.listener.names") or ["CONTROLLER"]
         self.controller_listener_name = names[0].upper()

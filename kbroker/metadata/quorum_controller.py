@@ -39,7 +39,8 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
 - on activation: when the log has no ``metadata.version``, the bootstrap records — those of
   ``bootstrap.checkpoint`` written by ``kbroker storage format`` (or Kafka's tool), else
   ``FeatureLevelRecord(metadata.version)`` at kbroker's level and the default levels of the
-  other features kbroker serves (``feature_control.default_levels``); and every registered broker
+  other features kbroker serves (``feature_control.default_levels``), written before any
+  registration is checked against them (``_maybe_bootstrap``); and every registered broker
   gets a fresh session;
 - every partition change is built by ``reassign.build_change`` (Kafka's
   ``PartitionChangeBuilder``), so an ISR change that holds all the target replicas of an
@@ -179,7 +180,10 @@ class QuorumController(Controller):
     def _live_ids(self) -> list[int]:
         ids = sorted(self._active_ids())          # a broker shutting down gets no new partitions
         if not ids:
-            return [self.config.node_id] if not self.quorum.multi_node else []
+            # a single combined node places on itself; a controller-only node never does
+            # (nothing is placed until a broker registers, as in Kafka), nor a multi-node quorum
+            alone = not self.quorum.multi_node and "broker" in (self.config.get("process.roles") or ())
+            return [self.config.node_id] if alone else []
         # rotate the start so consecutive topics do not all begin on the same broker
         k = self._placement % len(ids)
         self._placement += 1
@@ -197,12 +201,20 @@ class QuorumController(Controller):
         if "metadata.version" not in self.image.features:
             try:
                 async with self._lock:
-                    # Kafka's format step: metadata.version plus the cluster-level
-                    # min.insync.replicas default (KIP-966; compat ledger F-002)
-                    first = self._bootstrap or default_feature_records(METADATA_VERSION)
-                    await self._commit([*first, *self.bootstrap_config_records()])
+                    await self._maybe_bootstrap()
             except NotController:
                 pass
+
+    async def _maybe_bootstrap(self) -> None:
+        """With ``_lock`` held: commit the bootstrap records if the log has none yet. Kafka's
+        active controller appends them as the first records of its epoch, before any other
+        write, so no write is ever checked against an image without ``metadata.version``."""
+        if "metadata.version" in self.image.features:
+            return
+        # Kafka's format step: metadata.version plus the cluster-level
+        # min.insync.replicas default (KIP-966; compat ledger F-002)
+        first = self._bootstrap or default_feature_records(METADATA_VERSION)
+        await self._commit([*first, *self.bootstrap_config_records()])
 
     async def bootstrap(self, endpoints, rack, incarnation_id) -> None:  # pragma: no cover - not used
         raise NotImplementedError("brokers register through BrokerRegistration")
@@ -212,17 +224,24 @@ class QuorumController(Controller):
                               rack: str | None, features=None) -> tuple[int, int]:
         """``(error_code, broker_epoch)``. ``features``: the ``(name, min, max)`` levels the
         broker serves (None: this node's own table); a broker that cannot serve a finalized
-        level is refused with UNSUPPORTED_VERSION, as Kafka's ``ClusterControlManager``."""
+        level is refused with UNSUPPORTED_VERSION, one that does not list ``metadata.version``
+        with INVALID_REGISTRATION, as by Kafka's ``ClusterControlManager``."""
         from kbroker.features import SUPPORTED_FEATURES
         if features is None:
             features = [(n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
+        # The quorum can be ready (its epoch's LeaderChange applied, so brokers are answered)
+        # before this controller has activated: the bootstrap levels come first, as Kafka's
+        # controller writes them before it handles any registration (without them every
+        # broker would be refused for "finalized version 0 of metadata.version").
+        await self.maybe_activate()
         async with self._lock:
+            await self._maybe_bootstrap()
             if cluster_id != self.image.cluster_id:
                 return E.INCONSISTENT_CLUSTER_ID, -1
             problem = feature_control.registration_error(dict(self.image.features), features)
             if problem:
-                log.warning("broker %d refused: %s", broker_id, problem)
-                return E.UNSUPPORTED_VERSION, -1
+                log.warning("broker %d refused: %s", broker_id, problem[1])
+                return problem[0], -1
             old = self.image.brokers.get(broker_id)
             if old is not None and old.incarnation_id == incarnation_id:
                 self._sessions[broker_id] = trio.current_time()

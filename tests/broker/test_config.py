@@ -44,7 +44,8 @@ log.retention.check.interval.ms=300000
     p = tmp_path / "server.properties"
     p.write_text(text)
     c = BrokerConfig.load(p)
-    assert [str(l) for l in c.listeners] == ["PLAINTEXT://:9092"]           # controller not bound
+    assert [str(l) for l in c.listeners] == ["PLAINTEXT://:9092"]           # the client listeners
+    assert [str(l) for l in c.controller_listeners] == ["CONTROLLER://:9093"]  # the controller plane
     assert [str(l) for l in c.advertised_listeners] == ["PLAINTEXT://localhost:9092"]
     assert c.log_dirs == ["/tmp/kraft-combined-logs"]
 

@@ -136,19 +136,24 @@ class Cluster:
 
 class ConfiguredNode(BrokerProcess):
     """A node started from its own server.properties (``node-N.properties`` under ``root``),
-    as an operator runs one: combined (``controller`` port given) or broker-only. ``quorum``
-    holds its quorum keys (``controller.quorum.voters`` or ``.bootstrap.servers``); the
-    directory is formatted by the test (``kbroker_cli("storage", "format", ...)``)."""
+    as an operator runs one: combined (both ports given), broker-only (``controller`` None)
+    or controller-only (``client`` None: its CONTROLLER listener alone, which is then
+    ``port``). ``quorum`` holds its quorum keys (``controller.quorum.voters`` or
+    ``.bootstrap.servers``); the directory is formatted by the test
+    (``kbroker_cli("storage", "format", ...)``)."""
 
-    def __init__(self, root: Path, node_id: int, client: int, controller: int | None, quorum: dict):
+    def __init__(self, root: Path, node_id: int, client: int | None, controller: int | None, quorum: dict):
         self.node_id = node_id
         self.controller_port = controller
+        self.client_port = client
         self.config_path = Path(root) / f"node-{node_id}.properties"
+        listeners = ([f"PLAINTEXT://127.0.0.1:{client}"] if client else []) \
+            + ([f"CONTROLLER://127.0.0.1:{controller}"] if controller else [])
         props = {
-            "node.id": node_id, "process.roles": "broker,controller" if controller else "broker",
-            "listeners": f"PLAINTEXT://127.0.0.1:{client}"
-                         + (f",CONTROLLER://127.0.0.1:{controller}" if controller else ""),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client}",
+            "node.id": node_id,
+            "process.roles": ",".join(r for r, port in (("broker", client), ("controller", controller)) if port),
+            "listeners": ",".join(listeners),
+            **({"advertised.listeners": f"PLAINTEXT://127.0.0.1:{client}"} if client else {}),
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             **quorum,
@@ -156,7 +161,7 @@ class ConfiguredNode(BrokerProcess):
             "offsets.topic.replication.factor": 1, "group.initial.rebalance.delay.ms": 0, **FAST}
         Path(root).mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        super().__init__(Path(root) / f"node-{node_id}" / "data", port=client, start_timeout=60.0)
+        super().__init__(Path(root) / f"node-{node_id}" / "data", port=client or controller, start_timeout=60.0)
 
     def command(self) -> list[str]:
         return [self.python, "-m", "kbroker", "serve", "--config", str(self.config_path)]

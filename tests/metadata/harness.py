@@ -32,7 +32,9 @@ class Harness:
         self.images = []
         self.incarnations = {}
 
-    async def start(self, nursery) -> "Harness":
+    async def start(self, nursery, *, activate: bool = True) -> "Harness":
+        """``activate=False``: the quorum is ready but the controller has not run its
+        activation yet (no bootstrap records), as a registration can find it."""
         clock = lambda: WALL  # noqa: E731
         self.logs = LogManager([self.tmp_path], LogConfig(), clock)
         self.logs.load()
@@ -40,7 +42,8 @@ class Harness:
         await nursery.start(self.quorum.run)
         self.controller = QuorumController(self.config, self.quorum, clock)
         await self.quorum.wait_caught_up()
-        await self.controller.maybe_activate()
+        if activate:
+            await self.controller.maybe_activate()
         return self
 
     def close(self) -> None:

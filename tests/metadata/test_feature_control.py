@@ -174,7 +174,19 @@ def test_registration_is_refused_below_a_finalized_level():
     from kbroker.metadata.feature_control import registration_error
     assert registration_error({"metadata.version": 25}, [("metadata.version", 7, 25)]) is None
     assert registration_error({"metadata.version": 25}, [("metadata.version", 7, 24)]) == (
+        E.UNSUPPORTED_VERSION,
         "Unable to register because the broker does not support finalized version 25 of "
         "metadata.version. The broker wants a version between 7 and 24, inclusive.")
-    assert "finalized version 2 of transaction.version" in registration_error(
-        {"metadata.version": 25, "transaction.version": 2}, [("metadata.version", 7, 25)])
+    code, why = registration_error({"metadata.version": 25, "transaction.version": 2},
+                                   [("metadata.version", 7, 25)])
+    assert code == E.UNSUPPORTED_VERSION and "finalized version 2 of transaction.version" in why
+
+
+def test_registration_without_metadata_version_is_invalid():
+    """Kafka's order: the listed ranges first, then the presence of metadata.version."""
+    from kbroker.metadata.feature_control import registration_error
+    assert registration_error({"metadata.version": 25}, [("group.version", 0, 1)]) == (
+        E.INVALID_REGISTRATION, "Request features do not contain 'metadata.version'")
+    assert registration_error({"metadata.version": 25, "group.version": 1},
+                              [("group.version", 0, 0)])[0] == E.UNSUPPORTED_VERSION
+

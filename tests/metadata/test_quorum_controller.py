@@ -198,3 +198,38 @@ async def test_a_non_leader_is_not_the_controller(tmp_path, nursery):
     else:
         raise AssertionError("a resigned leader must refuse writes")
     h.close()
+
+
+async def test_a_registration_before_activation_gets_the_bootstrap_levels_first(tmp_path, nursery):
+    """The quorum is ready (brokers may register) before the controller's activation task has
+    run: the registration writes the bootstrap feature levels first, as Kafka's controller
+    writes them before any other record of its epoch, and is accepted (it used to be
+    refused: "does not support finalized version 0 of metadata.version")."""
+    h = await Harness(tmp_path).start(nursery, activate=False)
+    assert "metadata.version" not in h.image.features
+    start = h.end
+    await h.register(2)
+    written = kinds(h.records(start))
+    assert written.index("FeatureLevelRecord") < written.index("RegisterBrokerRecord")
+    assert h.records(start)[0].name == "metadata.version"
+    assert h.image.brokers[2].fenced is False
+    # activation afterwards finds the levels there and writes them no second time
+    end = h.end
+    await h.controller.maybe_activate()
+    assert "FeatureLevelRecord" not in kinds(h.records(end))
+    h.close()
+
+
+async def test_a_controller_only_node_places_no_partition_on_itself(tmp_path, nursery):
+    """The only voter of a cluster with separate brokers is no broker: with no broker
+    registered a topic is refused as by Kafka, and once one is, partitions go to it."""
+    h = await Harness(tmp_path, process_roles="controller").start(nursery)
+    [res] = await h.controller.create_topics([NewTopic("early", 1)])
+    assert (res.error_code, res.error_message) == (
+        E.INVALID_REPLICATION_FACTOR, "Unable to replicate the partition 1 time(s): The target "
+        "replication factor of 1 cannot be reached because only 0 broker(s) are registered.")
+    await h.register(2)
+    [res] = await h.controller.create_topics([NewTopic("later", 2)])
+    assert res.error_code == 0
+    assert {tuple(p.replicas) for p in h.image.topics["later"].partitions.values()} == {(2,)}
+    h.close()
