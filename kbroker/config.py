@@ -710,8 +710,7 @@ class BrokerConfig:
             self.controller_listener_security = {
                 l.name: sec.build(self.values, l.name, l.security_protocol)
                 for l in self.controller_listeners}
-            multi = bool(set(self.quorum_voters) - {self.node_id})
-            if not multi:
+            if not self._may_have_peers():
                 return
             cname = (self.values["controller.listener.names"] or ["CONTROLLER"])[0].upper()
             self.controller_security = client_security(
@@ -723,6 +722,19 @@ class BrokerConfig:
                     self.values, ib.name, ib.security_protocol, "sasl.mechanism.inter.broker.protocol")
         except sec.SecurityConfigError as e:
             raise ConfigError(e.key, str(e).split(": ", 1)[1]) from None
+
+    def _may_have_peers(self) -> bool:
+        """Whether this node can talk to other nodes (so it needs the client side of the
+        controller and inter-broker listeners): other static voters, bootstrap servers that
+        are not just itself (a dynamic quorum), a node with one role only, or a voter with a
+        controller listener (brokers of their own may register with it). A lone combined node
+        without a controller listener (``make run``) has none."""
+        v = self.values
+        if set(self.quorum_voters) - {self.node_id}:
+            return True
+        if v["controller.quorum.bootstrap.servers"] and not self.bootstrap_is_self():
+            return True
+        return set(v["process.roles"]) != {"broker", "controller"} or bool(self.controller_listeners)
 
     def inter_broker_listener(self) -> "Listener | None":
         """The listener replica fetchers connect to: ``inter.broker.listener.name``, else

@@ -126,3 +126,33 @@ def test_meta_properties_persist_cluster_id(tmp_path):
     with pytest.raises(ConfigError) as e:
         ensure_meta_properties(BrokerConfig.from_dict({"log.dirs": f"{tmp_path}/a", "node.id": "2"}))
     assert e.value.key == "node.id"
+
+
+_SASL_CONTROLLER = {
+    "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+    "sasl.mechanism.controller.protocol": "PLAIN",
+    "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+    "listener.name.controller.plain.sasl.jaas.config":
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="ctl" '
+        'password="ctl-secret" user_ctl="ctl-secret";',
+}
+
+
+@pytest.mark.parametrize("quorum", [
+    {"controller.quorum.bootstrap.servers": "127.0.0.1:19093"},      # a dynamic quorum's node
+    {"controller.quorum.voters": "1@127.0.0.1:9093"},                # one voter, brokers apart
+])
+def test_a_node_with_peers_gets_the_controller_listeners_client_side(quorum):
+    """Node-to-node connections speak the controller listener's SASL even when no other
+    static voter is listed: a node of a dynamic quorum, or the only voter that brokers of
+    their own register with."""
+    c = BrokerConfig.from_dict({**_SASL_CONTROLLER, **quorum})
+    assert c.controller_security is not None
+    assert (c.controller_security.mechanism, c.controller_security.username) == ("PLAIN", "ctl")
+
+
+def test_a_lone_node_without_a_controller_listener_needs_no_client_side():
+    c = BrokerConfig.from_dict({})
+    assert c.controller_security is None and c.inter_broker_security is None
