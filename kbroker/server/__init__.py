@@ -145,7 +145,8 @@ class Server:
         return out
 
     def ready_line(self) -> str:
-        where = ", ".join(str(l) for l in self.bound)
+        # a controller-only node has no client listener: name the controller plane's
+        where = ", ".join(str(l) for l in self.bound or self.config.controller_listeners)
         return (f"kbroker ready: listening on {where} (node {self.config.node_id}, "
                 f"cluster {self.broker.cluster_id}, data "
                 f"{', '.join(str(Path(d).resolve()) for d in self.config.log_dirs)})")

@@ -115,6 +115,9 @@ def test_controller_only_nodes_have_no_client_listener(cluster):
         node = cluster.nodes[c]
         assert node.client_port is None and node.port == node.controller_port
         assert "PLAINTEXT" not in node.overrides["listeners"]
+        # its ready line names the listener it has: the controller plane's
+        assert f"kbroker ready: listening on CONTROLLER://127.0.0.1:{node.controller_port} (node {c}," \
+            in node.log_text()
         # nothing listens where a combined node would serve clients
         client_port = ports(c, cluster.base)[0]
         with pytest.raises(OSError):
