@@ -7,6 +7,7 @@ made by each host's packet filter (issue 19: network partitions on real processe
         net.block(1, 2)                          # host 1 can no longer reach host 2
         net.isolate(3)                           # host 3 cut off from every other host
         net.heal()                               # every cut gone
+        net.can_connect(1, (net.address(2), port))   # a probe from inside host 1
         net.dropped(1)                           # packets host 1's filter dropped so far
 
 Why hosts and not proxies. A node of Kafka 4.3 (and kbroker, which does the same) fetches
@@ -60,6 +61,7 @@ import atexit
 import fcntl
 import os
 import subprocess
+import sys
 import weakref
 from pathlib import Path
 
@@ -158,6 +160,16 @@ class TestNet:
     @property
     def blocked(self) -> frozenset:
         return frozenset(self._blocked)
+
+    def can_connect(self, i: int, addr: tuple[str, int], timeout: float = 1.0) -> bool:
+        """Can a process in host ``i`` open a TCP connection to ``addr`` (within ``timeout``)?
+        A probe sharing the host's network with its node: what it cannot reach, the node cannot
+        either, whichever address the node learnt."""
+        probe = ("import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), "
+                 "timeout=float(sys.argv[3])).close()")
+        r = subprocess.run(self.enter(i) + [sys.executable, "-c", probe, addr[0], str(addr[1]), str(timeout)],
+                           capture_output=True, timeout=timeout + 30)
+        return r.returncode == 0
 
     def dropped(self, i: int) -> int:
         """Packets host ``i``'s filter has dropped since the net was made (its rule's counter):
