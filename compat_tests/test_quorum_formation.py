@@ -52,6 +52,7 @@ from tests.cluster.support import (AckedProducer as Producer, assert_fetches_sta
                                    describe_quorum, wait_for)
 from tests.support.netns import TestNet
 from tests.support.parallel import in_threads
+from tests.support.tap import Tap
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -408,8 +409,7 @@ def test_a_static_quorum_upgraded_to_kraft_version_1(static_cluster):
     level both targets run at here) includes kraft.version 1 (KAFKA-21426: the release's
     default levels include it), validated by the dry run; afterwards every voter has its
     directory id and `remove-controller` / `add-controller` work. Runs last on the shared
-    static cluster: the links of the partition test stop mattering once the voters' own
-    endpoints are recorded."""
+    static cluster: it changes its voters."""
     nodes, _ = static_cluster
     controller = f"{nodes[0].host}:{nodes[0].controller_port}"
 
@@ -440,6 +440,68 @@ def test_a_static_quorum_upgraded_to_kraft_version_1(static_cluster):
     producer = KafkaProducer(bootstrap_servers=nodes[1].bootstrap_servers, acks="all", retries=10)
     deadline_wait(lambda: producer.send("formed", b"after-upgrade").get(timeout=20), "a write after the upgrade")
     producer.close()
+
+
+# ------------------------------------------------------------------------ 7. announced endpoints
+
+def test_followers_fetch_from_the_endpoint_their_leader_announces(target, tmp_path):
+    """KIP-853 as Kafka 4.3.1 does it (``FollowerState``): a leader announces its controller
+    endpoint (BeginQuorumEpoch v1 ``LeaderEndpoints``, the ``NodeEndpoints`` of answers) and
+    its followers fetch from there, not from the address their ``controller.quorum.voters``
+    names for it. Every node names the other voters through a tap (``tests/support/tap.py``:
+    node i's entry for j is tap (i, j)); the nodes advertise their own controller listeners.
+    Once the quorum stands, the followers fetch a new record while the taps toward the leader
+    forward none of their Fetch requests -- yet those taps carry the followers' broker
+    heartbeats (the controller channel uses the voter set's address), and the leader's
+    BeginQuorumEpoch went out through its taps."""
+    ports = {i: free_port() for i in (1, 2, 3)}
+    taps = {(i, j): Tap((HOST, ports[j])) for i in ports for j in ports if i != j}
+
+    def voters(i):
+        return ",".join(f"{j}@{HOST}:{ports[j] if j == i else taps[(i, j)].port}" for j in ports)
+    # each announces its CONTROLLER listener (not in advertised.listeners: Kafka and kbroker
+    # then announce the bound one)
+    nodes = [QuorumNode(target, tmp_path, i, {"controller_port": ports[i], "controller.quorum.voters": voters(i)})
+             for i in (1, 2, 3)]
+    cluster_id = random_cluster_id()
+    for n in nodes:
+        storage_format(target, n, cluster_id)
+    try:
+        start_all(nodes)
+
+        def settled():
+            p, _ = describe_quorum(nodes[0].addr)
+            if p is None or p.error_code or p.leader_id < 1:
+                return None
+            ends = {v.replica_id: v.log_end_offset for v in p.current_voters}
+            return all(e >= p.high_watermark for e in ends.values()) and (p.leader_id, p.high_watermark)
+        leader, _ = deadline_wait(settled, "a leader followed by both voters")
+        lead = nodes[leader - 1]
+        followers = [i for i in (1, 2, 3) if i != leader]
+        # Kafka's network client keeps one connection per node id, made to whichever address
+        # was asked first (a Vote, or a Fetch before any leader was known, both go to the voter
+        # list's): reset them, so that every follower connects again where it fetches from now
+        for t in taps.values():
+            t.reset()
+        _, settled_hw = deadline_wait(settled, "both voters following again")
+        fetches = {i: taps[(i, leader)].count(1) for i in followers}
+        heartbeats = {i: taps[(i, leader)].count(63) for i in followers}
+        R = w.CreateTopicsRequest
+        call(lead.addr, 19, 7, R(topics=[R.CreatableTopic(
+            name="announced", num_partitions=1, replication_factor=3, assignments=[], configs=[])],
+            timeout_ms=15000, validate_only=False), timeout=20)
+        deadline_wait(lambda: (lambda st: st and st[1] > settled_hw)(settled()),
+                      "both followers fetched the new records")
+        deadline_wait(lambda: all(taps[(i, leader)].count(63) > heartbeats[i] for i in followers),
+                      "heartbeats through the taps toward the leader")
+        assert {i: taps[(i, leader)].count(1) for i in followers} == fetches, \
+            "a follower fetched through the address controller.quorum.voters names"
+        assert sum(taps[(leader, i)].count(53) for i in followers) >= 1, \
+            "the leader's BeginQuorumEpoch did not use the voter list's addresses"
+    finally:
+        stop_all(nodes)
+        for t in taps.values():
+            t.close()
 
 
 # ------------------------------------------------------------------------ 2. grow and shrink
