@@ -14,7 +14,9 @@ node down, so the ISR of the others still meets min.insync.replicas):
   report it out of an ISR — then SIGCONT: it fetches again and rejoins;
 - ``partition``: cut a node off from the other two both ways (every connection between it
   and them: controller, replica fetches, transaction markers) until the others report it out
-  of an ISR, heal it later;
+  of an ISR -- and, if it followed the metadata quorum's leader, until that leader's
+  DescribeQuorum shows its log end offset stalled behind the ISR change; if it led the
+  quorum, until the others elect another leader -- heal it later;
 - ``one_way``: cut one direction only: the connections one node opens toward another go
   silent, the other's connections toward it still work (a probe from inside each host shows
   both before the fault goes on);
@@ -46,7 +48,7 @@ a network namespace with its own address, which it listens on, advertises, names
 filter dropping what it sends toward the other host -- so it holds for every connection and
 every address a node learnt, including the endpoint a leader announces (KIP-853). Each
 network fault proves it met traffic: the filters' drop counters grow (and a ``partition``
-also waits for the ISR shrink). The test process and its clients reach every node directly.
+also shows the ISR and the metadata quorum going on without the node). The test process and its clients reach every node directly.
 
 After each fault the test waits for every ISR to be whole again before the next one. After
 the schedule (producer stopped, all nodes up, full ISR) it checks:
@@ -86,7 +88,7 @@ from .fault_clients import (TXN_TOPIC, GroupCommitter, TxnWriter, committed_offs
                             read_committed)
 from .replication_support import (checkpointed_high_watermarks, create_topic, make_producer,
                                   read_records, replicas_in_sync)
-from .support import Cluster, topic_state, wait_for, wait_for_isr
+from .support import Cluster, describe_quorum, quorum_ends, topic_state, wait_for, wait_for_isr
 
 pytestmark = pytest.mark.slow
 
@@ -224,13 +226,25 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
         finally:
             os.kill(pid, signal.SIGCONT)
     elif kind == "partition":
+        leader = wait_for(lambda: _quorum_leader(cluster, node_id), what="the metadata quorum's leader")
         net.isolate(node_id)
         try:
+            time.sleep(0.5)             # a Fetch sent just before the cut lands first
+            ends = quorum_ends(cluster.nodes[leader].addr) if leader != node_id else None
             time.sleep(down)
             # the others stop hearing from it: it leaves an ISR (fenced by the controller
             # if it led one) -- proof that the cut really separated it
             wait_for(lambda: _out_of_some_isr(cluster, node_id), timeout=60,
                      what=f"partitioned node {node_id} out of an ISR")
+            # ... and the metadata quorum: the leader wrote that ISR change, which the
+            # partitioned follower never fetched; a partitioned leader is replaced
+            if ends is not None:
+                after = quorum_ends(cluster.nodes[leader].addr)
+                assert after[node_id] == ends[node_id] < after[leader], \
+                    f"node {node_id} kept fetching metadata through the partition: {ends} -> {after}"
+            else:
+                wait_for(lambda: _quorum_leader(cluster, node_id) not in (None, node_id), timeout=60,
+                         what=f"a quorum leader other than partitioned node {node_id}")
             assert _dropped(net) > dropped, f"the partition of node {node_id} dropped nothing"
         finally:
             net.heal()
@@ -301,6 +315,17 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
             disk.set_delay(0)
     else:
         raise ValueError(kind)
+
+
+def _quorum_leader(cluster, node: int) -> int | None:
+    """The metadata quorum's leader as a running node other than ``node`` reports it."""
+    for other in _others(node):
+        n = cluster.nodes[other]
+        if n.running:
+            p, _ = describe_quorum(n.addr)
+            if p is not None and p.error_code == 0 and p.leader_id > 0:
+                return p.leader_id
+    return None
 
 
 def _dropped(net: TestNet) -> int:
