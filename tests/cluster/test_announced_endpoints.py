@@ -42,3 +42,34 @@ def test_a_wildcard_controller_listener_is_followed_at_its_voters_entry(tmp_path
     finally:
         cluster.shutdown()
         net.close()
+
+
+def test_an_unreachable_announced_endpoint_is_named_once(tmp_path):
+    """Node 1 advertises a controller endpoint no host has, and is the one to campaign (the
+    others wait two minutes before they would): its followers cannot fetch from what it
+    announces and say so once each -- naming the announced address and the fix -- not once
+    per retry, while they still reach it at its voters entry (its BeginQuorumEpoch got through,
+    so they know it leads)."""
+    net = TestNet(3)
+    cluster = Cluster(tmp_path, net=net)
+    _, controller = ports(1, cluster.base)
+    nowhere = f"{net.subnet}.99:{controller}"
+    n1 = cluster.nodes[1]
+    n1.overrides["advertised.listeners"] += f",CONTROLLER://{nowhere}"
+    for i in (2, 3):
+        cluster.nodes[i].overrides["controller.quorum.election.timeout.ms"] = "120000"
+    line = f"cannot reach leader 1 at {nowhere}, the endpoint it announced"
+    try:
+        for n in cluster.nodes.values():
+            n.launch()           # the quorum may never serve: not awaited
+        for i in (2, 3):
+            n = cluster.nodes[i]
+            wait_for(lambda: line in n.log_text(), timeout=60, what=f"node {i} naming {nowhere}")
+            # a fetch timeout later (it retried meanwhile) still one line
+            wait_for(lambda: "prospective" in n.log_text(), timeout=60, what=f"node {i} giving up on leader 1")
+            lines = [ln for ln in n.log_text().splitlines() if line in ln]
+            assert len(lines) == 1, lines
+            assert "advertised controller listener is reachable" in lines[0]
+    finally:
+        cluster.shutdown()
+        net.close()
