@@ -7,6 +7,9 @@ each other by host address in ``controller.quorum.voters``. By Kafka's rule
 (``effectiveAdvertisedControllerListeners``) such a node announces its own voters entry: the
 followers fetch the leader's records there and say so in their log. (Announcing
 ``localhost``, as kbroker once did, would send each follower to its own host.)
+
+A leader that announces an endpoint nobody reaches is named once by each follower, with the
+address and the fix (the operators' view of ``kbroker/raft/driver.py``).
 """
 from __future__ import annotations
 
