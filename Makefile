@@ -37,7 +37,7 @@ run: $(STAMP)
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
 # Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
 # then the container image's smoke tests (docker-test).
-test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 kafkajs franzgo spark-setup console-browser
+test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 netns kafkajs franzgo spark-setup console-browser
 	@date -u +"test: tests/ from %T"
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25
 	@date -u +"test: compat_tests/ from %T"
@@ -49,7 +49,7 @@ test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 kafka
 	@date -u +"test: done at %T"
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
-test-fast: setup protocol kp2 kcat faketime fuse3 console-browser
+test-fast: setup protocol kp2 kcat faketime fuse3 netns console-browser
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
 
 clean:
@@ -62,7 +62,7 @@ clean:
 COMPAT_TARGETS ?= kafka,kbroker
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: kafka-dist kafka-streams-dist kcat faketime fuse3 compat console-browser
+.PHONY: kafka-dist kafka-streams-dist kcat faketime fuse3 netns compat console-browser
 
 kafka-dist:
 	bash tools/fetch_kafka.sh
@@ -85,6 +85,12 @@ faketime:
 fuse3:
 	command -v fusermount3 >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q fuse3; }
 
+# The test hosts of the partition tests (tests/support/netns.py: a network namespace per node on
+# a bridge, cuts by each host's nftables filter): iproute2's ip, nftables' nft, util-linux's nsenter.
+netns:
+	command -v ip >/dev/null 2>&1 && command -v nft >/dev/null 2>&1 && command -v nsenter >/dev/null 2>&1 || \
+	{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q iproute2 nftables util-linux; }
+
 # The web console's browser tests (tests/console/test_console_browser.py): Debian's chromium,
 # driven by Playwright for Python through executable_path (no browser download, ever).
 PLAYWRIGHT := playwright==1.65.2
@@ -92,7 +98,7 @@ console-browser: setup
 	command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
 	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q '$(PLAYWRIGHT)'
 
-compat: setup kafka-dist kcat kafkajs franzgo
+compat: setup kafka-dist kcat netns kafkajs franzgo
 	$(PY) -m pytest -q compat_tests --targets=$(COMPAT_TARGETS) --matrix=compat_tests/results/matrix.md
 
 # --- spark ---
@@ -171,7 +177,7 @@ raft-soak: $(STAMP)
 # on three nodes, KBROKER_FAULT_RUNS random seeds (default 20) of KBROKER_FAULT_STEPS faults each
 # (default 6); a failure names its seed (rerun with KBROKER_FAULT_SEED=<n>).
 .PHONY: replication-soak
-replication-soak: $(STAMP) faketime fuse3
+replication-soak: $(STAMP) faketime fuse3 netns
 	KBROKER_FAULT_RUNS=$${KBROKER_FAULT_RUNS:-20} KBROKER_FAULT_STEPS=$${KBROKER_FAULT_STEPS:-6} $(PY) -m pytest -q tests/cluster/test_replication_faults.py --kafka-protocol=$(KAFKA_PROTOCOL)
 
 # --- compat clients ---

@@ -12,9 +12,12 @@ targets with the same steps and the same assertions (issue 19):
    writes (acks=all), `kafka-metadata-quorum add-controller` makes 2 and 3 voters, then
    `remove-controller` takes them out again; `describe --replication` after each step shows the
    same voters and roles on both targets; every acknowledged record is read back in order.
-3. **A partitioned follower**: controller traffic runs through TCP links the test controls
-   (`tests/support/links.py`, one link per direction, named in `controller.quorum.voters`); a
-   follower cut off and healed comes back without a new epoch, thanks to pre-vote (KIP-996).
+3. **A partitioned follower**: every node runs in its own test host (`tests/support/netns.py`:
+   a network namespace with its own address, bound, advertised, named in
+   `controller.quorum.voters` and announced as leader); a follower cut off from both others by
+   the hosts' packet filters, then healed, comes back without a new epoch, thanks to pre-vote
+   (KIP-996). The cut is proven on both targets: the leader's DescribeQuorum shows the
+   victim's log end offset stalled while the leader writes.
 4. **A foreign cluster id**: a fourth node formatted with another cluster id never joins; Kafka
    refuses it (INCONSISTENT_CLUSTER_ID), kbroker logs one line naming the error.
 5. **Another voter list**: a fourth node that believes it is a voter (its
@@ -35,7 +38,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -45,9 +47,12 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from compat_tests.cli import run_tool
 from compat_tests.kafka_runner import BROKER_LOG4J, BROKER_MAIN, java_command, random_cluster_id
 from compat_tests.runner import SINGLE_NODE_CONFIG, BrokerProcess, free_port, tail
-from tests.cluster.support import AckedProducer as Producer, call, describe_quorum, wait_for
-from tests.support.links import Link
+from kbroker.wire import messages as w
+from tests.cluster.support import (AckedProducer as Producer, assert_fetches_stalled, call,
+                                   describe_quorum, wait_for)
+from tests.support.netns import TestNet
 from tests.support.parallel import in_threads
+from tests.support.tap import Tap
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -69,33 +74,42 @@ def deadline_wait(check, what: str, timeout: float = 90.0):
 
 class QuorumNode(BrokerProcess):
     """One combined node of a multi-node quorum, on either target, started from its own
-    server.properties (written once; formatting is the scenario's explicit step)."""
+    server.properties (written once; formatting is the scenario's explicit step). With
+    ``net`` it runs inside test host ``node_id`` and listens at that host's address."""
 
     start_timeout = 150.0
     stop_timeout = 45.0
 
-    def __init__(self, target: str, root: Path, node_id: int, quorum: dict[str, str]):
+    def __init__(self, target: str, root: Path, node_id: int, quorum: dict[str, str],
+                 net: TestNet | None = None):
         super().__init__(root / f"node-{node_id}")
         self.target = target
         self.node_id = node_id
+        self.net = net
+        self.host = net.address(node_id) if net is not None else HOST
         self.need_metadata = target == "kafka"
         self.controller_port = quorum.pop("controller_port")
         self.config_path = self.workdir / "server.properties"
         self.logs_dir = self.workdir / "logs"
         props = {
             "process.roles": "broker,controller", "node.id": str(node_id),
-            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(self.data_dir), **SINGLE_NODE_CONFIG, **QUORUM_TIMERS, **quorum}
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
+    @property
+    def addr(self) -> tuple[str, int]:
+        return self.host, self.port
+
     def command(self) -> list[str]:
+        enter = self.net.enter(self.node_id) if self.net is not None else []
         if self.target == "kbroker":
-            return [sys.executable, "-m", "kbroker", "serve", "--config", str(self.config_path)]
+            return enter + [sys.executable, "-m", "kbroker", "serve", "--config", str(self.config_path)]
         self.logs_dir.mkdir(parents=True, exist_ok=True)
-        return java_command(BROKER_MAIN, [str(self.config_path)], heap="512m", log4j=BROKER_LOG4J,
+        return enter + java_command(BROKER_MAIN, [str(self.config_path)], heap="512m", log4j=BROKER_LOG4J,
                             extra_jvm=[f"-Dkafka.logs.dir={self.logs_dir}", "-Xms128m",
                                        "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
 
@@ -116,7 +130,7 @@ class QuorumNode(BrokerProcess):
     def broker_only(self) -> "QuorumNode":
         """Made with ``controller_port: None`` and ``process.roles=broker``: its listeners lose
         the CONTROLLER entry (a broker-only node must not have one, as in Kafka)."""
-        props = self.config_path.read_text().replace(f",CONTROLLER://{HOST}:None", "")
+        props = self.config_path.read_text().replace(f",CONTROLLER://{self.host}:None", "")
         self.config_path.write_text(props)
         return self
 
@@ -202,19 +216,15 @@ def stop_all(nodes) -> None:
 @pytest.fixture(scope="module")
 def static_cluster(target, tmp_path_factory):
     root = tmp_path_factory.mktemp(f"static-{target}")
+    # hosts 1-3 hold the voters (the partition test cuts between them); host 4 the extra node
+    # of the refusal scenarios
+    net = TestNet(4)
     ports = {i: free_port() for i in (1, 2, 3)}
-    # node i reaches node j's controller listener through its own link i→j (a TCP proxy the
-    # partition test cuts); its own entry names its listener
-    links = {(i, j): Link(ports[j]) for i in ports for j in ports if i != j}
-
-    def voters(i):
-        return ",".join(f"{j}@{HOST}:{ports[j] if j == i else links[(i, j)].port}" for j in ports)
+    voters = ",".join(f"{j}@{net.address(j)}:{ports[j]}" for j in ports)
     nodes = [QuorumNode(target, root, i, {"controller_port": ports[i],
-                                          "controller.quorum.voters": voters(i),
-                                          "default.replication.factor": "3"})
+                                          "controller.quorum.voters": voters,
+                                          "default.replication.factor": "3"}, net)
              for i in (1, 2, 3)]
-    for n in nodes:
-        n.links = links
     tool = "kafka" if target == "kbroker" else "kbroker"     # each starts on the other's format
     cluster_id = random_cluster_id()
     for n in nodes:
@@ -224,8 +234,7 @@ def static_cluster(target, tmp_path_factory):
         yield nodes, cluster_id
     finally:
         stop_all(nodes)
-        for link in links.values():
-            link.close()
+        net.close()
 
 
 def test_three_voters_formed_from_formatted_directories(static_cluster):
@@ -256,38 +265,46 @@ def test_three_voters_formed_from_formatted_directories(static_cluster):
 
 def test_a_partitioned_follower_returns_without_a_new_epoch(static_cluster):
     """A follower cut off from both other voters for longer than its fetch timeout, then healed:
-    with pre-vote (KIP-996) it changes nothing; the leader and its epoch stay (issue 19)."""
+    with pre-vote (KIP-996) it changes nothing; the leader and its epoch stay (issue 19). The
+    cut must bite: Kafka 4.3's follower fetches from the endpoint its leader announces, which
+    is its host's address like every other, so while the cut holds the leader's DescribeQuorum
+    shows the victim's log end offset stalled although the leader writes (a topic is created
+    through the leader), and afterwards the victim catches up."""
     nodes, _ = static_cluster
-    links = nodes[0].links
+    net = nodes[0].net
 
-    def leader_and_epoch():
-        for n in nodes:
+    def leader_and_epoch(asked=nodes):
+        for n in asked:
             try:
-                p, _ = describe_quorum(n.port)
+                p, _ = describe_quorum(n.addr)
             except OSError:     # a cut-off Kafka broker forwards DescribeQuorum and times out
                 continue
             if p is not None and p.error_code == 0 and p.leader_id > 0:
                 return p.leader_id, p.leader_epoch
         return None
     leader, epoch = deadline_wait(leader_and_epoch, "a leader")
+    lead = nodes[leader - 1]
     victim = next(n for n in nodes if n.node_id != leader)
-    for (i, j), link in links.items():
-        if victim.node_id in (i, j):
-            link.cut()
+
+    def write():    # CreateTopics v7 at the leader's broker (Kafka forwards it to its controller)
+        R = w.CreateTopicsRequest
+        call(lead.addr, 19, 7, R(topics=[R.CreatableTopic(
+            name="during-partition", num_partitions=1, replication_factor=2, assignments=[],
+            configs=[])], timeout_ms=15000, validate_only=False), timeout=20)
+    net.isolate(victim.node_id)
     try:
-        time.sleep(5.0)      # > 2 fetch timeouts: the victim looks for a new leader meanwhile
-        assert leader_and_epoch() == (leader, epoch)
+        # > 2 fetch timeouts: the victim looks for a new leader meanwhile
+        assert_fetches_stalled(lead.addr, leader, victim.node_id, hold=4.5, write=write)
+        assert leader_and_epoch([lead]) == (leader, epoch)
     finally:
-        for link in links.values():
-            link.heal()
-    leader_port = nodes[leader - 1].port
+        net.heal()
 
     def victim_follows():
-        p, _ = describe_quorum(leader_port)
+        p, _ = describe_quorum(lead.addr)
         ends = {v.replica_id: v.log_end_offset for v in p.current_voters}
         return p.error_code == 0 and ends.get(victim.node_id, -1) >= p.high_watermark
     deadline_wait(victim_follows, "the victim back as a follower")
-    assert leader_and_epoch() == (leader, epoch), "the returning node forced an election"
+    assert leader_and_epoch([lead]) == (leader, epoch), "the returning node forced an election"
 
 
 def test_a_raft_fetch_of_another_cluster_is_refused_as_a_whole(static_cluster):
@@ -299,7 +316,7 @@ def test_a_raft_fetch_of_another_cluster_is_refused_as_a_whole(static_cluster):
     req = fetch_request_to_wire(m.FetchRequest(
         replica_id=4, current_leader_epoch=0, fetch_offset=0, last_fetched_epoch=0,
         log_start_offset=0, max_wait_ms=0, max_bytes=1024, correlation_id=0), random_cluster_id())
-    resp = call(nodes[0].controller_port, 1, VERSIONS[FETCH], req)      # the version replicas send
+    resp = call((nodes[0].host, nodes[0].controller_port), 1, VERSIONS[FETCH], req)  # as replicas send
     assert (resp.error_code, list(resp.responses)) == (104, [])
 
 
@@ -307,10 +324,10 @@ def test_a_node_of_another_cluster_is_refused(static_cluster, target, tmp_path):
     """A fourth (broker-only) node formatted with another cluster id never registers; Kafka
     and kbroker both name INCONSISTENT_CLUSTER_ID in its log."""
     nodes, cluster_id = static_cluster
-    voters = ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in nodes)
+    voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in nodes)
     stray = QuorumNode(target, tmp_path, 4, {"controller_port": None,
                                              "controller.quorum.voters": voters,
-                                             "process.roles": "broker"}).broker_only()
+                                             "process.roles": "broker"}, nodes[0].net).broker_only()
     storage_format(target, stray, random_cluster_id())
     try:
         stray.launch()          # not awaited: it must never register
@@ -344,17 +361,18 @@ def test_a_node_with_a_longer_voter_list_does_not_disturb_the_quorum(static_clus
         nonlocal leader_port
         for n in nodes:
             try:
-                p, _ = describe_quorum(n.port)
+                p, _ = describe_quorum(n.addr)
             except OSError:
                 continue
             if p is not None and p.error_code == 0 and p.leader_id > 0:
-                leader_port = nodes[p.leader_id - 1].port
+                leader_port = nodes[p.leader_id - 1].addr
                 return p.leader_id, p.leader_epoch
         return None
     before = deadline_wait(leader_and_epoch, "a leader")
     port = free_port()
-    voters = ",".join([f"{n.node_id}@{HOST}:{n.controller_port}" for n in nodes] + [f"4@{HOST}:{port}"])
-    other = QuorumNode(target, tmp_path, 4, {"controller_port": port, "controller.quorum.voters": voters})
+    net = nodes[0].net
+    voters = ",".join([f"{n.node_id}@{n.host}:{n.controller_port}" for n in nodes] + [f"4@{net.address(4)}:{port}"])
+    other = QuorumNode(target, tmp_path, 4, {"controller_port": port, "controller.quorum.voters": voters}, net)
     storage_format(target, other, cluster_id)
     try:
         other.launch()
@@ -382,11 +400,10 @@ def test_the_controller_listener_serves_kafkas_raft_versions(static_cluster):
     """Every version of the KRaft RPCs that Kafka 4.3.1 defines is served on the controller
     listener (Kafka's voters send the highest both sides serve: Vote v2, BeginQuorumEpoch and
     EndQuorumEpoch v1, Fetch v18, FetchSnapshot v1), and kraft.version 0-1 is supported."""
-    from kbroker.wire import messages as w
     nodes, _ = static_cluster
 
     def api_versions(version):
-        return call(nodes[0].controller_port, 18, version, w.ApiVersionsRequest(
+        return call((nodes[0].host, nodes[0].controller_port), 18, version, w.ApiVersionsRequest(
             client_software_name="compat", client_software_version="1"))
     resp = api_versions(4)
     served = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
@@ -404,10 +421,9 @@ def test_a_static_quorum_upgraded_to_kraft_version_1(static_cluster):
     level both targets run at here) includes kraft.version 1 (KAFKA-21426: the release's
     default levels include it), validated by the dry run; afterwards every voter has its
     directory id and `remove-controller` / `add-controller` work. Runs last on the shared
-    static cluster: the links of the partition test stop mattering once the voters' own
-    endpoints are recorded."""
+    static cluster: it changes its voters."""
     nodes, _ = static_cluster
-    controller = f"{HOST}:{nodes[0].controller_port}"
+    controller = f"{nodes[0].host}:{nodes[0].controller_port}"
 
     def features(*args):
         return run_tool("kafka-features", ["--bootstrap-controller", controller, *args], timeout=120)
@@ -436,6 +452,68 @@ def test_a_static_quorum_upgraded_to_kraft_version_1(static_cluster):
     producer = KafkaProducer(bootstrap_servers=nodes[1].bootstrap_servers, acks="all", retries=10)
     deadline_wait(lambda: producer.send("formed", b"after-upgrade").get(timeout=20), "a write after the upgrade")
     producer.close()
+
+
+# ------------------------------------------------------------------------ 7. announced endpoints
+
+def test_followers_fetch_from_the_endpoint_their_leader_announces(target, tmp_path):
+    """KIP-853 as Kafka 4.3.1 does it (``FollowerState``): a leader announces its controller
+    endpoint (BeginQuorumEpoch v1 ``LeaderEndpoints``, the ``NodeEndpoints`` of answers) and
+    its followers fetch from there, not from the address their ``controller.quorum.voters``
+    names for it. Every node names the other voters through a tap (``tests/support/tap.py``:
+    node i's entry for j is tap (i, j)); the nodes advertise their own controller listeners.
+    Once the quorum stands, the followers fetch a new record while the taps toward the leader
+    forward none of their Fetch requests -- yet those taps carry the followers' broker
+    heartbeats (the controller channel uses the voter set's address), and the leader's
+    BeginQuorumEpoch went out through its taps."""
+    ports = {i: free_port() for i in (1, 2, 3)}
+    taps = {(i, j): Tap((HOST, ports[j])) for i in ports for j in ports if i != j}
+
+    def voters(i):
+        return ",".join(f"{j}@{HOST}:{ports[j] if j == i else taps[(i, j)].port}" for j in ports)
+    # each announces its CONTROLLER listener (not in advertised.listeners: Kafka and kbroker
+    # then announce the bound one)
+    nodes = [QuorumNode(target, tmp_path, i, {"controller_port": ports[i], "controller.quorum.voters": voters(i)})
+             for i in (1, 2, 3)]
+    cluster_id = random_cluster_id()
+    for n in nodes:
+        storage_format(target, n, cluster_id)
+    try:
+        start_all(nodes)
+
+        def settled():
+            p, _ = describe_quorum(nodes[0].addr)
+            if p is None or p.error_code or p.leader_id < 1:
+                return None
+            ends = {v.replica_id: v.log_end_offset for v in p.current_voters}
+            return all(e >= p.high_watermark for e in ends.values()) and (p.leader_id, p.high_watermark)
+        leader, _ = deadline_wait(settled, "a leader followed by both voters")
+        lead = nodes[leader - 1]
+        followers = [i for i in (1, 2, 3) if i != leader]
+        # Kafka's network client keeps one connection per node id, made to whichever address
+        # was asked first (a Vote, or a Fetch before any leader was known, both go to the voter
+        # list's): reset them, so that every follower connects again where it fetches from now
+        for t in taps.values():
+            t.reset()
+        _, settled_hw = deadline_wait(settled, "both voters following again")
+        fetches = {i: taps[(i, leader)].count(1) for i in followers}
+        heartbeats = {i: taps[(i, leader)].count(63) for i in followers}
+        R = w.CreateTopicsRequest
+        call(lead.addr, 19, 7, R(topics=[R.CreatableTopic(
+            name="announced", num_partitions=1, replication_factor=3, assignments=[], configs=[])],
+            timeout_ms=15000, validate_only=False), timeout=20)
+        deadline_wait(lambda: (lambda st: st and st[1] > settled_hw)(settled()),
+                      "both followers fetched the new records")
+        deadline_wait(lambda: all(taps[(i, leader)].count(63) > heartbeats[i] for i in followers),
+                      "heartbeats through the taps toward the leader")
+        assert {i: taps[(i, leader)].count(1) for i in followers} == fetches, \
+            "a follower fetched through the address controller.quorum.voters names"
+        assert sum(taps[(leader, i)].count(53) for i in followers) >= 1, \
+            "the leader's BeginQuorumEpoch did not use the voter list's addresses"
+    finally:
+        stop_all(nodes)
+        for t in taps.values():
+            t.close()
 
 
 # ------------------------------------------------------------------------ 2. grow and shrink

@@ -288,7 +288,12 @@ def standalone_voter(config: BrokerConfig, directory_id: str):
 
 
 def controller_listener(config: BrokerConfig):
-    """(name, host, port) of the first of ``controller.listener.names``."""
+    """(name, host, port) of the first of ``controller.listener.names``: what this node
+    announces as leader (KIP-853) and records as its voter endpoint. Kafka's rule
+    (``effectiveAdvertisedControllerListeners``): its ``advertised.listeners`` entry if any;
+    else the bound listener, except that a wildcard host (empty or 0.0.0.0) takes this node's
+    own ``controller.quorum.voters`` entry -- the address every other voter already uses, which
+    followers now fetch from."""
     names = [n.upper() for n in config.values.get("controller.listener.names") or ["CONTROLLER"]]
     adv = {}
     for entry in config.values.get("advertised.listeners") or []:
@@ -298,7 +303,12 @@ def controller_listener(config: BrokerConfig):
             adv[name.upper()] = (host or "localhost", int(port))
     for l in config.controller_listeners:
         if l.name == names[0]:
-            host, port = adv.get(l.name, (l.host or "localhost", l.port))
+            if l.name in adv:
+                host, port = adv[l.name]
+            elif l.host in (None, "", "0.0.0.0", "::"):
+                host, port = config.quorum_voters.get(config.node_id, ("localhost", l.port))
+            else:
+                host, port = l.host, l.port
             if host in ("0.0.0.0", "::"):
                 host = "localhost"
             return l.name, host, port

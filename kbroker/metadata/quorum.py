@@ -17,8 +17,10 @@ controller endpoints follow every ``VotersRecord`` (the first of
 -2, -3, … for a joining node's first fetches, and a leader whose endpoint is not known yet is
 looked up with DescribeQuorum on a bootstrap server. A static quorum whose log holds an
 upgrade to ``kraft.version`` 1 (KAFKA-16538) is dynamic from then on (``dynamic``), whatever
-``controller.quorum.voters`` says. A leader's announced endpoint (BeginQuorumEpoch v1 and the
-answers' NodeEndpoints) is followed in a dynamic quorum (``learn_leader_endpoint``).
+``controller.quorum.voters`` says. Followers fetch from the endpoint their leader announces
+(BeginQuorumEpoch v1 and the answers' NodeEndpoints; the driver keeps it per epoch as Kafka's
+``FollowerState`` does), static or dynamic; the voter set's addresses stay what they are
+(``learn_leader_endpoint`` only fills in a node the voter set has no address for yet).
 
 ``controller_id`` of the published image is the Raft leader when it is a registered broker
 (a combined node), else this node: Metadata answers name a broker that accepts (and
@@ -119,6 +121,7 @@ class MetadataQuorum:
         if self.formatted_dynamic:
             self.driver.discover = self.discover
         self.driver.learn_endpoint = self.learn_leader_endpoint
+        self.driver.listener_name = self.controller_listener_name
         if self.dynamic:
             self.on_voters(self.driver.node.voter_infos)
 
@@ -231,18 +234,17 @@ class MetadataQuorum:
             return None
         return node_endpoints(response_cls, leader_id, self.endpoint_of(leader_id))
 
-    def learn_leader_endpoint(self, node_id: int, addr: tuple[str, int], listener: str | None = None) -> None:
+    def learn_leader_endpoint(self, node_id: int, addr: tuple[str, int]) -> None:
         """A leader announced where it is (BeginQuorumEpoch/EndQuorumEpoch v1, or a response's
-        NodeEndpoints). A dynamic quorum follows it at once (a leader that moved is reached
-        before its new VotersRecord entry commits); a static quorum keeps the addresses of
-        controller.quorum.voters, which the operator gave every node."""
-        if node_id < 0 or node_id == self.node_id or not self.dynamic:
+        NodeEndpoints, on this node's controller listener). The driver fetches from it; here
+        it only fills in a leader the voter set has no address for yet (a node joining a
+        dynamic quorum before it replays the VotersRecord), so that the controller channel
+        reaches it. Known addresses -- controller.quorum.voters, VotersRecord entries -- stay:
+        Kafka's Vote, BeginQuorumEpoch and controller channel use the voter set too."""
+        if node_id < 0 or node_id == self.node_id or node_id in self.voter_endpoints:
             return
-        if listener is not None and listener.upper() != self.controller_listener_name:
-            return
-        if self.voter_endpoints.get(node_id) != addr:
-            log.info("raft: voter %d announced its controller endpoint %s:%d", node_id, addr[0], addr[1])
-            self.voter_endpoints[node_id] = addr
+        log.info("raft: leader %d announced its controller endpoint %s:%d", node_id, addr[0], addr[1])
+        self.voter_endpoints[node_id] = addr
 
     # ------------------------------------------------------------------ state machine
     def apply(self, entries) -> None:

@@ -16,9 +16,17 @@ Messages:
   (``RpcClient``; conversions in ``wire_map``) and steps the response into the core. A failed
   call is dropped: the core's own request timeout retries it.
 
-A leader's announced endpoints (BeginQuorumEpoch/EndQuorumEpoch v1 ``LeaderEndpoints``, the
-``NodeEndpoints`` of answers; KIP-853) go to ``learn_endpoint``, which the metadata quorum
-sets. ``upgrade_kraft_version`` runs the core's upgrade of a static quorum at this leader.
+Where requests go (KIP-853, as Kafka 4.3's ``KafkaRaftClient``): Vote, BeginQuorumEpoch and
+EndQuorumEpoch go to the voter set's address of their destination (``controller.quorum.voters``,
+or the latest ``VotersRecord``: ``rpc.endpoints``). Fetch and FetchSnapshot go to the leader
+at the endpoint the leader *announced* -- BeginQuorumEpoch/EndQuorumEpoch v1
+``LeaderEndpoints``, or the ``NodeEndpoints`` of a Vote, BeginQuorumEpoch, EndQuorumEpoch,
+Fetch or FetchSnapshot answer naming it -- as Kafka's ``FollowerState`` holds it: the endpoint
+known when the node starts following that leader in that epoch stays for the epoch (a later
+announcement in the same epoch does not replace it), and without one (a v0 peer, a restart
+into a known epoch) the voter set's address serves. Every announcement also goes to
+``learn_endpoint``, which the metadata quorum sets. ``upgrade_kraft_version`` runs the core's
+upgrade of a static quorum at this leader.
 
 Pre-vote (KIP-996) is on between nodes: a prospective's ``VoteRequest`` goes out as Vote v2
 with ``PreVote=true`` and changes nothing on the receiver, which refuses it while it still
@@ -91,8 +99,15 @@ class RaftDriver:
         self.node = RaftNode(node_id, self.voters, view, config, self._rng, bootstrap_ids=bootstrap_ids,
                              directory_id=directory_id, endpoints=endpoints)
         self.discover = None            # async fn(node id): learn an endpoint (dynamic quorum)
-        # fn(node id, (host, port), listener name or None): a leader announced where it is
+        # fn(node id, (host, port)): a leader announced where it is (on this node's listener)
         self.learn_endpoint = None
+        # the controller listener this node calls voters on (the first of
+        # controller.listener.names): which of a leader's LeaderEndpoints applies here
+        self.listener_name: str | None = None
+        # announced leader endpoints by (epoch, leader id), and the one this node fetches from:
+        # ((epoch, leader id), (host, port) or None for the voter set's address)
+        self._announced: dict[tuple[int, int], tuple[str, int]] = {}
+        self._fetch_from: tuple[tuple[int, int], tuple[str, int] | None] | None = None
         self._voter_infos = self.node.voter_infos
         self._wake = trio.Event()
         self._waiters: dict[tuple[int, int], _Slot] = {}
@@ -236,23 +251,61 @@ class RaftDriver:
             return
         if self._nursery is None:
             return
-        self._nursery.start_soon(self._send_request, dest, msg)
+        # decided now, in the state that made the request (the task starts later)
+        addr = self._fetch_address(dest) if isinstance(msg, (m.FetchRequest, m.FetchSnapshotRequest)) else None
+        self._nursery.start_soon(self._send_request, dest, msg, addr)
 
-    async def _send_request(self, dest: int, msg) -> None:
+    def _fetch_address(self, dest: int) -> tuple[str, int] | None:
+        """Where a Fetch/FetchSnapshot to ``dest`` goes: the endpoint its leader announced, fixed
+        when this node started following it in this epoch (Kafka's ``FollowerState``), or None
+        for the voter set's address (not following ``dest``, or nothing announced)."""
+        node = self.node
+        if node.role is not Role.FOLLOWER or dest != node.leader_id:
+            return None
+        key = (node.epoch, dest)
+        known = dest in getattr(self.rpc, "endpoints", {})
+        if self._fetch_from is None or self._fetch_from[0] != key or (
+                self._fetch_from[1] is None and not known and key in self._announced):
+            # a new leader or epoch; or (as Kafka's "more endpoints than known") a leader the
+            # voter set has no address for, announced after this node began following it
+            addr = self._announced.get(key)
+            self._fetch_from = (key, addr)
+            self._announced = {k: v for k, v in self._announced.items() if k[0] >= node.epoch}
+            if addr is not None:
+                log.info("raft: node %d fetches from leader %d at the endpoint it announced, %s:%d "
+                         "(epoch %d)", self.node_id, dest, addr[0], addr[1], node.epoch)
+        return self._fetch_from[1]
+
+    def _announce(self, leader: int, epoch: int, addr: tuple[str, int]) -> None:
+        """``leader`` is at ``addr`` in ``epoch``: the first word for that epoch is kept."""
+        if leader < 0 or leader == self.node_id or epoch < self.node.epoch:
+            return
+        if (epoch, leader) not in self._announced:
+            self._announced = {k: v for k, v in self._announced.items() if k[0] >= self.node.epoch}
+            self._announced[(epoch, leader)] = addr
+        if self.learn_endpoint is not None:
+            self.learn_endpoint(leader, addr)
+
+    async def _send_request(self, dest: int, msg, addr: tuple[str, int] | None = None) -> None:
         api_key, to_wire, from_wire = OUTBOUND[type(msg)]
         timeout = self.config.request_timeout_ms / 1000
         if isinstance(msg, m.FetchRequest):
             timeout += msg.max_wait_ms / 1000
         self.stats["sent"] += 1
-        if dest not in getattr(self.rpc, "endpoints", {}) and self.discover is not None:
+        if addr is None and dest not in getattr(self.rpc, "endpoints", {}) and self.discover is not None:
             await self.discover(dest)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("raft: node %d -> %d: %s", self.node_id, dest, msg)
-        resp = await self.rpc.call(dest, api_key, VERSIONS[api_key], to_wire(msg, self.cluster_id), timeout)
+            log.debug("raft: node %d -> %d%s: %s", self.node_id, dest,
+                      f" at {addr[0]}:{addr[1]}" if addr else "", msg)
+        body = to_wire(msg, self.cluster_id)
+        if addr is not None:
+            resp = await self.rpc.call_addr(addr, api_key, VERSIONS[api_key], body, timeout)
+        else:
+            resp = await self.rpc.call(dest, api_key, VERSIONS[api_key], body, timeout)
         api = _API_NAMES.get(api_key, str(api_key))
         if resp is None:
             self.stats["send_failures"] += 1
-            self._peer_problem(dest, _UNREACHABLE, api, self._unreachable(dest))
+            self._peer_problem(dest, _UNREACHABLE, api, self._unreachable(dest, addr))
             return
         top = getattr(resp, "error_code", 0)
         if top and not getattr(resp, "topics", None):
@@ -260,13 +313,13 @@ class RaftDriver:
             self._peer_answers(dest, api, top)
             self._peer_problem(dest, top, api, self._refusal(dest, top, api))
             return
-        self._learn(wire_map.learned_endpoints(resp))
         try:
             core_resp = from_wire(resp, msg.correlation_id)
         except (NotForRaft, ValueError) as e:
             self.stats["send_failures"] += 1
             log.warning("raft: bad answer from node %d to %s: %s", dest, type(msg).__name__, e)
             return
+        self._learn(core_resp, wire_map.learned_endpoints(resp))
         # A Vote is refused for the voter set or the voter key inside its partition (Kafka
         # 4 answers INVALID_VOTER_KEY there, kbroker's core INCONSISTENT_VOTER_SET): the
         # answer still goes to the core (it carries the leader), the operator gets one line.
@@ -289,9 +342,13 @@ class RaftDriver:
         addr = getattr(self.rpc, "endpoints", {}).get(dest)
         return f"{addr[0]}:{addr[1]}" if addr else "an unknown address"
 
-    def _unreachable(self, dest: int) -> str:
-        addr = getattr(self.rpc, "endpoints", {}).get(dest)
+    def _unreachable(self, dest: int, announced: tuple[str, int] | None = None) -> str:
+        addr = announced or getattr(self.rpc, "endpoints", {}).get(dest)
         why = getattr(self.rpc, "last_error", {}).get(addr, "no answer")
+        if announced is not None:
+            return (f"cannot reach leader {dest} at {announced[0]}:{announced[1]}, the endpoint it "
+                    f"announced ({why}): check that node {dest} runs and that its advertised "
+                    "controller listener is reachable from this node")
         return (f"cannot reach voter {dest} at {self._endpoint(dest)} ({why}): check that node "
                 f"{dest} runs and that controller.quorum.voters names its controller listener")
 
@@ -334,11 +391,15 @@ class RaftDriver:
                 del peer[old]
                 log.info("raft: voter %d at %s accepts %s again", dest, self._endpoint(dest), api)
 
-    def _learn(self, endpoints: dict[int, tuple[str, int]]) -> None:
-        """A response's NodeEndpoints (on the listener this node called: the controller's)."""
-        if self.learn_endpoint is not None:
-            for node_id, addr in endpoints.items():
-                self.learn_endpoint(node_id, addr, None)
+    def _learn(self, core_resp, endpoints: dict[int, tuple[str, int]]) -> None:
+        """A response's NodeEndpoints (on the listener this node called: the controller's):
+        the entry of the leader the response names, in the epoch it names (Kafka reads only
+        that one)."""
+        current = getattr(core_resp, "current_leader", None)
+        leader, epoch = (current.leader_id, current.leader_epoch) if current is not None else \
+            (getattr(core_resp, "leader_id", -1), getattr(core_resp, "leader_epoch", -1))
+        if leader in endpoints:
+            self._announce(leader, epoch, endpoints[leader])
 
     async def handle_request(self, msg, timeout: float | None = None):
         """Step an inbound request; the core's answer, or None if it gave none in time."""
@@ -346,9 +407,12 @@ class RaftDriver:
         self._token += 1
         msg = dataclasses.replace(msg, correlation_id=self._token)
         src = source_of(msg)
-        if self.learn_endpoint is not None:       # BeginQuorumEpoch/EndQuorumEpoch v1
-            for name, host, port in getattr(msg, "leader_endpoints", ()):
-                self.learn_endpoint(src, (host, port), name)
+        # BeginQuorumEpoch/EndQuorumEpoch v1: the leader's endpoint on this node's listener,
+        # noted before the core steps (the step may make this node its follower)
+        for name, host, port in getattr(msg, "leader_endpoints", ()):
+            if self.listener_name is None or name.upper() == self.listener_name.upper():
+                self._announce(src, msg.leader_epoch, (host, port))
+                break
         slot = _Slot()
         key = (src, self._token)
         self._waiters[key] = slot

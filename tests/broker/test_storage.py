@@ -355,3 +355,26 @@ def test_nodes_of_different_clusters_say_so_once(tmp_path):
         for p in procs:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("listeners, advertised, want", [
+    ("PLAINTEXT://:19092,CONTROLLER://:9093", None, ("CONTROLLER", "kb2", 9093)),
+    ("PLAINTEXT://:19092,CONTROLLER://0.0.0.0:9093", None, ("CONTROLLER", "kb2", 9093)),
+    ("PLAINTEXT://:19092,CONTROLLER://10.0.0.2:9094", None, ("CONTROLLER", "10.0.0.2", 9094)),
+    ("PLAINTEXT://:19092,CONTROLLER://:9093", "PLAINTEXT://kb2:19092,CONTROLLER://adv:9999",
+     ("CONTROLLER", "adv", 9999)),
+])
+def test_the_controller_endpoint_a_node_announces(listeners, advertised, want):
+    """What a leader announces (KIP-853) and followers fetch from, by Kafka's rule
+    (effectiveAdvertisedControllerListeners): the advertised entry, else the bound listener,
+    whose wildcard host gives way to the node's own controller.quorum.voters entry (a
+    container's ``CONTROLLER://:9093`` must not announce an address only it can reach)."""
+    from kbroker.config import BrokerConfig
+    from kbroker.storage import controller_listener
+    props = {"node.id": "2", "process.roles": "broker,controller", "listeners": listeners,
+             "controller.listener.names": "CONTROLLER",
+             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+             "controller.quorum.voters": "1@kb1:9093,2@kb2:9093"}
+    if advertised:
+        props["advertised.listeners"] = advertised
+    assert controller_listener(BrokerConfig.from_dict(props)) == want

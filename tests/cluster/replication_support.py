@@ -125,12 +125,12 @@ def replicas_in_sync(cluster, topic: str, partitions, nodes=None):
         return None
     running = {n.node_id for n in cluster.alive()}
     out = {}
-    sizes = {n: describe_log_dirs(cluster.nodes[n].port, topic) for n in running}
+    sizes = {n: describe_log_dirs(cluster.nodes[n].addr, topic) for n in running}
     for p in partitions:
         s = st[p]
         if s.leader < 0:
             return None
-        err, hw = list_offsets(cluster.nodes[s.leader].port, topic, p)
+        err, hw = list_offsets(cluster.nodes[s.leader].addr, topic, p)
         if err != 0:
             return None
         members = [n for n in (nodes or s.replicas) if n in running]

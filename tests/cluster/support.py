@@ -43,21 +43,30 @@ class NodeProcess(BrokerProcess):
     """One node of a local cluster (``kbroker.cluster.node_overrides``): combined by
     default, or ``roles="controller"`` / ``roles="broker"``. ``port`` is the client
     listener of a node with the broker role and the CONTROLLER listener of a
-    controller-only node (which has no client listener)."""
+    controller-only node (which has no client listener). With ``net`` (a
+    ``tests.support.netns.TestNet``) node i runs inside host i and listens, advertises and
+    names every voter at the hosts' addresses; else everything is on 127.0.0.1."""
 
     def __init__(self, node_id: int, nodes: int, base_port: int, root, cluster_id: str, extra=None,
-                 roles: str = "broker,controller", voters=None):
+                 roles: str = "broker,controller", voters=None, net=None):
         client, controller = ports(node_id, base_port)
         self.node_id = node_id
         self.roles = roles
         self.controller_port = controller if "controller" in roles else None
         self.client_port = client if "broker" in roles else None
+        host = net.address(node_id) if net is not None else "127.0.0.1"
+        extra = dict(FAST, **(extra or {}))
+        if net is not None:
+            extra.setdefault("controller.quorum.voters", ",".join(
+                f"{j}@{net.address(j)}:{ports(j, base_port)[1]}"
+                for j in (voters if voters is not None else range(1, nodes + 1))))
         super().__init__(root / f"node-{node_id}", port=client if "broker" in roles else controller,
                          overrides=node_overrides(node_id, nodes=nodes, base_port=base_port,
-                                                  data_root=root, cluster_id=cluster_id,
-                                                  extra=dict(FAST, **(extra or {})),
-                                                  roles=roles, voters=voters),
+                                                  data_root=root, cluster_id=cluster_id, host=host,
+                                                  extra=extra, roles=roles, voters=voters),
                          start_timeout=60.0)
+        self.host = host
+        self.prefix = net.enter(node_id) if net is not None else []
 
     @property
     def is_broker(self) -> bool:
@@ -74,14 +83,16 @@ class Cluster:
     """Nodes 1..``nodes`` of one cluster. ``roles`` maps node ids to ``process.roles``
     (default: every node combined); the voters are the nodes with the controller role."""
 
-    def __init__(self, root, nodes: int = 3, extra=None, roles: dict[int, str] | None = None):
+    def __init__(self, root, nodes: int = 3, extra=None, roles: dict[int, str] | None = None,
+                 net=None):
         self.root = root
         self.base = free_base_port(2 * nodes)
         self.cluster_id = new_cluster_id()
+        self.net = net           # the test hosts the nodes run in (tests/support/netns.py), or None
         roles = {i: (roles or {}).get(i, "broker,controller") for i in range(1, nodes + 1)}
         voters = [i for i, r in roles.items() if "controller" in r]
         self.nodes = {i: NodeProcess(i, nodes, self.base, root, self.cluster_id, extra,
-                                     roles=roles[i], voters=voters)
+                                     roles=roles[i], voters=voters, net=net)
                       for i in range(1, nodes + 1)}
 
     def start_all(self) -> None:
@@ -197,9 +208,11 @@ def voters_of(port: int) -> dict[int, str]:
     return {v.replica_id: uuid_to_kafka(v.replica_directory_id) for v in part.current_voters}
 
 
-def call(port: int, api_key: int, version: int, body, timeout: float = 10.0):
-    """One request/response on a fresh blocking socket."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+def call(addr, api_key: int, version: int, body, timeout: float = 10.0):
+    """One request/response on a fresh blocking socket to ``addr``: a port on 127.0.0.1 or
+    a ``(host, port)`` pair (a node's ``addr``)."""
+    host, port = addr if isinstance(addr, tuple) else ("127.0.0.1", addr)
+    with socket.create_connection((host, port), timeout=timeout) as s:
         s.sendall(encode_request(api_key, version, 7, "cluster-test", body))
         size = struct.unpack(">i", _recv(s, 4))[0]
         return decode_response(_recv(s, size), api_key, version)[1]
@@ -220,6 +233,32 @@ def describe_quorum(port: int, version: int = 2):
     resp = call(port, 55, version, R(topics=[R.TopicData(topic_name="__cluster_metadata",
                                                          partitions=[R.PartitionData(partition_index=0)])]))
     return resp.topics[0].partitions[0] if resp.topics else None, resp
+
+
+def quorum_ends(addr) -> dict[int, int]:
+    """``{voter id: log end offset}`` as the quorum leader reports them (DescribeQuorum at
+    ``addr``: the leader's controller listener, or a broker that forwards to it)."""
+    p, resp = describe_quorum(addr)
+    assert p is not None and p.error_code == 0, resp
+    return {v.replica_id: v.log_end_offset for v in p.current_voters}
+
+
+def assert_fetches_stalled(addr, leader: int, victim: int, hold: float, write=None) -> int:
+    """Proof that a cut between ``victim`` and the quorum leader ``leader`` took effect: the
+    victim's log end offset as the leader sees it (the position of its last Fetch that got
+    through) stays put for ``hold`` seconds while the leader's own log grows (``write()``
+    appends metadata records; Kafka's leader also writes a NoOpRecord when idle). A cut that
+    misses the victim's fetches fails here. Returns the stalled offset."""
+    time.sleep(0.5)          # let a Fetch sent just before the cut land first
+    start = quorum_ends(addr)
+    if write is not None:
+        write()
+    time.sleep(hold)
+    end = quorum_ends(addr)
+    assert end[leader] > start[victim], f"nothing was written during the cut: {start} -> {end}"
+    assert end[victim] == start[victim], \
+        f"node {victim} kept fetching from the leader through the cut: {start} -> {end}"
+    return start[victim]
 
 
 def metadata(port: int):
@@ -274,7 +313,7 @@ def agreed_state(cluster, topic: str) -> dict[int, PartitionState] | None:
     states = []
     for n in cluster.alive():
         try:
-            states.append(topic_state(n.port, topic))
+            states.append(topic_state(n.addr, topic))
         except (OSError, ConnectionError):
             return None
     if not states or not states[0] or any(s != states[0] for s in states):

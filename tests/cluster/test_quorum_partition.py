@@ -1,66 +1,57 @@
 """A network partition on real processes (issue 19, faults beyond kill -9): three combined
-nodes whose controller traffic runs through links the test controls
-(``tests/support/links.py``: node i reaches node j's CONTROLLER listener through its own
-link i→j). A follower is cut off from both others for several election timeouts, then
-healed. With pre-vote on the wire (KIP-996, Vote v2) the cut-off node only ever asks for
-pre-votes, which change nothing: the majority keeps its leader and epoch and keeps serving
-metadata writes throughout, and the returning node follows that leader again in the same
-epoch. (Without pre-vote it would come back with a higher epoch and depose the leader.)
+nodes, each in its own test host (``tests/support/netns.py``: a network namespace with its
+own address, which the node binds, advertises, names in ``controller.quorum.voters`` and
+announces as leader). A follower is cut off from both other hosts for several election
+timeouts, then healed.
+
+The cut is proven, not assumed: while it holds, the leader's DescribeQuorum shows the
+victim's log end offset standing still although the leader writes (``assert_fetches_stalled``),
+and the host filter counts dropped packets; after the heal the victim catches up. With
+pre-vote on the wire (KIP-996, Vote v2) the cut-off node only ever asks for pre-votes, which
+change nothing: the majority keeps its leader and epoch and keeps serving metadata writes
+throughout, and the returning node follows that leader again in the same epoch. (Without
+pre-vote it would come back with a higher epoch and depose the leader.)
 """
 from __future__ import annotations
-
-import threading
-import time
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from kbroker.cluster import ports
-from kbroker.config import new_cluster_id
-from tests.support.links import Link
+from tests.support.netns import TestNet
 
-from .support import NodeProcess, describe_quorum, free_base_port, wait_for
+from .support import Cluster, assert_fetches_stalled, describe_quorum, wait_for
 
 
 def test_a_partitioned_follower_returns_without_disrupting_the_leader(tmp_path):
-    base = free_base_port(6)
-    cid = new_cluster_id()
-    links = {(i, j): Link(ports(j, base)[1]) for i in (1, 2, 3) for j in (1, 2, 3) if i != j}
-    nodes = {}
-    for i in (1, 2, 3):
-        voters = ",".join(f"{j}@127.0.0.1:{ports(j, base)[1] if j == i else links[(i, j)].port}"
-                          for j in (1, 2, 3))
-        nodes[i] = NodeProcess(i, 3, base, tmp_path, cid, extra={"controller.quorum.voters": voters})
+    net = TestNet(3)
+    cluster = Cluster(tmp_path, net=net)
+    nodes = cluster.nodes
     try:
-        starters = [threading.Thread(target=n.start) for n in nodes.values()]   # a quorum needs them all
-        for t in starters:
-            t.start()
-        for t in starters:
-            t.join()
-        assert all(n.proc is not None and n.proc.poll() is None for n in nodes.values())
+        cluster.start_all()            # a quorum needs them all
 
-        def leader_and_epoch():
-            for n in nodes.values():
-                p, _ = describe_quorum(n.port)
+        def leader_and_epoch(asked=(1, 2, 3)):
+            for i in asked:
+                p, _ = describe_quorum(nodes[i].addr)
                 if p is not None and p.error_code == 0 and p.leader_id > 0:
                     return p.leader_id, p.leader_epoch
             return None
-        wait_for(leader_and_epoch, what="a leader")
-        leader, epoch = leader_and_epoch()
-        victim = next(i for i in (1, 2, 3) if i != leader)
-        for (i, j), link in links.items():
-            if victim in (i, j):
-                link.cut()
+        leader, epoch = wait_for(leader_and_epoch, what="a leader")
+        majority = [leader] + [i for i in (1, 2, 3) if i != leader]
+        victim = majority[1]
+        dropped = sum(net.dropped(i) for i in net.hosts)
+        net.isolate(victim)
         admin = KafkaAdminClient(bootstrap_servers=nodes[leader].bootstrap, request_timeout_ms=20000)
         try:
-            admin.create_topics([NewTopic("during-partition", 1, 1)])     # the majority serves
-            time.sleep(4.0)       # > 4 fetch timeouts: the victim keeps trying to get elected
-            assert leader_and_epoch() == (leader, epoch)
-            for link in links.values():
-                link.heal()
+            # > 4 fetch timeouts: the victim keeps trying to get elected meanwhile; the
+            # majority serves a metadata write, which the victim does not fetch
+            assert_fetches_stalled(nodes[leader].addr, leader, victim, hold=4.0,
+                                   write=lambda: admin.create_topics([NewTopic("during-partition", 1, 1)]))
+            assert sum(net.dropped(i) for i in net.hosts) > dropped
+            assert leader_and_epoch(majority[:1]) == (leader, epoch)
+            net.heal()
 
             def victim_follows():
-                p, _ = describe_quorum(nodes[leader].port)
+                p, _ = describe_quorum(nodes[leader].addr)
                 if p is None or p.error_code:
                     return False
                 ends = {v.replica_id: v.log_end_offset for v in p.current_voters}
@@ -73,8 +64,5 @@ def test_a_partitioned_follower_returns_without_disrupting_the_leader(tmp_path):
         log = nodes[victim].log_text()
         assert "prospective" in log, "the victim never asked for pre-votes"
     finally:
-        for n in nodes.values():
-            if n.proc is not None and n.proc.poll() is None:
-                n.kill()
-        for link in links.values():
-            link.close()
+        cluster.shutdown()
+        net.close()

@@ -12,11 +12,15 @@ node down, so the ISR of the others still meets min.insync.replicas):
   down a while, start again;
 - ``pause``: SIGSTOP a node for longer than ``replica.lag.time.max.ms`` — until the survivors
   report it out of an ISR — then SIGCONT: it fetches again and rejoins;
-- ``partition``: cut a node off from the other two both ways (its controller and
-  inter-broker connections) until the others report it out of an ISR, heal it later;
-- ``one_way``: cut one direction only: the connections one node opens toward another
-  fail, the other's connections toward it still work;
-- ``flap``: cut and heal a node's links to the others over and over for a few seconds;
+- ``partition``: cut a node off from the other two both ways (every connection between it
+  and them: controller, replica fetches, transaction markers) until the others report it out
+  of an ISR -- and, if it followed the metadata quorum's leader, until that leader's
+  DescribeQuorum shows its log end offset stalled behind the ISR change; if it led the
+  quorum, until the others elect another leader -- heal it later;
+- ``one_way``: cut one direction only: the connections one node opens toward another go
+  silent, the other's connections toward it still work (a probe from inside each host shows
+  both before the fault goes on);
+- ``flap``: cut and heal a node's connections to the others over and over for a few seconds;
 - ``disk_full``: fill the small tmpfs that holds a node's log directory (the test mounts
   one per node; it runs as root) until a write fails with ENOSPC. The node must stop with
   its log-dir-failure line (kbroker/replica/log_dir_failure.py: like Kafka when its last
@@ -38,11 +42,13 @@ node down, so the ISR of the others still meets min.insync.replicas):
   cgroup). ``disk_full`` on such a node fills the tmpfs beneath: ENOSPC comes through.
   Without the right to mount, ``slow_disk`` steps run as ``pause`` (the test says so).
 
-The network faults run through links the test controls (``tests/support/links.py``): node
-i reaches node j's CONTROLLER listener through its own link i→j (its view of
-``controller.quorum.voters``), and every node advertises a REPLICATION listener
-(``inter.broker.listener.name``) behind one link that tells the callers apart by the node
-id in the replica fetcher's client id. Clients reach every node directly.
+The network faults are real: every node runs in its own test host (``tests/support/netns.py``,
+a network namespace with its own address, which it listens on, advertises, names in
+``controller.quorum.voters`` and announces as Raft leader), and a cut is each host's packet
+filter dropping what it sends toward the other host -- so it holds for every connection and
+every address a node learnt, including the endpoint a leader announces (KIP-853). Each
+network fault proves it met traffic: the filters' drop counters grow (and a ``partition``
+also shows the ISR and the metadata quorum going on without the node). The test process and its clients reach every node directly.
 
 After each fault the test waits for every ISR to be whole again before the next one. After
 the schedule (producer stopped, all nodes up, full ISR) it checks:
@@ -74,17 +80,15 @@ from pathlib import Path
 
 import pytest
 
-from kbroker.cluster import ports
-from tests.support.broker_proc import free_port
 from tests.support.fake_clock import FakeClock
-from tests.support.links import Link
+from tests.support.netns import TestNet
 from tests.support.slow_fs import SlowDisk
 
 from .fault_clients import (TXN_TOPIC, GroupCommitter, TxnWriter, committed_offsets,
                             read_committed)
 from .replication_support import (checkpointed_high_watermarks, create_topic, make_producer,
                                   read_records, replicas_in_sync)
-from .support import Cluster, topic_state, wait_for, wait_for_isr
+from .support import Cluster, describe_quorum, quorum_ends, topic_state, wait_for, wait_for_isr
 
 pytestmark = pytest.mark.slow
 
@@ -129,68 +133,6 @@ def schedule(seed: int, steps: int) -> list[tuple[str, int, float, float, int]]:
         peer = rng.choice(_others(node)) if kind == "one_way" else 0
         out.append((kind, node, round(down, 2), round(rng.uniform(0.3, 2.0), 2), peer))
     return out
-
-
-def _fetcher_source(client_id: str):
-    """The node id of a replica fetcher's connection (``kbroker-replica-fetcher-<id>``)."""
-    prefix = "kbroker-replica-fetcher-"
-    if client_id.startswith(prefix) and client_id[len(prefix):].isdigit():
-        return int(client_id[len(prefix):])
-    return None
-
-
-class Network:
-    """The links between the three nodes. ``block(i, j)``: node i can no longer reach node j
-    (its controller connections to j and its replica fetches from j fail)."""
-
-    def __init__(self):
-        # bound before the cluster picks its ports, so no link can take one of them
-        self.ctrl = {(i, j): Link(0) for i in (1, 2, 3) for j in (1, 2, 3) if i != j}
-        self.repl = {j: Link(0, classify=_fetcher_source) for j in (1, 2, 3)}
-
-    def wire(self, cluster) -> None:
-        """Point the links at the nodes and the nodes' configurations at the links."""
-        base = cluster.base
-        repl_ports = {j: free_port() for j in (1, 2, 3)}
-        for (i, j), link in self.ctrl.items():
-            link.target = ("127.0.0.1", ports(j, base)[1])
-        for j, link in self.repl.items():
-            link.target = ("127.0.0.1", repl_ports[j])
-        for i, n in cluster.nodes.items():
-            client, controller = ports(i, base)
-            voters = ",".join(f"{j}@127.0.0.1:{controller if j == i else self.ctrl[(i, j)].port}"
-                              for j in (1, 2, 3))
-            n.overrides.update({
-                "controller.quorum.voters": voters,
-                "listeners": f"PLAINTEXT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller},"
-                             f"REPLICATION://127.0.0.1:{repl_ports[i]}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client},"
-                                        f"REPLICATION://127.0.0.1:{self.repl[i].port}",
-                "listener.security.protocol.map":
-                    "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,REPLICATION:PLAINTEXT",
-                "inter.broker.listener.name": "REPLICATION",
-            })
-
-    def block(self, i: int, j: int) -> None:
-        self.ctrl[(i, j)].cut()
-        self.repl[j].cut(i)
-
-    def unblock(self, i: int, j: int) -> None:
-        self.ctrl[(i, j)].heal()
-        self.repl[j].heal(i)
-
-    def isolate(self, node: int) -> None:
-        for other in _others(node):
-            self.block(node, other)
-            self.block(other, node)
-
-    def heal_all(self) -> None:
-        for link in list(self.ctrl.values()) + list(self.repl.values()):
-            link.heal()
-
-    def close(self) -> None:
-        for link in list(self.ctrl.values()) + list(self.repl.values()):
-            link.close()
 
 
 def _others(node: int) -> list[int]:
@@ -254,7 +196,7 @@ def _out_of_some_isr(cluster, node: int):
         n = cluster.nodes[other]
         if not n.running:
             continue
-        st = topic_state(n.port, TOPIC)
+        st = topic_state(n.addr, TOPIC)
         if st and any(node not in s.isr for s in st.values()):
             return True
     return False
@@ -262,7 +204,8 @@ def _out_of_some_isr(cluster, node: int):
 
 def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rng=None) -> None:
     node = cluster.nodes[node_id]
-    net: Network = cluster.net
+    net: TestNet = cluster.net
+    dropped = _dropped(net)
     if kind == "kill":
         node.kill()
         time.sleep(down)
@@ -283,21 +226,40 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
         finally:
             os.kill(pid, signal.SIGCONT)
     elif kind == "partition":
+        leader = wait_for(lambda: _quorum_leader(cluster, node_id), what="the metadata quorum's leader")
         net.isolate(node_id)
         try:
+            time.sleep(0.5)             # a Fetch sent just before the cut lands first
+            ends = quorum_ends(cluster.nodes[leader].addr) if leader != node_id else None
             time.sleep(down)
             # the others stop hearing from it: it leaves an ISR (fenced by the controller
             # if it led one) -- proof that the cut really separated it
             wait_for(lambda: _out_of_some_isr(cluster, node_id), timeout=60,
                      what=f"partitioned node {node_id} out of an ISR")
+            # ... and the metadata quorum: the leader wrote that ISR change, which the
+            # partitioned follower never fetched; a partitioned leader is replaced
+            if ends is not None:
+                after = quorum_ends(cluster.nodes[leader].addr)
+                assert after[node_id] == ends[node_id] < after[leader], \
+                    f"node {node_id} kept fetching metadata through the partition: {ends} -> {after}"
+            else:
+                wait_for(lambda: _quorum_leader(cluster, node_id) not in (None, node_id), timeout=60,
+                         what=f"a quorum leader other than partitioned node {node_id}")
+            assert _dropped(net) > dropped, f"the partition of node {node_id} dropped nothing"
         finally:
-            net.heal_all()
+            net.heal()
     elif kind == "one_way":
         net.block(node_id, peer)
         try:
+            # from inside the hosts: node_id's connections toward peer go nowhere, peer's
+            # toward node_id are answered (the probe shares each node's network)
+            assert not net.can_connect(node_id, cluster.nodes[peer].addr), \
+                f"host {node_id} still reaches node {peer} through the one-way cut"
+            assert net.can_connect(peer, node.addr), \
+                f"the one-way cut {node_id}->{peer} also cut {peer}->{node_id}"
             time.sleep(down)
         finally:
-            net.heal_all()
+            net.heal()
     elif kind == "flap":
         rng = rng or random.Random(0)
         end = time.monotonic() + down
@@ -305,10 +267,11 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
             while time.monotonic() < end:
                 net.isolate(node_id)
                 time.sleep(rng.uniform(0.05, 0.8))
-                net.heal_all()
+                net.heal()
                 time.sleep(rng.uniform(0.05, 0.8))
         finally:
-            net.heal_all()
+            net.heal()
+        assert _dropped(net) > dropped, f"flapping node {node_id}'s connections dropped nothing"
     elif kind == "disk_full":
         if not cluster.tmpfs:
             print(f"disk_full of node {node_id} runs as kill: no tmpfs could be mounted")
@@ -354,6 +317,22 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
         raise ValueError(kind)
 
 
+def _quorum_leader(cluster, node: int) -> int | None:
+    """The metadata quorum's leader as a running node other than ``node`` reports it."""
+    for other in _others(node):
+        n = cluster.nodes[other]
+        if n.running:
+            p, _ = describe_quorum(n.addr)
+            if p is not None and p.error_code == 0 and p.leader_id > 0:
+                return p.leader_id
+    return None
+
+
+def _dropped(net: TestNet) -> int:
+    """Packets the hosts' filters have dropped so far (all hosts)."""
+    return sum(net.dropped(i) for i in net.hosts)
+
+
 def _fill(path: Path) -> None:
     """Write ``path`` until the file system is full (ENOSPC)."""
     chunk = b"\0" * (1 << 20)
@@ -383,8 +362,8 @@ def cluster(tmp_path, request):
     # the nodes this seed's schedule slows get a FUSE log directory (over their tmpfs)
     seed = request.node.callspec.params["seed"]
     slowed = {node for kind, node, *_ in schedule(seed, _steps()) if kind == "slow_disk"}
-    net = Network()
-    c = Cluster(tmp_path / "cluster",
+    net = TestNet(3)
+    c = Cluster(tmp_path / "cluster", net=net,
                 extra={"replica.lag.time.max.ms": str(LAG_MS),
                        "log.flush.offset.checkpoint.interval.ms": "500",
                        "offsets.topic.replication.factor": "3",
@@ -392,8 +371,6 @@ def cluster(tmp_path, request):
                        "transaction.state.log.replication.factor": "3",
                        "transaction.state.log.min.isr": "2",
                        "transaction.state.log.num.partitions": "3"})
-    c.net = net
-    net.wire(c)
     c.tmpfs = {}
     # every node's wall clock can be stepped (clock_jump); offset 0 until a step
     assert FakeClock.available(), "libfaketime is missing: `make faketime` installs it"
@@ -426,7 +403,7 @@ def cluster(tmp_path, request):
                 except OSError:
                     pass
         c.shutdown()
-        c.net.close()
+        net.close()
         for disk in c.slow.values():
             disk.stop()
         for d in c.tmpfs.values():

@@ -46,13 +46,19 @@ class BrokerProcess:
         self.log_path = self.data_dir.parent / f"kbroker-{self.port}.log"
         self.returncode: int | None = None
         self.env: dict[str, str] = {}    # extra environment of the process (e.g. libfaketime's)
+        self.host = "127.0.0.1"         # where it listens (a test host's address, tests/support/netns.py)
+        self.prefix: list[str] = []      # runs the command elsewhere (``TestNet.enter``)
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def addr(self) -> tuple[str, int]:
+        return self.host, self.port
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "kbroker", "serve", "--listen", f"127.0.0.1:{self.port}",
+        cmd = [self.python, "-m", "kbroker", "serve", "--listen", f"{self.host}:{self.port}",
                "--data-dir", str(self.data_dir)]
         if self.config_file:
             cmd += ["--config", str(self.config_file)]
@@ -71,7 +77,7 @@ class BrokerProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         env.update(self.env)
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(self.prefix + self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      cwd=REPO_ROOT, env=env)
         log.close()
         return start_at
@@ -92,7 +98,7 @@ class BrokerProcess:
 
     def _port_open(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            with socket.create_connection((self.host, self.port), timeout=0.5):
                 return True
         except OSError:
             return False
