@@ -126,6 +126,17 @@ class BrokerPool:
                 pytest.fail(problem, pytrace=False)
         return broker
 
+    def start_new(self, target: str, overrides: dict | None = None) -> BrokerProcess:
+        """A fresh broker of `target` with `overrides`, started (the test fails if it does not
+        start); the caller stops it."""
+        broker = self.new(target, overrides)
+        problem = None
+        try:
+            return broker.start()
+        except BrokerStartError as exc:
+            problem = str(exc)
+        pytest.fail(problem, pytrace=False)
+
     def close(self) -> None:
         for broker in self.all:
             broker.stop(timeout=20)
@@ -155,14 +166,9 @@ def broker_factory(target, broker_pool):
     started: list[BrokerProcess] = []
 
     def make(**overrides) -> BrokerProcess:
-        broker = broker_pool.new(target, overrides)
+        broker = broker_pool.start_new(target, overrides)
         started.append(broker)
-        problem = None
-        try:
-            return broker.start()
-        except BrokerStartError as exc:
-            problem = str(exc)
-        pytest.fail(problem, pytrace=False)
+        return broker
 
     yield make
     for broker in started:
@@ -280,6 +286,7 @@ else:
         def _split_scope(self, nodeid: str) -> str:
             return xdist_scope(nodeid)
 
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(config, log):
         if config.getoption("dist") == "loadgroup":
             return TargetScheduling(config, log)
