@@ -37,11 +37,23 @@ run: $(STAMP)
 # kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
 # Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
 # then the container image's smoke tests (docker-test).
+# tests/ and compat_tests/ run on pytest-xdist workers: most of their time is waiting
+# (process and JVM start-ups, timeouts, clients' backoffs), not CPU. tests/ by file (a
+# module's broker or cluster is started once), files with slow tests first; compat_tests/ one
+# worker per target (tests/conftest.py, compat_tests/conftest.py). The seeded fault test
+# (SERIAL_TESTS) runs after the others, alone: its timing-sensitive schedules are meant for a
+# quiet machine. TEST_WORKERS=0 and COMPAT_WORKERS=0 run each suite in one process, as before.
+TEST_WORKERS ?= 4
+COMPAT_WORKERS ?= 2
+SERIAL_TESTS := tests/cluster/test_replication_faults.py
+XDIST_TESTS := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(SERIAL_TESTS:%=--ignore=%))
+XDIST_COMPAT := $(if $(filter-out 0,$(COMPAT_WORKERS)),-n $(COMPAT_WORKERS) --dist loadgroup)
 test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 netns kafkajs franzgo spark-setup console-browser
 	@date -u +"test: tests/ from %T"
-	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25
+	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25 $(XDIST_TESTS)
+	$(if $(XDIST_TESTS),$(PY) -m pytest -q $(SERIAL_TESTS) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5)
 	@date -u +"test: compat_tests/ from %T"
-	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md --durations=15
+	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md --durations=15 $(XDIST_COMPAT)
 	@date -u +"test: spark_tests/ from %T"
 	$(MAKE) --no-print-directory test-spark
 	@date -u +"test: docker_tests/ from %T"

@@ -13,7 +13,8 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
-from compat_tests.kafka_runner import FAST_START_JVM, TOOLS_LOG4J, java_command
+from compat_tests.kafka_runner import (FAST_START_JVM, TOOLS_LOG4J, class_sharing, java_command,
+                                       publish_class_archive)
 from compat_tests.runner import die_with_parent
 
 # Script name in a Kafka distribution's bin/ → main class in the pinned (4.x) release.
@@ -72,15 +73,19 @@ def run_tool(tool: str, args: list[str], *, input: str | None = None,
     printed so far.
     """
     main = TOOLS.get(tool, tool)
-    cmd = java_command(main, list(args), heap="512m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=die_with_parent)
+    cds, private = class_sharing("tool")
+    cmd = java_command(main, list(args), heap="512m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM + cds)
     try:
-        out, err = proc.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        raise AssertionError(f"{tool} {' '.join(args)} timed out after {timeout}s\n"
-                             f"--- stdout ---\n{out}\n--- stderr ---\n{err}") from None
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, preexec_fn=die_with_parent)
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise AssertionError(f"{tool} {' '.join(args)} timed out after {timeout}s\n"
+                                 f"--- stdout ---\n{out}\n--- stderr ---\n{err}") from None
+    finally:
+        publish_class_archive("tool", private)
     return ToolResult(tool, list(args), proc.returncode, out, err)

@@ -126,6 +126,17 @@ class BrokerPool:
                 pytest.fail(problem, pytrace=False)
         return broker
 
+    def start_new(self, target: str, overrides: dict | None = None) -> BrokerProcess:
+        """A fresh broker of `target` with `overrides`, started (the test fails if it does not
+        start); the caller stops it."""
+        broker = self.new(target, overrides)
+        problem = None
+        try:
+            return broker.start()
+        except BrokerStartError as exc:
+            problem = str(exc)
+        pytest.fail(problem, pytrace=False)
+
     def close(self) -> None:
         for broker in self.all:
             broker.stop(timeout=20)
@@ -155,14 +166,9 @@ def broker_factory(target, broker_pool):
     started: list[BrokerProcess] = []
 
     def make(**overrides) -> BrokerProcess:
-        broker = broker_pool.new(target, overrides)
+        broker = broker_pool.start_new(target, overrides)
         started.append(broker)
-        problem = None
-        try:
-            return broker.start()
-        except BrokerStartError as exc:
-            problem = str(exc)
-        pytest.fail(problem, pytrace=False)
+        return broker
 
     yield make
     for broker in started:
@@ -203,6 +209,8 @@ def pytest_runtest_setup(item):
 def pytest_runtest_makereport(item, call):
     report = yield
     marker = item.get_closest_marker("known_difference")
+    if _target_of(item):
+        report.compat_row = [*_row_of(item), _target_of(item)]   # travels with xdist's reports
     if (marker and report.when == "call" and _target_of(item) == "kbroker"
             and len(marker.args) == 1):
         finding = marker.args[0]
@@ -250,19 +258,49 @@ def _row_of(item) -> tuple[str, str]:
     return name, client
 
 
-def pytest_collection_modifyitems(session, config, items):
-    config._compat_items = {item.nodeid: (_row_of(item), _target_of(item))
-                            for item in items if _target_of(item)}
+def xdist_scope(nodeid: str) -> str:
+    """The xdist work unit of a test (`make test` runs the suite on two workers): all tests of
+    one target together, so each worker starts one shared broker and keeps the
+    parametrisation's one-target-after-the-other order; the differential replay keeps both
+    targets on one worker (kbroker is compared with the live Kafka replay). Tests without a
+    target are units of their own."""
+    if "/differential/" in nodeid.split("::")[0]:
+        return "differential"
+    params = re.search(r"\[(.*)\]$", nodeid)
+    tokens = params.group(1).split("-") if params else []
+    for target in KNOWN_TARGETS:
+        if target in tokens:
+            return target
+    return nodeid
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:        # xdist is optional: without it the suite runs in one process
+    pass
+else:
+    class TargetScheduling(LoadScopeScheduling):
+        """`--dist loadgroup` for this suite: the units are `xdist_scope`'s groups (xdist's
+        own loadgroup reads marks through node ids that pytest 9.2 no longer lets it edit)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getoption("dist") == "loadgroup":
+            return TargetScheduling(config, log)
+        return None
 
 
 def pytest_runtest_logreport(report):
     config = _CONFIG.get("config")
-    if config is None:
+    if config is None or hasattr(config, "workerinput"):
         return
-    info = getattr(config, "_compat_items", {}).get(report.nodeid)
+    info = getattr(report, "compat_row", None)
     if not info:
         return
-    (test, client), target = info
+    test, client, target = info
     if getattr(report, "known_difference", None):
         outcome, detail = f"known {report.known_difference}", report.known_detail
     elif getattr(report, "fixed_finding", None):
@@ -286,6 +324,8 @@ def pytest_sessionstart(session):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if hasattr(config, "workerinput"):
+        return
     matrix: Matrix = config._compat_matrix
     if not matrix.rows:
         return

@@ -13,6 +13,7 @@ Set-up is idempotent and cached, like `make kafkajs` / `make franzgo`:
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -53,12 +54,16 @@ def ensure_kafkajs() -> list[str]:
     if node is None or shutil.which("npm") is None:
         pytest.fail("node/npm not installed (kafkajs tests need Node 18+)", pytrace=False)
     lock = KAFKAJS_DIR / "package-lock.json"
-    if not _newer(KAFKAJS_STAMP, [lock, KAFKAJS_DIR / "package.json"]):
-        result = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                                cwd=KAFKAJS_DIR, capture_output=True, text=True, timeout=600)
-        if result.returncode != 0:
-            pytest.fail(f"npm ci failed:\n{result.stdout}\n{result.stderr}", pytrace=False)
-        KAFKAJS_STAMP.touch()
+    # one `npm ci` at a time (xdist workers share the folder)
+    (ROOT / ".cache").mkdir(exist_ok=True)
+    with open(ROOT / ".cache" / "kafkajs-install.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not _newer(KAFKAJS_STAMP, [lock, KAFKAJS_DIR / "package.json"]):
+            result = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                                    cwd=KAFKAJS_DIR, capture_output=True, text=True, timeout=600)
+            if result.returncode != 0:
+                pytest.fail(f"npm ci failed:\n{result.stdout}\n{result.stderr}", pytrace=False)
+            KAFKAJS_STAMP.touch()
     return [node, str(KAFKAJS_DIR / "driver.js")]
 
 

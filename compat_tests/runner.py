@@ -16,7 +16,6 @@ import atexit
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import weakref
 from pathlib import Path
 
 from compat_tests.probe import ProbeError, wait_until_serving
+from tests.support.broker_proc import free_port as _free_port
 
 HOST = "127.0.0.1"
 _LIVE: "weakref.WeakSet[BrokerProcess]" = weakref.WeakSet()
@@ -34,10 +34,9 @@ class BrokerStartError(RuntimeError):
 
 
 def free_port() -> int:
-    """A currently free loopback TCP port, found by binding to port 0."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A currently free loopback TCP port (under xdist from this worker's own block of ports;
+    tests/support/broker_proc.py)."""
+    return _free_port()
 
 
 def die_with_parent() -> None:

@@ -31,6 +31,15 @@ def _dist(kafka_dist):
     """kafka-configs needs the Kafka jars on every target, kbroker included."""
 
 
+@pytest.fixture(scope="module")
+def quota_broker(target, broker_pool):
+    """One broker of the target with QUOTA_BROKER for the module's rate tests: each test
+    limits its own client id, so they do not see each other's quotas."""
+    broker = broker_pool.start_new(target, QUOTA_BROKER)
+    yield broker
+    broker.stop(timeout=20)
+
+
 def configs(bootstrap, *args):
     return run_tool("kafka-configs", ["--bootstrap-server", bootstrap, *args])
 
@@ -66,9 +75,9 @@ def _set_client_quota(bootstrap, client, key):
     time.sleep(1.0)   # the quota reaches the broker's metadata (Kafka: its metadata listener)
 
 
-def test_confluent_producer_is_slowed_to_its_quota(broker_factory):
+def test_confluent_producer_is_slowed_to_its_quota(quota_broker):
     from confluent_kafka import Producer
-    broker = broker_factory(**QUOTA_BROKER)
+    broker = quota_broker
     bootstrap = broker.bootstrap_servers
     topic = f"quota-p-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic)
@@ -105,10 +114,10 @@ def test_confluent_producer_is_slowed_to_its_quota(broker_factory):
     assert max(throttles, default=0) > 0, "no throttle time reached the client"
 
 
-def test_kafka_python_consumer_is_slowed_to_its_quota(broker_factory, caplog):
+def test_kafka_python_consumer_is_slowed_to_its_quota(quota_broker, caplog):
     from confluent_kafka import Producer
     from kafka import KafkaConsumer, TopicPartition
-    broker = broker_factory(**QUOTA_BROKER)
+    broker = quota_broker
     bootstrap = broker.bootstrap_servers
     topic = f"quota-c-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic)
@@ -145,13 +154,13 @@ def test_kafka_python_consumer_is_slowed_to_its_quota(broker_factory, caplog):
     assert any("throttled by broker" in r.getMessage() for r in caplog.records)
 
 
-def test_request_percentage_throttles_producer_and_admin(broker_factory, caplog):
+def test_request_percentage_throttles_producer_and_admin(quota_broker, caplog):
     """request_percentage (KIP-124): a tiny share of one thread; the client's requests are
     answered (nothing lost) with a throttle time, which librdkafka reports in its statistics
     and kafka-python in its log."""
     from confluent_kafka import Producer
     from kafka import KafkaAdminClient
-    broker = broker_factory(**QUOTA_BROKER)
+    broker = quota_broker
     bootstrap = broker.bootstrap_servers
     topic = f"quota-r-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic)

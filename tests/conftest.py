@@ -5,9 +5,13 @@
   ``.cache/kafka-protocol/<version>/`` (``tools/fetch_protocol.sh`` extracts them from the
   release's sources jars; ``make`` runs it, and the fixture runs it when the folder is missing).
 - marker ``slow``: tests left out of ``make test-fast``.
+- under pytest-xdist (``make test`` runs ``--dist loadfile``: the tests of one file on one
+  worker, so module-scoped brokers and clusters are still started once), files with slow tests
+  are handed out first, so that the long ones do not end the run on one busy worker.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -49,3 +53,11 @@ def kafka_protocol_dir(pytestconfig) -> Path:
         pytest.fail(f"no Kafka message definitions at {path}: run tools/fetch_protocol.sh "
                     "(make does) or pass --kafka-protocol=DIR")
     return path
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return          # a plain run keeps pytest's order
+    slow_files = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    # stable: files keep their order within each half, tests their order within each file
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_files)

@@ -6,9 +6,7 @@ describe/list see a consumer group; Kafka's Java console consumer with
 ``group.protocol=consumer`` consumes from kbroker."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -19,6 +17,7 @@ import confluent_kafka
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from compat_tests.cli import run_tool
 from tests.support.broker_proc import BrokerProcess
 from tests.support.kip848 import Member as _Member
 
@@ -163,12 +162,10 @@ def test_java_console_consumer_with_consumer_protocol(broker):
     for i in range(30):
         p.produce(topic, f"v{i}".encode(), partition=i % 3)
     p.flush(20)
-    cmd = [java, "-cp", f"{libs}/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-           "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", group,
-           "--from-beginning", "--max-messages", "30", "--timeout-ms", "60000",
-           "--consumer-property", "group.protocol=consumer"]
-    env = dict(os.environ, KAFKA_HEAP_OPTS="-Xmx256m")
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    out = run_tool("kafka-console-consumer", [
+        "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", group,
+        "--from-beginning", "--max-messages", "30", "--timeout-ms", "60000",
+        "--consumer-property", "group.protocol=consumer"], timeout=120)
     lines = [x for x in out.stdout.splitlines() if x.startswith("v")]
     assert sorted(lines) == sorted(f"v{i}" for i in range(30)), out.stderr[-2000:]
     adm = AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -5,14 +5,13 @@ refuses bad values; the overrides live in the metadata log (they survive a resta
 consumer group protocol uses them (the heartbeat interval a member is told)."""
 from __future__ import annotations
 
-import os
-import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 import trio
 
+from compat_tests.cli import ToolResult, run_tool
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
 from tests.support.broker_proc import BrokerProcess
@@ -34,13 +33,11 @@ def broker(tmp_path_factory):
             proc.stop()
 
 
-def configs(broker, *args) -> subprocess.CompletedProcess:
+def configs(broker, *args) -> ToolResult:
     if not LIBS.is_dir():
         pytest.fail("Kafka 4.3.1 jars are needed (make)")
-    cmd = ["java", "-cp", f"{LIBS}/*", "kafka.admin.ConfigCommand",
-           "--bootstrap-server", broker.bootstrap, "--entity-type", "groups", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, KAFKA_HEAP_OPTS="-Xmx256m"))
+    return run_tool("kafka-configs", ["--bootstrap-server", broker.bootstrap, "--entity-type", "groups",
+                                      *args], timeout=120)
 
 
 def heartbeat_interval(port: int, group: str) -> tuple[int, int]:

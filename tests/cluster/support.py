@@ -11,7 +11,7 @@ from kbroker.cluster import node_overrides, ports
 from kbroker.config import new_cluster_id
 from kbroker.wire import messages as w
 from kbroker.wire.protocol import decode_response, encode_request
-from tests.support.broker_proc import REPO_ROOT, BrokerProcess, free_port  # noqa: F401
+from tests.support.broker_proc import REPO_ROOT, BrokerProcess, free_port, free_ports  # noqa: F401
 
 FAST = {
     "broker.session.timeout.ms": "3000",
@@ -24,19 +24,7 @@ FAST = {
 
 def free_base_port(count: int) -> int:
     """A base port with ``count`` consecutive free ports after it (best effort)."""
-    for _ in range(50):
-        base = free_port()
-        ok = True
-        for p in range(base, base + count):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port range")
+    return free_ports(count)
 
 
 class NodeProcess(BrokerProcess):
