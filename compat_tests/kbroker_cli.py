@@ -61,6 +61,44 @@ def table(text: str) -> list[dict[str, str]]:
     return rows
 
 
+def _eventually(check, what: str, timeout: float = 30):
+    """Poll `check` until it is true: a Kafka broker applies what the controller committed (ACLs,
+    credentials, configs) when it replays the metadata records, a little after the answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+# The scenarios write records with fixed timestamps of 2023 and 2025, so that printed
+# timestamps, -s and --to-datetime compare with constants. Under the default retention.ms (7
+# days) those records are already expired: a broker's retention check (Kafka: 30 s after start,
+# then every log.retention.check.interval.ms, 5 min; kbroker: every 5 min) deletes their
+# segments, the active one included, and moves the log start to the log end. A step that runs
+# after that check sees another log: once, `groups reset-offsets --shift-by 2` from committed
+# [0, 0] was clamped to the new log starts [3, 2], as kafka-consumer-groups clamps it. Topics
+# that hold such records keep them (retention.ms=-1).
+KEEP_RECORDS = ("--config", "retention.ms=-1")
+
+# Brokers that run the scenarios check retention every half second instead of every 5 minutes:
+# a scenario whose records retention may delete then fails on every run, not once in a while.
+RETENTION_CHECK_OVERRIDES = {"log.retention.check.interval.ms": "500", "log.initial.task.delay.ms": "0"}
+
+
+def wait_retention_runs(bs: str, topic: str) -> None:
+    """Show that the broker at `bs` does delete expired records, quickly: a record of 2023 in a
+    topic with the default retention.ms is gone from the log within the wait. Brokers started
+    with RETENTION_CHECK_OVERRIDES call it, so the scenarios' KEEP_RECORDS is what keeps theirs."""
+    b = ("-b", bs)
+    ok("topics", "create", topic, *b)
+    ok("produce", topic, "-p", "0", "--timestamp", "1700000000000", "--value", "expired", *b)
+    _eventually(lambda: ok("consume", topic, "-p", "0", "-o", "beginning", "-e", *b).stdout == "",
+                f"the record of 2023 in {topic} was not deleted by retention")
+
+
 # --- scenarios -------------------------------------------------------------------------------
 
 def scenario_version() -> None:
@@ -108,7 +146,7 @@ def scenario_topics(bs: str, topic: str) -> None:
 
 def scenario_produce_consume(bs: str, topic: str) -> None:
     b = ("-b", bs)
-    ok("topics", "create", topic, "--partitions", "2", *b)
+    ok("topics", "create", topic, "--partitions", "2", *KEEP_RECORDS, *b)
     produced = json_lines(ok("produce", topic, "-K", ":", "-p", "0", "-H", "app=cli", "-H", "n=1",
                              "--timestamp", "1700000000000", "--json", *b,
                              input="k1:v1\nk2:v2:with:colons\nno-key\n").stdout)
@@ -145,7 +183,7 @@ def scenario_groups(bs: str, topic: str) -> None:
     from kafka import KafkaConsumer
     b = ("-b", bs)
     group = f"g-{topic}"
-    ok("topics", "create", topic, "--partitions", "2", *b)
+    ok("topics", "create", topic, "--partitions", "2", *KEEP_RECORDS, *b)
     ok("produce", topic, "-p", "0", "--timestamp", "1700000000000", *b, input="a\nb\nc\n")
     ok("produce", topic, "-p", "1", "--timestamp", "1750000000000", *b, input="d\n")
     got = ok("consume", topic, "-g", group, "-o", "beginning", "-e", *b).stdout.splitlines()
@@ -253,17 +291,6 @@ def scenario_cluster(bs: str) -> None:
 # ``super.users=User:ANONYMOUS`` (every PLAINTEXT client is ANONYMOUS): AUTHZ_OVERRIDES.
 AUTHZ_OVERRIDES = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                    "super.users": "User:ANONYMOUS"}
-
-
-def _eventually(check, what: str, timeout: float = 30):
-    """Kafka's brokers apply ACLs and credentials when they replay the metadata records: poll."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
 
 
 def scenario_acls(bs: str, topic: str) -> None:
