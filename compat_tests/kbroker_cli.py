@@ -212,6 +212,9 @@ def scenario_groups(bs: str, topic: str) -> None:
     assert committed() == [0, 0]
     ok("groups", "reset-offsets", group, "--topic", topic, "--shift-by", "2", "--execute", *b)
     assert committed() == [2, 2]
+    # a shift needs a committed offset to start from (kafka-consumer-groups refuses too)
+    assert "no committed offset" in failed("groups", "reset-offsets", f"{group}-new", "--topic", topic,
+                                           "--shift-by", "1", *b).stderr
     ok("groups", "reset-offsets", group, "--topic", f"{topic}:0", "--shift-by", "-5", "--execute", *b)
     assert committed() == [0, 2]            # clamped to the log start
     ok("groups", "reset-offsets", group, "--topic", f"{topic}:1", "--to-offset", "1", "--execute", *b)
@@ -239,7 +242,11 @@ def scenario_groups(bs: str, topic: str) -> None:
         assert member["client_id"] == "member-1" and member["assignment"] == [f"{topic}-0", f"{topic}-1"]
         rows = table(ok("groups", "describe", group, "--members", *b).stdout)
         assert [(r["CLIENT-ID"], r["ASSIGNMENT"]) for r in rows] == [("member-1", f"{topic}-0,{topic}-1")]
-        failed("groups", "reset-offsets", group, "--all-topics", "--to-earliest", "--execute", *b)
+        # as kafka-consumer-groups: no plan at all while the group has members, not even a dry run
+        for execute in ((), ("--execute",)):
+            r = failed("groups", "reset-offsets", group, "--all-topics", "--to-earliest", *execute, *b)
+            assert "inactive, but the current state is Stable" in r.stderr, r.stderr
+        assert committed() == [3, 2]
         failed("groups", "delete", group, *b)
     finally:
         consumer.close()
