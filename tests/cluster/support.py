@@ -1,6 +1,8 @@
 """Helpers for multi-node tests: node processes of one cluster and raw admin calls."""
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import threading
 import struct
@@ -417,3 +419,30 @@ class AckedProducer(threading.Thread):
             i += 1
             time.sleep(0.01)
         self.producer.close()
+
+
+@contextlib.contextmanager
+def cluster_command(args: list[str], out_path: Path, ready_timeout: float = 90.0):
+    """``kbroker cluster ARGS`` as a child process: yields its ready line once printed; on
+    leaving, one SIGTERM (the runner's graceful stop of every node), which must end it with
+    exit code 0 within a minute."""
+    import re
+    import signal
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with open(out_path, "wb") as out:
+        p = subprocess.Popen([sys.executable, "-m", "kbroker", "cluster", *args],
+                             stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env)
+    try:
+        yield wait_for(lambda: re.search(r"kbroker cluster ready: .*", out_path.read_text(errors="replace")),
+                       timeout=ready_timeout, what="the cluster's ready line").group(0)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise
+    assert rc == 0, out_path.read_text(errors="replace")[-3000:]

@@ -21,11 +21,7 @@ processes checked with Kafka's own tools (issue 19, "KRaft as operators run it")
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,7 +31,7 @@ from kbroker.cluster import ports
 from tests.support.drain import values_to_end
 from tests.support.parallel import in_threads
 
-from .support import (FAST, REPO_ROOT, BrokerProcess, Cluster, ConfiguredNode, describe_quorum,
+from .support import (FAST, BrokerProcess, Cluster, ConfiguredNode, cluster_command, describe_quorum,
                       free_base_port, free_port, kafka_tool, kbroker_cli, metadata, wait_for)
 
 REFUSAL = "does not support finalized version"
@@ -111,29 +107,13 @@ def check_one_controller_two_brokers(controller_port: int, broker_ports: dict[in
 def test_kbroker_cluster_with_one_controller_and_two_brokers(tmp_path):
     base = free_base_port(6)
     data = tmp_path / "data"
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     args = ["--controllers", "1", "--nodes", "2", "--base-port", str(base), "--data-dir", str(data)]
     for k, v in FAST.items():
         args += ["--override", f"{k}={v}"]
-    out_path = tmp_path / "out.txt"
-    with open(out_path, "wb") as out:
-        p = subprocess.Popen([sys.executable, "-m", "kbroker", "cluster", *args],
-                             stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env)
-    try:
-        line = wait_for(lambda: re.search(r"kbroker cluster ready: .*", out_path.read_text(errors="replace")),
-                        timeout=90, what="the cluster's ready line").group(0)
+    with cluster_command(args, tmp_path / "out.txt") as line:
         assert f"bootstrap 127.0.0.1:{ports(2, base)[0]},127.0.0.1:{ports(3, base)[0]} " in line, line
         assert f"(controllers 1@127.0.0.1:{ports(1, base)[1]})" in line, line
         check_one_controller_two_brokers(ports(1, base)[1], {i: ports(i, base)[0] for i in (2, 3)}, "cli")
-    finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            rc = p.wait(60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            raise
-    assert rc == 0, out_path.read_text(errors="replace")[-3000:]
     logs = {i: (data / f"node-{i}.log").read_text(errors="replace") for i in (1, 2, 3)}
     for i, text in logs.items():
         assert "shut down cleanly" in text, f"node {i}"

@@ -135,6 +135,23 @@ def elect(cluster: Cluster, who: int) -> None:
     assert n.role is Role.LEADER, n.statistics()
 
 
+def depose_and_heal(cluster: Cluster, leader: int) -> int:
+    """Cut ``leader`` off with what it has not replicated yet (messages in flight are lost),
+    let the others elect a leader of their own, then heal: the new leader's id."""
+    cluster.flush()
+    cluster.net.clear()
+    cluster.cut.clear()
+    cluster.cut.add(leader)
+    for _ in range(40):
+        cluster.settle(tick_ms=100)
+    [new] = cluster.leaders()
+    assert new != leader
+    cluster.cut.clear()
+    for _ in range(40):
+        cluster.settle(tick_ms=100)
+    return new
+
+
 def is_vote_response(granted: bool | None = None):
     def pred(src, dst, msg):
         return isinstance(msg, m.VoteResponse) and (granted is None or msg.vote_granted == granted)

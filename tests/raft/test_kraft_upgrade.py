@@ -15,7 +15,7 @@ from kbroker.raft import messages as m
 from kbroker.raft.control import KRAFT_VERSION, VOTERS, ZERO_UUID, Voter, decode_voters, snapshot_voters
 from kbroker.raft.core import CATCHING_UP
 
-from .harness import Cluster, elect, identity
+from .harness import Cluster, depose_and_heal, elect, identity
 
 CFG = RaftConfig(pre_vote=True)
 
@@ -151,17 +151,8 @@ def test_an_uncommitted_upgrade_is_undone_by_truncation():
     c.cut.update({2, 3})               # the leader alone: its upgrade cannot commit
     r = c.nodes[1].upgrade_kraft_version(c.nodes[1].epoch, 1)
     assert r.error_code == m.NONE and c.nodes[1].dynamic
-    c.flush()
-    c.net.clear()
-    c.cut.clear()
-    c.cut.add(1)
-    for _ in range(40):
-        c.settle(tick_ms=100)
-    [new] = c.leaders()
+    new = depose_and_heal(c, 1)
     assert new in (2, 3)
-    c.cut.clear()
-    for _ in range(40):
-        c.settle(tick_ms=100)
     old = c.nodes[1]
     assert old.kraft_version == 0 and not old.dynamic, "node 1 dropped its uncommitted upgrade"
     assert KRAFT_VERSION not in control_types(old)
