@@ -1,36 +1,55 @@
 """kbroker's own client commands (``kbroker topics|produce|consume|groups|configs|cluster|acls|users``)
 against both targets: they are clients of the wire protocol, so they must work on Apache
 Kafka exactly as on kbroker. The scenarios live in compat_tests/kbroker_cli.py (also run by
-tests/tools against kbroker alone)."""
+tests/tools against kbroker alone).
+
+They run on a broker of their own that checks retention every half second
+(``RETENTION_CHECK_OVERRIDES``; shown to delete an expired record before the first test), so a
+scenario whose old-timestamped records retention could delete fails at once instead of when a
+shared broker's 5-minute check happens to fall between two of its steps."""
 from __future__ import annotations
+
+import uuid
+
+import pytest
 
 from compat_tests import kbroker_cli as s
 
 CLIENT = "kbroker-cli"
 
 
+@pytest.fixture(scope="module")
+def bs(target, broker_pool):
+    broker = broker_pool.start_new(target, s.RETENTION_CHECK_OVERRIDES)
+    try:
+        s.wait_retention_runs(broker.bootstrap_servers, f"expired-{uuid.uuid4().hex[:8]}")
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop(timeout=20)
+
+
 def test_version(target):
     s.scenario_version()
 
 
-def test_topics(bootstrap, topic_name):
-    s.scenario_topics(bootstrap, topic_name)
+def test_topics(bs, topic_name):
+    s.scenario_topics(bs, topic_name)
 
 
-def test_produce_consume(bootstrap, topic_name):
-    s.scenario_produce_consume(bootstrap, topic_name)
+def test_produce_consume(bs, topic_name):
+    s.scenario_produce_consume(bs, topic_name)
 
 
-def test_groups(bootstrap, topic_name):
-    s.scenario_groups(bootstrap, topic_name)
+def test_groups(bs, topic_name):
+    s.scenario_groups(bs, topic_name)
 
 
-def test_configs(bootstrap):
-    s.scenario_configs(bootstrap)
+def test_configs(bs):
+    s.scenario_configs(bs)
 
 
-def test_cluster(bootstrap):
-    s.scenario_cluster(bootstrap)
+def test_cluster(bs):
+    s.scenario_cluster(bs)
 
 
 def test_acls_and_users(broker_factory, topic_name):

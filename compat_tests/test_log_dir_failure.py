@@ -20,8 +20,8 @@ from compat_tests.cli import run_tool
 from compat_tests.helpers import wait_until
 from kbroker.config import parse_properties
 from kbroker.wire.error_codes import ErrorCode as E
-from tests.cluster.test_log_dir_offline import (create_topic, fill, log_dirs, mount_tmpfs,
-                                                produce_raw, umount)
+from tests.cluster.test_log_dir_offline import TMPFS_MB, create_topic, log_dirs, produce_raw
+from tests.support.tmpfs import fill, mount, umount
 
 UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"      # DirectoryId.UNASSIGNED as Kafka prints it
 
@@ -44,7 +44,7 @@ def metadata_records(log_dir: Path) -> list[dict]:
 def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, tmp_path):
     good, bad = tmp_path / "good", tmp_path / "bad"
     good.mkdir()
-    mount_tmpfs(bad)
+    mount(bad, TMPFS_MB)
     try:
         broker = broker_factory(**{"log.dirs": f"{good},{bad}"})
         port = broker.port

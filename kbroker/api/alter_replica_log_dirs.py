@@ -13,7 +13,9 @@ and ``Admin.alterReplicaLogDirs`` send it. Per partition, as Kafka's
   once and copies through a "future" replica in the background; kbroker copies before
   answering, so DescribeLogDirs shows the partition in its new directory right away (and
   never as a future replica). A copy that fails (disk full, I/O error) answers
-  ``KAFKA_STORAGE_ERROR`` with one log line and leaves the replica where it was.
+  ``KAFKA_STORAGE_ERROR``: a storage error takes the directory that met it offline
+  (kbroker/log/failure.py, its line), another error is logged here; a copy that fails
+  leaves the replica where it was.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import logging
 import os
 
 from kbroker.api import RequestContext, api
+from kbroker.log.errors import KafkaStorageError
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -44,6 +47,8 @@ def _answer(ctx: RequestContext, path: str, topic: str, index: int) -> int:
     dest = next(d for d in logs.log_dirs if os.path.abspath(str(d)) == os.path.abspath(path))
     try:
         ctx.broker.replicas.move_replica_dir(topic, index, dest)
+    except KafkaStorageError:
+        return ErrorCode.KAFKA_STORAGE_ERROR     # the failed dir has its line already
     except OSError as e:
         _log.error("moving %s-%d to %s failed: %s", topic, index, dest, e)
         return ErrorCode.KAFKA_STORAGE_ERROR

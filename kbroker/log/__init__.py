@@ -9,6 +9,7 @@ metadata log sit on it.  Entry points:
   clean-shutdown marker, maintenance entry points;
 * ``tasks.run_background`` -- the trio loops driving the maintenance;
 * :class:`LeaderEpochCache` (``epoch_cache``) -- which leader epoch wrote which offsets;
+* ``failure`` -- the log dir failure channel every storage error is reported to;
 * ``segment``, ``index``, ``cleaner``, ``checkpoint`` -- the pieces.
 """
 from .config import LogConfig

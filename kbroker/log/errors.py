@@ -40,9 +40,15 @@ class LogClosed(LogError):
 
 
 class KafkaStorageError(LogError):
-    """A log directory or file cannot be read or written."""
+    """A log directory or file cannot be read or written. ``log_dir`` is set when the error
+    was reported to the log dir failure channel (:mod:`kbroker.log.failure`): that directory
+    has failed."""
 
     error_code = 56
+
+    def __init__(self, message: str = "", *, log_dir=None):
+        super().__init__(message)
+        self.log_dir = log_dir
 
 
 class PolicyViolation(LogError):

@@ -27,6 +27,7 @@ from bisect import bisect_right, bisect_left
 from pathlib import Path
 
 from .errors import LogError
+from .failure import named
 
 
 class CorruptIndex(LogError):
@@ -74,7 +75,10 @@ class _Index:
         raise NotImplementedError
 
     def _write(self, key: int, val: int) -> None:
-        os.write(self._open(), self._encode(key, val))
+        try:
+            os.write(self._open(), self._encode(key, val))
+        except OSError as exc:
+            raise named(exc, self.path) from exc
         self._keys.append(key)
         self._vals.append(val)
 

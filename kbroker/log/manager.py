@@ -31,10 +31,16 @@ without yielding, so no append lands in between (Kafka copies in the background 
 future replica that catches up; kbroker's broker pauses for the copy instead). A crash at
 any step leaves one complete log: ``load()`` drops a ``-future`` whose partition still has
 its live directory and promotes one whose source was already renamed.
+Every write here and in the logs (creating, deleting and moving logs, checkpoints, the
+clean-shutdown marker, the maintenance steps) runs under the log dir failure channel
+``failures`` (:mod:`kbroker.log.failure`): a storage error fails its directory at once -- no
+new log is placed there and no checkpoint or marker written there again -- and the
+maintenance steps, checkpoints and shutdown go on with the other directories.
 ``mark_offline`` takes a failed directory out of use (Kafka's ``handleLogDirFailure``): its
-logs are closed without flushing and dropped, no new log is placed there, and no checkpoint
-or clean-shutdown marker is written to it again, so the next start recovers it as after a
-crash. See :mod:`kbroker.replica.log_dir_failure` for what the broker does around it.
+logs are closed without flushing and dropped, so the next start recovers it as after a
+crash. The replica layer listens to the channel and calls it
+(:mod:`kbroker.replica.log_dir_failure`). Loading at start-up stays outside the channel
+(nobody listens yet): a directory that cannot be read or written stops the start.
 Time comes from ``now_ms`` arguments or the injected ``clock`` (milliseconds).
 """
 from __future__ import annotations
@@ -49,6 +55,7 @@ from . import checkpoint as ckpt
 from .cleaner import CleanResult, clean, cleanable_range
 from .config import LogConfig
 from .errors import KafkaStorageError, LogClosed
+from .failure import LogDirFailureChannel
 from .partition import PartitionLog, _parse_dir_name
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -78,11 +85,17 @@ class LogManager:
         self.loaded = False
         self.had_clean_shutdown: dict[Path, bool] = {}
         self.last_clean: CleanResult | None = None
-        self.offline_dirs: set[Path] = set()
+        # every PartitionLog here reports to it; the replica layer listens (kbroker.log.failure)
+        self.failures = LogDirFailureChannel()
+
+    @property
+    def offline_dirs(self) -> set[Path]:
+        """The log directories that failed (or were taken offline) since start."""
+        return set(self.failures.failed)
 
     @property
     def online_dirs(self) -> list[Path]:
-        return [d for d in self.log_dirs if d not in self.offline_dirs]
+        return [d for d in self.log_dirs if not self.failures.is_failed(d)]
 
     # -- start and stop -----------------------------------------------------------------
     def load(self) -> None:
@@ -117,11 +130,14 @@ class LogManager:
                                    first_dirty_offset=dirty.get(parsed, 0),
                                    clean_shutdown=clean,
                                    high_watermark=None if parsed[0] == METADATA_TOPIC
-                                   else hws.get(parsed))
+                                   else hws.get(parsed), failures=self.failures)
                 self._register(log)
         for future in futures:
             self._finish_move(future, now)
-        self.checkpoint()
+        # not through the failure channel: nobody listens yet, and a directory that cannot
+        # be written at start-up stops the start with the path named (kbroker.log.dirs)
+        for d, logs in self._logs_by_dir().items():
+            self._write_checkpoints(d, logs)
         for d in self.log_dirs:
             marker = d / ckpt.CLEAN_SHUTDOWN
             if marker.exists():
@@ -131,19 +147,33 @@ class LogManager:
         self.loaded = True
 
     def shutdown(self) -> None:
-        """Flush and close every log, write checkpoints and the clean-shutdown marker."""
-        for log in self._logs.values():
-            log.close()
+        """Flush and close every log, write checkpoints and the clean-shutdown marker.
+
+        A directory whose writes fail on the way is reported (kbroker.log.failure) and gets
+        no marker, so its logs are recovered on the next start; the others shut down
+        cleanly."""
+        for log in list(self._logs.values()):
+            try:
+                log.close()
+            except KafkaStorageError:
+                self._close_quietly(log)
         for _, path, log in self._pending_dirs:
-            log.close_without_flush()
+            self._close_quietly(log)
             shutil.rmtree(path, ignore_errors=True)
         self._pending_dirs.clear()
         self.checkpoint(include_closed=True)
         for d in self.online_dirs:
-            fd = os.open(d / ckpt.CLEAN_SHUTDOWN, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.fsync(fd)
-            os.close(fd)
-            ckpt.fsync_dir(d)
+            try:
+                with self.failures.guard(d, "write the clean-shutdown marker"):
+                    fd = os.open(d / ckpt.CLEAN_SHUTDOWN, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                                 0o644)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    ckpt.fsync_dir(d)
+            except KafkaStorageError:
+                continue
         self._logs.clear()
         self._last_checkpoint_ms = self.ticker()
 
@@ -153,6 +183,13 @@ class LogManager:
             return ckpt.read_checkpoint(path)
         except (ValueError, OSError):
             return {}  # no checkpoint: recovery reads more, which is always safe
+
+    @staticmethod
+    def _close_quietly(log: PartitionLog) -> None:
+        try:
+            log.close_without_flush()
+        except Exception:  # noqa: BLE001 - the disk failed; the descriptors go anyway
+            log.closed = True
 
     def _register(self, log: PartitionLog) -> None:
         log.checkpoint_listener = self._write_cleaner_checkpoint
@@ -179,7 +216,9 @@ class LogManager:
         online = self.online_dirs
         if not online:
             raise KafkaStorageError("no online log directory left")
-        if len(online) == 1:
+        if topic == METADATA_TOPIC:
+            target = self.log_dirs[0]     # metadata.log.dir is the first of log.dirs (config)
+        elif len(online) == 1:
             target = online[0]            # nothing to balance (and no O(logs) scan per create)
         else:
             counts = {d: 0 for d in online}
@@ -188,9 +227,10 @@ class LogManager:
                 if parent in counts:
                     counts[parent] += 1
             target = min(online, key=lambda d: counts[d])
-        log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
-                           config or self.default_config, clock=self.clock,
-                           clean_shutdown=True)
+        with self.failures.guard(target, f"create the log of {topic}-{partition}"):
+            log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
+                               config or self.default_config, clock=self.clock,
+                               clean_shutdown=True, failures=self.failures)
         self._register(log)
         return log
 
@@ -200,14 +240,21 @@ class LogManager:
             log.config = config
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove a partition: renamed to ``…-delete`` now, files removed after the delay."""
+        """Remove a partition: renamed to ``…-delete`` now, files removed after the delay.
+        Raises ``KafkaStorageError`` when its directory fails (the log is gone from here
+        either way: a failed directory is recovered on the next start)."""
         log = self._logs.pop((topic, partition), None)
         if log is None:
             return False
         log.closed = True  # further use raises LogClosed; descriptors stay for reads in flight
         target = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
-        os.replace(log.dir, target)
-        ckpt.fsync_dir(target.parent)
+        try:
+            with self.failures.guard(log.dir.parent, f"delete the log of {topic}-{partition}"):
+                os.replace(log.dir, target)
+                ckpt.fsync_dir(target.parent)
+        except KafkaStorageError:
+            self._close_quietly(log)
+            raise
         self._pending_dirs.append((self.clock() + log.config.file_delete_delay_ms, target, log))
         return True
 
@@ -221,7 +268,7 @@ class LogManager:
         os.replace(future, final)
         ckpt.fsync_dir(final.parent)
         self._register(PartitionLog(final, parsed[0], parsed[1], self.default_config,
-                                    clock=self.clock, now_ms=now))
+                                    clock=self.clock, now_ms=now, failures=self.failures))
 
     def move_log(self, topic: str, partition: int, dest: Path) -> PartitionLog:
         """Move ``topic``-``partition`` to the log directory ``dest`` (one of ``log_dirs``);
@@ -234,34 +281,42 @@ class LogManager:
             raise KafkaStorageError(f"log directory {dest} is offline")
         if log.dir.parent == dest:
             return log
+        src = log.dir.parent
         log.flush()
-        log.producer_state.take_snapshot(log.log_end_offset)
+        with self.failures.guard(src, f"snapshot the producer state of {topic}-{partition}"):
+            log.producer_state.take_snapshot(log.log_end_offset)
         future = dest / f"{log.dir.name}.{uuid.uuid4().hex}-future"
         try:
-            shutil.copytree(log.dir, future)
-            for f in future.iterdir():
-                fd = os.open(f, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            ckpt.fsync_dir(future)
-            ckpt.fsync_dir(dest)
-        except OSError:
+            with self.failures.guard(dest, f"copy {topic}-{partition} into the log dir"):
+                shutil.copytree(log.dir, future)
+                for f in future.iterdir():
+                    fd = os.open(f, os.O_RDONLY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                ckpt.fsync_dir(future)
+                ckpt.fsync_dir(dest)
+        except BaseException:
             shutil.rmtree(future, ignore_errors=True)    # the source stays in use
             raise
         state = dict(recovery_point=log.recovery_point, log_start_offset=log.log_start_offset,
                      first_dirty_offset=log.first_dirty_offset, high_watermark=log.high_watermark)
+        retired = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
+        with self.failures.guard(src, f"retire the moved log of {topic}-{partition}"):
+            os.replace(log.dir, retired)
+            ckpt.fsync_dir(retired.parent)
         del self._logs[(topic, partition)]
         log.closed = True            # descriptors stay for reads in flight, as delete_log does
-        retired = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
-        os.replace(log.dir, retired)
-        ckpt.fsync_dir(retired.parent)
         self._pending_dirs.append((self.clock() + log.config.file_delete_delay_ms, retired, log))
         final = dest / f"{topic}-{partition}"
-        os.replace(future, final)
-        ckpt.fsync_dir(dest)
-        moved = PartitionLog(final, topic, partition, log.config, clock=self.clock, **state)
+        # a failure from here on leaves the only copy in ``future`` in a failed ``dest``: the
+        # next start promotes it (load), and until then the replica has no log
+        with self.failures.guard(dest, f"open the moved log of {topic}-{partition}"):
+            os.replace(future, final)
+            ckpt.fsync_dir(dest)
+            moved = PartitionLog(final, topic, partition, log.config, clock=self.clock,
+                                 failures=self.failures, **state)
         self._register(moved)
         self.checkpoint()
         return moved
@@ -272,21 +327,14 @@ class LogManager:
         d = Path(log_dir)
         if d not in self.log_dirs:
             raise ValueError(f"{d} is not a log directory")
-        self.offline_dirs.add(d)
+        self.failures.mark(d)
         dropped = [key for key, lg in self._logs.items() if lg.dir.parent == d]
         for key in dropped:
-            lg = self._logs.pop(key)
-            try:
-                lg.close_without_flush()
-            except Exception:  # noqa: BLE001 - the disk failed; the descriptors go anyway
-                lg.closed = True
+            self._close_quietly(self._logs.pop(key))
         keep = []
         for entry in self._pending_dirs:
             if entry[1].parent == d:
-                try:
-                    entry[2].close_without_flush()
-                except Exception:  # noqa: BLE001
-                    pass
+                self._close_quietly(entry[2])
             else:
                 keep.append(entry)
         self._pending_dirs = keep
@@ -297,22 +345,33 @@ class LogManager:
 
     # -- checkpoints -------------------------------------------------------------------
     def checkpoint(self, include_closed: bool = False) -> None:
-        """Write the four offset checkpoint files of every log directory."""
+        """Write the four offset checkpoint files of every online log directory; one that
+        fails is reported (kbroker.log.failure) and the others are written all the same."""
+        for d, logs in self._logs_by_dir(include_closed).items():
+            try:
+                with self.failures.guard(d, "write the offset checkpoints"):
+                    self._write_checkpoints(d, logs)
+            except KafkaStorageError:
+                continue
+
+    def _logs_by_dir(self, include_closed: bool = False) -> dict[Path, list[PartitionLog]]:
         by_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.online_dirs}
         for log in self._logs.values():
-            if (log.closed and not include_closed) or log.dir.parent in self.offline_dirs:
+            if (log.closed and not include_closed) or self.failures.is_failed(log.dir.parent):
                 continue
             by_dir.setdefault(log.dir.parent, []).append(log)
-        for d, logs in by_dir.items():
-            ckpt.write_checkpoint(d / ckpt.RECOVERY_POINT,
-                                  {(lg.topic, lg.partition): lg.recovery_point for lg in logs})
-            ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
-                                  {(lg.topic, lg.partition): lg.log_start_offset for lg in logs})
-            # The metadata log's commit point is Raft's business, not a checkpointed HW.
-            ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
-                                  {(lg.topic, lg.partition): lg.high_watermark for lg in logs
-                                   if lg.topic != METADATA_TOPIC})
-            self._write_cleaner_checkpoint_dir(d, logs)
+        return by_dir
+
+    def _write_checkpoints(self, d: Path, logs: list[PartitionLog]) -> None:
+        ckpt.write_checkpoint(d / ckpt.RECOVERY_POINT,
+                              {(lg.topic, lg.partition): lg.recovery_point for lg in logs})
+        ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
+                              {(lg.topic, lg.partition): lg.log_start_offset for lg in logs})
+        # The metadata log's commit point is Raft's business, not a checkpointed HW.
+        ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
+                              {(lg.topic, lg.partition): lg.high_watermark for lg in logs
+                               if lg.topic != METADATA_TOPIC})
+        self._write_cleaner_checkpoint_dir(d, logs)
 
     def _write_cleaner_checkpoint(self, log: PartitionLog) -> None:
         d = log.dir.parent
@@ -333,8 +392,8 @@ class LogManager:
         for log in list(self._logs.values()):
             try:
                 flushed += log.maybe_flush(now)
-            except LogClosed:
-                continue
+            except (LogClosed, KafkaStorageError):
+                continue        # a failed directory was reported; the others go on
         tick = self.ticker() if now_ms is None else now_ms
         if tick - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
             self.checkpoint()
@@ -348,12 +407,12 @@ class LogManager:
         for log in list(self._logs.values()):
             try:
                 deleted += log.maybe_run_retention(now)
-            except LogClosed:
-                continue
+            except (LogClosed, KafkaStorageError):
+                continue        # a failed directory was reported; the others go on
         keep = []
         for due, path, log in self._pending_dirs:
             if now >= due:
-                log.close_without_flush()
+                self._close_quietly(log)
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 keep.append((due, path, log))
@@ -364,10 +423,14 @@ class LogManager:
         """One compaction pass on the log with the highest dirty ratio, if any is due."""
         now = self.clock() if now_ms is None else now_ms
         best, best_key = None, None
-        for log in self._logs.values():
+        for log in list(self._logs.values()):
             if log.closed or not log.config.compact:
                 continue
-            rng = cleanable_range(log, now)
+            try:
+                with log.io_guard("find what to clean"):
+                    rng = cleanable_range(log, now)
+            except KafkaStorageError:
+                continue
             if rng is None:
                 continue
             key = (rng.forced, rng.dirty_ratio)
@@ -375,7 +438,11 @@ class LogManager:
                 best, best_key = log, key
         if best is None:
             return None
-        self.last_clean = clean(best, now, max_map_entries=self.cleaner_max_map_entries)
+        try:
+            with best.io_guard("clean"):
+                self.last_clean = clean(best, now, max_map_entries=self.cleaner_max_map_entries)
+        except KafkaStorageError:
+            return None     # reported; the cleaner moves on to other logs
         return self.last_clean
 
     def statistics(self) -> dict:

@@ -44,7 +44,10 @@ and ``flush.ms`` (checked by :meth:`maybe_flush`, called by the manager's flush 
 Time comes from the ``now_ms`` argument or, when omitted, from the injected
 ``clock`` callable (DESIGN rule 8).  Errors: :mod:`kbroker.log.errors` plus the wire
 layer's ``CorruptRecord``/``InvalidRecord``/``RecordTooLarge`` (``max.message.bytes``)
-for bad batches; a refused append leaves the log unchanged.  Not thread-safe: one trio thread drives it.
+for bad batches; a refused append leaves the log unchanged.  A storage error (a full or
+failing disk) in any public method that touches the disk is reported to the log dir
+failure channel and raised as ``KafkaStorageError`` (:mod:`kbroker.log.failure`); a failed
+append is undone as far as the disk allows.  Not thread-safe: one trio thread drives it.
 """
 from __future__ import annotations
 
@@ -62,6 +65,7 @@ from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .errors import (LogClosed, OffsetOutOfRange, OffsetsOutOfOrder, PolicyViolation,
                      RecordBatchTooLarge, UnexpectedAppendOffset)
+from .failure import LogDirFailureChannel, guarded
 from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
 from .txnindex import AbortedTxn
@@ -90,7 +94,8 @@ class PartitionLog:
                  clock: Clock | None = None, now_ms: int | None = None,
                  recovery_point: int = 0, log_start_offset: int = 0,
                  first_dirty_offset: int = 0, clean_shutdown: bool = False,
-                 high_watermark: int | None = None):
+                 high_watermark: int | None = None,
+                 failures: LogDirFailureChannel | None = None):
         """Open (recovering if needed) or create the log in ``directory``.
 
         ``recovery_point``, ``log_start_offset``, ``first_dirty_offset`` and
@@ -100,9 +105,15 @@ class PartitionLog:
         re-validated.  A given ``high_watermark`` is capped to the log end offset;
         without one the high watermark is the log end offset after a clean shutdown,
         else the recovery point.
+
+        ``failures`` is the log dir failure channel of the owning ``LogManager``
+        (:mod:`kbroker.log.failure`); the public methods that touch the disk report storage
+        errors to it and raise ``KafkaStorageError``. A log of its own gets a channel of its
+        own.
         """
         self.dir = Path(directory)
         self.topic, self.partition = topic, partition
+        self.failures = failures if failures is not None else LogDirFailureChannel()
         self.config = config
         self._clock = clock
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -391,11 +402,18 @@ class PartitionLog:
     def size(self) -> int:
         return sum(s.size for s in self.segments)
 
+    def io_guard(self, what: str):
+        """``with log.io_guard("write x"):`` -- a write beside this log's segments (the
+        metadata quorum's state and snapshots) reported like the log's own
+        (:mod:`kbroker.log.failure`)."""
+        return self.failures.guard(self.dir.parent, f"{what} of {self.topic}-{self.partition}")
+
     def _check_open(self) -> None:
         if self.closed:
             raise LogClosed(f"{self.topic}-{self.partition} is closed")
 
     # -- append ---------------------------------------------------------------------
+    @guarded("append to")
     def append(self, batch, *, leader_epoch: int = -1, log_append_time: int | None = None,
                now_ms: int | None = None) -> AppendInfo:
         """Validate, assign offsets to and write one or more record batches.
@@ -462,6 +480,7 @@ class PartitionLog:
             pos += h.size
         ps.map_end_offset = self._log_end_offset
 
+    @guarded("follower append to")
     def append_as_follower(self, records, *, now_ms: int | None = None) -> AppendInfo:
         """Append batches fetched from the leader exactly as the leader stored them.
 
@@ -580,6 +599,7 @@ class PartitionLog:
             return self.roll(now_ms=now)
         return seg
 
+    @guarded("roll a segment of")
     def roll(self, *, now_ms: int | None = None) -> LogSegment:
         """Close the active segment for appends and start a new one at the log end."""
         now = self._now(now_ms)
@@ -611,6 +631,7 @@ class PartitionLog:
         return seg
 
     # -- read -------------------------------------------------------------------------
+    @guarded("read from")
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> FileRegion | None:
         """Whole batches from the one holding ``offset``, up to ``max_bytes``.
 
@@ -635,6 +656,7 @@ class PartitionLog:
                 return FileRegion(seg.fd, pos, length, base)
         return None
 
+    @guarded("read the transaction index of")
     def collect_aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping ``[start_offset, upper_bound)`` (read_committed
         fetches): from the ``.txnindex`` of the segment holding ``start_offset`` on."""
@@ -670,6 +692,7 @@ class PartitionLog:
                 yield h, bytes(data)
 
     # -- timestamps -------------------------------------------------------------------
+    @guarded("look up a timestamp in")
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp``."""
         self._check_open()
@@ -682,6 +705,7 @@ class PartitionLog:
                 return max(off, self._log_start_offset), ts
         return None
 
+    @guarded("look up the max timestamp in")
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record carrying the log's max timestamp."""
         self._check_open()
@@ -694,6 +718,7 @@ class PartitionLog:
         return best.find_by_timestamp(best.max_timestamp)
 
     # -- durability ---------------------------------------------------------------------
+    @guarded("flush")
     def flush(self, *, now_ms: int | None = None) -> None:
         """fsync everything between the recovery point and the log end."""
         self._check_open()
@@ -710,6 +735,7 @@ class PartitionLog:
         if now_ms is not None or self._clock is not None:
             self._last_flush_ms = self._now(now_ms)
 
+    @guarded("flush")
     def maybe_flush(self, now_ms: int) -> bool:
         if self.recovery_point >= self._log_end_offset:
             self._last_flush_ms = now_ms
@@ -740,7 +766,11 @@ class PartitionLog:
         seg.close_indexes()
         self._pending_deletes.append((now + self.config.file_delete_delay_ms, seg, False))
 
+    @guarded("delete old segments of")
     def delete_pending(self, now_ms: int, *, force: bool = False) -> int:
+        return self._delete_pending(now_ms, force)
+
+    def _delete_pending(self, now_ms: int, force: bool) -> int:
         keep, done = [], 0
         for due, seg, unlink in self._pending_deletes:
             if force or now_ms >= due:
@@ -751,6 +781,7 @@ class PartitionLog:
         self._pending_deletes = keep
         return done
 
+    @guarded("delete records of")
     def delete_records_before(self, offset: int, *, now_ms: int | None = None) -> int:
         """DeleteRecords: move the log start offset up to ``offset``; returns it.
 
@@ -765,6 +796,7 @@ class PartitionLog:
         self.maybe_increment_log_start_offset(offset, now_ms=now_ms)
         return self._log_start_offset
 
+    @guarded("move the log start offset of")
     def maybe_increment_log_start_offset(self, offset: int, *, now_ms: int | None = None) -> bool:
         """Move the log start offset up to ``offset`` (at most the high watermark).
 
@@ -796,6 +828,7 @@ class PartitionLog:
             self._remove_segments(n, now)
         return n
 
+    @guarded("apply retention to")
     def maybe_run_retention(self, now_ms: int) -> int:
         """Delete head segments past ``retention.ms``/``retention.bytes``; count deleted.
 
@@ -837,6 +870,7 @@ class PartitionLog:
         nxt = self.segments[n + 1].base_offset if n + 1 < len(self.segments) else self._log_end_offset
         return nxt <= self._high_watermark
 
+    @guarded("truncate")
     def truncate_to(self, offset: int, *, now_ms: int | None = None) -> None:
         """Remove every batch from the one holding ``offset`` on (replication/Raft).
 
@@ -870,6 +904,7 @@ class PartitionLog:
         self.epochs.truncate_from_end(self._log_end_offset)
         self._load_producer_state(None, now)
 
+    @guarded("truncate")
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int | None = None) -> None:
         """Drop every segment and restart the log empty at ``offset``."""
         self._check_open()
@@ -892,6 +927,7 @@ class PartitionLog:
             self._last_stable_offset = min(self._last_stable_offset, self._log_end_offset)
 
     # -- lifecycle -----------------------------------------------------------------------
+    @guarded("close")
     def close(self) -> None:
         """Flush and close every file (a clean close: indexes get their final entries)."""
         if self.closed:
@@ -906,10 +942,11 @@ class PartitionLog:
         self.closed = True
 
     def close_without_flush(self) -> None:
-        """Close descriptors only (used by crash simulations and shutdown of deleted logs)."""
+        """Close descriptors only (used by crash simulations, shutdown of deleted logs and a
+        failed log dir, where no check of the failure channel may stop it)."""
         for seg in self.segments:
             seg.close()
-        self.delete_pending(0, force=True)
+        self._delete_pending(0, True)
         self.closed = True
 
     def delete(self) -> None:

@@ -30,6 +30,7 @@ from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord
 
 from .errors import KafkaStorageError
+from .failure import named
 from .index import CorruptIndex, OffsetIndex, TimeIndex
 from .txnindex import TransactionIndex
 
@@ -280,35 +281,55 @@ class LogSegment:
 
     # -- writing ------------------------------------------------------------------
     def append(self, buf, headers: list["rb.BatchHeader"]) -> None:
-        """Write ``buf`` (whole batches, offsets assigned) at the end; update indexes."""
+        """Write ``buf`` (whole batches, offsets assigned) at the end; update indexes.
+
+        A write that fails (the batch or an index entry: a full disk may refuse either)
+        is undone as far as the disk lets it -- the log cut back to where it ended, the
+        index entries of this append dropped -- and the ``OSError`` raised, naming the file,
+        for the owner's failure channel (:mod:`kbroker.log.failure`)."""
         position = self.size
+        since = self.bytes_since_last_index_entry
         view = memoryview(buf)
         written = 0
         try:
             while written < len(view):
                 written += os.pwrite(self.fd, view[written:], position + written)
         except OSError as exc:
-            try:
-                os.ftruncate(self.fd, position)     # no half-written batch stays behind
-            except OSError:
-                pass    # the disk refuses that too: recovery drops the partial batch on restart
-            raise KafkaStorageError(f"{self.log_path}: {exc}") from exc
+            self._undo_append(position, None, since)
+            raise named(exc, self.log_path) from exc
         max_ts, max_off = self._max_ts if self._max_ts is not None else (self.max_timestamp, self.offset_of_max_timestamp)
         pos = position
-        for h in headers:
-            if h.max_timestamp > max_ts:
-                max_ts, max_off = h.max_timestamp, h.last_offset
-            if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                self.offset_index.append(h.last_offset, pos)
-                self.time_index.maybe_append(max_ts, max_off)
-                self.bytes_since_last_index_entry = 0
-            pos += h.size
-            self.bytes_since_last_index_entry += h.size
+        try:
+            for h in headers:
+                if h.max_timestamp > max_ts:
+                    max_ts, max_off = h.max_timestamp, h.last_offset
+                if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                    self.offset_index.append(h.last_offset, pos)
+                    self.time_index.maybe_append(max_ts, max_off)
+                    self.bytes_since_last_index_entry = 0
+                pos += h.size
+                self.bytes_since_last_index_entry += h.size
+        except OSError:
+            self._undo_append(position, headers[0].base_offset, since)
+            raise
         if position == 0 and headers:
             self._first_batch_ts = headers[0].max_timestamp
         self.size = pos
         self._max_ts = (max_ts, max_off)
         self._next_offset = headers[-1].next_offset if headers else self.next_offset
+
+    def _undo_append(self, position: int, first_offset: int | None, since: int) -> None:
+        """Take back a failed append: shrinking a file needs no free space, so this works on
+        a full disk; when the disk refuses even that, recovery drops the partial batch on the
+        next start (the failed directory gets no clean-shutdown marker)."""
+        self.bytes_since_last_index_entry = since
+        try:
+            os.ftruncate(self.fd, position)
+            if first_offset is not None:
+                self.offset_index.truncate_to_position(position)
+                self.time_index.truncate_to_offset(first_offset)
+        except (OSError, CorruptIndex):
+            pass
 
     def on_become_inactive(self) -> None:
         """Record the final max timestamp in the time index (as Kafka does on roll)."""

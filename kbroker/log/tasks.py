@@ -4,7 +4,9 @@
 offset checkpoints), retention (Kafka's ``log.retention.check.interval.ms``, 5 min)
 and the cleaner (``log.cleaner.backoff.ms``, 15 s, repeating at once while passes find
 work).  Each step is a synchronous, bounded manager call made from the trio thread, so
-it never races appends or fetches.  Start it with ``nursery.start(run_background,
+it never races appends or fetches.  A step whose write fails on a full or failing disk
+reports that log dir to the failure channel (:mod:`kbroker.log.failure`: the dir goes
+offline, or the broker halts) and carries on with the other dirs, so no loop ends on it.  Start it with ``nursery.start(run_background,
 manager)``; cancelling the nursery stops it between steps.
 """
 from __future__ import annotations

@@ -13,6 +13,11 @@ Three things, laid out as Kafka lays out a KRaft replica:
   snapshot's bytes (record batches of the image's records, see
   ``kbroker.metadata.snapshot``); only the newest is kept.
 
+A storage error in any of them (the log's own writes, and the state and snapshot files
+through ``PartitionLog.io_guard``) is reported to the log dir failure channel
+(``kbroker.log.failure``): the metadata log's directory failing halts the broker with its
+log-dir line, before the error reaches the driver.
+
 ``load()`` returns the core's ``StorageView``. The only I/O of the quorum lives here.
 """
 from __future__ import annotations
@@ -93,18 +98,20 @@ class RaftStorage:
         data = {"clusterId": "", "leaderId": qs.leader_id, "leaderEpoch": qs.leader_epoch,
                 "votedId": qs.voted_id, "appliedOffset": 0,
                 "currentVoters": [{"voterId": v} for v in self.voters], "data_version": 0}
-        write_atomically(self.dir / QUORUM_STATE, json.dumps(data).encode())
+        with self.log.io_guard("write quorum-state"):
+            write_atomically(self.dir / QUORUM_STATE, json.dumps(data).encode())
         self.stats["state_writes"] += 1
 
     def write_snapshot(self, snap: Snapshot) -> None:
         sid = snap.snapshot_id
         name = f"{sid.end_offset:020d}-{sid.epoch:010d}{SNAPSHOT_SUFFIX}"
-        write_atomically(self.dir / name, snap.data)
-        for p in self.dir.glob("*" + SNAPSHOT_SUFFIX):
-            if p.name != name:
-                other = self._parse_snapshot_name(p.name)
-                if other is not None and other < sid:
-                    p.unlink(missing_ok=True)
+        with self.log.io_guard("write a snapshot"):
+            write_atomically(self.dir / name, snap.data)
+            for p in self.dir.glob("*" + SNAPSHOT_SUFFIX):
+                if p.name != name:
+                    other = self._parse_snapshot_name(p.name)
+                    if other is not None and other < sid:
+                        p.unlink(missing_ok=True)
         self.stats["snapshots_written"] += 1
 
     def reset_to(self, offset: int) -> None:

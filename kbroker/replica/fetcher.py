@@ -40,8 +40,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from kbroker.log.errors import KafkaStorageError
-from kbroker.replica import log_dir_failure
+from kbroker.log.errors import KafkaStorageError, LogClosed
 from kbroker.replica.fetch_session_handler import FetchSessionHandler
 from kbroker.replica.results import FetchResult
 from kbroker.wire import messages
@@ -116,9 +115,7 @@ class FollowerLog:
             try:
                 self._append(part, data)
             except Exception as exc:  # noqa: BLE001 - corrupt data / unexpected offsets
-                if isinstance(exc, (KafkaStorageError, OSError)) and log_dir_failure.io_error_of(exc):
-                    log_dir_failure.log_dir_failed(self.replicas, part.log.dir.parent,
-                                                   f"follower append to {part.topic}-{part.index}", exc)
+                # (a storage error was reported by the log itself: kbroker.log.failure)
                 log.warning("follower append to %s-%d at %d failed: %r", part.topic, part.index,
                             fetch_offset, exc)
                 return "error"
@@ -402,7 +399,12 @@ class SourceFetcher:
                     self.stats["bytes"] += len(pd.records)
                     if quota is not None and quota.is_throttled(*key):
                         quota.record(len(pd.records))
-                outcome = follower.process(s.state.part, s.fetch_offset, result)
+                try:
+                    outcome = follower.process(s.state.part, s.fetch_offset, result)
+                except (KafkaStorageError, LogClosed):
+                    # its log dir failed (reported by the log, kbroker.log.failure): the
+                    # partition left this fetcher already unless the broker halts
+                    outcome = "error"
                 if outcome == "error":
                     self._backoff([s.state], now)
                 elif outcome == "out_of_range":
@@ -419,7 +421,10 @@ class SourceFetcher:
         if end is None or start is None or not self._current(key, s):
             self._backoff([s.state], trio.current_time())
             return
-        self.manager.follower_log.reset_out_of_range(s.state.part, start, end)
+        try:
+            self.manager.follower_log.reset_out_of_range(s.state.part, start, end)
+        except (KafkaStorageError, LogClosed):
+            self._backoff([s.state], trio.current_time())      # a failed log dir, as above
 
     async def _leader_offset(self, key, leader_epoch: int, timestamp: int) -> int | None:
         R = messages.ListOffsetsRequest

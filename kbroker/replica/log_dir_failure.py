@@ -1,15 +1,22 @@
-"""What a failed log directory does to this broker (Kafka's LogDirFailureChannel and
-ReplicaManager.handleLogDirFailure, KIP-858 in KRaft mode).
+"""What a failed log directory does to this broker (Kafka's ReplicaManager.handleLogDirFailure
+and LogManager.handleLogDirFailure, KIP-858 in KRaft mode).
 
-A write to a partition's log that fails with an I/O error (``ENOSPC`` on a full disk,
-``EIO``...) means the directory holding it can no longer be trusted. The log layer has
-already undone the partial write (the segment is truncated back, so nothing half-written
-stays behind) and raised :class:`~kbroker.log.errors.KafkaStorageError`; the partition
-answers ``KAFKA_STORAGE_ERROR`` (56) to that request.
+Every write under a log directory -- a partition's append, segment roll, index, flush,
+leader-epoch checkpoint, producer snapshot, the offset checkpoints, retention, the cleaner,
+creating, deleting or moving a log, ``partition.metadata``, the metadata quorum's log, state
+and snapshots -- reports an I/O error that says the disk failed (``ENOSPC``, ``EIO``,
+``EROFS``, ``EDQUOT``: ``STORAGE_ERRNOS``) to the ``LogManager``'s failure channel
+(:mod:`kbroker.log.failure`), whoever made the call: a request handler, the log maintenance
+tasks, the replica fetcher, the application of a metadata image, a coordinator or the Raft
+driver. The failing call raises ``KafkaStorageError``, so a request that met it answers
+``KAFKA_STORAGE_ERROR`` (56) and background work goes on with the other logs; a failed append
+is undone (the segment and its indexes cut back, so nothing half-written stays behind).
 
-Then, as Kafka, the whole directory goes offline (:func:`log_dir_failed`):
+The replica manager listens (:func:`log_dir_failed`, registered by ``ReplicaManager``), once
+per directory and synchronously, before the failing call returns. As in Kafka the whole
+directory goes offline:
 
-- one ERROR line names the directory and the cause;
+- one ERROR line names the directory, what was being written and the cause;
 - ``LogManager.mark_offline`` closes its logs without flushing and drops them; nothing is
   placed there again and no checkpoint or clean-shutdown marker is written to it, so the
   next start recovers it as after a crash;
@@ -31,37 +38,26 @@ fences the silent broker after ``broker.session.timeout.ms``. With the disk fixe
 starts again, recovers the directory's logs as after a crash and its replicas catch up from
 the leaders.
 
-A storage error raised by another write (the metadata log, a checkpoint) ends the broker at
-its top level; ``unhandled_storage_error`` gives that exit the same kind of line.
+Not through the channel: writes before the replica manager exists (formatting, loading the
+logs at start-up: a directory that cannot be written stops the start with its path named)
+and files outside the log directories. A storage error from those that reaches the top of
+the broker ends it with the line of ``unhandled_storage_error``.
 
 ``halt`` is an attribute so an in-process test can replace it.
 """
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import sys
 import traceback
 from pathlib import Path
 
+from kbroker.log.failure import STORAGE_ERRNOS
+
 log = logging.getLogger("kbroker.replica")
 
 EXIT_CODE = 1
-
-# errors that say the disk, not the caller, failed
-STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EROFS, errno.EDQUOT})
-
-
-def io_error_of(exc: BaseException) -> OSError | None:
-    """The I/O error under a failed log write, if that is what it was."""
-    seen = 0
-    while exc is not None and seen < 5:
-        if isinstance(exc, OSError):
-            return exc
-        exc = exc.__cause__
-        seen += 1
-    return None
 
 
 _DIR_IDS: dict[Path, object] = {}
@@ -100,20 +96,17 @@ def _halt(code: int) -> None:
 halt = _halt
 
 
-def log_dir_failed(replicas, log_dir, what: str, exc: BaseException) -> None:
-    """A write under ``log_dir`` failed with ``exc`` while doing ``what``: take the directory
-    offline, or halt when it is the last online one or the metadata log's (module docstring)."""
-    logs = getattr(getattr(replicas, "broker", None), "logs", None)
+def log_dir_failed(replicas, log_dir, what: str, cause: OSError) -> None:
+    """The failure channel's listener: a write under ``log_dir`` failed with ``cause`` while
+    doing ``what``. Take the directory offline, or halt when it is the last online one or
+    the metadata log's (module docstring). The channel calls this once per directory and has
+    already marked it failed, so ``online_dirs`` no longer lists it."""
+    logs = replicas.broker.logs
     log_dir = Path(log_dir)
-    online = list(getattr(logs, "online_dirs", []) or [])
-    all_dirs = list(getattr(logs, "log_dirs", []) or [])
-    cause = io_error_of(exc) or exc
-    if (logs is None or log_dir not in online or len(online) <= 1
-            or (all_dirs and log_dir == all_dirs[0])):
-        if logs is not None and log_dir in getattr(logs, "offline_dirs", ()):
-            return          # already offline: a late write of a replica it held
-        why = ("it holds the metadata log" if all_dirs and log_dir == all_dirs[0]
-               and len(online) > 1 else "no other log dir is online")
+    metadata_dir = log_dir == logs.log_dirs[0]
+    if metadata_dir or not logs.online_dirs:
+        why = "it holds the metadata log" if metadata_dir and logs.online_dirs \
+            else "no other log dir is online"
         # (the seeded fault test looks for "kbroker cannot take one log dir offline")
         log.error("log dir %s failed (%s: %s): kbroker cannot take one log dir offline when %s, "
                   "so the broker halts; fix the disk and start the broker again",
@@ -130,9 +123,9 @@ _ADVICE = ("the broker halts as Kafka does when its last log dir fails; fix the 
 
 
 def unhandled_storage_error(exc: OSError) -> str | None:
-    """The line for a storage error that reached the top of the broker from a write outside
-    the partition append paths (the metadata log, a checkpoint): which file, where, and the
-    same advice; None if ``exc`` is not a storage error."""
+    """The line for a storage error that reached the top of the broker from a write the
+    failure channel does not see (start-up, files outside the log dirs): which file, where,
+    and the same advice; None if ``exc`` is not a storage error."""
     if exc.errno not in STORAGE_ERRNOS:
         return None
     tb = traceback.extract_tb(exc.__traceback__)

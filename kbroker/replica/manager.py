@@ -14,7 +14,11 @@ What lives where (all under ``kbroker/replica/``):
 - ``fetcher.py`` — the follower side: fetching from the leader and applying its answers;
 - ``partition.py`` — the per-partition object the others work on;
 - ``results.py`` — request/answer shapes and ``ReplicaError``;
-- ``log_dirs.py``, ``partition_metadata.py`` — DescribeLogDirs and the topic-id file.
+- ``log_dirs.py``, ``partition_metadata.py`` — DescribeLogDirs and the topic-id file;
+- ``log_dir_failure.py`` — the listener of the log layer's failure channel: a log dir whose
+  write failed goes offline (:meth:`ReplicaManager.take_log_dir_offline`) or the broker
+  halts. Callers here only make sure a ``KafkaStorageError`` (already reported) never ends a
+  background task or an image's application.
 
 This module keeps what needs the broker: applying metadata images (becoming leader or
 follower, opening and deleting logs, config changes; telling the controller which log dir
@@ -41,6 +45,7 @@ followers (KIP-392), unclean leader election.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -112,6 +117,8 @@ class ReplicaManager:
                       "delayed_produces": 0, "delayed_produce_timeouts": 0,
                       "delayed_delete_records_timeouts": 0, "deferred_log_creations": 0}
         self.fetchers = ReplicaFetcherManager(self)
+        # every storage error under a log dir, from any caller, ends up here once per dir
+        broker.logs.failures.listen(functools.partial(log_dir_failure.log_dir_failed, self))
         # bound once: the replication state asks these on every follower fetch
         self._eligible = self._broker_eligible
         self._registration_of = self._registration
@@ -224,7 +231,10 @@ class ReplicaManager:
             del self._partitions[key]
             part.is_leader = False
             part.wake()
-            self.broker.logs.delete_log(key[0], key[1])
+            try:
+                self.broker.logs.delete_log(key[0], key[1])
+            except KafkaStorageError:
+                pass        # its dir failed (reported): the next start deletes it
         config_cache: dict[str, tuple[dict, LogConfig]] = {}
         # New logs beyond the first CREATE_CHUNK of this image are created by a task
         # (needs run()'s nursery), in chunks, so a large change does not hold the event loop
@@ -251,6 +261,8 @@ class ReplicaManager:
             if part is None:
                 created += 1
                 part = self._create_partition(key, topic, pimg, props, config)
+                if part is None:
+                    continue
             elif config != part.config:
                 part.config, part.props = config, props
                 update = getattr(part.log, "update_config", None)
@@ -275,8 +287,18 @@ class ReplicaManager:
         self.fetchers.update(self._image, [p for p in self._partitions.values()
                                            if not p.is_leader and p.leader >= 0 and p.leader != me])
 
-    def _create_partition(self, key, topic, pimg, props: dict, config: LogConfig) -> Partition:
-        log = self._open_log(key[0], key[1], topic.topic_id, config)
+    def _create_partition(self, key, topic, pimg, props: dict,
+                          config: LogConfig) -> Partition | None:
+        """The new replica; None when creating its log failed its log dir (reported to the
+        failure channel): the replica is offline with the dir, as Kafka's makeLeader or
+        makeFollower marks a partition whose log cannot be created."""
+        try:
+            log = self._open_log(key[0], key[1], topic.topic_id, config)
+        except KafkaStorageError as exc:
+            if exc.log_dir is None:
+                raise
+            self._offline[key] = (exc.log_dir, topic.topic_id)
+            return None
         part = Partition(topic=key[0], index=key[1], topic_id=topic.topic_id, log=log,
                          leader_epoch=pimg.leader_epoch, config=config, props=props,
                          replication=ReplicationState(local_id=self.node_id),
@@ -311,6 +333,8 @@ class ReplicaManager:
                         props = self.effective_properties(getattr(topic, "configs", None))
                         cached = configs[key[0]] = (props, LogConfig.from_properties(props))
                     part = self._create_partition(key, topic, pimg, *cached)
+                    if part is None:
+                        continue
                     self._apply_partition(part, pimg, me, now)
                     self._report_dir(part, pimg, "new replica")
                     followers = followers or not part.is_leader
@@ -365,7 +389,8 @@ class ReplicaManager:
             log = logs.get_or_create(topic, index, config)
             found = None
         if found is None:
-            write_partition_metadata(log.dir, topic_id)
+            with logs.failures.guard(log.dir.parent, f"write partition.metadata of {topic}-{index}"):
+                write_partition_metadata(log.dir, topic_id)
         return log
 
     def get_partition(self, topic: str, index: int) -> Partition:
@@ -406,7 +431,18 @@ class ReplicaManager:
         the controller its new directory (Kafka assigns it before promoting its future
         replica; kbroker's copy is done before the request is answered, so it reports after)."""
         part = self._partitions.get((topic, index))
-        moved = self.broker.logs.move_log(topic, index, dest)
+        try:
+            moved = self.broker.logs.move_log(topic, index, dest)
+        except KafkaStorageError as exc:
+            if exc.log_dir is not None and part is not None \
+                    and self.broker.logs.get(topic, index) is None:
+                # the only copy is in the failed destination now (LogManager.move_log)
+                self._partitions.pop((topic, index), None)
+                self._offline[(topic, index)] = (exc.log_dir, part.topic_id)
+                part.is_leader = False
+                part.wake()
+                self._update_fetchers()
+            raise
         if part is not None:
             part.log = moved
             t = self._image.topics.get(topic) if self._image is not None else None
@@ -577,8 +613,7 @@ class ReplicaManager:
                 part, records, required_acks=required_acks, now_ms=now_ms, origin=origin,
                 txn_verifier=self.txn_verifier)
         except Exception as exc:
-            if isinstance(exc, (KafkaStorageError, OSError)) and log_dir_failure.io_error_of(exc):
-                log_dir_failure.log_dir_failed(self, part.log.dir.parent, f"append to {topic}-{index}", exc)
+            # a storage error was reported by the log (kbroker.log.failure): it answers 56
             err = append_path.as_replica_error(exc)
             if err is None:
                 raise

@@ -8,9 +8,13 @@
             [--execute]
     kbroker groups delete GROUP ...
 
-``reset-offsets`` prints the plan and changes nothing unless ``--execute`` (as Kafka's tool);
-target offsets are clamped to each partition's [log start, log end] range; like Kafka, the
-group must have no active members (the broker answers UNKNOWN_MEMBER_ID/REBALANCE otherwise).
+``reset-offsets`` follows ``kafka-consumer-groups --reset-offsets`` (ConsumerGroupCommand's
+``resetOffsets``): it prints the plan and changes nothing unless ``--execute``; it plans nothing
+unless the group is inactive (state Empty or Dead: a member's next commit would overwrite the
+new offsets), also for a dry run; ``--shift-by`` moves each partition's committed offset and
+refuses a partition without one; every target is clamped to the partition's [log start, log
+end] at the time of the plan (records deleted by retention move the log start). A member that
+joins between the plan and ``--execute`` makes the broker refuse the commit (UNKNOWN_MEMBER_ID).
 ``--all-topics`` means the topics the group has committed offsets for.
 """
 from __future__ import annotations
@@ -165,8 +169,24 @@ def _selected_partitions(a, args, committed) -> list:
     return sorted(set(out), key=lambda tp: (tp.topic, tp.partition))
 
 
+def check_inactive(a, group: str) -> None:
+    """CommandError unless ``group`` is Empty or Dead (or unknown), as Kafka's tool requires."""
+    desc = a.describe_groups([group])[group]
+    if desc.get("error"):
+        # not a classic group (or none): as Kafka's tool, go on; a coordinator refuses an
+        # admin commit to a group that has members, whatever its protocol
+        if "GroupIdNotFound" in desc["error"]:
+            return
+        raise CommandError(f"group {group}: {desc['error']}")
+    state = desc.get("group_state")
+    if state not in ("Empty", "Dead"):
+        raise CommandError(f"Assignments can only be reset if the group '{group}' is inactive, "
+                           f"but the current state is {state}.")
+
+
 def plan_reset(a, args) -> tuple[list[dict], dict]:
     from kafka.admin import OffsetSpec, OffsetTimestamp
+    check_inactive(a, args.group)
     committed = a.list_group_offsets({args.group: None}).get(args.group, {})
     tps = _selected_partitions(a, args, committed)
     earliest = a.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
@@ -188,8 +208,11 @@ def plan_reset(a, args) -> tuple[list[dict], dict]:
         elif args.to_datetime is not None:
             found = by_time.get(tp)
             target = found.offset if found is not None and found.offset >= 0 else hi
-        else:   # shift-by: from the committed offset (the log start when there is none)
-            target = (current if current is not None else lo) + args.shift_by
+        else:   # shift-by: from the committed offset, never from a guess
+            if current is None:
+                raise CommandError(f"cannot shift the offset of {tp.topic}-{tp.partition}: "
+                                   f"group {args.group} has no committed offset there")
+            target = current + args.shift_by
         target = min(max(target, lo), hi)
         targets[tp] = target
         rows.append({"group": args.group, "topic": tp.topic, "partition": tp.partition,

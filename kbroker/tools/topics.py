@@ -10,10 +10,14 @@
 
 As ``kafka-topics.sh``, listing and describing every topic includes the internal ones
 (``__consumer_offsets``, ``__transaction_state``) unless ``--exclude-internal``. ``create`` waits until every partition has a leader, so a produce right after it never races
-an auto-creation. ``--partitions``/``--replication-factor`` default to the broker's
+an auto-creation; ``add-partitions`` until the broker's metadata lists the new partitions with
+leaders (Kafka's broker shows them once it has replayed the controller's records, a little after
+CreatePartitions is answered). ``--partitions``/``--replication-factor`` default to the broker's
 ``num.partitions``/``default.replication.factor`` (-1 on the wire, KIP-464).
 """
 from __future__ import annotations
+
+import time
 
 from kbroker.tools.common import CommandError, admin, check_error, emit, key_values
 
@@ -173,6 +177,20 @@ def alter(args, resource, what: str) -> None:
         print(f"Completed updating config for {what}.")
 
 
+def wait_for_partitions(a, topic: str, count: int, timeout_s: float = 30.0) -> None:
+    """Until the metadata lists ``count`` partitions of ``topic``, each with a leader
+    (kafka-python's ``wait_for_topics`` is satisfied by the partitions the topic already had)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        [t] = a.describe_topics([topic])
+        if not t["error_code"] and len(t["partitions"]) >= count and all(
+                p["leader_id"] >= 0 for p in t["partitions"]):
+            return
+        if time.monotonic() >= deadline:
+            raise CommandError(f"topic {topic}: {count} partitions not in the metadata after {timeout_s:g} s")
+        time.sleep(0.1)
+
+
 def cmd_add_partitions(args) -> int:
     a = admin(args)
     try:
@@ -180,7 +198,7 @@ def cmd_add_partitions(args) -> int:
         for r in result.results:
             check_error(r.error_code, f"add partitions to {args.name}"
                         + (f" ({r.error_message})" if r.error_message else ""))
-        a.wait_for_topics([args.name], timeout_ms=30000)
+        wait_for_partitions(a, args.name, args.partitions)
     finally:
         a.close()
     if args.json:

@@ -2,13 +2,15 @@
 partitions answer KAFKA_STORAGE_ERROR, DescribeLogDirs lists it with that error, the broker
 keeps serving the partitions of its other directories, and with a replication factor of 3 the
 controller moves leadership off the failed replicas while an acks=all producer loses nothing
-(kbroker/replica/log_dir_failure.py); and since the controller writes which replicas sat in
-the failed directory into the metadata log, a new active controller after a failover keeps
-them out of leadership too. The failing directory is a small tmpfs the test fills."""
+(kbroker/log/failure.py, kbroker/replica/log_dir_failure.py); and since the controller writes
+which replicas sat in the failed directory into the metadata log, a new active controller
+after a failover keeps them out of leadership too. The failing directory is a small tmpfs the
+test fills (tests/support/tmpfs.py). Whatever write meets the full disk -- a produce, or a
+background write such as the offset checkpoints -- takes the same path; when the failed dir
+is the broker's only one it halts with the same line."""
 from __future__ import annotations
 
-import errno
-import subprocess
+import re
 import time
 from pathlib import Path
 
@@ -21,31 +23,11 @@ from kbroker.wire.error_codes import ErrorCode as E
 from .replication_support import produce, read_topic, records
 from .support import Cluster, agreed_state, call, describe_quorum, wait_for, wait_for_isr
 from tests.support.broker_proc import BrokerProcess
+from tests.support.tmpfs import fill, umount
+from tests.support.tmpfs import mount as mount_tmpfs
 
 TMPFS_MB = 32
-
-
-def mount_tmpfs(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_MB}m", "tmpfs", str(path)],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, f"this test mounts a tmpfs (needs root): {r.stderr.strip()}"
-
-
-def umount(path: Path) -> None:
-    subprocess.run(["umount", "-l", str(path)], capture_output=True)
-
-
-def fill(path: Path) -> None:
-    """Write ``path`` until its file system is full (ENOSPC)."""
-    with open(path, "wb", buffering=0) as f:
-        for size in (1 << 20, 4096, 1):
-            try:
-                while True:
-                    f.write(b"\0" * size)
-            except OSError as e:
-                if e.errno != errno.ENOSPC:
-                    raise
+CHECKPOINT_MS = "500"        # log.flush.offset.checkpoint.interval.ms: a background write soon
 
 
 def create_topic(port: int, name: str, partitions: int, rf: int) -> None:
@@ -78,11 +60,16 @@ def partitions_in(port: int, d: Path, topic: str) -> list[int]:
     return sorted(p for (t, p) in log_dirs(port)[str(d)][1] if t == topic)
 
 
+def log_dir_lines(text: str) -> list[str]:
+    """The log-dir failure lines of a node's log (kbroker/replica/log_dir_failure.py)."""
+    return re.findall(r"^.*log dir \S+ failed \(.*$", text, re.M)
+
+
 class TwoDirBroker(BrokerProcess):
     """One combined node whose ``log.dirs`` is ``good,bad`` (``--data-dir`` would set one)."""
 
-    def __init__(self, good: Path, bad: Path):
-        super().__init__(good, overrides={"log.dirs": f"{good},{bad}"})
+    def __init__(self, good: Path, bad: Path, **overrides):
+        super().__init__(good, overrides={"log.dirs": f"{good},{bad}", **overrides})
 
     def command(self) -> list[str]:
         cmd = [self.python, "-m", "kbroker", "serve", "--listen", f"127.0.0.1:{self.port}"]
@@ -115,7 +102,7 @@ def move_controller_off(c: Cluster, node_id: int) -> int:
 
 def test_failed_dir_goes_offline_and_the_broker_serves_the_other(tmp_path):
     good, bad = tmp_path / "good", tmp_path / "bad"
-    mount_tmpfs(bad)
+    mount_tmpfs(bad, TMPFS_MB)
     broker = TwoDirBroker(good, bad)
     try:
         broker.start()
@@ -148,6 +135,86 @@ def test_failed_dir_goes_offline_and_the_broker_serves_the_other(tmp_path):
         umount(bad)
 
 
+def test_a_background_write_fails_the_dir_and_nothing_acknowledged_is_lost(tmp_path):
+    """No produce meets the full disk here: the broker's own offset checkpoint (every 500 ms)
+    is the first write into it. The dir goes offline with one line naming it and the write,
+    the broker serves its other dir and shuts down cleanly, and after a restart with the disk
+    freed every acknowledged record is at the partition and offset it was acknowledged at."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    mount_tmpfs(bad, TMPFS_MB)
+    broker = TwoDirBroker(good, bad, **{"log.flush.offset.checkpoint.interval.ms": CHECKPOINT_MS})
+    try:
+        broker.start()
+        create_topic(broker.port, "bg", 4, 1)
+        wait_for(lambda: partitions_in(broker.port, bad, "bg"), timeout=30,
+                 what="a partition placed in the tmpfs log dir")
+        on_bad = partitions_in(broker.port, bad, "bg")
+        on_good = [p for p in range(4) if p not in on_bad]
+        assert on_good, "the other log dir holds partitions too"
+        acks = produce(broker.bootstrap, "bg", records("a", 200))
+        assert not acks.failed and len(acks.acked) == 200
+        assert {p for p, _ in acks.acked.values()} == set(range(4))
+        mark = broker.log_path.stat().st_size
+        fill(bad / "filler")
+        line = wait_for(lambda: next(iter(log_dir_lines(broker.log_text(mark))), None),
+                        timeout=30, what="the offset checkpoint failing on the full dir")
+        assert f"log dir {bad} failed (write the offset checkpoints: " in line, line
+        assert "No space left on device" in line and "the directory is offline" in line
+        for p in on_bad:
+            assert produce_raw(broker.port, "bg", p, b"refused") == E.KAFKA_STORAGE_ERROR
+        after = {(None, b"after-%d" % p) for p in on_good}
+        for p in on_good:
+            assert produce_raw(broker.port, "bg", p, b"after-%d" % p) == E.NONE
+        dirs = log_dirs(broker.port)
+        assert dirs[str(bad)] == (E.KAFKA_STORAGE_ERROR, {})
+        assert dirs[str(good)][0] == E.NONE
+        assert broker.running
+        assert log_dir_lines(broker.log_text(mark)) == [line]
+        assert broker.stop() == 0
+        (bad / "filler").unlink()
+        broker.start()
+        got = read_topic(broker.bootstrap, "bg", 4, set(acks.acked) | after)
+        moved = {kv: (at, got.get(kv)) for kv, at in acks.acked.items() if got.get(kv) != at}
+        assert not moved, f"{len(moved)} acknowledged records lost or moved, e.g. {list(moved.items())[:3]}"
+        assert after <= got.keys()
+    finally:
+        broker.kill()
+        umount(bad)
+
+
+def test_the_last_dir_failing_halts_with_the_log_dir_line(tmp_path):
+    """A broker whose only log dir (the metadata log's too) is the tmpfs: whichever write
+    meets the full disk first, the broker halts (exit code 1) with one log-dir line and no
+    other storage-error line, and a restart with the disk freed serves every acknowledged
+    record."""
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, TMPFS_MB)
+    broker = BrokerProcess(disk, overrides={"log.flush.offset.checkpoint.interval.ms": CHECKPOINT_MS})
+    try:
+        broker.start()
+        create_topic(broker.port, "last", 2, 1)
+        acks = produce(broker.bootstrap, "last", records("a", 100))
+        assert not acks.failed and len(acks.acked) == 100
+        mark = broker.log_path.stat().st_size
+        fill(disk / "filler")
+        wait_for(lambda: not broker.running, timeout=30, what="the broker halting on its full disk")
+        assert broker.stop() == 1
+        text = broker.log_text(mark)
+        [line] = log_dir_lines(text)
+        assert f"log dir {disk} failed (" in line and "No space left on device" in line
+        assert ("kbroker cannot take one log dir offline when no other log dir is online, so the "
+                "broker halts") in line
+        assert "log write failed" not in text and "Traceback" not in text, text[-3000:]
+        (disk / "filler").unlink()
+        broker.start()
+        got = read_topic(broker.bootstrap, "last", 2, set(acks.acked))
+        moved = {kv: (at, got.get(kv)) for kv, at in acks.acked.items() if got.get(kv) != at}
+        assert not moved, f"{len(moved)} acknowledged records lost or moved"
+    finally:
+        broker.kill()
+        umount(disk)
+
+
 def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
     """RF=3 on three nodes; node 2 has a second log dir on a tmpfs that fills up. The replicas
     there leave their ISRs, leadership moves off node 2 for them, an acks=all producer keeps
@@ -156,7 +223,7 @@ def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
     root = tmp_path / "cluster"
     c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
     bad = root / "node-2-bad"
-    mount_tmpfs(bad)
+    mount_tmpfs(bad, TMPFS_MB)
     node2 = c.nodes[2]
     node2.overrides["log.dirs"] = f"{node2.data_dir},{bad}"
     try:
@@ -225,7 +292,7 @@ def test_a_new_active_controller_keeps_the_failed_dirs_replicas_out(tmp_path):
     root = tmp_path / "cluster"
     c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
     bad = root / "node-2-bad"
-    mount_tmpfs(bad)
+    mount_tmpfs(bad, TMPFS_MB)
     node2 = c.nodes[2]
     node2.overrides["log.dirs"] = f"{node2.data_dir},{bad}"
     try:

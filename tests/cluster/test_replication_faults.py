@@ -72,6 +72,7 @@ import collections
 import errno
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -282,15 +283,16 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
             _fill(filler)
             wait_for(lambda: node.proc.poll() is not None, timeout=60,
                      what=f"node {node_id} stopping on its full disk")
-            # whichever write meets ENOSPC first: a partition's append (the log dir goes
-            # offline, the last one halts the broker) or another write of the same dir (the
-            # metadata log, an index, a checkpoint: the broker ends with the same advice;
-            # kbroker/replica/log_dir_failure.py, unhandled_storage_error)
+            # whichever write meets ENOSPC first (an append, an index entry, a checkpoint,
+            # the metadata log...), the failure channel reports it and the broker halts with
+            # one line naming its only log dir (kbroker/log/failure.py,
+            # kbroker/replica/log_dir_failure.py)
             text = node.log_text(mark)
-            assert "kbroker cannot take one log dir offline" in text or (
-                "No space left on device" in text
-                and "the broker halts as Kafka does when its last log dir fails" in text), \
-                f"node {node_id} stopped without the log dir failure line"
+            lines = re.findall(r"^.*log dir \S+ failed \(.*$", text, re.M)
+            assert len(lines) == 1 and "kbroker cannot take one log dir offline" in lines[0] \
+                and "No space left on device" in lines[0], \
+                f"node {node_id} stopped without exactly one log dir failure line: {lines}"
+            assert "log write failed" not in text and "Traceback" not in text, text[-3000:]
             time.sleep(down)
         finally:
             filler.unlink(missing_ok=True)

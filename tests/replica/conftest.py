@@ -92,17 +92,23 @@ def clock():
     return Clock()
 
 
-@pytest.fixture
-def broker(tmp_path, clock):
-    config = BrokerConfig.from_dict({"log.dirs": str(tmp_path / "data")})
-    logs = LogManager([tmp_path / "data"], LogConfig.from_properties(config.log_config_defaults()),
+def make_broker(log_dirs, clock) -> SimpleNamespace:
+    """The holder of a ReplicaManager on a loaded LogManager over ``log_dirs``."""
+    config = BrokerConfig.from_dict({"log.dirs": ",".join(str(d) for d in log_dirs)})
+    logs = LogManager(log_dirs, LogConfig.from_properties(config.log_config_defaults()),
                       clock.now_ms)
     logs.load()
     b = SimpleNamespace(config=config, clock=clock, logs=logs, transactions=None,
                         topic_stats=BrokerTopicStats(), quotas=QuotaManagers(config, clock.now_ms))
     b.replicas = ReplicaManager(b)
+    return b
+
+
+@pytest.fixture
+def broker(tmp_path, clock):
+    b = make_broker([tmp_path / "data"], clock)
     yield b
-    logs.shutdown()
+    b.logs.shutdown()
 
 
 @pytest.fixture

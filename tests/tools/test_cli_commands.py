@@ -1,5 +1,8 @@
 """The ``kbroker`` client commands against a real kbroker (one broker for the module); the same
-scenarios run against Apache Kafka in ``compat_tests/test_kbroker_cli.py``."""
+scenarios run against Apache Kafka in ``compat_tests/test_kbroker_cli.py``. The broker checks
+retention every half second (``RETENTION_CHECK_OVERRIDES``, shown to delete an expired record
+before the first test), so a scenario whose old-timestamped records retention could delete
+fails at once, not only when the 5-minute check falls between two of its steps."""
 from __future__ import annotations
 
 import uuid
@@ -13,9 +16,10 @@ from tests.support.broker_proc import BrokerProcess
 @pytest.fixture(scope="module")
 def bs(tmp_path_factory):
     proc = BrokerProcess(tmp_path_factory.mktemp("cli") / "data",
-                         overrides={"group.initial.rebalance.delay.ms": "0"})
+                         overrides={"group.initial.rebalance.delay.ms": "0", **s.RETENTION_CHECK_OVERRIDES})
     proc.start()
     try:
+        s.wait_retention_runs(proc.bootstrap, f"expired-{uuid.uuid4().hex[:8]}")
         yield proc.bootstrap
     finally:
         proc.stop()
