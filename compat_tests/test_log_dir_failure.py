@@ -2,13 +2,43 @@
 KRaft): the write that hits the full disk answers KAFKA_STORAGE_ERROR, the directory goes
 offline (its partitions keep answering KAFKA_STORAGE_ERROR, DescribeLogDirs lists it with
 that error and no replicas), and the partitions of the other directory still take writes;
-the broker keeps running. Same answers from kbroker and Kafka 4.3.1."""
+the broker keeps running. Same answers from kbroker and Kafka 4.3.1.
+
+Then the node's metadata log, decoded by Kafka's own ``kafka-dump-log
+--cluster-metadata-decoder``, shows the directory assignment as Kafka writes it on both
+targets: the registration names both log dirs' ids, each new partition's record has the
+UNASSIGNED directory (the broker has two dirs), a ``PartitionChangeRecord`` then names the
+directory the broker put the replica in (AssignReplicasToDirs), and after the failure a
+``BrokerRegistrationChangeRecord`` leaves only the good dir online and the partitions of the
+failed dir lose their leader."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from compat_tests.cli import run_tool
 from compat_tests.helpers import wait_until
+from kbroker.config import parse_properties
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.cluster.test_log_dir_offline import TMPFS_MB, create_topic, log_dirs, produce_raw
 from tests.support.tmpfs import fill, mount, umount
+
+UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"      # DirectoryId.UNASSIGNED as Kafka prints it
+
+
+def dir_id(d: Path) -> str:
+    return parse_properties((d / "meta.properties").read_text())["directory.id"]
+
+
+def metadata_records(log_dir: Path) -> list[dict]:
+    """Every record of ``log_dir``'s ``__cluster_metadata-0``, as kafka-dump-log decodes it
+    (``{"type": ..., "version": ..., "data": {...}}``)."""
+    out = []
+    for seg in sorted((log_dir / "__cluster_metadata-0").glob("*.log")):
+        r = run_tool("org.apache.kafka.tools.DumpLogSegments",
+                     ["--cluster-metadata-decoder", "--files", str(seg)], timeout=120).check()
+        out += [json.loads(line.split(" payload: ", 1)[1]) for line in r.lines if " payload: {" in line]
+    return out
 
 
 def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, tmp_path):
@@ -41,5 +71,49 @@ def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, 
         assert dirs[str(good)][0] == E.NONE
         assert {p for (t, p) in dirs[str(good)][1] if t == "jbod"} == set(on_good)
         assert broker.is_running()
+
+        # --- the directory assignment in the metadata log (in the first log dir, on both)
+        good_id, bad_id = dir_id(good), dir_id(bad)
+        where = {**{p: good_id for p in on_good}, **{p: bad_id for p in on_bad}}
+
+        def recorded():
+            """The records once they hold the offline dir and every partition's directory
+            (a broker may still be sending an assignment when its dir fails)."""
+            recs = metadata_records(good)
+            ids = [r["data"]["topicId"] for r in recs
+                   if r["type"] == "TOPIC_RECORD" and r["data"]["name"] == "jbod"]
+            assigned = {r["data"]["partitionId"] for r in recs
+                        if r["type"] == "PARTITION_CHANGE_RECORD" and ids
+                        and r["data"]["topicId"] == ids[0] and r["data"].get("directories")}
+            offline = any(r["type"] == "BROKER_REGISTRATION_CHANGE_RECORD"
+                          and r["data"].get("logDirs") for r in recs)
+            return recs if offline and assigned == set(range(4)) else None
+        recs = wait_until(recorded, timeout=60, interval=1.0,
+                          what="the assignments and the offline dir recorded in the metadata log")
+        [reg] = [r for r in recs if r["type"] == "REGISTER_BROKER_RECORD"][-1:]
+        assert sorted(reg["data"]["logDirs"]) == sorted([good_id, bad_id])
+        [topic_id] = [r["data"]["topicId"] for r in recs
+                      if r["type"] == "TOPIC_RECORD" and r["data"]["name"] == "jbod"]
+        replayed: dict[int, list[str]] = {}
+        for r in recs:
+            d = r["data"]
+            if r["type"] == "PARTITION_RECORD" and d["topicId"] == topic_id:
+                assert r["version"] == 2 and d["directories"] == [UNASSIGNED], r
+                replayed[d["partitionId"]] = d["directories"]
+            elif r["type"] == "PARTITION_CHANGE_RECORD" and d["topicId"] == topic_id \
+                    and d.get("directories") is not None:
+                # the assignment alone: nothing else of the partition changes
+                assert r["version"] == 2 and set(d) == {"partitionId", "topicId", "directories"}, r
+                replayed[d["partitionId"]] = d["directories"]
+        assert replayed == {p: [where[p]] for p in range(4)}, (replayed, where)
+        changes = [r for r in recs if r["type"] == "BROKER_REGISTRATION_CHANGE_RECORD"
+                   and r["data"].get("logDirs")]
+        assert [(r["version"], r["data"]["logDirs"]) for r in changes] == [(2, [good_id])], changes
+        # the controller took leadership off the replicas of the failed dir, and only those
+        # (a single broker: nowhere to move it, so no leader)
+        leaders = {r["data"]["partitionId"]: r["data"]["leader"] for r in recs
+                   if r["type"] == "PARTITION_CHANGE_RECORD" and r["data"]["topicId"] == topic_id
+                   and "leader" in r["data"]}
+        assert leaders == {p: -1 for p in on_bad}, leaders
     finally:
         umount(bad)

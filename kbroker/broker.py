@@ -17,7 +17,9 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
   names it, else None (everything allowed, ACL APIs answer SECURITY_DISABLED);
 - ``transactions`` — the transaction coordinator (``kbroker/txn/coordinator.py``);
 - ``replicas`` — the ``ReplicaManager`` (``kbroker/replica/``), told about every new
-  image via ``apply_image`` so partition logs follow the metadata.
+  image via ``apply_image`` so partition logs follow the metadata;
+- ``dir_assignments`` — the ``AssignmentsManager`` (``kbroker/metadata/assignments.py``):
+  which log dir holds each replica, sent to the controller (AssignReplicasToDirs, KIP-858).
 
 Lifecycle (inside one trio nursery, see ``kbroker.server``): ``await start(nursery)``
 formats/reads ``meta.properties``, loads the logs (recovering after a crash), starts the
@@ -51,6 +53,7 @@ class Broker:
         self.quorum = None           # MetadataQuorum: Raft driver + image state machine
         self.lifecycle = None        # BrokerLifecycle: registration and heartbeats
         self.controller_server = None
+        self.dir_assignments = None  # AssignmentsManager: replica placements to the controller
         self.metadata_log = None
         self.producer_ids = None     # ProducerIdManager (InitProducerId)
         self.transactions = None     # transaction coordinator, when there is one
@@ -96,20 +99,19 @@ class Broker:
         if self.lifecycle is not None:
             self.lifecycle.wake()
 
-    def _offline_log_dirs(self):
-        """(directory ids of the offline log dirs, {directory id: [(topic id, partition)]}
-        of the replicas they held) for the heartbeats (KIP-858)."""
-        replicas = getattr(self, "replicas", None)
-        lost = replicas.offline_replicas() if replicas is not None else {}
-        if not lost and not getattr(self.logs, "offline_dirs", None):
-            return (), None
+    def _offline_log_dirs(self) -> tuple:
+        """The directory ids of the offline log dirs, for every heartbeat (KIP-858); the
+        controller knows from the partition records which replicas they held."""
         from kbroker.replica.log_dir_failure import directory_id
-        ids = {d: directory_id(d) for d in self.logs.offline_dirs}
-        assignments: dict = {}
-        for (_, part), (d, tid) in lost.items():
-            if ids.get(d) is not None and tid is not None:
-                assignments.setdefault(ids[d], []).append((tid, part))
-        return tuple(i for i in ids.values() if i is not None), assignments or None
+        ids = (directory_id(d) for d in getattr(self.logs, "offline_dirs", ()) or ())
+        return tuple(i for i in ids if i is not None)
+
+    def _online_log_dirs(self) -> list:
+        """The directory ids of the online log dirs, in Kafka's order, for the registration."""
+        from kbroker.metadata.directories import sorted_dirs
+        from kbroker.replica.log_dir_failure import directory_id
+        ids = (directory_id(d) for d in self.logs.online_dirs)
+        return list(sorted_dirs(i for i in ids if i is not None))
 
     # ------------------------------------------------------------------ lifecycle
     def lock_log_dirs(self) -> None:
@@ -163,6 +165,11 @@ class Broker:
             directory_id(d)      # remembered now: a failed disk may not answer later
         # a data dir used for the first time has nothing to recover
         self.had_clean_shutdown = not formatted or all(self.logs.had_clean_shutdown.values())
+        if "broker" in cfg.get("process.roles"):
+            from kbroker.metadata.assignments import AssignmentsManager
+            # reports queue from the first image on; sending starts once registered
+            self.dir_assignments = AssignmentsManager(self.node_id, lambda: self.quorum.image
+                                                      if self.quorum is not None else None, directory_id)
         self.replicas = _make_replica_manager(self)
         if hasattr(self.replicas, "run"):
             # follower fetchers, AlterPartition calls, ISR-shrink timer
@@ -190,7 +197,10 @@ class Broker:
                                              [(l.name, l.host, l.port) for l in cfg.advertised_listeners],
                                              cfg.get("broker.rack"))
             self.lifecycle.offline_log_dirs = self._offline_log_dirs
+            self.lifecycle.online_log_dirs = self._online_log_dirs
             await nursery.start(self.lifecycle.run)
+            self.dir_assignments.channel = self.controller
+            await nursery.start(self.dir_assignments.run)
             self.stage = "registering with the active controller"
             await self.lifecycle.wait_unfenced()
             self.stage = "starting the coordinators"

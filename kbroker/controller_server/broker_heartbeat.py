@@ -2,8 +2,10 @@
 session alive; a caught-up fenced broker asking to run is unfenced; ``want_shut_down``
 fences it and moves its leaderships (controlled shutdown). ``STALE_BROKER_EPOCH`` for an
 epoch that is not the broker's current registration, ``NOT_CONTROLLER`` off the active
-controller. v1's ``OfflineLogDirs`` (KIP-858): the replicas of those directories (as the
-broker assigned them, AssignReplicasToDirs) leave their ISRs and their leaderships move."""
+controller. v1's ``OfflineLogDirs`` (KIP-858): the replicas the partition records assign to
+those directories leave their ISRs, their leaderships move, and the broker's remaining online
+dirs are recorded (``QuorumController._handle_offline_dirs``); brokers repeat the list in
+every heartbeat, and a directory already recorded offline changes nothing."""
 from __future__ import annotations
 
 from kbroker.authz.acls import CLUSTER_ACTION

@@ -8,7 +8,10 @@ UpdateFeatures checks every registered broker against them), ``INVALID_REGISTRAT
 one that lists no ``metadata.version`` range. A controller that has just become active
 writes the bootstrap feature levels before it checks the first registration (Kafka's order),
 so no broker of a new cluster is refused for "finalized version 0 of metadata.version".
-Not implemented: log dir ids, ZooKeeper migration fields."""
+v2's ``LogDirs`` (KIP-858) are recorded in the registration from ``metadata.version``
+3.7-IV2 on; there a registration without them, with a reserved or repeated id, or with
+another broker's directory is ``INVALID_REGISTRATION``, as in Kafka. Not implemented:
+ZooKeeper migration fields."""
 from __future__ import annotations
 
 from kbroker.authz.acls import CLUSTER_ACTION
@@ -30,7 +33,8 @@ async def handle(ctx, request):
         code, epoch = await c.register_broker(
             request.broker_id, request.cluster_id, request.incarnation_id,
             [(l.name, l.host, l.port) for l in request.listeners or ()], request.rack,
-            [(f.name, f.min_supported_version, f.max_supported_version) for f in request.features or ()])
+            [(f.name, f.min_supported_version, f.max_supported_version) for f in request.features or ()],
+            log_dirs=list(getattr(request, "log_dirs", None) or ()))
     except NotController:
         code, epoch = ErrorCode.NOT_CONTROLLER, -1
     return Response(throttle_time_ms=0, error_code=code, broker_epoch=epoch)

@@ -5,15 +5,16 @@ It offers the coroutines of ``Controller`` (``create_topics``, ``maybe_create_to
 ``allocate_producer_ids``) plus ``register_broker``/``heartbeat`` for the broker lifecycle,
 ``alter_partition`` for partition leaders (ISR changes) and ``elect_leaders``,
 ``alter_partition_reassignments``, ``list_partition_reassignments``,
-``alter_user_scram_credentials`` (admin), and routes
+``alter_user_scram_credentials`` (admin), ``assign_replicas_to_dirs`` (KIP-858, for
+``assignments.AssignmentsManager``), and routes
 each call:
 
 - when this node is the active controller (a combined node leading the quorum, or the
   one-node quorum of ``make run``): straight to the local ``QuorumController``;
 - otherwise it is forwarded to the Raft leader's controller listener as the Kafka request it
   stands for (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, AlterConfigs v2,
-  IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v1,
-  BrokerHeartbeat v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v1,
+  IncrementalAlterConfigs v1, AllocateProducerIds v0, BrokerRegistration v4,
+  BrokerHeartbeat v0 (v1 with offline log dirs), AssignReplicasToDirs v0, AlterPartition v3, ElectLeaders v2, AlterPartitionReassignments v1,
   ListPartitionReassignments v0, AlterUserScramCredentials v0); while a client's admin
   request of that API is being served it goes inside an Envelope carrying the client's
   principal and host (``_call``, KIP-590), so the controller authorizes the client, as
@@ -362,7 +363,9 @@ class ControllerChannel(AuthzChannel):
         return await self._route(lambda c: c.allocate_producer_ids(count), remote, fail)
 
     # ------------------------------------------------------------------ broker lifecycle
-    async def register_broker(self, incarnation_id, listeners, rack) -> tuple[int, int]:
+    async def register_broker(self, incarnation_id, listeners, rack, log_dirs=()) -> tuple[int, int]:
+        """BrokerRegistration; ``log_dirs``: the directory ids of this broker's online log
+        dirs, in Kafka's order (KIP-858, as Kafka's ``BrokerLifecycleManager`` sends them)."""
         R = w.BrokerRegistrationRequest
 
         async def remote(addr):
@@ -370,37 +373,24 @@ class ControllerChannel(AuthzChannel):
                     listeners=[R.Listener(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
                     features=[R.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
                               for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())],
-                    rack=rack, is_migrating_zk_broker=False)
-            resp = await self._call(addr, 62, 1, req)
+                    rack=rack, is_migrating_zk_broker=False, log_dirs=list(log_dirs))
+            resp = await self._call(addr, 62, 4, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
             return resp.error_code, resp.broker_epoch
 
         return await self._route(
-            lambda c: c.register_broker(self.node_id, self.quorum.cluster_id, incarnation_id, listeners, rack),
+            lambda c: c.register_broker(self.node_id, self.quorum.cluster_id, incarnation_id, listeners, rack,
+                                        log_dirs=list(log_dirs)),
             remote, lambda: (E.NOT_CONTROLLER, -1))
 
     async def heartbeat(self, broker_epoch: int, metadata_offset: int, *, want_fence: bool = False,
-                        want_shut_down: bool = False, offline_dirs: Sequence = (),
-                        assignments: dict | None = None) -> tuple[int, bool, bool, bool]:
+                        want_shut_down: bool = False,
+                        offline_dirs: Sequence = ()) -> tuple[int, bool, bool, bool]:
         """BrokerHeartbeat. ``offline_dirs``: directory ids of failed log dirs (v1's
-        ``OfflineLogDirs``, KIP-858); ``assignments`` (directory id -> [(topic id,
-        partition)]) goes first as AssignReplicasToDirs, so the controller knows which
-        replicas those directories held."""
+        ``OfflineLogDirs``, KIP-858), in every heartbeat while they are offline, as Kafka's
+        brokers send them."""
         async def remote(addr):
-            if assignments:
-                A = w.AssignReplicasToDirsRequest
-                dirs = []
-                for dir_id, replicas in assignments.items():
-                    topics: dict = {}
-                    for tid, part in replicas:
-                        topics.setdefault(tid, []).append(A.PartitionData(partition_index=part))
-                    dirs.append(A.DirectoryData(id=dir_id, topics=[
-                        A.TopicData(topic_id=tid, partitions=ps) for tid, ps in topics.items()]))
-                resp = await self._call(addr, 73, 0, A(broker_id=self.node_id, broker_epoch=broker_epoch,
-                                                      directories=dirs))
-                if resp is None or resp.error_code == E.NOT_CONTROLLER:
-                    return None
             version = 1 if offline_dirs else 0
             req = w.BrokerHeartbeatRequest(broker_id=self.node_id, broker_epoch=broker_epoch,
                                            current_metadata_offset=metadata_offset,
@@ -414,8 +404,35 @@ class ControllerChannel(AuthzChannel):
 
         return await self._route(
             lambda c: c.heartbeat(self.node_id, broker_epoch, metadata_offset, want_fence, want_shut_down,
-                                  offline_dirs=tuple(offline_dirs), assignments=assignments),
+                                  offline_dirs=tuple(offline_dirs)),
             remote, lambda: (E.NOT_CONTROLLER, False, True, False))
+
+    async def assign_replicas_to_dirs(self, broker_epoch: int, assignments: dict, *,
+                                      timeout: float | None = None) -> tuple[int, dict]:
+        """AssignReplicasToDirs v0 (KIP-858): ``assignments`` maps a directory id to the
+        ``[(topic id, partition)]`` this broker placed there. ``(error code, {(directory id,
+        topic id, partition): error code})``; ``NOT_CONTROLLER`` when no controller answered
+        within ``timeout`` (default ``request.timeout.ms``)."""
+        A = w.AssignReplicasToDirsRequest
+
+        async def remote(addr):
+            dirs = []
+            for dir_id, replicas in assignments.items():
+                topics: dict = {}
+                for tid, part in replicas:
+                    topics.setdefault(tid, []).append(A.PartitionData(partition_index=part))
+                dirs.append(A.DirectoryData(id=dir_id, topics=[
+                    A.TopicData(topic_id=tid, partitions=ps) for tid, ps in topics.items()]))
+            resp = await self._call(addr, 73, 0, A(broker_id=self.node_id, broker_epoch=broker_epoch,
+                                                  directories=dirs))
+            if resp is None or resp.error_code == E.NOT_CONTROLLER:
+                return None
+            return resp.error_code, {(d.id, t.topic_id, p.partition_index): p.error_code
+                                     for d in resp.directories for t in d.topics for p in t.partitions}
+
+        return await self._route(
+            lambda c: c.assign_replicas_to_dirs(self.node_id, broker_epoch, assignments), remote,
+            lambda: (E.NOT_CONTROLLER, {}), timeout=timeout)
 
     # ------------------------------------------------------------------ replication
     async def alter_partition(self, broker_epoch: int, topic_id: uuid.UUID, partition: int,

@@ -30,6 +30,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 from . import configs as tc
 from . import group_configs
 from .authz_control import AuthzControl
+from .directories import partition_dirs
 from .image import (BROKER_RESOURCE, GROUP_RESOURCE, INTERNAL_TOPICS, TOPIC_RESOURCE, MetadataImage, ZERO_UUID,
                     replay_all)
 
@@ -271,11 +272,12 @@ class Controller(AuthzControl):
         recs += self._partition_records(topic_id, 0, assignment)
         return topic_id, recs
 
-    @staticmethod
-    def _partition_records(topic_id, first: int, assignment: list[list[int]]) -> list:
+    def _partition_records(self, topic_id, first: int, assignment: list[list[int]]) -> list:
+        """New partitions; each replica gets its broker's default directory (KIP-858)."""
         return [messages.PartitionRecord(partition_id=first + i, topic_id=topic_id, replicas=reps,
                                          isr=list(reps), removing_replicas=[], adding_replicas=[],
-                                         leader=reps[0], leader_epoch=0, partition_epoch=0)
+                                         leader=reps[0], leader_epoch=0, partition_epoch=0,
+                                         directories=partition_dirs(self.image, reps))
                 for i, reps in enumerate(assignment)]
 
     async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool = False) -> list[TopicResult]:

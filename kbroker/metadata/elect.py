@@ -21,6 +21,8 @@ Rules:
   ``leader.imbalance.per.broker.percentage`` and tries a preferred election on every
   partition whose leader is not its first replica, at most ``MAX_ELECTIONS_PER_IMBALANCE``
   records per round.
+- A replica whose log directory is offline is never elected (KIP-858,
+  ``reassign.build_change`` with the image's ``directories.rules``).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from typing import Callable, Iterable, Sequence
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
+from . import directories
 from .image import MetadataImage
 from .reassign import ONLINE, PREFERRED, build_change
 
@@ -52,14 +55,14 @@ def elect_leader(image: MetadataImage, topic: str, partition: int, election_type
     if election_type == ELECTION_PREFERRED:
         if p.replicas and p.leader == p.replicas[0]:
             return E.ELECTION_NOT_NEEDED, "The preferred replica leads the partition already.", None
-        rec = build_change(p, t.topic_id, acceptable, election=PREFERRED)
+        rec = build_change(p, t.topic_id, acceptable, election=PREFERRED, dirs=directories.rules(image))
         if rec is None:
             return (E.PREFERRED_LEADER_NOT_AVAILABLE,
                     "The preferred replica is not live or not in the ISR.", None)
         return E.NONE, None, rec
     if p.leader >= 0:
         return E.ELECTION_NOT_NEEDED, "The partition has a leader.", None
-    rec = build_change(p, t.topic_id, acceptable, election=ONLINE)
+    rec = build_change(p, t.topic_id, acceptable, election=ONLINE, dirs=directories.rules(image))
     if rec is None or rec.leader < 0:
         return (E.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                 "No live in-sync replica can lead (kbroker does not elect out of the ISR).", None)
@@ -108,11 +111,12 @@ def balance_records(image: MetadataImage, acceptable: Callable[[int], bool],
                     limit: int = MAX_ELECTIONS_PER_IMBALANCE) -> list:
     """One auto-rebalance round: a preferred election on every imbalanced partition."""
     records = []
+    dirs = directories.rules(image)
     for name, i in imbalanced_partitions(image):
         if len(records) >= limit:
             break
         t = image.topics[name]
-        rec = build_change(t.partitions[i], t.topic_id, acceptable, election=PREFERRED)
+        rec = build_change(t.partitions[i], t.topic_id, acceptable, election=PREFERRED, dirs=dirs)
         if rec is not None:
             records.append(rec)
     return records

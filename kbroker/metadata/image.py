@@ -16,6 +16,10 @@ Record semantics follow Kafka's ``TopicsDelta``/``ConfigurationsDelta``:
   leave the partition as it was; a leader change bumps the leader epoch; every change bumps
   the partition epoch (``apply_partition_change``). ``adding_replicas``/``removing_replicas``
   of an ongoing reassignment (KIP-455) are part of the partition's state.
+- ``Directories`` (KIP-858, ``kbroker.metadata.directories``): one log directory id per
+  replica; none (older records) or only MIGRATING is kept as ``()``. A broker's online log
+  dirs come from ``RegisterBrokerRecord.LogDirs`` and are replaced by a non-empty
+  ``BrokerRegistrationChangeRecord.LogDirs``.
 - ``ConfigRecord`` with a null value deletes the override; resource type 2 is a topic,
   4 a broker (empty name = cluster default).
 - ``RemoveTopicRecord`` removes the topic and its config overrides.
@@ -35,6 +39,8 @@ from typing import Iterable, Mapping
 from kbroker.authz.acls import Acl
 from kbroker.authz.authorizer import EMPTY_INDEX, AclIndex
 from kbroker.authz.tokens import TokenInfo
+
+from . import directories as dirs
 
 ZERO_UUID = uuid.UUID(int=0)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
@@ -56,10 +62,25 @@ class PartitionImage:
     partition_epoch: int = 0
     removing_replicas: tuple[int, ...] = ()      # KIP-455: replicas a reassignment removes
     adding_replicas: tuple[int, ...] = ()        # KIP-455: replicas a reassignment adds
+    # KIP-858: the log directory id of each replica, in replica order; () = all MIGRATING
+    directories: tuple[uuid.UUID, ...] = ()
 
     @property
     def reassigning(self) -> bool:
         return bool(self.removing_replicas or self.adding_replicas)
+
+    def directory(self, replica: int) -> uuid.UUID:
+        """The directory of ``replica`` (Kafka's ``PartitionRegistration.directory``);
+        UNASSIGNED for a broker that holds no replica of the partition."""
+        if replica not in self.replicas:
+            return dirs.UNASSIGNED
+        if not self.directories:
+            return dirs.MIGRATING
+        return self.directories[self.replicas.index(replica)]
+
+    def directory_list(self) -> list[uuid.UUID]:
+        """``Directories`` as a record carries them (MIGRATING for each replica when unknown)."""
+        return list(self.directories) if self.directories else [dirs.MIGRATING] * len(self.replicas)
 
 
 def apply_partition_change(old: PartitionImage, r) -> PartitionImage:
@@ -75,6 +96,11 @@ def apply_partition_change(old: PartitionImage, r) -> PartitionImage:
         new = replace(new, removing_replicas=tuple(r.removing_replicas))
     if r.adding_replicas is not None:
         new = replace(new, adding_replicas=tuple(r.adding_replicas))
+    directories = getattr(r, "directories", None)
+    if directories is not None:
+        new = replace(new, directories=dirs.normalized(directories, len(new.replicas)))
+    elif new.directories and len(new.directories) != len(new.replicas):
+        raise ValueError(f"{len(new.directories)} directories for replicas {list(new.replicas)}")
     return replace(new, partition_epoch=old.partition_epoch + 1)
 
 
@@ -105,6 +131,7 @@ class BrokerImage:
     incarnation_id: uuid.UUID = ZERO_UUID
     in_controlled_shutdown: bool = False          # KIP-841: leaving; not a leader/ISR candidate
     features: tuple[tuple[str, int, int], ...] = ()  # (name, min, max) the broker registered with
+    log_dirs: tuple[uuid.UUID, ...] = ()          # KIP-858: ids of its online log dirs, Kafka's order
 
     def endpoint(self, listener: str) -> tuple[str, int] | None:
         for name, host, port in self.endpoints:
@@ -215,10 +242,12 @@ class ImageBuilder:
         if name is None:
             raise ValueError(f"PartitionRecord for unknown topic id {r.topic_id}")
         parts = self._topic(name)[1]
+        replicas = tuple(r.replicas or ())
         parts[r.partition_id] = PartitionImage(r.partition_id, r.leader, r.leader_epoch,
-                                               tuple(r.replicas or ()), tuple(r.isr or ()),
+                                               replicas, tuple(r.isr or ()),
                                                r.partition_epoch, tuple(r.removing_replicas or ()),
-                                               tuple(r.adding_replicas or ()))
+                                               tuple(r.adding_replicas or ()),
+                                               dirs.normalized(r.directories, len(replicas)))
 
     def _on_PartitionChangeRecord(self, r) -> None:
         name = self._name_of(r.topic_id)
@@ -259,7 +288,8 @@ class ImageBuilder:
                                                 r.broker_epoch, r.incarnation_id,
                                                 bool(r.in_controlled_shutdown),
                                                 tuple((f.name, f.min_supported_version, f.max_supported_version)
-                                                      for f in r.features or ()))
+                                                      for f in r.features or ()),
+                                                dirs.sorted_dirs(r.log_dirs or ()))
 
     def _set_fenced(self, broker_id: int, epoch: int, fenced: bool) -> None:
         b = self.brokers.get(broker_id)
@@ -276,6 +306,10 @@ class ImageBuilder:
             b = self.brokers.get(r.broker_id)
             if b is not None and (r.broker_epoch < 0 or b.broker_epoch == r.broker_epoch):
                 self.brokers[r.broker_id] = replace(b, in_controlled_shutdown=True)
+        if r.log_dirs:       # an empty list changes nothing (Kafka's replay)
+            b = self.brokers.get(r.broker_id)
+            if b is not None and b.broker_epoch == r.broker_epoch:
+                self.brokers[r.broker_id] = replace(b, log_dirs=dirs.sorted_dirs(r.log_dirs))
 
     def _on_FenceBrokerRecord(self, r) -> None:
         self._set_fenced(r.id, r.epoch, True)

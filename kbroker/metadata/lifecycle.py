@@ -1,8 +1,8 @@
 """The broker side of KIP-631's broker lifecycle (Kafka's ``BrokerLifecycleManager``).
 
 After the node has caught up with the metadata log, the broker registers with the active
-controller (``BrokerRegistration``: its advertised listeners, rack and a fresh incarnation
-id; the answer is its broker epoch) and then heartbeats every
+controller (``BrokerRegistration``: its advertised listeners, rack, a fresh incarnation
+id and the directory ids of its online log dirs; the answer is its broker epoch) and then heartbeats every
 ``broker.heartbeat.interval.ms`` with the offset it has applied. It starts fenced; the
 controller unfences it once that offset reaches its registration, and ``wait_unfenced``
 returns — only then does the node serve clients (the ready line). Heartbeats come faster
@@ -14,6 +14,10 @@ then on every heartbeat carries ``want_shut_down`` (never again a request to be 
 the next one goes at once and the following ones every 50 ms, until the controller answers
 ``should_shut_down`` — it has moved this broker's leaderships, taken it out of every ISR
 and the other brokers have seen that — or the timeout passes. Then heartbeats stop.
+
+Every heartbeat names the log dirs that went offline since start (``OfflineLogDirs``,
+KIP-858), as Kafka's ``BrokerLifecycleManager`` does; the controller reads which replicas
+they held from the partition records.
 """
 from __future__ import annotations
 
@@ -40,9 +44,10 @@ class BrokerLifecycle:
         self.shutting_down = False
         self._may_shut_down = trio.Event()       # the controller answered should_shut_down
         self._wake = trio.Event()
-        # () -> (offline directory ids, {directory id: [(topic id, partition)]}): set by the
-        # broker; reported with every heartbeat while a log dir is offline (KIP-858)
-        self.offline_log_dirs = lambda: ((), None)
+        # () -> directory ids: set by the broker (KIP-858); the online ones go with each
+        # registration, the offline ones with every heartbeat
+        self.offline_log_dirs = lambda: ()
+        self.online_log_dirs = lambda: []
         self.stats = {"registrations": 0, "heartbeats": 0, "heartbeat_errors": 0}
 
     async def wait_unfenced(self) -> None:
@@ -55,7 +60,8 @@ class BrokerLifecycle:
         interval = self.config.get("broker.heartbeat.interval.ms") / 1000
         task_status.started(self)
         while True:
-            code, epoch = await self.channel.register_broker(self.incarnation_id, self.listeners, self.rack)
+            code, epoch = await self.channel.register_broker(self.incarnation_id, self.listeners, self.rack,
+                                                             log_dirs=self.online_log_dirs())
             if code:
                 log.warning("broker registration failed: %s; retrying", E(code).name)
                 await trio.sleep(min(interval, 0.5))
@@ -64,10 +70,9 @@ class BrokerLifecycle:
             self.stats["registrations"] += 1
             while True:
                 shutting_down = self.shutting_down
-                offline, assignments = self.offline_log_dirs()
                 code, caught_up, fenced, should_shut_down = await self.channel.heartbeat(
-                    epoch, self._offset(), want_shut_down=shutting_down, offline_dirs=offline,
-                    assignments=assignments)
+                    epoch, self._offset(), want_shut_down=shutting_down,
+                    offline_dirs=self.offline_log_dirs())
                 self.stats["heartbeats"] += 1
                 if code == E.STALE_BROKER_EPOCH:
                     if shutting_down:

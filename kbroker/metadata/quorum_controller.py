@@ -11,7 +11,8 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
 ``ReplicationControlManager``:
 
 - ``register_broker``: a ``RegisterBrokerRecord`` (fenced) whose broker epoch is its own
-  offset in the metadata log; re-registering with the same incarnation id returns the same
+  offset in the metadata log, with the ids of the broker's online log dirs (``LogDirs``,
+  checked as Kafka does); re-registering with the same incarnation id returns the same
   epoch;
 - ``unregister_broker`` (UnregisterBroker, ``kafka-cluster.sh unregister``): the broker
   leaves every ISR and its leaderships move, then its registration is removed;
@@ -25,6 +26,11 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
   leaves every ISR and its leaderships move, and it is told to shut down (and fenced) once
   it leads nothing and every active broker has reported a metadata offset at or past that
   change, so nobody still routes to it;
+- log directories (KIP-858, ``directories.py``): every partition record names each
+  replica's directory; ``assign_replicas_to_dirs`` (AssignReplicasToDirs) writes where a
+  broker placed a replica, and the ``OfflineLogDirs`` of a heartbeat take that broker's
+  replicas in those directories out of their ISRs and record its remaining online dirs —
+  all in the log, so a new active controller knows what the previous one learnt;
 - ``alter_partition`` (AlterPartition, KIP-497/KIP-903): a partition leader changes its
   ISR; Kafka's ``ReplicationControlManager.alterPartition`` checks, one
   ``PartitionChangeRecord`` per changed partition;
@@ -68,7 +74,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import elect, feature_control, reassign
+from . import directories, elect, feature_control, reassign
 from .controller import METADATA_VERSION, Controller, default_feature_records
 from .image import apply_partition_change
 from .store import encode_record
@@ -124,11 +130,6 @@ class QuorumController(Controller):
                       "controlled_shutdowns": 0, "elections": 0, "rebalance_elections": 0,
                       "reassignments": 0}
         self._next_balance = None                    # trio time of the next auto rebalance
-        # KIP-858, kept by the active controller only (brokers repeat both while a dir is
-        # offline): broker id -> {(topic id, partition): directory id} of its replicas the
-        # broker assigned (AssignReplicasToDirs), and the directory ids it reports offline
-        self._dir_assignments: dict[int, dict[tuple, object]] = {}
-        self._offline_dirs: dict[int, frozenset] = {}
 
     # the quorum's state machine owns the image; Controller.__init__'s assignment is ignored
     @property
@@ -155,7 +156,8 @@ class QuorumController(Controller):
             self.stats["not_controller"] += 1
             raise NotController()
         epoch = driver.epoch
-        result = driver.propose([encode_record(r) for r in records])
+        mv = self.image.features.get("metadata.version")
+        result = driver.propose([encode_record(r, mv) for r in records])
         if isinstance(result, NotLeader):
             raise NotController()
         if not await driver.wait_applied(result, epoch):
@@ -221,11 +223,14 @@ class QuorumController(Controller):
 
     # ------------------------------------------------------------------ registration
     async def register_broker(self, broker_id: int, cluster_id: str, incarnation_id, listeners,
-                              rack: str | None, features=None) -> tuple[int, int]:
+                              rack: str | None, features=None, log_dirs=()) -> tuple[int, int]:
         """``(error_code, broker_epoch)``. ``features``: the ``(name, min, max)`` levels the
         broker serves (None: this node's own table); a broker that cannot serve a finalized
         level is refused with UNSUPPORTED_VERSION, one that does not list ``metadata.version``
-        with INVALID_REGISTRATION, as by Kafka's ``ClusterControlManager``."""
+        with INVALID_REGISTRATION, as by Kafka's ``ClusterControlManager``. ``log_dirs``: the
+        directory ids of its online log dirs (BrokerRegistration v2+), recorded from
+        ``metadata.version`` 3.7-IV2 on, where none, a reserved id, a duplicate or another
+        broker's directory is INVALID_REGISTRATION."""
         from kbroker.features import SUPPORTED_FEATURES
         if features is None:
             features = [(n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
@@ -238,6 +243,11 @@ class QuorumController(Controller):
             await self._maybe_bootstrap()
             if cluster_id != self.image.cluster_id:
                 return E.INCONSISTENT_CLUSTER_ID, -1
+            with_dirs = directories.supported(self.image.features.get("metadata.version"))
+            problem = self._log_dirs_error(broker_id, list(log_dirs or ())) if with_dirs else None
+            if problem:
+                log.warning("broker %d refused: %s", broker_id, problem)
+                return E.INVALID_REGISTRATION, -1
             problem = feature_control.registration_error(dict(self.image.features), features)
             if problem:
                 log.warning("broker %d refused: %s", broker_id, problem[1])
@@ -247,94 +257,104 @@ class QuorumController(Controller):
                 self._sessions[broker_id] = trio.current_time()
                 return E.NONE, old.broker_epoch
             epoch = self._next_offset()
-            self._offline_dirs.pop(broker_id, None)      # a new incarnation: its dirs loaded again
-            self._dir_assignments.pop(broker_id, None)
             EP = messages.RegisterBrokerRecord.BrokerEndpoint
             rec = messages.RegisterBrokerRecord(
                 broker_id=broker_id, is_migrating_zk_broker=False, incarnation_id=incarnation_id,
                 broker_epoch=epoch, rack=rack, fenced=True, in_controlled_shutdown=False,
                 end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
                 features=[messages.RegisterBrokerRecord.BrokerFeature(
-                    name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in features])
+                    name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in features],
+                log_dirs=list(log_dirs) if with_dirs else [])
             await self._commit([rec])
             self._sessions[broker_id] = trio.current_time()
             self.stats["registrations"] += 1
             log.info("broker %d registered with epoch %d", broker_id, epoch)
             return E.NONE, epoch
 
-    async def assign_replicas_to_dirs(self, broker_id: int, broker_epoch: int,
-                                      assignments: dict) -> int:
-        """AssignReplicasToDirs (KIP-858): ``assignments`` maps a directory id to the
-        ``(topic id, partition)`` replicas of the broker placed in it. Replicas assigned to a
-        directory the broker reports offline leave their ISRs (:meth:`_offline_dir_records`).
-        Returns the top-level error code (STALE_BROKER_EPOCH for a stale registration)."""
-        b = self.image.brokers.get(broker_id)
-        if b is None or b.broker_epoch != broker_epoch:
-            return E.STALE_BROKER_EPOCH
-        mine = self._dir_assignments.setdefault(broker_id, {})
-        for dir_id, replicas in assignments.items():
-            for key in replicas:
-                mine[tuple(key)] = dir_id
-        await self._handle_offline_dirs(broker_id, broker_epoch)
-        return E.NONE
+    def _log_dirs_error(self, broker_id: int, log_dirs: list) -> str | None:
+        """Kafka's checks of a registration's ``LogDirs``."""
+        if not log_dirs:
+            return "No directories specified in request"
+        if any(directories.reserved(d) for d in log_dirs):
+            return "Reserved directory ID in request"
+        if len(set(log_dirs)) != len(log_dirs):
+            return "Duplicate directory ID in request"
+        for b in self.image.brokers.values():
+            if b.node_id != broker_id:
+                taken = set(b.log_dirs).intersection(log_dirs)
+                if taken:
+                    return f"Broker {b.node_id} is already registered with directory {sorted(taken)[0]}"
+        return None
 
-    async def _handle_offline_dirs(self, broker_id: int, broker_epoch: int) -> None:
-        """Kafka's ``ReplicationControlManager.handleDirectoriesOffline``: every replica of
-        the broker assigned to one of its offline directories leaves the ISR; a leadership
-        moves to another ISR member (an ISR that would become empty stays, as for fencing)."""
-        if not self._offline_dirs.get(broker_id):
+    async def assign_replicas_to_dirs(self, broker_id: int, broker_epoch: int,
+                                      assignments: dict) -> tuple[int, dict]:
+        """AssignReplicasToDirs (KIP-858, Kafka's ``handleAssignReplicasToDirs``):
+        ``assignments`` maps a directory id to the ``(topic id, partition)`` replicas the
+        broker placed in it. Each becomes a ``PartitionChangeRecord`` naming that directory
+        for the broker's replica; a replica placed in a directory the broker no longer reports
+        online also leaves its ISR (its leadership moves). Returns ``(error code, {(directory
+        id, topic id, partition): error code})``: STALE_BROKER_EPOCH for a registration that
+        is not the broker's current one, UNSUPPORTED_VERSION below metadata.version 3.7-IV2.
+        Raises ``NotController``."""
+        async with self._lock:
+            if not directories.supported(self.image.features.get("metadata.version")):
+                return E.UNSUPPORTED_VERSION, {}
+            b = self.image.brokers.get(broker_id)
+            if b is None or b.broker_epoch != broker_epoch:
+                return E.STALE_BROKER_EPOCH, {}
+            dirs = directories.rules(self.image)
+
+            def change(p, topic_id, broker, directory):
+                return reassign.build_change(p, topic_id, self._active_ids().__contains__,
+                                             dirs=dirs, set_dirs={broker: directory})
+
+            records, errors = directories.assign_records(self.image, broker_id, assignments, change,
+                                                         self._leave_isr_change)
+            await self._commit(records)
+            if records:
+                log.info("broker %d assigned %d replica(s) to log dirs (%d partition change(s))",
+                         broker_id, sum(1 for c in errors.values() if c == E.NONE), len(records))
+            return E.NONE, errors
+
+    def _leave_isr_change(self, p, topic_id, broker_id: int):
+        """One partition without ``broker_id`` in its ISR or as its leader (Kafka's
+        ``generateLeaderAndIsrUpdates`` with that broker to remove)."""
+        return self._partition_change(topic_id, p, remove=broker_id,
+                                      active=self._active_ids() - {broker_id})
+
+    async def _handle_offline_dirs(self, broker_id: int, broker_epoch: int, offline) -> None:
+        """Kafka's ``handleDirectoriesOffline`` (``directories.offline_dir_records``): the
+        replicas of the broker assigned to directories it newly reports offline leave their
+        ISRs, leaderships move, and the broker's remaining online dirs are recorded."""
+        if not offline:
             return
+        b = self.image.brokers.get(broker_id)
+        if b is None or not set(offline) & set(b.log_dirs):
+            return                      # nothing new: the log has it already
         async with self._lock:
             b = self.image.brokers.get(broker_id)
             if b is None or b.broker_epoch != broker_epoch:
                 return
-            recs = self._offline_dir_records(broker_id)
+            recs, newly = directories.offline_dir_records(self.image, broker_id, broker_epoch, offline,
+                                                          self._leave_isr_change)
             if recs:
                 await self._commit(recs)
-                log.info("broker %d: %d partitions of its offline log dirs changed (it left "
-                         "their ISRs)", broker_id, len(recs))
-
-    def _lost_replicas(self, broker_id: int) -> set:
-        offline = self._offline_dirs.get(broker_id) or frozenset()
-        return {k for k, d in self._dir_assignments.get(broker_id, {}).items() if d in offline}
-
-    def _offline_dir_records(self, broker_id: int) -> list:
-        lost = self._lost_replicas(broker_id)
-        if not lost:
-            return []
-        active = self._active_ids() - {broker_id}
-        recs = []
-        for t in self.image.topics.values():
-            for p in t.partitions.values():
-                if (t.topic_id, p.partition) in lost and (broker_id in p.isr or p.leader == broker_id):
-                    rec = self._partition_change(t.topic_id, p, remove=broker_id, active=active)
-                    if rec is not None:
-                        recs.append(rec)
-        return recs
+                log.warning("broker %d: log dirs %s offline; %d partition(s) changed (it left their "
+                            "ISRs)", broker_id, sorted(str(d) for d in newly), len(recs) - 1)
 
     async def heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int,
-                        want_fence: bool, want_shut_down: bool, offline_dirs=(),
-                        assignments: dict | None = None) -> tuple[int, bool, bool, bool]:
+                        want_fence: bool, want_shut_down: bool,
+                        offline_dirs=()) -> tuple[int, bool, bool, bool]:
         """``(error_code, is_caught_up, is_fenced, should_shut_down)``; the state changes of
         Kafka's ``calculateNextBrokerState`` (FENCED, UNFENCED, CONTROLLED_SHUTDOWN,
         SHUTDOWN_NOW). ``offline_dirs``: the directory ids the broker reports offline
-        (BrokerHeartbeat v1, KIP-858); ``assignments`` as :meth:`assign_replicas_to_dirs`
-        (the in-process broker passes them here)."""
+        (BrokerHeartbeat v1, KIP-858), handled from metadata.version 3.7-IV2 on."""
         b = self.image.brokers.get(broker_id)
         if b is None or b.broker_epoch != broker_epoch:
             return E.STALE_BROKER_EPOCH, False, True, False
         self._sessions[broker_id] = trio.current_time()
         self._offsets[broker_id] = metadata_offset
-        if offline_dirs:
-            offline = frozenset(offline_dirs)
-            if offline != self._offline_dirs.get(broker_id):
-                log.warning("broker %d reports offline log dirs %s", broker_id,
-                            sorted(str(d) for d in offline))
-            self._offline_dirs[broker_id] = offline
-        if assignments:
-            await self.assign_replicas_to_dirs(broker_id, broker_epoch, assignments)
-        elif offline_dirs:
-            await self._handle_offline_dirs(broker_id, broker_epoch)
+        await self._handle_offline_dirs(broker_id, broker_epoch, offline_dirs)
         caught_up = metadata_offset >= broker_epoch
         if b.in_controlled_shutdown or (want_shut_down and not b.fenced):
             return await self._controlled_shutdown(broker_id, broker_epoch, caught_up, want_fence)
@@ -419,7 +439,7 @@ class QuorumController(Controller):
         it is. An ongoing reassignment the new ISR satisfies completes."""
         rec = reassign.build_change(
             p, topic_id, lambda r: r != remove and (r == add or r in active),
-            isr=[r for r in p.isr if r != remove])
+            isr=[r for r in p.isr if r != remove], dirs=directories.rules(self.image))
         if rec is not None and rec.leader not in (-2, p.leader):
             self.stats["leader_moves"] += 1
         return rec
@@ -444,10 +464,9 @@ class QuorumController(Controller):
         recs: list = [messages.BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch,
                                                               fenced=-1)]
         active = self._active_ids()
-        lost = self._lost_replicas(broker_id)
         for t in self.image.topics.values():
             for p in t.partitions.values():
-                if p.leader == -1 and (t.topic_id, p.partition) not in lost:
+                if p.leader == -1:
                     rec = self._partition_change(t.topic_id, p, add=broker_id, active=active)
                     if rec is not None:
                         recs.append(rec)
@@ -500,7 +519,8 @@ class QuorumController(Controller):
                         continue
                     isr = [r for r, _ in new_isr]
                     active = self._active_ids()
-                    rec = reassign.build_change(p, t.topic_id, active.__contains__, isr=isr)
+                    rec = reassign.build_change(p, t.topic_id, active.__contains__, isr=isr,
+                                                dirs=directories.rules(self.image))
                     if rec is not None:
                         records.append(rec)
                         log.info("broker %d changed the ISR of %s-%d from %s to %s", broker_id, t.name,

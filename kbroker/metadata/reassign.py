@@ -14,7 +14,13 @@ that gets there, or ``None`` when nothing changes. In Kafka's order:
    gives -1;
 3. a replica set that loses a member bumps the leader epoch even when the leader stays
    (the leader field is set to the current leader);
-4. an empty target ISR is never written (the last member stays, as without ELR).
+4. an empty target ISR is never written (the last member stays, as without ELR);
+5. with the image's directory rules (``dirs``, from ``metadata.version`` 3.7-IV2, KIP-858):
+   a replica whose directory is offline is never elected (Kafka's ``LeaderAcceptor``), and
+   ``Directories`` is written when the target replicas' directories differ from the
+   current ones — a staying replica keeps its directory, ``set_dirs`` overrides one
+   (AssignReplicasToDirs), an added replica gets its broker's default
+   (``directories.DirRules.default_dir``).
 
 Reassignment (``alter_reassignment``; Kafka's ``changePartitionReassignment`` /
 ``cancelPartitionReassignment``): a target ``T`` on current replicas ``C`` writes
@@ -28,15 +34,18 @@ left, the first original replica becomes the ISR, allowed only when the topic's
 ListPartitionReassignments lists.
 
 Not implemented: unclean elections (``election=UNCLEAN`` is refused by the callers, see
-``elect.py``), directory assignment, ELR.
+``elect.py``), ELR.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+import uuid
+from typing import Callable, Iterable, Mapping, Sequence
 
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
+from . import directories
+from .directories import DirRules
 from .image import MetadataImage, PartitionImage
 
 NO_LEADER = -1
@@ -49,8 +58,15 @@ PREFERRED = "preferred"
 def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool], *,
                  isr: Sequence[int] | None = None, replicas: Sequence[int] | None = None,
                  removing: Sequence[int] | None = None, adding: Sequence[int] | None = None,
-                 election: str = ONLINE) -> messages.PartitionChangeRecord | None:
-    """The record taking ``p`` to the targets (unset targets: as they are), or None."""
+                 election: str = ONLINE, dirs: DirRules | None = None,
+                 set_dirs: Mapping[int, uuid.UUID] | None = None) -> messages.PartitionChangeRecord | None:
+    """The record taking ``p`` to the targets (unset targets: as they are), or None.
+    ``dirs``: the image's directory rules (None below metadata.version 3.7-IV2)."""
+    if dirs is not None:
+        leader_ok = acceptable
+
+        def acceptable(r: int) -> bool:
+            return leader_ok(r) and dirs.online(r, p.directory(r))
     t_isr = list(p.isr if isr is None else isr)
     t_replicas = list(p.replicas if replicas is None else replicas)
     t_removing = list(p.removing_replicas if removing is None else removing)
@@ -87,8 +103,17 @@ def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool],
     if t_adding != list(p.adding_replicas):
         rec.adding_replicas = t_adding
 
+    # 5. directories of the target replicas
+    if dirs is not None and t_replicas:
+        current = dict(zip(p.replicas, p.directory_list()))
+        current.update(set_dirs or {})
+        target = [current[r] if r in current else dirs.default_dir(r) for r in t_replicas]
+        if target != p.directory_list():
+            rec.directories = target
+
     if (rec.leader == NO_LEADER_CHANGE and rec.isr is None and rec.replicas is None
-            and rec.removing_replicas is None and rec.adding_replicas is None):
+            and rec.removing_replicas is None and rec.adding_replicas is None
+            and rec.directories is None):
         return None
     return rec
 
@@ -173,7 +198,8 @@ def alter_reassignment(image: MetadataImage, topic: str, partition: int, target:
                         f"Cancelling the reassignment of {topic}:{partition} needs an unclean "
                         "leader election (every in-sync replica was being added).", None)
             isr = [original[0]]
-        rec = build_change(p, t.topic_id, acceptable, isr=isr, replicas=original, removing=[], adding=[])
+        rec = build_change(p, t.topic_id, acceptable, isr=isr, replicas=original, removing=[], adding=[],
+                           dirs=directories.rules(image))
         return E.NONE, None, rec
     target = [int(r) for r in target]
     msg = validate_assignment(image, target)
@@ -188,7 +214,7 @@ def alter_reassignment(image: MetadataImage, topic: str, partition: int, target:
     replicas, removing, adding = target_replicas(p.replicas, target)
     rec = build_change(p, t.topic_id, acceptable,
                        replicas=replicas if replicas != list(p.replicas) else None,
-                       removing=removing or None, adding=adding or None)
+                       removing=removing or None, adding=adding or None, dirs=directories.rules(image))
     return E.NONE, None, rec
 
 

@@ -4,7 +4,8 @@ rebuild it.
 ``image_records(image)`` lists, in replay order, the records whose replay on an empty image
 yields the same image: ``FeatureLevelRecord``s, ``RegisterBrokerRecord`` per broker (with its
 fencing), broker ``ConfigRecord``s, then per topic a ``TopicRecord``, its ``ConfigRecord``s and
-a ``PartitionRecord`` per partition (leader, epochs, replicas, ISR as they are now), a
+a ``PartitionRecord`` per partition (leader, epochs, replicas, ISR and, from
+``metadata.version`` 3.7-IV2, each replica's directory as they are now), a
 ``ProducerIdsRecord`` for the producer-id high mark, an ``AccessControlEntryRecord`` per ACL
 and a ``DelegationTokenRecord`` per token. ``dump`` frames them like the metadata
 log (v2 batches of framed records, ``kbroker.metadata.store``) — that is the snapshot's
@@ -18,6 +19,7 @@ from typing import Iterator
 from kbroker.wire import messages
 from kbroker.wire import records as rb
 
+from . import directories
 from .image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE, MetadataImage, empty_image, replay_all
 from .store import decode_record, encode_record
 
@@ -25,6 +27,7 @@ RECORDS_PER_BATCH = 2000
 
 
 def image_records(image: MetadataImage) -> Iterator:
+    with_dirs = directories.supported(image.features.get("metadata.version"))
     for name, level in sorted(image.features.items()):
         yield messages.FeatureLevelRecord(name=name, feature_level=level)
     EP = messages.RegisterBrokerRecord.BrokerEndpoint
@@ -35,7 +38,8 @@ def image_records(image: MetadataImage) -> Iterator:
             in_controlled_shutdown=b.in_controlled_shutdown,
             end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in b.endpoints],
             features=[messages.RegisterBrokerRecord.BrokerFeature(
-                name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in b.features])
+                name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in b.features],
+            log_dirs=list(b.log_dirs) if with_dirs else [])
     for rname, configs in sorted(image.broker_configs.items()):
         for key, value in sorted(configs.items()):
             yield messages.ConfigRecord(resource_type=BROKER_RESOURCE, resource_name=rname,
@@ -54,7 +58,8 @@ def image_records(image: MetadataImage) -> Iterator:
                 partition_id=p.partition, topic_id=t.topic_id, replicas=list(p.replicas),
                 isr=list(p.isr), removing_replicas=list(p.removing_replicas),
                 adding_replicas=list(p.adding_replicas), leader=p.leader,
-                leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch)
+                leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+                directories=p.directory_list() if with_dirs else [])
     from .client_quotas import records_of
     yield from records_of(image.client_quotas)
     for user, mechs in sorted(image.scram_credentials.items()):
@@ -83,8 +88,9 @@ def dump(image: MetadataImage, timestamp: int = -1) -> bytes:
             offset += len(batch)
             batch.clear()
 
+    mv = image.features.get("metadata.version")
     for rec in image_records(image):
-        batch.append(encode_record(rec))
+        batch.append(encode_record(rec, mv))
         if len(batch) >= RECORDS_PER_BATCH:
             flush()
     flush()

@@ -10,6 +10,13 @@ Kafka's ``MetadataRecordSerde``::
     unsigned varint  record version
     ...              the record body at that version (always flexible)
 
+Record versions follow the finalized ``metadata.version`` as Kafka's ``MetadataVersion``
+chooses them (:func:`record_version`): ``PartitionRecord``/``PartitionChangeRecord`` v1 from
+3.7-IV2 (``Directories``, KIP-858) and v2 from 4.0-IV1 (ELR fields, KIP-966);
+``RegisterBrokerRecord`` v2 from 3.4-IV0 and v3 from 3.7-IV2 (``LogDirs``);
+``BrokerRegistrationChangeRecord`` v2 when it carries ``LogDirs``. Other records are written
+at the version of :data:`RECORD_TYPES`; without a metadata version (bootstrap), at that one.
+
 Every append is fsynced before it is replayed (an admin operation is acknowledged only
 once durable). The ``LogManager`` owns the partition like any other (recovery after a crash cuts a
 torn tail off; the clean-shutdown marker covers it); it must not be mistaken for a topic
@@ -36,9 +43,9 @@ RECORD_TYPES: dict[int, tuple[str, int]] = {
     0: ("RegisterBrokerRecord", 3),
     1: ("UnregisterBrokerRecord", 0),
     2: ("TopicRecord", 0),
-    3: ("PartitionRecord", 0),
+    3: ("PartitionRecord", 2),
     4: ("ConfigRecord", 0),
-    5: ("PartitionChangeRecord", 0),
+    5: ("PartitionChangeRecord", 2),
     7: ("FenceBrokerRecord", 0),
     8: ("UnfenceBrokerRecord", 0),
     9: ("RemoveTopicRecord", 0),
@@ -61,10 +68,25 @@ def is_metadata_log(topic: str) -> bool:
     return topic == METADATA_TOPIC
 
 
-def encode_record(record) -> bytes:
-    """The framed value of one metadata record."""
+def record_version(record, metadata_version: int | None) -> int:
+    """The version Kafka writes ``record`` at under ``metadata_version`` (module docstring)."""
     name = type(record).__name__
-    key, version = _TYPE_OF[name]
+    latest = _TYPE_OF[name][1]
+    if name == "BrokerRegistrationChangeRecord":
+        return 2 if record.log_dirs else 1
+    if metadata_version is None:
+        return latest
+    if name in ("PartitionRecord", "PartitionChangeRecord"):
+        return 2 if metadata_version >= 23 else 1 if metadata_version >= 17 else 0
+    if name == "RegisterBrokerRecord":
+        return 3 if metadata_version >= 17 else 2 if metadata_version >= 8 else 1
+    return latest
+
+
+def encode_record(record, metadata_version: int | None = None) -> bytes:
+    """The framed value of one metadata record, at the version ``metadata_version`` calls for."""
+    key = _TYPE_OF[type(record).__name__][0]
+    version = record_version(record, metadata_version)
     return (encode_uvarint(FRAME_VERSION) + encode_uvarint(key) + encode_uvarint(version)
             + record.encode(version))
 

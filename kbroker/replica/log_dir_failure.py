@@ -25,10 +25,10 @@ directory goes offline:
   in another directory by later metadata images; DescribeLogDirs reports the directory with
   ``KAFKA_STORAGE_ERROR``;
 - the broker's heartbeats carry the directory's id (``directory.id`` of its
-  ``meta.properties``) in ``OfflineLogDirs`` (BrokerHeartbeat v1), with the replicas that were
-  in it, and the controller takes this broker out of those partitions' ISRs and elects
-  leaders among the other ISR members (kbroker/metadata/quorum_controller.py,
-  ``offline_dirs``);
+  ``meta.properties``) in ``OfflineLogDirs`` (BrokerHeartbeat v1); the controller knows from
+  the metadata log (``Directories`` of the partition records, KIP-858) which replicas sat
+  there, takes this broker out of those partitions' ISRs and elects leaders among the other
+  ISR members (kbroker/metadata/directories.py);
 - the broker keeps serving the partitions of its other directories.
 
 When the failed directory is the last online one, or the first of ``log.dirs`` (it holds

@@ -21,7 +21,9 @@ What lives where (all under ``kbroker/replica/``):
   background task or an image's application.
 
 This module keeps what needs the broker: applying metadata images (becoming leader or
-follower, opening and deleting logs, config changes), the AlterPartition round trips that
+follower, opening and deleting logs, config changes; telling the controller which log dir
+holds a replica when the image names another, KIP-858, through the broker's
+``dir_assignments``), the AlterPartition round trips that
 commit ISR changes (one in flight per partition; an error drops the change and the next image
 decides), the ISR-shrink timer, and the counters of :meth:`ReplicaManager.statistics`.
 
@@ -271,6 +273,7 @@ class ReplicaManager:
             elif props != part.props:
                 part.props = props
             self._apply_partition(part, pimg, me, now)
+            self._report_dir(part, pimg, "applying metadata")
         self._not_led = not_led
         self._topic_ids = {name: t.topic_id for name, t in image.topics.items()}
         self._pending = pending
@@ -333,6 +336,7 @@ class ReplicaManager:
                     if part is None:
                         continue
                     self._apply_partition(part, pimg, me, now)
+                    self._report_dir(part, pimg, "new replica")
                     followers = followers or not part.is_leader
                     self.stats["deferred_log_creations"] += 1
                 if followers:
@@ -423,7 +427,9 @@ class ReplicaManager:
 
     def move_replica_dir(self, topic: str, index: int, dest) -> None:
         """AlterReplicaLogDirs: move the local replica's log to the log directory ``dest``
-        (``LogManager.move_log``) and let the replica use the moved log from now on."""
+        (``LogManager.move_log``), let the replica use the moved log from now on, and tell
+        the controller its new directory (Kafka assigns it before promoting its future
+        replica; kbroker's copy is done before the request is answered, so it reports after)."""
         part = self._partitions.get((topic, index))
         try:
             moved = self.broker.logs.move_log(topic, index, dest)
@@ -439,6 +445,24 @@ class ReplicaManager:
             raise
         if part is not None:
             part.log = moved
+            t = self._image.topics.get(topic) if self._image is not None else None
+            pimg = t.partitions.get(index) if t is not None else None
+            if pimg is not None:
+                part.dir_checked = None
+                self._report_dir(part, pimg, "AlterReplicaLogDirs")
+
+    def _report_dir(self, part: Partition, pimg, reason: str) -> None:
+        """Kafka's ``maybeUpdateTopicAssignment``: when the image names another log dir than
+        the one holding this replica, the broker's assignments manager tells the controller
+        (``kbroker/metadata/assignments.py``; it ignores what it has queued already). As
+        Kafka compares only partitions a metadata delta changed, a replica is compared again
+        only when its partition image changed or its log moved."""
+        if part.dir_checked is pimg:
+            return
+        part.dir_checked = pimg
+        reporter = getattr(self.broker, "dir_assignments", None)
+        if reporter is not None:
+            reporter.maybe_report(part.topic_id, part.index, part.log.dir.parent, pimg, reason)
 
     def partitions(self) -> list[Partition]:
         """Partitions led here."""

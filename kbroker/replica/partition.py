@@ -48,6 +48,9 @@ class Partition:
     leader_generation: int = 0
     waiters: set = field(default_factory=set)
     lso_hook: Callable | None = None
+    # the partition image whose log directory was last compared with this log's (KIP-858):
+    # an unchanged image needs no new comparison
+    dir_checked: Any = None
 
     @property
     def log_start_offset(self) -> int:

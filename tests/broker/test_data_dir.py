@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import trio
@@ -105,13 +107,20 @@ def _unprivileged() -> tuple:
     return ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
 
 
+@pytest.fixture
+def open_tmp():
+    """A fresh directory user nobody can reach: pytest's base directory is 0700 (and any
+    pytest session starting meanwhile makes it so again), so not below it."""
+    path = Path(tempfile.mkdtemp(prefix="kbroker-perm-", dir="/tmp"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.parametrize("case", ["parent-denied", "dir-read-only"])
-def test_permission_denied_is_named(tmp_path, case):
+def test_permission_denied_is_named(open_tmp, case):
     user = _unprivileged()
-    os.chmod(tmp_path, 0o755)
-    for p in tmp_path.parents:   # nobody must reach tmp_path (pytest's tmp dirs are 0700)
-        if str(p).startswith("/tmp/") and p.stat().st_uid == os.geteuid():
-            os.chmod(p, p.stat().st_mode | 0o011)
+    tmp_path = open_tmp
     if case == "parent-denied":
         parent = tmp_path / "private"
         parent.mkdir(mode=0o700)
@@ -134,18 +143,15 @@ def test_permission_denied_is_named(tmp_path, case):
     assert "Traceback" not in r.stderr
 
 
-def test_unreadable_partition_directory_is_named(tmp_path):
+def test_unreadable_partition_directory_is_named(open_tmp):
     """A file-system error while loading the logs names the file it concerns."""
     prefix = _unprivileged()
+    tmp_path = open_tmp
     data = tmp_path / "data"
     proc = BrokerProcess(data)
     proc.start()
     KafkaProducer(bootstrap_servers=proc.bootstrap).send("t", b"x").get(timeout=30)
     assert proc.stop() == 0
-    os.chmod(tmp_path, 0o755)
-    for p in tmp_path.parents:
-        if str(p).startswith("/tmp/") and p.stat().st_uid == os.geteuid():
-            os.chmod(p, p.stat().st_mode | 0o011)
     if prefix:   # the broker runs as nobody: it owns everything but the partition
         for root, dirs, files in os.walk(data):
             for name in dirs + files:

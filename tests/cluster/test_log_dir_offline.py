@@ -2,10 +2,12 @@
 partitions answer KAFKA_STORAGE_ERROR, DescribeLogDirs lists it with that error, the broker
 keeps serving the partitions of its other directories, and with a replication factor of 3 the
 controller moves leadership off the failed replicas while an acks=all producer loses nothing
-(kbroker/log/failure.py, kbroker/replica/log_dir_failure.py). The failing directory is a small
-tmpfs the test fills (tests/support/tmpfs.py). Whatever write meets the full disk -- a
-produce, or a background write such as the offset checkpoints -- takes the same path; when
-the failed dir is the broker's only one it halts with the same line."""
+(kbroker/log/failure.py, kbroker/replica/log_dir_failure.py); and since the controller writes
+which replicas sat in the failed directory into the metadata log, a new active controller
+after a failover keeps them out of leadership too. The failing directory is a small tmpfs the
+test fills (tests/support/tmpfs.py). Whatever write meets the full disk -- a produce, or a
+background write such as the offset checkpoints -- takes the same path; when the failed dir
+is the broker's only one it halts with the same line."""
 from __future__ import annotations
 
 import re
@@ -74,6 +76,28 @@ class TwoDirBroker(BrokerProcess):
         for k, v in self.overrides.items():
             cmd += ["--override", f"{k}={v}"]
         return cmd
+
+
+def active_controller(port: int, exclude=(-1,)) -> int:
+    """The quorum's leader as the node on ``port`` sees it, once it is none of ``exclude``."""
+    return wait_for(lambda: (lambda p: p.leader_id + 1 if p and p.leader_id not in exclude
+                             else None)(describe_quorum(port)[0]),
+                    timeout=30, what=f"an active controller other than {exclude}") - 1
+
+
+def move_controller_off(c: Cluster, node_id: int) -> int:
+    """Restart ``node_id`` until another node is the active controller, so that it reports to
+    the controller over the wire (AssignReplicasToDirs, BrokerHeartbeat v1) and is not
+    stopped with it. Returns the active controller."""
+    port = c.any_port(exclude=(node_id,))
+    for _ in range(3):
+        leader = active_controller(port)
+        if leader != node_id:
+            return leader
+        c.nodes[node_id].stop()
+        active_controller(port, exclude=(-1, node_id))
+        c.nodes[node_id].start()
+    raise AssertionError(f"node {node_id} stays the active controller")
 
 
 def test_failed_dir_goes_offline_and_the_broker_serves_the_other(tmp_path):
@@ -205,19 +229,7 @@ def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
     try:
         c.start_all()
         port = c.nodes[1].port
-        # node 2 reports over the wire (AssignReplicasToDirs, BrokerHeartbeat v1), not to a
-        # controller in its own process: it must not be the active controller
-        for _ in range(3):
-            leader = wait_for(lambda: (lambda p: p.leader_id + 1 if p and p.leader_id >= 0
-                                       else None)(describe_quorum(port)[0]),
-                              timeout=30, what="an active controller") - 1
-            if leader != 2:
-                break
-            node2.stop()
-            wait_for(lambda: (describe_quorum(port)[0].leader_id or 2) not in (-1, 2),
-                     timeout=30, what="another active controller")
-            node2.start()
-        assert leader != 2
+        move_controller_off(c, 2)
         C = w.CreateTopicsRequest
         r = call(port, 19, 7, C(topics=[C.CreatableTopic(
             name="jbod3", num_partitions=4, replication_factor=3, assignments=[],
@@ -255,6 +267,83 @@ def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
         node2.start()
         wait_for_isr(c, "jbod3", what="node 2's replicas back in every ISR after the restart")
         assert log_dirs(node2.port)[str(bad)][0] == E.NONE
+    finally:
+        c.shutdown()
+        umount(bad)
+
+
+def elect(port: int, election_type: int, topic: str, partitions) -> dict[int, int]:
+    """ElectLeaders v2: {partition: error code}."""
+    R = w.ElectLeadersRequest
+    r = call(port, 43, 2, R(election_type=election_type, timeout_ms=30000, topic_partitions=[
+        R.TopicPartitions(topic=topic, partitions=list(partitions))]))
+    assert r.error_code == E.NONE, r
+    return {p.partition_id: p.error_code for t in r.replica_election_results for p in t.partition_result}
+
+
+def test_a_new_active_controller_keeps_the_failed_dirs_replicas_out(tmp_path):
+    """KIP-858 across a controller failover: node 2's second log dir (a tmpfs) fills up and
+    goes offline; the controller writes which replicas sat there into the metadata log. Then
+    the active controller is killed. The new one, knowing only the log, keeps node 2's
+    replicas of that dir out of leadership: its leaderless single-replica partitions stay
+    leaderless (no election may pick them, their leader epochs do not move, although node 2
+    keeps heartbeating and stays their only ISR member), and its other replicas lead nothing
+    while the crashed controller's leaderships move and it comes back."""
+    root = tmp_path / "cluster"
+    c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
+    bad = root / "node-2-bad"
+    mount_tmpfs(bad, TMPFS_MB)
+    node2 = c.nodes[2]
+    node2.overrides["log.dirs"] = f"{node2.data_dir},{bad}"
+    try:
+        c.start_all()
+        controller = move_controller_off(c, 2)
+        port = c.any_port(exclude=(2, controller))
+        create_topic(port, "rf3", 4, 3)
+        C = w.CreateTopicsRequest
+        r = call(port, 19, 7, C(topics=[C.CreatableTopic(
+            name="solo", num_partitions=-1, replication_factor=-1,
+            assignments=[C.CreatableReplicaAssignment(partition_index=i, broker_ids=[2]) for i in range(4)],
+            configs=[])], timeout_ms=30000, validate_only=False))
+        assert r.topics[0].error_code == E.NONE, r.topics[0]
+        wait_for_isr(c, "rf3")
+        wait_for(lambda: partitions_in(node2.port, bad, "solo") and partitions_in(node2.port, bad, "rf3"),
+                 timeout=30, what="replicas of both topics in node 2's tmpfs log dir")
+        solo_bad, rf3_bad = partitions_in(node2.port, bad, "solo"), partitions_in(node2.port, bad, "rf3")
+        solo_good = sorted(set(range(4)) - set(solo_bad))
+
+        fill(bad / "filler")
+        assert produce_raw(node2.port, "solo", solo_bad[0], b"x" * 8192) == E.KAFKA_STORAGE_ERROR
+        state = wait_for(lambda: (lambda solo, rf3: (solo, rf3) if solo and rf3 and all(
+            solo[p].leader == -1 for p in solo_bad) and all(
+            rf3[p].leader not in (-1, 2) and 2 not in rf3[p].isr for p in rf3_bad) else None)(
+            agreed_state(c, "solo"), agreed_state(c, "rf3")),
+            timeout=60, what="the failed dir's replicas out of leadership and ISRs")
+        solo_before = state[0]
+        assert all(solo_before[p].leader == 2 for p in solo_good), "node 2's other dir still leads"
+
+        # the active controller crashes; another voter takes over from the log
+        c.kill(controller)
+        port = c.any_port(exclude=(controller,))
+        new = active_controller(port, exclude=(-1, controller))
+        assert new != controller
+        # elections asked of the new controller must not pick node 2's replicas in the dir
+        assert elect(port, 1, "solo", solo_bad) == {p: E.ELIGIBLE_LEADERS_NOT_AVAILABLE for p in solo_bad}
+        assert elect(port, 0, "solo", solo_bad) == {p: E.PREFERRED_LEADER_NOT_AVAILABLE for p in solo_bad}
+        # the crashed node comes back; the cluster settles on the same answer
+        c.start(controller)
+        wait_for_isr(c, "rf3", partitions=set(range(4)) - set(rf3_bad),
+                     what="the partitions of node 2's good dir with full ISRs again")
+        solo, rf3 = wait_for(lambda: (lambda a, b: (a, b) if a and b else None)(
+            agreed_state(c, "solo"), agreed_state(c, "rf3")), what="every node agreeing")
+        for p in solo_bad:
+            assert (solo[p].leader, solo[p].leader_epoch) == (-1, solo_before[p].leader_epoch), solo[p]
+        for p in rf3_bad:
+            # (not asserted: that node 2 stays out of these ISRs -- their leaders may add it
+            # back; its directory, recorded offline, keeps it from being elected)
+            assert rf3[p].leader not in (-1, 2), rf3[p]
+        assert all(solo[p].leader == 2 for p in solo_good)
+        assert node2.running, "node 2 stopped although its other log dir is fine"
     finally:
         c.shutdown()
         umount(bad)

@@ -67,10 +67,12 @@ class Harness:
         """The image rebuilt from nothing by replaying every committed record."""
         return replay_all(empty_image(CLUSTER_ID, 1), self.records())
 
-    async def register(self, broker_id: int, *, unfence: bool = True) -> int:
+    async def register(self, broker_id: int, *, unfence: bool = True, log_dirs=None) -> int:
+        """Register ``broker_id`` with ``log_dirs`` (default: one, :func:`dir_id`)."""
         inc = self.incarnations.setdefault(broker_id, uuid.uuid4())
         code, epoch = await self.controller.register_broker(
-            broker_id, CLUSTER_ID, inc, [("PLAINTEXT", "127.0.0.1", 9000 + broker_id)], None)
+            broker_id, CLUSTER_ID, inc, [("PLAINTEXT", "127.0.0.1", 9000 + broker_id)], None,
+            log_dirs=[dir_id(broker_id)] if log_dirs is None else log_dirs)
         assert code == 0
         if unfence:
             await self.heartbeat(broker_id)
@@ -79,7 +81,13 @@ class Harness:
     async def heartbeat(self, broker_id: int, **kw):
         epoch = self.image.brokers[broker_id].broker_epoch
         return await self.controller.heartbeat(broker_id, epoch, self.quorum.driver.applied_offset - 1,
-                                               kw.get("want_fence", False), kw.get("want_shut_down", False))
+                                               kw.get("want_fence", False), kw.get("want_shut_down", False),
+                                               offline_dirs=kw.get("offline_dirs", ()))
+
+
+def dir_id(broker_id: int, n: int = 0) -> uuid.UUID:
+    """A fixed directory id for log dir ``n`` of ``broker_id`` (never a reserved one)."""
+    return uuid.UUID(int=(broker_id << 96) | (n << 64) | 0xD1D1)
 
 
 def comparable(image):
