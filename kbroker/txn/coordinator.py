@@ -9,6 +9,12 @@ leader of its ``__transaction_state`` partition; other brokers answer NOT_COORDI
 Start-up, the first use after FindCoordinator created the topic and every image that makes
 this node the leader of a partition replay it (:meth:`on_image`); a partition whose
 leadership moves away (or whose leader epoch changes) is unloaded.
+Requests are served one at a time under one lock, held across each one's
+``__transaction_state`` write. Once it holds the lock a request checks again that its
+id's partition is loaded, as Kafka looks the id up when it handles the request: one that
+waited behind another's write while the partition was unloaded answers NOT_COORDINATOR
+(COORDINATOR_LOAD_IN_PROGRESS while this node reloads it), never an answer from the state
+it forgot (INVALID_PRODUCER_ID_MAPPING, or a new producer id for a known id).
 
 - **InitProducerId** (transactional): a new id gets a producer id from the controller's
   blocks and epoch 0; a known id gets its epoch bumped (a new producer id when the epoch
@@ -325,6 +331,9 @@ class TransactionCoordinator:
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
             return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
         async with self._lock:
+            err = self.coordinator_error(transactional_id)
+            if err:
+                return err, -1, -1
             now = self.now_ms()
             meta = self.txns.get(transactional_id)
             if meta is None:
@@ -386,6 +395,9 @@ class TransactionCoordinator:
             return err
         wanted = frozenset(partitions)
         async with self._lock:
+            err = self.coordinator_error(transactional_id)
+            if err:
+                return err
             meta = self.txns.get(transactional_id)
             if meta is not None and meta.state.is_prepare and producer_id == meta.next_producer_id >= 0:
                 # the producer already uses the id its epoch overflowed to; Complete* is pending
@@ -515,6 +527,9 @@ class TransactionCoordinator:
     async def _end_txn_v1(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           commit: bool) -> int:
         async with self._lock:
+            err = self.coordinator_error(transactional_id)
+            if err:
+                return err
             err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
             if err:
                 return err
@@ -535,6 +550,9 @@ class TransactionCoordinator:
                           commit: bool) -> tuple[int, int, int]:
         """Kafka's TV2 ``endTransaction`` (see the module doc's table)."""
         async with self._lock:
+            err = self.coordinator_error(transactional_id)
+            if err:
+                return err, -1, -1
             meta = self.txns.get(transactional_id)
             if meta is None:
                 return E.INVALID_PRODUCER_ID_MAPPING, -1, -1

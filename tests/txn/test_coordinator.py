@@ -22,11 +22,12 @@ F = messages.FetchRequest
 T = messages.TxnOffsetCommitRequest
 
 
-def config(tmp_path):
+def config(tmp_path, extra=None):
     return BrokerConfig.from_dict({
         "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
         "transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3",
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"})
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100",
+        **(extra or {})})
 
 
 def now_ms():
@@ -205,6 +206,53 @@ async def test_timeout_aborts_and_fences(tmp_path):
         assert meta.state == TxnState.COMPLETE_ABORT and meta.producer_epoch == epoch + 1
         assert await end(c, "slow", pid, epoch, True) == E.PRODUCER_FENCED
         assert (await produce(c, "t", 0, txn_batch(pid, epoch, 1, b"w")))[0] == E.INVALID_PRODUCER_EPOCH
+        await c.aclose()
+        server.request_shutdown()
+
+
+
+async def test_a_request_that_waited_for_the_coordinator_checks_it_again(tmp_path):
+    """Requests queue for the coordinator while another's ``__transaction_state`` write is
+    in flight. When the id's partition is unloaded meanwhile (leadership moved away, or a
+    new leader epoch), each answers as Kafka's coordinator would when it handles it --
+    here COORDINATOR_LOAD_IN_PROGRESS, since this node still leads the partition and
+    reloads it -- not from the state it forgot: no INVALID_PRODUCER_ID_MAPPING (which
+    librdkafka takes as a reason to abort and bump its epoch) and no InitProducerId that
+    writes a new producer id over the id's. Reloaded, the same transaction commits."""
+    # no timeout pass: only the three requests below wait for the coordinator
+    cfg = config(tmp_path, {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "3600000"})
+    async with trio.open_nursery() as n:
+        server = await n.start(serve, cfg)
+        c = await RawClient.connect(server)
+        await create(c, "t", 1)
+        _, pid, epoch = await init(c, "tx")
+        assert await add(c, "tx", pid, epoch, "t", [0]) == {("t", 0): 0}
+        assert (await produce(c, "t", 0, txn_batch(pid, epoch, 0, b"v")))[0] == 0
+        coord = server.broker.transactions
+        got = {}
+
+        async def call(name, fn):
+            got[name] = await fn()
+
+        with trio.fail_after(30):
+            async with coord._lock:        # as another request's write in flight holds it
+                n.start_soon(call, "end", lambda: coord.end_txn("tx", pid, epoch, True))
+                n.start_soon(call, "add", lambda: coord.add_partitions("tx", pid, epoch, [("t", 0)]))
+                n.start_soon(call, "init", lambda: coord.init_producer_id("tx", 60000, pid, epoch))
+                while coord._lock.statistics().tasks_waiting < 3:
+                    await trio.sleep(0.01)
+                coord._unload(coord.partition_for("tx"))   # what such an image does
+            while len(got) < 3:
+                await trio.sleep(0.01)
+        load = E.COORDINATOR_LOAD_IN_PROGRESS
+        assert got == {"end": (load, -1, -1), "add": load, "init": (load, -1, -1)}
+        # the next request reloads the partition: the producer and its transaction are intact
+        assert await end(c, "tx", pid, epoch, True) == 0
+        meta = coord.txns["tx"]
+        assert (meta.producer_id, meta.producer_epoch, meta.state) == \
+            (pid, epoch, TxnState.COMPLETE_COMMIT)
+        p0 = await fetch(c, "t", 0, 1)
+        assert p0.last_stable_offset == p0.high_watermark == 2      # data + commit marker
         await c.aclose()
         server.request_shutdown()
 
