@@ -8,7 +8,11 @@ Rules it keeps:
   bytecodes: a main thread stuck in a long synchronous call (an fsync on a slow or failing
   disk) would not even see a second signal. So ``block()`` runs before any other thread
   exists (threads inherit the mask), every thread keeps both signals blocked, and only
-  ``SignalWatcher`` takes them.
+  ``SignalWatcher`` takes them: it looks at the pending set every ``_POLL`` seconds and takes
+  a pending one with ``sigwait``, whose answer is the signal's number. Not
+  ``sigtimedwait``: its ``siginfo`` is not always filled in -- under libfaketime (the
+  clock-step tests preload it) a stop and continue (SIGSTOP/SIGCONT) makes it return an
+  unfilled one, whose leftover number may read as SIGINT.
 - First signal: ``Server.request_shutdown()`` on the trio thread — the controlled shutdown
   (bounded by ``broker.session.timeout.ms``), the drain of busy connections (bounded by
   ``--shutdown-timeout``), then every log is flushed and closed with the clean-shutdown
@@ -39,7 +43,8 @@ log = logging.getLogger("kbroker.server")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 FORCED_EXIT_GRACE = 3.0        # seconds the forced stop may take to close the local files
-_POLL = 0.2                    # how often the watcher looks whether the process is ending
+_POLL = 0.1                    # how often the watcher looks for a pending signal
+_WATCHED = frozenset(SIGNALS)
 
 
 def block() -> None:
@@ -69,17 +74,18 @@ class SignalWatcher:
     def _run(self) -> None:
         count = 0
         while not self._done.is_set():
-            info = signal.sigtimedwait(SIGNALS, _POLL)
-            if info is None:
+            if not signal.sigpending() & _WATCHED:
+                self._done.wait(_POLL)
                 continue
+            signo = signal.sigwait(SIGNALS)     # pending: returns at once
             count += 1
-            name = signal.Signals(info.si_signo).name
+            name = signal.Signals(signo).name
             if count > 1:
                 # armed first: the log line below may itself block (stderr on the slow disk)
-                timer = threading.Timer(self._grace, _hard_exit, (name, self._grace, info.si_signo))
+                timer = threading.Timer(self._grace, _hard_exit, (name, self._grace, signo))
                 timer.daemon = True
                 timer.start()
-            self._on_signal(info.si_signo, count)
+            self._on_signal(signo, count)
             log.info("received %s%s", name, ", forcing shutdown" if count > 1 else "")
             if count > 1:
                 self._done.wait()       # the process ends in order, or the timer ends it

@@ -11,11 +11,14 @@ acknowledged record.
 from __future__ import annotations
 
 import signal
+import time
+from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer
 
 from tests.cluster.support import wait_for
 from tests.support.broker_proc import BrokerProcess
+from tests.support.fake_clock import FakeClock
 from tests.support.slow_fs import SlowDisk
 
 
@@ -53,3 +56,33 @@ def test_a_second_signal_ends_a_node_stuck_on_a_slow_disk(tmp_path):
     finally:
         broker.kill()
         disk.stop()
+
+
+def test_stopping_and_continuing_a_node_is_no_signal_to_stop(tmp_path):
+    """Under libfaketime (as in the clock-step fault tests) SIGSTOP/SIGCONT made
+    ``sigtimedwait`` return an unfilled siginfo: its leftover number read as SIGINT (a
+    graceful stop nobody asked for) or as no signal at all (the watcher thread died and the
+    next SIGTERM was never taken). A paused and continued node keeps serving, and one SIGTERM
+    then stops it cleanly."""
+    clock = FakeClock(tmp_path / "faketime")
+    broker = BrokerProcess(tmp_path / "data")
+    broker.env = clock.env()
+    try:
+        broker.start()
+        assert "libfaketime" in Path(f"/proc/{broker.proc.pid}/maps").read_text()
+        for _ in range(8):
+            broker.proc.send_signal(signal.SIGSTOP)
+            time.sleep(0.3)
+            broker.proc.send_signal(signal.SIGCONT)
+            time.sleep(0.2)
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
+        producer.send("after-pauses", b"x").get(timeout=30)
+        producer.close()
+        text = broker.log_text()
+        assert "received" not in text and "Traceback" not in text, text[-3000:]
+        assert broker.stop() == 0
+        text = broker.log_text()
+        assert text.count("received SIGTERM") == 1 and "forcing" not in text, text[-3000:]
+        assert "shut down cleanly" in text, text[-3000:]
+    finally:
+        broker.kill()
