@@ -80,15 +80,18 @@ async def wait_low_watermark(lookup: Lookup, topic: str, index: int, required_of
         await part.wait_for_change(deadline)
 
 
-async def fetch(read_all: Callable[[], list[FetchResult]], lookup: Lookup,
+async def fetch(read_all: Callable[[bool], list[FetchResult]], lookup: Lookup,
                 specs: list[FetchSpec], *, min_bytes: int, max_wait_ms: int,
                 stats: dict) -> list[FetchResult]:
-    """DelayedFetch: ``read_all()``, and when fewer than ``min_bytes`` are available park
-    on every partition read until data arrives on one of them or ``max_wait_ms`` passes.
-    Errors and divergence answer at once."""
+    """DelayedFetch: ``read_all(True)``, and when fewer than ``min_bytes`` are available park
+    on every partition read until data arrives on one of them or ``max_wait_ms`` passes,
+    reading again with ``read_all(False)`` after each wake-up (the argument says whether this
+    is the read made when the request arrived). Errors and divergence answer at once."""
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
+    first = True
     while True:
-        results = read_all()
+        results = read_all(first)
+        first = False
         if (max_wait_ms <= 0 or not specs or sum(r.size for r in results) >= min_bytes
                 or any(r.error_code or r.diverging_epoch is not None for r in results)):
             return results

@@ -671,12 +671,15 @@ class ReplicaManager:
                                            isolation_level=isolation_level, min_one=min_one)
 
     def read_follower_partition(self, spec: FetchSpec, replica_id: int, max_bytes: int, *,
-                                min_one: bool, now: int | None = None) -> FetchResult:
+                                min_one: bool, now: int | None = None,
+                                update_fetch_state: bool = True) -> FetchResult:
         """The leader's side of a follower fetch (Kafka's Partition.fetchRecords for a
         follower): KIP-320 epoch check, the replica must be assigned, divergence check with
         ``last_fetched_epoch``, read up to the log end offset with no isolation, then record
         the follower's fetch state (LEO, lastCaughtUpTime), maybe expand the ISR and advance
-        the HW. Errors are returned, not raised."""
+        the HW. The state is recorded only with ``update_fetch_state``: the read made when
+        the request arrives, not the re-reads of a parked fetch (:meth:`fetch`). Errors are
+        returned, not raised."""
         try:
             part = self.get_partition(spec.topic, spec.partition)
             check_leader_epoch(part, spec.current_leader_epoch)
@@ -688,29 +691,31 @@ class ReplicaManager:
             code = (ErrorCode.UNKNOWN_LEADER_EPOCH if spec.current_leader_epoch >= 0
                     else ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return FetchResult(spec.topic, spec.partition, error_code=code)
-        now = self.lag_clock_ms() if now is None else now
         res, leo = read_path.read_for_follower(part, spec, max_bytes, min_one=min_one)
         if leo is None:
             return res
-        self.stats["follower_fetches"] += 1
-        self.update_follower_fetch_state(part, follower, spec.fetch_offset,
-                                         spec.log_start_offset, leo, now)
+        if update_fetch_state:
+            self.stats["follower_fetches"] += 1
+            now = self.lag_clock_ms() if now is None else now
+            self.update_follower_fetch_state(part, follower, spec.fetch_offset,
+                                             spec.log_start_offset, leo, now)
         res.high_watermark = part.log.high_watermark
         return res
 
     def read_all(self, specs: list[FetchSpec], max_bytes: int, *,
-                 isolation_level: int, replica_id: int = -1) -> list[FetchResult]:
+                 isolation_level: int, replica_id: int = -1,
+                 update_fetch_state: bool = True) -> list[FetchResult]:
         """Kafka's ``readFromLog``: partitions in request order share ``max_bytes``; the first
         partition that has data returns at least one whole batch. ``replica_id`` >= 0 is a
-        follower's fetch."""
+        follower's fetch, whose state is recorded only with ``update_fetch_state``."""
         results = []
         remaining = max(0, max_bytes)
         min_one = True
-        now = self.lag_clock_ms() if replica_id >= 0 else None
+        now = self.lag_clock_ms() if replica_id >= 0 and update_fetch_state else None
         for spec in specs:
             if replica_id >= 0:
                 r = self.read_follower_partition(spec, replica_id, remaining, min_one=min_one,
-                                                 now=now)
+                                                 now=now, update_fetch_state=update_fetch_state)
             else:
                 r = self.read_partition(spec, remaining, isolation_level=isolation_level,
                                         min_one=min_one)
@@ -726,11 +731,14 @@ class ReplicaManager:
         """Read, and when fewer than ``min_bytes`` are available park until data arrives on
         one of the partitions or ``max_wait_ms`` passes (Kafka's DelayedFetch,
         :func:`delayed.fetch`). Followers (``replica_id`` >= 0) long-poll the same way and
-        are woken by appends."""
+        are woken by appends; their fetch counts (position, lastCaughtUpTime, ISR expansion)
+        as of its arrival only: the re-reads while it waits and at its deadline record
+        nothing, as Kafka's reads from the purgatory, so a fetch parked before the follower
+        left the ISR cannot bring it back after it stopped fetching the partition."""
         self.stats["fetches"] += 1
         return await delayed.fetch(
-            lambda: self.read_all(specs, max_bytes, isolation_level=isolation_level,
-                                  replica_id=replica_id),
+            lambda first: self.read_all(specs, max_bytes, isolation_level=isolation_level,
+                                        replica_id=replica_id, update_fetch_state=first),
             self.get_replica, specs, min_bytes=min_bytes, max_wait_ms=max_wait_ms,
             stats=self.stats)
 

@@ -288,6 +288,7 @@ def test_a_new_active_controller_keeps_the_failed_dirs_replicas_out(tmp_path):
     replicas of that dir out of leadership: its leaderless single-replica partitions stay
     leaderless (no election may pick them, their leader epochs do not move, although node 2
     keeps heartbeating and stays their only ISR member), and its other replicas lead nothing
+    and stay out of their ISRs (node 2 no longer fetches them, so no leader may take it back)
     while the crashed controller's leaderships move and it comes back."""
     root = tmp_path / "cluster"
     c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
@@ -339,9 +340,8 @@ def test_a_new_active_controller_keeps_the_failed_dirs_replicas_out(tmp_path):
         for p in solo_bad:
             assert (solo[p].leader, solo[p].leader_epoch) == (-1, solo_before[p].leader_epoch), solo[p]
         for p in rf3_bad:
-            # (not asserted: that node 2 stays out of these ISRs -- their leaders may add it
-            # back; its directory, recorded offline, keeps it from being elected)
             assert rf3[p].leader not in (-1, 2), rf3[p]
+            assert 2 not in rf3[p].isr, rf3[p]
         assert all(solo[p].leader == 2 for p in solo_good)
         assert node2.running, "node 2 stopped although its other log dir is fine"
     finally:

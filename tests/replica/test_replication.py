@@ -234,6 +234,42 @@ async def test_failed_alter_partition_drops_the_pending_change(running):
     assert part.isr == (1, 2)
 
 
+
+async def test_a_parked_follower_fetch_counts_once_when_it_arrives(running, autojump_clock):
+    """A follower fetch is recorded by the read made when it arrives, never by the re-reads
+    of its wait (Kafka updates follower state only outside the purgatory): a follower the
+    controller removed from the ISR while its caught-up fetch was parked -- its log dir went
+    offline, its fetcher forgot the partition -- is not proposed back into the ISR when that
+    stale fetch times out."""
+    from kbroker.replica import FetchSpec
+    cluster = running
+    cluster.create(T, leader=1)
+    produce(cluster.nodes[1], b"a")
+    await cluster.catch_up(T)
+    leader = cluster.nodes[1].replicas
+    follower = cluster.nodes[1].replica(T, 0).replication.followers[2]
+    parked_at = trio.current_time()
+
+    async def parked_fetch():
+        [r] = await leader.fetch([FetchSpec(T, 0, 1, 1 << 20, current_leader_epoch=0)],
+                                 max_bytes=1 << 20, min_bytes=1, max_wait_ms=5_000,
+                                 replica_id=2)
+        assert r.error_code == ErrorCode.NONE and r.size == 0
+
+    async with trio.open_nursery() as n:
+        n.start_soon(parked_fetch)
+        await trio.testing.wait_all_tasks_blocked()
+        arrived_ms = follower.last_fetch_ms
+        cluster.set_partition(T, isr=(1, 3))            # node 2 out, the fetch still parked
+        cluster.clock.now += 1_000
+    assert trio.current_time() - parked_at >= 5         # answered at its deadline
+    await trio.testing.wait_all_tasks_blocked()
+    assert cluster.controller.calls == []               # no expansion proposed
+    assert cluster.partition(T).isr == (1, 3)
+    assert cluster.nodes[1].replica(T, 0).isr == (1, 3)
+    assert follower.last_fetch_ms == arrived_ms
+
+
 # --------------------------------------------------------------------------- divergence
 
 async def test_unreplicated_tail_is_truncated_after_leader_change(cluster):
