@@ -101,7 +101,7 @@ def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, 
         # The ISR those partitions keep differs, and not because of the offline replica: Kafka
         # 4.3.1 finalizes eligible.leader.replicas.version 1 (KIP-966), which lets the
         # controller empty the ISR; kbroker has no ELR and keeps the last member, as Kafka's
-        # controller does without ELR.
+        # controller does without ELR (FINDINGS F-950).
         left_isr = [] if target == "kafka" else [node]
         bad_p = (E.LEADER_NOT_AVAILABLE, -1, [node], left_isr, [node])
         good_p = (E.NONE, node, [node], [node], [])
