@@ -115,11 +115,12 @@ def scenario_topics(bs: str, topic: str) -> None:
     [described] = js("topics", "describe", topic, *b)
     assert described["name"] == topic
     assert [p["partition"] for p in described["partitions"]] == [0, 1, 2]
-    assert all(p["leader"] >= 0 and p["isr"] == p["replicas"] for p in described["partitions"])
+    assert all(p["leader"] >= 0 and p["isr"] == p["replicas"] and p["offline"] == []
+               for p in described["partitions"])
     assert described["configs"]["retention.ms"] == "3600000"
     text = ok("topics", "describe", topic, *b).stdout
     assert f"Topic: {topic}" in text and "PartitionCount: 3" in text
-    assert [r["PARTITION"] for r in table(text)] == ["0", "1", "2"]
+    assert [(r["PARTITION"], r["OFFLINE"]) for r in table(text)] == [("0", "-"), ("1", "-"), ("2", "-")]
 
     ok("topics", "alter-config", topic, "--set", "retention.ms=60000", "--set", "cleanup.policy=compact", *b)
 

@@ -2,7 +2,10 @@
 KRaft): the write that hits the full disk answers KAFKA_STORAGE_ERROR, the directory goes
 offline (its partitions keep answering KAFKA_STORAGE_ERROR, DescribeLogDirs lists it with
 that error and no replicas), and the partitions of the other directory still take writes;
-the broker keeps running. Same answers from kbroker and Kafka 4.3.1.
+the broker keeps running. Metadata and DescribeTopicPartitions then list the broker as an
+offline replica of the partitions of the failed dir, and of no other (KIP-858; Kafka's
+``KRaftMetadataCache``), and ``kbroker topics describe`` prints it. Same answers from kbroker
+and Kafka 4.3.1.
 
 Then the node's metadata log, decoded by Kafka's own ``kafka-dump-log
 --cluster-metadata-decoder``, shows the directory assignment as Kafka writes it on both
@@ -16,10 +19,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from compat_tests import kbroker_cli
 from compat_tests.cli import run_tool
 from compat_tests.helpers import wait_until
 from kbroker.config import parse_properties
+from kbroker.wire import messages as M
 from kbroker.wire.error_codes import ErrorCode as E
+from tests.cluster.support import call
 from tests.cluster.test_log_dir_offline import TMPFS_MB, create_topic, log_dirs, produce_raw
 from tests.support.tmpfs import fill, mount, umount
 
@@ -39,6 +45,23 @@ def metadata_records(log_dir: Path) -> list[dict]:
                      ["--cluster-metadata-decoder", "--files", str(seg)], timeout=120).check()
         out += [json.loads(line.split(" payload: ", 1)[1]) for line in r.lines if " payload: {" in line]
     return out
+
+
+def metadata_partitions(port: int) -> dict[int, tuple]:
+    """Metadata v12 of topic jbod: {partition: (error, leader, replicas, isr, offline)}."""
+    [t] = call(port, 3, 12, M.MetadataRequest(topics=[M.MetadataRequest.MetadataRequestTopic(
+        name="jbod")], allow_auto_topic_creation=False)).topics
+    return {p.partition_index: (p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes,
+                                p.offline_replicas) for p in t.partitions}
+
+
+def described_partitions(port: int) -> dict[int, tuple]:
+    """DescribeTopicPartitions v0 of topic jbod, in the shape of :func:`metadata_partitions`."""
+    R = M.DescribeTopicPartitionsRequest
+    [t] = call(port, 75, 0, R(topics=[R.TopicRequest(name="jbod")],
+                              response_partition_limit=100, cursor=None)).topics
+    return {p.partition_index: (p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes,
+                                p.offline_replicas) for p in t.partitions}
 
 
 def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, tmp_path):
@@ -71,6 +94,30 @@ def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, 
         assert dirs[str(good)][0] == E.NONE
         assert {p for (t, p) in dirs[str(good)][1] if t == "jbod"} == set(on_good)
         assert broker.is_running()
+
+        # --- Metadata and DescribeTopicPartitions name the broker offline for the replicas of
+        # the failed dir and only those; those partitions have no leader any more
+        node = call(port, 3, 12, M.MetadataRequest(topics=[], allow_auto_topic_creation=False)).brokers[0].node_id
+        # The ISR those partitions keep differs, and not because of the offline replica: Kafka
+        # 4.3.1 finalizes eligible.leader.replicas.version 1 (KIP-966), which lets the
+        # controller empty the ISR; kbroker has no ELR and keeps the last member, as Kafka's
+        # controller does without ELR (FINDINGS F-950).
+        left_isr = [] if target == "kafka" else [node]
+        bad_p = (E.LEADER_NOT_AVAILABLE, -1, [node], left_isr, [node])
+        good_p = (E.NONE, node, [node], [node], [])
+        want = {p: bad_p if p in on_bad else good_p for p in range(4)}
+        got = wait_until(lambda: (lambda m: m if {p: v[1] for p, v in m.items()} == {
+            p: v[1] for p, v in want.items()} else None)(metadata_partitions(port)), timeout=30,
+            what="Metadata naming no leader for the failed dir's partitions")
+        assert got == want
+        assert described_partitions(port) == {p: (E.NONE, *want[p][1:]) for p in range(4)}
+        [described] = json.loads(kbroker_cli.ok("topics", "describe", "jbod", "--json",
+                                                "-b", f"127.0.0.1:{port}").stdout)
+        assert {r["partition"]: r["offline"] for r in described["partitions"]} == \
+            {p: want[p][4] for p in range(4)}
+        text = kbroker_cli.ok("topics", "describe", "jbod", "-b", f"127.0.0.1:{port}").stdout
+        assert {int(r["PARTITION"]): (r["LEADER"], r["OFFLINE"]) for r in kbroker_cli.table(text)} == \
+            {p: ("-1", str(node)) if p in on_bad else (str(node), "-") for p in range(4)}
 
         # --- the directory assignment in the metadata log (in the first log dir, on both)
         good_id, bad_id = dir_id(good), dir_id(bad)

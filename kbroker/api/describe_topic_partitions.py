@@ -17,7 +17,10 @@ Metadata. Rules (Kafka's ``DescribeTopicPartitionsRequestHandler`` and
 - A named topic that does not exist is answered ``UNKNOWN_TOPIC_OR_PARTITION`` (an illegal
   name: ``INVALID_TOPIC_EXCEPTION``) with no partitions; listing every topic skips nothing.
 - Partitions carry leader, leader epoch, replicas, ISR, ``eligible_leader_replicas`` and
-  ``last_known_elr`` (KIP-966; kbroker keeps no ELR, both are empty), no offline replicas.
+  ``last_known_elr`` (KIP-966; kbroker keeps no ELR, both are empty) and offline replicas,
+  for the listener the request came in on (``kbroker.metadata.client_view``, as for
+  Metadata): a leader that is unregistered or without the listener is -1, with no error
+  code; the replica and ISR lists are never filtered.
 ACLs (``kbroker.authz``), as for Metadata: listing every topic leaves out the ones the
 principal may not DESCRIBE; a named one it may not DESCRIBE is answered
 ``TOPIC_AUTHORIZATION_FAILED``; topic authorized operations come from the ACLs (everything
@@ -28,6 +31,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import DESCRIBE, TOPIC
+from kbroker.metadata.client_view import partition_view
 from kbroker.metadata.controller import topic_name_error
 from kbroker.metadata.image import INTERNAL_TOPICS, ZERO_UUID
 from kbroker.wire import messages
@@ -39,11 +43,14 @@ Partition = Response.DescribeTopicPartitionsResponsePartition
 DEFAULT_LIMIT = 2000        # max.request.partition.size.limit
 
 
-def _partition(p) -> Partition:
-    return Partition(error_code=ErrorCode.NONE, partition_index=p.partition, leader_id=p.leader,
-                     leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
-                     isr_nodes=list(p.isr), eligible_leader_replicas=[], last_known_elr=[],
-                     offline_replicas=[])
+def _partition(image, p, listener: str) -> Partition:
+    view = partition_view(image, p, listener)
+    # the partition's error stays NONE: Kafka sets none here, a missing leader is only -1
+    return Partition(error_code=ErrorCode.NONE, partition_index=p.partition,
+                     leader_id=view.leader_id, leader_epoch=p.leader_epoch,
+                     replica_nodes=view.replicas, isr_nodes=view.isr,
+                     eligible_leader_replicas=[], last_known_elr=[],
+                     offline_replicas=view.offline_replicas)
 
 
 def _limit(ctx, request) -> int:
@@ -93,7 +100,8 @@ async def handle(ctx: RequestContext, request) -> Response:
         page = indexes[:remaining]
         out.topics.append(Topic(error_code=ErrorCode.NONE, name=name, topic_id=t.topic_id,
                                 is_internal=t.internal,
-                                partitions=[_partition(t.partitions[i]) for i in page],
+                                partitions=[_partition(image, t.partitions[i], ctx.listener)
+                                            for i in page],
                                 topic_authorized_operations=ctx.authorized_operations(
                                     True, TOPIC, name)))
         if len(page) < len(indexes):

@@ -16,6 +16,13 @@
   ``__consumer_offsets``/``__transaction_state`` are created with their coordinator
   settings.
 - Brokers are listed with the endpoint of the listener the request arrived on.
+- Partitions as Kafka's ``KRaftMetadataCache`` answers them, for that listener
+  (``kbroker.metadata.client_view``): ``offline_replicas`` (v5+) lists the replicas whose
+  broker is unregistered, fenced, without the listener, or whose log dir is offline (KIP-858);
+  a leader that is unregistered (or none) is answered -1 with LEADER_NOT_AVAILABLE, one
+  without the listener -1 with LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before); v0
+  alone leaves unavailable brokers out of the replicas and ISR, and then answers
+  REPLICA_NOT_AVAILABLE.
 - v13 (KIP-1102) adds a top-level ``error_code``: always NONE here (Kafka answers
   REBOOTSTRAP_REQUIRED only when it cannot describe its cluster to the client).
 """
@@ -24,6 +31,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import CLUSTER, CREATE, DESCRIBE, TOPIC
+from kbroker.metadata.client_view import partition_view
 from kbroker.metadata.controller import topic_name_error
 from kbroker.metadata.image import INTERNAL_TOPICS, ZERO_UUID
 from kbroker.wire import messages
@@ -44,13 +52,17 @@ def broker_entries(image, listener: str) -> list:
     return out
 
 
-def topic_entry(t, error: int = ErrorCode.NONE) -> Topic:
-    parts = [Partition(error_code=ErrorCode.NONE, partition_index=p.partition, leader_id=p.leader,
-                       leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
-                       isr_nodes=list(p.isr), offline_replicas=[])
-             for p in sorted(t.partitions.values(), key=lambda p: p.partition)]
-    return Topic(error_code=error, name=t.name, topic_id=t.topic_id, is_internal=t.internal,
-                 partitions=parts)
+def topic_entry(image, t, listener: str, version: int) -> Topic:
+    parts = []
+    for p in sorted(t.partitions.values(), key=lambda p: p.partition):
+        view = partition_view(image, p, listener, filter_unavailable=version == 0,
+                              listener_error=version >= 6)
+        parts.append(Partition(error_code=view.error_code, partition_index=p.partition,
+                               leader_id=view.leader_id, leader_epoch=p.leader_epoch,
+                               replica_nodes=view.replicas, isr_nodes=view.isr,
+                               offline_replicas=view.offline_replicas))
+    return Topic(error_code=ErrorCode.NONE, name=t.name, topic_id=t.topic_id,
+                 is_internal=t.internal, partitions=parts)
 
 
 @api(3, versions=(0, 13))
@@ -61,7 +73,8 @@ async def handle(ctx: RequestContext, request) -> Response:
     topics_out = []
     if request.topics is None or (v == 0 and not request.topics):
         denied = denied_topics(ctx, DESCRIBE, image.topics)
-        topics_out = [topic_entry(t) for n, t in sorted(image.topics.items()) if n not in denied]
+        topics_out = [topic_entry(image, t, ctx.listener, v)
+                      for n, t in sorted(image.topics.items()) if n not in denied]
     else:
         allow = (v < 4 or request.allow_auto_topic_creation) and \
             broker.config.get("auto.create.topics.enable")
@@ -84,7 +97,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                     topics_out.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                             name=None, topic_id=req.topic_id, partitions=[]))
                 else:
-                    topics_out.append(topic_entry(t))
+                    topics_out.append(topic_entry(image, t, ctx.listener, v))
                 continue
             name = req.name
             t = image.topics.get(name) if name is not None else None
@@ -92,7 +105,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                 topics_out.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
                                         is_internal=name in INTERNAL_TOPICS, partitions=[]))
             elif t is not None:
-                topics_out.append(topic_entry(t))
+                topics_out.append(topic_entry(image, t, ctx.listener, v))
             elif name is None or topic_name_error(name):
                 topics_out.append(Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name or "",
                                         partitions=[]))

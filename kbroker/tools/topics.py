@@ -145,7 +145,11 @@ def cmd_describe(args) -> int:
               f"ReplicationFactor: {len(t['partitions'][0]['replica_nodes']) if t['partitions'] else 0}  "
               f"Configs: {cfg}")
     print()
-    emit(args, None, describe_rows(topics), ["topic", "partition", "leader", "replicas", "isr"])
+    # offline replicas as the broker answers them (its broker fenced, gone or without this
+    # listener, or its log dir offline); an empty list is "-", so that no cell is blank
+    rows = [dict(r, replicas=r["replicas"] or None, isr=r["isr"] or None,
+                 offline=r["offline"] or None) for r in describe_rows(topics)]
+    emit(args, None, rows, ["topic", "partition", "leader", "replicas", "isr", "offline"])
     return 0
 
 

@@ -3,8 +3,8 @@
 SIGTERM to a node that leads partitions: while it still serves, it asks the active
 controller to move its leaderships and take it out of every ISR (KIP-631 controlled
 shutdown), waits until the controller grants the shutdown, and only then closes its
-listeners. The survivors lead every partition, the stopped node is in no ISR; it comes back
-and is unfenced. Finally the nodes stop one after another: the last one, alone with no
+listeners. The survivors lead every partition, the stopped node is in no ISR, and once fenced
+Metadata lists it as an offline replica of its partitions; it comes back and is unfenced. Finally the nodes stop one after another: the last one, alone with no
 quorum, still stops (the controlled shutdown gives up after its bound).
 """
 from __future__ import annotations
@@ -56,12 +56,26 @@ def test_sigterm_moves_leaderships_before_the_node_leaves(cluster):
     assert any(f"broker {victim.node_id} is in controlled shutdown" in n.log_text()
                for n in cluster.nodes.values())
 
-    # it comes back: registered again, unfenced, listed as a broker
+    # once its session is over it is fenced: Metadata still lists it among each partition's
+    # replicas, and as an offline one (Kafka's KRaftMetadataCache), and not among the brokers
+    other = cluster.any_port(exclude=(victim.node_id,))
+
+    def offline() -> dict[int, list[int]]:
+        [t] = call(other, 3, 12, w.MetadataRequest(topics=[w.MetadataRequest.MetadataRequestTopic(
+            name="cs")], allow_auto_topic_creation=False)).topics
+        return {p.partition_index: p.offline_replicas for p in t.partitions
+                if victim.node_id in p.replica_nodes}
+    wait_for(lambda: offline() == {i: [victim.node_id] for i in range(6)},
+             what="the stopped node listed as an offline replica")
+    assert victim.node_id not in {b.node_id for b in metadata(other).brokers}
+
+    # it comes back: registered again, unfenced, listed as a broker, no replica offline
     victim.start()
     wait_for(lambda: victim.node_id in {b.node_id for b in metadata(port).brokers},
              what="the restarted node listed again")
     wait_for(lambda: (lambda s: s and all(p.leader >= 0 for p in s.values()))(agreed_state(cluster, "cs")),
              what="every partition led after the restart")
+    assert offline() == {i: [] for i in range(6)}
 
 
 def test_the_last_node_stops_without_a_quorum(cluster):
