@@ -41,9 +41,13 @@ KNOWN: dict[str, str] = {
 # Rows where Kafka's own answers depend on background work it does at its own pace, so a
 # replay against a fresh Kafka need not reproduce the capture: a new share-partition is
 # initialised asynchronously (its first ShareFetch may answer nothing) and its state is
-# persisted in the background (DescribeShareGroupOffsets lags). On the Kafka target these rows
-# check that every request was answered; kbroker is still compared with Kafka field by field.
-KAFKA_ASYNC = {"ShareFetch", "DescribeShareGroupOffsets"}
+# persisted in the background (DescribeShareGroupOffsets lags); client quotas are answered once
+# the controller committed the change but applied when the broker's metadata loader replays it,
+# so a DescribeClientQuotas right after an AlterClientQuotas may still show the old quotas
+# (seen once in a CI run: the deleted quota of java-cli#68 still listed). On the Kafka target
+# these rows check that every request was answered; kbroker is still compared with Kafka field
+# by field.
+KAFKA_ASYNC = {"ShareFetch", "DescribeShareGroupOffsets", "DescribeClientQuotas"}
 # Kafka's live answers of this session, by step position: what kbroker is compared with.
 KAFKA_LIVE: dict[int, object] = {}
 
