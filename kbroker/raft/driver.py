@@ -120,7 +120,8 @@ class RaftDriver:
         self.fetch_answers = 0          # good Fetch answers received (catch-up tracking)
         self.stats = {"readies": 0, "sent": 0, "send_failures": 0, "inbound": 0,
                       "inbound_timeouts": 0, "applied_entries": 0}
-        self._problems: dict[int, dict[int, str]] = {}   # peer -> {error code logged: on API}
+        # peer -> {error code logged, or (_UNREACHABLE, announced address or None): on API}
+        self._problems: dict[int, dict[object, str]] = {}
 
     # ------------------------------------------------------------------ views
     @property
@@ -305,12 +306,12 @@ class RaftDriver:
         api = _API_NAMES.get(api_key, str(api_key))
         if resp is None:
             self.stats["send_failures"] += 1
-            self._peer_problem(dest, _UNREACHABLE, api, self._unreachable(dest, addr))
+            self._peer_problem(dest, (_UNREACHABLE, addr), api, self._unreachable(dest, addr))
             return
         top = getattr(resp, "error_code", 0)
         if top and not getattr(resp, "topics", None):
             self.stats["send_failures"] += 1
-            self._peer_answers(dest, api, top)
+            self._peer_answers(dest, api, top, addr)
             self._peer_problem(dest, top, api, self._refusal(dest, top, api))
             return
         try:
@@ -325,7 +326,7 @@ class RaftDriver:
         # answer still goes to the core (it carries the leader), the operator gets one line.
         code = getattr(core_resp, "error_code", 0)
         code = code if code in _MISCONFIGURED else m.NONE
-        self._peer_answers(dest, api, code)
+        self._peer_answers(dest, api, code, addr)
         if code:
             self._peer_problem(dest, code, api, self._refusal(dest, code, api))
         if isinstance(core_resp, m.FetchResponse) and core_resp.error_code == m.NONE:
@@ -366,28 +367,34 @@ class RaftDriver:
         }.get(name, "see that node's log")
         return f"voter {dest} at {self._endpoint(dest)} refused with {name} ({api}): {fix}"
 
-    def _peer_problem(self, dest: int, code: int, api: str, problem: str) -> None:
+    def _peer_problem(self, dest: int, code, api: str, problem: str) -> None:
         """One WARNING line when a trouble with a peer starts: it cannot be reached
-        (``_UNREACHABLE``) or it refuses with error ``code`` — never a line per retry, nor
-        when only the socket's reason or the refused API changes."""
+        (``(_UNREACHABLE, address)``: at its voters entry, None, or at the endpoint it
+        announced as leader, each on its own) or it refuses with error ``code`` — never a
+        line per retry, nor when only the socket's reason or the refused API changes."""
         peer = self._problems.setdefault(dest, {})
         if code in peer:
             return
         peer[code] = api
         log.warning("raft: %s", problem)
 
-    def _peer_answers(self, dest: int, api: str, code: int = m.NONE) -> None:
-        """``dest`` answered ``api`` (refusing with ``code``, or NONE): it is reachable, and
-        a refusal that came on ``api`` with another code is over (one INFO line each). An
-        answer to another API ends no refusal: a voter that refuses our votes for its
-        voter set may still serve our fetches."""
+    def _peer_answers(self, dest: int, api: str, code: int = m.NONE,
+                      addr: tuple[str, int] | None = None) -> None:
+        """``dest`` answered ``api`` (refusing with ``code``, or NONE) at ``addr`` (its
+        announced endpoint, or None: its voters entry): it is reachable there -- an answer at
+        one address says nothing of the other, so a leader whose voters entry answers while
+        its announced endpoint does not is named once, not once per round -- and a refusal
+        that came on ``api`` with another code is over (one INFO line each). An answer to
+        another API ends no refusal: a voter that refuses our votes for its voter set may
+        still serve our fetches."""
         peer = self._problems.get(dest)
         if not peer:
             return
-        if peer.pop(_UNREACHABLE, None) is not None:
-            log.info("raft: voter %d at %s answers again", dest, self._endpoint(dest))
+        if peer.pop((_UNREACHABLE, addr), None) is not None:
+            where = f"{addr[0]}:{addr[1]}" if addr else self._endpoint(dest)
+            log.info("raft: voter %d at %s answers again", dest, where)
         for old, on in list(peer.items()):
-            if on == api and old != code:
+            if on == api and old != code and not isinstance(old, tuple):   # refusals only
                 del peer[old]
                 log.info("raft: voter %d at %s accepts %s again", dest, self._endpoint(dest), api)
 
