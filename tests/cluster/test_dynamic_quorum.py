@@ -202,7 +202,9 @@ def test_a_leader_restarted_on_another_port_is_followed_at_once(nodes):
         admin.create_topics([NewTopic("after-move", 1, 1)])        # the quorum commits again
     finally:
         admin.close()
-    assert "after-move" in {t.name for t in metadata(other.port).topics}
+    # answered once committed; the other voter serves it once it has fetched and applied it
+    wait_for(lambda: "after-move" in {t.name for t in metadata(other.port).topics},
+             what="the topic created after the move in the other voter's metadata")
 
 
 def test_auto_join_adds_controllers_and_replaces_a_reformatted_one(tmp_path):
