@@ -215,17 +215,24 @@ def test_the_last_dir_failing_halts_with_the_log_dir_line(tmp_path):
         umount(disk)
 
 
-def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
-    """RF=3 on three nodes; node 2 has a second log dir on a tmpfs that fills up. The replicas
-    there leave their ISRs, leadership moves off node 2 for them, an acks=all producer keeps
-    going and every acknowledged record is read back; node 2 keeps running, and after a restart
-    with the disk fixed its replicas rejoin the ISRs."""
+def cluster_with_a_tmpfs_dir_on_node_2(tmp_path: Path) -> tuple[Cluster, Path]:
+    """Three nodes (not started); node 2's ``log.dirs`` adds a small tmpfs the test fills."""
     root = tmp_path / "cluster"
     c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
     bad = root / "node-2-bad"
     mount_tmpfs(bad, TMPFS_MB)
     node2 = c.nodes[2]
     node2.overrides["log.dirs"] = f"{node2.data_dir},{bad}"
+    return c, bad
+
+
+def test_three_nodes_move_leadership_off_a_failed_dir(tmp_path):
+    """RF=3 on three nodes; node 2 has a second log dir on a tmpfs that fills up. The replicas
+    there leave their ISRs, leadership moves off node 2 for them, an acks=all producer keeps
+    going and every acknowledged record is read back; node 2 keeps running, and after a restart
+    with the disk fixed its replicas rejoin the ISRs."""
+    c, bad = cluster_with_a_tmpfs_dir_on_node_2(tmp_path)
+    node2 = c.nodes[2]
     try:
         c.start_all()
         port = c.nodes[1].port
@@ -290,12 +297,8 @@ def test_a_new_active_controller_keeps_the_failed_dirs_replicas_out(tmp_path):
     keeps heartbeating and stays their only ISR member), and its other replicas lead nothing
     and stay out of their ISRs (node 2 no longer fetches them, so no leader may take it back)
     while the crashed controller's leaderships move and it comes back."""
-    root = tmp_path / "cluster"
-    c = Cluster(root, extra={"replica.lag.time.max.ms": "3000"})
-    bad = root / "node-2-bad"
-    mount_tmpfs(bad, TMPFS_MB)
+    c, bad = cluster_with_a_tmpfs_dir_on_node_2(tmp_path)
     node2 = c.nodes[2]
-    node2.overrides["log.dirs"] = f"{node2.data_dir},{bad}"
     try:
         c.start_all()
         controller = move_controller_off(c, 2)
