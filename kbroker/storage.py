@@ -237,6 +237,17 @@ def meta_properties_text(cluster_id: str, node_id: int, directory_id: str) -> st
             f"cluster.id={cluster_id}\n")
 
 
+def read_directory_id(log_dir) -> str | None:
+    """The ``directory.id`` of ``log_dir``'s ``meta.properties`` as written there (Kafka's
+    base64 form), or None when the file cannot be read or names none."""
+    from kbroker.config import parse_properties
+    try:
+        props = parse_properties((Path(log_dir) / META_PROPERTIES).read_text())
+    except (OSError, TypeError, ValueError):
+        return None
+    return props.get("directory.id") or None
+
+
 def _write_file(path: Path, data: bytes) -> None:
     from kbroker.fileio import write_atomically
     write_atomically(path, data)

@@ -50,14 +50,8 @@ log = logging.getLogger("kbroker.quorum")
 def _metadata_directory_id(config) -> str | None:
     """``directory.id`` of the metadata log dir's ``meta.properties`` (KIP-853: the replica
     names it in its Fetch requests), or None when the directory has none."""
-    from pathlib import Path
-
-    from kbroker.config import parse_properties
-    try:
-        props = parse_properties((Path(config.data_dir) / "meta.properties").read_text())
-    except (OSError, TypeError, ValueError):
-        return None
-    return props.get("directory.id") or None
+    from kbroker.storage import read_directory_id
+    return read_directory_id(config.data_dir)
 
 
 def raft_config_of(config) -> RaftConfig:

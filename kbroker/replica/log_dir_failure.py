@@ -68,13 +68,12 @@ def directory_id(log_dir):
     none). Read once per directory and remembered, since the disk may stop answering."""
     d = Path(log_dir)
     if d not in _DIR_IDS:
-        found = None
+        from kbroker.raft.control import uuid_from_kafka
+        from kbroker.storage import read_directory_id
+        text = read_directory_id(d)
         try:
-            for line in (d / "meta.properties").read_text().splitlines():
-                if line.startswith("directory.id="):
-                    from kbroker.raft.control import uuid_from_kafka
-                    found = uuid_from_kafka(line.split("=", 1)[1].strip())
-        except (OSError, ValueError):
+            found = uuid_from_kafka(text) if text else None
+        except ValueError:
             found = None
         if found is None:
             return None          # not remembered: a later call may read it
