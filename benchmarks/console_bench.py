@@ -21,7 +21,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
-from kbroker.testing import Admin, KbrokerProcess
+from kbroker.testing.processes import Admin, KbrokerProcess
 
 
 class TailingBrowser:

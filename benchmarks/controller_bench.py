@@ -5,7 +5,7 @@ on a three-node cluster of combined nodes on loopback — kbroker beside Apache 
                                           [--failovers 3]
 
 For each target a fresh cluster of three broker+controller nodes is started (kbroker:
-``kbroker.cluster.node_overrides``; Kafka: the compatibility harness's pinned jars,
+``kbroker.tools.local_cluster.node_overrides``; Kafka: the compatibility harness's pinned jars,
 ``compat_tests.kafka_runner``, three JVMs formatted with one cluster id), both with their
 default quorum timeouts (election 1 s, fetch 2 s). Then:
 
@@ -39,8 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kbroker.cluster import node_overrides, serve_command  # noqa: E402
-from kbroker.config import new_cluster_id  # noqa: E402
+from kbroker.tools.local_cluster import node_overrides, serve_command  # noqa: E402
+from kbroker.config.broker import new_cluster_id  # noqa: E402
 from kbroker.wire import messages as w  # noqa: E402
 from kbroker.wire.protocol import decode_response, encode_request  # noqa: E402
 

@@ -66,7 +66,7 @@ class _Clock:
 
 def run_once(batches: int) -> dict:
     """One measurement in this process, with whatever ``kbroker`` is on sys.path."""
-    from kbroker.config import BrokerConfig
+    from kbroker.config.broker import BrokerConfig
     from kbroker.log.config import LogConfig
     from kbroker.log.manager import LogManager
     from kbroker.replica import FetchSpec, ReplicaManager

@@ -22,7 +22,7 @@ from pathlib import Path
 from compat_tests import kbroker_cli
 from compat_tests.cli import run_tool
 from compat_tests.helpers import wait_until
-from kbroker.config import parse_properties
+from kbroker.config.broker import parse_properties
 from kbroker.wire import messages as M
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.cluster.support import call

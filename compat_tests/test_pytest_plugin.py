@@ -18,7 +18,7 @@ def test_example_suite_on_a_running_broker(broker_factory):
     broker = broker_factory()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "kbroker.pytest_plugin",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "kbroker.testing.pytest_plugin",
                         "-W", "ignore::DeprecationWarning",
                         "--kbroker-bootstrap", broker.bootstrap_servers],
                        cwd=EXAMPLE, env=env, capture_output=True, text=True, timeout=600)

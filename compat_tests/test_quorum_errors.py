@@ -2,7 +2,7 @@
 
 Kafka's KafkaConfig refuses to start a node with the controller role whose `node.id` is not
 in `controller.quorum.voters`, and a broker-only node whose id is; kbroker refuses both too
-(`kbroker/config.py`). The outcome is compared, not the words: the process ends before it
+(`kbroker/config/broker.py`). The outcome is compared, not the words: the process ends before it
 serves, with a non-zero exit code (Kafka 1, kbroker 2: a configuration error) and a message
 that names the voters setting and the node id. Nothing else runs: each case is one process
 that stops at its configuration (about 3 s on Kafka, well under 1 s on kbroker).

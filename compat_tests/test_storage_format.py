@@ -101,7 +101,7 @@ def _dynamic(cfg: dict, controller_port: int, host: str) -> dict:
 
 def _voter_and_directory(port: int, data_dir) -> tuple[dict, str]:
     """(voter id -> directory id from DescribeQuorum v2, the directory id of meta.properties)."""
-    from kbroker.config import parse_properties
+    from kbroker.config.broker import parse_properties
     from kbroker.raft.control import uuid_to_kafka
     from kbroker.wire import messages as w
     from tests.cluster.support import call

@@ -1,7 +1,7 @@
-"""``python -m kbroker`` — see ``kbroker.cli``."""
+"""``python -m kbroker`` — see ``kbroker.tools.cli``."""
 import sys
 
-from kbroker.cli import main
+from kbroker.tools.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

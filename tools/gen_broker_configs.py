@@ -1,4 +1,4 @@
-"""Regenerate ``kbroker/kafka_configs.py`` from the pinned Apache Kafka jars.
+"""Regenerate ``kbroker/config/kafka_keys.py`` from the pinned Apache Kafka jars.
 
 Runs ``tools/KafkaBrokerConfigDump.java`` (Java's single-file launcher) with the jars of
 ``tools/fetch_kafka.sh`` on the class path: Kafka's own broker ``ConfigDef`` and
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "kbroker" / "kafka_configs.py"
+OUT = ROOT / "kbroker" / "config" / "kafka_keys.py"
 
 
 def main() -> int:

@@ -72,7 +72,7 @@ def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = No
 class RequestContext:
     """What a handler knows about the request beyond its body."""
 
-    broker: Any                 # kbroker.broker.Broker
+    broker: Any                 # kbroker.node.broker.Broker
     api_key: int
     api_version: int
     correlation_id: int

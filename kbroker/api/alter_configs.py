@@ -9,7 +9,7 @@
   before forwarding, as Kafka's brokers do). Read-only keys, security keys without a
   listener prefix, bad values and per-broker keys at the cluster level are
   ``INVALID_REQUEST`` (Kafka's answer). Stored as ``ConfigRecord``s (BROKER) in the
-  metadata log; see ``kbroker.config.BrokerConfig.effective_values`` for what applies.
+  metadata log; see ``kbroker.config.broker.BrokerConfig.effective_values`` for what applies.
 - ``validate_only`` changes nothing.
 Not implemented: alter-config policies, password encryption of sensitive dynamic values.
 

@@ -6,7 +6,7 @@
   v0 format with ``UNSUPPORTED_VERSION`` and ApiVersions' own range (see
   ``kbroker.server.connection``). The response header is always v0.
 - v3+: an invalid client software name/version is ``INVALID_REQUEST`` (Kafka's rule).
-- Features: the table of ``kbroker.features`` (supported; below v4 without the features
+- Features: the table of ``kbroker.config.features`` (supported; below v4 without the features
   whose minimum level is 0, KIP-1022) and the metadata image's finalized levels.
 Not implemented: throttling (always 0).
 """
@@ -21,7 +21,7 @@ from kbroker.wire.error_codes import ErrorCode
 Response = messages.ApiVersionsResponse
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
-from kbroker.features import finalized_levels, supported_feature_keys
+from kbroker.config.features import finalized_levels, supported_feature_keys
 
 
 def api_version_entries() -> list:

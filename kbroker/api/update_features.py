@@ -2,7 +2,7 @@
 (KIP-584, KIP-778) — ``Admin.updateFeatures``, ``kafka-features.sh upgrade|downgrade|disable``.
 
 Forwarded to the active controller (``ControllerChannel.update_features``); the rules are
-``kbroker/metadata/feature_control.py`` over the table of ``kbroker/features.py``, and an
+``kbroker/metadata/feature_control.py`` over the table of ``kbroker/config/features.py``, and an
 accepted update is one batch of ``FeatureLevelRecord``s. ``kraft.version`` is the Raft
 layer's: upgrading a static quorum to 1 (KAFKA-16538) is checked and written by the Raft
 leader (a ``KRaftVersionRecord`` and the ``VotersRecord``), the answer waits for a

@@ -121,7 +121,7 @@ def configure(environ) -> tuple[str, list[str]]:
         say(f"  {key} <- {var}")
     path = write_config(rendered.text)
 
-    from kbroker.config import BrokerConfig, ConfigError
+    from kbroker.config.broker import BrokerConfig, ConfigError
     try:
         config = BrokerConfig.load(path)
     except ConfigError as e:

@@ -105,11 +105,11 @@ class Rendered:
 def render(env: Mapping[str, str], mounted: str | None, default: str,
            parse=None) -> Rendered:
     """The server.properties for ``env``, the mounted file's text (None: none mounted) and the
-    image's default file's text. ``parse`` reads properties text (``kbroker.config.
+    image's default file's text. ``parse`` reads properties text (``kbroker.config.broker.
     parse_properties``), used to see which keys a file already sets. ValueError for a
     combination Kafka's image refuses."""
     if parse is None:
-        from kbroker.config import parse_properties as parse
+        from kbroker.config.broker import parse_properties as parse
     env = dict(env)
     if not env.get("KAFKA_ADVERTISED_LISTENERS") and env.get("KBROKER_ADVERTISED_LISTENERS"):
         env["KAFKA_ADVERTISED_LISTENERS"] = env["KBROKER_ADVERTISED_LISTENERS"]

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", metavar="FILE", help="server.properties to read the listener from")
     p.add_argument("--timeout", type=float, default=3.0)
     a = p.parse_args(argv)
-    from kbroker.config import parse_properties
+    from kbroker.config.broker import parse_properties
     props: dict[str, str] = {}
     for path in ([a.config] if a.config else CONFIG_PATHS):
         try:

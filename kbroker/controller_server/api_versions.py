@@ -1,9 +1,9 @@
 """ApiVersions (key 18) on the controller listener, v0–v4: this plane's registry.
-Features: supported (``kbroker.features``; below v4 without those whose minimum level is 0,
+Features: supported (``kbroker.config.features``; below v4 without those whose minimum level is 0,
 KIP-1022) and finalized as in the client plane."""
 from __future__ import annotations
 
-from kbroker.features import finalized_levels, supported_feature_keys
+from kbroker.config.features import finalized_levels, supported_feature_keys
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 

@@ -28,7 +28,7 @@ replicated, and per ``__consumer_offsets`` partition in the order the records we
 appended -- so a commit is answered only after replication and two commits of one
 partition never apply out of order, as Kafka's old coordinator whose callbacks ran when
 the DelayedProduce completed. ``now_ms`` and ``monotonic_ms`` default to the broker's clock
-(:mod:`kbroker.clock`).
+(:mod:`kbroker.common.clock`).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import trio
 
-from kbroker.clock import monotonic_reader
+from kbroker.common.clock import monotonic_reader
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbroker.fileio import fsync_dir, write_atomically  # noqa: F401 - fsync_dir for the manager
+from kbroker.common.fileio import fsync_dir, write_atomically  # noqa: F401 - fsync_dir for the manager
 
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET = "log-start-offset-checkpoint"

@@ -31,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from kbroker.fileio import write_atomically
+from kbroker.common.fileio import write_atomically
 
 FILE_NAME = "leader-epoch-checkpoint"
 _VERSION = 0

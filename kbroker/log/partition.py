@@ -56,7 +56,7 @@ import os
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from kbroker.fileio import fsync_dir
+from kbroker.common.fileio import fsync_dir
 from kbroker.txn.producer_state import ProducerStateManager
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord, InvalidRecord

@@ -37,7 +37,7 @@ import trio
 
 from kbroker.api import CURRENT_REQUEST
 from kbroker.controller_server.envelope import FORWARDED, unwrap, wrap
-from kbroker.features import SUPPORTED_FEATURES
+from kbroker.config.features import SUPPORTED_FEATURES
 from kbroker.wire import messages as w
 from kbroker.wire.error_codes import ErrorCode as E
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from kbroker import config as bc
-from kbroker import kafka_configs as kc
+from kbroker.config import broker as bc
+from kbroker.config import kafka_keys as kc
 
 LONG_MAX = str((1 << 63) - 1)
 

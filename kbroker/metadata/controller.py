@@ -60,7 +60,7 @@ PRODUCER_ID_BLOCK = 1000
 def default_feature_records(metadata_version: int) -> list:
     """The FeatureLevelRecords of a new cluster without a bootstrap file: metadata.version
     first, then every other served feature at its default level (level 0 is not written)."""
-    from kbroker.features import SUPPORTED_FEATURES
+    from kbroker.config.features import SUPPORTED_FEATURES
     from .feature_control import default_levels, latest_defaults
     records = [messages.FeatureLevelRecord(name="metadata.version", feature_level=metadata_version)]
     levels = default_levels(metadata_version, dict(SUPPORTED_FEATURES))
@@ -406,7 +406,7 @@ class Controller(AuthzControl):
     async def update_features(self, updates, *, validate_only: bool = False) -> tuple[int, str | None]:
         """UpdateFeatures (``feature_control.update_features``): ``updates`` is a list of
         ``FeatureUpdate``; ``(error code, message)`` once the records are committed."""
-        from kbroker.features import SUPPORTED_FEATURES
+        from kbroker.config.features import SUPPORTED_FEATURES
         from .feature_control import update_features
         async with self._lock:
             brokers = {b.node_id: {n: (lo, hi) for n, lo, hi in b.features}

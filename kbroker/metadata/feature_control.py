@@ -3,7 +3,7 @@ them (``FeatureControlManager``; KIP-584 feature versioning, KIP-778 KRaft upgra
 feature dependencies).
 
 Pure: the finalized levels of the image, the table of levels this kbroker serves
-(``kbroker.features.SUPPORTED_FEATURES``, read at each call so a row another feature adds is
+(``kbroker.config.features.SUPPORTED_FEATURES``, read at each call so a row another feature adds is
 honoured without touching this module) and the requested updates in; an error or the
 ``FeatureLevelRecord``s to commit out. The caller commits the records in one batch and the
 image changes by replaying them, like every other controller operation.

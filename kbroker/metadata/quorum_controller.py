@@ -231,7 +231,7 @@ class QuorumController(Controller):
         directory ids of its online log dirs (BrokerRegistration v2+), recorded from
         ``metadata.version`` 3.7-IV2 on, where none, a reserved id, a duplicate or another
         broker's directory is INVALID_REGISTRATION."""
-        from kbroker.features import SUPPORTED_FEATURES
+        from kbroker.config.features import SUPPORTED_FEATURES
         if features is None:
             features = [(n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
         # The quorum can be ready (its epoch's LeaderChange applied, so brokers are answered)

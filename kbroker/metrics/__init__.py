@@ -10,7 +10,7 @@ and alerts written for Kafka find them; consumer lag uses kafka_exporter's names
 histogram in seconds.
 
 Rules: read-only (nothing here changes broker state); the hot paths only add integers
-(``kbroker/stats.py``); gathering runs on the trio thread in slices, yielding to the
+(``kbroker/node/stats.py``); gathering runs on the trio thread in slices, yielding to the
 scheduler every ``YIELD_EVERY`` series so a broker with many partitions or groups never
 stalls its clients for the length of a scrape; collections are copied before iteration.
 What a node does not have (a broker-only node has no controller, a follower's groups live
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import trio
 
-from kbroker.stats import LATENCY_BUCKETS, TopicCounters
+from kbroker.node.stats import LATENCY_BUCKETS, TopicCounters
 
 from .exposition import CONTENT_TYPE, Family
 

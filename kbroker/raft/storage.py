@@ -26,7 +26,7 @@ import json
 import logging
 from pathlib import Path
 
-from kbroker.fileio import write_atomically
+from kbroker.common.fileio import write_atomically
 
 from .messages import Entry, OffsetAndEpoch
 from .state import QuorumState, Snapshot, StorageView

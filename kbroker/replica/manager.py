@@ -54,7 +54,7 @@ from typing import Any, Callable
 
 import trio
 
-from kbroker.clock import monotonic_reader
+from kbroker.common.clock import monotonic_reader
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError
 from kbroker.replica import append as append_path

@@ -4,7 +4,7 @@
 
 Spec syntax (Kafka's ``ScramParser``): ``<mechanism>=[name=<user>,password=<pw>]`` with
 optional ``iterations=<n>`` (default 4096) and ``salt="<base64>"``; or ``saltedpassword=
-"<base64>"`` with ``salt`` instead of a password. ``kbroker.storage`` writes the derived
+"<base64>"`` with ``salt`` instead of a password. ``kbroker.tools.storage`` writes the derived
 ``UserScramCredentialRecord`` (never the password) into ``bootstrap.checkpoint``, as Kafka's
 tool does; the first active controller commits it with the first ``metadata.version``, so
 node-to-node SCRAM works from the first start — every controller must be formatted with the

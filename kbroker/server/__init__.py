@@ -45,8 +45,8 @@ from pathlib import Path
 import trio
 
 from kbroker.api import load_all
-from kbroker.broker import Broker
-from kbroker.config import BrokerConfig, Listener
+from kbroker.node.broker import Broker
+from kbroker.config.broker import BrokerConfig, Listener
 from kbroker.security.credentials import Credentials
 from kbroker.security.listeners import build_all
 
@@ -81,14 +81,14 @@ class Server:
         # cancelled by a stop requested before the broker is ready (e.g. no controller
         # answers, so registration never completes): start-up is abandoned, not awaited
         self._startup_scope = trio.CancelScope()
-        from kbroker.stats import RequestStats
+        from kbroker.node.stats import RequestStats
         self.request_stats = RequestStats({k: s.name for k, s in self.registry.items()})
         self.connections_created: dict[str, int] = {}   # listener -> accepted connections
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
         # per-listener TLS/SASL settings (built and checked when the config was loaded)
         self.listener_security = getattr(config, "listener_security", None) or build_all(config)
-        from kbroker.broker import SystemClock
+        from kbroker.node.broker import SystemClock
         self.credentials = Credentials(
             lambda: self.broker.metadata if self.broker else None,
             lambda: config.get("delegation.token.secret.key"),

@@ -26,7 +26,7 @@ bounded chunks (zero copy cannot apply to encrypted bytes). PLAINTEXT and SASL_P
 keep the raw-socket path with ``os.sendfile``. The principal (``User:ANONYMOUS``, the SASL
 user, or the mapped certificate DN) reaches handlers as ``ctx.principal``.
 
-Every request is metered once (``server.request_stats``, kbroker/stats.py: count per
+Every request is metered once (``server.request_stats``, kbroker/node/stats.py: count per
 version, time histogram, bytes) and, only while DEBUG is enabled on the ``kbroker.request``
 logger (``--log-level DEBUG``), logged as one line: API, version, correlation id, client id,
 client address, listener, time taken (Kafka's request logger).

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from kbroker.clock import monotonic_reader
+from kbroker.common.clock import monotonic_reader
 from kbroker.replica import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_COMMITTED,
                              READ_UNCOMMITTED, FetchSpec, ReplicaError)
 from kbroker.wire import records as wire_records

@@ -21,7 +21,7 @@ against kbroker and Apache Kafka alike. Rules:
   ``kafka-configs``, ``kafka-metadata-quorum``, ``kafka-acls``): reset-offsets is a dry run unless
   ``--execute``.
 
-Each module exposes ``add_parser(subparsers, common)``; ``kbroker.cli`` registers them and
+Each module exposes ``add_parser(subparsers, common)``; ``kbroker.tools.cli`` registers them and
 calls the ``func`` stored on the parsed namespace.
 """
 from __future__ import annotations

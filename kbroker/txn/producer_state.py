@@ -57,7 +57,7 @@ from typing import Iterable, NamedTuple
 
 from crc32c import crc32c
 
-from kbroker.fileio import write_atomically
+from kbroker.common.fileio import write_atomically
 from kbroker.wire.error_codes import ErrorCode
 
 NUM_BATCHES_TO_RETAIN = 5

@@ -12,7 +12,7 @@ import trio
 
 from kbroker.api import RequestContext, load_all
 from kbroker.authz.tokens import compute_hmac, token_credentials
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient

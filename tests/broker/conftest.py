@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from tests.support.broker_proc import BrokerProcess
 
 

@@ -1,7 +1,7 @@
 """BrokerConfig: Kafka keys and types, defaults, listeners, log defaults, meta.properties."""
 import pytest
 
-from kbroker.config import BrokerConfig, ConfigError, ensure_meta_properties, parse_properties
+from kbroker.config.broker import BrokerConfig, ConfigError, ensure_meta_properties, parse_properties
 
 
 def test_defaults():

@@ -10,7 +10,7 @@ import pytest
 from kbroker.metadata.configs import (DEFAULT_CONFIG, DYNAMIC_BROKER_CONFIG,
                                       DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG,
                                       STATIC_BROKER_CONFIG)
-from kbroker.kafka_configs import BROKER_CONFIGS
+from kbroker.config.kafka_keys import BROKER_CONFIGS
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 from tests.support.broker_proc import BrokerProcess

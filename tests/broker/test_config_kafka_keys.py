@@ -1,6 +1,6 @@
 """Every Apache Kafka broker/controller config key: accepted, typed, validated, listed.
 
-The key set comes from ``kbroker/kafka_configs.py`` (generated from Kafka's own ConfigDef by
+The key set comes from ``kbroker/config/kafka_keys.py`` (generated from Kafka's own ConfigDef by
 ``tools/gen_broker_configs.py``). Keys kbroker does not act on are accepted and logged once
 at start-up; unknown keys stay a start-up error. A stock ``config/server.properties`` of the
 Kafka 4.3.1 distribution starts ``kbroker serve``.
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kbroker.config import DEFINITIONS, BrokerConfig, ConfigError
-from kbroker.kafka_configs import BROKER_CONFIGS
+from kbroker.config.broker import DEFINITIONS, BrokerConfig, ConfigError
+from kbroker.config.kafka_keys import BROKER_CONFIGS
 from tests.support.broker_proc import REPO_ROOT, free_port
 
 STOCK = Path(__file__).parent / "data" / "kafka-4.3.1-server.properties"

@@ -13,7 +13,7 @@ import pytest
 import trio
 from kafka import KafkaConsumer, KafkaProducer
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.log.dirs import LogDirError
 from tests.support.broker_proc import REPO_ROOT, BrokerProcess, free_port
 

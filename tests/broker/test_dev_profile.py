@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 
-from kbroker.cli import _parser, build_config
+from kbroker.tools.cli import _parser, build_config
 from tests.support.broker_proc import REPO_ROOT, free_port
 
 

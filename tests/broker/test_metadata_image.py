@@ -3,7 +3,7 @@ import uuid
 
 import pytest
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
 from kbroker.metadata.controller import Controller, NewTopic, topic_name_error

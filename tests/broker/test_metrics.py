@@ -173,7 +173,7 @@ def test_ready_only_once_the_broker_serves(tmp_path):
     """Node 1 of a two-voter quorum cannot elect a leader alone: it is alive (``/health``)
     but not ready, and its client port serves nothing. Once node 2 starts, the quorum forms,
     both register, and ``/ready`` turns 200 — and then the broker answers clients."""
-    from kbroker.config import new_cluster_id
+    from kbroker.config.broker import new_cluster_id
     ports = {1: (free_port(), free_port()), 2: (free_port(), free_port())}
     http = {1: free_port(), 2: free_port()}
     cid = new_cluster_id()

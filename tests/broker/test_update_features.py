@@ -69,8 +69,8 @@ async def test_update_features_metadata_version(broker_server):
 
 @pytest.fixture
 def group_version_served(monkeypatch):
-    """As if the groups work had added its row: kbroker/features.py serving group.version 0-1."""
-    from kbroker import features
+    """As if the groups work had added its row: kbroker/config/features.py serving group.version 0-1."""
+    from kbroker.config import features
     monkeypatch.setitem(features.SUPPORTED_FEATURES, "group.version", (0, 1))
 
 

@@ -9,8 +9,8 @@ import struct
 import time
 from pathlib import Path
 
-from kbroker.cluster import node_overrides, ports
-from kbroker.config import new_cluster_id
+from kbroker.tools.local_cluster import node_overrides, ports
+from kbroker.config.broker import new_cluster_id
 from kbroker.wire import messages as w
 from kbroker.wire.protocol import decode_response, encode_request
 from tests.support.broker_proc import REPO_ROOT, BrokerProcess, free_port, free_ports  # noqa: F401
@@ -30,7 +30,7 @@ def free_base_port(count: int) -> int:
 
 
 class NodeProcess(BrokerProcess):
-    """One node of a local cluster (``kbroker.cluster.node_overrides``): combined by
+    """One node of a local cluster (``kbroker.tools.local_cluster.node_overrides``): combined by
     default, or ``roles="controller"`` / ``roles="broker"``. ``port`` is the client
     listener of a node with the broker role and the CONTROLLER listener of a
     controller-only node (which has no client listener). With ``net`` (a
@@ -169,7 +169,7 @@ class ConfiguredNode(BrokerProcess):
 
     @property
     def directory_id(self) -> str:
-        from kbroker.config import parse_properties
+        from kbroker.config.broker import parse_properties
         return parse_properties((self.data_dir / "meta.properties").read_text())["directory.id"]
 
     def running(self) -> bool:

@@ -13,7 +13,7 @@ address and the fix (the operators' view of ``kbroker/raft/driver.py``).
 """
 from __future__ import annotations
 
-from kbroker.cluster import ports
+from kbroker.tools.local_cluster import ports
 from tests.support.netns import TestNet
 
 from .support import Cluster, describe_quorum, wait_for

@@ -1,5 +1,5 @@
 """A real three-process cluster on loopback: three combined nodes (broker + controller)
-of one metadata quorum (``kbroker.cluster.node_overrides``, short session/election
+of one metadata quorum (``kbroker.tools.local_cluster.node_overrides``, short session/election
 timeouts). The tests run in order on one cluster:
 
 1. topics created through any node; every node answers the same metadata; clients

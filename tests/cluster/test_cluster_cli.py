@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from kbroker.cluster import ports
+from kbroker.tools.local_cluster import ports
 
 from .support import REPO_ROOT, cluster_command, describe_quorum, free_base_port, metadata, wait_for
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from kbroker.testing import Admin, KbrokerCluster
+from kbroker.testing.processes import Admin, KbrokerCluster
 from tests.support.prometheus_text import scrape, total, value
 
 pytestmark = pytest.mark.slow

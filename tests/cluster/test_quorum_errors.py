@@ -27,7 +27,7 @@ import threading
 
 import pytest
 
-from kbroker.config import new_cluster_id
+from kbroker.config.broker import new_cluster_id
 from kbroker.wire import messages as w
 from tests.support.parallel import in_threads
 

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 
 from compat_tests.cli import run_tool
 from compat_tests.kafka_runner import kafka_libs
-from kbroker.testing import KbrokerCluster
+from kbroker.testing.processes import KbrokerCluster
 from tests.support.prometheus_text import scrape, total, value
 
 pytestmark = pytest.mark.slow

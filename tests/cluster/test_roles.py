@@ -21,7 +21,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewPartitions, NewTopic
 from kafka.errors import InvalidPartitionsError, KafkaError, TopicAlreadyExistsError
 
-from kbroker.cluster import ports
+from kbroker.tools.local_cluster import ports
 from kbroker.wire import messages as w
 
 from .support import Cluster, call, describe_quorum, metadata, wait_for

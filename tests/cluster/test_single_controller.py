@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from kbroker.cluster import ports
+from kbroker.tools.local_cluster import ports
 from tests.support.drain import values_to_end
 from tests.support.parallel import in_threads
 

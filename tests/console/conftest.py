@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kbroker.testing import KbrokerProcess
+from kbroker.testing.processes import KbrokerProcess
 
 
 class Console:

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from kbroker.testing import KbrokerCluster
+from kbroker.testing.processes import KbrokerCluster
 
 from .conftest import shot
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from kbroker.testing import KbrokerProcess
+from kbroker.testing.processes import KbrokerProcess
 
 from .conftest import Console
 

@@ -12,7 +12,7 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
                                    ScramMechanism, UserScramCredentialUpsertion,
                                    ScramCredentialInfo)
 
-from kbroker.testing import KbrokerProcess, free_port
+from kbroker.testing.processes import KbrokerProcess, free_port
 
 from .conftest import Console, shot
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kbroker.config import BrokerConfig, parse_properties
+from kbroker.config.broker import BrokerConfig, parse_properties
 from kbroker.container import env as cenv
 
 DEFAULT = (Path(__file__).resolve().parents[2] / "docker" / "server.properties").read_text()

@@ -7,7 +7,7 @@ import contextlib
 import pytest
 import trio
 
-from kbroker.config import BrokerConfig, ConfigError
+from kbroker.config.broker import BrokerConfig, ConfigError
 from kbroker.http import Response, Router
 from kbroker.metrics.exposition import Family
 from kbroker.server import serve

@@ -9,7 +9,7 @@ import uuid
 
 import trio
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
 from kbroker.metadata import snapshot

@@ -244,7 +244,7 @@ async def test_wire_round_trip_on_the_controller_listener(tmp_path, nursery):
     """AlterPartition v0-v3 through a real controller listener socket."""
     from types import SimpleNamespace
 
-    from kbroker.config import Listener
+    from kbroker.config.broker import Listener
     from kbroker.controller_server import ControllerPlane, ControllerServer
     from kbroker.raft.transport import RpcClient
 

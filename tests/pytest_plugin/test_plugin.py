@@ -1,8 +1,8 @@
-"""The pytest plugin (``kbroker.pytest_plugin``) as its users meet it: inner pytest runs
+"""The pytest plugin (``kbroker.testing.pytest_plugin``) as its users meet it: inner pytest runs
 (pytester, in child processes) of small projects that use only the plugin, plus the example
 project under ``examples/pytest_plugin``.
 
-The plugin is passed with ``-p kbroker.pytest_plugin``: the shared development environment
+The plugin is passed with ``-p kbroker.testing.pytest_plugin``: the shared development environment
 may not have (re)installed the package with its ``pytest11`` entry point, and the entry
 point's name equals the module's, so both together never load it twice.
 """
@@ -18,7 +18,7 @@ import pytest
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[2]
-PLUGIN = ("-p", "kbroker.pytest_plugin")
+PLUGIN = ("-p", "kbroker.testing.pytest_plugin")
 
 
 @pytest.fixture(autouse=True)
@@ -102,9 +102,9 @@ def test_plugin_is_inert_in_projects_that_do_not_use_it(pytester):
             names = set(request.fixturenames)
             assert not names & {"kbroker", "kafka_topic", "kafka_topic_factory",
                                 "kbroker_cluster", "kbroker_reset"}
-            for mod in ("kbroker.testing", "kbroker.wire", "kbroker.server", "kbroker.broker"):
+            for mod in ("kbroker.testing.processes", "kbroker.wire", "kbroker.server", "kbroker.node.broker"):
                 assert mod not in sys.modules, mod
-            assert "kbroker.pytest_plugin" in sys.modules
+            assert "kbroker.testing.pytest_plugin" in sys.modules
     """)
     result = run(pytester)
     result.assert_outcomes(passed=1)
@@ -131,7 +131,7 @@ def test_a_project_fixture_named_kbroker_wins(pytester):
 
 
 def test_bootstrap_option_uses_a_running_broker(pytester, tmp_path):
-    from kbroker.testing import KbrokerProcess
+    from kbroker.testing.processes import KbrokerProcess
     outer = KbrokerProcess(tmp_path / "outer").start()
     try:
         pytester.makepyfile(test_ext="""

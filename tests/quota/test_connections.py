@@ -9,7 +9,7 @@ import logging
 
 import trio
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.wire import messages
 from kbroker.wire.protocol import encode_request
 from tests.broker.raw import RawClient

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import trio
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.quota.connections import parse_overrides
 from kbroker.quota.replication import ALL, throttled_partitions
 from kbroker.wire import messages as M

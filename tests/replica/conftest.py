@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
 from kbroker.quota.manager import QuotaManagers
 from kbroker.replica import ReplicaManager
-from kbroker.stats import BrokerTopicStats
+from kbroker.node.stats import BrokerTopicStats
 from kbroker.wire import records as rec
 
 NODE = 1

@@ -13,14 +13,14 @@ import uuid
 from dataclasses import replace
 from types import SimpleNamespace
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
 from kbroker.metadata.image import BrokerImage, MetadataImage, PartitionImage, TopicImage
 from kbroker.metadata.quorum_controller import AlterPartitionResult
 from kbroker.quota.manager import QuotaManagers
 from kbroker.replica import FetchSpec, ReplicaManager
-from kbroker.stats import BrokerTopicStats
+from kbroker.node.stats import BrokerTopicStats
 from kbroker.wire.error_codes import ErrorCode
 
 T0 = 1_700_000_000_000

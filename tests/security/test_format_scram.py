@@ -14,7 +14,7 @@ from tests.support.broker_proc import REPO_ROOT, free_port
 
 
 def _format(config, *args):
-    from kbroker.config import new_cluster_id
+    from kbroker.config.broker import new_cluster_id
     # "--cluster-id=" form: a random id may start with "-", which argparse takes for an option
     return subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", f"--cluster-id={new_cluster_id()}",
                            "-c", str(config), *args],

@@ -61,12 +61,12 @@ def test_client_commands_import_neither_trio_nor_the_broker(bs):
     import sys
     code = (
         "import sys\n"
-        "from kbroker.cli import _parser, main\n"
+        "from kbroker.tools.cli import _parser, main\n"
         "_parser().parse_args(['topics', 'list'])\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in ('trio', 'kafka')], 'parser imports'\n"
         f"assert main(['topics', 'list', '-b', {bs!r}]) == 0\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] == 'trio' or m.startswith(('kbroker.server',"
-        " 'kbroker.broker', 'kbroker.log', 'kbroker.raft', 'kbroker.wire'))]\n"
+        " 'kbroker.node.broker', 'kbroker.log', 'kbroker.raft', 'kbroker.wire'))]\n"
         "assert not heavy, heavy\n"
         "assert 'kafka' in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

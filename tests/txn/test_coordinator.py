@@ -8,7 +8,7 @@ import time
 
 import trio
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.server import serve
 from kbroker.txn import records as trec
 from kbroker.txn.metadata import TxnState

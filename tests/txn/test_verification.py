@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import trio
 
-from kbroker.config import BrokerConfig
+from kbroker.config.broker import BrokerConfig
 from kbroker.server import serve
 from kbroker.txn.verification import produce_error
 from kbroker.wire import messages

@@ -17,7 +17,7 @@ def _fresh(code: str) -> str:
 def test_a_started_broker_has_loaded_no_codec_and_built_few_message_specs(tmp_path):
     out = _fresh(
         "import sys, trio\n"
-        "from kbroker.config import BrokerConfig\n"
+        "from kbroker.config.broker import BrokerConfig\n"
         "from kbroker.server import serve\n"
         "from kbroker.wire import messages\n"
         "async def main():\n"

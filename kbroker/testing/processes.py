@@ -1,4 +1,4 @@
-"""Brokers for other projects' test suites: the machinery behind ``kbroker.pytest_plugin``.
+"""Brokers for other projects' test suites: the machinery behind ``kbroker.testing.pytest_plugin``.
 
 - :class:`KbrokerProcess` — one ``python -m kbroker serve`` child process on free loopback
   ports (client port 0, read back from the ``kbroker ready:`` line), its data in a given
@@ -379,7 +379,7 @@ class KbrokerCluster(_BrokerBase):
 
     def __init__(self, root, nodes: int = 3, overrides: dict | None = None, *,
                  log_level: str = "INFO", start_timeout: float = 90.0):
-        from kbroker.config import new_cluster_id
+        from kbroker.config.broker import new_cluster_id
         self.root = Path(root)
         self.cluster_id = new_cluster_id()
         rf = str(min(3, nodes))

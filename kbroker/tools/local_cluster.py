@@ -101,7 +101,7 @@ def cluster_id_for(data_root) -> str:
     p = root / "cluster.id"
     if p.exists():
         return p.read_text().strip()
-    from kbroker.config import new_cluster_id
+    from kbroker.config.broker import new_cluster_id
     cid = new_cluster_id()
     p.write_text(cid + "\n")
     return cid
@@ -133,7 +133,7 @@ def graceful_stop_timeout(extra: dict[str, str] | None) -> float:
 
 
 def add_control_subcommands(csub) -> None:
-    """``kbroker cluster restart``: registered by ``kbroker.cli`` beside describe/quorum."""
+    """``kbroker cluster restart``: registered by ``kbroker.tools.cli`` beside describe/quorum."""
     s = csub.add_parser("restart", help="restart one node of a running `kbroker cluster`")
     s.add_argument("node", type=int, help="node id (1-based)")
     s.add_argument("--data-dir", default="./data-cluster", metavar="DIR",

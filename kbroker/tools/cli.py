@@ -1,6 +1,6 @@
 """Command line: a thin dispatcher. ``kbroker serve`` (also ``python -m kbroker serve``) runs
-the broker, ``kbroker cluster`` a local multi-node cluster (``kbroker.cluster``),
-``kbroker storage`` Kafka's ``kafka-storage`` verbs (``kbroker.storage``), and the client
+the broker, ``kbroker cluster`` a local multi-node cluster (``kbroker.tools.local_cluster``),
+``kbroker storage`` Kafka's ``kafka-storage`` verbs (``kbroker.tools.storage``), and the client
 commands (``topics``, ``produce``, ``consume``, ``groups``, ``configs``, ``acls``,
 ``users``, ``cluster describe|quorum``) live in ``kbroker.tools``. Nothing heavy is imported before the
 command is known: client commands never import trio or the broker.
@@ -73,10 +73,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a configuration key on every node (repeatable)")
     c.add_argument("--log-level", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
-    from kbroker.storage import add_parser as add_storage_parser
+    from kbroker.tools.storage import add_parser as add_storage_parser
     add_storage_parser(sub)
     from kbroker import tools
-    from kbroker.cluster import add_control_subcommands
+    from kbroker.tools.local_cluster import add_control_subcommands
     from kbroker.tools import cluster_info
     csub = c.add_subparsers(dest="cluster_command", metavar="{describe,quorum,restart}")
     cluster_info.add_subcommands(csub, tools.common_parent())
@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def build_config(args) -> "BrokerConfig":
-    from kbroker.config import BrokerConfig, ConfigError
+    from kbroker.config.broker import BrokerConfig, ConfigError
     overrides: dict[str, str] = {}
     for item in args.override:
         key, sep, value = item.partition("=")
@@ -98,7 +98,7 @@ def build_config(args) -> "BrokerConfig":
     if getattr(args, "http_listen", None):
         overrides["kbroker.http.listen"] = args.http_listen
     if getattr(args, "dev", False):
-        from kbroker.config import parse_properties
+        from kbroker.config.broker import parse_properties
         in_file = set()
         if args.config:
             try:
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = _glue_cluster_id(list(sys.argv[1:] if argv is None else argv))
     args = _parser().parse_args(argv)
     if args.command == "storage":
-        from kbroker.storage import main as storage_main
+        from kbroker.tools.storage import main as storage_main
         return storage_main(args)
     func = getattr(args, "func", None)
     if func is not None:
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "cluster":
-        from kbroker.cluster import run_cluster
+        from kbroker.tools.local_cluster import run_cluster
         extra = {}
         for item in args.override:
             key, sep, value = item.partition("=")
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         # thread, which sees a second signal even while the trio thread is stuck
         from kbroker.server.signals import block
         block()
-        from kbroker.config import ConfigError
+        from kbroker.config.broker import ConfigError
         try:
             config = build_config(args)
         except ConfigError as e:

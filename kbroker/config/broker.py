@@ -179,7 +179,7 @@ _DEFS: list[ConfigDef] = [
     _d("max.connections.per.ip", "int", INT_MAX, _at_least(0)),
     _d("max.connections.per.ip.overrides", "string", ""),
     _d("request.timeout.ms", "int", 30_000),
-    # incremental fetch sessions (KIP-227, kbroker/fetch_session.py)
+    # incremental fetch sessions (KIP-227, kbroker/node/fetch_session.py)
     _d("max.incremental.fetch.session.cache.slots", "int", 1000, _at_least(0)),
     # group coordinator
     _d("offsets.topic.replication.factor", "int", 1, _at_least(1)),
@@ -329,11 +329,11 @@ def _kafka_check(validator: str, type_: str):
 
 def _merge_kafka_definitions(defs: list[ConfigDef]) -> dict[str, ConfigDef]:
     """kbroker's definitions above, then every other key of Kafka's broker/controller
-    ConfigDef (``kbroker/kafka_configs.py``, generated from Kafka's jars): accepted, typed,
+    ConfigDef (``kbroker/config/kafka_keys.py``, generated from Kafka's jars): accepted, typed,
     validated, listed by DescribeConfigs, not acted on. Kafka's dynamic update mode and
     sensitivity apply to both."""
     from dataclasses import replace
-    from kbroker.kafka_configs import BROKER_CONFIGS
+    from kbroker.config.kafka_keys import BROKER_CONFIGS
     out = {d.name: d for d in defs}
     for name, type_, default, _imp, internal, mode, validator, _syn in BROKER_CONFIGS:
         meta = dict(mode=mode, read_only=mode == "read-only", kafka_type=type_, internal=internal,
@@ -502,7 +502,7 @@ DEFINITIONS: dict[str, ConfigDef] = _merge_kafka_definitions(_DEFS)
 
 def unknown_key_message(key: str) -> str:
     import difflib
-    from kbroker.kafka_configs import KAFKA_VERSION
+    from kbroker.config.kafka_keys import KAFKA_VERSION
     close = difflib.get_close_matches(key, list(DEFINITIONS), n=1, cutoff=0.8)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return (f"unknown configuration key: not a broker or controller config of "

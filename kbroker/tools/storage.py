@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:   # the CLI builds this parser for every command: keep its import cheap
-    from kbroker.config import BrokerConfig
+    from kbroker.config.broker import BrokerConfig
 
 
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
@@ -71,7 +71,7 @@ class StorageError(Exception):
 
 def supported_features() -> dict[str, tuple[int, int]]:
     """Feature name -> (min, max) level this kbroker serves (the ApiVersions answer's)."""
-    from kbroker.features import SUPPORTED_FEATURES
+    from kbroker.config.features import SUPPORTED_FEATURES
     return dict(SUPPORTED_FEATURES)
 
 
@@ -240,7 +240,7 @@ def meta_properties_text(cluster_id: str, node_id: int, directory_id: str) -> st
 def read_directory_id(log_dir) -> str | None:
     """The ``directory.id`` of ``log_dir``'s ``meta.properties`` as written there (Kafka's
     base64 form), or None when the file cannot be read or names none."""
-    from kbroker.config import parse_properties
+    from kbroker.config.broker import parse_properties
     try:
         props = parse_properties((Path(log_dir) / META_PROPERTIES).read_text())
     except (OSError, TypeError, ValueError):
@@ -249,7 +249,7 @@ def read_directory_id(log_dir) -> str | None:
 
 
 def _write_file(path: Path, data: bytes) -> None:
-    from kbroker.fileio import write_atomically
+    from kbroker.common.fileio import write_atomically
     write_atomically(path, data)
 
 
@@ -344,7 +344,7 @@ def format_storage(config: BrokerConfig, cluster_id: str, features: dict[str, in
                    ignore_formatted: bool = False, out=sys.stdout, scram: list = (),
                    standalone: bool = False, initial_controllers: list | None = None,
                    no_initial_controllers: bool = False) -> int:
-    from kbroker.config import check_cluster_id
+    from kbroker.config.broker import check_cluster_id
     check_cluster_id(cluster_id)
     dirs, meta = directories(config)
     todo = []
@@ -425,7 +425,7 @@ def read_voters_checkpoint(metadata_dir: Path):
 
 
 def info(config: BrokerConfig, out=sys.stdout) -> int:
-    from kbroker.config import parse_properties
+    from kbroker.config.broker import parse_properties
     dirs, _ = directories(config)
     found, problems, metas = [], [], {}
     for d in dirs:
@@ -482,7 +482,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from kbroker.config import BrokerConfig, ConfigError
+    from kbroker.config.broker import BrokerConfig, ConfigError
     try:
         if args.verb == "random-uuid":
             print(new_uuid())

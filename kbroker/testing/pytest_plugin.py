@@ -1,7 +1,7 @@
 """pytest plugin: a real Kafka-protocol broker for your tests, without containers or a JVM.
 
 Registered through the package's ``pytest11`` entry point, so ``pip install kbroker`` is
-all a project needs (or ``-p kbroker.pytest_plugin`` explicitly). Fixtures:
+all a project needs (or ``-p kbroker.testing.pytest_plugin`` explicitly). Fixtures:
 
 - ``kbroker`` (session): one broker, started on first use in a child process on free
   loopback ports, stopped at the end of the session. ``kbroker.bootstrap_servers`` is
@@ -26,7 +26,7 @@ a broker someone else started (Apache Kafka, say) instead of starting one;
 
 Rules, since pytest loads this module in every run of every project in the environment:
 no autouse fixtures, no hooks beyond adding the options and the marker, nothing imported
-at module level but pytest itself (the broker machinery, ``kbroker.testing``, is imported
+at module level but pytest itself (the broker machinery, ``kbroker.testing.processes``, is imported
 when a fixture is first used), fixture names that do not shadow (a project's own
 ``kbroker`` fixture in a conftest wins, as pytest resolves conftest fixtures first).
 """
@@ -69,7 +69,7 @@ def _overrides(config) -> dict:
 @pytest.fixture(scope="session")
 def kbroker(request, tmp_path_factory):
     """The session's broker (see the module docstring)."""
-    from kbroker import testing
+    from kbroker.testing import processes as testing
     config = request.config
     external = config.getoption("--kbroker-bootstrap")
     if external:
@@ -88,7 +88,7 @@ def kbroker(request, tmp_path_factory):
 @pytest.fixture(scope="session")
 def kbroker_cluster(request, tmp_path_factory):
     """Three combined nodes; ``stop_node(i)``/``start_node(i)`` for failure tests."""
-    from kbroker import testing
+    from kbroker.testing import processes as testing
     config = request.config
     if config.getoption("--kbroker-bootstrap"):
         pytest.fail("kbroker_cluster starts its own nodes; it cannot use --kbroker-bootstrap")
@@ -107,7 +107,7 @@ def kafka_topic_factory(request, kbroker):
     """``make(partitions=1, replication_factor=1, config=None, name=None, broker=None)``
     creates a fresh topic (on ``kbroker`` unless ``broker`` is given) and returns its name;
     every topic made is deleted after the test."""
-    from kbroker import testing
+    from kbroker.testing import processes as testing
     made: list = []
     hint = request.node.name
 

@@ -4,7 +4,7 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
 
 - ``config``   — the ``BrokerConfig``;
 - ``clock``    — injected time (``now_ms()`` wall, ``monotonic_ms()`` for intervals:
-  ``kbroker/clock.py``; tests pass a fake);
+  ``kbroker/common/clock.py``; tests pass a fake);
 - ``logs``     — the ``LogManager`` of ``log.dirs`` (the metadata log lives there too);
 - ``quorum``   — the ``MetadataQuorum`` (Raft driver + metadata image); ``metadata`` is its
   current image;
@@ -35,8 +35,8 @@ import uuid
 
 import trio
 
-from kbroker.clock import SystemClock, monotonic_reader
-from kbroker.config import BrokerConfig, ConfigError, ensure_meta_properties
+from kbroker.common.clock import SystemClock, monotonic_reader
+from kbroker.config.broker import BrokerConfig, ConfigError, ensure_meta_properties
 
 log = logging.getLogger("kbroker.broker")
 
@@ -71,7 +71,7 @@ class Broker:
         self.started = False
         self.had_clean_shutdown = True
         self.dir_locks = None        # kbroker.log.dirs.LogDirLocks, held until shutdown()
-        from kbroker.stats import BrokerTopicStats
+        from kbroker.node.stats import BrokerTopicStats
         self.topic_stats = BrokerTopicStats()   # bytes/messages in and out per topic
 
     # ------------------------------------------------------------------ views
@@ -147,7 +147,7 @@ class Broker:
         self.stage = "reading the data directory"
         with naming_path(f"cannot write meta.properties in log directory {cfg.data_dir}", cfg.data_dir):
             self.cluster_id = ensure_meta_properties(cfg)
-        from kbroker.storage import StorageError, check_bootstrap
+        from kbroker.tools.storage import StorageError, check_bootstrap
         try:
             # the feature levels `storage format` chose, committed by the first controller
             self.bootstrap_records = check_bootstrap(cfg.data_dir)
