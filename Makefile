@@ -61,7 +61,7 @@ test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 netns
 	@date -u +"test: done at %T"
 
 # The inner loop: no slow tests, no real Kafka, stop at the first failure.
-test-fast: setup protocol kp2 kcat faketime fuse3 netns console-browser
+test-fast: setup protocol kp2 kafka-dist kcat faketime fuse3 netns console-browser
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
 
 clean:

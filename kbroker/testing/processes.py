@@ -443,7 +443,7 @@ def _child_env() -> dict:
     """The child imports the same kbroker as this process (an editable or a source tree
     first on ``sys.path`` stays first)."""
     env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[1])
+    here = str(Path(__file__).resolve().parents[2])
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if here not in parts and Path(here).name not in ("site-packages", "dist-packages"):
         env["PYTHONPATH"] = os.pathsep.join([here, *parts])

@@ -257,7 +257,7 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
              "transaction.state.log.min.isr": str(min(2, brokers)),
              **(extra or {})}
     env = dict(os.environ)
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = str(repo) + os.pathsep + env.get("PYTHONPATH", "")
     members: list[_Node] = []
     for i in range(1, total + 1):
