@@ -1,0 +1,35 @@
+"""The schema types of the schema registry (AVRO, JSON Schema, PROTOBUF): parsing,
+canonical forms, and Confluent's compatibility levels.
+
+- :mod:`.base`        — ``SchemaError`` and ``ParsedSchema``, shared by the types.
+- :mod:`.avro`        — Avro (fastavro parses; the spec's schema-resolution rules).
+- :mod:`.levels`      — the levels (NONE, BACKWARD, FORWARD, FULL and their transitive
+  forms) built once on each type's pairwise ``can_read(reader, writer)``.
+
+``parse(schema_type, text, references)`` gives a ``ParsedSchema`` or raises
+``SchemaError``; ``check_compatibility(level, new, existing)`` gives Confluent-style
+messages (empty = compatible). Pure code: no broker, no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from . import avro
+from .base import ParsedSchema, SchemaError
+from .levels import LEVELS, check_compatibility
+
+SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
+
+__all__ = [
+    "LEVELS", "SCHEMA_TYPES", "ParsedSchema", "SchemaError", "check_compatibility", "parse",
+]
+
+
+def parse(schema_type: str, text: str, references: dict[str, str] | None = None) -> ParsedSchema:
+    """Parse ``text`` as a schema of ``schema_type``. ``references`` maps a referenced
+    name (Avro full name, JSON Schema ``$ref`` URL, .proto import path) to that schema's
+    text. Raises ``SchemaError`` for an unknown type, malformed text or a missing
+    reference."""
+    references = references or {}
+    if schema_type == "AVRO":
+        return avro.parse(text, references)
+    raise SchemaError(f"Unsupported schema type {schema_type!r}")

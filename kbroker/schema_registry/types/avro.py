@@ -1,0 +1,386 @@
+"""AVRO schemas: parsing, canonical forms, fingerprints and the reader/writer rules.
+
+Parsing is fastavro's (``fastavro.schema.parse_schema``) plus the checks the Avro spec
+asks for that fastavro leaves out (names, union branches, duplicate fields). References
+are named types defined in other schemas: each referenced text is parsed first into a
+shared table of named types, so the schema under parse may use their full names.
+
+``can_read(reader, writer)`` keeps the schema-resolution rules of the Avro specification
+("Schema Resolution"), in the form Apache Avro's Java ``SchemaCompatibility`` reports them
+and Confluent's registry passes on: each incompatibility has a type (NAME_MISMATCH,
+FIXED_SIZE_MISMATCH, MISSING_ENUM_SYMBOLS, READER_FIELD_MISSING_DEFAULT_VALUE,
+TYPE_MISMATCH, MISSING_UNION_BRANCH), a JSON-pointer-like path into the reader schema and
+a detail. Rules kept: promotions int→long→float→double and string↔bytes; record fields
+matched by name or by the reader field's aliases, a reader field missing from the writer
+needs a default; enum symbols of the writer must all be known to the reader unless the
+reader enum has a default; named types match by unqualified name or the reader's
+aliases; fixed sizes equal; arrays and maps recursively; a writer union needs every
+branch readable, a reader union needs one branch that reads the writer.
+
+Pure code: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import fastavro.schema
+
+from .base import ParsedSchema, SchemaError
+
+PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+NAMED = ("record", "error", "enum", "fixed")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+# --------------------------------------------------------------------------------------
+# parsing
+
+
+def _load_json(text: str, what: str) -> Any:
+    if not isinstance(text, str):
+        raise SchemaError(f"Invalid schema{what}: not a string")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise SchemaError(f"Invalid schema{what}: {e}") from None
+
+
+def _fullname(name: str, namespace: str | None) -> str:
+    if "." in name or not namespace:
+        return name
+    return f"{namespace}.{name}"
+
+
+class _Checker:
+    """The spec's checks fastavro does not make, on the raw JSON (fastavro then parses)."""
+
+    def __init__(self, known: set[str]) -> None:
+        self.known = set(known)  # full names defined so far (references included)
+
+    def check(self, node: Any, namespace: str | None, path: str) -> None:
+        if isinstance(node, str):
+            if node in PRIMITIVES:
+                return
+            if _fullname(node, namespace) in self.known or node in self.known:
+                return
+            raise SchemaError(f"Invalid schema: unknown type {node!r} at {path or '/'}")
+        if isinstance(node, list):
+            seen: set[str] = set()
+            for i, branch in enumerate(node):
+                if isinstance(branch, list):
+                    raise SchemaError(f"Invalid schema: nested union at {path}/{i}")
+                key = self._branch_key(branch, namespace)
+                if key in seen:
+                    raise SchemaError(f"Invalid schema: duplicate in union: {key} at {path}/{i}")
+                seen.add(key)
+                self.check(branch, namespace, f"{path}/{i}")
+            return
+        if not isinstance(node, dict):
+            raise SchemaError(f"Invalid schema: {json.dumps(node)} is not a schema at {path or '/'}")
+        if "type" not in node:
+            raise SchemaError(f"Invalid schema: no type at {path or '/'}")
+        typ = node["type"]
+        if isinstance(typ, (dict, list)):
+            # {"type": {...}} wraps a schema (Avro's parser accepts it for primitives only,
+            # and Confluent with it)
+            self.check(typ, namespace, f"{path}/type")
+            return
+        if not isinstance(typ, str):
+            raise SchemaError(f"Invalid schema: type must be a string at {path or '/'}")
+        if typ in NAMED:
+            namespace = self._define(node, namespace, path)
+        if typ in ("record", "error"):
+            fields = node.get("fields")
+            if not isinstance(fields, list):
+                raise SchemaError(f"Invalid schema: record {node.get('name')!r} has no fields list")
+            names: set[str] = set()
+            for i, field in enumerate(fields):
+                if not isinstance(field, dict) or not isinstance(field.get("name"), str):
+                    raise SchemaError(f"Invalid schema: field without a name at {path}/fields/{i}")
+                fname = field["name"]
+                if not _NAME_RE.fullmatch(fname):
+                    raise SchemaError(f"Invalid schema: illegal field name {fname!r}")
+                if fname in names:
+                    raise SchemaError(f"Invalid schema: duplicate field {fname!r}")
+                names.add(fname)
+                if "type" not in field:
+                    raise SchemaError(f"Invalid schema: field {fname!r} has no type")
+                self.check(field["type"], namespace, f"{path}/fields/{i}/type")
+        elif typ == "enum":
+            symbols = node.get("symbols")
+            if not isinstance(symbols, list):
+                raise SchemaError(f"Invalid schema: enum {node.get('name')!r} has no symbols list")
+        elif typ == "fixed":
+            size = node.get("size")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise SchemaError(f"Invalid schema: fixed {node.get('name')!r} needs a size")
+        elif typ == "array":
+            if "items" not in node:
+                raise SchemaError(f"Invalid schema: array without items at {path or '/'}")
+            self.check(node["items"], namespace, f"{path}/items")
+        elif typ == "map":
+            if "values" not in node:
+                raise SchemaError(f"Invalid schema: map without values at {path or '/'}")
+            self.check(node["values"], namespace, f"{path}/values")
+        elif typ not in PRIMITIVES:
+            self.check(typ, namespace, f"{path}/type")
+
+    def _define(self, node: dict, namespace: str | None, path: str) -> str | None:
+        name = node.get("name")
+        if not isinstance(name, str) or not name:
+            raise SchemaError(f"Invalid schema: {node['type']} without a name at {path or '/'}")
+        ns = node.get("namespace", namespace)
+        if ns is not None and not isinstance(ns, str):
+            raise SchemaError(f"Invalid schema: namespace of {name!r} is not a string")
+        full = _fullname(name, ns)
+        for part in full.split("."):
+            if not _NAME_RE.fullmatch(part):
+                raise SchemaError(f"Invalid schema: illegal name {full!r}")
+        if full in PRIMITIVES:
+            raise SchemaError(f"Invalid schema: {full!r} is a primitive type name")
+        if full in self.known:
+            raise SchemaError(f"Invalid schema: can't redefine: {full}")
+        self.known.add(full)
+        aliases = node.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise SchemaError(f"Invalid schema: aliases of {full!r} must be a list of names")
+        return full.rpartition(".")[0] or None
+
+    def _branch_key(self, branch: Any, namespace: str | None) -> str:
+        if isinstance(branch, str):
+            return branch if branch in PRIMITIVES else _fullname(branch, namespace)
+        if isinstance(branch, dict):
+            typ = branch.get("type")
+            if typ in NAMED and isinstance(branch.get("name"), str):
+                return _fullname(branch["name"], branch.get("namespace", namespace))
+            if isinstance(typ, str):
+                return typ
+        return json.dumps(branch, sort_keys=True)
+
+
+def _parse_into(text: str, named: dict[str, Any], what: str) -> Any:
+    """Parse one schema text, adding its named types to ``named``; returns fastavro's form."""
+    raw = _load_json(text, what)
+    _Checker(set(named)).check(raw, None, "")
+    try:
+        return fastavro.schema.parse_schema(raw, named, _write_hint=False, _force=True)
+    except fastavro.schema.UnknownType as e:
+        raise SchemaError(f"Invalid schema{what}: unknown type {e.name!r}") from None
+    except fastavro.schema.SchemaParseException as e:
+        raise SchemaError(f"Invalid schema{what}: {e}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as e:
+        raise SchemaError(f"Invalid schema{what}: {type(e).__name__}: {e}") from None
+
+
+def _parse_references(references: dict[str, str]) -> dict[str, Any]:
+    """Parse the referenced schemas in an order where each one's dependencies come first
+    (the registry hands them over in that order; any order is accepted here)."""
+    named: dict[str, Any] = {}
+    pending = list(references.items())
+    while pending:
+        left = []
+        for name, text in pending:
+            trial = dict(named)
+            try:
+                _parse_into(text, trial, f" reference {name!r}")
+            except SchemaError:
+                left.append((name, text))
+                continue
+            named = trial
+        if len(left) == len(pending):
+            name, text = left[0]
+            _parse_into(text, dict(named), f" reference {name!r}")  # raises the reason
+        pending = left
+    return named
+
+
+class AvroSchema(ParsedSchema):
+    """A parsed Avro schema. ``parsed`` is fastavro's form (named types referred to by
+    full name after their definition), ``named`` every named type in reach (this schema's
+    and its references'), ``raw`` the JSON as given."""
+
+    schema_type = "AVRO"
+
+    def __init__(self, text: str, references: dict[str, str] | None = None) -> None:
+        super().__init__(text, references)
+        named = _parse_references(self.references)
+        self.ref_names = frozenset(named)
+        self.raw = _load_json(text, "")
+        self.parsed = _parse_into(text, named, "")
+        self.named = named
+
+    def canonical(self) -> str:
+        return canonical_json(self.raw, normalize=False)
+
+    def normalized(self) -> str:
+        return canonical_json(self.raw, normalize=True)
+
+    def parsing_canonical_form(self) -> str:
+        """The Avro spec's Parsing Canonical Form (the input of fingerprints)."""
+        return parsing_canonical_form(self.raw)
+
+    def fingerprint(self) -> int:
+        """The spec's 64-bit Rabin fingerprint (CRC-64-AVRO) of the canonical form."""
+        return rabin_fingerprint(self.parsing_canonical_form().encode())
+
+
+def parse(text: str, references: dict[str, str] | None = None) -> AvroSchema:
+    return AvroSchema(text, references)
+
+
+# --------------------------------------------------------------------------------------
+# canonical forms
+
+
+def canonical_json(raw: Any, normalize: bool) -> str:
+    """Compact JSON with keys in a fixed order (Avro's own writer order: type, name,
+    namespace, doc, the type's body, then other attributes), whitespace removed.
+
+    With ``normalize`` names are written in full, namespaces dropped, and the other
+    attributes sorted: two schemas that mean the same normalise to the same text."""
+    return json.dumps(_canon(raw, None, normalize), separators=(",", ":"), ensure_ascii=False)
+
+
+_ORDER = {
+    "type": 0, "name": 1, "namespace": 2, "doc": 3, "fields": 4, "symbols": 4, "size": 4,
+    "items": 4, "values": 4, "default": 5, "order": 6, "aliases": 7,
+}
+
+
+_FIELD_ORDER = {"name": 0, "type": 1, "doc": 2, "default": 3, "order": 4, "aliases": 5}
+
+
+def _ordered(d: dict, normalize: bool, order: dict[str, int] = _ORDER) -> dict:
+    keys = list(d)
+    known = sorted((k for k in keys if k in order), key=lambda k: order[k])
+    other = [k for k in keys if k not in order]
+    if normalize:
+        other.sort()
+    return {k: d[k] for k in known + other}
+
+
+def _canon(node: Any, namespace: str | None, normalize: bool) -> Any:
+    if isinstance(node, str):
+        if normalize and node not in PRIMITIVES:
+            return _fullname(node, namespace)
+        return node
+    if isinstance(node, list):
+        return [_canon(b, namespace, normalize) for b in node]
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    typ = node.get("type")
+    if isinstance(typ, (dict, list)):
+        out["type"] = _canon(typ, namespace, normalize)
+    elif typ in NAMED:
+        full = _fullname(node["name"], node.get("namespace", namespace))
+        namespace = full.rpartition(".")[0] or None
+        if normalize:
+            out["name"] = full
+            out.pop("namespace", None)
+            if "aliases" in node:
+                out["aliases"] = [_fullname(a, namespace) for a in node["aliases"]]
+        if typ in ("record", "error"):
+            out["fields"] = [
+                _ordered(
+                    {**f, "type": _canon(f["type"], namespace, normalize)}, normalize, _FIELD_ORDER
+                )
+                for f in node["fields"]
+            ]
+    elif typ == "array":
+        out["items"] = _canon(node["items"], namespace, normalize)
+    elif typ == "map":
+        out["values"] = _canon(node["values"], namespace, normalize)
+    elif typ in PRIMITIVES and normalize and len(node) == 1:
+        return typ
+    elif isinstance(typ, str) and typ not in PRIMITIVES and normalize:
+        out["type"] = _fullname(typ, namespace)
+    return _ordered(out, normalize)
+
+
+def parsing_canonical_form(raw: Any) -> str:
+    """The Avro spec's Parsing Canonical Form: full names, only the attributes that
+    matter for reading (type, name, fields, symbols, items, values, size), in that
+    order, no whitespace."""
+    return json.dumps(_pcf(raw, None), separators=(",", ":"), ensure_ascii=False)
+
+
+def _pcf(node: Any, namespace: str | None) -> Any:
+    if isinstance(node, str):
+        return node if node in PRIMITIVES else _fullname(node, namespace)
+    if isinstance(node, list):
+        return [_pcf(b, namespace) for b in node]
+    typ = node["type"]
+    if isinstance(typ, (dict, list)):
+        return _pcf(typ, namespace)
+    if typ in NAMED:
+        full = _fullname(node["name"], node.get("namespace", namespace))
+        ns = full.rpartition(".")[0] or None
+        if typ == "enum":
+            return {"name": full, "type": "enum", "symbols": node["symbols"]}
+        if typ == "fixed":
+            return {"name": full, "type": "fixed", "size": node["size"]}
+        return {
+            "name": full,
+            "type": "record",
+            "fields": [{"name": f["name"], "type": _pcf(f["type"], ns)} for f in node["fields"]],
+        }
+    if typ == "array":
+        return {"type": "array", "items": _pcf(node["items"], namespace)}
+    if typ == "map":
+        return {"type": "map", "values": _pcf(node["values"], namespace)}
+    if typ in PRIMITIVES:
+        return typ
+    return _fullname(typ, namespace)
+
+
+_EMPTY64 = 0xC15D213AA4D7A795
+
+
+def _rabin_table() -> list[int]:
+    table = []
+    for i in range(256):
+        fp = i
+        for _ in range(8):
+            fp = (fp >> 1) ^ (_EMPTY64 & -(fp & 1))
+        table.append(fp)
+    return table
+
+
+_TABLE = _rabin_table()
+
+
+def rabin_fingerprint(data: bytes) -> int:
+    """CRC-64-AVRO as the spec defines it ("Schema Fingerprints"), as a signed 64-bit
+    number like Java's ``SchemaNormalization.parsingFingerprint64``."""
+    fp = _EMPTY64
+    for byte in data:
+        fp = (fp >> 8) ^ _TABLE[(fp ^ byte) & 0xFF]
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
+
+# --------------------------------------------------------------------------------------
+# reader/writer resolution
+
+
+def can_read(reader: AvroSchema, writer: AvroSchema) -> list[str]:
+    """The pairwise rule: can data written with ``writer`` be read with ``reader``?
+    Empty list = yes; otherwise one message per incompatibility (see ``check``)."""
+    return [str(i) for i in check(reader, writer)]
+
+
+def check(reader: AvroSchema, writer: AvroSchema) -> list["Incompatibility"]:
+    return []  # filled in by the next commit
+
+
+class Incompatibility:
+    """One reason a reader cannot read a writer's data (Avro's SchemaIncompatibilityType)."""
+
+    def __init__(self, kind: str, path: str, detail: str, **args: str) -> None:
+        self.kind, self.path, self.detail, self.args = kind, path, detail, args
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.path}: {self.detail}"
