@@ -57,8 +57,13 @@ class HttpServer:
     ``kbroker/http/routes`` plus whatever other modules add); ``context`` is handed to
     handlers as ``request.server``."""
 
-    def __init__(self, listen: str, context=None, router: Router | None = None):
+    def __init__(self, listen: str, context=None, router: Router | None = None, *,
+                 max_body: int = MAX_BODY, error_response=None):
         self.host, self.port = parse_listen(listen)
+        # a service on its own listener (the schema registry) may bound bodies and word
+        # the listener's own errors (413...) its way: error_response(status, message)
+        self.max_body = max_body
+        self.error_response = error_response or (lambda status, message: Response(status, f"{message}\n".encode()))
         self.context = context
         self.router = router if router is not None else load_routes(Router())
         self._listeners: list = []
@@ -135,7 +140,7 @@ class HttpServer:
                         request = await self._read_request(conn, stream, event, client)
                     response = await self._respond_to(request)
                 except _BadRequest as e:
-                    request, response = None, Response(e.status, f"{e}\n".encode())
+                    request, response = None, self.error_response(e.status, str(e))
                 except (h11.RemoteProtocolError, trio.TooSlowError) as e:
                     # h11's hint: 400, or 431 for a head over MAX_HEAD; 408 when too slow
                     status = 408 if isinstance(e, trio.TooSlowError) else e.error_status_hint
@@ -179,15 +184,15 @@ class HttpServer:
         self.requests += 1
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
         length = next((v for k, v in headers if k == "content-length"), None)
-        if length is not None and length.isdigit() and int(length) > MAX_BODY:
-            raise _BadRequest(413, f"request body larger than {MAX_BODY} bytes")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            raise _BadRequest(413, f"request body larger than {self.max_body} bytes")
         body = bytearray()
         while True:
             ev = await self._next_event(conn, stream)
             if isinstance(ev, h11.Data):
                 body += ev.data
-                if len(body) > MAX_BODY:
-                    raise _BadRequest(413, f"request body larger than {MAX_BODY} bytes")
+                if len(body) > self.max_body:
+                    raise _BadRequest(413, f"request body larger than {self.max_body} bytes")
             elif isinstance(ev, h11.EndOfMessage):
                 break
             else:
