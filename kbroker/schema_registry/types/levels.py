@@ -7,7 +7,9 @@ reads data of the new; FULL — both. The plain levels check the newest existing
 only, the ``_TRANSITIVE`` forms every existing schema. As Confluent's registry does, the
 existing schemas are checked newest first and the answer is the messages of the first
 incompatible one, followed by ``{oldSchemaVersion: N}`` (when versions are given),
-``{oldSchema: '...'}`` and ``{compatibility: 'LEVEL'}``.
+``{oldSchema: '...'}`` and ``{validateFields: 'false', compatibility: 'LEVEL'}``. In the
+messages the reader and writer are called "new" and "old" by their role: a BACKWARD
+failure says what the *new* schema lacks to read the *old*, a FORWARD one the reverse.
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ def check_compatibility(
         if messages:
             if versions is not None:
                 messages.append(f"{{oldSchemaVersion: {versions[index]}}}")
-            messages.append(f"{{oldSchema: '{old.text}'}}")
-            messages.append(f"{{compatibility: '{level}'}}")
+            messages.append(f"{{oldSchema: '{old.canonical()}'}}")
+            messages.append(f"{{validateFields: 'false', compatibility: '{level}'}}")
             return messages
     return []
 
@@ -68,9 +70,9 @@ def _check_pair(base: str, new: ParsedSchema, old: ParsedSchema) -> list[str]:
     can_read = _pairwise(new)
     messages: list[str] = []
     if base in ("BACKWARD", "FULL"):
-        messages += can_read(new, old)
+        messages += can_read(new, old, "new", "old")
     if base in ("FORWARD", "FULL"):
-        messages += can_read(old, new)
+        messages += can_read(old, new, "old", "new")
     return messages
 
 
