@@ -231,67 +231,110 @@ def parse(text: str, references: dict[str, str] | None = None) -> AvroSchema:
 
 
 def canonical_json(raw: Any, normalize: bool) -> str:
-    """Compact JSON with keys in a fixed order (Avro's own writer order: type, name,
-    namespace, doc, the type's body, then other attributes), whitespace removed.
+    """The schema as Avro's Java ``Schema.toString()`` writes it, which is the text
+    Confluent's registry stores, compares and returns (its ``canonicalString``): compact
+    JSON; named types as type, name, namespace (only where it changes), doc, body, other
+    attributes, aliases; fields as name, type, doc, default, order (unless ascending),
+    aliases, other attributes; a type already defined written as its name, short when in
+    the enclosing namespace.
 
-    With ``normalize`` names are written in full, namespaces dropped, and the other
-    attributes sorted: two schemas that mean the same normalise to the same text."""
-    return json.dumps(_canon(raw, None, normalize), separators=(",", ":"), ensure_ascii=False)
+    With ``normalize`` (Confluent's ``normalize=true``) the other attributes and the
+    aliases are sorted and empty docs dropped, so that schemas differing only in those
+    normalise to the same text."""
+    out = _JavaWriter(normalize).write(raw, None)
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
 
 
-_ORDER = {
-    "type": 0, "name": 1, "namespace": 2, "doc": 3, "fields": 4, "symbols": 4, "size": 4,
-    "items": 4, "values": 4, "default": 5, "order": 6, "aliases": 7,
+_SCHEMA_RESERVED = {
+    "type", "name", "namespace", "fields", "items", "size", "symbols", "values", "doc",
+    "aliases", "default",
 }
+_FIELD_RESERVED = {"name", "type", "doc", "default", "order", "aliases"}
 
 
-_FIELD_ORDER = {"name": 0, "type": 1, "doc": 2, "default": 3, "order": 4, "aliases": 5}
+class _JavaWriter:
+    def __init__(self, normalize: bool) -> None:
+        self.normalize = normalize
+        self.defined: set[str] = set()
 
+    def _props(self, node: dict, reserved: set[str]) -> list[tuple[str, Any]]:
+        props = [(k, v) for k, v in node.items() if k not in reserved]
+        if self.normalize:
+            props.sort()
+        return props
 
-def _ordered(d: dict, normalize: bool, order: dict[str, int] = _ORDER) -> dict:
-    keys = list(d)
-    known = sorted((k for k in keys if k in order), key=lambda k: order[k])
-    other = [k for k in keys if k not in order]
-    if normalize:
-        other.sort()
-    return {k: d[k] for k in known + other}
+    @staticmethod
+    def _qualified(full: str, space: str | None) -> str:
+        ns, _, short = full.rpartition(".")
+        return short if (ns or None) == space else full
 
+    def write(self, node: Any, space: str | None) -> Any:
+        if isinstance(node, str):
+            if node in PRIMITIVES:
+                return node
+            return self._qualified(_fullname(node, space), space)
+        if isinstance(node, list):
+            return [self.write(b, space) for b in node]
+        typ = node["type"]
+        if typ in NAMED:
+            return self._named(node, space)
+        out: dict[str, Any] = {"type": typ}
+        if typ == "array":
+            out["items"] = self.write(node["items"], space)
+        elif typ == "map":
+            out["values"] = self.write(node["values"], space)
+        elif typ not in PRIMITIVES:
+            return self.write(typ, space)
+        props = self._props(node, _SCHEMA_RESERVED)
+        if typ in PRIMITIVES and not props:
+            return typ
+        out.update(props)
+        return out
 
-def _canon(node: Any, namespace: str | None, normalize: bool) -> Any:
-    if isinstance(node, str):
-        if normalize and node not in PRIMITIVES:
-            return _fullname(node, namespace)
-        return node
-    if isinstance(node, list):
-        return [_canon(b, namespace, normalize) for b in node]
-    if not isinstance(node, dict):
-        return node
-    out = dict(node)
-    typ = node.get("type")
-    if typ in NAMED:
-        full = _fullname(node["name"], node.get("namespace", namespace))
-        namespace = full.rpartition(".")[0] or None
-        if normalize:
-            out["name"] = full
-            out.pop("namespace", None)
-            if "aliases" in node:
-                out["aliases"] = [_fullname(a, namespace) for a in node["aliases"]]
+    def _named(self, node: dict, space: str | None) -> Any:
+        full = _fullname(node["name"], node.get("namespace", space))
+        if full in self.defined:
+            return self._qualified(full, space)
+        self.defined.add(full)
+        ns, _, short = full.rpartition(".")
+        ns = ns or None
+        out: dict[str, Any] = {"type": node["type"], "name": short}
+        if ns is not None and ns != space:
+            out["namespace"] = ns
+        elif ns is None and space is not None:
+            out["namespace"] = ""
+        doc = node.get("doc")
+        if doc is not None and not (self.normalize and doc == ""):
+            out["doc"] = doc
+        typ = node["type"]
         if typ in ("record", "error"):
-            out["fields"] = [
-                _ordered(
-                    {**f, "type": _canon(f["type"], namespace, normalize)}, normalize, _FIELD_ORDER
-                )
-                for f in node["fields"]
-            ]
-    elif typ == "array":
-        out["items"] = _canon(node["items"], namespace, normalize)
-    elif typ == "map":
-        out["values"] = _canon(node["values"], namespace, normalize)
-    elif typ in PRIMITIVES and normalize and len(node) == 1:
-        return typ
-    elif isinstance(typ, str) and typ not in PRIMITIVES and normalize:
-        out["type"] = _fullname(typ, namespace)
-    return _ordered(out, normalize)
+            out["fields"] = [self._field(f, ns) for f in node["fields"]]
+        elif typ == "enum":
+            out["symbols"] = node["symbols"]
+            if "default" in node:
+                out["default"] = node["default"]
+        else:
+            out["size"] = node["size"]
+        out.update(self._props(node, _SCHEMA_RESERVED))
+        aliases = [self._qualified(_fullname(a, ns), ns) for a in node.get("aliases", [])]
+        if aliases:
+            out["aliases"] = sorted(set(aliases)) if self.normalize else aliases
+        return out
+
+    def _field(self, field: dict, space: str | None) -> dict:
+        out: dict[str, Any] = {"name": field["name"], "type": self.write(field["type"], space)}
+        if "doc" in field:
+            out["doc"] = field["doc"]
+        if "default" in field:
+            out["default"] = field["default"]
+        order = field.get("order", "ascending")
+        if isinstance(order, str) and order.lower() != "ascending":
+            out["order"] = order.lower()
+        aliases = field.get("aliases", [])
+        if aliases:
+            out["aliases"] = sorted(set(aliases)) if self.normalize else list(aliases)
+        out.update(self._props(field, _FIELD_RESERVED))
+        return out
 
 
 def parsing_canonical_form(raw: Any) -> str:
