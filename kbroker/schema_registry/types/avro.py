@@ -83,11 +83,6 @@ class _Checker:
         if "type" not in node:
             raise SchemaError(f"Invalid schema: no type at {path or '/'}")
         typ = node["type"]
-        if isinstance(typ, (dict, list)):
-            # {"type": {...}} wraps a schema (Avro's parser accepts it for primitives only,
-            # and Confluent with it)
-            self.check(typ, namespace, f"{path}/type")
-            return
         if not isinstance(typ, str):
             raise SchemaError(f"Invalid schema: type must be a string at {path or '/'}")
         if typ in NAMED:
@@ -236,69 +231,110 @@ def parse(text: str, references: dict[str, str] | None = None) -> AvroSchema:
 
 
 def canonical_json(raw: Any, normalize: bool) -> str:
-    """Compact JSON with keys in a fixed order (Avro's own writer order: type, name,
-    namespace, doc, the type's body, then other attributes), whitespace removed.
+    """The schema as Avro's Java ``Schema.toString()`` writes it, which is the text
+    Confluent's registry stores, compares and returns (its ``canonicalString``): compact
+    JSON; named types as type, name, namespace (only where it changes), doc, body, other
+    attributes, aliases; fields as name, type, doc, default, order (unless ascending),
+    aliases, other attributes; a type already defined written as its name, short when in
+    the enclosing namespace.
 
-    With ``normalize`` names are written in full, namespaces dropped, and the other
-    attributes sorted: two schemas that mean the same normalise to the same text."""
-    return json.dumps(_canon(raw, None, normalize), separators=(",", ":"), ensure_ascii=False)
+    With ``normalize`` (Confluent's ``normalize=true``) the other attributes and the
+    aliases are sorted and empty docs dropped, so that schemas differing only in those
+    normalise to the same text."""
+    out = _JavaWriter(normalize).write(raw, None)
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
 
 
-_ORDER = {
-    "type": 0, "name": 1, "namespace": 2, "doc": 3, "fields": 4, "symbols": 4, "size": 4,
-    "items": 4, "values": 4, "default": 5, "order": 6, "aliases": 7,
+_SCHEMA_RESERVED = {
+    "type", "name", "namespace", "fields", "items", "size", "symbols", "values", "doc",
+    "aliases", "default",
 }
+_FIELD_RESERVED = {"name", "type", "doc", "default", "order", "aliases"}
 
 
-_FIELD_ORDER = {"name": 0, "type": 1, "doc": 2, "default": 3, "order": 4, "aliases": 5}
+class _JavaWriter:
+    def __init__(self, normalize: bool) -> None:
+        self.normalize = normalize
+        self.defined: set[str] = set()
 
+    def _props(self, node: dict, reserved: set[str]) -> list[tuple[str, Any]]:
+        props = [(k, v) for k, v in node.items() if k not in reserved]
+        if self.normalize:
+            props.sort()
+        return props
 
-def _ordered(d: dict, normalize: bool, order: dict[str, int] = _ORDER) -> dict:
-    keys = list(d)
-    known = sorted((k for k in keys if k in order), key=lambda k: order[k])
-    other = [k for k in keys if k not in order]
-    if normalize:
-        other.sort()
-    return {k: d[k] for k in known + other}
+    @staticmethod
+    def _qualified(full: str, space: str | None) -> str:
+        ns, _, short = full.rpartition(".")
+        return short if (ns or None) == space else full
 
+    def write(self, node: Any, space: str | None) -> Any:
+        if isinstance(node, str):
+            if node in PRIMITIVES:
+                return node
+            return self._qualified(_fullname(node, space), space)
+        if isinstance(node, list):
+            return [self.write(b, space) for b in node]
+        typ = node["type"]
+        if typ in NAMED:
+            return self._named(node, space)
+        out: dict[str, Any] = {"type": typ}
+        if typ == "array":
+            out["items"] = self.write(node["items"], space)
+        elif typ == "map":
+            out["values"] = self.write(node["values"], space)
+        elif typ not in PRIMITIVES:
+            return self.write(typ, space)
+        props = self._props(node, _SCHEMA_RESERVED)
+        if typ in PRIMITIVES and not props:
+            return typ
+        out.update(props)
+        return out
 
-def _canon(node: Any, namespace: str | None, normalize: bool) -> Any:
-    if isinstance(node, str):
-        if normalize and node not in PRIMITIVES:
-            return _fullname(node, namespace)
-        return node
-    if isinstance(node, list):
-        return [_canon(b, namespace, normalize) for b in node]
-    if not isinstance(node, dict):
-        return node
-    out = dict(node)
-    typ = node.get("type")
-    if isinstance(typ, (dict, list)):
-        out["type"] = _canon(typ, namespace, normalize)
-    elif typ in NAMED:
-        full = _fullname(node["name"], node.get("namespace", namespace))
-        namespace = full.rpartition(".")[0] or None
-        if normalize:
-            out["name"] = full
-            out.pop("namespace", None)
-            if "aliases" in node:
-                out["aliases"] = [_fullname(a, namespace) for a in node["aliases"]]
+    def _named(self, node: dict, space: str | None) -> Any:
+        full = _fullname(node["name"], node.get("namespace", space))
+        if full in self.defined:
+            return self._qualified(full, space)
+        self.defined.add(full)
+        ns, _, short = full.rpartition(".")
+        ns = ns or None
+        out: dict[str, Any] = {"type": node["type"], "name": short}
+        if ns is not None and ns != space:
+            out["namespace"] = ns
+        elif ns is None and space is not None:
+            out["namespace"] = ""
+        doc = node.get("doc")
+        if doc is not None and not (self.normalize and doc == ""):
+            out["doc"] = doc
+        typ = node["type"]
         if typ in ("record", "error"):
-            out["fields"] = [
-                _ordered(
-                    {**f, "type": _canon(f["type"], namespace, normalize)}, normalize, _FIELD_ORDER
-                )
-                for f in node["fields"]
-            ]
-    elif typ == "array":
-        out["items"] = _canon(node["items"], namespace, normalize)
-    elif typ == "map":
-        out["values"] = _canon(node["values"], namespace, normalize)
-    elif typ in PRIMITIVES and normalize and len(node) == 1:
-        return typ
-    elif isinstance(typ, str) and typ not in PRIMITIVES and normalize:
-        out["type"] = _fullname(typ, namespace)
-    return _ordered(out, normalize)
+            out["fields"] = [self._field(f, ns) for f in node["fields"]]
+        elif typ == "enum":
+            out["symbols"] = node["symbols"]
+            if "default" in node:
+                out["default"] = node["default"]
+        else:
+            out["size"] = node["size"]
+        out.update(self._props(node, _SCHEMA_RESERVED))
+        aliases = [self._qualified(_fullname(a, ns), ns) for a in node.get("aliases", [])]
+        if aliases:
+            out["aliases"] = sorted(set(aliases)) if self.normalize else aliases
+        return out
+
+    def _field(self, field: dict, space: str | None) -> dict:
+        out: dict[str, Any] = {"name": field["name"], "type": self.write(field["type"], space)}
+        if "doc" in field:
+            out["doc"] = field["doc"]
+        if "default" in field:
+            out["default"] = field["default"]
+        order = field.get("order", "ascending")
+        if isinstance(order, str) and order.lower() != "ascending":
+            out["order"] = order.lower()
+        aliases = field.get("aliases", [])
+        if aliases:
+            out["aliases"] = sorted(set(aliases)) if self.normalize else list(aliases)
+        out.update(self._props(field, _FIELD_RESERVED))
+        return out
 
 
 def parsing_canonical_form(raw: Any) -> str:
@@ -314,8 +350,6 @@ def _pcf(node: Any, namespace: str | None) -> Any:
     if isinstance(node, list):
         return [_pcf(b, namespace) for b in node]
     typ = node["type"]
-    if isinstance(typ, (dict, list)):
-        return _pcf(typ, namespace)
     if typ in NAMED:
         full = _fullname(node["name"], node.get("namespace", namespace))
         ns = full.rpartition(".")[0] or None
@@ -366,21 +400,229 @@ def rabin_fingerprint(data: bytes) -> int:
 # reader/writer resolution
 
 
-def can_read(reader: AvroSchema, writer: AvroSchema) -> list[str]:
-    """The pairwise rule: can data written with ``writer`` be read with ``reader``?
-    Empty list = yes; otherwise one message per incompatibility (see ``check``)."""
-    return [str(i) for i in check(reader, writer)]
-
-
-def check(reader: AvroSchema, writer: AvroSchema) -> list["Incompatibility"]:
-    return []  # filled in by the next commit
+_REASONS = {
+    "NAME_MISMATCH": "The name of the schema has changed (path '{path}')",
+    "FIXED_SIZE_MISMATCH": (
+        "The size of FIXED type field at path '{path}' in the {reader} schema does not match "
+        "with the {writer} schema"
+    ),
+    "MISSING_ENUM_SYMBOLS": (
+        "The {reader} schema is missing enum symbols '{info}' at path '{path}' in the "
+        "{writer} schema"
+    ),
+    "READER_FIELD_MISSING_DEFAULT_VALUE": (
+        "The field '{info}' at path '{path}' in the {reader} schema has no default value and "
+        "is missing in the {writer} schema"
+    ),
+    "TYPE_MISMATCH": (
+        "The type (path '{path}') of a field in the {reader} schema does not match with the "
+        "{writer} schema"
+    ),
+    "MISSING_UNION_BRANCH": (
+        "The {reader} schema is missing a type inside a union field at path '{path}' in the "
+        "{writer} schema"
+    ),
+}
 
 
 class Incompatibility:
-    """One reason a reader cannot read a writer's data (Avro's SchemaIncompatibilityType)."""
+    """One reason a reader cannot read a writer's data: ``kind`` is one of Avro's
+    SchemaIncompatibilityType names, ``path`` a JSON pointer into the reader schema,
+    ``info`` the detail Avro gives (a field name, the missing symbols, the two types)."""
 
-    def __init__(self, kind: str, path: str, detail: str, **args: str) -> None:
-        self.kind, self.path, self.detail, self.args = kind, path, detail, args
+    __slots__ = ("kind", "path", "info")
 
-    def __str__(self) -> str:
-        return f"{self.kind} at {self.path}: {self.detail}"
+    def __init__(self, kind: str, path: str, info: str) -> None:
+        self.kind, self.path, self.info = kind, path, info
+
+    def message(self, reader: str = "reader", writer: str = "writer") -> str:
+        """Confluent's wording, the reader and writer named as the caller says ("new" and
+        "old" for a BACKWARD check, the other way round for FORWARD)."""
+        reason = _REASONS[self.kind].format(
+            path=self.path, info=self.info, reader=reader, writer=writer
+        )
+        return f"{{errorType:'{self.kind}', description:'{reason}', additionalInfo:'{self.info}'}}"
+
+    def __repr__(self) -> str:
+        return f"Incompatibility({self.kind!r}, {self.path!r}, {self.info!r})"
+
+
+def can_read(
+    reader: AvroSchema, writer: AvroSchema, reader_label: str = "reader",
+    writer_label: str = "writer",
+) -> list[str]:
+    """The pairwise rule: can data written with ``writer`` be read with ``reader``?
+    Empty list = yes; otherwise Confluent's message for each incompatibility."""
+    return [i.message(reader_label, writer_label) for i in check(reader, writer)]
+
+
+def check(reader: AvroSchema, writer: AvroSchema) -> list[Incompatibility]:
+    """Every incompatibility of reading ``writer``'s data with ``reader``, in the order
+    Avro's Java ``SchemaCompatibility`` finds them (which is the order Confluent lists)."""
+    return _Resolver(reader.named, writer.named).compatibility(reader.parsed, writer.parsed)
+
+
+def _type_of(node: Any) -> str:
+    if isinstance(node, list):
+        return "union"
+    if isinstance(node, dict):
+        typ = node["type"]
+        return "record" if typ == "error" else typ
+    return node
+
+
+def _java(node: Any) -> str:
+    return _type_of(node).upper()
+
+
+class _Resolver:
+    """Walks a reader and a writer schema together. Results are memoised per pair of
+    schema nodes; a pair met again while it is being checked (a recursive type) counts as
+    compatible, as the spec's resolution of recursive types implies."""
+
+    _IN_PROGRESS = object()
+
+    def __init__(self, reader_named: dict[str, Any], writer_named: dict[str, Any]) -> None:
+        self.rnamed, self.wnamed = reader_named, writer_named
+        self.memo: dict[tuple[int, int], Any] = {}
+
+    def _resolve(self, node: Any, named: dict[str, Any]) -> Any:
+        if isinstance(node, str) and node not in PRIMITIVES:
+            return named[node]
+        return node
+
+    def compatibility(self, reader: Any, writer: Any) -> list[Incompatibility]:
+        return self._get("", reader, writer, [])
+
+    def _get(self, token: str, reader: Any, writer: Any, loc: list[str]) -> list[Incompatibility]:
+        reader = self._resolve(reader, self.rnamed)
+        writer = self._resolve(writer, self.wnamed)
+        loc.append(token)
+        try:
+            if isinstance(reader, str) and isinstance(writer, str):
+                return self._calculate(reader, writer, loc)  # primitives: no memo needed
+            key = (id(reader), id(writer))
+            found = self.memo.get(key)
+            if found is self._IN_PROGRESS:
+                return []
+            if found is not None:
+                return list(found)
+            self.memo[key] = self._IN_PROGRESS
+            result = self._calculate(reader, writer, loc)
+            self.memo[key] = result
+            return list(result)
+        finally:
+            loc.pop()
+
+    @staticmethod
+    def _path(loc: list[str]) -> str:
+        parts = [p.replace("~", "~0").replace("/", "~1") for p in loc[1:]]
+        return "/" + "/".join(parts)
+
+    def _incompatible(self, kind: str, info: str, loc: list[str]) -> list[Incompatibility]:
+        return [Incompatibility(kind, self._path(loc), info)]
+
+    def _type_mismatch(self, reader: Any, writer: Any, loc: list[str]) -> list[Incompatibility]:
+        info = f"reader type: {_java(reader)} not compatible with writer type: {_java(writer)}"
+        return self._incompatible("TYPE_MISMATCH", info, loc)
+
+    def _calculate(self, reader: Any, writer: Any, loc: list[str]) -> list[Incompatibility]:
+        rtype, wtype = _type_of(reader), _type_of(writer)
+        if rtype == wtype:
+            if rtype in PRIMITIVES:
+                return []
+            if rtype == "array":
+                return self._get("items", reader["items"], writer["items"], loc)
+            if rtype == "map":
+                return self._get("values", reader["values"], writer["values"], loc)
+            if rtype == "fixed":
+                out = self._names(reader, writer, loc)
+                if reader["size"] != writer["size"]:
+                    loc.append("size")
+                    info = f"expected: {writer['size']}, found: {reader['size']}"
+                    out += self._incompatible("FIXED_SIZE_MISMATCH", info, loc)
+                    loc.pop()
+                return out
+            if rtype == "enum":
+                return self._names(reader, writer, loc) + self._symbols(reader, writer, loc)
+            if rtype == "record":
+                return self._names(reader, writer, loc) + self._fields(reader, writer, loc)
+            # both unions: every writer branch must be readable by the reader union
+            out = []
+            for i, branch in enumerate(writer):
+                loc.append(str(i))
+                if self._get("", reader, branch, []):
+                    branch_type = _java(self._resolve(branch, self.wnamed))
+                    info = f"reader union lacking writer type: {branch_type}"
+                    out += self._incompatible("MISSING_UNION_BRANCH", info, loc)
+                loc.pop()
+            return out
+        if wtype == "union":
+            # a reader of another type reads a writer union if it reads every branch
+            out = []
+            for i, branch in enumerate(writer):
+                out += self._get(str(i), reader, branch, loc)
+            return out
+        if rtype == "union":
+            for branch in reader:
+                if not self._get("", branch, writer, []):
+                    return []
+            info = f"reader union lacking writer type: {_java(writer)}"
+            return self._incompatible("MISSING_UNION_BRANCH", info, loc)
+        if (rtype, wtype) in _PROMOTIONS:
+            return []
+        return self._type_mismatch(reader, writer, loc)
+
+    def _names(self, reader: dict, writer: dict, loc: list[str]) -> list[Incompatibility]:
+        rfull, wfull = reader["name"], writer["name"]
+        if rfull.rpartition(".")[2] == wfull.rpartition(".")[2]:
+            return []
+        namespace = rfull.rpartition(".")[0] or None
+        if wfull in (_fullname(a, namespace) for a in reader.get("aliases", [])):
+            return []
+        loc.append("name")
+        out = self._incompatible("NAME_MISMATCH", f"expected: {wfull}", loc)
+        loc.pop()
+        return out
+
+    def _symbols(self, reader: dict, writer: dict, loc: list[str]) -> list[Incompatibility]:
+        missing = sorted(set(writer["symbols"]) - set(reader["symbols"]))
+        if not missing:
+            return []
+        if reader.get("default") in reader["symbols"]:
+            return []  # unknown symbols read as the reader's default (Avro 1.9+)
+        loc.append("symbols")
+        out = self._incompatible("MISSING_ENUM_SYMBOLS", "[" + ", ".join(missing) + "]", loc)
+        loc.pop()
+        return out
+
+    def _fields(self, reader: dict, writer: dict, loc: list[str]) -> list[Incompatibility]:
+        out: list[Incompatibility] = []
+        by_name = {f["name"]: f for f in writer["fields"]}
+        loc.append("fields")
+        for pos, field in enumerate(reader["fields"]):
+            loc.append(str(pos))
+            matches = [by_name[n] for n in [field["name"], *field.get("aliases", [])] if n in by_name]
+            if not matches:
+                if "default" in field:
+                    pass
+                else:
+                    ftype = self._resolve(field["type"], self.rnamed)
+                    if _type_of(ftype) == "enum" and "default" in ftype:
+                        # an enum field with an enum default reads as that default
+                        out += self._get("type", ftype, writer, loc)
+                    else:
+                        out += self._incompatible(
+                            "READER_FIELD_MISSING_DEFAULT_VALUE", field["name"], loc
+                        )
+            else:
+                out += self._get("type", field["type"], matches[0]["type"], loc)
+            loc.pop()
+        loc.pop()
+        return out
+
+
+_PROMOTIONS = {
+    ("long", "int"), ("float", "int"), ("float", "long"), ("double", "int"),
+    ("double", "long"), ("double", "float"), ("bytes", "string"), ("string", "bytes"),
+}

@@ -1,31 +1,38 @@
 """Confluent's compatibility levels, built once on each type's pairwise rule.
 
-``can_read(reader, writer)`` of a schema type answers whether data written with
-``writer`` can be read with ``reader``. The levels (Confluent's "Schema Evolution and
-Compatibility" page): BACKWARD — the new schema reads data of the old; FORWARD — the old
-reads data of the new; FULL — both. The plain levels check the newest existing schema
-only, the ``_TRANSITIVE`` forms every existing schema. As Confluent's registry does, the
-existing schemas are checked newest first and the answer is the messages of the first
-incompatible one, followed by ``{oldSchemaVersion: N}`` (when versions are given),
-``{oldSchema: '...'}`` and ``{compatibility: 'LEVEL'}``.
+``can_read(reader, writer, reader_label, writer_label)`` of a schema type answers whether
+data written with ``writer`` can be read with ``reader`` (an empty list) or why not.
+The levels, as Confluent's "Schema Evolution and Compatibility" page defines them:
+BACKWARD — the new schema reads data written with the old; FORWARD — the old reads data
+written with the new; FULL — both. The plain levels check the newest existing schema
+only, the ``_TRANSITIVE`` forms every existing schema, newest first, stopping at the
+first that fails.
+
+The messages follow Confluent's registry (``SchemaValidatorBuilder`` and the registry's
+check): in each reason the reader and writer are called "new" and "old" by role; the
+reasons of the new schema reading the old are followed by ``{oldSchemaVersion: N}``
+(when the caller gives versions) and ``{oldSchema: '...'}``; FULL lists the old-reads-new
+reasons first; a non-empty answer ends with ``{validateFields: 'false', compatibility:
+'LEVEL'}``. A different schema type is one reason of its own.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from .base import ParsedSchema, SchemaError
+from .base import ParsedSchema
 
 LEVELS = (
     "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE",
     "FULL", "FULL_TRANSITIVE",
 )
+DIFFERENT_TYPE = "Incompatible because of different schema type"
 
 
 def _pairwise(schema: ParsedSchema):
-    from . import avro
+    from . import avro, json_schema, protobuf
 
-    modules = {"AVRO": avro}
+    modules = {"AVRO": avro, "JSON": json_schema, "PROTOBUF": protobuf}
     return modules[schema.schema_type].can_read
 
 
@@ -37,7 +44,7 @@ def check_compatibility(
 ) -> list[str]:
     """Messages saying why ``new`` may not follow ``existing`` (oldest..newest) at
     ``level``; empty when it may. ``versions``, when given, are the existing schemas'
-    version numbers (for the ``{oldSchemaVersion: N}`` line)."""
+    version numbers, in the same order (for the ``{oldSchemaVersion: N}`` line)."""
     level = level.upper()
     if level not in LEVELS:
         raise ValueError(f"unknown compatibility level {level!r}")
@@ -48,30 +55,32 @@ def check_compatibility(
         targets = targets[-1:]
     base = level.removesuffix("_TRANSITIVE")
     for index, old in reversed(targets):
-        if old.schema_type != new.schema_type:
-            messages = [
-                f"Incompatible because of different schema type (old: {old.schema_type}, "
-                f"new: {new.schema_type})"
-            ]
-        else:
-            messages = _check_pair(base, new, old)
+        version = versions[index] if versions is not None else None
+        messages = _check_pair(base, new, old, version)
         if messages:
-            if versions is not None:
-                messages.append(f"{{oldSchemaVersion: {versions[index]}}}")
-            messages.append(f"{{oldSchema: '{old.text}'}}")
-            messages.append(f"{{compatibility: '{level}'}}")
+            messages.append(f"{{validateFields: 'false', compatibility: '{level}'}}")
             return messages
     return []
 
 
-def _check_pair(base: str, new: ParsedSchema, old: ParsedSchema) -> list[str]:
+def _check_pair(base: str, new: ParsedSchema, old: ParsedSchema, version: int | None) -> list[str]:
+    if old.schema_type != new.schema_type:
+        return [DIFFERENT_TYPE]
     can_read = _pairwise(new)
     messages: list[str] = []
-    if base in ("BACKWARD", "FULL"):
-        messages += can_read(new, old)
     if base in ("FORWARD", "FULL"):
-        messages += can_read(old, new)
+        messages += can_read(old, new, "old", "new")
+        if base == "FORWARD":
+            messages += _about(old, version) if messages else []
+    if base in ("BACKWARD", "FULL"):
+        backward = can_read(new, old, "new", "old")
+        messages += backward + (_about(old, version) if backward else [])
     return messages
 
 
-__all__ = ["LEVELS", "SchemaError", "check_compatibility"]
+def _about(old: ParsedSchema, version: int | None) -> list[str]:
+    lines = [] if version is None else [f"{{oldSchemaVersion: {version}}}"]
+    return lines + [f"{{oldSchema: '{old.canonical()}'}}"]
+
+
+__all__ = ["DIFFERENT_TYPE", "LEVELS", "check_compatibility"]
