@@ -163,9 +163,9 @@ class RegistryService:
         except Exception as e:  # noqa: BLE001 - a parser's own error is still bad input
             log.info("schema of type %s did not parse: %r", req.schema_type, e)
             raise errors.invalid_schema(str(e) or type(e).__name__) from None
-        if normalize:
-            probe = replace(probe, schema=parsed.normalized())
-        return probe
+        # stored and answered as Confluent does: the type's canonical text (Avro's
+        # Schema.toString()), or its normalized one when the request asks for it
+        return replace(probe, schema=parsed.normalized() if normalize else parsed.canonical())
 
     # ------------------------------------------------------------------ reads
     async def fresh(self) -> RegistryState:
