@@ -38,7 +38,7 @@ from .types import SCHEMA_TYPES, SchemaError, check_compatibility, parse
 log = logging.getLogger("kbroker.schema_registry")
 
 MAX_VERSION = 2**31 - 1
-WRITE_ATTEMPTS = 5
+WRITE_ATTEMPTS = 10
 
 
 def parse_version(text, *, allow_latest: bool = True) -> int | None:
@@ -172,6 +172,22 @@ class RegistryService:
         await self.store.catch_up()
         return self.state
 
+    async def _read(self, answer):
+        """``answer(state)`` after a replay; a not-found answer on a node that does not lead
+        ``_schemas`` is checked again against the leader's log, so what one node wrote
+        (acks=all) is found on any other at once (read-your-writes across nodes)."""
+        st = await self.fresh()
+        try:
+            return answer(st)
+        except errors.RegistryError as e:
+            if e.status != 404 or self.store.is_leader() or self.store.leader() < 0:
+                raise
+        try:
+            await self.store.catch_up(from_leader=True)
+        except errors.RegistryError as e:
+            log.info("schema registry: the leader's log could not be read: %s", e.message)
+        return answer(self.state)
+
     async def subjects(self, *, deleted: bool = False, prefix: str = "") -> list[str]:
         st = await self.fresh()
         return [s for s in st.subject_names(deleted=deleted) if s.startswith(prefix)]
@@ -183,8 +199,8 @@ class RegistryService:
         return versions
 
     async def versions(self, subject: str, *, deleted: bool = False) -> list[int]:
-        st = await self.fresh()
-        return [v.version for v in self._live_or_404(st, subject, deleted=deleted)]
+        return await self._read(lambda st: [
+            v.version for v in self._live_or_404(st, subject, deleted=deleted)])
 
     def _version(self, st: RegistryState, subject: str, version_text, *,
                  deleted: bool = False) -> SchemaValue:
@@ -198,21 +214,22 @@ class RegistryService:
         return sv
 
     async def get_version(self, subject: str, version_text, *, deleted: bool = False) -> dict:
-        st = await self.fresh()
-        return schema_json(self._version(st, subject, version_text, deleted=deleted))
+        return await self._read(lambda st: schema_json(
+            self._version(st, subject, version_text, deleted=deleted)))
 
     async def get_version_schema(self, subject: str, version_text, *, deleted: bool = False) -> str:
-        st = await self.fresh()
-        return self._version(st, subject, version_text, deleted=deleted).schema
+        return await self._read(
+            lambda st: self._version(st, subject, version_text, deleted=deleted).schema)
 
     async def referenced_by(self, subject: str, version_text) -> list[int]:
-        st = await self.fresh()
-        sv = self._version(st, subject, version_text)
-        return st.referenced_by(subject, sv.version)
+        return await self._read(lambda st: st.referenced_by(
+            subject, self._version(st, subject, version_text).version))
 
     async def schema_by_id(self, schema_id: int, *, subject: str | None = None,
                            fetch_max_id: bool = False) -> dict:
-        st = await self.fresh()
+        return await self._read(lambda st: self._schema_by_id(st, schema_id, subject, fetch_max_id))
+
+    def _schema_by_id(self, st: RegistryState, schema_id: int, subject, fetch_max_id) -> dict:
         sv = st.schema_by_id(schema_id)
         if sv is None or (subject and not any(s == subject for s, _ in st.users_of(schema_id, deleted=True))):
             raise errors.schema_not_found(schema_id)
@@ -223,10 +240,11 @@ class RegistryService:
         return out
 
     async def id_versions(self, schema_id: int, *, deleted: bool = False) -> list[dict]:
-        st = await self.fresh()
-        if st.schema_by_id(schema_id) is None:
-            raise errors.schema_not_found(schema_id)
-        return [{"subject": s, "version": n} for s, n in st.users_of(schema_id, deleted=deleted)]
+        def answer(st: RegistryState):
+            if st.schema_by_id(schema_id) is None:
+                raise errors.schema_not_found(schema_id)
+            return [{"subject": s, "version": n} for s, n in st.users_of(schema_id, deleted=deleted)]
+        return await self._read(answer)
 
     async def id_subjects(self, schema_id: int, *, deleted: bool = False) -> list[str]:
         return sorted({d["subject"] for d in await self.id_versions(schema_id, deleted=deleted)})
@@ -245,14 +263,16 @@ class RegistryService:
     async def lookup(self, subject: str, body, *, normalize: bool = False,
                      deleted: bool = False) -> dict:
         req = SchemaRequest(body)
-        st = await self.fresh()
-        if not st.has_subject(subject, deleted=True):
-            raise errors.subject_not_found(subject)
-        probe = self._parse_request(req, normalize=normalize)
-        sv = st.find_in_subject(subject, probe, deleted=deleted)
-        if sv is None:
-            raise errors.schema_not_found()
-        return schema_json(sv)
+
+        def answer(st: RegistryState):
+            if not st.has_subject(subject, deleted=True):
+                raise errors.subject_not_found(subject)
+            probe = self._parse_request(req, normalize=normalize)
+            sv = st.find_in_subject(subject, probe, deleted=deleted)
+            if sv is None:
+                raise errors.schema_not_found()
+            return schema_json(sv)
+        return await self._read(answer)
 
     # ------------------------------------------------------------------ writes
     def _check_writable(self, st: RegistryState, subject: str | None) -> str:
@@ -267,7 +287,8 @@ class RegistryService:
         took effect (another node may win a race: then decide again)."""
         async with self.store.write_lock:
             for attempt in range(WRITE_ATTEMPTS):
-                await self.store.catch_up()
+                # decide on the leader's log: the freshest state, the fewest lost races
+                await self.store.catch_up(from_leader=True)
                 records, answer = decide(self.state)
                 if not records:
                     return answer
@@ -276,7 +297,25 @@ class RegistryService:
                     return answer
                 self.stats["write_retries"] += 1
                 log.info("_schemas write lost a race with another node; deciding again")
+                repairs = self._repairs([r for r, ok in zip(records, verdicts) if not ok])
+                if repairs:
+                    await self.store.write(repairs)
             raise errors.store_error("gave up after concurrent writes from other nodes")
+
+    def _repairs(self, refused: list[tuple[bytes, bytes | None]]) -> list[tuple[bytes, bytes | None]]:
+        """Records that make the log's *last* record of each refused key the one that won:
+        compaction keeps only the last record of a key, and the refused one came later. The
+        winner's value is written again (the replay takes it as the same version). A
+        refused key that holds nothing gets no tombstone (another node may be filling it
+        right now); the retry usually writes that key itself, and the replay refuses the
+        stray record again, compacted or not."""
+        out = []
+        for key, _ in refused:
+            k = rec.decode_key(key)
+            held = self.state.version(k.subject, k.version) if k.keytype == rec.SCHEMA else None
+            if held is not None:
+                out.append((key, held.encode()))
+        return out
 
     async def register(self, subject: str, body, *, normalize: bool = False) -> dict:
         req = SchemaRequest(body)

@@ -106,16 +106,22 @@ class SchemaStore:
         log.info("created %s (1 partition, replication factor %d)", TOPIC, rf)
 
     # ------------------------------------------------------------------ reads
-    async def catch_up(self) -> None:
-        """Apply every record below the high watermark that the state has not seen."""
+    async def catch_up(self, *, from_leader: bool = False) -> None:
+        """Apply every record below the high watermark that the state has not seen: the
+        local replica's (a follower's high watermark may trail the leader's by a fetch), or
+        with ``from_leader`` — or without a local replica — the leader's."""
         async with self._read_lock:
             if self._topic() is None:
                 return
             part = self.broker.replicas.get_replica(TOPIC, PARTITION)
             if part is not None and part.log is not None:
                 self._catch_up_local(part)
-            else:
-                await self._catch_up_remote()
+                if not from_leader or part.is_leader:
+                    return
+            await self._catch_up_remote()
+
+    def is_leader(self) -> bool:
+        return self.leader() == self.broker.node_id
 
     def _apply(self, offset: int, key, value) -> None:
         ok = self.state.apply(offset, None if key is None else bytes(key),
@@ -200,7 +206,7 @@ class SchemaStore:
         try:
             with trio.move_on_after(self.timeout_s):
                 while self.state.next_offset <= offsets[-1]:
-                    await self.catch_up()
+                    await self.catch_up(from_leader=True)
                     if self.state.next_offset <= offsets[-1]:
                         await trio.sleep(APPLY_POLL_S)
             if self.state.next_offset <= offsets[-1]:

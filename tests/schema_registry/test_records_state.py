@@ -106,3 +106,17 @@ def test_unreadable_records_are_skipped():
                  (b'{"keytype":"SCHEMA","subject":"a","version":1,"magic":1}', b'{"broken'),
                  CONFLUENT_LOG[0]])
     assert st.stats["unreadable"] == 3 and st.subject_names() == ["a"]
+
+
+def test_a_winner_written_again_after_a_refused_record_survives_compaction():
+    """What the service writes after losing a race (``RegistryService._repairs``): the
+    winner's value again, so that keeping only each key's last record (compaction) keeps
+    the winner."""
+    win = SchemaValue("a", 3, 3, '"long"')
+    lose = SchemaValue("a", 3, 4, '"bytes"')
+    key = Key(rec.SCHEMA, "a", 3).encode()
+    log = CONFLUENT_LOG + [(key, win.encode()), (key, lose.encode()), (key, win.encode())]
+    assert replay(log).version("a", 3) == win
+    compacted = list({k: (k, v) for k, v in log}.values())   # the last record of each key
+    compacted.sort(key=lambda kv: max(i for i, r in enumerate(log) if r[0] == kv[0]))
+    assert replay(compacted).version("a", 3) == win
