@@ -66,7 +66,8 @@ class SchemaRegistry:
         self.service = RegistryService(
             broker, replication_factor=int(cfg.get("kbroker.schema.registry.topic.replication.factor")),
             timeout_s=max(1.0, int(cfg.get("request.timeout.ms") or 30_000) / 1000))
-        self.routes = Routes(self.service)
+        from .auth import RegistryAuth
+        self.routes = Routes(self.service, RegistryAuth(self.server))
         self.http.router = self.routes.router()
         try:
             async with trio.open_nursery() as nursery:

@@ -78,8 +78,9 @@ def _schema_id(text: str) -> int:
 class Routes:
     """(method, pattern) -> handler; patterns name their segments ``{s}``, ``{v}``, ``{id}``."""
 
-    def __init__(self, service: RegistryService):
+    def __init__(self, service: RegistryService, auth=None):
         self.service = service
+        self.auth = auth            # auth.RegistryAuth, or None: everything allowed
         self.table: list[tuple[str, re.Pattern, object]] = []
         self.requests = 0
         self.errors = 0
@@ -164,6 +165,8 @@ class Routes:
     async def dispatch(self, request: Request) -> Response:
         self.requests += 1
         try:
+            if self.auth is not None:
+                self.auth.check(request, self.auth.principal(request))
             handler, args, allowed = self.resolve(request.method, request.path)
             if handler is None:
                 if allowed:
@@ -174,7 +177,10 @@ class Routes:
             self.errors += 1
             if e.status >= 500:
                 log.warning("schema registry %s %s: %s", request.method, request.target, e.message)
-            return json_response(e.body(), e.status)
+            headers = [("www-authenticate", 'Basic realm="kbroker schema registry"')] if e.status == 401 else []
+            answer = json_response(e.body(), e.status)
+            answer.headers.extend(headers)
+            return answer
         if isinstance(result, Response):
             return result
         return json_response(result)
