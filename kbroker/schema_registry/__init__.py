@@ -82,6 +82,13 @@ class SchemaRegistry:
     async def aclose(self) -> None:
         await self.http.aclose()
 
+    def metric_families(self) -> list:
+        """Its ``/metrics`` families (``kbroker.metrics.collect`` asks)."""
+        if self.service is None:
+            return []
+        from .metrics import families
+        return families(self)
+
     def statistics(self) -> dict:
         if self.service is None:
             return {}

@@ -20,6 +20,8 @@ import logging
 import re
 from urllib.parse import unquote
 
+import trio
+
 from kbroker.http.router import Request, Response, Router
 
 from . import errors
@@ -84,6 +86,8 @@ class Routes:
         self.table: list[tuple[str, re.Pattern, object]] = []
         self.requests = 0
         self.errors = 0
+        from .metrics import RequestMeter
+        self.meter = RequestMeter()
         S = service
         self._add("GET", "/", self.root)
         self._add("GET", "/subjects", lambda r: S.subjects(
@@ -163,6 +167,12 @@ class Routes:
         return None, [], allowed
 
     async def dispatch(self, request: Request) -> Response:
+        start = trio.current_time()
+        response = await self._dispatch(request)
+        self.meter.record(request.method, response.status, trio.current_time() - start)
+        return response
+
+    async def _dispatch(self, request: Request) -> Response:
         self.requests += 1
         try:
             if self.auth is not None:
