@@ -7,7 +7,8 @@ principal and the HTTP peer's address (``auth.current``), so ACLs apply as to an
 """
 from __future__ import annotations
 
-from kbroker.api import CURRENT_REQUEST, REGISTRY, RequestContext, load_all
+from kbroker.api import REGISTRY, RequestContext, load_all
+from kbroker.common.request_scope import CURRENT_REQUEST
 from kbroker.wire.error_codes import ErrorCode
 
 from . import auth

@@ -147,7 +147,7 @@ class Broker:
         self.stage = "reading the data directory"
         with naming_path(f"cannot write meta.properties in log directory {cfg.data_dir}", cfg.data_dir):
             self.cluster_id = ensure_meta_properties(cfg)
-        from kbroker.tools.storage import StorageError, check_bootstrap
+        from kbroker.metadata.storage_format import StorageError, check_bootstrap
         try:
             # the feature levels `storage format` chose, committed by the first controller
             self.bootstrap_records = check_bootstrap(cfg.data_dir)
