@@ -3,6 +3,8 @@ canonical forms, and Confluent's compatibility levels.
 
 - :mod:`.base`        — ``SchemaError`` and ``ParsedSchema``, shared by the types.
 - :mod:`.avro`        — Avro (fastavro parses; the spec's schema-resolution rules).
+- :mod:`.json_schema` — JSON Schema (jsonschema checks; Confluent's SchemaDiff rules).
+- :mod:`.protobuf`    — Protobuf (proto-schema-parser parses; Confluent's Protobuf rules).
 - :mod:`.levels`      — the levels (NONE, BACKWARD, FORWARD, FULL and their transitive
   forms) built once on each type's pairwise ``can_read(reader, writer)``.
 
@@ -13,7 +15,7 @@ messages (empty = compatible). Pure code: no broker, no I/O, no clock.
 
 from __future__ import annotations
 
-from . import avro
+from . import avro, json_schema, protobuf
 from .base import ParsedSchema, SchemaError
 from .levels import LEVELS, check_compatibility
 
@@ -32,4 +34,8 @@ def parse(schema_type: str, text: str, references: dict[str, str] | None = None)
     references = references or {}
     if schema_type == "AVRO":
         return avro.parse(text, references)
+    if schema_type == "JSON":
+        return json_schema.parse(text, references)
+    if schema_type == "PROTOBUF":
+        return protobuf.parse(text, references)
     raise SchemaError(f"Unsupported schema type {schema_type!r}")
