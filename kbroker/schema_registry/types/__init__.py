@@ -32,10 +32,21 @@ def parse(schema_type: str, text: str, references: dict[str, str] | None = None)
     text. Raises ``SchemaError`` for an unknown type, malformed text or a missing
     reference."""
     references = references or {}
-    if schema_type == "AVRO":
-        return avro.parse(text, references)
-    if schema_type == "JSON":
-        return json_schema.parse(text, references)
-    if schema_type == "PROTOBUF":
-        return protobuf.parse(text, references)
-    raise SchemaError(f"Unsupported schema type {schema_type!r}")
+    module = _MODULES.get(schema_type)
+    if module is None:
+        raise SchemaError(f"Unsupported schema type {schema_type!r}")
+    if not isinstance(text, str) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in references.items()
+    ):
+        raise SchemaError("Invalid schema: schema and references must be strings")
+    try:
+        return module.parse(text, references)
+    except SchemaError:
+        raise
+    except (RecursionError, ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        # a construct the checks above did not foresee: still the schema's fault, and
+        # still a 42201 for the client rather than a 500
+        raise SchemaError(f"Invalid schema: {type(e).__name__}: {e}") from None
+
+
+_MODULES = {"AVRO": avro, "JSON": json_schema, "PROTOBUF": protobuf}

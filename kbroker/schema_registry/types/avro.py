@@ -206,12 +206,15 @@ class AvroSchema(ParsedSchema):
         self.raw = _load_json(text, "")
         self.parsed = _parse_into(text, named, "")
         self.named = named
+        # computed once: the registry compares and returns them often
+        self._canonical = canonical_json(self.raw, normalize=False)
+        self._normalized = canonical_json(self.raw, normalize=True)
 
     def canonical(self) -> str:
-        return canonical_json(self.raw, normalize=False)
+        return self._canonical
 
     def normalized(self) -> str:
-        return canonical_json(self.raw, normalize=True)
+        return self._normalized
 
     def parsing_canonical_form(self) -> str:
         """The Avro spec's Parsing Canonical Form (the input of fingerprints)."""

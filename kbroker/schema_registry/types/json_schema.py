@@ -91,6 +91,10 @@ class JsonSchema(ParsedSchema):
         if isinstance(self.raw, dict) and isinstance(self.raw.get("$id"), str):
             self.documents.setdefault(urldefrag(self.raw["$id"])[0], self.raw)
         self._check_refs()
+        self._canonical = json.dumps(self.raw, separators=(",", ":"), ensure_ascii=False)
+        self._normalized = json.dumps(
+            self.raw, separators=(",", ":"), ensure_ascii=False, sort_keys=True
+        )
 
     def _check_refs(self) -> None:
         seen: set[int] = set()
@@ -151,10 +155,11 @@ class JsonSchema(ParsedSchema):
 
     def canonical(self) -> str:
         # Confluent's canonicalString: the document as compact JSON, keys as written
-        return json.dumps(self.raw, separators=(",", ":"), ensure_ascii=False)
+        return self._canonical
 
     def normalized(self) -> str:
-        return json.dumps(self.raw, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+        # keys sorted at every level
+        return self._normalized
 
 
 def _find_anchor(doc: Any, name: str) -> Any:

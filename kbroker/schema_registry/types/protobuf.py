@@ -169,6 +169,8 @@ class ProtobufSchema(ParsedSchema):
         self._collect(self.file, set())
         for f in self.files.values():
             _Validator(self, f).run()
+        self._canonical = Generator().generate(_strip(self.file.tree, normalize=False, schema=self))
+        self._normalized = Generator().generate(_strip(self.file.tree, normalize=True, schema=self))
 
     @staticmethod
     def _load(path: str, text: str, what: str) -> ProtoFile:
@@ -231,10 +233,12 @@ class ProtobufSchema(ParsedSchema):
         return self.types.get(name)
 
     def canonical(self) -> str:
-        return Generator().generate(_strip(self.file.tree, normalize=False, schema=self))
+        """The file printed back without comments, in one layout."""
+        return self._canonical
 
     def normalized(self) -> str:
-        return Generator().generate(_strip(self.file.tree, normalize=True, schema=self))
+        """Also imports and options sorted, fields in number order, types in full."""
+        return self._normalized
 
 
 def parse(text: str, references: dict[str, str] | None = None) -> ProtobufSchema:
