@@ -26,6 +26,7 @@ from kbroker.schema_registry.types import SchemaError, check_compatibility, pars
 from kbroker.schema_registry.types import json_schema
 
 EX = "CSR diff examples"
+D2020 = "https://json-schema.org/draft/2020-12/schema"
 
 
 @dataclass
@@ -190,6 +191,24 @@ ROWS = [
         {"$schema": "https://json-schema.org/draft/2020-12/schema", "items": False},
         [("ADDITIONAL_ITEMS_REMOVED", "#/additionalItems")],
         EX + " (2020-12): 'Detect removed boolean additional items'"),
+    # 2020-12: unevaluatedProperties and prefixItems
+    Row("unevaluatedProperties false removed (opened)",
+        {"$schema": D2020, **obj({}), "unevaluatedProperties": False},
+        {"$schema": D2020, **obj({})}, [], EX + " (2020-12): UNEVALUATED_PROPERTIES_ADDED"),
+    Row("unevaluatedProperties false added (closed)",
+        {"$schema": D2020, **obj({})},
+        {"$schema": D2020, **obj({}), "unevaluatedProperties": False},
+        [("UNEVALUATED_PROPERTIES_REMOVED", "#/unevaluatedProperties")],
+        EX + " (2020-12): UNEVALUATED_PROPERTIES_REMOVED"),
+    Row("prefixItems item added to a closed tuple",
+        {"$schema": D2020, "type": "array", "prefixItems": [N], "items": False},
+        {"$schema": D2020, "type": "array", "prefixItems": [N, S], "items": False}, [],
+        EX + " (2020-12): ITEM_ADDED_TO_CLOSED_CONTENT_MODEL"),
+    Row("prefixItems item removed from a closed tuple",
+        {"$schema": D2020, "type": "array", "prefixItems": [N, S], "items": False},
+        {"$schema": D2020, "type": "array", "prefixItems": [N], "items": False},
+        [("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", "#/items/1")],
+        EX + " (2020-12): ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"),
     # combined schemas
     Row("oneOf extended", {"oneOf": [S]}, {"oneOf": [S, N]}, [], EX + " combined: sum type extended"),
     Row("oneOf narrowed", {"oneOf": [S, N]}, {"oneOf": [S]}, [("SUM_TYPE_NARROWED", "#/")],
@@ -375,3 +394,10 @@ def test_compatible_set_is_confluents_strict_set():
     assert "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL" not in json_schema.COMPATIBLE_CHANGES
     assert "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL" not in json_schema.COMPATIBLE_CHANGES
     assert "SUM_TYPE_EXTENDED" in json_schema.COMPATIBLE_CHANGES
+
+
+def test_a_different_schema_type_is_incompatible():
+    avro = parse("AVRO", '"string"')
+    msgs = check_compatibility("BACKWARD", parse("JSON", json.dumps(S)), [avro])
+    assert msgs == ["Incompatible because of different schema type",
+                    "{validateFields: 'false', compatibility: 'BACKWARD'}"]
