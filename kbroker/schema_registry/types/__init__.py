@@ -9,8 +9,17 @@ canonical forms, and Confluent's compatibility levels.
   forms) built once on each type's pairwise ``can_read(reader, writer)``.
 
 ``parse(schema_type, text, references)`` gives a ``ParsedSchema`` or raises
-``SchemaError``; ``check_compatibility(level, new, existing)`` gives Confluent-style
-messages (empty = compatible). Pure code: no broker, no I/O, no clock.
+``SchemaError`` (malformed text, an invalid construct, a reference not supplied);
+``references`` maps the name a schema refers to (Avro full name, JSON Schema ``$ref``
+URL, .proto import path) to that schema's text. ``check_compatibility(level, new,
+existing, versions=None)`` gives Confluent's messages (empty = compatible); the existing
+schemas run oldest to newest, ``versions`` (same order) add the ``{oldSchemaVersion: N}``
+line. ``ParsedSchema.canonical()`` is the text Confluent's registry stores, compares and
+returns for the type; ``normalized()`` the text for ``normalize=true``.
+
+Not covered: Confluent's ``validateFields``/reserved-field metadata checks and rule
+sets, its LENIENT compatibility policy, and its compatibility groups (the registry owns
+those if it adds them). Pure code: no broker, no I/O, no clock.
 """
 
 from __future__ import annotations

@@ -149,6 +149,11 @@ ROWS = [
     Row("well-known type swapped", p3('import "google/protobuf/timestamp.proto";\nmessage T { google.protobuf.Timestamp at = 1; }'),
         p3('import "google/protobuf/duration.proto";\nmessage T { google.protobuf.Duration at = 1; }'),
         [("FIELD_NAMED_TYPE_CHANGED", "#/T/1")], SD),
+    # syntax: Confluent's diff has no change type for it; labels are what differ
+    Row("syntax proto2 to proto3", p2("message M { optional int32 a = 1; optional string b = 2; }"),
+        p3("message M { int32 a = 1; string b = 2; }"), [], SD + " (no SYNTAX change type)"),
+    Row("syntax proto2 repeated to proto3 singular", p2("message M { repeated int32 a = 1; }"),
+        p3("message M { int32 a = 1; }"), [], SD + " (proto3 singular fields carry no label)"),
     # levels
     Row("message removed, forward", p3(M), p3(M + " message N { string x = 1; }"),
         [("MESSAGE_REMOVED", "#/N")], SD + " (swapped)", "FORWARD"),
