@@ -35,11 +35,16 @@ __all__ = [
 ]
 
 
-def parse(schema_type: str, text: str, references: dict[str, str] | None = None) -> ParsedSchema:
+def parse(
+    schema_type: str, text: str, references: dict[str, str] | None = None, *,
+    validate: bool = True,
+) -> ParsedSchema:
     """Parse ``text`` as a schema of ``schema_type``. ``references`` maps a referenced
     name (Avro full name, JSON Schema ``$ref`` URL, .proto import path) to that schema's
     text. Raises ``SchemaError`` for an unknown type, malformed text or a missing
-    reference."""
+    reference. ``validate=False`` is for schemas already registered (read back from
+    ``_schemas``): as Confluent's registry does for a schema that is not new, Avro
+    defaults are then not checked against their types."""
     references = references or {}
     module = _MODULES.get(schema_type)
     if module is None:
@@ -49,6 +54,8 @@ def parse(schema_type: str, text: str, references: dict[str, str] | None = None)
     ):
         raise SchemaError("Invalid schema: schema and references must be strings")
     try:
+        if module is avro:
+            return avro.parse(text, references, validate)
         return module.parse(text, references)
     except SchemaError:
         raise

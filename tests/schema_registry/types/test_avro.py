@@ -492,3 +492,15 @@ def test_canonical_writes_an_empty_namespace_inside_a_namespace():
         {"name": "x", "type": {"type": "record", "name": "B", "namespace": "", "fields": []}}]})
     c = json.loads(parse("AVRO", text).canonical())
     assert c["fields"][0]["type"]["namespace"] == ""
+
+
+def test_stored_schema_with_a_bad_default_parses_without_validation():
+    # Confluent's AvroSchema validates defaults only for new schemas (validateAsNew):
+    # a stored schema with a mistyped default is still served and compared
+    text = rec(f("a", "int", default="x"))
+    with pytest.raises(SchemaError):
+        parse("AVRO", text)
+    stored = parse("AVRO", text, validate=False)
+    assert check_compatibility("BACKWARD", parse("AVRO", rec(f("a", "long"))), [stored]) == []
+    with pytest.raises(SchemaError):
+        parse("AVRO", rec(f("a", "Missing", default="x")), validate=False)
