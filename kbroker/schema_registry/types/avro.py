@@ -156,12 +156,15 @@ class _Checker:
         return json.dumps(branch, sort_keys=True)
 
 
-def _parse_into(text: str, named: dict[str, Any], what: str) -> Any:
-    """Parse one schema text, adding its named types to ``named``; returns fastavro's form."""
+def _parse_into(text: str, named: dict[str, Any], what: str, validate: bool = True) -> Any:
+    """Parse one schema text, adding its named types to ``named``; returns fastavro's form.
+    ``validate=False`` accepts defaults that do not match their field's type."""
     raw = _load_json(text, what)
     _Checker(set(named)).check(raw, None, "")
     try:
-        return fastavro.schema.parse_schema(raw, named, _write_hint=False, _force=True)
+        return fastavro.schema.parse_schema(
+            raw, named, _write_hint=False, _force=True, _ignore_default_error=not validate
+        )
     except fastavro.schema.UnknownType as e:
         raise SchemaError(f"Invalid schema{what}: unknown type {e.name!r}") from None
     except fastavro.schema.SchemaParseException as e:
@@ -170,7 +173,7 @@ def _parse_into(text: str, named: dict[str, Any], what: str) -> Any:
         raise SchemaError(f"Invalid schema{what}: {type(e).__name__}: {e}") from None
 
 
-def _parse_references(references: dict[str, str]) -> dict[str, Any]:
+def _parse_references(references: dict[str, str], validate: bool = True) -> dict[str, Any]:
     """Parse the referenced schemas in an order where each one's dependencies come first
     (the registry hands them over in that order; any order is accepted here)."""
     named: dict[str, Any] = {}
@@ -180,14 +183,14 @@ def _parse_references(references: dict[str, str]) -> dict[str, Any]:
         for name, text in pending:
             trial = dict(named)
             try:
-                _parse_into(text, trial, f" reference {name!r}")
+                _parse_into(text, trial, f" reference {name!r}", validate)
             except SchemaError:
                 left.append((name, text))
                 continue
             named = trial
         if len(left) == len(pending):
             name, text = left[0]
-            _parse_into(text, dict(named), f" reference {name!r}")  # raises the reason
+            _parse_into(text, dict(named), f" reference {name!r}", validate)  # the reason
         pending = left
     return named
 
@@ -195,23 +198,32 @@ def _parse_references(references: dict[str, str]) -> dict[str, Any]:
 class AvroSchema(ParsedSchema):
     """A parsed Avro schema. ``parsed`` is fastavro's form (named types referred to by
     full name after their definition), ``named`` every named type in reach (this schema's
-    and its references'), ``raw`` the JSON as given."""
+    and its references'), ``raw`` the JSON as given.
+
+    ``validate=False`` is for schemas already registered (replayed from ``_schemas``):
+    like Confluent's registry for a schema that is not new, defaults are not checked
+    against their types; names and structure still are."""
 
     schema_type = "AVRO"
 
-    def __init__(self, text: str, references: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, text: str, references: dict[str, str] | None = None, validate: bool = True
+    ) -> None:
         super().__init__(text, references)
-        named = _parse_references(self.references)
+        named = _parse_references(self.references, validate)
         self.ref_names = frozenset(named)
         self.raw = _load_json(text, "")
-        self.parsed = _parse_into(text, named, "")
+        self.parsed = _parse_into(text, named, "", validate)
         self.named = named
+        # computed once: the registry compares and returns them often
+        self._canonical = canonical_json(self.raw, normalize=False)
+        self._normalized = canonical_json(self.raw, normalize=True)
 
     def canonical(self) -> str:
-        return canonical_json(self.raw, normalize=False)
+        return self._canonical
 
     def normalized(self) -> str:
-        return canonical_json(self.raw, normalize=True)
+        return self._normalized
 
     def parsing_canonical_form(self) -> str:
         """The Avro spec's Parsing Canonical Form (the input of fingerprints)."""
@@ -222,8 +234,10 @@ class AvroSchema(ParsedSchema):
         return rabin_fingerprint(self.parsing_canonical_form().encode())
 
 
-def parse(text: str, references: dict[str, str] | None = None) -> AvroSchema:
-    return AvroSchema(text, references)
+def parse(
+    text: str, references: dict[str, str] | None = None, validate: bool = True
+) -> AvroSchema:
+    return AvroSchema(text, references, validate)
 
 
 # --------------------------------------------------------------------------------------

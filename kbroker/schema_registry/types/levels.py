@@ -66,7 +66,15 @@ def check_compatibility(
 def _check_pair(base: str, new: ParsedSchema, old: ParsedSchema, version: int | None) -> list[str]:
     if old.schema_type != new.schema_type:
         return [DIFFERENT_TYPE]
-    can_read = _pairwise(new)
+    pairwise = _pairwise(new)
+
+    def can_read(reader: ParsedSchema, writer: ParsedSchema, rl: str, wl: str) -> list[str]:
+        try:
+            return pairwise(reader, writer, rl, wl)
+        except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as e:
+            # as Confluent's registry answers a checker failure: incompatible, with a reason
+            return [f"Unexpected exception during compatibility check: {type(e).__name__}: {e}"]
+
     messages: list[str] = []
     if base in ("FORWARD", "FULL"):
         messages += can_read(old, new, "old", "new")

@@ -400,6 +400,8 @@ GOOD = [
     rec(f("a", ["null", "string"], default=None)),
     rec(f("e", enum(["A", "B"], default="A"))),
     '{"type":"error","name":"Oops","fields":[]}',
+    # CSR AvroCompatibilityTest.testBadDefaultNull: a string default on a null|string union parses
+    rec(f("f1", ["null", "string"], default="null"), f("f2", "string", default="foo")),
 ]
 
 
@@ -482,3 +484,23 @@ def test_normalized_sorts_attributes_and_aliases():
     assert a.canonical() != b.canonical()
     assert a.normalized() == b.normalized()
     assert json.loads(a.normalized()) == json.loads(b.canonical())
+
+
+def test_canonical_writes_an_empty_namespace_inside_a_namespace():
+    # Avro's Name.writeName: a type without namespace inside one with a namespace
+    text = json.dumps({"type": "record", "name": "A", "namespace": "n", "fields": [
+        {"name": "x", "type": {"type": "record", "name": "B", "namespace": "", "fields": []}}]})
+    c = json.loads(parse("AVRO", text).canonical())
+    assert c["fields"][0]["type"]["namespace"] == ""
+
+
+def test_stored_schema_with_a_bad_default_parses_without_validation():
+    # Confluent's AvroSchema validates defaults only for new schemas (validateAsNew):
+    # a stored schema with a mistyped default is still served and compared
+    text = rec(f("a", "int", default="x"))
+    with pytest.raises(SchemaError):
+        parse("AVRO", text)
+    stored = parse("AVRO", text, validate=False)
+    assert check_compatibility("BACKWARD", parse("AVRO", rec(f("a", "long"))), [stored]) == []
+    with pytest.raises(SchemaError):
+        parse("AVRO", rec(f("a", "Missing", default="x")), validate=False)
