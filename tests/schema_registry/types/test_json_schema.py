@@ -230,6 +230,11 @@ ROWS = [
         EX + ": 'Detect compatible change of moving to reference schema'"),
     Row("local reference changed", {"$ref": "#/definitions/x", "definitions": {"x": S}},
         {"$ref": "#/definitions/x", "definitions": {"x": N}}, [("TYPE_CHANGED", "#/")], EX),
+    # Kafka Connect's decimal-as-bytes fix: two connect.type=bytes schemas are one type
+    Row("connect.type bytes on both sides", {"type": "number", "connect.type": "bytes"},
+        {"type": "string", "connect.type": "bytes"}, [], "CSR SchemaDiff (CONNECT_TYPE_PROP)"),
+    Row("connect.type bytes on one side", {"type": "number", "connect.type": "bytes"}, S,
+        [("TYPE_CHANGED", "#/")], "CSR SchemaDiff (CONNECT_TYPE_PROP)"),
     # levels
     Row("property added to an open model, forward", obj({}), obj({"a": S}), [],
         "CSR SchemaDiff (the old open model reads the new)", "FORWARD"),
