@@ -1,6 +1,7 @@
-"""JSON Schema (and Protobuf, where the client library is installed) through
-confluent-kafka's serializers and the REST API: registration, canonical ids,
-compatibility answers, a round trip through the broker."""
+"""JSON Schema through confluent-kafka's serializers and the REST API (registration,
+compatibility answers, a round trip through the broker), and Protobuf's .proto text over
+the REST API (confluent-kafka's ProtobufSerializer registers a base64 FileDescriptorProto,
+which the types do not parse yet: not tested here)."""
 from __future__ import annotations
 
 import json
