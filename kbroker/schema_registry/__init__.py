@@ -75,6 +75,7 @@ class SchemaRegistry:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.http.run)
+                nursery.start_soon(self._replay_on_start)
                 log.info("schema registry on %s://%s", "https" if self.tls else "http",
                          self.http.address)
                 task_status.started(self)
@@ -82,6 +83,19 @@ class SchemaRegistry:
             with trio.CancelScope(shield=True):
                 await self.http.aclose()
                 await self.service.store.aclose()
+
+    async def _replay_on_start(self) -> None:
+        """Rebuild the state from ``_schemas`` now rather than at the first request (reads
+        catch up again anyway; a failure here only leaves it to them)."""
+        from .errors import RegistryError
+        try:
+            await self.service.store.catch_up()
+        except RegistryError as e:
+            log.info("schema registry: _schemas not replayed at start: %s", e.message)
+        else:
+            st = self.service.state.statistics()
+            log.info("schema registry: replayed %d _schemas records (%d subjects, %d schemas)",
+                     st["records"], st["subjects"], st["schemas"])
 
     async def aclose(self) -> None:
         await self.http.aclose()
