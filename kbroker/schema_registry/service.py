@@ -267,7 +267,10 @@ class RegistryService:
         req = SchemaRequest(body)
 
         def answer(st: RegistryState):
-            if not st.has_subject(subject, deleted=True):
+            # as Confluent: a subject with no version to look in (a soft-deleted one without
+            # deleted=true) is not found; a subject that has versions but not this schema,
+            # the schema is not
+            if not st.has_subject(subject, deleted=deleted):
                 raise errors.subject_not_found(subject)
             probe = self._parse_request(req, normalize=normalize)
             sv = st.find_in_subject(subject, probe, deleted=deleted)
