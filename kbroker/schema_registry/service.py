@@ -232,8 +232,11 @@ class RegistryService:
         return await self._read(lambda st: self._schema_by_id(st, schema_id, subject, fetch_max_id))
 
     def _schema_by_id(self, st: RegistryState, schema_id: int, subject, fetch_max_id) -> dict:
+        # ``subject`` names the schema context to look in (Confluent: the id is looked up in
+        # the subject's context, not in the subject itself); there is one context here, the
+        # default, so it does not narrow the lookup: deserializers pass their topic's subject
         sv = st.schema_by_id(schema_id)
-        if sv is None or (subject and not any(s == subject for s, _ in st.users_of(schema_id, deleted=True))):
+        if sv is None:
             raise errors.schema_not_found(schema_id)
         out = schema_json(sv, with_subject=False)
         del out["id"]

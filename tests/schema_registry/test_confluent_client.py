@@ -83,3 +83,25 @@ def test_use_latest_version_serializer(registry):
     assert int.from_bytes(data[1:5], "big") == schema_id
     assert AvroDeserializer(client)(data, SerializationContext(topic, MessageField.VALUE)) == \
         {"name": "a", "favorite_number": 1}
+
+
+def test_client_references_and_referenced_by(registry):
+    from confluent_kafka.schema_registry import SchemaReference
+    client = SchemaRegistryClient({"url": registry.url})
+    tag = uuid.uuid4().hex[:8]
+    address = avro_record("Address", ("street", "string"))
+    client.register_schema(f"address-{tag}", Schema(address, "AVRO"))
+    person = json.dumps({"type": "record", "name": "Person",
+                         "fields": [{"name": "home", "type": "Address"}]})
+    refs = [SchemaReference("Address", f"address-{tag}", 1)]
+    person_id = client.register_schema(f"person-{tag}", Schema(person, "AVRO", refs))
+    got = client.get_schema(person_id)
+    assert [(r.name, r.subject, r.version) for r in got.references] == [("Address", f"address-{tag}", 1)]
+    status, users = registry.call("GET", f"/subjects/address-{tag}/versions/1/referencedby")
+    assert (status, users) == (200, [person_id])
+    # a serializer with the referencing schema writes records the deserializer reads back
+    ctx = SerializationContext(f"person-{tag}", MessageField.VALUE)
+    ser = AvroSerializer(client, None, conf={"auto.register.schemas": False, "use.latest.version": True,
+                                            "subject.name.strategy": lambda *_: f"person-{tag}"})
+    data = ser({"home": {"street": "Main"}}, ctx)
+    assert AvroDeserializer(client)(data, ctx) == {"home": {"street": "Main"}}
