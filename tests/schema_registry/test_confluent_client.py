@@ -105,3 +105,36 @@ def test_client_references_and_referenced_by(registry):
                                             "subject.name.strategy": lambda *_: f"person-{tag}"})
     data = ser({"home": {"street": "Main"}}, ctx)
     assert AvroDeserializer(client)(data, ctx) == {"home": {"street": "Main"}}
+
+
+def test_client_management_calls(registry):
+    """The answers' shapes confluent-kafka's client reads: config, mode, compatibility,
+    versions, deletes, ids' subjects and versions, types."""
+    client = SchemaRegistryClient({"url": registry.url})
+    subject = f"mgmt-{uuid.uuid4().hex[:8]}"
+    v1 = avro_record("Mgmt", ("a", "int"))
+    v2 = avro_record("Mgmt", ("a", "int"), ("b", "string"), b="")
+    bad = avro_record("Mgmt", ("a", "string"))
+    id1 = client.register_schema(subject, Schema(v1, "AVRO"))
+    assert client.test_compatibility(subject, Schema(v2, "AVRO")) is True
+    assert client.test_compatibility(subject, Schema(bad, "AVRO")) is False
+    assert client.test_compatibility_all_versions(subject, Schema(v2, "AVRO")) is True
+    client.set_compatibility(subject, "FULL")
+    assert client.get_compatibility(subject) == "FULL"
+    assert client.get_compatibility() == "BACKWARD"
+    id2 = client.register_schema(subject, Schema(v2, "AVRO"))
+    assert client.get_versions(subject) == [1, 2]
+    assert client.get_subjects_by_schema_id(id1) == [subject]
+    assert [(v.subject, v.version) for v in client.get_schema_versions(id2)] == [(subject, 2)]
+    assert sorted(client.get_schema_types()) == ["AVRO", "JSON", "PROTOBUF"]
+    assert client.update_mode(subject, "READONLY") == "READONLY"
+    assert client.get_mode(subject) == "READONLY"
+    with pytest.raises(SchemaRegistryError) as e:
+        client.register_schema(subject, Schema(avro_record("Mgmt", ("a", "int"), ("c", "int"), c=0), "AVRO"))
+    assert e.value.error_code == 42205
+    client.delete_mode(subject)
+    assert client.delete_version(subject, 2) == 2
+    assert client.delete_version(subject, 2, permanent=True) == 2
+    assert client.delete_subject(subject) == [1]
+    assert client.delete_subject(subject, permanent=True) == [1]
+    assert subject not in client.get_subjects()
