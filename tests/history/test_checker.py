@@ -267,5 +267,18 @@ def test_minimize_keeps_a_small_history_that_still_shows_the_anomaly():
     small = minimize(h.ops, "G0")
     assert "G0" in check(small)
     assert {o.index for o in small if o.type == "invoke"} <= {t1, t2, h.ops[-2].index}
-    assert summary("kbroker", h.ops, check(h.ops)) == "kbroker: 12 ops, anomalies: G0 x1"
+    assert summary("kbroker", h.ops, check(h.ops)) == \
+        "kbroker: 12 ops, anomalies: none (cycles Kafka's transactions allow: G0 x1)"
+    assert summary("kbroker", 5, {"lost-write": 2, "G2": [{}]}) == \
+        "kbroker: 5 ops, anomalies: lost-write x2 (cycles Kafka's transactions allow: G2 x1)"
     assert summary("kafka", clean().ops, {}) == "kafka: 9 ops, anomalies: none"
+
+
+def test_an_op_that_did_not_complete_ok_resets_its_process_positions():
+    h = H()
+    h.send(0, "k", (1, 0), (2, 1), (3, 2))
+    h.poll(1, {"k": [(0, 1)]})
+    h.txn(1, [("poll", {"k": [(1, 2)]})], type_="info")     # what it read is not recorded
+    h.poll(1, {"k": [(2, 3)]})
+    h.poll(2, {"k": [(0, 1), (1, 2), (2, 3)]})
+    assert h.check() == {}

@@ -7,7 +7,7 @@ halving the chunk size), within a budget of checker runs.
 """
 from __future__ import annotations
 
-from .checker import check
+from .checker import CYCLES, check
 from .model import Op, pairs
 
 
@@ -53,8 +53,16 @@ def minimize(ops: list[Op], kind: str, budget: int = 300) -> list[Op]:
     return _flatten(kept)
 
 
-def summary(target: str, ops: list[Op], found: dict) -> str:
-    """``kbroker: N ops, anomalies: none`` or the anomaly types with their counts."""
-    n = sum(1 for op in ops if op.type == "invoke")
-    what = "none" if not found else ", ".join(f"{k} x{len(v)}" for k, v in sorted(found.items()))
-    return f"{target}: {n} ops, anomalies: {what}"
+def summary(target: str, ops: int | list[Op], counts: dict) -> str:
+    """``kbroker: N ops, anomalies: none`` or the anomaly types with their counts; the cycles
+    Kafka's transactions allow (``checker.CYCLES``) follow in parentheses. ``counts`` maps a
+    type to a count or to the list of its anomalies."""
+    n = ops if isinstance(ops, int) else sum(1 for op in ops if op.type == "invoke")
+    counts = {k: v if isinstance(v, int) else len(v) for k, v in counts.items()}
+
+    def listed(kinds):
+        return ", ".join(f"{k} x{counts[k]}" for k in sorted(kinds))
+    bad = [k for k in counts if k not in CYCLES]
+    cyc = [k for k in counts if k in CYCLES]
+    out = f"{target}: {n} ops, anomalies: {listed(bad) if bad else 'none'}"
+    return out + (f" (cycles Kafka's transactions allow: {listed(cyc)})" if cyc else "")
