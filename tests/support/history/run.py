@@ -11,7 +11,11 @@ the same settings where both have them (replication factor 3, min.insync.replica
 ``replica.lag.time.max.ms`` 2 s, internal topics replicated three ways). The workload
 (``workload``) runs through a schedule drawn from the seed alone; each fault is applied by the
 seeded fault test's own ``apply_fault`` (tests/cluster/test_replication_faults.py) the same
-way on both targets, and the next one starts once every ISR is whole again. Then the clients
+way on both targets, and the next one starts once every ISR is whole again. ``equip`` gives
+the nodes what the schedule's faults need before they start, as the fault test's fixture
+does (a steppable wall clock, a tmpfs log directory, a slowed FUSE one); Kafka's halt on a
+full disk is checked by its own line (``assert_halted_on_full_disk``, which apply_fault uses
+when a node has it). Then the clients
 stop, one reader reads everything, and the checker runs.
 
 Output under ``<out>/<target>-seed<N>/``: ``history.jsonl``, ``result.json`` (schedule,
@@ -27,7 +31,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import re
+import signal
 import shutil
 import sys
 import tempfile
@@ -44,7 +51,8 @@ from .workload import (AssignConsumer, GroupConsumer, Producers, Recorder, Trans
 
 TOPIC = "faults"            # the name apply_fault's ISR probes look at
 PARTITIONS = 4
-KINDS = ("kill", "term", "pause", "partition", "one_way", "flap")
+KINDS = ("kill", "term", "pause", "partition", "one_way", "flap", "disk_full", "clock_jump",
+         "slow_disk")
 LAG_MS = 2000
 SHARED = {"offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
           "transaction.state.log.replication.factor": "3", "transaction.state.log.min.isr": "2",
@@ -56,7 +64,7 @@ def schedule(seed: int, steps: int, kinds=KINDS) -> list[tuple]:
     """``(kind, node, down_seconds, gap_seconds, peer)`` per fault, from the seed alone (the
     fault test's ranges)."""
     rng = random.Random(seed)
-    out = []
+    out: list = []
     for _ in range(steps):
         kind = rng.choice(list(kinds))
         node = rng.randint(1, 3)
@@ -73,7 +81,6 @@ def kbroker_cluster(root: Path, net):
     from tests.cluster.support import Cluster
     c = Cluster(root, net=net, extra=dict(SHARED, **{"log.flush.offset.checkpoint.interval.ms": "500"}))
     c.tmpfs, c.slow, c.clocks = {}, {}, {}
-    c.start_all()
     return c
 
 
@@ -87,9 +94,28 @@ class KafkaCluster:
         from compat_tests.test_quorum_formation import QuorumNode, storage_format
 
         class Node(QuorumNode):
+            extra_env: dict = {}
+
             @property
             def running(self):
                 return self.is_running()
+
+            def env(self):
+                return {**super().env(), **self.extra_env}
+
+            @property
+            def log_path(self):
+                return self.logs_dir / "server.log"
+
+            def log_text(self, start: int = 0) -> str:
+                with open(self.log_path, "rb") as f:
+                    f.seek(start)
+                    return f.read().decode(errors="replace")
+
+            def assert_halted_on_full_disk(self, text: str) -> None:
+                # Kafka halts when its only log dir (which holds the metadata log) fails
+                assert "No space left on device" in text and re.search(
+                    r"Shutdown broker because (all log dirs in|the metadata log dir)", text), text[-3000:]
 
             def stop(self, timeout=None):
                 rc = super().stop(timeout)
@@ -104,13 +130,14 @@ class KafkaCluster:
                                                  "controller.quorum.voters": voters,
                                                  "default.replication.factor": "3", **SHARED}, net)
                       for i in (1, 2, 3)}
-        cid = random_cluster_id()
-        for n in self.nodes.values():
-            storage_format("kafka", n, cid)
+        self._format = lambda n, cid=random_cluster_id(): storage_format("kafka", n, cid)
         self.tmpfs, self.slow, self.clocks = {}, {}, {}
 
     def start_all(self):
         from tests.support.parallel import in_threads
+        for n in self.nodes.values():
+            if not (n.data_dir / "meta.properties").exists():
+                self._format(n)
         for n in self.nodes.values():
             n.launch()
         in_threads(lambda n: n.await_serving(), list(self.nodes.values()))
@@ -124,6 +151,47 @@ class KafkaCluster:
     def shutdown(self):
         for n in self.nodes.values():
             n.kill()
+
+
+def equip(cluster, root: Path, sched) -> None:
+    """What the schedule's faults need, before the nodes start, as the fault test's fixture
+    does it: a wall clock per node it can step (clock_jump: libfaketime), a tmpfs log
+    directory per node (disk_full), a FUSE log directory with a settable delay over that
+    tmpfs for the nodes it slows (slow_disk). Without them apply_fault runs disk_full as kill
+    and slow_disk as pause (and says so)."""
+    from tests.cluster.test_replication_faults import _mount_tmpfs
+    from tests.support.fake_clock import FakeClock
+    from tests.support.slow_fs import SlowDisk
+
+    kinds = {k for k, *_ in sched}
+    if "clock_jump" in kinds and FakeClock.available():
+        cluster.clocks = {i: FakeClock(root / f"clock-{i}") for i in cluster.nodes}
+        for i, n in cluster.nodes.items():
+            if isinstance(n.env, dict):
+                n.env.update(cluster.clocks[i].env())
+            else:
+                n.extra_env = cluster.clocks[i].env()
+    if kinds & {"disk_full", "slow_disk"}:
+        slowed = {node for k, node, *_ in sched if k == "slow_disk"}
+        for i, n in cluster.nodes.items():
+            backing = root / f"disk-{i}" if i in slowed else n.data_dir
+            if not _mount_tmpfs(backing):
+                break
+            cluster.tmpfs[i] = backing
+        for i in sorted(slowed & set(cluster.tmpfs)):
+            try:
+                cluster.slow[i] = SlowDisk(cluster.tmpfs[i], cluster.nodes[i].data_dir,
+                                           root / f"slow-{i}").start()
+            except RuntimeError as e:
+                print(e)
+
+
+def unequip(cluster) -> None:
+    import subprocess
+    for disk in cluster.slow.values():
+        disk.stop()
+    for d in cluster.tmpfs.values():
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
 
 
 # ------------------------------------------------------------------ one run
@@ -146,8 +214,8 @@ def run_one(target: str, seed: int, steps: int, kinds, out: Path, lead: float = 
     clients = []
     try:
         cluster = kbroker_cluster(root, net) if target == "kbroker" else KafkaCluster(root, net)
-        if target == "kafka":
-            cluster.start_all()
+        equip(cluster, root, sched)
+        cluster.start_all()
         create_topic(cluster, TOPIC, PARTITIONS, rf=3, configs={"min.insync.replicas": "2"})
         wait_for_isr(cluster, TOPIC, timeout=120)
         rec = Recorder(path)
@@ -194,7 +262,11 @@ def run_one(target: str, seed: int, steps: int, kinds, out: Path, lead: float = 
         for c in clients:
             c.stop.set()
         if cluster is not None:
+            for n in cluster.nodes.values():
+                if n.proc is not None and n.proc.poll() is None:
+                    os.kill(n.proc.pid, signal.SIGCONT)
             cluster.shutdown()
+            unequip(cluster)
         net.close()
         shutil.rmtree(root, ignore_errors=True)
     ops = model.load(path)
