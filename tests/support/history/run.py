@@ -170,7 +170,12 @@ def equip(cluster, root: Path, sched) -> None:
             if isinstance(n.env, dict):
                 n.env.update(cluster.clocks[i].env())
             else:
-                n.extra_env = cluster.clocks[i].env()
+                # Kafka's JVM hangs within seconds under libfaketime's fix of monotonic
+                # condition waits (FAKETIME_FORCE_MONOTONIC_FIX, on by default in 0.9.10), and
+                # reads the wall clock too often to re-read the control file each time: the
+                # offset is read once a second instead, enough for a step held for seconds
+                n.extra_env = {**cluster.clocks[i].env(), "FAKETIME_NO_CACHE": "0",
+                               "FAKETIME_CACHE_DURATION": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
     if kinds & {"disk_full", "slow_disk"}:
         slowed = {node for k, node, *_ in sched if k == "slow_disk"}
         for i, n in cluster.nodes.items():
@@ -287,6 +292,34 @@ def run_one(target: str, seed: int, steps: int, kinds, out: Path, lead: float = 
     return result
 
 
+def table(folder: Path) -> str:
+    """A markdown table of the runs under ``folder`` (their result.json): one row per fault
+    kind (runs whose schedule has one kind), one column per target."""
+    from .checker import CYCLES
+    cells: dict = defaultdict(lambda: defaultdict(lambda: [0, 0, defaultdict(int), []]))
+    for f in sorted(folder.glob("*/result.json")):
+        r = json.loads(f.read_text())
+        kinds = sorted({s[0] for s in r["schedule"]})
+        cell = cells["+".join(kinds)][r["target"]]
+        cell[0] += 1
+        cell[1] += r["ops"]
+        for k, v in r["anomalies"].items():
+            cell[2][k] += v
+        cell[3] += r["fault_errors"] + r["client_errors"]
+    targets = sorted({t for row in cells.values() for t in row})
+    lines = ["| fault | " + " | ".join(targets) + " |", "|---" * (len(targets) + 1) + "|"]
+    for kind in sorted(cells):
+        row = []
+        for t in targets:
+            runs, ops, found, errors = cells[kind].get(t, [0, 0, {}, []])
+            bad = ", ".join(f"{k} x{v}" for k, v in sorted(found.items()) if k not in CYCLES) or "none"
+            cyc = ", ".join(f"{k} {v}" for k, v in sorted(found.items()) if k in CYCLES)
+            row.append(f"{bad} ({runs} run{'s' * (runs != 1)}, {ops} ops; cycles: {cyc or '-'})"
+                       + (f"; {len(errors)} fault/client errors" if errors else "") if runs else "-")
+        lines.append(f"| {kind} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--targets", default="kbroker,kafka")
@@ -294,7 +327,11 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--out", default="history-runs")
+    ap.add_argument("--table", metavar="DIR", help="print the markdown table of the runs under DIR")
     a = ap.parse_args(argv)
+    if a.table:
+        print(table(Path(a.table)))
+        return 0
     seeds = [int(s) for s in a.seeds.replace(" ", ",").split(",") if s]
     kinds = [k for k in a.kinds.split(",") if k]
     totals: dict = {}
