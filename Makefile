@@ -203,9 +203,9 @@ HISTORY_TARGETS ?= kbroker,kafka
 HISTORY_STEPS ?= 3
 SEEDS ?= 1 2 3 4 5 6 7 8 9 10
 .PHONY: history-check history-soak
-history-check: $(STAMP) kafka-dist netns
+history-check: $(STAMP) kafka-dist netns faketime fuse3
 	$(PY) -m tests.support.history.run --targets $(HISTORY_TARGETS) --seeds "$(HISTORY_SEEDS)" --steps $(HISTORY_STEPS) --out history-runs
-history-soak: $(STAMP) kafka-dist netns
+history-soak: $(STAMP) kafka-dist netns faketime fuse3
 	$(PY) -m tests.support.history.run --targets $(HISTORY_TARGETS) --seeds "$(SEEDS)" --steps $(HISTORY_STEPS) --out history-runs
 
 # --- compat clients ---
