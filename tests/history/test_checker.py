@@ -282,3 +282,22 @@ def test_an_op_that_did_not_complete_ok_resets_its_process_positions():
     h.poll(1, {"k": [(2, 3)]})
     h.poll(2, {"k": [(0, 1), (1, 2), (2, 3)]})
     assert h.check() == {}
+
+
+def test_the_checker_is_pure():
+    """model, checker, graph and minimize import only each other and a few standard modules:
+    no broker, no client, no clock, no socket."""
+    import ast
+    from pathlib import Path
+    allowed = {"__future__", "json", "dataclasses", "typing", "collections", "bisect"}
+    here = Path(__file__).resolve().parents[1] / "support" / "history"
+    for name in ("model", "checker", "graph", "minimize"):
+        tree = ast.parse((here / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [] if node.level else [node.module.split(".")[0]]
+            else:
+                continue
+            assert set(names) <= allowed, f"{name}.py imports {names}"
