@@ -15,8 +15,8 @@ way on both targets, and the next one starts once every ISR is whole again. ``eq
 the nodes what the schedule's faults need before they start, as the fault test's fixture
 does (a steppable wall clock, a tmpfs log directory, a slowed FUSE one); Kafka's halt on a
 full disk is checked by its own line (``assert_halted_on_full_disk``, which apply_fault uses
-when a node has it). Then the clients
-stop, one reader reads everything, and the checker runs.
+when a node has it). Then the clients stop, one reader reads everything, and the checker
+runs.
 
 Output under ``<out>/<target>-seed<N>/``: ``history.jsonl``, ``result.json`` (schedule,
 anomalies) and, for every anomaly type found, ``minimal-<type>.jsonl`` -- the minimized
