@@ -30,6 +30,7 @@ from kbroker.tools import acls, configs, consume, groups, produce, topics, users
 from kbroker.tools.common import common_parent
 
 COMMANDS = (topics, produce, consume, groups, configs, acls, users)
+COMMANDS += (__import__("kbroker.tools.schemas", fromlist=["add_parser"]),)  # kbroker schemas: the registry over HTTP
 
 
 def add_parsers(sub) -> None:
