@@ -142,6 +142,7 @@ SPARK_STAMP := $(VENV)/.spark-installed
 
 spark-dist:
 	bash tools/spark_dist/fetch.sh
+	bash tools/spark_dist/fetch_avro.sh
 
 $(SPARK_STAMP): $(STAMP) requirements-spark.txt
 	$(PY) -m pip install -q -r requirements-spark.txt
