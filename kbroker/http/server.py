@@ -8,6 +8,8 @@ send what it produces. Rules:
   body at most ``MAX_BODY`` (413 otherwise), at most ``MAX_CONNECTIONS`` open connections
   (more are closed at once); a request must arrive within ``REQUEST_TIMEOUT`` seconds and
   a keep-alive connection is closed after ``IDLE_TIMEOUT`` seconds without one.
+- With ``ssl_context`` (the schema registry's HTTPS), each connection does its TLS handshake
+  first, within ``REQUEST_TIMEOUT``; a failed handshake closes it with one INFO line.
 - Bad input (h11's ``RemoteProtocolError``) answers 400 when h11 still allows a response,
   then closes; a handler that raises answers 500 and the listener keeps serving. Nothing
   here can take the broker down: every error stays inside the connection's task.
@@ -52,8 +54,9 @@ class HttpServer:
     handlers as ``request.server``."""
 
     def __init__(self, listen: str, context=None, router: Router | None = None, *,
-                 max_body: int = MAX_BODY, error_response=None):
+                 max_body: int = MAX_BODY, error_response=None, ssl_context=None):
         self.host, self.port = parse_listen(listen)
+        self.ssl_context = ssl_context      # HTTPS: every connection is wrapped in TLS first
         # a service on its own listener (the schema registry) may bound bodies and word
         # the listener's own errors (413...) its way: error_response(status, message)
         self.max_body = max_body
@@ -123,6 +126,14 @@ class HttpServer:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         served = 0
         try:
+            if self.ssl_context is not None:
+                stream = trio.SSLStream(stream, self.ssl_context, server_side=True)
+                try:
+                    with trio.fail_after(REQUEST_TIMEOUT):
+                        await stream.do_handshake()
+                except (trio.BrokenResourceError, trio.TooSlowError) as e:
+                    log.info("tls handshake with %s failed: %s", client, e.__cause__ or e)
+                    return
             while True:
                 try:
                     # the first request must come promptly; a kept-alive one may idle longer

@@ -137,11 +137,13 @@ class RegistryService:
             todo.extend(sv.references)
         return out
 
-    def _parse_value(self, sv: SchemaValue):
-        key = (sv.schema_type, sv.schema, sv.references)
+    def _parse_value(self, sv: SchemaValue, *, validate: bool = False):
+        """The parsed schema of ``sv`` (cached). ``validate`` for a schema being registered;
+        stored ones are read back as Confluent does for a schema that is not new."""
+        key = (sv.schema_type, sv.schema, sv.references, validate)
         got = self._parsed.get(key)
         if got is None:
-            got = parse(sv.schema_type, sv.schema, self._resolve(sv.references))
+            got = parse(sv.schema_type, sv.schema, self._resolve(sv.references), validate=validate)
             if len(self._parsed) > 10_000:
                 self._parsed.clear()
             self._parsed[key] = got
@@ -157,7 +159,7 @@ class RegistryService:
         probe = SchemaValue(subject="", version=0, id=0, schema=req.schema,
                             schema_type=req.schema_type, references=req.references)
         try:
-            parsed = self._parse_value(probe)
+            parsed = self._parse_value(probe, validate=True)
         except SchemaError as e:
             raise errors.invalid_schema(str(e)) from None
         except Exception as e:  # noqa: BLE001 - a parser's own error is still bad input
@@ -335,7 +337,7 @@ class RegistryService:
                 level = st.effective_level(subject)
                 try:
                     olds = [self._parse_value(v) for v in live]
-                    new = self._parse_value(probe)
+                    new = self._parse_value(probe, validate=True)
                     reasons = check_compatibility(level, new, olds, [v.version for v in live])
                 except SchemaError as e:
                     raise errors.invalid_schema(str(e)) from None
@@ -509,7 +511,7 @@ class RegistryService:
             if level.endswith("_TRANSITIVE"):
                 against = live
         try:
-            reasons = check_compatibility(level, self._parse_value(probe),
+            reasons = check_compatibility(level, self._parse_value(probe, validate=True),
                                           [self._parse_value(v) for v in against],
                                           [v.version for v in against]) if against else []
         except SchemaError as e:

@@ -2,27 +2,35 @@
 over Confluent's REST API v1 (kbroker's own registry, ``kbroker serve --schema-registry``, or any
 Confluent-compatible one).
 
-    kbroker schemas list [--deleted] [--prefix P]         subjects: versions, latest id, type
-    kbroker schemas get SUBJECT [VERSION]                 a version (default latest) and its text
-    kbroker schemas get --id ID                           a schema by id, with the subjects using it
-    kbroker schemas register SUBJECT FILE [--type AVRO|JSON|PROTOBUF]
-                               [--references REFS] [--normalize]
-    kbroker schemas check SUBJECT FILE [--version V] [--type T] [--references REFS]
+    kbroker schemas list [--deleted] [--prefix P]      subjects: latest version, id, type
+    kbroker schemas get SUBJECT [VERSION]              a version's schema text (default latest)
+    kbroker schemas get --id ID                        a schema by id (--json: who uses it)
+    kbroker schemas register SUBJECT (FILE | --file F | --schema TEXT) [--type AVRO|JSON|PROTOBUF]
+                             [--references REFS] [--reference NAME=SUBJECT:VERSION ...] [--normalize]
+    kbroker schemas check SUBJECT (FILE | --file F | --schema TEXT) [--version V] [...]
     kbroker schemas delete SUBJECT [VERSION] [--permanent]
     kbroker schemas config [SUBJECT] [--set LEVEL | --delete]
 
+``VERSION`` may also be given as ``--version V`` (``get``, ``delete``).
+
 Rules kept:
 
-* The registry is named by ``--registry-url`` (default ``$KBROKER_SCHEMA_REGISTRY_URL`` or
-  ``http://127.0.0.1:8081``, the port ``kbroker serve --dev`` uses); ``--user USER:PASSWORD``
-  sends HTTP Basic credentials (a registry on a broker with SASL users asks for them).
+* The registry is named by ``--registry-url`` (or ``--registry``; default
+  ``$KBROKER_SCHEMA_REGISTRY_URL`` or ``http://127.0.0.1:8081``, the port ``kbroker serve
+  --dev`` uses); ``--user USER:PASSWORD`` (default ``$KBROKER_SCHEMA_REGISTRY_USER``) sends
+  HTTP Basic credentials (a registry on a broker with SASL users asks for them).
 * Standard library only (``urllib``): the command starts fast and needs no client package.
 * Errors are one line, ``kbroker: <the registry's message> (error <code>)``, exit code 1; an
   unreachable registry is one line too. ``check`` prints its verdict and exits 1 when the
   schema is incompatible, so a script can gate on it.
-* ``--json`` prints the registry's own answers (as Confluent's API returns them).
+* ``get`` prints the schema text alone (pretty-printed when it is JSON), so it can be
+  redirected to a file; ``--json`` prints the registry's own answers (as Confluent's API
+  returns them; ``register --json`` adds the version, ``list --json`` every version number).
+* ``check`` without ``--version`` asks about the versions the subject's level looks at
+  (``POST /compatibility/subjects/{s}/versions``), with a version about that one.
 * ``--references`` takes ``NAME=SUBJECT:VERSION[,...]`` or a JSON array of
-  ``{"name", "subject", "version"}`` objects, inline or in a file.
+  ``{"name", "subject", "version"}`` objects, inline or in a file; ``--reference`` one
+  ``NAME=SUBJECT:VERSION`` (repeatable).
 * ``delete --permanent`` soft-deletes first when needed, as Confluent's registry only
   hard-deletes what is already soft-deleted.
 """
@@ -107,10 +115,12 @@ def seg(text: str | int) -> str:
 def add_parser(sub, parent=None) -> None:
     """``parent`` (the Kafka commands' bootstrap options) is not used: this command talks HTTP."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--registry-url", metavar="URL",
+    common.add_argument("--registry-url", "--registry", "-r", dest="registry_url", metavar="URL",
                         default=os.environ.get("KBROKER_SCHEMA_REGISTRY_URL", DEFAULT_URL),
                         help=f"the registry (default $KBROKER_SCHEMA_REGISTRY_URL or {DEFAULT_URL})")
-    common.add_argument("--user", metavar="USER:PASSWORD", help="HTTP Basic credentials")
+    common.add_argument("--user", "-u", metavar="USER:PASSWORD",
+                        default=os.environ.get("KBROKER_SCHEMA_REGISTRY_USER"),
+                        help="HTTP Basic credentials (default $KBROKER_SCHEMA_REGISTRY_USER)")
     common.add_argument("--json", action="store_true", help="print the registry's JSON answers")
 
     p = sub.add_parser("schemas", help="schema registry: list, get, register, check, delete, config")
@@ -123,8 +133,8 @@ def add_parser(sub, parent=None) -> None:
 
     s = ssub.add_parser("get", parents=[common], help="a subject's version, or a schema by id")
     s.add_argument("subject", nargs="?", metavar="SUBJECT")
-    s.add_argument("version", nargs="?", default="latest", metavar="VERSION",
-                   help="a number or latest (default)")
+    s.add_argument("version", nargs="?", metavar="VERSION", help="a number or latest (default)")
+    s.add_argument("--version", "-v", dest="version_opt", metavar="V", help="the same as VERSION")
     s.add_argument("--id", type=int, metavar="ID", help="a schema id instead of a subject")
     s.set_defaults(func=cmd_get)
 
@@ -132,18 +142,25 @@ def add_parser(sub, parent=None) -> None:
                              ("check", cmd_check, "is a schema compatible with a subject's version")):
         s = ssub.add_parser(name, parents=[common], help=text)
         s.add_argument("subject", metavar="SUBJECT")
-        s.add_argument("file", metavar="FILE", help="the schema text ('-' for stdin)")
-        s.add_argument("--type", type=str.upper, choices=TYPES, default="AVRO", help="default AVRO")
+        s.add_argument("file", nargs="?", metavar="FILE", help="the schema text ('-' for stdin)")
+        src = s.add_mutually_exclusive_group()
+        src.add_argument("--file", "-f", dest="file_opt", metavar="FILE", help="the same as FILE")
+        src.add_argument("--schema", "-s", metavar="TEXT", help="the schema text itself")
+        s.add_argument("--type", "-t", type=str.upper, choices=TYPES, default="AVRO", help="default AVRO")
         s.add_argument("--references", metavar="REFS",
                        help="NAME=SUBJECT:VERSION[,...], or a JSON array (inline or a file)")
+        s.add_argument("--reference", action="append", default=[], metavar="NAME=SUBJECT:VERSION",
+                       help="one reference (repeatable)")
         s.add_argument("--normalize", action="store_true", help="normalize the schema first")
         if name == "check":
-            s.add_argument("--version", default="latest", help="a number or latest (default)")
+            s.add_argument("--version", "-v", default=None, metavar="V",
+                           help="one version (default: those the subject's level looks at)")
         s.set_defaults(func=func)
 
     s = ssub.add_parser("delete", parents=[common], help="delete a subject or one of its versions")
     s.add_argument("subject", metavar="SUBJECT")
     s.add_argument("version", nargs="?", metavar="VERSION")
+    s.add_argument("--version", "-v", dest="version_opt", metavar="V", help="the same as VERSION")
     s.add_argument("--permanent", action="store_true", help="hard delete (soft-deletes first)")
     s.set_defaults(func=cmd_delete)
 
@@ -196,6 +213,10 @@ def parse_references(text: str | None) -> list[dict]:
         if not all(isinstance(r, dict) and {"name", "subject", "version"} <= r.keys() for r in refs):
             raise CommandError('--references: every entry needs "name", "subject" and "version"')
         return refs
+    return _pairs(source)
+
+
+def _pairs(source: str) -> list[dict]:
     refs = []
     for item in source.split(","):
         name, _, rest = item.strip().partition("=")
@@ -206,11 +227,22 @@ def parse_references(text: str | None) -> list[dict]:
     return refs
 
 
+def _one_version(args) -> str | None:
+    if args.version and args.version_opt and args.version != args.version_opt:
+        raise CommandError(f"two versions given: {args.version} and --version {args.version_opt}")
+    return args.version or args.version_opt
+
+
 def _schema_body(args) -> dict:
-    body: dict[str, Any] = {"schema": _read_text(args.file)}
+    given = [x for x in (args.file, args.file_opt) if x is not None] + ([None] if args.schema is not None else [])
+    if len(given) != 1:
+        raise CommandError(f"{args.action} needs the schema once: FILE, --file FILE or --schema TEXT")
+    text = args.schema if args.schema is not None else _read_text(args.file or args.file_opt)
+    body: dict[str, Any] = {"schema": text}
     if args.type != "AVRO":
         body["schemaType"] = args.type
     refs = parse_references(args.references)
+    refs += _pairs(",".join(args.reference)) if args.reference else []
     if refs:
         body["references"] = refs
     return body
@@ -228,18 +260,22 @@ def _pretty(schema: str) -> str:
 def cmd_list(args) -> int:
     reg = _registry(args)
     subjects = reg.call("GET", "/subjects", deleted=args.deleted, subjectPrefix=args.prefix or None)
-    rows, data = [], []
+    rows = []
     for subject in sorted(subjects):
-        versions = reg.call("GET", f"/subjects/{seg(subject)}/versions", deleted=args.deleted)
-        latest = reg.call("GET", f"/subjects/{seg(subject)}/versions/{max(versions)}",
-                          deleted=args.deleted) if versions else {}
-        rows.append({"subject": subject, "versions": versions, "latest_id": latest.get("id"),
-                     "type": latest.get("schemaType", "AVRO") if latest else None})
-        data.append({"subject": subject, "versions": versions, "latest": latest})
+        try:
+            versions = reg.call("GET", f"/subjects/{seg(subject)}/versions", deleted=args.deleted)
+            latest = reg.call("GET", f"/subjects/{seg(subject)}/versions/{max(versions)}",
+                              deleted=args.deleted)
+        except RegistryError as e:
+            if e.status == 404:
+                continue            # deleted meanwhile
+            raise
+        rows.append({"subject": subject, "version": latest["version"], "id": latest["id"],
+                     "type": latest.get("schemaType", "AVRO"), "versions": versions})
     if args.json:
-        _print_json(data)
+        _print_json(rows)
     else:
-        table(rows, ["subject", "versions", "latest_id", "type"])
+        table(rows, ["subject", "version", "id", "type"])
     return 0
 
 
@@ -251,23 +287,15 @@ def cmd_get(args) -> int:
         got = reg.call("GET", f"/schemas/ids/{args.id}")
         got["id"] = args.id
         got["versions"] = reg.call("GET", f"/schemas/ids/{args.id}/versions")
-        if args.json:
-            _print_json(got)
-            return 0
-        used = ", ".join(f"{v['subject']} v{v['version']}" for v in got["versions"]) or "-"
-        print(f"id {args.id}  type {got.get('schemaType', 'AVRO')}  used by {used}")
     else:
         if not args.subject:
             raise CommandError("get needs a SUBJECT [VERSION] or --id ID")
-        got = reg.call("GET", f"/subjects/{seg(args.subject)}/versions/{_version(args.version)}")
-        if args.json:
-            _print_json(got)
-            return 0
-        print(f"subject {got['subject']}  version {got['version']}  id {got['id']}  "
-              f"type {got.get('schemaType', 'AVRO')}")
-    for ref in got.get("references") or []:
-        print(f"reference {ref['name']} = {ref['subject']} v{ref['version']}")
-    print(_pretty(got["schema"]))
+        version = _version(_one_version(args) or "latest")
+        got = reg.call("GET", f"/subjects/{seg(args.subject)}/versions/{version}")
+    if args.json:
+        _print_json(got)
+    else:
+        print(_pretty(got["schema"]))
     return 0
 
 
@@ -287,14 +315,14 @@ def cmd_register(args) -> int:
 
 def cmd_check(args) -> int:
     reg = _registry(args)
-    got = reg.call("POST", f"/compatibility/subjects/{seg(args.subject)}/versions/{_version(args.version)}",
-                   _schema_body(args), verbose=True, normalize=args.normalize)
+    path = f"/compatibility/subjects/{seg(args.subject)}/versions"
+    if args.version is not None:
+        path += f"/{_version(args.version)}"
+    got = reg.call("POST", path, _schema_body(args), verbose=True, normalize=args.normalize)
     if args.json:
         _print_json(got)
-    elif got.get("is_compatible"):
-        print(f"compatible with {args.subject} version {args.version}")
     else:
-        print(f"incompatible with {args.subject} version {args.version}")
+        print("compatible" if got.get("is_compatible") else "incompatible")
         for message in got.get("messages") or []:
             print(f"  {message}")
     return 0 if got.get("is_compatible") else 1
@@ -302,7 +330,8 @@ def cmd_check(args) -> int:
 
 def cmd_delete(args) -> int:
     reg = _registry(args)
-    path = f"/subjects/{seg(args.subject)}" + (f"/versions/{_version(args.version)}" if args.version else "")
+    version = _one_version(args)
+    path = f"/subjects/{seg(args.subject)}" + (f"/versions/{_version(version)}" if version else "")
     deleted = None
     try:
         deleted = reg.call("DELETE", path)
@@ -313,7 +342,7 @@ def cmd_delete(args) -> int:
         deleted = reg.call("DELETE", path, permanent=True)
     versions = deleted if isinstance(deleted, list) else [deleted]
     if args.json:
-        _print_json({"subject": args.subject, "versions": versions, "permanent": args.permanent})
+        _print_json(deleted)        # the registry's answer: the versions, or the one version
     else:
         how = "permanently deleted" if args.permanent else "deleted"
         print(f"{how} {args.subject} version{'s' if len(versions) != 1 else ''} "
