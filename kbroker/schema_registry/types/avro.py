@@ -10,8 +10,8 @@ writes it (what Confluent's registry stores, compares and returns), ``normalized
 with attributes and aliases sorted, ``parsing_canonical_form()`` and ``fingerprint()``
 the spec's "Parsing Canonical Form" and its CRC-64-AVRO fingerprint.
 
-The reader/writer rules are in :mod:`.avro_resolution`; ``can_read`` here is the
-pairwise rule the levels use.
+The reader/writer rules, with the pairwise ``can_read`` the levels use, are in
+:mod:`.avro_resolution` (which imports this module, never the other way).
 
 Pure code: no I/O, no clock.
 """
@@ -404,22 +404,3 @@ def rabin_fingerprint(data: bytes) -> int:
     for byte in data:
         fp = (fp >> 8) ^ _TABLE[(fp ^ byte) & 0xFF]
     return fp - (1 << 64) if fp >= 1 << 63 else fp
-
-
-def can_read(
-    reader: AvroSchema, writer: AvroSchema, reader_label: str = "reader",
-    writer_label: str = "writer",
-) -> list[str]:
-    """The pairwise rule: can data written with ``writer`` be read with ``reader``?
-    Empty list = yes; otherwise Confluent's message for each incompatibility."""
-    from . import avro_resolution
-
-    return avro_resolution.can_read(reader, writer, reader_label, writer_label)
-
-
-def check(reader: AvroSchema, writer: AvroSchema) -> list:
-    """Every incompatibility of reading ``writer``'s data with ``reader`` (see
-    :mod:`.avro_resolution`)."""
-    from . import avro_resolution
-
-    return avro_resolution.check(reader, writer)

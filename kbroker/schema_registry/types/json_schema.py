@@ -8,8 +8,8 @@ references handed over (keyed by the URL the ``$ref`` names, optionally with a
 ``#/pointer``).
 
 The compatibility rules are Confluent's ``SchemaDiff``: :mod:`.json_model` reads a schema
-into the kinds that diff tells apart, :mod:`.json_diff` walks two of them; ``can_read``
-here is the pairwise rule the levels use.
+into the kinds that diff tells apart, :mod:`.json_diff` walks two of them and holds the
+pairwise ``can_read`` the levels use (both import this module, never the other way).
 
 Pure code: no I/O (remote ``$ref`` URLs are never fetched), no clock.
 """
@@ -162,21 +162,3 @@ def _find_anchor(doc: Any, name: str) -> Any:
 
 def parse(text: str, references: dict[str, str] | None = None) -> JsonSchema:
     return JsonSchema(text, references)
-
-
-def differences(reader: JsonSchema, writer: JsonSchema) -> list:
-    """Every change from the writer's schema to the reader's (see :mod:`.json_diff`)."""
-    from . import json_diff
-
-    return json_diff.differences(reader, writer)
-
-
-def can_read(
-    reader: JsonSchema, writer: JsonSchema, reader_label: str = "reader",
-    writer_label: str = "writer",
-) -> list[str]:
-    """The pairwise rule: is all data valid under ``writer`` valid under ``reader``?
-    Empty list = yes; otherwise Confluent's message for each incompatible change."""
-    from . import json_diff
-
-    return json_diff.can_read(reader, writer, reader_label, writer_label)

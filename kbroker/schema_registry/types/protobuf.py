@@ -12,8 +12,8 @@ field numbers are in range, outside 19000-19999 and unique in their message (one
 members included); field and type names are unique in their scope; proto3 has no
 ``required`` fields and no groups, and its enums start at 0.
 
-The compatibility rules are in :mod:`.protobuf_diff`; ``can_read`` here is the pairwise
-rule the levels use.
+The compatibility rules, with the pairwise ``can_read`` the levels use, are in
+:mod:`.protobuf_diff` (which imports this module, never the other way).
 
 Pure code: no I/O, no clock.
 """
@@ -397,21 +397,3 @@ def _replace(e: Any, **changes: Any) -> Any:
     import dataclasses
 
     return dataclasses.replace(e, **changes)
-
-
-def differences(reader: ProtobufSchema, writer: ProtobufSchema) -> list:
-    """Every change from the writer's schema to the reader's (see :mod:`.protobuf_diff`)."""
-    from . import protobuf_diff
-
-    return protobuf_diff.differences(reader, writer)
-
-
-def can_read(
-    reader: ProtobufSchema, writer: ProtobufSchema, reader_label: str = "reader",
-    writer_label: str = "writer",
-) -> list[str]:
-    """The pairwise rule: can messages written with ``writer`` be read with ``reader``?
-    Empty list = yes; otherwise Confluent's message for each incompatible change."""
-    from . import protobuf_diff
-
-    return protobuf_diff.can_read(reader, writer, reader_label, writer_label)

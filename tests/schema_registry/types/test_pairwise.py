@@ -1,4 +1,4 @@
-"""Each type module's pairwise rule ``can_read(reader, writer)`` on its own (the levels
+"""Each type's rules module and its pairwise rule ``can_read(reader, writer)`` on its own (the levels
 are built on it): data written with the writer readable by the reader, or the reasons,
 with the reader and writer named as the caller asks."""
 
@@ -9,14 +9,14 @@ import re
 
 import pytest
 
-from kbroker.schema_registry.types import avro, json_schema, parse, protobuf
+from kbroker.schema_registry.types import avro_resolution, json_diff, parse, protobuf_diff
 
 CASES = [
     # (module, type, wider, narrower): the wider reads the narrower's data, not the reverse
-    (avro, "AVRO", '{"type":"record","name":"A","fields":[{"name":"x","type":"long"}]}',
+    (avro_resolution, "AVRO", '{"type":"record","name":"A","fields":[{"name":"x","type":"long"}]}',
      '{"type":"record","name":"A","fields":[{"name":"x","type":"int"}]}'),
-    (json_schema, "JSON", json.dumps({"type": "number"}), json.dumps({"type": "integer"})),
-    (protobuf, "PROTOBUF", 'syntax = "proto3";\nmessage A { int32 x = 1; }\nmessage B { int32 y = 1; }',
+    (json_diff, "JSON", json.dumps({"type": "number"}), json.dumps({"type": "integer"})),
+    (protobuf_diff, "PROTOBUF", 'syntax = "proto3";\nmessage A { int32 x = 1; }\nmessage B { int32 y = 1; }',
      'syntax = "proto3";\nmessage A { int32 x = 1; }'),
 ]
 
