@@ -184,6 +184,13 @@ REPLICATION_ARGS ?=
 bench-replication: setup kafka-dist
 	$(PY) -m benchmarks.replication_bench $(REPLICATION_ARGS)
 
+# The schema registry: registration and lookup rates and latency, the broker's produce/fetch
+# rates with the registry on and off (kbroker alone; writes benchmarks/results/schema_registry/).
+SR_BENCH_ARGS ?=
+.PHONY: bench-schema-registry
+bench-schema-registry: setup
+	$(PY) -m benchmarks.schema_registry_bench $(SR_BENCH_ARGS)
+
 # --- cluster ---
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
 # (clients 19092/19094/19096, controllers 19093/19095/19097, data in ./data-cluster);
