@@ -54,8 +54,10 @@ class HttpServer:
     handlers as ``request.server``."""
 
     def __init__(self, listen: str, context=None, router: Router | None = None, *,
-                 max_body: int = MAX_BODY, error_response=None, ssl_context=None):
+                 max_body: int = MAX_BODY, error_response=None, ssl_context=None,
+                 name: str = "http listener"):
         self.host, self.port = parse_listen(listen)
+        self.name = name                    # for the start-up log line
         self.ssl_context = ssl_context      # HTTPS: every connection is wrapped in TLS first
         # a service on its own listener (the schema registry) may bound bodies and word
         # the listener's own errors (413...) its way: error_response(status, message)
@@ -89,7 +91,8 @@ class HttpServer:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if not self._listeners:
             await self.bind()
-        log.info("http listener on http://%s (%s)", self.address, ", ".join(self.router.paths()))
+        log.info("%s on %s://%s (%s)", self.name, "https" if self.ssl_context else "http",
+                 self.address, ", ".join(self.router.paths()))
         try:
             async with trio.open_nursery() as nursery:
                 for sock in self._listeners:

@@ -40,7 +40,8 @@ class SchemaRegistry:
         self.tls = bool(server.config.get("kbroker.schema.registry.ssl.enabled"))
         self.http = HttpServer(listen, context=server, router=_empty_router(),
                                max_body=MAX_BODY, error_response=error_response,
-                               ssl_context=tls_context(server.config) if self.tls else None)
+                               ssl_context=tls_context(server.config) if self.tls else None,
+                               name="schema registry listener")
         self.enabled = True
 
     @property

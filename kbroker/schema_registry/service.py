@@ -232,8 +232,11 @@ class RegistryService:
         return await self._read(lambda st: self._schema_by_id(st, schema_id, subject, fetch_max_id))
 
     def _schema_by_id(self, st: RegistryState, schema_id: int, subject, fetch_max_id) -> dict:
+        # ``subject`` names the schema context to look in (Confluent: the id is looked up in
+        # the subject's context, not in the subject itself); there is one context here, the
+        # default, so it does not narrow the lookup: deserializers pass their topic's subject
         sv = st.schema_by_id(schema_id)
-        if sv is None or (subject and not any(s == subject for s, _ in st.users_of(schema_id, deleted=True))):
+        if sv is None:
             raise errors.schema_not_found(schema_id)
         out = schema_json(sv, with_subject=False)
         del out["id"]
@@ -267,7 +270,10 @@ class RegistryService:
         req = SchemaRequest(body)
 
         def answer(st: RegistryState):
-            if not st.has_subject(subject, deleted=True):
+            # as Confluent: a subject with no version to look in (a soft-deleted one without
+            # deleted=true) is not found; a subject that has versions but not this schema,
+            # the schema is not
+            if not st.has_subject(subject, deleted=deleted):
                 raise errors.subject_not_found(subject)
             probe = self._parse_request(req, normalize=normalize)
             sv = st.find_in_subject(subject, probe, deleted=deleted)
