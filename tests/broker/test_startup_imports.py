@@ -2,8 +2,9 @@
 ``python -v -m kbroker serve`` process, whose import log names every module it loaded up
 to its ``kbroker ready`` line. Module names only, never times: a plain single
 node loads no client command, no ``importlib.metadata`` (the version lookup is for
-``--version``; CRC32C is loaded without its package's ``__init__``), and still serves
-every API the registry advertises."""
+``--version``; CRC32C is loaded without its package's ``__init__``) and none of the
+consumer, share and streams group types (their API handlers still register: the ApiVersions
+tests keep the registry complete)."""
 from __future__ import annotations
 
 import os
@@ -54,6 +55,13 @@ def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadat
     assert not {n for n in names if n.startswith("kafka")}, "a Kafka client library was loaded"
     commands = {n for n in names if n.startswith("kbroker.tools.")} - {"kbroker.tools.cli"}
     assert not commands, f"client command modules loaded by serve: {sorted(commands)}"
+    # consumer (KIP-848), share (KIP-932) and streams (KIP-1071) group types load on first use
+    group_types = {n for n in names if n.startswith(("kbroker.group.consumer.protocol",
+                                                     "kbroker.group.consumer.state",
+                                                     "kbroker.group.streams",
+                                                     "kbroker.group.share.state",
+                                                     "kbroker.group.share.protocol"))}
+    assert not group_types, f"group types loaded before any group was used: {sorted(group_types)}"
 
 
 def test_serve_parser_alone_and_version_on_demand():
