@@ -2,9 +2,9 @@
 ``python -v -m kbroker serve`` process, whose import log names every module it loaded up
 to its ``kbroker ready`` line. Module names only, never times: a plain single
 node loads no client command, no ``importlib.metadata`` (the version lookup is for
-``--version``; CRC32C is loaded without its package's ``__init__``) and none of the
+``--version``; CRC32C is loaded without its package's ``__init__``), none of the
 consumer, share and streams group types (their API handlers still register: the ApiVersions
-tests keep the registry complete)."""
+tests keep the registry complete) and, without SASL listeners, no SASL mechanism."""
 from __future__ import annotations
 
 import os
@@ -62,6 +62,8 @@ def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadat
                                                      "kbroker.group.share.state",
                                                      "kbroker.group.share.protocol"))}
     assert not group_types, f"group types loaded before any group was used: {sorted(group_types)}"
+    # no SASL listener: neither the SASL state machine nor its mechanisms
+    assert not names & {"kbroker.security.authenticator", "kbroker.security.mechanisms"}
 
 
 def test_serve_parser_alone_and_version_on_demand():
