@@ -64,6 +64,7 @@ class TlsSocket:
         self._cbuf = bytearray(_CIPHER_READ)
         self._cview = memoryview(self._cbuf)
         self._unsent = b""       # ciphertext a non-blocking write could not take
+        self._eof = False        # the peer closed its side of the TCP connection
         self._chunk: bytearray | None = None
 
     def fileno(self) -> int:
@@ -76,10 +77,13 @@ class TlsSocket:
     def _fill(self) -> int:
         """One non-blocking read of ciphertext into the TLS object; raises
         ``BlockingIOError`` when the socket has nothing. 0: the peer closed."""
+        if self._eof:
+            return 0
         n = self.sock.recv_into(self._cview)
         if n:
             self._in.write(self._cview[:n])
         else:
+            self._eof = True
             self._in.write_eof()
         return n
 
@@ -103,7 +107,8 @@ class TlsSocket:
                         break
                     raise
                 # the peer closed: what is decrypted so far first, then end of stream
-                if got:
+                # (OpenSSL then reports EOF; a second "want read" after it ends it too)
+                if got or self._in.eof:
                     break
                 continue
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
@@ -125,7 +130,8 @@ class TlsSocket:
             except ssl.SSLWantReadError:
                 await self._flush()
                 try:
-                    self._fill()
+                    if not self._fill():
+                        raise trio.BrokenResourceError("the peer closed during the handshake")
                 except BlockingIOError:
                     await trio.lowlevel.wait_readable(self.sock)
         # TLS 1.3: the session tickets follow the handshake
