@@ -28,14 +28,26 @@ calls the ``func`` stored on the parsed namespace.
 """
 from __future__ import annotations
 
-from kbroker.tools import acls, configs, consume, groups, produce, schemas, topics, users
-from kbroker.tools.common import common_parent
+import importlib
 
-COMMANDS = (topics, produce, consume, groups, configs, acls, users, schemas)
+# loaded when the full command line is built, not by ``kbroker serve`` (whose start-up
+# imports this package for ``kbroker.tools.cli``)
+_COMMAND_MODULES = ("topics", "produce", "consume", "groups", "configs", "acls", "users", "schemas")
+
+
+def __getattr__(name: str):
+    """``COMMANDS`` and ``common_parent`` on first use (PEP 562)."""
+    if name == "COMMANDS":
+        return tuple(importlib.import_module(f"{__name__}.{m}") for m in _COMMAND_MODULES)
+    if name == "common_parent":
+        from kbroker.tools.common import common_parent
+        return common_parent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_parsers(sub) -> None:
     """Register every client command on ``sub`` (the top-level subparsers)."""
+    from kbroker.tools.common import common_parent
     parent = common_parent()
-    for module in COMMANDS:
+    for module in __getattr__("COMMANDS"):
         module.add_parser(sub, parent)

@@ -41,10 +41,25 @@ def _version() -> str:
         return "unknown"
 
 
-def _parser() -> argparse.ArgumentParser:
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up (importlib.metadata, slow to
+    import) only when asked for, not on every start."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"kbroker {_version()}")
+        parser.exit()
+
+
+def _parser(serve_only: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; ``serve_only``: just ``serve`` (start-up of a broker imports
+    none of the client commands' modules)."""
     p = argparse.ArgumentParser(prog="kbroker", description="A Kafka-protocol broker on trio, "
                                 "and client commands for any Kafka-protocol broker.")
-    p.add_argument("--version", action="version", version=f"kbroker {_version()}")
+    p.add_argument("--version", action=_VersionAction)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the broker until SIGINT/SIGTERM")
     s.add_argument("--config", "-c", metavar="FILE", help="a Kafka server.properties file")
@@ -64,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve the schema registry here (sets kbroker.schema.registry.listen)")
     s.add_argument("--dev", action="store_true",
                    help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
+    if serve_only:
+        return p
     c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
                                        "nodes, or describe any cluster")
     c.add_argument("--nodes", type=int, default=3, help="number of nodes (voters), default 3")
@@ -192,7 +209,7 @@ def _glue_cluster_id(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = _glue_cluster_id(list(sys.argv[1:] if argv is None else argv))
-    args = _parser().parse_args(argv)
+    args = _parser(serve_only=argv[:1] == ["serve"]).parse_args(argv)
     if args.command == "storage":
         from kbroker.tools.storage import main as storage_main
         return storage_main(args)
