@@ -1,5 +1,6 @@
 # kbroker: a Kafka-protocol broker in Python — the container image.
 #
+#   make docker-image                                  # offline too: kbroker:latest, kbroker:<version>
 #   docker build -t kbroker .                          # FROM python:3.11-slim
 #   docker build --build-arg BASE=kbroker-base:bookworm -t kbroker .   # docker/make-base.sh
 #   docker run -p 9092:9092 kbroker                    # one combined node, Kafka's image defaults
@@ -17,15 +18,21 @@ RUN python3 -m venv /opt/kbroker/venv
 COPY docker/requirements.lock /tmp/requirements.lock
 RUN /opt/kbroker/venv/bin/pip install -q --only-binary=:all: -r /tmp/requirements.lock
 
-# --- app: kbroker itself, built from the sources into /opt/kbroker/app (no dependencies)
-FROM deps AS app
+# --- wheel: `python -m build --wheel` of the sources (the same wheel `make dist` makes; build
+# isolation off: the pinned setuptools of docker/build.lock is the backend)
+FROM deps AS wheel
 COPY docker/build.lock /tmp/build.lock
 RUN /opt/kbroker/venv/bin/pip install -q -r /tmp/build.lock
 COPY pyproject.toml README.md /src/
 COPY kbroker /src/kbroker
-RUN /opt/kbroker/venv/bin/pip install -q --no-deps --no-build-isolation \
-        --target /opt/kbroker/app /src \
-    && rm -rf /opt/kbroker/app/kbroker-*.dist-info/RECORD /src/build
+RUN /opt/kbroker/venv/bin/python -m build -q --wheel --no-isolation --outdir /dist /src >/dev/null
+
+# --- app: kbroker installed from that wheel into /opt/kbroker/app (its dependencies are the
+# deps stage's venv)
+FROM deps AS app
+COPY --from=wheel /dist /dist
+RUN /opt/kbroker/venv/bin/pip install -q --no-deps --target /opt/kbroker/app /dist/kbroker-*.whl \
+    && rm -rf /opt/kbroker/app/kbroker-*.dist-info/RECORD
 
 # --- runtime-venv: the deps venv without the installer (pip, setuptools: build leftovers),
 # without what never runs (trio's own tests; zstandard's cffi backend — its C backend is the one

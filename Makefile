@@ -246,10 +246,17 @@ $(KP2_STAMP): requirements-kp2.txt
 DOCKER_BASE ?= python:3.11-slim
 DOCKER_LOCAL_BASE ?= kbroker-base:bookworm
 KBROKER_IMAGE ?= kbroker:test
+# the one place the version is written (also read by pyproject.toml and `kbroker --version`)
+KBROKER_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' kbroker/__init__.py)
 KBROKER_CLIENT_IMAGE ?= kbroker-test-client:latest
 DOCKER_STAMP := $(VENV)/.docker-installed
 
-.PHONY: docker-engine docker-image docker-test
+.PHONY: docker-engine docker-image docker-test dist
+
+# dist: the sdist and the wheel (`python -m build`, pinned in requirements-dev.txt) in dist/;
+# `pip install dist/kbroker-*.whl` or `pipx install dist/kbroker-*.whl` then gives `kbroker`.
+dist: $(STAMP)
+	$(PY) -m build --outdir dist .
 
 $(DOCKER_STAMP): requirements-docker.txt $(STAMP)
 	$(PY) -m pip install -q -r requirements-docker.txt
@@ -260,8 +267,9 @@ docker-engine:
 
 docker-image: docker-engine
 	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
-	echo "docker-image: $(KBROKER_IMAGE) FROM $$base" && \
-	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_IMAGE) .
+	echo "docker-image: kbroker:latest kbroker:$(KBROKER_VERSION) $(KBROKER_IMAGE) FROM $$base" && \
+	docker build -q --force-rm --build-arg BASE=$$base -t kbroker:latest \
+		-t kbroker:$(KBROKER_VERSION) -t $(KBROKER_IMAGE) .
 
 docker-test: docker-image $(DOCKER_STAMP)
 	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \

@@ -32,11 +32,9 @@ DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data"}
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("kbroker")
-    except Exception:  # noqa: BLE001 - not installed (a bare checkout on PYTHONPATH)
-        return "unknown"
+    # the package's own constant: also right for a checkout on PYTHONPATH and a --target install
+    from kbroker import __version__
+    return __version__
 
 
 def _parser() -> argparse.ArgumentParser:
