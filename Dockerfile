@@ -53,15 +53,26 @@ LABEL org.opencontainers.image.title="kbroker" \
 ENV PATH=/opt/kbroker/app/bin:/opt/kbroker/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
+# The start scripts of the images that container tools were written for, each starting
+# kbroker (docker/compat; README "testcontainers"): Confluent's /etc/confluent/docker/{configure,
+# ensure,launch,run,bash-config}, apache/kafka's /etc/kafka/docker/run, and the kafka-storage
+# and zookeeper-server-start commands those scripts call.
+COPY docker/compat/confluent/ /etc/confluent/docker/
+COPY docker/compat/kafka/run /etc/kafka/docker/run
+COPY docker/compat/bin/ /usr/local/bin/
 # a fixed uid/gid; the data, config and Kafka-compatible data dirs belong to group 0 and are
-# group-writable, so `-u <any uid>` (whose group is 0) and OpenShift-style random uids work
+# group-writable, so `-u <any uid>` (whose group is 0) and OpenShift-style random uids work.
+# /etc/confluent/docker and /etc/kafka are writable too: tools edit those scripts in place
+# (sed -i) and configure writes /etc/kafka/kafka.properties.
 RUN groupadd --gid "$KBROKER_GID" kbroker \
     && useradd --uid "$KBROKER_UID" --gid "$KBROKER_GID" --no-create-home \
         --home-dir /var/lib/kbroker --shell /usr/sbin/nologin kbroker \
     && mkdir -p /var/lib/kbroker /opt/kbroker/config /etc/kbroker/docker /mnt/shared/config \
         /var/lib/kafka/data \
     && chown "$KBROKER_UID:0" /var/lib/kbroker /opt/kbroker/config /var/lib/kafka/data \
-    && chmod 0775 /var/lib/kbroker /opt/kbroker/config /var/lib/kafka/data
+    && chmod 0775 /var/lib/kbroker /opt/kbroker/config /var/lib/kafka/data \
+    && chown -R "$KBROKER_UID:0" /etc/confluent/docker /etc/kafka \
+    && chmod -R g+w /etc/confluent/docker /etc/kafka
 COPY --from=runtime-venv /opt/kbroker/venv /opt/kbroker/venv
 COPY docker/server.properties /etc/kbroker/docker/server.properties
 COPY --from=app /opt/kbroker/app /opt/kbroker/app
