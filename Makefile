@@ -276,3 +276,15 @@ docker-test: docker-image $(DOCKER_STAMP)
 	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_CLIENT_IMAGE) docker_tests/client && \
 	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_CLIENT_IMAGE=$(KBROKER_CLIENT_IMAGE) KBROKER_BASE_IMAGE=$$base \
 	$(PY) -m pytest -q docker_tests
+
+# docker-test-kafka: testcontainers' Kafka modules (docker_tests/test_testcontainers.py) against
+# kbroker's image and, side by side, Apache Kafka 4.3.1 built on the same base the way
+# benchmarks/docker_kafka builds it (the compat suite's jars, Debian's JRE).
+KAFKA_BENCH_IMAGE ?= kbroker-bench-kafka:4.3.1
+.PHONY: docker-test-kafka
+docker-test-kafka: docker-image $(DOCKER_STAMP) kafka-dist
+	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
+	$(PY) -c "import docker, sys; from benchmarks.docker_bench import build_kafka; \
+		build_kafka(docker.from_env(timeout=900), sys.argv[1], sys.argv[2])" $$base $(KAFKA_BENCH_IMAGE) && \
+	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_TC_KAFKA_IMAGE=$(KAFKA_BENCH_IMAGE) \
+	$(PY) -m pytest -q docker_tests/test_testcontainers.py

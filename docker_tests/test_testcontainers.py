@@ -31,17 +31,28 @@ from testcontainers.community.kafka import KafkaContainer  # noqa: E402
 from .conftest import IMAGE, LABEL, REPO, consume_all, create_topic, logs, produce  # noqa: E402
 
 # testcontainers-python's with_kraft() reads the image tag as a Confluent Platform version and
-# wants 7.0.0 or later; kbroker's image gets such a tag for that test only
-CP_TAG = "kbroker-tc/cp-kafka:7.9.0"
+# wants 7.0.0 or later; the images get such a tag for that test only
+CP_TAG = "7.9.0"
 CACHE = REPO / ".cache"
+# side by side (make docker-test-kafka): Apache Kafka 4.3.1 as benchmarks/docker_kafka builds it,
+# which answers the same entry points, through the same modules and the same checks
+KAFKA_IMAGE = os.environ.get("KBROKER_TC_KAFKA_IMAGE")
+IMAGES = {"kbroker": IMAGE, **({"kafka": KAFKA_IMAGE} if KAFKA_IMAGE else {})}
+PYTHON_CASES = [("kbroker", "zookeeper"), ("kbroker", "kraft")] + (
+    [("kafka", "kraft")] if KAFKA_IMAGE else [])      # Kafka 4 has no ZooKeeper mode
 
 
 @pytest.fixture(scope="module")
 def cp_tagged(dk):
-    repo, tag = CP_TAG.split(":")
-    dk.images.get(IMAGE).tag(repo, tag)
-    yield CP_TAG
-    dk.images.remove(CP_TAG, noprune=True)
+    """target → its image under a Confluent-Platform-like tag, removed afterwards."""
+    out = {}
+    for target, image in IMAGES.items():
+        repo = f"kbroker-tc/{target}-as-cp-kafka"
+        dk.images.get(image).tag(repo, CP_TAG)
+        out[target] = f"{repo}:{CP_TAG}"
+    yield out
+    for tagged in out.values():
+        dk.images.remove(tagged, noprune=True)
 
 
 def start(container: KafkaContainer) -> KafkaContainer:
@@ -63,15 +74,17 @@ def round_trip(bootstrap: str, topic: str) -> None:
     assert consume_all(bootstrap, topic) == values
 
 
-@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
-def test_testcontainers_python_kafka_module(dk, cp_tagged, mode):
+@pytest.mark.parametrize("target,mode", PYTHON_CASES)
+def test_testcontainers_python_kafka_module(dk, cp_tagged, target, mode):
     if mode == "kraft":
-        kafka = start(KafkaContainer(image=cp_tagged).with_kraft())
+        kafka = start(KafkaContainer(image=cp_tagged[target]).with_kraft())
     else:
-        kafka = start(KafkaContainer(image=IMAGE))
+        kafka = start(KafkaContainer(image=IMAGES[target]))
     try:
         # the clients are sent to the advertised listener: the module's mapped port
         round_trip(kafka.get_bootstrap_server(), f"tc-python-{mode}")
+        if target != "kbroker":
+            return
         text = logs(kafka.get_wrapped_container())
         # configured through Confluent's entry points, from the variables the module set
         assert "exec kbroker serve --config /etc/kafka/kafka.properties" in text
@@ -85,11 +98,11 @@ def test_testcontainers_python_kafka_module(dk, cp_tagged, mode):
         kafka.stop()
 
 
-def run_project(cmd: list[str], cwd, env: dict, timeout: float = 900) -> str:
+def run_project(cmd: list[str], cwd, env: dict, image: str, timeout: float = 900) -> str:
     # this machine is itself a container: the Java and Go modules would look for the Docker
     # host through its default gateway (Java runs an alpine image for that, which cannot be
     # pulled); the engine runs here, so its published ports are on localhost
-    full = dict(os.environ, TESTCONTAINERS_RYUK_DISABLED="true", KBROKER_IMAGE=IMAGE, **env)
+    full = dict(os.environ, TESTCONTAINERS_RYUK_DISABLED="true", KBROKER_IMAGE=image, **env)
     full.setdefault("TESTCONTAINERS_HOST_OVERRIDE", "localhost")
     r = subprocess.run(cmd, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
     out = r.stdout + r.stderr
@@ -97,13 +110,15 @@ def run_project(cmd: list[str], cwd, env: dict, timeout: float = 900) -> str:
     return out
 
 
-def test_testcontainers_java_kafka_module(dk):
+@pytest.mark.parametrize("target", list(IMAGES))
+def test_testcontainers_java_kafka_module(dk, target):
     """docker_tests/java: JUnit 5, org.testcontainers.kafka.KafkaContainer with kbroker's image
     declared a compatible substitute for apache/kafka; jars from Maven Central, cached."""
     if shutil.which("mvn") is None:
         pytest.fail("mvn is missing (Debian's maven package)")
     out = run_project(["mvn", "-q", "-B", "-Dmaven.repo.local=" + str(CACHE / "m2"),
-                       "-Dsurefire.printSummary=true", "test"], REPO / "docker_tests" / "java", {})
+                       "-Dsurefire.printSummary=true", "test"], REPO / "docker_tests" / "java", {},
+                      IMAGES[target])
     reports = list((REPO / "docker_tests" / "java" / "target" / "surefire-reports").glob("TEST-*.xml"))
     assert reports, out[-3000:]
     text = "".join(r.read_text() for r in reports)
@@ -111,12 +126,14 @@ def test_testcontainers_java_kafka_module(dk):
     assert 'skipped="0"' in text
 
 
-def test_testcontainers_go_kafka_module(dk):
+@pytest.mark.parametrize("target", list(IMAGES))
+def test_testcontainers_go_kafka_module(dk, target):
     """docker_tests/go: testcontainers-go's kafka module and sarama (its own test client)."""
     if shutil.which("go") is None:
         pytest.fail("go is missing")
     env = {"GOMODCACHE": str(CACHE / "go" / "mod"), "GOCACHE": str(CACHE / "go" / "build"),
            "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0"}
-    out = run_project(["go", "test", "-count=1", "-v", "./..."], REPO / "docker_tests" / "go", env)
+    out = run_project(["go", "test", "-count=1", "-v", "./..."], REPO / "docker_tests" / "go", env,
+                      IMAGES[target])
     assert re.search(r"^--- PASS: TestKafkaModuleStartsKbroker", out, re.M), out[-3000:]
     assert "--- SKIP" not in out
