@@ -22,6 +22,7 @@ ends ``configure`` with the one-line message of the entrypoint (exit 2).
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 
 from kbroker.container import entrypoint
@@ -50,7 +51,6 @@ def launch(environ) -> None:
         level = entrypoint.cenv.log_level(environ)
     except ValueError as e:
         entrypoint.fail(f"configuration error: {e}", 2)
-    import shlex
     args = (["--log-level", level] if level else []) + shlex.split(environ.get("KBROKER_OPTS", ""))
     os.umask(0o002)
     cmd = [sys.executable, "-m", "kbroker.container.serve", "--config", path, *args]
