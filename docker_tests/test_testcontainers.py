@@ -87,7 +87,7 @@ def test_testcontainers_python_kafka_module(dk, cp_tagged, target, mode):
             return
         text = logs(kafka.get_wrapped_container())
         # configured through Confluent's entry points, from the variables the module set
-        assert "exec kbroker serve --config /etc/kafka/kafka.properties" in text
+        assert "exec kbroker serve --kafka-start-lines --config /etc/kafka/kafka.properties" in text
         assert "advertised.listeners <- KAFKA_ADVERTISED_LISTENERS" in text
         if mode == "kraft":
             # the storage was formatted with the module's cluster id by the line it appended

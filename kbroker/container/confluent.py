@@ -53,8 +53,8 @@ def launch(environ) -> None:
         entrypoint.fail(f"configuration error: {e}", 2)
     args = (["--log-level", level] if level else []) + shlex.split(environ.get("KBROKER_OPTS", ""))
     os.umask(0o002)
-    cmd = [sys.executable, "-m", "kbroker.container.serve", "--config", path, *args]
-    entrypoint.say("exec kbroker serve " + " ".join(cmd[3:]))
+    cmd = [sys.executable, "-m", "kbroker", "serve", "--kafka-start-lines", "--config", path, *args]
+    entrypoint.say("exec kbroker " + " ".join(cmd[3:]))
     os.execv(sys.executable, cmd)
 
 

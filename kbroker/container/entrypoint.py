@@ -15,8 +15,8 @@ created when missing and must be writable: a bind mount owned by another user, o
 a uid that cannot write it, ends with a message naming the path, its owner and mode, and the
 uid/gid the container runs as (exit 1). The umask is 002 so that files stay writable by group
 0, the group every ``-u <uid>`` runs with. The process then ``exec``s ``python -m kbroker
-serve`` (through ``kbroker.container.serve``, which adds the start-up lines of Kafka's own
-log that testcontainers waits for): kbroker is PID 1 and ``docker stop``'s SIGTERM shuts it
+serve --kafka-start-lines`` (``kbroker.container.start_lines``: the lines of Kafka's own log
+that testcontainers waits for): kbroker is PID 1 and ``docker stop``'s SIGTERM shuts it
 down gracefully.
 """
 from __future__ import annotations
@@ -159,8 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     extra = args[1:] if args[0] == "serve" else args
     os.umask(0o002)
     path, serve_args = configure(os.environ)
-    cmd = [sys.executable, "-m", "kbroker.container.serve", "--config", path, *serve_args, *extra]
-    say("exec kbroker serve " + " ".join(cmd[3:]))
+    cmd = [sys.executable, "-m", "kbroker", "serve", "--kafka-start-lines", "--config", path,
+           *serve_args, *extra]
+    say("exec kbroker " + " ".join(cmd[3:]))
     os.execv(sys.executable, cmd)
     return 0   # not reached
 

@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve /metrics, /health and /ready here (sets kbroker.http.listen)")
     s.add_argument("--dev", action="store_true",
                    help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
+    s.add_argument("--kafka-start-lines", action="store_true",
+                   help="after the ready line, also log the lines of Kafka's start-up log that "
+                        "container tools (testcontainers) wait for; the image sets it")
     c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
                                        "nodes, or describe any cluster")
     c.add_argument("--nodes", type=int, default=3, help="number of nodes (voters), default 3")
@@ -205,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_cluster(args.nodes, args.base_port, args.data_dir, extra, controllers=args.controllers)
     if args.command == "serve":
+        if args.kafka_start_lines:
+            from kbroker.container.start_lines import install
+            install()
         # before any thread exists: SIGINT/SIGTERM are taken by kbroker.server.signals' own
         # thread, which sees a second signal even while the trio thread is stuck
         from kbroker.server.signals import block

@@ -1,7 +1,7 @@
 """What testcontainers' Kafka modules set, read by the image's rules (kbroker.container.env) and
 loaded by kbroker's own configuration: ZooKeeper settings become one combined KRaft node,
 Confluent's REST proxy variables are not keys, Confluent's entry points write no cluster.id;
-and kbroker.container.serve adds the start-up lines those modules wait for. No engine here:
+and kbroker.container.start_lines adds the start-up lines those modules wait for. No engine here:
 docker_tests/test_testcontainers.py runs the modules themselves."""
 import logging
 import re
@@ -10,7 +10,7 @@ import pytest
 
 from kbroker.config.broker import BrokerConfig, parse_properties
 from kbroker.container import env as cenv
-from kbroker.container import serve
+from kbroker.container import start_lines
 
 # testcontainers-python 4.15's KafkaContainer in its default (ZooKeeper) mode, after its start
 # script exported the advertised listeners
@@ -85,7 +85,7 @@ def ready_record(msg: str) -> logging.LogRecord:
 
 
 def test_kafkas_start_up_lines_follow_the_ready_line_once(caplog):
-    handler = serve.KafkaStartLines()
+    handler = start_lines.KafkaStartLines()
     caplog.set_level(logging.INFO, logger="kbroker.container")
     handler.emit(ready_record("broker 3 started: {...}"))
     assert caplog.records == []
@@ -103,7 +103,7 @@ def test_kafkas_start_up_lines_follow_the_ready_line_once(caplog):
     assert "id=3]" in text and "kbroker ready:" not in text
 
 
-@pytest.mark.parametrize("argv,level", [([], "INFO"), (["--log-level", "DEBUG"], "DEBUG"),
-                                        (["--config", "f", "--log-level=WARNING"], "WARNING")])
-def test_the_log_level_argument_is_found(argv, level):
-    assert serve._level(argv) == level
+def test_serve_installs_the_handler_only_when_asked():
+    from kbroker.tools.cli import _parser
+    assert _parser().parse_args(["serve", "--kafka-start-lines"]).kafka_start_lines
+    assert not _parser().parse_args(["serve"]).kafka_start_lines

@@ -1,7 +1,5 @@
-"""``kbroker serve`` as the image runs it: the same command, plus the start-up lines of Kafka's
-own log that container tooling waits for.
-
-    python -m kbroker.container.serve --config FILE [kbroker serve arguments]
+"""The start-up lines of Kafka's own log that container tooling waits for, logged by kbroker
+once it is ready (``kbroker serve --kafka-start-lines``; the image's entry points pass it).
 
 testcontainers' Kafka modules decide that the broker is up by matching its log, not by
 connecting: ``[KafkaServer id=N] started`` (Kafka's ZooKeeper-mode broker: testcontainers-python
@@ -13,19 +11,15 @@ Right after kbroker's own ``kbroker ready:`` line — the moment the broker serv
 line carrying each of those phrases is logged by the ``kbroker.container`` logger, so every one
 of those waits ends when kbroker is ready, and not before.
 
-Rules kept: the broker runs in this process (``exec``'d by the entrypoint, so it stays PID 1
-and receives ``docker stop``'s SIGTERM), with the log format and level ``kbroker serve`` uses;
-the broker code knows nothing of this.
+Rules kept: a logging handler only, added to the root logger; the broker code knows nothing of
+it, and nothing is logged twice (once per process).
 """
 from __future__ import annotations
 
 import logging
 import re
-import sys
 
 _READY = re.compile(r"^kbroker ready: .*\(node (-?\d+),")
-# the format kbroker.tools.cli gives ``kbroker serve``'s log
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def kafka_start_lines(node_id: str) -> list[str]:
@@ -56,26 +50,8 @@ class KafkaStartLines(logging.Handler):
                 out.info("%s", line)
 
 
-def _level(argv: list[str]) -> str:
-    for i, a in enumerate(argv):
-        if a == "--log-level" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--log-level="):
-            return a.split("=", 1)[1]
-    return "INFO"
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    level = _level(args)
-    # the stderr handler `kbroker serve` would install (its basicConfig then finds it in place);
-    # a level argparse refuses falls back to INFO here and is reported by kbroker.tools.cli
-    logging.basicConfig(level=level if level in logging.getLevelNamesMapping() else "INFO",
-                        stream=sys.stderr, format=LOG_FORMAT)
-    logging.getLogger().addHandler(KafkaStartLines())
-    from kbroker.tools.cli import main as cli_main
-    return cli_main(["serve", *args])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def install() -> KafkaStartLines:
+    """Add the handler to the root logger (after ``kbroker serve`` configured logging)."""
+    handler = KafkaStartLines()
+    logging.getLogger().addHandler(handler)
+    return handler
