@@ -8,7 +8,8 @@ in a script that exports the advertised listeners and runs ``/etc/confluent/dock
 and ``launch`` — after ``zookeeper-server-start`` by default, after editing ``configure`` to
 format the storage with ``with_kraft()`` — and waits for ``[KafkaServer id=N] started`` (resp.
 ``Kafka Server started``). testcontainers-java's ``org.testcontainers.kafka.KafkaContainer``
-(apache/kafka images) runs ``/etc/kafka/docker/run``; testcontainers-go's module runs
+(apache/kafka images) runs ``/etc/kafka/docker/run``, its ``ConfluentKafkaContainer``
+``/etc/confluent/docker/run``; testcontainers-go's module runs
 ``/etc/confluent/docker/configure`` and ``launch`` after the same edits; both wait for
 ``Transitioning from RECOVERY to RUNNING``.
 
@@ -112,8 +113,10 @@ def run_project(cmd: list[str], cwd, env: dict, image: str, timeout: float = 900
 
 @pytest.mark.parametrize("target", list(IMAGES))
 def test_testcontainers_java_kafka_module(dk, target):
-    """docker_tests/java: JUnit 5, org.testcontainers.kafka.KafkaContainer with kbroker's image
-    declared a compatible substitute for apache/kafka; jars from Maven Central, cached."""
+    """docker_tests/java: JUnit 5, org.testcontainers.kafka.KafkaContainer with the image
+    declared a compatible substitute for apache/kafka, and ConfluentKafkaContainer (the same
+    variables, /etc/confluent/docker/run) for confluentinc/cp-kafka; jars from Maven Central,
+    cached."""
     if shutil.which("mvn") is None:
         pytest.fail("mvn is missing (Debian's maven package)")
     out = run_project(["mvn", "-q", "-B", "-Dmaven.repo.local=" + str(CACHE / "m2"),
@@ -122,7 +125,8 @@ def test_testcontainers_java_kafka_module(dk, target):
     reports = list((REPO / "docker_tests" / "java" / "target" / "surefire-reports").glob("TEST-*.xml"))
     assert reports, out[-3000:]
     text = "".join(r.read_text() for r in reports)
-    assert re.search(r'tests="[1-9]\d*"', text) and 'failures="0"' in text and 'errors="0"' in text
+    # both modules: KafkaContainer (apache/kafka) and ConfluentKafkaContainer (cp-kafka)
+    assert 'tests="2"' in text and 'failures="0"' in text and 'errors="0"' in text
     assert 'skipped="0"' in text
 
 
