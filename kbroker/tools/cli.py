@@ -34,16 +34,13 @@ DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data",
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("kbroker")
-    except Exception:  # noqa: BLE001 - not installed (a bare checkout on PYTHONPATH)
-        return "unknown"
+    # the package's own constant: also right for a checkout on PYTHONPATH and a --target install
+    from kbroker import __version__
+    return __version__
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the installed version is looked up (importlib.metadata, slow to
-    import) only when asked for, not on every start."""
+    """``--version``: the version is looked up only when asked for, not on every start."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
                  help="show program's version number and exit"):
@@ -79,6 +76,9 @@ def _parser(serve_only: bool = False) -> argparse.ArgumentParser:
                    help="serve the schema registry here (sets kbroker.schema.registry.listen)")
     s.add_argument("--dev", action="store_true",
                    help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
+    s.add_argument("--kafka-start-lines", action="store_true",
+                   help="after the ready line, also log the lines of Kafka's start-up log that "
+                        "container tools (testcontainers) wait for; the image sets it")
     if serve_only:
         return p
     c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
@@ -235,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_cluster(args.nodes, args.base_port, args.data_dir, extra, controllers=args.controllers)
     if args.command == "serve":
+        if args.kafka_start_lines:
+            from kbroker.container.start_lines import install
+            install()
         # before any thread exists: SIGINT/SIGTERM are taken by kbroker.server.signals' own
         # thread, which sees a second signal even while the trio thread is stuck
         from kbroker.server.signals import block
