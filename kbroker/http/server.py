@@ -57,10 +57,18 @@ class HttpServer:
     ``kbroker/http/routes`` plus whatever other modules add); ``context`` is handed to
     handlers as ``request.server``."""
 
-    def __init__(self, listen: str, context=None, router: Router | None = None):
+    def __init__(self, listen: str, context=None, router: Router | None = None, *,
+                 name: str = "http", config_key: str = "kbroker.http.listen",
+                 max_body: int = MAX_BODY, error_response=None):
         self.host, self.port = parse_listen(listen)
         self.context = context
         self.router = router if router is not None else load_routes(Router())
+        # another listener built on this one (the REST gateway) names itself in the log,
+        # bounds bodies its own way and writes its own error bodies: fn(status, message)
+        self.name = name
+        self.config_key = config_key
+        self.max_body = max_body
+        self.error_response = error_response
         self._listeners: list = []
         self._open = 0
         self.requests = 0
@@ -76,7 +84,7 @@ class HttpServer:
             self._listeners = await trio.open_tcp_listeners(self.port, host=self.host or None)
         except OSError as e:
             raise OSError(e.errno, f"cannot listen on http://{self.address} "
-                          f"(kbroker.http.listen): {e.strerror}") from None
+                          f"({self.config_key}): {e.strerror}") from None
         self.port = self._listeners[0].socket.getsockname()[1]
 
     async def aclose(self) -> None:
@@ -87,7 +95,7 @@ class HttpServer:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if not self._listeners:
             await self.bind()
-        log.info("http listener on http://%s (%s)", self.address, ", ".join(self.router.paths()))
+        log.info("%s listener on http://%s (%s)", self.name, self.address, ", ".join(self.router.paths()))
         try:
             async with trio.open_nursery() as nursery:
                 for sock in self._listeners:
@@ -135,12 +143,12 @@ class HttpServer:
                         request = await self._read_request(conn, stream, event, client)
                     response = await self._respond_to(request)
                 except _BadRequest as e:
-                    request, response = None, Response(e.status, f"{e}\n".encode())
+                    request, response = None, self._error(e.status, str(e))
                 except (h11.RemoteProtocolError, trio.TooSlowError) as e:
                     # h11's hint: 400, or 431 for a head over MAX_HEAD; 408 when too slow
                     status = 408 if isinstance(e, trio.TooSlowError) else e.error_status_hint
                     if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                        await self._send(conn, stream, Response(status, f"bad request: {e}\n".encode()),
+                        await self._send(conn, stream, self._error(status, f"bad request: {e}"),
                                          head_only=False, close=True)
                     return
                 await self._send(conn, stream, response,
@@ -179,15 +187,15 @@ class HttpServer:
         self.requests += 1
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
         length = next((v for k, v in headers if k == "content-length"), None)
-        if length is not None and length.isdigit() and int(length) > MAX_BODY:
-            raise _BadRequest(413, f"request body larger than {MAX_BODY} bytes")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            raise _BadRequest(413, f"request body larger than {self.max_body} bytes")
         body = bytearray()
         while True:
             ev = await self._next_event(conn, stream)
             if isinstance(ev, h11.Data):
                 body += ev.data
-                if len(body) > MAX_BODY:
-                    raise _BadRequest(413, f"request body larger than {MAX_BODY} bytes")
+                if len(body) > self.max_body:
+                    raise _BadRequest(413, f"request body larger than {self.max_body} bytes")
             elif isinstance(ev, h11.EndOfMessage):
                 break
             else:
@@ -199,8 +207,13 @@ class HttpServer:
         try:
             return await self.router.dispatch(request)
         except Exception:  # noqa: BLE001 - a failing page must not stop the listener
-            log.exception("http %s %s failed", request.method, request.target)
-            return Response(500, b"internal error\n")
+            log.exception("%s %s %s failed", self.name, request.method, request.target)
+            return self._error(500, "internal error")
+
+    def _error(self, status: int, message: str) -> Response:
+        if self.error_response is not None:
+            return self.error_response(status, message)
+        return Response(status, f"{message}\n".encode())
 
     async def _send(self, conn, stream, response: Response, *, head_only: bool, close: bool) -> None:
         headers = [SERVER_HEADER, ("content-type", response.content_type),

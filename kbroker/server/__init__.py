@@ -86,6 +86,7 @@ class Server:
         self.connections_created: dict[str, int] = {}   # listener -> accepted connections
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
+        self.rest_proxy = None   # the REST gateway's HttpServer (kbroker.rest.proxy.listen)
         # per-listener TLS/SASL settings (built and checked when the config was loaded)
         self.listener_security = getattr(config, "listener_security", None) or build_all(config)
         from kbroker.node.broker import SystemClock
@@ -185,10 +186,18 @@ class Server:
                 from kbroker.http import HttpServer
                 self.http = HttpServer(listen, context=self)
                 await self.http.bind()
+            rest_listen = self.config.get("kbroker.rest.proxy.listen")
+            if rest_listen:
+                from kbroker.rest_proxy import build_listener
+                self.rest_proxy = build_listener(rest_listen, self)
+                await self.rest_proxy.bind()
             async with trio.open_nursery() as root:
                 if self.http is not None:
                     # before the broker: /health and /ready answer during start-up
                     await root.start(self.http.run)
+                if self.rest_proxy is not None:
+                    # answers 503 (50003) until the broker below has started
+                    await root.start(self.rest_proxy.run)
                 with self._startup_scope:
                     await self.broker.start(root)
                 if self._startup_scope.cancelled_caught or self._stop.is_set():
@@ -213,6 +222,8 @@ class Server:
             with trio.CancelScope(shield=True):
                 if self.http is not None:
                     await self.http.aclose()
+                if self.rest_proxy is not None:
+                    await self.rest_proxy.aclose()
                 for _, socks in bound:
                     for s in socks:
                         await trio.aclose_forcefully(s)

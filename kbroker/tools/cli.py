@@ -28,7 +28,8 @@ import sys
 log = logging.getLogger("kbroker")
 
 # What ``--dev`` (and ``make run``) change; explicit settings win (see README "Local development").
-DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data"}
+DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data",
+                "kbroker.rest.proxy.listen": "127.0.0.1:8082"}
 
 
 def _version() -> str:
@@ -58,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="grace period for in-flight requests on shutdown")
     s.add_argument("--http-listen", metavar="HOST:PORT",
                    help="serve /metrics, /health and /ready here (sets kbroker.http.listen)")
+    s.add_argument("--rest-proxy", metavar="HOST:PORT",
+                   help="serve the REST gateway (Confluent REST Proxy API v2/v3) here "
+                        "(sets kbroker.rest.proxy.listen; --dev: 127.0.0.1:8082)")
     s.add_argument("--dev", action="store_true",
                    help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
     c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
@@ -97,6 +101,8 @@ def build_config(args) -> "BrokerConfig":
         overrides["log.dirs"] = args.data_dir
     if getattr(args, "http_listen", None):
         overrides["kbroker.http.listen"] = args.http_listen
+    if getattr(args, "rest_proxy", None):
+        overrides["kbroker.rest.proxy.listen"] = args.rest_proxy
     if getattr(args, "dev", False):
         from kbroker.config.broker import parse_properties
         in_file = set()
