@@ -5,7 +5,8 @@ Partitions follow the Java producer's rules: a record's own ``partition``; else 
 record goes to ``murmur2(key) % partitions`` (the console's ``murmur2``, Kafka's
 ``Utils.murmur2``) so it lands where a Java or librdkafka producer would put it; unkeyed
 records of one request stick to one partition, the next request moves on (KIP-480's
-sticky idea without its batching timer). A partition the request names but the topic has
+sticky idea without its batching timer), choosing among the partitions this node leads when
+it leads any — so unkeyed records sent to any node of a cluster are written by that node. A partition the request names but the topic has
 not is refused before anything is written (404 40402). Everything else — ACLs, record
 size (``max.message.bytes``), compacted topics' keys, the leader being here — is the
 Produce handler's rule, and its error comes back per record.
@@ -51,8 +52,9 @@ class Result:
         return is_retriable(self.error_code)
 
 
-def choose_partitions(outs: list[Out], partitions: int) -> list[int]:
-    sticky = next(_sticky) % partitions if partitions else 0
+def choose_partitions(outs: list[Out], partitions: int, local: list[int] | None = None) -> list[int]:
+    turn = next(_sticky)
+    sticky = sorted(local)[turn % len(local)] if local else (turn % partitions if partitions else 0)
     chosen = []
     for o in outs:
         if o.partition is not None:
@@ -64,10 +66,11 @@ def choose_partitions(outs: list[Out], partitions: int) -> list[int]:
     return chosen
 
 
-async def write(broker, topic: str, outs: list[Out], partitions: int) -> list[Result]:
-    """Append ``outs`` to ``topic`` (``partitions`` partitions); one Result per record,
-    in order."""
-    chosen = choose_partitions(outs, partitions)
+async def write(broker, topic: str, outs: list[Out], partitions: int,
+                local: list[int] | None = None) -> list[Result]:
+    """Append ``outs`` to ``topic`` (``partitions`` partitions, ``local`` those led by this
+    node); one Result per record, in order."""
+    chosen = choose_partitions(outs, partitions, local)
     now = broker.now_ms()
     by_partition: dict[int, list[int]] = {}
     for i, p in enumerate(chosen):
@@ -97,3 +100,8 @@ async def write(broker, topic: str, outs: list[Out], partitions: int) -> list[Re
     return [r if r is not None else Result(chosen[i], -1, ErrorCode.UNKNOWN_SERVER_ERROR,
                                            "no answer for the partition")
             for i, r in enumerate(results)]
+
+
+def led_here(broker, t) -> list[int]:
+    """The partitions of a Metadata topic answer this node leads."""
+    return [p.partition_index for p in t.partitions if p.leader_id == broker.node_id]

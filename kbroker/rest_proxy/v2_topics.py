@@ -163,7 +163,7 @@ async def _produce(call: Call, fixed_partition: int | None):
     for o in outs:
         if o.partition is not None and o.partition not in known:
             raise RestError(404, errors.PARTITION_NOT_FOUND, "Partition not found.")
-    results = await produce.write(call.broker, t.name, outs, count)
+    results = await produce.write(call.broker, t.name, outs, count, produce.led_here(call.broker, t))
     if all(r.error_code in (29,) for r in results):
         raise from_kafka(29, f"Not authorized to access topics: [{t.name}]")
     return json_response({"key_schema_id": body.get("key_schema_id"),

@@ -102,7 +102,8 @@ async def produce_records(call: Call):
         raise RestError(400, 400, f"at most {MAX_RECORDS} records per request")
     read = [_read(i, known) for i in items]
     good = [r for r in read if not isinstance(r, RestError)]
-    results = iter(await produce.write(call.broker, t.name, [g[0] for g in good], len(t.partitions))
+    results = iter(await produce.write(call.broker, t.name, [g[0] for g in good], len(t.partitions),
+                                       produce.led_here(call.broker, t))
                    if good else [])
     answers = []
     for r in read:
