@@ -362,7 +362,11 @@ class ConsumerInstances:
                     raise from_kafka(p.error_code, f"commit of {t.name}-{p.partition_index}: "
                                                    f"{error_name(p.error_code)}")
 
-    async def _reset(self, inst: Instance, parts: list[tuple[str, int]], where: int | None = None):
+    async def _reset(self, inst: Instance, parts: list[tuple[str, int]], where: int | None = None,
+                     *, skip_unavailable: bool = False):
+        """Positions from ListOffsets. ``skip_unavailable``: a partition answering a
+        retriable error (led by another node, leader moving) keeps no position and is left
+        out of this poll, instead of failing it."""
         from .v2_topics import list_offsets
         where = where if where is not None else (
             EARLIEST_TIMESTAMP if inst.auto_offset_reset == "earliest" else LATEST_TIMESTAMP)
@@ -370,8 +374,14 @@ class ConsumerInstances:
         for t, p in parts:
             by_topic.setdefault(t, []).append(p)
         for t, ps in by_topic.items():
-            for p, o in (await list_offsets(self.server.broker, t, ps, where)).items():
-                inst.positions[(t, p)] = o
+            for p in ps:
+                try:
+                    got = await list_offsets(self.server.broker, t, [p], where)
+                except RestError as e:
+                    if skip_unavailable and e.code == errors.KAFKA_RETRIABLE_ERROR:
+                        continue
+                    raise
+                inst.positions[(t, p)] = got[p]
 
     async def ensure_positions(self, inst: Instance, parts: list[tuple[str, int]]) -> None:
         missing = [tp for tp in parts if tp not in inst.positions]
@@ -389,7 +399,7 @@ class ConsumerInstances:
             if inst.auto_offset_reset == "none":
                 raise RestError(500, errors.KAFKA_ERROR, "Kafka error: Undefined offset with no "
                                 f"reset policy for partitions: {reset}")
-            await self._reset(inst, reset)
+            await self._reset(inst, reset, skip_unavailable=True)
 
     async def seek(self, inst: Instance, parts: list[tuple[str, int]], where: int | None,
                    offsets: dict | None = None) -> None:
@@ -415,6 +425,9 @@ class ConsumerInstances:
             if not parts:
                 return []
             await self.ensure_positions(inst, parts)
+            parts = [tp for tp in parts if tp in inst.positions]
+            if not parts:
+                return []
             F = messages.FetchRequest
             by_topic: dict[str, list[int]] = {}
             for t, p in parts:
@@ -441,7 +454,7 @@ class ConsumerInstances:
                         if inst.auto_offset_reset == "none":
                             raise RestError(500, errors.KAFKA_ERROR, "Kafka error: offset out of "
                                             f"range for {tp[0]}-{tp[1]} with no reset policy")
-                        await self._reset(inst, [tp])       # as the Java consumer's reset
+                        await self._reset(inst, [tp], skip_unavailable=True)   # as the Java consumer
                         continue
                     if pd.error_code:
                         if pd.error_code in (ErrorCode.TOPIC_AUTHORIZATION_FAILED,):
