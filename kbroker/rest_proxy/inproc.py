@@ -5,7 +5,8 @@ address in ``kbroker.console.auth.current`` (set per HTTP request by ``app.py``)
 the gateway as client (``client_id`` ``kbroker-rest-proxy``)."""
 from __future__ import annotations
 
-from kbroker.api import CURRENT_REQUEST, REGISTRY, RequestContext, load_all
+from kbroker.api import REGISTRY, RequestContext, load_all
+from kbroker.common.request_scope import CURRENT_REQUEST
 from kbroker.console import auth
 
 CLIENT_ID = "kbroker-rest-proxy"
