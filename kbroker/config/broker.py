@@ -253,6 +253,11 @@ _DEFS: list[ConfigDef] = [
     _d("kbroker.rest.proxy.listen", "string", None, lambda v: _http_listen(v)),
     _d("kbroker.rest.proxy.consumer.instance.timeout.ms", "long", 300_000, _at_least(100)),
     _d("kbroker.rest.proxy.max.request.bytes", "int", 10_485_760, _at_least(1024)),
+    # the schema registry (kbroker/schema_registry): its listener, off by default, and the
+    # replication factor of _schemas (capped at the registered brokers, as Confluent's
+    # kafkastore.topic.replication.factor)
+    _d("kbroker.schema.registry.listen", "string", None, lambda v: _http_listen(v)),
+    _d("kbroker.schema.registry.topic.replication.factor", "int", 3, _at_least(1)),
     _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
     _d("group.share.max.size", "int", 200, _at_least(1)),

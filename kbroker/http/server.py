@@ -55,14 +55,16 @@ class HttpServer:
                  name: str = "http", config_key: str = "kbroker.http.listen",
                  max_body: int = MAX_BODY, error_response=None):
         self.host, self.port = parse_listen(listen)
+        # a service on its own listener (the schema registry) may bound bodies and word
+        # the listener's own errors (413...) its way: error_response(status, message)
+        self.max_body = max_body
+        self.error_response = error_response or (lambda status, message: Response(status, f"{message}\n".encode()))
         self.context = context
         self.router = router if router is not None else load_routes(Router())
-        # another listener built on this one (the REST gateway) names itself in the log,
-        # bounds bodies its own way and writes its own error bodies: fn(status, message)
+        # another listener built on this one (the REST gateway) names itself in the log
+        # and in a bind error
         self.name = name
         self.config_key = config_key
-        self.max_body = max_body
-        self.error_response = error_response
         self._listeners: list = []
         self._open = 0
         self.requests = 0
@@ -137,7 +139,7 @@ class HttpServer:
                         request = await self._read_request(conn, stream, event, client)
                     response = await self._respond_to(request)
                 except _BadRequest as e:
-                    request, response = None, self._error(e.status, str(e))
+                    request, response = None, self.error_response(e.status, str(e))
                 except (h11.RemoteProtocolError, trio.TooSlowError) as e:
                     # h11's hint: 400, or 431 for a head over MAX_HEAD; 408 when too slow
                     status = 408 if isinstance(e, trio.TooSlowError) else e.error_status_hint
@@ -205,9 +207,7 @@ class HttpServer:
             return self._error(500, "internal error")
 
     def _error(self, status: int, message: str) -> Response:
-        if self.error_response is not None:
-            return self.error_response(status, message)
-        return Response(status, f"{message}\n".encode())
+        return self.error_response(status, message)
 
     async def _send(self, conn, stream, response: Response, *, head_only: bool, close: bool) -> None:
         headers = [SERVER_HEADER, ("content-type", response.content_type),

@@ -87,6 +87,7 @@ class Server:
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
         self.rest_proxy = None   # the REST gateway's HttpServer (kbroker.rest.proxy.listen)
+        self.schema_registry = None   # kbroker.schema_registry.SchemaRegistry when configured
         # per-listener TLS/SASL settings (built and checked when the config was loaded)
         self.listener_security = getattr(config, "listener_security", None) or build_all(config)
         from kbroker.node.broker import SystemClock
@@ -190,7 +191,20 @@ class Server:
             if rest_listen:
                 from kbroker.rest_proxy import build_listener
                 self.rest_proxy = build_listener(rest_listen, self)
-                await self.rest_proxy.bind()
+                try:
+                    await self.rest_proxy.bind()
+                except OSError as e:
+                    if not getattr(self.config, "rest_proxy_optional", False):
+                        raise
+                    log.warning("REST gateway not started: %s (set kbroker.rest.proxy.listen or "
+                                "--rest-proxy to serve it elsewhere)", e.strerror)
+                    self.rest_proxy = None
+            sr_listen = self.config.get("kbroker.schema.registry.listen")
+            if sr_listen:
+                from kbroker.schema_registry import SchemaRegistry
+                self.schema_registry = SchemaRegistry(
+                    self, sr_listen, optional=getattr(self.config, "schema_registry_optional", False))
+                await self.schema_registry.bind()
             async with trio.open_nursery() as root:
                 if self.http is not None:
                     # before the broker: /health and /ready answer during start-up
@@ -204,6 +218,8 @@ class Server:
                     log.warning("stopping before the broker was ready (%s)", self.broker.startup_stage())
                     root.cancel_scope.cancel()
                     return
+                if self.schema_registry is not None:
+                    await root.start(self.schema_registry.run)
                 async with trio.open_nursery() as conns:
                     for listener, socks in bound:
                         for sock in socks:
@@ -224,6 +240,8 @@ class Server:
                     await self.http.aclose()
                 if self.rest_proxy is not None:
                     await self.rest_proxy.aclose()
+                if self.schema_registry is not None:
+                    await self.schema_registry.aclose()
                 for _, socks in bound:
                     for s in socks:
                         await trio.aclose_forcefully(s)

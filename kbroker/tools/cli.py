@@ -8,8 +8,10 @@ command is known: client commands never import trio or the broker.
     kbroker serve [--config server.properties] [--data-dir DIR] [--listen HOST:PORT | --port N]
                   [--override key=value ...] [--log-level INFO] [--dev]
 
-``--dev`` is the local-development profile: ``group.initial.rebalance.delay.ms=0`` and, unless
-a data directory is given, ``log.dirs=./data``; explicit settings (file, ``--override``) win.
+``--dev`` is the local-development profile: ``group.initial.rebalance.delay.ms=0``, unless
+a data directory is given ``log.dirs=./data``, the schema registry on 127.0.0.1:8081 and the
+REST gateway on 127.0.0.1:8082 (a warning, not an error, when such a port is taken); explicit
+settings (file, ``--override``) win.
 
 ``--data-dir`` sets ``log.dirs``; ``--listen``/``--port`` set ``listeners`` (one PLAINTEXT
 listener) and, unless ``advertised.listeners`` is given with ``--override``, the advertised
@@ -29,6 +31,7 @@ log = logging.getLogger("kbroker")
 
 # What ``--dev`` (and ``make run``) change; explicit settings win (see README "Local development").
 DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data",
+                "kbroker.schema.registry.listen": "127.0.0.1:8081",
                 "kbroker.rest.proxy.listen": "127.0.0.1:8082"}
 
 
@@ -62,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--rest-proxy", metavar="HOST:PORT",
                    help="serve the REST gateway (Confluent REST Proxy API v2/v3) here "
                         "(sets kbroker.rest.proxy.listen; --dev: 127.0.0.1:8082)")
+    s.add_argument("--schema-registry", metavar="HOST:PORT",
+                   help="serve the schema registry here (sets kbroker.schema.registry.listen)")
     s.add_argument("--dev", action="store_true",
                    help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
     c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
@@ -92,6 +97,8 @@ def _parser() -> argparse.ArgumentParser:
 def build_config(args) -> "BrokerConfig":
     from kbroker.config.broker import BrokerConfig, ConfigError
     overrides: dict[str, str] = {}
+    sr_optional = False
+    rest_optional = False       # the REST gateway on --dev's own 8082: a busy port only warns
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -103,6 +110,8 @@ def build_config(args) -> "BrokerConfig":
         overrides["kbroker.http.listen"] = args.http_listen
     if getattr(args, "rest_proxy", None):
         overrides["kbroker.rest.proxy.listen"] = args.rest_proxy
+    if getattr(args, "schema_registry", None):
+        overrides["kbroker.schema.registry.listen"] = args.schema_registry
     if getattr(args, "dev", False):
         from kbroker.config.broker import parse_properties
         in_file = set()
@@ -116,6 +125,9 @@ def build_config(args) -> "BrokerConfig":
             taken = {key, "log.dir"} if key == "log.dirs" else {key}
             if not taken & (set(overrides) | in_file):
                 overrides[key] = value
+                # the registry on --dev's own default port: a busy 8081 only warns
+                sr_optional = sr_optional or key == "kbroker.schema.registry.listen"
+                rest_optional = rest_optional or key == "kbroker.rest.proxy.listen"
     listen = args.listen
     if args.port is not None:
         listen = f"127.0.0.1:{args.port}"
@@ -137,8 +149,11 @@ def build_config(args) -> "BrokerConfig":
             raw = {k: v for k, v in cfg.values.items() if k in cfg.explicit}
             raw.pop("advertised.listeners")
             cfg = BrokerConfig.from_dict(raw, cfg.source_file)
-        return cfg
-    return BrokerConfig.load(args.config, overrides)
+    else:
+        cfg = BrokerConfig.load(args.config, overrides)
+    cfg.schema_registry_optional = sr_optional
+    cfg.rest_proxy_optional = rest_optional
+    return cfg
 
 
 def _leaf(e: BaseException) -> BaseException:

@@ -34,7 +34,11 @@ RANKS: dict[str, int] = {
     "api": 6, "controller_server": 6,
     # the node and its listeners: wiring, client and controller listeners, HTTP services
     "node": 7, "server": 7, "http": 7, "console": 7, "metrics": 7,
-    "container": 7, "rest_proxy": 7,
+    "container": 7,
+    # the schema registry: a service on its own HTTP listener beside the broker
+    "schema_registry": 7,
+    # the REST gateway (Confluent REST Proxy API): a service on its own HTTP listener
+    "rest_proxy": 7,
     # what runs the node, or runs beside it: command line, operations tools, testing support
     "tools": 8, "testing": 8, "__main__": 8,
 }
