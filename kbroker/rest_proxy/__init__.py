@@ -33,7 +33,8 @@ Rules:
 
 Layout: ``app.py`` (routes, principal, error answers), ``media.py`` (content types, JSON
 bodies), ``errors.py``, ``inproc.py``, ``cluster.py`` (Metadata reads), ``formats.py``
-(embedded formats), ``produce.py`` (Produce), ``v2_topics.py``, ``v2_consumers.py`` with
+(embedded formats), ``avro.py`` (the avro format through the broker's schema registry,
+``kbroker/schema_registry``, called in process), ``produce.py`` (Produce), ``v2_topics.py``, ``v2_consumers.py`` with
 ``consumers.py`` (the instances), ``v3.py`` / ``v3_groups.py`` / ``v3_acls.py`` /
 ``v3_records.py``.
 
@@ -58,6 +59,8 @@ class Gateway:
         self.server = server
         self.http: HttpServer | None = None
         self.consumers = ConsumerInstances(server)
+        from .avro import Schemas
+        self.schemas = Schemas()
         self.routes = Routes()
         for module in (v2_topics, v2_consumers, v3, v3_groups, v3_acls, v3_records):
             module.install(self.routes)

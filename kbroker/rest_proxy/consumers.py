@@ -475,7 +475,7 @@ class ConsumerInstances:
                                     full = False
                                     break
                                 budget -= size
-                                out.append(render(tr.topic, pd.partition_index, r.offset, r.key,
+                                out.append(await render(tr.topic, pd.partition_index, r.offset, r.key,
                                                   r.value, [(h.key, h.value) for h in r.headers]))
                                 pos = r.offset + 1
                         if not full:

@@ -152,7 +152,13 @@ async def records(call: Call):
     if timeout < 0 or max_bytes <= 0:
         raise RestError(400, 400, "timeout must be ≥ 0 and max_bytes > 0")
 
-    def render(t, p, o, k, v, _headers):
+    async def render(t, p, o, k, v, _headers):
+        if inst.fmt == "avro":
+            from .avro import decode
+            schemas = call.gateway.schemas
+            return {"topic": t, "key": await decode(call.server, schemas, k, f"key at {t}-{p}@{o}"),
+                    "value": await decode(call.server, schemas, v, f"value at {t}-{p}@{o}"),
+                    "partition": p, "offset": o}
         return {"topic": t, "key": formats.encode_v2(inst.fmt, k, f"key at {t}-{p}@{o}"),
                 "value": formats.encode_v2(inst.fmt, v, f"value at {t}-{p}@{o}"),
                 "partition": p, "offset": o}

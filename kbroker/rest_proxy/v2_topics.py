@@ -5,8 +5,8 @@
   ``GET /topics/{t}/partitions/{p}/offsets`` (``beginning_offset``, ``end_offset``),
   ``GET /brokers`` — through the Metadata, DescribeConfigs and ListOffsets handlers.
 - ``POST /topics/{t}`` and ``POST /topics/{t}/partitions/{p}``: ``{"records": [{"key",
-  "value", "partition"}], "key_schema_id", "value_schema_id", ...}`` in the embedded format
-  of the Content-Type; answers ``{"key_schema_id", "value_schema_id", "offsets":
+  "value", "partition"}], "key_schema[_id]", "value_schema[_id]"}`` in the embedded format
+  of the Content-Type (``binary``, ``json``; ``avro`` through the registry, ``avro.py``); answers ``{"key_schema_id", "value_schema_id", "offsets":
   [{"partition", "offset", "error_code", "error"}]}`` with Confluent's per-record codes
   (1: a non-retriable Kafka error, 2: a retriable one). A topic missing (and not
   auto-created by the broker's rules) is 404 40401, a partition 404 40402; a bad record
@@ -109,7 +109,7 @@ async def list_brokers(call: Call):
     return json_response({"brokers": sorted(b.node_id for b in resp.brokers)})
 
 
-def _records_of(call: Call, fmt: str, body: dict, fixed_partition: int | None) -> list[produce.Out]:
+def _raw_records(fmt: str, body: dict) -> list:
     raw = body.get("records")
     if not isinstance(raw, list) or not raw:
         raise errors.unprocessable("records may not be empty: expected {\"records\": [...]}")
@@ -124,6 +124,31 @@ def _records_of(call: Call, fmt: str, body: dict, fixed_partition: int | None) -
         if has_value and body.get("value_schema") is None and body.get("value_schema_id") is None:
             raise errors.unprocessable("Request includes values but does not include value schema",
                                        errors.VALUE_SCHEMA_MISSING)
+    return raw
+
+
+async def _encoders(call: Call, fmt: str, body: dict, raw: list) -> tuple[dict, object, object]:
+    """(schema ids for the answer, key encoder, value encoder) of the request's format."""
+    ids = {"key_schema_id": body.get("key_schema_id"), "value_schema_id": body.get("value_schema_id")}
+    if fmt != "avro":
+        return ids, (lambda v, what: formats.decode_v2(fmt, v, what)), \
+            (lambda v, what: formats.decode_v2(fmt, v, what))
+    from . import avro
+    encoders = []
+    for side in ("key", "value"):
+        used = any(isinstance(r, dict) and r.get(side) is not None for r in raw)
+        named = body.get(f"{side}_schema") is not None or body.get(f"{side}_schema_id") is not None
+        if not (used or named):
+            encoders.append(lambda v, what: None)
+            continue
+        sid, parsed = await call.gateway.schemas.for_request(call.server, call.params["topic"],
+                                                             side, body)
+        ids[f"{side}_schema_id"] = sid
+        encoders.append(lambda v, what, sid=sid, parsed=parsed: avro.encode(sid, parsed, v, what))
+    return ids, encoders[0], encoders[1]
+
+
+def _records_of(raw: list, fixed_partition: int | None, encode_key, encode_value) -> list[produce.Out]:
     outs = []
     for i, r in enumerate(raw):
         if not isinstance(r, dict):
@@ -134,8 +159,8 @@ def _records_of(call: Call, fmt: str, body: dict, fixed_partition: int | None) -
             if isinstance(partition, bool) or not isinstance(partition, int):
                 raise errors.unprocessable(f"records[{i}].partition must be an integer",
                                            errors.INVALID_PAYLOAD)
-        outs.append(produce.Out(formats.decode_v2(fmt, r.get("key"), f"records[{i}].key"),
-                                formats.decode_v2(fmt, r.get("value"), f"records[{i}].value"),
+        outs.append(produce.Out(encode_key(r.get("key"), f"records[{i}].key"),
+                                encode_value(r.get("value"), f"records[{i}].value"),
                                 partition))
     return outs
 
@@ -156,7 +181,9 @@ async def _produce(call: Call, fixed_partition: int | None):
     check_accept(call.header("accept"))
     fmt = request_format(call.header("content-type"), records=True)
     body = parse_json(call.body)
-    outs = _records_of(call, fmt, body, fixed_partition)
+    raw = _raw_records(fmt, body)
+    ids, encode_key, encode_value = await _encoders(call, fmt, body, raw)
+    outs = _records_of(raw, fixed_partition, encode_key, encode_value)
     t = await cluster.topic(call.broker, call.params["topic"], auto_create=True)
     count = len(t.partitions)
     known = {p.partition_index for p in t.partitions}
@@ -166,9 +193,7 @@ async def _produce(call: Call, fixed_partition: int | None):
     results = await produce.write(call.broker, t.name, outs, count, produce.led_here(call.broker, t))
     if all(r.error_code in (29,) for r in results):
         raise from_kafka(29, f"Not authorized to access topics: [{t.name}]")
-    return json_response({"key_schema_id": body.get("key_schema_id"),
-                          "value_schema_id": body.get("value_schema_id"),
-                          "offsets": _per_record(results)})
+    return json_response({**ids, "offsets": _per_record(results)})
 
 
 async def produce_topic(call: Call):
