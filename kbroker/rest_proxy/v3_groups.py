@@ -125,6 +125,25 @@ async def get_consumer(call: Call):
     raise RestError(404, 404, f"Consumer {call.params['consumer']} cannot be found.")
 
 
+async def consumer_assignments(call: Call):
+    cid = cluster_id(call)
+    group, consumer = call.params["group"], call.params["consumer"]
+    for m in (await _describe(call, group))["members"]:
+        if m["consumer_id"] == consumer:
+            base = ("consumer-groups", group, "consumers", consumer, "assignments")
+            return ok(listing(call, "KafkaConsumerAssignmentList", [
+                {"kind": "KafkaConsumerAssignment",
+                 "metadata": {"self": url(call, cid, *base, t, "partitions", p),
+                              "resource_name": crn(cid, ("consumer-group", group),
+                                                   ("consumer", consumer), ("assignment", f"{t}-{p}"))},
+                 "cluster_id": cid, "consumer_group_id": group, "consumer_id": consumer,
+                 "topic_name": t, "partition_id": p,
+                 "partition": related(url(call, cid, "topics", t, "partitions", p)),
+                 "lag": related(url(call, cid, "consumer-groups", group, "lags", t, "partitions", p))}
+                for t, p in m["assignment"]]))
+    raise RestError(404, 404, f"Consumer {consumer} cannot be found.")
+
+
 async def _lags(call: Call, group: str) -> list[dict]:
     d = await _describe(call, group)
     owner = {tp: m for m in d["members"] for tp in m["assignment"]}
@@ -206,5 +225,6 @@ def install(routes: Routes) -> None:
     routes.add("GET", G + "/{group}", get_group)
     routes.add("GET", G + "/{group}/consumers", list_consumers)
     routes.add("GET", G + "/{group}/consumers/{consumer}", get_consumer)
+    routes.add("GET", G + "/{group}/consumers/{consumer}/assignments", consumer_assignments)
     routes.add("GET", G + "/{group}/lags", list_lags)
     routes.add("GET", G + "/{group}/lag-summary", lag_summary)

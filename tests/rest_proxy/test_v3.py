@@ -27,6 +27,11 @@ def test_clusters_and_brokers(rest, cluster_id, gateway_broker):
     status, _, b = rest.get(f"/v3/clusters/{cluster_id}/brokers/1")
     assert status == 200 and b["kind"] == "KafkaBroker"
     assert rest.get(f"/v3/clusters/{cluster_id}/brokers/9")[0] == 404
+    status, _, configs = rest.get(b["configs"]["related"].split(rest.base.split("//")[1])[-1])
+    assert status == 200 and configs["kind"] == "KafkaBrokerConfigList"
+    by_name = {c["name"]: c for c in configs["data"]}
+    assert by_name["num.partitions"]["value"] == "1" and by_name["num.partitions"]["broker_id"] == 1
+    assert rest.get(f"/v3/clusters/{cluster_id}/brokers/9/configs")[0] == 404
 
 
 def test_topic_lifecycle_and_configs(rest, cluster_id):
@@ -69,6 +74,8 @@ def test_topic_lifecycle_and_configs(rest, cluster_id):
     status, _, p = rest.get(f"{base}/v3-topic/partitions/2")
     assert status == 200 and p["leader"]["related"].endswith("/partitions/2/replicas/1")
     assert rest.get(f"{base}/v3-topic/partitions/3")[0] == 404
+    status, _, replicas = rest.get(f"{base}/v3-topic/partitions/2/replicas")
+    assert [(r["broker_id"], r["is_leader"], r["is_in_sync"]) for r in replicas["data"]] == [(1, True, True)]
     # delete
     assert rest.delete(f"{base}/v3-topic")[0] == 204
     wait_for(lambda: rest.get(f"{base}/v3-topic")[0] == 404, what="the topic gone")
@@ -139,6 +146,9 @@ def test_consumer_groups_consumers_and_lag(rest, cluster_id):
     assert member["client_id"] == "kbroker-rest-proxy"
     status, _, one = rest.get(f"{base}/consumer-groups/v3-group/consumers/{member['consumer_id']}")
     assert status == 200 and one["consumer_id"] == member["consumer_id"]
+    status, _, assigned = rest.get(f"{base}/consumer-groups/v3-group/consumers/{member['consumer_id']}/assignments")
+    assert status == 200
+    assert sorted((a["topic_name"], a["partition_id"]) for a in assigned["data"]) == [("v3-lag", 0), ("v3-lag", 1)]
     status, _, lags = rest.get(f"{base}/consumer-groups/v3-group/lags")
     assert sorted((l["partition_id"], l["current_offset"], l["log_end_offset"], l["lag"])
                   for l in lags["data"]) == [(0, 2, 5, 3), (1, 3, 3, 0)]
