@@ -253,6 +253,8 @@ _DEFS: list[ConfigDef] = [
     _d("kbroker.rest.proxy.listen", "string", None, lambda v: _http_listen(v)),
     _d("kbroker.rest.proxy.consumer.instance.timeout.ms", "long", 300_000, _at_least(100)),
     _d("kbroker.rest.proxy.max.request.bytes", "int", 10_485_760, _at_least(1024)),
+    # HTTPS on that listener with the broker's ssl.* keys (keystore, client auth, protocols)
+    _d("kbroker.rest.proxy.ssl.enabled", "boolean", False),
     # the schema registry (kbroker/schema_registry): its listener, off by default, and the
     # replication factor of _schemas (capped at the registered brokers, as Confluent's
     # kafkastore.topic.replication.factor)

@@ -58,7 +58,7 @@ async def cluster_view(server, history) -> dict:
             "under_replicated": under_replicated(image), "offline_partitions": offline,
             "topics": len(image.topics),
             # the node's REST gateway (kbroker/rest_proxy), linked from the page when it runs
-            "rest_proxy": (f"http://{server.rest_proxy.address}"
+            "rest_proxy": (f"{server.rest_proxy.scheme}://{server.rest_proxy.address}"
                            if getattr(server, "rest_proxy", None) is not None else None),
             "partitions": sum(len(t.partitions) for t in image.topics.values()),
             "history": history.rates()}

@@ -53,7 +53,7 @@ class HttpServer:
 
     def __init__(self, listen: str, context=None, router: Router | None = None, *,
                  name: str = "http", config_key: str = "kbroker.http.listen",
-                 max_body: int = MAX_BODY, error_response=None):
+                 max_body: int = MAX_BODY, error_response=None, ssl_context=None):
         self.host, self.port = parse_listen(listen)
         # a service on its own listener (the schema registry) may bound bodies and word
         # the listener's own errors (413...) its way: error_response(status, message)
@@ -65,9 +65,15 @@ class HttpServer:
         # and in a bind error
         self.name = name
         self.config_key = config_key
+        # HTTPS when given (the REST gateway with kbroker.rest.proxy.ssl.enabled)
+        self.ssl_context = ssl_context
         self._listeners: list = []
         self._open = 0
         self.requests = 0
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.ssl_context is not None else "http"
 
     @property
     def address(self) -> str:
@@ -91,7 +97,8 @@ class HttpServer:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if not self._listeners:
             await self.bind()
-        log.info("%s listener on http://%s (%s)", self.name, self.address, ", ".join(self.router.paths()))
+        log.info("%s listener on %s://%s (%s)", self.name, self.scheme, self.address,
+                 ", ".join(self.router.paths()))
         try:
             async with trio.open_nursery() as nursery:
                 for sock in self._listeners:
@@ -128,6 +135,15 @@ class HttpServer:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         served = 0
         try:
+            if self.ssl_context is not None:
+                stream = trio.SSLStream(stream, self.ssl_context, server_side=True)
+                try:
+                    with trio.fail_after(REQUEST_TIMEOUT):
+                        await stream.do_handshake()
+                except (trio.TooSlowError, trio.BrokenResourceError) as e:
+                    log.info("%s: TLS handshake with %s failed: %s", self.name, client,
+                             e.__cause__ or e)
+                    return
             while True:
                 try:
                     # the first request must come promptly; a kept-alive one may idle longer

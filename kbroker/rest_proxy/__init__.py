@@ -26,7 +26,8 @@ Rules:
   ``application/json`` (v3), error bodies ``{"error_code", "message"}`` with Confluent's
   codes (``errors.py``).
 - **Who calls.** With an authorizer, HTTP Basic with the cluster's SCRAM/PLAIN users, every
-  call acting as that principal (``app.py``).
+  call acting as that principal (``app.py``); HTTPS with the broker's ``ssl.*`` keys when
+  ``kbroker.rest.proxy.ssl.enabled``.
 - **One node's view.** A node writes to the partitions it leads and runs the consumer
   groups it coordinates; others answer the Kafka error (NOT_LEADER_OR_FOLLOWER,
   NOT_COORDINATOR) naming what to use instead.
@@ -84,6 +85,21 @@ def _config(server, key: str, default):
     return default if value is None else value
 
 
+def _tls(server):
+    """The HTTPS context from the broker's ``ssl.*`` keys when
+    ``kbroker.rest.proxy.ssl.enabled`` (Kafka's keystore/truststore/client-auth rules,
+    ``kbroker.security.tls``), else None."""
+    if not _config(server, "kbroker.rest.proxy.ssl.enabled", False):
+        return None
+    from kbroker.config.broker import ConfigError
+    from kbroker.security.tls import TlsConfigError, server_context
+    values = server.config.values
+    try:
+        return server_context(values.get)
+    except TlsConfigError as e:
+        raise ConfigError(e.key, f"kbroker.rest.proxy.ssl.enabled: {str(e).split(': ', 1)[-1]}") from None
+
+
 def build_listener(listen: str, server) -> HttpServer:
     """The gateway's HttpServer for ``server`` (a ``kbroker.server.Server``)."""
     gateway = Gateway(server)
@@ -95,7 +111,7 @@ def build_listener(listen: str, server) -> HttpServer:
                       config_key="kbroker.rest.proxy.listen",
                       max_body=int(_config(server, "kbroker.rest.proxy.max.request.bytes",
                                            DEFAULT_MAX_REQUEST_BYTES)),
-                      error_response=listener_error)
+                      error_response=listener_error, ssl_context=_tls(server))
     gateway.http = http
     http.gateway = gateway
     return http

@@ -76,7 +76,8 @@ class Call:
     def base_url(self) -> str:
         """``http://host:port`` as the client addressed the gateway (its Host header)."""
         host = self.header("host") or self.gateway.listener_address()
-        return f"http://{host}"
+        scheme = self.gateway.http.scheme if self.gateway.http is not None else "http"
+        return f"{scheme}://{host}"
 
 
 Handler = Callable[[Call], Awaitable[Response]]

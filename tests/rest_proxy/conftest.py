@@ -14,7 +14,7 @@ import pytest
 
 from kbroker.testing.processes import KbrokerProcess
 
-_REST = re.compile(r"rest-proxy listener on http://(\S+) ")
+_REST = re.compile(r"rest-proxy listener on https?://(\S+) ")
 V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"
 JSON = "application/vnd.kafka.json.v2+json"
