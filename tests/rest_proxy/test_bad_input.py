@@ -99,3 +99,20 @@ def test_garbage_http_then_the_gateway_and_the_broker_keep_serving(rest, gateway
     assert p.flush(30) == 0
     status, _, body = rest.get("/topics/still-up/partitions/0/offsets")
     assert body["end_offset"] == 1
+
+
+def test_consumer_instances_per_principal_are_limited(rest):
+    from kbroker.rest_proxy.consumers import MAX_INSTANCES_PER_PRINCIPAL
+    made = []
+    try:
+        for i in range(MAX_INSTANCES_PER_PRINCIPAL):
+            status, _, body = rest.post("/consumers/g-limit", {"name": f"i{i}"})
+            assert status == 200, body
+            made.append(f"i{i}")
+        status, _, body = rest.post("/consumers/g-limit", {"name": "one-too-many"})
+        assert (status, body["error_code"]) == (429, 42901)
+    finally:
+        for name in made:
+            rest.delete(f"/consumers/g-limit/instances/{name}")
+    assert rest.post("/consumers/g-limit", {"name": "room-again"})[0] == 200
+    rest.delete("/consumers/g-limit/instances/room-again")
