@@ -2,9 +2,13 @@
 canonical forms, and Confluent's compatibility levels.
 
 - :mod:`.base`        — ``SchemaError`` and ``ParsedSchema``, shared by the types.
-- :mod:`.avro`        — Avro (fastavro parses; the spec's schema-resolution rules).
-- :mod:`.json_schema` — JSON Schema (jsonschema checks; Confluent's SchemaDiff rules).
-- :mod:`.protobuf`    — Protobuf (proto-schema-parser parses; Confluent's Protobuf rules).
+- :mod:`.avro`        — Avro parsing (fastavro plus the spec's checks), canonical forms.
+- :mod:`.avro_resolution` — the spec's reader/writer resolution rules, Confluent's wording.
+- :mod:`.json_schema` — JSON Schema parsing (jsonschema checks the drafts, $ref resolution).
+- :mod:`.json_model`  — a JSON Schema read into the kinds Confluent's diff tells apart.
+- :mod:`.json_diff`   — Confluent's SchemaDiff rules for JSON Schema.
+- :mod:`.protobuf`    — Protobuf parsing (proto-schema-parser; imports, well-known types).
+- :mod:`.protobuf_diff` — Confluent's SchemaDiff rules for Protobuf.
 - :mod:`.levels`      — the levels (NONE, BACKWARD, FORWARD, FULL and their transitive
   forms) built once on each type's pairwise ``can_read(reader, writer)``.
 

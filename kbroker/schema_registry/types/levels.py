@@ -30,9 +30,9 @@ DIFFERENT_TYPE = "Incompatible because of different schema type"
 
 
 def _pairwise(schema: ParsedSchema):
-    from . import avro, json_schema, protobuf
+    from . import avro_resolution, json_diff, protobuf_diff
 
-    modules = {"AVRO": avro, "JSON": json_schema, "PROTOBUF": protobuf}
+    modules = {"AVRO": avro_resolution, "JSON": json_diff, "PROTOBUF": protobuf_diff}
     return modules[schema.schema_type].can_read
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pytest
 
 from kbroker.schema_registry.types import SchemaError, check_compatibility, parse
-from kbroker.schema_registry.types import json_schema
+from kbroker.schema_registry.types import json_diff
 
 EX = "CSR diff examples"
 D2020 = "https://json-schema.org/draft/2020-12/schema"
@@ -230,6 +230,11 @@ ROWS = [
         EX + ": 'Detect compatible change of moving to reference schema'"),
     Row("local reference changed", {"$ref": "#/definitions/x", "definitions": {"x": S}},
         {"$ref": "#/definitions/x", "definitions": {"x": N}}, [("TYPE_CHANGED", "#/")], EX),
+    # Kafka Connect's decimal-as-bytes fix: two connect.type=bytes schemas are one type
+    Row("connect.type bytes on both sides", {"type": "number", "connect.type": "bytes"},
+        {"type": "string", "connect.type": "bytes"}, [], "CSR SchemaDiff (CONNECT_TYPE_PROP)"),
+    Row("connect.type bytes on one side", {"type": "number", "connect.type": "bytes"}, S,
+        [("TYPE_CHANGED", "#/")], "CSR SchemaDiff (CONNECT_TYPE_PROP)"),
     # levels
     Row("property added to an open model, forward", obj({}), obj({"a": S}), [],
         "CSR SchemaDiff (the old open model reads the new)", "FORWARD"),
@@ -390,10 +395,10 @@ def test_canonical_and_normalized():
 
 def test_compatible_set_is_confluents_strict_set():
     # a few members and non-members of SchemaDiff.COMPATIBLE_CHANGES_STRICT
-    assert "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL" in json_schema.COMPATIBLE_CHANGES
-    assert "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL" not in json_schema.COMPATIBLE_CHANGES
-    assert "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL" not in json_schema.COMPATIBLE_CHANGES
-    assert "SUM_TYPE_EXTENDED" in json_schema.COMPATIBLE_CHANGES
+    assert "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL" in json_diff.COMPATIBLE_CHANGES
+    assert "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL" not in json_diff.COMPATIBLE_CHANGES
+    assert "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL" not in json_diff.COMPATIBLE_CHANGES
+    assert "SUM_TYPE_EXTENDED" in json_diff.COMPATIBLE_CHANGES
 
 
 def test_a_different_schema_type_is_incompatible():

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from kbroker.schema_registry.types import SchemaError, check_compatibility, parse
-from kbroker.schema_registry.types import protobuf
+from kbroker.schema_registry.types import protobuf_diff
 
 EX = "CSR proto examples"
 SD = "CSR SchemaDiff"
@@ -195,9 +195,9 @@ def test_message_text():
 
 
 def test_compatible_set_is_confluents():
-    assert "FIELD_REMOVED" in protobuf.COMPATIBLE_CHANGES
-    assert "MESSAGE_REMOVED" not in protobuf.COMPATIBLE_CHANGES
-    assert "ONEOF_FIELD_REMOVED" not in protobuf.COMPATIBLE_CHANGES
+    assert "FIELD_REMOVED" in protobuf_diff.COMPATIBLE_CHANGES
+    assert "MESSAGE_REMOVED" not in protobuf_diff.COMPATIBLE_CHANGES
+    assert "ONEOF_FIELD_REMOVED" not in protobuf_diff.COMPATIBLE_CHANGES
 
 
 # --- parsing -----------------------------------------------------------------------------
