@@ -220,6 +220,8 @@ class ConsumerInstances:
         if inst.manual is not None:
             raise RestError(409, errors.ILLEGAL_STATE, "Illegal state: Subscription to topics, "
                             "partitions and pattern are mutually exclusive")
+        if self._nursery is None:
+            raise RestError(503, errors.KAFKA_RETRIABLE_ERROR, "the gateway is still starting")
         await self.coordinated_here(inst.group)
         await self._stop_member(inst)
         inst.topics, inst.pattern = topics, pattern
