@@ -28,16 +28,17 @@ Rules:
 - **Who calls.** With an authorizer, HTTP Basic with the cluster's SCRAM/PLAIN users, every
   call acting as that principal (``app.py``); HTTPS with the broker's ``ssl.*`` keys when
   ``kbroker.rest.proxy.ssl.enabled``.
-- **One node's view.** A node writes to the partitions it leads and runs the consumer
-  groups it coordinates; others answer the Kafka error (NOT_LEADER_OR_FOLLOWER,
-  NOT_COORDINATOR) naming what to use instead.
+- **Every node serves it.** Produce, Fetch and ListOffsets for partitions another node
+  leads go to that leader over the node-to-node RPC client, after the local handler's ACL
+  check (``forward.py``); a consumer instance runs on the node coordinating its group
+  (another node answers 50003 naming it).
 
 Layout: ``app.py`` (routes, principal, error answers), ``media.py`` (content types, JSON
 bodies), ``errors.py``, ``inproc.py``, ``cluster.py`` (Metadata reads), ``formats.py``
 (embedded formats), ``avro.py`` (the avro format through the broker's schema registry,
-``kbroker/schema_registry``, called in process), ``produce.py`` (Produce), ``v2_topics.py``, ``v2_consumers.py`` with
-``consumers.py`` (the instances), ``v3.py`` / ``v3_groups.py`` / ``v3_acls.py`` /
-``v3_records.py``.
+``kbroker/schema_registry``, called in process), ``produce.py`` (Produce), ``forward.py``
+(partitions led elsewhere), ``v2_topics.py``, ``v2_consumers.py`` with ``consumers.py``
+(the instances), ``v3.py`` / ``v3_groups.py`` / ``v3_acls.py`` / ``v3_records.py``.
 
 Spec: Confluent REST Proxy API reference (v2 and v3); error codes from its ``Errors`` and
 ``KafkaExceptionMapper`` classes (facts only, no code).
@@ -61,10 +62,22 @@ class Gateway:
         self.http: HttpServer | None = None
         self.consumers = ConsumerInstances(server)
         from .avro import Schemas
+        from .forward import Forwarder
         self.schemas = Schemas()
+        self.forward = Forwarder(server)
+        self.consumers.forward = self.forward
         self.routes = Routes()
         for module in (v2_topics, v2_consumers, v3, v3_groups, v3_acls, v3_records):
             module.install(self.routes)
+
+    async def keep_forwarder(self, context) -> None:
+        """The listener's task that closes the forwarder's connections when it stops."""
+        import trio
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.forward.aclose()
 
     def listener_address(self) -> str:
         return self.http.address if self.http is not None else "127.0.0.1:8082"
@@ -107,6 +120,7 @@ def build_listener(listen: str, server) -> HttpServer:
     for method in ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"):
         router.add(method, "/", gateway.handle, prefix=True)
     router.add_task(gateway.consumers.run)
+    router.add_task(gateway.keep_forwarder)
     http = HttpServer(listen, context=server, router=router, name="rest-proxy",
                       config_key="kbroker.rest.proxy.listen",
                       max_body=int(_config(server, "kbroker.rest.proxy.max.request.bytes",

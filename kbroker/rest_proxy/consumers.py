@@ -122,6 +122,7 @@ class ConsumerInstances:
         self.server = server
         self.instances: dict[tuple[str, str], Instance] = {}
         self._nursery: trio.Nursery | None = None
+        self.forward = None          # forward.Forwarder: partitions led by other nodes
 
     # ---------------------------------------------------------------- lifecycle
     def _now(self) -> int:
@@ -378,7 +379,7 @@ class ConsumerInstances:
         for t, ps in by_topic.items():
             for p in ps:
                 try:
-                    got = await list_offsets(self.server.broker, t, [p], where)
+                    got = await list_offsets(self.server.broker, t, [p], where, forward=self.forward)
                 except RestError as e:
                     if skip_unavailable and e.code == errors.KAFKA_RETRIABLE_ERROR:
                         continue
@@ -416,6 +417,41 @@ class ConsumerInstances:
             await self._reset(inst, parts, where)
 
     # ---------------------------------------------------------------- records
+    async def _forward_fetch(self, req, resp) -> list[tuple[str, object]]:
+        """(topic, partition answer) of a Fetch, the partitions another node leads asked
+        of that leader (``forward.py``: the local answer already passed the READ check)."""
+        from .forward import NOT_LEADER
+        answered = [(tr.topic, pd) for tr in resp.responses for pd in tr.partitions]
+        if self.forward is None:
+            return answered
+        asked = {(t.topic, p.partition): p for t in req.topics for p in t.partitions}
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for topic, pd in answered:
+            if pd.error_code == NOT_LEADER:
+                by_leader.setdefault(self.forward.leader(topic, pd.partition_index), []).append(
+                    (topic, pd.partition_index))
+        if not by_leader:
+            return answered
+        F = messages.FetchRequest
+        remote: dict[tuple[str, int], object] = {}
+        for leader, tps in by_leader.items():
+            if leader < 0:
+                continue
+            topics: dict[str, list] = {}
+            for t, p in tps:
+                topics.setdefault(t, []).append(asked[(t, p)])
+            got = await self.forward.call(leader, 1, FETCH_VERSION, F(
+                replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=req.max_bytes,
+                isolation_level=req.isolation_level, session_id=0, session_epoch=-1,
+                topics=[F.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
+                forgotten_topics_data=[], rack_id=""))
+            if got is None or got.error_code:
+                continue
+            for tr in got.responses:
+                for pd in tr.partitions:
+                    remote[(tr.topic, pd.partition_index)] = pd
+        return [(t, remote.get((t, pd.partition_index), pd)) for t, pd in answered]
+
     async def poll(self, inst: Instance, timeout_ms: int, max_bytes: int, render) -> list:
         """Records after the positions, each ``render(topic, partition, offset, key, value,
         headers)``; positions move (and auto-commit happens) only when every record could
@@ -444,47 +480,47 @@ class ConsumerInstances:
             resp = await call_api(self.server.broker, 1, FETCH_VERSION, req)
             if resp.error_code:
                 raise from_kafka(resp.error_code)
-            out: list[tuple] = []
+            answered = await self._forward_fetch(req, resp)
+            out: list = []
             budget = max_bytes
             moved: dict[tuple[str, int], int] = {}
-            for tr in resp.responses:
-                for pd in tr.partitions:
-                    tp = (tr.topic, pd.partition_index)
-                    if tp not in inst.positions:
-                        continue          # revoked while the fetch waited
-                    if pd.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                        if inst.auto_offset_reset == "none":
-                            raise RestError(500, errors.KAFKA_ERROR, "Kafka error: offset out of "
-                                            f"range for {tp[0]}-{tp[1]} with no reset policy")
-                        await self._reset(inst, [tp], skip_unavailable=True)   # as the Java consumer
+            for topic, pd in answered:
+                tp = (topic, pd.partition_index)
+                if tp not in inst.positions:
+                    continue          # revoked while the fetch waited
+                if pd.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    if inst.auto_offset_reset == "none":
+                        raise RestError(500, errors.KAFKA_ERROR, "Kafka error: offset out of "
+                                        f"range for {tp[0]}-{tp[1]} with no reset policy")
+                    await self._reset(inst, [tp], skip_unavailable=True)   # as the Java consumer
+                    continue
+                if pd.error_code:
+                    if pd.error_code in (ErrorCode.TOPIC_AUTHORIZATION_FAILED,):
+                        raise from_kafka(pd.error_code, f"Not authorized to access topics: [{topic}]")
+                    continue          # retriable (leadership moving): the next poll retries
+                data = _records_bytes(pd.records)
+                pos = inst.positions[tp]
+                full = True
+                for bpos, header in rec.iter_batches(data, allow_truncated_tail=True):
+                    if header.next_offset <= pos:
                         continue
-                    if pd.error_code:
-                        if pd.error_code in (ErrorCode.TOPIC_AUTHORIZATION_FAILED,):
-                            raise from_kafka(pd.error_code, f"Not authorized to access topics: [{tr.topic}]")
-                        continue          # retriable (leadership moving): the next poll retries
-                    data = _records_bytes(pd.records)
-                    pos = inst.positions[tp]
-                    full = True
-                    for bpos, header in rec.iter_batches(data, allow_truncated_tail=True):
-                        if header.next_offset <= pos:
-                            continue
-                        if not header.is_control:
-                            for r in rec.decode_records(data, bpos, header):
-                                if r.offset < pos:
-                                    continue
-                                size = len(r.key or b"") + len(r.value or b"")
-                                if out and size > budget:
-                                    full = False
-                                    break
-                                budget -= size
-                                out.append(await render(tr.topic, pd.partition_index, r.offset, r.key,
-                                                  r.value, [(h.key, h.value) for h in r.headers]))
-                                pos = r.offset + 1
-                        if not full:
-                            break
-                        pos = max(pos, header.next_offset)
-                    if pos != inst.positions[tp]:
-                        moved[tp] = pos
+                    if not header.is_control:
+                        for r in rec.decode_records(data, bpos, header):
+                            if r.offset < pos:
+                                continue
+                            size = len(r.key or b"") + len(r.value or b"")
+                            if out and size > budget:
+                                full = False
+                                break
+                            budget -= size
+                            out.append(await render(topic, pd.partition_index, r.offset, r.key,
+                                              r.value, [(h.key, h.value) for h in r.headers]))
+                            pos = r.offset + 1
+                    if not full:
+                        break
+                    pos = max(pos, header.next_offset)
+                if pos != inst.positions[tp]:
+                    moved[tp] = pos
             inst.positions.update(moved)
             if inst.auto_commit and moved:
                 await self.commit(inst, moved)

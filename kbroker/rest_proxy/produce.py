@@ -6,7 +6,8 @@ record goes to ``murmur2(key) % partitions`` (the console's ``murmur2``, Kafka's
 ``Utils.murmur2``) so it lands where a Java or librdkafka producer would put it; unkeyed
 records of one request stick to one partition, the next request moves on (KIP-480's
 sticky idea without its batching timer), choosing among the partitions this node leads when
-it leads any — so unkeyed records sent to any node of a cluster are written by that node. A partition the request names but the topic has
+it leads any — so unkeyed records sent to any node of a cluster are written by that node.
+Batches for partitions another node leads go to that leader (``forward.py``). A partition the request names but the topic has
 not is refused before anything is written (404 40402). Everything else — ACLs, record
 size (``max.message.bytes``), compacted topics' keys, the leader being here — is the
 Produce handler's rule, and its error comes back per record.
@@ -67,9 +68,10 @@ def choose_partitions(outs: list[Out], partitions: int, local: list[int] | None 
 
 
 async def write(broker, topic: str, outs: list[Out], partitions: int,
-                local: list[int] | None = None) -> list[Result]:
+                local: list[int] | None = None, forward=None) -> list[Result]:
     """Append ``outs`` to ``topic`` (``partitions`` partitions, ``local`` those led by this
-    node); one Result per record, in order."""
+    node); one Result per record, in order. With ``forward`` (a ``forward.Forwarder``) the
+    batches of partitions another node leads go to that leader."""
     chosen = choose_partitions(outs, partitions, local)
     now = broker.now_ms()
     by_partition: dict[int, list[int]] = {}
@@ -77,29 +79,57 @@ async def write(broker, topic: str, outs: list[Out], partitions: int,
         by_partition.setdefault(p, []).append(i)
     R = messages.ProduceRequest
     data = []
+    batches = {}
     for p, idx in by_partition.items():
-        batch = rec.build_batch([(outs[i].key, outs[i].value, list(outs[i].headers),
-                                  outs[i].timestamp if outs[i].timestamp is not None else now)
-                                 for i in idx])
-        data.append(R.PartitionProduceData(index=p, records=batch))
+        batch = bytes(rec.build_batch([(outs[i].key, outs[i].value, list(outs[i].headers),
+                                        outs[i].timestamp if outs[i].timestamp is not None else now)
+                                       for i in idx]))
+        batches[p] = batch
+        data.append(R.PartitionProduceData(index=p, records=bytearray(batch)))
     req = R(transactional_id=None, acks=-1, timeout_ms=PRODUCE_TIMEOUT_MS,
             topic_data=[R.TopicProduceData(name=topic, partition_data=data)])
     resp = await call_api(broker, 0, PRODUCE_VERSION, req)
+    answers = {pr.index: pr for tr in resp.responses for pr in tr.partition_responses}
+    if forward is not None:
+        await _forward(forward, topic, batches, answers)
     results: list[Result | None] = [None] * len(outs)
-    for tr in resp.responses:
-        for pr in tr.partition_responses:
-            idx = by_partition.get(pr.index, [])
-            for n, i in enumerate(idx):
-                if pr.error_code:
-                    results[i] = Result(pr.index, -1, pr.error_code,
-                                        pr.error_message or error_name(pr.error_code))
-                else:
-                    ts = pr.log_append_time_ms if pr.log_append_time_ms >= 0 else (
-                        outs[i].timestamp if outs[i].timestamp is not None else now)
-                    results[i] = Result(pr.index, pr.base_offset + n, 0, None, ts)
+    for pr in answers.values():
+        idx = by_partition.get(pr.index, [])
+        for n, i in enumerate(idx):
+            if pr.error_code:
+                results[i] = Result(pr.index, -1, pr.error_code,
+                                    pr.error_message or error_name(pr.error_code))
+            else:
+                ts = pr.log_append_time_ms if pr.log_append_time_ms >= 0 else (
+                    outs[i].timestamp if outs[i].timestamp is not None else now)
+                results[i] = Result(pr.index, pr.base_offset + n, 0, None, ts)
     return [r if r is not None else Result(chosen[i], -1, ErrorCode.UNKNOWN_SERVER_ERROR,
                                            "no answer for the partition")
             for i, r in enumerate(results)]
+
+
+async def _forward(forward, topic: str, batches: dict[int, bytes], answers: dict) -> None:
+    """Send the batches the local handler answered NOT_LEADER_OR_FOLLOWER to their leaders
+    (``forward.py``: the local answer already passed the WRITE check) and take their answers."""
+    from .forward import NOT_LEADER
+    R = messages.ProduceRequest
+    by_leader: dict[int, list[int]] = {}
+    for p, pr in answers.items():
+        if pr.error_code == NOT_LEADER:
+            by_leader.setdefault(forward.leader(topic, p), []).append(p)
+    for leader, parts in by_leader.items():
+        if leader < 0:
+            continue
+        resp = await forward.call(leader, 0, PRODUCE_VERSION, R(
+            transactional_id=None, acks=-1, timeout_ms=PRODUCE_TIMEOUT_MS,
+            topic_data=[R.TopicProduceData(name=topic, partition_data=[
+                R.PartitionProduceData(index=p, records=bytearray(batches[p])) for p in parts])]))
+        if resp is None:
+            continue
+        for tr in resp.responses:
+            for pr in tr.partition_responses:
+                if pr.index in answers:
+                    answers[pr.index] = pr
 
 
 def led_here(broker, t) -> list[int]:

@@ -78,19 +78,33 @@ async def get_partition(call: Call):
 
 
 async def list_offsets(broker, topic: str, partitions: list[int], timestamp: int,
-                       *, v3: bool = False) -> dict[int, int]:
-    """ListOffsets through its handler: partition -> offset (earliest / latest / by time)."""
+                       *, v3: bool = False, forward=None) -> dict[int, int]:
+    """ListOffsets through its handler: partition -> offset (earliest / latest / by time);
+    with ``forward``, partitions another node leads are asked of that leader."""
     R = messages.ListOffsetsRequest
-    resp = await call_api(broker, 2, 7, R(replica_id=-1, isolation_level=0, topics=[
-        R.ListOffsetsTopic(name=topic, partitions=[R.ListOffsetsPartition(
-            partition_index=p, current_leader_epoch=-1, timestamp=timestamp)
-            for p in partitions])]))
+
+    def request(parts):
+        return R(replica_id=-1, isolation_level=0, topics=[
+            R.ListOffsetsTopic(name=topic, partitions=[R.ListOffsetsPartition(
+                partition_index=p, current_leader_epoch=-1, timestamp=timestamp) for p in parts])])
+    resp = await call_api(broker, 2, 7, request(partitions))
+    answers = {p.partition_index: p for t in resp.topics for p in t.partitions}
+    if forward is not None:
+        from .forward import NOT_LEADER
+        by_leader: dict[int, list[int]] = {}
+        for i, p in answers.items():
+            if p.error_code == NOT_LEADER:
+                by_leader.setdefault(forward.leader(topic, i), []).append(i)
+        for leader, parts in by_leader.items():
+            got = await forward.call(leader, 2, 7, request(parts)) if leader >= 0 else None
+            for t in (got.topics if got is not None else []):
+                for p in t.partitions:
+                    answers[p.partition_index] = p
     out = {}
-    for t in resp.topics:
-        for p in t.partitions:
-            if p.error_code:
-                raise from_kafka(p.error_code, v3=v3)
-            out[p.partition_index] = p.offset
+    for i, p in answers.items():
+        if p.error_code:
+            raise from_kafka(p.error_code, v3=v3)
+        out[i] = p.offset
     return out
 
 
@@ -98,8 +112,8 @@ async def partition_offsets(call: Call):
     check_accept(call.header("accept"))
     t = await cluster.topic(call.broker, call.params["topic"])
     p = cluster.partition_of(t, cluster.parse_partition(call.params["partition"])).partition_index
-    begin = await list_offsets(call.broker, t.name, [p], EARLIEST_TIMESTAMP)
-    end = await list_offsets(call.broker, t.name, [p], LATEST_TIMESTAMP)
+    begin = await list_offsets(call.broker, t.name, [p], EARLIEST_TIMESTAMP, forward=call.gateway.forward)
+    end = await list_offsets(call.broker, t.name, [p], LATEST_TIMESTAMP, forward=call.gateway.forward)
     return json_response({"beginning_offset": begin[p], "end_offset": end[p]})
 
 
@@ -190,7 +204,8 @@ async def _produce(call: Call, fixed_partition: int | None):
     for o in outs:
         if o.partition is not None and o.partition not in known:
             raise RestError(404, errors.PARTITION_NOT_FOUND, "Partition not found.")
-    results = await produce.write(call.broker, t.name, outs, count, produce.led_here(call.broker, t))
+    results = await produce.write(call.broker, t.name, outs, count, produce.led_here(call.broker, t),
+                                  call.gateway.forward)
     if all(r.error_code in (29,) for r in results):
         raise from_kafka(29, f"Not authorized to access topics: [{t.name}]")
     return json_response({**ids, "offsets": _per_record(results)})

@@ -162,7 +162,8 @@ async def _lags(call: Call, group: str) -> list[dict]:
     ends: dict = {}
     for t, ps in by_topic.items():
         try:
-            for p, o in (await list_offsets(call.broker, t, ps, LATEST_TIMESTAMP, v3=True)).items():
+            for p, o in (await list_offsets(call.broker, t, ps, LATEST_TIMESTAMP, v3=True,
+                                            forward=call.gateway.forward)).items():
                 ends[(t, p)] = o
         except RestError:
             continue                    # a topic deleted since: no lag to tell

@@ -103,7 +103,7 @@ async def produce_records(call: Call):
     read = [_read(i, known) for i in items]
     good = [r for r in read if not isinstance(r, RestError)]
     results = iter(await produce.write(call.broker, t.name, [g[0] for g in good], len(t.partitions),
-                                       produce.led_here(call.broker, t))
+                                       produce.led_here(call.broker, t), call.gateway.forward)
                    if good else [])
     answers = []
     for r in read:

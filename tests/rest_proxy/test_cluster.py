@@ -1,9 +1,9 @@
 """The gateway on every node of a three-node cluster: each node answers the same metadata
 and cluster id, unkeyed records sent to any node are written by that node (it picks a
-partition it leads), a record for a partition led elsewhere gets the per-record retriable
-error naming NOT_LEADER_OR_FOLLOWER, and a consumer instance runs on the node coordinating
-its group (another node names that node). What the gateway of a node cannot do — write to
-or read from partitions another node leads — is this test's documented limit."""
+partition it leads), a record for a partition led elsewhere is forwarded to its leader,
+partition offsets are answered for every partition, and a consumer instance runs on the
+node coordinating its group (another node names that node) and reads every partition,
+those other nodes lead included."""
 from __future__ import annotations
 
 import base64
@@ -64,10 +64,20 @@ def test_produce_through_each_node_and_leader_routing(gateways):
     status, _, body = gateways[2].post(f"/topics/spread/partitions/{p}", {"records": [{"value": 1}]},
                                        content_type=JSON)
     assert body["offsets"][0]["error_code"] is None
-    status, _, body = gateways[1].post(f"/topics/spread/partitions/{p}", {"records": [{"value": 1}]},
+    before = gateways[2].get(f"/topics/spread/partitions/{p}/offsets")[2]["end_offset"]
+    status, _, body = gateways[1].post(f"/topics/spread/partitions/{p}", {"records": [{"value": 2}]},
                                        content_type=JSON)
     assert status == 200
-    assert body["offsets"][0]["error_code"] == 2 and "NOT_LEADER" in body["offsets"][0]["error"]
+    assert body["offsets"][0]["error_code"] is None and body["offsets"][0]["offset"] == before
+    # keyed records land on their murmur2 partitions wherever they are sent
+    status, _, body = gateways[3].post("/topics/spread", {"records": [
+        {"key": f"k{i}", "value": i} for i in range(12)]}, content_type=JSON)
+    assert status == 200 and all(o["error_code"] is None for o in body["offsets"])
+    assert len({o["partition"] for o in body["offsets"]}) > 1
+    # every node answers every partition's offsets (ListOffsets asked of the leader)
+    ends = {n: [g.get(f"/topics/spread/partitions/{i}/offsets")[2]["end_offset"] for i in range(3)]
+            for n, g in gateways.items()}
+    assert ends[1] == ends[2] == ends[3]
 
 
 def test_consumer_instance_on_the_coordinating_node(gateways, cluster):
@@ -91,9 +101,13 @@ def test_consumer_instance_on_the_coordinating_node(gateways, cluster):
         assert status == 200, body
         got.extend(body)
         return got
-    wait_for(more, what="records of the partitions the coordinator leads")
-    leaders = {x["partition"]: x["leader"] for x in g.get("/topics/spread/partitions")[2]}
-    assert {r["partition"] for r in got} <= {p for p, n in leaders.items() if n == coordinator}
-    assert {"from": coordinator} in [r["value"] for r in got]
+    total = sum(g.get(f"/topics/spread/partitions/{i}/offsets")[2]["end_offset"] for i in range(3))
+
+    def all_of_them():
+        more()
+        return len(got) >= total
+    wait_for(all_of_them, what="every record of the three partitions")
+    assert {r["partition"] for r in got} == {0, 1, 2}
+    assert all({"from": n} in [r["value"] for r in got] for n in (1, 2, 3))
     for gw in gateways.values():
         gw.delete("/consumers/spread-readers/instances/r")
