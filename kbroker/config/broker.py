@@ -260,6 +260,9 @@ _DEFS: list[ConfigDef] = [
     # kafkastore.topic.replication.factor)
     _d("kbroker.schema.registry.listen", "string", None, lambda v: _http_listen(v)),
     _d("kbroker.schema.registry.topic.replication.factor", "int", 3, _at_least(1)),
+    # HTTPS on the registry's listener, with the broker's ssl.* keys (overridable as
+    # listener.name.schema_registry.ssl.*)
+    _d("kbroker.schema.registry.ssl.enabled", "boolean", False),
     _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
     _d("group.share.max.size", "int", 200, _at_least(1)),

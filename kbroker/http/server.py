@@ -8,6 +8,8 @@ send what it produces. Rules:
   body at most ``MAX_BODY`` (413 otherwise), at most ``MAX_CONNECTIONS`` open connections
   (more are closed at once); a request must arrive within ``REQUEST_TIMEOUT`` seconds and
   a keep-alive connection is closed after ``IDLE_TIMEOUT`` seconds without one.
+- With ``ssl_context`` (the schema registry's HTTPS), each connection does its TLS handshake
+  first, within ``REQUEST_TIMEOUT``; a failed handshake closes it with one INFO line.
 - Bad input (h11's ``RemoteProtocolError``) answers 400 when h11 still allows a response,
   then closes; a handler that raises answers 500 and the listener keeps serving. Nothing
   here can take the broker down: every error stays inside the connection's task.
@@ -52,21 +54,18 @@ class HttpServer:
     handlers as ``request.server``."""
 
     def __init__(self, listen: str, context=None, router: Router | None = None, *,
-                 name: str = "http", config_key: str = "kbroker.http.listen",
-                 max_body: int = MAX_BODY, error_response=None, ssl_context=None):
+                 max_body: int = MAX_BODY, error_response=None, ssl_context=None,
+                 name: str = "http listener", config_key: str = "kbroker.http.listen"):
         self.host, self.port = parse_listen(listen)
+        self.name = name                    # for the start-up log line
+        self.ssl_context = ssl_context      # HTTPS: every connection is wrapped in TLS first
         # a service on its own listener (the schema registry) may bound bodies and word
         # the listener's own errors (413...) its way: error_response(status, message)
         self.max_body = max_body
         self.error_response = error_response or (lambda status, message: Response(status, f"{message}\n".encode()))
         self.context = context
         self.router = router if router is not None else load_routes(Router())
-        # another listener built on this one (the REST gateway) names itself in the log
-        # and in a bind error
-        self.name = name
-        self.config_key = config_key
-        # HTTPS when given (the REST gateway with kbroker.rest.proxy.ssl.enabled)
-        self.ssl_context = ssl_context
+        self.config_key = config_key        # named in a bind error (the REST gateway's key)
         self._listeners: list = []
         self._open = 0
         self.requests = 0
@@ -97,8 +96,8 @@ class HttpServer:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if not self._listeners:
             await self.bind()
-        log.info("%s listener on %s://%s (%s)", self.name, self.scheme, self.address,
-                 ", ".join(self.router.paths()))
+        log.info("%s on %s://%s (%s)", self.name, "https" if self.ssl_context else "http",
+                 self.address, ", ".join(self.router.paths()))
         try:
             async with trio.open_nursery() as nursery:
                 for sock in self._listeners:
@@ -140,9 +139,8 @@ class HttpServer:
                 try:
                     with trio.fail_after(REQUEST_TIMEOUT):
                         await stream.do_handshake()
-                except (trio.TooSlowError, trio.BrokenResourceError) as e:
-                    log.info("%s: TLS handshake with %s failed: %s", self.name, client,
-                             e.__cause__ or e)
+                except (trio.BrokenResourceError, trio.TooSlowError) as e:
+                    log.info("tls handshake with %s failed: %s", client, e.__cause__ or e)
                     return
             while True:
                 try:

@@ -121,7 +121,7 @@ def build_listener(listen: str, server) -> HttpServer:
         router.add(method, "/", gateway.handle, prefix=True)
     router.add_task(gateway.consumers.run)
     router.add_task(gateway.keep_forwarder)
-    http = HttpServer(listen, context=server, router=router, name="rest-proxy",
+    http = HttpServer(listen, context=server, router=router, name="rest-proxy listener",
                       config_key="kbroker.rest.proxy.listen",
                       max_body=int(_config(server, "kbroker.rest.proxy.max.request.bytes",
                                            DEFAULT_MAX_REQUEST_BYTES)),

@@ -76,7 +76,8 @@ def incompatible(subject: str, reasons: list[str]) -> RegistryError:
 
 
 def invalid_schema(reason: str) -> RegistryError:
-    return RegistryError(422, 42201, f"Invalid schema: {reason}")
+    text = reason if reason.lower().startswith("invalid schema") else f"Invalid schema: {reason}"
+    return RegistryError(422, 42201, text)
 
 
 def invalid_version(version) -> RegistryError:

@@ -68,6 +68,8 @@ def _body(request: Request):
         return json.loads(request.body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise errors.bad_request(f"Invalid JSON in request body: {e}") from None
+    except RecursionError:
+        raise errors.bad_request("Invalid JSON in request body: nested too deeply") from None
 
 
 def _schema_id(text: str) -> int:
@@ -183,7 +185,11 @@ class Routes:
                     raise errors.http(405, "Method Not Allowed")
                 raise errors.http(404, "Not Found")
             result = await handler(request, *args)
-        except RegistryError as e:
+        except Exception as exc:  # noqa: BLE001 - a bug answers 500 in Confluent's shape
+            if not isinstance(exc, RegistryError):
+                log.exception("schema registry %s %s failed", request.method, request.target)
+                exc = errors.RegistryError(500, 50001, f"Internal server error: {type(exc).__name__}")
+            e = exc
             self.errors += 1
             if e.status >= 500:
                 log.warning("schema registry %s %s: %s", request.method, request.target, e.message)

@@ -137,11 +137,13 @@ class RegistryService:
             todo.extend(sv.references)
         return out
 
-    def _parse_value(self, sv: SchemaValue):
-        key = (sv.schema_type, sv.schema, sv.references)
+    def _parse_value(self, sv: SchemaValue, *, validate: bool = False):
+        """The parsed schema of ``sv`` (cached). ``validate`` for a schema being registered;
+        stored ones are read back as Confluent does for a schema that is not new."""
+        key = (sv.schema_type, sv.schema, sv.references, validate)
         got = self._parsed.get(key)
         if got is None:
-            got = parse(sv.schema_type, sv.schema, self._resolve(sv.references))
+            got = parse(sv.schema_type, sv.schema, self._resolve(sv.references), validate=validate)
             if len(self._parsed) > 10_000:
                 self._parsed.clear()
             self._parsed[key] = got
@@ -157,7 +159,7 @@ class RegistryService:
         probe = SchemaValue(subject="", version=0, id=0, schema=req.schema,
                             schema_type=req.schema_type, references=req.references)
         try:
-            parsed = self._parse_value(probe)
+            parsed = self._parse_value(probe, validate=True)
         except SchemaError as e:
             raise errors.invalid_schema(str(e)) from None
         except Exception as e:  # noqa: BLE001 - a parser's own error is still bad input
@@ -230,8 +232,11 @@ class RegistryService:
         return await self._read(lambda st: self._schema_by_id(st, schema_id, subject, fetch_max_id))
 
     def _schema_by_id(self, st: RegistryState, schema_id: int, subject, fetch_max_id) -> dict:
+        # ``subject`` names the schema context to look in (Confluent: the id is looked up in
+        # the subject's context, not in the subject itself); there is one context here, the
+        # default, so it does not narrow the lookup: deserializers pass their topic's subject
         sv = st.schema_by_id(schema_id)
-        if sv is None or (subject and not any(s == subject for s, _ in st.users_of(schema_id, deleted=True))):
+        if sv is None:
             raise errors.schema_not_found(schema_id)
         out = schema_json(sv, with_subject=False)
         del out["id"]
@@ -265,7 +270,10 @@ class RegistryService:
         req = SchemaRequest(body)
 
         def answer(st: RegistryState):
-            if not st.has_subject(subject, deleted=True):
+            # as Confluent: a subject with no version to look in (a soft-deleted one without
+            # deleted=true) is not found; a subject that has versions but not this schema,
+            # the schema is not
+            if not st.has_subject(subject, deleted=deleted):
                 raise errors.subject_not_found(subject)
             probe = self._parse_request(req, normalize=normalize)
             sv = st.find_in_subject(subject, probe, deleted=deleted)
@@ -335,7 +343,7 @@ class RegistryService:
                 level = st.effective_level(subject)
                 try:
                     olds = [self._parse_value(v) for v in live]
-                    new = self._parse_value(probe)
+                    new = self._parse_value(probe, validate=True)
                     reasons = check_compatibility(level, new, olds, [v.version for v in live])
                 except SchemaError as e:
                     raise errors.invalid_schema(str(e)) from None
@@ -509,7 +517,7 @@ class RegistryService:
             if level.endswith("_TRANSITIVE"):
                 against = live
         try:
-            reasons = check_compatibility(level, self._parse_value(probe),
+            reasons = check_compatibility(level, self._parse_value(probe, validate=True),
                                           [self._parse_value(v) for v in against],
                                           [v.version for v in against]) if against else []
         except SchemaError as e:

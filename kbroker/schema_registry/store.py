@@ -39,6 +39,14 @@ FETCH_VERSION = 12
 PRODUCE_VERSION = 9
 FETCH_MAX_BYTES = 4 * 1024 * 1024
 APPLY_POLL_S = 0.02
+RETRY_S = 0.1
+# Produce refusals that mean the records were not appended: safe to send again
+RETRIABLE = frozenset({E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_TOPIC_OR_PARTITION,
+                       E.LEADER_NOT_AVAILABLE, E.NOT_ENOUGH_REPLICAS})
+
+
+class _NotAppended(Exception):
+    """Nothing was appended (no leader, not the leader yet or any more): try again."""
 
 
 class SchemaStore:
@@ -218,14 +226,34 @@ class SchemaStore:
                 self._verdicts.pop(o, None)
 
     async def _append(self, batch: bytes) -> int:
+        """Append ``batch`` acks=all; returns its base offset. A refusal that means nothing
+        was appended (no leader yet, a leader that has not opened its replica, a leadership
+        just moved) is retried until ``timeout_s``; anything else is the client's 50001."""
+        deadline = trio.current_time() + self.timeout_s
+        while True:
+            try:
+                return await self._append_once(batch)
+            except _NotAppended as e:
+                if trio.current_time() >= deadline:
+                    raise errors.store_error(str(e)) from None
+                await trio.sleep(RETRY_S)
+
+    async def _append_once(self, batch: bytes) -> int:
         leader = self.leader()
         if leader < 0:
-            raise errors.store_error(f"{TOPIC} has no leader")
+            raise _NotAppended(f"{TOPIC} has no leader")
         timeout_ms = int(self.timeout_s * 1000)
         if leader == self.broker.node_id:
             try:
                 res = self.broker.replicas.append(TOPIC, PARTITION, batch, required_acks=-1,
                                                   now_ms=self.broker.clock.now_ms())
+            except Exception as exc:  # noqa: BLE001 - retried or the client's 50001
+                if getattr(exc, "error_code", None) in RETRIABLE:
+                    raise _NotAppended(f"append to {TOPIC}: {E(exc.error_code).name}") from None
+                self.stats["append_errors"] += 1
+                log.warning("append to %s failed: %r", TOPIC, exc)
+                raise errors.store_error(str(exc) or type(exc).__name__) from None
+            try:
                 code = await self.broker.replicas.wait_replicated(
                     TOPIC, PARTITION, res.last_offset + 1, timeout_ms)
             except Exception as exc:  # noqa: BLE001 - becomes the client's 50001
@@ -251,6 +279,8 @@ class SchemaStore:
             self.stats["append_errors"] += 1
             raise errors.store_error(f"no answer from broker {leader}, the leader of {TOPIC}")
         pr = next(p for t in resp.responses for p in t.partition_responses)
+        if pr.error_code in RETRIABLE:
+            raise _NotAppended(f"append to {TOPIC} on broker {leader}: {E(pr.error_code).name}")
         if pr.error_code:
             self.stats["append_errors"] += 1
             raise errors.store_error(f"append to {TOPIC} on broker {leader}: "

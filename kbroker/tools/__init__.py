@@ -8,10 +8,12 @@
     kbroker cluster  describe | quorum  (DescribeCluster/Metadata, DescribeQuorum)
     kbroker acls     list | add | remove  (kafka-acls vocabulary; needs a broker authorizer)
     kbroker users    list | describe | set-password | delete   (SCRAM credentials)
+    kbroker schemas  list | get | register | check | delete | config   (a schema registry's REST API)
 
 Every command is a client of the wire protocol through kafka-python's admin client, producer
 and consumer (a maintained library; kbroker never hand-writes a second client), so it works
-against kbroker and Apache Kafka alike. Rules:
+against kbroker and Apache Kafka alike. (``schemas`` is the exception: it is a client of a schema
+registry's REST API, with the standard library's urllib.) Rules:
 
 * Start-up is fast: this package and its command modules import nothing heavy at module level
   (no trio, no broker, no kafka-python); a command imports kafka-python when it runs.
@@ -26,10 +28,10 @@ calls the ``func`` stored on the parsed namespace.
 """
 from __future__ import annotations
 
-from kbroker.tools import acls, configs, consume, groups, produce, topics, users
+from kbroker.tools import acls, configs, consume, groups, produce, schemas, topics, users
 from kbroker.tools.common import common_parent
 
-COMMANDS = (topics, produce, consume, groups, configs, acls, users)
+COMMANDS = (topics, produce, consume, groups, configs, acls, users, schemas)
 
 
 def add_parsers(sub) -> None:

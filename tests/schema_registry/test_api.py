@@ -60,8 +60,9 @@ def test_get_schema_by_id(registry, subject):
     assert registry.call("GET", f"/schemas/ids/{b['id']}") == (200, {"schema": compact(A1)})
     status, body = registry.call("GET", f"/schemas/ids/{b['id']}?subject={subject}&fetchMaxId=true")
     assert status == 200 and body["schema"] == compact(A1) and body["maxId"] >= b["id"]
+    # the subject names a context (Confluent), not a filter: another subject finds it too
     status, body = registry.call("GET", f"/schemas/ids/{b['id']}?subject=not-{subject}")
-    assert status == 404 and body["error_code"] == 40403
+    assert status == 200 and body["schema"] == compact(A1)
     status, raw = registry.call("GET", f"/schemas/ids/{b['id']}/schema")
     assert status == 200 and raw == json.loads(A1)
 
@@ -141,7 +142,22 @@ def test_invalid_versions_are_42202(registry, subject):
 def test_malformed_json_is_400_and_stores_nothing(registry, subject):
     status, body = registry.call("POST", f"/subjects/{subject}/versions", raw=b'{"schema": ')
     assert (status, body["error_code"]) == (400, 400)
+    status, body = registry.call("POST", f"/subjects/{subject}/versions", raw=b"[" * 100_000)
+    assert (status, body["error_code"]) == (400, 400)
+    status, body = registry.call("POST", f"/subjects/{subject}/versions", raw=b"\xff\xfe")
+    assert (status, body["error_code"]) == (400, 400)
     _nothing_stored(registry, subject)
+
+
+def test_the_schemas_topic_is_compacted_with_one_partition(registry, subject):
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    registry.call("POST", f"/subjects/{subject}/versions", {"schema": A1})
+    admin = AdminClient({"bootstrap.servers": registry.broker.bootstrap_servers})
+    [topic] = registry.broker.admin.metadata(["_schemas"]).topics
+    assert len(topic.partitions) == 1
+    assert len(topic.partitions[0].replica_nodes) == 1      # min(3, brokers) on one node
+    [future] = admin.describe_configs([ConfigResource("topic", "_schemas")]).values()
+    assert future.result(30)["cleanup.policy"].value == "compact"
 
 
 def test_wrong_content_type_is_415_and_stores_nothing(registry, subject):

@@ -62,7 +62,7 @@ def test_soft_then_permanent_delete_of_a_subject(registry, subject):
     status, body = registry.call("DELETE", f"/subjects/{subject}")
     assert (status, body["error_code"]) == (404, 40404)
     # a lookup of a soft-deleted subject's schema finds it only with deleted=true
-    assert registry.call("POST", f"/subjects/{subject}", {"schema": A1})[1]["error_code"] == 40403
+    assert registry.call("POST", f"/subjects/{subject}", {"schema": A1})[1]["error_code"] == 40401
     assert registry.call("POST", f"/subjects/{subject}?deleted=true", {"schema": A1})[1]["id"] == b1["id"]
     assert registry.call("DELETE", f"/subjects/{subject}?permanent=true") == (200, [1, 2])
     assert subject not in registry.call("GET", "/subjects?deleted=true")[1]

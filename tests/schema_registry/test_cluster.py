@@ -48,6 +48,9 @@ def test_registered_on_one_node_read_on_the_others(cluster):
         assert status == 200 and latest["id"] == body["id"]
     # a write on another node sees the first one's: same schema, same id
     assert register(regs[3], "c-one-copy", avro_record("One", ("a", "int"))) == (200, body)
+    # _schemas: one partition, replicated to min(3, brokers) = 3 nodes
+    [topic] = c.nodes[1].admin.metadata(["_schemas"]).topics
+    assert len(topic.partitions) == 1 and len(topic.partitions[0].replica_nodes) == 3
 
 
 def test_concurrent_registrations_on_three_nodes_never_share_an_id(cluster):

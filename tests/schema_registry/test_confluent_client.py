@@ -83,3 +83,58 @@ def test_use_latest_version_serializer(registry):
     assert int.from_bytes(data[1:5], "big") == schema_id
     assert AvroDeserializer(client)(data, SerializationContext(topic, MessageField.VALUE)) == \
         {"name": "a", "favorite_number": 1}
+
+
+def test_client_references_and_referenced_by(registry):
+    from confluent_kafka.schema_registry import SchemaReference
+    client = SchemaRegistryClient({"url": registry.url})
+    tag = uuid.uuid4().hex[:8]
+    address = avro_record("Address", ("street", "string"))
+    client.register_schema(f"address-{tag}", Schema(address, "AVRO"))
+    person = json.dumps({"type": "record", "name": "Person",
+                         "fields": [{"name": "home", "type": "Address"}]})
+    refs = [SchemaReference("Address", f"address-{tag}", 1)]
+    person_id = client.register_schema(f"person-{tag}", Schema(person, "AVRO", refs))
+    got = client.get_schema(person_id)
+    assert [(r.name, r.subject, r.version) for r in got.references] == [("Address", f"address-{tag}", 1)]
+    status, users = registry.call("GET", f"/subjects/address-{tag}/versions/1/referencedby")
+    assert (status, users) == (200, [person_id])
+    # a serializer with the referencing schema writes records the deserializer reads back
+    ctx = SerializationContext(f"person-{tag}", MessageField.VALUE)
+    ser = AvroSerializer(client, None, conf={"auto.register.schemas": False, "use.latest.version": True,
+                                            "subject.name.strategy": lambda *_: f"person-{tag}"})
+    data = ser({"home": {"street": "Main"}}, ctx)
+    assert AvroDeserializer(client)(data, ctx) == {"home": {"street": "Main"}}
+
+
+def test_client_management_calls(registry):
+    """The answers' shapes confluent-kafka's client reads: config, mode, compatibility,
+    versions, deletes, ids' subjects and versions, types."""
+    client = SchemaRegistryClient({"url": registry.url})
+    subject = f"mgmt-{uuid.uuid4().hex[:8]}"
+    v1 = avro_record("Mgmt", ("a", "int"))
+    v2 = avro_record("Mgmt", ("a", "int"), ("b", "string"), b="")
+    bad = avro_record("Mgmt", ("a", "string"))
+    id1 = client.register_schema(subject, Schema(v1, "AVRO"))
+    assert client.test_compatibility(subject, Schema(v2, "AVRO")) is True
+    assert client.test_compatibility(subject, Schema(bad, "AVRO")) is False
+    assert client.test_compatibility_all_versions(subject, Schema(v2, "AVRO")) is True
+    client.set_compatibility(subject, "FULL")
+    assert client.get_compatibility(subject) == "FULL"
+    assert client.get_compatibility() == "BACKWARD"
+    id2 = client.register_schema(subject, Schema(v2, "AVRO"))
+    assert client.get_versions(subject) == [1, 2]
+    assert client.get_subjects_by_schema_id(id1) == [subject]
+    assert [(v.subject, v.version) for v in client.get_schema_versions(id2)] == [(subject, 2)]
+    assert sorted(client.get_schema_types()) == ["AVRO", "JSON", "PROTOBUF"]
+    assert client.update_mode(subject, "READONLY") == "READONLY"
+    assert client.get_mode(subject) == "READONLY"
+    with pytest.raises(SchemaRegistryError) as e:
+        client.register_schema(subject, Schema(avro_record("Mgmt", ("a", "int"), ("c", "int"), c=0), "AVRO"))
+    assert e.value.error_code == 42205
+    client.delete_mode(subject)
+    assert client.delete_version(subject, 2) == 2
+    assert client.delete_version(subject, 2, permanent=True) == 2
+    assert client.delete_subject(subject) == [1]
+    assert client.delete_subject(subject, permanent=True) == [1]
+    assert subject not in client.get_subjects()
