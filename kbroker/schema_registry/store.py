@@ -40,6 +40,7 @@ PRODUCE_VERSION = 9
 FETCH_MAX_BYTES = 4 * 1024 * 1024
 APPLY_POLL_S = 0.02
 RETRY_S = 0.1
+VERDICTS_KEPT = 4096
 # Produce refusals that mean the records were not appended: safe to send again
 RETRIABLE = frozenset({E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_TOPIC_OR_PARTITION,
                        E.LEADER_NOT_AVAILABLE, E.NOT_ENOUGH_REPLICAS})
@@ -61,8 +62,9 @@ class SchemaStore:
         self.write_lock = trio.Lock()
         self._read_lock = trio.Lock()
         self._rpc = None
+        # offset -> did the replay take the record: the latest VERDICTS_KEPT of them (a
+        # reader task may replay a writer's records before the writer's append returns)
         self._verdicts: dict[int, bool] = {}
-        self._wanted: set[int] = set()
         self.stats = {"appends": 0, "append_errors": 0, "remote_fetches": 0, "remote_produces": 0}
 
     # ------------------------------------------------------------------ topology
@@ -134,8 +136,9 @@ class SchemaStore:
     def _apply(self, offset: int, key, value) -> None:
         ok = self.state.apply(offset, None if key is None else bytes(key),
                               None if value is None else bytes(value))
-        if offset in self._wanted:
-            self._verdicts[offset] = ok
+        self._verdicts[offset] = ok
+        if len(self._verdicts) > VERDICTS_KEPT:
+            del self._verdicts[next(iter(self._verdicts))]
 
     def _catch_up_local(self, part) -> None:
         hw = part.high_watermark
@@ -210,20 +213,14 @@ class SchemaStore:
         batch = wire_records.build_batch([(k, v, (), now) for k, v in records])
         base = await self._append(batch)
         offsets = list(range(base, base + len(records)))
-        self._wanted.update(offsets)
-        try:
-            with trio.move_on_after(self.timeout_s):
-                while self.state.next_offset <= offsets[-1]:
-                    await self.catch_up(from_leader=True)
-                    if self.state.next_offset <= offsets[-1]:
-                        await trio.sleep(APPLY_POLL_S)
-            if self.state.next_offset <= offsets[-1]:
-                raise errors.timeout("Register operation timed out")
-            return [self._verdicts.get(o, False) for o in offsets]
-        finally:
-            for o in offsets:
-                self._wanted.discard(o)
-                self._verdicts.pop(o, None)
+        with trio.move_on_after(self.timeout_s):
+            while self.state.next_offset <= offsets[-1]:
+                await self.catch_up(from_leader=True)
+                if self.state.next_offset <= offsets[-1]:
+                    await trio.sleep(APPLY_POLL_S)
+        if self.state.next_offset <= offsets[-1]:
+            raise errors.timeout("Register operation timed out")
+        return [self._verdicts.get(o, False) for o in offsets]
 
     async def _append(self, batch: bytes) -> int:
         """Append ``batch`` acks=all; returns its base offset. A refusal that means nothing

@@ -227,3 +227,30 @@ def test_unknown_path_and_method(registry):
 def test_unknown_fields_of_newer_clients_are_ignored(registry, subject):
     status, body = register(registry, subject, A1, metadata=None, ruleSet=None)
     assert status == 200 and "id" in body
+
+
+def test_parallel_registrations_and_reads_on_one_node(registry, subject):
+    """Writers queue on the node's write lock while readers replay the log beside them:
+    every registration gets its own id and version, all of them readable at once."""
+    import threading
+    results, reads = {}, []
+
+    def write(k):
+        results[k] = register(registry, subject, avro_record("P", ("a", "int"), *[(f"f{i}", "int") for i in range(k)],
+                                                            **{f"f{i}": 0 for i in range(k)}))
+
+    def read():
+        for _ in range(10):
+            reads.append(registry.call("GET", f"/subjects/{subject}/versions")[0])
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(12)]
+    threads += [threading.Thread(target=read) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(status == 200 for status, _ in results.values()), results
+    ids = [body["id"] for _, body in results.values()]
+    assert len(set(ids)) == 12
+    assert registry.call("GET", f"/subjects/{subject}/versions") == (200, list(range(1, 13)))
+    assert set(reads) <= {200, 404}
