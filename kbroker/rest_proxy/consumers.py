@@ -57,6 +57,7 @@ NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 FETCH_VERSION = 12
 LEAVE_EPOCH = -1
 _REFETCH = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH}
+_LOADING = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 
 
 @dataclass(eq=False)
@@ -462,7 +463,12 @@ class ConsumerInstances:
             parts = inst.assignment()
             if not parts:
                 return []
-            await self.ensure_positions(inst, parts)
+            try:
+                await self.ensure_positions(inst, parts)
+            except RestError as e:
+                if e.kafka_code not in _LOADING:
+                    raise
+                return []       # the group's coordinator is loading: the next poll asks again
             parts = [tp for tp in parts if tp in inst.positions]
             if not parts:
                 return []

@@ -50,11 +50,12 @@ _INVALID = frozenset({ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.INVALID_PARTI
 class RestError(Exception):
     """An answer other than success: HTTP ``status``, Confluent's ``code``, a message."""
 
-    def __init__(self, status: int, code: int, message: str):
+    def __init__(self, status: int, code: int, message: str, kafka_code: int = 0):
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.kafka_code = kafka_code        # the Kafka error it stands for, when one
 
     def body(self) -> dict:
         return {"error_code": self.code, "message": self.message}
@@ -69,6 +70,12 @@ def error_name(code: int) -> str:
 
 def from_kafka(code: int, message: str | None = None, *, v3: bool = False) -> RestError:
     """The gateway's answer to a Kafka error ``code`` from an API handler."""
+    e = _from_kafka(code, message, v3)
+    e.kafka_code = int(code)
+    return e
+
+
+def _from_kafka(code: int, message: str | None, v3: bool) -> RestError:
     text = message or error_name(code)
     if code in _DENIED:
         return RestError(403, 403 if v3 else UNAUTHORIZED, text)
