@@ -248,6 +248,13 @@ _DEFS: list[ConfigDef] = [
     _d("kbroker.console.enable", "boolean", False),
     # with an authorizer the console asks for a login; a session ends after this idle time
     _d("kbroker.console.session.timeout.ms", "long", 3_600_000, _at_least(1000)),
+    # the REST gateway (kbroker/rest_proxy, Confluent REST Proxy API v2/v3): its own listener,
+    # off unless set; an idle consumer instance is dropped after the timeout
+    _d("kbroker.rest.proxy.listen", "string", None, lambda v: _http_listen(v)),
+    _d("kbroker.rest.proxy.consumer.instance.timeout.ms", "long", 300_000, _at_least(100)),
+    _d("kbroker.rest.proxy.max.request.bytes", "int", 10_485_760, _at_least(1024)),
+    # HTTPS on that listener with the broker's ssl.* keys (keystore, client auth, protocols)
+    _d("kbroker.rest.proxy.ssl.enabled", "boolean", False),
     # the schema registry (kbroker/schema_registry): its listener, off by default, and the
     # replication factor of _schemas (capped at the registered brokers, as Confluent's
     # kafkastore.topic.replication.factor)

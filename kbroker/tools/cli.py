@@ -9,8 +9,9 @@ command is known: client commands never import trio or the broker.
                   [--override key=value ...] [--log-level INFO] [--dev]
 
 ``--dev`` is the local-development profile: ``group.initial.rebalance.delay.ms=0``, unless
-a data directory is given ``log.dirs=./data``, and the schema registry on 127.0.0.1:8081 (a
-warning, not an error, when that port is taken); explicit settings (file, ``--override``) win.
+a data directory is given ``log.dirs=./data``, the schema registry on 127.0.0.1:8081 and the
+REST gateway on 127.0.0.1:8082 (a warning, not an error, when such a port is taken); explicit
+settings (file, ``--override``) win.
 
 ``--data-dir`` sets ``log.dirs``; ``--listen``/``--port`` set ``listeners`` (one PLAINTEXT
 listener) and, unless ``advertised.listeners`` is given with ``--override``, the advertised
@@ -30,7 +31,8 @@ log = logging.getLogger("kbroker")
 
 # What ``--dev`` (and ``make run``) change; explicit settings win (see README "Local development").
 DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data",
-                "kbroker.schema.registry.listen": "127.0.0.1:8081"}
+                "kbroker.schema.registry.listen": "127.0.0.1:8081",
+                "kbroker.rest.proxy.listen": "127.0.0.1:8082"}
 
 
 def _version() -> str:
@@ -72,6 +74,9 @@ def _parser(serve_only: bool = False) -> argparse.ArgumentParser:
                    help="grace period for in-flight requests on shutdown")
     s.add_argument("--http-listen", metavar="HOST:PORT",
                    help="serve /metrics, /health and /ready here (sets kbroker.http.listen)")
+    s.add_argument("--rest-proxy", metavar="HOST:PORT",
+                   help="serve the REST gateway (Confluent REST Proxy API v2/v3) here "
+                        "(sets kbroker.rest.proxy.listen; --dev: 127.0.0.1:8082)")
     s.add_argument("--schema-registry", metavar="HOST:PORT",
                    help="serve the schema registry here (sets kbroker.schema.registry.listen)")
     s.add_argument("--dev", action="store_true",
@@ -110,6 +115,7 @@ def build_config(args) -> "BrokerConfig":
     from kbroker.config.broker import BrokerConfig, ConfigError
     overrides: dict[str, str] = {}
     sr_optional = False
+    rest_optional = False       # the REST gateway on --dev's own 8082: a busy port only warns
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -119,6 +125,8 @@ def build_config(args) -> "BrokerConfig":
         overrides["log.dirs"] = args.data_dir
     if getattr(args, "http_listen", None):
         overrides["kbroker.http.listen"] = args.http_listen
+    if getattr(args, "rest_proxy", None):
+        overrides["kbroker.rest.proxy.listen"] = args.rest_proxy
     if getattr(args, "schema_registry", None):
         overrides["kbroker.schema.registry.listen"] = args.schema_registry
     if getattr(args, "dev", False):
@@ -136,6 +144,7 @@ def build_config(args) -> "BrokerConfig":
                 overrides[key] = value
                 # the registry on --dev's own default port: a busy 8081 only warns
                 sr_optional = sr_optional or key == "kbroker.schema.registry.listen"
+                rest_optional = rest_optional or key == "kbroker.rest.proxy.listen"
     listen = args.listen
     if args.port is not None:
         listen = f"127.0.0.1:{args.port}"
@@ -160,6 +169,7 @@ def build_config(args) -> "BrokerConfig":
     else:
         cfg = BrokerConfig.load(args.config, overrides)
     cfg.schema_registry_optional = sr_optional
+    cfg.rest_proxy_optional = rest_optional
     return cfg
 
 
