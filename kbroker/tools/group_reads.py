@@ -95,6 +95,9 @@ def describe(ws, group: str) -> dict:
         resp = conn.call(DESCRIBE_GROUPS, "DescribeGroups", messages.DescribeGroupsRequest(
             groups=[group], include_authorized_operations=False))
         g = resp.groups[0]
+        if kind is None and g.error_code == GROUP_ID_NOT_FOUND:
+            d["state"] = "Dead"     # not listed, not known: Kafka's DescribeGroups says Dead
+            return d
         _check(g, group)
         d.update(state=g.group_state, protocol_type=g.protocol_type or None, protocol=g.protocol_data or None)
         for m in g.members:

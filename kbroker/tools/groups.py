@@ -93,7 +93,11 @@ def _committed(conn, a, group: str) -> dict[tuple[str, int], int | None]:
     from confluent_kafka import ConsumerGroupTopicPartitions
     fut = a.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
                                         request_timeout=conn.timeout)[group]
-    result = conn.wait(fut, f"read the committed offsets of group {group}", a)
+    result = conn.wait_all({group: fut}, f"read the committed offsets of group {group}", a)[group]
+    if hasattr(result, "code"):
+        if result.code() == 69:     # GROUP_ID_NOT_FOUND: no group, so no committed offsets
+            return {}
+        raise conn.fail(result, f"read the committed offsets of group {group}")
     out = {}
     for tp in result.topic_partitions or ():
         if tp.error is not None:
@@ -221,7 +225,6 @@ def _selected(conn, a, args, have) -> list[tuple[str, int]]:
 def plan_reset(conn, ws, a, args) -> tuple[list[dict], dict, str]:
     from kbroker.tools import group_reads
     kind, _ = group_reads.group_type(ws, args.group)
-    kind = kind or "classic"
     if kind == "share":
         d = group_reads.describe(ws, args.group)
         have = {(r["topic"], r["partition"]): r["start_offset"] for r in d["share_offsets"] or ()}
@@ -231,6 +234,7 @@ def plan_reset(conn, ws, a, args) -> tuple[list[dict], dict, str]:
         state = None
         if kind is not None:
             state = group_reads.describe(ws, args.group)["state"]
+        kind = kind or "classic"    # offsets only, or nothing: what Kafka lists as classic
     if state not in (None, "Empty", "Dead"):
         raise CommandError(f"Assignments can only be reset if the group '{args.group}' is inactive, "
                            f"but the current state is {state}.")
