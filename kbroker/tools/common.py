@@ -26,7 +26,7 @@ __all__ = ["CommandError", "UsageError", "Connection", "common_parent", "emit", 
            "key_values", "parse_time_ms", "connect"]
 
 DEFAULT_TIMEOUT = 15.0
-DOWN_GRACE = 0.5
+DOWN_GRACE = 0.3
 
 
 def common_parent() -> argparse.ArgumentParser:
@@ -175,25 +175,29 @@ class Connection:
         return CommandError(sentence(err, what, self))
 
     def metadata(self, client, topic: str | None = None):
-        """ClusterMetadata (one topic or all), failing fast like ``wait``."""
+        """ClusterMetadata (one topic or all), failing fast like ``wait``: a transport error
+        is retried (librdkafka reconnects) until ``check`` finds the brokers down for good."""
         from confluent_kafka import KafkaException
+        what = "read the cluster's metadata"
         end = self.deadline()
+        last = None
         while True:
-            self.check("read the cluster's metadata")
-            step = min(0.5, max(0.05, end - time.monotonic()))
+            step = min(0.2, max(0.05, end - time.monotonic()))
             try:
                 return client.list_topics(topic, timeout=step)
             except KafkaException as e:
                 err = e.args[0] if e.args else None
-                if err is None or err.code() != -185:
-                    self._drain(client)
-                    if err is not None and err.code() in (-195, -187, -193):
-                        # the transport error librdkafka reported names the reason
-                        err = next((x for _, x in reversed(self.errors) if x.code() in (-195, -193)), err)
-                    self.check("read the cluster's metadata")
-                    raise CommandError(sentence(err or e, "read the cluster's metadata", self)) from None
+                if err is None or err.code() not in (-185, -195, -187, -193):
+                    raise CommandError(sentence(err or e, what, self)) from None
+                if err.code() != -185:
+                    last = err
+                    time.sleep(0.05)
+            self._drain(client)
+            self.check(what)
             if time.monotonic() >= end:
-                self.check("read the cluster's metadata")
+                if last is not None:
+                    cause = next((x for _, x in reversed(self.errors) if x.code() in (-195, -193)), last)
+                    raise CommandError(sentence(cause, what, self))
                 raise CommandError(f"no answer from {self.bootstrap} within {self.timeout:g} s "
                                    "(--timeout)")
 

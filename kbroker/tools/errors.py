@@ -49,7 +49,7 @@ def _reason(text: str) -> str:
     """The useful part of a librdkafka connection message ('...: Connect to ipv4#127.0.0.1:1
     failed: Connection refused (after 0ms in state CONNECT)' -> 'connection refused')."""
     import re
-    text = re.sub(r"\s*\(after \d+ms in state \w+\)", "", text)
+    text = re.sub(r"\s*\(after \d+ms in state \w+(, \d+ identical error\(s\) suppressed)?\)", "", text)
     text = re.sub(r"\s*\(\d+ identical error\(s\) suppressed\)", "", text)
     m = re.search(r"failed: (.*)$", text)
     if m:
