@@ -406,3 +406,89 @@ def scenario_users(bs: str) -> None:
     failed("users", "delete", user, *b)
     failed("users", "delete", user, "--mechanism", "SCRAM-SHA-512", *b)
     failed("users", "set-password", user, "--password", "x", "--iterations", "100", *b)
+
+
+def _until(what, check, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while not (got := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+    return got
+
+
+def scenario_group_types(bs: str, topic: str) -> None:
+    """A KIP-848 consumer group and a share group made by real clients (confluent-kafka),
+    described by kbroker and by Kafka's own tools (``kafka-groups``, ``kafka-consumer-groups``,
+    ``kafka-share-groups``): the same types, states, offsets and lag."""
+    import threading
+
+    from confluent_kafka import Consumer, ShareConsumer
+
+    from compat_tests.cli import run_tool
+    b = ("-b", bs)
+    group, share = f"g848-{topic}", f"gshare-{topic}"
+    ok("topics", "create", topic, "--partitions", "2", *b)
+    for p in (0, 1):
+        ok("produce", topic, "-p", str(p), *b, input="".join(f"r{i}\n" for i in range(5)))
+    ok("configs", "alter", "--group", share, "--set", "share.auto.offset.reset=earliest", *b)
+    stop = threading.Event()
+    read = {"share": 0}
+
+    def run_consumer():
+        c = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
+                      "auto.offset.reset": "earliest", "auto.commit.interval.ms": 200})
+        c.subscribe([topic])
+        while not stop.is_set():
+            c.poll(0.2)
+        c.close()
+
+    def run_share():
+        c = ShareConsumer({"bootstrap.servers": bs, "group.id": share, "log_level": 0})
+        c.subscribe([topic])
+        while not stop.is_set():
+            got = [m for m in c.poll(0.2) or () if m.error() is None]
+            if got:
+                read["share"] += len(got)
+                c.commit_sync()
+        c.close()
+    threads = [threading.Thread(target=f, daemon=True) for f in (run_consumer, run_share)]
+    for t in threads:
+        t.start()
+    try:
+        def kb_offsets(g):
+            [d] = js("groups", "describe", g, *b)
+            return d
+        d = _until("the KIP-848 group's commits", lambda: (
+            (x := kb_offsets(group))["state"] == "Stable"
+            and [r["current_offset"] for r in x["offsets"]] == [5, 5] and x))
+        assert d["type"] == "consumer" and d["members"] == 1
+        [m] = d["member_list"]
+        assert m["assignment"] == m["target_assignment"] == [f"{topic}-0", f"{topic}-1"]
+        kafka_rows = table(run_tool("kafka-consumer-groups", ["--bootstrap-server", bs, "--describe",
+                                                             "--group", group]).check().stdout)
+        assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["LAG"], r["CONSUMER-ID"])
+                for r in kafka_rows] == [(str(r["partition"]), str(r["current_offset"]),
+                                          str(r["log_end_offset"]), str(r["lag"]), r["consumer_id"])
+                                         for r in d["offsets"]]
+        state = table(run_tool("kafka-consumer-groups", ["--bootstrap-server", bs, "--describe",
+                                                        "--group", group, "--state"]).check().stdout)
+        assert [r["STATE"] for r in state] == [d["state"]]
+
+        _until("the share consumer's reads", lambda: read["share"] >= 10)
+        s = _until("the share group's start offsets", lambda: (
+            (x := kb_offsets(share))["state"] == "Stable"
+            and [r["start_offset"] for r in x["offsets"]] == [5, 5] and x))
+        assert s["type"] == "share" and s["members"] == 1
+        kafka_share = table(run_tool("kafka-share-groups", ["--bootstrap-server", bs, "--describe",
+                                                           "--group", share]).check().stdout)
+        assert [(r["PARTITION"], r["START-OFFSET"]) for r in kafka_share] == [
+            (str(r["partition"]), str(r["start_offset"])) for r in s["offsets"]]
+        listed = {r["GROUP"]: r["TYPE"] for r in table(run_tool(
+            "kafka-groups", ["--bootstrap-server", bs, "--list"]).check().stdout)}
+        ours = {g["group"]: g["type"] for g in js("groups", "list", *b)}
+        assert ours[group].lower() == listed[group].lower() == "consumer"
+        assert ours[share].lower() == listed[share].lower() == "share"
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
