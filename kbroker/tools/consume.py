@@ -226,6 +226,8 @@ def cmd_consume(args) -> int:
             err = msg.error()
             if err is not None:
                 if err.code() == -191:      # _PARTITION_EOF: at the end of one partition
+                    if msg.offset() >= 0 and msg.partition() not in positions:
+                        positions[msg.partition()] = msg.offset()     # its end: nothing to read
                     if pending_eof is None:
                         pending_eof = {tp.partition for tp in c.assignment()}
                     pending_eof.discard(msg.partition())
@@ -244,9 +246,17 @@ def cmd_consume(args) -> int:
         pass
     finally:
         try:
-            if args.group and positions:
-                c.commit(offsets=[TopicPartition(args.topic, p, o) for p, o in positions.items()],
-                         asynchronous=False)
+            if args.group:
+                # as Kafka's consumers commit: the position of every assigned partition, also
+                # of one that had nothing to read (its end), not only of those printed from
+                try:
+                    at = {tp.partition: tp.offset for tp in c.position(c.assignment()) if tp.offset >= 0}
+                except Exception:  # noqa: BLE001 - no assignment any more: what was printed
+                    at = {}
+                at.update(positions)
+                if at:
+                    c.commit(offsets=[TopicPartition(args.topic, p, o) for p, o in sorted(at.items())],
+                             asynchronous=False)
         except Exception as e:  # noqa: BLE001 - reported as one sentence
             raise conn.fail(e, f"commit the offsets of group {args.group}") from None
         finally:

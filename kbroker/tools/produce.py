@@ -62,7 +62,9 @@ def check_partitions(conn, client, topic: str, partitions) -> list[int]:
 
 def cmd_produce(args) -> int:
     headers = [(k, v.encode()) for k, v in key_values(args.header, "--header").items()]
+    # murmur2 places a keyed record where Kafka's Java producer (and its console producer) do
     settings = {"acks": {"all": "all", "-1": "all", "1": "1", "0": "0"}[args.acks],
+                "partitioner": "murmur2_random",
                 "message.timeout.ms": int(args.timeout * 1000)}
     if args.compression_type:
         settings["compression.type"] = args.compression_type
