@@ -116,3 +116,56 @@ def test_share_group_shows_its_state_member_and_start_offsets(console, console_b
     finally:
         stop.set()
         t.join(30)
+
+
+def test_kip848_group_page_in_a_browser(browser, console, console_broker):
+    """Chromium: the groups page lists a KIP-848 group with its type; its page shows it Stable
+    with its member, then the lag rising as records arrive (screenshot for the README)."""
+    from playwright.sync_api import expect
+
+    from tests.console.conftest import TIMEOUT_MS, shot
+    bs = console_broker.bootstrap_servers
+    topic, group = f"tb-{uuid.uuid4().hex[:6]}", f"gb848-{uuid.uuid4().hex[:6]}"
+    assert console.post("/api/console/topics", {"name": topic, "partitions": 2})[0] == 201
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
+                  "client.id": "browser-848", "auto.offset.reset": "earliest",
+                  "auto.commit.interval.ms": 200})
+    c.subscribe([topic])
+    stop, paused, idle = threading.Event(), threading.Event(), threading.Event()
+
+    def poll(x):
+        if paused.is_set():      # no reads (the heartbeat thread keeps the member): lag grows
+            idle.set()
+            time.sleep(0.2)
+            return
+        x.poll(0.2)
+    t = threading.Thread(target=_run, args=(c, poll, stop), daemon=True)
+    t.start()
+    context = browser.new_context(viewport={"width": 1366, "height": 900}, color_scheme="light")
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        _produce(bs, topic, 0, 3)
+        _produce(bs, topic, 1, 2)
+        _until("the member's commits", lambda: (
+            (x := _detail(console, group)) and x["state"] == "Stable"
+            and [o["committed_offset"] for o in x["offsets"]] == [3, 2]))
+        page.goto(console.base + "/groups")
+        row = page.locator(f'tr[data-group="{group}"]')
+        expect(row.locator("td.group-type")).to_have_text("consumer")
+        row.locator("a").click()
+        expect(page.locator("#group-type")).to_have_text("consumer")
+        expect(page.locator("#group-state [data-state]")).to_have_text("Stable")
+        expect(page.locator("#group-members")).to_have_text("1")
+        expect(page.locator("#group-lag")).to_have_text("0")
+        expect(page.locator("#members tbody tr")).to_have_count(1)
+        expect(page.locator("#members tbody")).to_contain_text("browser-848")
+        paused.set()
+        assert idle.wait(30)     # no poll in progress from here on
+        _produce(bs, topic, 1, 7)
+        expect(page.locator("#group-lag")).to_have_text("7")
+        shot(page, "group-kip848", full=True)
+    finally:
+        context.close()
+        stop.set()
+        t.join(30)
