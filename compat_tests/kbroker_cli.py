@@ -475,14 +475,17 @@ def scenario_group_types(bs: str, topic: str) -> None:
         assert [r["STATE"] for r in state] == [d["state"]]
 
         _until("the share consumer's reads", lambda: read["share"] >= 10)
-        s = _until("the share group's start offsets", lambda: (
+        # no lag once every record is acknowledged; where the start offset then stands differs
+        # (Kafka 4.3.1 keeps 0 here, kbroker moves it past the acknowledged records): compared
+        # with what Kafka's own tool prints for the same group on the same broker
+        s = _until("the share group's acknowledgements", lambda: (
             (x := kb_offsets(share))["state"] == "Stable"
-            and [r["start_offset"] for r in x["offsets"]] == [5, 5] and x))
+            and [(r["partition"], r["lag"]) for r in x["offsets"]] == [(0, 0), (1, 0)] and x))
         assert s["type"] == "share" and s["members"] == 1
         kafka_share = table(run_tool("kafka-share-groups", ["--bootstrap-server", bs, "--describe",
                                                            "--group", share]).check().stdout)
-        assert [(r["PARTITION"], r["START-OFFSET"]) for r in kafka_share] == [
-            (str(r["partition"]), str(r["start_offset"])) for r in s["offsets"]]
+        assert [(r["PARTITION"], r["START-OFFSET"], r["LAG"]) for r in kafka_share] == [
+            (str(r["partition"]), str(r["start_offset"]), str(r["lag"])) for r in s["offsets"]]
         listed = {r["GROUP"]: r["TYPE"] for r in table(run_tool(
             "kafka-groups", ["--bootstrap-server", bs, "--list"]).check().stdout)}
         ours = {g["group"]: g["type"] for g in js("groups", "list", *b)}
