@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tools/kafka_dist/pom.xml | head -n1)
 KAFKA_PROTOCOL ?= .cache/kafka-protocol/$(KAFKA_VERSION)
 
-.PHONY: all setup run test test-fast clean protocol schema
+.PHONY: all setup run test test-fast test-fast-setup print-protocol flake-hunt clean protocol schema
 
 all: setup protocol
 
@@ -60,9 +60,24 @@ test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 netns
 	$(MAKE) --no-print-directory docker-test
 	@date -u +"test: done at %T"
 
-# The inner loop: no slow tests, no real Kafka, stop at the first failure.
-test-fast: setup protocol kp2 kafka-dist kcat faketime fuse3 netns console-browser
-	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
+# The inner loop: no slow tests, no compatibility suite, stop at the first failure; on the
+# same workers as tests/ in `make test`.
+test-fast-setup: setup protocol kp2 kafka-dist kcat faketime fuse3 netns console-browser
+
+test-fast: test-fast-setup
+	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow" \
+		$(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+
+print-protocol:
+	@echo $(KAFKA_PROTOCOL)
+
+# Hunting flaky tests: N fresh clones of HEAD, each running `make test` (or pytest on TESTS,
+# e.g. TESTS="tests/cluster tests/tools"); prints every test that failed at least once
+# (tools/flake_hunt.py). A flaky test is a bug to fix, never to retry or skip.
+N ?= 5
+TESTS ?=
+flake-hunt:
+	$(PYTHON) tools/flake_hunt.py --runs $(N) $(if $(TESTS),--tests $(TESTS))
 
 clean:
 	rm -rf $(VENV) .cache data data-cluster
