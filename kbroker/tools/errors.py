@@ -63,10 +63,14 @@ def _reason(text: str) -> str:
     return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
-def broker_error_sentence(code: int, what: str, detail: str | None = None) -> str:
-    """A Kafka error code from a broker's answer, as a sentence about ``what``."""
+def broker_error_sentence(code: int, what: str, detail: str | None = None,
+                          props: dict | None = None) -> str:
+    """A Kafka error code from a broker's answer, as a sentence about ``what``; a refusal by
+    the authorizer names the principal when the client's settings ``props`` are given."""
     from kbroker.wire.error_codes import error_message, error_name
     name = error_name(code)
+    if code in _AUTHZ and props is not None:
+        return f"{what}: {principal_of(props)} is not authorized on this {_AUTHZ[code]} ({name})"
     text = (detail or "").strip() or (error_message(code) or "").rstrip(".")
     return f"{what}: {text.rstrip('.')} ({name})" if text else f"{what}: {name}"
 

@@ -77,9 +77,9 @@ def _tasks(tasks) -> list[str]:
     return [f"{t.subtopology_id}:{p}" for t in tasks or () for p in sorted(t.partitions)]
 
 
-def _check(g, group: str) -> None:
+def _check(g, group: str, props: dict | None = None) -> None:
     if g.error_code:
-        raise CommandError(broker_error_sentence(g.error_code, f"group {group}", g.error_message))
+        raise CommandError(broker_error_sentence(g.error_code, f"group {group}", g.error_message, props))
 
 
 def describe(ws, group: str) -> dict:
@@ -98,7 +98,7 @@ def describe(ws, group: str) -> dict:
         if kind is None and g.error_code == GROUP_ID_NOT_FOUND:
             d["state"] = "Dead"     # not listed, not known: Kafka's DescribeGroups says Dead
             return d
-        _check(g, group)
+        _check(g, group, ws.props)
         d.update(state=g.group_state, protocol_type=g.protocol_type or None, protocol=g.protocol_data or None)
         for m in g.members:
             parts = _decode_consumer_assignment(m.member_assignment) if g.protocol_type == "consumer" else []
@@ -112,7 +112,7 @@ def describe(ws, group: str) -> dict:
         resp = conn.call(CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", messages.ConsumerGroupDescribeRequest(
             group_ids=[group], include_authorized_operations=False))
         g = resp.groups[0]
-        _check(g, group)
+        _check(g, group, ws.props)
         d.update(state=g.group_state, protocol_type="consumer", group_epoch=g.group_epoch,
                  assignment_epoch=g.assignment_epoch, assignor=g.assignor_name)
         for m in g.members:
@@ -128,7 +128,7 @@ def describe(ws, group: str) -> dict:
         resp = conn.call(SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", messages.ShareGroupDescribeRequest(
             group_ids=[group], include_authorized_operations=False))
         g = resp.groups[0]
-        _check(g, group)
+        _check(g, group, ws.props)
         d.update(state=g.group_state, protocol_type="share", group_epoch=g.group_epoch,
                  assignment_epoch=g.assignment_epoch, assignor=g.assignor_name)
         for m in g.members:
@@ -142,7 +142,7 @@ def describe(ws, group: str) -> dict:
         resp = conn.call(STREAMS_GROUP_DESCRIBE, "StreamsGroupDescribe", messages.StreamsGroupDescribeRequest(
             group_ids=[group], include_authorized_operations=False))
         g = resp.groups[0]
-        _check(g, group)
+        _check(g, group, ws.props)
         d.update(state=g.group_state, protocol_type="streams", group_epoch=g.group_epoch,
                  assignment_epoch=g.assignment_epoch)
         topo = g.topology

@@ -154,7 +154,7 @@ def cmd_describe(args) -> int:
     topics = [t for t in md.topics if not (args.exclude_internal and t.is_internal)]
     for t in topics:
         if t.error_code:
-            raise CommandError(broker_error_sentence(t.error_code, f"topic {t.name}"))
+            raise CommandError(broker_error_sentence(t.error_code, f"topic {t.name}", props=conn.props))
     topics.sort(key=lambda t: t.name)
     configs = {}
     if topics:

@@ -125,6 +125,8 @@ def test_a_missing_acl_names_the_principal_and_the_resource(secured, tmp_path):
     msg = _timed_failure("configs", "describe", "--topic", topic, "-b", secured["sasl_plaintext"],
                          "--command-config", alice)
     assert f"topic {topic}: User:alice is not authorized" in msg, msg
+    msg = _timed_failure("topics", "describe", topic, "-b", secured["sasl_plaintext"], "--command-config", alice)
+    assert msg == f"kbroker: topic {topic}: User:alice is not authorized on this topic (TOPIC_AUTHORIZATION_FAILED)", msg
 
 
 def test_an_unreadable_command_config_is_a_usage_error(tmp_path):
