@@ -48,7 +48,7 @@ COMPAT_WORKERS ?= 2
 SERIAL_TESTS := tests/cluster/test_replication_faults.py
 XDIST_TESTS := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(SERIAL_TESTS:%=--ignore=%))
 XDIST_COMPAT := $(if $(filter-out 0,$(COMPAT_WORKERS)),-n $(COMPAT_WORKERS) --dist loadgroup)
-test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 netns kafkajs franzgo spark-setup console-browser
+test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 netns kafkajs franzgo sr-clients spark-setup console-browser
 	@date -u +"test: tests/ from %T"
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25 $(XDIST_TESTS)
 	$(if $(XDIST_TESTS),$(PY) -m pytest -q $(SERIAL_TESTS) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5)
@@ -142,6 +142,7 @@ SPARK_STAMP := $(VENV)/.spark-installed
 
 spark-dist:
 	bash tools/spark_dist/fetch.sh
+	bash tools/spark_dist/fetch_avro.sh
 
 $(SPARK_STAMP): $(STAMP) requirements-spark.txt
 	$(PY) -m pip install -q -r requirements-spark.txt
@@ -183,6 +184,13 @@ REPLICATION_ARGS ?=
 bench-replication: setup kafka-dist
 	$(PY) -m benchmarks.replication_bench $(REPLICATION_ARGS)
 
+# The schema registry: registration and lookup rates and latency, the broker's produce/fetch
+# rates with the registry on and off (kbroker alone; writes benchmarks/results/schema_registry/).
+SR_BENCH_ARGS ?=
+.PHONY: bench-schema-registry
+bench-schema-registry: setup
+	$(PY) -m benchmarks.schema_registry_bench $(SR_BENCH_ARGS)
+
 # --- cluster ---
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
 # (clients 19092/19094/19096, controllers 19093/19095/19097, data in ./data-cluster);
@@ -206,6 +214,22 @@ raft-soak: $(STAMP)
 .PHONY: replication-soak
 replication-soak: $(STAMP) faketime fuse3 netns
 	KBROKER_FAULT_RUNS=$${KBROKER_FAULT_RUNS:-20} KBROKER_FAULT_STEPS=$${KBROKER_FAULT_STEPS:-6} $(PY) -m pytest -q tests/cluster/test_replication_faults.py --kafka-protocol=$(KAFKA_PROTOCOL)
+
+# `history-check`: Jepsen-style histories (tests/support/history/): a workload of producers, transactional
+# producers with read_committed consumers, consumer groups (classic and KIP-848) and assign-mode consumers
+# recorded through seeded faults on three kbroker nodes and on three Kafka nodes, then checked for lost,
+# duplicated, unseen, nonmonotonic, aborted and dirty reads and transaction cycles; one summary line per
+# target (a few minutes). `history-soak SEEDS="..."` runs many seeds (HISTORY_STEPS faults each); runs go
+# to history-runs/, seeds with an anomaly to history-runs/found.txt with a minimized history. Not in `make test`.
+HISTORY_SEEDS ?= 1 2
+HISTORY_TARGETS ?= kbroker,kafka
+HISTORY_STEPS ?= 3
+SEEDS ?= 1 2 3 4 5 6 7 8 9 10
+.PHONY: history-check history-soak
+history-check: $(STAMP) kafka-dist netns faketime fuse3
+	$(PY) -m tests.support.history.run --targets $(HISTORY_TARGETS) --seeds "$(HISTORY_SEEDS)" --steps $(HISTORY_STEPS) --out history-runs
+history-soak: $(STAMP) kafka-dist netns faketime fuse3
+	$(PY) -m tests.support.history.run --targets $(HISTORY_TARGETS) --seeds "$(SEEDS)" --steps $(HISTORY_STEPS) --out history-runs
 
 # --- compat clients ---
 # The compat suite's Node and Go clients, in ignored folders, idempotent (the tests do the same
@@ -235,6 +259,25 @@ $(FRANZGO_BIN): compat_tests/franzgo/go.mod compat_tests/franzgo/go.sum $(wildca
 
 dx-capture: setup kafka-dist kafkajs franzgo
 	$(PY) -m compat_tests.differential.capture
+
+# The schema registry's client tests (tests/schema_registry/test_franzgo.py, test_kafkajs.py):
+# franz-go's pkg/sr program built into .cache/bin/franzgo-sr-<hash of its sources> (caches under
+# .cache/go), and `npm ci` of kafkajs with @kafkajs/confluent-schema-registry into the ignored
+# tests/schema_registry/kafkajs/node_modules. The tests do the same on first use.
+SR_FRANZGO_DIR := tests/schema_registry/franzgo
+SR_FRANZGO_BIN := .cache/bin/franzgo-sr-$(shell cat $(SR_FRANZGO_DIR)/go.mod $(SR_FRANZGO_DIR)/go.sum $(sort $(wildcard $(SR_FRANZGO_DIR)/*.go)) | sha256sum | cut -c1-12)
+SR_KAFKAJS_STAMP := tests/schema_registry/kafkajs/node_modules/.installed
+
+.PHONY: sr-clients
+sr-clients: $(SR_FRANZGO_BIN) $(SR_KAFKAJS_STAMP)
+
+$(SR_FRANZGO_BIN):
+	mkdir -p $(dir $@)
+	cd $(SR_FRANZGO_DIR) && $(GO_ENV) go build -o $(CURDIR)/$@ .
+
+$(SR_KAFKAJS_STAMP): tests/schema_registry/kafkajs/package.json tests/schema_registry/kafkajs/package-lock.json
+	cd tests/schema_registry/kafkajs && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 # --- kafka-python 2.x ---
 # tests/clients/test_kafka_python2.py drives kafka-python 2.x (pinned with its codec packages in

@@ -61,10 +61,48 @@ def ready_seconds(broker: KBrokerFrom, timeout: float = 60.0) -> float:
     raise BrokerStartError(f"no ready line from {broker}")
 
 
+def ready_instructions(broker: KBrokerFrom, timeout: float = 600.0) -> int:
+    """Start `broker` under valgrind's callgrind and return the instructions it executed
+    from spawn to its `kbroker ready` line (then a SIGINT stops it; its shutdown is not
+    counted: the counter is dumped at the ready line). Independent of the machine's load,
+    unlike the timings, so an A/B on a busy machine still shows what a change saves."""
+    import re
+    import signal
+    broker.prepare()
+    out = broker.workdir / "callgrind.out"
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *broker.command()]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, cwd=broker.workdir,
+                            env=broker.env(), start_new_session=True, preexec_fn=die_with_parent)
+    t0 = time.monotonic()
+    try:
+        for line in proc.stderr:
+            if "kbroker ready" in line:
+                subprocess.run(["callgrind_control", "--dump=ready", str(proc.pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                break
+            if time.monotonic() - t0 > timeout:
+                raise BrokerStartError(f"no ready line from {broker} under valgrind")
+        else:
+            raise BrokerStartError(f"{broker} exited under valgrind before it was ready")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=timeout)
+    for dump in sorted(broker.workdir.glob("callgrind.out.*")):
+        text = dump.read_text(errors="replace")
+        if re.search(r"^desc: Trigger: dump ready$", text, re.M):
+            m = re.search(r"^summary: (\d+)$", text, re.M)
+            if m:
+                return int(m.group(1))
+    raise BrokerStartError(f"no callgrind dump at the ready line in {broker.workdir}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("src", nargs="*", type=Path, help="folders holding a kbroker package")
     ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--instructions", action="store_true",
+                    help="instead: instructions from spawn to ready under valgrind (one run each)")
     a = ap.parse_args(argv)
     sources = [p.resolve() for p in (a.src or [ROOT])]
     for src in sources:
@@ -72,6 +110,19 @@ def main(argv=None) -> int:
             ap.error(f"{src} holds no kbroker package")
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(src / "kbroker")],
                        check=True, stdout=subprocess.DEVNULL)
+    if a.instructions:
+        work = Path(tempfile.mkdtemp(prefix="kbroker-startup-ir-"))
+        try:
+            for n, src in enumerate(sources):
+                b = KBrokerFrom(work / f"ir-{n}", src)
+                try:
+                    print(f"{src}: {ready_instructions(b) / 1e6:.1f} M instructions from spawn "
+                          f"to ready")
+                finally:
+                    b.kill()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     first_ack: dict[Path, list[float]] = {s: [] for s in sources}
     ready: dict[Path, list[float]] = {s: [] for s in sources}
     work = Path(tempfile.mkdtemp(prefix="kbroker-startup-"))

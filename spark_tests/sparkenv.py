@@ -1,7 +1,8 @@
 """Building a SparkSession that can talk to a Kafka-protocol broker (kbroker or Kafka).
 
 `connector_jars()` returns the jars of Spark's Kafka connector resolved by
-tools/spark_dist/fetch.sh (run here when the cache is missing); `spark_session()` builds a
+tools/spark_dist/fetch.sh (run here when the cache is missing), and spark-avro's
+(tools/spark_dist/fetch_avro.sh); `spark_session()` builds a
 local session with them as `spark.jars`. The example pipeline (examples/) does the same
 thing in a dozen lines of its own, so that it reads as a plain Spark job.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FETCH = ROOT / "tools" / "spark_dist" / "fetch.sh"
+FETCH_AVRO = ROOT / "tools" / "spark_dist" / "fetch_avro.sh"
 
 
 def connector_jars() -> list[str]:
@@ -24,7 +26,13 @@ def connector_jars() -> list[str]:
     jars = sorted(str(p) for p in folder.glob("*.jar"))
     if len(jars) < 4:
         raise RuntimeError(f"expected the four connector jars in {folder}, found {jars}")
-    return jars
+    return jars + avro_jars()
+
+
+def avro_jars() -> list[str]:
+    """spark-avro at the connector's version (tools/spark_dist/fetch_avro.sh), for from_avro."""
+    out = subprocess.run(["bash", str(FETCH_AVRO)], check=True, capture_output=True, text=True)
+    return sorted(str(p) for p in Path(out.stdout.strip().splitlines()[-1]).glob("*.jar"))
 
 
 def spark_session(app: str, cores: int = 2):

@@ -18,7 +18,6 @@ from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import DESCRIBE, GROUP, READ
 from kbroker.wire.error_codes import ErrorCode
 from kbroker.group.consumer.feature import consumer_protocol_enabled
-from kbroker.group.consumer.protocol import HeartbeatRequest
 from kbroker.group.service import coordinator_of
 from kbroker.wire import messages
 
@@ -27,6 +26,7 @@ Response = messages.ConsumerGroupHeartbeatResponse
 
 @api(68, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
+    from kbroker.group.consumer.protocol import HeartbeatRequest  # on first use (start-up)
     refused = None
     if not consumer_protocol_enabled(ctx.broker):
         refused = ErrorCode.UNSUPPORTED_VERSION, None      # group.version 0 (Kafka's answer)

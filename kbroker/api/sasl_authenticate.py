@@ -8,7 +8,7 @@ new handshake: Kafka answers ``ILLEGAL_SASL_STATE``.
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
-from kbroker.security.authenticator import AUTHENTICATE_VERSIONS
+from kbroker.security.sasl_versions import AUTHENTICATE_VERSIONS
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 

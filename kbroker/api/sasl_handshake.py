@@ -9,7 +9,7 @@ with no mechanisms, as Kafka's ``KafkaApis`` does (not a silent close).
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
-from kbroker.security.authenticator import HANDSHAKE_VERSIONS
+from kbroker.security.sasl_versions import HANDSHAKE_VERSIONS
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.group.share.config import share_groups_enabled
 from kbroker.wire.error_codes import ErrorCode as E
-from kbroker.group.share.state import HeartbeatRequest
 from kbroker.wire import messages
 
 Response = messages.ShareGroupHeartbeatResponse
@@ -26,6 +25,7 @@ def share_groups_of(broker):
 
 @api(76, versions=(1, 1))
 async def handle(ctx: RequestContext, request) -> Response:
+    from kbroker.group.share.state import HeartbeatRequest  # on first use (start-up)
     if not share_groups_enabled(ctx.broker.metadata):
         return Response(throttle_time_ms=0, error_code=E.UNSUPPORTED_VERSION, error_message=None,
                         member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None)

@@ -26,8 +26,6 @@ from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import CREATE, DESCRIBE, GROUP, READ
 from kbroker.group.service import coordinator_of
-from kbroker.group.streams.protocol import StreamsHeartbeatRequest
-from kbroker.group.streams.topology import topology_of
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -79,6 +77,8 @@ def _refused(code: int, message: str | None = None) -> Response:
 
 @api(88, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Response:
+    from kbroker.group.streams.protocol import StreamsHeartbeatRequest  # on first use (start-up)
+    from kbroker.group.streams.topology import topology_of
     if not ctx.authorize(READ, GROUP, request.group_id):
         return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     topology = None if request.topology is None else topology_of(request.topology)

@@ -248,6 +248,14 @@ _DEFS: list[ConfigDef] = [
     _d("kbroker.console.enable", "boolean", False),
     # with an authorizer the console asks for a login; a session ends after this idle time
     _d("kbroker.console.session.timeout.ms", "long", 3_600_000, _at_least(1000)),
+    # the schema registry (kbroker/schema_registry): its listener, off by default, and the
+    # replication factor of _schemas (capped at the registered brokers, as Confluent's
+    # kafkastore.topic.replication.factor)
+    _d("kbroker.schema.registry.listen", "string", None, lambda v: _http_listen(v)),
+    _d("kbroker.schema.registry.topic.replication.factor", "int", 3, _at_least(1)),
+    # HTTPS on the registry's listener, with the broker's ssl.* keys (overridable as
+    # listener.name.schema_registry.ssl.*)
+    _d("kbroker.schema.registry.ssl.enabled", "boolean", False),
     _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
     _d("group.share.max.size", "int", 200, _at_least(1)),

@@ -27,7 +27,8 @@ Layout: ``routes.py`` (URL → handler, the enable check, login/logout), ``auth.
 password checks, the principal of a request and its ACL checks), ``inproc.py`` (calling an API
 handler in process), ``views.py`` (topics, topic, configs, produce), ``browse.py`` (the
 message browser), ``groups.py``, ``cluster.py``, ``history.py`` (a ring buffer of key
-metrics sampled every few seconds, for the cluster page's charts and topic rates).
+metrics sampled every few seconds, for the cluster page's charts and topic rates),
+``schemas.py`` (the Schemas page: the node's schema registry service read in process).
 """
 from .routes import install
 

@@ -1,6 +1,7 @@
 """URLs of the console and the loopback rule.
 
-Pages (``/``, ``/topics``, ``/topics/<name>``, ``/groups``, ``/groups/<id>``, ``/cluster``)
+Pages (``/``, ``/topics``, ``/topics/<name>``, ``/groups``, ``/groups/<id>``, ``/cluster``,
+``/schemas``, ``/schemas/<subject>``)
 all answer the one ``index.html``; its script shows the page the path names. Assets are
 under ``/console/static/``. The JSON API is under ``/api/console/`` (``GET`` reads,
 ``POST`` with a JSON body changes). Errors answer ``{"error": NAME, "message": ...}`` with a
@@ -18,7 +19,7 @@ import trio
 
 from kbroker.http.router import Request, Response, Router
 
-from . import auth, browse, cluster, groups, views
+from . import auth, browse, cluster, groups, schemas, views
 from .history import History
 from .errors import ApiFailure
 
@@ -177,8 +178,9 @@ def install(router: Router) -> None:
         return Response(200, data, STATIC_TYPES.get(ext, "application/octet-stream"),
                         headers=[("cache-control", "no-cache")])
 
-    for path in ("/", "/cluster", "/topics", "/groups"):
+    for path in ("/", "/cluster", "/topics", "/groups", "/schemas"):
         router.add("GET", path, guarded(index, page=True))
+    router.add("GET", "/schemas/", guarded(index, page=True), prefix=True)
     router.add("GET", "/topics/", guarded(index, page=True), prefix=True)
     router.add("GET", "/groups/", guarded(index, page=True), prefix=True)
     router.add("GET", "/console/static/", guarded(static, page=True), prefix=True)
@@ -240,6 +242,21 @@ def install(router: Router) -> None:
     async def api_cluster(request):
         return Response.json(await cluster.cluster_view(request.server, history))
 
+    async def api_schemas(request):
+        return Response.json(await schemas.overview(request.server))
+
+    async def api_schema(request):
+        subject = _q(request, "subject")
+        if not subject:
+            raise ApiFailure(42, "subject is required")
+        return Response.json(await schemas.subject_detail(request.server, subject))
+
+    async def api_schema_diff(request):
+        subject, old, new = _q(request, "subject"), _q(request, "from"), _q(request, "to")
+        if not subject or not old or not new:
+            raise ApiFailure(42, "subject, from and to are required")
+        return Response.json(await schemas.diff(request.server, subject, old, new))
+
     router.add("GET", "/api/console/whoami", guarded(api_whoami, public=True))
     router.add("POST", "/api/console/login", guarded(api_login, public=True))
     router.add("POST", "/api/console/logout", guarded(api_logout, public=True))
@@ -255,5 +272,8 @@ def install(router: Router) -> None:
         ("POST", "/api/console/group/reset", api_reset),
         ("POST", "/api/console/group/delete", api_delete_group),
         ("GET", "/api/console/cluster", api_cluster),
+        ("GET", "/api/console/schemas", api_schemas),
+        ("GET", "/api/console/schema", api_schema),
+        ("GET", "/api/console/schema/diff", api_schema_diff),
     ]:
         router.add(method, path, guarded(fn))

@@ -24,5 +24,7 @@ Group types, each a pure state (``state.py``) plus its protocol's rules (``proto
   internal topics, the sticky task assignor, the streams group records.
 
 A group type plugs in the same way: a group class, a protocol part registered in
-``GroupManager._protocols``, its record keys dispatched by ``records.decode_key``.
+``GroupManager._protocols``, its record keys dispatched by ``records.decode_key``. Every
+type but classic is made on its first use (``GroupManager._part``), so a node that never
+sees such a group never imports its modules (start-up, issue 32).
 """

@@ -42,7 +42,7 @@ A group type plugs in with its own group class (pure state machine) and protocol
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -51,19 +51,19 @@ from .base import (DescribedGroup, Result, append_error_to_response_error)  # no
 from .classic.protocol import ClassicGroupProtocol, JoinRequest, JoinResponse, SyncResponse  # noqa: F401
 from .classic.state import ClassicGroup, GroupState
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig  # noqa: F401
-from .consumer import records as crec
-from .consumer.protocol import ConsumerGroupProtocol, HeartbeatRequest  # noqa: F401
-from .consumer.state import ConsumerGroup
-from .consumer.topics import TopicsView
 from .offsets import OffsetAndMetadata, OffsetMetadataManager  # noqa: F401
 from .records import CoordinatorRecord, GroupKey, OffsetKey
-from .streams import records as srec
-from .streams.protocol import StreamsGroupProtocol, StreamsHeartbeatRequest  # noqa: F401
-from .streams.state import StreamsGroup
-from .share import records as shrec
-from .share.protocol import ShareGroupProtocol
-from .share.state import ShareGroup
 from .timers import TimerTable
+
+if TYPE_CHECKING:
+    from .consumer.protocol import ConsumerGroupProtocol, HeartbeatRequest
+    from .consumer.topics import TopicsView
+    from .share.protocol import ShareGroupProtocol
+    from .streams.protocol import StreamsGroupProtocol, StreamsHeartbeatRequest
+
+# The record key classes of the group types loaded on first use, by class name (a key of
+# such a type only exists once kbroker.group.records.decode_key imported its module).
+_PART_OF_KEY = {"ConsumerKey": "consumer", "StreamsKey": "streams", "ShareKey": "share"}
 
 
 def _default_member_id(prefix: str) -> str:
@@ -90,14 +90,62 @@ class GroupManager:
         self.counters = {"rebalances": 0, "members_expired": 0, "offsets_expired": 0,
                          "offset_commits": 0}
         self.classic = ClassicGroupProtocol(self)
-        self.consumer = ConsumerGroupProtocol(self)
-        self.share = ShareGroupProtocol(self)
         self.offset_manager = OffsetMetadataManager(self)
-        self._protocols = {ClassicGroup: self.classic, ConsumerGroup: self.consumer,
-                           ShareGroup: self.share}
-        # streams groups (KIP-1071): kbroker/group/streams
-        self.streams = StreamsGroupProtocol(self)
-        self._protocols[StreamsGroup] = self.streams
+        self._protocols: dict[type, Any] = {ClassicGroup: self.classic}
+        # consumer (KIP-848), share (KIP-932) and streams (KIP-1071) groups: their
+        # protocol parts (and modules) are made on first use, see _part()
+        self._parts: dict[str, Any] = {}
+        self._topics: TopicsView | None = None
+        # called with (name, part) when a part is made: the driver gives it its configs
+        self.part_setup: Callable[[str, Any], None] | None = None
+        self._part_attrs: dict[str, dict[str, Any]] = {}
+
+    # ----------------------------------------------------------------- group types
+    @property
+    def consumer(self) -> "ConsumerGroupProtocol":
+        return self._parts.get("consumer") or self._part("consumer")
+
+    @property
+    def share(self) -> "ShareGroupProtocol":
+        return self._parts.get("share") or self._part("share")
+
+    @property
+    def streams(self) -> "StreamsGroupProtocol":
+        return self._parts.get("streams") or self._part("streams")
+
+    def _part(self, name: str) -> Any:
+        """Make the protocol part of a group type on its first use: a node that never
+        sees a consumer, share or streams group never imports their modules (start-up)."""
+        if name == "consumer":
+            from .consumer.protocol import ConsumerGroupProtocol
+            from .consumer.state import ConsumerGroup
+            part, group_cls = ConsumerGroupProtocol(self), ConsumerGroup
+            if self._topics is not None:
+                part.topics = self._topics
+        elif name == "share":
+            from .share.protocol import ShareGroupProtocol
+            from .share.state import ShareGroup
+            part, group_cls = ShareGroupProtocol(self), ShareGroup
+        elif name == "streams":
+            from .streams.protocol import StreamsGroupProtocol
+            from .streams.state import StreamsGroup
+            part, group_cls = StreamsGroupProtocol(self), StreamsGroup
+        else:
+            raise KeyError(name)
+        self._parts[name] = part
+        self._protocols[group_cls] = part
+        for attr, value in self._part_attrs.get(name, {}).items():
+            setattr(part, attr, value)
+        if self.part_setup is not None:
+            self.part_setup(name, part)
+        return part
+
+    def set_part_attr(self, name: str, attr: str, value: Any) -> None:
+        """Set ``attr`` on the group type's part now if it is made, else when it is."""
+        self._part_attrs.setdefault(name, {})[attr] = value
+        part = self._parts.get(name)
+        if part is not None:
+            setattr(part, attr, value)
 
     # ----------------------------------------------------------------- plumbing
     @property
@@ -215,7 +263,10 @@ class GroupManager:
     def set_topics(self, topics: TopicsView) -> None:
         """The topics the consumer protocol sees from now on (the driver passes the
         metadata image's view before each event)."""
-        self.consumer.topics = topics
+        self._topics = topics
+        part = self._parts.get("consumer")
+        if part is not None:
+            part.topics = topics
 
     def consumer_group_heartbeat(self, req: HeartbeatRequest, now_ms: int,
                                  mono_ms: int | None = None) -> Result:
@@ -365,12 +416,8 @@ class GroupManager:
         k = parsed_key if parsed_key is not None else rec.decode_key(key)
         if isinstance(k, OffsetKey):
             self.offset_manager.replay(k, value)
-        elif isinstance(k, crec.ConsumerKey):
-            self.consumer.replay(k, value)
-        elif isinstance(k, srec.StreamsKey):
-            self.streams.replay(k, value)
-        elif isinstance(k, shrec.ShareKey):
-            self.share.replay(k, value)
+        elif type(k).__name__ in _PART_OF_KEY:
+            getattr(self, _PART_OF_KEY[type(k).__name__]).replay(k, value)
         elif isinstance(k, GroupKey):
             decoded = rec.decode_group_value(value)
             if decoded is None:
@@ -381,7 +428,7 @@ class GroupManager:
                         self.groups[k.group] = ClassicGroup(k.group, state_timestamp_ms=-1)
                 return
             v, _ = decoded
-            if isinstance(self.groups.get(k.group), (ConsumerGroup, ShareGroup)):
+            if getattr(self.groups.get(k.group), "group_type", None) in ("consumer", "share"):
                 return              # another type took the id over (stale classic snapshot)
             self._remove_group(k.group, keep_offsets=True)
             self.groups[k.group] = self.classic.group_from_record(k.group, v)

@@ -91,18 +91,21 @@ class GroupCoordinator:
         self._closed = False
         self._image_seen = None
         self._loaded_epoch: dict[int, int] = {}      # leader epoch a partition was loaded in
-        self.manager.consumer.group_configs = self._group_configs
-        # streams groups (KIP-1071): group.streams.* keys, GROUP streams.* overrides
-        from .streams.config import StreamsGroupConfig
-        self.manager.streams.streams_config = StreamsGroupConfig.from_broker(
-            lambda k, d: _cfg_get(cfg, k, d))
-        self.manager.streams.group_configs = self._group_configs
-        self.manager.share.group_configs = self._group_configs
-        from .share.config import ShareGroupConfig
-        self.manager.share.base_config = ShareGroupConfig.from_broker(
-            lambda k, d: _cfg_get(cfg, k, d))
+        # the consumer, streams and share parts are made on first use; this configures each
+        self.manager.part_setup = self._setup_part
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
                       "records_replayed": 0, "replay_errors": 0}
+
+    def _setup_part(self, name: str, part) -> None:
+        cfg = self.broker.config
+        part.group_configs = self._group_configs
+        if name == "streams":
+            # streams groups (KIP-1071): group.streams.* keys, GROUP streams.* overrides
+            from .streams.config import StreamsGroupConfig
+            part.streams_config = StreamsGroupConfig.from_broker(lambda k, d: _cfg_get(cfg, k, d))
+        elif name == "share":
+            from .share.config import ShareGroupConfig
+            part.base_config = ShareGroupConfig.from_broker(lambda k, d: _cfg_get(cfg, k, d))
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, nursery: trio.Nursery | None = None) -> None:

@@ -8,6 +8,8 @@ send what it produces. Rules:
   body at most ``MAX_BODY`` (413 otherwise), at most ``MAX_CONNECTIONS`` open connections
   (more are closed at once); a request must arrive within ``REQUEST_TIMEOUT`` seconds and
   a keep-alive connection is closed after ``IDLE_TIMEOUT`` seconds without one.
+- With ``ssl_context`` (the schema registry's HTTPS), each connection does its TLS handshake
+  first, within ``REQUEST_TIMEOUT``; a failed handshake closes it with one INFO line.
 - Bad input (h11's ``RemoteProtocolError``) answers 400 when h11 still allows a response,
   then closes; a handler that raises answers 500 and the listener keeps serving. Nothing
   here can take the broker down: every error stays inside the connection's task.
@@ -51,8 +53,16 @@ class HttpServer:
     ``kbroker/http/routes`` plus whatever other modules add); ``context`` is handed to
     handlers as ``request.server``."""
 
-    def __init__(self, listen: str, context=None, router: Router | None = None):
+    def __init__(self, listen: str, context=None, router: Router | None = None, *,
+                 max_body: int = MAX_BODY, error_response=None, ssl_context=None,
+                 name: str = "http listener"):
         self.host, self.port = parse_listen(listen)
+        self.name = name                    # for the start-up log line
+        self.ssl_context = ssl_context      # HTTPS: every connection is wrapped in TLS first
+        # a service on its own listener (the schema registry) may bound bodies and word
+        # the listener's own errors (413...) its way: error_response(status, message)
+        self.max_body = max_body
+        self.error_response = error_response or (lambda status, message: Response(status, f"{message}\n".encode()))
         self.context = context
         self.router = router if router is not None else load_routes(Router())
         self._listeners: list = []
@@ -81,7 +91,8 @@ class HttpServer:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if not self._listeners:
             await self.bind()
-        log.info("http listener on http://%s (%s)", self.address, ", ".join(self.router.paths()))
+        log.info("%s on %s://%s (%s)", self.name, "https" if self.ssl_context else "http",
+                 self.address, ", ".join(self.router.paths()))
         try:
             async with trio.open_nursery() as nursery:
                 for sock in self._listeners:
@@ -118,6 +129,14 @@ class HttpServer:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         served = 0
         try:
+            if self.ssl_context is not None:
+                stream = trio.SSLStream(stream, self.ssl_context, server_side=True)
+                try:
+                    with trio.fail_after(REQUEST_TIMEOUT):
+                        await stream.do_handshake()
+                except (trio.BrokenResourceError, trio.TooSlowError) as e:
+                    log.info("tls handshake with %s failed: %s", client, e.__cause__ or e)
+                    return
             while True:
                 try:
                     # the first request must come promptly; a kept-alive one may idle longer
@@ -129,7 +148,7 @@ class HttpServer:
                         request = await self._read_request(conn, stream, event, client)
                     response = await self._respond_to(request)
                 except _BadRequest as e:
-                    request, response = None, Response(e.status, f"{e}\n".encode())
+                    request, response = None, self.error_response(e.status, str(e))
                 except (h11.RemoteProtocolError, trio.TooSlowError) as e:
                     # h11's hint: 400, or 431 for a head over MAX_HEAD; 408 when too slow
                     status = 408 if isinstance(e, trio.TooSlowError) else e.error_status_hint
@@ -173,15 +192,15 @@ class HttpServer:
         self.requests += 1
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
         length = next((v for k, v in headers if k == "content-length"), None)
-        if length is not None and length.isdigit() and int(length) > MAX_BODY:
-            raise _BadRequest(413, f"request body larger than {MAX_BODY} bytes")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            raise _BadRequest(413, f"request body larger than {self.max_body} bytes")
         body = bytearray()
         while True:
             ev = await self._next_event(conn, stream)
             if isinstance(ev, h11.Data):
                 body += ev.data
-                if len(body) > MAX_BODY:
-                    raise _BadRequest(413, f"request body larger than {MAX_BODY} bytes")
+                if len(body) > self.max_body:
+                    raise _BadRequest(413, f"request body larger than {self.max_body} bytes")
             elif isinstance(ev, h11.EndOfMessage):
                 break
             else:

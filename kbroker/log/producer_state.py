@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from crc32c import crc32c
+from kbroker.wire.crc import crc32c
 
 from kbroker.common.fileio import write_atomically
 from kbroker.wire.error_codes import ErrorCode

@@ -69,6 +69,9 @@ async def collect(server) -> list[Family]:
     out += _controller_families(broker, image)
     out += await _group_families(broker, s)
     out += _quota_families(broker)
+    registry = getattr(server, "schema_registry", None)     # kbroker/schema_registry
+    if registry is not None:
+        out += registry.metric_families()
     return out
 
 

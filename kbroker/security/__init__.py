@@ -8,8 +8,8 @@ Layers, as HTTP servers split them (DESIGN §6):
   the start with a message naming the key (no silent downgrade).
 - ``tls`` — an ``ssl.SSLContext`` from Kafka's ``ssl.*`` keys (PEM and PKCS12 keystores and
   truststores, client auth, protocols, cipher suites) and the principal of a client
-  certificate (``ssl.principal.mapping.rules``). The server wraps the socket in a
-  ``trio.SSLStream``; TLS itself is the stdlib's.
+  certificate (``ssl.principal.mapping.rules``). The server runs TLS on the socket
+  with the stdlib's ``SSLObject`` (``kbroker/server/tls.py``).
 - ``jaas`` — the ``sasl.jaas.config`` syntax (login modules and their options).
 - ``scram`` — RFC 5802/7677 as Kafka speaks it: credential derivation and the server's
   message exchange, without I/O.

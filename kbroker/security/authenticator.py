@@ -45,10 +45,9 @@ from kbroker.wire.errors import MalformedFrame, UnsupportedVersion, WireError
 from kbroker.wire.protocol import decode_request, encode_response, peek_request
 
 from .mechanisms import AuthFailed
+from .sasl_versions import AUTHENTICATE_VERSIONS, HANDSHAKE_VERSIONS  # noqa: F401
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
-HANDSHAKE_VERSIONS = (0, 1)
-AUTHENTICATE_VERSIONS = (0, 2)
 MAX_TOKEN = 1 << 20       # Kafka's sasl.server.max.receive.size default is 512 KiB; tokens are small
 
 NONE = 0

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .authenticator import SaslAuthenticator
 from .jaas import OAUTHBEARER_MODULE, PLAIN_MODULE, SCRAM_MODULE, JaasError, LoginModule, parse_jaas
-from .mechanisms import OAuthBearerUnsecuredServer, PlainServer, ScramMechanismServer
 from .scram import MECHANISMS as SCRAM_MECHANISMS
+
+if TYPE_CHECKING:
+    from .authenticator import SaslAuthenticator
 from .tls import PrincipalMapper, TlsConfigError, server_context
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -118,6 +119,9 @@ class ListenerSecurity:
                       api_versions_max: int = 4) -> SaslAuthenticator | None:
         """A fresh SASL state machine for one connection; ``credentials`` offers
         ``scram(mechanism, user)`` and ``token(mechanism, token_id)``."""
+        # the SASL state machine and mechanisms load with the first SASL connection
+        from .authenticator import SaslAuthenticator
+        from .mechanisms import OAuthBearerUnsecuredServer, PlainServer, ScramMechanismServer
         if not self.uses_sasl:
             return None
         factories = {}

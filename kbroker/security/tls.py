@@ -1,7 +1,7 @@
 """TLS for a listener from Kafka's ``ssl.*`` keys, and the principal of a client certificate.
 
-``server_context(get)`` builds the stdlib ``ssl.SSLContext`` a listener wraps its sockets
-in (``trio.SSLStream``); ``get(key)`` returns the listener's value of a key (its
+``server_context(get)`` builds the stdlib ``ssl.SSLContext`` a listener's connections use
+(``kbroker/server/tls.py``); ``get(key)`` returns the listener's value of a key (its
 ``listener.name.<l>.`` override, else the broker-wide value). What is read:
 
 - keystore — ``ssl.keystore.type`` PEM: ``ssl.keystore.certificate.chain`` +

@@ -86,6 +86,7 @@ class Server:
         self.connections_created: dict[str, int] = {}   # listener -> accepted connections
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
+        self.schema_registry = None   # kbroker.schema_registry.SchemaRegistry when configured
         # per-listener TLS/SASL settings (built and checked when the config was loaded)
         self.listener_security = getattr(config, "listener_security", None) or build_all(config)
         from kbroker.node.broker import SystemClock
@@ -185,6 +186,12 @@ class Server:
                 from kbroker.http import HttpServer
                 self.http = HttpServer(listen, context=self)
                 await self.http.bind()
+            sr_listen = self.config.get("kbroker.schema.registry.listen")
+            if sr_listen:
+                from kbroker.schema_registry import SchemaRegistry
+                self.schema_registry = SchemaRegistry(
+                    self, sr_listen, optional=getattr(self.config, "schema_registry_optional", False))
+                await self.schema_registry.bind()
             async with trio.open_nursery() as root:
                 if self.http is not None:
                     # before the broker: /health and /ready answer during start-up
@@ -195,6 +202,8 @@ class Server:
                     log.warning("stopping before the broker was ready (%s)", self.broker.startup_stage())
                     root.cancel_scope.cancel()
                     return
+                if self.schema_registry is not None:
+                    await root.start(self.schema_registry.run)
                 async with trio.open_nursery() as conns:
                     for listener, socks in bound:
                         for sock in socks:
@@ -213,6 +222,8 @@ class Server:
             with trio.CancelScope(shield=True):
                 if self.http is not None:
                     await self.http.aclose()
+                if self.schema_registry is not None:
+                    await self.schema_registry.aclose()
                 for _, socks in bound:
                     for s in socks:
                         await trio.aclose_forcefully(s)

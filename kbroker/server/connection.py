@@ -20,10 +20,13 @@ What closes the connection (with one log line; the broker keeps serving everyone
   machine refuses (any API but ApiVersions/SaslHandshake/SaslAuthenticate before
   authentication, failed authentication after its error answer, an expired session).
 
-TLS listeners (SSL, SASL_SSL) wrap the socket in a ``trio.SSLStream`` and take the generic
-stream path below; fetched file regions are read and sent through the TLS stream in
-bounded chunks (zero copy cannot apply to encrypted bytes). PLAINTEXT and SASL_PLAINTEXT
-keep the raw-socket path with ``os.sendfile``. The principal (``User:ANONYMOUS``, the SASL
+TLS listeners (SSL, SASL_SSL) take the same socket fast path as plaintext ones, with a
+:class:`~kbroker.server.tls.TlsSocket` (the stdlib's ``SSLObject`` over memory BIOs) in
+place of the raw socket: ciphertext is read in large gulps and every record already
+received is decrypted straight into the frame buffers in one call; fetched file regions
+are encrypted in bounded chunks (zero copy cannot apply to encrypted bytes). PLAINTEXT and
+SASL_PLAINTEXT keep ``os.sendfile``. (A stream without a raw socket, such as an in-memory
+test stream, is wrapped in ``trio.SSLStream`` and takes the generic path.) The principal (``User:ANONYMOUS``, the SASL
 user, or the mapped certificate DN) reaches handlers as ``ctx.principal``.
 
 Every request is metered once (``server.request_stats``, kbroker/node/stats.py: count per
@@ -51,8 +54,10 @@ dominating:
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import ssl
 import struct
 from time import perf_counter as _perf_counter
 
@@ -68,6 +73,7 @@ from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersio
 from kbroker.wire.protocol import FrameDecoder, decode_request, encode_response, peek_request
 
 from .send import send_parts, send_parts_raw
+from .tls import TlsError, TlsSocket
 
 log = logging.getLogger("kbroker.server")
 # One DEBUG line per request (Kafka's kafka.request.logger); nothing is formatted otherwise.
@@ -127,6 +133,8 @@ class Connection:
             self.client_host, self.client_port = "unknown", 0
         self.requests = 0
         self._raw = None
+        self._tls: TlsSocket | None = None
+        self._send_raw = None      # writes a list of parts on the fast path
         self._last_api = -1
         self._last_version = -1
         self._last_name = ""
@@ -149,6 +157,8 @@ class Connection:
             if not await self._secure():
                 return
             await self._loop()
+        except TlsError as e:
+            log.info("closing connection from %s on %s: %s", self, self.listener_name, e)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         except Exception:  # noqa: BLE001 - never let one connection take the broker down
@@ -164,7 +174,7 @@ class Connection:
         socket with unread input sends a reset that can overtake the answer, so the write
         side is shut first and what the client still sends is read and dropped until it
         closes too (at most one second), as Kafka closes only once the answer is flushed."""
-        sock = self._raw or getattr(getattr(self.stream, "socket", None), "_sock", None)
+        sock = _raw_socket(self.stream)
         try:
             if sock is not None:
                 import socket as _socket
@@ -182,12 +192,17 @@ class Connection:
         if sec is None:
             return True
         if sec.uses_tls:
-            self.stream = trio.SSLStream(self.stream, sec.ssl_context, server_side=True,
-                                         https_compatible=False)
+            raw = _raw_socket(self.stream)
+            if raw is not None:
+                # the socket fast path with TLS in user space (kbroker/server/tls.py)
+                tls = self._tls = TlsSocket(raw, sec.ssl_context)
+            else:
+                tls = self.stream = trio.SSLStream(self.stream, sec.ssl_context, server_side=True,
+                                                   https_compatible=False)
             with trio.move_on_after(self.server.idle_timeout_s) as scope:
                 try:
-                    await self.stream.do_handshake()
-                except trio.BrokenResourceError as e:
+                    await tls.do_handshake()
+                except (trio.BrokenResourceError, ssl.SSLError, OSError) as e:
                     log.info("closing connection from %s on %s: SSL handshake failed: %s",
                              self, self.listener_name, e.__cause__ or e)
                     return False
@@ -198,7 +213,7 @@ class Connection:
             if not sec.uses_sasl:
                 try:
                     self.principal = certificate_principal(
-                        self.stream.getpeercert(binary_form=True), sec.principal_mapper)
+                        tls.getpeercert(binary_form=True), sec.principal_mapper)
                 except ValueError as e:
                     log.info("closing connection from %s on %s: %s", self, self.listener_name, e)
                     return False
@@ -247,7 +262,13 @@ class Connection:
         return None if step.dispatch else True
 
     async def _loop(self) -> None:
-        self._raw = _raw_socket(self.stream)
+        if self._tls is not None:
+            self._raw = self._tls
+            self._send_raw = self._tls.send_parts
+        else:
+            self._raw = _raw_socket(self.stream)
+            if self._raw is not None:
+                self._send_raw = functools.partial(send_parts_raw, self._raw)
         if self._raw is not None:
             await self._loop_socket()
         else:
@@ -293,7 +314,7 @@ class Connection:
                     if pending and (avail < 6 or _KEY.unpack_from(rbuf, start + 4)[0] != PRODUCE):
                         # only produce answers wait for the next request: anything else may
                         # block (a long-polling fetch, a join), so write what is owed first
-                        await send_parts_raw(self._raw, pending)
+                        await self._send_raw(pending)
                         pending = []
                     if avail - 4 >= size:
                         frame = rbuf[start + 4:start + 4 + size]
@@ -308,7 +329,7 @@ class Connection:
                         start = end = 0
                         fview = memoryview(frame)
                         if pending:
-                            await send_parts_raw(self._raw, pending)
+                            await self._send_raw(pending)
                             pending = []
                         while have < size:
                             n = await self._recv_into(fview[have:])
@@ -331,7 +352,7 @@ class Connection:
                             continue
                         if n == 0:
                             return
-                        await send_parts_raw(self._raw, pending)
+                        await self._send_raw(pending)
                         pending = []
                     n = await self._recv_into(rview[end:])
                     if not n:
@@ -347,13 +368,13 @@ class Connection:
                     return
                 if self._mute_s:
                     if pending:
-                        await send_parts_raw(self._raw, pending)
+                        await self._send_raw(pending)
                         pending = []
                     await self._muted()
                 held += len(frame)
                 if pending and (self._last_api != PRODUCE or len(pending) >= _MAX_PENDING
                                 or held >= _MAX_HELD):
-                    await send_parts_raw(self._raw, pending)
+                    await self._send_raw(pending)
                     pending = []
                 if not pending:
                     held = 0
@@ -365,7 +386,7 @@ class Connection:
             if pending and not getattr(server, "forced", False):
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(1):
-                        await send_parts_raw(self._raw, pending)
+                        await self._send_raw(pending)
 
     # ------------------------------------------------------------------ generic streams
     async def _loop_stream(self) -> None:
@@ -534,8 +555,8 @@ class Connection:
             await self._send(parts)
 
     async def _send(self, parts) -> None:
-        if self._raw is not None:
-            await send_parts_raw(self._raw, parts)
+        if self._send_raw is not None:
+            await self._send_raw(parts)
         else:
             await send_parts(self.stream, parts)
 

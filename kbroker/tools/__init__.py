@@ -8,13 +8,15 @@
     kbroker cluster  describe | quorum  (DescribeCluster/Metadata, DescribeQuorum)
     kbroker acls     list | add | remove  (kafka-acls vocabulary; needs a broker authorizer)
     kbroker users    list | describe | set-password | delete   (SCRAM credentials)
+    kbroker schemas  list | get | register | check | delete | config   (a schema registry's REST API)
 
 Every command is a client of the wire protocol through confluent-kafka's (librdkafka's)
 AdminClient, Producer and Consumer, a maintained client that speaks what the broker speaks
 (KIP-848 groups, SCRAM, ACLs, Kafka 4's admin APIs); the few calls it does not make (group
 metadata of every type, DescribeQuorum, Metadata's offline replicas) go over the project's own
 codec (``wire_client``, ``group_reads``). So the commands work against kbroker and Apache
-Kafka alike. Rules:
+Kafka alike. (``schemas`` is the exception: it is a client of a schema registry's REST API,
+with the standard library's urllib.) Rules:
 
 * Start-up is fast: this package and its command modules import nothing heavy at module level
   (no trio, no broker, no confluent-kafka); a command imports its client when it runs.
@@ -37,14 +39,26 @@ calls the ``func`` stored on the parsed namespace.
 """
 from __future__ import annotations
 
-from kbroker.tools import acls, configs, consume, groups, produce, topics, users
-from kbroker.tools.common import common_parent
+import importlib
 
-COMMANDS = (topics, produce, consume, groups, configs, acls, users)
+# loaded when the full command line is built, not by ``kbroker serve`` (whose start-up
+# imports this package for ``kbroker.tools.cli``)
+_COMMAND_MODULES = ("topics", "produce", "consume", "groups", "configs", "acls", "users", "schemas")
+
+
+def __getattr__(name: str):
+    """``COMMANDS`` and ``common_parent`` on first use (PEP 562)."""
+    if name == "COMMANDS":
+        return tuple(importlib.import_module(f"{__name__}.{m}") for m in _COMMAND_MODULES)
+    if name == "common_parent":
+        from kbroker.tools.common import common_parent
+        return common_parent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_parsers(sub) -> None:
     """Register every client command on ``sub`` (the top-level subparsers)."""
+    from kbroker.tools.common import common_parent
     parent = common_parent()
-    for module in COMMANDS:
+    for module in __getattr__("COMMANDS"):
         module.add_parser(sub, parent)

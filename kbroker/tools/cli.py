@@ -8,8 +8,9 @@ command is known: client commands never import trio or the broker.
     kbroker serve [--config server.properties] [--data-dir DIR] [--listen HOST:PORT | --port N]
                   [--override key=value ...] [--log-level INFO] [--dev]
 
-``--dev`` is the local-development profile: ``group.initial.rebalance.delay.ms=0`` and, unless
-a data directory is given, ``log.dirs=./data``; explicit settings (file, ``--override``) win.
+``--dev`` is the local-development profile: ``group.initial.rebalance.delay.ms=0``, unless
+a data directory is given ``log.dirs=./data``, and the schema registry on 127.0.0.1:8081 (a
+warning, not an error, when that port is taken); explicit settings (file, ``--override``) win.
 
 ``--data-dir`` sets ``log.dirs``; ``--listen``/``--port`` set ``listeners`` (one PLAINTEXT
 listener) and, unless ``advertised.listeners`` is given with ``--override``, the advertised
@@ -28,7 +29,8 @@ import sys
 log = logging.getLogger("kbroker")
 
 # What ``--dev`` (and ``make run``) change; explicit settings win (see README "Local development").
-DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data"}
+DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data",
+                "kbroker.schema.registry.listen": "127.0.0.1:8081"}
 
 
 def _version() -> str:
@@ -39,10 +41,25 @@ def _version() -> str:
         return "unknown"
 
 
-def _parser() -> argparse.ArgumentParser:
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up (importlib.metadata, slow to
+    import) only when asked for, not on every start."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"kbroker {_version()}")
+        parser.exit()
+
+
+def _parser(serve_only: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; ``serve_only``: just ``serve`` (start-up of a broker imports
+    none of the client commands' modules)."""
     p = argparse.ArgumentParser(prog="kbroker", description="A Kafka-protocol broker on trio, "
                                 "and client commands for any Kafka-protocol broker.")
-    p.add_argument("--version", action="version", version=f"kbroker {_version()}")
+    p.add_argument("--version", action=_VersionAction)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the broker until SIGINT/SIGTERM")
     s.add_argument("--config", "-c", metavar="FILE", help="a Kafka server.properties file")
@@ -58,8 +75,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="grace period for in-flight requests on shutdown")
     s.add_argument("--http-listen", metavar="HOST:PORT",
                    help="serve /metrics, /health and /ready here (sets kbroker.http.listen)")
+    s.add_argument("--schema-registry", metavar="HOST:PORT",
+                   help="serve the schema registry here (sets kbroker.schema.registry.listen)")
     s.add_argument("--dev", action="store_true",
                    help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
+    if serve_only:
+        return p
     c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
                                        "nodes, or describe any cluster")
     c.add_argument("--nodes", type=int, default=3, help="number of nodes (voters), default 3")
@@ -88,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
 def build_config(args) -> "BrokerConfig":
     from kbroker.config.broker import BrokerConfig, ConfigError
     overrides: dict[str, str] = {}
+    sr_optional = False
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -97,6 +119,8 @@ def build_config(args) -> "BrokerConfig":
         overrides["log.dirs"] = args.data_dir
     if getattr(args, "http_listen", None):
         overrides["kbroker.http.listen"] = args.http_listen
+    if getattr(args, "schema_registry", None):
+        overrides["kbroker.schema.registry.listen"] = args.schema_registry
     if getattr(args, "dev", False):
         from kbroker.config.broker import parse_properties
         in_file = set()
@@ -110,6 +134,8 @@ def build_config(args) -> "BrokerConfig":
             taken = {key, "log.dir"} if key == "log.dirs" else {key}
             if not taken & (set(overrides) | in_file):
                 overrides[key] = value
+                # the registry on --dev's own default port: a busy 8081 only warns
+                sr_optional = sr_optional or key == "kbroker.schema.registry.listen"
     listen = args.listen
     if args.port is not None:
         listen = f"127.0.0.1:{args.port}"
@@ -131,8 +157,10 @@ def build_config(args) -> "BrokerConfig":
             raw = {k: v for k, v in cfg.values.items() if k in cfg.explicit}
             raw.pop("advertised.listeners")
             cfg = BrokerConfig.from_dict(raw, cfg.source_file)
-        return cfg
-    return BrokerConfig.load(args.config, overrides)
+    else:
+        cfg = BrokerConfig.load(args.config, overrides)
+    cfg.schema_registry_optional = sr_optional
+    return cfg
 
 
 def _leaf(e: BaseException) -> BaseException:
@@ -179,7 +207,7 @@ def _glue_cluster_id(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = _glue_cluster_id(list(sys.argv[1:] if argv is None else argv))
-    args = _parser().parse_args(argv)
+    args = _parser(serve_only=argv[:1] == ["serve"]).parse_args(argv)
     if args.command == "storage":
         from kbroker.tools.storage import main as storage_main
         return storage_main(args)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, NamedTuple, Sequence
 
-from crc32c import crc32c
+from .crc import crc32c
 
 from . import compression as _compression
 from .compression import (

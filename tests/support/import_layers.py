@@ -35,6 +35,8 @@ RANKS: dict[str, int] = {
     # the node and its listeners: wiring, client and controller listeners, HTTP services
     "node": 7, "server": 7, "http": 7, "console": 7, "metrics": 7,
     "container": 7,
+    # the schema registry: a service on its own HTTP listener beside the broker
+    "schema_registry": 7,
     # what runs the node, or runs beside it: command line, operations tools, testing support
     "tools": 8, "testing": 8, "__main__": 8,
 }

@@ -560,6 +560,8 @@ async function route() {
     else if (path.startsWith("/groups/")) await pageGroup(path.slice("/groups/".length));
     else if (section === "groups") await pageGroups();
     else if (section === "cluster") await pageCluster();
+    else if (path.startsWith("/schemas/")) await pageSchema(path.slice("/schemas/".length));
+    else if (section === "schemas") await pageSchemas();
     else await pageTopics();
   } catch (e) { showError(e.message); }
 }

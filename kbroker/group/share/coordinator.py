@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
 
 from .config import ShareGroupConfig
-from .state import HeartbeatRequest, HeartbeatResult, ShareGroup
+if TYPE_CHECKING:
+    from .state import HeartbeatRequest, HeartbeatResult, ShareGroup
 
 log = logging.getLogger("kbroker.group.share")
 
@@ -67,7 +68,8 @@ class ShareGroupCoordinator:
 
     @on_member_gone.setter
     def on_member_gone(self, fn: Callable[[str, str], None]) -> None:
-        self._part.on_member_gone = fn
+        # kept for the share part, which the group manager makes on first use
+        self._gc.manager.set_part_attr("share", "on_member_gone", fn)
 
     @property
     def base_config(self) -> ShareGroupConfig:
@@ -77,7 +79,7 @@ class ShareGroupCoordinator:
     def groups(self) -> dict[str, ShareGroup]:
         """The live share groups this node coordinates."""
         return {gid: g for gid, g in self._gc.manager.groups.items()
-                if isinstance(g, ShareGroup) and not g.is_dead()}
+                if g.group_type == "share" and not g.is_dead()}
 
     def config_for(self, group_id: str) -> ShareGroupConfig:
         return self._part.config_for(group_id)
