@@ -822,9 +822,47 @@ class BrokerConfig:
         return key in self.explicit or key in per_broker or key in cluster
 
     def unused_keys(self) -> list[str]:
-        """Keys set in the file or overrides that kbroker accepts but does not act on."""
-        return sorted(k for k in self.explicit
-                      if k not in DEFINITIONS or not DEFINITIONS[k].used)
+        """Keys set in the file or overrides that kbroker accepts but does not act on.
+
+        A per-listener key ``listener.name.<l>.<key>`` and a per-mechanism one
+        ``listener.name.<l>.<mech>.<key>`` (Kafka's ``ListenerName.configPrefix`` and
+        ``saslMechanismPrefix``) are used when ``<key>`` is, ``<l>`` is a listener of
+        ``listener.security.protocol.map`` (or ``listeners``) and ``<mech>`` a mechanism
+        kbroker serves (``kbroker.security.listeners.MECHANISMS``)."""
+        return sorted(k for k in self.explicit if not self._key_used(k))
+
+    # the SASL mechanisms kbroker serves, as Kafka spells them in a per-mechanism key prefix
+    _SASL_PREFIXES = ("plain.", "scram-sha-256.", "scram-sha-512.", "oauthbearer.")
+
+    def _key_used(self, key: str) -> bool:
+        if key in DEFINITIONS:
+            return DEFINITIONS[key].used
+        if not key.startswith("listener.name."):
+            return False
+        rest = key[len("listener.name."):]
+        listener, dot, base = rest.partition(".")
+        if not dot or listener.lower() not in self._listener_names():
+            return False
+        for prefix in self._SASL_PREFIXES:
+            if base.lower().startswith(prefix):
+                base = base[len(prefix):]
+                break
+        return base in DEFINITIONS and DEFINITIONS[base].used
+
+    def _listener_names(self) -> set[str]:
+        names = set()
+        for key in ("listener.security.protocol.map", "listeners", "advertised.listeners"):
+            raw = self.values.get(key) or ()
+            for entry in (raw.split(",") if isinstance(raw, str) else raw):
+                name = str(entry).split(":", 1)[0].strip().lower()
+                if name:
+                    names.add(name)
+        for key in ("controller.listener.names", "inter.broker.listener.name"):
+            raw = self.values.get(key) or ()
+            for entry in (raw.split(",") if isinstance(raw, str) else raw):
+                if str(entry).strip():
+                    names.add(str(entry).strip().lower())
+        return names
 
     def log_unused(self, logger=None) -> None:
         """Log once (at start-up) the keys that were accepted but are not used."""

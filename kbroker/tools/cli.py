@@ -181,23 +181,21 @@ def _leaf(e: BaseException) -> BaseException:
 
 
 def _run_client(func, args) -> int:
-    """A client command: CommandError and client errors are one line and exit code 1."""
-    from kbroker.tools.common import CommandError
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    """A client command: every failure is one line ``kbroker: <sentence>`` (exit codes in
+    ``kbroker.tools``' docstring)."""
+    from kbroker.tools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError
     try:
         return func(args)
+    except UsageError as e:
+        print(f"kbroker: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except CommandError as e:
         print(f"kbroker: {e}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
-    except Exception as e:  # noqa: BLE001 - kafka-python errors: one line, not a traceback
-        if type(e).__module__.startswith("kafka"):
-            print(f"kbroker: {type(e).__name__}: {e}", file=sys.stderr)
-            return 1
-        raise
 
 
 def _glue_cluster_id(argv: list[str]) -> list[str]:
