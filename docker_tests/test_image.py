@@ -1,15 +1,19 @@
-"""The image itself: what it adds above its base stays within the budget of issue 21 (60 MB),
-it runs as a fixed non-root user, and its ENTRYPOINT takes `kbroker serve` arguments."""
+"""The image itself: what it adds above its base stays within its budget, it runs as a fixed
+non-root user, and its ENTRYPOINT takes `kbroker serve` arguments.
+
+The budget was 60 MB for the broker alone (issue 21: 53 MB then). The client commands on
+confluent-kafka (librdkafka is in its wheel, issue 29) and the schema registry's parsers
+(fastavro, jsonschema, proto-schema-parser, issue 28) added about 31 MB: 84 MB measured."""
 import os
 
 import pytest
 
 from .conftest import IMAGE, logs
 
-BUDGET_MB = 60
+BUDGET_MB = 90
 
 
-def test_the_image_adds_less_than_60_mb_above_its_base(dk):
+def test_the_image_adds_less_than_its_budget_above_its_base(dk):
     base = os.environ.get("KBROKER_BASE_IMAGE")
     if not base:
         pytest.fail("KBROKER_BASE_IMAGE (the base the image was built FROM) is not set; "
