@@ -73,7 +73,7 @@ async def _create_internal_topics(ctx: RequestContext, topics) -> None:
 
 def _refused(code: int, message: str | None = None) -> Response:
     return Response(throttle_time_ms=0, error_code=code, error_message=message, member_id="",
-                    member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag=0,
+                    member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
                     task_offset_interval_ms=0, endpoint_information_epoch=0, status=[])
 
 
@@ -117,6 +117,7 @@ async def handle(ctx: RequestContext, request) -> Response:
     return Response(
         throttle_time_ms=0, error_code=r.error, error_message=r.message, member_id=r.member_id,
         member_epoch=r.member_epoch, heartbeat_interval_ms=r.heartbeat_interval_ms,
+        # v1's int64; v0's int32 AcceptableRecoveryLagLegacy is 0, as Kafka 4.4 answers it
         acceptable_recovery_lag=r.acceptable_recovery_lag,
         task_offset_interval_ms=r.task_offset_interval_ms,
         status=[] if r.status is None else [

@@ -53,7 +53,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
         result += await txn_offset_commit(
             ctx.broker, transactional_id=request.transactional_id, group_id=request.group_id,
             producer_id=request.producer_id, producer_epoch=request.producer_epoch,
-            generation_id=request.generation_id if v >= 3 else -1,
+            generation_id=request.generation_id_or_member_epoch if v >= 3 else -1,
             member_id=request.member_id if v >= 3 else "",
             group_instance_id=request.group_instance_id if v >= 3 else None, topics=topics,
             add_to_txn=v >= TV2_VERSION)

@@ -35,7 +35,7 @@ async def end(c, tid, pid, epoch, commit):
 
 async def txn_offset_commit(c, tid, pid, epoch, group, offset):
     r = await c.request("TxnOffsetCommit", 5, transactional_id=tid, group_id=group,
-                        producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
+                        producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1, member_id="",
                         group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(
                             name="t", partitions=[T.TxnOffsetCommitRequestPartition(
                                 partition_index=0, committed_offset=offset,

@@ -301,8 +301,9 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         resp = StreamsHeartbeatResponse(
             member_id=m.member_id, member_epoch=m.member_epoch,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-            # Kafka 4.3 answers 0 for both (no warm-up tasks, no task offsets asked for)
-            acceptable_recovery_lag=0, task_offset_interval_ms=0,
+            # Kafka 4.4 answers its settings (v0's int32 AcceptableRecoveryLagLegacy stays 0)
+            acceptable_recovery_lag=cfg.acceptable_recovery_lag,
+            task_offset_interval_ms=cfg.task_offset_interval_ms,
             status=status, tasks=m.assigned.normalized() if send_tasks else None,
             endpoint_information_epoch=group.endpoint_epoch,
             internal_topics_to_create=list(configured.to_create))
@@ -398,6 +399,11 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         self._apply(records, srec.group_metadata_record(
             part, gid, group.group_epoch + 1, group.metadata_hash,
             group.validated_topology_epoch, group.last_assignment_configs))
+        if not group.members:
+            # Kafka 4.4: the empty group's (empty) target assignment is at the new epoch at
+            # once (4.3 left it one behind); the timestamp stays, so batching is unchanged
+            self._apply(records, srec.target_assignment_metadata_record(
+                part, gid, group.group_epoch, group.assignment_timestamp_ms))
 
     def _fence_expired(self, group: StreamsGroup, m: StreamsGroupMember, records: list,
                        now: int) -> None:
