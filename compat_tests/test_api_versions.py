@@ -40,10 +40,6 @@ TABLES = {"4.3.1": KAFKA_4_3, "4.4.0": KAFKA}
 
 # key: (what kbroker advertises today, who owes Kafka's range)
 KNOWN_GAPS = {
-    18: ((0, 4), "k44: ApiVersions v5"), 28: ((0, 5), "k44: TxnOffsetCommit v6"),
-    42: ((0, 2), "k44: DeleteGroups v3"), 88: ((0, 0), "k44: StreamsGroupHeartbeat v1"),
-    89: ((0, 0), "k44: StreamsGroupDescribe v1"), 93: (None, "k44: topology descriptions"),
-    94: (None, "k44: UnregisterController"),
 }
 EXTRAS: dict[int, str] = {}
 
