@@ -4,7 +4,10 @@ for the member, with the member's acknowledgements of earlier records piggy-back
 Share sessions (:mod:`kbroker.share.sessions`): epoch 0 opens a session with the request's
 partitions (and may not acknowledge: ``INVALID_REQUEST``), later epochs add topics and
 drop ``ForgottenTopicsData``, epoch -1 only acknowledges and closes the session (releasing
-what the member still holds). Acknowledgements are applied before records are acquired;
+what the member still holds). A session also ends when the connection that opened it closes —
+a consumer that crashed or lost its connection — and the member's acquired records are
+released at once, as Kafka's share session cache does on disconnect, instead of waiting for
+their acquisition locks to time out. Acknowledgements are applied before records are acquired;
 their per-partition result is ``AcknowledgeErrorCode``.
 
 The answer lists, per partition, whole record batches and ``AcquiredRecords`` (the
@@ -18,6 +21,8 @@ with Kafka's message otherwise). Type 4 below v2 is ``INVALID_REQUEST``.
 Rules: :mod:`kbroker.share.manager`.
 """
 from __future__ import annotations
+
+import functools
 
 from kbroker.api import RequestContext, api
 from kbroker.group.share.config import share_groups_enabled
@@ -79,9 +84,15 @@ async def handle(ctx: RequestContext, request) -> Resp:
     if mgr.persister is not None:
         await mgr.persister.ensure_topic()
     try:
-        session, _new = mgr.sessions.open_or_continue(group_id, member_id, epoch, fetch=True)
+        session, new = mgr.sessions.open_or_continue(group_id, member_id, epoch, fetch=True)
     except ShareSessionError as e:
         return _error(e.code)
+    hooks = ctx.extra.get("close_hooks")
+    if new and hooks is not None:
+        # the session ends with this connection (the dict is the connection's token)
+        session.connection = hooks
+        hooks[("share-session", group_id, member_id)] = functools.partial(
+            mgr.connection_closed, group_id, member_id, hooks)
     ack_errors = {tp: await mgr.acknowledge(group_id, member_id, tp[0], tp[1], batches)
                   for tp, batches in acks.items()}
     cfg = share_groups_of(ctx.broker).config_for(group_id)

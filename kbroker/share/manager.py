@@ -182,6 +182,12 @@ class SharePartitionManager:
         if self.sessions.close(group_id, member_id) is not None:
             self.release_member(group_id, member_id)
 
+    def connection_closed(self, group_id: str, member_id: str, connection) -> None:
+        """The connection that opened the member's share session closed: the session ends
+        and the member's acquired records are released (Kafka's share session cache)."""
+        if self.sessions.close_if_on(group_id, member_id, connection) is not None:
+            self.release_member(group_id, member_id)
+
     # ------------------------------------------------------------------ fetching
     async def fetch(self, group_id: str, member_id: str, partitions: list[tuple[uuid.UUID, int]],
                     *, max_records: int, max_wait_ms: int, max_bytes: int) -> dict:
