@@ -12,9 +12,13 @@ their per-partition result is ``AcknowledgeErrorCode``.
 
 The answer lists, per partition, whole record batches and ``AcquiredRecords`` (the
 offsets now locked to the member with their delivery counts), and
-``AcquisitionLockTimeoutMs`` (the group's lock duration). ``MaxRecords`` bounds the
-acquired records; ``ShareAcquireMode`` (v2) is read but both modes acquire record by record
-up to ``MaxRecords``. Lock renewal (v2, KIP-1222): acknowledgement type 4 (RENEW) restarts the
+``AcquisitionLockTimeoutMs`` (the group's lock duration). Shaping as Kafka 4.4's:
+``MaxRecords`` is shared by the partitions of one answer and new records are acquired in whole
+record batches (the last batch may take the count past ``MaxRecords``); once it is reached the
+remaining partitions are not read and not listed (they come in later answers), and the
+partitions are visited in a round-robin order rotated by the session epoch. Redelivered
+(released) records are acquired record by record. ``BatchSize`` and ``ShareAcquireMode`` (v2)
+are read and not used (Kafka 4.4 observed: ``BatchSize`` does not split the acquired ranges). Lock renewal (v2, KIP-1222): acknowledgement type 4 (RENEW) restarts the
 locks of records the member holds; a request with ``IsRenewAck`` only acknowledges (nothing is
 fetched) and must have MaxBytes, MinBytes, MaxRecords and MaxWaitMs at 0 (``INVALID_REQUEST``
 with Kafka's message otherwise). Type 4 below v2 is ``INVALID_REQUEST``.
@@ -108,13 +112,20 @@ async def handle(ctx: RequestContext, request) -> Resp:
     for tp in fetch_parts:
         session.partitions[tp] = None
     partitions = list(session.partitions)
+    if epoch > 0 and len(partitions) > 1:
+        # Kafka's round-robin partition rotation: each request starts at the partition its
+        # session epoch names, so a MaxRecords-bound answer does not starve the later ones
+        k = epoch % len(partitions)
+        partitions = partitions[k:] + partitions[:k]
     max_records = request.max_records if request.max_records and request.max_records > 0 \
         else MAX_RECORDS_DEFAULT
     fetched = await mgr.fetch(group_id, member_id, partitions, max_records=max_records,
                               max_wait_ms=request.max_wait_ms,
                               max_bytes=max(1, request.max_bytes))
-    # a full (initial) answer lists every partition; an incremental one what has news
-    order = partitions if epoch == INITIAL_EPOCH else [
+    # a full (initial) answer lists every partition read this round (those after MaxRecords
+    # was reached are left for later answers, as Kafka's); an incremental one what has news
+    order = [tp for tp in partitions if tp in fetched or tp in ack_errors] \
+        if epoch == INITIAL_EPOCH else [
         tp for tp in partitions
         if tp in ack_errors or fetched.get(tp) is not None and (fetched[tp].acquired or fetched[tp].error)]
     return _answer(ctx, fetched, ack_errors, order, cfg)
