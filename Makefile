@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tools/kafka_dist/pom.xml | head -n1)
 KAFKA_PROTOCOL ?= .cache/kafka-protocol/$(KAFKA_VERSION)
 
-.PHONY: all setup run test test-fast clean protocol schema
+.PHONY: all setup run test test-fast test-fast-setup print-protocol flake-hunt clean protocol schema
 
 all: setup protocol
 
@@ -60,9 +60,24 @@ test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 netns
 	$(MAKE) --no-print-directory docker-test
 	@date -u +"test: done at %T"
 
-# The inner loop: no slow tests, no real Kafka, stop at the first failure.
-test-fast: setup protocol kp2 kafka-dist kcat faketime fuse3 netns console-browser
-	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow"
+# The inner loop: no slow tests, no compatibility suite, stop at the first failure; on the
+# same workers as tests/ in `make test`.
+test-fast-setup: setup protocol kp2 kafka-dist kcat faketime fuse3 netns console-browser
+
+test-fast: test-fast-setup
+	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow" \
+		$(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+
+print-protocol:
+	@echo $(KAFKA_PROTOCOL)
+
+# Hunting flaky tests: N fresh clones of HEAD, each running `make test` (or pytest on TESTS,
+# e.g. TESTS="tests/cluster tests/tools"); prints every test that failed at least once
+# (tools/flake_hunt.py). A flaky test is a bug to fix, never to retry or skip.
+N ?= 5
+TESTS ?=
+flake-hunt:
+	$(PYTHON) tools/flake_hunt.py --runs $(N) $(if $(TESTS),--tests $(TESTS))
 
 clean:
 	rm -rf $(VENV) .cache data data-cluster
@@ -191,6 +206,22 @@ raft-soak: $(STAMP)
 .PHONY: replication-soak
 replication-soak: $(STAMP) faketime fuse3 netns
 	KBROKER_FAULT_RUNS=$${KBROKER_FAULT_RUNS:-20} KBROKER_FAULT_STEPS=$${KBROKER_FAULT_STEPS:-6} $(PY) -m pytest -q tests/cluster/test_replication_faults.py --kafka-protocol=$(KAFKA_PROTOCOL)
+
+# `history-check`: Jepsen-style histories (tests/support/history/): a workload of producers, transactional
+# producers with read_committed consumers, consumer groups (classic and KIP-848) and assign-mode consumers
+# recorded through seeded faults on three kbroker nodes and on three Kafka nodes, then checked for lost,
+# duplicated, unseen, nonmonotonic, aborted and dirty reads and transaction cycles; one summary line per
+# target (a few minutes). `history-soak SEEDS="..."` runs many seeds (HISTORY_STEPS faults each); runs go
+# to history-runs/, seeds with an anomaly to history-runs/found.txt with a minimized history. Not in `make test`.
+HISTORY_SEEDS ?= 1 2
+HISTORY_TARGETS ?= kbroker,kafka
+HISTORY_STEPS ?= 3
+SEEDS ?= 1 2 3 4 5 6 7 8 9 10
+.PHONY: history-check history-soak
+history-check: $(STAMP) kafka-dist netns faketime fuse3
+	$(PY) -m tests.support.history.run --targets $(HISTORY_TARGETS) --seeds "$(HISTORY_SEEDS)" --steps $(HISTORY_STEPS) --out history-runs
+history-soak: $(STAMP) kafka-dist netns faketime fuse3
+	$(PY) -m tests.support.history.run --targets $(HISTORY_TARGETS) --seeds "$(SEEDS)" --steps $(HISTORY_STEPS) --out history-runs
 
 # --- compat clients ---
 # The compat suite's Node and Go clients, in ignored folders, idempotent (the tests do the same

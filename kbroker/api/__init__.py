@@ -20,7 +20,6 @@ Handlers are thin: decode has already happened; they check, call the broker's ma
 """
 from __future__ import annotations
 
-import contextvars
 import importlib
 import logging
 import pkgutil
@@ -140,15 +139,6 @@ class RequestContext:
             return _authorized.ALL_OPERATIONS[resource_type]
         return a.authorized_operations(self.broker.metadata.acl_index, self.principal,
                                        self.client_host, resource_type, name)
-
-
-# The client request whose handler is running in this task (the connection sets it around
-# each handler call). The controller channel reads it to forward a client's admin request
-# inside an Envelope carrying the client's principal and host (KIP-590), so the controller
-# authorizes the client rather than the broker; requests a broker makes on its own
-# (auto-created topics, heartbeats) travel without one.
-CURRENT_REQUEST: contextvars.ContextVar["RequestContext | None"] = contextvars.ContextVar(
-    "kbroker_current_request", default=None)
 
 
 def load_all() -> dict[int, ApiSpec]:

@@ -19,7 +19,7 @@ READ on each topic; a partition that fails gets TOPIC_AUTHORIZATION_FAILED and n
 KIPs: KIP-74 (``max_bytes``; the first partition with data returns at least one whole batch),
 KIP-98 (``isolation_level``, ``last_stable_offset``, ``aborted_transactions``), KIP-107
 (``log_start_offset``), KIP-227 (incremental fetch sessions, v7+: the rules and the cache
-live in :mod:`kbroker.node.fetch_session`; a full fetch — epoch 0 or -1 whatever the session id —
+live in :mod:`kbroker.replica.fetch_session`; a full fetch — epoch 0 or -1 whatever the session id —
 is answered with exactly the requested partitions in request order, an incremental one with
 the session's partitions that changed, grouped by topic as they come), KIP-320 (``current_leader_epoch`` → FENCED/UNKNOWN_LEADER_EPOCH), KIP-392
 (``preferred_read_replica`` = -1), KIP-595 tagged fields at v12 left at their defaults.
@@ -43,7 +43,7 @@ from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.api._topic_ids import topic_names
 from kbroker.authz.acls import CLUSTER_ACTION, READ
-from kbroker.node.fetch_session import FetchSessionCache, PartitionOutcome
+from kbroker.replica.fetch_session import FetchSessionCache, PartitionOutcome
 from kbroker.quota.manager import throttle_fetch
 from kbroker.replica import FetchResult, FetchSpec
 from kbroker.wire import messages

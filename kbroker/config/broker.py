@@ -179,7 +179,7 @@ _DEFS: list[ConfigDef] = [
     _d("max.connections.per.ip", "int", INT_MAX, _at_least(0)),
     _d("max.connections.per.ip.overrides", "string", ""),
     _d("request.timeout.ms", "int", 30_000),
-    # incremental fetch sessions (KIP-227, kbroker/node/fetch_session.py)
+    # incremental fetch sessions (KIP-227, kbroker/replica/fetch_session.py)
     _d("max.incremental.fetch.session.cache.slots", "int", 1000, _at_least(0)),
     # group coordinator
     _d("offsets.topic.replication.factor", "int", 1, _at_least(1)),
@@ -259,10 +259,17 @@ _DEFS: list[ConfigDef] = [
 ]
 
 
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; an empty host means every interface)."""
+    host, colon, port = value.strip().rpartition(":")
+    if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
 def _http_listen(value) -> str | None:
     if value is None or not str(value).strip():
         return None
-    from kbroker.http.server import parse_listen
     try:
         parse_listen(str(value))
     except ValueError as e:

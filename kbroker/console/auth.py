@@ -144,7 +144,7 @@ def require(broker, operation: int, resource_type: int, name: str) -> None:
     (TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED)."""
     if not allowed(broker, operation, resource_type, name):
         from kbroker.authz.acls import GROUP, OPERATION_NAMES, RESOURCE_NAMES, TOPIC
-        from .inproc import ApiFailure
+        from .errors import ApiFailure
         code = {TOPIC: 29, GROUP: 30}.get(resource_type, 31)
         raise ApiFailure(code,
                          f"{current.get().principal} is not authorized to "

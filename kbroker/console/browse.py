@@ -24,7 +24,7 @@ from kbroker.wire import records as rec
 from kbroker.authz.acls import READ, TOPIC
 
 from .auth import require
-from .inproc import ApiFailure, error_name
+from .errors import ApiFailure, error_name
 
 MAX_LIMIT = 500
 DEFAULT_LIMIT = 50

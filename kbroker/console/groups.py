@@ -18,7 +18,8 @@ from kbroker.wire import messages
 from kbroker.authz.acls import DESCRIBE, GROUP, READ, TOPIC
 
 from .auth import allowed, require
-from .inproc import ApiFailure, call_api, error_name
+from .errors import ApiFailure, error_name
+from .inproc import call_api
 
 _ASSIGNMENT = None
 

@@ -7,33 +7,12 @@ principal and the HTTP peer's address (``auth.current``), so ACLs apply as to an
 """
 from __future__ import annotations
 
-from kbroker.api import CURRENT_REQUEST, REGISTRY, RequestContext, load_all
-from kbroker.wire.error_codes import ErrorCode
-
+from kbroker.api import REGISTRY, RequestContext, load_all
+from kbroker.common.request_scope import CURRENT_REQUEST
 from . import auth
+from .errors import ApiFailure, error_name  # noqa: F401  (callers of call_api catch these)
 
 CLIENT_ID = "kbroker-console"
-
-
-class ApiFailure(Exception):
-    """A Kafka error answered to the console's request: ``code`` and a readable message."""
-
-    def __init__(self, code: int, message: str | None = None, status: int = 400):
-        self.code = int(code)
-        self.name = error_name(code)
-        super().__init__(message or self.name)
-        self.status = 403 if self.code in _DENIED else status
-
-
-# TOPIC_, GROUP_, CLUSTER_, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, DELEGATION_TOKEN_AUTHORIZATION_FAILED
-_DENIED = frozenset({29, 30, 31, 53, 65})
-
-
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(int(code)).name
-    except ValueError:
-        return f"ERROR_{code}"
 
 
 async def call_api(broker, api_key: int, version: int, request):

@@ -20,7 +20,7 @@ from kbroker.http.router import Request, Response, Router
 
 from . import auth, browse, cluster, groups, views
 from .history import History
-from .inproc import ApiFailure
+from .errors import ApiFailure
 
 log = logging.getLogger("kbroker.console")
 

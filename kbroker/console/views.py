@@ -15,7 +15,8 @@ from kbroker.authz.acls import ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS, TOPIC,
 
 from .auth import allowed, require
 from .browse import offsets_of
-from .inproc import ApiFailure, call_api, error_name
+from .errors import ApiFailure, error_name
+from .inproc import call_api
 
 TOPIC_RESOURCE = 2
 OP_SET, OP_DELETE = 0, 1

@@ -4,7 +4,8 @@ Kafka runs the KRaft RPCs and the controller APIs on the listeners named in
 ``controller.listener.names``, separate from client listeners; so does kbroker. This
 package has its own registry (``registry.CONTROLLER_REGISTRY``; one module per API, each
 registering itself with ``@controller_api``) and reuses the client plane's
-``kbroker.server.connection.Connection`` (framing, in-order answers, error handling, and
+``kbroker.server.connection.Connection`` through ``kbroker/server/controller_listener.py``
+(which accepts the connections; this package holds the handlers) (framing, in-order answers, error handling, and
 TLS/SASL when ``listener.security.protocol.map`` gives the controller listener SSL,
 SASL_PLAINTEXT or SASL_SSL).
 
@@ -45,19 +46,9 @@ answered ``NOT_CONTROLLER``; the caller retries against the leader it learns fro
 """
 from __future__ import annotations
 
-import logging
+from .registry import CONTROLLER_REGISTRY
 
-import trio
-
-from kbroker.security.credentials import Credentials
-from kbroker.server.bind import open_tcp_listeners
-from kbroker.server.connection import Connection
-
-from .registry import CONTROLLER_REGISTRY, load_all
-
-log = logging.getLogger("kbroker.controller_server")
-
-__all__ = ["ControllerPlane", "ControllerServer", "CONTROLLER_REGISTRY"]
+__all__ = ["ControllerPlane", "CONTROLLER_REGISTRY"]
 
 
 class ControllerPlane:
@@ -78,55 +69,3 @@ class ControllerPlane:
     @property
     def metadata(self):
         return self.quorum.image
-
-
-class ControllerServer:
-    """Accepts connections on the controller listeners until cancelled."""
-
-    def __init__(self, plane: ControllerPlane, listeners):
-        self.plane = plane
-        self.broker = plane                   # Connection builds RequestContext(server.broker, ...)
-        self.listeners = listeners
-        self.registry = load_all()
-        cfg = plane.config
-        self.max_frame = cfg.get("socket.request.max.bytes")
-        self.idle_timeout_s = cfg.get("connections.max.idle.ms") / 1000
-        self.draining = False
-        self.bound = []
-        # TLS/SASL of the controller listeners (kbroker.security), as on client listeners
-        self.listener_security = getattr(cfg, "controller_listener_security", None) or {}
-        self.credentials = Credentials(lambda: plane.metadata,
-                                       lambda: cfg.get("delegation.token.secret.key"),
-                                       lambda: plane.broker.clock.now_ms())
-
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        socks = []
-        try:
-            for l in self.listeners:
-                ss = await open_tcp_listeners(l.port, l.host)
-                socks.append((l, ss))
-                self.bound.append((l.name, l.host, ss[0].socket.getsockname()[1]))
-            async with trio.open_nursery() as nursery:
-                for l, ss in socks:
-                    for s in ss:
-                        nursery.start_soon(self._accept_loop, s, l.name, nursery)
-                log.info("controller listener(s) %s", ", ".join(f"{n}://{h}:{p}" for n, h, p in self.bound))
-                task_status.started(self)
-        finally:
-            self.draining = True
-            with trio.CancelScope(shield=True):
-                for _, ss in socks:
-                    for s in ss:
-                        await trio.aclose_forcefully(s)
-
-    async def _accept_loop(self, sock, name: str, nursery: trio.Nursery) -> None:
-        while True:
-            try:
-                stream = await sock.accept()
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                return
-            except OSError as e:
-                log.error("accept failed on %s: %s", name, e)
-                await trio.sleep(0.1)
-                continue
-            nursery.start_soon(Connection(self, stream, name).run)

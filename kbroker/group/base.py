@@ -13,15 +13,11 @@ append, replies to parked requests) through :class:`ShardPart`. Pure: no clock, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Protocol
 
 from kbroker.wire.error_codes import ErrorCode as E
 
 from .records import CoordinatorRecord
-
-if TYPE_CHECKING:                                     # pragma: no cover
-    from .manager import GroupManager
-
 
 @dataclass
 class Result:
@@ -81,6 +77,24 @@ class ListedGroup(NamedTuple):
     group_type: str
 
 
+class Shard(Protocol):
+    """What the shard's components reach of the shard itself (``GroupManager`` is the one
+    implementation; declared here so that the components, which the manager builds, need not
+    import it)."""
+    config: Any
+    groups: dict
+    timers: Any
+    counters: Any
+    loaded: set  # __consumer_offsets partitions served
+    classic: Any       # the classic protocol part
+    consumer: Any      # the consumer (KIP-848) protocol part
+    offsets: Any       # the offsets part
+
+    def protocol_of(self, group) -> Any: ...
+    def partition_for(self, group_id: str) -> int: ...
+    def coordinator_error(self, group_id: str) -> int: ...
+
+
 class ShardPart:
     """A component of the shard (one group type's protocol, or the offsets manager).
 
@@ -88,7 +102,7 @@ class ShardPart:
     ``timers``, ``config``, ``counters``, and the outbox of the event being handled.
     """
 
-    def __init__(self, shard: "GroupManager") -> None:
+    def __init__(self, shard: Shard) -> None:
         self.shard = shard
 
     # views of the shard's state

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from kbroker.wire import messages
 
+from .record_base import CoordinatorRecord, encode_key as _encode_key
+
 __all__ = [
     "partition_for", "java_string_hash", "OffsetKey", "GroupKey", "decode_key",
     "offset_commit_record", "offset_tombstone", "group_metadata_record", "group_tombstone",
@@ -65,23 +67,8 @@ class GroupKey:
     group: str
 
 
-@dataclass(frozen=True)
-class CoordinatorRecord:
-    """One record to append: ``partition`` of ``__consumer_offsets``, key bytes, value
-    bytes (None = tombstone), and the decoded key for replay without re-parsing."""
-    partition: int
-    key: bytes
-    value: bytes | None
-    parsed_key: object                     # OffsetKey | GroupKey | consumer.records.ConsumerKey
-    parsed_value: object = None            # the value struct, when the writer has it
-
-
 def _encode(version: int, msg) -> bytes:
     return _H.pack(version) + msg.encode(version)
-
-
-def _encode_key(record_type: int, msg) -> bytes:
-    return _H.pack(record_type) + msg.encode(0)
 
 
 def decode_key(buf):
@@ -148,25 +135,6 @@ def group_tombstone(partition: int, group: str) -> CoordinatorRecord:
 # --- records of the member-epoch group types (consumer, share, streams groups) -------------
 # Keys and values of KIP-848-era records have one version, 0; their builders and decoders live
 # in each type's records.py and share these two.
-
-def v0_record(partition: int, record_type: int, key_msg, value, parsed_key) -> CoordinatorRecord:
-    """A record whose key struct and value struct (None = tombstone) are written at
-    version 0, with its decoded key and value kept for replay."""
-    vbytes = None if value is None else _H.pack(0) + value.encode(0)
-    return CoordinatorRecord(partition, _encode_key(record_type, key_msg), vbytes, parsed_key,
-                             parsed_value=value)
-
-
-def decode_v0_value(cls, name: str, buf):
-    """The value struct ``cls`` (named ``name`` in errors) at version 0, or None for a
-    tombstone; another version is refused (ValueError)."""
-    if buf is None:
-        return None
-    (version,) = _H.unpack_from(buf, 0)
-    if version != 0:
-        raise ValueError(f"{name} version {version} unknown")
-    return cls.decode(buf, 0, 2)
-
 
 def _decode_value(cls, buf, valid: range):
     if buf is None:

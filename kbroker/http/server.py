@@ -25,6 +25,8 @@ from http import HTTPStatus
 import h11
 import trio
 
+from kbroker.config.broker import parse_listen
+
 from .router import Request, Response, Router, load_routes
 
 log = logging.getLogger("kbroker.http")
@@ -36,14 +38,6 @@ REQUEST_TIMEOUT = 10.0
 IDLE_TIMEOUT = 30.0
 RECEIVE_SIZE = 64 * 1024
 SERVER_HEADER = ("server", "kbroker")
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; an empty host means every interface)."""
-    host, colon, port = value.strip().rpartition(":")
-    if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]"), int(port)
 
 
 class _BadRequest(Exception):

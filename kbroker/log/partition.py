@@ -20,7 +20,7 @@ Offsets (Kafka's vocabulary)
 * ``recovery_point`` -- everything below it has been fsynced; crash recovery starts at
   the segment that holds it.
 
-Producer state (``kbroker.txn.producer_state``): every appended batch with a producer
+Producer state (``kbroker.log.producer_state``): every appended batch with a producer
 id updates ``producer_state``; a transaction marker that ends an aborted transaction adds
 an entry to its segment's ``.txnindex``.  The state is snapshotted to
 ``<offset>.snapshot`` when a segment rolls and on close; opening the log loads the newest
@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from kbroker.common.fileio import fsync_dir
-from kbroker.txn.producer_state import ProducerStateManager
+from kbroker.log.producer_state import ProducerStateManager
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
 

@@ -15,6 +15,8 @@ from typing import Sequence
 
 from kbroker.authz.acls import Acl, Filter
 from kbroker.wire import messages as w
+from kbroker.wire.errors import WireError
+from kbroker.wire.protocol import decode_response
 from kbroker.wire.error_codes import ErrorCode as E
 
 from .authz_control import AclDeleteResult, TokenResult
@@ -68,13 +70,13 @@ class AuthzChannel:
     # ------------------------------------------------------------------ delegation tokens
     async def _token_call(self, local_call, api_key: int, version: int, body, principal: str,
                           client_host: str, parse) -> TokenResult:
-        from kbroker.api import CURRENT_REQUEST
+        from kbroker.common.request_scope import CURRENT_REQUEST
         ctx = CURRENT_REQUEST.get()
         if ctx is not None:
             client_host = client_host or ctx.client_host
 
         async def remote(addr):
-            from kbroker.controller_server.envelope import wrap
+            from kbroker.wire.envelope import wrap
             resp = await self._call(addr, 58, 0, wrap(
                 api_key, version, body, principal, client_host, self.node_id,
                 bool(ctx is not None and ctx.extra.get("token_authenticated"))))
@@ -91,7 +93,6 @@ class AuthzChannel:
 
     async def create_delegation_token(self, owner: str, requester: str, renewers: Sequence[str],
                                       max_lifetime_ms: int, client_host: str = "") -> TokenResult:
-        from kbroker.controller_server.envelope import parse_token_response
         kind, _, name = owner.partition(":")
         R = w.CreateDelegationTokenRequest
         body = R(owner_principal_type=kind, owner_principal_name=name,
@@ -104,7 +105,6 @@ class AuthzChannel:
 
     async def renew_delegation_token(self, mac: bytes, principal: str, period_ms: int,
                                      client_host: str = "") -> TokenResult:
-        from kbroker.controller_server.envelope import parse_token_response
         body = w.RenewDelegationTokenRequest(hmac=bytes(mac), renew_period_ms=period_ms)
         return await self._token_call(
             lambda c: c.renew_delegation_token(mac, principal, period_ms),
@@ -112,8 +112,27 @@ class AuthzChannel:
 
     async def expire_delegation_token(self, mac: bytes, principal: str, period_ms: int,
                                       client_host: str = "") -> TokenResult:
-        from kbroker.controller_server.envelope import parse_token_response
         body = w.ExpireDelegationTokenRequest(hmac=bytes(mac), expiry_time_period_ms=period_ms)
         return await self._token_call(
             lambda c: c.expire_delegation_token(mac, principal, period_ms),
             40, 2, body, principal, client_host, lambda r: parse_token_response(40, 2, r))
+
+
+def parse_token_response(api_key: int, version: int, resp) -> TokenResult | None:
+    """The TokenResult inside an EnvelopeResponse (None when it cannot be read)."""
+    if resp.error_code or not resp.response_data:
+        return TokenResult(resp.error_code or E.UNKNOWN_SERVER_ERROR)
+    try:
+        _, r = decode_response(bytes(resp.response_data), api_key, version)
+    except WireError:
+        return None
+    if api_key == 38:
+        from kbroker.authz.tokens import TokenInfo
+        if r.error_code:
+            return TokenResult(r.error_code)
+        owner = f"{r.principal_type}:{r.principal_name}"
+        requester = f"{r.token_requester_principal_type}:{r.token_requester_principal_name}"
+        token = TokenInfo(r.token_id, owner, requester, (), r.issue_timestamp_ms,
+                          r.max_timestamp_ms, r.expiry_timestamp_ms)
+        return TokenResult(E.NONE, token, r.expiry_timestamp_ms)
+    return TokenResult(r.error_code, None, r.expiry_timestamp_ms)

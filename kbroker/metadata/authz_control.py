@@ -160,7 +160,7 @@ class AuthzControl:
     async def run_token_expiry(self) -> None:
         """The active controller's sweep, every ``delegation.token.expiry.check.interval.ms``."""
         import trio
-        from .quorum_controller import NotController
+        from .errors import NotController
         interval = self.config.get("delegation.token.expiry.check.interval.ms") / 1000
         while True:
             await trio.sleep(interval)

@@ -35,9 +35,9 @@ from typing import Iterable, Sequence
 
 import trio
 
-from kbroker.api import CURRENT_REQUEST
-from kbroker.controller_server.envelope import FORWARDED, unwrap, wrap
+from kbroker.common.request_scope import CURRENT_REQUEST
 from kbroker.config.features import SUPPORTED_FEATURES
+from kbroker.wire.envelope import FORWARDED, unwrap, wrap
 from kbroker.wire import messages as w
 from kbroker.wire.error_codes import ErrorCode as E
 

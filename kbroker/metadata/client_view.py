@@ -24,7 +24,7 @@ from typing import Iterable
 
 from kbroker.wire.error_codes import ErrorCode
 
-from . import directories as dirs
+from . import dir_ids as dirs
 
 NO_LEADER = -1
 

@@ -40,7 +40,7 @@ from kbroker.authz.acls import Acl
 from kbroker.authz.authorizer import EMPTY_INDEX, AclIndex
 from kbroker.authz.tokens import TokenInfo
 
-from . import directories as dirs
+from . import dir_ids as dirs
 
 ZERO_UUID = uuid.UUID(int=0)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})

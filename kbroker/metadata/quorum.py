@@ -50,7 +50,7 @@ log = logging.getLogger("kbroker.quorum")
 def _metadata_directory_id(config) -> str | None:
     """``directory.id`` of the metadata log dir's ``meta.properties`` (KIP-853: the replica
     names it in its Fetch requests), or None when the directory has none."""
-    from kbroker.tools.storage import read_directory_id
+    from kbroker.metadata.storage_format import read_directory_id
     return read_directory_id(config.data_dir)
 
 
@@ -76,7 +76,7 @@ class MetadataQuorum:
         self.voter_endpoints: dict[int, tuple[str, int]] = dict(static)   # shared with the RpcClient
         self._static_voters = frozenset(static) or frozenset({self.node_id})
         self.bootstrap_servers = config.quorum_bootstrap_servers
-        from kbroker.tools.storage import read_voters_checkpoint
+        from kbroker.metadata.storage_format import read_voters_checkpoint
         # an unformatted node whose bootstrap servers are only itself (Kafka's stock
         # single-node server.properties) stays the one-node quorum of old
         # formatted (or configured) as a dynamic quorum; a static one becomes dynamic when its
@@ -105,7 +105,7 @@ class MetadataQuorum:
         self.role_listeners: list = []
         self._nursery: trio.Nursery | None = None
         voters = () if self.formatted_dynamic else self._static_voters
-        from kbroker.tools.storage import controller_listener
+        from kbroker.metadata.storage_format import controller_listener
         own = controller_listener(config) if "controller" in (config.values.get("process.roles") or ()) else None
         self.driver = RaftDriver(self.node_id, voters, RaftStorage(self.store.log, self._static_voters, wall_clock),
                                  raft_config_of(config), self, rpc=self.rpc, cluster_id=cluster_id,
@@ -127,7 +127,7 @@ class MetadataQuorum:
             if self.multi_node and "controller" in (self.config.values.get("process.roles") or ()):
                 # KIP-853: a voter tells the leader about itself (every new leader of a static
                 # quorum, for an upgrade; a stale VotersRecord entry), an observer may join
-                from kbroker.controller_server import self_update
+                from kbroker.metadata import self_update
                 nursery.start_soon(self_update.run, self, self.driver.config.fetch_timeout_ms / 1000)
             task_status.started(self)
 

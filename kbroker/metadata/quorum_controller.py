@@ -76,14 +76,11 @@ from kbroker.wire.error_codes import ErrorCode as E
 from . import configs as tc
 from . import directories, elect, feature_control, reassign
 from .controller import METADATA_VERSION, Controller, default_feature_records
+from .errors import NotController
 from .image import apply_partition_change
 from .store import encode_record
 
 log = logging.getLogger("kbroker.controller")
-
-
-class NotController(Exception):
-    """This node is not the active controller (anymore)."""
 
 
 @dataclass(frozen=True)

@@ -1,2 +1,2 @@
-"""Node wiring: the ``Broker`` object that ties a running node together, and the broker-wide
-state it owns that belongs to no single layer (incremental fetch sessions, hot-path counters)."""
+"""Node wiring: the ``Broker`` object that ties a running node together, and the broker's
+hot-path counters (``stats``) that the server writes and the metrics endpoint reads."""

@@ -58,7 +58,7 @@ class Broker:
         self.producer_ids = None     # ProducerIdManager (InitProducerId)
         self.transactions = None     # transaction coordinator, when there is one
         self.group_coordinator = None  # kbroker.group.service.GroupCoordinator
-        from kbroker.quota.manager import QuotaManagers
+        from kbroker.quota.managers import QuotaManagers
         self.quotas = QuotaManagers(config, self.clock.now_ms)   # client quotas (Produce/Fetch)
         from kbroker.authz.authorizer import Authorizer
         self.authorizer = Authorizer.from_config(config)
@@ -147,7 +147,7 @@ class Broker:
         self.stage = "reading the data directory"
         with naming_path(f"cannot write meta.properties in log directory {cfg.data_dir}", cfg.data_dir):
             self.cluster_id = ensure_meta_properties(cfg)
-        from kbroker.tools.storage import StorageError, check_bootstrap
+        from kbroker.metadata.storage_format import StorageError, check_bootstrap
         try:
             # the feature levels `storage format` chose, committed by the first controller
             self.bootstrap_records = check_bootstrap(cfg.data_dir)
@@ -233,7 +233,8 @@ class Broker:
         its client listener."""
         async with trio.open_nursery() as n:
             if local is not None and self.config.controller_listeners:
-                from kbroker.controller_server import ControllerPlane, ControllerServer
+                from kbroker.controller_server import ControllerPlane
+                from kbroker.server.controller_listener import ControllerServer
                 self.controller_server = ControllerServer(ControllerPlane(self, self.quorum, local),
                                                           self.config.controller_listeners)
                 await n.start(self.controller_server.run)

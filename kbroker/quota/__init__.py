@@ -12,5 +12,6 @@ KIP-219/KIP-402/KIP-599/KIP-612).
 - ``mutation``: ``controller_mutation_rate`` token buckets (KIP-599);
 - ``connections``: connection limits on accept (``max.connections``,
   ``connection_creation_rate``, ``max.connections.per.ip`` and overrides);
-- ``replication``: leader/follower replication throttles (KIP-73).
+- ``replication``: leader/follower replication throttles (KIP-73);
+- ``managers``: ``QuotaManagers``, all of the above for one broker.
 """

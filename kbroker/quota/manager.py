@@ -187,47 +187,6 @@ class RequestQuotaManager(ClientQuotaManager):
 NANOS_TO_PERCENT = 100.0 / 1e9
 
 
-class QuotaManagers:
-    """The broker's client quota managers, fed from every metadata image."""
-
-    def __init__(self, config, clock_ms: Callable[[], int]):
-        samples = config.get("quota.window.num")
-        window_ms = config.get("quota.window.size.seconds") * 1000
-        self.produce = ClientQuotaManager("producer_byte_rate", samples, window_ms, clock_ms)
-        self.fetch = ClientQuotaManager("consumer_byte_rate", samples, window_ms, clock_ms)
-        self.request = RequestQuotaManager(samples, window_ms, clock_ms)
-        from .mutation import ControllerMutationQuotaManager
-        self.mutation = ControllerMutationQuotaManager(
-            config.get("controller.quota.window.num"),
-            config.get("controller.quota.window.size.seconds") * 1000, clock_ms)
-        from .connections import ConnectionQuotas
-        self.connections = ConnectionQuotas(config, clock_ms)
-        from .replication import ReplicationQuota
-        self.leader_replication = ReplicationQuota("leader", config, clock_ms)
-        self.follower_replication = ReplicationQuota("follower", config, clock_ms)
-        self._node_id = config.node_id
-
-    def update(self, image) -> None:
-        topics = getattr(image, "topics", None)
-        if topics is not None:
-            self.leader_replication.update(topics, self._node_id)
-            self.follower_replication.update(topics, self._node_id)
-        quotas = getattr(image, "client_quotas", None)
-        if quotas is not None:
-            self.produce.update(quotas)
-            self.fetch.update(quotas)
-            self.request.update(quotas)
-            self.mutation.update(quotas)
-            self.connections.update(quotas)
-
-    def statistics(self) -> dict:
-        return {"produce": self.produce.statistics(), "fetch": self.fetch.statistics(),
-                "request": self.request.statistics(), "mutation": self.mutation.statistics(),
-                "connections": self.connections.statistics(),
-                "leader_replication": self.leader_replication.statistics(),
-                "follower_replication": self.follower_replication.statistics()}
-
-
 def records_size(records) -> int:
     """Bytes of a fetch answer's records: bytes-likes, ``FileRegion``s or lists of them."""
     if records is None:

@@ -15,7 +15,7 @@ Rules it keeps:
   (``message.timestamp.before.max.ms`` / ``...after.max.ms``, or the older
   ``message.timestamp.difference.max.ms``); LogAppendTime topics get the broker's time.
 - Idempotence and transactions (KIP-98): a batch with a producer id is checked against the
-  partition's producer state (kbroker/txn/producer_state.py): a duplicate of one of the
+  partition's producer state (kbroker/log/producer_state.py): a duplicate of one of the
   producer's last five batches is answered with its original offsets and not stored again;
   a sequence gap is ``OUT_OF_ORDER_SEQUENCE_NUMBER``, an old epoch
   ``INVALID_PRODUCER_EPOCH``. Clients may not write control batches. The first
@@ -126,7 +126,7 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
 def check_producer_state(part: Partition, header, origin: str, txn_verifier: Callable | None):
     """Kafka's ``analyzeAndValidateProducerState`` for one batch: the duplicate's
     metadata, or None to append; raises ReplicaError."""
-    from kbroker.txn.producer_state import ProducerStateError
+    from kbroker.log.producer_state import ProducerStateError
     client = origin == "client"
     if client:
         if header.is_control:
@@ -155,7 +155,7 @@ def append_marker(part: Partition, *, producer_id: int, producer_epoch: int, com
                   coordinator_epoch: int, now_ms: int) -> int:
     """Append a commit/abort marker (WriteTxnMarkers' per-partition work); returns its
     offset. Raises ReplicaError (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED...)."""
-    from kbroker.txn.producer_state import ProducerStateError
+    from kbroker.log.producer_state import ProducerStateError
     try:
         part.log.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
     except ProducerStateError as exc:

@@ -69,7 +69,7 @@ def directory_id(log_dir):
     d = Path(log_dir)
     if d not in _DIR_IDS:
         from kbroker.raft.control import uuid_from_kafka
-        from kbroker.tools.storage import read_directory_id
+        from kbroker.metadata.storage_format import read_directory_id
         text = read_directory_id(d)
         try:
             found = uuid_from_kafka(text) if text else None

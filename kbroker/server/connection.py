@@ -58,7 +58,8 @@ from time import perf_counter as _perf_counter
 
 import trio
 
-from kbroker.api import CURRENT_REQUEST, RequestContext
+from kbroker.api import RequestContext
+from kbroker.common.request_scope import CURRENT_REQUEST
 from kbroker.quota.manager import drop_records, records_size
 from kbroker.quota.task_time import RequestTimer
 from kbroker.security.tls import certificate_principal

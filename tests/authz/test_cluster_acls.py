@@ -9,7 +9,7 @@ import time
 import pytest
 
 from kbroker.authz.tokens import compute_hmac
-from kbroker.controller_server.envelope import encode_principal
+from kbroker.wire.envelope import encode_principal
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.wire.protocol import decode_response, encode_request

@@ -13,7 +13,7 @@ import trio
 from kbroker.api import RequestContext
 from kbroker.authz.acls import ALLOW, CLUSTER, CLUSTER_ACTION, LITERAL, Acl
 from kbroker.authz.authorizer import AclIndex, Authorizer
-from kbroker.controller_server.envelope import encode_principal
+from kbroker.wire.envelope import encode_principal
 from kbroker.controller_server.registry import load_all
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -52,6 +52,6 @@ def test_envelope_sender_needs_cluster_action():
 @pytest.mark.parametrize("host,back", [("127.0.0.1", "127.0.0.1"), ("::1", "::1"),
                                        ("::ffff:10.0.0.1", "10.0.0.1"), ("unknown", "0.0.0.0")])
 def test_client_address_travels_as_kafka_encodes_it(host, back):
-    from kbroker.controller_server.envelope import host_bytes, host_text
+    from kbroker.wire.envelope import host_bytes, host_text
     assert len(host_bytes(host)) in (4, 16) and host_text(host_bytes(host)) == back
     assert host_text(b"") is None and host_text(b"\x01\x02\x03") is None

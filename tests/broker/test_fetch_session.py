@@ -1,7 +1,7 @@
 """The fetch session cache (KIP-227) as a pure module: injected time (``now_ms``) and rng."""
 import random
 
-from kbroker.node.fetch_session import (FINAL_EPOCH, INT_MAX, FetchSessionCache, PartitionOutcome,
+from kbroker.replica.fetch_session import (FINAL_EPOCH, INT_MAX, FetchSessionCache, PartitionOutcome,
                                    next_epoch)
 from kbroker.wire.error_codes import ErrorCode
 

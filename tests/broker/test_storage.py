@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kbroker.tools.storage import (BOOTSTRAP_FILE, METADATA_VERSIONS, StorageError, bootstrap_bytes,
-                             check_bootstrap, default_features, parse_release_version,
-                             read_bootstrap)
+from kbroker.metadata.storage_format import (BOOTSTRAP_FILE, METADATA_VERSIONS, StorageError, bootstrap_bytes,
+                                             check_bootstrap, default_features, parse_release_version,
+                                             read_bootstrap)
 from tests.support.broker_proc import BrokerProcess, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,7 +120,7 @@ def test_format_standalone_writes_the_voters_checkpoint_as_kafka(tmp_path):
     voter, with the directory id of its meta.properties (Kafka's layout; compat_tests check
     that each broker starts on the other's directory)."""
     from kbroker.config.broker import parse_properties
-    from kbroker.tools.storage import VOTERS_CHECKPOINT, read_voters_checkpoint
+    from kbroker.metadata.storage_format import VOTERS_CHECKPOINT, read_voters_checkpoint
     cfg = dynamic_controller(tmp_path)
     assert kbroker("storage", "format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c", str(cfg)).returncode == 1
     out = kbroker("storage", "format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c", str(cfg), "--standalone")
@@ -135,7 +135,7 @@ def test_format_standalone_writes_the_voters_checkpoint_as_kafka(tmp_path):
 
 def test_format_initial_controllers_and_no_initial_controllers(tmp_path):
     from kbroker.config.broker import parse_properties
-    from kbroker.tools.storage import read_voters_checkpoint
+    from kbroker.metadata.storage_format import read_voters_checkpoint
     ids = {i: kbroker("storage", "random-uuid").stdout.strip() for i in (1, 2, 3)}
     spec = ",".join(f"{i}@127.0.0.1:{19092 + i}:{ids[i]}" for i in (1, 2, 3))
     cfg = dynamic_controller(tmp_path, 2, 19094)
@@ -246,7 +246,7 @@ def _share_heartbeat_error(port: int) -> int:
 
 
 def test_default_features_finalize_share_version_as_kafka_4_3():
-    from kbroker.tools.storage import default_features
+    from kbroker.metadata.storage_format import default_features
     assert default_features(None, [])["share.version"] == 1
     assert default_features("3.9", [])["share.version"] == 0
     assert default_features("3.9", ["share.version=1"])["share.version"] == 1
@@ -370,7 +370,7 @@ def test_the_controller_endpoint_a_node_announces(listeners, advertised, want):
     whose wildcard host gives way to the node's own controller.quorum.voters entry (a
     container's ``CONTROLLER://:9093`` must not announce an address only it can reach)."""
     from kbroker.config.broker import BrokerConfig
-    from kbroker.tools.storage import controller_listener
+    from kbroker.metadata.storage_format import controller_listener
     props = {"node.id": "2", "process.roles": "broker,controller", "listeners": listeners,
              "controller.listener.names": "CONTROLLER",
              "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",

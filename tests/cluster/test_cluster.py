@@ -1,6 +1,8 @@
 """A real three-process cluster on loopback: three combined nodes (broker + controller)
 of one metadata quorum (``kbroker.tools.local_cluster.node_overrides``, short session/election
-timeouts). The tests run in order on one cluster:
+timeouts). The tests share one cluster (the module's fixture) and the topics ``from-1``..3,
+each created through another node (``from_topics``); each test starts with every node up, so
+any one runs alone (``-k``) or on another worker:
 
 1. topics created through any node; every node answers the same metadata; clients
    bootstrapped from any node produce and consume across the nodes' partitions;
@@ -16,6 +18,8 @@ import time
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import InvalidPartitionsError, KafkaError, TopicAlreadyExistsError
+
+import pytest
 
 from .support import describe_quorum, metadata, wait_for
 
@@ -60,14 +64,37 @@ def retry_admin(cluster, node_id: int, op, timeout: float = 30.0):
             if a is not None:
                 a.close()
 
-def test_topics_through_any_node_and_the_same_metadata_everywhere(cluster):
+@pytest.fixture(scope="module")
+def from_topics(cluster):
+    """``from-1``, ``from-2``, ``from-3``: three partitions each, created through node i."""
     for i in (1, 2, 3):
         a = admin(cluster, i)
         a.create_topics([NewTopic(f"from-{i}", num_partitions=3, replication_factor=1)])
         a.close()
-    md = wait_for(lambda: (lambda v: v if v and len(v[1]) == 3 else None)(same_everywhere(cluster)),
+    return [f"from-{i}" for i in (1, 2, 3)]
+
+
+@pytest.fixture
+def all_up(cluster, from_topics):
+    """Every node running, registered and leading its partitions (a test before may have
+    stopped one)."""
+    for n in cluster.nodes.values():
+        if not n.running:
+            n.start()
+
+    def healed():
+        v = same_everywhere(cluster)
+        if not v or [b for b, _ in v[0]] != [1, 2, 3] or not set(from_topics) <= set(v[1]):
+            return None
+        return v if all(leader != -1 for _, parts in v[1].values() for _, leader, _ in parts) else None
+    return wait_for(healed, what="every node up and leading its partitions")
+
+
+def test_topics_through_any_node_and_the_same_metadata_everywhere(cluster, from_topics, all_up):
+    md = wait_for(lambda: (lambda v: v if v and set(from_topics) <= set(v[1]) else None)(same_everywhere(cluster)),
                   what="the same metadata on every node")
     brokers, topics = md
+    topics = {name: topics[name] for name in from_topics}
     assert [b for b, _ in brokers] == [1, 2, 3]
     leaders = {leader for _, parts in topics.values() for _, leader, _ in parts}
     assert leaders == {1, 2, 3}, "partitions are spread over all brokers"
@@ -116,7 +143,7 @@ def test_topics_through_any_node_and_the_same_metadata_everywhere(cluster):
     a.close()
     assert {tp.partition: om.offset for tp, om in committed.items()} == {0: 1, 1: 1, 2: 1}
 
-def test_kill_the_active_controller(cluster):
+def test_kill_the_active_controller(cluster, all_up):
     old = quorum_leader(cluster.nodes[1].port)
     assert old in (1, 2, 3)
     cluster.nodes[old].kill()
@@ -157,7 +184,7 @@ def test_kill_the_active_controller(cluster):
         return v if all(leader != -1 for _, parts in v[1].values() for _, leader, _ in parts) else None
     wait_for(healed, what="the restarted node leading its partitions again")
 
-def test_stop_and_restart_all_keeps_metadata(cluster):
+def test_stop_and_restart_all_keeps_metadata(cluster, all_up):
     a = admin(cluster, 2)
     a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "from-1", configs={"retention.ms": "123456"})])
     a.close()

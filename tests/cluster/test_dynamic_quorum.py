@@ -15,6 +15,8 @@ real processes, with Kafka 4.3.1's own ``kafka-metadata-quorum`` (issue 19):
 
 Then: a voter restarted under another host name updates its entry (UpdateRaftVoter), and a
 leader restarted on another port is followed at once (BeginQuorumEpoch v1's endpoints).
+Each test brings the module's nodes to the state it needs, so any one of them runs alone
+(``-k``) or on another worker.
 """
 from __future__ import annotations
 
@@ -62,6 +64,22 @@ def nodes(tmp_path_factory):
         if n.proc is not None and n.proc.poll() is None:
             n.kill()
 
+
+def two_voters(nodes) -> None:
+    """Nodes 1 and 2 running, both voters (whatever ran before on this module's nodes: the
+    first test leaves them so; alone, a test gets node 2 added here), nodes 3 and 4 as they
+    were."""
+    n1, n2 = nodes[1], nodes[2]
+    for n in (n1, n2):
+        if not n.running():
+            n.start()
+    if 2 not in voters_of(n1.port):
+        wait_for(lambda: any(o.replica_id == 2 for o in describe_quorum(n1.port, 2)[0].observers),
+                 what="node 2 fetching as an observer")
+        r = quorum_tool("--bootstrap-controller", f"127.0.0.1:{n1.controller_port}",
+                        "--command-config", str(n2.config_path), "add-controller")
+        assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: {1, 2} <= set(voters_of(n1.port)), what="nodes 1 and 2 voters")
 
 
 def test_standalone_grown_to_three_and_shrunk_while_writes_go_on(nodes):
@@ -150,10 +168,8 @@ def test_a_voter_restarted_with_another_endpoint_updates_it(nodes):
     UpdateRaftVoter (82) to the leader after it starts; describe then shows the new endpoint
     (the port stays: the other voter reaches it under either name)."""
     n1, n2 = nodes[1], nodes[2]
-    if n1.proc is None or n1.proc.poll() is not None:
-        n1.start()
-    if n2.proc is not None and n2.proc.poll() is None:
-        n2.stop()
+    two_voters(nodes)
+    n2.stop()
     port = n2.controller_port
     text = n2.config_path.read_text().replace(f"CONTROLLER://127.0.0.1:{port}", f"CONTROLLER://localhost:{port}")
     n2.config_path.write_text(text)
@@ -177,9 +193,7 @@ def test_a_leader_restarted_on_another_port_is_followed_at_once(nodes):
     other where to fetch (with v0 the quorum could never commit again: the follower would
     keep calling the old port, and the new entry needs that commit)."""
     n1, n2 = nodes[1], nodes[2]
-    for n in (n1, n2):
-        if not n.running():
-            n.start()
+    two_voters(nodes)
     # the earlier tests' other nodes find the quorum through node 1's first controller port
     # only (controller.quorum.bootstrap.servers): once it moves they are lost, and a client
     # that asked one of them for the controller would wait on it. Not part of this scenario.

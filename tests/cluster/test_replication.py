@@ -1,5 +1,7 @@
 """Replicated partitions on three combined nodes (real processes, real clients). The tests
-run in order on one cluster and build on each other:
+share one cluster and one replicated topic (module fixtures); each brings them to the state
+it needs (all three nodes up and in every ISR, the topic created), so any one runs alone
+(``-k``) or on another worker:
 
 1. a topic with replication factor 3: records produced with acks=all through
    confluent-kafka; every partition's ISR is all three replicas and every replica holds the
@@ -7,7 +9,7 @@ run in order on one cluster and build on each other:
 2. SIGKILL the leader of a partition: a replica of the ISR becomes leader with the next
    leader epoch, the dead node leaves the ISR, every acknowledged record is still there,
    producing goes on;
-3. the killed node comes back: it catches up, rejoins the ISR and its log matches again;
+3. a killed node comes back: it catches up, rejoins the ISR and its log matches again;
 4. SIGTERM a leader (controlled shutdown): it exits cleanly, leadership moves to the ISR,
    a producer running through the shutdown sees only retriable errors and no acknowledged
    record is lost; back, it rejoins;
@@ -52,6 +54,32 @@ def acked():
     return {}
 
 
+@pytest.fixture(scope="module")
+def created(cluster, acked):
+    """TOPIC with replication factor 3 and min.insync.replicas 2, its leaders spread over the
+    nodes, and a first 600 records acknowledged with acks=all."""
+    st = create_topic(cluster, TOPIC, PARTITIONS, rf=3, configs={"min.insync.replicas": "2"})
+    assert all(sorted(s.replicas) == [1, 2, 3] for s in st.values())
+    assert {s.leader for s in st.values()} == {1, 2, 3}, "leaders spread over the nodes"
+    acks = produce(cluster.bootstrap(), TOPIC, records("a", 600))
+    assert not acks.failed, acks.failed[:3]
+    acked.update(acks.acked)
+    assert len({p for p, _ in acks.acked.values()}) == PARTITIONS
+    return st
+
+
+@pytest.fixture
+def all_up(cluster, created):
+    """Every node running and back in every ISR of TOPIC (a test before may have left one
+    down), with identical replica logs."""
+    for node_id, n in cluster.nodes.items():
+        if n.proc is None or n.proc.poll() is not None:
+            cluster.start(node_id)
+    wait_for_isr(cluster, TOPIC, timeout=90, what="every node in every ISR")
+    wait_for(lambda: replicas_in_sync(cluster, TOPIC, range(PARTITIONS)), timeout=60,
+             what="identical replica logs")
+
+
 def check_nothing_lost(cluster, acked: dict):
     got = read_topic(cluster.bootstrap(), TOPIC, PARTITIONS, set(acked))
     missing = set(acked) - set(got)
@@ -64,14 +92,10 @@ def check_nothing_lost(cluster, acked: dict):
         assert got[kv] == want, f"{kv} acknowledged at {p}/{off}, read at {got[kv]}"
 
 
-def test_replicated_produce(cluster, acked):
-    st = create_topic(cluster, TOPIC, PARTITIONS, rf=3, configs={"min.insync.replicas": "2"})
-    assert all(sorted(s.replicas) == [1, 2, 3] for s in st.values())
-    assert {s.leader for s in st.values()} == {1, 2, 3}, "leaders spread over the nodes"
-    acks = produce(cluster.bootstrap(), TOPIC, records("a", 600))
+def test_replicated_produce(cluster, acked, all_up):
+    acks = produce(cluster.bootstrap(), TOPIC, records("p", 120))
     assert not acks.failed, acks.failed[:3]
     acked.update(acks.acked)
-    assert len({p for p, _ in acks.acked.values()}) == PARTITIONS
     wait_for_isr(cluster, TOPIC)
     leo = wait_for(lambda: replicas_in_sync(cluster, TOPIC, range(PARTITIONS)), timeout=60,
                    what="identical replica logs")
@@ -80,7 +104,7 @@ def test_replicated_produce(cluster, acked):
     check_nothing_lost(cluster, acked)
 
 
-def test_kill_a_leader(cluster, acked):
+def test_kill_a_leader(cluster, acked, all_up):
     before = wait_for_isr(cluster, TOPIC)
     victim = before[0].leader
     led = [p for p, s in before.items() if s.leader == victim]
@@ -99,11 +123,17 @@ def test_kill_a_leader(cluster, acked):
     assert not acks.failed, acks.failed[:3]
     acked.update(acks.acked)
     check_nothing_lost(cluster, acked)
-    cluster.victim = victim
 
 
-def test_killed_node_rejoins(cluster, acked):
-    victim = cluster.victim
+def test_killed_node_rejoins(cluster, acked, all_up):
+    victim = wait_for_isr(cluster, TOPIC)[2].leader
+    cluster.kill(victim)
+    wait_for_isr(cluster, TOPIC, isr=[n for n in (1, 2, 3) if n != victim],
+                 what=f"node {victim} out of every ISR")
+    # records the dead node misses, to catch up on when it is back
+    acks = produce(cluster.bootstrap(), TOPIC, records("r", 120))
+    assert not acks.failed, acks.failed[:3]
+    acked.update(acks.acked)
     cluster.start(victim)
     st = wait_for_isr(cluster, TOPIC, timeout=90, what="the restarted node back in every ISR")
     assert all(sorted(s.isr) == [1, 2, 3] for s in st.values())
@@ -113,7 +143,7 @@ def test_killed_node_rejoins(cluster, acked):
     check_nothing_lost(cluster, acked)
 
 
-def test_controlled_shutdown_of_a_leader(cluster, acked):
+def test_controlled_shutdown_of_a_leader(cluster, acked, all_up):
     before = wait_for_isr(cluster, TOPIC)
     victim = before[1].leader
     led = [p for p, s in before.items() if s.leader == victim]
@@ -161,7 +191,7 @@ def test_controlled_shutdown_of_a_leader(cluster, acked):
         stop.set()
         t.join(120)
         if not cluster.nodes[victim].running:
-            cluster.start(victim)        # the next test needs all three
+            cluster.start(victim)
     assert not acks.failed, f"records not delivered: {acks.failed[:3]}"
     fatal = [e for e in errors if e.fatal()]
     assert not fatal, fatal
@@ -172,7 +202,7 @@ def test_controlled_shutdown_of_a_leader(cluster, acked):
              what="identical replica logs after the restart")
 
 
-def test_group_resumes_on_a_new_coordinator(cluster):
+def test_group_resumes_on_a_new_coordinator(cluster, all_up):
     topic, group = "group-input", "failover-group"
     create_topic(cluster, topic, 3, rf=3)
     acks = produce(cluster.bootstrap(), topic, records("g", 60))

@@ -245,7 +245,8 @@ async def test_wire_round_trip_on_the_controller_listener(tmp_path, nursery):
     from types import SimpleNamespace
 
     from kbroker.config.broker import Listener
-    from kbroker.controller_server import ControllerPlane, ControllerServer
+    from kbroker.controller_server import ControllerPlane
+    from kbroker.server.controller_listener import ControllerServer
     from kbroker.raft.transport import RpcClient
 
     h = await cluster(tmp_path, nursery)

@@ -12,7 +12,7 @@ import pytest
 from kbroker.config.broker import BrokerConfig
 from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
-from kbroker.quota.manager import QuotaManagers
+from kbroker.quota.managers import QuotaManagers
 from kbroker.replica import ReplicaManager
 from kbroker.node.stats import BrokerTopicStats
 from kbroker.wire import records as rec

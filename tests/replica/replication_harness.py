@@ -18,7 +18,7 @@ from kbroker.log.config import LogConfig
 from kbroker.log.manager import LogManager
 from kbroker.metadata.image import BrokerImage, MetadataImage, PartitionImage, TopicImage
 from kbroker.metadata.quorum_controller import AlterPartitionResult
-from kbroker.quota.manager import QuotaManagers
+from kbroker.quota.managers import QuotaManagers
 from kbroker.replica import FetchSpec, ReplicaManager
 from kbroker.node.stats import BrokerTopicStats
 from kbroker.wire.error_codes import ErrorCode

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kbroker.txn.producer_state import (INT32_MAX, ProducerStateError, ProducerStateManager)
+from kbroker.log.producer_state import (INT32_MAX, ProducerStateError, ProducerStateManager)
 from kbroker.wire import records as rb
 from kbroker.wire.error_codes import ErrorCode
 

@@ -35,7 +35,7 @@ from kbroker.wire.codegen import build_classes
 from kbroker.wire.messages import KafkaMessage
 from kbroker.wire.model import build_message
 
-from ..records import CoordinatorRecord, decode_v0_value, v0_record
+from ..record_base import CoordinatorRecord, decode_v0_value, v0_record
 
 SCHEMA_FILE = Path(__file__).with_name("schema.json")
 

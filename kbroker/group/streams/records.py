@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from kbroker.wire import messages as m
 
-from ..records import CoordinatorRecord, decode_v0_value, v0_record
+from ..record_base import CoordinatorRecord, decode_v0_value, v0_record
 from .state import KINDS, TaskSet, norm
 from .topology import Topology, topology_of
 
