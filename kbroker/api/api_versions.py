@@ -33,7 +33,7 @@ def api_version_entries() -> list:
             for s in sorted(REGISTRY.values(), key=lambda s: s.api_key) if s.advertised]
 
 
-def _misrouted(ctx: RequestContext, request) -> int | None:
+def misrouted(ctx: RequestContext, request) -> int | None:
     """v5: the error for a connection the client did not mean to open here, if any."""
     cluster_id, node_id = request.cluster_id, request.node_id
     if cluster_id is None and node_id == -1:
@@ -48,7 +48,7 @@ def _misrouted(ctx: RequestContext, request) -> int | None:
 @api(18, versions=(0, 5))
 async def handle(ctx: RequestContext, request) -> Response:
     if ctx.version >= 5:
-        refused = _misrouted(ctx, request)
+        refused = misrouted(ctx, request)
         if refused is not None:
             return Response(error_code=refused, api_keys=[], finalized_features_epoch=-1)
     resp = Response(error_code=ErrorCode.NONE, api_keys=api_version_entries())
