@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 
 from compat_tests.kafka_runner import (FAST_START_JVM, TOOLS_LOG4J, class_sharing, java_command,
-                                       publish_class_archive)
+                                       kafka_version, publish_class_archive)
 from compat_tests.runner import die_with_parent
 
 # Script name in a Kafka distribution's bin/ → main class in the pinned (4.x) release.
@@ -24,7 +24,7 @@ TOOLS = {
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-groups": "org.apache.kafka.tools.GroupsCommand",
-    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
@@ -43,6 +43,20 @@ TOOLS = {
     "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "kafka-streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
 }
+
+# Main classes that moved (4.4 moved ConfigCommand to the tools module): the class of an older
+# release the suite may run against (--kafka-version), with the first release of the new name.
+MOVED = {"org.apache.kafka.tools.ConfigCommand": ("kafka.admin.ConfigCommand", (4, 4))}
+
+
+def main_class(tool: str) -> str:
+    """The main class of a script name (or a main class) in the release the suite runs."""
+    main = TOOLS.get(tool, tool)
+    if main in MOVED:
+        old, since = MOVED[main]
+        if tuple(int(x) for x in kafka_version().split(".")[:2]) < since:
+            return old
+    return main
 
 
 @dataclass
@@ -72,7 +86,7 @@ def run_tool(tool: str, args: list[str], *, input: str | None = None,
     On timeout the tool's process group is killed and AssertionError is raised with what it
     printed so far.
     """
-    main = TOOLS.get(tool, tool)
+    main = main_class(tool)
     cds, private = class_sharing("tool")
     cmd = java_command(main, list(args), heap="512m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM + cds)
     try:

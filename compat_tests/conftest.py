@@ -30,6 +30,7 @@ test × client × broker matrix and writing it to `--matrix` (compat_tests/resul
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -40,7 +41,7 @@ import pytest
 # the kbroker CLI scenarios assert in a helper module: show the compared values on failure
 pytest.register_assert_rewrite("compat_tests.kbroker_cli")
 
-from compat_tests.kafka_runner import KafkaBrokerProcess, kafka_libs, kafka_version
+from compat_tests.kafka_runner import VERSION_ENV, KafkaBrokerProcess, kafka_libs, kafka_version
 from compat_tests.ledger import FINDINGS, check_reference, read_ledger
 from compat_tests.matrix import Matrix
 from compat_tests.runner import BrokerProcess, BrokerStartError, KBrokerProcess
@@ -58,6 +59,9 @@ def pytest_addoption(parser):
                          "(kafka, kbroker; default both)")
     group.addoption("--matrix", default=str(DEFAULT_MATRIX),
                     help="where to write the Markdown compatibility matrix")
+    group.addoption("--kafka-version", default=None,
+                    help="the Apache Kafka release of the kafka target and its tools (default: the "
+                         "pin of tools/kafka_dist/pom.xml; e.g. 4.3.1, the previous reference)")
     group.addoption("--findings", default=str(FINDINGS),
                     help="the known-differences ledger (default compat_tests/FINDINGS.md)")
 
@@ -79,6 +83,9 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.protocol.schemas.load_json")
     config.addinivalue_line("filterwarnings", "ignore:open_text is deprecated:DeprecationWarning")
     config._compat_matrix = Matrix(_targets(config))
+    version = config.getoption("--kafka-version")
+    if version:     # before any broker or tool starts; child processes inherit it
+        os.environ[VERSION_ENV] = version
 
 
 def pytest_generate_tests(metafunc):

@@ -42,12 +42,22 @@ STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 # Short-lived tools: C1 only and a serial GC start a JVM about twice as fast.
 FAST_START_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"]
 
-def kafka_version() -> str:
+# A second reference release (``pytest compat_tests --kafka-version=4.3.1`` sets it, and so may
+# the environment): the Kafka target, its tools and the version-dependent expectations follow it.
+VERSION_ENV = "KBROKER_KAFKA_VERSION"
+
+
+def pinned_kafka_version() -> str:
     """The pinned Kafka version, read from the pom (the one place it is written)."""
     match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
     if not match:
         raise RuntimeError(f"no <kafka.version> in {POM}")
     return match.group(1).strip()
+
+
+def kafka_version() -> str:
+    """The Kafka release the suite runs against: the pin, or the one ``VERSION_ENV`` names."""
+    return os.environ.get(VERSION_ENV) or pinned_kafka_version()
 
 
 @functools.cache
@@ -56,12 +66,13 @@ def kafka_libs() -> Path:
     version = kafka_version()
     libs = ROOT / ".cache" / "kafka" / version / "libs"
     if not (libs.parent / ".complete").exists():
-        result = subprocess.run(["bash", str(FETCH)], capture_output=True, text=True, timeout=900)
+        result = subprocess.run(["bash", str(FETCH), version], capture_output=True, text=True, timeout=900)
         if result.returncode != 0:
             raise RuntimeError(f"tools/fetch_kafka.sh failed ({result.returncode}):\n"
                                f"{result.stdout}\n{result.stderr}")
     if not any(libs.glob(f"kafka_2.13-{version}.jar")):
-        raise RuntimeError(f"Kafka {version} jars missing in {libs}; run `make kafka-dist`")
+        raise RuntimeError(f"Kafka {version} jars missing in {libs}; run "
+                           f"`make kafka-dist` (`bash tools/fetch_kafka.sh {version}`)")
     return libs
 
 

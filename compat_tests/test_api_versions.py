@@ -1,8 +1,9 @@
-"""ApiVersions on a plain (PLAINTEXT, client) listener: kbroker against Apache Kafka 4.3.1.
+"""ApiVersions on a plain (PLAINTEXT, client) listener: kbroker against Apache Kafka 4.4.0.
 
-``KAFKA`` is what Kafka 4.3.1 advertises there (one combined KRaft node, no authorizer, no
-telemetry receiver); on the Kafka target the test checks that this table is true, so it
-cannot drift from the pinned release. On kbroker every key and version range must be
+``KAFKA`` is what Kafka 4.4.0, the pinned release, advertises there (one combined KRaft node,
+no authorizer, no telemetry receiver); ``KAFKA_4_3`` what 4.3.1 did (``--kafka-version=4.3.1``
+runs the Kafka target on it). On the Kafka target the test checks that the table of its
+release is true, so it cannot drift. kbroker is always compared with the pinned release's. On kbroker every key and version range must be
 Kafka's, except the keys in ``KNOWN_GAPS``, which record exactly what kbroker advertises
 today (None: not at all) and who owes the rest. The list can only shrink: a gap that closes
 (kbroker now advertises Kafka's range) fails the test until its line is removed, and a gap
@@ -13,11 +14,12 @@ from __future__ import annotations
 
 import socket
 
+from compat_tests.kafka_runner import kafka_version
 from compat_tests.probe import api_versions
 
 CLIENT = "hand-built"
 
-KAFKA = {
+KAFKA_4_3 = {
     0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6),
     11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1),
     18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4), 24: (0, 5),
@@ -30,6 +32,11 @@ KAFKA = {
     80: (0, 1), 81: (0, 0), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1),
     88: (0, 0), 89: (0, 0), 90: (0, 1), 91: (0, 0), 92: (0, 0),
 }
+# 4.4.0: ApiVersions v5 (KIP-1242), DeleteGroups v3, TxnOffsetCommit v6 (KIP-1319), streams
+# groups v1, StreamsGroupTopologyDescriptionUpdate (93) and UnregisterController (94)
+KAFKA = {**KAFKA_4_3, 18: (0, 5), 28: (0, 6), 42: (0, 3), 88: (0, 1), 89: (0, 1), 93: (0, 0),
+         94: (0, 0)}
+TABLES = {"4.3.1": KAFKA_4_3, "4.4.0": KAFKA}
 
 # key: (what kbroker advertises today, who owes Kafka's range)
 KNOWN_GAPS = {
@@ -43,16 +50,16 @@ def _advertised(bootstrap) -> dict[int, tuple[int, int]]:
         return api_versions(s)
 
 
-def test_api_versions_match_kafka_4_3(bootstrap, target):
+def test_api_versions_match_kafka(bootstrap, target):
     got = _advertised(bootstrap)
     if target == "kafka":
-        assert got == KAFKA, "the reference table no longer matches the pinned Kafka"
+        assert got == TABLES[kafka_version()], f"the reference table no longer matches Kafka {kafka_version()}"
         return
     closed = [k for k, (ours, _) in KNOWN_GAPS.items() if got.get(k) == KAFKA[k]]
     assert not closed, f"gaps closed, remove them from KNOWN_GAPS: {closed}"
     moved = {k: (got.get(k), ours) for k, (ours, _) in KNOWN_GAPS.items() if got.get(k) != ours}
     assert not moved, f"known gaps changed without closing (now, recorded): {moved}"
     differs = {k: (got.get(k), v) for k, v in KAFKA.items() if k not in KNOWN_GAPS and got.get(k) != v}
-    assert not differs, f"kbroker differs from Kafka 4.3.1 (kbroker, Kafka): {differs}"
+    assert not differs, f"kbroker differs from Kafka 4.4.0 (kbroker, Kafka): {differs}"
     extras = {k: v for k, v in got.items() if k not in KAFKA and k not in EXTRAS}
     assert not extras, f"kbroker advertises what Kafka does not: {extras}"

@@ -106,3 +106,130 @@ def test_share_groups_tool_describes_resets_and_deletes(bootstrap, topic_name):
     assert "Successful" in tool("--delete-offsets", "--topic", topic_name).stdout
     assert "no offset information" in tool("--describe").stdout
     assert "successful" in tool("--delete").stdout
+
+
+def _raw(bootstrap: str):
+    from compat_tests.differential.common import Connection
+    host, port = bootstrap.rsplit(":", 1)
+    return Connection((host, int(port)), timeout=30)
+
+
+def _join_and_fetch(conn, group: str, member: str, topic: str, topic_id, deadline: float):
+    """Join the share group as ``member`` and ShareFetch (session epoch 0, then 1, 2, …) until
+    records are acquired; returns [(first offset, last offset, delivery count)]."""
+    from kbroker.wire import messages as M
+    F = M.ShareFetchRequest
+    hb = None
+    while time.time() < deadline:
+        hb = conn.request(76, 1, M.ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0 if hb is None or hb.error_code else hb.member_epoch,
+            rack_id=None, subscribed_topic_names=[topic] if hb is None or hb.error_code else None))
+        if hb.error_code == 0 and hb.assignment is not None and hb.assignment.topic_partitions:
+            break
+        time.sleep(0.2)
+    epoch = 0
+    while time.time() < deadline:
+        r = conn.request(78, 1, F(
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=1000,
+            min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500,
+            topics=[F.FetchTopic(topic_id=topic_id, partitions=[F.FetchPartition(
+                partition_index=0, partition_max_bytes=0, acknowledgement_batches=[])])],
+            forgotten_topics_data=[]))
+        assert r.error_code == 0, r
+        epoch += 1
+        got = [(a.first_offset, a.last_offset, a.delivery_count)
+               for t in r.responses for p in t.partitions for a in p.acquired_records]
+        if got:
+            return got
+    raise AssertionError(f"{member} acquired nothing")
+
+
+def test_killed_share_consumer_records_go_to_another_member_at_once(bootstrap, topic_name):
+    """A share consumer whose connection drops mid-batch (killed: no final ShareFetch, no
+    acknowledgement) has its acquired records released when the connection closes, so another
+    member gets them again (delivery count 2) long before the acquisition lock (60 s here)
+    would have expired — Kafka's share session cache on disconnect."""
+    from kbroker.wire import messages as M
+    create_topic(bootstrap, topic_name)
+    group = f"{topic_name}-share"
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    entries = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
+               ConfigEntry("share.record.lock.duration.ms", "60000", incremental_operation=AlterConfigOpType.SET)]
+    for f in a.incremental_alter_configs([ConfigResource("GROUP", group, incremental_configs=entries)]).values():
+        f.result()
+    _produce(bootstrap, topic_name, 5)
+    first = _raw(bootstrap)
+    md = first.request(3, 12, M.MetadataRequest(topics=[M.MetadataRequest.MetadataRequestTopic(name=topic_name)],
+                                                allow_auto_topic_creation=False))
+    topic_id = md.topics[0].topic_id
+    for _ in range(100):
+        fc = first.request(10, 4, M.FindCoordinatorRequest(key_type=0, coordinator_keys=[group]))
+        if fc.coordinators[0].error_code == 0:
+            break
+        time.sleep(0.2)
+    taken = _join_and_fetch(first, group, "killed-member", topic_name, topic_id, time.time() + 30)
+    assert taken == [(0, 4, 1)]
+    first.close()                       # the consumer dies holding the five records
+    second = _raw(bootstrap)
+    try:
+        # well inside the 60 s lock: only the release on disconnect can hand them over
+        again = _join_and_fetch(second, group, "other-member", topic_name, topic_id, time.time() + 30)
+    finally:
+        second.close()
+    assert again == [(0, 4, 2)]
+
+
+def test_share_fetch_max_records_whole_batches_one_partition_per_answer(bootstrap, topic_name):
+    """ShareFetch shaping as Kafka 4.4's: MaxRecords (3) is shared by an answer's partitions
+    and reached at a record batch's end — a partition's five-record batch is acquired whole —
+    so each answer carries one partition and the others come in the next answers."""
+    from kbroker.wire import messages as M
+    F = M.ShareFetchRequest
+    create_topic(bootstrap, topic_name, partitions=3)
+    group = f"{topic_name}-share"
+    _earliest(bootstrap, group)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 200})
+    for part in range(3):
+        for i in range(5):                  # one batch of five records per partition
+            p.produce(topic_name, f"p{part}-{i}".encode(), partition=part)
+        p.flush()
+    conn = _raw(bootstrap)
+    try:
+        md = conn.request(3, 12, M.MetadataRequest(
+            topics=[M.MetadataRequest.MetadataRequestTopic(name=topic_name)], allow_auto_topic_creation=False))
+        topic_id = md.topics[0].topic_id
+        for _ in range(100):
+            fc = conn.request(10, 4, M.FindCoordinatorRequest(key_type=0, coordinator_keys=[group]))
+            if fc.coordinators[0].error_code == 0:
+                break
+            time.sleep(0.2)
+        hb = None
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            hb = conn.request(76, 1, M.ShareGroupHeartbeatRequest(
+                group_id=group, member_id="shaper", member_epoch=0 if hb is None or hb.error_code else hb.member_epoch,
+                rack_id=None, subscribed_topic_names=[topic_name] if hb is None or hb.error_code else None))
+            if hb.error_code == 0 and hb.assignment is not None and hb.assignment.topic_partitions:
+                break
+            time.sleep(0.2)
+        answers, epoch = [], 0
+        while time.time() < deadline and sum(len(a) for a in answers) < 3:
+            r = conn.request(78, 1, F(
+                group_id=group, member_id="shaper", share_session_epoch=epoch, max_wait_ms=1000,
+                min_bytes=1, max_bytes=1 << 20, max_records=3, batch_size=2,
+                topics=[F.FetchTopic(topic_id=topic_id, partitions=[F.FetchPartition(
+                    partition_index=q, partition_max_bytes=0, acknowledgement_batches=[])
+                    for q in range(3)])] if epoch == 0 else [],
+                forgotten_topics_data=[]))
+            assert r.error_code == 0, r
+            epoch += 1
+            got = {q.partition_index: [(a.first_offset, a.last_offset, a.delivery_count)
+                                       for a in q.acquired_records]
+                   for t in r.responses for q in t.partitions if q.acquired_records}
+            if got:
+                answers.append(got)
+    finally:
+        conn.close()
+    assert all(len(a) == 1 for a in answers), answers
+    assert sorted(q for a in answers for q in a) == [0, 1, 2]
+    assert all(acq == [(0, 4, 1)] for a in answers for acq in a.values()), answers

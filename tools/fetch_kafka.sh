@@ -9,6 +9,10 @@
 #
 # Usage: tools/fetch_kafka.sh            fetch if needed, print the libs folder
 #        tools/fetch_kafka.sh --version  print the pinned version only
+#        tools/fetch_kafka.sh 4.3.1      the same for another release (a second reference of the
+#                                        compatibility suite, `pytest compat_tests
+#                                        --kafka-version=4.3.1`): the pom with that version,
+#                                        written to .cache/kafka/<version>/pom.xml, is resolved
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +20,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/tools/pom_jars.sh"
 POM="$ROOT/tools/kafka_dist/pom.xml"
 pom_version fetch_kafka "$POM" kafka.version "${1:-}"
+if [[ -n "${1:-}" && "$1" != "$VERSION" ]]; then
+    [[ "$1" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "fetch_kafka: not a release version: $1" >&2; exit 1; }
+    VERSION="$1"
+    mkdir -p "$ROOT/.cache/kafka/$VERSION"
+    sed "s:<kafka.version>[^<]*</kafka.version>:<kafka.version>$VERSION</kafka.version>:" \
+        "$ROOT/tools/kafka_dist/pom.xml" > "$ROOT/.cache/kafka/$VERSION/pom.xml"
+    POM="$ROOT/.cache/kafka/$VERSION/pom.xml"
+fi
 
 # The broker, the storage tool and the CLI tools must all be there.
 pom_jars fetch_kafka "$POM" "$ROOT/.cache/kafka/$VERSION" libs "Apache Kafka $VERSION" \

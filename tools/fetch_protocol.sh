@@ -3,7 +3,9 @@
 #
 # The version is the one pin of tools/kafka_dist/pom.xml (<kafka.version>), the same release the
 # compatibility suite runs. The definitions are the `*.json` files inside the *sources* jars of
-# that release on Maven Central; this script resolves those jars with Maven (local repository
+# that release on Maven Central, or, when a release publishes no sources jars (4.4.0 does not),
+# the same files inside its binary jars (they are resources of the jars: for 4.3.1 the two
+# copies are byte for byte equal). This script resolves those jars with Maven (local repository
 # .cache/m2) and extracts the JSON into .cache/kafka-protocol/<version>/, laid out as:
 #
 #   *.json                     kafka-clients            common/message (requests, responses)
@@ -59,34 +61,53 @@ trap 'rm -rf "$TMP"' EXIT
 ids=""
 for entry in "${LAYOUT[@]}"; do ids="$ids${ids:+,}${entry%%:*}"; done
 
-echo "fetch_protocol: resolving the sources jars of Apache Kafka $VERSION" >&2
 # The pinning pom depends on every artifact above (directly or through kafka_2.13/kafka-server),
-# so its dependency tree gives their versions; the `sources` classifier selects the sources jars.
-if ! mvn -q -B -f "$POM" -Dmaven.repo.local="$ROOT/.cache/m2" \
-        dependency:copy-dependencies -DincludeScope=runtime -Dclassifier=sources \
+# so its dependency tree gives their versions; the `sources` classifier selects the sources jars,
+# and an empty classifier the binary jars (the fallback).
+resolve() {
+    rm -rf "$TMP/jars"
+    mvn -q -B -f "$POM" -Dmaven.repo.local="$ROOT/.cache/m2" \
+        dependency:copy-dependencies -DincludeScope=runtime ${1:+-Dclassifier=$1} \
         -DincludeGroupIds=org.apache.kafka -DincludeArtifactIds="$ids" \
-        -DoutputDirectory="$TMP/jars" > "$TMP/mvn.log" 2>&1; then
-    cat "$TMP/mvn.log" >&2
-    echo "fetch_protocol: mvn failed" >&2
-    exit 1
+        -DoutputDirectory="$TMP/jars" > "$TMP/mvn.log" 2>&1
+}
+echo "fetch_protocol: resolving the sources jars of Apache Kafka $VERSION" >&2
+SUFFIX="-sources"
+KIND="sources"
+# copy-dependencies may succeed without a jar it could not download: check each one is there.
+all_there() {
+    local entry
+    for entry in "${LAYOUT[@]}"; do
+        [[ -f "$TMP/jars/${entry%%:*}-$VERSION$1.jar" ]] || return 1
+    done
+}
+if ! resolve sources || ! all_there -sources; then
+    echo "fetch_protocol: no sources jars for $VERSION; taking the definitions from the binary jars" >&2
+    SUFFIX=""
+    KIND="binary"
+    if ! resolve ""; then
+        cat "$TMP/mvn.log" >&2
+        echo "fetch_protocol: mvn failed" >&2
+        exit 1
+    fi
 fi
 
 {
     echo "Apache Kafka $VERSION message definitions (Apache License 2.0), data files only."
-    echo "Extracted by tools/fetch_protocol.sh from these sources jars (sha256):"
+    echo "Extracted by tools/fetch_protocol.sh from these $KIND jars (sha256):"
 } > "$TMP/out.SOURCE.txt"
 mkdir -p "$TMP/out"
 for entry in "${LAYOUT[@]}"; do
     IFS=: read -r artifact inner sub <<< "$entry"
-    jar="$TMP/jars/$artifact-$VERSION-sources.jar"
-    [[ -f "$jar" ]] || { echo "fetch_protocol: $artifact-$VERSION-sources.jar not resolved" >&2; exit 1; }
+    jar="$TMP/jars/$artifact-$VERSION$SUFFIX.jar"
+    [[ -f "$jar" ]] || { echo "fetch_protocol: $artifact-$VERSION$SUFFIX.jar not resolved" >&2; exit 1; }
     mkdir -p "$TMP/x" "$TMP/out/$sub"
     unzip -q -o "$jar" "$inner/*.json" -d "$TMP/x"
     n=$(find "$TMP/x/$inner" -maxdepth 1 -name '*.json' | wc -l)
     [[ "$n" -gt 0 ]] || { echo "fetch_protocol: no definitions in $artifact" >&2; exit 1; }
     mv "$TMP/x/$inner"/*.json "$TMP/out/$sub/"
     rm -rf "$TMP/x"
-    echo "  $(sha256sum "$jar" | cut -d' ' -f1)  org.apache.kafka:$artifact:$VERSION:sources  ($n files -> $sub/)" \
+    echo "  $(sha256sum "$jar" | cut -d' ' -f1)  org.apache.kafka:$artifact:$VERSION:$KIND  ($n files -> $sub/)" \
         >> "$TMP/out.SOURCE.txt"
 done
 mv "$TMP/out.SOURCE.txt" "$TMP/out/SOURCE.txt"

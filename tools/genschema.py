@@ -5,8 +5,8 @@ Usage: python tools/genschema.py [-o OUT] [REFERENCE_DIR]
 
 REFERENCE_DIR defaults to the definitions of the pinned Kafka release,
 ``.cache/kafka-protocol/<version>/``, which ``tools/fetch_protocol.sh`` extracts from the
-release's sources jars (run first when the folder is missing; the version is the one pin of
-``tools/kafka_dist/pom.xml``).
+release's sources jars, or its binary jars when it publishes none (run first when the folder
+is missing; the version is the one pin of ``tools/kafka_dist/pom.xml``).
 
 Reads every ``*.json`` definition (top level and the metadata/, group-coordinator/,
 transaction-coordinator/ and raft/ subfolders), keeps only the facts the codec needs —

@@ -1,10 +1,14 @@
-"""DeleteGroups (key 42), v0–v2: delete Empty groups and their committed offsets.
+"""DeleteGroups (key 42), v0–v3: delete Empty groups and their committed offsets.
 
 Per group: ``GROUP_ID_NOT_FOUND`` when unknown, ``NON_EMPTY_GROUP`` while it has members,
 ``INVALID_GROUP_ID`` for an empty id. Deletion writes offset and group tombstones to
 ``__consumer_offsets``; a deleted share group's share-partition states (the partitions its
 ShareGroupStatePartitionMetadata lists) are deleted from ``__share_group_state`` where this
 node leads their state partition (a recreated group starts afresh, as in Kafka).
+
+v3 (Kafka 4.4) adds a per-group ``ErrorMessage``: null for every error kbroker answers, as
+Kafka 4.4 answers GROUP_ID_NOT_FOUND and NON_EMPTY_GROUP (observed). Kafka's
+GROUP_DELETION_FAILED (134) is for a deletion that fails part-way; kbroker has no such case.
 
 ACLs (``kbroker.authz``): DELETE on each group (else GROUP_AUTHORIZATION_FAILED).
 """
@@ -20,7 +24,7 @@ from kbroker.wire import messages
 Response = messages.DeleteGroupsResponse
 
 
-@api(42, versions=(0, 2))
+@api(42, versions=(0, 3))
 async def handle(ctx: RequestContext, request) -> Response:
     denied = denied_names(ctx, DELETE, GROUP, request.groups_names)
     names = [g for g in request.groups_names if g not in denied]

@@ -11,8 +11,9 @@
   (else TOPIC_AUTHORIZATION_FAILED).
 - Auto-creation like Kafka: an unknown topic is created with ``num.partitions`` when
   ``auto.create.topics.enable`` is true and the request allows it (always for v0–v3), and
-  answered ``LEADER_NOT_AVAILABLE`` (the client retries); otherwise
-  ``UNKNOWN_TOPIC_OR_PARTITION``. Illegal names get ``INVALID_TOPIC_EXCEPTION``.
+  answered ``UNKNOWN_TOPIC_OR_PARTITION`` as Kafka 4.3.1/4.4.0 answer it (the client retries;
+  older Kafka answered LEADER_NOT_AVAILABLE), internal topics included; otherwise
+  ``UNKNOWN_TOPIC_OR_PARTITION`` too. Illegal names get ``INVALID_TOPIC_EXCEPTION``.
   ``__consumer_offsets``/``__transaction_state`` are created with their coordinator
   settings.
 - Brokers are listed with the endpoint of the listener the request arrived on.
@@ -112,7 +113,7 @@ async def handle(ctx: RequestContext, request) -> Response:
             elif allow:
                 to_create.append(name)
                 pending.append((name, len(topics_out)))
-                topics_out.append(Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name,
+                topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
                                         is_internal=name in INTERNAL_TOPICS,
                                         partitions=[]))
             else:

@@ -4,20 +4,29 @@ for the member, with the member's acknowledgements of earlier records piggy-back
 Share sessions (:mod:`kbroker.share.sessions`): epoch 0 opens a session with the request's
 partitions (and may not acknowledge: ``INVALID_REQUEST``), later epochs add topics and
 drop ``ForgottenTopicsData``, epoch -1 only acknowledges and closes the session (releasing
-what the member still holds). Acknowledgements are applied before records are acquired;
+what the member still holds). A session also ends when the connection that opened it closes —
+a consumer that crashed or lost its connection — and the member's acquired records are
+released at once, as Kafka's share session cache does on disconnect, instead of waiting for
+their acquisition locks to time out. Acknowledgements are applied before records are acquired;
 their per-partition result is ``AcknowledgeErrorCode``.
 
 The answer lists, per partition, whole record batches and ``AcquiredRecords`` (the
 offsets now locked to the member with their delivery counts), and
-``AcquisitionLockTimeoutMs`` (the group's lock duration). ``MaxRecords`` bounds the
-acquired records; ``ShareAcquireMode`` (v2) is read but both modes acquire record by record
-up to ``MaxRecords``. Lock renewal (v2, KIP-1222): acknowledgement type 4 (RENEW) restarts the
+``AcquisitionLockTimeoutMs`` (the group's lock duration). Shaping as Kafka 4.4's:
+``MaxRecords`` is shared by the partitions of one answer and new records are acquired in whole
+record batches (the last batch may take the count past ``MaxRecords``); once it is reached the
+remaining partitions are not read and not listed (they come in later answers), and the
+partitions are visited in a round-robin order rotated by the session epoch. Redelivered
+(released) records are acquired record by record. ``BatchSize`` and ``ShareAcquireMode`` (v2)
+are read and not used (Kafka 4.4 observed: ``BatchSize`` does not split the acquired ranges). Lock renewal (v2, KIP-1222): acknowledgement type 4 (RENEW) restarts the
 locks of records the member holds; a request with ``IsRenewAck`` only acknowledges (nothing is
 fetched) and must have MaxBytes, MinBytes, MaxRecords and MaxWaitMs at 0 (``INVALID_REQUEST``
 with Kafka's message otherwise). Type 4 below v2 is ``INVALID_REQUEST``.
 Rules: :mod:`kbroker.share.manager`.
 """
 from __future__ import annotations
+
+import functools
 
 from kbroker.api import RequestContext, api
 from kbroker.group.share.config import share_groups_enabled
@@ -79,9 +88,15 @@ async def handle(ctx: RequestContext, request) -> Resp:
     if mgr.persister is not None:
         await mgr.persister.ensure_topic()
     try:
-        session, _new = mgr.sessions.open_or_continue(group_id, member_id, epoch, fetch=True)
+        session, new = mgr.sessions.open_or_continue(group_id, member_id, epoch, fetch=True)
     except ShareSessionError as e:
         return _error(e.code)
+    hooks = ctx.extra.get("close_hooks")
+    if new and hooks is not None:
+        # the session ends with this connection (the dict is the connection's token)
+        session.connection = hooks
+        hooks[("share-session", group_id, member_id)] = functools.partial(
+            mgr.connection_closed, group_id, member_id, hooks)
     ack_errors = {tp: await mgr.acknowledge(group_id, member_id, tp[0], tp[1], batches)
                   for tp, batches in acks.items()}
     cfg = share_groups_of(ctx.broker).config_for(group_id)
@@ -97,13 +112,20 @@ async def handle(ctx: RequestContext, request) -> Resp:
     for tp in fetch_parts:
         session.partitions[tp] = None
     partitions = list(session.partitions)
+    if epoch > 0 and len(partitions) > 1:
+        # Kafka's round-robin partition rotation: each request starts at the partition its
+        # session epoch names, so a MaxRecords-bound answer does not starve the later ones
+        k = epoch % len(partitions)
+        partitions = partitions[k:] + partitions[:k]
     max_records = request.max_records if request.max_records and request.max_records > 0 \
         else MAX_RECORDS_DEFAULT
     fetched = await mgr.fetch(group_id, member_id, partitions, max_records=max_records,
                               max_wait_ms=request.max_wait_ms,
                               max_bytes=max(1, request.max_bytes))
-    # a full (initial) answer lists every partition; an incremental one what has news
-    order = partitions if epoch == INITIAL_EPOCH else [
+    # a full (initial) answer lists every partition read this round (those after MaxRecords
+    # was reached are left for later answers, as Kafka's); an incremental one what has news
+    order = [tp for tp in partitions if tp in fetched or tp in ack_errors] \
+        if epoch == INITIAL_EPOCH else [
         tp for tp in partitions
         if tp in ack_errors or fetched.get(tp) is not None and (fetched[tp].acquired or fetched[tp].error)]
     return _answer(ctx, fetched, ack_errors, order, cfg)

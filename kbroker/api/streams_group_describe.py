@@ -1,5 +1,12 @@
-"""StreamsGroupDescribe (key 89), v0: streams groups (KIP-1071) with their epochs, topology and
-every member's process, endpoint, client tags, current and target tasks.
+"""StreamsGroupDescribe (key 89), v0–v1: streams groups (KIP-1071) with their epochs, topology
+and every member's process, endpoint, client tags, current and target tasks.
+
+v1 (Kafka 4.4, KIP-1331): ``IncludeTopologyDescription`` asks for the description a topology
+description plugin stores; kbroker has no such plugin (nor has Kafka unless
+``group.streams.topology.description.plugin.class`` is set), so a described group answers
+status NOT_STORED (1) when asked and NOT_REQUESTED (0) otherwise, with a null description, as
+Kafka 4.4 without a plugin does; ``AssignorName`` is the task assignor of the next assignment
+(``sticky``, the only one kbroker has; null for a group answered with an error).
 
 A group of another type (or an unknown id) answers ``GROUP_ID_NOT_FOUND``. Authorized
 operations are not computed (``-2147483648``); task offsets are not kept (empty lists).
@@ -60,7 +67,11 @@ def _member(m, target):
         target_assignment=_assignment(target), is_classic=False)
 
 
-@api(89, versions=(0, 0))
+NOT_REQUESTED, NOT_STORED = 0, 1        # TopologyDescriptionStatus
+ASSIGNOR = "sticky"
+
+
+@api(89, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
     denied = denied_names(ctx, DESCRIBE, GROUP, request.group_ids)
     allowed = [g for g in request.group_ids if g not in denied]
@@ -70,5 +81,9 @@ async def handle(ctx: RequestContext, request) -> Response:
         for g in request.group_ids if g in denied] + [
         G(error_code=d.error, error_message=d.message, group_id=d.group_id, group_state=d.state,
           group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
-          topology=_topology(d.topology), members=[_member(m, t) for m, t in d.members])
+          topology=_topology(d.topology), members=[_member(m, t) for m, t in d.members],
+          **({} if d.error else {
+              "assignor_name": ASSIGNOR,
+              "topology_description_status": NOT_STORED if ctx.version >= 1
+              and request.include_topology_description else NOT_REQUESTED}))
         for d in described])

@@ -1,4 +1,10 @@
-"""StreamsGroupHeartbeat (key 88), v0: the streams group protocol (KIP-1071).
+"""StreamsGroupHeartbeat (key 88), v0–v1: the streams group protocol (KIP-1071).
+
+v1 (Kafka 4.4, KIP-1071's second part) answers the acceptable recovery lag as an int64
+(``group.streams.acceptable.recovery.lag``; v0's int32 field stays 0, as Kafka 4.4 answers it)
+and ``TopologyDescriptionRequired``, always false: kbroker has no topology description plugin
+(see ``streams_group_topology_description_update``). Static members (``InstanceId``) follow
+Kafka 4.4's rules in :mod:`kbroker.group.streams.protocol`.
 
 A Kafka Streams member (``group.protocol=streams``) joins (epoch 0) with its topology,
 process id, user endpoint and client tags, heartbeats with its member epoch and the tasks it
@@ -71,11 +77,12 @@ async def _create_internal_topics(ctx: RequestContext, topics) -> None:
 
 def _refused(code: int, message: str | None = None) -> Response:
     return Response(throttle_time_ms=0, error_code=code, error_message=message, member_id="",
-                    member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag=0,
+                    member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
+                    acceptable_recovery_lag=-1,
                     task_offset_interval_ms=0, endpoint_information_epoch=0, status=[])
 
 
-@api(88, versions=(0, 0))
+@api(88, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
     from kbroker.group.streams.protocol import StreamsHeartbeatRequest  # on first use (start-up)
     from kbroker.group.streams.topology import topology_of
@@ -117,6 +124,7 @@ async def handle(ctx: RequestContext, request) -> Response:
     return Response(
         throttle_time_ms=0, error_code=r.error, error_message=r.message, member_id=r.member_id,
         member_epoch=r.member_epoch, heartbeat_interval_ms=r.heartbeat_interval_ms,
+        # v1's int64; v0's int32 AcceptableRecoveryLagLegacy is 0, as Kafka 4.4 answers it
         acceptable_recovery_lag=r.acceptable_recovery_lag,
         task_offset_interval_ms=r.task_offset_interval_ms,
         status=[] if r.status is None else [

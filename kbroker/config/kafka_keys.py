@@ -1,4 +1,4 @@
-"""Apache Kafka 4.3.1 broker and controller configuration keys (generated; do not edit).
+"""Apache Kafka 4.4.0 broker and controller configuration keys (generated; do not edit).
 
 Written by ``tools/gen_broker_configs.py`` from Kafka's own definitions in the pinned jars.
 ``BROKER_CONFIGS``: (name, type, default as Kafka's string form or None, importance,
@@ -7,7 +7,7 @@ broker synonyms in Kafka's order). ``TOPIC_CONFIG_SYNONYMS``: topic config → t
 broker config DescribeConfigs lists as its synonym. ``LISTENER_ONLY_DYNAMIC``: security
 configs updatable dynamically only with a ``listener.name.<l>.`` prefix.
 """
-KAFKA_VERSION = '4.3.1'
+KAFKA_VERSION = '4.4.0'
 
 BROKER_CONFIGS = (
     ('add.partitions.to.txn.retry.backoff.max.ms', 'int', '100', 'high', False, 'read-only', '[0,...]', ('add.partitions.to.txn.retry.backoff.max.ms',)),
@@ -61,10 +61,13 @@ BROKER_CONFIGS = (
     ('delete.records.purgatory.purge.interval.requests', 'int', '1', 'medium', False, 'read-only', '', ('delete.records.purgatory.purge.interval.requests',)),
     ('delete.topic.enable', 'boolean', 'true', 'high', False, 'read-only', '', ('delete.topic.enable',)),
     ('early.start.listeners', 'list', None, 'high', False, 'read-only', '', ('early.start.listeners',)),
+    ('errors.deadletterqueue.auto.create.topics.enable', 'boolean', 'false', 'medium', False, 'cluster-wide', '', ('errors.deadletterqueue.auto.create.topics.enable',)),
+    ('errors.deadletterqueue.topic.name.prefix', 'string', 'dlq.', 'medium', False, 'cluster-wide', '', ('errors.deadletterqueue.topic.name.prefix',)),
     ('fetch.max.bytes', 'int', '57671680', 'medium', False, 'read-only', '[1024,...]', ('fetch.max.bytes',)),
     ('fetch.purgatory.purge.interval.requests', 'int', '1000', 'medium', False, 'read-only', '', ('fetch.purgatory.purge.interval.requests',)),
     ('follower.fetch.last.tiered.offset.enable', 'boolean', 'false', 'medium', False, 'cluster-wide', '', ('follower.fetch.last.tiered.offset.enable',)),
     ('group.consumer.assignment.interval.ms', 'int', '1000', 'medium', False, 'cluster-wide', '[0,...]', ('group.consumer.assignment.interval.ms',)),
+    ('group.consumer.assignor.offload.enable', 'boolean', 'true', 'medium', True, 'cluster-wide', '', ('group.consumer.assignor.offload.enable',)),
     ('group.consumer.assignors', 'list', 'uniform,range', 'medium', False, 'read-only', '', ('group.consumer.assignors',)),
     ('group.consumer.heartbeat.interval.ms', 'int', '5000', 'medium', False, 'read-only', '[1,...]', ('group.consumer.heartbeat.interval.ms',)),
     ('group.consumer.max.assignment.interval.ms', 'int', '15000', 'medium', False, 'read-only', '[0,...]', ('group.consumer.max.assignment.interval.ms',)),
@@ -87,8 +90,10 @@ BROKER_CONFIGS = (
     ('group.max.size', 'int', '2147483647', 'medium', False, 'read-only', '[1,...]', ('group.max.size',)),
     ('group.min.session.timeout.ms', 'int', '6000', 'medium', False, 'read-only', '', ('group.min.session.timeout.ms',)),
     ('group.share.assignment.interval.ms', 'int', '1000', 'medium', False, 'cluster-wide', '[0,...]', ('group.share.assignment.interval.ms',)),
+    ('group.share.assignor.offload.enable', 'boolean', 'true', 'medium', True, 'cluster-wide', '', ('group.share.assignor.offload.enable',)),
     ('group.share.assignors', 'list', 'simple', 'medium', False, 'read-only', '', ('group.share.assignors',)),
     ('group.share.delivery.count.limit', 'int', '5', 'medium', False, 'read-only', '[2,...,10]', ('group.share.delivery.count.limit',)),
+    ('group.share.dlq.manager.class.name', 'string', 'org.apache.kafka.server.share.dlq.DefaultShareGroupDLQManager', 'medium', True, 'read-only', '', ('group.share.dlq.manager.class.name',)),
     ('group.share.heartbeat.interval.ms', 'int', '5000', 'medium', False, 'read-only', '[1,...]', ('group.share.heartbeat.interval.ms',)),
     ('group.share.initialize.retry.interval.ms', 'int', '30000', 'low', True, 'read-only', '[1,...]', ('group.share.initialize.retry.interval.ms',)),
     ('group.share.max.assignment.interval.ms', 'int', '15000', 'medium', False, 'read-only', '[0,...]', ('group.share.max.assignment.interval.ms',)),
@@ -109,7 +114,10 @@ BROKER_CONFIGS = (
     ('group.share.persister.class.name', 'string', 'org.apache.kafka.server.share.persister.DefaultStatePersister', 'medium', True, 'read-only', '', ('group.share.persister.class.name',)),
     ('group.share.record.lock.duration.ms', 'int', '30000', 'medium', False, 'read-only', '[1000,...,3600000]', ('group.share.record.lock.duration.ms',)),
     ('group.share.session.timeout.ms', 'int', '45000', 'medium', False, 'read-only', '[1,...]', ('group.share.session.timeout.ms',)),
+    ('group.streams.acceptable.recovery.lag', 'long', '10000', 'medium', True, 'read-only', '[0,...]', ('group.streams.acceptable.recovery.lag',)),
     ('group.streams.assignment.interval.ms', 'int', '1000', 'medium', False, 'cluster-wide', '[0,...]', ('group.streams.assignment.interval.ms',)),
+    ('group.streams.assignor.offload.enable', 'boolean', 'true', 'medium', True, 'cluster-wide', '', ('group.streams.assignor.offload.enable',)),
+    ('group.streams.assignors', 'list', 'sticky', 'medium', False, 'read-only', '', ('group.streams.assignors',)),
     ('group.streams.heartbeat.interval.ms', 'int', '5000', 'medium', False, 'read-only', '[1,...]', ('group.streams.heartbeat.interval.ms',)),
     ('group.streams.initial.rebalance.delay.ms', 'int', '3000', 'medium', False, 'read-only', '[0,...]', ('group.streams.initial.rebalance.delay.ms',)),
     ('group.streams.max.assignment.interval.ms', 'int', '15000', 'medium', False, 'read-only', '[0,...]', ('group.streams.max.assignment.interval.ms',)),
@@ -117,11 +125,17 @@ BROKER_CONFIGS = (
     ('group.streams.max.session.timeout.ms', 'int', '60000', 'medium', False, 'read-only', '[1,...]', ('group.streams.max.session.timeout.ms',)),
     ('group.streams.max.size', 'int', '2147483647', 'medium', False, 'read-only', '[1,...]', ('group.streams.max.size',)),
     ('group.streams.max.standby.replicas', 'int', '2', 'medium', False, 'read-only', '[0,...]', ('group.streams.max.standby.replicas',)),
+    ('group.streams.max.warmup.replicas', 'int', '20', 'medium', True, 'read-only', '[0,...]', ('group.streams.max.warmup.replicas',)),
     ('group.streams.min.assignment.interval.ms', 'int', '0', 'medium', False, 'read-only', '[0,...]', ('group.streams.min.assignment.interval.ms',)),
     ('group.streams.min.heartbeat.interval.ms', 'int', '5000', 'medium', False, 'read-only', '[1,...]', ('group.streams.min.heartbeat.interval.ms',)),
     ('group.streams.min.session.timeout.ms', 'int', '45000', 'medium', False, 'read-only', '[1,...]', ('group.streams.min.session.timeout.ms',)),
+    ('group.streams.min.task.offset.interval.ms', 'int', '15000', 'medium', True, 'read-only', '[1,...]', ('group.streams.min.task.offset.interval.ms',)),
     ('group.streams.num.standby.replicas', 'int', '0', 'medium', False, 'read-only', '[0,...]', ('group.streams.num.standby.replicas',)),
+    ('group.streams.num.warmup.replicas', 'int', '2', 'medium', True, 'read-only', '[0,...]', ('group.streams.num.warmup.replicas',)),
+    ('group.streams.rack.aware.assignment.tags', 'list', '', 'low', False, 'read-only', '', ('group.streams.rack.aware.assignment.tags',)),
     ('group.streams.session.timeout.ms', 'int', '45000', 'medium', False, 'read-only', '[1,...]', ('group.streams.session.timeout.ms',)),
+    ('group.streams.task.offset.interval.ms', 'int', '60000', 'medium', True, 'read-only', '[1,...]', ('group.streams.task.offset.interval.ms',)),
+    ('group.streams.topology.description.plugin.class', 'class', None, 'medium', False, 'read-only', '', ('group.streams.topology.description.plugin.class',)),
     ('initial.broker.registration.timeout.ms', 'int', '60000', 'medium', False, 'read-only', '', ('initial.broker.registration.timeout.ms',)),
     ('inter.broker.listener.name', 'string', None, 'medium', False, 'read-only', '', ('inter.broker.listener.name',)),
     ('internal.metadata.delete.delay.millis', 'long', '60000', 'low', True, 'read-only', '', ('internal.metadata.delete.delay.millis',)),
@@ -161,6 +175,8 @@ BROKER_CONFIGS = (
     ('log.message.timestamp.before.max.ms', 'long', '9223372036854775807', 'medium', False, 'cluster-wide', '[0,...]', ('log.message.timestamp.before.max.ms',)),
     ('log.message.timestamp.type', 'string', 'CreateTime', 'medium', False, 'cluster-wide', '[CreateTime, LogAppendTime]', ('log.message.timestamp.type',)),
     ('log.preallocate', 'boolean', 'false', 'medium', False, 'cluster-wide', '', ('log.preallocate',)),
+    ('log.remote.copy.lag.bytes', 'long', '-1', 'medium', False, 'cluster-wide', '[-1,...]', ('log.remote.copy.lag.bytes',)),
+    ('log.remote.copy.lag.ms', 'long', '0', 'medium', False, 'cluster-wide', '[-1,...]', ('log.remote.copy.lag.ms',)),
     ('log.retention.bytes', 'long', '-1', 'high', False, 'cluster-wide', '', ('log.retention.bytes',)),
     ('log.retention.check.interval.ms', 'long', '300000', 'medium', False, 'read-only', '[1,...]', ('log.retention.check.interval.ms',)),
     ('log.retention.hours', 'int', '168', 'high', False, 'read-only', '', ('log.retention.ms', 'log.retention.minutes', 'log.retention.hours')),
@@ -176,6 +192,7 @@ BROKER_CONFIGS = (
     ('max.connections', 'int', '2147483647', 'medium', False, 'cluster-wide', '[0,...]', ('max.connections',)),
     ('max.connections.per.ip', 'int', '2147483647', 'medium', False, 'cluster-wide', '[0,...]', ('max.connections.per.ip',)),
     ('max.connections.per.ip.overrides', 'string', '', 'medium', False, 'cluster-wide', '', ('max.connections.per.ip.overrides',)),
+    ('max.decompressed.message.bytes', 'int', '2147483639', 'medium', False, 'cluster-wide', '[1,...,2147483639]', ('max.decompressed.message.bytes',)),
     ('max.incremental.fetch.session.cache.slots', 'int', '1000', 'medium', False, 'read-only', '[0,...]', ('max.incremental.fetch.session.cache.slots',)),
     ('max.request.partition.size.limit', 'int', '2000', 'medium', False, 'read-only', '[1,...]', ('max.request.partition.size.limit',)),
     ('message.max.bytes', 'int', '1048588', 'high', False, 'cluster-wide', '[0,...]', ('message.max.bytes',)),
@@ -280,6 +297,8 @@ BROKER_CONFIGS = (
     ('sasl.login.retry.backoff.ms', 'long', '100', 'low', False, 'read-only', '', ('sasl.login.retry.backoff.ms',)),
     ('sasl.mechanism.controller.protocol', 'string', 'GSSAPI', 'high', False, 'read-only', '', ('sasl.mechanism.controller.protocol',)),
     ('sasl.mechanism.inter.broker.protocol', 'string', 'GSSAPI', 'medium', False, 'per-broker', '', ('sasl.mechanism.inter.broker.protocol',)),
+    ('sasl.oauthbearer.allow.unverified.audience', 'boolean', 'false', 'medium', False, 'read-only', '', ('sasl.oauthbearer.allow.unverified.audience',)),
+    ('sasl.oauthbearer.allow.unverified.issuer', 'boolean', 'false', 'medium', False, 'read-only', '', ('sasl.oauthbearer.allow.unverified.issuer',)),
     ('sasl.oauthbearer.assertion.algorithm', 'string', 'RS256', 'medium', False, 'read-only', '(case insensitive) [ES256, RS256]', ('sasl.oauthbearer.assertion.algorithm',)),
     ('sasl.oauthbearer.assertion.claim.aud', 'string', None, 'medium', False, 'read-only', '', ('sasl.oauthbearer.assertion.claim.aud',)),
     ('sasl.oauthbearer.assertion.claim.exp.seconds', 'int', '300', 'low', False, 'read-only', '[0,...,86400]', ('sasl.oauthbearer.assertion.claim.exp.seconds',)),
@@ -386,6 +405,7 @@ TOPIC_CONFIG_SYNONYMS = {
     'local.retention.bytes': 'log.local.retention.bytes',
     'local.retention.ms': 'log.local.retention.ms',
     'max.compaction.lag.ms': 'log.cleaner.max.compaction.lag.ms',
+    'max.decompressed.message.bytes': 'max.decompressed.message.bytes',
     'max.message.bytes': 'message.max.bytes',
     'message.timestamp.after.max.ms': 'log.message.timestamp.after.max.ms',
     'message.timestamp.before.max.ms': 'log.message.timestamp.before.max.ms',
@@ -394,6 +414,8 @@ TOPIC_CONFIG_SYNONYMS = {
     'min.compaction.lag.ms': 'log.cleaner.min.compaction.lag.ms',
     'min.insync.replicas': 'min.insync.replicas',
     'preallocate': 'log.preallocate',
+    'remote.copy.lag.bytes': 'log.remote.copy.lag.bytes',
+    'remote.copy.lag.ms': 'log.remote.copy.lag.ms',
     'retention.bytes': 'log.retention.bytes',
     'retention.ms': 'log.retention.ms',
     'segment.bytes': 'log.segment.bytes',

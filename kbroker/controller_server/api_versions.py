@@ -1,8 +1,12 @@
-"""ApiVersions (key 18) on the controller listener, v0–v4: this plane's registry.
+"""ApiVersions (key 18) on the controller listener, v0–v5: this plane's registry.
+v5 (KIP-1242): the cluster and node the client means to reach, checked as on the client plane
+(``kbroker.api.api_versions.misrouted``: REBOOTSTRAP_REQUIRED, or INVALID_REQUEST for half a
+name; no keys, finalized-features epoch -1).
 Features: supported (``kbroker.config.features``; below v4 without those whose minimum level is 0,
 KIP-1022) and finalized as in the client plane."""
 from __future__ import annotations
 
+from kbroker.api.api_versions import misrouted
 from kbroker.config.features import finalized_levels, supported_feature_keys
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -12,8 +16,12 @@ from .registry import CONTROLLER_REGISTRY, controller_api
 Response = messages.ApiVersionsResponse
 
 
-@controller_api(18, versions=(0, 4))
+@controller_api(18, versions=(0, 5))
 async def handle(ctx, request):
+    if ctx.version >= 5:
+        refused = misrouted(ctx, request)
+        if refused is not None:
+            return Response(error_code=refused, api_keys=[], finalized_features_epoch=-1)
     keys = [Response.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
             for s in sorted(CONTROLLER_REGISTRY.values(), key=lambda s: s.api_key)]
     resp = Response(error_code=ErrorCode.NONE, api_keys=keys)

@@ -142,6 +142,9 @@ class Connection:
         self._last_client: str | None = None
         # the client listeners' meters (the controller plane's server keeps none)
         self._stats = getattr(server, "request_stats", None)
+        # what handlers ask to run when this connection closes (ctx.extra["close_hooks"]:
+        # key → callable; share sessions end with their connection, as Kafka's do)
+        self.close_hooks: dict = {}
 
     def __str__(self) -> str:
         return f"{self.client_host}:{self.client_port}"
@@ -168,6 +171,15 @@ class Connection:
                 if self._linger and not getattr(self.server, "forced", False):
                     await self._close_gently()
                 await trio.aclose_forcefully(self.stream)
+            self._run_close_hooks()
+
+    def _run_close_hooks(self) -> None:
+        hooks, self.close_hooks = self.close_hooks, {}
+        for key, hook in hooks.items():
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 - one failed hook must not skip the others
+                log.exception("connection %s: close hook %s failed", self, key)
 
     async def _close_gently(self) -> None:
         """After a failed authentication the error answer must reach the client: closing a
@@ -477,6 +489,7 @@ class Connection:
         ctx = RequestContext(self.server.broker, api_key, version, correlation_id,
                              header.client_id, self.client_host, self.listener_name,
                              principal=self.principal, security_protocol=self.security_protocol)
+        ctx.extra["close_hooks"] = self.close_hooks
         if self.auth is not None and self.auth.token_authenticated:
             # KIP-48: a session opened with a delegation token may not ask for tokens
             ctx.extra["token_authenticated"] = True

@@ -182,6 +182,12 @@ class SharePartitionManager:
         if self.sessions.close(group_id, member_id) is not None:
             self.release_member(group_id, member_id)
 
+    def connection_closed(self, group_id: str, member_id: str, connection) -> None:
+        """The connection that opened the member's share session closed: the session ends
+        and the member's acquired records are released (Kafka's share session cache)."""
+        if self.sessions.close_if_on(group_id, member_id, connection) is not None:
+            self.release_member(group_id, member_id)
+
     # ------------------------------------------------------------------ fetching
     async def fetch(self, group_id: str, member_id: str, partitions: list[tuple[uuid.UUID, int]],
                     *, max_records: int, max_wait_ms: int, max_bytes: int) -> dict:
@@ -222,8 +228,7 @@ class SharePartitionManager:
             except ReplicaError as e:
                 out[(tid, p)] = PartitionFetch(error=e.error_code)
                 continue
-            if left <= 0:
-                out[(tid, p)] = PartitionFetch()
+            if left <= 0:       # MaxRecords reached: not read this round, nor answered
                 continue
             now = self.lock_clock_ms()
             if sp.expire_locks(now):
@@ -264,7 +269,7 @@ class SharePartitionManager:
         limit = batches[-1][1] + 1
         available_end = res.last_stable_offset if iso == READ_COMMITTED else res.high_watermark
         acquired = sp.acquire(member_id, available_end, max_records, now, skip=skip,
-                              limit_offset=limit)
+                              limit_offset=limit, batch_ends=[b[1] for b in batches])
         if not acquired:
             return PartitionFetch(leader_epoch=res.leader_epoch)
         parts = []

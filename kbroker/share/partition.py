@@ -95,13 +95,17 @@ class SharePartition:
 
     # ------------------------------------------------------------------ acquisition
     def acquire(self, member_id: str, available_end: int, max_records: int, now_ms: int,
-                skip: Iterable[int] = (), limit_offset: int | None = None) -> list[AcquiredRange]:
+                skip: Iterable[int] = (), limit_offset: int | None = None,
+                batch_ends: Iterable[int] | None = None) -> list[AcquiredRange]:
         """Acquire up to ``max_records`` records for ``member_id``: first the AVAILABLE
         in-flight ones in offset order, then new offsets from the end offset up to
         ``available_end`` (exclusive: the high watermark, or the last stable offset under
         read_committed). ``skip`` are offsets that hold no deliverable record (control
         records, records of aborted transactions): they are archived, not delivered.
-        ``limit_offset`` (exclusive) bounds what this call looks at (the fetched data)."""
+        ``limit_offset`` (exclusive) bounds what this call looks at (the fetched data).
+        ``batch_ends`` (the last offsets of the fetched record batches): new records are
+        acquired in whole batches, as Kafka 4.4 does — ``max_records`` is reached at a batch's
+        end, so the last batch may take the count past it."""
         self.expire_locks(now_ms)
         if max_records <= 0:
             return []
@@ -116,7 +120,11 @@ class SharePartition:
                 continue
             taken.append((off, self._lock(off, member_id, now_ms)))
         off = max(self.end_offset, self.start_offset)
-        while len(taken) < max_records and off < upto and len(self.in_flight) < self.max_in_flight:
+        first_new = off
+        ends = None if batch_ends is None else set(batch_ends)
+        while off < upto and len(self.in_flight) < self.max_in_flight:
+            if len(taken) >= max_records and (ends is None or off == first_new or off - 1 in ends):
+                break
             if off in skip:
                 self.in_flight[off] = InFlight(RecordState.ARCHIVED)
             else:

@@ -3,7 +3,9 @@ ShareFetch requests as fetch sessions keep them (KIP-227), keyed by (group id, m
 
 Session epochs: 0 opens a session (a full ShareFetch; it may not carry acknowledgements),
 -1 is the final request (acknowledgements only; the session closes and the member's
-acquired records are released), anything else must equal the session's current epoch
+acquired records are released), and so does the connection the session was opened on closing
+(Kafka's share session cache drops a connection's sessions when it disconnects, releasing the
+member's records at once instead of at the acquisition lock's timeout), anything else must equal the session's current epoch
 (``INVALID_SHARE_SESSION_EPOCH``), and a session that does not exist is
 ``SHARE_SESSION_NOT_FOUND``. Each accepted request moves the epoch on by one (wrapping to 1).
 At most ``group.share.max.share.sessions`` sessions exist (``SHARE_SESSION_LIMIT_REACHED``).
@@ -29,6 +31,7 @@ class ShareSession:
     member_id: str
     epoch: int = 1
     partitions: dict[TopicPartition, None] = field(default_factory=dict)   # ordered set
+    connection: object = None       # an opaque token of the connection that opened it
 
 
 class ShareSessionError(Exception):
@@ -66,6 +69,13 @@ class ShareSessionCache:
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)
+
+    def close_if_on(self, group_id: str, member_id: str, connection) -> ShareSession | None:
+        """Close the session if ``connection`` opened it (a later open elsewhere replaced it)."""
+        s = self.sessions.get((group_id, member_id))
+        if s is None or s.connection is not connection:
+            return None
+        return self.sessions.pop((group_id, member_id))
 
     def of_member(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.get((group_id, member_id))

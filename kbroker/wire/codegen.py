@@ -23,7 +23,10 @@ Malformed input raises ``MalformedFrame`` and nothing else: readers get a memory
 the message's end (and each known tagged value one cut at its declared size), so a read
 past the end fails inside ``struct``/indexing and ``decode_from`` maps that; every count
 and length is checked against the bytes left before anything is allocated (so a frame of
-n bytes never builds more than O(n) objects). Speed: empty tag sections (one zero byte)
+n bytes never builds more than O(n) objects). On top of that, Kafka 4.4's decoder limits:
+an array of more than ``MAX_ARRAY_ELEMENTS`` (1,000,000) elements and a tagged-field section of
+more than ``MAX_TAGGED_FIELDS`` (10,000) fields are refused from their count alone, before
+anything is allocated, whatever the frame's size. Speed: empty tag sections (one zero byte)
 take a fast path, compact counts are read inline, and arrays of numbers use precompiled
 ``struct.Struct`` objects.
 """
@@ -114,14 +117,29 @@ def r_bytes(buf, pos, end, nullable, compact, view=False):
     return (v if view else bytes(v)), pos + n
 
 
+# Kafka 4.4's decoder limits (its generated readers refuse these counts before allocating)
+MAX_ARRAY_ELEMENTS = 1_000_000
+MAX_TAGGED_FIELDS = 10_000
+
+
 def _bad_count(n):
     raise MalformedFrame(f"negative count {n} for an array")
+
+
+def _too_many(n):
+    raise MalformedFrame(f"array of {n} elements exceeds the limit of {MAX_ARRAY_ELEMENTS}")
+
+
+def check_tag_count(ntags):
+    if ntags > MAX_TAGGED_FIELDS:
+        raise MalformedFrame(f"{ntags} tagged fields exceed the limit of {MAX_TAGGED_FIELDS}")
 
 
 def r_tags(o, buf, pos, end, known):
     """Read a non-empty tagged-field section into ``o``; returns (unknown tags or None, pos).
     ``known`` maps tag → reader(o, buf, pos, end) for the fields this version declares."""
     ntags, pos = r_uvarint(buf, pos)
+    check_tag_count(ntags)
     unknown = None
     for _ in range(ntags):  # each tag takes at least two bytes: bounded by the input
         tag, pos = r_uvarint(buf, pos)
@@ -151,6 +169,8 @@ def r_count(buf, pos, end, nullable, compact):
         if n == -1 and nullable:
             return None, pos
         raise MalformedFrame("null or negative count for a non-nullable array")
+    if n > MAX_ARRAY_ELEMENTS:
+        _too_many(n)
     if n > end - pos:
         _bad_length(n, pos, end)
     return n, pos
@@ -278,6 +298,7 @@ RUNTIME = {
     "w_str": w_str, "w_bytes": w_bytes, "w_count": w_count,
     "w_tags": w_tags, "_absent": _absent, "_null": _null, "MalformedFrame": MalformedFrame,
     "r_tags": r_tags, "_bad_count": _bad_count, "_bad_length": _bad_length,
+    "_too_many": _too_many, "MAX_ARRAY_ELEMENTS": MAX_ARRAY_ELEMENTS,
     "_unpack_i": _unpack_i, "_pack_i": _pack_i, "_unpack_from": struct.unpack_from,
     "_pack": struct.pack, "_arr_unpack": _arr_unpack, "_arr_pack": _arr_pack,
     "struct": struct, "ZERO_UUID": ZERO_UUID, "_MISSING": _MISSING,
@@ -433,7 +454,8 @@ class _Gen:
                     f"{ind}    {target} = None"]
         else:
             out += [f"{ind}    _bad_count({n})"]
-        out += [f"{ind}elif {n} > end - pos: _bad_length({n}, pos, end)",
+        out += [f"{ind}elif {n} > MAX_ARRAY_ELEMENTS: _too_many({n})",
+                f"{ind}elif {n} > end - pos: _bad_length({n}, pos, end)",
                 f"{ind}else:"]
         return out
 

@@ -1,7 +1,7 @@
 """Kafka's error codes: number, name, whether a client may retry, and a short default message.
 
-Numbers and names follow ``org.apache.kafka.common.protocol.Errors`` (through Kafka 4.1,
-code 133); ``retriable`` is true exactly when Kafka's exception class for the code extends
+Numbers and names follow ``org.apache.kafka.common.protocol.Errors`` (through Kafka 4.4,
+code 136); ``retriable`` is true exactly when Kafka's exception class for the code extends
 ``RetriableException`` (directly or via ``InvalidMetadataException``) — clients use that to
 decide whether to retry, refresh metadata, or fail the operation. The messages are our own
 wording. Data only: nothing here does I/O.
@@ -153,6 +153,9 @@ class ErrorCode(IntEnum):
     STREAMS_INVALID_TOPOLOGY_EPOCH = 131
     STREAMS_TOPOLOGY_FENCED = 132
     SHARE_SESSION_LIMIT_REACHED = 133
+    GROUP_DELETION_FAILED = 134
+    STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
+    CONTROLLER_ID_NOT_REGISTERED = 136
 
 
 class ErrorInfo(NamedTuple):
@@ -299,6 +302,10 @@ _TABLE: tuple[tuple[int, str, bool, str | None], ...] = (
     (131, 'STREAMS_INVALID_TOPOLOGY_EPOCH', False, 'The streams topology epoch is invalid.'),
     (132, 'STREAMS_TOPOLOGY_FENCED', False, 'The streams topology epoch is outdated.'),
     (133, 'SHARE_SESSION_LIMIT_REACHED', True, 'The broker has reached its share session limit.'),
+    (134, 'GROUP_DELETION_FAILED', False, 'A group could not be deleted; the result says why.'),
+    (135, 'STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED', False,
+     'The topology description update was not processed; the message says why.'),
+    (136, 'CONTROLLER_ID_NOT_REGISTERED', False, 'No controller is registered with this id.'),
 )
 
 ERRORS: dict[int, ErrorInfo] = {row[0]: ErrorInfo(*row) for row in _TABLE}

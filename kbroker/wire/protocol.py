@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 
 from . import messages
-from .codegen import r_uvarint, w_tags
+from .codegen import check_tag_count, r_uvarint, w_tags
 from .errors import FrameTooLarge, MalformedFrame, UnsupportedVersion
 
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes
@@ -118,6 +118,7 @@ def decode_request_header(frame) -> tuple[RequestHeader, int]:
                 raise MalformedFrame("negative client id length")
         if hv >= 2:
             ntags, pos = r_uvarint(view, pos)
+            check_tag_count(ntags)
             for _ in range(ntags):
                 tag, pos = r_uvarint(view, pos)
                 size, pos = r_uvarint(view, pos)
@@ -200,6 +201,7 @@ def decode_response(frame, api_key: int, api_version: int):
     if response_header_version(api_key, api_version) >= 1:
         try:
             ntags, pos = r_uvarint(view, pos)
+            check_tag_count(ntags)
             for _ in range(ntags):
                 _, pos = r_uvarint(view, pos)
                 size, pos = r_uvarint(view, pos)

@@ -10,7 +10,7 @@ from kbroker.wire.error_codes import ErrorCode
 from .raw import RawClient
 
 
-@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("version", range(0, 6))
 async def test_every_version(broker_server, version):
     c = await RawClient.connect(broker_server)
     fields = {"client_software_name": "kbroker-tests", "client_software_version": "1.0"} if version >= 3 else {}
@@ -18,7 +18,7 @@ async def test_every_version(broker_server, version):
     assert resp.error_code == 0
     keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert keys == {k: (s.min_version, s.max_version) for k, s in REGISTRY.items() if s.advertised}
-    assert keys[18] == (0, 4)
+    assert keys[18] == (0, 5)
     if version >= 3:
         # a new cluster finalizes group.version 1 (KIP-848) and transaction.version 2
         # (KIP-890 part 2), as Kafka 4, and share.version 1 and streams.version 1 as Kafka
@@ -34,7 +34,7 @@ async def test_every_version(broker_server, version):
     assert md.brokers[0].port == broker_server.port
 
 
-@pytest.mark.parametrize("version", [5, 9, 127])
+@pytest.mark.parametrize("version", [6, 9, 127])
 async def test_unknown_version_gets_v0_error_reply(broker_server, version):
     c = await RawClient.connect(broker_server)
     # a request body the broker cannot parse: only the header matters
@@ -45,7 +45,7 @@ async def test_unknown_version_gets_v0_error_reply(broker_server, version):
     assert corr == 77
     resp = messages.ApiVersionsResponse.decode(reply, 0, 4)   # header v0: no tagged fields
     assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 4)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 5)]
     # the client retries at a version it shares; the connection is still open
     ok = await c.request("ApiVersions", 3, client_software_name="x", client_software_version="1")
     assert ok.error_code == 0
@@ -55,3 +55,18 @@ async def test_invalid_client_software_name(broker_server):
     c = await RawClient.connect(broker_server)
     resp = await c.request("ApiVersions", 3, client_software_name="-bad name-", client_software_version="1")
     assert resp.error_code == ErrorCode.INVALID_REQUEST
+
+
+async def test_v5_names_the_cluster_and_node_it_means_to_reach(broker_server):
+    """KIP-1242: a misrouted connection is told to rebootstrap; half a name is invalid."""
+    c = await RawClient.connect(broker_server)
+    broker = broker_server.broker
+    soft = {"client_software_name": "x", "client_software_version": "1"}
+    ok = await c.request("ApiVersions", 5, cluster_id=broker.cluster_id, node_id=broker.node_id, **soft)
+    assert ok.error_code == 0 and ok.api_keys
+    for cluster_id, node_id, code in [("elsewhere", broker.node_id, ErrorCode.REBOOTSTRAP_REQUIRED),
+                                      (broker.cluster_id, broker.node_id + 1, ErrorCode.REBOOTSTRAP_REQUIRED),
+                                      (None, broker.node_id, ErrorCode.INVALID_REQUEST),
+                                      (broker.cluster_id, -1, ErrorCode.INVALID_REQUEST)]:
+        resp = await c.request("ApiVersions", 5, cluster_id=cluster_id, node_id=node_id, **soft)
+        assert (resp.error_code, resp.api_keys, resp.finalized_features_epoch) == (code, [], -1)

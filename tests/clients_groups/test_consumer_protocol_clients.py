@@ -18,6 +18,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.cli import run_tool
+from compat_tests.kafka_runner import kafka_version
 from tests.support.broker_proc import BrokerProcess
 from tests.support.kip848 import Member as _Member
 
@@ -145,7 +146,7 @@ def test_describe_list_and_durability_across_restart(broker):
 
 
 def _java():
-    libs = REPO / ".cache" / "kafka" / "4.3.1" / "libs"
+    libs = REPO / ".cache" / "kafka" / kafka_version() / "libs"
     java = shutil.which("java")
     if java is None or not libs.is_dir():
         return None, None
@@ -155,7 +156,7 @@ def _java():
 def test_java_console_consumer_with_consumer_protocol(broker):
     java, libs = _java()
     if java is None:
-        pytest.fail("Kafka 4.3.1 jars (.cache/kafka/4.3.1/libs) and java are needed (make)")
+        pytest.fail(f"Kafka {kafka_version()} jars and java are needed (make kafka-dist)")
     topic, group = "kip848-java", "g-kip848-java"
     create(broker.bootstrap, topic, 3)
     p = Producer({"bootstrap.servers": broker.bootstrap})

@@ -1,5 +1,5 @@
 """GROUP config resources (type 32) against a real kbroker: Kafka's own ``kafka-configs``
-tool (``kafka.admin.ConfigCommand`` of Kafka 4.3.1) sets, describes and deletes
+tool (``ConfigCommand`` of the pinned Kafka) sets, describes and deletes
 ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``; Kafka's validation
 refuses bad values; the overrides live in the metadata log (they survive a restart) and the
 consumer group protocol uses them (the heartbeat interval a member is told)."""
@@ -12,12 +12,13 @@ import pytest
 import trio
 
 from compat_tests.cli import ToolResult, run_tool
+from compat_tests.kafka_runner import kafka_version
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
 from tests.support.broker_proc import BrokerProcess
 
 REPO = Path(__file__).resolve().parents[2]
-LIBS = REPO / ".cache" / "kafka" / "4.3.1" / "libs"
+LIBS = REPO / ".cache" / "kafka" / kafka_version() / "libs"   # the pinned release
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def broker(tmp_path_factory):
 
 def configs(broker, *args) -> ToolResult:
     if not LIBS.is_dir():
-        pytest.fail("Kafka 4.3.1 jars are needed (make)")
+        pytest.fail(f"Kafka {kafka_version()} jars are needed (make kafka-dist)")
     return run_tool("kafka-configs", ["--bootstrap-server", broker.bootstrap, "--entity-type", "groups",
                                       *args], timeout=120)
 

@@ -430,7 +430,7 @@ def test_transaction_version_2_across_brokers(txn_cluster):
     T = w.TxnOffsetCommitRequest
     r = call(cluster.nodes[group_node].port, 28, 5, T(
         transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
-        generation_id=-1, member_id="", group_instance_id=None,
+        generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
         topics=[T.TxnOffsetCommitRequestTopic(name="tv2", partitions=[
             T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7,
                                               committed_leader_epoch=-1, committed_metadata="")])]))

@@ -131,6 +131,13 @@ def test_controller_only_nodes_have_no_client_listener(cluster):
         assert 55 in keys                     # DescribeQuorum (kafka-metadata-quorum --bootstrap-controller)
         # (Fetch, key 1, is there: the KRaft followers' fetch of the metadata log)
         assert not keys & {0, 3, 10, 11}, "no Produce, Metadata, FindCoordinator or JoinGroup"
+        # ApiVersions v5 (KIP-1242) on the controller plane: another cluster's name is told to
+        # rebootstrap, half a name is invalid
+        for cluster_id, node_id, code in [("another-cluster", c, 129), (None, c, 42)]:
+            resp = call(node.controller_port, 18, 5, w.ApiVersionsRequest(
+                client_software_name="t", client_software_version="1", cluster_id=cluster_id,
+                node_id=node_id))
+            assert (resp.error_code, resp.api_keys) == (code, [])
     # and no broker ever advertises a controller-only node to clients
     for b in BROKERS:
         assert not set(brokers_seen(cluster.nodes[b].port)) & set(CONTROLLERS)

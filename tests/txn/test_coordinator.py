@@ -154,7 +154,7 @@ async def test_txn_offsets_replay_and_prepare_recovery(tmp_path):
                             producer_epoch=epoch, group_id="g")
         assert r.error_code == 0
         r = await c.request("TxnOffsetCommit", 3, transactional_id="tx", group_id="g",
-                            producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
+                            producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1, member_id="",
                             group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(
                                 name="t", partitions=[T.TxnOffsetCommitRequestPartition(
                                     partition_index=0, committed_offset=42,

@@ -28,7 +28,7 @@ def test_mapping_table():
 
 async def _txn_offset_commit(c, version, tid, pid, epoch):
     r = await c.request("TxnOffsetCommit", version, transactional_id=tid, group_id="g",
-                        producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
+                        producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1, member_id="",
                         group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(
                             name="t", partitions=[T.TxnOffsetCommitRequestPartition(
                                 partition_index=0, committed_offset=7,

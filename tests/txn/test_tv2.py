@@ -35,7 +35,7 @@ async def end(c, tid, pid, epoch, commit):
 
 async def txn_offset_commit(c, tid, pid, epoch, group, offset):
     r = await c.request("TxnOffsetCommit", 5, transactional_id=tid, group_id=group,
-                        producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
+                        producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1, member_id="",
                         group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(
                             name="t", partitions=[T.TxnOffsetCommitRequestPartition(
                                 partition_index=0, committed_offset=offset,
@@ -148,5 +148,41 @@ async def test_epoch_overflow_moves_to_a_new_producer_id(tmp_path):
         p0 = await fetch(c, "t", 0, 1)
         assert p0.last_stable_offset == p0.high_watermark == 6 and not p0.aborted_transactions
         assert await init(c, "tx", version=5, pid=pid2, epoch=1) == (0, pid2, 2)
+        await c.aclose()
+        server.request_shutdown()
+
+
+async def test_txn_offset_commit_v6_names_topics_by_id(tmp_path):
+    """KIP-1319: TxnOffsetCommit v6 names topics by id; an unknown id is answered
+    UNKNOWN_TOPIC_ID (first), a known one is committed and answered under its id."""
+    import uuid
+    async with trio.open_nursery() as n:
+        server = await n.start(serve, config(tmp_path))
+        c = await RawClient.connect(server)
+        await create(c, "t", 1)
+        tid = server.broker.metadata.topics["t"].topic_id
+        stranger = uuid.uuid4()
+        err, pid, e = await init(c, "tx", version=5)
+        assert (await c.request("FindCoordinator", 3, key="g", key_type=0)).error_code == 0
+
+        def topic(topic_id, offset):
+            return T.TxnOffsetCommitRequestTopic(topic_id=topic_id, partitions=[
+                T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
+                                                  committed_leader_epoch=-1, committed_metadata="m")])
+        for _ in range(100):
+            r = await c.request("TxnOffsetCommit", 6, transactional_id="tx", group_id="g",
+                                producer_id=pid, producer_epoch=e, generation_id_or_member_epoch=-1,
+                                member_id="", group_instance_id=None,
+                                topics=[topic(tid, 7), topic(stranger, 8)])
+            if r.topics[-1].partitions[0].error_code != E.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            await trio.sleep(0.05)
+        assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+                for t in r.topics] == [(stranger, [(0, E.UNKNOWN_TOPIC_ID)]), (tid, [(0, 0)])]
+        assert await end(c, "tx", pid, e, True) == (0, pid, e + 1)
+        r = await c.request("OffsetFetch", 7, group_id="g", require_stable=True, topics=[
+            O.OffsetFetchRequestTopic(name="t", partition_indexes=[0])])
+        assert (r.topics[0].partitions[0].committed_offset,
+                r.topics[0].partitions[0].metadata) == (7, "m")
         await c.aclose()
         server.request_shutdown()

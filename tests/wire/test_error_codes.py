@@ -55,8 +55,8 @@ def test_well_known_codes(code, name, retriable):
 
 
 def test_table_is_complete_and_consistent():
-    assert sorted(ERRORS) == list(range(-1, 134))
-    assert [e.value for e in ErrorCode] == list(range(-1, 134))
+    assert sorted(ERRORS) == list(range(-1, 137))
+    assert [e.value for e in ErrorCode] == list(range(-1, 137))
     for code, info in ERRORS.items():
         assert info.code == code and ErrorCode(code).name == info.name
         assert isinstance(info.retriable, bool)

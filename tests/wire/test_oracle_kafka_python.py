@@ -54,6 +54,9 @@ KP = kafka_python_classes()
 # Newer than the pinned definitions: API 74 is ListClientMetricsResources there; Kafka 4.1
 # renamed and widened it (KIP-1142), and kafka-python follows the newer name and fields.
 NEWER_THAN_REFERENCE = {"ListConfigResourcesRequest", "ListConfigResourcesResponse"}
+# Older than the pinned definitions: Kafka 4.4 renamed these fields (same wire type and
+# versions); kafka-python still uses the earlier names.
+OLDER_NAMES = {"generation_id_or_member_epoch": "generation_id"}
 
 
 def common_versions(name: str) -> list[int]:
@@ -95,8 +98,12 @@ def assert_same(ours: Message, theirs, version: int, flexible: bool, path: str):
             other = getattr(theirs, "authorized_operations")
             assert other == bits(mine), where
             continue
+        kp_attr = f.attr
+        if kp_field is None and f.attr in OLDER_NAMES:
+            kp_attr = OLDER_NAMES[f.attr]
+            kp_field = theirs._struct.fields.get(kp_attr)
         assert kp_field is not None, f"{where}: kafka-python has no such field"
-        other = getattr(theirs, f.attr)
+        other = getattr(theirs, kp_attr)
         if getattr(kp_field, "_type_str", None) == "bitfield":
             assert other == bits(mine), where
         elif f.is_struct and f.is_array:

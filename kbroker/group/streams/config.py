@@ -1,4 +1,4 @@
-"""The streams-group settings: Kafka 4.3's broker keys (``group.streams.*``) and defaults, and
+"""The streams-group settings: Kafka 4.4's broker keys (``group.streams.*``) and defaults, and
 the per-group overrides of the GROUP config resource (``streams.*``, validated against the
 broker's bounds by :mod:`kbroker.metadata.group_configs`)."""
 from __future__ import annotations
@@ -16,6 +16,9 @@ class StreamsGroupConfig:
     max_standby_replicas: int = 2             # group.streams.max.standby.replicas
     initial_rebalance_delay_ms: int = 3_000   # group.streams.initial.rebalance.delay.ms
     assignment_interval_ms: int = 1_000       # group.streams.assignment.interval.ms
+    # Kafka 4.4 (KIP-1071's second part): told to members in every successful heartbeat
+    acceptable_recovery_lag: int = 10_000     # group.streams.acceptable.recovery.lag
+    task_offset_interval_ms: int = 60_000     # group.streams.task.offset.interval.ms
 
     @classmethod
     def from_broker(cls, get) -> "StreamsGroupConfig":
@@ -33,7 +36,11 @@ class StreamsGroupConfig:
             initial_rebalance_delay_ms=int(get("group.streams.initial.rebalance.delay.ms",
                                                d.initial_rebalance_delay_ms)),
             assignment_interval_ms=int(get("group.streams.assignment.interval.ms",
-                                           d.assignment_interval_ms)))
+                                           d.assignment_interval_ms)),
+            acceptable_recovery_lag=int(get("group.streams.acceptable.recovery.lag",
+                                            d.acceptable_recovery_lag)),
+            task_offset_interval_ms=int(get("group.streams.task.offset.interval.ms",
+                                            d.task_offset_interval_ms)))
 
     def for_group(self, g: Mapping[str, str] | None) -> "StreamsGroupConfig":
         """This configuration with a group's GROUP config overrides applied."""
@@ -50,4 +57,8 @@ class StreamsGroupConfig:
             initial_rebalance_delay_ms=int(g.get("streams.initial.rebalance.delay.ms",
                                                  self.initial_rebalance_delay_ms)),
             assignment_interval_ms=int(g.get("streams.assignment.interval.ms",
-                                             self.assignment_interval_ms)))
+                                             self.assignment_interval_ms)),
+            acceptable_recovery_lag=int(g.get("streams.acceptable.recovery.lag",
+                                              self.acceptable_recovery_lag)),
+            task_offset_interval_ms=int(g.get("streams.task.offset.interval.ms",
+                                              self.task_offset_interval_ms)))

@@ -45,9 +45,14 @@ Clocks, as Kafka's: the session, rebalance and initial-rebalance-delay timers ar
 the shard's monotonic clock; the assignment interval is measured on the wall clock from the
 timestamp the target assignment metadata record carries.
 
+Static members (``InstanceId``, Kafka 4.4): a join with an instance id another live member
+holds is refused (UNRELEASED_INSTANCE_ID), a heartbeat of a replaced member id is fenced
+(FENCED_INSTANCE_ID); a leave with epoch -2 keeps the member and its tasks at epoch -2 until it
+rejoins — under a new member id, taking over its tasks without a new group epoch — or its
+session times out.
+
 Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), warm-up tasks
-(the sticky assignor gives none), static membership beyond storing ``InstanceId`` (Kafka 4.3
-has none either).
+(the sticky assignor gives none).
 """
 from __future__ import annotations
 
@@ -98,7 +103,7 @@ class StreamsHeartbeatResponse:
     member_id: str = ""
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
-    acceptable_recovery_lag: int = 0
+    acceptable_recovery_lag: int = -1       # what error answers carry (Kafka 4.4)
     task_offset_interval_ms: int = 0
     status: list[tuple[int, str]] | None = None
     tasks: TaskSet | None = None
@@ -196,7 +201,12 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                              f"The streams group has reached its maximum capacity of {cfg.max_size} members.")
         was_empty = not group.members
         member = group.members.get(r.member_id)
-        if r.member_epoch == 0:
+        static = None if r.instance_id is None else self._static_member(group, r)
+        if static is not None and r.member_epoch == 0:
+            # a static member rejoining under a new id takes over its tasks (Kafka 4.4)
+            member = self._replace_static(group, static, r.member_id, records, part)
+            is_new = False
+        elif r.member_epoch == 0:
             if member is not None:              # a rejoin: the old incarnation's tasks go
                 self._remove_member_records(group, member.member_id, records, part)
             member = StreamsGroupMember(r.member_id)
@@ -274,6 +284,10 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         if delayed and group.group_epoch > group.assignment_epoch:
             status.append((ASSIGNMENT_DELAYED,
                            "Assignment delayed due to the configured initial rebalance delay."))
+        elif group.group_epoch > group.assignment_epoch:
+            # Kafka 4.4 tells a member its assignment waits for the batching interval
+            status.append((ASSIGNMENT_DELAYED,
+                           "Assignment delayed due to the configured assignment interval."))
         status.extend(configured.status)
 
         # 8. reconcile
@@ -301,8 +315,9 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         resp = StreamsHeartbeatResponse(
             member_id=m.member_id, member_epoch=m.member_epoch,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-            # Kafka 4.3 answers 0 for both (no warm-up tasks, no task offsets asked for)
-            acceptable_recovery_lag=0, task_offset_interval_ms=0,
+            # Kafka 4.4 answers its settings (v0's int32 AcceptableRecoveryLagLegacy stays 0)
+            acceptable_recovery_lag=cfg.acceptable_recovery_lag,
+            task_offset_interval_ms=cfg.task_offset_interval_ms,
             status=status, tasks=m.assigned.normalized() if send_tasks else None,
             endpoint_information_epoch=group.endpoint_epoch,
             internal_topics_to_create=list(configured.to_create))
@@ -376,11 +391,62 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         group = self._get(gid)
         if group is None:
             raise GroupError(E.GROUP_ID_NOT_FOUND, f"Streams group {gid} not found.")
-        m = group.members.get(r.member_id)
-        if m is None:
-            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Member {r.member_id} is not a member of group {gid}.")
+        if r.instance_id is not None:
+            m = self._static_member(group, r)
+            if m is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
+            if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # a static member's temporary leave: it keeps its tasks (and the group its
+                # epoch) until it rejoins or its session times out
+                part = self.partition_for(gid)
+                self._apply(records, srec.current_assignment_record(
+                    part, gid, replace(m, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)))
+                self.timers.cancel(("streams-rebalance", gid, m.member_id))
+                return StreamsHeartbeatResponse(member_id=m.member_id,
+                                                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        else:
+            m = group.members.get(r.member_id)
+            if m is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID, f"Member {r.member_id} is not a member of group {gid}.")
         self._fence(group, [m], records)
         return StreamsHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch)
+
+    # ----------------------------------------------------------------- static members
+    def _static_member(self, group: StreamsGroup, r: StreamsHeartbeatRequest):
+        """The member holding ``r.instance_id`` (Kafka 4.4's static membership, as KIP-848's
+        consumer groups): another live holder refuses a join (UNRELEASED_INSTANCE_ID) and
+        fences a heartbeat (FENCED_INSTANCE_ID); None when the instance id is free."""
+        mid = group.static_members.get(r.instance_id)
+        m = None if mid is None else group.members.get(mid)
+        if m is None:
+            if r.member_epoch not in (0, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH) \
+                    and r.member_id not in group.members:
+                raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
+            return None
+        if m.member_id == r.member_id:
+            return None if r.member_epoch == 0 else m
+        if r.member_epoch == 0:
+            if m.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(E.UNRELEASED_INSTANCE_ID,
+                                 f"Static member {r.member_id} with instance id {r.instance_id} "
+                                 "cannot join the group because the instance id is owned by "
+                                 f"{m.member_id} member.")
+            return m
+        raise GroupError(E.FENCED_INSTANCE_ID,
+                         f"Static member {r.member_id} with instance id {r.instance_id} was "
+                         f"fenced by member {m.member_id}.")
+
+    def _replace_static(self, group: StreamsGroup, old: StreamsGroupMember, member_id: str,
+                        records: list, part: int) -> StreamsGroupMember:
+        """The rejoining instance takes over ``old``'s tasks under its new member id."""
+        gid = group.group_id
+        target = group.target.get(old.member_id, EMPTY)
+        new = replace(old, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        self._remove_member_records(group, old.member_id, records, part)
+        self._apply(records, srec.member_metadata_record(part, gid, new))
+        self._apply(records, srec.target_assignment_member_record(part, gid, member_id, target))
+        self._apply(records, srec.current_assignment_record(part, gid, new))
+        return group.members[member_id]
 
     def _remove_member_records(self, group: StreamsGroup, mid: str, records: list, part: int) -> None:
         gid = group.group_id
@@ -398,6 +464,11 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         self._apply(records, srec.group_metadata_record(
             part, gid, group.group_epoch + 1, group.metadata_hash,
             group.validated_topology_epoch, group.last_assignment_configs))
+        if not group.members:
+            # Kafka 4.4: the empty group's (empty) target assignment is at the new epoch at
+            # once (4.3 left it one behind); the timestamp stays, so batching is unchanged
+            self._apply(records, srec.target_assignment_metadata_record(
+                part, gid, group.group_epoch, group.assignment_timestamp_ms))
 
     def _fence_expired(self, group: StreamsGroup, m: StreamsGroupMember, records: list,
                        now: int) -> None:
