@@ -1,5 +1,6 @@
 # kbroker: a Kafka-protocol broker in Python — the container image.
 #
+#   make docker-image                                  # offline too: kbroker:latest, kbroker:<version>
 #   docker build -t kbroker .                          # FROM python:3.11-slim
 #   docker build --build-arg BASE=kbroker-base:bookworm -t kbroker .   # docker/make-base.sh
 #   docker run -p 9092:9092 kbroker                    # one combined node, Kafka's image defaults
@@ -17,15 +18,21 @@ RUN python3 -m venv /opt/kbroker/venv
 COPY docker/requirements.lock /tmp/requirements.lock
 RUN /opt/kbroker/venv/bin/pip install -q --only-binary=:all: -r /tmp/requirements.lock
 
-# --- app: kbroker itself, built from the sources into /opt/kbroker/app (no dependencies)
-FROM deps AS app
+# --- wheel: `python -m build --wheel` of the sources (the same wheel `make dist` makes; build
+# isolation off: the pinned setuptools of docker/build.lock is the backend)
+FROM deps AS wheel
 COPY docker/build.lock /tmp/build.lock
 RUN /opt/kbroker/venv/bin/pip install -q -r /tmp/build.lock
 COPY pyproject.toml README.md /src/
 COPY kbroker /src/kbroker
-RUN /opt/kbroker/venv/bin/pip install -q --no-deps --no-build-isolation \
-        --target /opt/kbroker/app /src \
-    && rm -rf /opt/kbroker/app/kbroker-*.dist-info/RECORD /src/build
+RUN /opt/kbroker/venv/bin/python -m build -q --wheel --no-isolation --outdir /dist /src >/dev/null
+
+# --- app: kbroker installed from that wheel into /opt/kbroker/app (its dependencies are the
+# deps stage's venv)
+FROM deps AS app
+COPY --from=wheel /dist /dist
+RUN /opt/kbroker/venv/bin/pip install -q --no-deps --target /opt/kbroker/app /dist/kbroker-*.whl \
+    && rm -rf /opt/kbroker/app/kbroker-*.dist-info/RECORD
 
 # --- runtime-venv: the deps venv without the installer (pip, setuptools: build leftovers),
 # without what never runs (trio's own tests; zstandard's cffi backend — its C backend is the one
@@ -46,15 +53,26 @@ LABEL org.opencontainers.image.title="kbroker" \
 ENV PATH=/opt/kbroker/app/bin:/opt/kbroker/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
+# The start scripts of the images that container tools were written for, each starting
+# kbroker (docker/compat; README "testcontainers"): Confluent's /etc/confluent/docker/{configure,
+# ensure,launch,run,bash-config}, apache/kafka's /etc/kafka/docker/run, and the kafka-storage
+# and zookeeper-server-start commands those scripts call.
+COPY docker/compat/confluent/ /etc/confluent/docker/
+COPY docker/compat/kafka/run /etc/kafka/docker/run
+COPY docker/compat/bin/ /usr/local/bin/
 # a fixed uid/gid; the data, config and Kafka-compatible data dirs belong to group 0 and are
-# group-writable, so `-u <any uid>` (whose group is 0) and OpenShift-style random uids work
+# group-writable, so `-u <any uid>` (whose group is 0) and OpenShift-style random uids work.
+# /etc/confluent/docker and /etc/kafka are writable too: tools edit those scripts in place
+# (sed -i) and configure writes /etc/kafka/kafka.properties.
 RUN groupadd --gid "$KBROKER_GID" kbroker \
     && useradd --uid "$KBROKER_UID" --gid "$KBROKER_GID" --no-create-home \
         --home-dir /var/lib/kbroker --shell /usr/sbin/nologin kbroker \
     && mkdir -p /var/lib/kbroker /opt/kbroker/config /etc/kbroker/docker /mnt/shared/config \
         /var/lib/kafka/data \
     && chown "$KBROKER_UID:0" /var/lib/kbroker /opt/kbroker/config /var/lib/kafka/data \
-    && chmod 0775 /var/lib/kbroker /opt/kbroker/config /var/lib/kafka/data
+    && chmod 0775 /var/lib/kbroker /opt/kbroker/config /var/lib/kafka/data \
+    && chown -R "$KBROKER_UID:0" /etc/confluent/docker /etc/kafka \
+    && chmod -R g+w /etc/confluent/docker /etc/kafka
 COPY --from=runtime-venv /opt/kbroker/venv /opt/kbroker/venv
 COPY docker/server.properties /etc/kbroker/docker/server.properties
 COPY --from=app /opt/kbroker/app /opt/kbroker/app

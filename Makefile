@@ -304,10 +304,17 @@ $(KP2_STAMP): requirements-kp2.txt
 DOCKER_BASE ?= python:3.11-slim
 DOCKER_LOCAL_BASE ?= kbroker-base:bookworm
 KBROKER_IMAGE ?= kbroker:test
+# the one place the version is written (also read by pyproject.toml and `kbroker --version`)
+KBROKER_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' kbroker/__init__.py)
 KBROKER_CLIENT_IMAGE ?= kbroker-test-client:latest
 DOCKER_STAMP := $(VENV)/.docker-installed
 
-.PHONY: docker-engine docker-image docker-test
+.PHONY: docker-engine docker-image docker-test dist
+
+# dist: the sdist and the wheel (`python -m build`, pinned in requirements-dev.txt) in dist/;
+# `pip install dist/kbroker-*.whl` or `pipx install dist/kbroker-*.whl` then gives `kbroker`.
+dist: $(STAMP)
+	$(PY) -m build --outdir dist .
 
 $(DOCKER_STAMP): requirements-docker.txt $(STAMP)
 	$(PY) -m pip install -q -r requirements-docker.txt
@@ -318,11 +325,24 @@ docker-engine:
 
 docker-image: docker-engine
 	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
-	echo "docker-image: $(KBROKER_IMAGE) FROM $$base" && \
-	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_IMAGE) .
+	echo "docker-image: kbroker:latest kbroker:$(KBROKER_VERSION) $(KBROKER_IMAGE) FROM $$base" && \
+	docker build -q --force-rm --build-arg BASE=$$base -t kbroker:latest \
+		-t kbroker:$(KBROKER_VERSION) -t $(KBROKER_IMAGE) .
 
 docker-test: docker-image $(DOCKER_STAMP)
 	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
 	docker build -q --force-rm --build-arg BASE=$$base -t $(KBROKER_CLIENT_IMAGE) docker_tests/client && \
 	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_CLIENT_IMAGE=$(KBROKER_CLIENT_IMAGE) KBROKER_BASE_IMAGE=$$base \
 	$(PY) -m pytest -q docker_tests
+
+# docker-test-kafka: testcontainers' Kafka modules (docker_tests/test_testcontainers.py) against
+# kbroker's image and, side by side, Apache Kafka 4.3.1 built on the same base the way
+# benchmarks/docker_kafka builds it (the compat suite's jars, Debian's JRE).
+KAFKA_BENCH_IMAGE ?= kbroker-bench-kafka:4.3.1
+.PHONY: docker-test-kafka
+docker-test-kafka: docker-image $(DOCKER_STAMP) kafka-dist
+	base=$$(bash docker/pick-base.sh $(DOCKER_BASE) $(DOCKER_LOCAL_BASE)) && \
+	$(PY) -c "import docker, sys; from benchmarks.docker_bench import build_kafka; \
+		build_kafka(docker.from_env(timeout=900), sys.argv[1], sys.argv[2])" $$base $(KAFKA_BENCH_IMAGE) && \
+	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_TC_KAFKA_IMAGE=$(KAFKA_BENCH_IMAGE) \
+	$(PY) -m pytest -q docker_tests/test_testcontainers.py

@@ -80,7 +80,8 @@ def build_kafka(dk, base: str, tag: str) -> None:
         raise SystemExit(f"{KAFKA_LIBS} missing: run `make kafka-dist` first")
     with tempfile.TemporaryDirectory() as d:
         shutil.copytree(KAFKA_LIBS, Path(d) / "libs")
-        for f in ("Dockerfile", "launch"):
+        for f in ("Dockerfile", "launch", "log4j2.properties", "kafka-run", "confluent-configure",
+                  "confluent-launch", "confluent-run", "kafka-storage"):
             shutil.copy(Path(__file__).parent / "docker_kafka" / f, Path(d) / f)
         dk.images.build(path=d, tag=tag, buildargs={"BASE": base}, rm=True, forcerm=True)
 

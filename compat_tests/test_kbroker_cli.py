@@ -57,3 +57,10 @@ def test_acls_and_users(broker_factory, topic_name):
     b = broker_factory(**s.AUTHZ_OVERRIDES)
     s.scenario_acls(b.bootstrap_servers, topic_name)
     s.scenario_users(b.bootstrap_servers)
+
+
+def test_group_types(bs, topic_name):
+    """A KIP-848 group and a share group, described by kbroker and by Kafka's own tools."""
+    from compat_tests.kafka_runner import kafka_libs
+    kafka_libs()
+    s.scenario_group_types(bs, topic_name)

@@ -248,6 +248,13 @@ _DEFS: list[ConfigDef] = [
     _d("kbroker.console.enable", "boolean", False),
     # with an authorizer the console asks for a login; a session ends after this idle time
     _d("kbroker.console.session.timeout.ms", "long", 3_600_000, _at_least(1000)),
+    # the REST gateway (kbroker/rest_proxy, Confluent REST Proxy API v2/v3): its own listener,
+    # off unless set; an idle consumer instance is dropped after the timeout
+    _d("kbroker.rest.proxy.listen", "string", None, lambda v: _http_listen(v)),
+    _d("kbroker.rest.proxy.consumer.instance.timeout.ms", "long", 300_000, _at_least(100)),
+    _d("kbroker.rest.proxy.max.request.bytes", "int", 10_485_760, _at_least(1024)),
+    # HTTPS on that listener with the broker's ssl.* keys (keystore, client auth, protocols)
+    _d("kbroker.rest.proxy.ssl.enabled", "boolean", False),
     # the schema registry (kbroker/schema_registry): its listener, off by default, and the
     # replication factor of _schemas (capped at the registered brokers, as Confluent's
     # kafkastore.topic.replication.factor)
@@ -815,9 +822,47 @@ class BrokerConfig:
         return key in self.explicit or key in per_broker or key in cluster
 
     def unused_keys(self) -> list[str]:
-        """Keys set in the file or overrides that kbroker accepts but does not act on."""
-        return sorted(k for k in self.explicit
-                      if k not in DEFINITIONS or not DEFINITIONS[k].used)
+        """Keys set in the file or overrides that kbroker accepts but does not act on.
+
+        A per-listener key ``listener.name.<l>.<key>`` and a per-mechanism one
+        ``listener.name.<l>.<mech>.<key>`` (Kafka's ``ListenerName.configPrefix`` and
+        ``saslMechanismPrefix``) are used when ``<key>`` is, ``<l>`` is a listener of
+        ``listener.security.protocol.map`` (or ``listeners``) and ``<mech>`` a mechanism
+        kbroker serves (``kbroker.security.listeners.MECHANISMS``)."""
+        return sorted(k for k in self.explicit if not self._key_used(k))
+
+    # the SASL mechanisms kbroker serves, as Kafka spells them in a per-mechanism key prefix
+    _SASL_PREFIXES = ("plain.", "scram-sha-256.", "scram-sha-512.", "oauthbearer.")
+
+    def _key_used(self, key: str) -> bool:
+        if key in DEFINITIONS:
+            return DEFINITIONS[key].used
+        if not key.startswith("listener.name."):
+            return False
+        rest = key[len("listener.name."):]
+        listener, dot, base = rest.partition(".")
+        if not dot or listener.lower() not in self._listener_names():
+            return False
+        for prefix in self._SASL_PREFIXES:
+            if base.lower().startswith(prefix):
+                base = base[len(prefix):]
+                break
+        return base in DEFINITIONS and DEFINITIONS[base].used
+
+    def _listener_names(self) -> set[str]:
+        names = set()
+        for key in ("listener.security.protocol.map", "listeners", "advertised.listeners"):
+            raw = self.values.get(key) or ()
+            for entry in (raw.split(",") if isinstance(raw, str) else raw):
+                name = str(entry).split(":", 1)[0].strip().lower()
+                if name:
+                    names.add(name)
+        for key in ("controller.listener.names", "inter.broker.listener.name"):
+            raw = self.values.get(key) or ()
+            for entry in (raw.split(",") if isinstance(raw, str) else raw):
+                if str(entry).strip():
+                    names.add(str(entry).strip().lower())
+        return names
 
     def log_unused(self, logger=None) -> None:
         """Log once (at start-up) the keys that were accepted but are not used."""

@@ -57,5 +57,8 @@ async def cluster_view(server, history) -> dict:
             "metadata_offset": image.offset, "brokers": brokers, "quorum": quorum,
             "under_replicated": under_replicated(image), "offline_partitions": offline,
             "topics": len(image.topics),
+            # the node's REST gateway (kbroker/rest_proxy), linked from the page when it runs
+            "rest_proxy": (f"{server.rest_proxy.scheme}://{server.rest_proxy.address}"
+                           if getattr(server, "rest_proxy", None) is not None else None),
             "partitions": sum(len(t.partitions) for t in image.topics.values()),
             "history": history.rates()}

@@ -1,7 +1,11 @@
 """Consumer groups this node coordinates: list, one group (state, members and their
 assignments, committed offsets and lag per partition), resetting offsets and deleting.
 
-Reads are the group coordinator's (what ListGroups, DescribeGroups and OffsetFetch call);
+Reads are the group coordinator's, for every group type, through the same API handlers a
+client calls (``inproc.call_api``): DescribeGroups for a classic group, ConsumerGroupDescribe
+(KIP-848), ShareGroupDescribe and DescribeShareGroupOffsets (KIP-932, start offsets in place
+of committed ones) and StreamsGroupDescribe (KIP-1071), as ListGroups types the group; the
+coordinator's OffsetFetch gives the committed offsets of the other types;
 lag is ListOffsets' latest offset (the high watermark) minus the committed offset, as
 ``kafka-consumer-groups --describe`` computes it. Resets are an OffsetCommit with
 generation −1 and no member (the admin path; the coordinator refuses it while the group has
@@ -77,11 +81,83 @@ async def list_groups(broker) -> list[dict]:
     return out
 
 
+def _tps(assignment) -> list[dict]:
+    return [{"topic": t.topic_name, "partitions": sorted(t.partitions)}
+            for t in (assignment.topic_partitions if assignment is not None else ()) or ()]
+
+
+async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dict | None:
+    """A consumer, share or streams group through its describe API (None: a classic group)."""
+    if kind == "consumer":
+        resp = await call_api(broker, 69, 1, messages.ConsumerGroupDescribeRequest(
+            group_ids=[group_id], include_authorized_operations=False))
+    elif kind == "share":
+        resp = await call_api(broker, 77, 1, messages.ShareGroupDescribeRequest(
+            group_ids=[group_id], include_authorized_operations=False))
+    elif kind == "streams":
+        resp = await call_api(broker, 89, 0, messages.StreamsGroupDescribeRequest(
+            group_ids=[group_id], include_authorized_operations=False))
+    else:
+        return None
+    g = resp.groups[0]
+    if g.error_code:
+        raise ApiFailure(g.error_code, g.error_message or f"cannot describe group '{group_id}': "
+                                                          f"{error_name(g.error_code)}")
+    members, owner = [], {}
+    for m in g.members:
+        if kind == "streams":
+            a = m.assignment
+            assigned = [{"topic": f"subtopology {t.subtopology_id}", "partitions": sorted(t.partitions)}
+                        for t in (a.active_tasks if a is not None else ()) or ()]
+        else:
+            assigned = _tps(m.assignment)
+            for x in assigned:
+                for p in x["partitions"]:
+                    owner[(x["topic"], p)] = m.member_id
+        members.append({"member_id": m.member_id, "group_instance_id": getattr(m, "instance_id", None),
+                        "client_id": m.client_id, "client_host": m.client_host,
+                        "member_epoch": m.member_epoch, "assignment": assigned,
+                        "target_assignment": _tps(getattr(m, "target_assignment", None))
+                        if kind == "consumer" else None})
+    if kind == "share":
+        R = messages.DescribeShareGroupOffsetsRequest
+        so = await call_api(broker, 90, 1, R(groups=[R.DescribeShareGroupOffsetsRequestGroup(
+            group_id=group_id, topics=None)]))
+        committed_at = {(t.topic_name, p.partition_index): (p.start_offset, "")
+                        for t in so.groups[0].topics or () for p in t.partitions or ()
+                        if not p.error_code}
+    else:
+        err, committed = await coordinator_of(broker).fetch_offsets(group_id, None, False)
+        if err:
+            raise ApiFailure(err, f"cannot fetch the offsets of group '{group_id}': {error_name(err)}")
+        committed_at = {(t, p): (o, md) for t, parts in committed for p, o, _e, md, _pe in parts}
+    keys = {k for k in set(committed_at) | set(owner) if allowed(broker, DESCRIBE, TOPIC, k[0])}
+    offsets, total = [], 0
+    for t, p in sorted(keys):
+        o, md = committed_at.get((t, p), (-1, ""))
+        end = _latest(broker, t, p)
+        lag = end - o if end is not None and o >= 0 else None
+        if lag is not None:
+            total += lag
+        offsets.append({"topic": t, "partition": p, "committed_offset": o, "metadata": md,
+                        "log_end_offset": end, "lag": lag, "member_id": owner.get((t, p))})
+    return {"group_id": group_id, "group_type": kind, "state": g.group_state, "protocol_type": kind,
+            "protocol": getattr(g, "assignor_name", None), "group_epoch": g.group_epoch,
+            "assignment_epoch": g.assignment_epoch, "members": [] if lag_only else members,
+            "member_count": len(g.members), "offsets": [] if lag_only else offsets,
+            "total_lag": total, "topics": sorted({t for t, _ in keys})}
+
+
 async def group_detail(broker, group_id: str, *, lag_only: bool = False) -> dict:
     require(broker, DESCRIBE, GROUP, group_id)                 # as DescribeGroups
     gc = coordinator_of(broker)
     if not lag_only:
         await _coordinated_here(broker, group_id)
+    kind = next((getattr(g, "group_type", "classic") for g in await gc.list_groups()
+                 if g[0] == group_id), "classic")
+    typed = await _typed_detail(broker, group_id, kind, lag_only)
+    if typed is not None:
+        return typed
     (d,) = await gc.describe_groups([group_id])
     if d.error:
         raise ApiFailure(d.error, f"cannot describe group '{group_id}': {error_name(d.error)}")
@@ -114,7 +190,7 @@ async def group_detail(broker, group_id: str, *, lag_only: bool = False) -> dict
     state = d.state
     if state == "Dead" and not offsets:
         raise ApiFailure(69, f"Group '{group_id}' does not exist.", status=404)
-    return {"group_id": group_id, "state": state, "protocol_type": d.protocol_type,
+    return {"group_id": group_id, "group_type": "classic", "state": state, "protocol_type": d.protocol_type,
             "protocol": d.protocol_data, "members": [] if lag_only else members,
             "member_count": len(d.members), "offsets": [] if lag_only else offsets,
             "total_lag": total, "topics": sorted({t for t, _ in keys})}

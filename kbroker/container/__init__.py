@@ -5,6 +5,10 @@
 - ``entrypoint``: the image's ENTRYPOINT — writes that configuration, checks the data
   directories, then replaces itself with ``kbroker serve`` (PID 1, so ``docker stop``'s
   SIGTERM reaches the broker and it shuts down gracefully).
+- ``start_lines``: the lines of Kafka's start-up log that testcontainers' Kafka modules wait
+  for, logged once kbroker is ready (``kbroker serve --kafka-start-lines``, as the image runs).
+- ``confluent``: the steps behind the image's ``/etc/confluent/docker/`` scripts (``configure``,
+  ``launch``), the entry points tools written for Confluent's images call (``docker/compat``).
 - ``healthcheck``: the image's HEALTHCHECK — an ApiVersions + Metadata probe of the node's
   own client listener (until the HTTP ``/ready`` endpoint of the operations work is merged).
 

@@ -15,7 +15,9 @@ created when missing and must be writable: a bind mount owned by another user, o
 a uid that cannot write it, ends with a message naming the path, its owner and mode, and the
 uid/gid the container runs as (exit 1). The umask is 002 so that files stay writable by group
 0, the group every ``-u <uid>`` runs with. The process then ``exec``s ``python -m kbroker
-serve``: kbroker is PID 1 and ``docker stop``'s SIGTERM shuts it down gracefully.
+serve --kafka-start-lines`` (``kbroker.container.start_lines``: the lines of Kafka's own log
+that testcontainers waits for): kbroker is PID 1 and ``docker stop``'s SIGTERM shuts it
+down gracefully.
 """
 from __future__ import annotations
 
@@ -55,11 +57,11 @@ def _read(path: str | None) -> str | None:
              f"gid {os.getgid()}: {describe(Path(path).parent)}", 2)
 
 
-def write_config(text: str) -> str:
-    """Write the final server.properties to the first writable config dir; its path."""
+def write_config(text: str, dirs=CONFIG_DIRS, name: str = CONFIG_NAME) -> str:
+    """Write the final server.properties to the first writable one of ``dirs``; its path."""
     last = None
-    for d in CONFIG_DIRS:
-        p = Path(d) / CONFIG_NAME
+    for d in dirs:
+        p = Path(d) / name
         try:
             Path(d).mkdir(parents=True, exist_ok=True)
             tmp = p.with_suffix(".tmp")
@@ -68,7 +70,7 @@ def write_config(text: str) -> str:
             return str(p)
         except OSError as e:
             last = e
-    fail(f"cannot write the configuration to any of {', '.join(CONFIG_DIRS)}: {last}", 1)
+    fail(f"cannot write the configuration to any of {', '.join(dirs)}: {last}", 1)
 
 
 def check_data_dir(path: str) -> str | None:
@@ -102,15 +104,17 @@ def describe(p: Path) -> str:
             f"mode {stat.S_IMODE(st.st_mode):04o}")
 
 
-def configure(environ) -> tuple[str, list[str]]:
-    """Write and check the configuration; the config path and the extra serve arguments."""
+def configure(environ, dirs=CONFIG_DIRS, name: str = CONFIG_NAME,
+              **render_options) -> tuple[str, list[str]]:
+    """Write and check the configuration; the config path and the extra serve arguments.
+    ``render_options`` go to ``env.render`` (``cluster_id``, ``default_log_dirs``)."""
     mounted_path = environ.get("KBROKER_CONFIG_FILE") or MOUNTED_CONFIG
     mounted = _read(mounted_path)
     if environ.get("KBROKER_CONFIG_FILE") and mounted is None:
         fail(f"configuration error: KBROKER_CONFIG_FILE={mounted_path} does not exist", 2)
     default = _read(environ.get("KBROKER_DEFAULT_CONFIG", DEFAULT_CONFIG)) or ""
     try:
-        rendered = cenv.render(environ, mounted, default)
+        rendered = cenv.render(environ, mounted, default, **render_options)
     except ValueError as e:
         fail(f"configuration error: {e}", 2)
     where = {"default": "the image's defaults (one combined node)",
@@ -119,7 +123,9 @@ def configure(environ) -> tuple[str, list[str]]:
     say(f"configuration from {where}")
     for key, var in rendered.from_env.items():
         say(f"  {key} <- {var}")
-    path = write_config(rendered.text)
+    for note in rendered.notes:
+        say(note)
+    path = write_config(rendered.text, dirs, name)
 
     from kbroker.config.broker import BrokerConfig, ConfigError
     try:
@@ -153,8 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     extra = args[1:] if args[0] == "serve" else args
     os.umask(0o002)
     path, serve_args = configure(os.environ)
-    cmd = [sys.executable, "-m", "kbroker", "serve", "--config", path, *serve_args, *extra]
-    say("exec kbroker " + " ".join(cmd[4:]))
+    cmd = [sys.executable, "-m", "kbroker", "serve", "--kafka-start-lines", "--config", path,
+           *serve_args, *extra]
+    say("exec kbroker " + " ".join(cmd[3:]))
     os.execv(sys.executable, cmd)
     return 0   # not reached
 

@@ -6,6 +6,7 @@
   ``node.id``, ``KAFKA_A__B`` is ``a_b`` and ``KAFKA_A___B`` is ``a-b``. The variables of
   Kafka's launch scripts (heap, JVM and JMX options, log4j) are not keys (``NOT_KEYS``); the
   ones that make sense here are translated (``KAFKA_LOG4J_ROOT_LOGLEVEL`` → the log level).
+  Neither are ``KAFKA_REST_*`` (Confluent's REST proxy, beside the broker in its images).
   Kafka strips every ``KAFKA_`` inside the name; only the prefix is stripped here, so that
   ``KAFKA_KAFKA_METRICS_REPORTERS`` is ``kafka.metrics.reporters``.
 - A mounted ``server.properties`` is the base and the environment's keys are appended to it
@@ -18,6 +19,11 @@
   only node with ``KAFKA_ADVERTISED_LISTENERS`` is refused (``render`` raises ValueError).
 - ``CLUSTER_ID`` is ``cluster.id``; unset, Kafka's image default id is used (every node of one
   cluster started without it therefore agrees).
+- ZooKeeper settings (``KAFKA_ZOOKEEPER_CONNECT`` and every other ``zookeeper.*`` key, as the
+  ZooKeeper modes of Confluent's image and of testcontainers' Kafka modules set them) are left
+  out: kbroker has no ZooKeeper mode, and a node without ``controller.quorum.voters`` is one
+  combined KRaft node (broker and its own controller), which is what a single ZooKeeper-mode
+  broker stood for. ``Rendered.notes`` says which keys were left out.
 - Documented extras of kbroker's older image: ``KBROKER_ADVERTISED_LISTENERS`` stands for
   ``KAFKA_ADVERTISED_LISTENERS`` when that is unset; ``KBROKER_OPTS`` adds ``kbroker serve``
   arguments (``--override key=value``...); ``KBROKER_LOG_LEVEL`` sets the log level.
@@ -37,6 +43,9 @@ NOT_KEYS = frozenset({
     "KAFKA_GC_LOG_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL", "KAFKA_LOG4J_LOGGERS",
     "KAFKA_TOOLS_LOG4J_LOGLEVEL", "KAFKA_DEBUG", "KAFKA_HOME",
 })
+# Confluent's confluent-local image: the settings of the REST proxy it runs beside the broker
+# (testcontainers-go's module sets KAFKA_REST_BOOTSTRAP_SERVERS), never broker keys
+NOT_KEY_PREFIXES = ("KAFKA_REST_",)
 KAFKA_DEFAULT_CLUSTER_ID = "5L6g3nShT-eMCtK--X86sw"   # Kafka's image default CLUSTER_ID
 DEFAULT_LOG_DIRS = "/var/lib/kbroker"                 # the image's volume
 # the HTTP listener of every node with the broker role: /ready for the HEALTHCHECK, /metrics
@@ -58,11 +67,17 @@ def env_name(key: str) -> str:
     return PREFIX + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
 
 
+def is_key_variable(name: str) -> bool:
+    """Whether the variable ``name`` names a server.properties key."""
+    return (name.startswith(PREFIX) and len(name) > len(PREFIX) and name not in NOT_KEYS
+            and not name.startswith(NOT_KEY_PREFIXES))
+
+
 def server_properties_from_env(env: Mapping[str, str]) -> dict[str, str]:
     """``{key: value}`` of every ``KAFKA_*`` variable that names a key, sorted by key."""
     out = {}
     for name, value in env.items():
-        if name.startswith(PREFIX) and len(name) > len(PREFIX) and name not in NOT_KEYS:
+        if is_key_variable(name):
             out[property_name(name)] = value
     return dict(sorted(out.items()))
 
@@ -100,14 +115,29 @@ class Rendered:
     source: str
     from_env: dict[str, str] = field(default_factory=dict)
     serve_args: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def drop_zookeeper_keys(props: dict[str, str], from_env: dict[str, str]) -> list[str]:
+    """Remove the ``zookeeper.*`` keys from ``props`` (and ``from_env``); one note per key."""
+    notes = []
+    for key in [k for k in props if k.startswith("zookeeper.")]:
+        del props[key]
+        var = from_env.pop(key, env_name(key))
+        notes.append(f"{key} ({var}) left out: kbroker runs KRaft, here as one combined node "
+                     "unless controller.quorum.voters names others")
+    return notes
 
 
 def render(env: Mapping[str, str], mounted: str | None, default: str,
-           parse=None) -> Rendered:
+           parse=None, *, cluster_id: bool = True,
+           default_log_dirs: str = DEFAULT_LOG_DIRS) -> Rendered:
     """The server.properties for ``env``, the mounted file's text (None: none mounted) and the
     image's default file's text. ``parse`` reads properties text (``kbroker.config.broker.
     parse_properties``), used to see which keys a file already sets. ValueError for a
-    combination Kafka's image refuses."""
+    combination Kafka's image refuses. ``cluster_id=False`` writes no ``cluster.id`` (Confluent's
+    image: ``CLUSTER_ID`` goes to ``kafka-storage format``, the id then comes from
+    ``meta.properties``); ``default_log_dirs`` is ``log.dirs`` when nothing sets it."""
     if parse is None:
         from kbroker.config.broker import parse_properties as parse
     env = dict(env)
@@ -115,6 +145,7 @@ def render(env: Mapping[str, str], mounted: str | None, default: str,
         env["KAFKA_ADVERTISED_LISTENERS"] = env["KBROKER_ADVERTISED_LISTENERS"]
     props = server_properties_from_env(env)
     from_env = {k: env_name_of(env, k) for k in props}
+    notes = drop_zookeeper_keys(props, from_env)
     if mounted is None and not props:
         base, source = default, "default"
     elif mounted is None:
@@ -130,13 +161,15 @@ def render(env: Mapping[str, str], mounted: str | None, default: str,
         props["listeners"] = listeners_from_advertised(props["advertised.listeners"])
         from_env["listeners"] = "KAFKA_ADVERTISED_LISTENERS"
     in_base = parse(base)
-    if env.get("CLUSTER_ID"):
+    if not cluster_id:
+        pass
+    elif env.get("CLUSTER_ID"):
         props["cluster.id"] = env["CLUSTER_ID"]
         from_env["cluster.id"] = "CLUSTER_ID"
     elif "cluster.id" not in props and "cluster.id" not in in_base:
         props["cluster.id"] = KAFKA_DEFAULT_CLUSTER_ID
     if not any(k in props or k in in_base for k in ("log.dirs", "log.dir")):
-        props["log.dirs"] = DEFAULT_LOG_DIRS
+        props["log.dirs"] = default_log_dirs
     effective_roles = props.get("process.roles") or in_base.get("process.roles") or "broker,controller"
     if ("broker" in effective_roles and "kbroker.http.listen" not in props
             and "kbroker.http.listen" not in in_base):
@@ -146,12 +179,12 @@ def render(env: Mapping[str, str], mounted: str | None, default: str,
         lines.append("# --- set by the container's environment (kbroker.container) ---")
         lines += [f"{k}={escape_value(v)}" for k, v in props.items()]
     serve_args = shlex.split(env.get("KBROKER_OPTS", ""))
-    return Rendered("\n".join(lines) + "\n", source, from_env, serve_args)
+    return Rendered("\n".join(lines) + "\n", source, from_env, serve_args, notes)
 
 
 def env_name_of(env: Mapping[str, str], key: str) -> str:
     """The variable in ``env`` that produced ``key`` (several spellings may map to one key)."""
     for name in env:
-        if name.startswith(PREFIX) and name not in NOT_KEYS and property_name(name) == key:
+        if is_key_variable(name) and property_name(name) == key:
             return name
     return env_name(key)

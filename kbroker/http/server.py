@@ -55,7 +55,7 @@ class HttpServer:
 
     def __init__(self, listen: str, context=None, router: Router | None = None, *,
                  max_body: int = MAX_BODY, error_response=None, ssl_context=None,
-                 name: str = "http listener"):
+                 name: str = "http listener", config_key: str = "kbroker.http.listen"):
         self.host, self.port = parse_listen(listen)
         self.name = name                    # for the start-up log line
         self.ssl_context = ssl_context      # HTTPS: every connection is wrapped in TLS first
@@ -65,9 +65,14 @@ class HttpServer:
         self.error_response = error_response or (lambda status, message: Response(status, f"{message}\n".encode()))
         self.context = context
         self.router = router if router is not None else load_routes(Router())
+        self.config_key = config_key        # named in a bind error (the REST gateway's key)
         self._listeners: list = []
         self._open = 0
         self.requests = 0
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.ssl_context is not None else "http"
 
     @property
     def address(self) -> str:
@@ -80,7 +85,7 @@ class HttpServer:
             self._listeners = await trio.open_tcp_listeners(self.port, host=self.host or None)
         except OSError as e:
             raise OSError(e.errno, f"cannot listen on http://{self.address} "
-                          f"(kbroker.http.listen): {e.strerror}") from None
+                          f"({self.config_key}): {e.strerror}") from None
         self.port = self._listeners[0].socket.getsockname()[1]
 
     async def aclose(self) -> None:
@@ -153,7 +158,7 @@ class HttpServer:
                     # h11's hint: 400, or 431 for a head over MAX_HEAD; 408 when too slow
                     status = 408 if isinstance(e, trio.TooSlowError) else e.error_status_hint
                     if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                        await self._send(conn, stream, Response(status, f"bad request: {e}\n".encode()),
+                        await self._send(conn, stream, self._error(status, f"bad request: {e}"),
                                          head_only=False, close=True)
                     return
                 await self._send(conn, stream, response,
@@ -212,8 +217,11 @@ class HttpServer:
         try:
             return await self.router.dispatch(request)
         except Exception:  # noqa: BLE001 - a failing page must not stop the listener
-            log.exception("http %s %s failed", request.method, request.target)
-            return Response(500, b"internal error\n")
+            log.exception("%s %s %s failed", self.name, request.method, request.target)
+            return self._error(500, "internal error")
+
+    def _error(self, status: int, message: str) -> Response:
+        return self.error_response(status, message)
 
     async def _send(self, conn, stream, response: Response, *, head_only: bool, close: bool) -> None:
         headers = [SERVER_HEADER, ("content-type", response.content_type),

@@ -86,6 +86,7 @@ class Server:
         self.connections_created: dict[str, int] = {}   # listener -> accepted connections
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
+        self.rest_proxy = None   # the REST gateway's HttpServer (kbroker.rest.proxy.listen)
         self.schema_registry = None   # kbroker.schema_registry.SchemaRegistry when configured
         # per-listener TLS/SASL settings (built and checked when the config was loaded)
         self.listener_security = getattr(config, "listener_security", None) or build_all(config)
@@ -186,6 +187,18 @@ class Server:
                 from kbroker.http import HttpServer
                 self.http = HttpServer(listen, context=self)
                 await self.http.bind()
+            rest_listen = self.config.get("kbroker.rest.proxy.listen")
+            if rest_listen:
+                from kbroker.rest_proxy import build_listener
+                self.rest_proxy = build_listener(rest_listen, self)
+                try:
+                    await self.rest_proxy.bind()
+                except OSError as e:
+                    if not getattr(self.config, "rest_proxy_optional", False):
+                        raise
+                    log.warning("REST gateway not started: %s (set kbroker.rest.proxy.listen or "
+                                "--rest-proxy to serve it elsewhere)", e.strerror)
+                    self.rest_proxy = None
             sr_listen = self.config.get("kbroker.schema.registry.listen")
             if sr_listen:
                 from kbroker.schema_registry import SchemaRegistry
@@ -196,6 +209,9 @@ class Server:
                 if self.http is not None:
                     # before the broker: /health and /ready answer during start-up
                     await root.start(self.http.run)
+                if self.rest_proxy is not None:
+                    # answers 503 (50003) until the broker below has started
+                    await root.start(self.rest_proxy.run)
                 with self._startup_scope:
                     await self.broker.start(root)
                 if self._startup_scope.cancelled_caught or self._stop.is_set():
@@ -222,6 +238,8 @@ class Server:
             with trio.CancelScope(shield=True):
                 if self.http is not None:
                     await self.http.aclose()
+                if self.rest_proxy is not None:
+                    await self.rest_proxy.aclose()
                 if self.schema_registry is not None:
                     await self.schema_registry.aclose()
                 for _, socks in bound:

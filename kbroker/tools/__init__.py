@@ -3,25 +3,36 @@
     kbroker topics   list | create | describe | alter-config | add-partitions | delete
     kbroker produce  TOPIC              (lines from stdin; keys, headers, partition)
     kbroker consume  TOPIC              (offsets, timestamps, groups, kcat-like -f formats)
-    kbroker groups   list | describe | reset-offsets | delete
-    kbroker configs  describe | alter   (topics, brokers, the broker default)
+    kbroker groups   list | describe | reset-offsets | delete   (classic, consumer, share, streams)
+    kbroker configs  describe | alter   (topics, brokers, the broker default, groups)
     kbroker cluster  describe | quorum  (DescribeCluster/Metadata, DescribeQuorum)
     kbroker acls     list | add | remove  (kafka-acls vocabulary; needs a broker authorizer)
     kbroker users    list | describe | set-password | delete   (SCRAM credentials)
     kbroker schemas  list | get | register | check | delete | config   (a schema registry's REST API)
 
-Every command is a client of the wire protocol through kafka-python's admin client, producer
-and consumer (a maintained library; kbroker never hand-writes a second client), so it works
-against kbroker and Apache Kafka alike. (``schemas`` is the exception: it is a client of a schema
-registry's REST API, with the standard library's urllib.) Rules:
+Every command is a client of the wire protocol through confluent-kafka's (librdkafka's)
+AdminClient, Producer and Consumer, a maintained client that speaks what the broker speaks
+(KIP-848 groups, SCRAM, ACLs, Kafka 4's admin APIs); the few calls it does not make (group
+metadata of every type, DescribeQuorum, Metadata's offline replicas) go over the project's own
+codec (``wire_client``, ``group_reads``). So the commands work against kbroker and Apache
+Kafka alike. (``schemas`` is the exception: it is a client of a schema registry's REST API,
+with the standard library's urllib.) Rules:
 
 * Start-up is fast: this package and its command modules import nothing heavy at module level
-  (no trio, no broker, no kafka-python); a command imports kafka-python when it runs.
-* Output is a readable table by default and JSON with ``--json``; errors are one line on
-  stderr (``kbroker: ...``) and exit code 1; usage errors exit 2 (argparse).
+  (no trio, no broker, no confluent-kafka); a command imports its client when it runs.
+* Connection options on every command (``client_config``): ``-b``/``--bootstrap-server``,
+  ``--command-config FILE`` (a Kafka client properties file), ``-X KEY=VALUE``, ``--profile
+  NAME`` (``~/.config/kbroker/profiles.toml``), ``--timeout SECONDS`` (default 15).
+* Fail fast and say why (``errors``, ``common.Connection``): an unreachable bootstrap, a
+  refused authentication, a missing ACL or an unknown partition ends the command at once
+  with one sentence naming the address, principal, resource or partition.
+* Output is a readable table by default and JSON with ``--json``. Exit codes: 0 success;
+  1 the command failed (the cluster refused it, could not be reached, or did not answer in
+  ``--timeout``), as one line ``kbroker: <sentence>`` on stderr; 2 usage errors (argparse, bad
+  option values, an unreadable ``--command-config`` or profile); 130 interrupted (Ctrl-C).
 * Names and defaults follow Kafka's tools (``kafka-topics``, ``kafka-consumer-groups``,
-  ``kafka-configs``, ``kafka-metadata-quorum``, ``kafka-acls``): reset-offsets is a dry run unless
-  ``--execute``.
+  ``kafka-share-groups``, ``kafka-streams-groups``, ``kafka-configs``, ``kafka-metadata-quorum``,
+  ``kafka-acls``): reset-offsets is a dry run unless ``--execute``.
 
 Each module exposes ``add_parser(subparsers, common)``; ``kbroker.tools.cli`` registers them and
 calls the ``func`` stored on the parsed namespace.

@@ -9,8 +9,9 @@ command is known: client commands never import trio or the broker.
                   [--override key=value ...] [--log-level INFO] [--dev]
 
 ``--dev`` is the local-development profile: ``group.initial.rebalance.delay.ms=0``, unless
-a data directory is given ``log.dirs=./data``, and the schema registry on 127.0.0.1:8081 (a
-warning, not an error, when that port is taken); explicit settings (file, ``--override``) win.
+a data directory is given ``log.dirs=./data``, the schema registry on 127.0.0.1:8081 and the
+REST gateway on 127.0.0.1:8082 (a warning, not an error, when such a port is taken); explicit
+settings (file, ``--override``) win.
 
 ``--data-dir`` sets ``log.dirs``; ``--listen``/``--port`` set ``listeners`` (one PLAINTEXT
 listener) and, unless ``advertised.listeners`` is given with ``--override``, the advertised
@@ -30,20 +31,18 @@ log = logging.getLogger("kbroker")
 
 # What ``--dev`` (and ``make run``) change; explicit settings win (see README "Local development").
 DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data",
-                "kbroker.schema.registry.listen": "127.0.0.1:8081"}
+                "kbroker.schema.registry.listen": "127.0.0.1:8081",
+                "kbroker.rest.proxy.listen": "127.0.0.1:8082"}
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("kbroker")
-    except Exception:  # noqa: BLE001 - not installed (a bare checkout on PYTHONPATH)
-        return "unknown"
+    # the package's own constant: also right for a checkout on PYTHONPATH and a --target install
+    from kbroker import __version__
+    return __version__
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the installed version is looked up (importlib.metadata, slow to
-    import) only when asked for, not on every start."""
+    """``--version``: the version is looked up only when asked for, not on every start."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
                  help="show program's version number and exit"):
@@ -75,10 +74,16 @@ def _parser(serve_only: bool = False) -> argparse.ArgumentParser:
                    help="grace period for in-flight requests on shutdown")
     s.add_argument("--http-listen", metavar="HOST:PORT",
                    help="serve /metrics, /health and /ready here (sets kbroker.http.listen)")
+    s.add_argument("--rest-proxy", metavar="HOST:PORT",
+                   help="serve the REST gateway (Confluent REST Proxy API v2/v3) here "
+                        "(sets kbroker.rest.proxy.listen; --dev: 127.0.0.1:8082)")
     s.add_argument("--schema-registry", metavar="HOST:PORT",
                    help="serve the schema registry here (sets kbroker.schema.registry.listen)")
     s.add_argument("--dev", action="store_true",
                    help="local-development profile: group.initial.rebalance.delay.ms=0, data in ./data")
+    s.add_argument("--kafka-start-lines", action="store_true",
+                   help="after the ready line, also log the lines of Kafka's start-up log that "
+                        "container tools (testcontainers) wait for; the image sets it")
     if serve_only:
         return p
     c = sub.add_parser("cluster", help="run a local cluster (no subcommand), restart one of its "
@@ -110,6 +115,7 @@ def build_config(args) -> "BrokerConfig":
     from kbroker.config.broker import BrokerConfig, ConfigError
     overrides: dict[str, str] = {}
     sr_optional = False
+    rest_optional = False       # the REST gateway on --dev's own 8082: a busy port only warns
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -119,6 +125,8 @@ def build_config(args) -> "BrokerConfig":
         overrides["log.dirs"] = args.data_dir
     if getattr(args, "http_listen", None):
         overrides["kbroker.http.listen"] = args.http_listen
+    if getattr(args, "rest_proxy", None):
+        overrides["kbroker.rest.proxy.listen"] = args.rest_proxy
     if getattr(args, "schema_registry", None):
         overrides["kbroker.schema.registry.listen"] = args.schema_registry
     if getattr(args, "dev", False):
@@ -136,6 +144,7 @@ def build_config(args) -> "BrokerConfig":
                 overrides[key] = value
                 # the registry on --dev's own default port: a busy 8081 only warns
                 sr_optional = sr_optional or key == "kbroker.schema.registry.listen"
+                rest_optional = rest_optional or key == "kbroker.rest.proxy.listen"
     listen = args.listen
     if args.port is not None:
         listen = f"127.0.0.1:{args.port}"
@@ -160,6 +169,7 @@ def build_config(args) -> "BrokerConfig":
     else:
         cfg = BrokerConfig.load(args.config, overrides)
     cfg.schema_registry_optional = sr_optional
+    cfg.rest_proxy_optional = rest_optional
     return cfg
 
 
@@ -171,23 +181,21 @@ def _leaf(e: BaseException) -> BaseException:
 
 
 def _run_client(func, args) -> int:
-    """A client command: CommandError and client errors are one line and exit code 1."""
-    from kbroker.tools.common import CommandError
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    """A client command: every failure is one line ``kbroker: <sentence>`` (exit codes in
+    ``kbroker.tools``' docstring)."""
+    from kbroker.tools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError
     try:
         return func(args)
+    except UsageError as e:
+        print(f"kbroker: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except CommandError as e:
         print(f"kbroker: {e}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
-    except Exception as e:  # noqa: BLE001 - kafka-python errors: one line, not a traceback
-        if type(e).__module__.startswith("kafka"):
-            print(f"kbroker: {type(e).__name__}: {e}", file=sys.stderr)
-            return 1
-        raise
 
 
 def _glue_cluster_id(argv: list[str]) -> list[str]:
@@ -235,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_cluster(args.nodes, args.base_port, args.data_dir, extra, controllers=args.controllers)
     if args.command == "serve":
+        if args.kafka_start_lines:
+            from kbroker.container.start_lines import install
+            install()
         # before any thread exists: SIGINT/SIGTERM are taken by kbroker.server.signals' own
         # thread, which sees a second signal even while the trio thread is stuck
         from kbroker.server.signals import block

@@ -5,10 +5,13 @@
     kbroker cluster quorum        KRaft leader, epoch, high watermark, voters and observers with
                                   their directory ids (a dynamic quorum's voters), log end
                                   offsets and lag (DescribeQuorum v2, KIP-595/KIP-853)
+
+``describe`` is confluent-kafka's DescribeCluster; ``quorum`` goes over the project's codec
+(``kbroker.tools.wire_client``): confluent-kafka has no DescribeQuorum.
 """
 from __future__ import annotations
 
-from kbroker.tools.common import CommandError, admin, emit
+from kbroker.tools.common import CommandError, connect, emit
 
 
 def add_subcommands(csub, parent) -> None:
@@ -19,14 +22,13 @@ def add_subcommands(csub, parent) -> None:
 
 
 def cmd_describe(args) -> int:
-    a = admin(args)
-    try:
-        info = a.describe_cluster()
-    finally:
-        a.close()
-    brokers = sorted(({"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
-                      for b in info["brokers"]), key=lambda b: b["id"])
-    data = {"cluster_id": info.get("cluster_id"), "controller_id": info.get("controller_id"),
+    conn = connect(args)
+    a = conn.admin()
+    info = conn.wait(a.describe_cluster(request_timeout=conn.timeout), "describe the cluster", a)
+    brokers = sorted(({"id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+                      for b in info.nodes), key=lambda b: b["id"])
+    data = {"cluster_id": info.cluster_id,
+            "controller_id": info.controller.id if info.controller is not None else None,
             "brokers": brokers}
     if args.json:
         emit(args, data)
@@ -39,17 +41,23 @@ def cmd_describe(args) -> int:
 
 
 def cmd_quorum(args) -> int:
-    from kafka.errors import KafkaError
-    a = admin(args)
-    try:
-        q = a.describe_metadata_quorum()
-    except KafkaError as e:
-        raise CommandError(f"describe quorum: {e}") from None
-    finally:
-        a.close()
-    part = q["topics"][0]["partitions"][0]
-    if part.get("error"):
-        raise CommandError(f"describe quorum: {part['error']}")
+    from kbroker.tools.errors import broker_error_sentence
+    from kbroker.tools.wire_client import WireSession
+    from kbroker.wire import messages
+    conn = connect(args)
+    req = messages.DescribeQuorumRequest(topics=[messages.DescribeQuorumRequest.TopicData(
+        topic_name="__cluster_metadata",
+        partitions=[messages.DescribeQuorumRequest.PartitionData(partition_index=0)])])
+    with WireSession(conn.bootstrap, conn.props, conn.timeout) as ws:
+        resp = ws.any().call(55, "DescribeQuorum", req)
+    if resp.error_code:
+        raise CommandError(broker_error_sentence(resp.error_code, "describe quorum", resp.error_message))
+    p = resp.topics[0].partitions[0]
+    if p.error_code:
+        raise CommandError(broker_error_sentence(p.error_code, "describe quorum", p.error_message))
+    part = {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch, "high_watermark": p.high_watermark,
+            "current_voters": [vars_of(r) for r in p.current_voters or ()],
+            "observers": [vars_of(r) for r in p.observers or ()]}
     hw = part["high_watermark"]
     replicas = []
     for kind, key in (("voter", "current_voters"), ("observer", "observers")):
@@ -87,3 +95,9 @@ def _directory_id(value) -> str | None:
     else:
         text = str(value)
     return None if text == ZERO_UUID else text
+
+
+def vars_of(r) -> dict:
+    return {"replica_id": r.replica_id, "replica_directory_id": getattr(r, "replica_directory_id", None),
+            "log_end_offset": r.log_end_offset, "last_fetch_timestamp": r.last_fetch_timestamp,
+            "last_caught_up_timestamp": r.last_caught_up_timestamp}

@@ -6,22 +6,30 @@
 ``describe`` lists the keys not at their default (dynamic and static ones) and every key with
 ``--all``, with its value and source (DescribeConfigs' ``config_source``). ``alter`` uses
 IncrementalAlterConfigs (KIP-339): ``--set`` is SET, ``--delete`` is DELETE (back to the
-default). Not here yet: the cluster-wide broker default (``kafka-configs --entity-default``,
-resource name ""), which kafka-python's admin client refuses to address.
+default). ``--broker-defaults`` addresses the cluster-wide broker default (``kafka-configs
+--entity-default``, resource name ""); ``--group G`` a group's configs (KIP-848/KIP-932
+group configs such as ``share.auto.offset.reset``).
 """
 from __future__ import annotations
 
-from kbroker.tools.common import CommandError, admin, emit, key_values
+from kbroker.tools.common import UsageError, connect, emit, key_values
+
+SOURCES = {0: "UNKNOWN_CONFIG", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+           3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+           6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
 
 
 def _target(p) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--topic", metavar="NAME")
     which.add_argument("--broker", metavar="ID", type=int)
+    which.add_argument("--broker-defaults", action="store_true",
+                       help="the cluster-wide broker default (kafka-configs --entity-default)")
+    which.add_argument("--group", metavar="GROUP")
 
 
 def add_parser(sub, parent) -> None:
-    p = sub.add_parser("configs", help="describe and alter topic and broker configs")
+    p = sub.add_parser("configs", help="describe and alter topic, broker and group configs")
     csub = p.add_subparsers(dest="action", required=True)
     s = csub.add_parser("describe", parents=[parent], help="config values and their sources")
     _target(s)
@@ -34,44 +42,46 @@ def add_parser(sub, parent) -> None:
     s.set_defaults(func=cmd_alter)
 
 
-def resource(args, configs=None):
-    from kafka.admin import ConfigResource, ConfigResourceType
+def _resource(args) -> tuple[str, str]:
     if args.topic is not None:
-        return ConfigResource(ConfigResourceType.TOPIC, args.topic, configs), f"topic {args.topic}"
-    return ConfigResource(ConfigResourceType.BROKER, str(args.broker), configs), f"broker {args.broker}"
+        return "topic", args.topic
+    if args.group is not None:
+        return "group", args.group
+    if args.broker_defaults:
+        return "broker", ""
+    return "broker", str(args.broker)
+
+
+def _source(entry) -> str:
+    src = entry.source
+    value = getattr(src, "value", src)
+    return SOURCES.get(value, str(getattr(src, "name", src)))
 
 
 def cmd_describe(args) -> int:
-    from kafka.errors import KafkaError
-    res, what = resource(args)
-    a = admin(args)
-    try:
-        if args.topic is not None:   # DescribeConfigs' per-resource error is not surfaced by the client
-            from kafka.errors import for_code
-            code = a.describe_topics([args.topic])[0]["error_code"]
-            if code:
-                raise CommandError(f"topic {args.topic}: {for_code(code).__name__}")
-        result = a.describe_configs([res], config_filter="all")
-    except KafkaError as e:
-        raise CommandError(f"describe configs of {what}: {e}") from None
-    finally:
-        a.close()
-    entries = next(iter(next(iter(result.values())).values()), {}) if result else {}
-    rows = [{"name": k, "value": "<sensitive>" if v.get("is_sensitive") else v.get("value"),
-             "source": v.get("config_source"), "read_only": v.get("read_only")}
-            for k, v in sorted(entries.items())
-            if args.all or v.get("config_source") not in ("DEFAULT_CONFIG", 5)]
+    from confluent_kafka.admin import ConfigResource, ResourceType
+    kind, name = _resource(args)
+    what = f"{kind} {name}" if name else "the broker default"
+    conn = connect(args)
+    a = conn.admin()
+    rtype = {"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER, "group": ResourceType.GROUP}[kind]
+    futures = a.describe_configs([ConfigResource(rtype, name)], request_timeout=conn.timeout)
+    [entries] = conn.wait_all(futures, f"cannot describe the configs of {what}", a).values()
+    if hasattr(entries, "code"):
+        raise conn.fail(entries, f"cannot describe the configs of {what}")
+    rows = [{"name": k, "value": "<sensitive>" if e.is_sensitive else e.value,
+             "source": _source(e), "read_only": e.is_read_only}
+            for k, e in sorted(entries.items())
+            if args.all or _source(e) != "DEFAULT_CONFIG"]
     emit(args, rows, None, ["name", "value", "source"])
     return 0
 
 
 def cmd_alter(args) -> int:
-    from kafka.admin import AlterConfigOp
     from kbroker.tools.topics import alter
-    changes = {k: (AlterConfigOp.SET, v) for k, v in key_values(args.set, "--set").items()}
-    changes.update({k: (AlterConfigOp.DELETE, None) for k in args.delete})
-    if not changes:
-        raise CommandError("nothing to change: give --set KEY=VALUE or --delete KEY")
-    res, what = resource(args, changes)
-    alter(args, res, what)
+    sets = key_values(args.set, "--set")
+    if not sets and not args.delete:
+        raise UsageError("nothing to change: give --set KEY=VALUE or --delete KEY")
+    kind, name = _resource(args)
+    alter(args, kind, name, sets, args.delete)
     return 0

@@ -1,7 +1,8 @@
 """``kbroker consume TOPIC``: print records, kcat-style.
 
     kbroker consume TOPIC [-g GROUP] [-p PARTITION ...] [-o beginning|end|stored|N|-N]
-                          [-s TIMESTAMP] [-c COUNT] [-e] [--timeout SECONDS] [--topic-wait SECONDS]
+                          [-s TIMESTAMP] [-c COUNT] [-e] [--idle-timeout SECONDS]
+                          [--topic-wait SECONDS]
                           [-f FORMAT | -K SEP | --json] [--isolation-level read_committed]
 
 Without ``-g`` the partitions are assigned directly (all of them, or ``-p``) and nothing is
@@ -12,9 +13,11 @@ group subscribes, starts at its committed offsets (``-o beginning|end`` is then 
 ``auto.offset.reset``) and commits what it printed on exit.
 
 ``-e`` exits once every assigned partition is read up to the end it had when assigned;
-``-c`` after COUNT records; ``--timeout`` after that many seconds without a record. A topic
-missing from the metadata is waited for ``--topic-wait`` seconds (default 10: a topic just
-created may reach the other brokers of a cluster a little later), then one error line.
+``-c`` after COUNT records; ``--idle-timeout`` after that many seconds without a record
+(``--timeout``, as on every command, bounds each wait on the cluster: metadata, offsets). A
+topic missing from the metadata is waited for ``--topic-wait`` seconds (default 10: a topic
+just created may reach the other brokers of a cluster a little later), then one error line;
+a partition the topic does not have is one error line at once.
 
 Formats (kcat's ``-f`` tokens): ``%t`` topic, ``%p`` partition, ``%o`` offset, ``%k`` key,
 ``%v`` value, ``%h`` headers (``k=v,k=v``), ``%T`` timestamp (ms), ``%K``/``%S`` key/value
@@ -27,7 +30,7 @@ import json
 import sys
 import time
 
-from kbroker.tools.common import CommandError, consumer, parse_time_ms
+from kbroker.tools.common import CommandError, UsageError, connect, parse_time_ms
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "0": "\0"}
 
@@ -42,7 +45,7 @@ def add_parser(sub, parent) -> None:
     p.add_argument("--from-timestamp", "-s", metavar="TIME", help="ms since epoch or ISO-8601")
     p.add_argument("--max-messages", "-c", type=int, metavar="COUNT")
     p.add_argument("--exit", "-e", action="store_true", help="exit at the end of the partitions")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="exit after this long idle")
+    p.add_argument("--idle-timeout", type=float, metavar="SECONDS", help="exit after this long idle")
     p.add_argument("--topic-wait", type=float, default=10.0, metavar="SECONDS",
                    help="wait this long for a missing topic to appear (default 10)")
     p.add_argument("--format", "-f", metavar="FMT", help="kcat-like output format, e.g. '%%k:%%v\\n'")
@@ -72,7 +75,7 @@ def compile_format(fmt: str):
                     literal = []
                 parts.append(token)
             else:
-                raise CommandError(f"unknown format token %{token} in {fmt!r}")
+                raise UsageError(f"unknown format token %{token} in {fmt!r}")
             i += 2
         else:
             literal.append(c)
@@ -107,6 +110,17 @@ def compile_format(fmt: str):
     return render
 
 
+class Record:
+    """One consumed record with the attributes the formats read."""
+    __slots__ = ("topic", "partition", "offset", "key", "value", "headers", "timestamp")
+
+    def __init__(self, msg):
+        self.topic, self.partition, self.offset = msg.topic(), msg.partition(), msg.offset()
+        self.key, self.value = msg.key(), msg.value()
+        self.headers = msg.headers() or ()
+        self.timestamp = msg.timestamp()[1]
+
+
 def _text(b):
     return None if b is None else b.decode("utf-8", errors="replace")
 
@@ -117,115 +131,134 @@ def as_json(r) -> bytes:
                         "headers": {k: _text(v) for k, v in r.headers or ()}}) + "\n").encode()
 
 
-def _start_positions(c, args, tps):
-    """Seek assigned partitions as -o/-s say (direct assignment only)."""
+def _watermarks(conn, c, topic: str, p: int) -> tuple[int, int]:
+    from confluent_kafka import KafkaException, TopicPartition
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, p), timeout=conn.timeout)
+    except KafkaException as e:
+        raise conn.fail(e, f"read the offsets of {topic}-{p}") from None
+
+
+def _start_offsets(conn, c, args, parts: list[int]) -> dict[int, int]:
+    """Where each assigned partition starts, as -o/-s say (direct assignment)."""
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
     if args.from_timestamp is not None:
         ts = parse_time_ms(args.from_timestamp)
-        found = c.offsets_for_times({tp: ts for tp in tps})
-        ends = c.end_offsets(tps)
-        for tp in tps:
-            c.seek(tp, found[tp].offset if found.get(tp) else ends[tp])
-        return
+        try:
+            found = c.offsets_for_times([TopicPartition(args.topic, p, ts) for p in parts],
+                                        timeout=conn.timeout)
+        except KafkaException as e:
+            raise conn.fail(e, f"look up offsets by time in {args.topic}") from None
+        return {tp.partition: tp.offset if tp.offset >= 0 else OFFSET_END for tp in found}
     where = args.offset or "end"
     if where == "beginning":
-        c.seek_to_beginning(*tps)
-    elif where in ("end", "stored"):
-        c.seek_to_end(*tps)
-    else:
+        return {p: OFFSET_BEGINNING for p in parts}
+    if where in ("end", "stored"):
+        return {p: OFFSET_END for p in parts}
+    try:
+        n = int(where)
+    except ValueError:
+        raise UsageError(f"--offset: beginning, end, stored, N or -N, got {where!r}") from None
+    if n >= 0:
+        return {p: n for p in parts}
+    out = {}
+    for p in parts:
+        lo, hi = _watermarks(conn, c, args.topic, p)
+        out[p] = max(lo, hi + n)
+    return out
+
+
+def _known_partitions(conn, c, args) -> list[int]:
+    import time
+    from kbroker.tools.produce import check_partitions
+    end = time.monotonic() + args.topic_wait
+    while True:
         try:
-            n = int(where)
-        except ValueError:
-            raise CommandError(f"--offset: beginning, end, stored, N or -N, got {where!r}") from None
-        if n >= 0:
-            for tp in tps:
-                c.seek(tp, n)
-        else:
-            begins, ends = c.beginning_offsets(tps), c.end_offsets(tps)
-            for tp in tps:
-                c.seek(tp, max(begins[tp], ends[tp] + n))
+            return check_partitions(conn, c, args.topic, args.partition)
+        except CommandError as e:
+            if "does not exist" not in str(e) or time.monotonic() >= end:
+                raise
+        time.sleep(0.1)
 
 
 def cmd_consume(args) -> int:
-    from kafka import TopicPartition
+    from confluent_kafka import OFFSET_STORED, TopicPartition
     if args.format and args.key_separator:
-        raise CommandError("give either --format or --key-separator")
+        raise UsageError("give either --format or --key-separator")
     if args.json:
         render = as_json
     else:
         fmt = args.format or (f"%k{args.key_separator}%v\\n" if args.key_separator else "%v\\n")
         render = compile_format(fmt)
-    settings = {"enable_auto_commit": False, "isolation_level": args.isolation_level,
-                "consumer_timeout_ms": 200}
-    if args.group:
-        settings["group_id"] = args.group
-        settings["auto_offset_reset"] = "earliest" if args.offset == "beginning" else "latest"
-    c = consumer(args, **settings)
+    if args.group and not args.partition and (
+            args.offset not in (None, "beginning", "end", "stored") or args.from_timestamp):
+        raise UsageError("with --group, --offset is beginning, end or stored "
+                         "(use `kbroker groups reset-offsets` to move a group)")
+    settings = {"enable.auto.commit": False, "isolation.level": args.isolation_level,
+                "enable.partition.eof": True, "group.id": args.group or "kbroker-cli-unused",
+                "auto.offset.reset": "earliest" if args.offset == "beginning" else "latest"}
+    conn = connect(args)
+    c = conn.consumer(**settings)
     out = sys.stdout.buffer
     count = 0
-    ends: dict = {}
+    positions: dict[int, int] = {}
     try:
-        deadline = time.monotonic() + args.topic_wait
-        known = c.partitions_for_topic(args.topic)
-        while not known and time.monotonic() < deadline:
-            time.sleep(0.1)
-            known = c.partitions_for_topic(args.topic)
-        if not known:
-            raise CommandError(f"topic {args.topic} not found")
+        known = _known_partitions(conn, c, args)
+        parts = args.partition if args.partition is not None else known
         if args.group and not args.partition:
-            if args.offset not in (None, "beginning", "end", "stored") or args.from_timestamp:
-                raise CommandError("with --group, --offset is beginning, end or stored "
-                                   "(use `kbroker groups reset-offsets` to move a group)")
             c.subscribe([args.topic])
+            pending_eof = None          # the group decides the partitions
         else:
-            partitions = args.partition if args.partition is not None else sorted(known)
-            tps = [TopicPartition(args.topic, p) for p in partitions]
-            c.assign(tps)
             if args.group and args.offset in (None, "stored"):
-                committed = {tp: c.committed(tp) for tp in tps}
-                rest = [tp for tp, o in committed.items() if o is None]
-                for tp, o in committed.items():
-                    if o is not None:
-                        c.seek(tp, o)
-                if rest:
-                    c.seek_to_end(*rest)
+                starts = {p: OFFSET_STORED for p in parts}
             else:
-                _start_positions(c, args, tps)
-            if args.exit:
-                ends = c.end_offsets(tps)
+                starts = _start_offsets(conn, c, args, parts)
+            c.assign([TopicPartition(args.topic, p, o) for p, o in starts.items()])
+            pending_eof = set(parts)
         idle_since = time.monotonic()
         while True:
-            batch = c.poll(timeout_ms=200)
-            if batch:
-                idle_since = time.monotonic()
-            for tp in sorted(batch, key=lambda tp: tp.partition):
-                for r in batch[tp]:
-                    out.write(render(r))
-                    count += 1
-                    if args.max_messages is not None and count >= args.max_messages:
-                        # position just past the last printed record, so a commit covers it
-                        c.seek(tp, r.offset + 1)
-                        out.flush()
-                        return _finish(c, args)
-            out.flush()
+            msg = c.poll(0.2)
+            conn.check(f"consume {args.topic}")
+            if msg is None:
+                if args.idle_timeout is not None and time.monotonic() - idle_since >= args.idle_timeout:
+                    break
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == -191:      # _PARTITION_EOF: at the end of one partition
+                    if msg.offset() >= 0 and msg.partition() not in positions:
+                        positions[msg.partition()] = msg.offset()     # its end: nothing to read
+                    if pending_eof is None:
+                        pending_eof = {tp.partition for tp in c.assignment()}
+                    pending_eof.discard(msg.partition())
+                    if args.exit and not pending_eof:
+                        break
+                    continue
+                raise conn.fail(err, f"consume {args.topic}-{msg.partition()}")
+            idle_since = time.monotonic()
+            out.write(render(Record(msg)))
+            positions[msg.partition()] = msg.offset() + 1
+            count += 1
             if args.max_messages is not None and count >= args.max_messages:
                 break
-            if args.exit:
-                assigned = c.assignment()
-                if assigned and not ends:
-                    ends = c.end_offsets(list(assigned))
-                if assigned and all(c.position(tp) >= ends.get(tp, 0) for tp in assigned):
-                    break
-            if args.timeout is not None and time.monotonic() - idle_since >= args.timeout:
-                break
+        out.flush()
     except KeyboardInterrupt:
         pass
-    return _finish(c, args)
-
-
-def _finish(c, args) -> int:
-    try:
-        if args.group and c.assignment():
-            c.commit()
     finally:
-        c.close(autocommit=False)
+        try:
+            if args.group:
+                # as Kafka's consumers commit: the position of every assigned partition, also
+                # of one that had nothing to read (its end), not only of those printed from
+                try:
+                    at = {tp.partition: tp.offset for tp in c.position(c.assignment()) if tp.offset >= 0}
+                except Exception:  # noqa: BLE001 - no assignment any more: what was printed
+                    at = {}
+                at.update(positions)
+                if at:
+                    c.commit(offsets=[TopicPartition(args.topic, p, o) for p, o in sorted(at.items())],
+                             asynchronous=False)
+        except Exception as e:  # noqa: BLE001 - reported as one sentence
+            raise conn.fail(e, f"commit the offsets of group {args.group}") from None
+        finally:
+            c.close()
     return 0

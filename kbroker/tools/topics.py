@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from kbroker.tools.common import CommandError, admin, check_error, emit, key_values
+from kbroker.tools.common import CommandError, UsageError, connect, emit, key_values
 
 
 def add_parser(sub, parent) -> None:
@@ -61,12 +61,13 @@ def add_parser(sub, parent) -> None:
 
 
 def cmd_list(args) -> int:
-    a = admin(args)
-    try:
-        names = sorted(t["name"] for t in a.describe_topics()
-                       if not (args.exclude_internal and t.get("is_internal")))
-    finally:
-        a.close()
+    conn = connect(args)
+    a = conn.admin()
+    md = conn.metadata(a)
+    names = sorted(md.topics)
+    if args.exclude_internal and names:
+        internal = _internal(conn, a, names)
+        names = [n for n in names if n not in internal]
     if args.json:
         emit(args, names)
     else:
@@ -75,136 +76,153 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _internal(conn, a, names) -> set[str]:
+    from confluent_kafka import TopicCollection
+    described = conn.wait_all(a.describe_topics(TopicCollection(names)), lambda n: f"describe topic {n}", a)
+    return {n for n, d in described.items() if getattr(d, "is_internal", False)}
+
+
+def _wait_leaders(conn, a, topic: str, count: int | None) -> None:
+    """Until the metadata lists ``topic`` with ``count`` partitions (any, when None), each with
+    a leader: a produce right after the command then never races the topic's creation."""
+    end = conn.deadline()
+    while True:
+        md = conn.metadata(a, topic)
+        t = md.topics.get(topic)
+        if t is not None and not t.error and t.partitions and (count is None or len(t.partitions) >= count) \
+                and all(p.leader >= 0 for p in t.partitions.values()):
+            return
+        if time.monotonic() >= end:
+            raise CommandError(f"topic {topic}: partitions without a leader after {conn.timeout:g} s "
+                               "(--timeout)")
+        time.sleep(0.1)
+
+
 def cmd_create(args) -> int:
-    from kafka.errors import TopicAlreadyExistsError
+    from confluent_kafka.admin import NewTopic
     configs = key_values(args.config, "--config")
-    a = admin(args)
-    try:
-        spec = {args.name: {"num_partitions": args.partitions,
-                            "replication_factor": args.replication_factor, "configs": configs}}
-        result = a.create_topics(spec, raise_errors=False)
-        topic = result["topics"][0]
-        if topic["error_code"] == TopicAlreadyExistsError.errno and args.if_not_exists:
+    conn = connect(args)
+    a = conn.admin()
+    fut = a.create_topics([NewTopic(args.name, num_partitions=args.partitions,
+                                    replication_factor=args.replication_factor, config=configs)],
+                          request_timeout=conn.timeout)[args.name]
+    created = True
+    result = conn.wait_all({args.name: fut}, f"cannot create topic {args.name}", a)[args.name]
+    if result is not None and hasattr(result, "code"):
+        if result.code() == 36 and args.if_not_exists:   # TOPIC_ALREADY_EXISTS
             created = False
         else:
-            check_error(topic["error_code"], f"create topic {args.name}"
-                        + (f" ({topic['error_message']})" if topic.get("error_message") else ""))
-            created = True
-            a.wait_for_topics([args.name], timeout_ms=30000)
-    finally:
-        a.close()
-    out = {"name": args.name, "created": created,
-           "partitions": topic.get("num_partitions"), "replication_factor": topic.get("replication_factor")}
+            raise conn.fail(result, f"cannot create topic {args.name}")
+    if created:
+        _wait_leaders(conn, a, args.name, None)
     if args.json:
-        emit(args, out)
+        emit(args, {"name": args.name, "created": created})
     else:
         print(f"Created topic {args.name}." if created else f"Topic {args.name} already exists.")
     return 0
 
 
-def describe_rows(topics) -> list[dict]:
+def describe_rows(md_topics) -> list[dict]:
     rows = []
-    for t in topics:
-        for p in sorted(t["partitions"], key=lambda p: p["partition_index"]):
-            rows.append({"topic": t["name"], "partition": p["partition_index"],
-                         "leader": p["leader_id"], "leader_epoch": p["leader_epoch"],
-                         "replicas": p["replica_nodes"], "isr": p["isr_nodes"],
-                         "offline": p.get("offline_replicas") or []})
+    for t in md_topics:
+        for p in sorted(t.partitions, key=lambda p: p.partition_index):
+            rows.append({"topic": t.name, "partition": p.partition_index,
+                         "leader": p.leader_id, "leader_epoch": p.leader_epoch,
+                         "replicas": list(p.replica_nodes or ()), "isr": list(p.isr_nodes or ()),
+                         "offline": list(p.offline_replicas or ())})
     return rows
 
 
+def _topic_id(value) -> str | None:
+    import uuid
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        from kbroker.raft.control import uuid_to_kafka
+        return uuid_to_kafka(value)
+    return str(value)
+
+
 def cmd_describe(args) -> int:
-    from kafka.admin import ConfigResource, ConfigResourceType
-    from kafka.errors import for_code
-    a = admin(args)
-    try:
-        topics = a.describe_topics(args.names or None)
-        if args.exclude_internal:
-            topics = [t for t in topics if not t.get("is_internal")]
-        for t in topics:
-            if t["error_code"]:
-                raise CommandError(f"topic {t['name']}: {for_code(t['error_code']).__name__}")
-        names = sorted(t["name"] for t in topics)
-        configs = {}
-        if names:
-            described = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names])
-            for name, entries in described.get("topic", {}).items():
-                configs[name] = {k: v["value"] for k, v in entries.items()}
-    finally:
-        a.close()
-    topics.sort(key=lambda t: t["name"])
+    """Metadata over the project's codec (librdkafka does not expose offline replicas), then
+    the topics' configs with DescribeConfigs (confluent-kafka)."""
+    from kbroker.tools.errors import broker_error_sentence
+    from kbroker.tools.wire_client import WireSession
+    conn = connect(args)
+    with WireSession(conn.bootstrap, conn.props, conn.timeout) as ws:
+        md = ws.metadata(list(dict.fromkeys(args.names)) if args.names else None)
+    topics = [t for t in md.topics if not (args.exclude_internal and t.is_internal)]
+    for t in topics:
+        if t.error_code:
+            raise CommandError(broker_error_sentence(t.error_code, f"topic {t.name}", props=conn.props))
+    topics.sort(key=lambda t: t.name)
+    configs = {}
+    if topics:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+        a = conn.admin()
+        futures = a.describe_configs([ConfigResource(ResourceType.TOPIC, t.name) for t in topics],
+                                     request_timeout=conn.timeout)
+        got = conn.wait_all(futures, lambda r: f"describe the configs of topic {r.name}", a)
+        for res, entries in got.items():
+            if hasattr(entries, "code"):
+                raise conn.fail(entries, f"describe the configs of topic {res.name}")
+            configs[res.name] = {k: e.value for k, e in entries.items()
+                                 if not e.is_default}
     if args.json:
-        emit(args, [{"name": t["name"], "topic_id": str(t.get("topic_id")), "internal": t.get("is_internal", False),
+        emit(args, [{"name": t.name, "topic_id": _topic_id(t.topic_id), "internal": bool(t.is_internal),
                      "partitions": [{k: v for k, v in r.items() if k != "topic"}
                                     for r in describe_rows([t])],
-                     "configs": configs.get(t["name"], {})} for t in topics])
+                     "configs": configs.get(t.name, {})} for t in topics])
         return 0
     for t in topics:
-        cfg = ",".join(f"{k}={v}" for k, v in sorted(configs.get(t["name"], {}).items()))
-        print(f"Topic: {t['name']}  TopicId: {t.get('topic_id')}  PartitionCount: {len(t['partitions'])}  "
-              f"ReplicationFactor: {len(t['partitions'][0]['replica_nodes']) if t['partitions'] else 0}  "
-              f"Configs: {cfg}")
+        cfg = ",".join(f"{k}={v}" for k, v in sorted(configs.get(t.name, {}).items()))
+        rf = len(t.partitions[0].replica_nodes) if t.partitions else 0
+        print(f"Topic: {t.name}  TopicId: {_topic_id(t.topic_id)}  PartitionCount: {len(t.partitions)}  "
+              f"ReplicationFactor: {rf}  Configs: {cfg}")
     print()
     # offline replicas as the broker answers them (its broker fenced, gone or without this
     # listener, or its log dir offline); an empty list is "-", so that no cell is blank
-    rows = [dict(r, replicas=r["replicas"] or None, isr=r["isr"] or None,
-                 offline=r["offline"] or None) for r in describe_rows(topics)]
-    emit(args, None, rows, ["topic", "partition", "leader", "replicas", "isr", "offline"])
+    emit(args, None, describe_rows(topics), ["topic", "partition", "leader", "replicas", "isr", "offline"])
     return 0
 
 
 def cmd_alter_config(args) -> int:
-    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
-    changes = {k: (AlterConfigOp.SET, v) for k, v in key_values(args.set, "--set").items()}
-    changes.update({k: (AlterConfigOp.DELETE, None) for k in args.delete})
-    if not changes:
-        raise CommandError("nothing to change: give --set KEY=VALUE or --delete KEY")
-    alter(args, ConfigResource(ConfigResourceType.TOPIC, args.name, changes), f"topic {args.name}")
+    changes = key_values(args.set, "--set")
+    if not changes and not args.delete:
+        raise UsageError("nothing to change: give --set KEY=VALUE or --delete KEY")
+    alter(args, "topic", args.name, changes, args.delete)
     return 0
 
 
-def alter(args, resource, what: str) -> None:
-    """IncrementalAlterConfigs of one resource; prints what changed."""
-    a = admin(args)
-    try:
-        result = a.alter_configs([resource], raise_on_unknown=False, incremental=True)
-    finally:
-        a.close()
-    for per_name in result.values():
-        for err in per_name.values():
-            check_error(err, f"alter configs of {what}")
-    summary = {k: (None if op_value[1] is None else op_value[1]) for k, op_value in resource.configs.items()}
+def alter(args, kind: str, name: str, sets: dict, deletes: list) -> None:
+    """IncrementalAlterConfigs (KIP-339) of one resource; prints what changed."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    rtype = {"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER, "group": ResourceType.GROUP}[kind]
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sets.items()]
+    entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in deletes]
+    what = f"{kind} {name}" if name else "the broker default"
+    conn = connect(args)
+    a = conn.admin()
+    res = ConfigResource(rtype, name, incremental_configs=entries)
+    futures = a.incremental_alter_configs([res], request_timeout=conn.timeout)
+    [got] = conn.wait_all(futures, f"cannot alter the configs of {what}", a).values()
+    if hasattr(got, "code"):
+        raise conn.fail(got, f"cannot alter the configs of {what}")
     if args.json:
-        emit(args, {"resource": what, "set": {k: v for k, v in summary.items() if v is not None},
-                    "deleted": [k for k, v in summary.items() if v is None]})
+        emit(args, {"resource": what, "set": sets, "deleted": list(deletes)})
     else:
         print(f"Completed updating config for {what}.")
 
 
-def wait_for_partitions(a, topic: str, count: int, timeout_s: float = 30.0) -> None:
-    """Until the metadata lists ``count`` partitions of ``topic``, each with a leader
-    (kafka-python's ``wait_for_topics`` is satisfied by the partitions the topic already had)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        [t] = a.describe_topics([topic])
-        if not t["error_code"] and len(t["partitions"]) >= count and all(
-                p["leader_id"] >= 0 for p in t["partitions"]):
-            return
-        if time.monotonic() >= deadline:
-            raise CommandError(f"topic {topic}: {count} partitions not in the metadata after {timeout_s:g} s")
-        time.sleep(0.1)
-
-
 def cmd_add_partitions(args) -> int:
-    a = admin(args)
-    try:
-        result = a.create_partitions({args.name: args.partitions}, raise_errors=False)
-        for r in result.results:
-            check_error(r.error_code, f"add partitions to {args.name}"
-                        + (f" ({r.error_message})" if r.error_message else ""))
-        wait_for_partitions(a, args.name, args.partitions)
-    finally:
-        a.close()
+    from confluent_kafka.admin import NewPartitions
+    conn = connect(args)
+    a = conn.admin()
+    futures = a.create_partitions([NewPartitions(args.name, args.partitions)], request_timeout=conn.timeout)
+    [got] = conn.wait_all(futures, f"cannot add partitions to {args.name}", a).values()
+    if got is not None and hasattr(got, "code"):
+        raise conn.fail(got, f"cannot add partitions to {args.name}")
+    _wait_leaders(conn, a, args.name, args.partitions)
     if args.json:
         emit(args, {"name": args.name, "partitions": args.partitions})
     else:
@@ -213,18 +231,18 @@ def cmd_add_partitions(args) -> int:
 
 
 def cmd_delete(args) -> int:
-    from kafka.errors import UnknownTopicOrPartitionError
-    a = admin(args)
-    try:
-        result = a.delete_topics(args.names, raise_errors=False)
-    finally:
-        a.close()
+    conn = connect(args)
+    a = conn.admin()
+    names = list(dict.fromkeys(args.names))
+    got = conn.wait_all(a.delete_topics(names, request_timeout=conn.timeout),
+                        lambda n: f"cannot delete topic {n}", a)
     deleted = []
-    for t in result.get("responses", result.get("topics", [])):
-        name = t["name"]
-        if t["error_code"] == UnknownTopicOrPartitionError.errno and args.if_exists:
-            continue
-        check_error(t["error_code"], f"delete topic {name}")
+    for name in names:
+        err = got[name]
+        if err is not None and hasattr(err, "code"):
+            if err.code() == 3 and args.if_exists:   # UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            raise conn.fail(err, f"cannot delete topic {name}")
         deleted.append(name)
     if args.json:
         emit(args, {"deleted": deleted})

@@ -7,7 +7,7 @@ DescribeUserScramCredentials and AlterUserScramCredentials, KIP-554).
                                [--mechanism SCRAM-SHA-256|SCRAM-SHA-512 ...] [--iterations N]
     kbroker users delete USER ... [--mechanism M ...]
 
-``set-password`` salts and hashes on the client (kafka-python's ``UserScramCredentialUpsertion``:
+``set-password`` salts and hashes on the client (librdkafka's AlterUserScramCredentials:
 random salt, PBKDF2), so the password never travels; the mechanism defaults to SCRAM-SHA-512 and
 the iterations to 4096 (Kafka accepts 4096-16384). ``delete`` without ``--mechanism`` deletes
 every mechanism the user has. Salts and keys are never shown: brokers do not return them.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from kbroker.tools.common import CommandError, admin, emit
+from kbroker.tools.common import CommandError, UsageError, connect, emit
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -45,65 +45,66 @@ def add_parser(sub, parent) -> None:
     s.set_defaults(func=cmd_delete)
 
 
-def _describe(args, users):
-    from kafka.errors import KafkaError
-    a = admin(args)
-    try:
-        return a.describe_user_scram_credentials(users)
-    except KafkaError as e:
-        raise CommandError(f"describe users: {type(e).__name__}: {e}") from None
-    finally:
-        a.close()
+def _describe(args, users) -> dict:
+    """{user: [(mechanism, iterations)]}; CommandError naming a user that has none."""
+    conn = connect(args)
+    a = conn.admin()
+    if users is None:
+        got = conn.wait(a.describe_user_scram_credentials(None, request_timeout=conn.timeout),
+                        "list the SCRAM users", a)
+    else:
+        got = conn.wait_all(a.describe_user_scram_credentials(users, request_timeout=conn.timeout),
+                            lambda u: f"describe user {u}", a)
+        for user, d in got.items():
+            if hasattr(d, "code"):
+                raise conn.fail(d, f"user {user}")
+    return {u: [(i.mechanism.name.replace("_", "-"), i.iterations) for i in d.scram_credential_infos]
+            for u, d in got.items()}
 
 
 def _rows(described) -> list[dict]:
-    rows = [{"user": user, "mechanism": info["mechanism"].name.replace("_", "-"),
-             "iterations": info["iterations"]}
-            for user, d in described.items() for info in d["credential_infos"]]
+    rows = [{"user": user, "mechanism": m, "iterations": it}
+            for user, infos in described.items() for m, it in infos]
     return sorted(rows, key=lambda r: (r["user"], r["mechanism"]))   # Kafka's order is its own
 
 
-def _show(args, described) -> None:
-    errors = [f"{u}: {d['error']}" for u, d in sorted(described.items()) if d["error"]]
-    if errors:
-        raise CommandError("; ".join(errors))
-    emit(args, _rows(described), None, ["user", "mechanism", "iterations"])
-
-
 def cmd_list(args) -> int:
-    _show(args, _describe(args, None))
+    emit(args, _rows(_describe(args, None)), None, ["user", "mechanism", "iterations"])
     return 0
 
 
 def cmd_describe(args) -> int:
-    _show(args, _describe(args, list(dict.fromkeys(args.users))))
+    emit(args, _rows(_describe(args, list(dict.fromkeys(args.users)))), None,
+         ["user", "mechanism", "iterations"])
     return 0
 
 
 def _alter(args, alterations, what: str) -> None:
-    from kafka.errors import KafkaError
-    a = admin(args)
-    try:
-        result = a.alter_user_scram_credentials(alterations)
-    except KafkaError as e:
-        raise CommandError(f"{what}: {type(e).__name__}: {e}") from None
-    finally:
-        a.close()
-    errors = [f"{u}: {msg}" for u, msg in sorted(result.items()) if msg]
-    if errors:
-        raise CommandError(f"{what}: " + "; ".join(errors))
+    conn = connect(args)
+    a = conn.admin()
+    got = conn.wait_all(a.alter_user_scram_credentials(alterations, request_timeout=conn.timeout),
+                        lambda u: f"{what} of user {u}", a)
+    for user, err in sorted(got.items()):
+        if err is not None and hasattr(err, "code"):
+            raise conn.fail(err, f"{what} of user {user}")
+
+
+def _mechanism(name: str):
+    from confluent_kafka.admin import ScramMechanism
+    return ScramMechanism[name.replace("-", "_")]
 
 
 def cmd_set_password(args) -> int:
-    from kafka.admin import UserScramCredentialUpsertion
+    from confluent_kafka.admin import ScramCredentialInfo, UserScramCredentialUpsertion
     password = args.password
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     if not password:
-        raise CommandError("the password is empty")
+        raise UsageError("the password is empty")
     mechanisms = list(dict.fromkeys(args.mechanism or ["SCRAM-SHA-512"]))
-    _alter(args, [UserScramCredentialUpsertion(args.user, m, password, iterations=args.iterations)
-                  for m in mechanisms], f"set the password of {args.user}")
+    _alter(args, [UserScramCredentialUpsertion(args.user, ScramCredentialInfo(_mechanism(m), args.iterations),
+                                               password.encode()) for m in mechanisms],
+           "cannot set the password")
     if args.json:
         emit(args, {"user": args.user, "mechanisms": mechanisms, "iterations": args.iterations})
     else:
@@ -112,17 +113,15 @@ def cmd_set_password(args) -> int:
 
 
 def cmd_delete(args) -> int:
-    from kafka.admin import UserScramCredentialDeletion
+    from confluent_kafka.admin import UserScramCredentialDeletion
     users = list(dict.fromkeys(args.users))
     if args.mechanism:
         pairs = [(u, m) for u in users for m in dict.fromkeys(args.mechanism)]
     else:
-        described = _describe(args, users)
-        missing = [f"{u}: {d['error']}" for u, d in sorted(described.items()) if d["error"]]
-        if missing:
-            raise CommandError("; ".join(missing))
-        pairs = [(r["user"], r["mechanism"]) for r in _rows(described)]
-    _alter(args, [UserScramCredentialDeletion(u, m) for u, m in pairs], "delete credentials")
+        pairs = [(r["user"], r["mechanism"]) for r in _rows(_describe(args, users))]
+    if not pairs:
+        raise CommandError(f"no SCRAM credentials to delete for {', '.join(users)}")
+    _alter(args, [UserScramCredentialDeletion(u, _mechanism(m)) for u, m in pairs], "cannot delete the credentials")
     if args.json:
         emit(args, [{"user": u, "mechanism": m} for u, m in pairs])
     else:

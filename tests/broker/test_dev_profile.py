@@ -42,7 +42,8 @@ def test_dev_broker_process_keeps_data_in_cwd_and_reports_the_delay(tmp_path):
     port = free_port()
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     log = open(tmp_path / "out.txt", "wb")
-    p = subprocess.Popen([sys.executable, "-m", "kbroker", "serve", "--dev", "--port", str(port)],
+    p = subprocess.Popen([sys.executable, "-m", "kbroker", "serve", "--dev", "--port", str(port),
+                          "--rest-proxy", "127.0.0.1:0"],   # not 8082: tests run side by side
                          cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         from tests.cluster.support import wait_for

@@ -91,6 +91,11 @@ def _with_port(line: str, port: int) -> str:
     return line + f" --port {port}"
 
 
+def _own_rest_port(line: str) -> str:
+    """--dev turns the REST gateway on at 127.0.0.1:8082: give the line a port of its own."""
+    return line + " --rest-proxy 127.0.0.1:0" if "--dev" in line.split() else line
+
+
 @pytest.mark.slow
 def test_readme_code_blocks_run_as_written(tmp_path):
     if shutil.which("kcat") is None:
@@ -101,10 +106,11 @@ def test_readme_code_blocks_run_as_written(tmp_path):
     port = free_port()
     bootstrap = f"127.0.0.1:{port}"
     env["KBROKER_BOOTSTRAP_SERVERS"] = bootstrap
+    rest = f"127.0.0.1:{free_port()}"      # the REST gateway --dev serves on 8082
     log_path = tmp_path / "broker.log"
     with open(log_path, "wb") as log:
-        broker = subprocess.Popen([sys.executable, "-m", "kbroker", "serve", "--dev", "--port", str(port)],
-                                  cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+        broker = subprocess.Popen([sys.executable, "-m", "kbroker", "serve", "--dev", "--port", str(port),
+                                   "--rest-proxy", rest], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait_ready(broker, log_path)
         ran = {"python": 0, "run": 0, "serve": 0}
@@ -112,7 +118,7 @@ def test_readme_code_blocks_run_as_written(tmp_path):
             if mode not in ran:
                 continue
             ran[mode] += 1
-            code = code.replace("127.0.0.1:9092", bootstrap)
+            code = code.replace("127.0.0.1:9092", bootstrap).replace("127.0.0.1:8082", rest)
             if mode == "python":
                 r = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True,
                                    text=True, timeout=120)
@@ -152,7 +158,7 @@ def _run_serve_lines(code: str, line_no: int, tmp_path: Path, env) -> None:
             "num.network.threads=3\nnum.partitions=1\nlog.dirs=./kafka-data\n")
         log_path = cwd / "out.log"
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(["bash", "-c", "exec " + _with_port(line, free_port())], cwd=cwd,
+            proc = subprocess.Popen(["bash", "-c", "exec " + _own_rest_port(_with_port(line, free_port()))], cwd=cwd,
                                     env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             _wait_ready(proc, log_path)

@@ -37,6 +37,8 @@ RANKS: dict[str, int] = {
     "container": 7,
     # the schema registry: a service on its own HTTP listener beside the broker
     "schema_registry": 7,
+    # the REST gateway (Confluent REST Proxy API): a service on its own HTTP listener
+    "rest_proxy": 7,
     # what runs the node, or runs beside it: command line, operations tools, testing support
     "tools": 8, "testing": 8, "__main__": 8,
 }

@@ -32,6 +32,6 @@ def test_users(bs):
 def test_acls_without_an_authorizer_is_one_line(tmp_path):
     proc = BrokerProcess(tmp_path / "data").start()
     try:
-        assert "SecurityDisabled" in s.failed("acls", "list", "-b", proc.bootstrap).stderr
+        assert "SECURITY_DISABLED" in s.failed("acls", "list", "-b", proc.bootstrap).stderr
     finally:
         proc.stop()

@@ -358,15 +358,15 @@ function drawRecords(records) {
 async function pageGroups() {
   main.replaceChildren(h("h1", {}, "Consumer groups"),
     h("div", { class: "panel" }, h("table", { id: "groups" }, h("thead", {}, h("tr", {},
-      h("th", {}, "Group"), h("th", {}, "State"), h("th", { class: "num" }, "Members"),
+      h("th", {}, "Group"), h("th", {}, "Type"), h("th", {}, "State"), h("th", { class: "num" }, "Members"),
       h("th", { class: "num" }, "Lag"), h("th", {}, "Topics"))), h("tbody"))));
   const load = async () => {
     const data = await api("/api/console/groups");
     const rows = data.groups.map((g) => h("tr", { "data-group": g.group_id },
       h("td", {}, h("a", { href: "/groups/" + encodeURIComponent(g.group_id), "data-link": true }, g.group_id)),
-      h("td", {}, stateBadge(g.state)), h("td", { class: "num" }, g.members),
+      h("td", { class: "group-type" }, g.group_type || "classic"), h("td", {}, stateBadge(g.state)), h("td", { class: "num" }, g.members),
       h("td", { class: "num" }, fmtNum(g.lag)), h("td", {}, g.topics.join(", "))));
-    $("#groups tbody").replaceChildren(...(rows.length ? rows : [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "no consumer groups"))]));
+    $("#groups tbody").replaceChildren(...(rows.length ? rows : [h("tr", {}, h("td", { colspan: 6, class: "muted" }, "no consumer groups"))]));
   };
   await load();
   every(3000, load);
@@ -381,6 +381,7 @@ async function pageGroup(id) {
   main.replaceChildren(h("h1", {}, h("a", { href: "/groups", "data-link": true }, "Consumer groups"), " / ", id),
     h("div", { id: "group-error", class: "msg error" }),
     h("div", { class: "stats" },
+      h("div", { class: "stat" }, h("div", { class: "v", id: "group-type" }, "…"), h("div", { class: "k" }, "type")),
       h("div", { class: "stat" }, h("div", { class: "v", id: "group-state" }, "…"), h("div", { class: "k" }, "state")),
       h("div", { class: "stat" }, h("div", { class: "v", id: "group-members" }, "…"), h("div", { class: "k" }, "members")),
       h("div", { class: "stat" }, h("div", { class: "v", id: "group-lag" }, "…"), h("div", { class: "k" }, "total lag"))),
@@ -403,6 +404,7 @@ async function pageGroup(id) {
     let g;
     try { g = await api("/api/console/group?id=" + encodeURIComponent(id)); setMsg($("#group-error"), ""); }
     catch (e) { setMsg($("#group-error"), e.message, false); return; }
+    $("#group-type").textContent = g.group_type || "classic";
     $("#group-state").replaceChildren(stateBadge(g.state));
     $("#group-members").textContent = g.member_count;
     $("#group-lag").textContent = fmtNum(g.total_lag);
@@ -411,7 +413,9 @@ async function pageGroup(id) {
       h("td", { class: "num" }, fmtNum(o.log_end_offset)), h("td", { class: "num lag" }, fmtNum(o.lag)), h("td", { class: "mono" }, o.member_id || ""))));
     $("#members tbody").replaceChildren(...g.members.map((m) => h("tr", {},
       h("td", { class: "mono" }, m.member_id), h("td", {}, m.client_id), h("td", {}, m.client_host),
-      h("td", {}, m.assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ")))));
+      h("td", {}, m.assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ")
+        + (m.target_assignment && JSON.stringify(m.target_assignment) !== JSON.stringify(m.assignment)
+          ? " (target " + m.target_assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ") + ")" : "")))));
     const sel = $("#reset-topic");
     if (sel.options.length !== g.topics.length) sel.replaceChildren(...g.topics.map((t) => h("option", { value: t }, t)));
   };
@@ -469,7 +473,9 @@ async function pageCluster() {
         h("div", { class: "stat" }, h("div", { class: "v" }, c.brokers.length), h("div", { class: "k" }, "brokers")),
         h("div", { class: "stat" }, h("div", { class: "v" }, c.topics + " / " + c.partitions), h("div", { class: "k" }, "topics / partitions")),
         h("div", { class: "stat" }, h("div", { class: "v", id: "urp-count" }, c.under_replicated.length), h("div", { class: "k" }, "under-replicated")),
-        h("div", { class: "stat" }, h("div", { class: "v" }, c.offline_partitions.length), h("div", { class: "k" }, "offline partitions"))),
+        h("div", { class: "stat" }, h("div", { class: "v" }, c.offline_partitions.length), h("div", { class: "k" }, "offline partitions")),
+        ...(c.rest_proxy ? [h("div", { class: "stat" }, h("div", { class: "v" }, h("a", { id: "rest-proxy-link", href: c.rest_proxy + "/v3/clusters/" + c.cluster_id }, "REST API")),
+          h("div", { class: "k mono" }, c.rest_proxy))] : [])),
       h("div", { class: "grid2" },
         h("div", { class: "panel" }, h("h2", {}, "Brokers"), h("table", { id: "brokers" },
           h("thead", {}, h("tr", {}, h("th", {}, "Node"), h("th", {}, "Status"), h("th", {}, "Endpoints"), h("th", {}, "Rack"), h("th", { class: "num" }, "Leaders"))),
