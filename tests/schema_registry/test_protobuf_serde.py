@@ -17,7 +17,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, timestamp_pb2
 from google.protobuf.message_factory import GetMessageClass
 
-from .protobuf_fixtures import F, order_class
+from .protobuf_fixtures import F, b64, order_class, orders_descriptor
 
 
 def consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
@@ -117,3 +117,19 @@ def test_protobuf_import_registered_as_reference(registry):
     got = ProtobufDeserializer(Payment, {"use.deprecated.format": False})(
         raw, SerializationContext(topic, MessageField.VALUE))
     assert got == sent
+
+
+def test_descriptor_the_registry_cannot_take_is_a_42201_and_nothing_is_stored(registry, subject):
+    fd = descriptor_pb2.FileDescriptorProto(name="g.proto", package="g")
+    m = fd.message_type.add(name="M")
+    m.field.add(name="grp", number=1, type=F.TYPE_GROUP, label=F.LABEL_OPTIONAL,
+                type_name=".g.M.Grp")
+    m.nested_type.add(name="Grp")
+    status, body = registry.call("POST", f"/subjects/{subject}/versions",
+                                 {"schema": b64(fd), "schemaType": "PROTOBUF"})
+    assert status == 422 and body["error_code"] == 42201 and "groups" in body["message"]
+    assert registry.call("GET", f"/subjects/{subject}/versions")[0] == 404
+    # the broker goes on serving: the same subject takes a good descriptor
+    status, body = registry.call("POST", f"/subjects/{subject}/versions",
+                                 {"schema": b64(orders_descriptor()), "schemaType": "PROTOBUF"})
+    assert status == 200 and body["id"] > 0

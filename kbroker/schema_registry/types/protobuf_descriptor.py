@@ -209,8 +209,10 @@ class _Writer:
         attrs = []
         if f.HasField("default_value"):
             value = f.default_value
-            if f.type in (_FDP.TYPE_STRING, _FDP.TYPE_BYTES):
+            if f.type == _FDP.TYPE_STRING:
                 value = json.dumps(value)
+            elif f.type == _FDP.TYPE_BYTES:  # the descriptor holds it C-escaped already
+                value = f'"{value}"'
             attrs.append(f"default = {value}")
         if f.HasField("json_name") and f.json_name != _camel(f.name):
             attrs.append(f"json_name = {json.dumps(f.json_name)}")

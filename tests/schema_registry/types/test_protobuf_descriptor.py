@@ -110,3 +110,16 @@ def test_not_a_descriptor_stays_text_and_bad_input_is_a_schema_error():
     editions.message_type.add(name="M")
     with pytest.raises(SchemaError, match="editions"):
         parse("PROTOBUF", base64.b64encode(editions.SerializeToString()).decode())
+
+
+def test_groups_are_refused_and_bytes_defaults_kept_escaped():
+    fd = descriptor_pb2.FileDescriptorProto(name="g.proto", package="g")
+    m = fd.message_type.add(name="M")
+    m.field.add(name="raw", number=1, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL,
+                default_value="a\\001b")
+    assert 'optional bytes raw = 1 [default = "a\\001b"];' in to_proto_text(fd)
+    m.field.add(name="grp", number=2, type=F.TYPE_GROUP, label=F.LABEL_OPTIONAL,
+                type_name=".g.M.Grp")
+    m.nested_type.add(name="Grp")
+    with pytest.raises(SchemaError, match="groups"):
+        parse("PROTOBUF", b64(fd))
