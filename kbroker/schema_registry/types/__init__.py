@@ -8,6 +8,8 @@ canonical forms, and Confluent's compatibility levels.
 - :mod:`.json_model`  — a JSON Schema read into the kinds Confluent's diff tells apart.
 - :mod:`.json_diff`   — Confluent's SchemaDiff rules for JSON Schema.
 - :mod:`.protobuf`    — Protobuf parsing (proto-schema-parser; imports, well-known types).
+- :mod:`.protobuf_descriptor` — a base64 ``FileDescriptorProto`` (confluent-kafka's
+  ProtobufSerializer form) written back as .proto text before parsing.
 - :mod:`.protobuf_diff` — Confluent's SchemaDiff rules for Protobuf.
 - :mod:`.levels`      — the levels (NONE, BACKWARD, FORWARD, FULL and their transitive
   forms) built once on each type's pairwise ``can_read(reader, writer)``.

@@ -12,6 +12,10 @@ field numbers are in range, outside 19000-19999 and unique in their message (one
 members included); field and type names are unique in their scope; proto3 has no
 ``required`` fields and no groups, and its enums start at 0.
 
+A schema (or reference) given as the base64 of a serialized ``FileDescriptorProto``, as
+confluent-kafka's ``ProtobufSerializer`` registers it, is first turned back into .proto
+text by :mod:`.protobuf_descriptor`.
+
 The compatibility rules, with the pairwise ``can_read`` the levels use, are in
 :mod:`.protobuf_diff` (which imports this module, never the other way).
 
@@ -29,6 +33,7 @@ from proto_schema_parser.generator import Generator
 from proto_schema_parser.parser import Parser
 
 from .base import ParsedSchema, SchemaError
+from .protobuf_descriptor import maybe_to_text
 
 SCALARS = {
     "double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32",
@@ -163,7 +168,8 @@ class ProtobufSchema(ParsedSchema):
 
     @staticmethod
     def _load(path: str, text: str, what: str) -> ProtoFile:
-        tree = _parse_text(text, what)
+        # confluent-kafka's ProtobufSerializer sends a base64 FileDescriptorProto
+        tree = _parse_text(maybe_to_text(text), what)
         syntax = tree.syntax or "proto2"
         if syntax not in ("proto2", "proto3"):
             raise SchemaError(f"Invalid schema{what}: unsupported syntax {syntax!r}")
