@@ -15,12 +15,14 @@ from .errors import ApiFailure, error_name  # noqa: F401  (callers of call_api c
 CLIENT_ID = "kbroker-console"
 
 
-async def call_api(broker, api_key: int, version: int, request):
+async def call_api(broker, api_key: int, version: int, request, *, client_id: str = CLIENT_ID):
+    """Run the handler of ``api_key`` on ``request`` as the current principal (``auth.current``)
+    with ``client_id`` naming the caller (the REST gateway passes its own)."""
     if not REGISTRY:
         load_all()
     spec = REGISTRY[api_key]
     who = auth.current.get()
-    ctx = RequestContext(broker, api_key, version, 0, CLIENT_ID, client_host=who.host,
+    ctx = RequestContext(broker, api_key, version, 0, client_id, client_host=who.host,
                          principal=who.principal)
     # as a connection does: a request forwarded to a remote controller travels in an
     # Envelope with this principal, so the controller authorizes the console's user

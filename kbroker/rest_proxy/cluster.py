@@ -14,7 +14,7 @@ from .errors import RestError, from_kafka
 from .inproc import call_api
 
 METADATA_VERSION = 12
-# a topic being auto-created answers LEADER_NOT_AVAILABLE until its leaders are elected
+# how long a topic being auto-created is waited for, and how often it is looked up
 CREATE_WAIT_S = 10.0
 CREATE_POLL_S = 0.05
 
@@ -33,14 +33,23 @@ def is_internal(name: str) -> bool:
 async def topic(broker, name: str, *, auto_create: bool = False, v3: bool = False):
     """The Metadata answer for one topic; 404 (40401) when it does not exist, 403 when
     the principal may not see it, waiting out an auto-creation in progress."""
+    # Kafka 4.3+ answers UNKNOWN_TOPIC_OR_PARTITION to the Metadata request that starts an
+    # auto-creation (and until the topic exists), as a client sees it: with auto-creation on,
+    # that answer is waited out like LEADER_NOT_AVAILABLE, and only a topic that never
+    # appears is not found
+    creating = auto_create and bool(broker.config.get("auto.create.topics.enable"))
+    not_found = RestError(404, 404 if v3 else errors.TOPIC_NOT_FOUND,
+                          "This server does not host this topic-partition." if v3
+                          else "Topic not found.")
     with trio.move_on_after(CREATE_WAIT_S):
         while True:
             resp = await metadata(broker, [name], auto_create=auto_create)
             t = resp.topics[0]
             if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                raise RestError(404, 404 if v3 else errors.TOPIC_NOT_FOUND,
-                                f"This server does not host this topic-partition." if v3
-                                else "Topic not found.")
+                if not creating:
+                    raise not_found
+                await trio.sleep(CREATE_POLL_S)
+                continue
             if t.error_code in (ErrorCode.LEADER_NOT_AVAILABLE,) or (
                     not t.error_code and any(p.error_code == ErrorCode.LEADER_NOT_AVAILABLE
                                              for p in t.partitions) and auto_create):
@@ -49,6 +58,8 @@ async def topic(broker, name: str, *, auto_create: bool = False, v3: bool = Fals
             if t.error_code:
                 raise from_kafka(t.error_code, v3=v3)
             return t
+    if creating and t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        raise not_found
     raise RestError(500, 500 if v3 else errors.KAFKA_RETRIABLE_ERROR,
                     f"topic {name!r} has no leader yet (LEADER_NOT_AVAILABLE)")
 

@@ -8,17 +8,15 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
-                                   NewTopic, ResourcePatternType, ResourceType,
-                                   ScramMechanism, UserScramCredentialUpsertion,
-                                   ScramCredentialInfo)
+                                   NewTopic, ResourcePatternType, ResourceType)
 
 from kbroker.testing.processes import KbrokerProcess, free_port
+from tests.support.secured_broker import add_scram_user, allow, secured_overrides
 
 from .conftest import Console, shot
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'username="alice" password="alice-secret" user_alice="alice-secret";')
-SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 
 
 class Session(Console):
@@ -45,14 +43,7 @@ class Session(Console):
 def secured(tmp_path_factory):
     plain, sasl = free_port(), free_port()
     broker = KbrokerProcess(tmp_path_factory.mktemp("console-auth") / "data", {
-        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        # the PLAINTEXT door is the operator's (ANONYMOUS is a super user here)
-        "super.users": "User:ANONYMOUS",
+        **secured_overrides(plain, sasl, plain_jaas=PLAIN_JAAS),
         "group.initial.rebalance.delay.ms": "0",
     }).start()
     try:
@@ -64,12 +55,8 @@ def secured(tmp_path_factory):
                 for op in (AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE)]
         acls.append(AclBinding(ResourceType.GROUP, "alice-", ResourcePatternType.PREFIXED,
                                "User:alice", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW))
-        for f in admin.create_acls(acls).values():
-            f.result(30)
-        upsert = UserScramCredentialUpsertion(
-            "bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"bob-secret")
-        for f in admin.alter_user_scram_credentials([upsert]).values():
-            f.result(30)
+        allow(f"127.0.0.1:{plain}", acls)
+        add_scram_user(f"127.0.0.1:{plain}", "bob", "bob-secret")
         for group in ("alice-app", "payroll-app"):        # two groups with committed offsets
             c = Consumer({"bootstrap.servers": f"127.0.0.1:{plain}", "group.id": group})
             c.commit(offsets=[TopicPartition("alice-orders", 0, 0)], asynchronous=False)

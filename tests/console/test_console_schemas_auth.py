@@ -8,13 +8,13 @@ import http.client
 import json
 
 import pytest
-from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
-                                   ResourcePatternType, ResourceType, ScramCredentialInfo,
-                                   ScramMechanism, UserScramCredentialUpsertion)
+from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                   ResourcePatternType, ResourceType)
 
 from kbroker.testing.processes import KbrokerProcess, free_port
+from tests.support.secured_broker import add_scram_user, allow, secured_overrides
 
-from .test_console_login import PLAIN_JAAS, SCRAM_JAAS, Session
+from .test_console_login import PLAIN_JAAS, Session
 
 CT = "application/vnd.schemaregistry.v1+json"
 SCHEMA = json.dumps({"type": "record", "name": "Pay", "fields": [{"name": "cents", "type": "long"}]})
@@ -24,25 +24,14 @@ SCHEMA = json.dumps({"type": "record", "name": "Pay", "fields": [{"name": "cents
 def secured_registry(tmp_path_factory):
     plain, sasl, sr = free_port(), free_port(), free_port()
     broker = KbrokerProcess(tmp_path_factory.mktemp("console-sr-auth") / "data", {
-        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:ANONYMOUS",
+        **secured_overrides(plain, sasl, plain_jaas=PLAIN_JAAS),
         "kbroker.schema.registry.listen": f"127.0.0.1:{sr}",
     }).start()
     try:
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
         acls = [AclBinding(ResourceType.TOPIC, "_schemas", ResourcePatternType.LITERAL, "User:alice",
                            "*", op, AclPermissionType.ALLOW) for op in (AclOperation.READ, AclOperation.WRITE)]
-        for f in admin.create_acls(acls).values():
-            f.result(30)
-        upsert = UserScramCredentialUpsertion(
-            "bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"bob-secret")
-        for f in admin.alter_user_scram_credentials([upsert]).values():
-            f.result(30)
+        allow(f"127.0.0.1:{plain}", acls)
+        add_scram_user(f"127.0.0.1:{plain}", "bob", "bob-secret")
         # alice registers a schema through the REST API with her credentials
         conn = http.client.HTTPConnection("127.0.0.1", sr, timeout=30)
         token = base64.b64encode(b"alice:alice-secret").decode()

@@ -7,20 +7,19 @@ from __future__ import annotations
 import base64
 
 import pytest
-from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
-                                   ResourcePatternType, ResourceType, ScramCredentialInfo,
-                                   ScramMechanism, UserScramCredentialUpsertion)
+from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                   ResourcePatternType, ResourceType)
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from kbroker.testing.processes import free_port
+from tests.support.secured_broker import add_scram_user, allow, secured_overrides
 
 from .conftest import avro_record, start_registry
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'username="alice" password="alice-secret" user_alice="alice-secret" '
               'user_carol="carol-secret";')
-SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 SCHEMA = avro_record("Secured", ("x", "int"))
 
 
@@ -32,27 +31,16 @@ def basic(user: str, password: str) -> dict:
 def secured(tmp_path_factory):
     plain, sasl = free_port(), free_port()
     reg = start_registry(tmp_path_factory.mktemp("sr-auth") / "data", {
-        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:ANONYMOUS",      # the PLAINTEXT door is the operator's
+        **secured_overrides(plain, sasl, plain_jaas=PLAIN_JAAS),
     })
     try:
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
         acls = [AclBinding(ResourceType.TOPIC, "_schemas", ResourcePatternType.LITERAL, user, "*",
                            op, AclPermissionType.ALLOW)
                 for user, ops in (("User:alice", (AclOperation.READ, AclOperation.WRITE)),
                                   ("User:bob", (AclOperation.READ,)))
                 for op in ops]
-        for f in admin.create_acls(acls).values():
-            f.result(30)
-        upsert = UserScramCredentialUpsertion(
-            "bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"bob-secret")
-        for f in admin.alter_user_scram_credentials([upsert]).values():
-            f.result(30)
+        allow(f"127.0.0.1:{plain}", acls)
+        add_scram_user(f"127.0.0.1:{plain}", "bob", "bob-secret")
         yield reg
     finally:
         reg.broker.stop()
