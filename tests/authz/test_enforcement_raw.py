@@ -54,10 +54,10 @@ async def test_per_api_denials(tmp_path, nursery):
     topics = [T.TxnOffsetCommitRequestTopic(name=n, partitions=[T.TxnOffsetCommitRequestPartition(
         partition_index=0, committed_offset=1)]) for n in ("ok", "denied")]
     r = await c.request("TxnOffsetCommit", 3, transactional_id="tx-ok", group_id="g-denied",
-                        producer_id=1, producer_epoch=0, generation_id=-1, member_id="", topics=topics)
+                        producer_id=1, producer_epoch=0, generation_id_or_member_epoch=-1, member_id="", topics=topics)
     assert {p.error_code for t in r.topics for p in t.partitions} == {E.GROUP_AUTHORIZATION_FAILED}
     r = await c.request("TxnOffsetCommit", 3, transactional_id="tx-ok", group_id="g-ok",
-                        producer_id=1, producer_epoch=0, generation_id=-1, member_id="", topics=topics)
+                        producer_id=1, producer_epoch=0, generation_id_or_member_epoch=-1, member_id="", topics=topics)
     codes = {t.name: t.partitions[0].error_code for t in r.topics}
     assert codes["denied"] == E.TOPIC_AUTHORIZATION_FAILED      # READ: no ACL says so
     assert codes["ok"] != E.TOPIC_AUTHORIZATION_FAILED           # committed (and refused by the txn)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -24,19 +25,23 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 INNER_TEST = '''
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 
 def test_a_record_through_the_installed_plugin(kbroker, kafka_topic):
-    producer = KafkaProducer(bootstrap_servers=kbroker.bootstrap_servers, acks="all")
-    producer.send(kafka_topic, b"from-the-wheel").get(timeout=30)
-    producer.close()
-    consumer = KafkaConsumer(bootstrap_servers=kbroker.bootstrap_servers,
-                             enable_auto_commit=False, consumer_timeout_ms=10000)
-    tp = TopicPartition(kafka_topic, 0)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
-    values = [record.value for record in consumer]
+    # confluent-kafka comes with the wheel (the client of kbroker's own commands)
+    producer = Producer({"bootstrap.servers": kbroker.bootstrap_servers, "acks": "all"})
+    producer.produce(kafka_topic, b"from-the-wheel")
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": kbroker.bootstrap_servers, "group.id": "wheel",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(kafka_topic, 0, 0)])
+    values = []
+    for _ in range(100):
+        message = consumer.poll(0.3)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+            break
     consumer.close()
     assert values == [b"from-the-wheel"]
 '''
@@ -59,8 +64,19 @@ def run(cmd, cwd, timeout=600) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
+    """The sdist and the wheel, built from a copy of the tracked files: a build writes into
+    its source tree (build/, *.egg-info), so two workers building from the checkout at once
+    would race."""
+    src = tmp_path_factory.mktemp("src")
+    files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        source, target = REPO / name, src / name
+        if source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
     out = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "build", "--outdir", out, REPO], cwd=out)
+    run([sys.executable, "-m", "build", "--outdir", out, src], cwd=out)
     return out
 
 
