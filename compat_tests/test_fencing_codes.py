@@ -90,7 +90,7 @@ def _fenced_answer(conn, api_key, version, tid, pid, stale, topic, group):
         t = M.TxnOffsetCommitRequest
         r = conn.request(28, version, t(
             transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=stale,
-            generation_id=-1, member_id="", group_instance_id=None,
+            generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
             topics=[t.TxnOffsetCommitRequestTopic(name=topic, partitions=[
                 t.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]))
         return r.topics[0].partitions[0].error_code

@@ -154,14 +154,22 @@ def validate(group: str, overrides: Mapping[str, str | None], get: Callable[[str
         if msg:
             return 40, msg
     ints = {k: int(v) for k, v in values.items() if DEFINITIONS[k].type == "int"}
+    # Kafka 4.4's GroupConfig: each key the group sets is checked against the broker's bounds
+    # of it, in this order, both bounds in one message where it has both
+    bounds: dict[str, dict[str, int]] = {}
     for key, bound_key, kind, bound_default in _BOUNDS:
-        if kind.endswith("?") and key not in overrides:
-            continue                    # Kafka checks the assignment intervals only when set
-        bound = int(_broker(get, bound_key, bound_default))
-        if kind.startswith("min") and ints[key] < bound:
-            return 40, f"{key} must be greater than or equal to {bound_key}"
-        if kind.startswith("max") and ints[key] > bound:
-            return 40, f"{key} must be less than or equal to {bound_key}"
+        bounds.setdefault(key, {})[kind.rstrip("?")] = int(_broker(get, bound_key, bound_default))
+    for key, b in bounds.items():
+        if overrides.get(key) is None:
+            continue
+        lo, hi, v = b.get("min"), b.get("max"), ints[key]
+        if lo is not None and hi is not None:
+            if not lo <= v <= hi:
+                return 40, f"{key} must be in the range {lo} to {hi} inclusive."
+        elif hi is not None and v > hi:
+            return 40, f"{key} must be less than or equal to {hi}"
+        elif lo is not None and v < lo:
+            return 40, f"{key} must be greater than or equal to {lo}"
     for kind in _SESSION_VS_HEARTBEAT:
         if ints[f"{kind}.session.timeout.ms"] <= ints[f"{kind}.heartbeat.interval.ms"]:
             return 40, f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"

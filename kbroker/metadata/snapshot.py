@@ -108,6 +108,10 @@ def load(data: bytes, cluster_id: str, node_id: int, end_offset: int) -> Metadat
             if not header.is_control and rec.value is not None:
                 records.append(decode_record(rec.value))
         pos += header.size
+    if end_offset == 0:
+        # the snapshot Kafka 4.4's `kafka-storage format` writes holds the bootstrap features
+        from .storage_format import servable_features
+        records = servable_features(records, "the metadata log's bootstrap snapshot")
     image = replay_all(empty_image(cluster_id, node_id), records)
     from dataclasses import replace
     return replace(image, offset=end_offset - 1)

@@ -189,32 +189,39 @@ def read_bootstrap(path: Path) -> list:
 
 
 def check_bootstrap(metadata_dir: Path) -> list | None:
-    """The bootstrap records of a formatted metadata directory (None without the file).
+    """The bootstrap records of a formatted metadata directory (None without the file),
+    their feature levels made servable by :func:`servable_features`."""
+    path = Path(metadata_dir) / BOOTSTRAP_FILE
+    if not path.exists():
+        return None
+    return servable_features(read_bootstrap(path), str(path))
+
+
+def servable_features(records: list, source: str) -> list:
+    """``records`` with every ``FeatureLevelRecord`` at a level kbroker serves.
 
     A level above what kbroker serves (Kafka's tool formats with its own release's features,
-    e.g. ``group.version=1``) is finalized at the highest level kbroker serves instead, with a
+    e.g. ``group.version=1``; from Kafka 4.4 in the metadata log's first snapshot rather than
+    ``bootstrap.checkpoint``) is finalized at the highest level kbroker serves instead, with a
     warning naming it: clients then see what kbroker really serves and never use a feature it
     lacks. A level below kbroker's minimum cannot be served and refuses the start."""
     import logging
 
     from kbroker.wire import messages
 
-    path = Path(metadata_dir) / BOOTSTRAP_FILE
-    if not path.exists():
-        return None
     log = logging.getLogger("kbroker.storage")
     supported = supported_features()
     out = []
-    for r in read_bootstrap(path):
+    for r in records:
         if type(r).__name__ == "FeatureLevelRecord":
             lo, hi = supported.get(r.name, (0, 0))
             if r.feature_level < lo:
-                raise StorageError(f"{path}: {r.name}={r.feature_level} is below what kbroker serves "
+                raise StorageError(f"{source}: {r.name}={r.feature_level} is below what kbroker serves "
                                    f"({lo}); re-format with `kbroker storage format`")
             if r.feature_level > hi:
                 shown = (metadata_version_name if r.name == "metadata.version" else str)
                 log.warning("%s asks for %s=%s; kbroker serves up to %s and finalizes that",
-                            path, r.name, shown(r.feature_level), shown(hi))
+                            source, r.name, shown(r.feature_level), shown(hi))
                 if hi == 0 and r.name != "metadata.version":
                     continue
                 r = messages.FeatureLevelRecord(name=r.name, feature_level=hi)
