@@ -217,6 +217,10 @@ def prepare(step: Step, mapper: Mapper):
     """The request body to send for `step` (decoded, rewritten)."""
     header, body = protocol.decode_request(step.request)
     mapper.rewrite(body)
+    if step.api_key == 18 and getattr(body, "cluster_id", None) is not None:
+        # ApiVersions v5+ (KIP-1242): the capture's client named the cluster and node of the
+        # capture run; a replay runs against another cluster, so it names none
+        body.cluster_id, body.node_id = None, -1
     if step.api_key == 1:  # Fetch: sessionless, short waits
         if hasattr(body, "session_id"):
             body.session_id, body.session_epoch = 0, -1
@@ -352,6 +356,13 @@ class Replayer:
         if got != correlation_id:
             raise AssertionError(f"correlation id {got}, expected {correlation_id}")
         return response
+
+
+def misrouted_at_capture(step: Step, recorded) -> bool:
+    """An ApiVersions v5+ answered REBOOTSTRAP_REQUIRED at capture time: the client's
+    expectation met the recording proxy's topology, which no replay reproduces (the replay
+    names no cluster or node, see ``prepare``)."""
+    return step.api_key == 18 and getattr(recorded, "error_code", 0) == 129
 
 
 def timing_dependent(response) -> bool:

@@ -17,7 +17,7 @@ import pytest
 
 from compat_tests.differential import common
 from compat_tests.differential.replay import (Replayer, api_name, diff, load_corpus,
-                                               timing_dependent)
+                                               misrouted_at_capture, timing_dependent)
 
 CLIENT = "differential"
 
@@ -37,6 +37,8 @@ ROWS = sorted({row_of(s) for s in STEPS})
 KNOWN: dict[str, str] = {
     "ShareGroupDescribe": "F-901",
     "DescribeShareGroupOffsets": "F-902",
+    "ConsumerGroupDescribe": "F-961",
+    "ShareFetch": "F-962",
 }
 # Rows where Kafka's own answers depend on background work it does at its own pace, so a
 # replay against a fresh Kafka need not reproduce the capture: a new share-partition is
@@ -48,6 +50,11 @@ KNOWN: dict[str, str] = {
 # these rows check that every request was answered; kbroker is still compared with Kafka field
 # by field.
 KAFKA_ASYNC = {"ShareFetch", "DescribeShareGroupOffsets", "DescribeClientQuotas"}
+# Steps whose capture-time answer no replay reproduces, on Kafka or on kbroker: both answer them
+# alike in every replay (FINDINGS names each and why it stays open).
+NOT_REPRODUCED = {
+    ("confluent-share", 49): "F-963",     # ListOffsets earliest of the share topic: 0 then, 4 now
+}
 # Kafka's live answers of this session, by step position: what kbroker is compared with.
 KAFKA_LIVE: dict[int, object] = {}
 
@@ -106,6 +113,10 @@ def test_replay(target, replayed, row):
             continue  # answered (checked above); its content is Kafka's timing, see KAFKA_ASYNC
         if timing_dependent(result.recorded):
             continue  # the capture's client met a coordinator loading / a commit completing
+        if misrouted_at_capture(step, result.recorded):
+            continue  # the capture's proxy topology, not the broker's behaviour
+        if (step.scenario, step.index) in NOT_REPRODUCED:
+            continue
         # Kafka is compared with itself at capture time; kbroker with Kafka live in this
         # session where that replay reproduced the capture (else with the capture).
         reference, against = result.recorded, "Kafka at capture time"

@@ -88,6 +88,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
        _in("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
     _T("compression.zstd.level", "int", "3", _between(-131072, 22)),
     _T("delete.retention.ms", "long", "86400000", _ge(0)),
+    # Kafka 4.4 (share groups' dead-letter queue, KIP-1191): accepted and described, not acted on
+    _T("errors.deadletterqueue.group.enable", "boolean", "false"),
     _T("file.delete.delay.ms", "long", "60000", _ge(0)),
     _T("flush.messages", "long", LONG_MAX, _ge(1)),
     _T("flush.ms", "long", LONG_MAX, _ge(0)),
@@ -99,6 +101,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     _T("local.retention.bytes", "long", "-2", _ge(-2)),
     _T("local.retention.ms", "long", "-2", _ge(-2)),
     _T("max.compaction.lag.ms", "long", LONG_MAX, _ge(1)),
+    _T("max.decompressed.message.bytes", "int", "2147483639"),     # Kafka 4.4
     _T("max.message.bytes", "int", "1048588", _ge(0)),
     _T("message.timestamp.after.max.ms", "long", "3600000", _ge(0)),
     _T("message.timestamp.before.max.ms", "long", LONG_MAX, _ge(0)),
@@ -107,6 +110,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in [
     _T("min.compaction.lag.ms", "long", "0", _ge(0)),
     _T("min.insync.replicas", "int", "1", _ge(1)),
     _T("preallocate", "boolean", "false"),
+    _T("remote.copy.lag.bytes", "long", "-1"),                     # Kafka 4.4 (tiered storage)
+    _T("remote.copy.lag.ms", "long", "0"),                         # Kafka 4.4 (tiered storage)
     _T("remote.log.copy.disable", "boolean", "false"),
     _T("remote.log.delete.on.disable", "boolean", "false"),
     _T("remote.storage.enable", "boolean", "false"),
