@@ -16,6 +16,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+from tests.support.history.graph import sccs
+
 # Lowest first. Packages of one rank may import each other (no module circle, though).
 RANKS: dict[str, int] = {
     # foundations: codecs, record batches, error codes; clocks, durable writes
@@ -115,49 +117,8 @@ def layer_violations(graph: dict[str, set[str]], ranks: dict[str, int]) -> list[
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    counter = 0
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return sorted(found)
+    """Strongly connected components of more than one module (the history checker's Tarjan)."""
+    return sorted(sccs({module: sorted(targets) for module, targets in graph.items()}))
 
 
 def check(root: Path, ranks: dict[str, int] = RANKS) -> list[str]:
