@@ -20,6 +20,9 @@ Every change of a share-partition's state is written through the persister befor
 request is answered (acknowledgements) or right after (acquisitions: a lost acquisition
 only means a redelivery, which the delivery count allows).
 
+Records archived for good (delivery count limit, REJECT) are written to the group's
+dead-letter topic after the state that archived them (KIP-1191, ``dlq.py``).
+
 Acquisition locks run on the broker clock's monotonic reading (``lock_clock_ms``), as
 Kafka's share-partitions time them on ``hiResClockMs``: a step of the node's wall clock
 neither releases every acquired record at once (forward) nor keeps records locked past their
@@ -39,6 +42,7 @@ from kbroker.replica import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_COMMITTE
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
+from .dlq import DeadLetter, DeadLetterWriter
 from .partition import AcquiredRange, SharePartition, StateBatch
 from .sessions import ShareSessionCache
 
@@ -67,6 +71,8 @@ class SharePartitionManager:
         self.dirty: set[Key] = set()
         self._epochs: dict[Key, int] = {}          # leader epoch each share-partition was loaded in
         self.lock_clock_ms = monotonic_reader(broker.clock)   # acquisition locks' clock
+        # dead letters (KIP-1191, share.version 2) go to the group's DLQ topic
+        self.dlq = DeadLetterWriter(broker, rpc=getattr(persister, "_rpc", None))
 
     # ------------------------------------------------------------------ share-partitions
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
@@ -141,7 +147,23 @@ class SharePartitionManager:
                 failed[key] = code
                 self.stats["persist_errors"] += 1
                 log.warning("writing the state of share-partition %s failed: %s", key, E(code).name)
+        await self._write_dead_letters()
         return failed
+
+    async def _write_dead_letters(self) -> None:
+        """Hand the offsets archived for good since the last flush to the group's DLQ
+        (``kbroker/share/dlq.py``; nothing is written without one or below share.version 2)."""
+        for (group_id, tid, p), sp in list(self.partitions.items()):
+            if not sp.dead_letters:
+                continue
+            letters = [DeadLetter(*d) for d in sp.take_dead_letters()]
+            name = self._topic_name(tid)
+            if name is None:
+                continue
+            try:
+                await self.dlq.write(group_id, name, p, letters, now_ms=self.broker.clock.now_ms())
+            except Exception:                  # noqa: BLE001 - a DLQ write never fails the state
+                log.exception("writing dead letters of %s-%d for %s failed", name, p, group_id)
 
     # ------------------------------------------------------------------ acknowledgements
     async def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID,
@@ -296,7 +318,7 @@ class SharePartitionManager:
                 log.exception("persisting share-partitions failed")
 
     def statistics(self) -> dict:
-        return {**self.stats, "share_partitions": len(self.partitions),
+        return {**self.stats, **self.dlq.statistics(), "share_partitions": len(self.partitions),
                 "share_sessions": len(self.sessions.sessions)}
 
 
