@@ -226,3 +226,66 @@ def test_share_fetch_max_records_whole_batches_one_partition_per_answer(bootstra
     assert all(len(a) == 1 for a in answers), answers
     assert sorted(q for a in answers for q in a) == [0, 1, 2]
     assert all(acq == [(0, 4, 1)] for a in answers for acq in a.values()), answers
+
+
+def test_rejected_record_goes_to_the_dead_letter_topic(bootstrap, topic_name):
+    """KIP-1191 (share.version 2, finalized on a new cluster by both): a record a share
+    consumer rejects is written to the group's dead-letter topic (one allowing it, with the
+    ``dlq.`` prefix) with the original key and value (``copy.record.enable``) and the
+    ``__dlq.errors.*`` headers; a DLQ name starting with ``__`` is refused."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka.admin import NewTopic
+    group, dlq = f"{topic_name}-share", f"dlq.{topic_name}"
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    a.create_topics([NewTopic(dlq, 1, 1, config={"errors.deadletterqueue.group.enable": "true"})])[dlq].result()
+    create_topic(bootstrap, topic_name)
+
+    def group_config(*pairs):
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in pairs]
+        for f in a.incremental_alter_configs([ConfigResource("GROUP", group, incremental_configs=entries)]).values():
+            f.result()
+    try:
+        group_config(("errors.deadletterqueue.topic.name", "__" + topic_name))
+        refused = None
+    except KafkaException as e:
+        refused = e.args[0].name()
+    assert refused == "INVALID_CONFIG"
+    group_config(("share.auto.offset.reset", "earliest"), ("errors.deadletterqueue.topic.name", dlq),
+                 ("errors.deadletterqueue.copy.record.enable", "true"))
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(3):
+        p.produce(topic_name, value=f"r{i}".encode(), key=f"k{i}".encode())
+    p.flush()
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic_name])
+    try:
+        got: list = []
+        deadline = time.time() + 30
+        while len(got) < 3 and time.time() < deadline:
+            got += [m for m in c.poll(0.5) if m.error() is None]
+        assert sorted(m.offset() for m in got) == [0, 1, 2]
+        for m in got:
+            c.acknowledge(m, AcknowledgeType.REJECT if m.offset() == 2 else AcknowledgeType.ACCEPT)
+        c.commit_sync()
+    finally:
+        c.close()
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic_name}-reader",
+                       "enable.auto.commit": False})
+    reader.assign([TopicPartition(dlq, 0, 0)])
+    letters: list = []
+    try:
+        deadline = time.time() + 60          # Kafka's DLQ manager sends from a thread of its own
+        while not letters and time.time() < deadline:
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                letters.append(m)
+    finally:
+        reader.close()
+    assert len(letters) == 1, "no dead letter"
+    [m] = letters
+    assert (m.key(), m.value()) == (b"k2", b"r2")
+    assert dict((k, v.decode()) for k, v in m.headers()) == {
+        "__dlq.errors.topic": topic_name, "__dlq.errors.partition": "0", "__dlq.errors.offset": "2",
+        "__dlq.errors.group": group, "__dlq.errors.delivery.count": "1",
+        "__dlq.errors.message": "Offset rejected by client."}
