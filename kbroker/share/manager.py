@@ -21,7 +21,8 @@ request is answered (acknowledgements) or right after (acquisitions: a lost acqu
 only means a redelivery, which the delivery count allows).
 
 Records archived for good (delivery count limit, REJECT) are written to the group's
-dead-letter topic after the state that archived them (KIP-1191, ``dlq.py``).
+dead-letter topic by a task beside the lock timer, as Kafka's DLQ manager sends them from a
+thread of its own (KIP-1191, ``dlq.py``).
 
 Acquisition locks run on the broker clock's monotonic reading (``lock_clock_ms``), as
 Kafka's share-partitions time them on ``hiResClockMs``: a step of the node's wall clock
@@ -147,7 +148,6 @@ class SharePartitionManager:
                 failed[key] = code
                 self.stats["persist_errors"] += 1
                 log.warning("writing the state of share-partition %s failed: %s", key, E(code).name)
-        await self._write_dead_letters()
         return failed
 
     async def _write_dead_letters(self) -> None:
@@ -303,19 +303,28 @@ class SharePartitionManager:
 
     # ------------------------------------------------------------------ timers
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
+        async with trio.open_nursery() as nursery:
+            # dead letters are written beside the timer, so neither an acknowledgement's
+            # answer nor the lock expiries wait for a DLQ partition's replication
+            nursery.start_soon(self._dead_letter_loop)
+            task_status.started()
+            while True:
+                await trio.sleep(0.25)
+                now = self.lock_clock_ms()
+                for (g, tid, p), sp in list(self.partitions.items()):
+                    d = sp.next_lock_deadline_ms()
+                    if d is not None and d <= now and sp.expire_locks(now):
+                        self.stats["lock_expiries"] += 1
+                        self._persist(g, tid, p, sp)
+                try:
+                    await self.flush()
+                except Exception:                  # noqa: BLE001 - keep the timer alive
+                    log.exception("persisting share-partitions failed")
+
+    async def _dead_letter_loop(self) -> None:
         while True:
             await trio.sleep(0.25)
-            now = self.lock_clock_ms()
-            for (g, tid, p), sp in list(self.partitions.items()):
-                d = sp.next_lock_deadline_ms()
-                if d is not None and d <= now and sp.expire_locks(now):
-                    self.stats["lock_expiries"] += 1
-                    self._persist(g, tid, p, sp)
-            try:
-                await self.flush()
-            except Exception:                  # noqa: BLE001 - keep the timer alive
-                log.exception("persisting share-partitions failed")
+            await self._write_dead_letters()
 
     def statistics(self) -> dict:
         return {**self.stats, **self.dlq.statistics(), "share_partitions": len(self.partitions),
