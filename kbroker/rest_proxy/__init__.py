@@ -36,7 +36,8 @@ Rules:
 Layout: ``app.py`` (routes, principal, error answers), ``media.py`` (content types, JSON
 bodies), ``errors.py``, ``inproc.py``, ``cluster.py`` (Metadata reads), ``formats.py``
 (embedded formats), ``avro.py`` (the avro format through the broker's schema registry,
-``kbroker/schema_registry``, called in process), ``produce.py`` (Produce), ``forward.py``
+``kbroker/schema_registry``, called in process), ``schema_formats.py`` (protobuf and
+jsonschema the same way), ``produce.py`` (Produce), ``forward.py``
 (partitions led elsewhere), ``v2_topics.py``, ``v2_consumers.py`` with ``consumers.py``
 (the instances), ``v3.py`` / ``v3_groups.py`` / ``v3_acls.py`` / ``v3_records.py``.
 
@@ -64,6 +65,8 @@ class Gateway:
         from .avro import Schemas
         from .forward import Forwarder
         self.schemas = Schemas()
+        from .schema_formats import TypedSchemas
+        self.typed = TypedSchemas()
         self.forward = Forwarder(server)
         self.consumers.forward = self.forward
         self.routes = Routes()

@@ -4,9 +4,10 @@ answer and the bytes stored in Kafka.
 - v2 (``application/vnd.kafka.<format>.v2+json``): ``binary`` is base64 text, ``json`` any
   JSON value stored as its compact UTF-8 text (null stays a null key or value).
 - v3 (``/v3/.../records``): ``{"type": "BINARY"|"JSON"|"STRING", "data": ...}``.
-- ``avro`` goes through the broker's schema registry (``avro.py``); ``protobuf`` and
-  ``jsonschema`` are not served yet and answer 422 (42207) after Confluent's own checks of
-  the request (42201/42202 for a key or value without a schema).
+- ``avro`` goes through the broker's schema registry (``avro.py``), ``protobuf`` and
+  ``jsonschema`` too (``schema_formats.py``); without a registry they answer 422 (42207)
+  after Confluent's own checks of the request (42201/42202 for a key or value without a
+  schema).
 """
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ def decode_v2(fmt: str, value, what: str) -> bytes | None:
                                 errors.JSON_CONVERSION) from None
     if fmt == "json":
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    raise unprocessable(f"the {fmt} embedded format is not served by this gateway yet "
-                        "(binary, json and avro are)", errors.SERIALIZATION)
+    raise unprocessable(f"the {fmt} embedded format needs the schema registry",
+                        errors.SERIALIZATION)
 
 
 def encode_v2(fmt: str, data: bytes | None, what: str):
