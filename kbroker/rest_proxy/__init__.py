@@ -28,6 +28,8 @@ Rules:
 - **Who calls.** With an authorizer, HTTP Basic with the cluster's SCRAM/PLAIN users, every
   call acting as that principal (``app.py``); HTTPS with the broker's ``ssl.*`` keys when
   ``kbroker.rest.proxy.ssl.enabled``.
+- **Measured.** Requests by endpoint and status, latency and consumer instances on the
+  broker's ``/metrics`` (``kbroker_rest_proxy_*``, ``metrics.py``).
 - **Every node serves it.** Produce, Fetch and ListOffsets for partitions another node
   leads go to that leader over the node-to-node RPC client, after the local handler's ACL
   check (``forward.py``); a consumer instance runs on the node coordinating its group
@@ -70,6 +72,8 @@ class Gateway:
         self.forward = Forwarder(server)
         self.consumers.forward = self.forward
         self.routes = Routes()
+        from .metrics import RequestMeter
+        self.meter = RequestMeter()
         for module in (v2_topics, v2_consumers, v3, v3_groups, v3_acls, v3_records):
             module.install(self.routes)
 
@@ -87,6 +91,11 @@ class Gateway:
 
     async def handle(self, request):
         return await dispatch(self.routes, self, request)
+
+    def metric_families(self) -> list:
+        """Its ``/metrics`` families (``kbroker.metrics.collect`` asks): ``metrics.py``."""
+        from .metrics import families
+        return families(self)
 
     def statistics(self) -> dict:
         return {"consumer_instances": len(self.consumers.instances),
