@@ -111,3 +111,19 @@ def test_consumer_instance_on_the_coordinating_node(gateways, cluster):
     assert all({"from": n} in [r["value"] for r in got] for n in (1, 2, 3))
     for gw in gateways.values():
         gw.delete("/consumers/spread-readers/instances/r")
+
+
+def test_another_brokers_configs_are_read_and_written_on_that_broker(gateways):
+    cid = gateways[1].get("/v3/clusters")[2]["data"][0]["cluster_id"]
+    three = f"/v3/clusters/{cid}/brokers/3/configs"
+    status, _, body = gateways[1].put(f"{three}/log.cleaner.threads", {"value": "3"})
+    assert status == 204, body
+    # node 1 answers for broker 3 (forwarded), node 3 sees its own dynamic config, and
+    # broker 2's is untouched
+    for g in (gateways[1], gateways[3]):
+        c = g.get(f"{three}/log.cleaner.threads")[2]
+        assert (c["broker_id"], c["value"], c["source"]) == (3, "3", "DYNAMIC_BROKER_CONFIG"), c
+    two = gateways[2].get(f"/v3/clusters/{cid}/brokers/2/configs/log.cleaner.threads")[2]
+    assert two["source"] != "DYNAMIC_BROKER_CONFIG"
+    assert gateways[2].delete(f"{three}/log.cleaner.threads")[0] == 204
+    assert gateways[1].get(f"{three}/log.cleaner.threads")[2]["source"] != "DYNAMIC_BROKER_CONFIG"

@@ -166,3 +166,53 @@ def test_acls_need_an_authorizer(rest, cluster_id):
     # authorizer are in test_auth.py
     status, _, body = rest.get(f"/v3/clusters/{cluster_id}/acls")
     assert status >= 400 and "Authorizer" in body["message"]
+
+
+def test_broker_and_cluster_config_writes(rest, cluster_id):
+    one = f"/v3/clusters/{cluster_id}/brokers/1/configs"
+    assert rest.put(f"{one}/message.max.bytes", {"value": "2000000"})[0] == 204
+    status, _, c = rest.get(f"{one}/message.max.bytes")
+    assert status == 200, c
+    assert (c["kind"], c["broker_id"], c["value"], c["source"], c["is_default"]) == (
+        "KafkaBrokerConfig", 1, "2000000", "DYNAMIC_BROKER_CONFIG", False)
+    assert rest.delete(f"{one}/message.max.bytes")[0] == 204
+    assert rest.get(f"{one}/message.max.bytes")[2]["source"] != "DYNAMIC_BROKER_CONFIG"
+    assert rest.post(f"{one}:alter", {"data": [
+        {"name": "log.cleaner.threads", "value": "2"},
+        {"name": "message.max.bytes", "operation": "DELETE"}]})[0] == 204
+    assert rest.get(f"{one}/log.cleaner.threads")[2]["value"] == "2"
+    status, _, body = rest.put(f"{one}/log.dirs", {"value": "/elsewhere"})   # not dynamic
+    assert (status, body["error_code"]) == (400, 400), body
+    status, _, body = rest.post(f"{one}:alter", {"data": [{"name": "x", "operation": "FLIP"}]})
+    assert (status, body["error_code"]) == (400, 400)
+    assert rest.get(f"{one}/no.such.config")[0] == 404
+    assert rest.put(f"/v3/clusters/{cluster_id}/brokers/9/configs/message.max.bytes",
+                    {"value": "1"})[0] == 404
+    # cluster-wide dynamic defaults (Kafka's --entity-default)
+    cl = f"/v3/clusters/{cluster_id}/broker-configs"
+    assert rest.put(f"{cl}/log.retention.ms", {"value": "7200000"})[0] == 204
+    status, _, c = rest.get(f"{cl}/log.retention.ms")
+    assert status == 200, c
+    assert (c["kind"], c["config_type"], c["value"], c["source"]) == (
+        "KafkaClusterConfig", "BROKER", "7200000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+    listed = {c["name"]: c for c in rest.get(cl)[2]["data"]}
+    assert listed["log.retention.ms"]["value"] == "7200000"
+    # broker 1 sees the default through its synonyms
+    assert rest.get(f"{one}/log.retention.ms")[2]["value"] == "7200000"
+    assert rest.post(f"{cl}:alter", {"data": [{"name": "log.retention.ms", "operation": "DELETE"}]})[0] == 204
+    assert rest.get(f"{cl}/log.retention.ms")[0] == 404 or \
+        rest.get(f"{cl}/log.retention.ms")[2]["source"] != "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    assert rest.delete(f"{one}/log.cleaner.threads")[0] == 204
+
+
+def test_partition_reassignments_are_listed(rest, cluster_id):
+    base = f"/v3/clusters/{cluster_id}/topics"
+    assert rest.post(base, {"topic_name": "v3-reassign", "partitions_count": 2})[0] == 201
+    status, _, body = rest.get(f"{base}/-/partitions/-/reassignment")
+    assert status == 200 and body["kind"] == "KafkaReassignmentList" and body["data"] == []
+    status, _, body = rest.get(f"{base}/v3-reassign/partitions/-/reassignment")
+    assert status == 200 and body["data"] == []
+    # nothing ongoing for the partition, and no such partition or topic
+    for path in ("v3-reassign/partitions/0", "v3-reassign/partitions/7", "no-such-topic/partitions/0"):
+        status, _, body = rest.get(f"{base}/{path}/reassignment")
+        assert (status, body["error_code"]) == (404, 404), (path, body)
