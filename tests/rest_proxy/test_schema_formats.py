@@ -217,3 +217,28 @@ def test_bad_protobuf_and_jsonschema_requests_write_nothing(both):
                                accept=PROTOBUF)
     assert (status, body["error_code"]) == (500, 50002), body
     assert rest.get("/topics/typed-bad")[0] == 200
+
+
+def test_readme_blocks_run_as_written(both):
+    """README's REST gateway blocks for these formats and for v3's broker configs, with
+    this module's gateway address (the README test's broker has no registry of its own
+    port)."""
+    import subprocess
+
+    from tests.broker.test_readme import README, blocks
+    broker, rest, _ = both
+    start = README.read_text().index("## REST gateway")
+    text = README.read_text()[start:README.read_text().index("\n## ", start + 1)]
+    mine = [code for _, code, _ in blocks(text)
+            if "vnd.kafka.protobuf" in code or "broker-configs" in code]
+    assert len(mine) == 2
+    out = []
+    for code in mine:
+        r = subprocess.run(["bash", "-c", "set -euo pipefail\n" +
+                            code.replace("127.0.0.1:8082", rest.base.split("//")[1])],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"{code}\n{r.stdout}\n{r.stderr}"
+        out.append(r.stdout)
+    assert '"value_schema_id"' in out[0] and '{"id": "o-1", "qty": 2}' in out[0].replace('"qty":2', '"qty": 2')
+    assert '"value": "86400000"' in out[1] or '"value":"86400000"' in out[1]
+    assert '"KafkaReassignmentList"' in out[1]
