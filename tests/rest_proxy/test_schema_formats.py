@@ -242,3 +242,47 @@ def test_readme_blocks_run_as_written(both):
     assert '"value_schema_id"' in out[0] and '{"id": "o-1", "qty": 2}' in out[0].replace('"qty":2', '"qty": 2')
     assert '"value": "86400000"' in out[1] or '"value":"86400000"' in out[1]
     assert '"KafkaReassignmentList"' in out[1]
+
+
+def test_v3_records_with_schemas(both):
+    """v3's streaming produce with AVRO, PROTOBUF and JSONSCHEMA keys and values: by schema
+    text (registered), by id, by subject version, by type alone (the subject's latest)."""
+    broker, rest, registry_url = both
+    cid = rest.get("/v3/clusters")[2]["data"][0]["cluster_id"]
+    topic = "v3-typed"
+    assert rest.post(f"/v3/clusters/{cid}/topics", {"topic_name": topic, "partitions_count": 1})[0] == 201
+    path = f"/v3/clusters/{cid}/topics/{topic}/records"
+    status, _, first = rest.post(path, {
+        "key": {"type": "STRING", "data": "k"},
+        "value": {"type": "JSONSCHEMA", "schema": PERSON, "data": {"name": "ann", "age": 1}}})
+    assert status == 200, first
+    v = first["value"]
+    assert (v["type"], v["subject"], v["schema_version"]) == ("JSONSCHEMA", f"{topic}-value", 1)
+    assert first["key"] == {"type": "STRING", "size": 1}
+    sid = v["schema_id"]
+    raw = b"".join(json.dumps(o).encode() + b"\n" for o in (
+        {"value": {"type": "JSONSCHEMA", "data": {"name": "bob"}}},                 # latest
+        {"value": {"schema_id": sid, "data": {"name": "cy", "age": 3}}},            # by id
+        {"value": {"schema_version": 1, "data": {"name": "di"}}},                   # by version
+        {"value": {"schema_id": sid, "data": {"age": -1}}},                         # does not fit
+        {"value": {"schema_id": 987654, "data": {"name": "x"}}},                    # unknown id
+        {"value": {"type": "AVRO", "schema_id": sid, "data": {"name": "x"}}},       # wrong type
+        {"value": {"type": "AVRO", "subject_name_strategy": "RECORD_NAME", "schema": '"int"',
+                   "data": 1}},
+        {"key": {"type": "PROTOBUF", "schema": KEY_PROTO, "data": {"id": "k9"}},
+         "value": {"type": "AVRO", "subject": "v3-typed-avro", "schema": '"string"', "data": "av"}}))
+    status, _, answers = rest.post(path, raw=raw, content_type="application/json")
+    assert status == 200
+    assert [a["error_code"] for a in answers] == [200, 200, 200, 400, 404, 400, 400, 200], answers
+    assert [a["offset"] for a in answers if a["error_code"] == 200] == [1, 2, 3, 4]
+    last = answers[-1]
+    assert (last["key"]["type"], last["key"]["subject"]) == ("PROTOBUF", f"{topic}-key")
+    assert (last["value"]["type"], last["value"]["subject"]) == ("AVRO", "v3-typed-avro")
+    client = SchemaRegistryClient({"url": registry_url})
+    js = JSONDeserializer(None, schema_registry_client=client)
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    msgs = _raw(broker, topic, 5)
+    assert [js(m.value(), ctx) for m in msgs[:4]] == [
+        {"name": "ann", "age": 1}, {"name": "bob"}, {"name": "cy", "age": 3}, {"name": "di"}]
+    assert msgs[4].key()[:6] == b"\x00" + struct.pack(">I", last["key"]["schema_id"]) + b"\x00"
+    assert msgs[4].value()[:5] == b"\x00" + struct.pack(">I", last["value"]["schema_id"])
