@@ -41,7 +41,8 @@ bodies), ``errors.py``, ``inproc.py``, ``cluster.py`` (Metadata reads), ``format
 ``kbroker/schema_registry``, called in process), ``schema_formats.py`` (protobuf and
 jsonschema the same way), ``produce.py`` (Produce), ``forward.py``
 (partitions led elsewhere), ``v2_topics.py``, ``v2_consumers.py`` with ``consumers.py``
-(the instances), ``v3.py`` / ``v3_configs.py`` / ``v3_reassignments.py`` / ``v3_groups.py`` /
+(the instances), ``v3.py`` / ``v3_configs.py`` / ``v3_partitions.py`` /
+``v3_reassignments.py`` / ``v3_groups.py`` /
 ``v3_acls.py`` / ``v3_records.py``, ``metrics.py``.
 
 Spec: Confluent REST Proxy API reference (v2 and v3); error codes from its ``Errors`` and
@@ -61,7 +62,7 @@ class Gateway:
 
     def __init__(self, server):
         from . import (v2_consumers, v2_topics, v3, v3_acls, v3_configs, v3_groups,
-                       v3_reassignments, v3_records)
+                       v3_partitions, v3_reassignments, v3_records)
         from .consumers import ConsumerInstances
         self.server = server
         self.http: HttpServer | None = None
@@ -76,8 +77,10 @@ class Gateway:
         self.routes = Routes()
         from .metrics import RequestMeter
         self.meter = RequestMeter()
-        for module in (v2_topics, v2_consumers, v3, v3_configs, v3_reassignments, v3_groups,
-                       v3_acls, v3_records):
+        # v3_partitions first: its ``topics/-/configs`` and ``brokers/-/configs`` come
+        # before the ``{topic}`` and ``{broker}`` routes that would take "-" for a name
+        for module in (v2_topics, v2_consumers, v3_partitions, v3, v3_configs, v3_reassignments,
+                       v3_groups, v3_acls, v3_records):
             module.install(self.routes)
 
     async def keep_forwarder(self, context) -> None:
