@@ -15,8 +15,8 @@ registry called in process).
   byte, id and the value's compact UTF-8 JSON.
 - **Consuming.** A record in that wire format is read with the schema its id names (for
   Protobuf, the message its index list names) and answered as JSON: Protobuf's JSON
-  mapping with fields that have no presence printed at their defaults (Confluent's
-  printer includes default values), JSON Schema's value as stored. Bytes in another shape
+  mapping (json names) with fields that have no presence printed at their defaults, so
+  every field of the message appears; JSON Schema's value as stored. Bytes in another shape
   fail the poll (500 50002), as for avro.
 
 The message classes come from the registry's own parse of the schema, turned into

@@ -150,7 +150,8 @@ class Routes:
         return list(SCHEMA_TYPES)
 
     async def version_schema(self, request: Request, s: str, v: str):
-        text = await self.service.get_version_schema(s, v, deleted=_flag(request, "deleted"))
+        text = await self.service.get_version_schema(s, v, deleted=_flag(request, "deleted"),
+                                                     fmt=_param(request, "format"))
         return Response(200, text.encode("utf-8"), CONTENT_TYPE)
 
     async def id_schema(self, request: Request, i: str):

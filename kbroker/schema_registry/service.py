@@ -246,9 +246,12 @@ class RegistryService:
             return sv.schema_type, self._parse_value(sv)
         return await self._read(answer)
 
-    async def get_version_schema(self, subject: str, version_text, *, deleted: bool = False) -> str:
-        return await self._read(
-            lambda st: self._version(st, subject, version_text, deleted=deleted).schema)
+    async def get_version_schema(self, subject: str, version_text, *, deleted: bool = False,
+                                 fmt: str | None = None) -> str:
+        def answer(st: RegistryState):
+            sv = self._version(st, subject, version_text, deleted=deleted)
+            return self._formatted(sv, {"schema": sv.schema}, fmt)["schema"]
+        return await self._read(answer)
 
     async def referenced_by(self, subject: str, version_text) -> list[int]:
         return await self._read(lambda st: st.referenced_by(

@@ -145,6 +145,11 @@ def test_format_serialized_answers_the_file_descriptor(registry, subject):
         Reference = order_class()
         sent = Reference(order_id="o", quantity=2, tags={"a": "b"}, note="n")
         assert Order.FromString(sent.SerializeToString()).note == "n"
+    for path in (f"/schemas/ids/{sid}/schema?format=serialized",
+                 f"/subjects/{subject}/versions/1/schema?format=serialized"):
+        status, raw = registry.call("GET", path)
+        assert status == 200
+        assert descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(raw)).package == "shop.v1"
     status, avro = registry.call("POST", f"/subjects/{subject}-avro/versions", {"schema": '"string"'})
     assert status == 200
     assert registry.call("GET", f"/schemas/ids/{avro['id']}?format=serialized")[1]["schema"] == '"string"'
