@@ -1,7 +1,8 @@
 """The gateway's listener: ``kbroker.rest.proxy.listen`` (declared with kbroker's own keys,
 checked at start), ``kbroker serve --rest-proxy``, ``--dev`` turning it on at
 127.0.0.1:8082 (Confluent's port) unless something else is set, off by default, a port in
-use named in the start-up error, and 503 answers never reaching a broker that is not there."""
+use named in the start-up error, 503 answers never reaching a broker that is not there, and
+the gateway's requests, latency and consumer instances on the broker's ``/metrics``."""
 from __future__ import annotations
 
 import re
