@@ -23,7 +23,9 @@ The message classes come from the registry's own parse of the schema, turned int
 ``FileDescriptorProto``s by ``kbroker.schema_registry.types.protobuf_serialized`` (the
 same descriptors ``format=serialized`` answers) in a ``DescriptorPool`` per schema id;
 well-known imports are the ``protobuf`` package's (and confluent-kafka's for
-``confluent/*.proto``) own files. No second parser, no second rule: registration,
+``confluent/meta.proto``) own files; ``google/type/*.proto`` needs
+googleapis-common-protos installed, and ``confluent/type/decimal.proto`` is not available
+(both answer 42207 naming the file). No second parser, no second rule: registration,
 compatibility and ids are the registry service's.
 
 Errors: a schema that does not parse 422 42205 (before anything is registered: the
