@@ -198,6 +198,16 @@ class EpochGroupProtocol(MemberSessionProtocol):
         self._apply(records, rec.tombstone(part, rec.MEMBER_METADATA, gid, member_id))
         self._cancel_member_timers(gid, member_id)
 
+    def _target_of_emptied_group(self, group, records: list, part: int) -> None:
+        """Kafka 4.4 (``consumerGroupFenceMembers``, ``streamsGroupFenceMember``): when the
+        members fenced were the group's last, its (empty) target assignment is at the new
+        group epoch at once, with timestamp 0 — an empty group is not Assigning, and the
+        next member to join is assigned without waiting for the assignment interval
+        (Kafka 4.3 left the assignment epoch one behind). Call after the epoch bump."""
+        if not group.members:
+            self._apply(records, self.rec.target_assignment_metadata_record(
+                part, group.group_id, group.group_epoch, 0))
+
     def _replace_static(self, group, old, member_id: str, records: list, part: int):
         """A static member rejoins under ``member_id``: it takes over ``old``'s target
         assignment (and, once reconciled, what it held) at epoch 0, without a new group

@@ -397,6 +397,7 @@ class ClassicMembers(ShardPart):
             new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
             self.proto._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + 1,
                                                                new_hash))
+            self.proto._target_of_emptied_group(group, records, part)
 
             def then(error: int, t: int) -> None:
                 if error:

@@ -412,6 +412,7 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
                 self._apply(records, crec.regex_tombstone(part, gid, regex))
         new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
         self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + 1, new_hash))
+        self._target_of_emptied_group(group, records, part)
 
     # ----------------------------------------------------------------- replay
     def _replaced_at_replay(self, g: ClassicGroup) -> None:

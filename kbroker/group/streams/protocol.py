@@ -397,11 +397,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         self._apply(records, srec.group_metadata_record(
             part, gid, group.group_epoch + 1, group.metadata_hash,
             group.validated_topology_epoch, group.last_assignment_configs))
-        if not group.members:
-            # Kafka 4.4: the empty group's (empty) target assignment is at the new epoch at
-            # once (4.3 left it one behind); the timestamp stays, so batching is unchanged
-            self._apply(records, srec.target_assignment_metadata_record(
-                part, gid, group.group_epoch, group.assignment_timestamp_ms))
+        self._target_of_emptied_group(group, records, part)
 
     def _still_revoking(self, m: StreamsGroupMember, epoch: int) -> bool:
         return m.member_epoch == epoch and m.state is MemberState.UNREVOKED_TASKS
