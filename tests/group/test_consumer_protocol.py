@@ -259,6 +259,17 @@ def test_offset_commit_with_member_epoch():
     assert mgr.fetch_offsets("g", None)[0] == 0                       # admin fetch
 
 
+def _replayed(h: ConsumerHarness) -> GroupManager:
+    """A new coordinator that loaded every record ``h`` appended."""
+    fresh = GroupManager(h.config)
+    fresh.set_topics(h.mgr.consumer.topics)
+    fresh.begin_load(0)
+    for r in h.log:
+        fresh.replay(r.key, r.value)
+    fresh.complete_load(0, h.now)
+    return fresh
+
+
 def test_records_replay_into_the_same_state():
     h = ConsumerHarness({"t": 3, "u": 2})
     h.join("A", ["t", "u"], instance="ia")
@@ -267,12 +278,7 @@ def test_records_replay_into_the_same_state():
     h.hb("A", h.ep("A"), owned={"t": [0, 1, 2], "u": [0, 1]})
     h.commit = h.drive(h.mgr.commit_offsets("g", "A", h.ep("A"), "ia", [("t", [(0, 7, -1, "m")])],
                                             h.now, api_version=9))
-    fresh = GroupManager(h.config)
-    fresh.set_topics(h.mgr.consumer.topics)
-    fresh.begin_load(0)
-    for r in h.log:
-        fresh.replay(r.key, r.value)
-    fresh.complete_load(0, h.now)
+    fresh = _replayed(h)
     a, b = h.group(), fresh.groups["g"]
     assert (a.group_epoch, a.assignment_epoch, a.metadata_hash) == \
         (b.group_epoch, b.assignment_epoch, b.metadata_hash)
@@ -414,12 +420,7 @@ def test_last_member_leaving_moves_the_assignment_epoch_with_the_group_epoch():
     assert (g.group_epoch, g.assignment_epoch, g.assignment_timestamp_ms) == (3, 3, 0)
     d = h.mgr.consumer.consumer_describe("g")
     assert (d.state, d.group_epoch, d.assignment_epoch) == ("Empty", 3, 3)
-    fresh = GroupManager(h.config)
-    fresh.set_topics(h.mgr.consumer.topics)
-    fresh.begin_load(0)
-    for r in h.log:
-        fresh.replay(r.key, r.value)
-    fresh.complete_load(0, h.now)
+    fresh = _replayed(h)
     assert (fresh.groups["g"].group_epoch, fresh.groups["g"].assignment_epoch) == (3, 3)
     h.advance(100)                         # well within the interval of the first assignment
     b = h.join("B", ["t"])
