@@ -37,7 +37,6 @@ ROWS = sorted({row_of(s) for s in STEPS})
 KNOWN: dict[str, str] = {
     "ShareGroupDescribe": "F-901",
     "DescribeShareGroupOffsets": "F-902",
-    "ConsumerGroupDescribe": "F-961",
 }
 # Rows where Kafka's own answers depend on background work it does at its own pace, so a
 # replay against a fresh Kafka need not reproduce the capture: a new share-partition is
