@@ -75,6 +75,7 @@ def single_node(session, b) -> None:
 def three_nodes(session) -> None:
     """The acks=all rows on a fresh three-node cluster of the session's broker."""
     from benchmarks.controller_bench import kafka_cluster, kbroker_cluster, start_all
+    from benchmarks import replication_bench
     from benchmarks.replication_bench import create_topic, stop, wait_brokers, wait_fully_replicated
 
     from .brokers import KafkaBench
@@ -83,9 +84,9 @@ def three_nodes(session) -> None:
     root.mkdir(parents=True, exist_ok=True)
     nodes = kbroker_cluster(root) if session.name == "kbroker" else kafka_cluster(root, base=KafkaBench)
     t0 = time.monotonic()
+    bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in nodes.values())
     try:
         start_all(nodes)
-        bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in nodes.values())
         if not wait_brokers(bootstrap, 3):
             raise RuntimeError("the cluster never listed three brokers")
         log(f"{session.name}: three nodes up in {time.monotonic() - t0:.1f} s")
@@ -99,3 +100,4 @@ def three_nodes(session) -> None:
                 _measure(session, sid, bootstrap, topic, rate, "all")
     finally:
         stop(nodes)
+        replication_bench._ADMINS.pop(bootstrap, None)   # its admin client would retry forever
