@@ -232,6 +232,10 @@ class _Member:
     def on_sync(self, resp):
         if resp.error_code in (ERR_REBALANCE_IN_PROGRESS, ERR_ILLEGAL_GENERATION):
             return self.join()
+        if resp.error_code in ERR_COORDINATOR_RETRY or resp.error_code == ERR_UNKNOWN_MEMBER_ID:
+            if resp.error_code == ERR_UNKNOWN_MEMBER_ID:
+                self.member_id = ""
+            return self.g.loop.later(0.05, self.join)
         if resp.error_code:
             raise RuntimeError(f"SyncGroup error {resp.error_code}")
         self.synced = self.generation
@@ -247,6 +251,9 @@ class _Member:
     def on_heartbeat(self, resp):
         self.hb_pending = False
         if resp.error_code in (ERR_REBALANCE_IN_PROGRESS, ERR_ILLEGAL_GENERATION) and self.synced >= 0:
+            self.join()
+        elif resp.error_code == ERR_UNKNOWN_MEMBER_ID and self.synced >= 0:
+            self.member_id = ""
             self.join()
 
 
@@ -309,14 +316,14 @@ def group(session) -> None:
             mem.join()
         loop.run_until(lambda: warm.stable_at is not None, timeout=300)
         g = _Group(loop, b.host, b.port, "scale-group", "scale-group-topic", m)
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), cpu_seconds(b.pid)
         for mem in g.members:
             mem.join()
         loop.later(0.5, g.heartbeats)
         loop.run_until(lambda: g.stable_at is not None, timeout=600)
-        secs = g.stable_at - t0
+        secs, cpu = g.stable_at - t0, cpu_seconds(b.pid) - c0
         generation = max(x.synced for x in g.members)
-        session.results.add(sid, session.name, secs, raw={"generation": generation})
+        session.results.add(sid, session.name, secs, raw={"generation": generation, "broker_cpu_s": cpu})
         log(f"{session.name}: {m} members Stable after {secs:.2f} s (generation {generation})")
     finally:
         loop.close()
