@@ -98,6 +98,6 @@ def quick() -> Plan:
         consume_bytes=256 * MIB, consume_reps=1, e2e_records=1000, latency_rate=500,
         latency_seconds=3, idle_settle_s=2, warmup_bytes=64 * MIB, startup_partitions=1000,
         metadata_partitions=1000, metadata_reps=1, security_bytes=32 * MIB,
-        latency_rates=(1000, 10_000), latency_cluster=False,
-        scale=Scale(partitions=2000, connections=500, group_members=20, producers=50),
+        latency_rates=(1000,), latency_cluster=False,
+        scale=Scale(partitions=1000, connections=500, group_members=20, producers=50),
         notes=["quick run: smaller sizes, one repetition; not for publication"])
