@@ -181,6 +181,9 @@ def firstack(a) -> None:
     p = _producer(a.bootstrap, acks="1", linger_ms=0, reconnect_backoff_ms=5,
                   reconnect_backoff_max_ms=20, retry_backoff_ms=10, retry_backoff_max_ms=50,
                   topic_metadata_refresh_interval_ms=100, message_timeout_ms=int(a.timeout * 1000),
+                  # an auto-created topic can take longer than librdkafka's default 30 s to
+                  # appear on a loaded machine; the message must wait for it, not fail
+                  topic_metadata_propagation_max_ms=int(a.timeout * 1000),
                   socket_connection_setup_timeout_ms=5000)
     print("ready", flush=True)
     if sys.stdin.readline().strip() != "go":

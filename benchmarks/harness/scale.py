@@ -360,6 +360,11 @@ def producers(session) -> None:
             if err:
                 raise RuntimeError(f"Produce error {err}")
             acked[0] += 1
+            if next_producer is not None and next_producer[0] < n:
+                next_producer[0] += 1
+                start(next_producer[0] - 1)
+
+        next_producer = None
 
         for p in range(parts):
             produce(warm, p, -1, -1)
@@ -368,6 +373,7 @@ def producers(session) -> None:
         before, _ = rss_bytes(b.pid)
         acked[0] = 0
         conns = []
+        next_producer = [min(32, n)]
 
         def start(i):
             c = loop.connect(b.host, b.port)
@@ -382,7 +388,7 @@ def producers(session) -> None:
             produce(c, i % parts, resp.producer_id, resp.producer_epoch)
 
         t0, c0 = time.monotonic(), cpu_seconds(b.pid)
-        for i in range(n):
+        for i in range(min(32, n)):     # 32 being set up at a time, as the connections row
             start(i)
         loop.run_until(lambda: acked[0] >= n, timeout=900)
         secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
