@@ -21,7 +21,9 @@ quick plan uses small ones):
   keeps freed arenas), so the row is an upper bound for both.
 
 A row that fails (a broker error, a timeout, a limit of the machine) is logged and recorded
-in the raw results as failed, the session goes on.
+in the raw results as failed, the session goes on. The partitions row is not started when
+the open-file limit (RLIMIT_NOFILE) is below N + 1,000: both brokers hold a file per
+partition, and 100,000 partitions need a limit this machine (20,000) does not have.
 """
 from __future__ import annotations
 
@@ -105,6 +107,13 @@ def partitions(session) -> None:
     restart = _declare(session, "scale-part-restart", f"{label}: restart to first produce ack, wall", "s")
     restart_cpu = _declare(session, "scale-part-restart-cpu", f"{label}: restart to first produce ack, CPU",
                            "cpu-s")
+    import resource
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if n + 1000 > limit:
+        # both brokers keep a file open per partition (kbroker: its active segment; Kafka:
+        # each segment): past the limit either fails, after a long time
+        raise RuntimeError(f"{n:,} partitions need more open files than the limit here "
+                           f"({limit:,}, RLIMIT_NOFILE); run with a smaller --scale-sizes")
     b = session._broker("scale-partitions")
     try:
         b.start()
