@@ -358,11 +358,16 @@ def producers(session) -> None:
         P = w.ProduceRequest
 
         def produce(conn, partition, pid, epoch):
+            def retry(resp):      # a leader not known yet right after creation: ask again
+                err = resp.responses[0].partition_responses[0].error_code
+                if err in (3, 6):
+                    return loop.later(0.1, lambda: produce(conn, partition, pid, epoch))
+                on_produce(resp)
             batch = build_batch([(None, b"x" * 100, (), int(time.time() * 1000))], producer_id=pid, producer_epoch=epoch,
                                 base_sequence=0 if pid >= 0 else -1)
             body = P(transactional_id=None, acks=1, timeout_ms=30000, topic_data=[P.TopicProduceData(
                 name=topic, partition_data=[P.PartitionProduceData(index=partition, records=batch)])])
-            conn.request(0, 9, body, on_produce)
+            conn.request(0, 9, body, retry)
 
         def on_produce(resp):
             err = resp.responses[0].partition_responses[0].error_code
