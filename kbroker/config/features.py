@@ -9,7 +9,8 @@ that implements it — a client reads a finalized level as a promise:
 - ``metadata.version``: the KRaft record versions (7 = 3.3-IV3 … 25 = the pinned release's).
 - ``transaction.version`` ≥ 2 promises KIP-890's second phase (EndTxn v5, implicit
   partition adds); ``group.version`` ≥ 1 the KIP-848 consumer protocol; ``share.version`` ≥ 1
-  share groups (KIP-932); ``streams.version`` ≥ 1 streams groups (KIP-1071);
+  share groups (KIP-932), 2 their dead-letter queues (KIP-1191, ``kbroker/share/dlq.py``);
+  ``streams.version`` ≥ 1 streams groups (KIP-1071);
   ``kraft.version`` ≥ 1 a dynamic quorum (KIP-853);
   ``eligible.leader.replicas.version`` ≥ 1 ELR (KIP-966).
 
@@ -24,7 +25,7 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "group.version": (0, 1),               # KIP-848 consumer groups (kbroker/group/consumer)
     "transaction.version": (0, 2),         # KIP-890 part 2 (kbroker/txn)
     "kraft.version": (0, 1),               # KIP-853 dynamic quorums (kbroker/raft)
-    "share.version": (0, 1),               # KIP-932 share groups (kbroker/group/share, kbroker/share)
+    "share.version": (0, 2),               # KIP-932 share groups (kbroker/group/share, kbroker/share); 2: KIP-1191 DLQs
 }
 
 

@@ -69,7 +69,7 @@ KNOWN_FEATURES: dict[str, tuple[int, ...]] = {
     "transaction.version": (0, 1, 2),
     "group.version": (0, 1),
     "eligible.leader.replicas.version": (0, 1),
-    "share.version": (0, 1),
+    "share.version": (0, 1, 2),
     "streams.version": (0, 1),
 }
 DEPENDENCIES: dict[tuple[str, int], dict[str, int]] = {
@@ -80,7 +80,7 @@ BOOTSTRAP_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
     "transaction.version": ((1, 24), (2, 24)),
     "group.version": ((1, 22),),
     "eligible.leader.replicas.version": ((1, 26),),
-    "share.version": ((1, 28),),
+    "share.version": ((1, 28), (2, 31)),          # 2 from 4.4-IV0 (Kafka 4.4's ShareVersion.SV_2)
     "streams.version": ((1, 29),),
 }
 
@@ -88,9 +88,10 @@ BOOTSTRAP_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 # Levels Kafka 4.3.1 finalizes on a cluster formatted without --release-version (its latest
 # production levels) for features kbroker serves although its own metadata.version is older:
 # a new kbroker cluster (no release version asked for) starts with them, as a new Kafka 4.3
-# cluster does. share.version 1: share groups (KIP-932) are on by default since Kafka 4.2;
+# cluster does. share.version 2: share groups (KIP-932, on by default since Kafka 4.2) with
+# dead-letter queues (KIP-1191), Kafka 4.4's latest production level;
 # streams.version 1: streams groups (KIP-1071), Kafka 4.3's latest production level.
-LATEST_DEFAULTS: dict[str, int] = {"share.version": 1, "streams.version": 1}
+LATEST_DEFAULTS: dict[str, int] = {"share.version": 2, "streams.version": 1}
 
 
 def latest_defaults(supported: dict[str, tuple[int, int]]) -> dict[str, int]:

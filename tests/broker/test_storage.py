@@ -222,7 +222,7 @@ def test_default_features_finalize_group_version_from_4_0():
         return {k: v for k, v in features.items() if v}
     assert written(default_features(None, [])) == {"metadata.version": 25, "group.version": 1,
                                                    "transaction.version": 2,
-                                                   "share.version": 1, "streams.version": 1}
+                                                   "share.version": 2, "streams.version": 1}
     assert written(default_features("3.9", [])) == {"metadata.version": 21}
     assert default_features(None, ["group.version=0"])["group.version"] == 0
 
@@ -245,9 +245,10 @@ def _share_heartbeat_error(port: int) -> int:
     return trio.run(ask)
 
 
-def test_default_features_finalize_share_version_as_kafka_4_3():
+def test_default_features_finalize_share_version_as_kafka_4_4():
     from kbroker.metadata.storage_format import default_features
-    assert default_features(None, [])["share.version"] == 1
+    assert default_features(None, [])["share.version"] == 2           # Kafka 4.4's SV_2 (KIP-1191)
+    assert default_features(None, ["share.version=1"])["share.version"] == 1
     assert default_features("3.9", [])["share.version"] == 0
     assert default_features("3.9", ["share.version=1"])["share.version"] == 1
     # streams.version 1 (KIP-1071) is Kafka 4.3's latest production level too

@@ -9,9 +9,9 @@ from kbroker.wire.error_codes import ErrorCode
 from .raw import RawClient
 
 UF = messages.UpdateFeaturesRequest
-# a new cluster finalizes transaction.version 2 (KIP-890 part 2), share.version 1 (KIP-932) and
-# streams.version 1 (KIP-1071)
-BASE = {"transaction.version": (2, 2), "share.version": (1, 1), "streams.version": (1, 1)}
+# a new cluster finalizes transaction.version 2 (KIP-890 part 2), share.version 2 (KIP-932 with
+# KIP-1191's dead-letter queues) and streams.version 1 (KIP-1071)
+BASE = {"transaction.version": (2, 2), "share.version": (2, 2), "streams.version": (1, 1)}
 NEW = {**BASE, "group.version": (1, 1)}   # ... and group.version 1 (KIP-848)
 
 
