@@ -392,11 +392,16 @@ def producers(session) -> None:
         def start(i):
             c = loop.connect(b.host, b.port)
             conns.append(c)
+            init(c, i)
+
+        def init(c, i):
             c.request(22, 4, w.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1,
                                                      producer_id=-1, producer_epoch=-1),
                       lambda resp: on_init(c, i, resp))
 
         def on_init(c, i, resp):
+            if resp.error_code in ERR_COORDINATOR_RETRY:   # Kafka loading its producer ids
+                return loop.later(0.1, lambda: init(c, i))
             if resp.error_code:
                 raise RuntimeError(f"InitProducerId error {resp.error_code}")
             produce(c, i % parts, resp.producer_id, resp.producer_epoch)
