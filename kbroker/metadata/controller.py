@@ -52,8 +52,9 @@ UNSUPPORTED_VERSION = E.UNSUPPORTED_VERSION
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
-# metadata.version we finalize when formatting (Kafka 4.0's latest: 4.0-IV3)
-METADATA_VERSION = 25
+# metadata.version a node that formats itself finalizes: the highest kbroker serves, which is
+# Kafka 4.4's latest production level (4.4-IV2), as Kafka's own format picks
+METADATA_VERSION = 33
 PRODUCER_ID_BLOCK = 1000
 
 

@@ -59,6 +59,7 @@ METADATA_CHANGED: dict[int, bool] = {
     7: True, 8: True, 9: False, 10: False, 11: True, 12: False, 13: True, 14: True, 15: True,
     16: False, 17: True, 18: False, 19: False, 20: False, 21: False, 22: False, 23: True,
     24: False, 25: False, 26: False, 27: False, 28: False, 29: False, 30: True,
+    31: False, 32: True, 33: True,
 }
 MINIMUM_METADATA_VERSION = 7                    # 3.3-IV3, the oldest KRaft level Kafka 4 reads
 
