@@ -26,6 +26,7 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "transaction.version": (0, 2),         # KIP-890 part 2 (kbroker/txn)
     "kraft.version": (0, 1),               # KIP-853 dynamic quorums (kbroker/raft)
     "share.version": (0, 1),               # KIP-932 share groups (kbroker/group/share, kbroker/share)
+    "eligible.leader.replicas.version": (0, 1),   # KIP-966 ELR (kbroker/metadata/reassign, elr)
 }
 
 

@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Sequence
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
-from . import directories
+from . import directories, elr
 from .image import MetadataImage
 from .reassign import ONLINE, PREFERRED, build_change
 
@@ -55,14 +55,16 @@ def elect_leader(image: MetadataImage, topic: str, partition: int, election_type
     if election_type == ELECTION_PREFERRED:
         if p.replicas and p.leader == p.replicas[0]:
             return E.ELECTION_NOT_NEEDED, "The preferred replica leads the partition already.", None
-        rec = build_change(p, t.topic_id, acceptable, election=PREFERRED, dirs=directories.rules(image))
+        rec = build_change(p, t.topic_id, acceptable, election=PREFERRED, dirs=directories.rules(image),
+                           min_isr=elr.topic_min_isr(image, t))
         if rec is None:
             return (E.PREFERRED_LEADER_NOT_AVAILABLE,
                     "The preferred replica is not live or not in the ISR.", None)
         return E.NONE, None, rec
     if p.leader >= 0:
         return E.ELECTION_NOT_NEEDED, "The partition has a leader.", None
-    rec = build_change(p, t.topic_id, acceptable, election=ONLINE, dirs=directories.rules(image))
+    rec = build_change(p, t.topic_id, acceptable, election=ONLINE, dirs=directories.rules(image),
+                       min_isr=elr.topic_min_isr(image, t))
     if rec is None or rec.leader < 0:
         return (E.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                 "No live in-sync replica can lead (kbroker does not elect out of the ISR).", None)
@@ -116,7 +118,8 @@ def balance_records(image: MetadataImage, acceptable: Callable[[int], bool],
         if len(records) >= limit:
             break
         t = image.topics[name]
-        rec = build_change(t.partitions[i], t.topic_id, acceptable, election=PREFERRED, dirs=dirs)
+        rec = build_change(t.partitions[i], t.topic_id, acceptable, election=PREFERRED, dirs=dirs,
+                           min_isr=elr.topic_min_isr(image, t))
         if rec is not None:
             records.append(rec)
     return records

@@ -35,3 +35,19 @@ def enabled(features: Mapping[str, int]) -> bool:
 def effective_min_isr(min_insync_replicas: int, replication_factor: int) -> int:
     """``min.insync.replicas`` capped by the replication factor (at least 1)."""
     return max(1, min(int(min_insync_replicas), int(replication_factor) or 1))
+
+
+def topic_min_isr(image, topic, static_default: int = 1) -> int | None:
+    """The effective minimum ISR of ``topic`` (a ``TopicImage``) when ELR is on, else None:
+    its ``min.insync.replicas`` override, else the cluster-level dynamic default (which the
+    format step writes, KIP-966), else ``static_default``; capped by the replication factor."""
+    if not enabled(image.features):
+        return None
+    value = topic.configs.get("min.insync.replicas")
+    if value is None:
+        value = image.broker_configs.get("", {}).get("min.insync.replicas", static_default)
+    try:
+        wanted = int(value)
+    except (TypeError, ValueError):
+        wanted = int(static_default)
+    return effective_min_isr(wanted, topic.replication_factor)
