@@ -9,9 +9,11 @@ Rules:
   first replica leader if it is in the ISR and live (leader epoch + 1); when it is not, the
   current leader stays and nothing is written: ``PREFERRED_LEADER_NOT_AVAILABLE``.
 - UNCLEAN (type 1): a partition with a leader answers ``ELECTION_NOT_NEEDED``; a leaderless
-  one gets a live ISR member if there is one. kbroker does not elect outside the ISR (no
-  leader recovery), so when only an out-of-sync replica could lead the answer is
-  ``ELIGIBLE_LEADERS_NOT_AVAILABLE`` — what Kafka answers when no replica can lead.
+  one gets a live ISR member if there is one, else (ELR on and the ISR empty, KIP-966) a live
+  eligible leader replica -- a clean election, as Kafka tries it before an unclean one.
+  kbroker does not elect outside the ISR and ELR (no leader recovery), so when only an
+  out-of-sync replica could lead the answer is ``ELIGIBLE_LEADERS_NOT_AVAILABLE`` — what
+  Kafka answers when no replica can lead.
 - Unknown topic or partition: ``UNKNOWN_TOPIC_OR_PARTITION``. Another election type:
   ``INVALID_REQUEST`` for the whole request.
 - A null topic list means every partition; then partitions answering
