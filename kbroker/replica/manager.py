@@ -481,7 +481,7 @@ class ReplicaManager:
             return False
         log_ = part.log
         min_isr = None
-        if self._image is not None and elr.enabled(self._image.features):
+        if elr.enabled(getattr(self._image, "features", None) or {}):
             min_isr = elr.effective_min_isr(part.config.min_insync_replicas,
                                             len(part.replication.followers) + 1)
         new_hw = part.replication.high_watermark_after(log_.log_end_offset, log_.high_watermark, min_isr)
