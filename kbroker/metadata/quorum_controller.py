@@ -464,6 +464,22 @@ class QuorumController(Controller):
                         recs.append(rec)
         return recs
 
+    def _leave_elr_records(self, broker_id: int) -> list:
+        """Take the broker out of every ELR (KIP-966: a broker that is gone, like one that
+        shut down uncleanly, is no clean leader any more; it is kept as last known ELR)."""
+        active = self._active_ids() - {broker_id}
+        recs = []
+        for t in self.image.topics.values():
+            for p in t.partitions.values():
+                if broker_id in p.elr:
+                    rec = reassign.build_change(p, t.topic_id, active.__contains__,
+                                                dirs=directories.rules(self.image),
+                                                min_isr=self._min_isr(t.topic_id),
+                                                unclean_shutdown=[broker_id])
+                    if rec is not None:
+                        recs.append(rec)
+        return recs
+
     def _fence_records(self, broker_id: int, broker_epoch: int) -> list:
         return [messages.BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch,
                                                         fenced=1)] + self._leave_isr_records(broker_id)
@@ -482,14 +498,14 @@ class QuorumController(Controller):
 
     async def unregister_broker(self, broker_id: int) -> tuple[int, str | None]:
         """UnregisterBroker (Kafka's ``ReplicationControlManager.unregisterBroker``): the
-        broker leaves every ISR, its leaderships move, then an ``UnregisterBrokerRecord``
+        broker leaves every ISR and every ELR, its leaderships move, then an ``UnregisterBrokerRecord``
         removes its registration. ``BROKER_ID_NOT_REGISTERED`` for an unknown id. Raises
         ``NotController``."""
         async with self._lock:
             b = self.image.brokers.get(broker_id)
             if b is None:
                 return E.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
-            records = self._leave_isr_records(broker_id)
+            records = self._leave_isr_records(broker_id) + self._leave_elr_records(broker_id)
             records.append(messages.UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=b.broker_epoch))
             await self._commit(records)
             self._sessions.pop(broker_id, None)

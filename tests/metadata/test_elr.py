@@ -84,12 +84,16 @@ async def test_quorum_controller_keeps_elr(tmp_path, nursery):
     from kbroker.api.describe_topic_partitions import _partition
     view = _partition(h.image, h.image.topics["e"].partitions[0], "PLAINTEXT")
     assert (view.eligible_leader_replicas, view.last_known_elr) == ([1], [])
+    # an unregistered broker is no eligible leader any more: last known ELR
+    code, _ = await h.controller.unregister_broker(1)
+    assert code == 0 and state(h) == (2, (2,), (), (1,))
     # a changed min.insync.replicas clears them (ClearElrRecord)
     start = h.end
     await h.controller.incremental_alter_configs([(2, "e", [("min.insync.replicas", 0, "1")])])
     assert "ClearElrRecord" in [type(r).__name__ for r in h.records(start)]
     assert state(h)[2:] == ((), ())
     assert comparable(h.replayed()) == comparable(h.image)
+    h.close()
 
 
 async def test_elr_turned_off_clears_every_topic(tmp_path, nursery):
@@ -105,3 +109,4 @@ async def test_elr_turned_off_clears_every_topic(tmp_path, nursery):
     assert code == 0
     assert "eligible.leader.replicas.version" not in h.image.features
     assert state(h)[2:] == ((), ())
+    h.close()
