@@ -146,6 +146,7 @@ def _describe(bs: str) -> list[str]:
 
 
 def _describe_of(broker) -> list[str]:
+    broker.start_timeout = max(broker.start_timeout, 120.0)   # four starts in a row on a busy machine
     broker.start()
     try:
         return _describe(broker.bootstrap_servers)
