@@ -223,7 +223,8 @@ def test_default_features_finalize_group_version_from_4_0():
         return {k: v for k, v in features.items() if v}
     assert written(default_features(None, [])) == {"metadata.version": 33, "group.version": 1,
                                                    "transaction.version": 2,
-                                                   "share.version": 1, "streams.version": 1}
+                                                   "share.version": 1, "streams.version": 1,
+                                                   "eligible.leader.replicas.version": 1}
     assert written(default_features("3.9", [])) == {"metadata.version": 21}
     assert default_features(None, ["group.version=0"])["group.version"] == 0
 
