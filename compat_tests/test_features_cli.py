@@ -163,15 +163,9 @@ def test_new_cluster_describe_identical_formatted_by_each_tool(tmp_path):
                for line in kafka), kafka
     assert any(line.startswith("Feature: eligible.leader.replicas.version") and
                "FinalizedVersionLevel: 1" in line for line in kafka), kafka
-    # share.version 2 (Kafka 4.4's, from 4.4-IV0) is another piece of issue 31: until kbroker
-    # serves it, its line is left out of the comparison (and only it)
-    from kbroker.config.features import SUPPORTED_FEATURES
-    if SUPPORTED_FEATURES.get("share.version", (0, 0))[1] < 2:
-        kafka = [line for line in kafka if not line.startswith("Feature: share.version")]
+    assert any(line.startswith("Feature: share.version") and "FinalizedVersionLevel: 2" in line
+               for line in kafka), kafka
     for name, broker in (("kbroker-tool", _KBrokerFormatted(tmp_path / "kb-tool", "kbroker")),
                          ("self-format", KBrokerProcess(tmp_path / "kb-self")),
                          ("kafka-tool", _KBrokerFormatted(tmp_path / "kb-kafka", "kafka"))):
-        got = _describe_of(broker)
-        if SUPPORTED_FEATURES.get("share.version", (0, 0))[1] < 2:
-            got = [line for line in got if not line.startswith("Feature: share.version")]
-        assert got == kafka, name
+        assert _describe_of(broker) == kafka, name
