@@ -2,7 +2,8 @@
 cluster metadata (an administrator's call, for a controller that is gone for good).
 
 Kafka's rules, as Kafka 4.4 answers them: the active controller cannot unregister itself
-(INVALID_REQUEST, "Controller cannot unregister itself while it is active."); an id that is no
+(INVALID_REQUEST, "Controller cannot unregister itself while it is active."); below
+metadata.version 4.4-IV2 (33) the call is refused (UNSUPPORTED_VERSION); an id that is no
 registered controller answers CONTROLLER_ID_NOT_REGISTERED (136, "Controller ID N is not
 currently registered."). kbroker's registered controllers are the voters of the metadata
 quorum (every Kafka voter registers itself; kbroker keeps no separate
@@ -23,6 +24,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
 Response = messages.UnregisterControllerResponse
+UNREGISTRATION_LEVEL = 33      # metadata.version 4.4-IV2: Kafka unregisters controllers from it
 log = logging.getLogger("kbroker.api")
 
 
@@ -41,6 +43,9 @@ def decide(broker, cid: int) -> tuple[int, str | None]:
     this module and ``kbroker/controller_server/unregister_controller.py``."""
     if cid == broker.metadata.controller_id:
         return ErrorCode.INVALID_REQUEST, "Controller cannot unregister itself while it is active."
+    if broker.metadata.features.get("metadata.version", 0) < UNREGISTRATION_LEVEL:
+        return (ErrorCode.UNSUPPORTED_VERSION,
+                "The current MetadataVersion is too old to support controller unregistration.")
     if cid not in registered_controllers(broker):
         return ErrorCode.CONTROLLER_ID_NOT_REGISTERED, f"Controller ID {cid} is not currently registered."
     log.info("UnregisterController %d: a voter of the quorum, nothing registered to remove", cid)

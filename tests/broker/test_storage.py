@@ -247,6 +247,22 @@ def _share_heartbeat_error(port: int) -> int:
     return trio.run(ask)
 
 
+def _unregister_controller(port: int, controller_id: int) -> tuple[int, str | None]:
+    import trio
+
+    from tests.broker.raw import RawClient
+
+    async def ask():
+        client = await RawClient.connect(port)
+        try:
+            resp = await client.request("UnregisterController", 0, controller_id=controller_id)
+        finally:
+            await client.aclose()
+        return resp.error_code, resp.error_message
+
+    return trio.run(ask)
+
+
 def test_default_features_finalize_share_version_as_kafka_4_4():
     from kbroker.metadata.storage_format import default_features
     assert default_features(None, [])["share.version"] == 2           # Kafka 4.4's SV_2 (KIP-1191)
@@ -274,6 +290,11 @@ def test_a_formatted_directory_starts_with_its_cluster_id_and_features(tmp_path)
         assert hb_error == 35                              # UNSUPPORTED_VERSION, as Kafka
         # Kafka 4.3 formats 3.9 without share.version: share groups are refused
         assert _share_heartbeat_error(port) == 35          # UNSUPPORTED_VERSION
+        # controllers are unregistered from 4.4-IV2 only (F-964): below, Kafka 4.4 refuses
+        assert _unregister_controller(port, 2) == (
+            35, "The current MetadataVersion is too old to support controller unregistration.")
+        # ... after refusing the active controller itself, whatever the level
+        assert _unregister_controller(port, 1)[0] == 42    # INVALID_REQUEST
     finally:
         proc.stop()
 
