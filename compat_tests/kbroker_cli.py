@@ -495,3 +495,116 @@ def scenario_group_types(bs: str, topic: str) -> None:
         stop.set()
         for t in threads:
             t.join(30)
+
+
+def _kafka_streams_rows(text: str) -> list[list[str]]:
+    """The rows of a ``kafka-streams-groups --describe`` table, split on whitespace into as
+    many cells as the header has (the last cell, ASSIGNMENTS, holds spaces of its own)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = lines[0].split()
+    return [header] + [line.split(None, len(header) - 1) for line in lines[1:]]
+
+
+def _kafka_tasks(assignments: str) -> dict[str, list[str]]:
+    """``ACTIVE: 0:[0,1]; 1:[2]; TARGET-ACTIVE: ...`` → {"ACTIVE": ["0:0", "0:1", "1:2"], ...}:
+    the task ids in kbroker's own ``subtopology:partition`` form."""
+    out: dict[str, list[str]] = {}
+    label = None
+    for token in assignments.split():
+        if token.endswith(":") and token[:-1].replace("-", "").isupper():
+            label = token[:-1]
+            out[label] = []
+            continue
+        sub, _, parts = token.rstrip(";").partition(":")
+        out[label] += [f"{sub}:{p}" for p in parts.strip("[]").split(",") if p]
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def scenario_streams_group(bs: str, classpath: str, workdir: Path) -> None:
+    """A Kafka Streams word count (``group.protocol=streams``, KIP-1071) described by kbroker
+    and by Kafka's ``kafka-streams-groups --describe`` (``--state``, ``--members``,
+    ``--offsets``, each ``--verbose``) for the same group: state, epochs, members with their
+    process, client id, epoch and tasks (current and target), committed offsets, log end
+    offsets and lag — then deleted once its instance has left."""
+    from compat_tests.cli import run_tool
+    from tests.support.kafka_streams_app import (ALL_TASKS, APP, App, counts, produce,
+                                                 wait_for)
+    b = ("-b", bs)
+    ok("topics", "create", "lines", "--partitions", "4", *b)
+    ok("topics", "create", "counts", "--partitions", "1", *b)
+    produce(bs, ["to be or not to be", "that is the question"] * 5)
+    app = App(classpath, bs, workdir, "cli", 7431)
+
+    def kafka(*flags):
+        r = run_tool("kafka-streams-groups", ["--bootstrap-server", bs, "--describe", "--group", APP,
+                                              *flags, "--verbose"]).check()
+        return _kafka_streams_rows(r.stdout)
+
+    def num(cell: str) -> int | None:
+        return None if cell == "-" else int(cell)
+
+    def both():
+        """(kbroker's view, Kafka's tool's view) of the same facts, read one after the other."""
+        [d] = js("groups", "describe", APP, *b)
+        ours = {"state": (d["state"], d["group_epoch"], d["assignment_epoch"], d["members"]),
+                "members": sorted((m["consumer_id"], m["member_epoch"], m["process_id"], m["client_id"],
+                                   m["topology_epoch"], sorted(m["active_tasks"]),
+                                   sorted(m["target_active_tasks"])) for m in d["member_list"]),
+                "offsets": sorted((r["topic"], r["partition"], r["current_offset"], r["log_end_offset"],
+                                   r["lag"]) for r in d["offsets"])}
+        header, *rows = kafka("--state")
+        st = [dict(zip(header, r)) for r in rows]     # "COORDINATOR (ID)": two cells in both
+        header, *rows = kafka("--members")
+        members = [dict(zip(header, r)) for r in rows]
+        header, *rows = kafka("--offsets")
+        offsets = [dict(zip(header, r)) for r in rows]
+        theirs = {"state": [(r["STATE"], num(r["GROUP-EPOCH"]), num(r["TARGET-ASSIGNMENT-EPOCH"]),
+                             num(r["#MEMBERS"])) for r in st][0],
+                  "members": sorted((m["MEMBER"], num(m["MEMBER-EPOCH"]), m["PROCESS"], m["CLIENT-ID"],
+                                     num(m["TOPOLOGY-EPOCH"]), _kafka_tasks(m["ASSIGNMENTS"]).get("ACTIVE", []),
+                                     _kafka_tasks(m["ASSIGNMENTS"]).get("TARGET-ACTIVE", []))
+                                    for m in members),
+                  "offsets": sorted((r["TOPIC"], num(r["PARTITION"]), num(r["CURRENT-OFFSET"]),
+                                     num(r["LOG-END-OFFSET"]), num(r["OFFSET-LAG"])) for r in offsets)}
+        return ours, theirs
+
+    try:
+        wait_for("the word counts", lambda: counts(bs).get("to") == 10, [app], timeout=180)
+        wait_for("every task running", lambda: app.tasks() == ALL_TASKS, [app])
+        # the app commits every 100 ms: once both tools read the same state twice in a row,
+        # nothing is moving; a difference that stays is a difference between the brokers
+        deadline = time.monotonic() + 60
+        while True:
+            ours, theirs = both()
+            if ours == theirs or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert ours == theirs
+        state, group_epoch, assignment_epoch, members = ours["state"]
+        assert (state, members) == ("Stable", 1) and group_epoch == assignment_epoch >= 1
+        [(member, epoch, process, client, topology_epoch, active, target)] = ours["members"]
+        assert active == target == sorted(t.replace("_", ":") for t in ALL_TASKS)
+        assert epoch == assignment_epoch and client.startswith(f"{APP}-{process}-StreamThread-1")
+        repartition = f"{APP}-words-repartition"
+        assert {(t, p) for t, p, *_ in ours["offsets"]} == {
+            (t, p) for t in ("lines", repartition) for p in range(4)}
+        assert all(lag == 0 for *_, lag in ours["offsets"])
+        # the text forms say the same: the header line, one row per partition, the member's tasks
+        text = ok("groups", "describe", APP, *b).stdout
+        assert text.splitlines()[0] == (f"Group: {APP}  Type: streams  State: Stable  Members: 1  "
+                                        f"GroupEpoch: {group_epoch}  AssignmentEpoch: {assignment_epoch}")
+        assert sorted((r["TOPIC"], int(r["PARTITION"]), int(r["CURRENT-OFFSET"]), int(r["LOG-END-OFFSET"]),
+                       int(r["LAG"])) for r in table(text)) == ours["offsets"]
+        [row] = table(ok("groups", "describe", APP, "--members", *b).stdout)
+        assert (row["CONSUMER-ID"], row["MEMBER-EPOCH"]) == (member, str(epoch))
+        assert sorted(row["ACTIVE-TASKS"].split(",")) == active
+        listed = {g["group"]: (g["type"], g["state"]) for g in js("groups", "list", *b)}
+        assert listed[APP] == ("streams", "Stable")
+        # a group with a member is not deleted, by either tool's rule
+        failed("groups", "delete", APP, *b)
+    finally:
+        app.stop()
+    eventually_equal(lambda: js("groups", "describe", APP, *b)[0]["state"], "Empty")
+    assert ok("groups", "delete", APP, *b).stdout.strip() == f"Deleted group '{APP}'."
+    listed = run_tool("kafka-streams-groups", ["--bootstrap-server", bs, "--list"]).check()
+    assert APP not in listed.stdout.split()

@@ -64,3 +64,14 @@ def test_group_types(bs, topic_name):
     from compat_tests.kafka_runner import kafka_libs
     kafka_libs()
     s.scenario_group_types(bs, topic_name)
+
+
+@pytest.mark.slow
+def test_streams_group_described_as_kafka_streams_groups_does(bs, tmp_path):
+    """A Kafka Streams app (group.protocol=streams) on the target: ``kbroker groups describe``
+    of its group against Kafka's ``kafka-streams-groups --describe`` (state, epochs, members,
+    tasks, offsets and lag), then deleted once empty. Two JVMs besides the target: slow."""
+    from compat_tests.kafka_runner import kafka_libs
+    from tests.support.kafka_streams_app import build_classpath
+    kafka_libs()
+    s.scenario_streams_group(bs, build_classpath(tmp_path / "classes"), tmp_path)
