@@ -608,3 +608,56 @@ def scenario_streams_group(bs: str, classpath: str, workdir: Path) -> None:
     assert ok("groups", "delete", APP, *b).stdout.strip() == f"Deleted group '{APP}'."
     listed = run_tool("kafka-streams-groups", ["--bootstrap-server", bs, "--list"]).check()
     assert APP not in listed.stdout.split()
+
+
+def share_start_offsets_after_acknowledgements(bs: str, topic: str) -> list[tuple[int, int]]:
+    """A share consumer (confluent-kafka, from the earliest offset) reads five records in one
+    poll and acknowledges them with one commit, then one more record likewise; after each
+    round, the (start offset, lag) that ``kbroker groups describe`` reads from the group's
+    coordinator (DescribeShareGroupOffsets), checked against ``kafka-share-groups --describe``
+    on the same broker."""
+    from confluent_kafka import Producer, ShareConsumer
+
+    from compat_tests.cli import run_tool
+    b = ("-b", bs)
+    group = f"gstart-{topic}"
+    ok("topics", "create", topic, "--partitions", "1", *b)
+    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    producer = Producer({"bootstrap.servers": bs, "linger.ms": 50})
+    c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "log_level": 0})
+    c.subscribe([topic])
+    answers = []
+    try:
+        for n in (5, 1):
+            for i in range(n):
+                producer.produce(topic, f"r{i}".encode(), partition=0)
+            assert producer.flush(30) == 0
+            deadline = time.monotonic() + 60
+            got = []
+            while not got:
+                assert time.monotonic() < deadline, "the share consumer read nothing"
+                got = [m for m in c.poll(0.5) or () if m.error() is None]
+            assert len(got) == n, f"{len(got)} of {n} records in one poll: more than one acknowledgement"
+            c.commit_sync()
+
+            def described():
+                [d] = js("groups", "describe", group, *b)
+                return [(r["start_offset"], r["lag"]) for r in d["offsets"]]
+            # both brokers answer the commit once the state is written; read until two reads a
+            # second apart agree all the same, so that a later background write would show
+            last = described()
+            while True:
+                time.sleep(1)
+                now = described()
+                if now == last:
+                    break
+                assert time.monotonic() < deadline, f"the start offset keeps moving: {last} then {now}"
+                last = now
+            [(start, lag)] = now
+            rows = table(run_tool("kafka-share-groups", ["--bootstrap-server", bs, "--describe",
+                                                        "--group", group]).check().stdout)
+            assert [(r["START-OFFSET"], r["LAG"]) for r in rows] == [(str(start), str(lag))]
+            answers.append((start, lag))
+    finally:
+        c.close()
+    return answers
