@@ -476,7 +476,7 @@ def scenario_group_types(bs: str, topic: str) -> None:
 
         _until("the share consumer's reads", lambda: read["share"] >= 10)
         # no lag once every record is acknowledged; where the start offset then stands differs
-        # (Kafka 4.3.1 keeps 0 here, kbroker moves it past the acknowledged records): compared
+        # (Kafka keeps 0 here, kbroker moves it past the acknowledged records: FINDINGS F-970): compared
         # with what Kafka's own tool prints for the same group on the same broker
         s = _until("the share group's acknowledgements", lambda: (
             (x := kb_offsets(share))["state"] == "Stable"
