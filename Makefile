@@ -4,11 +4,18 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# the Docker SDK in .venv (docker_tests/; rule below)
+DOCKER_STAMP := $(VENV)/.docker-installed
 # Kafka's message definitions of the pinned release (tools/kafka_dist/pom.xml), extracted from
 # its sources jars by tools/fetch_protocol.sh: the reference of the schema tests and of
 # tools/genschema.py (which regenerates kbroker/wire/schema/messages.json from them).
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tools/kafka_dist/pom.xml | head -n1)
 KAFKA_PROTOCOL ?= .cache/kafka-protocol/$(KAFKA_VERSION)
+# Python writes its bytecode caches (__pycache__/, ignored by git). A test run starts hundreds of
+# Python processes (brokers, nodes of clusters, CLI commands); without the caches each one
+# compiles kbroker's sources again, about 0.8 s of CPU per broker start on this kind of machine.
+# Some environments set PYTHONDONTWRITEBYTECODE: make does not pass it on to what it runs.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: all setup run test test-fast test-fast-setup print-protocol flake-hunt clean protocol schema
 
@@ -33,32 +40,65 @@ schema: protocol
 run: $(STAMP)
 	$(PY) -m kbroker serve --dev
 
-# The whole suite: unit and real-client tests, then the compatibility suite against both
-# kbroker and a real Apache Kafka (its non-slow part; `make compat` runs all of it), then
-# Spark's Kafka connector against both (its own pytest session: it shares compat fixtures),
-# then the container image's smoke tests (docker-test).
-# tests/ and compat_tests/ run on pytest-xdist workers: most of their time is waiting
-# (process and JVM start-ups, timeouts, clients' backoffs), not CPU. tests/ by file (a
-# module's broker or cluster is started once), files with slow tests first; compat_tests/ one
-# worker per target (tests/conftest.py, compat_tests/conftest.py). The seeded fault test
-# (SERIAL_TESTS) runs after the others, alone: its timing-sensitive schedules are meant for a
-# quiet machine. TEST_WORKERS=0 and COMPAT_WORKERS=0 run each suite in one process, as before.
+# The whole suite, in two phases.
+# 1. tests/ (unit and real-client tests) on pytest-xdist workers, by file (a module's broker or
+#    cluster is started once), files with slow tests first (tests/conftest.py); then the seeded
+#    fault test (SERIAL_TESTS) alone: its timing-sensitive schedules are meant for a quiet
+#    machine.
+# 2. Side by side (`make -j -O`, each one's output printed whole when it ends): the
+#    compatibility suite against both kbroker and a real Apache Kafka (its non-slow part; `make
+#    compat` runs all of it; one worker per target, compat_tests/conftest.py), Spark's Kafka
+#    connector against both (test-spark), and the container image's tests (docker-test). Each
+#    of the three spends much of its time waiting on JVM start-ups, containers and clients'
+#    backoffs, which the others fill.
+# Measured on 2 cores, the suite is CPU-bound, not wait-bound: more workers do not make it
+# faster. TEST_WORKERS=0 and COMPAT_WORKERS=0 run a suite in one process; SIDE_BY_SIDE=1 runs
+# phase 2's parts one after the other.
 TEST_WORKERS ?= 4
 COMPAT_WORKERS ?= 2
+SIDE_BY_SIDE ?= 3
 SERIAL_TESTS := tests/cluster/test_replication_faults.py
 XDIST_TESTS := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(SERIAL_TESTS:%=--ignore=%))
 XDIST_COMPAT := $(if $(filter-out 0,$(COMPAT_WORKERS)),-n $(COMPAT_WORKERS) --dist loadgroup)
-test: setup protocol kp2 kafka-dist kafka-streams-dist kcat faketime fuse3 netns kafkajs franzgo sr-clients spark-setup console-browser
+test: test-setup
 	@date -u +"test: tests/ from %T"
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25 $(XDIST_TESTS)
 	$(if $(XDIST_TESTS),$(PY) -m pytest -q $(SERIAL_TESTS) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5)
-	@date -u +"test: compat_tests/ from %T"
-	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md --durations=15 $(XDIST_COMPAT)
-	@date -u +"test: spark_tests/ from %T"
-	$(MAKE) --no-print-directory test-spark
-	@date -u +"test: docker_tests/ from %T"
-	$(MAKE) --no-print-directory docker-test
+	@date -u +"test: compat_tests/, spark_tests/ and docker_tests/ from %T"
+	$(MAKE) --no-print-directory -k -j$(SIDE_BY_SIDE) --output-sync=target test-compat test-spark-timed docker-test-timed
 	@date -u +"test: done at %T"
+
+# Everything the suite installs, in three chains side by side (each one's steps in order): what
+# goes into .venv (pip, one installer at a time), the jars (one Maven local repository), and the
+# rest (Debian packages, one apt at a time; the other virtualenv; Node and Go clients).
+.PHONY: test-setup test-setup-venv test-setup-jars test-setup-tools
+test-setup:
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-setup-venv test-setup-jars test-setup-tools
+
+test-setup-venv:
+	$(MAKE) --no-print-directory -j1 setup $(SPARK_STAMP) playwright $(DOCKER_STAMP)
+
+test-setup-jars:
+	$(MAKE) --no-print-directory -j1 protocol kafka-dist kafka-streams-dist spark-dist
+
+test-setup-tools:
+	$(MAKE) --no-print-directory -j1 kcat faketime fuse3 netns chromium kp2 kafkajs franzgo sr-clients
+
+.PHONY: test-compat test-spark-timed docker-test-timed
+test-compat: setup kafka-dist kcat netns kafkajs franzgo
+	@date -u +"test-compat: compat_tests/ from %T"
+	$(PY) -m pytest -q compat_tests -m "not slow" --matrix=compat_tests/results/matrix.md --durations=15 $(XDIST_COMPAT)
+	@date -u +"test-compat: compat_tests/ done at %T"
+
+test-spark-timed:
+	@date -u +"test-spark: spark_tests/ from %T"
+	$(MAKE) --no-print-directory test-spark
+	@date -u +"test-spark: spark_tests/ done at %T"
+
+docker-test-timed:
+	@date -u +"docker-test: docker_tests/ (with the images) from %T"
+	$(MAKE) --no-print-directory docker-test
+	@date -u +"docker-test: docker_tests/ done at %T"
 
 # The inner loop: no slow tests, no compatibility suite, stop at the first failure; on the
 # same workers as tests/ in `make test`.
@@ -89,7 +129,7 @@ clean:
 COMPAT_TARGETS ?= kafka,kbroker
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: kafka-dist kafka-streams-dist kcat faketime fuse3 netns compat console-browser
+.PHONY: kafka-dist kafka-streams-dist kcat faketime fuse3 netns compat console-browser chromium playwright
 
 kafka-dist:
 	bash tools/fetch_kafka.sh
@@ -121,8 +161,12 @@ netns:
 # The web console's browser tests (tests/console/test_console_browser.py): Debian's chromium,
 # driven by Playwright for Python through executable_path (no browser download, ever).
 PLAYWRIGHT := playwright==1.65.2
-console-browser: setup
+console-browser: chromium playwright
+
+chromium:
 	command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+
+playwright: setup
 	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install -q '$(PLAYWRIGHT)'
 
 compat: setup kafka-dist kcat netns kafkajs franzgo
@@ -307,7 +351,6 @@ KBROKER_IMAGE ?= kbroker:test
 # the one place the version is written (also read by pyproject.toml and `kbroker --version`)
 KBROKER_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' kbroker/__init__.py)
 KBROKER_CLIENT_IMAGE ?= kbroker-test-client:latest
-DOCKER_STAMP := $(VENV)/.docker-installed
 
 .PHONY: docker-engine docker-image docker-test dist
 

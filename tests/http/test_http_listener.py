@@ -173,8 +173,13 @@ async def test_not_ready_from_the_start_of_a_shutdown(tmp_path, nursery):
     port = server.http.port
     client = await RawClient.connect(server)
     md = messages.get("MetadataRequest")
-    await client.request("Metadata", 4, topics=[md.MetadataRequestTopic(name="parked")],
-                         allow_auto_topic_creation=True)
+    with trio.fail_after(30):     # the topic exists with a leader before the fetch parks on it
+        while True:
+            resp = await client.request("Metadata", 4, topics=[md.MetadataRequestTopic(name="parked")],
+                                        allow_auto_topic_creation=True)
+            if resp.topics[0].error_code == 0 and resp.topics[0].partitions:
+                break
+            await trio.sleep(0.01)
     fetch = messages.get("FetchRequest")
     parked = trio.Event()
 
@@ -182,7 +187,7 @@ async def test_not_ready_from_the_start_of_a_shutdown(tmp_path, nursery):
         parked.set()
         # answered or cut by the forced stop at the end: either is fine here
         with contextlib.suppress(AssertionError, trio.BrokenResourceError, trio.ClosedResourceError):
-            await client.request("Fetch", 4, replica_id=-1, max_wait_ms=15_000, min_bytes=1,
+            await client.request("Fetch", 4, replica_id=-1, max_wait_ms=300_000, min_bytes=1,
                                  max_bytes=1 << 20, isolation_level=0, topics=[
                                      fetch.FetchTopic(topic="parked", partitions=[
                                          fetch.FetchPartition(partition=0, fetch_offset=0,
