@@ -105,6 +105,9 @@ async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dic
         raise ApiFailure(g.error_code, g.error_message or f"cannot describe group '{group_id}': "
                                                           f"{error_name(g.error_code)}")
     members, owner = [], {}
+    # a streams task (subtopology s, partition p) reads partition p of s's input topics
+    inputs = {s["subtopology"]: s["source_topics"] + s["repartition_source_topics"]
+              for s in _subtopologies(g)} if kind == "streams" else {}
     for m in g.members:
         tasks = None
         if kind == "streams":
@@ -113,6 +116,10 @@ async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dic
                         for t in (a.active_tasks if a is not None else ()) or ()]
             tasks = {k: _tasks(getattr(a, f"{k}_tasks", None) if a is not None else None)
                      for k in ("active", "standby", "warmup")}
+            for task in tasks["active"]:
+                for topic in inputs.get(task["subtopology"], ()):
+                    for p in task["partitions"]:
+                        owner[(topic, p)] = m.member_id
         else:
             assigned = _tps(m.assignment)
             for x in assigned:

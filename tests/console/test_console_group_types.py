@@ -307,9 +307,12 @@ def test_streams_group_page_in_a_browser(browser, console, console_broker, tmp_p
         expect(page.locator('#topology tr[data-subtopology="0"]')).to_contain_text(REPARTITION)
         expect(page.locator('#topology tr[data-subtopology="1"]')).to_contain_text(CHANGELOG)
         expect(page.locator("#offsets tbody tr")).to_have_count(len(d["offsets"]))
+        # each input partition's row names the member running the task that reads it
+        assert {o["member_id"] for o in d["offsets"]} == {m["member_id"]}
         for o in d["offsets"]:
-            expect(page.locator(f'#offsets tr[data-tp="{o["topic"]}:{o["partition"]}"] td').nth(2)).to_have_text(
-                str(o["committed_offset"]))
+            cells = page.locator(f'#offsets tr[data-tp="{o["topic"]}:{o["partition"]}"] td')
+            expect(cells.nth(2)).to_have_text(str(o["committed_offset"]))
+            expect(cells.nth(5)).to_have_text(m["member_id"])
         assert {o["topic"] for o in d["offsets"]} == {"lines", REPARTITION}
         expect(page.locator("#group-lag")).to_have_text("0")
         shot(page, "group-streams", full=True)
