@@ -408,6 +408,27 @@ def scenario_users(bs: str) -> None:
     failed("users", "set-password", user, "--password", "x", "--iterations", "100", *b)
 
 
+def scenario_share_consume(bs: str, topic: str) -> None:
+    """``kbroker consume --share-group``: the records the share group hands out, each printed
+    once and acknowledged; what ``-c`` did not print is released and goes to the next member;
+    the flags a share group has no use for are usage errors."""
+    group = f"gshc-{topic}"
+    b = ("-b", bs)
+    ok("topics", "create", topic, "--partitions", "1", *b)
+    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    ok("produce", topic, "-p", "0", *b, input="a\nb\nc\n")
+    first = ok("consume", topic, "--share-group", group, "-c", "2", "-f", "%o %v\\n", *b).stdout
+    assert first.splitlines() == ["0 a", "1 b"]
+    rest = ok("consume", topic, "--share-group", group, "-c", "1", "--idle-timeout", "30",
+              "-f", "%o %v\\n", *b).stdout
+    assert rest.splitlines() == ["2 c"]
+    [d] = js("groups", "describe", group, *b)
+    assert d["type"] == "share" and [(r["partition"], r["lag"]) for r in d["offsets"]] == [(0, 0)]
+    for flag in (("-e",), ("-g", "x"), ("-o", "beginning"), ("-p", "0")):
+        r = usage_error("consume", topic, "--share-group", group, *flag, *b)
+        assert "--share-group does not take" in r.stderr, r.stderr
+
+
 def _until(what, check, timeout: float = 60):
     deadline = time.monotonic() + timeout
     while not (got := check()):

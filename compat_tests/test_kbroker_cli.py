@@ -77,6 +77,10 @@ def test_streams_group_described_as_kafka_streams_groups_does(bs, tmp_path):
     s.scenario_streams_group(bs, build_classpath(tmp_path / "classes"), tmp_path)
 
 
+def test_consume_as_a_share_group(bs, topic_name):
+    s.scenario_share_consume(bs, topic_name)
+
+
 # After the same acknowledgements, Kafka's answer (FINDINGS F-970): Kafka writes the
 # share-partition's state with the start offset it had before the acknowledged records, and
 # moves it past them in memory once the write is done (SharePartition's

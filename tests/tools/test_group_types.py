@@ -166,23 +166,7 @@ def test_share_group(bs):
 
 
 def test_consume_as_a_share_group(bs):
-    """``kbroker consume --share-group``: the records the share group hands out, each printed
-    once and acknowledged; what ``-c`` did not print is released and goes to the next member;
-    the flags a share group has no use for are usage errors."""
-    topic, group = f"shc-{uuid.uuid4().hex[:8]}", f"gshc-{uuid.uuid4().hex[:8]}"
-    b = ("-b", bs)
-    s.ok("topics", "create", topic, "--partitions", "1", *b)
-    s.ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
-    s.ok("produce", topic, "-p", "0", *b, input="a\nb\nc\n")
-    first = s.ok("consume", topic, "--share-group", group, "-c", "2", "-f", "%o %v\\n", *b).stdout
-    assert first.splitlines() == ["0 a", "1 b"]
-    rest = s.ok("consume", topic, "--share-group", group, "-c", "1", "--idle-timeout", "30", "-f", "%o %v\\n", *b).stdout
-    assert rest.splitlines() == ["2 c"]
-    [d] = s.js("groups", "describe", group, *b)
-    assert d["type"] == "share" and [(r["partition"], r["lag"]) for r in d["offsets"]] == [(0, 0)]
-    for flag in (("-e",), ("-g", "x"), ("-o", "beginning"), ("-p", "0")):
-        r = s.usage_error("consume", topic, "--share-group", group, *flag, *b)
-        assert "--share-group does not take" in r.stderr, r.stderr
+    s.scenario_share_consume(bs, f"shc-{uuid.uuid4().hex[:8]}")
 
 
 @pytest.mark.slow
