@@ -2,7 +2,7 @@
 """kbroker vs Apache Kafka on this machine: `make bench` (full) and `make bench-quick`.
 
     .venv/bin/python -m benchmarks.bench [--quick] [--brokers kbroker,kafka] [--reps N]
-                                        [--only produce,consume,latency,startup,memory,metadata,security]
+                                        [--only produce,consume,latency,startup,memory,metadata,security,scale]
                                         [--publish] [--profile DIR]
 
 Runs the plan of benchmarks/harness/plan.py against each broker in turn (see
@@ -79,6 +79,10 @@ def main(argv=None) -> int:
     ap.add_argument("--publish", action="store_true",
                     help="write the table into benchmarks/README.md and charts into benchmarks/charts")
     ap.add_argument("--profile", type=Path, help="py-spy profile of kbroker's loads into DIR")
+    ap.add_argument("--scale-sizes", metavar="P,C,M,N",
+                    help="scale rows' sizes: partitions, connections, group members, idempotent "
+                         "producers (default: the plan's; full 100000,10000,500,1000)")
+    ap.add_argument("--latency-rates", metavar="R,...", help="fixed-rate latency rows, records/s")
     ap.add_argument("--out", type=Path, help="results folder (default benchmarks/results/<plan>)")
     a = ap.parse_args(argv)
 
@@ -86,6 +90,11 @@ def main(argv=None) -> int:
     if a.reps:
         plan.reps = a.reps
         plan.consume_reps = a.reps
+    if a.scale_sizes:
+        p, c, m, n = (int(x) for x in a.scale_sizes.split(","))
+        plan.scale = plans.Scale(partitions=p, connections=c, group_members=m, producers=n)
+    if a.latency_rates:
+        plan.latency_rates = tuple(int(x) for x in a.latency_rates.split(","))
     only = set(a.only.split(",")) if a.only else None
     out = a.out or HERE / "results" / plan.name
     out.mkdir(parents=True, exist_ok=True)

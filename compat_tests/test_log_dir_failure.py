@@ -98,11 +98,9 @@ def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, 
         # --- Metadata and DescribeTopicPartitions name the broker offline for the replicas of
         # the failed dir and only those; those partitions have no leader any more
         node = call(port, 3, 12, M.MetadataRequest(topics=[], allow_auto_topic_creation=False)).brokers[0].node_id
-        # The ISR those partitions keep differs, and not because of the offline replica: Kafka
-        # 4.3.1 finalizes eligible.leader.replicas.version 1 (KIP-966), which lets the
-        # controller empty the ISR; kbroker has no ELR and keeps the last member, as Kafka's
-        # controller does without ELR (FINDINGS F-950).
-        left_isr = [] if target == "kafka" else [node]
+        # Both finalize eligible.leader.replicas.version 1 (KIP-966): the controller empties
+        # the ISR and keeps its last member as an eligible leader replica (FINDINGS F-950, closed).
+        left_isr = []
         bad_p = (E.LEADER_NOT_AVAILABLE, -1, [node], left_isr, [node])
         good_p = (E.NONE, node, [node], [node], [])
         want = {p: bad_p if p in on_bad else good_p for p in range(4)}

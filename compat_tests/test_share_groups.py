@@ -114,42 +114,32 @@ def _raw(bootstrap: str):
     return Connection((host, int(port)), timeout=30)
 
 
-def _join_and_fetch(conn, group: str, member: str, topic: str, topic_id, deadline: float):
-    """Join the share group as ``member`` and ShareFetch (session epoch 0, then 1, 2, …) until
-    records are acquired; returns [(first offset, last offset, delivery count)]."""
-    from kbroker.wire import messages as M
-    F = M.ShareFetchRequest
-    hb = None
-    while time.time() < deadline:
-        hb = conn.request(76, 1, M.ShareGroupHeartbeatRequest(
-            group_id=group, member_id=member, member_epoch=0 if hb is None or hb.error_code else hb.member_epoch,
-            rack_id=None, subscribed_topic_names=[topic] if hb is None or hb.error_code else None))
-        if hb.error_code == 0 and hb.assignment is not None and hb.assignment.topic_partitions:
-            break
-        time.sleep(0.2)
-    epoch = 0
-    while time.time() < deadline:
-        r = conn.request(78, 1, F(
-            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=1000,
-            min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500,
-            topics=[F.FetchTopic(topic_id=topic_id, partitions=[F.FetchPartition(
-                partition_index=0, partition_max_bytes=0, acknowledgement_batches=[])])],
-            forgotten_topics_data=[]))
-        assert r.error_code == 0, r
-        epoch += 1
-        got = [(a.first_offset, a.last_offset, a.delivery_count)
-               for t in r.responses for p in t.partitions for a in p.acquired_records]
-        if got:
-            return got
-    raise AssertionError(f"{member} acquired nothing")
+# A share consumer in a process of its own: it joins, polls until it holds every record of the
+# topic (explicit acknowledgement: nothing is acknowledged) or a minute has passed, says which,
+# and waits to be killed.
+_HOLDER = """
+import sys, time
+from confluent_kafka import ShareConsumer
+bootstrap, group, topic, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                   "share.acknowledgement.mode": "explicit"})
+c.subscribe([topic])
+held, deadline = [], time.time() + 60
+while len(held) < n and time.time() < deadline:
+    held += [(m.offset(), m.delivery_count()) for m in c.poll(0.5) if m.error() is None]
+print("held", sorted(held), flush=True)
+time.sleep(600)
+"""
 
 
 def test_killed_share_consumer_records_go_to_another_member_at_once(bootstrap, topic_name):
-    """A share consumer whose connection drops mid-batch (killed: no final ShareFetch, no
-    acknowledgement) has its acquired records released when the connection closes, so another
-    member gets them again (delivery count 2) long before the acquisition lock (60 s here)
-    would have expired — Kafka's share session cache on disconnect."""
-    from kbroker.wire import messages as M
+    """A share consumer process killed (SIGKILL) mid-batch — holding five records it never
+    acknowledged, no final ShareFetch, no leave — has them released when its connections
+    drop, so another member of the group gets them again (delivery count 2) long before the
+    acquisition lock (60 s here) would have expired: Kafka's share session cache on
+    disconnect, on both brokers."""
+    import subprocess
+    import sys
     create_topic(bootstrap, topic_name)
     group = f"{topic_name}-share"
     a = AdminClient({"bootstrap.servers": bootstrap})
@@ -158,25 +148,28 @@ def test_killed_share_consumer_records_go_to_another_member_at_once(bootstrap, t
     for f in a.incremental_alter_configs([ConfigResource("GROUP", group, incremental_configs=entries)]).values():
         f.result()
     _produce(bootstrap, topic_name, 5)
-    first = _raw(bootstrap)
-    md = first.request(3, 12, M.MetadataRequest(topics=[M.MetadataRequest.MetadataRequestTopic(name=topic_name)],
-                                                allow_auto_topic_creation=False))
-    topic_id = md.topics[0].topic_id
-    for _ in range(100):
-        fc = first.request(10, 4, M.FindCoordinatorRequest(key_type=0, coordinator_keys=[group]))
-        if fc.coordinators[0].error_code == 0:
-            break
-        time.sleep(0.2)
-    taken = _join_and_fetch(first, group, "killed-member", topic_name, topic_id, time.time() + 30)
-    assert taken == [(0, 4, 1)]
-    first.close()                       # the consumer dies holding the five records
-    second = _raw(bootstrap)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, bootstrap, group, topic_name, "5"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        line = holder.stdout.readline()            # blocks until it holds the records (or dies)
+        assert line.strip() == "held [(0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]", line
+    finally:
+        holder.kill()                              # the consumer dies holding the five records
+        holder.wait(timeout=30)
+        holder.stdout.close()
+    killed_at = time.monotonic()
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic_name])
+    again: list = []
     try:
         # well inside the 60 s lock: only the release on disconnect can hand them over
-        again = _join_and_fetch(second, group, "other-member", topic_name, topic_id, time.time() + 30)
+        while len(again) < 5 and time.monotonic() < killed_at + 40:
+            again += [(m.offset(), m.delivery_count()) for m in c.poll(0.5) if m.error() is None]
+        waited = time.monotonic() - killed_at
     finally:
-        second.close()
-    assert again == [(0, 4, 2)]
+        c.close()
+    assert sorted(again) == [(o, 2) for o in range(5)], (again, waited)
 
 
 def test_share_fetch_max_records_whole_batches_one_partition_per_answer(bootstrap, topic_name):
@@ -233,3 +226,66 @@ def test_share_fetch_max_records_whole_batches_one_partition_per_answer(bootstra
     assert all(len(a) == 1 for a in answers), answers
     assert sorted(q for a in answers for q in a) == [0, 1, 2]
     assert all(acq == [(0, 4, 1)] for a in answers for acq in a.values()), answers
+
+
+def test_rejected_record_goes_to_the_dead_letter_topic(bootstrap, topic_name):
+    """KIP-1191 (share.version 2, finalized on a new cluster by both): a record a share
+    consumer rejects is written to the group's dead-letter topic (one allowing it, with the
+    ``dlq.`` prefix) with the original key and value (``copy.record.enable``) and the
+    ``__dlq.errors.*`` headers; a DLQ name starting with ``__`` is refused."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka.admin import NewTopic
+    group, dlq = f"{topic_name}-share", f"dlq.{topic_name}"
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    a.create_topics([NewTopic(dlq, 1, 1, config={"errors.deadletterqueue.group.enable": "true"})])[dlq].result()
+    create_topic(bootstrap, topic_name)
+
+    def group_config(*pairs):
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in pairs]
+        for f in a.incremental_alter_configs([ConfigResource("GROUP", group, incremental_configs=entries)]).values():
+            f.result()
+    try:
+        group_config(("errors.deadletterqueue.topic.name", "__" + topic_name))
+        refused = None
+    except KafkaException as e:
+        refused = e.args[0].name()
+    assert refused == "INVALID_CONFIG"
+    group_config(("share.auto.offset.reset", "earliest"), ("errors.deadletterqueue.topic.name", dlq),
+                 ("errors.deadletterqueue.copy.record.enable", "true"))
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(3):
+        p.produce(topic_name, value=f"r{i}".encode(), key=f"k{i}".encode())
+    p.flush()
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic_name])
+    try:
+        got: list = []
+        deadline = time.time() + 30
+        while len(got) < 3 and time.time() < deadline:
+            got += [m for m in c.poll(0.5) if m.error() is None]
+        assert sorted(m.offset() for m in got) == [0, 1, 2]
+        for m in got:
+            c.acknowledge(m, AcknowledgeType.REJECT if m.offset() == 2 else AcknowledgeType.ACCEPT)
+        c.commit_sync()
+    finally:
+        c.close()
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic_name}-reader",
+                       "enable.auto.commit": False})
+    reader.assign([TopicPartition(dlq, 0, 0)])
+    letters: list = []
+    try:
+        deadline = time.time() + 60          # Kafka's DLQ manager sends from a thread of its own
+        while not letters and time.time() < deadline:
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                letters.append(m)
+    finally:
+        reader.close()
+    assert len(letters) == 1, "no dead letter"
+    [m] = letters
+    assert (m.key(), m.value()) == (b"k2", b"r2")
+    assert dict((k, v.decode()) for k, v in m.headers()) == {
+        "__dlq.errors.topic": topic_name, "__dlq.errors.partition": "0", "__dlq.errors.offset": "2",
+        "__dlq.errors.group": group, "__dlq.errors.delivery.count": "1",
+        "__dlq.errors.message": "Offset rejected by client."}

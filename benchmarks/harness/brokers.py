@@ -9,7 +9,9 @@ serves and stop it without leaving orphans. The benchmark only changes two thing
 * `timed_start()` measures *process start → first produce acknowledged*: the clock starts just
   before ``Popen`` (after ``prepare()``, i.e. after Kafka's ``kafka-storage format``, which
   kbroker does not need — a choice in Kafka's favour) and stops when a librdkafka producer
-  started at the same moment gets its delivery report.
+  started at the same moment gets its delivery report. The broker's CPU time (user + system,
+  all threads, from /proc) is read at that moment too (`broker.start_cpu_s`).
+* kbroker is started as ``kbroker serve`` (the venv's console script), as a user runs it.
 
 Both brokers get the same behaviour-relevant configs (`COMMON_CONFIG`), by Kafka name.
 """
@@ -52,7 +54,9 @@ class KBrokerBench(KBrokerProcess):
     start_timeout = 120.0  # a 10,000-partition data dir takes a while to open
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "kbroker", "serve", "--data-dir", str(self.data_dir)]
+        script = Path(sys.executable).with_name("kbroker")
+        cmd = [str(script)] if script.exists() else [sys.executable, "-m", "kbroker"]
+        cmd += ["serve", "--data-dir", str(self.data_dir)]
         if "listeners" not in self.overrides:      # the security group sets its own listeners
             cmd += ["--listen", self.bootstrap_servers]
         for key, value in self.overrides.items():
@@ -126,6 +130,7 @@ def timed_start(broker, first_produce_topic: str, timeout: float = 180.0) -> flo
         raise BrokerStartError(f"{broker.target}: no produce acknowledged after start:\n"
                                f"{out_text}\n{err_text}")
     seconds = float(out_text.strip().splitlines()[-1]) - t0
+    broker.start_cpu_s = cpu_seconds(broker.proc.pid)
     try:
         wait_until_serving(broker.host, broker.port, need_metadata=broker.need_metadata,
                            deadline=time.monotonic() + 60, alive=broker.is_running)
@@ -133,6 +138,19 @@ def timed_start(broker, first_produce_topic: str, timeout: float = 180.0) -> flo
         broker.kill()
         raise BrokerStartError(f"{broker.target} stopped serving after start: {exc}") from None
     return seconds
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (all its threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def rss_bytes(pid: int) -> tuple[int, int]:

@@ -51,6 +51,18 @@ class Plan:
     metadata_reps: int
     notes: list[str] = field(default_factory=list)
     security_bytes: int = 128 * MIB  # security group: per produce run and per consume run
+    latency_rates: tuple[int, ...] = (1000, 10_000, 50_000)  # fixed-rate latency rows (latency.py)
+    latency_cluster: bool = True     # the acks=all rows on three nodes
+    scale: "Scale | None" = None     # scale rows (scale.py); None: not run
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of the scale rows (benchmarks/harness/scale.py)."""
+    partitions: int = 100_000        # on one node: create, restart, RSS, full Metadata
+    connections: int = 10_000        # idle client connections, each after one ApiVersions
+    group_members: int = 500         # classic consumer group members joining at once
+    producers: int = 1_000           # idempotent producers, one batch each
 
 
 def _produce_full() -> list[Produce]:
@@ -73,7 +85,7 @@ def full() -> Plan:
     return Plan(name="full", reps=3, produce=_produce_full(), consume_bytes=2 * GIB,
                 consume_reps=3, e2e_records=3000, latency_rate=500, latency_seconds=8,
                 idle_settle_s=5, warmup_bytes=256 * MIB, startup_partitions=1000, metadata_partitions=10_000,
-                metadata_reps=1)
+                metadata_reps=1, scale=Scale())
 
 
 def quick() -> Plan:
@@ -86,4 +98,6 @@ def quick() -> Plan:
         consume_bytes=256 * MIB, consume_reps=1, e2e_records=1000, latency_rate=500,
         latency_seconds=3, idle_settle_s=2, warmup_bytes=64 * MIB, startup_partitions=1000,
         metadata_partitions=1000, metadata_reps=1, security_bytes=32 * MIB,
+        latency_rates=(1000,), latency_cluster=False,
+        scale=Scale(partitions=1000, connections=500, group_members=20, producers=50),
         notes=["quick run: smaller sizes, one repetition; not for publication"])

@@ -13,7 +13,8 @@
 * latency: a producer sends R records/s of S bytes (``linger.ms=0``) for D seconds; a
   consumer in the same process (assigned at the end of the partition) computes
   receive time - send time per record from a CLOCK_MONOTONIC stamp in the payload;
-  p50/p99/p99.9 in milliseconds. The rate is fixed, not closed-loop.
+  p50/p99/p99.9 in milliseconds. The rate is fixed, not closed-loop; it starts once the
+  consumer has received an unstamped warm-up record.
 * firstack: prints ``ready`` once loaded, waits for ``go`` on stdin, then produces one
   record with connection retries every few ms and prints the CLOCK_MONOTONIC time of the
   delivery report (see brokers.timed_start).
@@ -127,6 +128,7 @@ def latency(a) -> dict:
     lat: list[float] = []
     expected = int(a.rate * a.seconds)
     stop = threading.Event()
+    warm = threading.Event()
 
     def reader():
         while not stop.is_set() and len(lat) < expected:
@@ -135,6 +137,9 @@ def latency(a) -> dict:
                 continue
             now = time.monotonic_ns()
             (sent,) = struct.unpack_from(">q", m.value(), 0)
+            if sent == 0:      # the warm-up record: the consumer is fetching
+                warm.set()
+                continue
             lat.append((now - sent) / 1e6)
 
     t = threading.Thread(target=reader, daemon=True)
@@ -143,6 +148,10 @@ def latency(a) -> dict:
     p = _producer(a.bootstrap, acks=a.acks, linger_ms=0)
     p.produce(a.topic, b"\0" * a.size, partition=parts[0])  # warm-up: connections
     p.flush(30)
+    # the clock starts once the consumer has received the warm-up record (on a loaded
+    # machine its first fetch can take seconds, which would count as latency otherwise)
+    if not warm.wait(60):
+        raise RuntimeError("the consumer did not receive the warm-up record in 60 s")
     lat.clear()
     pad = b"x" * max(0, a.size - 8)
     interval = 1.0 / a.rate
@@ -161,7 +170,6 @@ def latency(a) -> dict:
     t.join(a.seconds + 30)
     stop.set()
     c.close()
-    # the warm-up record may still arrive after clear(); drop anything absurd
     values = sorted(lat)
     return {"records": len(values), "expected": expected,
             "p50_ms": _percentile(values, 0.50), "p99_ms": _percentile(values, 0.99),
@@ -173,6 +181,9 @@ def firstack(a) -> None:
     p = _producer(a.bootstrap, acks="1", linger_ms=0, reconnect_backoff_ms=5,
                   reconnect_backoff_max_ms=20, retry_backoff_ms=10, retry_backoff_max_ms=50,
                   topic_metadata_refresh_interval_ms=100, message_timeout_ms=int(a.timeout * 1000),
+                  # an auto-created topic can take longer than librdkafka's default 30 s to
+                  # appear on a loaded machine; the message must wait for it, not fail
+                  topic_metadata_propagation_max_ms=int(a.timeout * 1000),
                   socket_connection_setup_timeout_ms=5000)
     print("ready", flush=True)
     if sys.stdin.readline().strip() != "go":

@@ -2,13 +2,16 @@
 
 Order for each broker (kbroker first, then Kafka; one broker process at a time):
 
-1. start-up on an empty data dir (`reps` fresh dirs), idle RSS read `idle_settle_s` later;
+1. start-up on an empty data dir (`reps` fresh dirs), idle RSS read `idle_settle_s` later,
+   then a graceful stop and a timed restart on the now formatted dir (wall and CPU each);
 2. one fresh broker for the loads: produce scenarios (peak RSS = VmHWM right after them),
    end-to-end latency (EndToEndLatency, then librdkafka at a fixed rate), pre-fill of the
    consume topic, ConsumerPerformance and librdkafka consume passes;
 3. start-up with `startup_partitions` partitions on disk (created, broker stopped, then
    `reps` timed restarts);
-4. metadata scale: time to create `metadata_partitions` partitions on a fresh broker.
+4. metadata scale: time to create `metadata_partitions` partitions on a fresh broker;
+5. fixed-rate latency on three nodes, acks=all (latency.py);
+6. scale rows: partitions, connections, group members, idempotent producers (scale.py).
 
 Every measurement is appended to a `Results` object as raw values; medians and ratios are
 computed by report.py.
@@ -27,6 +30,8 @@ from pathlib import Path
 from compat_tests.runner import die_with_parent
 
 from . import kafka_tools
+from . import latency as latency_rows
+from . import scale as scale_rows
 from .admin import admin, create_topics
 from .brokers import make_broker, rss_bytes, timed_start
 from .plan import MIB, Plan, Produce
@@ -122,33 +127,53 @@ class Session:
             self.metadata_scale()
         if self.wants("security"):
             self.security()
+        if self.wants("latency") and self.plan.latency_cluster:
+            latency_rows.three_nodes(self)
+        if self.wants("scale") and self.plan.scale is not None:
+            scale_rows.run_all(self)
         shutil.rmtree(self.workroot, ignore_errors=True)
 
     # ------------------------------------------------------------------ start-up, idle RSS
     def startup_empty(self) -> None:
+        """Fresh data dir: spawn → first acknowledged produce (wall and CPU); idle RSS; then
+        the same broker stopped gracefully and restarted on its now formatted data dir."""
         r = self.results
-        r.scenario("startup-empty", title="start-up to first produce ack, empty data dir",
-                   group="startup", unit="s", better="lower", target=0.1)
+        r.scenario("startup-empty", title="start-up to first produce ack, fresh data dir: wall",
+                   group="startup", unit="s", better="lower", target=0.05)
+        r.scenario("startup-empty-cpu", title="start-up to first produce ack, fresh data dir: "
+                   "broker CPU", group="startup", unit="cpu-s", better="lower")
+        r.scenario("startup-restart", title="restart on a formatted data dir to first produce ack: wall",
+                   group="startup", unit="s", better="lower", target=0.05)
+        r.scenario("startup-restart-cpu", title="restart on a formatted data dir to first produce "
+                   "ack: broker CPU", group="startup", unit="cpu-s", better="lower")
         r.scenario("rss-idle", title="RSS idle (after start-up)", group="memory", unit="MiB",
                    better="lower", target=0.2)
         for i in range(self.plan.reps):
             b = self._broker(f"startup-empty-{i}")
             try:
                 secs = timed_start(b, "first")
-                log(f"{self.name}: start-up (empty) {secs:.3f} s")
+                log(f"{self.name}: start-up (fresh) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
                 r.add("startup-empty", self.name, secs)
+                r.add("startup-empty-cpu", self.name, b.start_cpu_s)
                 time.sleep(self.plan.idle_settle_s)
                 rss, _ = rss_bytes(b.pid)
                 r.add("rss-idle", self.name, rss / 2**20)
                 log(f"{self.name}: idle RSS {rss / 2**20:.1f} MiB")
+                b.stop()
+                secs = timed_start(b, "first")
+                log(f"{self.name}: restart (formatted) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
+                r.add("startup-restart", self.name, secs)
+                r.add("startup-restart-cpu", self.name, b.start_cpu_s)
             finally:
                 self._drop(b)
 
     def startup_many(self) -> None:
         n = self.plan.startup_partitions
         sid = "startup-many"
-        self.results.scenario(sid, title=f"start-up to first produce ack, {n:,} partitions on disk",
+        self.results.scenario(sid, title=f"restart to first produce ack, {n:,} partitions on disk: wall",
                               group="startup", unit="s", better="lower", target=0.1)
+        self.results.scenario(sid + "-cpu", title=f"restart to first produce ack, {n:,} partitions "
+                              "on disk: broker CPU", group="startup", unit="cpu-s", better="lower")
         b = self._broker("startup-many")
         try:
             b.start()
@@ -161,8 +186,9 @@ class Session:
             b.stop()
             for _ in range(self.plan.reps):
                 secs = timed_start(b, "many-0")
-                log(f"{self.name}: start-up ({n} partitions) {secs:.3f} s")
+                log(f"{self.name}: start-up ({n} partitions) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
                 self.results.add(sid, self.name, secs)
+                self.results.add(sid + "-cpu", self.name, b.start_cpu_s)
                 b.stop()
         finally:
             self._drop(b)
@@ -208,6 +234,7 @@ class Session:
                 log(f"{self.name}: peak RSS after produce {peak / 2**20:.1f} MiB")
             if self.wants("latency"):
                 self.latency(b)
+                latency_rows.single_node(self, b)
             if self.wants("consume"):
                 self.consume(b)
         finally:

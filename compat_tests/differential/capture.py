@@ -471,8 +471,8 @@ def capture(out: Path, only: list[str] | None = None) -> dict:
             started = time.monotonic()
             try:
                 if name == "hand-built":
-                    # APIs covered by this capture or by the scenarios kept from an earlier
-                    # one (``--only``) need no hand-built request
+                    # API versions covered by this capture or by the scenarios kept from an
+                    # earlier one (``--only``) need no hand-built request
                     common.HAND_BUILT_SKIP.update(_covered(recorder) | _kept_apis(out, names))
                 SCENARIOS[name](bs)
             except Exception:  # report and go on: coverage is checked at the end
@@ -526,19 +526,20 @@ def _api_name(api_key: int) -> str:
     return messages.request_class(api_key)._message.name.removesuffix("Request")
 
 
-def _covered(recorder: Recorder) -> set[int]:
-    return {e.api_key for e in recorder.exchanges}
+def _covered(recorder: Recorder) -> set[tuple[int, int]]:
+    return {(e.api_key, e.api_version) for e in recorder.exchanges}
 
 
-def _kept_apis(out: Path, recaptured: list[str]) -> set[int]:
-    """API keys in the corpus files of scenarios this capture does not redo."""
-    keys: set[int] = set()
+def _kept_apis(out: Path, recaptured: list[str]) -> set[tuple[int, int]]:
+    """(API key, version) pairs in the corpus files of scenarios this capture does not redo."""
+    keys: set[tuple[int, int]] = set()
     for path in out.glob("*.jsonl"):
         if path.stem in recaptured:
             continue
         for line in path.read_text().splitlines():
             if line.strip():
-                keys.add(json.loads(line)["api_key"])
+                rec = json.loads(line)
+                keys.add((rec["api_key"], rec["api_version"]))
     return keys
 
 

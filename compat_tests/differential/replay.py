@@ -180,11 +180,19 @@ class Mapper:
             for a, b in zip(recorded, live):
                 self.learn(a, b)
 
-    def rewrite(self, obj) -> None:
+    def rewrite(self, obj, version: int | None = None) -> None:
+        """Map the generated values of ``obj``, a request decoded at ``version``: fields
+        that version does not carry keep their defaults (AddPartitionsToTxn v4+ has no
+        ``v3_and_below_producer_id``; its default must not be taken for a producer id)."""
         if isinstance(obj, Message):
+            spec = getattr(type(obj), "_spec", None)
+            carried = None if version is None or spec is None else {
+                f.attr for f in spec.fields if f.versions.low <= version <= f.versions.high}
             for name in obj._fields:
                 value = getattr(obj, name)
                 kind = canonical(name)
+                if carried is not None and name not in carried:
+                    continue
                 if kind and not isinstance(value, (list, Message)):
                     mapped = self.maps[kind].get(value, value)
                     if mapped != value:
@@ -192,10 +200,10 @@ class Mapper:
                 elif name == "records" and value is not None:
                     setattr(obj, name, self.patch_batches(bytes(value)))
                 else:
-                    self.rewrite(value)
+                    self.rewrite(value, version)
         elif isinstance(obj, list):
             for item in obj:
-                self.rewrite(item)
+                self.rewrite(item, version)
 
     def patch_batches(self, buf: bytes) -> bytes:
         """Producer id/epoch in every batch header (outside nothing: inside the CRC)."""
@@ -216,7 +224,7 @@ class Mapper:
 def prepare(step: Step, mapper: Mapper):
     """The request body to send for `step` (decoded, rewritten)."""
     header, body = protocol.decode_request(step.request)
-    mapper.rewrite(body)
+    mapper.rewrite(body, step.api_version)
     if step.api_key == 18 and getattr(body, "cluster_id", None) is not None:
         # ApiVersions v5+ (KIP-1242): the capture's client named the cluster and node of the
         # capture run; a replay runs against another cluster, so it names none

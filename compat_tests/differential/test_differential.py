@@ -37,8 +37,6 @@ ROWS = sorted({row_of(s) for s in STEPS})
 KNOWN: dict[str, str] = {
     "ShareGroupDescribe": "F-901",
     "DescribeShareGroupOffsets": "F-902",
-    "ConsumerGroupDescribe": "F-961",
-    "ShareFetch": "F-962",
 }
 # Rows where Kafka's own answers depend on background work it does at its own pace, so a
 # replay against a fresh Kafka need not reproduce the capture: a new share-partition is
@@ -50,10 +48,16 @@ KNOWN: dict[str, str] = {
 # these rows check that every request was answered; kbroker is still compared with Kafka field
 # by field.
 KAFKA_ASYNC = {"ShareFetch", "DescribeShareGroupOffsets", "DescribeClientQuotas"}
-# Steps whose capture-time answer no replay reproduces, on Kafka or on kbroker: both answer them
-# alike in every replay (FINDINGS names each and why it stays open).
+# Steps whose capture-time answer a replay need not reproduce, on Kafka or on kbroker: an
+# artifact of the capture or a race inside Kafka (FINDINGS names each and why).
 NOT_REPRODUCED = {
     ("confluent-share", 49): "F-963",     # ListOffsets earliest of the share topic: 0 then, 4 now
+    # a ShareFetch whose piggy-backed acknowledgement releases the record it could fetch: Kafka
+    # starts the acknowledgement and the fetch together (KafkaApis combines the two futures),
+    # so whether the released record is in the same answer is a race inside Kafka (the capture
+    # and some replays answer nothing, others the record with delivery count 3, as kbroker
+    # does every time; tests/share/test_share_protocol.py checks kbroker's answer)
+    ("confluent-share", 17): "F-962",
 }
 # Kafka's live answers of this session, by step position: what kbroker is compared with.
 KAFKA_LIVE: dict[int, object] = {}
@@ -65,8 +69,10 @@ def _param(row: str):
 
 
 def test_corpus_covers_every_advertised_api():
-    """Every API kbroker advertises has at least one request in the corpus (re-run
-    `python -m compat_tests.differential.capture` after kbroker gains an API)."""
+    """Every API kbroker advertises has at least one request in the corpus, and its highest
+    advertised version is among them (re-run `make dx-capture`, or `python -m
+    compat_tests.differential.capture --only hand-built`, after kbroker gains an API or a
+    version)."""
     advertised = common.kbroker_ranges()
     missing = sorted(api_name(k) for k in set(advertised) - set(CORPUS_APIS))
     assert not missing, f"no request in the corpus for {missing}"
@@ -78,6 +84,9 @@ def test_corpus_covers_every_advertised_api():
                if k in advertised and k != 18
                and not all(advertised[k][0] <= x <= advertised[k][1] for x in v)}
     assert not outside, f"corpus versions kbroker does not advertise (any more): {outside}"
+    # the newest version of each API is replayed (a client or the hand-built scenario sends it)
+    unsent = {api_name(k): hi for k, (lo, hi) in advertised.items() if hi not in versions[k]}
+    assert not unsent, f"highest advertised versions no request in the corpus uses: {unsent}"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ Metadata. Rules (Kafka's ``DescribeTopicPartitionsRequestHandler`` and
 - A named topic that does not exist is answered ``UNKNOWN_TOPIC_OR_PARTITION`` (an illegal
   name: ``INVALID_TOPIC_EXCEPTION``) with no partitions; listing every topic skips nothing.
 - Partitions carry leader, leader epoch, replicas, ISR, ``eligible_leader_replicas`` and
-  ``last_known_elr`` (KIP-966; kbroker keeps no ELR, both are empty) and offline replicas,
+  ``last_known_elr`` (KIP-966, as the controller keeps them in the image) and offline replicas,
   for the listener the request came in on (``kbroker.metadata.client_view``, as for
   Metadata): a leader that is unregistered or without the listener is -1, with no error
   code; the replica and ISR lists are never filtered.
@@ -49,7 +49,7 @@ def _partition(image, p, listener: str) -> Partition:
     return Partition(error_code=ErrorCode.NONE, partition_index=p.partition,
                      leader_id=view.leader_id, leader_epoch=p.leader_epoch,
                      replica_nodes=view.replicas, isr_nodes=view.isr,
-                     eligible_leader_replicas=[], last_known_elr=[],
+                     eligible_leader_replicas=list(p.elr), last_known_elr=list(p.last_known_elr),
                      offline_replicas=view.offline_replicas)
 
 

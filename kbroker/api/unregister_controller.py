@@ -35,17 +35,22 @@ def registered_controllers(broker) -> frozenset:
     return frozenset() if active is None or active < 0 else frozenset({active})
 
 
+def decide(broker, cid: int) -> tuple[int, str | None]:
+    """Kafka's rule for unregistering controller ``cid`` on a node whose view is ``broker``
+    (the client plane's broker or the controller plane): (error code, message). Shared by
+    this module and ``kbroker/controller_server/unregister_controller.py``."""
+    if cid == broker.metadata.controller_id:
+        return ErrorCode.INVALID_REQUEST, "Controller cannot unregister itself while it is active."
+    if cid not in registered_controllers(broker):
+        return ErrorCode.CONTROLLER_ID_NOT_REGISTERED, f"Controller ID {cid} is not currently registered."
+    log.info("UnregisterController %d: a voter of the quorum, nothing registered to remove", cid)
+    return ErrorCode.NONE, None
+
+
 @api(94, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Response:
     if not ctx.authorize_cluster(ALTER):
         return Response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                         error_message=None)
-    cid = request.controller_id
-    if cid == ctx.broker.metadata.controller_id:
-        return Response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
-                        error_message="Controller cannot unregister itself while it is active.")
-    if cid not in registered_controllers(ctx.broker):
-        return Response(throttle_time_ms=0, error_code=ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
-                        error_message=f"Controller ID {cid} is not currently registered.")
-    log.info("UnregisterController %d: a voter of the quorum, nothing registered to remove", cid)
-    return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None)
+    code, message = decide(ctx.broker, request.controller_id)
+    return Response(throttle_time_ms=0, error_code=code, error_message=message)

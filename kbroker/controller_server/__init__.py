@@ -39,6 +39,7 @@ key   API                     module
 63    BrokerHeartbeat         ``broker_heartbeat``
 64    UnregisterBroker        ``forwarded``
 67    AllocateProducerIds     ``allocate_producer_ids``
+94    UnregisterController    ``unregister_controller`` (also on client listeners)
 ====  ======================  =====================================================
 
 A request a non-active controller cannot serve closes the connection (admin writes) or is

@@ -11,7 +11,7 @@ CONTROLLER_REGISTRY: dict[int, ApiSpec] = {}
 _MODULES = ("api_versions", "vote", "begin_quorum_epoch", "end_quorum_epoch", "describe_quorum",
             "fetch", "fetch_snapshot", "broker_registration", "broker_heartbeat",
             "allocate_producer_ids", "forwarded", "describe_cluster", "alter_partition",
-            "envelope", "raft_voters", "assign_replicas_to_dirs")
+            "envelope", "raft_voters", "assign_replicas_to_dirs", "unregister_controller")
 
 
 CLUSTER_AUTHORIZATION_FAILED = 31

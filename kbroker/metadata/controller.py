@@ -28,7 +28,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import group_configs
+from . import elr, group_configs
 from .authz_control import AuthzControl
 from .directories import partition_dirs
 from .image import (BROKER_RESOURCE, GROUP_RESOURCE, INTERNAL_TOPICS, TOPIC_RESOURCE, MetadataImage, ZERO_UUID,
@@ -52,8 +52,9 @@ UNSUPPORTED_VERSION = E.UNSUPPORTED_VERSION
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
-# metadata.version we finalize when formatting (Kafka 4.0's latest: 4.0-IV3)
-METADATA_VERSION = 25
+# metadata.version a node that formats itself finalizes: the highest kbroker serves, which is
+# Kafka 4.4's latest production level (4.4-IV2), as Kafka's own format picks
+METADATA_VERSION = 33
 PRODUCER_ID_BLOCK = 1000
 
 
@@ -500,7 +501,20 @@ class Controller(AuthzControl):
             if new != old:
                 recs.append(messages.ConfigRecord(resource_type=rtype, resource_name=rname,
                                                   name=key, value=new))
+                recs += self._elr_clear(rtype, rname, key)
         return recs
+
+    def _elr_clear(self, rtype: int, rname: str, key: str) -> list:
+        """KIP-966: a changed ``min.insync.replicas`` of a topic or of the cluster default
+        invalidates the ELRs kept under the old value: Kafka's controller writes a
+        ``ClearElrRecord`` for that topic (every topic for the cluster default)."""
+        if key != "min.insync.replicas" or not elr.enabled(self.image.features):
+            return []
+        if rtype == TOPIC_RESOURCE and rname in self.image.topics:
+            return [messages.ClearElrRecord(topic_name=rname)]
+        if rtype == BROKER_RESOURCE and rname == "":
+            return [messages.ClearElrRecord(topic_name="")]
+        return []
 
     def _group_ops(self, group: str, ops, wanted: dict) -> tuple[int, str | None]:
         """Apply SET/DELETE to a GROUP resource's overrides and validate the result as

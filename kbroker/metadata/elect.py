@@ -9,9 +9,11 @@ Rules:
   first replica leader if it is in the ISR and live (leader epoch + 1); when it is not, the
   current leader stays and nothing is written: ``PREFERRED_LEADER_NOT_AVAILABLE``.
 - UNCLEAN (type 1): a partition with a leader answers ``ELECTION_NOT_NEEDED``; a leaderless
-  one gets a live ISR member if there is one. kbroker does not elect outside the ISR (no
-  leader recovery), so when only an out-of-sync replica could lead the answer is
-  ``ELIGIBLE_LEADERS_NOT_AVAILABLE`` — what Kafka answers when no replica can lead.
+  one gets a live ISR member if there is one, else (ELR on and the ISR empty, KIP-966) a live
+  eligible leader replica -- a clean election, as Kafka tries it before an unclean one.
+  kbroker does not elect outside the ISR and ELR (no leader recovery), so when only an
+  out-of-sync replica could lead the answer is ``ELIGIBLE_LEADERS_NOT_AVAILABLE`` — what
+  Kafka answers when no replica can lead.
 - Unknown topic or partition: ``UNKNOWN_TOPIC_OR_PARTITION``. Another election type:
   ``INVALID_REQUEST`` for the whole request.
 - A null topic list means every partition; then partitions answering
@@ -31,7 +33,7 @@ from typing import Callable, Iterable, Sequence
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
-from . import directories
+from . import directories, elr
 from .image import MetadataImage
 from .reassign import ONLINE, PREFERRED, build_change
 
@@ -55,14 +57,16 @@ def elect_leader(image: MetadataImage, topic: str, partition: int, election_type
     if election_type == ELECTION_PREFERRED:
         if p.replicas and p.leader == p.replicas[0]:
             return E.ELECTION_NOT_NEEDED, "The preferred replica leads the partition already.", None
-        rec = build_change(p, t.topic_id, acceptable, election=PREFERRED, dirs=directories.rules(image))
+        rec = build_change(p, t.topic_id, acceptable, election=PREFERRED, dirs=directories.rules(image),
+                           min_isr=elr.topic_min_isr(image, t))
         if rec is None:
             return (E.PREFERRED_LEADER_NOT_AVAILABLE,
                     "The preferred replica is not live or not in the ISR.", None)
         return E.NONE, None, rec
     if p.leader >= 0:
         return E.ELECTION_NOT_NEEDED, "The partition has a leader.", None
-    rec = build_change(p, t.topic_id, acceptable, election=ONLINE, dirs=directories.rules(image))
+    rec = build_change(p, t.topic_id, acceptable, election=ONLINE, dirs=directories.rules(image),
+                       min_isr=elr.topic_min_isr(image, t))
     if rec is None or rec.leader < 0:
         return (E.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                 "No live in-sync replica can lead (kbroker does not elect out of the ISR).", None)
@@ -116,7 +120,8 @@ def balance_records(image: MetadataImage, acceptable: Callable[[int], bool],
         if len(records) >= limit:
             break
         t = image.topics[name]
-        rec = build_change(t.partitions[i], t.topic_id, acceptable, election=PREFERRED, dirs=dirs)
+        rec = build_change(t.partitions[i], t.topic_id, acceptable, election=PREFERRED, dirs=dirs,
+                           min_isr=elr.topic_min_isr(image, t))
         if rec is not None:
             records.append(rec)
     return records

@@ -31,7 +31,8 @@ and nothing is written):
 - any other feature must be one Kafka knows, and its new level's dependencies must hold in
   the levels the request would leave (``metadata.version`` ≥ 3.3-IV3 for every level ≥ 1,
   plus the feature's own declared dependencies, e.g. ELR 1 needs ``metadata.version`` 4.0-IV1).
-  Level 0 removes the feature (a ``FeatureLevelRecord`` with level 0, as Kafka writes).
+  Level 0 removes the feature (a ``FeatureLevelRecord`` with level 0, as Kafka writes);
+  removing ``eligible.leader.replicas.version`` also writes a ``ClearElrRecord`` for every topic.
 
 ``validate_only`` runs every check and returns no records. The messages are Kafka's.
 
@@ -59,6 +60,7 @@ METADATA_CHANGED: dict[int, bool] = {
     7: True, 8: True, 9: False, 10: False, 11: True, 12: False, 13: True, 14: True, 15: True,
     16: False, 17: True, 18: False, 19: False, 20: False, 21: False, 22: False, 23: True,
     24: False, 25: False, 26: False, 27: False, 28: False, 29: False, 30: True,
+    31: False, 32: True, 33: True,
 }
 MINIMUM_METADATA_VERSION = 7                    # 3.3-IV3, the oldest KRaft level Kafka 4 reads
 
@@ -69,7 +71,7 @@ KNOWN_FEATURES: dict[str, tuple[int, ...]] = {
     "transaction.version": (0, 1, 2),
     "group.version": (0, 1),
     "eligible.leader.replicas.version": (0, 1),
-    "share.version": (0, 1),
+    "share.version": (0, 1, 2),
     "streams.version": (0, 1),
 }
 DEPENDENCIES: dict[tuple[str, int], dict[str, int]] = {
@@ -80,7 +82,7 @@ BOOTSTRAP_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
     "transaction.version": ((1, 24), (2, 24)),
     "group.version": ((1, 22),),
     "eligible.leader.replicas.version": ((1, 26),),
-    "share.version": ((1, 28),),
+    "share.version": ((1, 28), (2, 31)),          # 2 from 4.4-IV0 (Kafka 4.4's ShareVersion.SV_2)
     "streams.version": ((1, 29),),
 }
 
@@ -88,9 +90,10 @@ BOOTSTRAP_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 # Levels Kafka 4.3.1 finalizes on a cluster formatted without --release-version (its latest
 # production levels) for features kbroker serves although its own metadata.version is older:
 # a new kbroker cluster (no release version asked for) starts with them, as a new Kafka 4.3
-# cluster does. share.version 1: share groups (KIP-932) are on by default since Kafka 4.2;
+# cluster does. share.version 2: share groups (KIP-932, on by default since Kafka 4.2) with
+# dead-letter queues (KIP-1191), Kafka 4.4's latest production level;
 # streams.version 1: streams groups (KIP-1071), Kafka 4.3's latest production level.
-LATEST_DEFAULTS: dict[str, int] = {"share.version": 1, "streams.version": 1}
+LATEST_DEFAULTS: dict[str, int] = {"share.version": 2, "streams.version": 1}
 
 
 def latest_defaults(supported: dict[str, tuple[int, int]]) -> dict[str, int]:
@@ -291,4 +294,7 @@ def _check_one(u: FeatureUpdate, finalized, supported, proposed, node_id, record
             return _invalid(name, level, f"{name} could not be set to {level} because it depends on "
                                          f"{dep} level {need}")
     records.append(messages.FeatureLevelRecord(name=name, feature_level=level))
+    if name == "eligible.leader.replicas.version" and level == 0 and current > 0:
+        # ELR turned off: every partition's ELR and last known ELR go (KIP-966)
+        records.append(messages.ClearElrRecord(topic_name=""))
     return None

@@ -9,7 +9,8 @@ session timeouts and heartbeat intervals within the broker's ``group.<type>.min/
 bounds and each session timeout greater than its heartbeat interval; share-group lock
 duration, delivery count limit and record locks within their broker bounds;
 ``share.auto.offset.reset`` ``latest`` / ``earliest`` / ``by_duration:<ISO-8601>``;
-``share.isolation.level`` ``read_committed`` / ``read_uncommitted``. A violation is
+``share.isolation.level`` ``read_committed`` / ``read_uncommitted``; a dead-letter topic
+(``errors.deadletterqueue.topic.name``, Kafka 4.4) not starting with ``__``. A violation is
 ``INVALID_CONFIG`` with Kafka's message; an empty group name is ``INVALID_REQUEST``.
 
 DescribeConfigs lists every key: an override with source GROUP_CONFIG (8), otherwise the
@@ -51,6 +52,9 @@ DEFINITIONS: dict[str, GroupConfigDef] = {d.name: d for d in (
     _D("share.isolation.level", "string", "read_uncommitted"),
     _D("share.renew.acknowledge.enable", "boolean", "true"),
     _D("share.assignment.interval.ms", "int", "1000", 0, "group.share.assignment.interval.ms"),
+    # KIP-1191 share-group dead-letter queues (Kafka 4.4, kbroker/share/dlq.py)
+    _D("errors.deadletterqueue.topic.name", "string", ""),
+    _D("errors.deadletterqueue.copy.record.enable", "boolean", "false"),
     _D("streams.session.timeout.ms", "int", "45000", 1, "group.streams.session.timeout.ms"),
     _D("streams.heartbeat.interval.ms", "int", "5000", 1, "group.streams.heartbeat.interval.ms"),
     _D("streams.num.standby.replicas", "int", "0", 0, "group.streams.num.standby.replicas"),
@@ -131,6 +135,9 @@ def _parse(d: GroupConfigDef, value: str | None) -> str | None:
             return (f"Invalid value {value} for configuration {d.name}: Invalid value `{value}` "
                     "for configuration share.auto.offset.reset. The value must be either "
                     "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'.")
+    elif d.name == "errors.deadletterqueue.topic.name":
+        if str(value).strip().startswith("__"):
+            return "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"
     elif d.name == "share.isolation.level":
         if str(value) not in ("read_committed", "read_uncommitted"):
             return (f"Invalid value {value} for configuration {d.name}: String must be one of: "

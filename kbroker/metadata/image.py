@@ -6,7 +6,8 @@ The image changes only by replaying Kafka's metadata records (``TopicRecord``,
 ``UnfenceBrokerRecord``, ``UnregisterBrokerRecord``, ``FeatureLevelRecord``,
 ``ProducerIdsRecord``, ``NoOpRecord``, ``AccessControlEntryRecord``,
 ``RemoveAccessControlEntryRecord``, ``DelegationTokenRecord``, ``RemoveDelegationTokenRecord``,
-``UserScramCredentialRecord``, ``RemoveUserScramCredentialRecord``),
+``UserScramCredentialRecord``, ``RemoveUserScramCredentialRecord``, ``ClearElrRecord``;
+``RegisterControllerRecord``/``UnregisterControllerRecord`` are read and change nothing),
 the way Kafka's ``MetadataDelta``/``MetadataImage`` pair works: ``ImageBuilder`` applies a
 run of records copy-on-write and ``build()`` freezes the result. Readers (API handlers,
 the replica manager) hold an image and never see it change under them.
@@ -20,6 +21,10 @@ Record semantics follow Kafka's ``TopicsDelta``/``ConfigurationsDelta``:
   replica; none (older records) or only MIGRATING is kept as ``()``. A broker's online log
   dirs come from ``RegisterBrokerRecord.LogDirs`` and are replaced by a non-empty
   ``BrokerRegistrationChangeRecord.LogDirs``.
+- ELR (KIP-966): ``EligibleLeaderReplicas``/``LastKnownElr`` of partition records are kept
+  per partition (``PartitionImage.elr``/``last_known_elr``); ``ClearElrRecord`` empties them
+  for one topic or all. Cordoned log dirs (KIP-1066) are kept per broker like its log dirs; a
+  null ``CordonedLogDirs`` in a change record leaves them as they are.
 - ``ConfigRecord`` with a null value deletes the override; resource type 2 is a topic,
   4 a broker (empty name = cluster default).
 - ``RemoveTopicRecord`` removes the topic and its config overrides.
@@ -64,6 +69,10 @@ class PartitionImage:
     adding_replicas: tuple[int, ...] = ()        # KIP-455: replicas a reassignment adds
     # KIP-858: the log directory id of each replica, in replica order; () = all MIGRATING
     directories: tuple[uuid.UUID, ...] = ()
+    # KIP-966: replicas that may lead cleanly while the ISR is below min.insync.replicas
+    # (eligible leader replicas), and the last known ones (neither in the ISR nor the ELR)
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def reassigning(self) -> bool:
@@ -101,6 +110,10 @@ def apply_partition_change(old: PartitionImage, r) -> PartitionImage:
         new = replace(new, directories=dirs.normalized(directories, len(new.replicas)))
     elif new.directories and len(new.directories) != len(new.replicas):
         raise ValueError(f"{len(new.directories)} directories for replicas {list(new.replicas)}")
+    if getattr(r, "eligible_leader_replicas", None) is not None:
+        new = replace(new, elr=tuple(r.eligible_leader_replicas))
+    if getattr(r, "last_known_elr", None) is not None:
+        new = replace(new, last_known_elr=tuple(r.last_known_elr))
     return replace(new, partition_epoch=old.partition_epoch + 1)
 
 
@@ -132,6 +145,7 @@ class BrokerImage:
     in_controlled_shutdown: bool = False          # KIP-841: leaving; not a leader/ISR candidate
     features: tuple[tuple[str, int, int], ...] = ()  # (name, min, max) the broker registered with
     log_dirs: tuple[uuid.UUID, ...] = ()          # KIP-858: ids of its online log dirs, Kafka's order
+    cordoned_log_dirs: tuple[uuid.UUID, ...] = () # KIP-1066: dirs that take no new replicas
 
     def endpoint(self, listener: str) -> tuple[str, int] | None:
         for name, host, port in self.endpoints:
@@ -247,7 +261,9 @@ class ImageBuilder:
                                                replicas, tuple(r.isr or ()),
                                                r.partition_epoch, tuple(r.removing_replicas or ()),
                                                tuple(r.adding_replicas or ()),
-                                               dirs.normalized(r.directories, len(replicas)))
+                                               dirs.normalized(r.directories, len(replicas)),
+                                               tuple(r.eligible_leader_replicas or ()),
+                                               tuple(r.last_known_elr or ()))
 
     def _on_PartitionChangeRecord(self, r) -> None:
         name = self._name_of(r.topic_id)
@@ -289,7 +305,8 @@ class ImageBuilder:
                                                 bool(r.in_controlled_shutdown),
                                                 tuple((f.name, f.min_supported_version, f.max_supported_version)
                                                       for f in r.features or ()),
-                                                dirs.sorted_dirs(r.log_dirs or ()))
+                                                dirs.sorted_dirs(r.log_dirs or ()),
+                                                dirs.sorted_dirs(r.cordoned_log_dirs or ()))
 
     def _set_fenced(self, broker_id: int, epoch: int, fenced: bool) -> None:
         b = self.brokers.get(broker_id)
@@ -310,6 +327,10 @@ class ImageBuilder:
             b = self.brokers.get(r.broker_id)
             if b is not None and b.broker_epoch == r.broker_epoch:
                 self.brokers[r.broker_id] = replace(b, log_dirs=dirs.sorted_dirs(r.log_dirs))
+        if getattr(r, "cordoned_log_dirs", None) is not None:     # KIP-1066: null = unchanged
+            b = self.brokers.get(r.broker_id)
+            if b is not None and b.broker_epoch == r.broker_epoch:
+                self.brokers[r.broker_id] = replace(b, cordoned_log_dirs=dirs.sorted_dirs(r.cordoned_log_dirs))
 
     def _on_FenceBrokerRecord(self, r) -> None:
         self._set_fenced(r.id, r.epoch, True)
@@ -333,6 +354,27 @@ class ImageBuilder:
 
     def _on_NoOpRecord(self, r) -> None:
         pass
+
+    def _on_RegisterControllerRecord(self, r) -> None:
+        pass        # kbroker's voters come from the Raft layer; a registration changes nothing
+
+    def _on_UnregisterControllerRecord(self, r) -> None:
+        pass
+
+    def _on_ClearElrRecord(self, r) -> None:
+        """KIP-966: empty the ELR and last-known ELR of one topic's partitions (every topic
+        for an empty name), each such partition's epoch bumped (Kafka's ``TopicsDelta``)."""
+        if r.topic_name:
+            if r.topic_name not in self.topics:
+                raise ValueError(f"ClearElrRecord for unknown topic {r.topic_name}")
+            names = [r.topic_name]
+        else:
+            names = list(self.topics)
+        for name in names:
+            parts = self._topic(name)[1]
+            for i, p in list(parts.items()):
+                if p.elr or p.last_known_elr:
+                    parts[i] = replace(p, elr=(), last_known_elr=(), partition_epoch=p.partition_epoch + 1)
 
     def _on_ClientQuotaRecord(self, r) -> None:
         from .client_quotas import replay as replay_quota

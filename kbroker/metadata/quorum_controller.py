@@ -74,7 +74,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import directories, elect, feature_control, reassign
+from . import directories, elect, elr, feature_control, reassign
 from .controller import METADATA_VERSION, Controller, default_feature_records
 from .errors import NotController
 from .image import apply_partition_change
@@ -303,7 +303,8 @@ class QuorumController(Controller):
 
             def change(p, topic_id, broker, directory):
                 return reassign.build_change(p, topic_id, self._active_ids().__contains__,
-                                             dirs=dirs, set_dirs={broker: directory})
+                                             dirs=dirs, set_dirs={broker: directory},
+                                             min_isr=self._min_isr(topic_id))
 
             records, errors = directories.assign_records(self.image, broker_id, assignments, change,
                                                          self._leave_isr_change)
@@ -430,16 +431,26 @@ class QuorumController(Controller):
     def _partition_change(self, topic_id, p, *, remove: int = -1, add: int = -1,
                           active: set[int]) -> messages.PartitionChangeRecord | None:
         """Kafka's ``PartitionChangeBuilder`` (``reassign.build_change``) for an ISR without
-        ``remove`` (no unclean election, no ELR): keep the leader if it stays acceptable,
-        else the first replica in the target ISR that is acceptable (``add`` counts as
-        active: it is being unfenced), else -1. An ISR that would become empty is left as
-        it is. An ongoing reassignment the new ISR satisfies completes."""
+        ``remove`` (no unclean election): keep the leader if it stays acceptable, else the
+        first replica in the target ISR that is acceptable (``add`` counts as active: it is
+        being unfenced), else, with ELR on and the ISR empty, the first acceptable ELR member,
+        else -1. With ELR on (KIP-966) an ISR below the minimum keeps the members it loses as
+        eligible leaders and may become empty; without, an ISR that would become empty is
+        left as it is. An ongoing reassignment the new ISR satisfies completes."""
         rec = reassign.build_change(
             p, topic_id, lambda r: r != remove and (r == add or r in active),
-            isr=[r for r in p.isr if r != remove], dirs=directories.rules(self.image))
+            isr=[r for r in p.isr if r != remove], dirs=directories.rules(self.image),
+            min_isr=self._min_isr(topic_id))
         if rec is not None and rec.leader not in (-2, p.leader):
             self.stats["leader_moves"] += 1
         return rec
+
+    def _min_isr(self, topic_id) -> int | None:
+        """The topic's effective minimum ISR when ELR is on (KIP-966), else None."""
+        t = self.image.topics_by_id.get(topic_id)
+        if t is None:
+            return None
+        return elr.topic_min_isr(self.image, t, self.config.get("min.insync.replicas"))
 
     def _leave_isr_records(self, broker_id: int) -> list:
         """Remove the broker from every ISR and move its leaderships."""
@@ -449,6 +460,22 @@ class QuorumController(Controller):
             for p in t.partitions.values():
                 if broker_id in p.isr or p.leader == broker_id:
                     rec = self._partition_change(t.topic_id, p, remove=broker_id, active=active)
+                    if rec is not None:
+                        recs.append(rec)
+        return recs
+
+    def _leave_elr_records(self, broker_id: int) -> list:
+        """Take the broker out of every ELR (KIP-966: a broker that is gone, like one that
+        shut down uncleanly, is no clean leader any more; it is kept as last known ELR)."""
+        active = self._active_ids() - {broker_id}
+        recs = []
+        for t in self.image.topics.values():
+            for p in t.partitions.values():
+                if broker_id in p.elr:
+                    rec = reassign.build_change(p, t.topic_id, active.__contains__,
+                                                dirs=directories.rules(self.image),
+                                                min_isr=self._min_isr(t.topic_id),
+                                                unclean_shutdown=[broker_id])
                     if rec is not None:
                         recs.append(rec)
         return recs
@@ -471,14 +498,14 @@ class QuorumController(Controller):
 
     async def unregister_broker(self, broker_id: int) -> tuple[int, str | None]:
         """UnregisterBroker (Kafka's ``ReplicationControlManager.unregisterBroker``): the
-        broker leaves every ISR, its leaderships move, then an ``UnregisterBrokerRecord``
+        broker leaves every ISR and every ELR, its leaderships move, then an ``UnregisterBrokerRecord``
         removes its registration. ``BROKER_ID_NOT_REGISTERED`` for an unknown id. Raises
         ``NotController``."""
         async with self._lock:
             b = self.image.brokers.get(broker_id)
             if b is None:
                 return E.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
-            records = self._leave_isr_records(broker_id)
+            records = self._leave_isr_records(broker_id) + self._leave_elr_records(broker_id)
             records.append(messages.UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=b.broker_epoch))
             await self._commit(records)
             self._sessions.pop(broker_id, None)
@@ -517,7 +544,8 @@ class QuorumController(Controller):
                     isr = [r for r, _ in new_isr]
                     active = self._active_ids()
                     rec = reassign.build_change(p, t.topic_id, active.__contains__, isr=isr,
-                                                dirs=directories.rules(self.image))
+                                                dirs=directories.rules(self.image),
+                                                min_isr=self._min_isr(t.topic_id))
                     if rec is not None:
                         records.append(rec)
                         log.info("broker %d changed the ISR of %s-%d from %s to %s", broker_id, t.name,

@@ -1,21 +1,26 @@
 """Partition changes and replica reassignment (KIP-455), as Kafka's controller makes them.
 
-``build_change`` is Kafka's ``PartitionChangeBuilder`` without eligible leader replicas
-(KIP-966) and without leader recovery: from a partition's state and the targets a caller
+``build_change`` is Kafka's ``PartitionChangeBuilder`` without leader recovery (and without
+KIP-966's "last known leader" recovery mode): from a partition's state and the targets a caller
 sets (ISR, replicas, adding/removing replicas) it builds the one ``PartitionChangeRecord``
 that gets there, or ``None`` when nothing changes. In Kafka's order:
 
 1. an ongoing reassignment completes when the target ISR, without the replicas being
    removed, still holds every replica that stays: replicas and ISR lose the removed ones,
    adding/removing are cleared;
-2. the leader is elected: ``ONLINE`` keeps the current leader if it is still in the target
+2. with ELR on (``min_isr`` given, KIP-966; ``target_elr``): a target ISR below the minimum ISR
+   keeps the members it loses as eligible leader replicas (ELR) and the others as last
+   known ELR; an ISR at the minimum clears both; with ELR off both are emptied;
+3. the leader is elected: ``ONLINE`` keeps the current leader if it is still in the target
    ISR and acceptable (live, not shutting down), else takes the first such replica in
    replica order; ``PREFERRED`` tries the first replica before the current leader; none
-   gives -1;
-3. a replica set that loses a member bumps the leader epoch even when the leader stays
+   gives -1. While the target ISR is empty, ELR members are valid leaders too (a clean
+   election: their log holds every committed record), and an ELR member elected becomes the
+   ISR and leaves the ELR;
+4. a replica set that loses a member bumps the leader epoch even when the leader stays
    (the leader field is set to the current leader);
-4. an empty target ISR is never written (the last member stays, as without ELR);
-5. with the image's directory rules (``dirs``, from ``metadata.version`` 3.7-IV2, KIP-858):
+5. an empty target ISR is written only with ELR on (without it the last member stays);
+6. with the image's directory rules (``dirs``, from ``metadata.version`` 3.7-IV2, KIP-858):
    a replica whose directory is offline is never elected (Kafka's ``LeaderAcceptor``), and
    ``Directories`` is written when the target replicas' directories differ from the
    current ones — a staying replica keeps its directory, ``set_dirs`` overrides one
@@ -34,7 +39,8 @@ left, the first original replica becomes the ISR, allowed only when the topic's
 ListPartitionReassignments lists.
 
 Not implemented: unclean elections (``election=UNCLEAN`` is refused by the callers, see
-``elect.py``), ELR.
+``elect.py``), KIP-966's last-known-leader recovery (Kafka's internal
+``useLastKnownLeaderInBalancedRecovery``, off by default).
 """
 from __future__ import annotations
 
@@ -44,7 +50,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
-from . import directories
+from . import directories, elr
 from .directories import DirRules
 from .image import MetadataImage, PartitionImage
 
@@ -59,9 +65,14 @@ def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool],
                  isr: Sequence[int] | None = None, replicas: Sequence[int] | None = None,
                  removing: Sequence[int] | None = None, adding: Sequence[int] | None = None,
                  election: str = ONLINE, dirs: DirRules | None = None,
-                 set_dirs: Mapping[int, uuid.UUID] | None = None) -> messages.PartitionChangeRecord | None:
+                 set_dirs: Mapping[int, uuid.UUID] | None = None,
+                 min_isr: int | None = None,
+                 unclean_shutdown: Sequence[int] = ()) -> messages.PartitionChangeRecord | None:
     """The record taking ``p`` to the targets (unset targets: as they are), or None.
-    ``dirs``: the image's directory rules (None below metadata.version 3.7-IV2)."""
+    ``dirs``: the image's directory rules (None below metadata.version 3.7-IV2).
+    ``min_isr``: the partition's effective minimum ISR when ELR is on (``elr.topic_min_isr``),
+    None when it is off; ``unclean_shutdown``: brokers that lost their log's tail, never kept
+    as eligible leaders."""
     if dirs is not None:
         leader_ok = acceptable
 
@@ -81,20 +92,33 @@ def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool],
     rec = messages.PartitionChangeRecord(partition_id=p.partition, topic_id=topic_id,
                                          leader=NO_LEADER_CHANGE)
 
-    # 2. elect
+    # 2. the eligible leader replicas (KIP-966)
+    enabled = min_isr is not None
+    t_elr, t_last_known = target_elr(p, t_isr, min_isr, unclean_shutdown) if enabled else ([], [])
+
+    # 3. elect: from the ISR, or from the ELR while the ISR is empty
     def valid(r: int) -> bool:
-        return r in t_isr and acceptable(r)
+        return (r in t_isr or (not t_isr and r in t_elr)) and acceptable(r)
 
     leader = _elect(p.leader, t_replicas, valid, election)
     if leader != p.leader:
         rec.leader = leader
+        if leader in t_elr:         # a clean election out of the ELR: it is the ISR now
+            t_isr = [leader]
+            t_elr = [r for r in t_elr if r != leader]
 
-    # 3. a shrinking replica set bumps the leader epoch
+    # 4. a shrinking replica set bumps the leader epoch
     if rec.leader == NO_LEADER_CHANGE and not set(p.replicas) <= set(t_replicas):
         rec.leader = p.leader
 
-    # 4. the ISR (never empty)
-    if t_isr and t_isr != list(p.isr):
+    # 5. ELR fields where they change (both emptied when ELR is off)
+    if t_elr != list(p.elr):
+        rec.eligible_leader_replicas = t_elr
+    if t_last_known != list(p.last_known_elr):
+        rec.last_known_elr = t_last_known
+
+    # 6. the ISR: empty only with ELR on
+    if (t_isr or enabled) and t_isr != list(p.isr):
         rec.isr = t_isr
     if t_replicas and t_replicas != list(p.replicas):
         rec.replicas = t_replicas
@@ -113,9 +137,26 @@ def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool],
 
     if (rec.leader == NO_LEADER_CHANGE and rec.isr is None and rec.replicas is None
             and rec.removing_replicas is None and rec.adding_replicas is None
-            and rec.directories is None):
+            and rec.directories is None and rec.eligible_leader_replicas is None
+            and rec.last_known_elr is None):
         return None
     return rec
+
+
+def target_elr(p: PartitionImage, t_isr: Sequence[int], min_isr: int,
+               unclean_shutdown: Sequence[int] = ()) -> tuple[list[int], list[int]]:
+    """Kafka's ``maybePopulateTargetElr``: ``(ELR, last known ELR)`` for the target ISR. An
+    ISR of ``min_isr`` or more members clears both. A smaller one keeps as ELR every member of
+    the current ISR or ELR that leaves the ISR (brokers with an unclean shutdown excepted), and
+    as last known ELR the rest of those and of the current last known ELR that are in neither."""
+    if len(t_isr) >= min_isr:
+        return [], []
+    in_isr = set(t_isr)
+    candidates = set(p.elr) | set(p.isr)
+    elr = sorted(r for r in candidates if r not in in_isr and r not in unclean_shutdown)
+    last_known = sorted(r for r in candidates | set(p.last_known_elr)
+                        if r not in in_isr and r not in elr)
+    return elr, last_known
 
 
 def _elect(current: int, replicas: list[int], valid: Callable[[int], bool], election: str) -> int:
@@ -199,7 +240,7 @@ def alter_reassignment(image: MetadataImage, topic: str, partition: int, target:
                         "leader election (every in-sync replica was being added).", None)
             isr = [original[0]]
         rec = build_change(p, t.topic_id, acceptable, isr=isr, replicas=original, removing=[], adding=[],
-                           dirs=directories.rules(image))
+                           dirs=directories.rules(image), min_isr=elr.topic_min_isr(image, t))
         return E.NONE, None, rec
     target = [int(r) for r in target]
     msg = validate_assignment(image, target)
@@ -214,7 +255,8 @@ def alter_reassignment(image: MetadataImage, topic: str, partition: int, target:
     replicas, removing, adding = target_replicas(p.replicas, target)
     rec = build_change(p, t.topic_id, acceptable,
                        replicas=replicas if replicas != list(p.replicas) else None,
-                       removing=removing or None, adding=adding or None, dirs=directories.rules(image))
+                       removing=removing or None, adding=adding or None, dirs=directories.rules(image),
+                       min_isr=elr.topic_min_isr(image, t))
     return E.NONE, None, rec
 
 

@@ -5,7 +5,8 @@ rebuild it.
 yields the same image: ``FeatureLevelRecord``s, ``RegisterBrokerRecord`` per broker (with its
 fencing), broker ``ConfigRecord``s, then per topic a ``TopicRecord``, its ``ConfigRecord``s and
 a ``PartitionRecord`` per partition (leader, epochs, replicas, ISR and, from
-``metadata.version`` 3.7-IV2, each replica's directory as they are now), a
+``metadata.version`` 3.7-IV2, each replica's directory as they are now; from 4.0-IV1 its
+ELR and last known ELR, KIP-966; brokers' cordoned log dirs from 4.3-IV0, KIP-1066), a
 ``ProducerIdsRecord`` for the producer-id high mark, an ``AccessControlEntryRecord`` per ACL
 and a ``DelegationTokenRecord`` per token. ``dump`` frames them like the metadata
 log (v2 batches of framed records, ``kbroker.metadata.store``) — that is the snapshot's
@@ -19,7 +20,7 @@ from typing import Iterator
 from kbroker.wire import messages
 from kbroker.wire import records as rb
 
-from . import directories
+from . import directories, elr
 from .image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE, MetadataImage, empty_image, replay_all
 from .store import decode_record, encode_record
 
@@ -27,7 +28,10 @@ RECORDS_PER_BATCH = 2000
 
 
 def image_records(image: MetadataImage) -> Iterator:
-    with_dirs = directories.supported(image.features.get("metadata.version"))
+    mv = image.features.get("metadata.version")
+    with_dirs = directories.supported(mv)
+    with_elr = elr.supported(mv)
+    with_cordoned = mv is not None and mv >= 30          # 4.3-IV0, KIP-1066
     for name, level in sorted(image.features.items()):
         yield messages.FeatureLevelRecord(name=name, feature_level=level)
     EP = messages.RegisterBrokerRecord.BrokerEndpoint
@@ -39,7 +43,8 @@ def image_records(image: MetadataImage) -> Iterator:
             end_points=[EP(name=n, host=h, port=p, security_protocol=0) for n, h, p in b.endpoints],
             features=[messages.RegisterBrokerRecord.BrokerFeature(
                 name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in b.features],
-            log_dirs=list(b.log_dirs) if with_dirs else [])
+            log_dirs=list(b.log_dirs) if with_dirs else [],
+            cordoned_log_dirs=list(b.cordoned_log_dirs) if with_cordoned else None)
     for rname, configs in sorted(image.broker_configs.items()):
         for key, value in sorted(configs.items()):
             yield messages.ConfigRecord(resource_type=BROKER_RESOURCE, resource_name=rname,
@@ -59,7 +64,9 @@ def image_records(image: MetadataImage) -> Iterator:
                 isr=list(p.isr), removing_replicas=list(p.removing_replicas),
                 adding_replicas=list(p.adding_replicas), leader=p.leader,
                 leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
-                directories=p.directory_list() if with_dirs else [])
+                directories=p.directory_list() if with_dirs else [],
+                eligible_leader_replicas=list(p.elr) if with_elr else None,
+                last_known_elr=list(p.last_known_elr) if with_elr else None)
     from .client_quotas import records_of
     yield from records_of(image.client_quotas)
     for user, mechs in sorted(image.scram_credentials.items()):

@@ -13,8 +13,12 @@ Kafka's ``MetadataRecordSerde``::
 Record versions follow the finalized ``metadata.version`` as Kafka's ``MetadataVersion``
 chooses them (:func:`record_version`): ``PartitionRecord``/``PartitionChangeRecord`` v1 from
 3.7-IV2 (``Directories``, KIP-858) and v2 from 4.0-IV1 (ELR fields, KIP-966);
-``RegisterBrokerRecord`` v2 from 3.4-IV0 and v3 from 3.7-IV2 (``LogDirs``);
-``BrokerRegistrationChangeRecord`` v2 when it carries ``LogDirs``. Other records are written
+``RegisterBrokerRecord`` v2 from 3.4-IV0, v3 from 3.7-IV2 (``LogDirs``) and v4 from 4.3-IV0
+(``CordonedLogDirs``, KIP-1066); ``BrokerRegistrationChangeRecord`` v2 when it carries
+``LogDirs``, v3 when it carries ``CordonedLogDirs`` (4.3-IV0 on). ``ClearElrRecord`` (28) is
+written when ELR is turned off or ``min.insync.replicas`` changes; ``RegisterControllerRecord``
+(27) and ``UnregisterControllerRecord`` (29, 4.4-IV2) are read (and replay as no-ops), never
+written: kbroker's controllers are the quorum's voters. Other records are written
 at the version of :data:`RECORD_TYPES`; without a metadata version (bootstrap), at that one.
 
 Every append is fsynced before it is replayed (an admin operation is acknowledged only
@@ -40,7 +44,7 @@ FRAME_VERSION = 1
 
 # record type (api key) -> (message name, version we write)
 RECORD_TYPES: dict[int, tuple[str, int]] = {
-    0: ("RegisterBrokerRecord", 3),
+    0: ("RegisterBrokerRecord", 4),
     1: ("UnregisterBrokerRecord", 0),
     2: ("TopicRecord", 0),
     3: ("PartitionRecord", 2),
@@ -60,6 +64,9 @@ RECORD_TYPES: dict[int, tuple[str, int]] = {
     26: ("RemoveDelegationTokenRecord", 0),
     11: ("UserScramCredentialRecord", 0),
     22: ("RemoveUserScramCredentialRecord", 0),
+    27: ("RegisterControllerRecord", 0),       # read only: kbroker's controllers do not register
+    28: ("ClearElrRecord", 0),
+    29: ("UnregisterControllerRecord", 0),     # read only (4.4-IV2, KIP-1073's unregistration)
 }
 _TYPE_OF = {name: (key, version) for key, (name, version) in RECORD_TYPES.items()}
 
@@ -73,13 +80,16 @@ def record_version(record, metadata_version: int | None) -> int:
     name = type(record).__name__
     latest = _TYPE_OF[name][1]
     if name == "BrokerRegistrationChangeRecord":
+        if record.cordoned_log_dirs is not None and (metadata_version is None or metadata_version >= 30):
+            return 3
         return 2 if record.log_dirs else 1
     if metadata_version is None:
         return latest
     if name in ("PartitionRecord", "PartitionChangeRecord"):
         return 2 if metadata_version >= 23 else 1 if metadata_version >= 17 else 0
     if name == "RegisterBrokerRecord":
-        return 3 if metadata_version >= 17 else 2 if metadata_version >= 8 else 1
+        return (4 if metadata_version >= 30 else 3 if metadata_version >= 17
+                else 2 if metadata_version >= 8 else 1)
     return latest
 
 

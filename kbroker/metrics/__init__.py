@@ -72,6 +72,9 @@ async def collect(server) -> list[Family]:
     registry = getattr(server, "schema_registry", None)     # kbroker/schema_registry
     if registry is not None:
         out += registry.metric_families()
+    gateway = getattr(getattr(server, "rest_proxy", None), "gateway", None)   # kbroker/rest_proxy
+    if gateway is not None:
+        out += gateway.metric_families()
     return out
 
 

@@ -57,6 +57,7 @@ import trio
 from kbroker.common.clock import monotonic_reader
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError
+from kbroker.metadata import elr
 from kbroker.replica import append as append_path
 from kbroker.replica import delayed
 from kbroker.replica import log_dir_failure
@@ -479,7 +480,11 @@ class ReplicaManager:
         if not part.is_leader:
             return False
         log_ = part.log
-        new_hw = part.replication.high_watermark_after(log_.log_end_offset, log_.high_watermark)
+        min_isr = None
+        if elr.enabled(getattr(self._image, "features", None) or {}):
+            min_isr = elr.effective_min_isr(part.config.min_insync_replicas,
+                                            len(part.replication.followers) + 1)
+        new_hw = part.replication.high_watermark_after(log_.log_end_offset, log_.high_watermark, min_isr)
         if new_hw is None:
             return False
         log_.high_watermark = new_hw

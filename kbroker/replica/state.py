@@ -13,7 +13,10 @@ Rules (KIP-101, KIP-279, KIP-841 where they refine Kafka's ISR protocol):
   (committed ISR + the replicas a pending expansion adds; a pending shrink does not count
   until committed). It only ever moves forward: :meth:`ReplicationState.high_watermark_after`
   answers None rather than a lower value. A follower that has not fetched in this leadership
-  counts as log end offset -1, so it holds the high watermark until it fetches.
+  counts as log end offset -1, so it holds the high watermark until it fetches. With eligible
+  leader replicas on (KIP-966), it does not move while the committed ISR is smaller than the
+  effective ``min.insync.replicas``: a record is committed only once that many replicas have
+  it, which is what makes an ELR member a clean leader.
 - **Follower fetch state**: a fetch at offset ``o`` means the follower's log end offset is
   ``o``. ``lastCaughtUpTime`` is the time of a fetch that reached the leader's log end offset,
   or of the previous fetch when this one reached the log end offset the leader had then.
@@ -123,9 +126,14 @@ class ReplicationState:
             return self.isr
         return tuple(self.isr) + tuple(r for r in self.pending_isr if r not in self.isr)
 
-    def high_watermark_after(self, leader_leo: int, high_watermark: int) -> int | None:
+    def high_watermark_after(self, leader_leo: int, high_watermark: int,
+                             min_isr: int | None = None) -> int | None:
         """Kafka's maybeIncrementLeaderHW: the new high watermark when it moves forward
-        from ``high_watermark``, else None (it never moves backwards)."""
+        from ``high_watermark``, else None (it never moves backwards). ``min_isr``: with
+        ELR on (KIP-966), the effective minimum ISR; a committed ISR smaller than it holds
+        the high watermark where it is."""
+        if min_isr is not None and len(self.isr) < min_isr:
+            return None
         new_hw = leader_leo
         me = self.local_id
         for rid in self.maximal_isr:

@@ -28,6 +28,8 @@ Rules:
 - **Who calls.** With an authorizer, HTTP Basic with the cluster's SCRAM/PLAIN users, every
   call acting as that principal (``app.py``); HTTPS with the broker's ``ssl.*`` keys when
   ``kbroker.rest.proxy.ssl.enabled``.
+- **Measured.** Requests by endpoint and status, latency and consumer instances on the
+  broker's ``/metrics`` (``kbroker_rest_proxy_*``, ``metrics.py``).
 - **Every node serves it.** Produce, Fetch and ListOffsets for partitions another node
   leads go to that leader over the node-to-node RPC client, after the local handler's ACL
   check (``forward.py``); a consumer instance runs on the node coordinating its group
@@ -36,9 +38,12 @@ Rules:
 Layout: ``app.py`` (routes, principal, error answers), ``media.py`` (content types, JSON
 bodies), ``errors.py``, ``inproc.py``, ``cluster.py`` (Metadata reads), ``formats.py``
 (embedded formats), ``avro.py`` (the avro format through the broker's schema registry,
-``kbroker/schema_registry``, called in process), ``produce.py`` (Produce), ``forward.py``
+``kbroker/schema_registry``, called in process), ``schema_formats.py`` (protobuf and
+jsonschema the same way), ``produce.py`` (Produce), ``forward.py``
 (partitions led elsewhere), ``v2_topics.py``, ``v2_consumers.py`` with ``consumers.py``
-(the instances), ``v3.py`` / ``v3_groups.py`` / ``v3_acls.py`` / ``v3_records.py``.
+(the instances), ``v3.py`` / ``v3_configs.py`` / ``v3_partitions.py`` /
+``v3_reassignments.py`` / ``v3_groups.py`` /
+``v3_acls.py`` / ``v3_records.py``, ``metrics.py``.
 
 Spec: Confluent REST Proxy API reference (v2 and v3); error codes from its ``Errors`` and
 ``KafkaExceptionMapper`` classes (facts only, no code).
@@ -56,7 +61,8 @@ class Gateway:
     """One node's REST gateway: its routes and consumer instances."""
 
     def __init__(self, server):
-        from . import v2_consumers, v2_topics, v3, v3_acls, v3_groups, v3_records
+        from . import (v2_consumers, v2_topics, v3, v3_acls, v3_configs, v3_groups,
+                       v3_partitions, v3_reassignments, v3_records)
         from .consumers import ConsumerInstances
         self.server = server
         self.http: HttpServer | None = None
@@ -64,10 +70,17 @@ class Gateway:
         from .avro import Schemas
         from .forward import Forwarder
         self.schemas = Schemas()
+        from .schema_formats import TypedSchemas
+        self.typed = TypedSchemas()
         self.forward = Forwarder(server)
         self.consumers.forward = self.forward
         self.routes = Routes()
-        for module in (v2_topics, v2_consumers, v3, v3_groups, v3_acls, v3_records):
+        from .metrics import RequestMeter
+        self.meter = RequestMeter()
+        # v3_partitions first: its ``topics/-/configs`` and ``brokers/-/configs`` come
+        # before the ``{topic}`` and ``{broker}`` routes that would take "-" for a name
+        for module in (v2_topics, v2_consumers, v3_partitions, v3, v3_configs, v3_reassignments,
+                       v3_groups, v3_acls, v3_records):
             module.install(self.routes)
 
     async def keep_forwarder(self, context) -> None:
@@ -84,6 +97,11 @@ class Gateway:
 
     async def handle(self, request):
         return await dispatch(self.routes, self, request)
+
+    def metric_families(self) -> list:
+        """Its ``/metrics`` families (``kbroker.metrics.collect`` asks): ``metrics.py``."""
+        from .metrics import families
+        return families(self)
 
     def statistics(self) -> dict:
         return {"consumer_instances": len(self.consumers.instances),

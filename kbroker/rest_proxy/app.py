@@ -89,6 +89,12 @@ class Route:
     pattern: re.Pattern
     handler: Handler
     v3: bool
+    template: str = ""
+
+    @property
+    def endpoint(self) -> str:
+        """The metrics label: method and path template."""
+        return f"{self.method} {self.template}"
 
 
 @dataclass
@@ -98,7 +104,7 @@ class Routes:
     def add(self, method: str, template: str, handler: Handler) -> None:
         regex = "^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(template)) + "$"
         self.routes.append(Route(method.upper(), re.compile(regex), handler,
-                                 template.startswith("/v3/")))
+                                 template.startswith("/v3/"), template))
 
     def resolve(self, method: str, path: str) -> tuple[Route | None, dict, bool]:
         """(route, params, path known)."""
@@ -165,10 +171,23 @@ def _subject(request: Request) -> auth.Subject:
 
 
 async def dispatch(routes: Routes, gateway, request: Request) -> Response:
+    """The answer to ``request``, counted in the gateway's meter (``metrics.py``) by
+    endpoint, status and time taken."""
+    start = trio.current_time()
     path = request.path
     if len(path) > 1:
         path = path.rstrip("/")
     route, params, known = routes.resolve(request.method, path)
+    response = await _dispatch(route, params, known, path, gateway, request)
+    meter = getattr(gateway, "meter", None)
+    if meter is not None:
+        meter.record(route.endpoint if route is not None else "other", response.status,
+                     trio.current_time() - start)
+    return response
+
+
+async def _dispatch(route: Route | None, params: dict, known: bool, path: str, gateway,
+                    request: Request) -> Response:
     v3 = path.startswith("/v3")
     if route is None:
         return error_response(errors.method_not_allowed() if known else errors.not_found(), v3=v3)

@@ -33,14 +33,29 @@ MAGIC = 0
 REGISTRY_TIMEOUT_S = 30.0
 
 
-def _service(server):
+def service_of(server):
     sr = getattr(server, "schema_registry", None)
     service = getattr(sr, "service", None) if sr is not None else None
     if service is None:
-        raise errors.unprocessable("the avro format needs the schema registry: set "
+        raise errors.unprocessable("the schema-based formats need the schema registry: set "
                                    "kbroker.schema.registry.listen (or --schema-registry)",
                                    errors.SERIALIZATION)
     return service
+
+
+async def registry_call(fn, *args, **kwargs):
+    """A call of the registry service with its errors as the gateway answers them: an
+    invalid schema 422 42205, the registry's other codes as they are (409, 40403...), a
+    registry that does not answer in time 408 40801."""
+    from kbroker.schema_registry.errors import RegistryError
+    try:
+        with trio.fail_after(REGISTRY_TIMEOUT_S):
+            return await fn(*args, **kwargs)
+    except trio.TooSlowError:
+        raise RestError(408, 40801, "Schema registration or lookup timed out") from None
+    except RegistryError as e:
+        code = errors.INVALID_SCHEMA if e.code in (42201, 42205) else e.code
+        raise RestError(e.status, code, e.message) from None
 
 
 class Schemas:
@@ -57,20 +72,12 @@ class Schemas:
             raise errors.unprocessable(f"Invalid schema: {e}", errors.INVALID_SCHEMA) from None
 
     async def _call(self, fn, *args):
-        from kbroker.schema_registry.errors import RegistryError
-        try:
-            with trio.fail_after(REGISTRY_TIMEOUT_S):
-                return await fn(*args)
-        except trio.TooSlowError:
-            raise RestError(408, 40801, "Schema registration or lookup timed out") from None
-        except RegistryError as e:
-            code = errors.INVALID_SCHEMA if e.code in (42201, 42205) else e.code
-            raise RestError(e.status, code, e.message) from None
+        return await registry_call(fn, *args)
 
     async def by_id(self, server, schema_id: int):
         parsed = self._by_id.get(schema_id)
         if parsed is None:
-            service = _service(server)
+            service = service_of(server)
             got = await self._call(service.schema_by_id, schema_id)
             if got.get("schemaType", "AVRO") != "AVRO":
                 raise errors.unprocessable(f"schema {schema_id} is not an Avro schema",
@@ -85,7 +92,7 @@ class Schemas:
             if not isinstance(text, str):
                 text = json.dumps(text)
             self._parse(text)                         # 42205 before anything is registered
-            service = _service(server)
+            service = service_of(server)
             got = await self._call(service.register, f"{topic}-{side}", {"schema": text})
             sid = got["id"]
         elif isinstance(sid, bool) or not isinstance(sid, int):

@@ -3,10 +3,12 @@ answer and the bytes stored in Kafka.
 
 - v2 (``application/vnd.kafka.<format>.v2+json``): ``binary`` is base64 text, ``json`` any
   JSON value stored as its compact UTF-8 text (null stays a null key or value).
-- v3 (``/v3/.../records``): ``{"type": "BINARY"|"JSON"|"STRING", "data": ...}``.
-- ``avro`` goes through the broker's schema registry (``avro.py``); ``protobuf`` and
-  ``jsonschema`` are not served yet and answer 422 (42207) after Confluent's own checks of
-  the request (42201/42202 for a key or value without a schema).
+- v3 (``/v3/.../records``): ``{"type": "BINARY"|"JSON"|"STRING", "data": ...}`` here;
+  the schema-based types through the registry in ``v3_schemas.py``.
+- ``avro`` goes through the broker's schema registry (``avro.py``), ``protobuf`` and
+  ``jsonschema`` too (``schema_formats.py``); without a registry they answer 422 (42207)
+  after Confluent's own checks of the request (42201/42202 for a key or value without a
+  schema).
 """
 from __future__ import annotations
 
@@ -32,8 +34,8 @@ def decode_v2(fmt: str, value, what: str) -> bytes | None:
                                 errors.JSON_CONVERSION) from None
     if fmt == "json":
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    raise unprocessable(f"the {fmt} embedded format is not served by this gateway yet "
-                        "(binary, json and avro are)", errors.SERIALIZATION)
+    raise unprocessable(f"the {fmt} embedded format needs the schema registry",
+                        errors.SERIALIZATION)
 
 
 def encode_v2(fmt: str, data: bytes | None, what: str):
@@ -62,15 +64,10 @@ def decode_v3(data, what: str) -> tuple[bytes | None, str | None]:
         raise RestError(400, 400, f"{what} must be an object {{\"type\": ..., \"data\": ...}}")
     kind = str(data.get("type", "")).upper() or None
     if kind is None:
-        if "schema_id" in data or "schema" in data or "subject" in data or "schema_version" in data:
-            raise RestError(400, 400, f"{what}: schema-based formats need a schema registry, "
-                                      "which this broker does not run")
         kind = "JSON"       # Confluent's default when no type and no schema is named
-    if kind not in V3_TYPES:
-        if kind in ("AVRO", "PROTOBUF", "JSONSCHEMA"):
-            raise RestError(400, 400, f"{what}: the {kind} type needs a schema registry, "
-                                      "which this broker does not run")
-        raise RestError(400, 400, f"{what}: unknown type {kind!r} (BINARY, JSON or STRING)")
+    if kind not in V3_TYPES:    # AVRO, PROTOBUF, JSONSCHEMA: v3_schemas.py, before this
+        raise RestError(400, 400, f"{what}: unknown type {kind!r} (BINARY, JSON, STRING, "
+                                  "AVRO, PROTOBUF or JSONSCHEMA)")
     value = data.get("data")
     if value is None:
         return None, kind

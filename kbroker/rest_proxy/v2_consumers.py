@@ -159,6 +159,12 @@ async def records(call: Call):
             return {"topic": t, "key": await decode(call.server, schemas, k, f"key at {t}-{p}@{o}"),
                     "value": await decode(call.server, schemas, v, f"value at {t}-{p}@{o}"),
                     "partition": p, "offset": o}
+        if inst.fmt in ("protobuf", "jsonschema"):
+            typed = call.gateway.typed
+            return {"topic": t,
+                    "key": await typed.decode(call.server, inst.fmt, k, f"key at {t}-{p}@{o}"),
+                    "value": await typed.decode(call.server, inst.fmt, v, f"value at {t}-{p}@{o}"),
+                    "partition": p, "offset": o}
         return {"topic": t, "key": formats.encode_v2(inst.fmt, k, f"key at {t}-{p}@{o}"),
                 "value": formats.encode_v2(inst.fmt, v, f"value at {t}-{p}@{o}"),
                 "partition": p, "offset": o}

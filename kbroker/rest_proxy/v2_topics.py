@@ -6,7 +6,8 @@
   ``GET /brokers`` — through the Metadata, DescribeConfigs and ListOffsets handlers.
 - ``POST /topics/{t}`` and ``POST /topics/{t}/partitions/{p}``: ``{"records": [{"key",
   "value", "partition"}], "key_schema[_id]", "value_schema[_id]"}`` in the embedded format
-  of the Content-Type (``binary``, ``json``; ``avro`` through the registry, ``avro.py``); answers ``{"key_schema_id", "value_schema_id", "offsets":
+  of the Content-Type (``binary``, ``json``; ``avro`` through the registry, ``avro.py``;
+  ``protobuf`` and ``jsonschema`` the same way, ``schema_formats.py``); answers ``{"key_schema_id", "value_schema_id", "offsets":
   [{"partition", "offset", "error_code", "error"}]}`` with Confluent's per-record codes
   (1: a non-retriable Kafka error, 2: a retriable one). A topic missing (and not
   auto-created by the broker's rules) is 404 40401, a partition 404 40402; a bad record
@@ -144,11 +145,23 @@ def _raw_records(fmt: str, body: dict) -> list:
 async def _encoders(call: Call, fmt: str, body: dict, raw: list) -> tuple[dict, object, object]:
     """(schema ids for the answer, key encoder, value encoder) of the request's format."""
     ids = {"key_schema_id": body.get("key_schema_id"), "value_schema_id": body.get("value_schema_id")}
-    if fmt != "avro":
+    if fmt not in SCHEMA_FORMATS:
         return ids, (lambda v, what: formats.decode_v2(fmt, v, what)), \
             (lambda v, what: formats.decode_v2(fmt, v, what))
     from . import avro
     encoders = []
+    if fmt != "avro":           # protobuf, jsonschema: schema_formats.py
+        for side in ("key", "value"):
+            used = any(isinstance(r, dict) and r.get(side) is not None for r in raw)
+            named = body.get(f"{side}_schema") is not None or body.get(f"{side}_schema_id") is not None
+            if not (used or named):
+                encoders.append(lambda v, what: None)
+                continue
+            sid, codec = await call.gateway.typed.for_request(call.server, fmt, call.params["topic"],
+                                                              side, body)
+            ids[f"{side}_schema_id"] = sid
+            encoders.append(codec.encode)
+        return ids, encoders[0], encoders[1]
     for side in ("key", "value"):
         used = any(isinstance(r, dict) and r.get(side) is not None for r in raw)
         named = body.get(f"{side}_schema") is not None or body.get(f"{side}_schema_id") is not None

@@ -3,8 +3,8 @@ brokers, topics (list, create, delete, get), topic configs and partitions.
 
 - ``GET /v3/clusters``, ``/v3/clusters/{id}`` — the one cluster this node belongs to
   (another id answers 404).
-- ``GET .../brokers``, ``.../brokers/{b}`` (Metadata's brokers), ``.../brokers/{b}/configs``
-  (DescribeConfigs of the broker).
+- ``GET .../brokers``, ``.../brokers/{b}`` (Metadata's brokers); broker configs, per broker
+  and cluster-wide, are ``v3_configs.py``, partition reassignments ``v3_reassignments.py``.
 - ``GET|POST .../topics``, ``GET|DELETE .../topics/{t}`` (Metadata, CreateTopics,
   DeleteTopics handlers; ``POST`` takes ``{"topic_name", "partitions_count",
   "replication_factor", "configs": [{"name", "value"}]}`` and answers 201).
@@ -306,33 +306,6 @@ async def get_partition(call: Call):
     return ok(partition_json(call, cid, t.name, p))
 
 
-BROKER_RESOURCE = 4
-
-
-async def list_broker_configs(call: Call):
-    cid = cluster_id(call)
-    broker_id = call.params["broker"]
-    resp = await cluster.metadata(call.broker, [])
-    if not any(str(b.node_id) == broker_id for b in resp.brokers):
-        raise RestError(404, 404, f"Broker {broker_id} cannot be found.")
-    R = messages.DescribeConfigsRequest
-    got = await call_api(call.broker, 32, 4, R(resources=[R.DescribeConfigsResource(
-        resource_type=BROKER_RESOURCE, resource_name=broker_id, configuration_keys=None)],
-        include_synonyms=True, include_documentation=False))
-    r = got.results[0]
-    if r.error_code:
-        raise from_kafka(r.error_code, r.error_message, v3=True)
-    data = []
-    for c in sorted(r.configs, key=lambda c: c.name):
-        entry = config_json(call, cid, "", c)
-        entry.pop("topic_name")
-        entry.update(kind="KafkaBrokerConfig", broker_id=int(broker_id),
-                     metadata={"self": url(call, cid, "brokers", broker_id, "configs", c.name),
-                               "resource_name": crn(cid, ("broker", broker_id), ("config", c.name))})
-        data.append(entry)
-    return ok(listing(call, "KafkaBrokerConfigList", data))
-
-
 async def list_replicas(call: Call):
     cid = cluster_id(call)
     t = await cluster.topic(call.broker, call.params["topic"], v3=True)
@@ -355,7 +328,6 @@ def install(routes: Routes) -> None:
     routes.add("GET", C, get_cluster)
     routes.add("GET", C + "/brokers", list_brokers)
     routes.add("GET", C + "/brokers/{broker}", get_broker)
-    routes.add("GET", C + "/brokers/{broker}/configs", list_broker_configs)
     routes.add("GET", C + "/topics", list_topics)
     routes.add("POST", C + "/topics", create_topic)
     routes.add("GET", C + "/topics/{topic}", get_topic)

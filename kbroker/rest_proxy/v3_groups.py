@@ -181,19 +181,33 @@ async def _lags(call: Call, group: str) -> list[dict]:
     return out
 
 
+def _lag_json(call: Call, cid: str, group: str, lag: dict) -> dict:
+    base = ("consumer-groups", group, "lags", lag["topic_name"], "partitions", lag["partition_id"])
+    return {"kind": "KafkaConsumerLag",
+            "metadata": {"self": url(call, cid, *base),
+                         "resource_name": crn(cid, ("consumer-group", group),
+                                              ("lag", lag["topic_name"]),
+                                              ("partition", lag["partition_id"]))},
+            "cluster_id": cid, "consumer_group_id": group, **lag}
+
+
 async def list_lags(call: Call):
     cid = cluster_id(call)
     group = call.params["group"]
-    data = []
+    return ok(listing(call, "KafkaConsumerLagList",
+                      [_lag_json(call, cid, group, lag) for lag in await _lags(call, group)]))
+
+
+async def get_lag(call: Call):
+    """One partition's lag (``.../lags/{topic}/partitions/{p}``); 404 when the group has
+    neither a committed offset nor an owner for it."""
+    cid = cluster_id(call)
+    group, topic, partition = call.params["group"], call.params["topic"], call.params["partition"]
     for lag in await _lags(call, group):
-        base = ("consumer-groups", group, "lags", lag["topic_name"], "partitions", lag["partition_id"])
-        data.append({"kind": "KafkaConsumerLag",
-                     "metadata": {"self": url(call, cid, *base),
-                                  "resource_name": crn(cid, ("consumer-group", group),
-                                                       ("lag", lag["topic_name"]),
-                                                       ("partition", lag["partition_id"]))},
-                     "cluster_id": cid, "consumer_group_id": group, **lag})
-    return ok(listing(call, "KafkaConsumerLagList", data))
+        if lag["topic_name"] == topic and str(lag["partition_id"]) == partition:
+            return ok(_lag_json(call, cid, group, lag))
+    raise RestError(404, 404, f"Consumer lag for group {group} topic {topic} partition "
+                              f"{partition} cannot be found.")
 
 
 async def lag_summary(call: Call):
@@ -228,4 +242,5 @@ def install(routes: Routes) -> None:
     routes.add("GET", G + "/{group}/consumers/{consumer}", get_consumer)
     routes.add("GET", G + "/{group}/consumers/{consumer}/assignments", consumer_assignments)
     routes.add("GET", G + "/{group}/lags", list_lags)
+    routes.add("GET", G + "/{group}/lags/{topic}/partitions/{partition}", get_lag)
     routes.add("GET", G + "/{group}/lag-summary", lag_summary)

@@ -9,6 +9,9 @@ order: ``{"error_code": 200, "cluster_id", "topic_name", "partition_id", "offset
 topic has not) gets its error and is not written; the others are written in one Produce
 request. A body of one record is answered with that one object and its status; a stream
 with 200 and one object per line. A topic that does not exist is 404 for the whole call.
+Keys and values of type ``AVRO``, ``PROTOBUF`` or ``JSONSCHEMA`` (or naming a schema) go
+through the schema registry (``v3_schemas.py``); their answers add ``subject``,
+``schema_id`` and ``schema_version``.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from datetime import datetime, timezone
 
 from kbroker.http.router import Response
 
-from . import cluster, formats, produce
+from . import cluster, formats, produce, v3_schemas
 from .app import Call, Routes
 from .errors import RestError
 from .media import iter_json_stream
@@ -70,8 +73,17 @@ def _headers(value) -> tuple:
     return tuple(out)
 
 
-def _read(item, known: set[int]):
-    """(Out, key type, value type) of one request object, or a RestError."""
+async def _side(call: Call, topic: str, side: str, obj) -> tuple[bytes | None, dict | None]:
+    """(bytes, answer object) of a key or value: schema-based ones through the registry
+    (``v3_schemas.py``), the others by ``formats.decode_v3``."""
+    if v3_schemas.wants_schema(obj):
+        return await v3_schemas.encode(call, topic, side, obj)
+    data, kind = formats.decode_v3(obj, side)
+    return data, None if kind is None else {"type": kind, "size": len(data or b"")}
+
+
+async def _read(call: Call, topic: str, item, known: set[int]):
+    """(Out, key answer, value answer) of one request object, or a RestError."""
     if isinstance(item, RestError):
         return item
     if not isinstance(item, dict):
@@ -83,10 +95,10 @@ def _read(item, known: set[int]):
                 raise RestError(400, 400, "partition_id must be an integer")
             if partition not in known:
                 raise RestError(404, 404, "This server does not host this topic-partition.")
-        key, ktype = formats.decode_v3(item.get("key"), "key")
-        value, vtype = formats.decode_v3(item.get("value"), "value")
+        key, kanswer = await _side(call, topic, "key", item.get("key"))
+        value, vanswer = await _side(call, topic, "value", item.get("value"))
         return (produce.Out(key, value, partition, _headers(item.get("headers")),
-                            _timestamp(item.get("timestamp"))), ktype, vtype)
+                            _timestamp(item.get("timestamp"))), kanswer, vanswer)
     except RestError as e:
         return e
 
@@ -100,7 +112,7 @@ async def produce_records(call: Call):
         raise RestError(400, 400, "the request needs one JSON object per record")
     if len(items) > MAX_RECORDS:
         raise RestError(400, 400, f"at most {MAX_RECORDS} records per request")
-    read = [_read(i, known) for i in items]
+    read = [await _read(call, t.name, i, known) for i in items]
     good = [r for r in read if not isinstance(r, RestError)]
     results = iter(await produce.write(call.broker, t.name, [g[0] for g in good], len(t.partitions),
                                        produce.led_here(call.broker, t), call.gateway.forward)
@@ -110,7 +122,7 @@ async def produce_records(call: Call):
         if isinstance(r, RestError):
             answers.append(r.body())
             continue
-        out, ktype, vtype = r
+        out, kanswer, vanswer = r
         res = next(results)
         if res.error_code:
             e = RestError(403, 403, res.message) if res.error_code == 29 else RestError(
@@ -120,9 +132,7 @@ async def produce_records(call: Call):
         answers.append({"error_code": 200, "cluster_id": cid, "topic_name": t.name,
                         "partition_id": res.partition, "offset": res.offset,
                         "timestamp": _iso(res.timestamp),
-                        "key": None if ktype is None else {"type": ktype, "size": len(out.key or b"")},
-                        "value": None if vtype is None else {"type": vtype,
-                                                             "size": len(out.value or b"")}})
+                        "key": kanswer, "value": vanswer})
     if len(answers) == 1:
         status = answers[0]["error_code"]
         return Response(status, json.dumps(answers[0]).encode(), "application/json")

@@ -98,7 +98,7 @@ class Routes:
         self._add("POST", "/subjects/{s}/versions", lambda r, s: S.register(
             s, _body(r), normalize=_flag(r, "normalize")))
         self._add("GET", "/subjects/{s}/versions/{v}", lambda r, s, v: S.get_version(
-            s, v, deleted=_flag(r, "deleted")))
+            s, v, deleted=_flag(r, "deleted"), fmt=_param(r, "format")))
         self._add("GET", "/subjects/{s}/versions/{v}/schema", self.version_schema)
         self._add("GET", "/subjects/{s}/versions/{v}/referencedby",
                   lambda r, s, v: S.referenced_by(s, v))
@@ -113,7 +113,8 @@ class Routes:
             latest_only=_flag(r, "latestOnly")))
         self._add("GET", "/schemas/types", self.types)
         self._add("GET", "/schemas/ids/{id}", lambda r, i: S.schema_by_id(
-            _schema_id(i), subject=_param(r, "subject"), fetch_max_id=_flag(r, "fetchMaxId")))
+            _schema_id(i), subject=_param(r, "subject"), fetch_max_id=_flag(r, "fetchMaxId"),
+            fmt=_param(r, "format")))
         self._add("GET", "/schemas/ids/{id}/schema", self.id_schema)
         self._add("GET", "/schemas/ids/{id}/versions", lambda r, i: S.id_versions(
             _schema_id(i), deleted=_flag(r, "deleted")))
@@ -149,11 +150,13 @@ class Routes:
         return list(SCHEMA_TYPES)
 
     async def version_schema(self, request: Request, s: str, v: str):
-        text = await self.service.get_version_schema(s, v, deleted=_flag(request, "deleted"))
+        text = await self.service.get_version_schema(s, v, deleted=_flag(request, "deleted"),
+                                                     fmt=_param(request, "format"))
         return Response(200, text.encode("utf-8"), CONTENT_TYPE)
 
     async def id_schema(self, request: Request, i: str):
-        got = await self.service.schema_by_id(_schema_id(i), subject=_param(request, "subject"))
+        got = await self.service.schema_by_id(_schema_id(i), subject=_param(request, "subject"),
+                                              fmt=_param(request, "format"))
         return Response(200, got["schema"].encode("utf-8"), CONTENT_TYPE)
 
     # ---------------------------------------------------------------- dispatch

@@ -19,6 +19,8 @@ Rules kept (Confluent Schema Registry 7.x behaviour, Karapace agrees):
   their ids); permanent delete needs a soft delete first (40405/40407) and writes
   tombstones. A version another live schema references cannot be deleted (42206).
 - ``normalize=true`` stores and compares the type's normalized text.
+- ``format=serialized`` on a PROTOBUF schema answers the base64 ``FileDescriptorProto``
+  (``types/protobuf_serialized.py``), what confluent-kafka's ProtobufDeserializer asks for.
 
 Not done here: Confluent's data contracts (``metadata``, ``ruleSet``), contexts, tags and the
 ``/schemas`` paging options beyond ``subjectPrefix``/``deleted``/``latestOnly``.
@@ -34,6 +36,7 @@ from .records import Reference, SchemaValue
 from .state import LEVELS, MODES, RegistryState
 from .store import SchemaStore
 from .types import SCHEMA_TYPES, SchemaError, check_compatibility, parse
+from .types import protobuf_serialized
 
 log = logging.getLogger("kbroker.schema_registry")
 
@@ -215,30 +218,59 @@ class RegistryService:
             raise errors.version_not_found(n)
         return sv
 
-    async def get_version(self, subject: str, version_text, *, deleted: bool = False) -> dict:
-        return await self._read(lambda st: schema_json(
-            self._version(st, subject, version_text, deleted=deleted)))
+    async def get_version(self, subject: str, version_text, *, deleted: bool = False,
+                          fmt: str | None = None) -> dict:
+        def answer(st: RegistryState):
+            sv = self._version(st, subject, version_text, deleted=deleted)
+            return self._formatted(sv, schema_json(sv), fmt)
+        return await self._read(answer)
 
-    async def get_version_schema(self, subject: str, version_text, *, deleted: bool = False) -> str:
-        return await self._read(
-            lambda st: self._version(st, subject, version_text, deleted=deleted).schema)
+    def _formatted(self, sv: SchemaValue, out: dict, fmt: str | None) -> dict:
+        """``out`` with its schema in the ``format`` a request asks for: ``serialized``
+        turns a PROTOBUF schema into the base64 of its FileDescriptorProto (Confluent's
+        answer); other formats, and other schema types, answer the stored text."""
+        if fmt == "serialized" and sv.schema_type == "PROTOBUF":
+            try:
+                out["schema"] = protobuf_serialized.serialized(self._parse_value(sv))
+            except SchemaError as e:
+                raise errors.RegistryError(500, 50001, f"Error serializing schema {sv.id}: {e}") from None
+        return out
+
+    async def parsed_by_id(self, schema_id: int):
+        """(type, parsed schema) of a registered id, references resolved (the REST
+        gateway's schema-based formats read and write records with it)."""
+        def answer(st: RegistryState):
+            sv = st.schema_by_id(schema_id)
+            if sv is None:
+                raise errors.schema_not_found(schema_id)
+            return sv.schema_type, self._parse_value(sv)
+        return await self._read(answer)
+
+    async def get_version_schema(self, subject: str, version_text, *, deleted: bool = False,
+                                 fmt: str | None = None) -> str:
+        def answer(st: RegistryState):
+            sv = self._version(st, subject, version_text, deleted=deleted)
+            return self._formatted(sv, {"schema": sv.schema}, fmt)["schema"]
+        return await self._read(answer)
 
     async def referenced_by(self, subject: str, version_text) -> list[int]:
         return await self._read(lambda st: st.referenced_by(
             subject, self._version(st, subject, version_text).version))
 
     async def schema_by_id(self, schema_id: int, *, subject: str | None = None,
-                           fetch_max_id: bool = False) -> dict:
-        return await self._read(lambda st: self._schema_by_id(st, schema_id, subject, fetch_max_id))
+                           fetch_max_id: bool = False, fmt: str | None = None) -> dict:
+        return await self._read(lambda st: self._schema_by_id(st, schema_id, subject,
+                                                              fetch_max_id, fmt))
 
-    def _schema_by_id(self, st: RegistryState, schema_id: int, subject, fetch_max_id) -> dict:
+    def _schema_by_id(self, st: RegistryState, schema_id: int, subject, fetch_max_id,
+                      fmt: str | None = None) -> dict:
         # ``subject`` names the schema context to look in (Confluent: the id is looked up in
         # the subject's context, not in the subject itself); there is one context here, the
         # default, so it does not narrow the lookup: deserializers pass their topic's subject
         sv = st.schema_by_id(schema_id)
         if sv is None:
             raise errors.schema_not_found(schema_id)
-        out = schema_json(sv, with_subject=False)
+        out = self._formatted(sv, schema_json(sv, with_subject=False), fmt)
         del out["id"]
         if fetch_max_id:
             out["maxId"] = st.max_id

@@ -83,6 +83,7 @@ API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 UNSUPPORTED_VERSION = 35
 RECEIVE_SIZE = 256 * 1024
+FIRST_RECEIVE_SIZE = 16 * 1024   # until a read fills it: idle connections stay small
 PRODUCE = 0
 FETCH = 1
 # request_percentage: exempt as Kafka's sendResponseExemptThrottle (WriteTxnMarkers; follower
@@ -97,6 +98,14 @@ def _follower_fetch(request) -> bool:
         getattr(request, "replica_id", -1)
     return replica is not None and replica >= 0
 _SIZE = struct.Struct(">i")
+
+
+def _grown(rbuf: bytearray, end: int) -> tuple[bytearray, memoryview]:
+    """A connection that filled its first receive buffer gets the full-size one (a busy
+    client's pipelined requests), its first `end` bytes carried over."""
+    grown = bytearray(RECEIVE_SIZE)
+    grown[:end] = rbuf[:end]
+    return grown, memoryview(grown)
 _KEY = struct.Struct(">h")
 # Produce answers held back for pipelined requests: at most this many, and only while the
 # requests handled meanwhile add up to less than this many bytes (bounds the added latency).
@@ -308,7 +317,7 @@ class Connection:
     async def _loop_socket(self) -> None:
         server = self.server
         max_frame = server.max_frame
-        rbuf = bytearray(RECEIVE_SIZE)
+        rbuf = bytearray(FIRST_RECEIVE_SIZE)
         rview = memoryview(rbuf)
         start = end = 0
         pending: list = []   # response parts of pipelined produce requests, not yet written
@@ -361,6 +370,8 @@ class Connection:
                             n = -1
                         if n > 0:
                             end += n
+                            if end == len(rbuf) < RECEIVE_SIZE:
+                                rbuf, rview = _grown(rbuf, end)
                             continue
                         if n == 0:
                             return
@@ -370,6 +381,8 @@ class Connection:
                     if not n:
                         return
                     end += n
+                    if end == len(rbuf) < RECEIVE_SIZE:
+                        rbuf, rview = _grown(rbuf, end)
                     continue
                 self.busy = True
                 try:

@@ -20,6 +20,10 @@ Every change of a share-partition's state is written through the persister befor
 request is answered (acknowledgements) or right after (acquisitions: a lost acquisition
 only means a redelivery, which the delivery count allows).
 
+Records archived for good (delivery count limit, REJECT) are written to the group's
+dead-letter topic by a task beside the lock timer, as Kafka's DLQ manager sends them from a
+thread of its own (KIP-1191, ``dlq.py``).
+
 Acquisition locks run on the broker clock's monotonic reading (``lock_clock_ms``), as
 Kafka's share-partitions time them on ``hiResClockMs``: a step of the node's wall clock
 neither releases every acquired record at once (forward) nor keeps records locked past their
@@ -39,6 +43,7 @@ from kbroker.replica import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_COMMITTE
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
+from .dlq import DeadLetter, DeadLetterWriter
 from .partition import AcquiredRange, SharePartition, StateBatch
 from .sessions import ShareSessionCache
 
@@ -67,6 +72,8 @@ class SharePartitionManager:
         self.dirty: set[Key] = set()
         self._epochs: dict[Key, int] = {}          # leader epoch each share-partition was loaded in
         self.lock_clock_ms = monotonic_reader(broker.clock)   # acquisition locks' clock
+        # dead letters (KIP-1191, share.version 2) go to the group's DLQ topic
+        self.dlq = DeadLetterWriter(broker, rpc=getattr(persister, "_rpc", None))
 
     # ------------------------------------------------------------------ share-partitions
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
@@ -142,6 +149,21 @@ class SharePartitionManager:
                 self.stats["persist_errors"] += 1
                 log.warning("writing the state of share-partition %s failed: %s", key, E(code).name)
         return failed
+
+    async def _write_dead_letters(self) -> None:
+        """Hand the offsets archived for good since the last flush to the group's DLQ
+        (``kbroker/share/dlq.py``; nothing is written without one or below share.version 2)."""
+        for (group_id, tid, p), sp in list(self.partitions.items()):
+            if not sp.dead_letters:
+                continue
+            letters = [DeadLetter(*d) for d in sp.take_dead_letters()]
+            name = self._topic_name(tid)
+            if name is None:
+                continue
+            try:
+                await self.dlq.write(group_id, name, p, letters, now_ms=self.broker.clock.now_ms())
+            except Exception:                  # noqa: BLE001 - a DLQ write never fails the state
+                log.exception("writing dead letters of %s-%d for %s failed", name, p, group_id)
 
     # ------------------------------------------------------------------ acknowledgements
     async def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID,
@@ -281,22 +303,31 @@ class SharePartitionManager:
 
     # ------------------------------------------------------------------ timers
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
+        async with trio.open_nursery() as nursery:
+            # dead letters are written beside the timer, so neither an acknowledgement's
+            # answer nor the lock expiries wait for a DLQ partition's replication
+            nursery.start_soon(self._dead_letter_loop)
+            task_status.started()
+            while True:
+                await trio.sleep(0.25)
+                now = self.lock_clock_ms()
+                for (g, tid, p), sp in list(self.partitions.items()):
+                    d = sp.next_lock_deadline_ms()
+                    if d is not None and d <= now and sp.expire_locks(now):
+                        self.stats["lock_expiries"] += 1
+                        self._persist(g, tid, p, sp)
+                try:
+                    await self.flush()
+                except Exception:                  # noqa: BLE001 - keep the timer alive
+                    log.exception("persisting share-partitions failed")
+
+    async def _dead_letter_loop(self) -> None:
         while True:
             await trio.sleep(0.25)
-            now = self.lock_clock_ms()
-            for (g, tid, p), sp in list(self.partitions.items()):
-                d = sp.next_lock_deadline_ms()
-                if d is not None and d <= now and sp.expire_locks(now):
-                    self.stats["lock_expiries"] += 1
-                    self._persist(g, tid, p, sp)
-            try:
-                await self.flush()
-            except Exception:                  # noqa: BLE001 - keep the timer alive
-                log.exception("persisting share-partitions failed")
+            await self._write_dead_letters()
 
     def statistics(self) -> dict:
-        return {**self.stats, "share_partitions": len(self.partitions),
+        return {**self.stats, **self.dlq.statistics(), "share_partitions": len(self.partitions),
                 "share_sessions": len(self.sessions.sessions)}
 
 

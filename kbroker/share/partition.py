@@ -26,6 +26,10 @@ Acknowledgement types (ShareFetch/ShareAcknowledge): 0 gap (the offset holds no 
 archived), 1 accept, 2 release, 3 reject (archived, never redelivered). Acknowledging a
 record the member does not hold is ``INVALID_RECORD_STATE``.
 
+Offsets archived for good — the delivery count limit reached, or rejected — are kept as dead
+letters (:meth:`SharePartition.take_dead_letters`) for the group's dead-letter queue
+(KIP-1191, ``kbroker/share/dlq.py``).
+
 At most ``group.share.partition.max.record.locks`` records are in flight; acquisition stops
 there until the start offset moves on.
 
@@ -41,6 +45,11 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from kbroker.wire.error_codes import ErrorCode as E
+
+
+# why an offset was archived for good (KIP-1191's DLQ ``__dlq.errors.message``, Kafka's words)
+DELIVERY_LIMIT = "Offset delivery count exceeded the threshold."
+REJECTED = "Offset rejected by client."
 
 
 class RecordState(enum.IntEnum):
@@ -92,6 +101,9 @@ class SharePartition:
         self.max_in_flight = max_in_flight
         self.state_epoch = state_epoch
         self.in_flight: dict[int, InFlight] = {}
+        # offsets archived for good since the owner last took them (KIP-1191 dead letters):
+        # (offset, delivery count, cause), drained by the manager with take_dead_letters()
+        self.dead_letters: list[tuple[int, int, str]] = []
 
     # ------------------------------------------------------------------ acquisition
     def acquire(self, member_id: str, available_end: int, max_records: int, now_ms: int,
@@ -176,10 +188,12 @@ class SharePartition:
             if t == AcknowledgeType.ACCEPT:
                 self._settle(r, RecordState.ACKNOWLEDGED)
             elif t == AcknowledgeType.RELEASE:
-                self._release(r)
+                self._release(r, off)
             elif t == AcknowledgeType.RENEW:
                 r.lock_deadline_ms = now_ms + self.lock_duration_ms
             else:                                      # reject, gap
+                if t == AcknowledgeType.REJECT:
+                    self.dead_letters.append((off, r.delivery_count, REJECTED))
                 self._settle(r, RecordState.ARCHIVED)
         self._maybe_advance_start()
         return E.NONE
@@ -189,25 +203,34 @@ class SharePartition:
         r.member_id = None
         r.lock_deadline_ms = 0
 
-    def _release(self, r: InFlight) -> None:
-        self._settle(r, RecordState.ARCHIVED if r.delivery_count >= self.delivery_count_limit
-                     else RecordState.AVAILABLE)
+    def _release(self, r: InFlight, off: int) -> None:
+        if r.delivery_count >= self.delivery_count_limit:
+            self.dead_letters.append((off, r.delivery_count, DELIVERY_LIMIT))
+            self._settle(r, RecordState.ARCHIVED)
+        else:
+            self._settle(r, RecordState.AVAILABLE)
+
+    def take_dead_letters(self) -> list[tuple[int, int, str]]:
+        """The offsets archived for good (delivery count limit reached, or rejected) since the
+        last call: (offset, delivery count, cause), in the order they were archived."""
+        out, self.dead_letters = self.dead_letters, []
+        return out
 
     def release_member(self, member_id: str) -> int:
         """The member left or its share session closed: its records are released."""
         n = 0
-        for r in self.in_flight.values():
+        for off, r in self.in_flight.items():
             if r.state is RecordState.ACQUIRED and r.member_id == member_id:
-                self._release(r)
+                self._release(r, off)
                 n += 1
         self._maybe_advance_start()
         return n
 
     def expire_locks(self, now_ms: int) -> int:
         n = 0
-        for r in self.in_flight.values():
+        for off, r in self.in_flight.items():
             if r.state is RecordState.ACQUIRED and r.lock_deadline_ms <= now_ms:
-                self._release(r)
+                self._release(r, off)
                 n += 1
         if n:
             self._maybe_advance_start()

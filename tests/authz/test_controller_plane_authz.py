@@ -32,7 +32,7 @@ def call(api_key: int, version: int, request, principal: str):
 
 
 @pytest.mark.parametrize("api_key,version", [(52, 1), (53, 1), (54, 1), (59, 1), (62, 4), (63, 1),
-                                             (67, 0), (55, 2)])
+                                             (67, 0), (55, 2), (94, 0)])
 def test_kraft_and_lifecycle_rpcs_need_the_cluster_operation(api_key, version):
     r = call(api_key, version, messages.request_class(api_key)(), "User:mallory")
     assert r.error_code == E.CLUSTER_AUTHORIZATION_FAILED

@@ -21,11 +21,12 @@ async def test_every_version(broker_server, version):
     assert keys[18] == (0, 5)
     if version >= 3:
         # a new cluster finalizes group.version 1 (KIP-848) and transaction.version 2
-        # (KIP-890 part 2), as Kafka 4, and share.version 1 and streams.version 1 as Kafka
-        # 4.3's default format
+        # (KIP-890 part 2), as Kafka 4, streams.version 1 as Kafka 4.3's default format, and
+        # metadata.version 4.4-IV2 with share.version 2 (KIP-1191 dead-letter queues) and
+        # eligible.leader.replicas.version 1 (KIP-966) as Kafka 4.4's
         assert {f.name: f.max_version_level for f in resp.finalized_features} == \
-            {"metadata.version": 25, "group.version": 1, "transaction.version": 2,
-             "share.version": 1, "streams.version": 1}
+            {"metadata.version": 33, "group.version": 1, "transaction.version": 2,
+             "share.version": 2, "streams.version": 1, "eligible.leader.replicas.version": 1}
         supported = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
         # KIP-1022: a supported range starting at 0 is announced from v4 only
         assert supported.get("transaction.version") == ((0, 2) if version >= 4 else None)

@@ -59,7 +59,7 @@ def test_format_info_and_already_formatted(tmp_path):
     cid = kbroker("storage", "random-uuid").stdout.strip()
     out = kbroker("storage", "format", "-t", cid, "-c", str(cfg))
     assert out.returncode == 0, out.stderr
-    assert f"Formatting metadata directory {tmp_path}/a with metadata.version 4.0-IV3." in out.stdout
+    assert f"Formatting metadata directory {tmp_path}/a with metadata.version 4.4-IV2." in out.stdout
     assert f"Formatting data directory {tmp_path}/b" in out.stdout
     for d in ("a", "b"):
         meta = (tmp_path / d / "meta.properties").read_text()
@@ -94,7 +94,8 @@ def test_info_reports_an_unformatted_directory(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--standalone"], "static quorum of controller.quorum.voters"),
     (["--initial-controllers", "1@127.0.0.1:9093:AAAAAAAAAAAAAAAAAAAAAA"], "static quorum"),
-    (["--release-version", "4.3"], "metadata.version 30 (4.3-IV0) is not served"),
+    (["--release-version", "4.5"], "Unknown metadata.version '4.5'"),
+    (["--feature", "metadata.version=34"], "metadata.version 34 (34) is not served"),
     (["--release-version", "2.8"], "Unknown metadata.version '2.8'"),
     (["--feature", "transaction.version=3"], "transaction.version=3 is not served"),
     (["--add-scram", "SCRAM-SHA-1=[name=a,password=b]"], "unknown SCRAM mechanism"),   # served: tests/security
@@ -180,12 +181,12 @@ def test_new_clusters_are_formatted_with_transaction_version_2():
 
 def test_bootstrap_file_round_trip_and_clamping(tmp_path):
     (tmp_path / BOOTSTRAP_FILE).write_bytes(bootstrap_bytes(
-        {"metadata.version": 30, "group.version": 1, "kraft.version": 0}, 0))
+        {"metadata.version": 34, "group.version": 1, "kraft.version": 0}, 0))
     raw = {r.name: r.feature_level for r in read_bootstrap(tmp_path / BOOTSTRAP_FILE)}
-    assert raw == {"metadata.version": 30, "group.version": 1}
+    assert raw == {"metadata.version": 34, "group.version": 1}
     # levels above what kbroker serves are finalized at kbroker's (features it lacks: dropped)
     checked = {r.name: r.feature_level for r in check_bootstrap(tmp_path)}
-    assert checked == {"metadata.version": 25, "group.version": 1}
+    assert checked == {"metadata.version": 33, "group.version": 1}
     (tmp_path / BOOTSTRAP_FILE).write_bytes(bootstrap_bytes({"metadata.version": 5}, 0))
     with pytest.raises(StorageError, match="below what kbroker serves"):
         check_bootstrap(tmp_path)
@@ -220,9 +221,10 @@ def _finalized_metadata_version(port: int) -> int:
 def test_default_features_finalize_group_version_from_4_0():
     def written(features):                      # level 0 is not written to the bootstrap
         return {k: v for k, v in features.items() if v}
-    assert written(default_features(None, [])) == {"metadata.version": 25, "group.version": 1,
+    assert written(default_features(None, [])) == {"metadata.version": 33, "group.version": 1,
                                                    "transaction.version": 2,
-                                                   "share.version": 1, "streams.version": 1}
+                                                   "share.version": 2, "streams.version": 1,
+                                                   "eligible.leader.replicas.version": 1}
     assert written(default_features("3.9", [])) == {"metadata.version": 21}
     assert default_features(None, ["group.version=0"])["group.version"] == 0
 
@@ -245,9 +247,10 @@ def _share_heartbeat_error(port: int) -> int:
     return trio.run(ask)
 
 
-def test_default_features_finalize_share_version_as_kafka_4_3():
+def test_default_features_finalize_share_version_as_kafka_4_4():
     from kbroker.metadata.storage_format import default_features
-    assert default_features(None, [])["share.version"] == 1
+    assert default_features(None, [])["share.version"] == 2           # Kafka 4.4's SV_2 (KIP-1191)
+    assert default_features(None, ["share.version=1"])["share.version"] == 1
     assert default_features("3.9", [])["share.version"] == 0
     assert default_features("3.9", ["share.version=1"])["share.version"] == 1
     # streams.version 1 (KIP-1071) is Kafka 4.3's latest production level too

@@ -9,10 +9,14 @@ from kbroker.wire.error_codes import ErrorCode
 from .raw import RawClient
 
 UF = messages.UpdateFeaturesRequest
-# a new cluster finalizes transaction.version 2 (KIP-890 part 2), share.version 1 (KIP-932) and
-# streams.version 1 (KIP-1071)
-BASE = {"transaction.version": (2, 2), "share.version": (1, 1), "streams.version": (1, 1)}
+# a new cluster finalizes transaction.version 2 (KIP-890 part 2), share.version 2 (KIP-932 with
+# KIP-1191's dead-letter queues), streams.version 1 (KIP-1071) and
+# eligible.leader.replicas.version 1 (KIP-966)
+BASE = {"transaction.version": (2, 2), "share.version": (2, 2), "streams.version": (1, 1),
+        "eligible.leader.replicas.version": (1, 1)}
 NEW = {**BASE, "group.version": (1, 1)}   # ... and group.version 1 (KIP-848)
+MV = 33                                   # 4.4-IV2, Kafka 4.4's latest production level
+ELR = "eligible.leader.replicas.version"
 
 
 async def finalized(c):
@@ -31,39 +35,31 @@ async def update(c, version, *updates, validate_only=False):
 async def test_update_features_metadata_version(broker_server):
     c = await RawClient.connect(broker_server)
     features, epoch0 = await finalized(c)
-    assert features == {"metadata.version": (25, 25), **NEW} and epoch0 >= 0
+    assert features == {"metadata.version": (MV, MV), **NEW} and epoch0 >= 0
 
-    # validate-only: answered as a success, nothing written
-    r = await update(c, 1, ("metadata.version", 24, 2), validate_only=True)
-    assert (r.error_code, r.error_message) == (0, None)
-    assert [(x.feature, x.error_code, x.error_message) for x in r.results] == [("metadata.version", 0, "NONE")]
-    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **NEW}
-
-    # a safe downgrade across levels that kept the metadata format
-    r = await update(c, 2, ("metadata.version", 23, 2))
-    assert (r.error_code, r.error_message, r.results) == (0, None, [])
-    features, epoch1 = await finalized(c)
-    assert features == {"metadata.version": (23, 23), **NEW} and epoch1 > epoch0
-    assert broker_server.broker.metadata.features["metadata.version"] == 23
-
-    # across 4.0-IV1 (ELR records) Kafka refuses, safe or unsafe: one top-level error, no results
-    for kind in (2, 3):
-        r = await update(c, 1, ("metadata.version", 22, kind))
+    # 4.4-IV2 changed the metadata format: Kafka refuses any downgrade, safe or unsafe, also
+    # validate-only; one top-level error, no results
+    for kind, validate in ((2, True), (2, False), (3, False)):
+        r = await update(c, 1, ("metadata.version", 32, kind), validate_only=validate)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION and r.results == []
         assert r.error_message.startswith("The update failed for all features since the following "
                                           "feature had an error: Unsupported metadata.version downgrade "
-                                          "from 23 to 22.")
+                                          "from 33 to 32.")
     # a downgrade with the upgrade type, an unknown feature, a level kbroker does not serve
-    for ups in ([("metadata.version", 20, 1)], [("no.such", 1, 1)], [("metadata.version", 26, 1)]):
+    for ups in ([("metadata.version", 20, 1)], [("no.such", 1, 1)], [("metadata.version", 34, 1)]):
         r = await update(c, 2, *ups)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION, ups
-    assert (await finalized(c)) == ({"metadata.version": (23, 23), **NEW}, epoch1)
+    assert (await finalized(c)) == ({"metadata.version": (MV, MV), **NEW}, epoch0)
 
-    # and back up; v0's allow_downgrade is not read (Kafka 4.3's controller reads the type only)
-    r = await update(c, 0, ("metadata.version", 25, 1))
-    assert (r.error_code, [(x.feature, x.error_code) for x in r.results]) == (0, [("metadata.version", 0)])
+    # ELR off (a safe downgrade to 0) and on again; each change moves the epoch
+    r = await update(c, 2, (ELR, 0, 2))
+    assert (r.error_code, r.error_message, r.results) == (0, None, [])
+    features, epoch1 = await finalized(c)
+    assert ELR not in features and epoch1 > epoch0
+    r = await update(c, 0, (ELR, 1, 1))
+    assert (r.error_code, [(x.feature, x.error_code) for x in r.results]) == (0, [(ELR, 0)])
     features, epoch2 = await finalized(c)
-    assert features == {"metadata.version": (25, 25), **NEW} and epoch2 > epoch1
+    assert features == {"metadata.version": (MV, MV), **NEW} and epoch2 > epoch1
     await c.aclose()
 
 
@@ -77,18 +73,18 @@ def group_version_served(monkeypatch):
 async def test_update_features_is_generic_over_the_table(group_version_served, broker_server):
     c = await RawClient.connect(broker_server)
     # a new cluster finalizes the default of every served feature (group.version 1 from 4.0-IV0)
-    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **BASE, "group.version": (1, 1)}
+    assert (await finalized(c))[0] == {"metadata.version": (MV, MV), **BASE, "group.version": (1, 1)}
     # (a supported range starting at 0 is announced from ApiVersions v4, KIP-1022)
     r = await c.request("ApiVersions", 4, client_software_name="t", client_software_version="1")
     assert {f.name: (f.min_version, f.max_version) for f in r.supported_features}["group.version"] == (0, 1)
     # disabled (level 0 with a downgrade type), then finalized again
     r = await update(c, 2, ("group.version", 0, 2))
     assert r.error_code == 0
-    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **BASE}
+    assert (await finalized(c))[0] == {"metadata.version": (MV, MV), **BASE}
     r = await update(c, 2, ("group.version", 2, 1))
     assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
     assert r.error_message.endswith("Local controller 1 only supports versions 0-1")
     r = await update(c, 1, ("group.version", 1, 1))
     assert r.error_code == 0
-    assert (await finalized(c))[0] == {"metadata.version": (25, 25), **BASE, "group.version": (1, 1)}
+    assert (await finalized(c))[0] == {"metadata.version": (MV, MV), **BASE, "group.version": (1, 1)}
     await c.aclose()

@@ -294,7 +294,7 @@ def test_a_new_active_controller_keeps_the_failed_dirs_replicas_out(tmp_path):
     the active controller is killed. The new one, knowing only the log, keeps node 2's
     replicas of that dir out of leadership: its leaderless single-replica partitions stay
     leaderless (no election may pick them, their leader epochs do not move, although node 2
-    keeps heartbeating and stays their only ISR member), and its other replicas lead nothing
+    keeps heartbeating and stays their eligible leader replica, KIP-966), and its other replicas lead nothing
     and stay out of their ISRs (node 2 no longer fetches them, so no leader may take it back)
     while the crashed controller's leaderships move and it comes back."""
     c, bad = cluster_with_a_tmpfs_dir_on_node_2(tmp_path)

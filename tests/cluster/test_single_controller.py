@@ -192,7 +192,7 @@ def test_a_single_node_answers_on_its_controller_listener(tmp_path, quorum):
         features = kafka_tool("kafka-features", "--bootstrap-controller", controller, "describe")
         assert features.returncode == 0, features.stdout + features.stderr
         mv = [ln for ln in features.lines if ln.startswith("Feature: metadata.version")]
-        assert len(mv) == 1 and "FinalizedVersionLevel: 4.0-IV3" in mv[0], features.stdout
+        assert len(mv) == 1 and "FinalizedVersionLevel: 4.4-IV2" in mv[0], features.stdout
         # still one node serving clients: it is the only broker and the partitions' replica
         assert [b.node_id for b in metadata(node.port).brokers] == [1]
         producer = KafkaProducer(bootstrap_servers=node.bootstrap, acks="all")

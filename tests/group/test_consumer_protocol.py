@@ -259,6 +259,17 @@ def test_offset_commit_with_member_epoch():
     assert mgr.fetch_offsets("g", None)[0] == 0                       # admin fetch
 
 
+def _replayed(h: ConsumerHarness) -> GroupManager:
+    """A new coordinator that loaded every record ``h`` appended."""
+    fresh = GroupManager(h.config)
+    fresh.set_topics(h.mgr.consumer.topics)
+    fresh.begin_load(0)
+    for r in h.log:
+        fresh.replay(r.key, r.value)
+    fresh.complete_load(0, h.now)
+    return fresh
+
+
 def test_records_replay_into_the_same_state():
     h = ConsumerHarness({"t": 3, "u": 2})
     h.join("A", ["t", "u"], instance="ia")
@@ -267,12 +278,7 @@ def test_records_replay_into_the_same_state():
     h.hb("A", h.ep("A"), owned={"t": [0, 1, 2], "u": [0, 1]})
     h.commit = h.drive(h.mgr.commit_offsets("g", "A", h.ep("A"), "ia", [("t", [(0, 7, -1, "m")])],
                                             h.now, api_version=9))
-    fresh = GroupManager(h.config)
-    fresh.set_topics(h.mgr.consumer.topics)
-    fresh.begin_load(0)
-    for r in h.log:
-        fresh.replay(r.key, r.value)
-    fresh.complete_load(0, h.now)
+    fresh = _replayed(h)
     a, b = h.group(), fresh.groups["g"]
     assert (a.group_epoch, a.assignment_epoch, a.metadata_hash) == \
         (b.group_epoch, b.assignment_epoch, b.metadata_hash)
@@ -398,3 +404,39 @@ def test_assignment_interval_batches_target_assignments():
     r = h.hb("A", 2, owned={"t": [0, 1]})
     assert g.assignment_epoch == 4 and r.member_epoch == 2          # A must revoke one first
     assert len(names(r.assignment)["t"]) == 1
+
+
+def test_last_member_leaving_moves_the_assignment_epoch_with_the_group_epoch():
+    """Kafka 4.4 (F-961; ``consumerGroupFenceMembers``): when the last member leaves, the
+    (empty) target assignment is at the new group epoch at once, with timestamp 0, so the
+    empty group answers ConsumerGroupDescribe with equal epochs and a member joining next,
+    even within the assignment interval, is assigned at once. The records replay to the
+    same epochs."""
+    h = ConsumerHarness({"t": 2}, consumer_assignment_interval_ms=1000)
+    a = h.join("A", ["t"])
+    assert a.member_epoch == 2 and names(a.assignment) == {"t": [0, 1]}
+    assert h.hb("A", -1).member_epoch == -1
+    g = h.group()
+    assert (g.group_epoch, g.assignment_epoch, g.assignment_timestamp_ms) == (3, 3, 0)
+    d = h.mgr.consumer.consumer_describe("g")
+    assert (d.state, d.group_epoch, d.assignment_epoch) == ("Empty", 3, 3)
+    fresh = _replayed(h)
+    assert (fresh.groups["g"].group_epoch, fresh.groups["g"].assignment_epoch) == (3, 3)
+    h.advance(100)                         # well within the interval of the first assignment
+    b = h.join("B", ["t"])
+    assert b.member_epoch == 5 and names(b.assignment) == {"t": [0, 1]}
+    assert (g.group_epoch, g.assignment_epoch) == (5, 5)
+
+
+def test_a_leaving_member_that_is_not_the_last_leaves_the_assignment_epoch_behind():
+    """The rule above is for the last member only: another member's leave bumps the group
+    epoch and the next heartbeat computes the new target, as before."""
+    h = ConsumerHarness({"t": 2}, consumer_assignment_interval_ms=1000)
+    h.join("A", ["t"])
+    h.advance(1000)
+    h.join("B", ["t"])
+    g = h.group()
+    epoch, assigned_at = g.group_epoch, g.assignment_epoch
+    assert epoch == assigned_at
+    h.hb("B", -1)
+    assert (g.group_epoch, g.assignment_epoch) == (epoch + 1, assigned_at)

@@ -153,10 +153,11 @@ async def test_fencing_elects_from_the_live_isr_in_replica_order(tmp_path, nurse
     r1 = h.image.topics["r"].partitions[1]
     assert (r1.leader, r1.isr, r1.leader_epoch) == (2, (2, 3), 0), "a follower leaves the ISR, no election"
 
-    # the only ISR member goes: leader -1, the ISR keeps it; back when it is unfenced
+    # the only ISR member goes: leader -1, the ISR empties and it is an eligible leader
+    # replica (ELR, KIP-966, on by default); back when it is unfenced
     await h.heartbeat(4, want_fence=True)
     s1 = h.image.topics["u"].partitions[0]
-    assert (s1.leader, s1.isr) == (-1, (4,))
+    assert (s1.leader, s1.isr, s1.elr) == (-1, (), (4,))
     code, _, fenced, _ = await h.heartbeat(4)
     assert (code, fenced) == (0, False)
     s1 = h.image.topics["u"].partitions[0]
@@ -212,7 +213,7 @@ async def test_single_broker_controlled_shutdown_and_restart(tmp_path, nursery):
     await h.controller.create_topics([NewTopic("solo", 3, 1)])
     code, _, fenced, shut = await h.heartbeat(1, want_shut_down=True)
     assert (code, fenced, shut) == (0, False, False)
-    assert all((p.leader, p.isr) == (-1, (1,)) for p in h.image.topics["solo"].partitions.values())
+    assert all((p.leader, p.isr, p.elr) == (-1, (), (1,)) for p in h.image.topics["solo"].partitions.values())
     code, _, fenced, shut = await h.heartbeat(1, want_shut_down=True)
     assert (code, fenced, shut) == (0, True, True), "nobody else to wait for"
     # the restarted broker registers with a new incarnation and leads its partitions again

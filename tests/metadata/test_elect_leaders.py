@@ -90,10 +90,10 @@ async def test_unclean_type_elects_only_from_a_live_isr(tmp_path, nursery):
     h = await cluster(tmp_path, nursery)
     code, [(_, [(_p, c, _)])] = await h.controller.elect_leaders(1, [("r", [0])])
     assert c == E.ELECTION_NOT_NEEDED, "a partition with a leader"
-    # every replica of r-0 fenced: leader -1, the ISR keeps its last member (4)
+    # every replica of r-0 fenced: leader -1, its last ISR member (4) is its ELR
     for b in (2, 3, 4):
         await h.heartbeat(b, want_fence=True)
-    assert state(h)[0] == -1 and state(h)[2] == (4,)
+    assert state(h)[0] == -1 and state(h)[2] == () and h.image.topics["r"].partitions[0].elr == (4,)
     await h.heartbeat(2)                 # live, but not in the ISR
     start = h.end
     code, [(_, [(_p, c, _)])] = await h.controller.elect_leaders(1, [("r", [0])])

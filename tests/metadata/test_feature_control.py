@@ -146,6 +146,9 @@ def test_default_levels_follow_the_metadata_version_and_the_table():
     assert default_levels(21, table) == {"transaction.version": 0, "group.version": 0, "share.version": 0,
                                          "eligible.leader.replicas.version": 0}
     assert default_levels(30, table)["share.version"] == 1
+    # share.version 2 (KIP-1191) from 4.4-IV0 (31), where kbroker serves it
+    assert default_levels(31, {**table, "share.version": (0, 2)})["share.version"] == 2
+    assert default_levels(30, {**table, "share.version": (0, 2)})["share.version"] == 1
     # capped at what kbroker serves; a feature not in the table gets nothing
     assert default_levels(25, {"metadata.version": (7, 25), "transaction.version": (0, 1)}) == \
         {"transaction.version": 1}

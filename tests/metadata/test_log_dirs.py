@@ -73,11 +73,11 @@ async def dir_b_offline(h, *, check_records: bool = True) -> None:
 
 def assert_dir_b_out(h) -> None:
     """Broker 2's replicas in B lead nothing and left their ISRs (solo-0 has no one else: no
-    leader, its ISR keeps its last member); its replica in A is untouched."""
+    leader, its last member moved from the ISR to the ELR); its replica in A is untouched."""
     assert h.image.brokers[2].log_dirs == (A,)
     assert (part(h, "t", 0).leader, part(h, "t", 0).isr) == (1, (1, 3))
     assert (part(h, "t", 2).leader, part(h, "t", 2).isr) == (1, (1, 3))
-    assert (part(h, "solo", 0).leader, part(h, "solo", 0).isr) == (-1, (2,))
+    assert (part(h, "solo", 0).leader, part(h, "solo", 0).isr, part(h, "solo", 0).elr) == (-1, (), (2,))
     assert (part(h, "t", 1).leader, part(h, "t", 1).isr) == (2, (2, 3, 1))
     assert [part(h, "t", i).directory(2) for i in range(3)] == [B, A, B]
 

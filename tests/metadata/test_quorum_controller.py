@@ -145,8 +145,9 @@ async def test_missed_heartbeats_fence_and_move_leadership(tmp_path, nursery, au
     assert kinds(recs)[0] == "BrokerRegistrationChangeRecord" and recs[0].fenced == 1
     one, two = h.image.topics["one"], h.image.topics["two"]
     for p in one.partitions.values():
-        # replication factor 1: nowhere to move; leader -1, ISR keeps the last member
-        assert (p.leader, p.isr) == ((-1, (3,)) if p.partition in led_by_3 else (p.leader, p.isr))
+        # replication factor 1: nowhere to move; leader -1, the last member in the ELR
+        assert (p.leader, p.isr, p.elr) == ((-1, (), (3,)) if p.partition in led_by_3
+                                            else (p.leader, p.isr, p.elr))
     for p in two.partitions.values():
         assert p.leader in (1, 2) and 3 not in p.isr, "leadership moved to the live replica"
     assert all(two.partitions[i].leader_epoch == 1 for i in two_led_by_3), "a leader change bumps the epoch"

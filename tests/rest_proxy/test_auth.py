@@ -132,3 +132,29 @@ def test_missing_topic_without_auto_creation_is_40401(secured):
     admin = _as(secured, "admin", "admin-secret")
     status, _, body = admin.post("/topics/never-made", {"records": [{"value": 1}]}, content_type=JSON)
     assert (status, body["error_code"]) == (404, 40401)
+
+
+def test_config_writes_and_reassignments_go_through_the_authorizer(secured):
+    alice = _as(secured, "alice", "alice-secret")
+    admin = _as(secured, "admin", "admin-secret")
+    cid = admin.get("/v3/clusters")[2]["data"][0]["cluster_id"]
+    one = f"/v3/clusters/{cid}/brokers/1/configs"
+    cl = f"/v3/clusters/{cid}/broker-configs"
+    # alice has no ALTER_CONFIGS / DESCRIBE_CONFIGS / DESCRIBE on the cluster
+    for method, path, body in (("PUT", f"{one}/log.cleaner.threads", {"value": "2"}),
+                               ("DELETE", f"{one}/log.cleaner.threads", None),
+                               ("POST", f"{one}:alter", {"data": [{"name": "log.cleaner.threads",
+                                                                   "value": "2"}]}),
+                               ("PUT", f"{cl}/log.retention.ms", {"value": "1000"}),
+                               ("GET", cl, None),
+                               ("GET", f"{one}/log.cleaner.threads", None),
+                               ("PUT", f"/v3/clusters/{cid}/topics/payroll/configs/retention.ms",
+                                {"value": "1000"}),
+                               ("GET", f"/v3/clusters/{cid}/topics/-/partitions/-/reassignment", None)):
+        status, _, answer = alice.call(method, path, body)
+        assert (status, answer["error_code"]) == (403, 403), (method, path, answer)
+    # nothing changed; the super user may
+    assert admin.get(f"{one}/log.cleaner.threads")[2]["source"] != "DYNAMIC_BROKER_CONFIG"
+    assert admin.put(f"{one}/log.cleaner.threads", {"value": "2"})[0] == 204
+    assert admin.get(f"{one}/log.cleaner.threads")[2]["value"] == "2"
+    assert admin.get(f"/v3/clusters/{cid}/topics/-/partitions/-/reassignment")[0] == 200

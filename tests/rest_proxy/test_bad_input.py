@@ -42,6 +42,12 @@ def test_refused_requests_write_nothing(rest, gateway_broker):
         ("application/vnd.kafka.avro.v2+json", b'{"records": [{"value": 1}]}', 422, 42202),
         ("application/vnd.kafka.avro.v2+json", b'{"records": [{"value": 1}], '
                                                b'"value_schema": "\\"int\\""}', 422, 42207),
+        # the schema-based formats without a registry on this broker
+        ("application/vnd.kafka.protobuf.v2+json", b'{"records": [{"value": {}}], '
+                                                   b'"value_schema_id": 1}', 422, 42207),
+        ("application/vnd.kafka.jsonschema.v2+json", b'{"records": [{"value": 1}], '
+                                                     b'"value_schema": "{}"}', 422, 42207),
+        ("application/vnd.kafka.protobuf.v2+json", b'{"records": [{"value": {}}]}', 422, 42202),
     ]
     before = (_end(rest, "bad-in", 0), _end(rest, "bad-in", 1))
     for ct, raw, status, code in cases:

@@ -1,12 +1,15 @@
 """The gateway's listener: ``kbroker.rest.proxy.listen`` (declared with kbroker's own keys,
 checked at start), ``kbroker serve --rest-proxy``, ``--dev`` turning it on at
 127.0.0.1:8082 (Confluent's port) unless something else is set, off by default, a port in
-use named in the start-up error, and 503 answers never reaching a broker that is not there."""
+use named in the start-up error, 503 answers never reaching a broker that is not there, and
+the gateway's requests, latency and consumer instances on the broker's ``/metrics``."""
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 
@@ -66,3 +69,36 @@ def test_a_head_request_answers_the_get_headers_without_a_body(rest):
     status, headers, body = rest.call("HEAD", "/topics")
     assert status == 200 and body is None
     assert headers["content-type"] == "application/vnd.kafka.v2+json"
+
+
+def _sample(text: str, name: str, **labels) -> float:
+    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    m = re.search(rf"^{re.escape(name)}{re.escape('{' + want + '}') if want else ''} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_requests_latency_and_instances_are_on_the_brokers_metrics(rest, gateway_broker):
+    def scrape() -> str:
+        with urllib.request.urlopen(gateway_broker.metrics_url, timeout=30) as r:
+            return r.read().decode()
+    before = scrape()
+    produce = dict(name="kbroker_rest_proxy_requests_total", endpoint="POST /topics/{topic}",
+                   status="200")
+    missing = dict(name="kbroker_rest_proxy_requests_total", endpoint="GET /topics/{topic}",
+                   status="404")
+    count = _sample(before, "kbroker_rest_proxy_request_seconds_count")
+    for _ in range(2):
+        assert rest.post("/topics/metered", {"records": [{"value": {"a": 1}}]},
+                         content_type="application/vnd.kafka.json.v2+json")[0] == 200
+    assert rest.get("/topics/no-such-topic-here")[0] == 404
+    assert rest.get("/no/such/path")[0] == 404
+    assert rest.post("/consumers/metered-group", {"name": "m1"})[0] == 200
+    after = scrape()
+    assert _sample(after, **produce) == _sample(before, **produce) + 2
+    assert _sample(after, **missing) == _sample(before, **missing) + 1
+    assert _sample(after, "kbroker_rest_proxy_requests_total", endpoint="other", status="404") >= 1
+    assert _sample(after, "kbroker_rest_proxy_request_seconds_count") >= count + 5
+    assert _sample(after, "kbroker_rest_proxy_consumer_instances") >= 1
+    rest.delete("/consumers/metered-group/instances/m1")
+    assert _sample(scrape(), "kbroker_rest_proxy_consumer_instances") == \
+        _sample(after, "kbroker_rest_proxy_consumer_instances") - 1

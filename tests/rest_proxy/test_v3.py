@@ -157,6 +157,9 @@ def test_consumer_groups_consumers_and_lag(rest, cluster_id):
     assert (summary["max_lag"], summary["total_lag"], summary["max_lag_topic_name"],
             summary["max_lag_partition_id"], summary["max_lag_consumer_id"]) == \
         (3, 3, "v3-lag", 0, member["consumer_id"])
+    status, _, one_lag = rest.get(f"{base}/consumer-groups/v3-group/lags/v3-lag/partitions/0")
+    assert status == 200 and (one_lag["kind"], one_lag["lag"]) == ("KafkaConsumerLag", 3)
+    assert rest.get(f"{base}/consumer-groups/v3-group/lags/v3-lag/partitions/7")[0] == 404
     assert rest.get(f"{base}/consumer-groups/nope")[0] == 404
     rest.delete(ibase)
 
@@ -166,3 +169,81 @@ def test_acls_need_an_authorizer(rest, cluster_id):
     # authorizer are in test_auth.py
     status, _, body = rest.get(f"/v3/clusters/{cluster_id}/acls")
     assert status >= 400 and "Authorizer" in body["message"]
+
+
+def test_broker_and_cluster_config_writes(rest, cluster_id):
+    one = f"/v3/clusters/{cluster_id}/brokers/1/configs"
+    assert rest.put(f"{one}/message.max.bytes", {"value": "2000000"})[0] == 204
+    status, _, c = rest.get(f"{one}/message.max.bytes")
+    assert status == 200, c
+    assert (c["kind"], c["broker_id"], c["value"], c["source"], c["is_default"]) == (
+        "KafkaBrokerConfig", 1, "2000000", "DYNAMIC_BROKER_CONFIG", False)
+    assert rest.delete(f"{one}/message.max.bytes")[0] == 204
+    assert rest.get(f"{one}/message.max.bytes")[2]["source"] != "DYNAMIC_BROKER_CONFIG"
+    assert rest.post(f"{one}:alter", {"data": [
+        {"name": "log.cleaner.threads", "value": "2"},
+        {"name": "message.max.bytes", "operation": "DELETE"}]})[0] == 204
+    assert rest.get(f"{one}/log.cleaner.threads")[2]["value"] == "2"
+    status, _, body = rest.put(f"{one}/log.dirs", {"value": "/elsewhere"})   # not dynamic
+    assert (status, body["error_code"]) == (400, 400), body
+    status, _, body = rest.post(f"{one}:alter", {"data": [{"name": "x", "operation": "FLIP"}]})
+    assert (status, body["error_code"]) == (400, 400)
+    assert rest.get(f"{one}/no.such.config")[0] == 404
+    assert rest.put(f"/v3/clusters/{cluster_id}/brokers/9/configs/message.max.bytes",
+                    {"value": "1"})[0] == 404
+    # cluster-wide dynamic defaults (Kafka's --entity-default)
+    cl = f"/v3/clusters/{cluster_id}/broker-configs"
+    assert rest.put(f"{cl}/log.retention.ms", {"value": "7200000"})[0] == 204
+    status, _, c = rest.get(f"{cl}/log.retention.ms")
+    assert status == 200, c
+    assert (c["kind"], c["config_type"], c["value"], c["source"]) == (
+        "KafkaClusterConfig", "BROKER", "7200000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+    listed = {c["name"]: c for c in rest.get(cl)[2]["data"]}
+    assert listed["log.retention.ms"]["value"] == "7200000"
+    # broker 1 sees the default through its synonyms
+    assert rest.get(f"{one}/log.retention.ms")[2]["value"] == "7200000"
+    assert rest.post(f"{cl}:alter", {"data": [{"name": "log.retention.ms", "operation": "DELETE"}]})[0] == 204
+    assert rest.get(f"{cl}/log.retention.ms")[0] == 404 or \
+        rest.get(f"{cl}/log.retention.ms")[2]["source"] != "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    assert rest.delete(f"{one}/log.cleaner.threads")[0] == 204
+
+
+def test_partition_reassignments_are_listed(rest, cluster_id):
+    base = f"/v3/clusters/{cluster_id}/topics"
+    assert rest.post(base, {"topic_name": "v3-reassign", "partitions_count": 2})[0] == 201
+    status, _, body = rest.get(f"{base}/-/partitions/-/reassignment")
+    assert status == 200 and body["kind"] == "KafkaReassignmentList" and body["data"] == []
+    status, _, body = rest.get(f"{base}/v3-reassign/partitions/-/reassignment")
+    assert status == 200 and body["data"] == []
+    # nothing ongoing for the partition, and no such partition or topic
+    for path in ("v3-reassign/partitions/0", "v3-reassign/partitions/7", "no-such-topic/partitions/0"):
+        status, _, body = rest.get(f"{base}/{path}/reassignment")
+        assert (status, body["error_code"]) == (404, 404), (path, body)
+
+
+def test_partition_count_replicas_and_config_listings(rest, cluster_id):
+    base = f"/v3/clusters/{cluster_id}"
+    assert rest.post(f"{base}/topics", {"topic_name": "v3-grow", "partitions_count": 1,
+                                        "configs": [{"name": "retention.ms", "value": "1000000"}]})[0] == 201
+    status, _, t = rest.call("PATCH", f"{base}/topics/v3-grow", {"partitions_count": 3})
+    assert status == 200 and (t["kind"], t["partitions_count"]) == ("KafkaTopic", 3), t
+    assert [p["partition_id"] for p in rest.get(f"{base}/topics/v3-grow/partitions")[2]["data"]] == [0, 1, 2]
+    status, _, body = rest.call("PATCH", f"{base}/topics/v3-grow", {"partitions_count": 2})
+    assert (status, body["error_code"]) == (400, 400)           # a topic never shrinks
+    status, _, body = rest.call("PATCH", f"{base}/topics/no-such-topic", {"partitions_count": 2})
+    assert (status, body["error_code"]) == (404, 404)
+    status, _, r = rest.get(f"{base}/topics/v3-grow/partitions/2/replicas/1")
+    assert status == 200 and (r["kind"], r["broker_id"], r["is_leader"]) == ("KafkaReplica", 1, True)
+    assert rest.get(f"{base}/topics/v3-grow/partitions/2/replicas/5")[0] == 404
+    status, _, held = rest.get(f"{base}/brokers/1/partition-replicas")
+    assert status == 200 and held["kind"] == "KafkaReplicaList"
+    assert {("v3-grow", 0), ("v3-grow", 1), ("v3-grow", 2)} <= {
+        (r["topic_name"], r["partition_id"]) for r in held["data"]}
+    assert rest.get(f"{base}/brokers/9/partition-replicas")[0] == 404
+    status, _, every = rest.get(f"{base}/topics/-/configs")
+    assert status == 200 and every["kind"] == "KafkaTopicConfigList"
+    assert {"topic_name": "v3-grow", "name": "retention.ms", "value": "1000000"}.items() <= next(
+        c for c in every["data"] if c["topic_name"] == "v3-grow" and c["name"] == "retention.ms").items()
+    status, _, brokers = rest.get(f"{base}/brokers/-/configs")
+    assert status == 200 and {c["broker_id"] for c in brokers["data"]} == {1}
+    assert any(c["name"] == "num.partitions" for c in brokers["data"])

@@ -4,10 +4,12 @@ imported file, as a reference) as a base64 ``FileDescriptorProto``; kbroker stor
 answers the ``.proto`` text form, as Confluent's registry does. The message classes are
 made at test time from descriptors (tests/schema_registry/protobuf_fixtures.py).
 
-The deserializer runs without a registry client here: with one, it asks for the writer
-schema with ``format=serialized``, which kbroker's registry does not answer yet."""
+The deserializers run with a registry client: they ask for the writer schema (and each
+reference) with ``format=serialized``, which kbroker answers with the base64
+``FileDescriptorProto`` of the stored text, as Confluent's registry does."""
 from __future__ import annotations
 
+import base64
 import uuid
 
 from confluent_kafka import Consumer, Producer
@@ -17,7 +19,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, timestamp_pb2
 from google.protobuf.message_factory import GetMessageClass
 
-from .protobuf_fixtures import F, b64, order_class, orders_descriptor
+from .protobuf_fixtures import ORDERS_TEXT, F, b64, order_class, orders_descriptor
 
 
 def consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
@@ -66,7 +68,8 @@ def test_protobuf_round_trip_with_automatic_registration(registry):
     payload = again(sent[0], SerializationContext(topic, MessageField.VALUE))
     assert int.from_bytes(payload[1:5], "big") == latest.schema_id
 
-    deserializer = ProtobufDeserializer(Order, {"use.deprecated.format": False})
+    deserializer = ProtobufDeserializer(Order, {"use.deprecated.format": False},
+                                        SchemaRegistryClient({"url": registry.url}))
     got = []
     for value in consume(registry.broker.bootstrap_servers, topic, len(sent)):
         assert value[0] == 0 and int.from_bytes(value[1:5], "big") == latest.schema_id
@@ -114,9 +117,42 @@ def test_protobuf_import_registered_as_reference(registry):
     producer.produce(topic, value=value)
     assert producer.flush(30) == 0
     [raw] = consume(registry.broker.bootstrap_servers, topic, 1)
-    got = ProtobufDeserializer(Payment, {"use.deprecated.format": False})(
+    got = ProtobufDeserializer(Payment, {"use.deprecated.format": False},
+                               SchemaRegistryClient({"url": registry.url}))(
         raw, SerializationContext(topic, MessageField.VALUE))
     assert got == sent
+
+
+def test_format_serialized_answers_the_file_descriptor(registry, subject):
+    """``?format=serialized`` on a schema registered as .proto text answers the base64
+    FileDescriptorProto of that file (what a deserializer with a registry client asks
+    for); without it, and for other types, the stored text."""
+    status, body = registry.call("POST", f"/subjects/{subject}/versions",
+                                 {"schema": ORDERS_TEXT, "schemaType": "PROTOBUF"})
+    assert status == 200, body
+    sid = body["id"]
+    status, plain = registry.call("GET", f"/schemas/ids/{sid}")
+    assert status == 200 and plain["schema"].startswith("syntax")
+    for path in (f"/schemas/ids/{sid}?format=serialized",
+                 f"/subjects/{subject}/versions/latest?format=serialized"):
+        status, got = registry.call("GET", path)
+        assert status == 200 and got["schemaType"] == "PROTOBUF", got
+        fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(got["schema"]))
+        assert fd.package == "shop.v1" and list(fd.dependency) == ["google/protobuf/timestamp.proto"]
+        assert [m.name for m in fd.message_type] == ["Order"]
+        # a pool takes it, and its Order reads what the hand-built descriptor's writes
+        Order = order_class(fd)
+        Reference = order_class()
+        sent = Reference(order_id="o", quantity=2, tags={"a": "b"}, note="n")
+        assert Order.FromString(sent.SerializeToString()).note == "n"
+    for path in (f"/schemas/ids/{sid}/schema?format=serialized",
+                 f"/subjects/{subject}/versions/1/schema?format=serialized"):
+        status, raw = registry.call("GET", path)
+        assert status == 200
+        assert descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(raw)).package == "shop.v1"
+    status, avro = registry.call("POST", f"/subjects/{subject}-avro/versions", {"schema": '"string"'})
+    assert status == 200
+    assert registry.call("GET", f"/schemas/ids/{avro['id']}?format=serialized")[1]["schema"] == '"string"'
 
 
 def test_descriptor_the_registry_cannot_take_is_a_42201_and_nothing_is_stored(registry, subject):

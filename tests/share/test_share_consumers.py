@@ -156,3 +156,55 @@ def test_sigkill_resumes_share_partitions(broker):
         c.close()
     assert not (set(after) & accepted), "an acknowledged record was delivered again"
     assert set(after) | accepted == set(range(100)), "an unacknowledged record was lost"
+
+
+def test_rejected_records_go_to_the_groups_dead_letter_topic(broker):
+    """KIP-1191 (share.version 2, finalized on a new cluster as Kafka 4.4 does): a record a
+    consumer rejects is written to the group's dead-letter topic — partition = source
+    partition modulo its partition count, the original key and value with
+    ``errors.deadletterqueue.copy.record.enable``, Kafka's ``__dlq.errors.*`` headers — once
+    the topic allows it (``errors.deadletterqueue.group.enable=true``); a DLQ name starting
+    with ``__`` is refused as a GROUP config."""
+    bs, topic, group, dlq = broker.bootstrap, "orders", "dlq-group", "dlq.orders"
+    a = AdminClient({"bootstrap.servers": bs})
+    a.create_topics([NewTopic(dlq, 2, 1, config={"errors.deadletterqueue.group.enable": "true"})])[dlq].result()
+
+    def group_config(*pairs):
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in pairs]
+        for f in a.incremental_alter_configs([ConfigResource("GROUP", group, incremental_configs=entries)]).values():
+            f.result()
+    with pytest.raises(ck.KafkaException, match="must not start with '__'"):
+        group_config(("errors.deadletterqueue.topic.name", "__orders"))
+    group_config(("errors.deadletterqueue.topic.name", dlq),
+                 ("errors.deadletterqueue.copy.record.enable", "true"))
+    setup_topic(bs, topic, group, 3)
+    c = share_consumer(bs, group, topic)
+    try:
+        got: list = []
+        deadline = time.time() + 30
+        while len(got) < 3 and time.time() < deadline:
+            got += poll(c)
+        assert sorted(m.offset() for m in got) == [0, 1, 2]
+        for m in got:
+            c.acknowledge(m, ck.AcknowledgeType.REJECT if m.offset() == 1 else ck.AcknowledgeType.ACCEPT)
+        c.commit_sync()
+    finally:
+        c.close()
+    reader = ck.Consumer({"bootstrap.servers": bs, "group.id": "dlq-reader", "enable.auto.commit": False})
+    reader.assign([ck.TopicPartition(dlq, 0, ck.OFFSET_BEGINNING)])     # partition 0 % 2
+    try:
+        letters: list = []
+        deadline = time.time() + 30
+        while not letters and time.time() < deadline:
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                letters.append(m)
+    finally:
+        reader.close()
+    assert len(letters) == 1, "no dead letter written"
+    [m] = letters
+    assert (m.key(), m.value()) == (None, b"v1")
+    assert dict((k, v.decode()) for k, v in m.headers()) == {
+        "__dlq.errors.topic": topic, "__dlq.errors.partition": "0", "__dlq.errors.offset": "1",
+        "__dlq.errors.group": group, "__dlq.errors.delivery.count": "1",
+        "__dlq.errors.message": "Offset rejected by client."}

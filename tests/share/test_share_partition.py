@@ -256,3 +256,19 @@ def test_renew_restarts_the_lock_of_held_records_only():
     assert p.acknowledge("b", 0, 0, [4], now_ms=1600) == E.INVALID_RECORD_STATE
     assert p.acknowledge("a", 0, 0, [4], now_ms=1600, renew_enabled=False) == E.INVALID_RECORD_STATE
     assert p.acknowledge("a", 0, 1, [1], now_ms=1700) == E.NONE
+
+
+def test_records_archived_for_good_are_dead_letters():
+    """KIP-1191: the offsets archived by the delivery count limit (release, lock expiry, a
+    member leaving) or by a REJECT are handed out once, with their cause and delivery count;
+    accepted records and gaps are not dead letters."""
+    from kbroker.share.partition import DELIVERY_LIMIT, REJECTED
+    p = sp(delivery_count_limit=2)
+    assert p.acquire("a", 5, 10, now_ms=0) == [R(0, 4, 1)]
+    p.acknowledge("a", 0, 4, [RELEASE, REJECT, ACCEPT, 0, RELEASE], now_ms=1)
+    assert p.take_dead_letters() == [(1, 1, REJECTED)]
+    assert p.acquire("a", 5, 10, now_ms=2) == [R(0, 0, 2), R(4, 4, 2)]
+    p.acknowledge("a", 0, 0, [RELEASE], now_ms=3)              # second delivery released
+    assert p.expire_locks(10_000) == 1                         # second delivery timed out
+    assert p.take_dead_letters() == [(0, 2, DELIVERY_LIMIT), (4, 2, DELIVERY_LIMIT)]
+    assert p.take_dead_letters() == []

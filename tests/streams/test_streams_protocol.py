@@ -345,3 +345,22 @@ def test_assignment_interval_batches_target_assignments():
     h.advance(1000)
     b = h.shb("b", b.member_epoch, active={}, standby={})
     assert h.group().assignment_epoch == 3
+
+
+def test_last_member_leaving_assigns_the_empty_group_at_its_new_epoch_with_timestamp_0():
+    """Kafka 4.4 (``streamsGroupFenceMember``): the last member's leave puts the (empty)
+    target assignment at the new group epoch with timestamp 0, so a member joining next is
+    assigned at once even within the assignment interval (as for consumer groups, F-961)."""
+    h = StreamsHarness(all_topics(), interval=1000)
+    a = h.shb("a", 0)
+    assert h.group().assignment_epoch == 2
+    h.drive(h.mgr.streams_group_heartbeat(
+        StreamsHeartbeatRequest(group_id="g", member_id="a", member_epoch=-1), h.now))
+    g = h.group()
+    assert (g.group_epoch, g.assignment_epoch, g.assignment_timestamp_ms) == (3, 3, 0)
+    assert g.state_name() == "Empty"
+    h.advance(100)                         # within the interval of the first assignment
+    b = h.shb("b", 0)
+    assert (g.group_epoch, g.assignment_epoch) == (4, 4)
+    assert active_of(b) == {"0": [0, 1, 2, 3], "1": [0, 1, 2, 3]}
+    assert a.error == 0

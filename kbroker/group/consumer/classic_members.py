@@ -281,10 +281,7 @@ class ClassicMembers(ShardPart):
                 member = ConsumerGroupMember(member_id)
             elif unknown:
                 # a static member rejoining takes over the old member's assignment
-                new = replace(existing, member_id=member_id, member_epoch=0,
-                              previous_member_epoch=0)
-                self.proto._replace_member(group, existing, new, records, part)
-                member = group.members[member_id]
+                member = self.proto._replace_static(group, existing, member_id, records, part)
                 replaced = existing
             elif existing.member_id != member_id:
                 raise GroupError(E.FENCED_INSTANCE_ID)
@@ -395,12 +392,12 @@ class ClassicMembers(ShardPart):
                 out.append((mid, instance, int(e.code)))
                 continue
             self.proto._remove_member_records(group, m.member_id, records, part)
-            self.proto._cancel_member_timers(gid, m.member_id)
             out.append((m.member_id, instance, int(E.NONE)))
         if records:
             new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
             self.proto._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + 1,
                                                                new_hash))
+            self.proto._target_of_emptied_group(group, records, part)
 
             def then(error: int, t: int) -> None:
                 if error:

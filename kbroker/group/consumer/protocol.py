@@ -53,7 +53,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 
 from ..base import DescribedGroup
 from ..classic.state import ClassicGroup
-from ..epoch_protocol import EpochGroupProtocol, check_not_empty
+from ..epoch_protocol import DescribedEpochGroup, EpochGroupProtocol, check_not_empty
 from . import records as crec
 from .classic_members import ClassicMembers, classic_session_timeout_ms, uses_classic
 from .assignors import AssignorError, GroupSpec, MemberSpec, assign
@@ -110,13 +110,7 @@ class DescribedConsumerMember:
 
 
 @dataclass
-class DescribedConsumerGroup:
-    group_id: str
-    error: int = 0
-    message: str | None = None
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
+class DescribedConsumerGroup(DescribedEpochGroup):
     assignor_name: str = ""
     members: list[DescribedConsumerMember] = field(default_factory=list)
 
@@ -133,9 +127,19 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
     member)``."""
 
     group_class = ConsumerGroup
+    member_class = ConsumerGroupMember
+    member_states = MemberState
+    revoking_state = MemberState.UNREVOKED_PARTITIONS
     response_class = HeartbeatResponse
+    rec = crec
     group_type = "consumer"
     timer_prefix = "consumer-"
+    # classic members of the group have join and sync timers too (:mod:`.classic_members`)
+    member_timer_kinds = ("session", "rebalance", "join", "sync")
+
+    @staticmethod
+    def _empty_assignment() -> dict:
+        return {}
 
     def __init__(self, shard, member_id_factory: Callable[[], str] = _kafka_uuid_string) -> None:
         super().__init__(shard)
@@ -264,13 +268,7 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
                               subscription_changed=subscription_changed, owned=req.owned)
             if not members_equal(new_m, m):
                 self._apply(records, crec.current_assignment_record(part, gid, new_m))
-                key = ("consumer-rebalance", gid, member_id)
-                if new_m.state is MemberState.UNREVOKED_PARTITIONS:
-                    epoch, timeout = new_m.member_epoch, new_m.rebalance_timeout_ms
-                    self.timers.schedule(key, timeout,
-                                         lambda t: self._rebalance_timeout(gid, member_id, epoch, t))
-                else:
-                    self.timers.cancel(key)
+                self._arm_rebalance(gid, new_m)
         final = group.members[member_id]
 
         # 8. session
@@ -299,41 +297,15 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
             if existing is None:
                 return group.members.get(member_id) or ConsumerGroupMember(member_id)
             if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not uses_classic(existing):
-                raise GroupError(E.UNRELEASED_INSTANCE_ID,
-                                 f"Static member {member_id} with instance id {req.instance_id} "
-                                 "cannot join the group because the instance id is owned by "
-                                 f"{existing.member_id} member.")
+                raise self._unreleased_instance(member_id, req.instance_id, existing)
             # the rejoining instance takes over the old member's assignment under its new id
-            new = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            self._replace_member(group, existing, new, records, part)
-            return group.members[member_id]
+            return self._replace_static(group, existing, member_id, records, part)
         if existing is None:
             raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
         if existing.member_id != member_id:
-            raise GroupError(E.FENCED_INSTANCE_ID,
-                             f"Static member {member_id} with instance id {req.instance_id} "
-                             f"was fenced by member {existing.member_id}.")
+            raise self._fenced_instance(member_id, req.instance_id, existing)
         check_member_epoch(existing, req.member_epoch, req.owned)
         return existing
-
-    def _replace_member(self, group, old, new, records, part) -> None:
-        gid = group.group_id
-        target = group.target.get(old.member_id, {})
-        self._remove_member_records(group, old.member_id, records, part)
-        self._apply(records, crec.member_metadata_record(part, gid, new))
-        self._apply(records, crec.target_assignment_member_record(part, gid, new.member_id, target))
-        self._apply(records, crec.current_assignment_record(part, gid, new))
-        self._cancel_member_timers(gid, old.member_id)
-
-    def _remove_member_records(self, group, member_id, records, part) -> None:
-        gid = group.group_id
-        self._apply(records, crec.current_assignment_tombstone(part, gid, member_id))
-        self._apply(records, crec.target_assignment_member_tombstone(part, gid, member_id))
-        self._apply(records, crec.member_metadata_tombstone(part, gid, member_id))
-
-    def _cancel_member_timers(self, gid: str, member_id: str) -> None:
-        for kind in ("consumer-session", "consumer-rebalance", "consumer-join", "consumer-sync"):
-            self.timers.cancel((kind, gid, member_id))
 
     # ----------------------------------------------------------------- regular expressions
     def _regex_users(self, group: ConsumerGroup, regex: str, except_member: str) -> int:
@@ -414,125 +386,65 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
         self._apply(records, crec.target_assignment_metadata_record(part, gid, group.group_epoch, now))
 
     # ----------------------------------------------------------------- leaving and fencing
-    def _leave(self, req: HeartbeatRequest, records: list, now: int) -> HeartbeatResponse:
-        gid = req.group_id
-        group = self._get(gid)
-        if group is None:
-            if gid in self.groups:
-                raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
-            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
-        part = self._partition(gid)
-        if req.instance_id is None:
-            m = group.members.get(req.member_id)
-            if m is None:
-                raise GroupError(E.UNKNOWN_MEMBER_ID,
-                                 f"Member {req.member_id} is not a member of group {gid}.")
-            self._fence(group, [m], records, part, now)
-            return HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
-        m = group.static_member(req.instance_id)
-        if m is None:
-            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
-        if m.member_id != req.member_id:
-            raise GroupError(E.FENCED_INSTANCE_ID,
-                             f"Static member {req.member_id} with instance id {req.instance_id} "
-                             f"was fenced by member {m.member_id}.")
-        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            # keeps its partitions until it rejoins or its session times out
-            self._apply(records, crec.current_assignment_record(part, gid, m.with_epochs_reset()))
-            self.timers.cancel(("consumer-rebalance", gid, m.member_id))
-            return HeartbeatResponse(member_id=m.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self._fence(group, [m], records, part, now)
-        return HeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+    def _missing_group(self, gid: str) -> GroupError:
+        if gid in self.groups:
+            return GroupError(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
+        return GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
 
-    def _fence(self, group: ConsumerGroup, members, records: list, part: int, now: int = 0) -> None:
+    def _static_left(self, m: ConsumerGroupMember) -> ConsumerGroupMember:
+        return m.with_epochs_reset()
+
+    def _fence(self, group: ConsumerGroup, members, records: list, now: int = 0) -> None:
         """Remove members and bump the group epoch (``consumerGroupFenceMembers``); the
         last consumer-protocol member leaving classic members behind downgrades the group."""
         if not members:
             return
         gid = group.group_id
+        part = self._partition(gid)
         if len(members) == 1 and self.classic_members.maybe_downgrade(group, members[0], records, now):
             self._cancel_member_timers(gid, members[0].member_id)
             return
         regexes = {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
         for m in members:
             self._remove_member_records(group, m.member_id, records, part)
-            self._cancel_member_timers(gid, m.member_id)
         for regex in regexes:
             if regex in group.resolved_regexes and self._regex_users(group, regex, "") == 0:
                 self._apply(records, crec.regex_tombstone(part, gid, regex))
         new_hash = self.topics.metadata_hash(group.subscribed_topic_names())
         self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + 1, new_hash))
-
-    def _fence_expired(self, group: ConsumerGroup, m: ConsumerGroupMember, records: list,
-                       now: int) -> None:
-        self._fence(group, [m], records, self._partition(group.group_id), now)
-
-    def _schedule_session(self, gid: str, member_id: str, timeout_ms: int | None = None) -> None:
-        """``timeout_ms``: a classic member's own (its JoinGroup's) session timeout."""
-        timeout = self.session_timeout_ms(gid) if timeout_ms is None else timeout_ms
-        self.timers.schedule(("consumer-session", gid, member_id), timeout,
-                             lambda t: self._fence_by_timer(gid, member_id, lambda m: True, t))
-
-    def _rebalance_timeout(self, gid: str, member_id: str, epoch: int, now: int) -> None:
-        self._fence_by_timer(gid, member_id, lambda m: m.member_epoch == epoch, now)
+        self._target_of_emptied_group(group, records, part)
 
     # ----------------------------------------------------------------- replay
-    def replay(self, k: crec.ConsumerKey, value_bytes, value=None) -> None:
-        """Apply one consumer group record (our own, or read at load)."""
-        if value is None and value_bytes is not None:
-            value = crec.decode_value(k.record_type, value_bytes)
-        tombstone = value_bytes is None
-        gid = k.group
-        g = self._group_for_replay(gid, tombstone, on_replace=_mark_dead)
-        if g is None:
-            return
-        rt = k.record_type
-        if rt == crec.GROUP_METADATA:
-            if tombstone:
-                self._replay_group_tombstone(gid)
-                return
-            g.group_epoch, g.metadata_hash = value.epoch, value.metadata_hash
-        elif rt == crec.PARTITION_METADATA:
+    def _replaced_at_replay(self, g: ClassicGroup) -> None:
+        g.state = g.state.__class__.DEAD       # the empty classic group made way: it is dead
+
+    def _replay_member_metadata(self, g: ConsumerGroup, old: ConsumerGroupMember, value) -> None:
+        g.put_member(replace(
+            old, instance_id=value.instance_id, rack_id=value.rack_id,
+            client_id=value.client_id, client_host=value.client_host,
+            subscribed_topic_names=tuple(value.subscribed_topic_names),
+            subscribed_topic_regex=value.subscribed_topic_regex,
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            server_assignor=value.server_assignor,
+            classic_metadata=value.classic_member_metadata))
+
+    def _replay_target(self, value) -> dict:
+        return {tp.topic_id: frozenset(tp.partitions)
+                for tp in value.topic_partitions if tp.partitions}
+
+    def _replay_current_assignment(self, g: ConsumerGroup, old: ConsumerGroupMember, value) -> None:
+        g.put_member(replace(
+            old, member_epoch=value.member_epoch,
+            previous_member_epoch=value.previous_member_epoch,
+            state=MemberState.of(value.state),
+            assigned=crec.assignment_from(value.assigned_partitions, value.member_epoch),
+            pending_revocation=crec.assignment_from(value.partitions_pending_revocation,
+                                                    value.member_epoch)))
+
+    def _replay_other(self, g: ConsumerGroup, k: crec.ConsumerKey, value, tombstone: bool) -> None:
+        if k.record_type == crec.PARTITION_METADATA:
             return                             # superseded by the metadata hash (Kafka 4.1+)
-        elif rt == crec.MEMBER_METADATA:
-            if tombstone:
-                g.remove_member(k.member_id)
-                return
-            old = g.members.get(k.member_id) or ConsumerGroupMember(k.member_id)
-            g.put_member(replace(
-                old, instance_id=value.instance_id, rack_id=value.rack_id,
-                client_id=value.client_id, client_host=value.client_host,
-                subscribed_topic_names=tuple(value.subscribed_topic_names),
-                subscribed_topic_regex=value.subscribed_topic_regex,
-                rebalance_timeout_ms=value.rebalance_timeout_ms,
-                server_assignor=value.server_assignor,
-                classic_metadata=value.classic_member_metadata))
-        elif rt == crec.TARGET_ASSIGNMENT_METADATA:
-            self._replay_target_metadata(g, value, tombstone)
-        elif rt == crec.TARGET_ASSIGNMENT_MEMBER:
-            if tombstone:
-                g.target.pop(k.member_id, None)
-            else:
-                g.target[k.member_id] = {tp.topic_id: frozenset(tp.partitions)
-                                         for tp in value.topic_partitions if tp.partitions}
-        elif rt == crec.CURRENT_MEMBER_ASSIGNMENT:
-            old = g.members.get(k.member_id)
-            if tombstone:
-                if old is not None:
-                    g.put_member(replace(old, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                         previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                         state=MemberState.UNKNOWN, assigned={},
-                                         pending_revocation={}))
-                return
-            old = old or ConsumerGroupMember(k.member_id)
-            g.put_member(replace(
-                old, member_epoch=value.member_epoch,
-                previous_member_epoch=value.previous_member_epoch,
-                state=MemberState.of(value.state),
-                assigned=crec.assignment_from(value.assigned_partitions, value.member_epoch),
-                pending_revocation=crec.assignment_from(value.partitions_pending_revocation,
-                                                        value.member_epoch)))
-        elif rt == crec.REGULAR_EXPRESSION:
+        if k.record_type == crec.REGULAR_EXPRESSION:
             if tombstone:
                 g.resolved_regexes.pop(k.sub, None)
             else:
@@ -540,15 +452,8 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
                                                           value.timestamp)
 
     # ----------------------------------------------------------------- lifecycle hooks
-    def on_loaded(self, g: ConsumerGroup, now: int) -> None:
-        gid = g.group_id
-        for m in g.members.values():
-            self._schedule_session(gid, m.member_id,
-                                   classic_session_timeout_ms(m) if uses_classic(m) else None)
-            if m.state is MemberState.UNREVOKED_PARTITIONS:
-                mid, epoch = m.member_id, m.member_epoch
-                self.timers.schedule(("consumer-rebalance", gid, mid), m.rebalance_timeout_ms,
-                                     lambda t: self._rebalance_timeout(gid, mid, epoch, t))
+    def _loaded_session_timeout(self, m: ConsumerGroupMember) -> int | None:
+        return classic_session_timeout_ms(m) if uses_classic(m) else None
 
     def group_tombstones(self, g: ConsumerGroup) -> list:
         part, gid = self._partition(g.group_id), g.group_id
@@ -628,8 +533,3 @@ def _metadata_differs(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
             a.classic_metadata) != (b.instance_id, b.rack_id, b.client_id, b.client_host,
                                     b.subscribed_topic_names, b.subscribed_topic_regex,
                                     b.rebalance_timeout_ms, b.server_assignor, b.classic_metadata)
-
-
-def _mark_dead(g: ClassicGroup) -> None:
-    """An empty classic group replaced by a consumer group at replay is dead."""
-    g.state = g.state.__class__.DEAD

@@ -116,6 +116,11 @@ def _record(partition: int, record_type: int, group: str, sub: str | None, value
 
 
 # --------------------------------------------------------------------------- builders
+def tombstone(partition: int, record_type: int, group: str, sub: str | None = None) -> CoordinatorRecord:
+    """The tombstone of any record type (``sub``: the member id or regular expression)."""
+    return _record(partition, record_type, group, sub, None)
+
+
 def group_epoch_record(partition: int, group: str, epoch: int, metadata_hash: int) -> CoordinatorRecord:
     v = message("ConsumerGroupMetadataValue")(epoch=epoch, metadata_hash=metadata_hash)
     return _record(partition, GROUP_METADATA, group, None, v)

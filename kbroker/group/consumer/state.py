@@ -32,10 +32,8 @@ from typing import Callable, Iterable, Mapping
 
 from kbroker.wire.error_codes import ErrorCode as E
 
-from ..epoch_state import EpochGroupMixin
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+from ..epoch_state import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,  # noqa: F401
+                           EpochGroupMixin, EpochMemberState, GroupError, check_epoch)
 
 # topic id -> partition -> the member epoch the partition was assigned in
 Assignment = Mapping[uuid.UUID, Mapping[int, int]]
@@ -43,19 +41,12 @@ Assignment = Mapping[uuid.UUID, Mapping[int, int]]
 Target = Mapping[uuid.UUID, frozenset[int]]
 
 
-class MemberState(enum.IntEnum):
+class MemberState(EpochMemberState):
     """Kafka's ``MemberState`` (the byte stored in ConsumerGroupCurrentMemberAssignment)."""
     STABLE = 0
     UNREVOKED_PARTITIONS = 1
     UNRELEASED_PARTITIONS = 2
     UNKNOWN = 127
-
-    @classmethod
-    def of(cls, value: int) -> "MemberState":
-        try:
-            return cls(value)
-        except ValueError:
-            return cls.UNKNOWN
 
 
 class ConsumerGroupState(enum.Enum):
@@ -64,15 +55,6 @@ class ConsumerGroupState(enum.Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-class GroupError(Exception):
-    """A Kafka error for the request being handled (code + message)."""
-
-    def __init__(self, code: int, message: str | None = None) -> None:
-        super().__init__(message or E(code).name)
-        self.code = int(code)
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -139,19 +121,7 @@ def check_member_epoch(member: ConsumerGroupMember, received: int,
     """Fencing (``throwIfConsumerGroupMemberEpochIsInvalid``): a newer epoch than ours is
     fenced; an older one is accepted only as the previous epoch with a subset of the
     current assignment (the response that bumped the epoch was lost)."""
-    if received == 0:
-        return
-    if received > member.member_epoch:
-        raise GroupError(E.FENCED_MEMBER_EPOCH,
-                         f"The consumer group member has a greater member epoch ({received}) "
-                         f"than the one known by the group coordinator ({member.member_epoch}). "
-                         "The member must abandon all its partitions and rejoin.")
-    if received < member.member_epoch:
-        if received != member.previous_member_epoch or not owned_subset(owned, member.assigned):
-            raise GroupError(E.FENCED_MEMBER_EPOCH,
-                             f"The consumer group member has a smaller member epoch ({received}) "
-                             f"than the one known by the group coordinator ({member.member_epoch}). "
-                             "The member must abandon all its partitions and rejoin.")
+    check_epoch("consumer", member, received, lambda: owned_subset(owned, member.assigned))
 
 
 # --------------------------------------------------------------------------- reconciliation
@@ -360,10 +330,6 @@ class ConsumerGroup(EpochGroupMixin):
 
     def owner_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         return self.owners.get((topic_id, partition), -1)
-
-    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
-        mid = self.static_members.get(instance_id) if instance_id is not None else None
-        return None if mid is None else self.members.get(mid)
 
     def preferred_assignor(self, configured: list[str], updated: Iterable[ConsumerGroupMember] = ()) -> str:
         """The assignor most members asked for (``ServerAssignor``), else the first

@@ -20,22 +20,36 @@ no member; the assignment interval (:class:`ShareGroup`) and the records' timest
 the wall-clock ``now``.
 A member that leaves or expires has its acquired records released by the share-partition
 manager (``on_member_gone``, called once the removal is durable).
+
+The protocol stands on :class:`~kbroker.group.member_session.MemberSessionProtocol`, as the
+consumer and streams protocols do: the session timer, the heartbeat interval and session
+timeout read from the GROUP configs, the member epoch's fencing rule
+(:func:`~kbroker.group.epoch_state.check_epoch`) and the lifecycle hooks are theirs. It does
+not stand on :class:`~kbroker.group.epoch_protocol.EpochGroupProtocol`, because what that
+base shares does not exist here: a share group has no revocation (partitions are shared,
+so there is no rebalance timer, no member state, and a member's epoch jumps straight to the
+assignment epoch), no static members (no instance id, no epoch -2), and its rules live in
+the pure :class:`ShareGroup`, whose records are written as the difference between the
+group before and after an event rather than replayed one by one as they are made.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
 
-from ..base import DescribedGroup, ShardPart, append_error_to_response_error
+from ..base import append_error_to_response_error
+from ..member_session import MemberSessionProtocol
 from . import records as srec
 from .config import ShareGroupConfig
 from .state import HeartbeatRequest, HeartbeatResult, ShareGroup, ShareGroupMember
 
 
-class ShareGroupProtocol(ShardPart):
+class ShareGroupProtocol(MemberSessionProtocol):
     """Timers: ``("share-session", group, member)``."""
+
+    timer_prefix = "share-"
 
     def __init__(self, shard) -> None:
         super().__init__(shard)
@@ -50,6 +64,12 @@ class ShareGroupProtocol(ShardPart):
             return self.base_config.for_group(self.group_configs(gid))
         except (TypeError, ValueError):
             return self.base_config
+
+    def session_timeout_ms(self, gid: str) -> int:
+        return self.config_for(gid).session_timeout_ms
+
+    def heartbeat_interval_ms(self, gid: str) -> int:
+        return self.config_for(gid).heartbeat_interval_ms
 
     def _topics(self) -> dict:
         """name → (topic id, partition count) of the topics share groups may subscribe to."""
@@ -110,7 +130,7 @@ class ShareGroupProtocol(ShardPart):
         gid = g.group_id
         gone = [] if before is None else [m for m in before.members if m not in g.members]
         for mid in gone:
-            self.timers.cancel(("share-session", gid, mid))
+            self._cancel_member_timers(gid, mid)
         records = self._records_between(before, g, topics, now)
         if not records:
             return
@@ -176,11 +196,6 @@ class ShareGroupProtocol(ShardPart):
         return out
 
     # ----------------------------------------------------------------- sessions
-    def _schedule_session(self, gid: str, member_id: str, timeout_ms: int) -> None:
-        """(Re)arm a member's session: every heartbeat replaces the timer."""
-        self.timers.schedule(("share-session", gid, member_id), timeout_ms,
-                             lambda t: self._session_expired(gid, member_id, t))
-
     def _session_expired(self, gid: str, member_id: str, now: int) -> None:
         g = self._get(gid)
         if g is None or member_id not in g.members:
@@ -264,21 +279,8 @@ class ShareGroupProtocol(ShardPart):
         same = self.shard.consumer.topics.metadata_hash(names) == g.metadata_hash
         g.topics_seen = {t: topics[t] for t in names if t in topics} if same else {}
 
-    def on_removed(self, g: ShareGroup) -> None:
-        g.dead = True
-        for mid in g.members:
-            self.timers.cancel(("share-session", g.group_id, mid))
-
-    def abort_parked(self, g: ShareGroup, error: int) -> list[tuple[Any, Any]]:
-        return []                               # heartbeats are never parked
-
     def group_tombstones(self, g: ShareGroup) -> list:
         return srec.group_tombstones(self.partition_for(g.group_id), g.group_id, list(g.members))
-
-    def describe(self, g: ShareGroup) -> DescribedGroup:
-        """DescribeGroups (the classic API) on a share group: Dead, as Kafka answers for a
-        group that is not a classic one."""
-        return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [])
 
     # offsets: a share group commits none (Kafka: the group is not found for these APIs)
     def validate_offset_commit(self, g, mid, instance, epoch, now, api_version):

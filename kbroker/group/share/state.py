@@ -40,18 +40,14 @@ from typing import Iterable, Mapping
 
 from kbroker.wire.error_codes import ErrorCode as E
 
+from ..epoch_state import LEAVE_GROUP_MEMBER_EPOCH, GroupError, check_epoch
 from .config import ShareGroupConfig
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
 
 Assignment = Mapping[uuid.UUID, frozenset[int]]
 
 
-class ShareGroupError(Exception):
-    def __init__(self, code: int, message: str | None = None) -> None:
-        super().__init__(message or E(code).name)
-        self.code = int(code)
-        self.message = message
+class ShareGroupError(GroupError):
+    """A Kafka error for the share group heartbeat being handled."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +163,7 @@ class ShareGroup:
                   now_ms: int, config: ShareGroupConfig) -> HeartbeatResult:
         try:
             return self._heartbeat(req, topics, now_ms, config)
-        except ShareGroupError as e:
+        except GroupError as e:
             return HeartbeatResult(error=e.code, message=e.message)
 
     def _heartbeat(self, req, topics, now_ms, config) -> HeartbeatResult:
@@ -196,15 +192,8 @@ class ShareGroup:
             if member is None:
                 raise ShareGroupError(E.UNKNOWN_MEMBER_ID,
                                       f"Member {req.member_id} is not a member of group {self.group_id}.")
-            if req.member_epoch > member.member_epoch or (
-                    req.member_epoch < member.member_epoch
-                    and req.member_epoch != member.previous_member_epoch):
-                raise ShareGroupError(
-                    E.FENCED_MEMBER_EPOCH,
-                    f"The share group member has a {'greater' if req.member_epoch > member.member_epoch else 'smaller'}"
-                    f" member epoch ({req.member_epoch}) than the one known by the group "
-                    f"coordinator ({member.member_epoch}). The member must abandon all its "
-                    "partitions and rejoin.")
+            # no revocation: any previous epoch passes (the answer moving it on was lost)
+            check_epoch("share", member, req.member_epoch)
         new_sub = member.subscribed_topic_names
         if req.subscribed_topic_names is not None:
             new_sub = tuple(sorted(set(req.subscribed_topic_names)))

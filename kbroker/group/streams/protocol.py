@@ -61,10 +61,9 @@ from typing import Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
 
-from ..base import DescribedGroup
 from ..classic.state import ClassicGroup
-from ..consumer.state import GroupError
-from ..epoch_protocol import EpochGroupProtocol, check_not_empty
+from ..epoch_protocol import DescribedEpochGroup, EpochGroupProtocol, check_not_empty
+from ..epoch_state import GroupError
 from . import records as srec
 from .assignor import AssignorMember, assign
 from .config import StreamsGroupConfig
@@ -114,13 +113,7 @@ class StreamsHeartbeatResponse:
 
 
 @dataclass
-class DescribedStreamsGroup:
-    group_id: str
-    error: int = 0
-    message: str | None = None
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
+class DescribedStreamsGroup(DescribedEpochGroup):
     topology: Topology | None = None
     members: list = field(default_factory=list)       # [(StreamsGroupMember, TaskSet target)]
 
@@ -132,9 +125,17 @@ class StreamsGroupProtocol(EpochGroupProtocol):
     and ``("streams-initial-rebalance", group)`` (the rebalance delay of an empty group)."""
 
     group_class = StreamsGroup
+    member_class = StreamsGroupMember
+    member_states = MemberState
+    revoking_state = MemberState.UNREVOKED_TASKS
     response_class = StreamsHeartbeatResponse
+    rec = srec
     group_type = "streams"
     timer_prefix = "streams-"
+
+    @staticmethod
+    def _empty_assignment() -> TaskSet:
+        return EMPTY
 
     def __init__(self, shard, config: StreamsGroupConfig | None = None) -> None:
         super().__init__(shard)
@@ -147,6 +148,12 @@ class StreamsGroupProtocol(EpochGroupProtocol):
 
     def cfg(self, gid: str) -> StreamsGroupConfig:
         return self.streams_config.for_group(self.group_configs(gid))
+
+    def session_timeout_ms(self, gid: str) -> int:
+        return self.cfg(gid).session_timeout_ms
+
+    def heartbeat_interval_ms(self, gid: str) -> int:
+        return self.cfg(gid).heartbeat_interval_ms
 
     # ----------------------------------------------------------------- request checks
     def _validate(self, r: StreamsHeartbeatRequest) -> None:
@@ -298,10 +305,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                         active_owner=group.active_owner, owned=owned)
         if rec != m or is_new:
             self._apply(records, srec.current_assignment_record(part, gid, rec))
-            if rec.state is MemberState.UNREVOKED_TASKS:
-                self._schedule_rebalance(gid, rec)
-            else:
-                self.timers.cancel(("streams-rebalance", gid, rec.member_id))
+            self._arm_rebalance(gid, rec)
         m = group.members[r.member_id]
 
         # 9. session, shutdown, response
@@ -314,7 +318,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         send_tasks = is_new or r.active is not None or m.assigned.normalized() != member.assigned.normalized()
         resp = StreamsHeartbeatResponse(
             member_id=m.member_id, member_epoch=m.member_epoch,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(gid),
             # Kafka 4.4 answers its settings (v0's int32 AcceptableRecoveryLagLegacy stays 0)
             acceptable_recovery_lag=cfg.acceptable_recovery_lag,
             task_offset_interval_ms=cfg.task_offset_interval_ms,
@@ -385,31 +389,18 @@ class StreamsGroupProtocol(EpochGroupProtocol):
             out.append((m.user_endpoint, tps(m.assigned.active), tps(m.assigned.standby)))
         return out
 
-    # ----------------------------------------------------------------- leaving and fencing
-    def _leave(self, r: StreamsHeartbeatRequest, records: list, now: int) -> StreamsHeartbeatResponse:
-        gid = r.group_id
-        group = self._get(gid)
-        if group is None:
-            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Streams group {gid} not found.")
-        if r.instance_id is not None:
-            m = self._static_member(group, r)
-            if m is None:
-                raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
-            if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                # a static member's temporary leave: it keeps its tasks (and the group its
-                # epoch) until it rejoins or its session times out
-                part = self.partition_for(gid)
-                self._apply(records, srec.current_assignment_record(
-                    part, gid, replace(m, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)))
-                self.timers.cancel(("streams-rebalance", gid, m.member_id))
-                return StreamsHeartbeatResponse(member_id=m.member_id,
-                                                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        else:
-            m = group.members.get(r.member_id)
-            if m is None:
-                raise GroupError(E.UNKNOWN_MEMBER_ID, f"Member {r.member_id} is not a member of group {gid}.")
-        self._fence(group, [m], records)
-        return StreamsHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch)
+    # ----------------------------------------------------------------- fencing
+    def _fence(self, group: StreamsGroup, members, records: list, now: int = 0) -> None:
+        part, gid = self.partition_for(group.group_id), group.group_id
+        for m in members:
+            self._remove_member_records(group, m.member_id, records, part)
+        self._apply(records, srec.group_metadata_record(
+            part, gid, group.group_epoch + 1, group.metadata_hash,
+            group.validated_topology_epoch, group.last_assignment_configs))
+        self._target_of_emptied_group(group, records, part)
+
+    def _still_revoking(self, m: StreamsGroupMember, epoch: int) -> bool:
+        return m.member_epoch == epoch and m.state is MemberState.UNREVOKED_TASKS
 
     # ----------------------------------------------------------------- static members
     def _static_member(self, group: StreamsGroup, r: StreamsHeartbeatRequest):
@@ -427,134 +418,54 @@ class StreamsGroupProtocol(EpochGroupProtocol):
             return None if r.member_epoch == 0 else m
         if r.member_epoch == 0:
             if m.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(E.UNRELEASED_INSTANCE_ID,
-                                 f"Static member {r.member_id} with instance id {r.instance_id} "
-                                 "cannot join the group because the instance id is owned by "
-                                 f"{m.member_id} member.")
+                raise self._unreleased_instance(r.member_id, r.instance_id, m)
             return m
-        raise GroupError(E.FENCED_INSTANCE_ID,
-                         f"Static member {r.member_id} with instance id {r.instance_id} was "
-                         f"fenced by member {m.member_id}.")
-
-    def _replace_static(self, group: StreamsGroup, old: StreamsGroupMember, member_id: str,
-                        records: list, part: int) -> StreamsGroupMember:
-        """The rejoining instance takes over ``old``'s tasks under its new member id."""
-        gid = group.group_id
-        target = group.target.get(old.member_id, EMPTY)
-        new = replace(old, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-        self._remove_member_records(group, old.member_id, records, part)
-        self._apply(records, srec.member_metadata_record(part, gid, new))
-        self._apply(records, srec.target_assignment_member_record(part, gid, member_id, target))
-        self._apply(records, srec.current_assignment_record(part, gid, new))
-        return group.members[member_id]
-
-    def _remove_member_records(self, group: StreamsGroup, mid: str, records: list, part: int) -> None:
-        gid = group.group_id
-        self._apply(records, srec.tombstone(part, srec.CURRENT_MEMBER_ASSIGNMENT, gid, mid))
-        if mid in group.target:
-            self._apply(records, srec.tombstone(part, srec.TARGET_ASSIGNMENT_MEMBER, gid, mid))
-        self._apply(records, srec.tombstone(part, srec.MEMBER_METADATA, gid, mid))
-        self.timers.cancel(("streams-session", gid, mid))
-        self.timers.cancel(("streams-rebalance", gid, mid))
-
-    def _fence(self, group: StreamsGroup, members, records: list) -> None:
-        part, gid = self.partition_for(group.group_id), group.group_id
-        for m in members:
-            self._remove_member_records(group, m.member_id, records, part)
-        self._apply(records, srec.group_metadata_record(
-            part, gid, group.group_epoch + 1, group.metadata_hash,
-            group.validated_topology_epoch, group.last_assignment_configs))
-        if not group.members:
-            # Kafka 4.4: the empty group's (empty) target assignment is at the new epoch at
-            # once (4.3 left it one behind); the timestamp stays, so batching is unchanged
-            self._apply(records, srec.target_assignment_metadata_record(
-                part, gid, group.group_epoch, group.assignment_timestamp_ms))
-
-    def _fence_expired(self, group: StreamsGroup, m: StreamsGroupMember, records: list,
-                       now: int) -> None:
-        self._fence(group, [m], records)
-
-    def _schedule_session(self, gid: str, mid: str) -> None:
-        self.timers.schedule(("streams-session", gid, mid), self.cfg(gid).session_timeout_ms,
-                             lambda t: self._fence_by_timer(gid, mid, lambda m: True))
-
-    def _schedule_rebalance(self, gid: str, m: StreamsGroupMember) -> None:
-        mid, epoch = m.member_id, m.member_epoch
-        self.timers.schedule(("streams-rebalance", gid, mid), m.rebalance_timeout_ms,
-                             lambda t: self._fence_by_timer(
-                                 gid, mid, lambda x: x.member_epoch == epoch
-                                 and x.state is MemberState.UNREVOKED_TASKS))
+        raise self._fenced_instance(r.member_id, r.instance_id, m)
 
     # ----------------------------------------------------------------- replay
-    def replay(self, k: srec.StreamsKey, value_bytes, value=None) -> None:
-        """Apply one streams group record (our own, or read at load)."""
-        if value is None and value_bytes is not None:
-            value = srec.decode_value(k.record_type, value_bytes)
-        tombstone = value_bytes is None
-        gid, rt = k.group, k.record_type
-        g = self._group_for_replay(gid, tombstone)
-        if g is None:
-            return
-        if rt == srec.GROUP_METADATA:
-            if tombstone:
-                self._replay_group_tombstone(gid)
-                return
-            g.group_epoch, g.metadata_hash = value.epoch, value.metadata_hash
-            g.validated_topology_epoch = value.validated_topology_epoch
-            g.last_assignment_configs = tuple((c.key, c.value)
-                                              for c in value.last_assignment_configs or ())
-        elif rt == srec.TOPOLOGY:
+    def _replay_group_metadata(self, g: StreamsGroup, value) -> None:
+        g.validated_topology_epoch = value.validated_topology_epoch
+        g.last_assignment_configs = tuple((c.key, c.value)
+                                          for c in value.last_assignment_configs or ())
+
+    def _replay_member_gone(self, g: StreamsGroup, member_id: str) -> None:
+        if g.remove_member(member_id) is not None:
+            g.endpoint_epoch += 1
+
+    def _replay_member_metadata(self, g: StreamsGroup, old: StreamsGroupMember, value) -> None:
+        ep = value.user_endpoint
+        g.put_member(replace(
+            old, instance_id=value.instance_id, rack_id=value.rack_id,
+            client_id=value.client_id, client_host=value.client_host,
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            topology_epoch=value.topology_epoch, process_id=value.process_id,
+            user_endpoint=None if ep is None else (ep.host, ep.port),
+            client_tags=tuple((t.key, t.value) for t in value.client_tags or ())))
+        if old.user_endpoint != g.members[old.member_id].user_endpoint:
+            g.endpoint_epoch += 1
+
+    def _replay_target(self, value) -> TaskSet:
+        return srec.taskset_from(value)
+
+    def _replay_current_assignment(self, g: StreamsGroup, old: StreamsGroupMember, value) -> None:
+        new = replace(old, member_epoch=value.member_epoch,
+                      previous_member_epoch=value.previous_member_epoch,
+                      state=MemberState.of(value.state),
+                      assigned=srec.taskset_from(value),
+                      pending_revocation=srec.taskset_from(value, "_pending_revocation"))
+        if (new.assigned.normalized().active, new.assigned.normalized().standby) != (
+                old.assigned.normalized().active, old.assigned.normalized().standby):
+            g.endpoint_epoch += 1
+        g.put_member(new)
+
+    def _replay_other(self, g: StreamsGroup, k: srec.StreamsKey, value, tombstone: bool) -> None:
+        if k.record_type == srec.TOPOLOGY:
             g.topology = None if tombstone else srec.topology_from(value)
-        elif rt == srec.MEMBER_METADATA:
-            if tombstone:
-                if g.remove_member(k.member_id) is not None:
-                    g.endpoint_epoch += 1
-                return
-            old = g.members.get(k.member_id) or StreamsGroupMember(k.member_id)
-            ep = value.user_endpoint
-            g.put_member(replace(
-                old, instance_id=value.instance_id, rack_id=value.rack_id,
-                client_id=value.client_id, client_host=value.client_host,
-                rebalance_timeout_ms=value.rebalance_timeout_ms,
-                topology_epoch=value.topology_epoch, process_id=value.process_id,
-                user_endpoint=None if ep is None else (ep.host, ep.port),
-                client_tags=tuple((t.key, t.value) for t in value.client_tags or ())))
-            if old.user_endpoint != g.members[k.member_id].user_endpoint:
-                g.endpoint_epoch += 1
-        elif rt == srec.TARGET_ASSIGNMENT_METADATA:
-            self._replay_target_metadata(g, value, tombstone)
-        elif rt == srec.TARGET_ASSIGNMENT_MEMBER:
-            if tombstone:
-                g.target.pop(k.member_id, None)
-            else:
-                g.target[k.member_id] = srec.taskset_from(value)
-        elif rt == srec.CURRENT_MEMBER_ASSIGNMENT:
-            old = g.members.get(k.member_id)
-            if tombstone:
-                if old is not None:
-                    g.put_member(replace(old, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                         previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                         state=MemberState.UNKNOWN, assigned=EMPTY,
-                                         pending_revocation=EMPTY))
-                return
-            old = old or StreamsGroupMember(k.member_id)
-            new = replace(old, member_epoch=value.member_epoch,
-                          previous_member_epoch=value.previous_member_epoch,
-                          state=MemberState.of(value.state),
-                          assigned=srec.taskset_from(value),
-                          pending_revocation=srec.taskset_from(value, "_pending_revocation"))
-            if (new.assigned.normalized().active, new.assigned.normalized().standby) != (
-                    old.assigned.normalized().active, old.assigned.normalized().standby):
-                g.endpoint_epoch += 1
-            g.put_member(new)
 
     # ----------------------------------------------------------------- lifecycle hooks
     def on_loaded(self, g: StreamsGroup, now: int) -> None:
         self._configure(g)
-        for m in g.members.values():
-            self._schedule_session(g.group_id, m.member_id)
-            if m.state is MemberState.UNREVOKED_TASKS:
-                self._schedule_rebalance(g.group_id, m)
+        super().on_loaded(g, now)
 
     def group_tombstones(self, g: StreamsGroup) -> list:
         part, gid = self.partition_for(g.group_id), g.group_id
@@ -569,10 +480,6 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         return out
 
     # ----------------------------------------------------------------- describe
-    def describe(self, g: StreamsGroup) -> DescribedGroup:
-        """DescribeGroups (the classic API) on a streams group: ``Dead``, as for consumer groups."""
-        return DescribedGroup(g.group_id, E.NONE, "Dead", "", "", [])
-
     def streams_describe(self, gid: str) -> DescribedStreamsGroup:
         g, refused = self._describe_lookup(gid, DescribedStreamsGroup)
         if refused is not None:

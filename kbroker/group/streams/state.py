@@ -23,31 +23,21 @@ from typing import Callable, Mapping
 
 from kbroker.wire.error_codes import ErrorCode as E
 
-from ..consumer.state import GroupError
-from ..epoch_state import EpochGroupMixin
+from ..epoch_state import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,  # noqa: F401
+                           EpochGroupMixin, EpochMemberState, GroupError, check_epoch)
 from .topology import Topology
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 # subtopology id -> partitions
 Tasks = Mapping[str, frozenset[int]]
 KINDS = ("active", "standby", "warmup")
 
 
-class MemberState(enum.IntEnum):
+class MemberState(EpochMemberState):
     """The byte stored in StreamsGroupCurrentMemberAssignment."""
     STABLE = 0
     UNREVOKED_TASKS = 1
     UNRELEASED_TASKS = 2
     UNKNOWN = 127
-
-    @classmethod
-    def of(cls, value: int) -> "MemberState":
-        try:
-            return cls(value)
-        except ValueError:
-            return cls.UNKNOWN
 
 
 def norm(tasks: Mapping[str, frozenset[int]] | None) -> dict[str, frozenset[int]]:
@@ -110,22 +100,11 @@ class StreamsGroupMember:
 
 
 def check_member_epoch(m: StreamsGroupMember, received: int, owned_active: Tasks | None) -> None:
-    """Fencing (``throwIfStreamsGroupMemberEpochIsInvalid``)."""
-    if received == 0:
-        return
-    if received > m.member_epoch:
-        raise GroupError(E.FENCED_MEMBER_EPOCH,
-                         f"The streams group member has a greater member epoch ({received}) than "
-                         f"the one known by the group coordinator ({m.member_epoch}). The member "
-                         "must abandon all its partitions and rejoin.")
-    if received < m.member_epoch:
-        ok = (received == m.previous_member_epoch and owned_active is not None
-              and pairs_of(norm(owned_active)) <= pairs_of(norm(m.assigned.active)))
-        if not ok:
-            raise GroupError(E.FENCED_MEMBER_EPOCH,
-                             f"The streams group member has a smaller member epoch ({received}) "
-                             f"than the one known by the group coordinator ({m.member_epoch}). The "
-                             "member must abandon all its partitions and rejoin.")
+    """Fencing (``throwIfStreamsGroupMemberEpochIsInvalid``): an older epoch passes as the
+    previous one while the member still owns a subset of its active tasks."""
+    check_epoch("streams", m, received,
+                lambda: owned_active is not None
+                and pairs_of(norm(owned_active)) <= pairs_of(norm(m.assigned.active)))
 
 
 def reconcile(m: StreamsGroupMember, *, target_epoch: int, target: TaskSet,

@@ -10,6 +10,8 @@ canonical forms, and Confluent's compatibility levels.
 - :mod:`.protobuf`    — Protobuf parsing (proto-schema-parser; imports, well-known types).
 - :mod:`.protobuf_descriptor` — a base64 ``FileDescriptorProto`` (confluent-kafka's
   ProtobufSerializer form) written back as .proto text before parsing.
+- :mod:`.protobuf_serialized` — the reverse: a parsed schema as the FileDescriptorProto
+  Confluent's ``format=serialized`` answers (and the REST gateway's message classes).
 - :mod:`.protobuf_diff` — Confluent's SchemaDiff rules for Protobuf.
 - :mod:`.levels`      — the levels (NONE, BACKWARD, FORWARD, FULL and their transitive
   forms) built once on each type's pairwise ``can_read(reader, writer)``.

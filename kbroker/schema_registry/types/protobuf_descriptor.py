@@ -17,7 +17,7 @@ message or enum, uses editions, or uses proto2 groups is refused with a ``Schema
 (42201) rather than guessed at. Type names are written fully qualified with their leading
 dot, as the descriptor holds them. Custom options unknown to the ``protobuf`` package's
 pool are dropped, as protoc drops unknown fields. The reverse (``format=serialized``
-answers) is not here.
+answers) is :mod:`.protobuf_serialized`.
 
 Pure code: no I/O, no clock.
 """

@@ -1,0 +1,118 @@
+"""End-to-end latency as the load grows: fixed rates, acks=1 and acks=all, with a competing process.
+
+Every row is `rdkafka_load latency` (one librdkafka producer at a fixed rate, `linger.ms=0`,
+1 KiB records stamped with CLOCK_MONOTONIC, and a consumer in the same process assigned at
+the end of the partition; receive − send per record, p50 and p99) against a 1-partition topic:
+
+* ``lat-<rate>-a1``: one node, acks=1;
+* ``lat-<rate>-a1-busy``: the same while another process spins on one core for the whole run
+  (a pure CPU loop, `BUSY_LOOP`): what a single-threaded broker feels first when a client or
+  any other job takes a core;
+* ``lat-<rate>-aall-3n``: three combined nodes (`benchmarks.controller_bench` start-up code,
+  Kafka with its shipped JVM flags), replication factor 3, ``min.insync.replicas=2``, acks=all.
+
+The producer's pace is fixed and not closed-loop: when a broker falls behind the rate, the
+records wait in the client and the latency shows it. Records received below the number sent
+are reported in the raw values (`records` / `expected`).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from compat_tests.runner import die_with_parent
+
+BUSY_LOOP = "while True: pass"
+
+
+def _titles(rate: int) -> dict[str, str]:
+    return {"a1": f"end-to-end latency, 1 KiB, {rate:,} records/s, acks=1, 1 node",
+            "a1-busy": f"end-to-end latency, 1 KiB, {rate:,} records/s, acks=1, 1 node, "
+                       f"a CPU-bound process competing",
+            "aall-3n": f"end-to-end latency, 1 KiB, {rate:,} records/s, acks=all, 3 nodes RF=3"}
+
+
+def _declare(results, kind: str, rate: int) -> str:
+    sid = f"lat-{rate}-{kind}"
+    results.scenario(sid, title=_titles(rate)[kind], group="latency", unit="ms p99",
+                     better="lower", secondary_unit="ms p50", target=1.0)
+    return sid
+
+
+def _measure(session, sid: str, bootstrap: str, topic: str, rate: int, acks: str) -> None:
+    from .run import log, rdkafka
+    out = rdkafka("latency", bootstrap, topic, "--rate", str(rate), "--seconds",
+                  str(session.plan.latency_seconds), "--size", "1024", "--acks", acks)
+    log(f"{session.name}: {sid}: p50 {out['p50_ms']:.2f} p99 {out['p99_ms']:.2f} ms "
+        f"({out['records']}/{out['expected']} received)")
+    session.results.add(sid, session.name, out["p99_ms"], out["p50_ms"], out)
+
+
+def single_node(session, b) -> None:
+    """The acks=1 rows (with and without a competing process) on the loads broker `b`."""
+    from .admin import create_topics
+    for rate in session.plan.latency_rates:
+        for kind in ("a1", "a1-busy"):
+            sid = _declare(session.results, kind, rate)
+            for _ in range(session.plan.reps):
+                topic = f"{sid}-{uuid.uuid4().hex[:8]}"
+                create_topics(b.bootstrap_servers, [(topic, 1)])
+                busy = None
+                if kind == "a1-busy":
+                    busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
+                                            preexec_fn=die_with_parent)
+                try:
+                    _measure(session, sid, b.bootstrap_servers, topic, rate, "1")
+                finally:
+                    if busy is not None:
+                        busy.kill()
+                        busy.wait()
+
+
+def three_nodes(session) -> None:
+    """The acks=all rows on a fresh three-node cluster of the session's broker; a failure
+    (a cluster that does not start on a loaded machine) is logged and the session goes on."""
+    from .run import log
+    try:
+        _three_nodes(session)
+    except Exception as exc:  # noqa: BLE001 - a failed row is a result too
+        log(f"{session.name}: three-node latency rows FAILED: {exc!r}")
+        session.results.meta.setdefault("failed", []).append(
+            f"{session.name}: three-node latency: {str(exc)[:300]}")
+
+
+def _three_nodes(session) -> None:
+    from benchmarks.controller_bench import kafka_cluster, kbroker_cluster, start_all
+    from benchmarks import replication_bench
+    from benchmarks.replication_bench import create_topic, stop, wait_brokers, wait_fully_replicated
+
+    from .brokers import KafkaBench
+    from .run import log
+    root = Path(session.workroot) / "latency-3n"
+    root.mkdir(parents=True, exist_ok=True)
+    nodes = kbroker_cluster(root) if session.name == "kbroker" else kafka_cluster(root, base=KafkaBench)
+    t0 = time.monotonic()
+    bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in nodes.values())
+    try:
+        start_all(nodes)
+        if not wait_brokers(bootstrap, 3):
+            raise RuntimeError("the cluster never listed three brokers")
+        log(f"{session.name}: three nodes up in {time.monotonic() - t0:.1f} s")
+        for rate in session.plan.latency_rates:
+            sid = _declare(session.results, "aall-3n", rate)
+            for _ in range(session.plan.reps):
+                topic = f"{sid}-{uuid.uuid4().hex[:8]}"
+                try:
+                    create_topic(bootstrap, topic, 1, 3, 2)
+                except Exception as exc:  # noqa: BLE001 - a retried CreateTopics under load
+                    if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                        raise
+                if not wait_fully_replicated(bootstrap, topic, 1, 3):
+                    raise RuntimeError(f"{topic}: no leader with three in-sync replicas")
+                _measure(session, sid, bootstrap, topic, rate, "all")
+    finally:
+        stop(nodes)
+        replication_bench._ADMINS.pop(bootstrap, None)   # its admin client would retry forever

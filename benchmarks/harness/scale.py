@@ -1,0 +1,424 @@
+"""Scale rows: how a broker's cost grows with partitions, connections, group members, producers.
+
+Each row runs on a fresh single node of the session's broker (sizes from `plan.Scale`; the
+quick plan uses small ones):
+
+* **partitions**: N partitions as topics of 100 (CreateTopics of 1,000 partitions, one request
+  at a time) until Metadata shows a leader for every one; the broker's RSS then; the latency
+  of a full Metadata request (all topics, v12, median of 5 on one connection: send to last
+  byte of the answer); a graceful stop and the restart to the first acknowledged produce
+  (`brokers.timed_start`: wall and CPU).
+* **connections**: N client connections, each sending one ApiVersions request and keeping the
+  connection open, at most 32 being set up at a time (Kafka's accept backlog is 50): accept
+  rate = N / time until every one is answered; RSS growth / N, with every connection still open.
+* **group**: M members of one classic consumer group (JoinGroup v5, SyncGroup v3, Heartbeat v3
+  every 500 ms, rejoin on REBALANCE_IN_PROGRESS), all starting at once: time from the first
+  JoinGroup to every member having synced in one generation of M members (the group Stable).
+* **producers**: P idempotent producers (InitProducerId v4, then one Produce v9 of one batch
+  with sequence 0, acks=1), each on its own connection, over a 10-partition topic; the
+  connections are closed, then the broker's RSS growth / P. RSS is a coarse measure of
+  producer-state memory (a JVM's heap pages are touched by any allocation; Python's allocator
+  keeps freed arenas), so the row is an upper bound for both.
+
+A row that fails (a broker error, a timeout, a limit of the machine) is logged and recorded
+in the raw results as failed, the session goes on. The partitions row is not started when
+the open-file limit (RLIMIT_NOFILE) is below N + 1,000: both brokers hold a file per
+partition, and 100,000 partitions need a limit this machine (20,000) does not have.
+"""
+from __future__ import annotations
+
+import socket
+import statistics
+import struct
+import time
+
+from kbroker.wire import messages as w
+from kbroker.wire.protocol import encode_request
+from kbroker.wire.records import build_batch
+
+from .admin import create_topics
+from .brokers import cpu_seconds, rss_bytes, timed_start
+from .rawclient import Loop
+
+ERR_REBALANCE_IN_PROGRESS = 27
+ERR_MEMBER_ID_REQUIRED = 79
+ERR_UNKNOWN_MEMBER_ID = 25
+ERR_ILLEGAL_GENERATION = 22
+ERR_COORDINATOR_RETRY = (14, 15, 16)   # loading, not available, not coordinator: ask again
+
+
+def run_all(session) -> None:
+    from .run import log
+    for name, fn in (("partitions", partitions), ("connections", connections),
+                     ("group", group), ("producers", producers)):
+        t0 = time.monotonic()
+        try:
+            fn(session)
+        except Exception as exc:  # noqa: BLE001 - a failed row is a result too
+            log(f"{session.name}: scale {name} FAILED after {time.monotonic() - t0:.0f} s: {exc!r}")
+            session.results.meta.setdefault("failed", []).append(
+                f"{session.name}: scale {name}: {str(exc)[:300]}")
+
+
+def _declare(session, sid, title, unit, better="lower", secondary_unit=None):
+    session.results.scenario(sid, title=title, group="scale", unit=unit, better=better,
+                             secondary_unit=secondary_unit)
+    return sid
+
+
+# ------------------------------------------------------------------------------ partitions
+
+def _metadata_all_seconds(host: str, port: int, reps: int = 5) -> tuple[float, int]:
+    body = w.MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                             include_topic_authorized_operations=False)
+    req = encode_request(3, 12, 7, "kbroker-bench-scale", body)
+    times, size = [], 0
+    with socket.create_connection((host, port), timeout=300) as s:
+        for _ in range(reps):
+            t0 = time.monotonic()
+            s.sendall(req)
+            head = _recv(s, 4)
+            (size,) = struct.unpack(">i", head)
+            _recv(s, size)
+            times.append(time.monotonic() - t0)
+    return statistics.median(times), size
+
+
+def _recv(s, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def partitions(session) -> None:
+    from .run import log
+    n = session.plan.scale.partitions
+    r = session.results
+    label = f"{n:,} partitions on one node"
+    create = _declare(session, "scale-part-create", f"{label}: create (100 per topic, 1,000 per request)", "s",
+                      secondary_unit="broker cpu-s")
+    rss = _declare(session, "scale-part-rss", f"{label}: RSS after creating them", "MiB")
+    meta = _declare(session, "scale-part-metadata", f"{label}: full Metadata request, send → answer", "ms",
+                    secondary_unit="broker cpu-ms")
+    restart = _declare(session, "scale-part-restart", f"{label}: restart to first produce ack, wall", "s")
+    restart_cpu = _declare(session, "scale-part-restart-cpu", f"{label}: restart to first produce ack, CPU",
+                           "cpu-s")
+    import resource
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if n + 1000 > limit:
+        # both brokers keep a file open per partition (kbroker: its active segment; Kafka:
+        # each segment): past the limit either fails, after a long time
+        raise RuntimeError(f"{n:,} partitions need more open files than the limit here "
+                           f"({limit:,}, RLIMIT_NOFILE); run with a smaller --scale-sizes")
+    b = session._broker("scale-partitions")
+    try:
+        b.start()
+        topics = [(f"sc-{t}", 100) for t in range(max(1, n // 100))]
+        t0, c0 = time.monotonic(), cpu_seconds(b.pid)
+        create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=1800)
+        secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
+        r.add(create, session.name, secs, cpu)
+        time.sleep(2)
+        cur, _ = rss_bytes(b.pid)
+        r.add(rss, session.name, cur / 2**20)
+        c0 = cpu_seconds(b.pid)
+        md, size = _metadata_all_seconds(b.host, b.port)
+        md_cpu = (cpu_seconds(b.pid) - c0) / 5
+        r.add(meta, session.name, md * 1000, md_cpu * 1000, raw={"answer_bytes": size})
+        log(f"{session.name}: {n} partitions created in {secs:.1f} s ({cpu:.1f} cpu-s), RSS "
+            f"{cur / 2**20:.0f} MiB, full Metadata {md * 1000:.0f} ms ({md_cpu * 1000:.0f} cpu-ms, "
+            f"{size / 1024:.0f} KiB)")
+        b.stop()
+        secs = timed_start(b, "sc-0", timeout=1800)
+        r.add(restart, session.name, secs)
+        r.add(restart_cpu, session.name, b.start_cpu_s)
+        log(f"{session.name}: restart with {n} partitions {secs:.1f} s, {b.start_cpu_s:.1f} cpu-s")
+    finally:
+        session._drop(b)
+
+
+# ------------------------------------------------------------------------------ connections
+
+def connections(session) -> None:
+    from .run import log
+    n = session.plan.scale.connections
+    rate = _declare(session, "scale-conn-rate", f"{n:,} client connections: accept rate "
+                    "(connect + ApiVersions, 32 at a time)", "conn/s", better="higher")
+    per = _declare(session, "scale-conn-rss", f"{n:,} client connections: RSS per open connection", "KiB")
+    b = session._broker("scale-connections")
+    loop = Loop()
+    try:
+        b.start()
+        time.sleep(1)
+        before, _ = rss_bytes(b.pid)
+        answered = [0]
+        started = [0]
+
+        def one():
+            started[0] += 1
+            c = loop.connect(b.host, b.port)
+            c.request(18, 0, w.ApiVersionsRequest(), lambda resp: done())
+
+        def done():
+            answered[0] += 1
+            if started[0] < n:
+                one()
+
+        t0, c0 = time.monotonic(), cpu_seconds(b.pid)
+        for _ in range(min(32, n)):
+            one()
+        loop.run_until(lambda: answered[0] >= n, timeout=900)
+        secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
+        time.sleep(1)
+        after, _ = rss_bytes(b.pid)
+        session.results.add(rate, session.name, n / secs, raw={"broker_cpu_s": cpu})
+        session.results.add(per, session.name, (after - before) / n / 1024,
+                            raw={"rss_before": before, "rss_after": after, "seconds": secs})
+        log(f"{session.name}: {n} connections in {secs:.1f} s ({n / secs:.0f}/s, broker {cpu:.2f} cpu-s), "
+            f"RSS {before / 2**20:.0f} → {after / 2**20:.0f} MiB")
+    finally:
+        loop.close()
+        session._drop(b)
+
+
+# ------------------------------------------------------------------------------ group
+
+def _subscription(topic: str) -> bytes:
+    name = topic.encode()
+    # ConsumerProtocolSubscription v0: version, topics [string], user_data (null)
+    return struct.pack(">hih", 0, 1, len(name)) + name + struct.pack(">i", -1)
+
+
+EMPTY_ASSIGNMENT = struct.pack(">hii", 0, 0, -1)   # ConsumerProtocolAssignment v0, no partitions
+
+
+class _Member:
+    def __init__(self, g: "_Group", idx: int):
+        self.g = g
+        self.conn = g.loop.connect(g.host, g.port)
+        self.member_id = ""
+        self.generation = -1
+        self.synced = -1      # generation of the last successful SyncGroup
+        self.hb_pending = False
+
+    def join(self):
+        self.synced = -1
+        J = w.JoinGroupRequest
+        body = J(group_id=self.g.group, session_timeout_ms=45000, rebalance_timeout_ms=120000,
+                 member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
+                 protocols=[J.JoinGroupRequestProtocol(name="range", metadata=self.g.metadata)])
+        self.conn.request(11, 5, body, self.on_join)
+
+    def on_join(self, resp):
+        if resp.error_code == ERR_MEMBER_ID_REQUIRED:
+            self.member_id = resp.member_id
+            return self.join()
+        if resp.error_code in (ERR_REBALANCE_IN_PROGRESS,):
+            return self.join()
+        if resp.error_code in ERR_COORDINATOR_RETRY:
+            return self.g.loop.later(0.05, self.join)
+        if resp.error_code == ERR_UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+            return self.join()
+        if resp.error_code:
+            raise RuntimeError(f"JoinGroup error {resp.error_code}")
+        self.generation = resp.generation_id
+        self.member_id = resp.member_id
+        S = w.SyncGroupRequest
+        assignments = []
+        if resp.leader == resp.member_id:
+            self.g.leader_members[resp.generation_id] = len(resp.members)
+            assignments = [S.SyncGroupRequestAssignment(member_id=m.member_id, assignment=EMPTY_ASSIGNMENT)
+                           for m in resp.members]
+        self.conn.request(14, 3, S(group_id=self.g.group, generation_id=self.generation,
+                                   member_id=self.member_id, group_instance_id=None,
+                                   assignments=assignments), self.on_sync)
+
+    def on_sync(self, resp):
+        if resp.error_code in (ERR_REBALANCE_IN_PROGRESS, ERR_ILLEGAL_GENERATION):
+            return self.join()
+        if resp.error_code in ERR_COORDINATOR_RETRY or resp.error_code == ERR_UNKNOWN_MEMBER_ID:
+            if resp.error_code == ERR_UNKNOWN_MEMBER_ID:
+                self.member_id = ""
+            return self.g.loop.later(0.05, self.join)
+        if resp.error_code:
+            raise RuntimeError(f"SyncGroup error {resp.error_code}")
+        self.synced = self.generation
+        self.g.check()
+
+    def heartbeat(self):
+        if self.synced >= 0 and not self.hb_pending:
+            self.hb_pending = True
+            self.conn.request(12, 3, w.HeartbeatRequest(group_id=self.g.group, generation_id=self.synced,
+                                                        member_id=self.member_id, group_instance_id=None),
+                              self.on_heartbeat)
+
+    def on_heartbeat(self, resp):
+        self.hb_pending = False
+        if resp.error_code in (ERR_REBALANCE_IN_PROGRESS, ERR_ILLEGAL_GENERATION) and self.synced >= 0:
+            self.join()
+        elif resp.error_code == ERR_UNKNOWN_MEMBER_ID and self.synced >= 0:
+            self.member_id = ""
+            self.join()
+
+
+class _Group:
+    def __init__(self, loop: Loop, host: str, port: int, group: str, topic: str, members: int):
+        self.loop, self.host, self.port, self.group = loop, host, port, group
+        self.metadata = _subscription(topic)
+        self.leader_members: dict[int, int] = {}
+        self.stable_at: float | None = None
+        self.members = [_Member(self, i) for i in range(members)]
+
+    def check(self):
+        gens = {m.synced for m in self.members}
+        if len(gens) == 1:
+            (g,) = gens
+            if g >= 0 and self.leader_members.get(g) == len(self.members) and self.stable_at is None:
+                self.stable_at = time.monotonic()
+
+    def heartbeats(self):
+        if self.stable_at is None:
+            for m in self.members:
+                m.heartbeat()
+            self.loop.later(0.5, self.heartbeats)
+
+
+def _find_coordinator(loop: Loop, host: str, port: int, groups: list[str], timeout: float = 300) -> None:
+    """FindCoordinator until the broker names one for every group (Kafka creates
+    __consumer_offsets on this request; JoinGroup alone gets NOT_COORDINATOR until then)."""
+    ok = [False]
+    conn = loop.connect(host, port)
+
+    def ask():
+        conn.request(10, 4, w.FindCoordinatorRequest(key_type=0, coordinator_keys=groups), answer)
+
+    def answer(resp):
+        if all(c.error_code == 0 for c in resp.coordinators):
+            ok[0] = True
+        else:
+            loop.later(0.1, ask)
+    ask()
+    loop.run_until(lambda: ok[0], timeout=timeout)
+    conn.close()
+
+
+def group(session) -> None:
+    from .run import log
+    m = session.plan.scale.group_members
+    sid = _declare(session, "scale-group-join", f"consumer group of {m:,} members joining at once "
+                   "(classic protocol): time to Stable", "s")
+    b = session._broker("scale-group")
+    loop = Loop()
+    try:
+        b.start()
+        create_topics(b.bootstrap_servers, [("scale-group-topic", 10)])
+        _find_coordinator(loop, b.host, b.port, ["scale-warm", "scale-group"])
+        # the group coordinator's partition (__consumer_offsets) is created on first use;
+        # one member alone first, so that creation is not in the timed join
+        warm = _Group(loop, b.host, b.port, "scale-warm", "scale-group-topic", 1)
+        for mem in warm.members:
+            mem.join()
+        loop.run_until(lambda: warm.stable_at is not None, timeout=300)
+        g = _Group(loop, b.host, b.port, "scale-group", "scale-group-topic", m)
+        t0, c0 = time.monotonic(), cpu_seconds(b.pid)
+        for mem in g.members:
+            mem.join()
+        loop.later(0.5, g.heartbeats)
+        loop.run_until(lambda: g.stable_at is not None, timeout=600)
+        secs, cpu = g.stable_at - t0, cpu_seconds(b.pid) - c0
+        generation = max(x.synced for x in g.members)
+        session.results.add(sid, session.name, secs, raw={"generation": generation, "broker_cpu_s": cpu})
+        log(f"{session.name}: {m} members Stable after {secs:.2f} s (generation {generation})")
+    finally:
+        loop.close()
+        session._drop(b)
+
+
+# ------------------------------------------------------------------------------ producers
+
+def producers(session) -> None:
+    from .run import log
+    n = session.plan.scale.producers
+    sid = _declare(session, "scale-producers-rss", f"{n:,} idempotent producers: RSS per producer "
+                   "(connections closed)", "KiB")
+    b = session._broker("scale-producers")
+    loop = Loop()
+    topic, parts = "scale-idempotent", 10
+    try:
+        b.start()
+        create_topics(b.bootstrap_servers, [(topic, parts)])
+        # one produce before the baseline: the partitions' logs are opened and written once
+        warm = loop.connect(b.host, b.port)
+        acked = [0]
+        P = w.ProduceRequest
+
+        def produce(conn, partition, pid, epoch):
+            def retry(resp):      # a leader not known yet right after creation: ask again
+                err = resp.responses[0].partition_responses[0].error_code
+                if err in (3, 6):
+                    return loop.later(0.1, lambda: produce(conn, partition, pid, epoch))
+                on_produce(resp)
+            batch = build_batch([(None, b"x" * 100, (), int(time.time() * 1000))], producer_id=pid, producer_epoch=epoch,
+                                base_sequence=0 if pid >= 0 else -1)
+            body = P(transactional_id=None, acks=1, timeout_ms=30000, topic_data=[P.TopicProduceData(
+                name=topic, partition_data=[P.PartitionProduceData(index=partition, records=batch)])])
+            conn.request(0, 9, body, retry)
+
+        def on_produce(resp):
+            err = resp.responses[0].partition_responses[0].error_code
+            if err:
+                raise RuntimeError(f"Produce error {err}")
+            acked[0] += 1
+            if next_producer is not None and next_producer[0] < n:
+                next_producer[0] += 1
+                start(next_producer[0] - 1)
+
+        next_producer = None
+
+        for p in range(parts):
+            produce(warm, p, -1, -1)
+        loop.run_until(lambda: acked[0] >= parts, timeout=300)
+        time.sleep(1)
+        before, _ = rss_bytes(b.pid)
+        acked[0] = 0
+        conns = []
+        next_producer = [min(32, n)]
+
+        def start(i):
+            c = loop.connect(b.host, b.port)
+            conns.append(c)
+            init(c, i)
+
+        def init(c, i):
+            c.request(22, 4, w.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1,
+                                                     producer_id=-1, producer_epoch=-1),
+                      lambda resp: on_init(c, i, resp))
+
+        def on_init(c, i, resp):
+            if resp.error_code in ERR_COORDINATOR_RETRY:   # Kafka loading its producer ids
+                return loop.later(0.1, lambda: init(c, i))
+            if resp.error_code:
+                raise RuntimeError(f"InitProducerId error {resp.error_code}")
+            produce(c, i % parts, resp.producer_id, resp.producer_epoch)
+
+        t0, c0 = time.monotonic(), cpu_seconds(b.pid)
+        for i in range(min(32, n)):     # 32 being set up at a time, as the connections row
+            start(i)
+        loop.run_until(lambda: acked[0] >= n, timeout=900)
+        secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
+        for c in conns:
+            c.close()
+        time.sleep(2)
+        after, _ = rss_bytes(b.pid)
+        session.results.add(sid, session.name, (after - before) / n / 1024,
+                            raw={"rss_before": before, "rss_after": after, "seconds": secs, "cpu_s": cpu})
+        log(f"{session.name}: {n} idempotent producers in {secs:.1f} s, RSS {before / 2**20:.1f} → "
+            f"{after / 2**20:.1f} MiB")
+    finally:
+        loop.close()
+        session._drop(b)
