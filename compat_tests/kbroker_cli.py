@@ -408,6 +408,27 @@ def scenario_users(bs: str) -> None:
     failed("users", "set-password", user, "--password", "x", "--iterations", "100", *b)
 
 
+def scenario_share_consume(bs: str, topic: str) -> None:
+    """``kbroker consume --share-group``: the records the share group hands out, each printed
+    once and acknowledged; what ``-c`` did not print is released and goes to the next member;
+    the flags a share group has no use for are usage errors."""
+    group = f"gshc-{topic}"
+    b = ("-b", bs)
+    ok("topics", "create", topic, "--partitions", "1", *b)
+    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    ok("produce", topic, "-p", "0", *b, input="a\nb\nc\n")
+    first = ok("consume", topic, "--share-group", group, "-c", "2", "-f", "%o %v\\n", *b).stdout
+    assert first.splitlines() == ["0 a", "1 b"]
+    rest = ok("consume", topic, "--share-group", group, "-c", "1", "--idle-timeout", "30",
+              "-f", "%o %v\\n", *b).stdout
+    assert rest.splitlines() == ["2 c"]
+    [d] = js("groups", "describe", group, *b)
+    assert d["type"] == "share" and [(r["partition"], r["lag"]) for r in d["offsets"]] == [(0, 0)]
+    for flag in (("-e",), ("-g", "x"), ("-o", "beginning"), ("-p", "0")):
+        r = usage_error("consume", topic, "--share-group", group, *flag, *b)
+        assert "--share-group does not take" in r.stderr, r.stderr
+
+
 def _until(what, check, timeout: float = 60):
     deadline = time.monotonic() + timeout
     while not (got := check()):
@@ -476,7 +497,7 @@ def scenario_group_types(bs: str, topic: str) -> None:
 
         _until("the share consumer's reads", lambda: read["share"] >= 10)
         # no lag once every record is acknowledged; where the start offset then stands differs
-        # (Kafka 4.3.1 keeps 0 here, kbroker moves it past the acknowledged records): compared
+        # (Kafka keeps 0 here, kbroker moves it past the acknowledged records: FINDINGS F-970): compared
         # with what Kafka's own tool prints for the same group on the same broker
         s = _until("the share group's acknowledgements", lambda: (
             (x := kb_offsets(share))["state"] == "Stable"
@@ -495,3 +516,169 @@ def scenario_group_types(bs: str, topic: str) -> None:
         stop.set()
         for t in threads:
             t.join(30)
+
+
+def _kafka_streams_rows(text: str) -> list[list[str]]:
+    """The rows of a ``kafka-streams-groups --describe`` table, split on whitespace into as
+    many cells as the header has (the last cell, ASSIGNMENTS, holds spaces of its own)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = lines[0].split()
+    return [header] + [line.split(None, len(header) - 1) for line in lines[1:]]
+
+
+def _kafka_tasks(assignments: str) -> dict[str, list[str]]:
+    """``ACTIVE: 0:[0,1]; 1:[2]; TARGET-ACTIVE: ...`` → {"ACTIVE": ["0:0", "0:1", "1:2"], ...}:
+    the task ids in kbroker's own ``subtopology:partition`` form."""
+    out: dict[str, list[str]] = {}
+    label = None
+    for token in assignments.split():
+        if token.endswith(":") and token[:-1].replace("-", "").isupper():
+            label = token[:-1]
+            out[label] = []
+            continue
+        sub, _, parts = token.rstrip(";").partition(":")
+        out[label] += [f"{sub}:{p}" for p in parts.strip("[]").split(",") if p]
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def scenario_streams_group(bs: str, classpath: str, workdir: Path) -> None:
+    """A Kafka Streams word count (``group.protocol=streams``, KIP-1071) described by kbroker
+    and by Kafka's ``kafka-streams-groups --describe`` (``--state``, ``--members``,
+    ``--offsets``, each ``--verbose``) for the same group: state, epochs, members with their
+    process, client id, epoch and tasks (current and target), committed offsets, log end
+    offsets and lag — then deleted once its instance has left."""
+    from compat_tests.cli import run_tool
+    from tests.support.kafka_streams_app import (ALL_TASKS, APP, App, counts, produce,
+                                                 wait_for)
+    b = ("-b", bs)
+    ok("topics", "create", "lines", "--partitions", "4", *b)
+    ok("topics", "create", "counts", "--partitions", "1", *b)
+    produce(bs, ["to be or not to be", "that is the question"] * 5)
+    app = App(classpath, bs, workdir, "cli", 7431)
+
+    def kafka(*flags):
+        r = run_tool("kafka-streams-groups", ["--bootstrap-server", bs, "--describe", "--group", APP,
+                                              *flags, "--verbose"]).check()
+        return _kafka_streams_rows(r.stdout)
+
+    def num(cell: str) -> int | None:
+        return None if cell == "-" else int(cell)
+
+    def both():
+        """(kbroker's view, Kafka's tool's view) of the same facts, read one after the other."""
+        [d] = js("groups", "describe", APP, *b)
+        ours = {"state": (d["state"], d["group_epoch"], d["assignment_epoch"], d["members"]),
+                "members": sorted((m["consumer_id"], m["member_epoch"], m["process_id"], m["client_id"],
+                                   m["topology_epoch"], sorted(m["active_tasks"]),
+                                   sorted(m["target_active_tasks"])) for m in d["member_list"]),
+                "offsets": sorted((r["topic"], r["partition"], r["current_offset"], r["log_end_offset"],
+                                   r["lag"]) for r in d["offsets"])}
+        header, *rows = kafka("--state")
+        st = [dict(zip(header, r)) for r in rows]     # "COORDINATOR (ID)": two cells in both
+        header, *rows = kafka("--members")
+        members = [dict(zip(header, r)) for r in rows]
+        header, *rows = kafka("--offsets")
+        offsets = [dict(zip(header, r)) for r in rows]
+        theirs = {"state": [(r["STATE"], num(r["GROUP-EPOCH"]), num(r["TARGET-ASSIGNMENT-EPOCH"]),
+                             num(r["#MEMBERS"])) for r in st][0],
+                  "members": sorted((m["MEMBER"], num(m["MEMBER-EPOCH"]), m["PROCESS"], m["CLIENT-ID"],
+                                     num(m["TOPOLOGY-EPOCH"]), _kafka_tasks(m["ASSIGNMENTS"]).get("ACTIVE", []),
+                                     _kafka_tasks(m["ASSIGNMENTS"]).get("TARGET-ACTIVE", []))
+                                    for m in members),
+                  "offsets": sorted((r["TOPIC"], num(r["PARTITION"]), num(r["CURRENT-OFFSET"]),
+                                     num(r["LOG-END-OFFSET"]), num(r["OFFSET-LAG"])) for r in offsets)}
+        return ours, theirs
+
+    try:
+        wait_for("the word counts", lambda: counts(bs).get("to") == 10, [app], timeout=180)
+        wait_for("every task running", lambda: app.tasks() == ALL_TASKS, [app])
+        # the app commits every 100 ms: once both tools read the same state twice in a row,
+        # nothing is moving; a difference that stays is a difference between the brokers
+        deadline = time.monotonic() + 60
+        while True:
+            ours, theirs = both()
+            if ours == theirs or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert ours == theirs
+        state, group_epoch, assignment_epoch, members = ours["state"]
+        assert (state, members) == ("Stable", 1) and group_epoch == assignment_epoch >= 1
+        [(member, epoch, process, client, topology_epoch, active, target)] = ours["members"]
+        assert active == target == sorted(t.replace("_", ":") for t in ALL_TASKS)
+        assert epoch == assignment_epoch and client.startswith(f"{APP}-{process}-StreamThread-1")
+        repartition = f"{APP}-words-repartition"
+        assert {(t, p) for t, p, *_ in ours["offsets"]} == {
+            (t, p) for t in ("lines", repartition) for p in range(4)}
+        assert all(lag == 0 for *_, lag in ours["offsets"])
+        # the text forms say the same: the header line, one row per partition, the member's tasks
+        text = ok("groups", "describe", APP, *b).stdout
+        assert text.splitlines()[0] == (f"Group: {APP}  Type: streams  State: Stable  Members: 1  "
+                                        f"GroupEpoch: {group_epoch}  AssignmentEpoch: {assignment_epoch}")
+        assert sorted((r["TOPIC"], int(r["PARTITION"]), int(r["CURRENT-OFFSET"]), int(r["LOG-END-OFFSET"]),
+                       int(r["LAG"])) for r in table(text)) == ours["offsets"]
+        [row] = table(ok("groups", "describe", APP, "--members", *b).stdout)
+        assert (row["CONSUMER-ID"], row["MEMBER-EPOCH"]) == (member, str(epoch))
+        assert sorted(row["ACTIVE-TASKS"].split(",")) == active
+        listed = {g["group"]: (g["type"], g["state"]) for g in js("groups", "list", *b)}
+        assert listed[APP] == ("streams", "Stable")
+        # a group with a member is not deleted, by either tool's rule
+        failed("groups", "delete", APP, *b)
+    finally:
+        app.stop()
+    eventually_equal(lambda: js("groups", "describe", APP, *b)[0]["state"], "Empty")
+    assert ok("groups", "delete", APP, *b).stdout.strip() == f"Deleted group '{APP}'."
+    listed = run_tool("kafka-streams-groups", ["--bootstrap-server", bs, "--list"]).check()
+    assert APP not in listed.stdout.split()
+
+
+def share_start_offsets_after_acknowledgements(bs: str, topic: str) -> list[tuple[int, int]]:
+    """A share consumer (confluent-kafka, from the earliest offset) reads five records in one
+    poll and acknowledges them with one commit, then one more record likewise; after each
+    round, the (start offset, lag) that ``kbroker groups describe`` reads from the group's
+    coordinator (DescribeShareGroupOffsets), checked against ``kafka-share-groups --describe``
+    on the same broker."""
+    from confluent_kafka import Producer, ShareConsumer
+
+    from compat_tests.cli import run_tool
+    b = ("-b", bs)
+    group = f"gstart-{topic}"
+    ok("topics", "create", topic, "--partitions", "1", *b)
+    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    producer = Producer({"bootstrap.servers": bs, "linger.ms": 50})
+    c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "log_level": 0})
+    c.subscribe([topic])
+    answers = []
+    try:
+        for n in (5, 1):
+            for i in range(n):
+                producer.produce(topic, f"r{i}".encode(), partition=0)
+            assert producer.flush(30) == 0
+            deadline = time.monotonic() + 60
+            got = []
+            while not got:
+                assert time.monotonic() < deadline, "the share consumer read nothing"
+                got = [m for m in c.poll(0.5) or () if m.error() is None]
+            assert len(got) == n, f"{len(got)} of {n} records in one poll: more than one acknowledgement"
+            c.commit_sync()
+
+            def described():
+                [d] = js("groups", "describe", group, *b)
+                return [(r["start_offset"], r["lag"]) for r in d["offsets"]]
+            # both brokers answer the commit once the state is written; read until two reads a
+            # second apart agree all the same, so that a later background write would show
+            last = described()
+            while True:
+                time.sleep(1)
+                now = described()
+                if now == last:
+                    break
+                assert time.monotonic() < deadline, f"the start offset keeps moving: {last} then {now}"
+                last = now
+            [(start, lag)] = now
+            rows = table(run_tool("kafka-share-groups", ["--bootstrap-server", bs, "--describe",
+                                                        "--group", group]).check().stdout)
+            assert [(r["START-OFFSET"], r["LAG"]) for r in rows] == [(str(start), str(lag))]
+            answers.append((start, lag))
+    finally:
+        c.close()
+    return answers

@@ -4,7 +4,8 @@ assignments, committed offsets and lag per partition), resetting offsets and del
 Reads are the group coordinator's, for every group type, through the same API handlers a
 client calls (``inproc.call_api``): DescribeGroups for a classic group, ConsumerGroupDescribe
 (KIP-848), ShareGroupDescribe and DescribeShareGroupOffsets (KIP-932, start offsets in place
-of committed ones) and StreamsGroupDescribe (KIP-1071), as ListGroups types the group; the
+of committed ones, and their lag) and StreamsGroupDescribe (KIP-1071: each member's active,
+standby and warm-up tasks, the topology's subtopologies), as ListGroups types the group; the
 coordinator's OffsetFetch gives the committed offsets of the other types;
 lag is ListOffsets' latest offset (the high watermark) minus the committed offset, as
 ``kafka-consumer-groups --describe`` computes it. Resets are an OffsetCommit with
@@ -104,11 +105,21 @@ async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dic
         raise ApiFailure(g.error_code, g.error_message or f"cannot describe group '{group_id}': "
                                                           f"{error_name(g.error_code)}")
     members, owner = [], {}
+    # a streams task (subtopology s, partition p) reads partition p of s's input topics
+    inputs = {s["subtopology"]: s["source_topics"] + s["repartition_source_topics"]
+              for s in _subtopologies(g)} if kind == "streams" else {}
     for m in g.members:
+        tasks = None
         if kind == "streams":
             a = m.assignment
             assigned = [{"topic": f"subtopology {t.subtopology_id}", "partitions": sorted(t.partitions)}
                         for t in (a.active_tasks if a is not None else ()) or ()]
+            tasks = {k: _tasks(getattr(a, f"{k}_tasks", None) if a is not None else None)
+                     for k in ("active", "standby", "warmup")}
+            for task in tasks["active"]:
+                for topic in inputs.get(task["subtopology"], ()):
+                    for p in task["partitions"]:
+                        owner[(topic, p)] = m.member_id
         else:
             assigned = _tps(m.assignment)
             for x in assigned:
@@ -118,7 +129,7 @@ async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dic
                         "client_id": m.client_id, "client_host": m.client_host,
                         "member_epoch": m.member_epoch, "assignment": assigned,
                         "target_assignment": _tps(getattr(m, "target_assignment", None))
-                        if kind == "consumer" else None})
+                        if kind == "consumer" else None, "tasks": tasks})
     if kind == "share":
         R = messages.DescribeShareGroupOffsetsRequest
         so = await call_api(broker, 90, 1, R(groups=[R.DescribeShareGroupOffsetsRequestGroup(
@@ -126,7 +137,13 @@ async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dic
         committed_at = {(t.topic_name, p.partition_index): (p.start_offset, "")
                         for t in so.groups[0].topics or () for p in t.partitions or ()
                         if not p.error_code}
+        # the coordinator's own lag (v1): records neither delivered to the end nor past the
+        # start offset, which end − start overcounts when acknowledged records sit above it
+        share_lag = {(t.topic_name, p.partition_index): p.lag
+                     for t in so.groups[0].topics or () for p in t.partitions or ()
+                     if not p.error_code and p.lag >= 0}
     else:
+        share_lag = {}
         err, committed = await coordinator_of(broker).fetch_offsets(group_id, None, False)
         if err:
             raise ApiFailure(err, f"cannot fetch the offsets of group '{group_id}': {error_name(err)}")
@@ -136,7 +153,7 @@ async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dic
     for t, p in sorted(keys):
         o, md = committed_at.get((t, p), (-1, ""))
         end = _latest(broker, t, p)
-        lag = end - o if end is not None and o >= 0 else None
+        lag = share_lag.get((t, p), end - o if end is not None and o >= 0 else None)
         if lag is not None:
             total += lag
         offsets.append({"topic": t, "partition": p, "committed_offset": o, "metadata": md,
@@ -145,7 +162,24 @@ async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dic
             "protocol": getattr(g, "assignor_name", None), "group_epoch": g.group_epoch,
             "assignment_epoch": g.assignment_epoch, "members": [] if lag_only else members,
             "member_count": len(g.members), "offsets": [] if lag_only else offsets,
-            "total_lag": total, "topics": sorted({t for t, _ in keys})}
+            "total_lag": total, "topics": sorted({t for t, _ in keys}),
+            "subtopologies": _subtopologies(g) if kind == "streams" else None}
+
+
+def _tasks(tasks) -> list[dict]:
+    """A streams member's tasks of one kind: [{subtopology, partitions}] (KIP-1071)."""
+    return [{"subtopology": t.subtopology_id, "partitions": sorted(t.partitions)}
+            for t in sorted(tasks or (), key=lambda t: t.subtopology_id)]
+
+
+def _subtopologies(g) -> list[dict]:
+    """A streams group's topology as StreamsGroupDescribe answers it."""
+    topo = g.topology
+    return [{"subtopology": s.subtopology_id, "source_topics": sorted(s.source_topics or ()),
+             "repartition_sink_topics": sorted(s.repartition_sink_topics or ()),
+             "repartition_source_topics": sorted(x.name for x in s.repartition_source_topics or ()),
+             "state_changelog_topics": sorted(x.name for x in s.state_changelog_topics or ())}
+            for s in (topo.subtopologies if topo is not None else ()) or ()]
 
 
 async def group_detail(broker, group_id: str, *, lag_only: bool = False) -> dict:

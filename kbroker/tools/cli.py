@@ -32,7 +32,9 @@ log = logging.getLogger("kbroker")
 # What ``--dev`` (and ``make run``) change; explicit settings win (see README "Local development").
 DEV_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "log.dirs": "./data",
                 "kbroker.schema.registry.listen": "127.0.0.1:8081",
-                "kbroker.rest.proxy.listen": "127.0.0.1:8082"}
+                "kbroker.rest.proxy.listen": "127.0.0.1:8082",
+                "share.coordinator.state.topic.replication.factor": "1",
+                "share.coordinator.state.topic.min.isr": "1"}
 
 
 def _version() -> str:

@@ -4,6 +4,7 @@
                           [-s TIMESTAMP] [-c COUNT] [-e] [--idle-timeout SECONDS]
                           [--topic-wait SECONDS]
                           [-f FORMAT | -K SEP | --json] [--isolation-level read_committed]
+    kbroker consume TOPIC --share-group GROUP [-c COUNT] [--idle-timeout SECONDS] [-f ...]
 
 Without ``-g`` the partitions are assigned directly (all of them, or ``-p``) and nothing is
 committed; ``-o`` picks the start: ``beginning``, ``end`` (the default, as kcat), ``N`` (an
@@ -11,6 +12,13 @@ absolute offset) or ``-N`` (N before the end). ``-s`` starts at the first record
 timestamp is at or after TIMESTAMP (ms or ISO-8601, KIP-79 ListOffsets). With ``-g`` the
 group subscribes, starts at its committed offsets (``-o beginning|end`` is then the
 ``auto.offset.reset``) and commits what it printed on exit.
+
+``--share-group`` consumes as a member of a share group (KIP-932, confluent-kafka's
+ShareConsumer, as ``kafka-console-share-consumer``): the records the group's share-partitions
+hand this member, each acknowledged (accepted) once printed; where a new group starts is the
+group config ``share.auto.offset.reset`` (``kbroker configs alter --group G``), so ``-o``,
+``-s``, ``-p`` and ``-e`` do not apply (a share group has no end to reach): stop with ``-c``,
+``--idle-timeout`` or Ctrl-C.
 
 ``-e`` exits once every assigned partition is read up to the end it had when assigned;
 ``-c`` after COUNT records; ``--idle-timeout`` after that many seconds without a record
@@ -39,6 +47,8 @@ def add_parser(sub, parent) -> None:
     p = sub.add_parser("consume", parents=[parent], help="print records (kcat-like formats)")
     p.add_argument("topic")
     p.add_argument("--group", "-g", help="consume as this consumer group (commits on exit)")
+    p.add_argument("--share-group", metavar="GROUP",
+                   help="consume as a member of this share group (acknowledges what it prints)")
     p.add_argument("--partition", "-p", type=int, action="append", help="only these partitions (repeatable)")
     p.add_argument("--offset", "-o", default=None,
                    help="beginning, end, stored, N or -N (default: end; stored with -g)")
@@ -190,6 +200,8 @@ def cmd_consume(args) -> int:
     else:
         fmt = args.format or (f"%k{args.key_separator}%v\\n" if args.key_separator else "%v\\n")
         render = compile_format(fmt)
+    if args.share_group:
+        return _consume_share(args, render)
     if args.group and not args.partition and (
             args.offset not in (None, "beginning", "end", "stored") or args.from_timestamp):
         raise UsageError("with --group, --offset is beginning, end or stored "
@@ -262,3 +274,66 @@ def cmd_consume(args) -> int:
         finally:
             c.close()
     return 0
+
+
+def _consume_share(args, render) -> int:
+    """``--share-group``: poll the share consumer, print each record, acknowledge it."""
+    given = [flag for flag, on in (("--group", args.group), ("--partition", args.partition),
+                                   ("--offset", args.offset), ("--from-timestamp", args.from_timestamp),
+                                   ("--exit", args.exit)) if on]
+    if given:
+        raise UsageError(f"--share-group does not take {', '.join(given)} (the share group decides "
+                         "what it delivers; stop with --max-messages or --idle-timeout)")
+    from confluent_kafka import KafkaException, ShareConsumer
+    conn = connect(args)
+    what = f"consume {args.topic} as share group {args.share_group}"
+    c = conn._make(ShareConsumer, conn.config(**{"group.id": args.share_group,
+                                                 "share.acknowledgement.mode": "explicit"}))
+    out = sys.stdout.buffer
+    count = 0
+    try:
+        c.subscribe([args.topic])
+        idle_since = time.monotonic()
+        failing_since = None
+        while args.max_messages is None or count < args.max_messages:
+            try:
+                got = c.poll(0.2) or []
+                failing_since = None
+            except KafkaException as e:
+                # librdkafka raises a ShareFetch error from poll; a retriable one (no share
+                # coordinator yet, a leader moving) is waited out for --timeout
+                err = e.args[0] if e.args else e
+                now = time.monotonic()
+                failing_since = failing_since or now
+                if not getattr(err, "retriable", lambda: False)() or now - failing_since >= conn.timeout:
+                    raise conn.fail(err, what) from None
+                continue
+            conn.check(what)
+            if not got:
+                if args.idle_timeout is not None and time.monotonic() - idle_since >= args.idle_timeout:
+                    break
+                continue
+            idle_since = time.monotonic()
+            for msg in got:
+                if msg.error() is not None:
+                    raise conn.fail(msg.error(), what)
+                # past COUNT: not printed, and released with the consumer's close for redelivery
+                if args.max_messages is not None and count >= args.max_messages:
+                    c.acknowledge(msg, _release())
+                    continue
+                out.write(render(Record(msg)))
+                c.acknowledge(msg)
+                count += 1
+            out.flush()
+            c.commit_sync()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        out.flush()
+        c.close()
+    return 0
+
+
+def _release():
+    from confluent_kafka import AcknowledgeType
+    return AcknowledgeType.RELEASE

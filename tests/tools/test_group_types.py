@@ -165,6 +165,10 @@ def test_share_group(bs):
     assert _group(bs, group) is None
 
 
+def test_consume_as_a_share_group(bs):
+    s.scenario_share_consume(bs, f"shc-{uuid.uuid4().hex[:8]}")
+
+
 @pytest.mark.slow
 def test_streams_group(bs, tmp_path):
     from tests.support.kafka_streams_app import APP, App, build_classpath, counts, produce
@@ -191,3 +195,17 @@ def test_streams_group(bs, tmp_path):
         s.failed("groups", "delete", APP, *b)
     finally:
         app.stop()
+
+
+def test_dev_profile_lets_one_node_keep_share_group_state():
+    """``kbroker serve --dev`` on one node: the share state topic needs one replica, or every
+    share consumer gets COORDINATOR_NOT_AVAILABLE (the README's share walk-through runs on
+    ``--dev``); without ``--dev`` Kafka's 3 and 2 stay, and an explicit setting wins."""
+    from kbroker.tools.cli import _parser, build_config
+
+    def config(*argv):
+        return build_config(_parser().parse_args(["serve", *argv]))
+    keys = ("share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr")
+    assert [config("--dev").get(k) for k in keys] == [1, 1]
+    assert [config().get(k) for k in keys] == [3, 2]
+    assert config("--dev", "--override", f"{keys[0]}=2").get(keys[0]) == 2

@@ -387,9 +387,12 @@ async function pageGroup(id) {
       h("div", { class: "stat" }, h("div", { class: "v", id: "group-lag" }, "…"), h("div", { class: "k" }, "total lag"))),
     h("div", { class: "panel" }, h("h2", {}, "Offsets and lag"),
       h("table", { id: "offsets" }, h("thead", {}, h("tr", {}, h("th", {}, "Topic"), h("th", { class: "num" }, "Partition"),
-        h("th", { class: "num" }, "Committed"), h("th", { class: "num" }, "End offset"), h("th", { class: "num" }, "Lag"), h("th", {}, "Member"))), h("tbody"))),
+        h("th", { class: "num", id: "offsets-from" }, "Committed"), h("th", { class: "num" }, "End offset"), h("th", { class: "num" }, "Lag"), h("th", {}, "Member"))), h("tbody"))),
     h("div", { class: "panel" }, h("h2", {}, "Members"),
-      h("table", { id: "members" }, h("thead", {}, h("tr", {}, h("th", {}, "Member"), h("th", {}, "Client"), h("th", {}, "Host"), h("th", {}, "Assignment"))), h("tbody"))),
+      h("table", { id: "members" }, h("thead", {}, h("tr", {}, h("th", {}, "Member"), h("th", {}, "Client"), h("th", {}, "Host"), h("th", { id: "members-assigned" }, "Assignment"))), h("tbody"))),
+    h("div", { class: "panel", id: "topology-panel", hidden: true }, h("h2", {}, "Topology"),
+      h("table", { id: "topology" }, h("thead", {}, h("tr", {}, h("th", {}, "Subtopology"), h("th", {}, "Source topics"),
+        h("th", {}, "Repartition sinks"), h("th", {}, "Repartition sources"), h("th", {}, "Changelogs"))), h("tbody"))),
     h("div", { class: "panel" }, h("h2", {}, "Reset offsets"),
       h("p", { class: "muted" }, "Only while the group has no members (stop its consumers first), as kafka-consumer-groups --reset-offsets."),
       h("div", { class: "row" },
@@ -411,11 +414,20 @@ async function pageGroup(id) {
     $("#offsets tbody").replaceChildren(...g.offsets.map((o) => h("tr", { "data-tp": o.topic + ":" + o.partition },
       h("td", {}, o.topic), h("td", { class: "num" }, o.partition), h("td", { class: "num" }, o.committed_offset < 0 ? "–" : fmtNum(o.committed_offset)),
       h("td", { class: "num" }, fmtNum(o.log_end_offset)), h("td", { class: "num lag" }, fmtNum(o.lag)), h("td", { class: "mono" }, o.member_id || ""))));
+    // a share group's position is its start offset; a streams member runs tasks (subtopology:[partitions])
+    $("#offsets-from").textContent = g.group_type === "share" ? "Start offset" : "Committed";
+    $("#members-assigned").textContent = g.group_type === "streams" ? "Tasks" : "Assignment";
+    const tasks = (t) => ["active", "standby", "warmup"].filter((k) => t[k].length)
+      .map((k) => k + " " + t[k].map((x) => x.subtopology + ":[" + x.partitions.join(",") + "]").join(" ")).join("; ") || "none";
     $("#members tbody").replaceChildren(...g.members.map((m) => h("tr", {},
       h("td", { class: "mono" }, m.member_id), h("td", {}, m.client_id), h("td", {}, m.client_host),
-      h("td", {}, m.assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ")
+      h("td", { class: "assigned" }, m.tasks ? tasks(m.tasks) : m.assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ")
         + (m.target_assignment && JSON.stringify(m.target_assignment) !== JSON.stringify(m.assignment)
           ? " (target " + m.target_assignment.map((a) => a.topic + ": " + a.partitions.join(",")).join("; ") + ")" : "")))));
+    $("#topology-panel").hidden = !g.subtopologies;
+    $("#topology tbody").replaceChildren(...(g.subtopologies || []).map((s) => h("tr", { "data-subtopology": s.subtopology },
+      h("td", {}, s.subtopology), h("td", {}, s.source_topics.join(", ")), h("td", {}, s.repartition_sink_topics.join(", ")),
+      h("td", {}, s.repartition_source_topics.join(", ")), h("td", {}, s.state_changelog_topics.join(", ")))));
     const sel = $("#reset-topic");
     if (sel.options.length !== g.topics.length) sel.replaceChildren(...g.topics.map((t) => h("option", { value: t }, t)));
   };
