@@ -264,7 +264,12 @@ async def delete_topic_config(call: Call):
 
 async def alter_topic_configs(call: Call):
     cluster_id(call)
-    body = parse_json(call.body)
+    return await _alter(call, call.params["topic"], config_ops(parse_json(call.body)))
+
+
+def config_ops(body: dict) -> list[tuple[str, int, str | None]]:
+    """The (name, operation, value) list of a ``:alter`` body (``{"data": [{"name", "value",
+    "operation"}]}``, operation SET or DELETE), for topic and broker configs alike."""
     data = body.get("data")
     if not isinstance(data, list) or not data:
         raise RestError(400, 400, "expected {\"data\": [{\"name\", \"value\", \"operation\"}]}")
@@ -277,7 +282,7 @@ async def alter_topic_configs(call: Call):
             raise RestError(400, 400, f"operation must be SET or DELETE, got {op!r}")
         ops.append((d["name"], OP_SET if op == "SET" else OP_DELETE,
                     None if d.get("value") is None or op == "DELETE" else str(d["value"])))
-    return await _alter(call, call.params["topic"], ops)
+    return ops
 
 
 def partition_json(call: Call, cid: str, topic: str, p) -> dict:

@@ -27,7 +27,7 @@ from .app import Call, Routes
 from .errors import RestError, from_kafka
 from .inproc import call_api
 from .media import parse_json
-from .v3 import OP_DELETE, OP_SET, _empty, cluster_id, config_json, crn, listing, ok, url
+from .v3 import OP_DELETE, OP_SET, _empty, cluster_id, config_json, config_ops, crn, listing, ok, url
 
 BROKER_RESOURCE = 4
 
@@ -64,22 +64,6 @@ async def _alter(call: Call, name: str, ops: list[tuple[str, int, str | None]]):
             R.AlterableConfig(name=n, config_operation=op, value=v) for n, op, v in ops])]),
         lambda resp: resp.responses[0])
     return _empty()
-
-
-def _ops(body: dict) -> list[tuple[str, int, str | None]]:
-    data = body.get("data")
-    if not isinstance(data, list) or not data:
-        raise RestError(400, 400, "expected {\"data\": [{\"name\", \"value\", \"operation\"}]}")
-    ops = []
-    for d in data:
-        if not isinstance(d, dict) or not isinstance(d.get("name"), str):
-            raise RestError(400, 400, "each entry of data needs a name")
-        op = str(d.get("operation", "SET")).upper()
-        if op not in ("SET", "DELETE"):
-            raise RestError(400, 400, f"operation must be SET or DELETE, got {op!r}")
-        ops.append((d["name"], OP_SET if op == "SET" else OP_DELETE,
-                    None if d.get("value") is None or op == "DELETE" else str(d["value"])))
-    return ops
 
 
 def _put_op(call: Call) -> list[tuple[str, int, str | None]]:
@@ -137,7 +121,7 @@ async def delete_broker_config(call: Call):
 async def alter_broker_configs(call: Call):
     cluster_id(call)
     broker_id = await _broker(call)
-    return await _alter(call, broker_id, _ops(parse_json(call.body)))
+    return await _alter(call, broker_id, config_ops(parse_json(call.body)))
 
 
 # ------------------------------------------------------------------ cluster-wide defaults
@@ -177,7 +161,7 @@ async def delete_cluster_config(call: Call):
 
 async def alter_cluster_configs(call: Call):
     cluster_id(call)
-    return await _alter(call, "", _ops(parse_json(call.body)))
+    return await _alter(call, "", config_ops(parse_json(call.body)))
 
 
 def install(routes: Routes) -> None:

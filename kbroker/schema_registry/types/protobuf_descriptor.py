@@ -73,7 +73,7 @@ def to_proto_text(fd: descriptor_pb2.FileDescriptorProto) -> str:
     return _Writer(fd).file()
 
 
-def _camel(name: str) -> str:
+def json_name(name: str) -> str:
     """protoc's default json_name: underscores dropped, the next letter upper-cased."""
     out, upper = [], False
     for ch in name:
@@ -214,7 +214,7 @@ class _Writer:
             elif f.type == _FDP.TYPE_BYTES:  # the descriptor holds it C-escaped already
                 value = f'"{value}"'
             attrs.append(f"default = {value}")
-        if f.HasField("json_name") and f.json_name != _camel(f.name):
+        if f.HasField("json_name") and f.json_name != json_name(f.name):
             attrs.append(f"json_name = {json.dumps(f.json_name)}")
         attrs.extend(_options(f.options))
         tail = f" [{', '.join(attrs)}]" if attrs else ""

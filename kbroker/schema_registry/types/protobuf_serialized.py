@@ -33,6 +33,7 @@ from proto_schema_parser import ast
 
 from .base import SchemaError
 from .protobuf import SCALARS, ProtobufSchema, ProtoFile, _elements
+from .protobuf_descriptor import json_name
 
 _FDP = descriptor_pb2.FieldDescriptorProto
 _SCALAR_TYPES = {
@@ -48,20 +49,6 @@ _LABELS = {
     ast.FieldCardinality.REPEATED: _FDP.LABEL_REPEATED,
 }
 _MAX = (1 << 29) - 1
-
-
-def json_name(name: str) -> str:
-    """protoc's default json_name: underscores dropped, the next letter upper-cased."""
-    out, upper = [], False
-    for ch in name:
-        if ch == "_":
-            upper = True
-        elif upper:
-            out.append(ch.upper())
-            upper = False
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _entry_name(field: str) -> str:
