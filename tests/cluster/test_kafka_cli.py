@@ -271,12 +271,15 @@ def test_under_replicated_and_unavailable_partitions(cluster):
 
     cluster.kill(3)
     try:
-        want_urp = {("cli-urp", 1), ("cli-urp", 2)}
+        # with ELR (KIP-966, on by default as in Kafka 4.4) the partition only node 3 holds
+        # has an empty ISR (node 3 is its eligible leader): under-replicated too, as Kafka lists it
+        want_urp = {("cli-urp", 1), ("cli-urp", 2), ("cli-solo", 0)}
         rows = wait_for(lambda: (lambda r: r if ours(r) == want_urp else None)(
             described(cluster, "--under-replicated-partitions")), timeout=60, interval=1,
             what="--under-replicated-partitions listing the partitions that lost node 3")
         for k in want_urp:
             assert "3" in rows[k]["Replicas"].split(",") and "3" not in rows[k]["Isr"].split(",")
+        assert rows[("cli-solo", 0)]["Isr"] == ""
         rows = wait_for(lambda: (lambda r: r if ours(r) == {("cli-solo", 0)} else None)(
             described(cluster, "--unavailable-partitions")), timeout=60, interval=1,
             what="--unavailable-partitions listing the partition only node 3 holds")
@@ -342,24 +345,33 @@ def test_throttle_configs_by_hand(cluster):
     assert not set(topic_configs(cluster, topic)) & set(THROTTLED_REPLICAS)
 
 
-def _finalized_mv(cluster, node_id: int) -> int:
+def _finalized(cluster, node_id: int, feature: str) -> int:
     from kbroker.wire import messages as w
     r = call(cluster.nodes[node_id].port, 18, 3, w.ApiVersionsRequest(client_software_name="t",
                                                                       client_software_version="1"))
-    return {f.name: f.max_version_level for f in r.finalized_features}["metadata.version"]
+    return {f.name: f.max_version_level for f in r.finalized_features}.get(feature, 0)
 
 
 def test_features_through_every_node(cluster):
     """kafka-features.sh downgrade/upgrade sent to each node in turn: non-controllers forward
-    UpdateFeatures to the active controller, and every node then finalizes the new level."""
+    UpdateFeatures to the active controller, and every node then finalizes the new level.
+    The feature is ELR's (KIP-966): a new cluster's metadata.version, 4.4-IV2, cannot be
+    downgraded (Kafka refuses a downgrade that might delete metadata)."""
+    feature = "eligible.leader.replicas.version"
+    mv = _finalized(cluster, 1, "metadata.version")
     nodes = sorted(cluster.nodes)
-    for n, (verb, level) in zip(nodes, [("downgrade", 24), ("upgrade", 25), ("downgrade", 23)]):
-        out = tool("kafka-features", "--bootstrap-server", cluster.bootstrap(n), verb,
-                   "--feature", f"metadata.version={level}").stdout
-        assert f"metadata.version was {verb}d to {level}." in out
-        for m in nodes:
-            wait_for(lambda m=m: _finalized_mv(cluster, m) == level, timeout=30,
-                     what=f"node {m} finalizes metadata.version {level}")
+    try:
+        for n, (verb, level) in zip(nodes, [("downgrade", 0), ("upgrade", 1), ("downgrade", 0)]):
+            out = tool("kafka-features", "--bootstrap-server", cluster.bootstrap(n), verb,
+                       "--feature", f"{feature}={level}").stdout
+            assert f"{feature} was {verb}d to {level}." in out
+            for m in nodes:
+                wait_for(lambda m=m: _finalized(cluster, m, feature) == level, timeout=30,
+                         what=f"node {m} finalizes {feature} {level}")
+    finally:
+        tool("kafka-features", *bs(cluster), "upgrade", "--feature", f"{feature}=1")
+    wait_for(lambda: all(_finalized(cluster, m, feature) == 1 for m in nodes), timeout=30,
+             what=f"every node finalizes {feature} 1 again")
     out = tool("kafka-features", *bs(cluster), "describe").stdout
-    assert re.search(r"Feature: metadata.version\s.*FinalizedVersionLevel: 4.0-IV1", out), out
-    tool("kafka-features", *bs(cluster), "upgrade", "--feature", "metadata.version=25")
+    assert re.search(rf"Feature: {re.escape(feature)}\s.*FinalizedVersionLevel: 1", out), out
+    assert _finalized(cluster, 1, "metadata.version") == mv
