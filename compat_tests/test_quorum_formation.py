@@ -228,7 +228,8 @@ def static_cluster(target, tmp_path_factory):
     tool = "kafka" if target == "kbroker" else "kbroker"     # each starts on the other's format
     cluster_id = random_cluster_id()
     for n in nodes:
-        storage_format(tool, n, cluster_id)
+        # at 4.0 (kraft.version 0): the last test upgrades the quorum with --release-version 4.0
+        storage_format(tool, n, cluster_id, "--release-version", "4.0")
     try:
         start_all(nodes)
         yield nodes, cluster_id
