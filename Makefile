@@ -82,7 +82,7 @@ test-setup-jars:
 	$(MAKE) --no-print-directory -j1 protocol kafka-dist kafka-streams-dist spark-dist
 
 test-setup-tools:
-	$(MAKE) --no-print-directory -j1 kcat faketime fuse3 netns chromium kp2 kafkajs franzgo sr-clients
+	$(MAKE) --no-print-directory -j1 kcat faketime fuse3 netns chromium kp2 kafkajs franzgo sr-clients kafka-tool-jvm
 
 .PHONY: test-compat test-spark-timed docker-test-timed
 test-compat: setup kafka-dist kcat netns kafkajs franzgo
@@ -102,7 +102,16 @@ docker-test-timed:
 
 # The inner loop: no slow tests, no compatibility suite, stop at the first failure; on the
 # same workers as tests/ in `make test`.
-test-fast-setup: setup protocol kp2 kafka-dist kcat faketime fuse3 netns console-browser
+test-fast-setup: setup protocol kp2 kafka-dist kcat faketime fuse3 netns console-browser kafka-tool-jvm
+
+# The resident JVM that runs Kafka's command-line tools in the suites (compat_tests/tool_jvm.py),
+# compiled with the JDK's javac into .cache/tool-jvm/<hash of its source>/ (the tests do the
+# same on first use).
+TOOL_JVM_SRC := compat_tests/tool_jvm/KafkaToolServer.java
+.PHONY: kafka-tool-jvm
+kafka-tool-jvm:
+	d=.cache/tool-jvm/$$(sha256sum $(TOOL_JVM_SRC) | cut -c1-12); test -f $$d/KafkaToolServer.class || \
+	{ rm -rf $$d.make && mkdir -p $$d.make && javac --release 11 -d $$d.make $(TOOL_JVM_SRC) && mv -T $$d.make $$d; }
 
 test-fast: test-fast-setup
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow" \

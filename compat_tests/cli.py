@@ -3,7 +3,9 @@
 `run_tool("kafka-topics", ["--bootstrap-server", bs, "--list"])` is what
 `bin/kafka-topics.sh --bootstrap-server bs --list` does in a Kafka distribution: the same main
 class on the same class path, with a quiet log4j2 config (warnings on stderr only) and a
-timeout after which the whole process group is killed.
+timeout after which the whole process group is killed. The tools run one after another in one
+resident JVM per test process (compat_tests/tool_jvm.py; KBROKER_TOOL_JVM=0 gives each run a
+fresh JVM, as some tools always get).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
-from compat_tests.kafka_runner import (FAST_START_JVM, TOOLS_LOG4J, class_sharing, java_command,
-                                       kafka_version, publish_class_archive)
+from compat_tests import tool_jvm
+from compat_tests.kafka_runner import (FAST_START_JVM, TOOLS_LOG4J, class_archive, class_sharing,
+                                       java, java_command, kafka_libs, kafka_version,
+                                       publish_class_archive)
 from compat_tests.runner import die_with_parent
 
 # Script name in a Kafka distribution's bin/ → main class in the pinned (4.x) release.
@@ -87,6 +91,15 @@ def run_tool(tool: str, args: list[str], *, input: str | None = None,
     printed so far.
     """
     main = main_class(tool)
+    try:
+        resident = tool_jvm.try_run(main, list(args), input=input, timeout=timeout,
+                                    key=(java(), str(kafka_libs()), str(TOOLS_LOG4J)),
+                                    jvm_command=_resident_command)
+    except tool_jvm.ToolTimeout as t:
+        raise AssertionError(f"{tool} {' '.join(args)} timed out after {timeout}s\n"
+                             f"--- stdout ---\n{t.stdout}\n--- stderr ---\n{t.stderr}") from None
+    if resident is not None:
+        return ToolResult(tool, list(args), *resident)
     cds, private = class_sharing("tool")
     cmd = java_command(main, list(args), heap="512m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM + cds)
     try:
@@ -103,3 +116,12 @@ def run_tool(tool: str, args: list[str], *, input: str | None = None,
     finally:
         publish_class_archive("tool", private)
     return ToolResult(tool, list(args), proc.returncode, out, err)
+
+
+def _resident_command(classpath_tail: str) -> list[str]:
+    """The resident tool JVM: a fresh tool's flags, the tools' class archive when there is one
+    (the server's folder goes last on the class path, so the archive still matches)."""
+    archive = class_archive("tool")
+    cds = [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds*=off"] if archive.exists() else []
+    return [java(), "-Xmx512m", "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={TOOLS_LOG4J}",
+            *FAST_START_JVM, *cds, "-cp", f"{kafka_libs()}/*:{classpath_tail}"]
