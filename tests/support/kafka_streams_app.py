@@ -2,12 +2,16 @@
 as a JVM subprocess, for the streams group tests and the compatibility suite (KIP-1071).
 
 ``build_classpath(dir)`` fetches Kafka Streams (``tools/kafka_streams/fetch.sh``, idempotent)
-and compiles the app with javac into ``dir``; ``App`` runs one instance and reads the tasks it
-reports; ``counts`` reads the latest count per word; ``raw`` sends one request frame.
+and compiles the app with javac once per source (into the ignored cache, beside the jars; ``dir``
+only while that cannot be written); ``App`` runs one instance (C1 only and a serial GC, as the
+suites' other short-lived JVMs) and reads the tasks it reports; ``counts`` reads the latest
+count per word; ``raw`` sends one request frame.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -28,9 +32,20 @@ CHANGELOG = f"{APP}-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog"
 def build_classpath(out: Path) -> str:
     libs = subprocess.run(["bash", str(REPO_ROOT / "tools/kafka_streams/fetch.sh")], check=True,
                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    subprocess.run(["javac", "-d", str(out), "-cp", f"{libs}/*",
-                    str(REPO_ROOT / "tests/streams/java/WordCountApp.java")], check=True)
-    return f"{out}{os.pathsep}{libs}/*"
+    source = REPO_ROOT / "tests/streams/java/WordCountApp.java"
+    cached = Path(libs).parent / f"wordcount-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}"
+    if (cached / "WordCountApp.class").exists():
+        return f"{cached}{os.pathsep}{libs}/*"
+    subprocess.run(["javac", "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-d", str(out),
+                    "-cp", f"{libs}/*", str(source)], check=True)
+    try:                        # publish whole, once: a copy per process, then a rename
+        tmp = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+        shutil.copytree(out, tmp, dirs_exist_ok=True)
+        os.replace(tmp, cached)
+    except OSError:             # another process published it first, or no cache to write
+        shutil.rmtree(tmp, ignore_errors=True)
+        return f"{out}{os.pathsep}{libs}/*"
+    return f"{cached}{os.pathsep}{libs}/*"
 
 
 class App:
@@ -41,7 +56,8 @@ class App:
         self.err = workdir / f"{name}.err"
         with open(self.out, "wb") as o, open(self.err, "wb") as e:
             self.proc = subprocess.Popen(
-                ["java", "-cp", classpath, "WordCountApp", bootstrap, APP, "lines", "counts",
+                ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", classpath,
+                 "WordCountApp", bootstrap, APP, "lines", "counts",
                  str(workdir / f"state-{name}"), str(port)], stdout=o, stderr=e)
 
     def tasks(self) -> set[str] | None:
