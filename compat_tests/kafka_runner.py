@@ -6,7 +6,8 @@ into .cache/kafka/<version>/libs. `KafkaBrokerProcess` runs one KRaft node in co
 port):
 
 1. first start: write server.properties, format the data dir with the storage tool
-   (`kafka.tools.StorageTool format`), using a fresh random cluster id;
+   (`kafka.tools.StorageTool format`, through compat_tests/cli.py), using a fresh random
+   cluster id;
 2. every start: `java -Xmx1G ... kafka.Kafka server.properties`, logs through
    log4j2-broker.properties into <workdir>/logs/server.log (stdout stays almost silent);
 3. ready when ApiVersions is answered and Metadata lists the broker (it has registered with
@@ -175,15 +176,10 @@ class KafkaBrokerProcess(BrokerProcess):
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
         if (self.data_dir / "meta.properties").exists():
             return  # already formatted: a restart
-        cds, private = class_sharing("tool")
-        cmd = java_command(STORAGE_TOOL_MAIN,
-                           ["format", "-t", random_cluster_id(), "-c", str(self.config_path)],
-                           heap="256m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM + cds)
-        try:
-            result = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                                    cwd=self.workdir)
-        finally:
-            publish_class_archive("tool", private)
+        from compat_tests.cli import run_tool     # cli imports this module
+        # the paths are absolute: the tool runs in the test process's tool JVM (tool_jvm.py)
+        result = run_tool(STORAGE_TOOL_MAIN, ["format", "-t", random_cluster_id(),
+                                              "-c", str(self.config_path.resolve())], timeout=120)
         if result.returncode != 0:
             raise BrokerStartError(f"kafka storage format failed ({result.returncode}):\n"
                                    f"{result.stdout}\n{result.stderr}")

@@ -38,8 +38,10 @@ SOURCE = Path(__file__).resolve().parent / "tool_jvm" / "KafkaToolServer.java"
 MAIN = "KafkaToolServer"
 ENV_SWITCH = "KBROKER_TOOL_JVM"
 
-# Tools that call System.exit or add JVM shutdown hooks of their own: always a fresh JVM.
+# Tools that call System.exit or add JVM shutdown hooks of their own, or leave a client open at
+# their exit (TransactionsCommand's admin client): always a fresh JVM.
 FRESH_ONLY = frozenset({
+    "org.apache.kafka.tools.TransactionsCommand",
     "org.apache.kafka.tools.VerifiableProducer",
     "org.apache.kafka.tools.VerifiableConsumer",
     "org.apache.kafka.tools.VerifiableShareConsumer",

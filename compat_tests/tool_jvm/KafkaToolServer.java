@@ -15,7 +15,7 @@
  *   exception is printed as the JVM prints it and gives 1. A tool that calls System.exit ends
  *   this JVM, and the parent reads the code from the process (tool_jvm.py then starts another).
  * - shutdown hooks added through Exit.addShutdownHook run when the run ends, as they would at
- *   the JVM's exit.
+ *   the JVM's exit, and the run ends when they have (the parent's timeout bounds a hook that hangs).
  * - nothing of a run may outlive it: threads the run started (its clients' network threads)
  *   must end within a grace period after it; otherwise the reply says "tainted" and this JVM
  *   halts right after it, so that no client of an old run stays connected to a broker.
@@ -209,7 +209,7 @@ public final class KafkaToolServer {
             t.start();
         }
         for (Thread t : threads) {
-            t.join(GRACE_MS);
+            t.join();           // as the JVM waits for its hooks (a producer's close sends what it holds)
         }
     }
 
