@@ -496,9 +496,9 @@ def scenario_group_types(bs: str, topic: str) -> None:
         assert [r["STATE"] for r in state] == [d["state"]]
 
         _until("the share consumer's reads", lambda: read["share"] >= 10)
-        # no lag once every record is acknowledged; where the start offset then stands differs
-        # (Kafka keeps 0 here, kbroker moves it past the acknowledged records: FINDINGS F-970): compared
-        # with what Kafka's own tool prints for the same group on the same broker
+        # no lag once every record is acknowledged; the start offset is one write behind on
+        # both brokers (FINDINGS F-970, closed): compared with what Kafka's own tool prints
+        # for the same group on the same broker
         s = _until("the share group's acknowledgements", lambda: (
             (x := kb_offsets(share))["state"] == "Stable"
             and [(r["partition"], r["lag"]) for r in x["offsets"]] == [(0, 0), (1, 0)] and x))

@@ -81,15 +81,13 @@ def test_consume_as_a_share_group(bs, topic_name):
     s.scenario_share_consume(bs, topic_name)
 
 
-# After the same acknowledgements, Kafka's answer (FINDINGS F-970): Kafka writes the
-# share-partition's state with the start offset it had before the acknowledged records, and
-# moves it past them in memory once the write is done (SharePartition's
-# rollbackOrProcessStateUpdates, then maybeUpdateCachedStateAndOffsets); the next write carries
-# it. kbroker writes the start offset past them with the acknowledgement itself: [(5, 0), (6, 0)].
+# After the same acknowledgements, both brokers answer as Kafka 4.4 (FINDINGS F-970, closed):
+# the share-partition's state is written with the start offset it had before the acknowledged
+# records (SharePartition's rollbackOrProcessStateUpdates, then
+# maybeUpdateCachedStateAndOffsets), and the next write carries the moved one.
 KAFKA_SHARE_START_OFFSETS = [(0, 0), (5, 0)]
 
 
-@pytest.mark.known_difference("F-970")
 def test_share_start_offset_after_acknowledgements(bs, topic_name):
     from compat_tests.kafka_runner import kafka_libs
     kafka_libs()
