@@ -126,9 +126,11 @@ def scenario_topics(bs: str, topic: str) -> None:
     assert all(p["leader"] >= 0 and p["isr"] == p["replicas"] and p["offline"] == []
                for p in described["partitions"])
     assert described["configs"]["retention.ms"] == "3600000"
+    assert all(p["elr"] == [] and p["last_known_elr"] == [] for p in described["partitions"])
     text = ok("topics", "describe", topic, *b).stdout
     assert f"Topic: {topic}" in text and "PartitionCount: 3" in text
-    assert [(r["PARTITION"], r["OFFLINE"]) for r in table(text)] == [("0", "-"), ("1", "-"), ("2", "-")]
+    assert [(r["PARTITION"], r["OFFLINE"], r["ELR"], r["LAST-KNOWN-ELR"]) for r in table(text)] == [
+        (str(i), "-", "-", "-") for i in range(3)]
 
     ok("topics", "alter-config", topic, "--set", "retention.ms=60000", "--set", "cleanup.policy=compact", *b)
 
@@ -153,6 +155,27 @@ def scenario_topics(bs: str, topic: str) -> None:
         time.sleep(0.2)
     failed("topics", "delete", topic, *b)
     ok("topics", "delete", topic, "--if-exists", *b)
+
+
+def topics_elr_as_kafka_topics(bs: str, topic: str) -> list[tuple[str, str, str]]:
+    """``kbroker topics describe`` against ``kafka-topics --describe`` on the same broker:
+    (partition, ELR, last known ELR) of each partition, as kafka-topics prints them
+    (DescribeTopicPartitions, KIP-966: comma-separated node ids, empty when none)."""
+    from compat_tests.cli import run_tool
+    b = ("-b", bs)
+    ok("topics", "create", topic, "--partitions", "2", "--replication-factor", "1", *b)
+    [d] = js("topics", "describe", topic, *b)
+    ours = [(str(p["partition"]), ",".join(map(str, p["elr"])), ",".join(map(str, p["last_known_elr"])))
+            for p in d["partitions"]]
+    text = ok("topics", "describe", topic, *b).stdout
+    assert [(r["PARTITION"], r["ELR"], r["LAST-KNOWN-ELR"]) for r in table(text)] == [
+        (p, e or "-", k or "-") for p, e, k in ours]
+    out = run_tool("kafka-topics", ["--bootstrap-server", bs, "--describe", "--topic", topic]).check()
+    theirs = [(f["Partition"], f["Elr"], f["LastKnownElr"])
+              for f in (dict(re.findall(r"(\w+): ?(\S*)", ln)) for ln in out.lines if "Partition:" in ln
+                        and "Leader:" in ln)]
+    assert theirs == ours, (theirs, ours)
+    return ours
 
 
 def scenario_produce_consume(bs: str, topic: str) -> None:

@@ -36,6 +36,14 @@ def test_topics(bs, topic_name):
     s.scenario_topics(bs, topic_name)
 
 
+def test_topics_describe_elr_as_kafka_topics(bs, topic_name):
+    """The ELR and last-known-ELR columns (DescribeTopicPartitions, KIP-966) as kafka-topics
+    prints them for the same partitions (a healthy single node: both empty)."""
+    from compat_tests.kafka_runner import kafka_libs
+    kafka_libs()
+    assert s.topics_elr_as_kafka_topics(bs, topic_name) == [("0", "", ""), ("1", "", "")]
+
+
 def test_produce_consume(bs, topic_name):
     s.scenario_produce_consume(bs, topic_name)
 
