@@ -391,7 +391,9 @@ async function pageGroup(id) {
       h("div", { class: "stat" }, h("div", { class: "v", id: "group-lag" }, "…"), h("div", { class: "k" }, "total lag"))),
     h("div", { class: "panel" }, h("h2", {}, "Offsets and lag"),
       h("table", { id: "offsets" }, h("thead", {}, h("tr", {}, h("th", {}, "Topic"), h("th", { class: "num" }, "Partition"),
-        h("th", { class: "num", id: "offsets-from" }, "Committed"), h("th", { class: "num" }, "End offset"), h("th", { class: "num" }, "Lag"), h("th", {}, "Member"))), h("tbody"))),
+        h("th", { class: "num", id: "offsets-from" }, "Committed"), h("th", { class: "num" }, "End offset"), h("th", { class: "num" }, "Lag"), h("th", {}, "Member"),
+        h("th", { class: "num", id: "offsets-inflight", hidden: true, title: "records in flight on this node (acquired / available / acknowledged / archived)" }, "In flight"))), h("tbody")),
+      h("p", { id: "group-dlq", class: "muted", hidden: true })),
     h("div", { class: "panel" }, h("h2", {}, "Members"),
       h("table", { id: "members" }, h("thead", {}, h("tr", {}, h("th", {}, "Member"), h("th", {}, "Client"), h("th", {}, "Host"), h("th", { id: "members-assigned" }, "Assignment"))), h("tbody"))),
     h("div", { class: "panel", id: "topology-panel", hidden: true }, h("h2", {}, "Topology"),
@@ -417,7 +419,15 @@ async function pageGroup(id) {
     $("#group-lag").textContent = fmtNum(g.total_lag);
     $("#offsets tbody").replaceChildren(...g.offsets.map((o) => h("tr", { "data-tp": o.topic + ":" + o.partition },
       h("td", {}, o.topic), h("td", { class: "num" }, o.partition), h("td", { class: "num" }, o.committed_offset < 0 ? "–" : fmtNum(o.committed_offset)),
-      h("td", { class: "num" }, fmtNum(o.log_end_offset)), h("td", { class: "num lag" }, fmtNum(o.lag)), h("td", { class: "mono" }, o.member_id || ""))));
+      h("td", { class: "num" }, fmtNum(o.log_end_offset)), h("td", { class: "num lag" }, fmtNum(o.lag)), h("td", { class: "mono" }, o.member_id || ""),
+      ...(g.group_type === "share" ? [h("td", { class: "num in-flight", title: o.in_flight ? `acquired ${o.in_flight.acquired}, available ${o.in_flight.available}, acknowledged ${o.in_flight.acknowledged}, archived ${o.in_flight.archived}` : "led by another node" },
+        o.in_flight ? fmtNum(o.in_flight.in_flight) + " (" + fmtNum(o.in_flight.acquired) + " acquired)" : "–")] : []))));
+    // a share group's in-flight records (the partition leader's) and its dead-letter queue (KIP-1191)
+    $("#offsets-inflight").hidden = g.group_type !== "share";
+    const dlq = g.dead_letter_queue;
+    $("#group-dlq").hidden = !dlq;
+    if (dlq) $("#group-dlq").textContent = !dlq.topic ? "Dead-letter topic: none" :
+      `Dead-letter topic: ${dlq.topic}${dlq.enabled ? "" : " (not in force: share.version below 2)"} — ${fmtNum(dlq.written)} written, ${fmtNum(dlq.dropped)} dropped`;
     // a share group's position is its start offset; a streams member runs tasks (subtopology:[partitions])
     $("#offsets-from").textContent = g.group_type === "share" ? "Start offset" : "Committed";
     $("#members-assigned").textContent = g.group_type === "streams" ? "Tasks" : "Assignment";
