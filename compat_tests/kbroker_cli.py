@@ -452,6 +452,30 @@ def scenario_share_consume(bs: str, topic: str) -> None:
         assert "--share-group does not take" in r.stderr, r.stderr
 
 
+def share_epochs_after_consume(bs: str, topic: str) -> dict:
+    """Two ``kbroker consume --share-group`` runs that exit, then the group as ``kbroker groups
+    describe`` shows it (state, members, group and assignment epochs), checked against
+    ``kafka-share-groups --describe --state --verbose`` on the same broker."""
+    from compat_tests.cli import run_tool
+    group = f"gepoch-{topic}"
+    b = ("-b", bs)
+    ok("topics", "create", topic, "--partitions", "1", *b)
+    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    ok("produce", topic, "-p", "0", *b, input="a\nb\n")
+    for _ in range(2):
+        assert len(ok("consume", topic, "--share-group", group, "-c", "1", *b).stdout.splitlines()) == 1
+
+    def described():
+        [d] = js("groups", "describe", group, *b)
+        return {k: d[k] for k in ("state", "members", "group_epoch", "assignment_epoch")}
+    got = _until("the members gone", lambda: (x := described())["members"] == 0 and x)
+    rows = table(run_tool("kafka-share-groups", ["--bootstrap-server", bs, "--describe", "--group", group,
+                                                "--state", "--verbose"]).check().stdout)
+    assert [(r["STATE"], r["#MEMBERS"], r["GROUP-EPOCH"], r["ASSIGNMENT-EPOCH"]) for r in rows] == [
+        (got["state"], str(got["members"]), str(got["group_epoch"]), str(got["assignment_epoch"]))], rows
+    return got
+
+
 def _until(what, check, timeout: float = 60):
     deadline = time.monotonic() + timeout
     while not (got := check()):

@@ -100,3 +100,14 @@ def test_share_start_offset_after_acknowledgements(bs, topic_name):
     from compat_tests.kafka_runner import kafka_libs
     kafka_libs()
     assert s.share_start_offsets_after_acknowledgements(bs, topic_name) == KAFKA_SHARE_START_OFFSETS
+
+
+def test_share_group_epochs_after_consume_exits(bs, topic_name):
+    """Two ``kbroker consume --share-group`` runs that exit: the Empty group's epochs as
+    ``kafka-share-groups --describe --state --verbose`` prints them on the same broker, and
+    Kafka 4.4's numbers on both (a new group: 2, assigned 3, left 4; used again: 5 assigned at
+    once, left 6; kbroker was at 8 and 7 before)."""
+    from compat_tests.kafka_runner import kafka_libs
+    kafka_libs()
+    assert s.share_epochs_after_consume(bs, topic_name) == {
+        "state": "Empty", "members": 0, "group_epoch": 6, "assignment_epoch": 6}
