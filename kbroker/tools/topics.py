@@ -13,7 +13,10 @@ As ``kafka-topics.sh``, listing and describing every topic includes the internal
 an auto-creation; ``add-partitions`` until the broker's metadata lists the new partitions with
 leaders (Kafka's broker shows them once it has replayed the controller's records, a little after
 CreatePartitions is answered). ``--partitions``/``--replication-factor`` default to the broker's
-``num.partitions``/``default.replication.factor`` (-1 on the wire, KIP-464).
+``num.partitions``/``default.replication.factor`` (-1 on the wire, KIP-464). ``describe``
+prints each partition's leader, replicas, ISR, eligible leader replicas and last-known ELR
+(KIP-966: DescribeTopicPartitions, as kafka-topics; ``N/A`` from a broker without it) and
+offline replicas.
 """
 from __future__ import annotations
 
