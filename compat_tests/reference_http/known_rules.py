@@ -61,8 +61,9 @@ RULES = [
      "the schema listing holds the schemas of F-980/F-984/F-985; Karapace's has null references"),
     ("registry", "trans-register-*", "body.id", "F-980",
      "kbroker gave TRANS_V1's id already in IMPORT mode (F-980)"),
-    ("registry", "compat-subject-missing", "body.error_code", "F-986",
-     "a compatibility check against a missing subject: Karapace 40402, kbroker 40401"),
+    ("registry", "compat-subject-missing", "*", "F-986",
+     "`latest` of a missing subject: Karapace 404 40402; kbroker 200 is_compatible true "
+     "(Confluent since 7.0 checks against no version)"),
     ("registry", "compat-latest-bad", "body.messages", "F-983", "see F-983"),
     ("registry", "id-missing-versions", "*", "F-986",
      "versions of a missing id: Karapace 200 [], kbroker 404 40403"),
