@@ -405,6 +405,7 @@ def rest_steps() -> list[dict]:
         r("partitions-bin", "GET", "/topics/ref-gw-bin/partitions"),
         r("partition-bin-0", "GET", "/topics/ref-gw-bin/partitions/0"),
         r("partition-missing", "GET", "/topics/ref-gw-bin/partitions/7"),
+        r("partitions-missing-topic", "GET", "/topics/ref-gw-nothing/partitions"),
         r("partition-offsets-empty", "GET", "/topics/ref-gw-bin/partitions/1/offsets"),
         # produce
         r("produce-binary-partitioned", "POST", "/topics/ref-gw-bin", {"records": [
@@ -469,6 +470,10 @@ def rest_steps() -> list[dict]:
           {"name": "ref-inst", "format": "binary"}),
         r("consumer-create-bad-format", "POST", "/consumers/ref-gw-group",
           {"name": "ref-inst-2", "format": "morse"}),
+        r("consumer-create-bad-reset", "POST", "/consumers/ref-gw-group",
+          {"name": "ref-inst-3", "format": "binary", "auto.offset.reset": "sideways"}),
+        r("consumer-unknown-instance-poll", "GET", "/consumers/ref-gw-group/instances/nobody/records",
+          accept=BINARY),
         r("consumer-subscribe", "POST", f"{g}/subscription", {"topics": ["ref-gw-bin"]}),
         r("consumer-subscription", "GET", f"{g}/subscription"),
         r("consumer-unsubscribe", "DELETE", f"{g}/subscription"),
