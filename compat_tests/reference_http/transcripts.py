@@ -377,7 +377,7 @@ def _b64(text: str) -> str:
 
 
 def _consumer(group: str, inst: str, fmt: str, topic: str, partition: int,
-              accept: str) -> list[dict]:
+              accept: str, min_items: int = 2) -> list[dict]:
     base = f"/consumers/{group}/instances/{inst}"
     r = _rest
     return [
@@ -388,7 +388,7 @@ def _consumer(group: str, inst: str, fmt: str, topic: str, partition: int,
         r(f"{fmt}-consumer-seek-beginning", "POST", f"{base}/positions/beginning",
           {"partitions": [{"topic": topic, "partition": partition}]}, retry_status=[409]),
         r(f"{fmt}-consumer-poll", "GET", f"{base}/records?timeout=1000", accept=accept,
-          until={"min_items": 2, "tries": 20}),
+          until={"min_items": min_items, "tries": 20}),
         r(f"{fmt}-consumer-delete", "DELETE", base),
     ]
 
@@ -428,12 +428,17 @@ def rest_steps() -> list[dict]:
         r("produce-avro-by-id", "POST", "/topics/ref-gw-avro", {
             "value_schema_id": "${avro_id}", "records": [{"value": {"sensor": "s2", "value": 2.5}}]},
           AVROF),
+        r("produce-avro-key-and-value", "POST", "/topics/ref-gw-avro", {
+            "key_schema": '"string"', "value_schema_id": "${avro_id}",
+            "records": [{"key": "k1", "value": {"sensor": "s3", "value": 3.5}}]}, AVROF),
         r("produce-avro-bad-value", "POST", "/topics/ref-gw-avro", {
             "value_schema_id": "${avro_id}", "records": [{"value": {"sensor": 7}}]}, AVROF),
         r("produce-avro-unknown-id", "POST", "/topics/ref-gw-avro", {
             "value_schema_id": 4242, "records": [{"value": {"sensor": "s", "value": 1.0}}]}, AVROF),
         r("produce-avro-no-schema", "POST", "/topics/ref-gw-avro", {
             "records": [{"value": {"sensor": "s", "value": 1.0}}]}, AVROF),
+        r("produce-json-to-partition", "POST", "/topics/ref-gw-json/partitions/0", {"records": [
+            {"key": {"id": 7}, "value": [1, 2, 3]}]}, JSONF),
         r("produce-jsonschema-inline", "POST", "/topics/ref-gw-jsonschema", {
             "value_schema": GW_JSONSCHEMA, "records": [{"value": {"sensor": "s1", "value": 3}},
                                                       {"value": {"sensor": "s2", "value": 4}}]},
@@ -503,8 +508,8 @@ def rest_steps() -> list[dict]:
         r("consumer-poll-deleted", "GET", f"{g}/records", accept=BINARY),
         r("consumer-delete-again", "DELETE", g),
     ]
-    steps += _consumer("ref-gw-json-group", "ref-json-inst", "json", "ref-gw-json", 0, JSONF)
-    steps += _consumer("ref-gw-avro-group", "ref-avro-inst", "avro", "ref-gw-avro", 0, AVROF)
+    steps += _consumer("ref-gw-json-group", "ref-json-inst", "json", "ref-gw-json", 0, JSONF, 3)
+    steps += _consumer("ref-gw-avro-group", "ref-avro-inst", "avro", "ref-gw-avro", 0, AVROF, 3)
     steps += _consumer("ref-gw-js-group", "ref-js-inst", "jsonschema", "ref-gw-jsonschema", 0,
                        JSONSCHEMAF)
     steps += _consumer("ref-gw-proto-group", "ref-proto-inst", "protobuf", "ref-gw-proto", 0,
