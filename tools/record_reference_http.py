@@ -24,6 +24,12 @@ registry and its REST proxy (``compat_tests/reference_http/karapace.py``), recor
 them; every transcript gets a fresh stack. ``--registry URL --rest URL --bootstrap HOST:PORT``
 records against servers someone else runs instead (one transcript per fresh server: pass
 ``--only``). ``--out DIR`` writes elsewhere (e.g. to record kbroker's own answers and diff).
+
+``--draft-known FILE`` records nothing: it starts one kbroker from this checkout (registry and
+gateway), replays the committed recordings against it as the suite does, and writes the draft
+of ``known_differences.json`` that ``known_rules.py`` makes of the differences; those no rule
+explains are printed (a kbroker bug to fix, or a new rule with its FINDINGS.md entry). Review
+the draft before it replaces the list.
 """
 from __future__ import annotations
 
@@ -71,6 +77,32 @@ def write(out: Path, name: str, data: dict) -> None:
     print(f"wrote {path} ({len(data['steps'])} steps)", file=sys.stderr)
 
 
+def draft_known(path: Path) -> int:
+    from compat_tests.reference_http import known_rules, replay
+    from kbroker.testing.processes import KbrokerProcess, free_port
+    entries, left = [], []
+    with tempfile.TemporaryDirectory(prefix="kbroker-refhttp-") as tmp:
+        sr, rp = free_port(), free_port()
+        broker = KbrokerProcess(Path(tmp) / "data", {
+            "kbroker.schema.registry.listen": f"127.0.0.1:{sr}",
+            "kbroker.rest.proxy.listen": f"127.0.0.1:{rp}",
+            "group.initial.rebalance.delay.ms": "0"}).start()
+        try:
+            urls = {"registry": f"http://127.0.0.1:{sr}", "rest": f"http://127.0.0.1:{rp}"}
+            for name in transcripts.TRANSCRIPTS:  # the suite's order: registry, then rest
+                results = replay.replay(replay.load(name), urls, broker.bootstrap_servers)
+                got, missed = known_rules.draft(name, results)
+                entries += got
+                left += [(name, *m) for m in missed]
+        finally:
+            broker.stop()
+    path.write_text(json.dumps({"differences": entries}, indent=1) + "\n")
+    print(f"wrote {path}: {len(entries)} explained differences", file=sys.stderr)
+    for item in left:
+        print("UNEXPLAINED", json.dumps(item)[:400], file=sys.stderr)
+    return 1 if left else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--karapace-venv", type=Path, help="start Kafka + Karapace from this virtualenv")
@@ -80,7 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", choices=sorted(transcripts.TRANSCRIPTS), action="append")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--label", default=None, help="implementation name written into the file")
+    p.add_argument("--draft-known", type=Path, metavar="FILE",
+                   help="replay the recordings against a fresh kbroker and draft the known list")
     args = p.parse_args(argv)
+    if args.draft_known:
+        return draft_known(args.draft_known)
     names = args.only or list(transcripts.TRANSCRIPTS)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     if args.karapace_venv:

@@ -124,6 +124,11 @@ RULES = [
 ]
 
 
+# (transcript, step, field) whose reference has no counterpart and whose kbroker value is
+# volatile (cluster id, listener address): listed with ``"kbroker": "<any>"``
+ANY_KBROKER = {("rest", "v3-clusters", "body")}
+
+
 def classify(transcript: str, step: str, field: str):
     for t, sglob, fglob, finding, why in RULES:
         if t == transcript and fnmatch.fnmatchcase(step, sglob) and fnmatch.fnmatchcase(field, fglob):
@@ -139,6 +144,8 @@ def draft(transcript: str, results: dict) -> tuple[list[dict], list]:
             if hit is None:
                 left.append((step, field, ref, kb))
                 continue
+            if (transcript, step, field) in ANY_KBROKER:
+                kb = "<any>"
             entries.append({"transcript": transcript, "step": step, "field": field,
                             "reference": ref, "kbroker": kb, "finding": hit[0], "why": hit[1]})
     return entries, left
