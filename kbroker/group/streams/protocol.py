@@ -8,8 +8,8 @@ A heartbeat, in order:
 2. epoch -1 / -2: the member leaves, its tasks are reassigned (a new group epoch);
 3. the group is found or (epoch 0) created — an empty classic group of the same id makes way;
    ``group.streams.max.size`` → GROUP_MAX_SIZE_REACHED;
-4. the member is found or created; fencing by member epoch (FENCED_MEMBER_EPOCH,
-   UNKNOWN_MEMBER_ID);
+4. the member is found or created (static members below); fencing by member epoch
+   (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID);
 5. the **topology**: the first one becomes the group's (``StreamsGroupTopology``) and bumps the
    group epoch; another topology is refused while the group has other members (INVALID_REQUEST
    "Topology updates are not supported yet.", as Kafka 4.3) and replaces the group's when the
@@ -45,11 +45,12 @@ Clocks, as Kafka's: the session, rebalance and initial-rebalance-delay timers ar
 the shard's monotonic clock; the assignment interval is measured on the wall clock from the
 timestamp the target assignment metadata record carries.
 
-Static members (``InstanceId``, Kafka 4.4): a join with an instance id another live member
-holds is refused (UNRELEASED_INSTANCE_ID), a heartbeat of a replaced member id is fenced
-(FENCED_INSTANCE_ID); a leave with epoch -2 keeps the member and its tasks at epoch -2 until it
-rejoins — under a new member id, taking over its tasks without a new group epoch — or its
-session times out.
+Static members (``InstanceId``, Kafka 4.4): a join with an instance id a live member holds is
+refused (UNRELEASED_INSTANCE_ID) — also under that member's own id, as KIP-848's consumer
+groups do; a heartbeat of a replaced member id is fenced (FENCED_INSTANCE_ID); a leave with
+epoch -2 keeps the member and its tasks at epoch -2 until it rejoins — under any member id,
+taking over its tasks without a new group epoch — or its session times out. A dynamic member
+joining again (epoch 0) under its member id keeps its tasks, as in Kafka.
 
 Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), warm-up tasks
 (the sticky assignor gives none).
@@ -203,27 +204,13 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         cfg = self.cfg(gid)
         group = self._get_or_create(gid, r.member_epoch == 0, records)
         part = self.partition_for(gid)
-        if len(group.members) >= cfg.max_size and r.member_id not in group.members:
+        joining = r.member_epoch == 0
+        if joining and group.static_member(r.instance_id) is None \
+                and len(group.members) >= cfg.max_size and r.member_id not in group.members:
             raise GroupError(E.GROUP_MAX_SIZE_REACHED,
                              f"The streams group has reached its maximum capacity of {cfg.max_size} members.")
         was_empty = not group.members
-        member = group.members.get(r.member_id)
-        static = None if r.instance_id is None else self._static_member(group, r)
-        if static is not None and r.member_epoch == 0:
-            # a static member rejoining under a new id takes over its tasks (Kafka 4.4)
-            member = self._replace_static(group, static, r.member_id, records, part)
-            is_new = False
-        elif r.member_epoch == 0:
-            if member is not None:              # a rejoin: the old incarnation's tasks go
-                self._remove_member_records(group, member.member_id, records, part)
-            member = StreamsGroupMember(r.member_id)
-            is_new = True
-        else:
-            if member is None:
-                raise GroupError(E.UNKNOWN_MEMBER_ID,
-                                 f"Member {r.member_id} is not a member of group {gid}.")
-            check_member_epoch(member, r.member_epoch, r.active)
-            is_new = False
+        member, is_new = self._find_member(group, r, records, part)
         bump = is_new
         status: list[tuple[int, str]] = []
 
@@ -402,25 +389,43 @@ class StreamsGroupProtocol(EpochGroupProtocol):
     def _still_revoking(self, m: StreamsGroupMember, epoch: int) -> bool:
         return m.member_epoch == epoch and m.state is MemberState.UNREVOKED_TASKS
 
-    # ----------------------------------------------------------------- static members
-    def _static_member(self, group: StreamsGroup, r: StreamsHeartbeatRequest):
-        """The member holding ``r.instance_id`` (Kafka 4.4's static membership, as KIP-848's
-        consumer groups): another live holder refuses a join (UNRELEASED_INSTANCE_ID) and
-        fences a heartbeat (FENCED_INSTANCE_ID); None when the instance id is free."""
-        mid = group.static_members.get(r.instance_id)
-        m = None if mid is None else group.members.get(mid)
-        if m is None:
-            if r.member_epoch not in (0, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH) \
-                    and r.member_id not in group.members:
-                raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
-            return None
-        if m.member_id == r.member_id:
-            return None if r.member_epoch == 0 else m
-        if r.member_epoch == 0:
-            if m.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise self._unreleased_instance(r.member_id, r.instance_id, m)
-            return m
-        raise self._fenced_instance(r.member_id, r.instance_id, m)
+    # ----------------------------------------------------------------- members and static members
+    def _find_member(self, group: StreamsGroup, r: StreamsHeartbeatRequest, records: list,
+                     part: int) -> tuple[StreamsGroupMember, bool]:
+        """The member a heartbeat speaks for, and whether it is new (Kafka 4.4's
+        ``getOrMaybeCreate{Dynamic,Static}StreamsGroupMember``).
+
+        A join (epoch 0) under a member id the group knows keeps that member and what it
+        holds, as Kafka does. A static join whose instance id a live member holds is refused
+        (UNRELEASED_INSTANCE_ID) unless that member left with epoch -2 — also when it is the
+        same member id, as for KIP-848's consumer groups; the rejoining instance then takes
+        over the old member's tasks without a new group epoch. A static heartbeat is
+        UNKNOWN_MEMBER_ID for an unknown instance id and FENCED_INSTANCE_ID for a member id
+        that no longer holds it."""
+        joining = r.member_epoch == 0
+        if r.instance_id is None:
+            m = group.members.get(r.member_id)
+            if m is None:
+                if not joining:
+                    raise GroupError(E.UNKNOWN_MEMBER_ID,
+                                     f"Member {r.member_id} is not a member of group {group.group_id}.")
+                return StreamsGroupMember(r.member_id), True
+            check_member_epoch(m, r.member_epoch, r.active)
+            return m, False
+        holder = group.static_member(r.instance_id)
+        if joining:
+            if holder is None:
+                m = group.members.get(r.member_id)
+                return (StreamsGroupMember(r.member_id), True) if m is None else (m, False)
+            if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise self._unreleased_instance(r.member_id, r.instance_id, holder)
+            return self._replace_static(group, holder, r.member_id, records, part), False
+        if holder is None:
+            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
+        if holder.member_id != r.member_id:
+            raise self._fenced_instance(r.member_id, r.instance_id, holder)
+        check_member_epoch(holder, r.member_epoch, r.active)
+        return holder, False
 
     # ----------------------------------------------------------------- replay
     def _replay_group_metadata(self, g: StreamsGroup, value) -> None:
