@@ -6,7 +6,8 @@ description plugin stores; kbroker has no such plugin (nor has Kafka unless
 ``group.streams.topology.description.plugin.class`` is set), so a described group answers
 status NOT_STORED (1) when asked and NOT_REQUESTED (0) otherwise, with a null description, as
 Kafka 4.4 without a plugin does; ``AssignorName`` is the task assignor of the next assignment
-(``sticky``, the only one kbroker has; null for a group answered with an error).
+(KIP-1357: the GROUP config ``streams.assignor.name`` if the broker's
+``group.streams.assignors`` has it, else their first; null for a group answered with an error).
 
 A group of another type (or an unknown id) answers ``GROUP_ID_NOT_FOUND``. Authorized
 operations are not computed (``-2147483648``); task offsets are not kept (empty lists).
@@ -68,7 +69,6 @@ def _member(m, target):
 
 
 NOT_REQUESTED, NOT_STORED = 0, 1        # TopologyDescriptionStatus
-ASSIGNOR = "sticky"
 
 
 @api(89, versions=(0, 1))
@@ -83,7 +83,7 @@ async def handle(ctx: RequestContext, request) -> Response:
           group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
           topology=_topology(d.topology), members=[_member(m, t) for m, t in d.members],
           **({} if d.error else {
-              "assignor_name": ASSIGNOR,
+              "assignor_name": d.assignor_name,
               "topology_description_status": NOT_STORED if ctx.version >= 1
               and request.include_topology_description else NOT_REQUESTED}))
         for d in described])

@@ -16,6 +16,12 @@ Rules (Kafka's ``StickyTaskAssignor``):
    there are not enough processes.
 
 Deterministic: members, tasks and ties are taken in sorted order.
+
+``ASSIGNORS`` names the assignors a group may be given (KIP-1357's ``group.streams.assignors``
+and ``streams.assignor.name``): Kafka 4.4's one built-in ``sticky``, and ``mock`` — the
+test assignor Kafka's jar ships (``MockAssignor``), which a broker may list by its class name:
+every member keeps the active tasks it holds, each free task goes to the member holding the
+fewest (ties by member id), and no standby task is ever given.
 """
 from __future__ import annotations
 
@@ -89,3 +95,29 @@ def assign(tasks: dict[str, int], members: list[AssignorMember],
                 out[best.member_id].standby.add(task)
                 used.add(best.process_id)
     return out
+
+
+def assign_mock(tasks: dict[str, int], members: list[AssignorMember],
+                num_standby_replicas: int = 0) -> dict[str, MemberTarget]:
+    """Kafka's ``MockAssignor``: nothing moves, free tasks fill the least loaded members."""
+    members = sorted(members, key=lambda m: m.member_id)
+    out = {m.member_id: MemberTarget() for m in members}
+    valid = set(all_tasks(tasks))
+    owner: dict[Task, str] = {}
+    for m in members:
+        for task in sorted(m.active):
+            if task in valid and task not in owner:
+                out[m.member_id].active.add(task)
+                owner[task] = m.member_id
+    if not members:
+        return out
+    for task in all_tasks(tasks):
+        if task not in owner:
+            best = min(out, key=lambda mid: (len(out[mid].active), mid))
+            out[best].active.add(task)
+            owner[task] = best
+    return out
+
+
+# the task assignors by name (kbroker.config.streams_assignors)
+ASSIGNORS = {"sticky": assign, "mock": assign_mock}

@@ -58,6 +58,7 @@ Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), wa
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+import logging
 from typing import Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
@@ -66,13 +67,16 @@ from ..classic.state import ClassicGroup
 from ..epoch_protocol import DescribedEpochGroup, EpochGroupProtocol, check_not_empty
 from ..epoch_state import GroupError
 from . import records as srec
-from .assignor import AssignorMember, assign
+from .assignor import ASSIGNORS, AssignorMember
 from .config import StreamsGroupConfig
 from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                     MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
                     norm, pairs_of, reconcile, tasks_of)
 from .topology import (ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,
                        Topology, configure, task_topics, validate, with_partitions)
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -117,6 +121,7 @@ class StreamsHeartbeatResponse:
 class DescribedStreamsGroup(DescribedEpochGroup):
     topology: Topology | None = None
     members: list = field(default_factory=list)       # [(StreamsGroupMember, TaskSet target)]
+    assignor_name: str | None = None                  # the next assignment's (KIP-1357)
 
 
 class StreamsGroupProtocol(EpochGroupProtocol):
@@ -351,7 +356,11 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                                   frozenset(pairs_of(m.assigned.active) | pairs_of(m.pending_revocation.active)),
                                   frozenset(pairs_of(m.assigned.standby) | pairs_of(m.assigned.warmup)))
                    for m in group.members.values()]
-        new = assign(tasks, members, cfg.num_standby_replicas)
+        name = cfg.assignor()
+        if cfg.assignor_name is not None and cfg.assignor_name != name:
+            log.warning("[GroupId %s] The configured task assignor '%s' is not available; "
+                        "falling back to the default assignor '%s'.", gid, cfg.assignor_name, name)
+        new = ASSIGNORS[name](tasks, members, cfg.num_standby_replicas)
         for mid, t in new.items():
             target = TaskSet(tasks_of(t.active), tasks_of(t.standby), {})
             old = group.target.get(mid)
@@ -493,7 +502,8 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         topology = None if g.topology is None else with_partitions(g.topology, configured.partitions)
         return DescribedStreamsGroup(
             gid, E.NONE, None, g.state_name(), g.group_epoch, g.assignment_epoch, topology,
-            [(m, g.target.get(m.member_id, EMPTY)) for m in g.members.values()])
+            [(m, g.target.get(m.member_id, EMPTY)) for m in g.members.values()],
+            assignor_name=self.cfg(gid).assignor())
 
     # ----------------------------------------------------------------- offsets (per type)
     def validate_offset_commit(self, g: StreamsGroup, mid: str, instance: str | None,
