@@ -245,6 +245,8 @@ _DEFS: list[ConfigDef] = [
     _d("sasl.enabled.mechanisms", "list", ["GSSAPI"]),
     # KIP-1357 (Kafka 4.4): the streams task assignors, the first the default
     _d("group.streams.assignors", "list", ["sticky"], _streams_assignors.check),
+    # kbroker: hand out KIP-1071 warm-up tasks (Kafka 4.4.0 has the hooks, gives none)
+    _d("kbroker.streams.warmup.tasks.enable", "boolean", False),
     _d("group.share.enable", "boolean", False),
     # kbroker's own (not Kafka's): the HTTP listener of /metrics, /health and /ready
     _d("kbroker.http.listen", "string", None, lambda v: _http_listen(v)),

@@ -175,10 +175,11 @@ def test_standby_tasks_on_other_processes():
         b = h.shb("b", b.member_epoch, active={s: set(p) for s, p in h.group().members["b"].assigned.active.items()},
                   standby={s: set(p) for s, p in h.group().members["b"].assigned.standby.items()})
     g = h.group()
+    # Kafka 4.4: standby tasks only for the stateful subtopology ("1" keeps a store)
     for x, y in (("a", "b"), ("b", "a")):
         act = {(s, p) for s, ps in g.members[x].assigned.active.items() for p in ps}
         stb = {(s, p) for s, ps in g.members[y].assigned.standby.items() for p in ps}
-        assert act == stb and len(act) == 4
+        assert len(act) == 4 and stb == {t for t in act if t[0] == "1"}
 
 
 @pytest.mark.parametrize("n_members,n_tasks,standby", [(1, 8, 0), (3, 8, 1), (5, 3, 2), (4, 16, 1)])
@@ -302,7 +303,10 @@ def test_group_configs_standby_replicas_and_session_timeout():
     g = h.group()
     assert g.group_epoch == epoch + 1                      # the assignment configs changed
     assert g.last_assignment_configs == (("num.standby.replicas", "1"),)
-    assert all(sum(len(p) for p in m.assigned.standby.values()) == 4 for m in g.members.values())
+    # one standby of each of the four stateful tasks ("1"), on the other member
+    assert sorted(p for m in g.members.values() for s, ps in m.assigned.standby.items()
+                  for p in ps if s == "1") == [0, 1, 2, 3]
+    assert all(set(m.assigned.standby) <= {"1"} for m in g.members.values())
     h.advance(10_001)                                      # neither heartbeats any more
     assert h.group().members == {} and h.group().state_name() == "Empty"
 

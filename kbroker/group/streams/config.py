@@ -13,7 +13,9 @@ Warm-up tasks (KIP-1071): ``group.streams.num.warmup.replicas`` (GROUP
 ``streams.num.warmup.replicas``, at most ``group.streams.max.warmup.replicas``) bounds the
 warm-up tasks a group runs at once; ``group.streams.acceptable.recovery.lag`` is the lag at
 which one counts as caught up; members report their restore progress every
-``group.streams.task.offset.interval.ms``."""
+``group.streams.task.offset.interval.ms``. Kafka 4.4.0 hands out no warm-up task (its
+refinement is a no-op); kbroker derives them (:mod:`.warmup`) when
+``kbroker.streams.warmup.tasks.enable`` is true."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -39,6 +41,7 @@ class StreamsGroupConfig:
     max_warmup_replicas: int = 20             # group.streams.max.warmup.replicas
     assignors: tuple[str, ...] = ("sticky",)  # group.streams.assignors (KIP-1357)
     assignor_name: str | None = None          # GROUP streams.assignor.name
+    warmup_tasks_enabled: bool = False        # kbroker.streams.warmup.tasks.enable
 
     @classmethod
     def from_broker(cls, get) -> "StreamsGroupConfig":
@@ -67,7 +70,9 @@ class StreamsGroupConfig:
                                         d.num_warmup_replicas)),
             max_warmup_replicas=int(get("group.streams.max.warmup.replicas",
                                         d.max_warmup_replicas)),
-            assignors=assignor_names(get("group.streams.assignors", list(d.assignors))))
+            assignors=assignor_names(get("group.streams.assignors", list(d.assignors))),
+            warmup_tasks_enabled=str(get("kbroker.streams.warmup.tasks.enable",
+                                         d.warmup_tasks_enabled)).lower() == "true")
 
     def assignor(self) -> str:
         """The assignor of the group's next target assignment: its configured one if the

@@ -20,8 +20,11 @@ A heartbeat, in order:
    no tasks; a change of the topics' metadata (hash), of the member's process/rack/tags, of
    the membership or of ``num.standby.replicas`` bumps the **group epoch**;
 7. a group epoch above the assignment epoch computes a new **target assignment** with the
-   sticky task assignor (:mod:`.assignor`), at most once per assignment interval;
-8. the member **reconciles** towards its target (revocation before assignment);
+   group's task assignor (:mod:`.assignor`; KIP-1357's ``group.streams.assignors`` and GROUP
+   ``streams.assignor.name``), at most once per assignment interval;
+8. the member **reconciles** towards its target (revocation before assignment) — with
+   warm-up tasks on, towards the target's refinement (:mod:`.warmup`), and a Stable group
+   whose refinement moved on (a warm-up task caught up) gets a new group epoch first;
 9. the session timer is (re)armed; a member asked to revoke tasks gets a rebalance timer.
 
 Every change is a ``__consumer_offsets`` record (:mod:`.records`) replayed into the group at
@@ -52,8 +55,14 @@ epoch -2 keeps the member and its tasks at epoch -2 until it rejoins — under a
 taking over its tasks without a new group epoch — or its session times out. A dynamic member
 joining again (epoch 0) under its member id keeps its tasks, as in Kafka.
 
-Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), warm-up tasks
-(the sticky assignor gives none).
+Task offsets (StreamsGroupHeartbeat v1): a member's reported restore progress is checked
+(a task twice is INVALID_REQUEST), kept in memory, shown by StreamsGroupDescribe and used by
+the sticky assignor to place standby tasks where their state is; reported tasks must exist in
+the configured topology (INVALID_REQUEST). Warm-up tasks are handed out only with
+``kbroker.streams.warmup.tasks.enable`` (Kafka 4.4.0 gives none; :mod:`.warmup`).
+
+Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY); rack-aware
+standby placement (``group.streams.rack.aware.assignment.tags``, status MISSING_CLIENT_TAGS).
 """
 from __future__ import annotations
 
@@ -72,6 +81,7 @@ from .config import StreamsGroupConfig
 from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                     MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
                     norm, pairs_of, reconcile, tasks_of)
+from .warmup import EMPTY_OFFSETS, offsets_of, refine, stateful_subtopologies
 from .topology import (ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,
                        Topology, configure, task_topics, validate, with_partitions)
 
@@ -98,6 +108,9 @@ class StreamsHeartbeatRequest:
     shutdown_application: bool = False
     client_id: str = ""
     client_host: str = ""
+    task_offsets: list | None = None         # [(subtopology, partition, offset)], v1
+    task_end_offsets: list | None = None
+    api_version: int = 1
 
 
 @dataclass
@@ -122,6 +135,7 @@ class DescribedStreamsGroup(DescribedEpochGroup):
     topology: Topology | None = None
     members: list = field(default_factory=list)       # [(StreamsGroupMember, TaskSet target)]
     assignor_name: str | None = None                  # the next assignment's (KIP-1357)
+    task_offsets: dict = field(default_factory=dict)  # member id -> warmup.TaskOffsets
 
 
 class StreamsGroupProtocol(EpochGroupProtocol):
@@ -254,6 +268,14 @@ class StreamsGroupProtocol(EpochGroupProtocol):
 
         # 6. configured topology, metadata hash, assignment configs
         configured = self._configure(group)
+        if configured.ready:
+            for owned_tasks in (r.active, r.standby, r.warmup):
+                _check_tasks(configured.tasks, owned_tasks)
+        offs, ends = offsets_of(r.task_offsets), offsets_of(r.task_end_offsets)
+        if offs is not None or ends is not None:
+            group.task_offsets[r.member_id] = group.task_offsets.get(
+                r.member_id, EMPTY_OFFSETS).update(offs, ends)
+        group.reports_progress[r.member_id] = r.api_version >= 1
         new_hash = self.topics.metadata_hash(group.topology.topic_names()) if group.topology else 0
         configs = (("num.standby.replicas", str(cfg.num_standby_replicas)),)
         validated = group.topology.epoch if (group.topology and configured.ready) else group.validated_topology_epoch
@@ -268,6 +290,20 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                     self._schedule_initial_delay(gid, cfg.initial_rebalance_delay_ms)
             self._apply(records, srec.group_metadata_record(part, gid, epoch, new_hash, validated,
                                                             configs))
+
+        # 6b. a Stable group whose refined assignment moved on for this member (a warm-up
+        # task caught up): a new group epoch, the same target (Kafka 4.4's REFINED update)
+        if group.group_epoch == group.assignment_epoch and group.state_name() == "Stable" \
+                and self._refining(cfg):
+            fresh = self._refine(group, cfg)
+            if fresh.get(r.member_id, EMPTY).normalized() != member_now(group, r.member_id):
+                epoch = group.group_epoch + 1
+                self._apply(records, srec.group_metadata_record(
+                    part, gid, epoch, group.metadata_hash, group.validated_topology_epoch,
+                    group.last_assignment_configs))
+                self._apply(records, srec.target_assignment_metadata_record(
+                    part, gid, epoch, group.assignment_timestamp_ms))
+                group.refined = (epoch, fresh)
 
         # 7. target assignment (not while the group's initial rebalance delay runs: its
         # first members get an empty assignment at the epoch below the group's)
@@ -293,7 +329,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         m = group.members[r.member_id]
         owned = None if r.active is None else TaskSet(norm(r.active), norm(r.standby), norm(r.warmup))
         rec = reconcile(m, target_epoch=group.assignment_epoch,
-                        target=group.target.get(m.member_id, EMPTY),
+                        target=self._refined(group, cfg).get(m.member_id, EMPTY),
                         active_owner=group.active_owner, owned=owned)
         if rec != m or is_new:
             self._apply(records, srec.current_assignment_record(part, gid, rec))
@@ -320,6 +356,33 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         if r.endpoint_information_epoch < group.endpoint_epoch:
             resp.partitions_by_endpoint = self._partitions_by_endpoint(group)
         return resp
+
+    # ----------------------------------------------------------------- warm-up tasks
+    @staticmethod
+    def _refining(cfg: StreamsGroupConfig) -> bool:
+        return cfg.warmup_tasks_enabled and cfg.num_warmup_replicas > 0
+
+    def _refine(self, group: StreamsGroup, cfg: StreamsGroupConfig) -> dict:
+        """The refined assignment of the group now (:func:`.warmup.refine`); members that
+        do not report their restore progress (StreamsGroupHeartbeat v0) get no warm-up task
+        and have their tasks at once."""
+        reporting = {mid: m for mid, m in group.members.items()
+                     if group.reports_progress.get(mid, True)}
+        out = refine(group.target, reporting, group.task_offsets,
+                     stateful_subtopologies(group.topology) if group.is_ready() else frozenset(),
+                     cfg.num_warmup_replicas, cfg.acceptable_recovery_lag)
+        for mid in set(group.target) - set(reporting):
+            out[mid] = group.target[mid].normalized()
+        return out
+
+    def _refined(self, group: StreamsGroup, cfg: StreamsGroupConfig) -> dict:
+        """What members reconcile towards: the target, or with warm-up tasks its refinement,
+        derived once per assignment epoch."""
+        if not self._refining(cfg):
+            return group.target
+        if group.refined is None or group.refined[0] != group.assignment_epoch:
+            group.refined = (group.assignment_epoch, self._refine(group, cfg))
+        return group.refined[1]
 
     def _schedule_initial_delay(self, gid: str, delay_ms: int) -> None:
         key = ("streams-initial-rebalance", gid)
@@ -354,13 +417,16 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         tasks = configured.tasks if configured.ready else {}
         members = [AssignorMember(m.member_id, m.process_id,
                                   frozenset(pairs_of(m.assigned.active) | pairs_of(m.pending_revocation.active)),
-                                  frozenset(pairs_of(m.assigned.standby) | pairs_of(m.assigned.warmup)))
+                                  frozenset(pairs_of(m.assigned.standby) | pairs_of(m.assigned.warmup)),
+                                  tuple(sorted(group.task_offsets.get(
+                                      m.member_id, EMPTY_OFFSETS).offsets.items())))
                    for m in group.members.values()]
         name = cfg.assignor()
         if cfg.assignor_name is not None and cfg.assignor_name != name:
             log.warning("[GroupId %s] The configured task assignor '%s' is not available; "
                         "falling back to the default assignor '%s'.", gid, cfg.assignor_name, name)
-        new = ASSIGNORS[name](tasks, members, cfg.num_standby_replicas)
+        new = ASSIGNORS[name](tasks, members, cfg.num_standby_replicas,
+                              stateful_subtopologies(group.topology))
         for mid, t in new.items():
             target = TaskSet(tasks_of(t.active), tasks_of(t.standby), {})
             old = group.target.get(mid)
@@ -382,7 +448,11 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                     for t in task_topics(topo, sid):
                         by_topic.setdefault(t, set()).add(p)
                 return [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
-            out.append((m.user_endpoint, tps(m.assigned.active), tps(m.assigned.standby)))
+            # Kafka 4.4: the standby partitions include those of warm-up tasks
+            replicas = {s: frozenset(norm(m.assigned.standby).get(s, frozenset())
+                                     | norm(m.assigned.warmup).get(s, frozenset()))
+                        for s in set(norm(m.assigned.standby)) | set(norm(m.assigned.warmup))}
+            out.append((m.user_endpoint, tps(m.assigned.active), tps(replicas)))
         return out
 
     # ----------------------------------------------------------------- fencing
@@ -428,6 +498,10 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                 return (StreamsGroupMember(r.member_id), True) if m is None else (m, False)
             if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise self._unreleased_instance(r.member_id, r.instance_id, holder)
+            if group.refined is not None and holder.member_id in group.refined[1]:
+                refined = dict(group.refined[1])        # Kafka relabels the refined tasks
+                refined[r.member_id] = refined.pop(holder.member_id)
+                group.refined = (group.refined[0], refined)
             return self._replace_static(group, holder, r.member_id, records, part), False
         if holder is None:
             raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
@@ -443,6 +517,8 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                                           for c in value.last_assignment_configs or ())
 
     def _replay_member_gone(self, g: StreamsGroup, member_id: str) -> None:
+        g.task_offsets.pop(member_id, None)
+        g.reports_progress.pop(member_id, None)
         if g.remove_member(member_id) is not None:
             g.endpoint_epoch += 1
 
@@ -503,7 +579,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         return DescribedStreamsGroup(
             gid, E.NONE, None, g.state_name(), g.group_epoch, g.assignment_epoch, topology,
             [(m, g.target.get(m.member_id, EMPTY)) for m in g.members.values()],
-            assignor_name=self.cfg(gid).assignor())
+            assignor_name=self.cfg(gid).assignor(), task_offsets=dict(g.task_offsets))
 
     # ----------------------------------------------------------------- offsets (per type)
     def validate_offset_commit(self, g: StreamsGroup, mid: str, instance: str | None,
@@ -516,3 +592,20 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         if epoch != m.member_epoch:
             return E.STALE_MEMBER_EPOCH
         return E.NONE
+
+
+def member_now(group: StreamsGroup, member_id: str) -> TaskSet:
+    m = group.members.get(member_id)
+    return EMPTY if m is None else m.assigned.normalized()
+
+
+def _check_tasks(tasks: dict[str, int], owned) -> None:
+    """Reported tasks must exist in the configured topology (Kafka 4.4's
+    ``throwIfRequestContainsInvalidTasks``)."""
+    for sid, parts in (owned or {}).items():
+        if sid not in tasks:
+            raise GroupError(E.INVALID_REQUEST, f"Subtopology {sid} does not exist in the topology.")
+        for p in sorted(parts):
+            if not 0 <= p < tasks[sid]:
+                raise GroupError(E.INVALID_REQUEST, f"Task {p} for subtopology {sid} is invalid. "
+                                 f"Number of tasks for this subtopology: {tasks[sid]}")
