@@ -317,14 +317,40 @@ def test_group_configs_standby_replicas_and_session_timeout():
     (Topology(1, (Subtopology("0", source_topics=("input",), copartition_groups=(((0, 5), (), ()),)),)),
      "unknown topic"),
     (Topology(1, (Subtopology("0", source_topics=("input",),
-                              state_changelog_topics=(TopicInfo("c", partitions=-3),)),)), "negative"),
-    (Topology(1, (Subtopology("0", source_topic_regex=("in.*",)),)), "regular expressions"),
+                              repartition_source_topics=(TopicInfo("r", partitions=-3),)),)), "negative"),
+    # Kafka 4.4: a changelog topic's partition count is the broker's to derive
+    (Topology(1, (Subtopology("0", source_topics=("input",),
+                              state_changelog_topics=(TopicInfo("c", partitions=3),)),)),
+     "Changelog topic c must have an undefined partition count, but it is set to 3."),
 ])
 def test_invalid_topologies_answer_streams_invalid_topology(topo, why):
     h = StreamsHarness(all_topics())
     r = h.shb("a", 0, topology=topo)
     assert r.error == E.STREAMS_INVALID_TOPOLOGY and why in r.message
     assert "g" not in h.mgr.groups and h.log == []
+
+
+def test_request_checks_in_kafka_4_4_order():
+    h = StreamsHarness(all_topics())
+    # an unsupported feature is INVALID_REQUEST before anything else
+    regex = Topology(1, (Subtopology("0", source_topic_regex=("in.*",)),))
+    r = h.drive(h.mgr.streams_group_heartbeat(StreamsHeartbeatRequest(
+        group_id="g", member_id="", member_epoch=0, topology=regex), h.now, h.mono))
+    assert (r.error, r.message) == (E.INVALID_REQUEST,
+                                    "Regular expressions for source topics are not supported yet.")
+    a = h.shb("a", 0)
+    for kw, message in [
+        (dict(active={}, standby=None, warmup={}), "If one task-type is non-null, all must be non-null."),
+        (dict(topology=TOPO), "Topology can only be provided when (re-)joining."),
+    ]:
+        req = StreamsHeartbeatRequest(group_id="g", member_id="a", member_epoch=a.member_epoch, **kw)
+        r = h.drive(h.mgr.streams_group_heartbeat(req, h.now, h.mono))
+        assert (r.error, r.message) == (E.INVALID_REQUEST, message)
+    # a join may leave its task lists null, and name no process
+    r = h.drive(h.mgr.streams_group_heartbeat(StreamsHeartbeatRequest(
+        group_id="g", member_id="b", member_epoch=0, rebalance_timeout_ms=1000, topology=TOPO),
+        h.now, h.mono))
+    assert r.error == 0 and r.member_id == "b"
 
 
 def test_underivable_repartition_topic_is_reported_not_assigned():

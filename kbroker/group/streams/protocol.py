@@ -177,28 +177,41 @@ class StreamsGroupProtocol(EpochGroupProtocol):
 
     # ----------------------------------------------------------------- request checks
     def _validate(self, r: StreamsHeartbeatRequest) -> None:
+        """Kafka 4.4's request checks, in its order (``GroupCoordinatorService``): an
+        unsupported feature first, then the fields, then the topology's shape."""
+        if r.topology is not None and any(s.source_topic_regex for s in r.topology.subtopologies):
+            raise GroupError(E.INVALID_REQUEST,
+                             "Regular expressions for source topics are not supported yet.")
         if r.member_id is None or r.member_id == "":
             raise GroupError(E.INVALID_REQUEST, "MemberId can't be empty.")
         check_not_empty(r.group_id, "GroupId")
         check_not_empty(r.instance_id, "InstanceId")
         check_not_empty(r.rack_id, "RackId")
+        owned = (("ActiveTasks", r.active), ("StandbyTasks", r.standby), ("WarmupTasks", r.warmup))
         if r.member_epoch == 0:
             if r.rebalance_timeout_ms == -1:
                 raise GroupError(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+            for what, v in owned:
+                if v is not None and norm(v):
+                    raise GroupError(E.INVALID_REQUEST, f"{what} must be empty when (re-)joining.")
             if r.topology is None:
                 raise GroupError(E.INVALID_REQUEST, "Topology must be non-null when (re-)joining.")
-            if not r.process_id:
-                raise GroupError(E.INVALID_REQUEST, "ProcessId can't be null or empty.")
-            for what, v in (("ActiveTasks", r.active), ("StandbyTasks", r.standby),
-                            ("WarmupTasks", r.warmup)):
-                if v is None or norm(v):
-                    raise GroupError(E.INVALID_REQUEST, f"{what} must be empty when (re-)joining.")
+            for s in r.topology.subtopologies:
+                for t in s.state_changelog_topics:
+                    if t.partitions != 0:
+                        raise GroupError(E.STREAMS_INVALID_TOPOLOGY, f"Changelog topic {t.name} "
+                                         "must have an undefined partition count, but it is set "
+                                         f"to {t.partitions}.")
         elif r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if r.instance_id is None:
                 raise GroupError(E.INVALID_REQUEST, "InstanceId can't be null.")
         elif r.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise GroupError(E.INVALID_REQUEST, f"MemberEpoch is {r.member_epoch}, but must be "
                              "greater than or equal to -2.")
+        if any(v is not None for _, v in owned) and any(v is None for _, v in owned):
+            raise GroupError(E.INVALID_REQUEST, "If one task-type is non-null, all must be non-null.")
+        if r.member_epoch != 0 and r.topology is not None:
+            raise GroupError(E.INVALID_REQUEST, "Topology can only be provided when (re-)joining.")
         if r.topology is not None:
             why = validate(r.topology)
             if why:
