@@ -33,6 +33,7 @@ class Harness(StreamsHarness):
             standby=kw.get("standby", {} if join else dict(held.standby)),
             warmup=kw.get("warmup", {} if join else dict(held.warmup)),
             process_id="p-" + member if join else None, client_tags=[] if join else None,
+            user_endpoint=("127.0.0.1", 7000 + ord(member[0])) if join else None,
             task_offsets=offsets, task_end_offsets=ends, api_version=version,
             client_id="c", client_host="/127.0.0.1")
         return self.drive(self.mgr.streams_group_heartbeat(req, self.now, self.mono))
@@ -160,6 +161,10 @@ def test_a_stateful_task_moves_once_its_warmup_has_caught_up():
                   [(s, p) for p in ps]) == [("1", 0), ("1", 1), ("1", 2), ("1", 3)]
     assert len(h.tasks("a", "active")) == 8 and h.tasks("b", "active") == []
     assert h.tasks("b", "warmup") == [("1", 0), ("1", 1)]
+    # interactive queries: b's warm-up tasks count with its standby partitions
+    r = h.hb("b")
+    by_port = {ep[1]: (act, stb) for ep, act, stb in r.partitions_by_endpoint}
+    assert by_port[7000 + ord("b")] == ([], [("app-counts-repartition", [0, 1])])
     epoch = g.group_epoch
     # b's restore of 1-0 is far behind: nothing moves
     h.hb("b", offsets=[("1", 0, 10), ("1", 1, 0)], ends=[("1", 0, 50_000), ("1", 1, 50_000)])

@@ -556,8 +556,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                       state=MemberState.of(value.state),
                       assigned=srec.taskset_from(value),
                       pending_revocation=srec.taskset_from(value, "_pending_revocation"))
-        if (new.assigned.normalized().active, new.assigned.normalized().standby) != (
-                old.assigned.normalized().active, old.assigned.normalized().standby):
+        if new.assigned.normalized() != old.assigned.normalized():    # warm-up tasks count
             g.endpoint_epoch += 1
         g.put_member(new)
 
