@@ -9,7 +9,9 @@ broker of each target that lists Kafka's ``MockAssignor`` beside ``sticky`` in
 - assignors: the GROUP config ``streams.assignor.name`` must name a registered assignor
   (INVALID_CONFIG with Kafka's message), is described with the broker's default, is what
   StreamsGroupDescribe v1 answers as ``AssignorName``, and takes effect at the next
-  assignment: with ``mock`` a second member gets nothing from the first.
+  assignment: with ``mock`` a second member gets nothing from the first;
+- rack-aware assignment tags (GROUP ``streams.rack.aware.assignment.tags``): no duplicates,
+  a change starts a rebalance, a member lacking a tag hears MISSING_CLIENT_TAGS.
 """
 from __future__ import annotations
 
@@ -202,5 +204,17 @@ def test_streams_v1_static_members_task_offsets_and_assignors(broker_factory):
             "Stable", epoch + 1, epoch + 1), [(x.member_id, x.member_epoch) for x in g.members]
         targets = {x.member_id: _tasks(x.target_assignment.active_tasks) for x in g.members}
         assert targets == {"m1": [("0", (0, 1))], "m2": []}
+
+        # --- rack-aware assignment tags: an assignment config; members lacking one are told
+        assert configs["streams.rack.aware.assignment.tags"] == ""
+        assert _alter_group(conn, app, "streams.rack.aware.assignment.tags", "zone,zone") == (
+            40, "streams.rack.aware.assignment.tags must not contain duplicate tag keys.")
+        assert _alter_group(conn, app, "streams.rack.aware.assignment.tags", "zone") == (0, None)
+        r = _hb(conn, app, "m1", e1, instance_id="i1")
+        assert r.error_code == 0
+        assert [(x.status_code, x.status_detail) for x in r.status] == [(
+            6, "Missing required client tags for rack-aware standby assignment: [zone]. "
+               "Configure them via 'client.tag.<tagKey>' in your Streams config.")]
+        assert _describe(conn, app).group_epoch == epoch + 2
     finally:
         conn.close()

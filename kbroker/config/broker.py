@@ -247,6 +247,9 @@ _DEFS: list[ConfigDef] = [
     _d("group.streams.assignors", "list", ["sticky"], _streams_assignors.check),
     # kbroker: hand out KIP-1071 warm-up tasks (Kafka 4.4.0 has the hooks, gives none)
     _d("kbroker.streams.warmup.tasks.enable", "boolean", False),
+    _d("group.streams.rack.aware.assignment.tags", "list", [],
+       lambda v: f"Configuration 'group.streams.rack.aware.assignment.tags' values must not be "
+                 "duplicated." if len(set(v)) != len(v) else None),
     _d("group.share.enable", "boolean", False),
     # kbroker's own (not Kafka's): the HTTP listener of /metrics, /health and /ready
     _d("kbroker.http.listen", "string", None, lambda v: _http_listen(v)),

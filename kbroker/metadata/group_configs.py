@@ -65,8 +65,11 @@ DEFINITIONS: dict[str, GroupConfigDef] = {d.name: d for d in (
     _D("streams.num.standby.replicas", "int", "0", 0, "group.streams.num.standby.replicas"),
     _D("streams.initial.rebalance.delay.ms", "int", "3000", 0, "group.streams.initial.rebalance.delay.ms"),
     _D("streams.assignment.interval.ms", "int", "1000", 0, "group.streams.assignment.interval.ms"),
-    # Kafka 4.4: KIP-1357's assignor choice; KIP-1071's warm-up settings (internal keys)
+    # Kafka 4.4: KIP-1357's assignor choice; the client tags a rack-aware assignor spreads
+    # standby tasks over; KIP-1071's warm-up settings (internal keys)
     _D("streams.assignor.name", "string", "sticky", None, "group.streams.assignors"),
+    _D("streams.rack.aware.assignment.tags", "list", "", None,
+       "group.streams.rack.aware.assignment.tags"),
     _D("streams.task.offset.interval.ms", "int", "60000", 1,
        "group.streams.task.offset.interval.ms", internal=True),
     _D("streams.num.warmup.replicas", "int", "2", 0, "group.streams.num.warmup.replicas",
@@ -132,6 +135,8 @@ def defaults(get: Callable[[str], object]) -> dict[str, str]:
         v = _broker(get, d.synonym, d.default) if d.synonym else d.default
         if d.name == "streams.assignor.name":         # the broker's default assignor
             v = _streams_assignors(get)[0]
+        elif isinstance(v, (list, tuple)):
+            v = ",".join(str(x) for x in v)
         out[d.name] = str(v).lower() if isinstance(v, bool) else str(v)
     return out
 
@@ -180,6 +185,11 @@ def validate(group: str, overrides: Mapping[str, str | None], get: Callable[[str
     for name in (changed or overrides):
         if name not in DEFINITIONS:
             return 40, f"Unknown group config name: {name}"    # INVALID_CONFIG
+    tags = (changed or overrides).get("streams.rack.aware.assignment.tags")
+    if tags is not None and tags.strip():
+        keys = re.split(r"\s*,\s*", tags.strip())
+        if len(set(keys)) != len(keys):
+            return 40, "streams.rack.aware.assignment.tags must not contain duplicate tag keys."
     values = defaults(get)
     values.update({k: v for k, v in overrides.items() if v is not None})
     for name, v in values.items():

@@ -107,3 +107,45 @@ def test_a_group_uses_its_assignor_and_falls_back_to_the_default(caplog):
     assert "The configured task assignor 'mock' is not available; falling back to the default " \
            "assignor 'sticky'." in caplog.text
     assert h.mgr.streams.streams_describe("g").assignor_name == "sticky"
+
+
+def test_rack_aware_assignment_tags_rebalance_and_missing_client_tags():
+    from kbroker.group.streams.protocol import StreamsHeartbeatRequest
+    from kbroker.group.streams.topology import MISSING_CLIENT_TAGS
+    from tests.streams.test_streams_protocol import TOPO
+    assert group_configs.validate("g", {"streams.rack.aware.assignment.tags": "zone, zone"},
+                                  {}.get) == (
+        40, "streams.rack.aware.assignment.tags must not contain duplicate tag keys.")
+    assert group_configs.validate("g", {"streams.rack.aware.assignment.tags": "zone,rack"},
+                                  {}.get) == (0, None)
+    entries = {e.name: e for e in group_configs.describe(
+        {}, {"group.streams.rack.aware.assignment.tags": ["zone", "rack"]}.get)}
+    assert entries["streams.rack.aware.assignment.tags"].value == "zone,rack"
+    with pytest.raises(ConfigError, match="must not be duplicated"):
+        BrokerConfig.from_dict({"group.streams.rack.aware.assignment.tags": "a,a"})
+
+    h = StreamsHarness(all_topics())
+    overrides: dict = {}
+    h.mgr.streams.group_configs = lambda gid: overrides
+
+    def join(member, tags, version=1):
+        return h.drive(h.mgr.streams_group_heartbeat(StreamsHeartbeatRequest(
+            group_id="g", member_id=member, member_epoch=0, rebalance_timeout_ms=1000,
+            topology=TOPO, active={}, standby={}, warmup={}, process_id="p-" + member,
+            client_tags=tags, api_version=version), h.now, h.mono))
+
+    assert join("a", [("zone", "z1")]).status == []
+    epoch = h.group().group_epoch
+    # the tags are an assignment config: setting them starts a rebalance
+    overrides["streams.rack.aware.assignment.tags"] = "zone,rack"
+    r = join("a", [("zone", "z1")])
+    assert h.group().group_epoch == epoch + 1
+    assert h.group().last_assignment_configs == (("num.standby.replicas", "0"),
+                                                 ("rack.aware.assignment.tags", "zone,rack"))
+    assert [(c, d) for c, d in r.status if c == MISSING_CLIENT_TAGS] == [(
+        MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware standby assignment: "
+        "[rack]. Configure them via 'client.tag.<tagKey>' in your Streams config.")]
+    # a v0 member is not told; a member with every tag neither
+    assert not [c for c, _ in join("b", [], version=0).status if c == MISSING_CLIENT_TAGS]
+    assert not [c for c, _ in join("c", [("rack", "r"), ("zone", "z")]).status
+                if c == MISSING_CLIENT_TAGS]

@@ -42,6 +42,9 @@ class StreamsGroupConfig:
     assignors: tuple[str, ...] = ("sticky",)  # group.streams.assignors (KIP-1357)
     assignor_name: str | None = None          # GROUP streams.assignor.name
     warmup_tasks_enabled: bool = False        # kbroker.streams.warmup.tasks.enable
+    # group.streams.rack.aware.assignment.tags: told to assignors (Kafka 4.4's sticky one
+    # does not use them); members lacking one hear MISSING_CLIENT_TAGS
+    rack_aware_assignment_tags: tuple[str, ...] = ()
 
     @classmethod
     def from_broker(cls, get) -> "StreamsGroupConfig":
@@ -72,7 +75,8 @@ class StreamsGroupConfig:
                                         d.max_warmup_replicas)),
             assignors=assignor_names(get("group.streams.assignors", list(d.assignors))),
             warmup_tasks_enabled=str(get("kbroker.streams.warmup.tasks.enable",
-                                         d.warmup_tasks_enabled)).lower() == "true")
+                                         d.warmup_tasks_enabled)).lower() == "true",
+            rack_aware_assignment_tags=_tags(get("group.streams.rack.aware.assignment.tags", [])))
 
     def assignor(self) -> str:
         """The assignor of the group's next target assignment: its configured one if the
@@ -106,4 +110,19 @@ class StreamsGroupConfig:
             num_warmup_replicas=min(int(g.get("streams.num.warmup.replicas",
                                               self.num_warmup_replicas)),
                                     self.max_warmup_replicas),
-            assignor_name=g.get("streams.assignor.name", self.assignor_name))
+            assignor_name=g.get("streams.assignor.name", self.assignor_name),
+            rack_aware_assignment_tags=_tags(g.get("streams.rack.aware.assignment.tags",
+                                                   self.rack_aware_assignment_tags)))
+
+    def assignment_configs(self) -> tuple[tuple[str, str], ...]:
+        """What the group's target assignment depends on (``LastAssignmentConfigs``, sorted
+        by key as Kafka's): a change starts a rebalance at the next heartbeat."""
+        out = (("num.standby.replicas", str(self.num_standby_replicas)),)
+        if self.rack_aware_assignment_tags:
+            out += (("rack.aware.assignment.tags", ",".join(self.rack_aware_assignment_tags)),)
+        return out
+
+
+def _tags(value) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    return tuple(t.strip() for t in items if t.strip())

@@ -61,8 +61,12 @@ the sticky assignor to place standby tasks where their state is; reported tasks 
 the configured topology (INVALID_REQUEST). Warm-up tasks are handed out only with
 ``kbroker.streams.warmup.tasks.enable`` (Kafka 4.4.0 gives none; :mod:`.warmup`).
 
-Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY); rack-aware
-standby placement (``group.streams.rack.aware.assignment.tags``, status MISSING_CLIENT_TAGS).
+Rack-aware assignment tags (``group.streams.rack.aware.assignment.tags``, GROUP
+``streams.rack.aware.assignment.tags``, Kafka 4.4) are part of the assignment configs (a
+change starts a rebalance) and a v1 member lacking one of them hears MISSING_CLIENT_TAGS; as
+Kafka 4.4's sticky assignor, kbroker's places standby tasks without them.
+
+Not implemented: source topic regular expressions (INVALID_REQUEST, as Kafka 4.4).
 """
 from __future__ import annotations
 
@@ -82,8 +86,9 @@ from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_E
                     MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
                     norm, pairs_of, reconcile, tasks_of)
 from .warmup import EMPTY_OFFSETS, offsets_of, refine, stateful_subtopologies
-from .topology import (ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,
-                       Topology, configure, task_topics, validate, with_partitions)
+from .topology import (ASSIGNMENT_DELAYED, MISSING_CLIENT_TAGS, SHUTDOWN_APPLICATION,
+                       STALE_TOPOLOGY, ConfiguredTopology, TopicInfo, Topology, configure,
+                       task_topics, validate, with_partitions)
 
 
 log = logging.getLogger(__name__)
@@ -290,7 +295,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                 r.member_id, EMPTY_OFFSETS).update(offs, ends)
         group.reports_progress[r.member_id] = r.api_version >= 1
         new_hash = self.topics.metadata_hash(group.topology.topic_names()) if group.topology else 0
-        configs = (("num.standby.replicas", str(cfg.num_standby_replicas)),)
+        configs = cfg.assignment_configs()
         validated = group.topology.epoch if (group.topology and configured.ready) else group.validated_topology_epoch
         if bump or new_hash != group.metadata_hash or configs != group.last_assignment_configs \
                 or validated != group.validated_topology_epoch:
@@ -356,6 +361,12 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         if group.shutdown_requested:
             status.append((SHUTDOWN_APPLICATION, "A KafkaStreams instance encountered a fatal "
                            "error and requested a shutdown for the entire application."))
+        missing_tags = [t for t in cfg.rack_aware_assignment_tags
+                        if t not in {k for k, _ in m.client_tags}]
+        if r.api_version >= 1 and missing_tags:
+            status.append((MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware "
+                           f"standby assignment: [{', '.join(missing_tags)}]. Configure them "
+                           "via 'client.tag.<tagKey>' in your Streams config."))
         send_tasks = is_new or r.active is not None or m.assigned.normalized() != member.assigned.normalized()
         resp = StreamsHeartbeatResponse(
             member_id=m.member_id, member_epoch=m.member_epoch,
