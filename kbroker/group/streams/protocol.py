@@ -82,7 +82,7 @@ from ..epoch_state import GroupError
 from . import records as srec
 from .assignor import ASSIGNORS, AssignorMember
 from .config import StreamsGroupConfig
-from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+from .state import (EMPTY, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                     MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
                     norm, pairs_of, reconcile, tasks_of)
 from .warmup import EMPTY_OFFSETS, offsets_of, refine, stateful_subtopologies
