@@ -143,6 +143,10 @@ def test_streams_v1_static_members_task_offsets_and_assignors(broker_factory):
         assert (r.error_code, _tasks(r.active_tasks)) == (0, [("0", (0, 1))])
         assert _describe(conn, app).group_epoch == epoch
         e1 = r.member_epoch
+        # a static member's new endpoint is no reason to rebalance (a dynamic one's would be)
+        r = _hb(conn, app, "m1", e1, instance_id="i1",
+                user_endpoint=SH.Endpoint(host="127.0.0.1", port=7999))
+        assert r.error_code == 0 and _describe(conn, app).group_epoch == epoch
 
         # --- task offsets
         r = _hb(conn, app, "m1", e1, instance_id="i1",

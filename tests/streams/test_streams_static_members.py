@@ -86,3 +86,22 @@ def test_max_size_refuses_new_members_only():
     assert h.hb("a", -2, "i-a").member_epoch == -2
     r = h.hb("a-2", 0, "i-a")
     assert r.error == 0 and owned(r) == owned(a)
+
+
+def test_metadata_changes_rebalance_dynamic_members_and_static_ones_only_for_assignors():
+    h = StaticHarness(all_topics())
+    h.hb("a", 0, "i-a")
+    h.hb("b", 0)
+    g = h.group()
+
+    def moved_endpoint(member, instance, port):
+        m = g.members[member]
+        return h.drive(h.mgr.streams_group_heartbeat(StreamsHeartbeatRequest(
+            group_id="g", member_id=member, member_epoch=m.member_epoch, instance_id=instance,
+            user_endpoint=("127.0.0.1", port)), h.now, h.mono))
+
+    epoch = g.group_epoch
+    assert moved_endpoint("a", "i-a", 7001).error == 0
+    assert g.group_epoch == epoch and g.members["a"].user_endpoint == ("127.0.0.1", 7001)
+    assert moved_endpoint("b", None, 7002).error == 0
+    assert g.group_epoch == epoch + 1

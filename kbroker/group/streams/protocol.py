@@ -280,8 +280,11 @@ class StreamsGroupProtocol(EpochGroupProtocol):
             client_id=r.client_id, client_host=r.client_host)
         if is_new or updated.metadata() != member.metadata():
             self._apply(records, srec.member_metadata_record(part, gid, updated))
-            if (updated.process_id, updated.rack_id, updated.client_tags, updated.user_endpoint) != (
-                    member.process_id, member.rack_id, member.client_tags, member.user_endpoint):
+            # Kafka 4.4 (hasStreamsMemberMetadataChanged): any change of a dynamic member's
+            # metadata rebalances; a static member's only when what assignors read changed
+            if r.instance_id is None or (updated.topology_epoch, updated.rack_id,
+                                         updated.client_tags, updated.process_id) != (
+                    member.topology_epoch, member.rack_id, member.client_tags, member.process_id):
                 bump = True
 
         # 6. configured topology, metadata hash, assignment configs
