@@ -91,6 +91,14 @@ def _find_coordinator(conn, group) -> None:
     raise AssertionError(f"no coordinator for {group}")
 
 
+def _eventually(check, tries=50):
+    for _ in range(tries):
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError("never happened")
+
+
 def _offset(sid, p, off):
     return SH.TaskOffset(subtopology_id=sid, partition=p, offset=off)
 
@@ -185,10 +193,11 @@ def test_streams_v1_static_members_task_offsets_and_assignors(broker_factory):
                 "assignors are: [sticky, mock].")
         assert _alter_group(conn, app, "streams.assignor.name", "mock") == (0, None)
         assert _alter_group(conn, app, "streams.num.warmup.replicas", "3") == (0, None)
-        configs = _group_configs(conn, app)
-        assert (configs["streams.assignor.name"], configs["streams.num.warmup.replicas"]) == (
-            "mock", "3")
-        assert _describe(conn, app).assignor_name == "mock"
+        _eventually(lambda: {k: v for k, v in _group_configs(conn, app).items() if k in (
+            "streams.assignor.name", "streams.num.warmup.replicas")} == {
+            "streams.assignor.name": "mock", "streams.num.warmup.replicas": "3"})
+        # the coordinator learns of a GROUP config from the metadata log: Kafka a moment later
+        _eventually(lambda: _describe(conn, app).assignor_name == "mock")
         # a second member: the mock assignor leaves every task with m1
         r2 = _join(conn, app, "m2", source)
         assert (r2.error_code, _tasks(r2.active_tasks)) == (0, [])
@@ -214,8 +223,13 @@ def test_streams_v1_static_members_task_offsets_and_assignors(broker_factory):
         assert _alter_group(conn, app, "streams.rack.aware.assignment.tags", "zone,zone") == (
             40, "streams.rack.aware.assignment.tags must not contain duplicate tag keys.")
         assert _alter_group(conn, app, "streams.rack.aware.assignment.tags", "zone") == (0, None)
-        r = _hb(conn, app, "m1", e1, instance_id="i1")
-        assert r.error_code == 0
+        for _ in range(50):
+            r = _hb(conn, app, "m1", e1, instance_id="i1")
+            assert r.error_code == 0, r
+            e1 = r.member_epoch
+            if r.status:
+                break
+            time.sleep(0.2)
         assert [(x.status_code, x.status_detail) for x in r.status] == [(
             6, "Missing required client tags for rack-aware standby assignment: [zone]. "
                "Configure them via 'client.tag.<tagKey>' in your Streams config.")]
