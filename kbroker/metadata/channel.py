@@ -363,9 +363,12 @@ class ControllerChannel(AuthzChannel):
         return await self._route(lambda c: c.allocate_producer_ids(count), remote, fail)
 
     # ------------------------------------------------------------------ broker lifecycle
-    async def register_broker(self, incarnation_id, listeners, rack, log_dirs=()) -> tuple[int, int]:
+    async def register_broker(self, incarnation_id, listeners, rack, log_dirs=(),
+                              previous_broker_epoch: int = -1) -> tuple[int, int]:
         """BrokerRegistration; ``log_dirs``: the directory ids of this broker's online log
-        dirs, in Kafka's order (KIP-858, as Kafka's ``BrokerLifecycleManager`` sends them)."""
+        dirs, in Kafka's order (KIP-858, as Kafka's ``BrokerLifecycleManager`` sends them);
+        ``previous_broker_epoch``: the epoch of its last clean shutdown, -1 if unknown (v3+,
+        KIP-966)."""
         R = w.BrokerRegistrationRequest
 
         async def remote(addr):
@@ -373,7 +376,8 @@ class ControllerChannel(AuthzChannel):
                     listeners=[R.Listener(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
                     features=[R.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
                               for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())],
-                    rack=rack, is_migrating_zk_broker=False, log_dirs=list(log_dirs))
+                    rack=rack, is_migrating_zk_broker=False, log_dirs=list(log_dirs),
+                    previous_broker_epoch=previous_broker_epoch)
             resp = await self._call(addr, 62, 4, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
@@ -381,7 +385,7 @@ class ControllerChannel(AuthzChannel):
 
         return await self._route(
             lambda c: c.register_broker(self.node_id, self.quorum.cluster_id, incarnation_id, listeners, rack,
-                                        log_dirs=list(log_dirs)),
+                                        log_dirs=list(log_dirs), previous_broker_epoch=previous_broker_epoch),
             remote, lambda: (E.NOT_CONTROLLER, -1))
 
     async def heartbeat(self, broker_epoch: int, metadata_offset: int, *, want_fence: bool = False,

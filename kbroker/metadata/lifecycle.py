@@ -18,6 +18,11 @@ and the other brokers have seen that — or the timeout passes. Then heartbeats 
 Every heartbeat names the log dirs that went offline since start (``OfflineLogDirs``,
 KIP-858), as Kafka's ``BrokerLifecycleManager`` does; the controller reads which replicas
 they held from the partition records.
+
+Every registration carries ``PreviousBrokerEpoch`` (v3+, KIP-966): the broker epoch the
+log dirs' clean-shutdown markers remember (``kbroker.log.clean_shutdown``), -1 after a crash.
+The controller keeps a cleanly stopped broker's replicas as eligible leaders and takes an
+uncleanly stopped one's out of every ELR.
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ class BrokerLifecycle:
         self.listeners = listeners
         self.rack = rack
         self.broker_epoch = -1
+        self.previous_broker_epoch = -1          # from the clean-shutdown markers (KIP-966)
         self.fenced = True
         self._unfenced = trio.Event()
         self.shutting_down = False
@@ -60,8 +66,9 @@ class BrokerLifecycle:
         interval = self.config.get("broker.heartbeat.interval.ms") / 1000
         task_status.started(self)
         while True:
-            code, epoch = await self.channel.register_broker(self.incarnation_id, self.listeners, self.rack,
-                                                             log_dirs=self.online_log_dirs())
+            code, epoch = await self.channel.register_broker(
+                self.incarnation_id, self.listeners, self.rack, log_dirs=self.online_log_dirs(),
+                previous_broker_epoch=self.previous_broker_epoch)
             if code:
                 log.warning("broker registration failed: %s; retrying", E(code).name)
                 await trio.sleep(min(interval, 0.5))

@@ -197,6 +197,8 @@ class Broker:
                                              [(l.name, l.host, l.port) for l in cfg.advertised_listeners],
                                              cfg.get("broker.rack"))
             self.lifecycle.offline_log_dirs = self._offline_log_dirs
+            # the epoch the last clean shutdown left in the markers (KIP-966), read at load
+            self.lifecycle.previous_broker_epoch = self.logs.previous_broker_epoch()
             self.lifecycle.online_log_dirs = self._online_log_dirs
             await nursery.start(self.lifecycle.run)
             self.dir_assignments.channel = self.controller
@@ -289,7 +291,9 @@ class Broker:
             except Exception:   # noqa: BLE001 - shutting down anyway; logs still get closed
                 log.exception("replica manager shutdown failed")
         if self.logs is not None and self.logs.loaded:
-            self.logs.shutdown()
+            # the marker remembers the broker epoch: the next registration proves it clean
+            epoch = self.lifecycle.broker_epoch if self.lifecycle is not None else -1
+            self.logs.shutdown(broker_epoch=epoch)
         self.logs = None
         self.started = False
         self._release_dirs()
