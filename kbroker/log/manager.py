@@ -25,6 +25,9 @@ Maintenance is synchronous, bounded work a trio task calls periodically (see
 ``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion) and
 ``run_cleaner`` (at most one compaction pass per call, on the dirtiest log).
 
+New logs go to the online directory holding the fewest, leaving out the ``cordoned`` ones
+(``cordoned.log.dirs``, KIP-1066) unless every online directory is cordoned.
+
 ``move_log`` moves a partition to another of ``log.dirs`` (AlterReplicaLogDirs, KIP-113):
 the log is flushed with a producer-state snapshot, copied to ``…-future`` in the
 destination and fsynced, the source renamed ``…-delete`` (its descriptors stay open for reads
@@ -87,6 +90,7 @@ class LogManager:
         self._last_checkpoint_ms = 0
         self.loaded = False
         self.had_clean_shutdown: dict[Path, bool] = {}
+        self.cordoned: set[Path] = set()          # cordoned.log.dirs (KIP-1066): no new logs
         self.clean_shutdown_epochs: dict[Path, int | None] = {}   # what each marker named
         self.last_clean: CleanResult | None = None
         # every PartitionLog here reports to it; the replica layer listens (kbroker.log.failure)
@@ -223,6 +227,8 @@ class LogManager:
         online = self.online_dirs
         if not online:
             raise KafkaStorageError("no online log directory left")
+        # KIP-1066: a cordoned dir takes no new log while another online dir is not cordoned
+        online = [d for d in online if d not in self.cordoned] or online
         if topic == METADATA_TOPIC:
             target = self.log_dirs[0]     # metadata.log.dir is the first of log.dirs (config)
         elif len(online) == 1:

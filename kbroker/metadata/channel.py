@@ -389,18 +389,21 @@ class ControllerChannel(AuthzChannel):
             remote, lambda: (E.NOT_CONTROLLER, -1))
 
     async def heartbeat(self, broker_epoch: int, metadata_offset: int, *, want_fence: bool = False,
-                        want_shut_down: bool = False,
-                        offline_dirs: Sequence = ()) -> tuple[int, bool, bool, bool]:
+                        want_shut_down: bool = False, offline_dirs: Sequence = (),
+                        cordoned_dirs: Sequence | None = None) -> tuple[int, bool, bool, bool]:
         """BrokerHeartbeat. ``offline_dirs``: directory ids of failed log dirs (v1's
         ``OfflineLogDirs``, KIP-858), in every heartbeat while they are offline, as Kafka's
-        brokers send them."""
+        brokers send them; ``cordoned_dirs``: those of the cordoned ones (v2's
+        ``CordonedLogDirs``, KIP-1066), None before the broker caught up."""
         async def remote(addr):
-            version = 1 if offline_dirs else 0
+            version = 2 if cordoned_dirs is not None else 1 if offline_dirs else 0
             req = w.BrokerHeartbeatRequest(broker_id=self.node_id, broker_epoch=broker_epoch,
                                            current_metadata_offset=metadata_offset,
                                            want_fence=want_fence, want_shut_down=want_shut_down)
             if offline_dirs:
                 req.offline_log_dirs = list(offline_dirs)
+            if cordoned_dirs is not None:
+                req.cordoned_log_dirs = list(cordoned_dirs)
             resp = await self._call(addr, 63, version, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
@@ -408,7 +411,8 @@ class ControllerChannel(AuthzChannel):
 
         return await self._route(
             lambda c: c.heartbeat(self.node_id, broker_epoch, metadata_offset, want_fence, want_shut_down,
-                                  offline_dirs=tuple(offline_dirs)),
+                                  offline_dirs=tuple(offline_dirs),
+                                  cordoned_dirs=None if cordoned_dirs is None else tuple(cordoned_dirs)),
             remote, lambda: (E.NOT_CONTROLLER, False, True, False))
 
     async def assign_replicas_to_dirs(self, broker_epoch: int, assignments: dict, *,

@@ -19,6 +19,11 @@ Every heartbeat names the log dirs that went offline since start (``OfflineLogDi
 KIP-858), as Kafka's ``BrokerLifecycleManager`` does; the controller reads which replicas
 they held from the partition records.
 
+Every heartbeat also names the cordoned log dirs (``CordonedLogDirs``, v2, KIP-1066), the
+first one included -- Kafka's brokers send null until their RECOVERY state, but kbroker's
+logs are loaded before it registers -- so the controller knows them before it unfences the
+broker and places no new replica on a broker whose dirs are all cordoned.
+
 Every registration carries ``PreviousBrokerEpoch`` (v3+, KIP-966): the broker epoch the
 log dirs' clean-shutdown markers remember (``kbroker.log.clean_shutdown``), -1 after a crash.
 The controller keeps a cleanly stopped broker's replicas as eligible leaders and takes an
@@ -54,6 +59,7 @@ class BrokerLifecycle:
         # registration, the offline ones with every heartbeat
         self.offline_log_dirs = lambda: ()
         self.online_log_dirs = lambda: []
+        self.cordoned_log_dirs = lambda: []      # KIP-1066: directory ids, read per heartbeat
         self.stats = {"registrations": 0, "heartbeats": 0, "heartbeat_errors": 0}
 
     async def wait_unfenced(self) -> None:
@@ -79,7 +85,8 @@ class BrokerLifecycle:
                 shutting_down = self.shutting_down
                 code, caught_up, fenced, should_shut_down = await self.channel.heartbeat(
                     epoch, self._offset(), want_shut_down=shutting_down,
-                    offline_dirs=self.offline_log_dirs())
+                    offline_dirs=self.offline_log_dirs(),
+                    cordoned_dirs=self.cordoned_log_dirs())
                 self.stats["heartbeats"] += 1
                 if code == E.STALE_BROKER_EPOCH:
                     if shutting_down:

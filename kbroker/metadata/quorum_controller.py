@@ -62,7 +62,8 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
   ``leader.imbalance.check.interval.seconds`` when ``auto.leader.rebalance.enable``).
 
 Placement: new partitions go round-robin over the live (unfenced) brokers from a rotating
-start, so topics spread over the cluster.
+start, so topics spread over the cluster; a broker whose log dirs are all cordoned (KIP-1066,
+``cordoned.py``, from the heartbeats' ``CordonedLogDirs``) gets none.
 """
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import directories, elect, elr, feature_control, reassign
+from . import cordoned, directories, elect, elr, feature_control, reassign
 from .controller import METADATA_VERSION, Controller, default_feature_records
 from .errors import NotController
 from .image import apply_partition_change
@@ -180,7 +181,12 @@ class QuorumController(Controller):
         return self.quorum.driver.node.log.end_offset
 
     def _live_ids(self) -> list[int]:
-        ids = sorted(self._active_ids())          # a broker shutting down gets no new partitions
+        # a broker shutting down gets no new partitions, nor one whose log dirs are all
+        # cordoned (KIP-1066)
+        active = self._active_ids()
+        ids = sorted(b for b in active if cordoned.takes_new_replicas(self.image.brokers[b]))
+        if not ids and active:
+            return []                             # every active broker is cordoned
         if not ids:
             # a single combined node places on itself; a controller-only node never does
             # (nothing is placed until a broker registers, as in Kafka), nor a multi-node quorum
@@ -357,17 +363,27 @@ class QuorumController(Controller):
 
     async def heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int,
                         want_fence: bool, want_shut_down: bool,
-                        offline_dirs=()) -> tuple[int, bool, bool, bool]:
+                        offline_dirs=(), cordoned_dirs=None) -> tuple[int, bool, bool, bool]:
         """``(error_code, is_caught_up, is_fenced, should_shut_down)``; the state changes of
         Kafka's ``calculateNextBrokerState`` (FENCED, UNFENCED, CONTROLLED_SHUTDOWN,
         SHUTDOWN_NOW). ``offline_dirs``: the directory ids the broker reports offline
-        (BrokerHeartbeat v1, KIP-858), handled from metadata.version 3.7-IV2 on."""
+        (BrokerHeartbeat v1, KIP-858), handled from metadata.version 3.7-IV2 on;
+        ``cordoned_dirs``: those it reports cordoned (v2, KIP-1066; None: not said), recorded
+        from 4.3-IV0 on when they differ from the registered ones (``cordoned.py``)."""
         b = self.image.brokers.get(broker_id)
         if b is None or b.broker_epoch != broker_epoch:
             return E.STALE_BROKER_EPOCH, False, True, False
         self._sessions[broker_id] = trio.current_time()
         self._offsets[broker_id] = metadata_offset
         await self._handle_offline_dirs(broker_id, broker_epoch, offline_dirs)
+        if cordoned.change_record(self.image, broker_id, broker_epoch, cordoned_dirs) is not None:
+            async with self._lock:
+                cur = self.image.brokers.get(broker_id)
+                rec = cordoned.change_record(self.image, broker_id, broker_epoch, cordoned_dirs)
+                if rec is not None and cur is not None and cur.broker_epoch == broker_epoch:
+                    await self._commit([rec])
+                    log.info("broker %d: cordoned log dirs %s", broker_id,
+                             sorted(str(d) for d in rec.cordoned_log_dirs))
         caught_up = metadata_offset >= broker_epoch
         if b.in_controlled_shutdown or (want_shut_down and not b.fenced):
             return await self._controlled_shutdown(broker_id, broker_epoch, caught_up, want_fence)
