@@ -465,7 +465,7 @@ class QuorumController(Controller):
         ``remove`` (no unclean election): keep the leader if it stays acceptable, else the
         first replica in the target ISR that is acceptable (``add`` counts as active: it is
         being unfenced), else, with ELR on and the ISR empty, the first acceptable ELR member,
-        else -1. With ELR on (KIP-966) an ISR below the minimum keeps the members it loses as
+        else (ISR and ELR empty) the last known leader if acceptable, else -1. With ELR on (KIP-966) an ISR below the minimum keeps the members it loses as
         eligible leaders and may become empty; without, an ISR that would become empty is
         left as it is. An ongoing reassignment the new ISR satisfies completes."""
         rec = reassign.build_change(
