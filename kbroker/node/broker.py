@@ -111,7 +111,8 @@ class Broker:
         read at each call, so a dynamic per-broker value takes effect. An entry that is not in
         ``log.dirs`` is a ConfigError (Kafka refuses it too)."""
         from pathlib import Path
-        entries = [e.strip() for e in self.config.get("cordoned.log.dirs") or () if e.strip()]
+        value = self.config.effective_values().get("cordoned.log.dirs")   # a dynamic value wins
+        entries = [e.strip() for e in value or () if e.strip()]
         dirs = [Path(d) for d in self.config.log_dirs]
         if "*" in entries:
             return set(dirs)

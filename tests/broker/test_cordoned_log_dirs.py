@@ -1,5 +1,6 @@
 """``cordoned.log.dirs`` (KIP-1066) on a real broker process with two log dirs: new partitions
-go to the other dir, DescribeLogDirs v5 reports the cordoned one, every dir cordoned (``*``)
+go to the other dir, DescribeLogDirs v5 reports the cordoned one (a dynamic per-broker value
+moves both at the next heartbeat), every dir cordoned (``*``)
 leaves the controller no broker to place a new topic on (the heartbeats carried them), and an
 entry that is not one of ``log.dirs`` stops the start."""
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -50,6 +51,18 @@ def test_new_partitions_avoid_the_cordoned_dir(tmp_path):
         dirs = wait_for(lambda: (lambda d: d if d.get(str(d1), (0, []))[1] == [0, 1, 2, 3] else None)(
             _log_dirs(broker.port, "spread")), what="the partitions in the uncordoned dir")
         assert dirs == {str(d1): (False, [0, 1, 2, 3]), str(d2): (True, [])}
+        # a dynamic per-broker value (kafka-configs --entity-type brokers --entity-name 1)
+        R = w.IncrementalAlterConfigsRequest
+        resp = call(broker.port, 44, 1, R(resources=[R.AlterConfigsResource(
+            resource_type=4, resource_name="1", configs=[R.AlterableConfig(
+                name="cordoned.log.dirs", config_operation=0, value=str(d1))])], validate_only=False))
+        assert resp.responses[0].error_code == 0, resp.responses[0]
+        wait_for(lambda: _log_dirs(broker.port, "spread") == {str(d1): (True, [0, 1, 2, 3]),
+                                                              str(d2): (False, [])} or None,
+                 what="d1 cordoned instead of d2")
+        assert _create(broker.port, "moved", 2).error_code == 0
+        assert wait_for(lambda: _log_dirs(broker.port, "moved")[str(d2)][1] == [0, 1] or None,
+                        what="the new partitions in d2")
     finally:
         assert broker.stop() == 0
 
