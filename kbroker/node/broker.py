@@ -133,7 +133,9 @@ class Broker:
         try:
             self.logs.cordoned = self._cordoned_paths()
         except ConfigError as e:         # a dynamic value that names no log dir: kept as it was
-            log.warning("%s", e)
+            if getattr(self, "_cordoned_warned", None) != str(e):      # once per value
+                self._cordoned_warned = str(e)
+                log.warning("%s; the cordoned log dirs stay as they were", e)
         ids = (directory_id(d) for d in self.logs.cordoned if d in self.logs.online_dirs)
         return list(sorted_dirs(i for i in ids if i is not None))
 
