@@ -31,7 +31,7 @@ def _network(pattern: str):
 
 def cidr_error(pattern: str) -> str | None:
     """Why ``pattern`` is no CIDR block, or None."""
-    address, _, prefix = pattern.partition("/")
+    prefix = pattern.partition("/")[2]
     if not prefix.isdigit():
         return f"Could not parse [{pattern}]"
     try:
