@@ -4,7 +4,8 @@ Three combined nodes, a topic with replication factor 3 and min.insync.replicas=
 partitions. An idempotent confluent-kafka producer (acks=all) writes keyed records with
 unique values from a thread and keeps every acknowledged ``value -> (partition, offset)``.
 Meanwhile a schedule drawn from a seed applies faults one at a time (never more than one
-node down, so the ISR of the others still meets min.insync.replicas):
+node down, so the ISR of the others still meets min.insync.replicas -- except ``elr``, whose
+point is to lose the last ISR member):
 
 - ``kill``: SIGKILL a node, leave it down a while, start it again (log recovery, truncation
   to the leader's log through the leader epochs);
