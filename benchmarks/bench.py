@@ -3,7 +3,7 @@
 
     .venv/bin/python -m benchmarks.bench [--quick] [--brokers kbroker,kafka] [--reps N]
                                         [--only produce,consume,latency,startup,memory,metadata,security,scale]
-                                        [--publish] [--profile DIR]
+                                        [--publish] [--profile DIR] [--karapace-venv DIR]
 
 Runs the plan of benchmarks/harness/plan.py against each broker in turn (see
 benchmarks/harness/run.py for the order), then writes into benchmarks/results/<plan>/:
@@ -84,6 +84,9 @@ def main(argv=None) -> int:
                          "producers (default: the plan's; full 100000,10000,500,1000)")
     ap.add_argument("--latency-rates", metavar="R,...", help="fixed-rate latency rows, records/s")
     ap.add_argument("--out", type=Path, help="results folder (default benchmarks/results/<plan>)")
+    ap.add_argument("--karapace-venv", type=Path, default=os.environ.get("KBROKER_BENCH_KARAPACE"),
+                    help="a Karapace install: adds the http rows, kbroker's registry and REST "
+                         "gateway beside Karapace's (benchmarks/harness/http_reference.py)")
     a = ap.parse_args(argv)
 
     plan = plans.quick() if a.quick else plans.full()
@@ -116,6 +119,12 @@ def main(argv=None) -> int:
             results.meta[f"{name}_seconds"] = round(time.monotonic() - t0, 1)
             results.meta["duration_s"] = round(time.monotonic() - started, 1)
             results.meta["loadavg_end"] = os.getloadavg()[0]
+            results.save(out / "results.json")
+        if a.karapace_venv and (only is None or "http" in only):
+            from benchmarks.harness import http_reference
+            log("=== http rows: kbroker's registry and gateway beside Karapace's ===")
+            http_reference.run(results, Path(tmp), a.karapace_venv,
+                               http_reference.Sizes(reps=plan.reps), log)
             results.save(out / "results.json")
     md, pngs = report.write_all(out / "results.json", out)
     log(f"done in {(time.monotonic() - started) / 60:.1f} min: {md}")

@@ -36,6 +36,14 @@ def test_topics(bs, topic_name):
     s.scenario_topics(bs, topic_name)
 
 
+def test_topics_describe_elr_as_kafka_topics(bs, topic_name):
+    """The ELR and last-known-ELR columns (DescribeTopicPartitions, KIP-966) as kafka-topics
+    prints them for the same partitions (a healthy single node: both empty)."""
+    from compat_tests.kafka_runner import kafka_libs
+    kafka_libs()
+    assert s.topics_elr_as_kafka_topics(bs, topic_name) == [("0", "", ""), ("1", "", "")]
+
+
 def test_produce_consume(bs, topic_name):
     s.scenario_produce_consume(bs, topic_name)
 
@@ -81,16 +89,25 @@ def test_consume_as_a_share_group(bs, topic_name):
     s.scenario_share_consume(bs, topic_name)
 
 
-# After the same acknowledgements, Kafka's answer (FINDINGS F-970): Kafka writes the
-# share-partition's state with the start offset it had before the acknowledged records, and
-# moves it past them in memory once the write is done (SharePartition's
-# rollbackOrProcessStateUpdates, then maybeUpdateCachedStateAndOffsets); the next write carries
-# it. kbroker writes the start offset past them with the acknowledgement itself: [(5, 0), (6, 0)].
+# After the same acknowledgements, both brokers answer as Kafka 4.4 (FINDINGS F-970, closed):
+# the share-partition's state is written with the start offset it had before the acknowledged
+# records (SharePartition's rollbackOrProcessStateUpdates, then
+# maybeUpdateCachedStateAndOffsets), and the next write carries the moved one.
 KAFKA_SHARE_START_OFFSETS = [(0, 0), (5, 0)]
 
 
-@pytest.mark.known_difference("F-970")
 def test_share_start_offset_after_acknowledgements(bs, topic_name):
     from compat_tests.kafka_runner import kafka_libs
     kafka_libs()
     assert s.share_start_offsets_after_acknowledgements(bs, topic_name) == KAFKA_SHARE_START_OFFSETS
+
+
+def test_share_group_epochs_after_consume_exits(bs, topic_name):
+    """Two ``kbroker consume --share-group`` runs that exit: the Empty group's epochs as
+    ``kafka-share-groups --describe --state --verbose`` prints them on the same broker, and
+    Kafka 4.4's numbers on both (a new group: 2, assigned 3, left 4; used again: 5 assigned at
+    once, left 6; kbroker was at 8 and 7 before)."""
+    from compat_tests.kafka_runner import kafka_libs
+    kafka_libs()
+    assert s.share_epochs_after_consume(bs, topic_name) == {
+        "state": "Empty", "members": 0, "group_epoch": 6, "assignment_epoch": 6}

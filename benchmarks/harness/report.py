@@ -17,7 +17,7 @@ from pathlib import Path
 
 BROKERS = ("kbroker", "kafka")
 COLORS = {"kbroker": "#2b8cbe", "kafka": "#636363"}
-GROUP_ORDER = ["produce", "consume", "latency", "startup", "memory", "metadata", "scale"]
+GROUP_ORDER = ["produce", "consume", "latency", "startup", "memory", "metadata", "scale", "http"]
 
 
 def _median(values) -> float:

@@ -35,7 +35,6 @@ def row_of(step) -> str:
 ROWS = sorted({row_of(s) for s in STEPS})
 # Row → ledger entry for differences kbroker is known to have (the entry lists them).
 KNOWN: dict[str, str] = {
-    "ShareGroupDescribe": "F-901",
     "DescribeShareGroupOffsets": "F-902",
 }
 # Rows where Kafka's own answers depend on background work it does at its own pace, so a

@@ -34,13 +34,14 @@ def group_error(broker, group_id: str, *, must_be_empty: bool,
 
 def summary(broker, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, int, int]:
     """(error, start offset, lag) of a share-partition; start offset -1 and lag -1 when the
-    group never consumed it. Lag = high watermark − start offset − records already
-    acknowledged or archived at or after the start offset."""
+    group never consumed it. Both as last written to the share coordinator (Kafka answers
+    from there: its start offset is one write behind, F-970). Lag = high watermark − start
+    offset − records already acknowledged or archived at or after the start offset."""
     mgr = broker.share_partitions
     sp = mgr.partitions.get((group_id, topic_id, partition))
     if sp is not None:
-        start = sp.start_offset
-        done = sum(1 for r in sp.in_flight.values() if int(r.state) in (2, 4))
+        start = sp.written_start
+        done = sp.written_complete
     else:
         state = mgr.persister.read(group_id, topic_id, partition) if mgr.persister else None
         if state is None or state[0] < 0:

@@ -28,5 +28,7 @@ async def handle(ctx: RequestContext, request) -> Response:
         results = await ctx.broker.controller.create_acls([
             Acl(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
                 c.operation, c.permission_type) for c in creations])
+    # a created ACL's message is empty, not null, as Kafka 4.4 answers it
     return Response(throttle_time_ms=0, results=[
-        Response.AclCreationResult(error_code=code, error_message=msg) for code, msg in results])
+        Response.AclCreationResult(error_code=code, error_message="" if code == E.NONE and msg is None else msg)
+        for code, msg in results])

@@ -1,7 +1,7 @@
 """DescribeLogDirs (API key 35): log directories and the size of each partition in them.
 
 Versions: v1–v5 (v0 removed by KIP-896; v2 flexible; v3 top-level ``error_code``; v5
-``is_cordoned``, KIP-1066: never, kbroker cannot cordon a directory; v4
+``is_cordoned``, KIP-1066: the directory is in ``cordoned.log.dirs``; v4
 ``total_bytes``/``usable_bytes``, KIP-827). ``topics`` null means every partition.
 Every local replica is listed, leader or follower. ``offset_lag`` is Kafka's
 ``getLogEndOffsetLag`` for a current (not future) replica: max(high watermark − log end
@@ -13,6 +13,8 @@ ACLs (``kbroker.authz``): DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FA
 log dirs).
 """
 from __future__ import annotations
+
+import os
 
 from kbroker.api import RequestContext, api
 from kbroker.authz.acls import DESCRIBE
@@ -32,9 +34,11 @@ async def handle(ctx: RequestContext, request):
         for t in request.topics:
             wanted.setdefault(t.topic, set()).update(t.partitions)
     results = []
+    cordoned = {os.path.abspath(str(d)) for d in getattr(ctx.broker.logs, "cordoned", ()) or ()}
     for log_dir, error, topics, total, usable in ctx.broker.replicas.describe_log_dirs(wanted):
         results.append(Resp.DescribeLogDirsResult(
             error_code=error, log_dir=log_dir, total_bytes=total, usable_bytes=usable,
+            is_cordoned=log_dir in cordoned,
             topics=[Resp.DescribeLogDirsTopic(
                 name=name,
                 partitions=[Resp.DescribeLogDirsPartition(partition_index=i, partition_size=size,

@@ -6,10 +6,13 @@ description plugin stores; kbroker has no such plugin (nor has Kafka unless
 ``group.streams.topology.description.plugin.class`` is set), so a described group answers
 status NOT_STORED (1) when asked and NOT_REQUESTED (0) otherwise, with a null description, as
 Kafka 4.4 without a plugin does; ``AssignorName`` is the task assignor of the next assignment
-(``sticky``, the only one kbroker has; null for a group answered with an error).
+(KIP-1357: the GROUP config ``streams.assignor.name`` if the broker's
+``group.streams.assignors`` has it, else their first; null for a group answered with an error).
 
 A group of another type (or an unknown id) answers ``GROUP_ID_NOT_FOUND``. Authorized
-operations are not computed (``-2147483648``); task offsets are not kept (empty lists).
+operations are not computed (``-2147483648``). A member's ``TaskOffsets`` and
+``TaskEndOffsets`` are its last reported restore progress (KIP-1071, kept in memory by the
+coordinator), by subtopology and partition.
 
 ACLs (``kbroker.authz``): DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED).
 """
@@ -55,7 +58,12 @@ def _topology(t):
         for s in t.subtopologies])
 
 
-def _member(m, target):
+def _offsets(offsets):
+    return [Response.TaskOffset(subtopology_id=s, partition=p, offset=o)
+            for (s, p), o in sorted(offsets.items())]
+
+
+def _member(m, target, reported=None):
     ep = None if m.user_endpoint is None else Response.Endpoint(host=m.user_endpoint[0],
                                                                 port=m.user_endpoint[1])
     return G.Member(
@@ -63,12 +71,13 @@ def _member(m, target):
         rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
         topology_epoch=m.topology_epoch, process_id=m.process_id, user_endpoint=ep,
         client_tags=[Response.KeyValue(key=k, value=v) for k, v in m.client_tags],
-        task_offsets=[], task_end_offsets=[], assignment=_assignment(m.assigned),
+        task_offsets=_offsets(reported.offsets) if reported else [],
+        task_end_offsets=_offsets(reported.end_offsets) if reported else [],
+        assignment=_assignment(m.assigned),
         target_assignment=_assignment(target), is_classic=False)
 
 
 NOT_REQUESTED, NOT_STORED = 0, 1        # TopologyDescriptionStatus
-ASSIGNOR = "sticky"
 
 
 @api(89, versions=(0, 1))
@@ -81,9 +90,10 @@ async def handle(ctx: RequestContext, request) -> Response:
         for g in request.group_ids if g in denied] + [
         G(error_code=d.error, error_message=d.message, group_id=d.group_id, group_state=d.state,
           group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
-          topology=_topology(d.topology), members=[_member(m, t) for m, t in d.members],
+          topology=_topology(d.topology), members=[_member(m, t, d.task_offsets.get(m.member_id))
+                                                 for m, t in d.members],
           **({} if d.error else {
-              "assignor_name": ASSIGNOR,
+              "assignor_name": d.assignor_name,
               "topology_description_status": NOT_STORED if ctx.version >= 1
               and request.include_topology_description else NOT_REQUESTED}))
         for d in described])

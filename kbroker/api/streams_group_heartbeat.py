@@ -75,6 +75,12 @@ async def _create_internal_topics(ctx: RequestContext, topics) -> None:
                         getattr(r, "error_message", ""))
 
 
+def _offsets(entries):
+    if entries is None:
+        return None
+    return [(e.subtopology_id, e.partition, e.offset) for e in entries]
+
+
 def _refused(code: int, message: str | None = None) -> Response:
     return Response(throttle_time_ms=0, error_code=code, error_message=message, member_id="",
                     member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
@@ -107,6 +113,8 @@ async def handle(ctx: RequestContext, request) -> Response:
         user_endpoint=None if ep is None else (ep.host, ep.port),
         client_tags=(None if request.client_tags is None
                      else [(kv.key, kv.value) for kv in request.client_tags]),
+        task_offsets=_offsets(request.task_offsets),
+        task_end_offsets=_offsets(request.task_end_offsets), api_version=ctx.version,
         shutdown_application=bool(request.shutdown_application),
         client_id=ctx.client_id or "", client_host="/" + (ctx.client_host or ""))
     r = await coordinator_of(ctx.broker).streams_group_heartbeat(req)

@@ -6,8 +6,10 @@ Codes are Kafka's (``ResourceType``, ``PatternType``, ``AclOperation``,
 ``ResourcePatternFilter``/``AccessControlEntryFilter`` keep them:
 
 - a new ACL has a concrete resource type (not ANY/UNKNOWN), a LITERAL or PREFIXED pattern,
-  a concrete operation and permission, a non-empty resource name and a principal of the
-  form ``Type:name`` (``validate_new``). CLUSTER resources are named ``kafka-cluster``.
+  a concrete operation and permission, a non-empty resource name, a principal of the
+  form ``Type:name`` and a non-empty host: ``*``, an address or, from ``metadata.version``
+  4.4-IV1, a CIDR block (``validate_new``, ``cidr.py``). CLUSTER resources are named
+  ``kafka-cluster``.
 - a filter with an UNKNOWN field is rejected (``filter_error``); ``ANY`` matches every
   value, a null name/principal/host matches every value; the MATCH pattern type matches
   the LITERAL ACL of that name, the wildcard ``*`` LITERAL ACL and every PREFIXED ACL the
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+
+from .cidr import host_error
 
 # ResourceType
 R_UNKNOWN, R_ANY, TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER = range(8)
@@ -79,8 +83,16 @@ class Acl:
                 f"permissionType={PERMISSION_NAMES.get(self.permission)}))")
 
 
-def validate_new(acl: Acl) -> str | None:
-    """Why an ACL cannot be created (the INVALID_REQUEST message), or None."""
+def validate_new(acl: Acl, metadata_version: int | None = None) -> tuple[str, str] | None:
+    """Why an ACL cannot be created: ``(error name, message)`` -- INVALID_REQUEST, or
+    UNSUPPORTED_VERSION for a CIDR host below ``metadata.version`` 4.4-IV1 (``cidr.py``) -- or None."""
+    problem = _validate_fields(acl)
+    if problem:
+        return "INVALID_REQUEST", problem
+    return host_error(acl.host, metadata_version)
+
+
+def _validate_fields(acl: Acl) -> str | None:
     if acl.resource_type not in RESOURCE_NAMES or acl.resource_type in (R_UNKNOWN, R_ANY):
         return f"Invalid resourceType {RESOURCE_NAMES.get(acl.resource_type, acl.resource_type)}"
     if acl.pattern_type not in (LITERAL, PREFIXED):
@@ -96,8 +108,6 @@ def validate_new(acl: Acl) -> str | None:
     if acl.principal is None or ":" not in acl.principal:
         return (f"Could not parse principal from `{acl.principal}` (no colon is present "
                 "separating the principal type from the principal name)")
-    if acl.host is None:
-        return "Host should not be null"
     return None
 
 

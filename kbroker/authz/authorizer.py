@@ -7,7 +7,8 @@ allow_if_no_acl)`` answers one action the way Kafka's ``StandardAuthorizerData``
 2. the ACLs that apply to the resource are the LITERAL ones with its exact name, the
    LITERAL wildcard ``*`` ones and every PREFIXED one whose name starts the resource name;
 3. of those, an ACL matches when its principal is the caller's or ``User:*``, its host is
-   the caller's address or ``*``, and its operation is the asked one or ``ALL`` — and, for
+   the caller's address, ``*`` or a CIDR block holding the address (``cidr.py``, Kafka 4.4),
+   and its operation is the asked one or ``ALL`` — and, for
    ALLOW ACLs only, when it implies the asked one (READ/WRITE/DELETE/ALTER imply DESCRIBE,
    ALTER_CONFIGS implies DESCRIBE_CONFIGS);
 4. any matching DENY wins; else any matching ALLOW allows; else, when no ACL at all applies
@@ -24,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from .cidr import host_matches
 from .acls import (ALL, ALLOW, ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_ACTION, CREATE, DELETE,
                    DENY, DESCRIBE, DESCRIBE_CONFIGS, GROUP, IDEMPOTENT_WRITE, LITERAL, PREFIXED,
                    READ, TOPIC, TRANSACTIONAL_ID, WILDCARD, WILDCARD_PRINCIPAL, WRITE,
@@ -91,7 +93,7 @@ def _match(acl: Acl, principal: str, host: str, operation: int) -> int | None:
     """ALLOW/DENY when ``acl`` applies to this caller and operation, else None."""
     if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
         return None
-    if acl.host != WILDCARD and acl.host != host:
+    if not host_matches(acl.host, host):
         return None
     if acl.operation != ALL and acl.operation != operation:
         if acl.permission != ALLOW:
@@ -138,7 +140,7 @@ def authorize_by_resource_type(index: AclIndex, principal: str, host: str, opera
     for acl in index.by_type.get(resource_type, ()):
         if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
             continue
-        if acl.host != WILDCARD and acl.host != host:
+        if not host_matches(acl.host, host):
             continue
         if acl.operation != ALL and acl.operation != operation:
             continue

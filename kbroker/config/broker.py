@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from kbroker.config import streams_assignors as _streams_assignors
+
 LONG_MAX = (1 << 63) - 1
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 INT_MAX = (1 << 31) - 1
@@ -241,6 +243,13 @@ _DEFS: list[ConfigDef] = [
     _d("delegation.token.expiry.time.ms", "long", 86_400_000, _at_least(1)),
     _d("delegation.token.expiry.check.interval.ms", "long", 3_600_000, _at_least(1)),
     _d("sasl.enabled.mechanisms", "list", ["GSSAPI"]),
+    # KIP-1357 (Kafka 4.4): the streams task assignors, the first the default
+    _d("group.streams.assignors", "list", ["sticky"], _streams_assignors.check),
+    # kbroker: hand out KIP-1071 warm-up tasks (Kafka 4.4.0 has the hooks, gives none)
+    _d("kbroker.streams.warmup.tasks.enable", "boolean", False),
+    _d("group.streams.rack.aware.assignment.tags", "list", [],
+       lambda v: f"Configuration 'group.streams.rack.aware.assignment.tags' values must not be "
+                 "duplicated." if len(set(v)) != len(v) else None),
     _d("group.share.enable", "boolean", False),
     # kbroker's own (not Kafka's): the HTTP listener of /metrics, /health and /ready
     _d("kbroker.http.listen", "string", None, lambda v: _http_listen(v)),

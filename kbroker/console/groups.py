@@ -158,12 +158,48 @@ async def _typed_detail(broker, group_id: str, kind: str, lag_only: bool) -> dic
             total += lag
         offsets.append({"topic": t, "partition": p, "committed_offset": o, "metadata": md,
                         "log_end_offset": end, "lag": lag, "member_id": owner.get((t, p))})
+    dlq = None
+    if kind == "share":
+        in_flight = share_in_flight(broker, group_id)
+        for o in offsets:
+            o["in_flight"] = in_flight.get((o["topic"], o["partition"]))
+        dlq = share_dead_letters(broker, group_id)
     return {"group_id": group_id, "group_type": kind, "state": g.group_state, "protocol_type": kind,
+            "dead_letter_queue": dlq,
             "protocol": getattr(g, "assignor_name", None), "group_epoch": g.group_epoch,
             "assignment_epoch": g.assignment_epoch, "members": [] if lag_only else members,
             "member_count": len(g.members), "offsets": [] if lag_only else offsets,
             "total_lag": total, "topics": sorted({t for t, _ in keys}),
             "subtopologies": _subtopologies(g) if kind == "streams" else None}
+
+
+def share_in_flight(broker, group_id: str) -> dict[tuple[str, int], dict]:
+    """The in-flight records of the group's share-partitions led on this node (Kafka's
+    SharePartitionMetrics ``InFlightMessageCount``, KIP-1103: the partition leader's, not
+    the coordinator's — no Kafka API answers them): (topic, partition) -> counts by state."""
+    mgr = getattr(broker, "share_partitions", None)
+    if mgr is None:
+        return {}
+    out = {}
+    for (g, tid, p), sp in list(mgr.partitions.items()):
+        name = mgr._topic_name(tid) if g == group_id else None
+        if name is not None:
+            st = sp.statistics()
+            out[(name, p)] = {k: st[k] for k in ("in_flight", "available", "acquired",
+                                                  "acknowledged", "archived")}
+    return out
+
+
+def share_dead_letters(broker, group_id: str) -> dict:
+    """The group's dead-letter queue (KIP-1191): the GROUP config naming its topic, whether
+    it is in force (``share.version`` 2), and what this node wrote to it or dropped."""
+    from kbroker.share.dlq import TOPIC_NAME, dlq_enabled
+    image = broker.metadata
+    name = str(((getattr(image, "group_configs", None) or {}).get(group_id) or {}).get(TOPIC_NAME, "") or "")
+    mgr = getattr(broker, "share_partitions", None)
+    counts = mgr.dlq.group_statistics(group_id) if mgr is not None else {}
+    return {"topic": name or None, "enabled": bool(name) and dlq_enabled(image),
+            "written": counts.get("dead_letters", 0), "dropped": counts.get("dead_letters_dropped", 0)}
 
 
 def _tasks(tasks) -> list[dict]:

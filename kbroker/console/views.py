@@ -68,6 +68,8 @@ def topic_detail(broker, name: str) -> dict:
         p = t.partitions[i]
         row = {"partition": i, "leader": p.leader, "leader_epoch": p.leader_epoch,
                "replicas": list(p.replicas), "isr": list(p.isr),
+               # KIP-966, as DescribeTopicPartitions answers them from the same image
+               "elr": list(p.elr), "last_known_elr": list(p.last_known_elr),
                "offline": p.leader < 0, "local": p.leader == broker.node_id}
         try:
             row.update(offsets_of(broker.replicas, name, i))

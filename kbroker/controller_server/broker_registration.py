@@ -10,7 +10,9 @@ writes the bootstrap feature levels before it checks the first registration (Kaf
 so no broker of a new cluster is refused for "finalized version 0 of metadata.version".
 v2's ``LogDirs`` (KIP-858) are recorded in the registration from ``metadata.version``
 3.7-IV2 on; there a registration without them, with a reserved or repeated id, or with
-another broker's directory is ``INVALID_REGISTRATION``, as in Kafka. Not implemented:
+another broker's directory is ``INVALID_REGISTRATION``, as in Kafka. v3's
+``PreviousBrokerEpoch`` (KIP-966) tells a clean restart from an unclean one; below v3 every
+new incarnation counts as unclean, as Kafka's controller decides. Not implemented:
 ZooKeeper migration fields."""
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ async def handle(ctx, request):
             request.broker_id, request.cluster_id, request.incarnation_id,
             [(l.name, l.host, l.port) for l in request.listeners or ()], request.rack,
             [(f.name, f.min_supported_version, f.max_supported_version) for f in request.features or ()],
-            log_dirs=list(getattr(request, "log_dirs", None) or ()))
+            log_dirs=list(getattr(request, "log_dirs", None) or ()),
+            previous_broker_epoch=request.previous_broker_epoch if ctx.version >= 3 else None)
     except NotController:
         code, epoch = ErrorCode.NOT_CONTROLLER, -1
     return Response(throttle_time_ms=0, error_code=code, broker_epoch=epoch)

@@ -24,7 +24,7 @@ RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET = "log-start-offset-checkpoint"
 CLEANER_OFFSET = "cleaner-offset-checkpoint"
 REPLICATION_OFFSET = "replication-offset-checkpoint"  # high watermarks
-CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"   # its content: kbroker.log.clean_shutdown
 
 
 def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:

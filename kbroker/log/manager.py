@@ -10,18 +10,23 @@ Layout of each directory in ``log.dirs`` (Kafka's)::
         log-start-offset-checkpoint
         cleaner-offset-checkpoint
         replication-offset-checkpoint        high watermarks (not of the metadata log)
-        .kafka_cleanshutdown                 present only between a clean shutdown and the next start
+        .kafka_cleanshutdown                 present only between a clean shutdown and the next start;
+                                             the broker epoch it stopped with (kbroker.log.clean_shutdown)
 
 ``load()`` opens every partition: after a clean shutdown the segments and indexes are
 trusted and no record data is read; otherwise each log re-validates what lies past its
 recovery point.  The marker is removed once loading is done, so a crash from then on is
-detected.  ``shutdown()`` flushes and closes every log, writes the checkpoints and the
-marker.
+detected; the broker epoch each marker named is kept for the broker's registration
+(``previous_broker_epoch``, KIP-966).  ``shutdown(broker_epoch)`` flushes and closes every
+log, writes the checkpoints and the marker with that epoch.
 
 Maintenance is synchronous, bounded work a trio task calls periodically (see
 :mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints),
 ``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion) and
 ``run_cleaner`` (at most one compaction pass per call, on the dirtiest log).
+
+New logs go to the online directory holding the fewest, leaving out the ``cordoned`` ones
+(``cordoned.log.dirs``, KIP-1066) unless every online directory is cordoned.
 
 ``move_log`` moves a partition to another of ``log.dirs`` (AlterReplicaLogDirs, KIP-113):
 the log is flushed with a producer-state snapshot, copied to ``…-future`` in the
@@ -52,6 +57,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from . import checkpoint as ckpt
+from . import clean_shutdown
 from .cleaner import CleanResult, clean, cleanable_range
 from .config import LogConfig
 from .errors import KafkaStorageError, LogClosed
@@ -84,6 +90,8 @@ class LogManager:
         self._last_checkpoint_ms = 0
         self.loaded = False
         self.had_clean_shutdown: dict[Path, bool] = {}
+        self.cordoned: set[Path] = set()          # cordoned.log.dirs (KIP-1066): no new logs
+        self.clean_shutdown_epochs: dict[Path, int | None] = {}   # what each marker named
         self.last_clean: CleanResult | None = None
         # every PartitionLog here reports to it; the replica layer listens (kbroker.log.failure)
         self.failures = LogDirFailureChannel()
@@ -107,6 +115,7 @@ class LogManager:
             marker = d / ckpt.CLEAN_SHUTDOWN
             clean = marker.exists()
             self.had_clean_shutdown[d] = clean
+            self.clean_shutdown_epochs[d] = clean_shutdown.read_epoch(d) if clean else None
             rps = self._safe_read(d / ckpt.RECOVERY_POINT)
             starts = self._safe_read(d / ckpt.LOG_START_OFFSET)
             dirty = self._safe_read(d / ckpt.CLEANER_OFFSET)
@@ -146,8 +155,16 @@ class LogManager:
         self._last_checkpoint_ms = self.ticker()
         self.loaded = True
 
-    def shutdown(self) -> None:
-        """Flush and close every log, write checkpoints and the clean-shutdown marker.
+    def previous_broker_epoch(self) -> int:
+        """The broker epoch the last clean shutdown left in every log dir's marker, else -1
+        (Kafka's ``readBrokerEpochFromCleanShutdownFiles``): read at ``load()``."""
+        return clean_shutdown.previous_broker_epoch(
+            [self.clean_shutdown_epochs.get(d) for d in self.log_dirs],
+            all_online=not self.offline_dirs)
+
+    def shutdown(self, broker_epoch: int = clean_shutdown.UNKNOWN) -> None:
+        """Flush and close every log, write checkpoints and the clean-shutdown marker naming
+        ``broker_epoch`` (the epoch the broker is registered with, -1 if none; KIP-966).
 
         A directory whose writes fail on the way is reported (kbroker.log.failure) and gets
         no marker, so its logs are recovered on the next start; the others shut down
@@ -165,13 +182,7 @@ class LogManager:
         for d in self.online_dirs:
             try:
                 with self.failures.guard(d, "write the clean-shutdown marker"):
-                    fd = os.open(d / ckpt.CLEAN_SHUTDOWN, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                                 0o644)
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-                    ckpt.fsync_dir(d)
+                    clean_shutdown.write(d, broker_epoch)
             except KafkaStorageError:
                 continue
         self._logs.clear()
@@ -216,6 +227,8 @@ class LogManager:
         online = self.online_dirs
         if not online:
             raise KafkaStorageError("no online log directory left")
+        # KIP-1066: a cordoned dir takes no new log while another online dir is not cordoned
+        online = [d for d in online if d not in self.cordoned] or online
         if topic == METADATA_TOPIC:
             target = self.log_dirs[0]     # metadata.log.dir is the first of log.dirs (config)
         elif len(online) == 1:

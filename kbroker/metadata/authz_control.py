@@ -52,9 +52,9 @@ class AuthzControl:
             existing = set(self.image.acls.values())
             used = set(self.image.acls)
             for acl in acls:
-                err = validate_new(acl)
+                err = validate_new(acl, self.image.features.get("metadata.version"))
                 if err:
-                    results.append((E.INVALID_REQUEST, err))
+                    results.append((E[err[0]], err[1]))
                     continue
                 if acl not in existing:
                     existing.add(acl)

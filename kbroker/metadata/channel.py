@@ -363,9 +363,12 @@ class ControllerChannel(AuthzChannel):
         return await self._route(lambda c: c.allocate_producer_ids(count), remote, fail)
 
     # ------------------------------------------------------------------ broker lifecycle
-    async def register_broker(self, incarnation_id, listeners, rack, log_dirs=()) -> tuple[int, int]:
+    async def register_broker(self, incarnation_id, listeners, rack, log_dirs=(),
+                              previous_broker_epoch: int = -1) -> tuple[int, int]:
         """BrokerRegistration; ``log_dirs``: the directory ids of this broker's online log
-        dirs, in Kafka's order (KIP-858, as Kafka's ``BrokerLifecycleManager`` sends them)."""
+        dirs, in Kafka's order (KIP-858, as Kafka's ``BrokerLifecycleManager`` sends them);
+        ``previous_broker_epoch``: the epoch of its last clean shutdown, -1 if unknown (v3+,
+        KIP-966)."""
         R = w.BrokerRegistrationRequest
 
         async def remote(addr):
@@ -373,7 +376,8 @@ class ControllerChannel(AuthzChannel):
                     listeners=[R.Listener(name=n, host=h, port=p, security_protocol=0) for n, h, p in listeners],
                     features=[R.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
                               for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())],
-                    rack=rack, is_migrating_zk_broker=False, log_dirs=list(log_dirs))
+                    rack=rack, is_migrating_zk_broker=False, log_dirs=list(log_dirs),
+                    previous_broker_epoch=previous_broker_epoch)
             resp = await self._call(addr, 62, 4, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
@@ -381,22 +385,25 @@ class ControllerChannel(AuthzChannel):
 
         return await self._route(
             lambda c: c.register_broker(self.node_id, self.quorum.cluster_id, incarnation_id, listeners, rack,
-                                        log_dirs=list(log_dirs)),
+                                        log_dirs=list(log_dirs), previous_broker_epoch=previous_broker_epoch),
             remote, lambda: (E.NOT_CONTROLLER, -1))
 
     async def heartbeat(self, broker_epoch: int, metadata_offset: int, *, want_fence: bool = False,
-                        want_shut_down: bool = False,
-                        offline_dirs: Sequence = ()) -> tuple[int, bool, bool, bool]:
+                        want_shut_down: bool = False, offline_dirs: Sequence = (),
+                        cordoned_dirs: Sequence | None = None) -> tuple[int, bool, bool, bool]:
         """BrokerHeartbeat. ``offline_dirs``: directory ids of failed log dirs (v1's
         ``OfflineLogDirs``, KIP-858), in every heartbeat while they are offline, as Kafka's
-        brokers send them."""
+        brokers send them; ``cordoned_dirs``: those of the cordoned ones (v2's
+        ``CordonedLogDirs``, KIP-1066), None before the broker caught up."""
         async def remote(addr):
-            version = 1 if offline_dirs else 0
+            version = 2 if cordoned_dirs is not None else 1 if offline_dirs else 0
             req = w.BrokerHeartbeatRequest(broker_id=self.node_id, broker_epoch=broker_epoch,
                                            current_metadata_offset=metadata_offset,
                                            want_fence=want_fence, want_shut_down=want_shut_down)
             if offline_dirs:
                 req.offline_log_dirs = list(offline_dirs)
+            if cordoned_dirs is not None:
+                req.cordoned_log_dirs = list(cordoned_dirs)
             resp = await self._call(addr, 63, version, req)
             if resp is None or resp.error_code == E.NOT_CONTROLLER:
                 return None
@@ -404,7 +411,8 @@ class ControllerChannel(AuthzChannel):
 
         return await self._route(
             lambda c: c.heartbeat(self.node_id, broker_epoch, metadata_offset, want_fence, want_shut_down,
-                                  offline_dirs=tuple(offline_dirs)),
+                                  offline_dirs=tuple(offline_dirs),
+                                  cordoned_dirs=None if cordoned_dirs is None else tuple(cordoned_dirs)),
             remote, lambda: (E.NOT_CONTROLLER, False, True, False))
 
     async def assign_replicas_to_dirs(self, broker_epoch: int, assignments: dict, *,

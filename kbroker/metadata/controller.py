@@ -28,7 +28,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import elr, group_configs
+from . import cordoned, elr, group_configs
 from .authz_control import AuthzControl
 from .directories import partition_dirs
 from .image import (BROKER_RESOURCE, GROUP_RESOURCE, INTERNAL_TOPICS, TOPIC_RESOURCE, MetadataImage, ZERO_UUID,
@@ -234,6 +234,13 @@ class Controller(AuthzControl):
                     res.error_code = INVALID_REPLICA_ASSIGNMENT
                     res.error_message = f"Invalid replica assignment {reps}"
                     return res, None
+                cordoned_all = [r for r in reps if r in self.image.brokers
+                                and not cordoned.takes_new_replicas(self.image.brokers[r])]
+                if cordoned_all:        # KIP-1066
+                    res.error_code = INVALID_REPLICA_ASSIGNMENT
+                    res.error_message = (f"The manual partition assignment includes broker {cordoned_all[0]}, "
+                                         "but all its log directories are cordoned.")
+                    return res, None
                 missing = [r for r in reps if r not in live]
                 if missing:
                     res.error_code = INVALID_REPLICA_ASSIGNMENT
@@ -248,6 +255,11 @@ class Controller(AuthzControl):
                 return res, None
             if rf <= 0:
                 res.error_code, res.error_message = INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, or -1 to use the default value."
+                return res, None
+            if not live and len(self.image.brokers) >= rf:     # Kafka's StripedReplicaPlacer
+                res.error_code = INVALID_REPLICATION_FACTOR
+                res.error_message = (f"Unable to replicate the partition {rf} time(s): All brokers "
+                                     "are currently fenced, or have all their log directories cordoned.")
                 return res, None
             if rf > len(live):
                 res.error_code = INVALID_REPLICATION_FACTOR

@@ -10,11 +10,15 @@ bounds and each session timeout greater than its heartbeat interval; share-group
 duration, delivery count limit and record locks within their broker bounds;
 ``share.auto.offset.reset`` ``latest`` / ``earliest`` / ``by_duration:<ISO-8601>``;
 ``share.isolation.level`` ``read_committed`` / ``read_uncommitted``; a dead-letter topic
-(``errors.deadletterqueue.topic.name``, Kafka 4.4) not starting with ``__``. A violation is
+(``errors.deadletterqueue.topic.name``, Kafka 4.4) not starting with ``__``; a streams
+group's task assignor (``streams.assignor.name``, KIP-1357) one the broker's
+``group.streams.assignors`` registers. A violation is
 ``INVALID_CONFIG`` with Kafka's message; an empty group name is ``INVALID_REQUEST``.
 
 DescribeConfigs lists every key: an override with source GROUP_CONFIG (8), otherwise the
-broker's value of the synonym (DEFAULT_CONFIG, 5) — as Kafka's ``ConfigHelper`` does.
+broker's value of the synonym (DEFAULT_CONFIG, 5) — as Kafka's ``ConfigHelper`` does; the
+keys Kafka defines as internal (the streams warm-up settings) only when the group sets them,
+and ``streams.assignor.name`` with the first of the broker's assignors.
 Pure functions; ``get(key)`` reads a broker setting.
 """
 from __future__ import annotations
@@ -36,6 +40,7 @@ class GroupConfigDef:
     default: str
     at_least: int | None = None
     synonym: str | None = None    # the broker setting that provides the default
+    internal: bool = False        # Kafka's defineInternal: described only when set
 
 
 _D = GroupConfigDef
@@ -60,6 +65,17 @@ DEFINITIONS: dict[str, GroupConfigDef] = {d.name: d for d in (
     _D("streams.num.standby.replicas", "int", "0", 0, "group.streams.num.standby.replicas"),
     _D("streams.initial.rebalance.delay.ms", "int", "3000", 0, "group.streams.initial.rebalance.delay.ms"),
     _D("streams.assignment.interval.ms", "int", "1000", 0, "group.streams.assignment.interval.ms"),
+    # Kafka 4.4: KIP-1357's assignor choice; the client tags a rack-aware assignor spreads
+    # standby tasks over; KIP-1071's warm-up settings (internal keys)
+    _D("streams.assignor.name", "string", "sticky", None, "group.streams.assignors"),
+    _D("streams.rack.aware.assignment.tags", "list", "", None,
+       "group.streams.rack.aware.assignment.tags"),
+    _D("streams.task.offset.interval.ms", "int", "60000", 1,
+       "group.streams.task.offset.interval.ms", internal=True),
+    _D("streams.num.warmup.replicas", "int", "2", 0, "group.streams.num.warmup.replicas",
+       internal=True),
+    _D("streams.acceptable.recovery.lag", "long", "10000", 0,
+       "group.streams.acceptable.recovery.lag", internal=True),
 )}
 
 # (group key, broker key of the bound, "min"/"max", broker default of the bound)
@@ -89,6 +105,8 @@ _BOUNDS = (
     ("streams.num.standby.replicas", "group.streams.max.standby.replicas", "max", 2),
     ("streams.assignment.interval.ms", "group.streams.min.assignment.interval.ms", "min?", 0),
     ("streams.assignment.interval.ms", "group.streams.max.assignment.interval.ms", "max?", 15000),
+    ("streams.task.offset.interval.ms", "group.streams.min.task.offset.interval.ms", "min", 15000),
+    ("streams.num.warmup.replicas", "group.streams.max.warmup.replicas", "max", 20),
 )
 _SESSION_VS_HEARTBEAT = ("consumer", "share", "streams")
 _ISO_DURATION = re.compile(r"^-?P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?$", re.I)
@@ -102,11 +120,23 @@ def _broker(get: Callable[[str], object], key: str, default):
     return default if v is None else v
 
 
+def _streams_assignors(get: Callable[[str], object]) -> list[str]:
+    from kbroker.config.streams_assignors import assignor_names
+    try:
+        return list(assignor_names(_broker(get, "group.streams.assignors", ["sticky"])))
+    except ValueError:
+        return ["sticky"]
+
+
 def defaults(get: Callable[[str], object]) -> dict[str, str]:
     """Every group config's value when the group has no override (the broker's)."""
     out = {}
     for d in DEFINITIONS.values():
         v = _broker(get, d.synonym, d.default) if d.synonym else d.default
+        if d.name == "streams.assignor.name":         # the broker's default assignor
+            v = _streams_assignors(get)[0]
+        elif isinstance(v, (list, tuple)):
+            v = ",".join(str(x) for x in v)
         out[d.name] = str(v).lower() if isinstance(v, bool) else str(v)
     return out
 
@@ -115,13 +145,14 @@ def _parse(d: GroupConfigDef, value: str | None) -> str | None:
     """An error message for a value that is not of the key's type or below its bound."""
     if value is None:
         return f"Invalid value null for configuration {d.name}"
-    if d.type == "int":
+    if d.type in ("int", "long"):
+        kind, bits = ("INT", 31) if d.type == "int" else ("LONG", 63)
         try:
             n = int(str(value).strip())
         except ValueError:
-            return f"Invalid value {value} for configuration {d.name}: Not a number of type INT"
-        if not -(1 << 31) <= n < (1 << 31):
-            return f"Invalid value {value} for configuration {d.name}: Not a number of type INT"
+            return f"Invalid value {value} for configuration {d.name}: Not a number of type {kind}"
+        if not -(1 << bits) <= n < (1 << bits):
+            return f"Invalid value {value} for configuration {d.name}: Not a number of type {kind}"
         if d.at_least is not None and n < d.at_least:
             return f"Invalid value {n} for configuration {d.name}: Value must be at least {d.at_least}"
     elif d.type == "boolean":
@@ -154,6 +185,11 @@ def validate(group: str, overrides: Mapping[str, str | None], get: Callable[[str
     for name in (changed or overrides):
         if name not in DEFINITIONS:
             return 40, f"Unknown group config name: {name}"    # INVALID_CONFIG
+    tags = (changed or overrides).get("streams.rack.aware.assignment.tags")
+    if tags is not None and tags.strip():
+        keys = re.split(r"\s*,\s*", tags.strip())
+        if len(set(keys)) != len(keys):
+            return 40, "streams.rack.aware.assignment.tags must not contain duplicate tag keys."
     values = defaults(get)
     values.update({k: v for k, v in overrides.items() if v is not None})
     for name, v in values.items():
@@ -177,6 +213,10 @@ def validate(group: str, overrides: Mapping[str, str | None], get: Callable[[str
             return 40, f"{key} must be less than or equal to {hi}"
         elif lo is not None and v < lo:
             return 40, f"{key} must be greater than or equal to {lo}"
+    name = overrides.get("streams.assignor.name")
+    if name is not None and name not in _streams_assignors(get):
+        return 40, (f"streams.assignor.name '{name}' is not a registered task assignor. "
+                    f"Registered assignors are: [{', '.join(_streams_assignors(get))}].")
     for kind in _SESSION_VS_HEARTBEAT:
         if ints[f"{kind}.session.timeout.ms"] <= ints[f"{kind}.heartbeat.interval.ms"]:
             return 40, f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"
@@ -189,6 +229,8 @@ def describe(overrides: Mapping[str, str], get: Callable[[str], object]) -> list
     out = []
     for name in sorted(DEFINITIONS):
         d = DEFINITIONS[name]
+        if d.internal and name not in overrides:
+            continue
         synonyms = []
         if name in overrides:
             value, source = overrides[name], GROUP_CONFIG_SOURCE

@@ -18,6 +18,16 @@ and the other brokers have seen that — or the timeout passes. Then heartbeats 
 Every heartbeat names the log dirs that went offline since start (``OfflineLogDirs``,
 KIP-858), as Kafka's ``BrokerLifecycleManager`` does; the controller reads which replicas
 they held from the partition records.
+
+Every heartbeat also names the cordoned log dirs (``CordonedLogDirs``, v2, KIP-1066), the
+first one included -- Kafka's brokers send null until their RECOVERY state, but kbroker's
+logs are loaded before it registers -- so the controller knows them before it unfences the
+broker and places no new replica on a broker whose dirs are all cordoned.
+
+Every registration carries ``PreviousBrokerEpoch`` (v3+, KIP-966): the broker epoch the
+log dirs' clean-shutdown markers remember (``kbroker.log.clean_shutdown``), -1 after a crash.
+The controller keeps a cleanly stopped broker's replicas as eligible leaders and takes an
+uncleanly stopped one's out of every ELR.
 """
 from __future__ import annotations
 
@@ -39,6 +49,7 @@ class BrokerLifecycle:
         self.listeners = listeners
         self.rack = rack
         self.broker_epoch = -1
+        self.previous_broker_epoch = -1          # from the clean-shutdown markers (KIP-966)
         self.fenced = True
         self._unfenced = trio.Event()
         self.shutting_down = False
@@ -48,6 +59,7 @@ class BrokerLifecycle:
         # registration, the offline ones with every heartbeat
         self.offline_log_dirs = lambda: ()
         self.online_log_dirs = lambda: []
+        self.cordoned_log_dirs = lambda: []      # KIP-1066: directory ids, read per heartbeat
         self.stats = {"registrations": 0, "heartbeats": 0, "heartbeat_errors": 0}
 
     async def wait_unfenced(self) -> None:
@@ -60,8 +72,9 @@ class BrokerLifecycle:
         interval = self.config.get("broker.heartbeat.interval.ms") / 1000
         task_status.started(self)
         while True:
-            code, epoch = await self.channel.register_broker(self.incarnation_id, self.listeners, self.rack,
-                                                             log_dirs=self.online_log_dirs())
+            code, epoch = await self.channel.register_broker(
+                self.incarnation_id, self.listeners, self.rack, log_dirs=self.online_log_dirs(),
+                previous_broker_epoch=self.previous_broker_epoch)
             if code:
                 log.warning("broker registration failed: %s; retrying", E(code).name)
                 await trio.sleep(min(interval, 0.5))
@@ -72,7 +85,8 @@ class BrokerLifecycle:
                 shutting_down = self.shutting_down
                 code, caught_up, fenced, should_shut_down = await self.channel.heartbeat(
                     epoch, self._offset(), want_shut_down=shutting_down,
-                    offline_dirs=self.offline_log_dirs())
+                    offline_dirs=self.offline_log_dirs(),
+                    cordoned_dirs=self.cordoned_log_dirs())
                 self.stats["heartbeats"] += 1
                 if code == E.STALE_BROKER_EPOCH:
                     if shutting_down:

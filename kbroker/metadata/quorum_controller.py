@@ -13,7 +13,10 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
 - ``register_broker``: a ``RegisterBrokerRecord`` (fenced) whose broker epoch is its own
   offset in the metadata log, with the ids of the broker's online log dirs (``LogDirs``,
   checked as Kafka does); re-registering with the same incarnation id returns the same
-  epoch;
+  epoch. A new incarnation first leaves every ISR, and with ELR on (KIP-966) one that cannot
+  prove a clean shutdown -- its ``PreviousBrokerEpoch`` is not the epoch registered for it,
+  or it spoke BrokerRegistration below v3 -- also leaves every ELR (kept as last known ELR):
+  its log may have lost an unflushed tail (Kafka's ``handleBrokerShutdown``);
 - ``unregister_broker`` (UnregisterBroker, ``kafka-cluster.sh unregister``): the broker
   leaves every ISR and its leaderships move, then its registration is removed;
 - ``heartbeat``: session bookkeeping (in memory, on the active controller only) and
@@ -59,7 +62,8 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
   ``leader.imbalance.check.interval.seconds`` when ``auto.leader.rebalance.enable``).
 
 Placement: new partitions go round-robin over the live (unfenced) brokers from a rotating
-start, so topics spread over the cluster.
+start, so topics spread over the cluster; a broker whose log dirs are all cordoned (KIP-1066,
+``cordoned.py``, from the heartbeats' ``CordonedLogDirs``) gets none.
 """
 from __future__ import annotations
 
@@ -74,7 +78,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import directories, elect, elr, feature_control, reassign
+from . import cordoned, directories, elect, elr, feature_control, reassign
 from .controller import METADATA_VERSION, Controller, default_feature_records
 from .errors import NotController
 from .image import apply_partition_change
@@ -125,7 +129,7 @@ class QuorumController(Controller):
         self.stats = {"commits": 0, "records": 0, "fenced": 0, "unfenced": 0, "registrations": 0,
                       "leader_moves": 0, "not_controller": 0, "isr_changes": 0,
                       "controlled_shutdowns": 0, "elections": 0, "rebalance_elections": 0,
-                      "reassignments": 0}
+                      "reassignments": 0, "unclean_registrations": 0}
         self._next_balance = None                    # trio time of the next auto rebalance
 
     # the quorum's state machine owns the image; Controller.__init__'s assignment is ignored
@@ -177,7 +181,12 @@ class QuorumController(Controller):
         return self.quorum.driver.node.log.end_offset
 
     def _live_ids(self) -> list[int]:
-        ids = sorted(self._active_ids())          # a broker shutting down gets no new partitions
+        # a broker shutting down gets no new partitions, nor one whose log dirs are all
+        # cordoned (KIP-1066)
+        active = self._active_ids()
+        ids = sorted(b for b in active if cordoned.takes_new_replicas(self.image.brokers[b]))
+        if not ids and active:
+            return []                             # every active broker is cordoned
         if not ids:
             # a single combined node places on itself; a controller-only node never does
             # (nothing is placed until a broker registers, as in Kafka), nor a multi-node quorum
@@ -220,14 +229,18 @@ class QuorumController(Controller):
 
     # ------------------------------------------------------------------ registration
     async def register_broker(self, broker_id: int, cluster_id: str, incarnation_id, listeners,
-                              rack: str | None, features=None, log_dirs=()) -> tuple[int, int]:
+                              rack: str | None, features=None, log_dirs=(),
+                              previous_broker_epoch: int | None = -1) -> tuple[int, int]:
         """``(error_code, broker_epoch)``. ``features``: the ``(name, min, max)`` levels the
         broker serves (None: this node's own table); a broker that cannot serve a finalized
         level is refused with UNSUPPORTED_VERSION, one that does not list ``metadata.version``
         with INVALID_REGISTRATION, as by Kafka's ``ClusterControlManager``. ``log_dirs``: the
         directory ids of its online log dirs (BrokerRegistration v2+), recorded from
         ``metadata.version`` 3.7-IV2 on, where none, a reserved id, a duplicate or another
-        broker's directory is INVALID_REGISTRATION."""
+        broker's directory is INVALID_REGISTRATION. ``previous_broker_epoch``: the epoch the
+        broker's clean-shutdown markers named (BrokerRegistration v3+, -1 unknown), None when
+        the request could not carry it (below v3): a new incarnation whose previous epoch is
+        not the registered one is an unclean restart (``_shutdown_records``)."""
         from kbroker.config.features import SUPPORTED_FEATURES
         if features is None:
             features = [(n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())]
@@ -253,7 +266,11 @@ class QuorumController(Controller):
             if old is not None and old.incarnation_id == incarnation_id:
                 self._sessions[broker_id] = trio.current_time()
                 return E.NONE, old.broker_epoch
-            epoch = self._next_offset()
+            # Kafka's registerBroker: a new incarnation first cleans up after the previous one
+            stored = old.broker_epoch if old is not None else -2
+            clean = previous_broker_epoch is not None and stored == previous_broker_epoch
+            cleanup = self._shutdown_records(broker_id, clean)
+            epoch = self._next_offset()       # the first record's offset, as Kafka's nextWriteOffset
             EP = messages.RegisterBrokerRecord.BrokerEndpoint
             rec = messages.RegisterBrokerRecord(
                 broker_id=broker_id, is_migrating_zk_broker=False, incarnation_id=incarnation_id,
@@ -262,10 +279,14 @@ class QuorumController(Controller):
                 features=[messages.RegisterBrokerRecord.BrokerFeature(
                     name=n, min_supported_version=lo, max_supported_version=hi) for n, lo, hi in features],
                 log_dirs=list(log_dirs) if with_dirs else [])
-            await self._commit([rec])
+            await self._commit([*cleanup, rec])
             self._sessions[broker_id] = trio.current_time()
             self.stats["registrations"] += 1
-            log.info("broker %d registered with epoch %d", broker_id, epoch)
+            if not clean:
+                self.stats["unclean_registrations"] += 1
+            log.info("broker %d registered with epoch %d (%s restart, %d partition change(s) for "
+                     "its previous incarnation)", broker_id, epoch,
+                     "clean" if clean else "unclean", len(cleanup))
             return E.NONE, epoch
 
     def _log_dirs_error(self, broker_id: int, log_dirs: list) -> str | None:
@@ -342,17 +363,27 @@ class QuorumController(Controller):
 
     async def heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int,
                         want_fence: bool, want_shut_down: bool,
-                        offline_dirs=()) -> tuple[int, bool, bool, bool]:
+                        offline_dirs=(), cordoned_dirs=None) -> tuple[int, bool, bool, bool]:
         """``(error_code, is_caught_up, is_fenced, should_shut_down)``; the state changes of
         Kafka's ``calculateNextBrokerState`` (FENCED, UNFENCED, CONTROLLED_SHUTDOWN,
         SHUTDOWN_NOW). ``offline_dirs``: the directory ids the broker reports offline
-        (BrokerHeartbeat v1, KIP-858), handled from metadata.version 3.7-IV2 on."""
+        (BrokerHeartbeat v1, KIP-858), handled from metadata.version 3.7-IV2 on;
+        ``cordoned_dirs``: those it reports cordoned (v2, KIP-1066; None: not said), recorded
+        from 4.3-IV0 on when they differ from the registered ones (``cordoned.py``)."""
         b = self.image.brokers.get(broker_id)
         if b is None or b.broker_epoch != broker_epoch:
             return E.STALE_BROKER_EPOCH, False, True, False
         self._sessions[broker_id] = trio.current_time()
         self._offsets[broker_id] = metadata_offset
         await self._handle_offline_dirs(broker_id, broker_epoch, offline_dirs)
+        if cordoned.change_record(self.image, broker_id, broker_epoch, cordoned_dirs) is not None:
+            async with self._lock:
+                cur = self.image.brokers.get(broker_id)
+                rec = cordoned.change_record(self.image, broker_id, broker_epoch, cordoned_dirs)
+                if rec is not None and cur is not None and cur.broker_epoch == broker_epoch:
+                    await self._commit([rec])
+                    log.info("broker %d: cordoned log dirs %s", broker_id,
+                             sorted(str(d) for d in rec.cordoned_log_dirs))
         caught_up = metadata_offset >= broker_epoch
         if b.in_controlled_shutdown or (want_shut_down and not b.fenced):
             return await self._controlled_shutdown(broker_id, broker_epoch, caught_up, want_fence)
@@ -434,7 +465,7 @@ class QuorumController(Controller):
         ``remove`` (no unclean election): keep the leader if it stays acceptable, else the
         first replica in the target ISR that is acceptable (``add`` counts as active: it is
         being unfenced), else, with ELR on and the ISR empty, the first acceptable ELR member,
-        else -1. With ELR on (KIP-966) an ISR below the minimum keeps the members it loses as
+        else (ISR and ELR empty) the last known leader if acceptable, else -1. With ELR on (KIP-966) an ISR below the minimum keeps the members it loses as
         eligible leaders and may become empty; without, an ISR that would become empty is
         left as it is. An ongoing reassignment the new ISR satisfies completes."""
         rec = reassign.build_change(
@@ -464,9 +495,30 @@ class QuorumController(Controller):
                         recs.append(rec)
         return recs
 
-    def _leave_elr_records(self, broker_id: int) -> list:
-        """Take the broker out of every ELR (KIP-966: a broker that is gone, like one that
-        shut down uncleanly, is no clean leader any more; it is kept as last known ELR)."""
+    def _shutdown_records(self, broker_id: int, clean: bool) -> list:
+        """Kafka's ``ReplicationControlManager.handleBrokerShutdown`` for a new incarnation:
+        the broker leaves every ISR (no leadership stays with it); with ELR on and an unclean
+        restart it is no eligible leader either: it leaves the ISRs without becoming ELR, and
+        leaves every ELR."""
+        if clean or not elr.enabled(self.image.features):
+            return self._leave_isr_records(broker_id)
+        active = self._active_ids() - {broker_id}
+        recs = []
+        for t in self.image.topics.values():
+            for p in t.partitions.values():
+                if broker_id in p.isr:
+                    rec = reassign.build_change(
+                        p, t.topic_id, active.__contains__, isr=[r for r in p.isr if r != broker_id],
+                        dirs=directories.rules(self.image), min_isr=self._min_isr(t.topic_id),
+                        unclean_shutdown=[broker_id])
+                    if rec is not None:
+                        recs.append(rec)
+        return recs + self._elr_records(broker_id, unclean=True)
+
+    def _elr_records(self, broker_id: int, *, unclean: bool) -> list:
+        """The partitions whose ELR holds the broker, changed without it as a possible
+        leader; ``unclean`` (a restart that proved no clean shutdown, KIP-966): it also
+        leaves their ELR. Kafka's ``generateLeaderAndIsrUpdates`` over ``partitionsWithBrokerInElr``."""
         active = self._active_ids() - {broker_id}
         recs = []
         for t in self.image.topics.values():
@@ -475,7 +527,7 @@ class QuorumController(Controller):
                     rec = reassign.build_change(p, t.topic_id, active.__contains__,
                                                 dirs=directories.rules(self.image),
                                                 min_isr=self._min_isr(t.topic_id),
-                                                unclean_shutdown=[broker_id])
+                                                unclean_shutdown=[broker_id] if unclean else ())
                     if rec is not None:
                         recs.append(rec)
         return recs
@@ -497,15 +549,16 @@ class QuorumController(Controller):
         return recs
 
     async def unregister_broker(self, broker_id: int) -> tuple[int, str | None]:
-        """UnregisterBroker (Kafka's ``ReplicationControlManager.unregisterBroker``): the
-        broker leaves every ISR and every ELR, its leaderships move, then an ``UnregisterBrokerRecord``
-        removes its registration. ``BROKER_ID_NOT_REGISTERED`` for an unknown id. Raises
-        ``NotController``."""
+        """UnregisterBroker (Kafka 4.4's ``ReplicationControlManager.handleBrokerUnregistered``):
+        the broker leaves every ISR, its leaderships move, the partitions whose ELR names it
+        are changed without it as a possible leader (it stays in their ELR, as in Kafka), then
+        an ``UnregisterBrokerRecord`` removes its registration. ``BROKER_ID_NOT_REGISTERED``
+        for an unknown id. Raises ``NotController``."""
         async with self._lock:
             b = self.image.brokers.get(broker_id)
             if b is None:
                 return E.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
-            records = self._leave_isr_records(broker_id) + self._leave_elr_records(broker_id)
+            records = self._leave_isr_records(broker_id) + self._elr_records(broker_id, unclean=False)
             records.append(messages.UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=b.broker_epoch))
             await self._commit(records)
             self._sessions.pop(broker_id, None)

@@ -1,29 +1,37 @@
 """Partition changes and replica reassignment (KIP-455), as Kafka's controller makes them.
 
-``build_change`` is Kafka's ``PartitionChangeBuilder`` without leader recovery (and without
-KIP-966's "last known leader" recovery mode): from a partition's state and the targets a caller
-sets (ISR, replicas, adding/removing replicas) it builds the one ``PartitionChangeRecord``
-that gets there, or ``None`` when nothing changes. In Kafka's order:
+``build_change`` is Kafka 4.4's ``PartitionChangeBuilder`` (unclean elections aside): from a
+partition's state and the targets a caller sets (ISR, replicas, adding/removing replicas) it
+builds the one ``PartitionChangeRecord`` that gets there, or ``None`` when nothing changes.
+In Kafka's order:
 
 1. an ongoing reassignment completes when the target ISR, without the replicas being
    removed, still holds every replica that stays: replicas and ISR lose the removed ones,
    adding/removing are cleared;
 2. with ELR on (``min_isr`` given, KIP-966; ``target_elr``): a target ISR below the minimum ISR
-   keeps the members it loses as eligible leader replicas (ELR) and the others as last
-   known ELR; an ISR at the minimum clears both; with ELR off both are emptied;
-3. the leader is elected: ``ONLINE`` keeps the current leader if it is still in the target
-   ISR and acceptable (live, not shutting down), else takes the first such replica in
-   replica order; ``PREFERRED`` tries the first replica before the current leader; none
-   gives -1. While the target ISR is empty, ELR members are valid leaders too (a clean
-   election: their log holds every committed record), and an ELR member elected becomes the
-   ISR and leaves the ELR;
+   keeps every member of the current ISR or ELR it does not hold as an eligible leader
+   replica (ELR), except brokers that restarted uncleanly (``unclean_shutdown``); an ISR at
+   the minimum clears the ELR;
+3. the leader is elected: ``ONLINE`` keeps the current leader if it is still valid -- in the
+   target ISR, or in the ELR while that ISR is empty (a clean election: its log holds every
+   committed record), and acceptable (live, not shutting down, its directory online) -- else
+   the first valid replica in replica order; ``PREFERRED`` tries the first replica before
+   the current leader. Failing that, with ELR on, the *last known leader* (KIP-966's balanced
+   recovery, on in Kafka 4.4): when ISR and ELR are both empty and the last known ELR names
+   one broker that is acceptable, it is elected and becomes the ISR. None gives -1. An ELR
+   member elected becomes the ISR and leaves the ELR;
 4. a replica set that loses a member bumps the leader epoch even when the leader stays
    (the leader field is set to the current leader);
-5. an empty target ISR is written only with ELR on (without it the last member stays);
-6. with the image's directory rules (``dirs``, from ``metadata.version`` 3.7-IV2, KIP-858):
+5. the ELR where it changes (emptied with ELR off, or when the last known leader was
+   elected); an empty target ISR is written only with ELR on (without it the last member
+   stays);
+6. the last known ELR holds the *last known leader* (Kafka 4.4): a change that leaves the
+   partition without a leader records the leader it had (if none is recorded yet), and one
+   that elects a leader clears it;
+7. with the image's directory rules (``dirs``, from ``metadata.version`` 3.7-IV2, KIP-858):
    a replica whose directory is offline is never elected (Kafka's ``LeaderAcceptor``), and
    ``Directories`` is written when the target replicas' directories differ from the
-   current ones — a staying replica keeps its directory, ``set_dirs`` overrides one
+   current ones -- a staying replica keeps its directory, ``set_dirs`` overrides one
    (AssignReplicasToDirs), an added replica gets its broker's default
    (``directories.DirRules.default_dir``).
 
@@ -39,8 +47,9 @@ left, the first original replica becomes the ISR, allowed only when the topic's
 ListPartitionReassignments lists.
 
 Not implemented: unclean elections (``election=UNCLEAN`` is refused by the callers, see
-``elect.py``), KIP-966's last-known-leader recovery (Kafka's internal
-``useLastKnownLeaderInBalancedRecovery``, off by default).
+``elect.py``) and the ``LeaderRecoveryState`` an election of the last known leader writes in
+Kafka (RECOVERING, until that leader reports it recovered): kbroker keeps no recovery state,
+its elected leader serves at once.
 """
 from __future__ import annotations
 
@@ -94,31 +103,40 @@ def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool],
 
     # 2. the eligible leader replicas (KIP-966)
     enabled = min_isr is not None
-    t_elr, t_last_known = target_elr(p, t_isr, min_isr, unclean_shutdown) if enabled else ([], [])
+    t_elr = target_elr(p, t_isr, min_isr, unclean_shutdown) if enabled else list(p.elr)
 
-    # 3. elect: from the ISR, or from the ELR while the ISR is empty
+    # 3. elect: from the ISR, or from the ELR while the ISR is empty, or the last known leader
     def valid(r: int) -> bool:
         return (r in t_isr or (not t_isr and r in t_elr)) and acceptable(r)
 
-    leader = _elect(p.leader, t_replicas, valid, election)
+    def last_known_leader() -> int | None:
+        if (enabled and not t_elr and not t_isr and len(p.last_known_elr) == 1
+                and acceptable(p.last_known_elr[0])):
+            return p.last_known_elr[0]
+        return None
+
+    leader, recovered = _elect(p.leader, t_replicas, valid, election, last_known_leader)
     if leader != p.leader:
         rec.leader = leader
         if leader in t_elr:         # a clean election out of the ELR: it is the ISR now
             t_isr = [leader]
             t_elr = [r for r in t_elr if r != leader]
+        elif recovered:             # the last known leader: it alone is the ISR
+            t_isr = [leader]
+            rec.isr = t_isr
 
     # 4. a shrinking replica set bumps the leader epoch
     if rec.leader == NO_LEADER_CHANGE and not set(p.replicas) <= set(t_replicas):
         rec.leader = p.leader
 
-    # 5. ELR fields where they change (both emptied when ELR is off)
+    # 5. the ELR where it changes (emptied with ELR off or after a last-known-leader election)
+    if rec.isr is not None or not enabled:
+        t_elr = []
     if t_elr != list(p.elr):
         rec.eligible_leader_replicas = t_elr
-    if t_last_known != list(p.last_known_elr):
-        rec.last_known_elr = t_last_known
 
-    # 6. the ISR: empty only with ELR on
-    if (t_isr or enabled) and t_isr != list(p.isr):
+    # the ISR: empty only with ELR on
+    if rec.isr is None and (t_isr or enabled) and t_isr != list(p.isr):
         rec.isr = t_isr
     if t_replicas and t_replicas != list(p.replicas):
         rec.replicas = t_replicas
@@ -127,7 +145,14 @@ def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool],
     if t_adding != list(p.adding_replicas):
         rec.adding_replicas = t_adding
 
-    # 5. directories of the target replicas
+    # 6. the last known leader (Kafka 4.4's maybeUpdateLastKnownLeader)
+    if enabled:
+        if rec.leader == NO_LEADER and not p.last_known_elr:
+            rec.last_known_elr = [p.leader]
+        elif rec.leader >= 0 and p.last_known_elr:
+            rec.last_known_elr = []
+
+    # 7. directories of the target replicas
     if dirs is not None and t_replicas:
         current = dict(zip(p.replicas, p.directory_list()))
         current.update(set_dirs or {})
@@ -144,31 +169,35 @@ def build_change(p: PartitionImage, topic_id, acceptable: Callable[[int], bool],
 
 
 def target_elr(p: PartitionImage, t_isr: Sequence[int], min_isr: int,
-               unclean_shutdown: Sequence[int] = ()) -> tuple[list[int], list[int]]:
-    """Kafka's ``maybePopulateTargetElr``: ``(ELR, last known ELR)`` for the target ISR. An
-    ISR of ``min_isr`` or more members clears both. A smaller one keeps as ELR every member of
-    the current ISR or ELR that leaves the ISR (brokers with an unclean shutdown excepted), and
-    as last known ELR the rest of those and of the current last known ELR that are in neither."""
+               unclean_shutdown: Sequence[int] = ()) -> list[int]:
+    """Kafka's ``maybePopulateTargetElr``: the ELR for the target ISR. An ISR of ``min_isr``
+    or more members clears it. A smaller one keeps every member of the current ISR or ELR
+    that is not in it, brokers with an unclean shutdown excepted."""
     if len(t_isr) >= min_isr:
-        return [], []
+        return []
     in_isr = set(t_isr)
-    candidates = set(p.elr) | set(p.isr)
-    elr = sorted(r for r in candidates if r not in in_isr and r not in unclean_shutdown)
-    last_known = sorted(r for r in candidates | set(p.last_known_elr)
-                        if r not in in_isr and r not in elr)
-    return elr, last_known
+    return sorted(r for r in set(p.elr) | set(p.isr) if r not in in_isr and r not in unclean_shutdown)
 
 
-def _elect(current: int, replicas: list[int], valid: Callable[[int], bool], election: str) -> int:
+def _elect(current: int, replicas: list[int], valid: Callable[[int], bool], election: str,
+           last_known_leader: Callable[[], int | None]) -> tuple[int, bool]:
+    """Kafka's ``electLeader``: ``(leader, whether it is the last known leader)``."""
     if election == PREFERRED:
         if replicas and valid(replicas[0]):
-            return replicas[0]
+            return replicas[0], False
         if valid(current):
-            return current
-        return next((r for r in replicas[1:] if valid(r)), NO_LEADER)
-    if valid(current):
-        return current
-    return next((r for r in replicas if valid(r)), NO_LEADER)
+            return current, False
+        found = next((r for r in replicas[1:] if valid(r)), None)
+    else:
+        if valid(current):
+            return current, False
+        found = next((r for r in replicas if valid(r)), None)
+    if found is not None:
+        return found, False
+    last = last_known_leader()
+    if last is not None:
+        return last, True
+    return NO_LEADER, False
 
 
 def _completed(replicas: list[int], removing: list[int], adding: list[int],

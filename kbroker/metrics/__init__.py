@@ -68,6 +68,7 @@ async def collect(server) -> list[Family]:
     out += await _replica_families(broker, s)
     out += _controller_families(broker, image)
     out += await _group_families(broker, s)
+    out += await _share_families(broker, s)
     out += _quota_families(broker)
     registry = getattr(server, "schema_registry", None)     # kbroker/schema_registry
     if registry is not None:
@@ -218,6 +219,8 @@ async def _replica_families(broker, s: _Slicer) -> list[Family]:
                  "Partitions led here whose ISR is smaller than their replica set.")
     under_min = Family("kafka_server_replicamanager_underminisrpartitioncount", "gauge",
                        "Partitions led here whose ISR is below min.insync.replicas.")
+    at_min = Family("kafka_server_replicamanager_atminisrpartitioncount", "gauge",
+                    "Partitions led here whose ISR is exactly min.insync.replicas (AtMinIsrPartitionCount).")
     shrinks = Family("kafka_server_replicamanager_isrshrinks_total", "counter",
                      "ISR shrinks asked by this broker as leader (IsrShrinksPerSec).")
     expands = Family("kafka_server_replicamanager_isrexpands_total", "counter",
@@ -226,7 +229,7 @@ async def _replica_families(broker, s: _Slicer) -> list[Family]:
     leo = Family("kafka_log_log_logendoffset", "gauge", "A partition's log end offset.")
     lso = Family("kafka_log_log_logstartoffset", "gauge", "A partition's log start offset.")
     segs = Family("kafka_log_log_numlogsegments", "gauge", "Segments of a partition's log.")
-    led = under = below_min = 0
+    led = under = below_min = at_min_n = 0
     for p in parts:
         if p.is_leader:
             led += 1
@@ -234,6 +237,8 @@ async def _replica_families(broker, s: _Slicer) -> list[Family]:
                 under += 1
             if len(p.isr) < p.config.min_insync_replicas:
                 below_min += 1
+            elif len(p.isr) == p.config.min_insync_replicas:
+                at_min_n += 1
         log_ = p.log
         if log_ is None:
             continue
@@ -247,9 +252,10 @@ async def _replica_families(broker, s: _Slicer) -> list[Family]:
     leaders.add(led)
     urp.add(under)
     under_min.add(below_min)
+    at_min.add(at_min_n)
     shrinks.add(replicas.stats.get("isr_shrinks", 0))
     expands.add(replicas.stats.get("isr_expands", 0))
-    return [count, leaders, urp, under_min, shrinks, expands, size, leo, lso, segs]
+    return [count, leaders, urp, under_min, at_min, shrinks, expands, size, leo, lso, segs]
 
 
 # ---------------------------------------------------------------------------- controller
@@ -306,6 +312,16 @@ def _controller_families(broker, image) -> list[Family]:
 
 # ---------------------------------------------------------------------------- groups
 
+def _group_state(g) -> str:
+    """A group's state name, every type: a share group has no ``state`` attribute (its state
+    follows from its members, ``state_name()``); /metrics failed with one before."""
+    name = getattr(g, "state_name", None)
+    if callable(name):
+        return str(name())
+    st = getattr(g, "state", None)
+    return str(getattr(st, "value", st))
+
+
 async def _group_families(broker, s: _Slicer) -> list[Family]:
     gc = getattr(broker, "group_coordinator", None)
     manager = getattr(gc, "manager", None)
@@ -325,7 +341,7 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
     all_groups = list(manager.groups.items())
     states: dict[str, int] = {}
     for gid, g in all_groups:
-        state = getattr(g.state, "value", str(g.state))
+        state = _group_state(g)
         states[state] = states.get(state, 0) + 1
         members.add(len(g.members), consumergroup=gid)
     groups.add(len(all_groups))
@@ -346,6 +362,32 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
             await s.tick(2)
         lag_sum.add(total, consumergroup=gid)
     return [groups, by_state, members, current, lag, lag_sum]
+
+
+async def _share_families(broker, s: _Slicer) -> list[Family]:
+    """Share-partitions led here (Kafka's ``kafka.server:type=SharePartitionMetrics``,
+    KIP-1103): records in flight per group and partition, and the group's dead letters
+    (KIP-1191) this node wrote or dropped."""
+    mgr = getattr(broker, "share_partitions", None)
+    if mgr is None:
+        return []
+    in_flight = Family("kafka_server_sharepartitionmetrics_inflightmessagecount", "gauge",
+                       "Records in flight in a share-partition led here (InFlightMessageCount).")
+    written = Family("kbroker_share_dead_letters_total", "counter",
+                     "Records of a share group written to its dead-letter topic by this node.")
+    dropped = Family("kbroker_share_dead_letters_dropped_total", "counter",
+                     "Dead letters of a share group this node could not write (no such topic, "
+                     "DLQ not enabled on it, a failed write).")
+    for (group, tid, p), sp in sorted(list(mgr.partitions.items()), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])):
+        name = mgr._topic_name(tid)
+        if name is None:
+            continue
+        in_flight.add(len(sp.in_flight), group=group, topic=name, partition=str(p))
+        await s.tick()
+    for group, counts in sorted(mgr.dlq.by_group.items()):
+        written.add(counts["dead_letters"], group=group)
+        dropped.add(counts["dead_letters_dropped"], group=group)
+    return [in_flight, written, dropped]
 
 
 def totals(server) -> TopicCounters:

@@ -106,6 +106,39 @@ class Broker:
         ids = (directory_id(d) for d in getattr(self.logs, "offline_dirs", ()) or ())
         return tuple(i for i in ids if i is not None)
 
+    def _cordoned_paths(self) -> set:
+        """``cordoned.log.dirs`` (KIP-1066) as paths of ``log.dirs`` (``*``: all of them),
+        read at each call, so a dynamic per-broker value takes effect. An entry that is not in
+        ``log.dirs`` is a ConfigError (Kafka refuses it too)."""
+        from pathlib import Path
+        value = self.config.effective_values().get("cordoned.log.dirs")   # a dynamic value wins
+        entries = [e.strip() for e in value or () if e.strip()]
+        dirs = [Path(d) for d in self.config.log_dirs]
+        if "*" in entries:
+            return set(dirs)
+        known = {str(d.expanduser().resolve()): d for d in dirs}
+        out = set()
+        for e in entries:
+            d = known.get(str(Path(e).expanduser().resolve()))
+            if d is None:
+                raise ConfigError("cordoned.log.dirs", f"{e} is not one of log.dirs ({', '.join(map(str, dirs))})")
+            out.add(d)
+        return out
+
+    def _cordoned_log_dirs(self) -> list:
+        """The directory ids of the cordoned log dirs, for the heartbeats (BrokerHeartbeat v2);
+        the log manager places no new log there."""
+        from kbroker.metadata.directories import sorted_dirs
+        from kbroker.replica.log_dir_failure import directory_id
+        try:
+            self.logs.cordoned = self._cordoned_paths()
+        except ConfigError as e:         # a dynamic value that names no log dir: kept as it was
+            if getattr(self, "_cordoned_warned", None) != str(e):      # once per value
+                self._cordoned_warned = str(e)
+                log.warning("%s; the cordoned log dirs stay as they were", e)
+        ids = (directory_id(d) for d in self.logs.cordoned if d in self.logs.online_dirs)
+        return list(sorted_dirs(i for i in ids if i is not None))
+
     def _online_log_dirs(self) -> list:
         """The directory ids of the online log dirs, in Kafka's order, for the registration."""
         from kbroker.metadata.directories import sorted_dirs
@@ -157,6 +190,7 @@ class Broker:
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
                                ticker=monotonic_reader(self.clock))
+        self.logs.cordoned = self._cordoned_paths()     # KIP-1066, checked before anything loads
         self.stage = "loading the logs"
         with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):
             self.logs.load()
@@ -197,7 +231,10 @@ class Broker:
                                              [(l.name, l.host, l.port) for l in cfg.advertised_listeners],
                                              cfg.get("broker.rack"))
             self.lifecycle.offline_log_dirs = self._offline_log_dirs
+            # the epoch the last clean shutdown left in the markers (KIP-966), read at load
+            self.lifecycle.previous_broker_epoch = self.logs.previous_broker_epoch()
             self.lifecycle.online_log_dirs = self._online_log_dirs
+            self.lifecycle.cordoned_log_dirs = self._cordoned_log_dirs
             await nursery.start(self.lifecycle.run)
             self.dir_assignments.channel = self.controller
             await nursery.start(self.dir_assignments.run)
@@ -289,7 +326,9 @@ class Broker:
             except Exception:   # noqa: BLE001 - shutting down anyway; logs still get closed
                 log.exception("replica manager shutdown failed")
         if self.logs is not None and self.logs.loaded:
-            self.logs.shutdown()
+            # the marker remembers the broker epoch: the next registration proves it clean
+            epoch = self.lifecycle.broker_epoch if self.lifecycle is not None else -1
+            self.logs.shutdown(broker_epoch=epoch)
         self.logs = None
         self.started = False
         self._release_dirs()

@@ -9,7 +9,9 @@
   ``POST .../positions/beginning|end`` (``{"partitions": [...]}``),
   ``GET .../records?timeout=&max_bytes=`` (format from ``Accept``, else the instance's;
   another format than the instance's is 406 40601),
-  ``POST .../offsets`` (the given offsets, or everything polled so far) and ``GET
+  ``POST .../offsets`` (the given offsets are the last ones consumed, so the next one is
+  committed, as Confluent's REST Proxy and Karapace do; without a body, the positions of
+  everything polled so far) and ``GET
   .../offsets`` (``{"partitions": [...]}`` → the committed offsets).
 
 The rules (membership, positions, expiry) are in ``consumers.py``.
@@ -177,7 +179,8 @@ async def commit(call: Call):
     inst = _instance(call)
     body = parse_json(call.body, required=False)
     if body and body.get("offsets") is not None:
-        offsets = _offsets(body["offsets"])
+        # the last offsets consumed: the next one is committed (kafka-rest's KafkaConsumerState)
+        offsets = {tp: o + 1 for tp, o in _offsets(body["offsets"]).items()}
     else:
         offsets = {tp: o for tp, o in inst.positions.items() if tp in set(inst.assignment())}
     await call.gateway.consumers.commit(inst, offsets)

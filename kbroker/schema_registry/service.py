@@ -545,7 +545,16 @@ class RegistryService:
         if version_text is None:
             against = live
         else:
-            against = [self._version(st, subject, version_text)]
+            n = parse_version(version_text)
+            if n is None:
+                # Confluent (since 7.0): ``latest`` of a subject without live versions is
+                # checked against nothing, so it is compatible; a numbered one is 40402
+                against = live[-1:]
+            else:
+                sv = st.version(subject, n)
+                if sv is None or sv.deleted:
+                    raise errors.version_not_found(n)
+                against = [sv]
             if level.endswith("_TRANSITIVE"):
                 against = live
         try:

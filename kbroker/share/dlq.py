@@ -92,6 +92,7 @@ class DeadLetterWriter:
         self.broker = broker
         self._rpc = rpc                         # () -> RpcClient, for a DLQ partition led elsewhere
         self.stats = {"dead_letters": 0, "dead_letters_dropped": 0}
+        self.by_group: dict[str, dict[str, int]] = {}     # the same counts per share group
 
     def _broker_setting(self, key: str, default: str) -> str:
         values = getattr(self.broker.config, "values", None) or {}
@@ -129,7 +130,7 @@ class DeadLetterWriter:
         if problem is None and str((t.configs or {}).get(GROUP_ENABLE, "false")).lower() != "true":
             problem = f"DLQ is not enabled on configured DLQ topic for share group: {group_id}, topic: {name}."
         if problem is not None:
-            self.stats["dead_letters_dropped"] += len(letters)
+            self._count(group_id, "dead_letters_dropped", len(letters))
             log.warning("%s %d dead letters of %s-%d dropped", problem, len(letters), topic, partition)
             return 0
         originals = self._originals(topic, partition, letters) if copy else {}
@@ -140,11 +141,11 @@ class DeadLetterWriter:
         dest = destination_partition(partition, len(t.partitions))
         code = await self._append(name, dest, batch, now_ms)
         if code:
-            self.stats["dead_letters_dropped"] += len(letters)
+            self._count(group_id, "dead_letters_dropped", len(letters))
             log.warning("writing %d dead letters of %s-%d to %s-%d failed: error %d",
                         len(letters), topic, partition, name, dest, code)
             return 0
-        self.stats["dead_letters"] += len(letters)
+        self._count(group_id, "dead_letters", len(letters))
         return len(letters)
 
     def _originals(self, topic: str, partition: int, letters: list[DeadLetter]) -> dict:
@@ -201,6 +202,15 @@ class DeadLetterWriter:
         if resp is None:
             return E.REQUEST_TIMED_OUT
         return resp.responses[0].partition_responses[0].error_code
+
+    def _count(self, group_id: str, key: str, n: int) -> None:
+        self.stats[key] += n
+        g = self.by_group.setdefault(group_id, {"dead_letters": 0, "dead_letters_dropped": 0})
+        g[key] += n
+
+    def group_statistics(self, group_id: str) -> dict:
+        """Dead letters of one group written and dropped by this node."""
+        return dict(self.by_group.get(group_id) or {"dead_letters": 0, "dead_letters_dropped": 0})
 
     def statistics(self) -> dict:
         return dict(self.stats)

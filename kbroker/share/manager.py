@@ -69,7 +69,9 @@ class SharePartitionManager:
         self.sessions = ShareSessionCache(
             int(getattr(broker.config, "values", {}).get("group.share.max.share.sessions", 2000)))
         self.stats = {"acquired": 0, "acknowledged": 0, "lock_expiries": 0, "persist_errors": 0}
-        self.dirty: set[Key] = set()
+        # share-partitions to write -> whether the write is one Kafka makes too (it moves the
+        # written start offset on, F-970) or kbroker's own record of an acquisition
+        self.dirty: dict[Key, bool] = {}
         self._epochs: dict[Key, int] = {}          # leader epoch each share-partition was loaded in
         self.lock_clock_ms = monotonic_reader(broker.clock)   # acquisition locks' clock
         # dead letters (KIP-1191, share.version 2) go to the group's DLQ topic
@@ -129,21 +131,26 @@ class SharePartitionManager:
         self._epochs[key] = epoch
         return sp
 
-    def _persist(self, group_id, topic_id, partition, sp: SharePartition | None = None) -> None:
-        """Mark a share-partition's state to be written by the next :meth:`flush`."""
+    def _persist(self, group_id, topic_id, partition, sp: SharePartition | None = None,
+                 *, advance: bool = True) -> None:
+        """Mark a share-partition's state to be written by the next :meth:`flush`;
+        ``advance`` False for an acquisition, which Kafka does not write (kbroker does, so
+        delivery counts outlive a restart): it repeats the start offset last written."""
         if self.persister is not None:
-            self.dirty.add((group_id, topic_id, partition))
+            key = (group_id, topic_id, partition)
+            self.dirty[key] = self.dirty.get(key, False) or advance
 
     async def flush(self) -> dict:
         """Write every changed share-partition's snapshot; ``{key: error}`` of failed ones."""
         failed: dict = {}
         while self.dirty:
-            key = self.dirty.pop()
+            key = next(iter(self.dirty))
+            advance = self.dirty.pop(key)
             sp = self.partitions.get(key)
             if sp is None:
                 continue
-            code = await self.persister.write_async(*key, sp.start_offset, sp.state_epoch,
-                                                    sp.state_batches())
+            start, batches = sp.take_snapshot(advance=advance)   # one write behind (F-970)
+            code = await self.persister.write_async(*key, start, sp.state_epoch, batches)
             if code:
                 failed[key] = code
                 self.stats["persist_errors"] += 1
@@ -261,7 +268,7 @@ class SharePartitionManager:
                 n = sum(a.last_offset - a.first_offset + 1 for a in r.acquired)
                 left -= n
                 self.stats["acquired"] += n
-                self._persist(group_id, tid, p, sp)
+                self._persist(group_id, tid, p, sp, advance=False)
             out[(tid, p)] = r
         return out
 

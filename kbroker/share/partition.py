@@ -37,6 +37,15 @@ The state is kept per offset (a dict of in-flight offsets), bounded by that limi
 :meth:`SharePartition.state_batches` and :meth:`SharePartition.from_state` are the
 persisted form (the ShareSnapshot's ``StateBatches``: runs of equal state and delivery
 count; ACQUIRED is persisted as AVAILABLE, as Kafka does: a lock does not survive a restart).
+
+What is written lags one write behind the start offset, as Kafka 4.4's ``SharePartition``
+writes it (F-970): a WriteShareGroupState carries the start offset from *before* the change
+that caused it (Kafka moves its start offset only once the write completed,
+``rollbackOrProcessStateUpdates`` then ``maybeUpdateCachedStateAndOffsets``), with the
+acknowledged/archived records the change settled as state batches above it. The next write
+carries the moved start offset. :meth:`SharePartition.take_snapshot` gives that form;
+``written_start``/``written_complete`` are what the last one said (what the share
+coordinator holds, and what DescribeShareGroupOffsets reports).
 """
 from __future__ import annotations
 
@@ -104,6 +113,15 @@ class SharePartition:
         # offsets archived for good since the owner last took them (KIP-1191 dead letters):
         # (offset, delivery count, cause), drained by the manager with take_dead_letters()
         self.dead_letters: list[tuple[int, int, str]] = []
+        # the persisted view (F-970): the start offset the next snapshot carries (where the
+        # start offset stood at the last advancing one), the records the start offset moved
+        # past at or above the start offset last written (offset -> final state, delivery
+        # count: they are written until a snapshot's start offset passes them), and what the
+        # last snapshot said
+        self._write_start = start_offset
+        self._retired: dict[int, InFlight] = {}
+        self.written_start = start_offset
+        self.written_complete = 0
 
     # ------------------------------------------------------------------ acquisition
     def acquire(self, member_id: str, available_end: int, max_records: int, now_ms: int,
@@ -247,6 +265,8 @@ class SharePartition:
             if r is None or r.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
                 break
             del self.in_flight[self.start_offset]
+            if self.start_offset >= self.written_start:
+                self._retired[self.start_offset] = r
             self.start_offset += 1
         if self.end_offset < self.start_offset:
             self.end_offset = self.start_offset
@@ -258,6 +278,10 @@ class SharePartition:
             return
         for off in [o for o in self.in_flight if o < log_start_offset]:
             del self.in_flight[off]
+        # records gone from the log are not written back: the next snapshot starts there
+        self._retired = {o: r for o, r in self._retired.items() if o >= log_start_offset}
+        self._write_start = max(self._write_start, log_start_offset)
+        self.written_start = max(self.written_start, log_start_offset)
         self.start_offset = log_start_offset
         if self.end_offset < self.start_offset:
             self.end_offset = self.start_offset
@@ -266,7 +290,10 @@ class SharePartition:
     def reset_to(self, offset: int) -> None:
         """AlterShareGroupOffsets: start again at ``offset`` with nothing in flight."""
         self.in_flight.clear()
+        self._retired.clear()
         self.start_offset = self.end_offset = offset
+        self._write_start = self.written_start = offset
+        self.written_complete = 0
 
     # ------------------------------------------------------------------ persistence
     def state_batches(self) -> list[StateBatch]:
@@ -281,6 +308,34 @@ class SharePartition:
                 out.append(StateBatch(off, off, int(st), r.delivery_count))
         return out
 
+    def take_snapshot(self, *, advance: bool = True) -> tuple[int, list[StateBatch]]:
+        """(start offset, state batches) to write now, one write behind as Kafka 4.4 (see
+        the module docstring): the start offset from before the changes since the last
+        advancing snapshot, the records settled since it stood there, then the records in
+        flight. ``advance`` False (a write Kafka does not make: kbroker also persists
+        acquisitions, so that delivery counts outlive a restart) repeats the start offset
+        last written and moves nothing on. Remembers what it returned as
+        ``written_start``/``written_complete``."""
+        start = self._write_start if advance else self.written_start
+        retired = sorted((o, r) for o, r in self._retired.items() if o >= start)
+        out = _runs(retired)
+        for b in self.state_batches():
+            if out and out[-1].last_offset == b.first_offset - 1 \
+                    and out[-1].delivery_state == b.delivery_state \
+                    and out[-1].delivery_count == b.delivery_count:
+                out[-1] = StateBatch(out[-1].first_offset, b.last_offset, b.delivery_state,
+                                     b.delivery_count)
+            else:
+                out.append(b)
+        if advance:
+            self._retired = dict(retired)
+            self._write_start = self.start_offset
+        self.written_start = start
+        self.written_complete = sum(b.last_offset - b.first_offset + 1 for b in out
+                                    if b.delivery_state in (RecordState.ACKNOWLEDGED,
+                                                            RecordState.ARCHIVED))
+        return start, out
+
     @classmethod
     def from_state(cls, start_offset: int, batches: Iterable[StateBatch], **kw) -> "SharePartition":
         sp = cls(start_offset, **kw)
@@ -292,6 +347,13 @@ class SharePartition:
                 sp.in_flight[off] = InFlight(st, b.delivery_count)
                 sp.end_offset = max(sp.end_offset, off + 1)
         sp._maybe_advance_start()
+        # what was read back is what the coordinator holds until the next write, which
+        # carries the start offset moved past the settled records (Kafka's reload,
+        # ``maybeInitialize``)
+        sp.written_complete = len(sp._retired) + sum(
+            1 for r in sp.in_flight.values()
+            if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+        sp._write_start = sp.start_offset
         return sp
 
     def statistics(self) -> dict:
@@ -300,6 +362,19 @@ class SharePartition:
             counts[r.state.name.lower()] += 1
         return {"start_offset": self.start_offset, "end_offset": self.end_offset,
                 "in_flight": len(self.in_flight), **counts}
+
+
+def _runs(records: list[tuple[int, InFlight]]) -> list[StateBatch]:
+    """Runs of neighbouring offsets with equal state and delivery count."""
+    out: list[StateBatch] = []
+    for off, r in records:
+        st = int(RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state)
+        if out and out[-1].last_offset == off - 1 and out[-1].delivery_state == st \
+                and out[-1].delivery_count == r.delivery_count:
+            out[-1] = StateBatch(out[-1].first_offset, off, st, r.delivery_count)
+        else:
+            out.append(StateBatch(off, off, st, r.delivery_count))
+    return out
 
 
 def _ranges(taken: list[tuple[int, int]]) -> list[AcquiredRange]:

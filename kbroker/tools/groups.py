@@ -4,7 +4,8 @@
     kbroker groups list [--type classic|consumer|share|streams ...]
     kbroker groups describe GROUP ... [--members | --topology]
             offsets: committed offset, log end offset, lag and the member owning each partition
-            (a share group: its start offset and lag per partition); --members: each member
+            (a share group: its start offset and lag per partition, and its dead-letter
+            topic, KIP-1191, in the header); --members: each member
             with its epoch, current assignment and (KIP-848) target assignment, or (streams)
             its active/standby/warm-up tasks; --topology: a streams group's subtopologies
     kbroker groups reset-offsets GROUP (--topic T[:P,P...] ... | --all-topics)
@@ -26,6 +27,10 @@ for a dry run; ``--shift-by`` moves each partition's committed offset and refuse
 without one; every target is clamped to the partition's [log start, log end] at the time of
 the plan. A share group's start offsets are moved with AlterShareGroupOffsets. ``--all-topics``
 means the topics the group has offsets for.
+
+A share group's records in flight are not shown here: no Kafka API answers them (Kafka has
+them as the partition leader's ``SharePartitionMetrics`` only; ``kafka-share-groups`` shows
+start offset and lag, as this command); kbroker's console and ``/metrics`` show them.
 """
 from __future__ import annotations
 
@@ -124,6 +129,21 @@ def _log_offsets(conn, a, tps, spec) -> dict[tuple[str, int], int]:
     return out
 
 
+def _dead_letter_topic(conn, a, group: str) -> str | None:
+    """The share group's dead-letter topic (KIP-1191: GROUP config
+    ``errors.deadletterqueue.topic.name``, DescribeConfigs), None when it names none or the
+    broker has no such config (before Kafka 4.4)."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+    futures = a.describe_configs([ConfigResource(ResourceType.GROUP, group)], request_timeout=conn.timeout)
+    got = conn.wait_all(futures, lambda r: f"describe the configs of group {group}", a)
+    for _res, entries in got.items():
+        if hasattr(entries, "code"):
+            raise conn.fail(entries, f"describe the configs of group {group}")
+        e = entries.get("errors.deadletterqueue.topic.name")
+        return (e.value or None) if e is not None else None
+    return None
+
+
 def describe_group(conn, ws, a, group: str) -> dict:
     from kbroker.tools import group_reads
     d = group_reads.describe(ws, group)
@@ -132,7 +152,8 @@ def describe_group(conn, ws, a, group: str) -> dict:
         rows = [dict(r, group=group) for r in d.pop("share_offsets") or ()]
         if d["state"] == "Dead" and not rows:
             raise CommandError(f"group {group} does not exist")
-        d.update(members=len(d["member_list"]), offsets=rows)
+        d.update(members=len(d["member_list"]), offsets=rows,
+                 dead_letter_topic=_dead_letter_topic(conn, a, group))
         return d
     d.pop("share_offsets", None)
     committed = _committed(conn, a, group)
@@ -167,8 +188,9 @@ def cmd_describe(args) -> int:
         note = "" if d["members"] else f" ({d['type']} group '{d['group']}' has no active members)"
         epochs = (f"  GroupEpoch: {d['group_epoch']}  AssignmentEpoch: {d['assignment_epoch']}"
                   if d.get("group_epoch") is not None else "")
+        dlq = f"  DeadLetterTopic: {d['dead_letter_topic']}" if d.get("dead_letter_topic") else ""
         print(f"Group: {d['group']}  Type: {d['type']}  State: {d['state']}  "
-              f"Members: {d['members']}{epochs}{note}")
+              f"Members: {d['members']}{epochs}{dlq}{note}")
         if args.topology:
             if d["subtopologies"] is None:
                 raise UsageError(f"--topology: group {d['group']} is a {d['type']} group, not a streams group")

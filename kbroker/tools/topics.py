@@ -13,7 +13,10 @@ As ``kafka-topics.sh``, listing and describing every topic includes the internal
 an auto-creation; ``add-partitions`` until the broker's metadata lists the new partitions with
 leaders (Kafka's broker shows them once it has replayed the controller's records, a little after
 CreatePartitions is answered). ``--partitions``/``--replication-factor`` default to the broker's
-``num.partitions``/``default.replication.factor`` (-1 on the wire, KIP-464).
+``num.partitions``/``default.replication.factor`` (-1 on the wire, KIP-464). ``describe``
+prints each partition's leader, replicas, ISR, eligible leader replicas and last-known ELR
+(KIP-966: DescribeTopicPartitions, as kafka-topics; ``N/A`` from a broker without it) and
+offline replicas.
 """
 from __future__ import annotations
 
@@ -122,14 +125,19 @@ def cmd_create(args) -> int:
     return 0
 
 
-def describe_rows(md_topics) -> list[dict]:
+def describe_rows(md_topics, elrs: dict | None = None) -> list[dict]:
+    """One row per partition; ``elrs`` (DescribeTopicPartitions, KIP-966): (topic,
+    partition) -> (eligible leader replicas, last known ELR), or None when the broker does
+    not serve that API (``elr``/``last_known_elr`` None then: kafka-topics prints N/A)."""
     rows = []
     for t in md_topics:
         for p in sorted(t.partitions, key=lambda p: p.partition_index):
+            elr, lke = (None, None) if elrs is None else elrs.get((t.name, p.partition_index), ([], []))
             rows.append({"topic": t.name, "partition": p.partition_index,
                          "leader": p.leader_id, "leader_epoch": p.leader_epoch,
                          "replicas": list(p.replica_nodes or ()), "isr": list(p.isr_nodes or ()),
-                         "offline": list(p.offline_replicas or ())})
+                         "offline": list(p.offline_replicas or ()),
+                         "elr": elr, "last_known_elr": lke})
     return rows
 
 
@@ -151,10 +159,12 @@ def cmd_describe(args) -> int:
     conn = connect(args)
     with WireSession(conn.bootstrap, conn.props, conn.timeout) as ws:
         md = ws.metadata(list(dict.fromkeys(args.names)) if args.names else None)
-    topics = [t for t in md.topics if not (args.exclude_internal and t.is_internal)]
-    for t in topics:
-        if t.error_code:
-            raise CommandError(broker_error_sentence(t.error_code, f"topic {t.name}", props=conn.props))
+        topics = [t for t in md.topics if not (args.exclude_internal and t.is_internal)]
+        for t in topics:
+            if t.error_code:
+                raise CommandError(broker_error_sentence(t.error_code, f"topic {t.name}", props=conn.props))
+        # ELR and last-known ELR (KIP-966) are DescribeTopicPartitions' only
+        elrs = ws.partition_elrs(sorted(t.name for t in topics))
     topics.sort(key=lambda t: t.name)
     configs = {}
     if topics:
@@ -171,7 +181,7 @@ def cmd_describe(args) -> int:
     if args.json:
         emit(args, [{"name": t.name, "topic_id": _topic_id(t.topic_id), "internal": bool(t.is_internal),
                      "partitions": [{k: v for k, v in r.items() if k != "topic"}
-                                    for r in describe_rows([t])],
+                                    for r in describe_rows([t], elrs)],
                      "configs": configs.get(t.name, {})} for t in topics])
         return 0
     for t in topics:
@@ -182,7 +192,12 @@ def cmd_describe(args) -> int:
     print()
     # offline replicas as the broker answers them (its broker fenced, gone or without this
     # listener, or its log dir offline); an empty list is "-", so that no cell is blank
-    emit(args, None, describe_rows(topics), ["topic", "partition", "leader", "replicas", "isr", "offline"])
+    # ELR columns as kafka-topics prints them: the lists, or N/A without DescribeTopicPartitions
+    rows = [dict(r, elr="N/A" if r["elr"] is None else r["elr"],
+                 last_known_elr="N/A" if r["last_known_elr"] is None else r["last_known_elr"])
+            for r in describe_rows(topics, elrs)]
+    emit(args, None, rows, ["topic", "partition", "leader", "replicas", "isr", "elr",
+                            "last_known_elr", "offline"])
     return 0
 
 

@@ -2,7 +2,8 @@
 (``kbroker.wire``) on a plain blocking socket: ListGroups v5 (librdkafka lists classic and
 consumer groups only and reads KIP-848's Assigning/Reconciling states as Unknown),
 ConsumerGroupDescribe, ShareGroupDescribe and StreamsGroupDescribe (KIP-848, KIP-932,
-KIP-1071), Metadata's offline replicas, and DescribeQuorum (KIP-595/853).
+KIP-1071), Metadata's offline replicas, DescribeTopicPartitions' eligible leader replicas
+(KIP-966) and DescribeQuorum (KIP-595/853).
 
 One ``WireSession`` per command: it speaks to the bootstrap broker, then to other nodes by
 id (addresses from Metadata), each connection opened on first use with the command's own
@@ -19,6 +20,7 @@ import socket
 from kbroker.tools.errors import CommandError, broker_error_sentence, principal_of
 
 API_VERSIONS, METADATA, FIND_COORDINATOR, LIST_GROUPS = 18, 3, 10, 16
+DESCRIBE_TOPIC_PARTITIONS = 75
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 
 
@@ -195,6 +197,31 @@ class WireSession:
         resp = self.any().call(METADATA, "Metadata", req)
         self._brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
         return resp
+
+    def partition_elrs(self, topics: list[str]) -> dict[tuple[str, int], tuple[list, list]] | None:
+        """(eligible leader replicas, last known ELR) of each partition of ``topics``
+        (DescribeTopicPartitions, KIP-966; paged by its cursor as kafka-topics does); None
+        when the broker does not serve it (then kafka-topics prints ``N/A``)."""
+        from kbroker.wire import messages
+        conn = self.any()
+        if DESCRIBE_TOPIC_PARTITIONS not in conn.versions or not topics:
+            return None
+        R = messages.DescribeTopicPartitionsRequest
+        out: dict = {}
+        cursor = None
+        for _ in range(10_000):                 # bounded: each page moves the cursor on
+            resp = conn.call(DESCRIBE_TOPIC_PARTITIONS, "DescribeTopicPartitions", R(
+                topics=[R.TopicRequest(name=t) for t in topics], response_partition_limit=2000,
+                cursor=cursor))
+            for t in resp.topics:
+                for p in t.partitions or ():
+                    out[(t.name, p.partition_index)] = (list(p.eligible_leader_replicas or ()),
+                                                        list(p.last_known_elr or ()))
+            nxt = resp.next_cursor
+            if nxt is None:
+                break
+            cursor = R.Cursor(topic_name=nxt.topic_name, partition_index=nxt.partition_index)
+        return out
 
     def brokers(self) -> dict[int, tuple[str, int]]:
         if self._brokers is None:

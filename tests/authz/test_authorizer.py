@@ -112,10 +112,46 @@ def test_authorized_operations_bitfield():
     (Acl(TOPIC, "", LITERAL, ALICE, "*", READ, ALLOW), "Resource name should not be empty"),
     (Acl(TOPIC, "t", LITERAL, "alice", "*", READ, ALLOW), "Could not parse principal"),
     (Acl(CLUSTER, "c", LITERAL, ALICE, "*", ALTER, ALLOW), "kafka-cluster"),
+    (Acl(TOPIC, "t", LITERAL, ALICE, "", READ, ALLOW), "Host pattern cannot be null or empty"),
 ])
 def test_validate_new(bad, message):
-    assert message in validate_new(bad)
+    code, text = validate_new(bad)
+    assert code == "INVALID_REQUEST" and message in text
     assert validate_new(acl("t", READ)) is None
+
+
+@pytest.mark.parametrize("host, mv, want", [
+    ("10.0.0.0/8", 32, None),                      # 4.4-IV1
+    ("2001:db8::/32", 33, None),
+    ("10.1.2.3/8", 32, None),                      # host bits ignored, as commons-net's SubnetUtils
+    ("10.0.0.0/8", 31, ("UNSUPPORTED_VERSION",
+                        "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.")),
+    ("10.0.0.0/33", 32, "INVALID_REQUEST"),
+    ("10.0.0.0/x", 32, "INVALID_REQUEST"),
+    ("300.0.0.0/8", 32, "INVALID_REQUEST"),
+    ("10.0.0.1", 20, None),                        # a plain address at any level
+])
+def test_cidr_hosts_need_4_4_iv1(host, mv, want):
+    got = validate_new(Acl(TOPIC, "t", LITERAL, ALICE, host, READ, ALLOW), mv)
+    if isinstance(want, str):
+        assert got[0] == want and got[1].startswith(f"Invalid CIDR notation '{host}': "), got
+    else:
+        assert got == want
+
+
+def test_cidr_hosts_match_the_addresses_in_their_block():
+    idx = AclIndex.build([Acl(TOPIC, "t", LITERAL, ALICE, "10.0.0.0/8", READ, ALLOW),
+                          Acl(TOPIC, "t", LITERAL, ALICE, "10.9.0.0/16", READ, DENY),
+                          Acl(TOPIC, "t", LITERAL, ALICE, "2001:db8::/32", WRITE, ALLOW)])
+    assert authorize(idx, ALICE, "10.1.2.3", READ, TOPIC, "t")
+    assert authorize(idx, ALICE, "10.0.0.0", READ, TOPIC, "t")          # network and broadcast
+    assert authorize(idx, ALICE, "10.255.255.255", READ, TOPIC, "t")    # addresses count
+    assert not authorize(idx, ALICE, "10.9.1.1", READ, TOPIC, "t")      # the narrower DENY
+    assert not authorize(idx, ALICE, "11.0.0.1", READ, TOPIC, "t")
+    assert authorize(idx, ALICE, "2001:db8::7", WRITE, TOPIC, "t")
+    assert not authorize(idx, ALICE, "10.1.2.3", WRITE, TOPIC, "t")     # v4 client, v6 block
+    assert authorize_by_resource_type(idx, ALICE, "10.1.2.3", READ, TOPIC)
+    assert not authorize_by_resource_type(idx, ALICE, "12.0.0.1", READ, TOPIC)
 
 
 def test_filters():

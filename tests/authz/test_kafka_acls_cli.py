@@ -33,7 +33,10 @@ def test_kafka_acls_add_list_remove(broker):
          "--operation", "Describe", "--topic", "orders", "--group", "billing")
     acls(broker, "--add", "--deny-principal", "User:bob", "--allow-host", "*", "--operation", "Write",
          "--topic", "ord", "--resource-pattern-type", "prefixed")
+    acls(broker, "--add", "--allow-principal", "User:carol", "--allow-host", "10.0.0.0/8",   # CIDR (4.4)
+         "--operation", "Read", "--topic", "orders")
     out = acls(broker, "--list").stdout
+    assert "principal=User:carol, host=10.0.0.0/8, operation=READ, permissionType=ALLOW" in out
     assert "name=orders, patternType=LITERAL" in out and "name=billing" in out
     assert "name=ord, patternType=PREFIXED" in out
     assert "principal=User:alice, host=*, operation=READ, permissionType=ALLOW" in out

@@ -18,6 +18,11 @@ cluster finalizes). The scenario KIP-966 was written for:
 4. the other follower comes back and joins the ISR, which is at the minimum again: the high
    watermark (held while the ISR was below the minimum) moves, the ELR is cleared, and every
    acknowledged record is read back.
+
+And ``PreviousBrokerEpoch`` (KIP-966): a broker stopped with SIGTERM wrote its broker epoch in
+its log dirs' clean-shutdown markers and stays an eligible leader when it registers again; a
+SIGKILLed one proves nothing and is dropped from the ELR on its registration, so it is never
+elected from there (the last known ELR keeps naming the last leader, as in Kafka 4.4).
 """
 from __future__ import annotations
 
@@ -44,10 +49,10 @@ def cluster(tmp_path_factory):
         c.shutdown()
 
 
-def elr_of(port: int) -> tuple[int, tuple, tuple, tuple]:
+def elr_of(port: int, topic: str = TOPIC) -> tuple[int, tuple, tuple, tuple]:
     """(leader, ISR, ELR, last known ELR) of partition 0 as DescribeTopicPartitions answers."""
     R = w.DescribeTopicPartitionsRequest
-    resp = call(port, 75, 0, R(topics=[R.TopicRequest(name=TOPIC)], response_partition_limit=10))
+    resp = call(port, 75, 0, R(topics=[R.TopicRequest(name=topic)], response_partition_limit=10))
     [p] = resp.topics[0].partitions
     return (p.leader_id, tuple(sorted(p.isr_nodes)), tuple(sorted(p.eligible_leader_replicas)),
             tuple(sorted(p.last_known_elr)))
@@ -98,3 +103,47 @@ def test_last_isr_member_lost_leader_elected_from_elr(cluster):
     assert not {kv for kv in got if kv[1].startswith(b"refused")}, "a refused record was stored"
     cluster.start(leader)
     wait_for_isr(cluster, TOPIC, timeout=90, what="the old leader back in the ISR")
+
+
+def create_assigned(cluster, name: str, replicas: list[int], min_isr: int):
+    """One partition on ``replicas`` (leader first), with its ``min.insync.replicas``."""
+    R = w.CreateTopicsRequest
+    req = R(topics=[R.CreatableTopic(
+        name=name, num_partitions=-1, replication_factor=-1,
+        assignments=[R.CreatableTopic.CreatableReplicaAssignment(partition_index=0, broker_ids=replicas)],
+        configs=[R.CreatableTopic.CreatableTopicConfig(name="min.insync.replicas", value=str(min_isr))])],
+        timeout_ms=30_000, validate_only=False)
+    resp = call(cluster.any_port(), 19, 5, req)
+    assert resp.topics[0].error_code == 0, resp.topics[0]
+    wait_for_isr(cluster, name, isr=sorted(replicas), what=f"{name} in sync")
+
+
+def test_sigterm_keeps_a_broker_eligible_sigkill_does_not(cluster):
+    """Two partitions of replication factor 2 and min ISR 2 led by broker 2: ``clean`` with
+    broker 3, which stops with SIGTERM, ``crashed`` with broker 4, which is SIGKILLed. Each
+    becomes its partition's ELR; then the leader stops too, so nothing can take them back
+    into an ISR, and both come back: 3 is elected from the ELR, 4 is dropped from it."""
+    create_assigned(cluster, "clean", [2, 3], 2)
+    create_assigned(cluster, "crashed", [2, 4], 2)
+    acked = dict(produce(cluster.bootstrap(), "crashed", records("c", 20)).acked)
+    assert len(acked) == 20
+    port = cluster.nodes[2].port
+    cluster.nodes[3].stop()
+    cluster.kill(4)
+    assert wait_for(lambda: elr_of(port, "clean") == (2, (2,), (3,), ())
+                    and elr_of(port, "crashed") == (2, (2,), (4,), ()) or None,
+                    what="brokers 3 and 4 in their partitions' ELR")
+    cluster.nodes[2].stop()             # the last ISR member of both, cleanly
+    cluster.start(4)
+    cluster.start(3)
+    port = cluster.nodes[3].port
+    assert wait_for(lambda: elr_of(port, "clean") == (3, (3,), (2,), ()) or None,
+                    what="the cleanly stopped broker elected from the ELR")
+    assert wait_for(lambda: elr_of(port, "crashed") == (-1, (), (2,), (2,)) or None,
+                    what="the crashed broker out of the ELR")
+    cluster.start(2)                    # clean as well: elected, and the crashed one catches up
+    wait_for_isr(cluster, "crashed", isr=[2, 4], timeout=90, what="the crashed broker back in the ISR")
+    assert elr_of(port, "crashed") == (2, (2, 4), (), ())
+    got = read_topic(cluster.bootstrap(), "crashed", 1, set(acked))
+    assert {kv: got.get(kv) for kv in acked} == acked
+    wait_for_isr(cluster, "clean", isr=[2, 3], timeout=90, what="the clean partition in sync")

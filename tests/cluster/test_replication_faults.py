@@ -4,7 +4,8 @@ Three combined nodes, a topic with replication factor 3 and min.insync.replicas=
 partitions. An idempotent confluent-kafka producer (acks=all) writes keyed records with
 unique values from a thread and keeps every acknowledged ``value -> (partition, offset)``.
 Meanwhile a schedule drawn from a seed applies faults one at a time (never more than one
-node down, so the ISR of the others still meets min.insync.replicas):
+node down, so the ISR of the others still meets min.insync.replicas -- except ``elr``, whose
+point is to lose the last ISR member):
 
 - ``kill``: SIGKILL a node, leave it down a while, start it again (log recovery, truncation
   to the leader's log through the leader epochs);
@@ -40,7 +41,17 @@ node down, so the ISR of the others still meets min.insync.replicas):
   ``/dev/fuse``, but no device-mapper for ``dm-delay``, and cgroup-v1 blkio throttling
   does not see buffered writes, which the page cache writes back outside the writer's
   cgroup). ``disk_full`` on such a node fills the tmpfs beneath: ENOSPC comes through.
-  Without the right to mount, ``slow_disk`` steps run as ``pause`` (the test says so).
+  Without the right to mount, ``slow_disk`` steps run as ``pause`` (the test says so);
+- ``elr``: the scenario eligible leader replicas (KIP-966) were written for, with
+  ``min.insync.replicas=2`` and unclean leader election off: one node stops (SIGTERM), then a
+  second one (SIGTERM), which leaves every ISR at the third node alone -- the second node is
+  the eligible leader replica (ELR) of every partition and acks=all producers are refused --
+  then that last ISR member is SIGKILLed. The two stopped nodes start again (a metadata
+  quorum again): the controller fences the dead one and elects the ELR member, the node that
+  stopped second, for every partition, before the dead node is back; it then restarts
+  uncleanly. This is the one step that takes two nodes (and the metadata quorum) down at once.
+  Its draw is separate from the other kinds' (a seed's own stream adds it as a last step to
+  about one schedule in three), so the other kinds' schedules of a seed stay as they were.
 
 The network faults are real: every node runs in its own test host (``tests/support/netns.py``,
 a network namespace with its own address, which it listens on, advertises, names in
@@ -81,22 +92,24 @@ from pathlib import Path
 
 import pytest
 
+from kbroker.wire import messages as w
 from tests.support.fake_clock import FakeClock
 from tests.support.netns import TestNet
+from tests.support.parallel import in_threads
 from tests.support.slow_fs import SlowDisk
 
 from .fault_clients import (TXN_TOPIC, GroupCommitter, TxnWriter, committed_offsets,
                             read_committed)
 from .replication_support import (checkpointed_high_watermarks, create_topic, make_producer,
                                   read_records, replicas_in_sync)
-from .support import Cluster, describe_quorum, quorum_ends, topic_state, wait_for, wait_for_isr
+from .support import Cluster, call, describe_quorum, quorum_ends, topic_state, wait_for, wait_for_isr
 
 pytestmark = pytest.mark.slow
 
 TOPIC = "faults"
 PARTITIONS = 4
 LAG_MS = 2000
-# fixed seeds whose schedules (3 faults each) cover every fault kind
+# fixed seeds whose schedules (3 faults each) cover every fault kind (23's ends with ``elr``)
 DEFAULT_SEEDS = (23, 71, 227)
 KINDS = ("kill", "term", "pause", "partition", "one_way", "flap", "disk_full", "clock_jump",
          "slow_disk")
@@ -133,6 +146,9 @@ def schedule(seed: int, steps: int) -> list[tuple[str, int, float, float, int]]:
             down = rng.uniform(0.2, 3.0)
         peer = rng.choice(_others(node)) if kind == "one_way" else 0
         out.append((kind, node, round(down, 2), round(rng.uniform(0.3, 2.0), 2), peer))
+    elr = random.Random(f"{seed}/elr")
+    if elr.random() < 1 / 3:
+        out.append(("elr", elr.randint(1, 3), round(elr.uniform(0.5, 2.0), 2), 0.5, 0))
     return out
 
 
@@ -312,6 +328,8 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
             time.sleep(down)
         finally:
             clock.reset()             # ... and the opposite step back to the real time
+    elif kind == "elr":
+        _eligible_leader_fault(cluster, node_id, down)
     elif kind == "slow_disk":
         disk = cluster.slow.get(node_id)
         if disk is None:
@@ -327,6 +345,46 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
             disk.set_delay(0)
     else:
         raise ValueError(kind)
+
+
+def _partitions_view(port: int, topic: str) -> dict[int, tuple]:
+    """``{partition: (leader, ISR, ELR)}`` as DescribeTopicPartitions answers on ``port``."""
+    R = w.DescribeTopicPartitionsRequest
+    try:
+        resp = call(port, 75, 0, R(topics=[R.TopicRequest(name=topic)], response_partition_limit=100))
+    except OSError:
+        return {}
+    if not resp.topics or resp.topics[0].error_code:
+        return {}
+    return {p.partition_index: (p.leader_id, tuple(sorted(p.isr_nodes)), tuple(sorted(p.eligible_leader_replicas)))
+            for p in resp.topics[0].partitions}
+
+
+def _all_partitions(port: int, check) -> dict | None:
+    """The view of every partition of ``TOPIC`` if ``check`` holds for each, else None."""
+    view = _partitions_view(port, TOPIC)
+    return view if len(view) == PARTITIONS and all(check(v) for v in view.values()) else None
+
+
+def _eligible_leader_fault(cluster, first: int, down: float) -> None:
+    """The ``elr`` step: ``first`` and then ``second`` stop cleanly, the last ISR member
+    ``last`` is killed, and ``second`` -- every partition's ELR -- is elected once the two
+    stopped nodes are back, before ``last`` returns."""
+    second, last = [n for n in (first % 3 + 1, (first + 1) % 3 + 1)]
+    nodes = cluster.nodes
+    assert nodes[first].stop(timeout=90) == 0, f"SIGTERM of node {first}"
+    wait_for(lambda: _all_partitions(nodes[last].addr, lambda v: v[1] == tuple(sorted((second, last)))),
+             timeout=60, what=f"node {first} out of every ISR")
+    assert nodes[second].stop(timeout=90) == 0, f"SIGTERM of node {second}"
+    wait_for(lambda: _all_partitions(nodes[last].addr, lambda v: v == (last, (last,), (second,))),
+             timeout=30, what=f"the ISR down to node {last}, node {second} the ELR")
+    nodes[last].kill()                      # the last ISR member is lost
+    time.sleep(down)
+    in_threads(lambda n: n.start(), [nodes[first], nodes[second]])   # a quorum again
+    elected = wait_for(lambda: _all_partitions(nodes[second].addr, lambda v: v[0] == second),
+                       timeout=120, what=f"node {second} (the ELR) elected while node {last} is down")
+    print(f"elr: node {second} elected from the ELR: {elected}")
+    nodes[last].start()                     # an unclean restart: it is no eligible leader
 
 
 def _quorum_leader(cluster, node: int) -> int | None:

@@ -124,9 +124,11 @@ def test_share_group_shows_its_state_member_and_start_offsets(console, console_b
     try:
         _until("the share group's member", lambda: (x := _detail(console, group)) and x["member_count"] == 1)
         _produce(bs, topic, 0, 4)
-        # kbroker writes the start offset past the acknowledged records with the
-        # acknowledgement itself (Kafka one write later: FINDINGS F-970)
-        d = _until("the start offset past the records read", lambda: len(read) == 4 and (
+        _until("the four records read", lambda: len(read) == 4)
+        # the start offset is written one write behind, as Kafka (FINDINGS F-970): the
+        # acknowledgement of one more record writes it past the first four
+        _produce(bs, topic, 0, 1)
+        d = _until("the start offset past the records read", lambda: len(read) == 5 and (
             (x := _detail(console, group)) and x["state"] == "Stable"
             and [o["committed_offset"] for o in x["offsets"]] == [4] and x))
         assert d["group_type"] == "share"
@@ -136,6 +138,53 @@ def test_share_group_shows_its_state_member_and_start_offsets(console, console_b
     finally:
         stop.set()
         t.join(30)
+
+
+def test_share_group_shows_in_flight_records_and_its_dead_letter_queue(console, console_broker):
+    """A share group's records in flight (the partition leader's, as Kafka's
+    SharePartitionMetrics InFlightMessageCount) on its page and in ``/metrics`` while a
+    consumer holds them unacknowledged; then its dead-letter topic (KIP-1191) with the record
+    the consumer rejected counted as written, and nothing left in flight."""
+    from confluent_kafka import AcknowledgeType
+
+    from compat_tests import kbroker_cli
+    bs = console_broker.bootstrap_servers
+    topic, group = f"tif-{uuid.uuid4().hex[:6]}", f"gif-{uuid.uuid4().hex[:6]}"
+    dlq = f"dlq.{topic}"
+    assert console.post("/api/console/topics", {"name": topic, "partitions": 1})[0] == 201
+    assert console.post("/api/console/topics", {"name": dlq, "partitions": 1, "configs": {
+        "errors.deadletterqueue.group.enable": "true"}})[0] == 201
+    kbroker_cli.ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest",
+                   "--set", f"errors.deadletterqueue.topic.name={dlq}", "-b", bs)
+    _produce(bs, topic, 0, 3)
+    c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "log_level": 0,
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic])
+    try:
+        got = []
+        deadline = time.monotonic() + 60
+        while len(got) < 3:
+            assert time.monotonic() < deadline, f"{len(got)} of 3 records read"
+            got += [m for m in c.poll(0.5) or () if m.error() is None]
+        # held, not acknowledged: three records acquired by the member
+        d = _until("the records in flight", lambda: (x := _detail(console, group)) and x["offsets"]
+                   and x["offsets"][0]["in_flight"] and x)
+        assert d["offsets"][0]["in_flight"] == {"in_flight": 3, "available": 0, "acquired": 3,
+                                                "acknowledged": 0, "archived": 0}
+        assert d["dead_letter_queue"] == {"topic": dlq, "enabled": True, "written": 0, "dropped": 0}
+        metrics = console.raw("/metrics")[1].decode().splitlines()
+        assert (f'kafka_server_sharepartitionmetrics_inflightmessagecount{{group="{group}",'
+                f'topic="{topic}",partition="0"}} 3') in metrics
+        for m in got:
+            c.acknowledge(m, AcknowledgeType.REJECT if m.offset() == 1 else AcknowledgeType.ACCEPT)
+        c.commit_sync()
+        d = _until("the rejected record written to the dead-letter topic", lambda: (
+            (x := _detail(console, group)) and x["dead_letter_queue"]["written"] == 1 and x))
+        assert d["offsets"][0]["in_flight"]["in_flight"] == 0
+        metrics = console.raw("/metrics")[1].decode().splitlines()
+        assert f'kbroker_share_dead_letters_total{{group="{group}"}} 1' in metrics
+    finally:
+        c.close()
 
 
 def test_kip848_group_page_in_a_browser(browser, console, console_broker):
@@ -249,6 +298,10 @@ def test_share_group_page_in_a_browser(browser, console, console_broker):
         start = _detail(console, group)["offsets"][0]["committed_offset"]
         expect(cells.nth(2)).to_have_text(str(start))
         expect(cells.nth(3)).to_have_text("5")
+        # the records in flight on this node (all acknowledged: none) and no dead-letter topic
+        expect(page.locator("#offsets-inflight")).to_be_visible()
+        expect(cells.nth(6)).to_have_text("0 (0 acquired)")
+        expect(page.locator("#group-dlq")).to_have_text("Dead-letter topic: none")
         expect(page.locator("#group-lag")).to_have_text("0")
         expect(page.locator("#topology-panel")).to_be_hidden()
         paused.set()

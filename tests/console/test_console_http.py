@@ -59,6 +59,7 @@ def test_create_topic_list_and_describe(console):
     status, t = console.get("/api/console/topic?name=c-orders")
     assert status == 200 and [p["partition"] for p in t["partitions"]] == [0, 1, 2]
     assert all(p["leader"] == 1 and p["isr"] == [1] and p["high_watermark"] == 0 for p in t["partitions"])
+    assert all(p["elr"] == [] and p["last_known_elr"] == [] for p in t["partitions"])     # KIP-966
     names = {c["name"]: c for c in t["configs"]}
     assert names["cleanup.policy"]["value"] == "delete" and names["cleanup.policy"]["default"]
     status, r = console.get("/api/console/topic?name=missing")

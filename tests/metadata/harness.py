@@ -82,7 +82,8 @@ class Harness:
         epoch = self.image.brokers[broker_id].broker_epoch
         return await self.controller.heartbeat(broker_id, epoch, self.quorum.driver.applied_offset - 1,
                                                kw.get("want_fence", False), kw.get("want_shut_down", False),
-                                               offline_dirs=kw.get("offline_dirs", ()))
+                                               offline_dirs=kw.get("offline_dirs", ()),
+                                               cordoned_dirs=kw.get("cordoned_dirs"))
 
 
 def dir_id(broker_id: int, n: int = 0) -> uuid.UUID:

@@ -136,8 +136,9 @@ def test_consumer_groups_consumers_and_lag(rest, cluster_id):
     ibase = f"/consumers/v3-group/instances/m1"
     rest.post(ibase + "/subscription", {"topics": ["v3-lag"]})
     wait_for(lambda: len(rest.get(ibase + "/assignments")[2]["partitions"]) == 2, what="assignment")
-    rest.post(ibase + "/offsets", {"offsets": [{"topic": "v3-lag", "partition": 0, "offset": 2},
-                                               {"topic": "v3-lag", "partition": 1, "offset": 3}]})
+    # the last offsets consumed (1 and 2): 2 and 3 are committed
+    rest.post(ibase + "/offsets", {"offsets": [{"topic": "v3-lag", "partition": 0, "offset": 1},
+                                               {"topic": "v3-lag", "partition": 1, "offset": 2}]})
     status, _, groups = rest.get(f"{base}/consumer-groups")
     g = next(g for g in groups["data"] if g["consumer_group_id"] == "v3-group")
     assert g["kind"] == "KafkaConsumerGroup" and g["type"] == "CONSUMER" and g["is_simple"] is False

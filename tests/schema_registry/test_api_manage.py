@@ -158,8 +158,12 @@ def test_compatibility_endpoint(registry, subject):
     assert registry.call("POST", f"{path}/latest", {"schema": INCOMPATIBLE}) == (200, {"is_compatible": False})
     assert registry.call("POST", path, {"schema": A3}) == (200, {"is_compatible": True})
     assert registry.call("POST", f"{path}/9", {"schema": A3})[1]["error_code"] == 40402
+    # a subject without versions: ``latest`` checks against nothing (Confluent 7+), a number
+    # is a version that does not exist
     assert registry.call("POST", f"/compatibility/subjects/no-{subject}/versions/latest",
-                         {"schema": A3})[1]["error_code"] == 40401
+                         {"schema": A3}) == (200, {"is_compatible": True})
+    assert registry.call("POST", f"/compatibility/subjects/no-{subject}/versions/1",
+                         {"schema": A3})[1]["error_code"] == 40402
     assert registry.call("POST", f"{path}/latest", {"schema": "{bad"})[1]["error_code"] == 42201
     assert versions(registry, subject) == (200, [1, 2])         # checks store nothing
 

@@ -115,6 +115,30 @@ def test_subscription_and_partition_changes_bump_the_group_epoch():
     assert (r.member_epoch, r.assignment) == (7, {T1: [0, 1, 2, 3], T2: [0]})
 
 
+def test_rejoin_of_an_empty_group_is_assigned_at_once_and_the_last_leave_moves_the_assignment_epoch():
+    """Kafka 4.4 (measured with ShareGroupHeartbeat/ShareGroupDescribe): the last member
+    leaving leaves an Empty group whose assignment epoch is its group epoch; a member joining
+    it again, its partitions' share state initialized, is one new epoch and assigned at once."""
+    g = ShareGroup("g")
+    hb(g, "m1", 0, ["a"])                                   # epoch 3 (4.3 rules: a new group)
+    g.initialized = {T1: ("a", frozenset({0, 1, 2}))}      # as the state-partition record says
+    assert hb(g, "m1", -1).member_epoch == -1
+    assert (g.state_name(), g.group_epoch, g.assignment_epoch) == ("Empty", 4, 4)
+    r = hb(g, "m2", 0, ["a"])
+    assert (r.error, r.member_epoch, r.assignment) == (0, 5, {T1: [0, 1, 2]})
+    assert (g.group_epoch, g.assignment_epoch) == (5, 5)
+    g.remove("m2", TOPICS, 1)                               # a session that ran out: the same
+    assert (g.state_name(), g.group_epoch, g.assignment_epoch) == ("Empty", 6, 6)
+
+
+def test_rejoin_without_share_state_keeps_the_new_group_rules():
+    g = ShareGroup("g")
+    hb(g, "m1", 0, ["a"])
+    hb(g, "m1", -1)                                          # 4/4, nothing initialized
+    r = hb(g, "m2", 0, ["a"])                                # +1 member, +1 topics, +1 batch
+    assert (r.member_epoch, g.group_epoch, g.assignment_epoch) == (7, 7, 7)
+
+
 def test_group_max_size():
     from dataclasses import replace
     cfg = replace(CFG, max_size=1)

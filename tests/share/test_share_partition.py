@@ -8,6 +8,7 @@ import pytest
 from kbroker.share.partition import AcquiredRange as R
 from kbroker.share.partition import RecordState as S
 from kbroker.share.partition import SharePartition
+from kbroker.share.partition import StateBatch as B
 from kbroker.wire.error_codes import ErrorCode as E
 
 ACCEPT, RELEASE, REJECT, GAP = 1, 2, 3, 0
@@ -168,6 +169,49 @@ def test_replay_of_the_persisted_state_after_a_crash_at_every_step(crash_after):
                if p.in_flight[o].state in (S.AVAILABLE, S.ACQUIRED)}
     delivered = {o for r in got for o in range(r.first_offset, r.last_offset + 1)}
     assert delivered == pending | set(range(p.end_offset, 8))
+
+
+def test_written_start_offset_is_one_write_behind_as_kafkas():
+    """F-970: Kafka 4.4 writes an acknowledgement with the start offset from before it and
+    the acknowledged records as a state batch; the next write carries the moved start
+    offset. An acquisition (kbroker writes it, Kafka does not) repeats what was written."""
+    p = sp()
+    assert p.take_snapshot() == (0, [])
+    p.acquire("a", 5, 10, now_ms=0)
+    assert p.take_snapshot(advance=False) == (0, [B(0, 4, S.AVAILABLE, 1)])
+    p.acknowledge("a", 0, 4, [ACCEPT], now_ms=1)
+    assert p.start_offset == 5
+    assert p.take_snapshot() == (0, [B(0, 4, S.ACKNOWLEDGED, 1)])
+    assert (p.written_start, p.written_complete) == (0, 5)
+    p.acquire("a", 6, 10, now_ms=2)
+    assert p.take_snapshot(advance=False) == (0, [B(0, 4, S.ACKNOWLEDGED, 1), B(5, 5, S.AVAILABLE, 1)])
+    p.acknowledge("a", 5, 5, [ACCEPT], now_ms=3)
+    assert p.take_snapshot() == (5, [B(5, 5, S.ACKNOWLEDGED, 1)])
+    assert (p.written_start, p.written_complete, p.start_offset) == (5, 1, 6)
+    # read back, the settled records are skipped in memory and the next write moves on
+    q = SharePartition.from_state(5, [B(5, 5, S.ACKNOWLEDGED, 1)])
+    assert (q.start_offset, q.written_start, q.written_complete) == (6, 5, 1)
+    assert q.take_snapshot(advance=False) == (5, [B(5, 5, S.ACKNOWLEDGED, 1)])
+    assert q.take_snapshot() == (6, [])
+
+
+@pytest.mark.parametrize("crash_after", range(len(TRACE) + 1))
+def test_one_write_behind_snapshots_lose_nothing(crash_after):
+    """Snapshots taken the Kafka way (one write behind; acquisitions not advancing) after
+    every step: rebuilt from the last one, every acknowledged or archived record stays done
+    and every other record is still deliverable."""
+    p = sp(lock_duration_ms=1000)
+    now = 0
+    saved = p.take_snapshot()
+    for step in TRACE[:crash_after]:
+        now += 10
+        _run(p, step, now)
+        saved = p.take_snapshot(advance=step[0] != "acquire")
+    q = SharePartition.from_state(saved[0], saved[1], lock_duration_ms=1000, delivery_count_limit=3)
+    assert q.start_offset == p.start_offset and q.end_offset == p.end_offset
+    for off in range(p.start_offset, p.end_offset):
+        expected = S.AVAILABLE if p.in_flight[off].state is S.ACQUIRED else p.in_flight[off].state
+        assert q.in_flight[off].state == expected
 
 
 def test_share_snapshot_records_round_trip():

@@ -141,7 +141,10 @@ def test_heartbeat_describe_and_share_fetch_sessions(env):
     R = messages.ReadShareGroupStateSummaryRequest
     s = c("ReadShareGroupStateSummary", 1, group_id="sg", topics=[R.ReadStateSummaryData(
         topic_id=tid, partitions=[R.PartitionData(partition=0, leader_epoch=0)])])
-    assert s.results[0].partitions[0].start_offset == 6
+    # one write behind, as Kafka 4.4 (F-970): the acknowledgement of offset 5 was written with
+    # the start offset from before it, and offset 5 as delivered
+    got = s.results[0].partitions[0]
+    assert (got.start_offset, got.delivery_complete_count) == (5, 1)
     hb = c("ShareGroupHeartbeat", 1, group_id="sg", member_id="m1", member_epoch=-1,
            rack_id=None, subscribed_topic_names=None)
     assert (hb.error_code, hb.member_epoch) == (0, -1)

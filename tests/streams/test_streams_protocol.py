@@ -175,10 +175,11 @@ def test_standby_tasks_on_other_processes():
         b = h.shb("b", b.member_epoch, active={s: set(p) for s, p in h.group().members["b"].assigned.active.items()},
                   standby={s: set(p) for s, p in h.group().members["b"].assigned.standby.items()})
     g = h.group()
+    # Kafka 4.4: standby tasks only for the stateful subtopology ("1" keeps a store)
     for x, y in (("a", "b"), ("b", "a")):
         act = {(s, p) for s, ps in g.members[x].assigned.active.items() for p in ps}
         stb = {(s, p) for s, ps in g.members[y].assigned.standby.items() for p in ps}
-        assert act == stb and len(act) == 4
+        assert len(act) == 4 and stb == {t for t in act if t[0] == "1"}
 
 
 @pytest.mark.parametrize("n_members,n_tasks,standby", [(1, 8, 0), (3, 8, 1), (5, 3, 2), (4, 16, 1)])
@@ -302,7 +303,10 @@ def test_group_configs_standby_replicas_and_session_timeout():
     g = h.group()
     assert g.group_epoch == epoch + 1                      # the assignment configs changed
     assert g.last_assignment_configs == (("num.standby.replicas", "1"),)
-    assert all(sum(len(p) for p in m.assigned.standby.values()) == 4 for m in g.members.values())
+    # one standby of each of the four stateful tasks ("1"), on the other member
+    assert sorted(p for m in g.members.values() for s, ps in m.assigned.standby.items()
+                  for p in ps if s == "1") == [0, 1, 2, 3]
+    assert all(set(m.assigned.standby) <= {"1"} for m in g.members.values())
     h.advance(10_001)                                      # neither heartbeats any more
     assert h.group().members == {} and h.group().state_name() == "Empty"
 
@@ -313,14 +317,40 @@ def test_group_configs_standby_replicas_and_session_timeout():
     (Topology(1, (Subtopology("0", source_topics=("input",), copartition_groups=(((0, 5), (), ()),)),)),
      "unknown topic"),
     (Topology(1, (Subtopology("0", source_topics=("input",),
-                              state_changelog_topics=(TopicInfo("c", partitions=-3),)),)), "negative"),
-    (Topology(1, (Subtopology("0", source_topic_regex=("in.*",)),)), "regular expressions"),
+                              repartition_source_topics=(TopicInfo("r", partitions=-3),)),)), "negative"),
+    # Kafka 4.4: a changelog topic's partition count is the broker's to derive
+    (Topology(1, (Subtopology("0", source_topics=("input",),
+                              state_changelog_topics=(TopicInfo("c", partitions=3),)),)),
+     "Changelog topic c must have an undefined partition count, but it is set to 3."),
 ])
 def test_invalid_topologies_answer_streams_invalid_topology(topo, why):
     h = StreamsHarness(all_topics())
     r = h.shb("a", 0, topology=topo)
     assert r.error == E.STREAMS_INVALID_TOPOLOGY and why in r.message
     assert "g" not in h.mgr.groups and h.log == []
+
+
+def test_request_checks_in_kafka_4_4_order():
+    h = StreamsHarness(all_topics())
+    # an unsupported feature is INVALID_REQUEST before anything else
+    regex = Topology(1, (Subtopology("0", source_topic_regex=("in.*",)),))
+    r = h.drive(h.mgr.streams_group_heartbeat(StreamsHeartbeatRequest(
+        group_id="g", member_id="", member_epoch=0, topology=regex), h.now, h.mono))
+    assert (r.error, r.message) == (E.INVALID_REQUEST,
+                                    "Regular expressions for source topics are not supported yet.")
+    a = h.shb("a", 0)
+    for kw, message in [
+        (dict(active={}, standby=None, warmup={}), "If one task-type is non-null, all must be non-null."),
+        (dict(topology=TOPO), "Topology can only be provided when (re-)joining."),
+    ]:
+        req = StreamsHeartbeatRequest(group_id="g", member_id="a", member_epoch=a.member_epoch, **kw)
+        r = h.drive(h.mgr.streams_group_heartbeat(req, h.now, h.mono))
+        assert (r.error, r.message) == (E.INVALID_REQUEST, message)
+    # a join may leave its task lists null, and name no process
+    r = h.drive(h.mgr.streams_group_heartbeat(StreamsHeartbeatRequest(
+        group_id="g", member_id="b", member_epoch=0, rebalance_timeout_ms=1000, topology=TOPO),
+        h.now, h.mono))
+    assert r.error == 0 and r.member_id == "b"
 
 
 def test_underivable_repartition_topic_is_reported_not_assigned():

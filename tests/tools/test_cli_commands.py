@@ -73,3 +73,25 @@ def test_client_commands_import_neither_trio_nor_the_broker(bs):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        cwd=s.REPO_ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_broker_that_never_answers_ends_the_command():
+    """A broker that accepts the connection and then says nothing (the socket's backlog
+    completes the TCP handshake; nothing ever reads from it), with ``--timeout 2``: the
+    command ends well within a generous bound with one line naming the address (librdkafka
+    gives up on the silent connection itself before ``--timeout``'s own deadline)."""
+    import socket
+    import time
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    where = f"127.0.0.1:{silent.getsockname()[1]}"
+    try:
+        started = time.monotonic()
+        r = s.failed("topics", "list", "-b", where, "--timeout", "2", timeout=60)
+        elapsed = time.monotonic() - started
+        assert elapsed < 20, f"took {elapsed:.1f} s: {r.stderr}"
+        [line] = r.stderr.strip().splitlines()
+        assert line.startswith("kbroker: ") and where in line, line
+    finally:
+        silent.close()

@@ -125,7 +125,8 @@ def test_share_group(bs):
     topic, group = f"share-{uuid.uuid4().hex[:8]}", f"gshare-{uuid.uuid4().hex[:8]}"
     b = ("-b", bs)
     s.ok("topics", "create", topic, "--partitions", "2", *b)
-    s.ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    s.ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest",
+         "--set", f"errors.deadletterqueue.topic.name=dlq.{topic}", *b)
     s.ok("produce", topic, "-p", "0", *b, input="".join(f"r{i}\n" for i in range(10)))
     c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "client.id": "sharer", "log_level": 0})
     c.subscribe([topic])
@@ -140,17 +141,22 @@ def test_share_group(bs):
         until("a share group with its member", lambda: (_group(bs, group) or {}).get("state") == "Stable")
         assert _group(bs, group)["type"] == "share"
         until("the records read", lambda: running.records >= 10)
+        # the start offset is written one write behind, as Kafka (FINDINGS F-970): one more
+        # record's acknowledgement writes it past the first ten
+        s.ok("produce", topic, "-p", "0", *b, input="r10\n")
+        until("the eleventh record read", lambda: running.records >= 11)
 
         def described():
             [d] = s.js("groups", "describe", group, *b)
             starts = {r["partition"]: r["start_offset"] for r in d["offsets"]}
             return d if d["members"] == 1 and starts.get(0) == 10 else None
         d = until("the start offset past the acknowledged records", described)
-        assert d["type"] == "share" and d["state"] == "Stable"
+        assert d["type"] == "share" and d["state"] == "Stable" and d["dead_letter_topic"] == f"dlq.{topic}"
         [m] = d["member_list"]
         assert m["client_id"] == "sharer" and sorted(m["assignment"]) == [f"{topic}-0", f"{topic}-1"]
         text = s.ok("groups", "describe", group, *b).stdout
         assert f"Group: {group}  Type: share  State: Stable  Members: 1" in text
+        assert f"  DeadLetterTopic: dlq.{topic}" in text.splitlines()[0]
         assert [(r["PARTITION"], r["START-OFFSET"]) for r in s.table(text)][:1] == [("0", "10")]
         r = s.failed("groups", "reset-offsets", group, "--all-topics", "--to-earliest", *b)
         assert "inactive, but the current state is Stable" in r.stderr

@@ -169,7 +169,9 @@ async function pageTopic(name) {
     h("h1", {}, h("a", { href: "/topics", "data-link": true }, "Topics"), " / ", h("span", { id: "topic-name" }, t.name)),
     h("div", { class: "panel" }, h("h2", {}, "Partitions"),
       h("table", { id: "partitions" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "Leader"),
-        h("th", {}, "Replicas"), h("th", {}, "ISR"), h("th", { class: "num" }, "Start offset"),
+        h("th", {}, "Replicas"), h("th", {}, "ISR"),
+        h("th", { title: "eligible leader replicas (KIP-966)" }, "ELR"), h("th", {}, "Last known ELR"),
+        h("th", { class: "num" }, "Start offset"),
         h("th", { class: "num" }, "End offset"), h("th", { class: "num" }, "Size"))), h("tbody"))),
     h("div", { class: "panel" }, h("h2", {}, "Messages"),
       h("div", { class: "row" },
@@ -307,6 +309,8 @@ function fillPartitions(t) {
     h("td", {}, p.leader < 0 ? h("span", { class: "badge bad" }, "offline") : "node " + p.leader),
     h("td", {}, p.replicas.join(", ")),
     h("td", {}, p.isr.length < p.replicas.length ? h("span", { class: "badge warn" }, p.isr.join(", ") || "none") : p.isr.join(", ")),
+    h("td", { class: "elr" }, (p.elr || []).join(", ") || "-"),
+    h("td", { class: "last-known-elr" }, (p.last_known_elr || []).join(", ") || "-"),
     h("td", { class: "num" }, p.error ? h("span", { class: "muted", title: p.error }, "on node " + p.leader) : fmtNum(p.log_start_offset)),
     h("td", { class: "num" }, p.error ? "" : fmtNum(p.high_watermark)),
     h("td", { class: "num" }, p.error ? "" : fmtBytes(p.size_bytes)))));
@@ -387,7 +391,9 @@ async function pageGroup(id) {
       h("div", { class: "stat" }, h("div", { class: "v", id: "group-lag" }, "…"), h("div", { class: "k" }, "total lag"))),
     h("div", { class: "panel" }, h("h2", {}, "Offsets and lag"),
       h("table", { id: "offsets" }, h("thead", {}, h("tr", {}, h("th", {}, "Topic"), h("th", { class: "num" }, "Partition"),
-        h("th", { class: "num", id: "offsets-from" }, "Committed"), h("th", { class: "num" }, "End offset"), h("th", { class: "num" }, "Lag"), h("th", {}, "Member"))), h("tbody"))),
+        h("th", { class: "num", id: "offsets-from" }, "Committed"), h("th", { class: "num" }, "End offset"), h("th", { class: "num" }, "Lag"), h("th", {}, "Member"),
+        h("th", { class: "num", id: "offsets-inflight", hidden: true, title: "records in flight on this node (acquired / available / acknowledged / archived)" }, "In flight"))), h("tbody")),
+      h("p", { id: "group-dlq", class: "muted", hidden: true })),
     h("div", { class: "panel" }, h("h2", {}, "Members"),
       h("table", { id: "members" }, h("thead", {}, h("tr", {}, h("th", {}, "Member"), h("th", {}, "Client"), h("th", {}, "Host"), h("th", { id: "members-assigned" }, "Assignment"))), h("tbody"))),
     h("div", { class: "panel", id: "topology-panel", hidden: true }, h("h2", {}, "Topology"),
@@ -413,7 +419,15 @@ async function pageGroup(id) {
     $("#group-lag").textContent = fmtNum(g.total_lag);
     $("#offsets tbody").replaceChildren(...g.offsets.map((o) => h("tr", { "data-tp": o.topic + ":" + o.partition },
       h("td", {}, o.topic), h("td", { class: "num" }, o.partition), h("td", { class: "num" }, o.committed_offset < 0 ? "–" : fmtNum(o.committed_offset)),
-      h("td", { class: "num" }, fmtNum(o.log_end_offset)), h("td", { class: "num lag" }, fmtNum(o.lag)), h("td", { class: "mono" }, o.member_id || ""))));
+      h("td", { class: "num" }, fmtNum(o.log_end_offset)), h("td", { class: "num lag" }, fmtNum(o.lag)), h("td", { class: "mono" }, o.member_id || ""),
+      ...(g.group_type === "share" ? [h("td", { class: "num in-flight", title: o.in_flight ? `acquired ${o.in_flight.acquired}, available ${o.in_flight.available}, acknowledged ${o.in_flight.acknowledged}, archived ${o.in_flight.archived}` : "led by another node" },
+        o.in_flight ? fmtNum(o.in_flight.in_flight) + " (" + fmtNum(o.in_flight.acquired) + " acquired)" : "–")] : []))));
+    // a share group's in-flight records (the partition leader's) and its dead-letter queue (KIP-1191)
+    $("#offsets-inflight").hidden = g.group_type !== "share";
+    const dlq = g.dead_letter_queue;
+    $("#group-dlq").hidden = !dlq;
+    if (dlq) $("#group-dlq").textContent = !dlq.topic ? "Dead-letter topic: none" :
+      `Dead-letter topic: ${dlq.topic}${dlq.enabled ? "" : " (not in force: share.version below 2)"} — ${fmtNum(dlq.written)} written, ${fmtNum(dlq.dropped)} dropped`;
     // a share group's position is its start offset; a streams member runs tasks (subtopology:[partitions])
     $("#offsets-from").textContent = g.group_type === "share" ? "Start offset" : "Committed";
     $("#members-assigned").textContent = g.group_type === "streams" ? "Tasks" : "Assignment";

@@ -21,6 +21,11 @@ Epochs (Kafka 4.3's ``GroupMetadataManager.shareGroupHeartbeat``):
 - a member's epoch is the assignment epoch it last received; a heartbeat with a greater
   epoch, or a smaller one that is not its previous epoch, is ``FENCED_MEMBER_EPOCH``; an
   unknown member id with a non-zero epoch is ``UNKNOWN_MEMBER_ID``;
+- Kafka 4.4 (measured, ``compat_tests/test_kbroker_cli.py``): a member joining an *empty*
+  group whose subscribed partitions all have share state (a group used before) is one new
+  group epoch and gets its assignment at once, at that epoch; the last member leaving makes
+  the assignment epoch the new group epoch (an Empty group shows them equal). Other 4.4
+  rules differ from the 4.3.1 ones above (FINDINGS F-975);
 - epoch -1 leaves (answered with epoch -1); a member not heard from for
   ``group.share.session.timeout.ms`` is removed (:meth:`ShareGroup.remove`, called by the
   protocol's session timer).
@@ -203,11 +208,19 @@ class ShareGroup:
                           client_host=req.client_host or member.client_host,
                           subscribed_topic_names=new_sub)
         names_before = self.subscribed_topic_names()
+        was_empty = not self.members
         self.members[req.member_id] = updated
         changed = self.subscribed_topic_names() != names_before
         relevant = {t: topics[t] for t in self.subscribed_topic_names() if t in topics}
         step = (1 if joining else 0) + (1 if changed or relevant != self.topics_seen else 0)
-        if step:
+        if step and joining and was_empty and self._all_initialized(relevant):
+            # Kafka 4.4 (measured): a member joining an empty group whose subscribed
+            # partitions all have share state is one new group epoch, assigned at once
+            self.group_epoch += 1
+            self.topics_seen = relevant
+            self.assignment_due_ms = None
+            self._compute_target(topics)
+        elif step:
             self.group_epoch += step
             self.topics_seen = relevant
             if self.assignment_due_ms is None:
@@ -250,6 +263,19 @@ class ShareGroup:
             self.group_epoch += 1
             self.topics_seen = {t: topics[t] for t in self.subscribed_topic_names() if t in topics}
             self.assignment_due_ms = now_ms
+            if not self.members:
+                # the last member gone: the (empty) target assignment is at the new epoch at
+                # once, as Kafka 4.4 describes an Empty group (group epoch = assignment epoch)
+                self.target = {}
+                self.assignment_epoch = self.group_epoch
+                self.assignment_due_ms = None
+
+    def _all_initialized(self, relevant: Mapping[str, tuple[uuid.UUID, int]]) -> bool:
+        """Every partition of the subscribed topics has share state (the group's
+        ShareGroupStatePartitionMetadata initialized topics)."""
+        return bool(relevant) and all(
+            set(range(n)) <= set(self.initialized.get(tid, ("", frozenset()))[1])
+            for tid, n in relevant.values())
 
     def is_assigned(self, member_id: str, topic_id: uuid.UUID, partition: int) -> bool:
         m = self.members.get(member_id)

@@ -8,8 +8,8 @@ A heartbeat, in order:
 2. epoch -1 / -2: the member leaves, its tasks are reassigned (a new group epoch);
 3. the group is found or (epoch 0) created — an empty classic group of the same id makes way;
    ``group.streams.max.size`` → GROUP_MAX_SIZE_REACHED;
-4. the member is found or created; fencing by member epoch (FENCED_MEMBER_EPOCH,
-   UNKNOWN_MEMBER_ID);
+4. the member is found or created (static members below); fencing by member epoch
+   (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID);
 5. the **topology**: the first one becomes the group's (``StreamsGroupTopology``) and bumps the
    group epoch; another topology is refused while the group has other members (INVALID_REQUEST
    "Topology updates are not supported yet.", as Kafka 4.3) and replaces the group's when the
@@ -20,8 +20,11 @@ A heartbeat, in order:
    no tasks; a change of the topics' metadata (hash), of the member's process/rack/tags, of
    the membership or of ``num.standby.replicas`` bumps the **group epoch**;
 7. a group epoch above the assignment epoch computes a new **target assignment** with the
-   sticky task assignor (:mod:`.assignor`), at most once per assignment interval;
-8. the member **reconciles** towards its target (revocation before assignment);
+   group's task assignor (:mod:`.assignor`; KIP-1357's ``group.streams.assignors`` and GROUP
+   ``streams.assignor.name``), at most once per assignment interval;
+8. the member **reconciles** towards its target (revocation before assignment) — with
+   warm-up tasks on, towards the target's refinement (:mod:`.warmup`), and a Stable group
+   whose refinement moved on (a warm-up task caught up) gets a new group epoch first;
 9. the session timer is (re)armed; a member asked to revoke tasks gets a rebalance timer.
 
 Every change is a ``__consumer_offsets`` record (:mod:`.records`) replayed into the group at
@@ -45,18 +48,30 @@ Clocks, as Kafka's: the session, rebalance and initial-rebalance-delay timers ar
 the shard's monotonic clock; the assignment interval is measured on the wall clock from the
 timestamp the target assignment metadata record carries.
 
-Static members (``InstanceId``, Kafka 4.4): a join with an instance id another live member
-holds is refused (UNRELEASED_INSTANCE_ID), a heartbeat of a replaced member id is fenced
-(FENCED_INSTANCE_ID); a leave with epoch -2 keeps the member and its tasks at epoch -2 until it
-rejoins — under a new member id, taking over its tasks without a new group epoch — or its
-session times out.
+Static members (``InstanceId``, Kafka 4.4): a join with an instance id a live member holds is
+refused (UNRELEASED_INSTANCE_ID) — also under that member's own id, as KIP-848's consumer
+groups do; a heartbeat of a replaced member id is fenced (FENCED_INSTANCE_ID); a leave with
+epoch -2 keeps the member and its tasks at epoch -2 until it rejoins — under any member id,
+taking over its tasks without a new group epoch — or its session times out. A dynamic member
+joining again (epoch 0) under its member id keeps its tasks, as in Kafka.
 
-Not implemented: source topic regular expressions (STREAMS_INVALID_TOPOLOGY), warm-up tasks
-(the sticky assignor gives none).
+Task offsets (StreamsGroupHeartbeat v1): a member's reported restore progress is checked
+(a task twice is INVALID_REQUEST), kept in memory, shown by StreamsGroupDescribe and used by
+the sticky assignor to place standby tasks where their state is; reported tasks must exist in
+the configured topology (INVALID_REQUEST). Warm-up tasks are handed out only with
+``kbroker.streams.warmup.tasks.enable`` (Kafka 4.4.0 gives none; :mod:`.warmup`).
+
+Rack-aware assignment tags (``group.streams.rack.aware.assignment.tags``, GROUP
+``streams.rack.aware.assignment.tags``, Kafka 4.4) are part of the assignment configs (a
+change starts a rebalance) and a v1 member lacking one of them hears MISSING_CLIENT_TAGS; as
+Kafka 4.4's sticky assignor, kbroker's places standby tasks without them.
+
+Not implemented: source topic regular expressions (INVALID_REQUEST, as Kafka 4.4).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+import logging
 from typing import Callable
 
 from kbroker.wire.error_codes import ErrorCode as E
@@ -65,13 +80,18 @@ from ..classic.state import ClassicGroup
 from ..epoch_protocol import DescribedEpochGroup, EpochGroupProtocol, check_not_empty
 from ..epoch_state import GroupError
 from . import records as srec
-from .assignor import AssignorMember, assign
+from .assignor import ASSIGNORS, AssignorMember
 from .config import StreamsGroupConfig
-from .state import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+from .state import (EMPTY, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                     MemberState, StreamsGroup, StreamsGroupMember, TaskSet, check_member_epoch,
                     norm, pairs_of, reconcile, tasks_of)
-from .topology import (ASSIGNMENT_DELAYED, SHUTDOWN_APPLICATION, STALE_TOPOLOGY, ConfiguredTopology, TopicInfo,
-                       Topology, configure, task_topics, validate, with_partitions)
+from .warmup import EMPTY_OFFSETS, offsets_of, refine, stateful_subtopologies
+from .topology import (ASSIGNMENT_DELAYED, MISSING_CLIENT_TAGS, SHUTDOWN_APPLICATION,
+                       STALE_TOPOLOGY, ConfiguredTopology, TopicInfo, Topology, configure,
+                       task_topics, validate, with_partitions)
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -93,6 +113,9 @@ class StreamsHeartbeatRequest:
     shutdown_application: bool = False
     client_id: str = ""
     client_host: str = ""
+    task_offsets: list | None = None         # [(subtopology, partition, offset)], v1
+    task_end_offsets: list | None = None
+    api_version: int = 1
 
 
 @dataclass
@@ -116,6 +139,8 @@ class StreamsHeartbeatResponse:
 class DescribedStreamsGroup(DescribedEpochGroup):
     topology: Topology | None = None
     members: list = field(default_factory=list)       # [(StreamsGroupMember, TaskSet target)]
+    assignor_name: str | None = None                  # the next assignment's (KIP-1357)
+    task_offsets: dict = field(default_factory=dict)  # member id -> warmup.TaskOffsets
 
 
 class StreamsGroupProtocol(EpochGroupProtocol):
@@ -157,28 +182,41 @@ class StreamsGroupProtocol(EpochGroupProtocol):
 
     # ----------------------------------------------------------------- request checks
     def _validate(self, r: StreamsHeartbeatRequest) -> None:
+        """Kafka 4.4's request checks, in its order (``GroupCoordinatorService``): an
+        unsupported feature first, then the fields, then the topology's shape."""
+        if r.topology is not None and any(s.source_topic_regex for s in r.topology.subtopologies):
+            raise GroupError(E.INVALID_REQUEST,
+                             "Regular expressions for source topics are not supported yet.")
         if r.member_id is None or r.member_id == "":
             raise GroupError(E.INVALID_REQUEST, "MemberId can't be empty.")
         check_not_empty(r.group_id, "GroupId")
         check_not_empty(r.instance_id, "InstanceId")
         check_not_empty(r.rack_id, "RackId")
+        owned = (("ActiveTasks", r.active), ("StandbyTasks", r.standby), ("WarmupTasks", r.warmup))
         if r.member_epoch == 0:
             if r.rebalance_timeout_ms == -1:
                 raise GroupError(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+            for what, v in owned:
+                if v is not None and norm(v):
+                    raise GroupError(E.INVALID_REQUEST, f"{what} must be empty when (re-)joining.")
             if r.topology is None:
                 raise GroupError(E.INVALID_REQUEST, "Topology must be non-null when (re-)joining.")
-            if not r.process_id:
-                raise GroupError(E.INVALID_REQUEST, "ProcessId can't be null or empty.")
-            for what, v in (("ActiveTasks", r.active), ("StandbyTasks", r.standby),
-                            ("WarmupTasks", r.warmup)):
-                if v is None or norm(v):
-                    raise GroupError(E.INVALID_REQUEST, f"{what} must be empty when (re-)joining.")
+            for s in r.topology.subtopologies:
+                for t in s.state_changelog_topics:
+                    if t.partitions != 0:
+                        raise GroupError(E.STREAMS_INVALID_TOPOLOGY, f"Changelog topic {t.name} "
+                                         "must have an undefined partition count, but it is set "
+                                         f"to {t.partitions}.")
         elif r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if r.instance_id is None:
                 raise GroupError(E.INVALID_REQUEST, "InstanceId can't be null.")
         elif r.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise GroupError(E.INVALID_REQUEST, f"MemberEpoch is {r.member_epoch}, but must be "
                              "greater than or equal to -2.")
+        if any(v is not None for _, v in owned) and any(v is None for _, v in owned):
+            raise GroupError(E.INVALID_REQUEST, "If one task-type is non-null, all must be non-null.")
+        if r.member_epoch != 0 and r.topology is not None:
+            raise GroupError(E.INVALID_REQUEST, "Topology can only be provided when (re-)joining.")
         if r.topology is not None:
             why = validate(r.topology)
             if why:
@@ -203,27 +241,13 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         cfg = self.cfg(gid)
         group = self._get_or_create(gid, r.member_epoch == 0, records)
         part = self.partition_for(gid)
-        if len(group.members) >= cfg.max_size and r.member_id not in group.members:
+        joining = r.member_epoch == 0
+        if joining and group.static_member(r.instance_id) is None \
+                and len(group.members) >= cfg.max_size and r.member_id not in group.members:
             raise GroupError(E.GROUP_MAX_SIZE_REACHED,
                              f"The streams group has reached its maximum capacity of {cfg.max_size} members.")
         was_empty = not group.members
-        member = group.members.get(r.member_id)
-        static = None if r.instance_id is None else self._static_member(group, r)
-        if static is not None and r.member_epoch == 0:
-            # a static member rejoining under a new id takes over its tasks (Kafka 4.4)
-            member = self._replace_static(group, static, r.member_id, records, part)
-            is_new = False
-        elif r.member_epoch == 0:
-            if member is not None:              # a rejoin: the old incarnation's tasks go
-                self._remove_member_records(group, member.member_id, records, part)
-            member = StreamsGroupMember(r.member_id)
-            is_new = True
-        else:
-            if member is None:
-                raise GroupError(E.UNKNOWN_MEMBER_ID,
-                                 f"Member {r.member_id} is not a member of group {gid}.")
-            check_member_epoch(member, r.member_epoch, r.active)
-            is_new = False
+        member, is_new = self._find_member(group, r, records, part)
         bump = is_new
         status: list[tuple[int, str]] = []
 
@@ -256,14 +280,25 @@ class StreamsGroupProtocol(EpochGroupProtocol):
             client_id=r.client_id, client_host=r.client_host)
         if is_new or updated.metadata() != member.metadata():
             self._apply(records, srec.member_metadata_record(part, gid, updated))
-            if (updated.process_id, updated.rack_id, updated.client_tags, updated.user_endpoint) != (
-                    member.process_id, member.rack_id, member.client_tags, member.user_endpoint):
+            # Kafka 4.4 (hasStreamsMemberMetadataChanged): any change of a dynamic member's
+            # metadata rebalances; a static member's only when what assignors read changed
+            if r.instance_id is None or (updated.topology_epoch, updated.rack_id,
+                                         updated.client_tags, updated.process_id) != (
+                    member.topology_epoch, member.rack_id, member.client_tags, member.process_id):
                 bump = True
 
         # 6. configured topology, metadata hash, assignment configs
         configured = self._configure(group)
+        if configured.ready:
+            for owned_tasks in (r.active, r.standby, r.warmup):
+                _check_tasks(configured.tasks, owned_tasks)
+        offs, ends = offsets_of(r.task_offsets), offsets_of(r.task_end_offsets)
+        if offs is not None or ends is not None:
+            group.task_offsets[r.member_id] = group.task_offsets.get(
+                r.member_id, EMPTY_OFFSETS).update(offs, ends)
+        group.reports_progress[r.member_id] = r.api_version >= 1
         new_hash = self.topics.metadata_hash(group.topology.topic_names()) if group.topology else 0
-        configs = (("num.standby.replicas", str(cfg.num_standby_replicas)),)
+        configs = cfg.assignment_configs()
         validated = group.topology.epoch if (group.topology and configured.ready) else group.validated_topology_epoch
         if bump or new_hash != group.metadata_hash or configs != group.last_assignment_configs \
                 or validated != group.validated_topology_epoch:
@@ -276,6 +311,20 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                     self._schedule_initial_delay(gid, cfg.initial_rebalance_delay_ms)
             self._apply(records, srec.group_metadata_record(part, gid, epoch, new_hash, validated,
                                                             configs))
+
+        # 6b. a Stable group whose refined assignment moved on for this member (a warm-up
+        # task caught up): a new group epoch, the same target (Kafka 4.4's REFINED update)
+        if group.group_epoch == group.assignment_epoch and group.state_name() == "Stable" \
+                and self._refining(cfg):
+            fresh = self._refine(group, cfg)
+            if fresh.get(r.member_id, EMPTY).normalized() != member_now(group, r.member_id):
+                epoch = group.group_epoch + 1
+                self._apply(records, srec.group_metadata_record(
+                    part, gid, epoch, group.metadata_hash, group.validated_topology_epoch,
+                    group.last_assignment_configs))
+                self._apply(records, srec.target_assignment_metadata_record(
+                    part, gid, epoch, group.assignment_timestamp_ms))
+                group.refined = (epoch, fresh)
 
         # 7. target assignment (not while the group's initial rebalance delay runs: its
         # first members get an empty assignment at the epoch below the group's)
@@ -301,7 +350,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         m = group.members[r.member_id]
         owned = None if r.active is None else TaskSet(norm(r.active), norm(r.standby), norm(r.warmup))
         rec = reconcile(m, target_epoch=group.assignment_epoch,
-                        target=group.target.get(m.member_id, EMPTY),
+                        target=self._refined(group, cfg).get(m.member_id, EMPTY),
                         active_owner=group.active_owner, owned=owned)
         if rec != m or is_new:
             self._apply(records, srec.current_assignment_record(part, gid, rec))
@@ -315,6 +364,12 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         if group.shutdown_requested:
             status.append((SHUTDOWN_APPLICATION, "A KafkaStreams instance encountered a fatal "
                            "error and requested a shutdown for the entire application."))
+        missing_tags = [t for t in cfg.rack_aware_assignment_tags
+                        if t not in {k for k, _ in m.client_tags}]
+        if r.api_version >= 1 and missing_tags:
+            status.append((MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware "
+                           f"standby assignment: [{', '.join(missing_tags)}]. Configure them "
+                           "via 'client.tag.<tagKey>' in your Streams config."))
         send_tasks = is_new or r.active is not None or m.assigned.normalized() != member.assigned.normalized()
         resp = StreamsHeartbeatResponse(
             member_id=m.member_id, member_epoch=m.member_epoch,
@@ -328,6 +383,33 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         if r.endpoint_information_epoch < group.endpoint_epoch:
             resp.partitions_by_endpoint = self._partitions_by_endpoint(group)
         return resp
+
+    # ----------------------------------------------------------------- warm-up tasks
+    @staticmethod
+    def _refining(cfg: StreamsGroupConfig) -> bool:
+        return cfg.warmup_tasks_enabled and cfg.num_warmup_replicas > 0
+
+    def _refine(self, group: StreamsGroup, cfg: StreamsGroupConfig) -> dict:
+        """The refined assignment of the group now (:func:`.warmup.refine`); members that
+        do not report their restore progress (StreamsGroupHeartbeat v0) get no warm-up task
+        and have their tasks at once."""
+        reporting = {mid: m for mid, m in group.members.items()
+                     if group.reports_progress.get(mid, True)}
+        out = refine(group.target, reporting, group.task_offsets,
+                     stateful_subtopologies(group.topology) if group.is_ready() else frozenset(),
+                     cfg.num_warmup_replicas, cfg.acceptable_recovery_lag)
+        for mid in set(group.target) - set(reporting):
+            out[mid] = group.target[mid].normalized()
+        return out
+
+    def _refined(self, group: StreamsGroup, cfg: StreamsGroupConfig) -> dict:
+        """What members reconcile towards: the target, or with warm-up tasks its refinement,
+        derived once per assignment epoch."""
+        if not self._refining(cfg):
+            return group.target
+        if group.refined is None or group.refined[0] != group.assignment_epoch:
+            group.refined = (group.assignment_epoch, self._refine(group, cfg))
+        return group.refined[1]
 
     def _schedule_initial_delay(self, gid: str, delay_ms: int) -> None:
         key = ("streams-initial-rebalance", gid)
@@ -362,9 +444,16 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         tasks = configured.tasks if configured.ready else {}
         members = [AssignorMember(m.member_id, m.process_id,
                                   frozenset(pairs_of(m.assigned.active) | pairs_of(m.pending_revocation.active)),
-                                  frozenset(pairs_of(m.assigned.standby) | pairs_of(m.assigned.warmup)))
+                                  frozenset(pairs_of(m.assigned.standby) | pairs_of(m.assigned.warmup)),
+                                  tuple(sorted(group.task_offsets.get(
+                                      m.member_id, EMPTY_OFFSETS).offsets.items())))
                    for m in group.members.values()]
-        new = assign(tasks, members, cfg.num_standby_replicas)
+        name = cfg.assignor()
+        if cfg.assignor_name is not None and cfg.assignor_name != name:
+            log.warning("[GroupId %s] The configured task assignor '%s' is not available; "
+                        "falling back to the default assignor '%s'.", gid, cfg.assignor_name, name)
+        new = ASSIGNORS[name](tasks, members, cfg.num_standby_replicas,
+                              stateful_subtopologies(group.topology))
         for mid, t in new.items():
             target = TaskSet(tasks_of(t.active), tasks_of(t.standby), {})
             old = group.target.get(mid)
@@ -386,7 +475,11 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                     for t in task_topics(topo, sid):
                         by_topic.setdefault(t, set()).add(p)
                 return [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
-            out.append((m.user_endpoint, tps(m.assigned.active), tps(m.assigned.standby)))
+            # Kafka 4.4: the standby partitions include those of warm-up tasks
+            replicas = {s: frozenset(norm(m.assigned.standby).get(s, frozenset())
+                                     | norm(m.assigned.warmup).get(s, frozenset()))
+                        for s in set(norm(m.assigned.standby)) | set(norm(m.assigned.warmup))}
+            out.append((m.user_endpoint, tps(m.assigned.active), tps(replicas)))
         return out
 
     # ----------------------------------------------------------------- fencing
@@ -402,25 +495,47 @@ class StreamsGroupProtocol(EpochGroupProtocol):
     def _still_revoking(self, m: StreamsGroupMember, epoch: int) -> bool:
         return m.member_epoch == epoch and m.state is MemberState.UNREVOKED_TASKS
 
-    # ----------------------------------------------------------------- static members
-    def _static_member(self, group: StreamsGroup, r: StreamsHeartbeatRequest):
-        """The member holding ``r.instance_id`` (Kafka 4.4's static membership, as KIP-848's
-        consumer groups): another live holder refuses a join (UNRELEASED_INSTANCE_ID) and
-        fences a heartbeat (FENCED_INSTANCE_ID); None when the instance id is free."""
-        mid = group.static_members.get(r.instance_id)
-        m = None if mid is None else group.members.get(mid)
-        if m is None:
-            if r.member_epoch not in (0, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH) \
-                    and r.member_id not in group.members:
-                raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
-            return None
-        if m.member_id == r.member_id:
-            return None if r.member_epoch == 0 else m
-        if r.member_epoch == 0:
-            if m.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise self._unreleased_instance(r.member_id, r.instance_id, m)
-            return m
-        raise self._fenced_instance(r.member_id, r.instance_id, m)
+    # ----------------------------------------------------------------- members and static members
+    def _find_member(self, group: StreamsGroup, r: StreamsHeartbeatRequest, records: list,
+                     part: int) -> tuple[StreamsGroupMember, bool]:
+        """The member a heartbeat speaks for, and whether it is new (Kafka 4.4's
+        ``getOrMaybeCreate{Dynamic,Static}StreamsGroupMember``).
+
+        A join (epoch 0) under a member id the group knows keeps that member and what it
+        holds, as Kafka does. A static join whose instance id a live member holds is refused
+        (UNRELEASED_INSTANCE_ID) unless that member left with epoch -2 — also when it is the
+        same member id, as for KIP-848's consumer groups; the rejoining instance then takes
+        over the old member's tasks without a new group epoch. A static heartbeat is
+        UNKNOWN_MEMBER_ID for an unknown instance id and FENCED_INSTANCE_ID for a member id
+        that no longer holds it."""
+        joining = r.member_epoch == 0
+        if r.instance_id is None:
+            m = group.members.get(r.member_id)
+            if m is None:
+                if not joining:
+                    raise GroupError(E.UNKNOWN_MEMBER_ID,
+                                     f"Member {r.member_id} is not a member of group {group.group_id}.")
+                return StreamsGroupMember(r.member_id), True
+            check_member_epoch(m, r.member_epoch, r.active)
+            return m, False
+        holder = group.static_member(r.instance_id)
+        if joining:
+            if holder is None:
+                m = group.members.get(r.member_id)
+                return (StreamsGroupMember(r.member_id), True) if m is None else (m, False)
+            if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise self._unreleased_instance(r.member_id, r.instance_id, holder)
+            if group.refined is not None and holder.member_id in group.refined[1]:
+                refined = dict(group.refined[1])        # Kafka relabels the refined tasks
+                refined[r.member_id] = refined.pop(holder.member_id)
+                group.refined = (group.refined[0], refined)
+            return self._replace_static(group, holder, r.member_id, records, part), False
+        if holder is None:
+            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {r.instance_id} is unknown.")
+        if holder.member_id != r.member_id:
+            raise self._fenced_instance(r.member_id, r.instance_id, holder)
+        check_member_epoch(holder, r.member_epoch, r.active)
+        return holder, False
 
     # ----------------------------------------------------------------- replay
     def _replay_group_metadata(self, g: StreamsGroup, value) -> None:
@@ -429,6 +544,8 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                                           for c in value.last_assignment_configs or ())
 
     def _replay_member_gone(self, g: StreamsGroup, member_id: str) -> None:
+        g.task_offsets.pop(member_id, None)
+        g.reports_progress.pop(member_id, None)
         if g.remove_member(member_id) is not None:
             g.endpoint_epoch += 1
 
@@ -453,8 +570,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                       state=MemberState.of(value.state),
                       assigned=srec.taskset_from(value),
                       pending_revocation=srec.taskset_from(value, "_pending_revocation"))
-        if (new.assigned.normalized().active, new.assigned.normalized().standby) != (
-                old.assigned.normalized().active, old.assigned.normalized().standby):
+        if new.assigned.normalized() != old.assigned.normalized():    # warm-up tasks count
             g.endpoint_epoch += 1
         g.put_member(new)
 
@@ -488,7 +604,8 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         topology = None if g.topology is None else with_partitions(g.topology, configured.partitions)
         return DescribedStreamsGroup(
             gid, E.NONE, None, g.state_name(), g.group_epoch, g.assignment_epoch, topology,
-            [(m, g.target.get(m.member_id, EMPTY)) for m in g.members.values()])
+            [(m, g.target.get(m.member_id, EMPTY)) for m in g.members.values()],
+            assignor_name=self.cfg(gid).assignor(), task_offsets=dict(g.task_offsets))
 
     # ----------------------------------------------------------------- offsets (per type)
     def validate_offset_commit(self, g: StreamsGroup, mid: str, instance: str | None,
@@ -501,3 +618,20 @@ class StreamsGroupProtocol(EpochGroupProtocol):
         if epoch != m.member_epoch:
             return E.STALE_MEMBER_EPOCH
         return E.NONE
+
+
+def member_now(group: StreamsGroup, member_id: str) -> TaskSet:
+    m = group.members.get(member_id)
+    return EMPTY if m is None else m.assigned.normalized()
+
+
+def _check_tasks(tasks: dict[str, int], owned) -> None:
+    """Reported tasks must exist in the configured topology (Kafka 4.4's
+    ``throwIfRequestContainsInvalidTasks``)."""
+    for sid, parts in (owned or {}).items():
+        if sid not in tasks:
+            raise GroupError(E.INVALID_REQUEST, f"Subtopology {sid} does not exist in the topology.")
+        for p in sorted(parts):
+            if not 0 <= p < tasks[sid]:
+                raise GroupError(E.INVALID_REQUEST, f"Task {p} for subtopology {sid} is invalid. "
+                                 f"Number of tasks for this subtopology: {tasks[sid]}")

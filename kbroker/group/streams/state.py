@@ -9,7 +9,10 @@ of partitions: a task is ``(subtopology id, partition)`` and a member holds **ac
 ``CurrentAssignmentBuilder``) keeps *revocation before assignment*: a member first gives up
 the tasks that left its target (``UNREVOKED_TASKS``, staying at its epoch); it then gets its
 new tasks, except active tasks another member still holds (``UNRELEASED_TASKS`` until they
-are released). Standby and warm-up tasks are never exclusive.
+are released). Standby and warm-up tasks are never exclusive. Replica roles change without a
+revocation, as in Kafka 4.4: an active task demoted to standby, a standby turned warm-up (and
+back); a standby or warm-up promoted to active keeps its role until the active task is
+granted.
 
 Group states (Kafka's ``StreamsGroupState``): Empty, NotReady (the topology cannot be
 configured: missing source topics, internal topics still being created), Assigning,
@@ -126,26 +129,41 @@ def reconcile(m: StreamsGroupMember, *, target_epoch: int, target: TaskSet,
                              "abandon all its tasks and rejoin.")
     target = target.normalized()
     cur = m.assigned.normalized()
-    keep, revoke = {}, {}
-    for kind in KINDS:
-        c, t = pairs_of(getattr(cur, kind)), pairs_of(getattr(target, kind))
-        keep[kind] = c & t
-        revoke[kind] = c - t
+    c = {k: pairs_of(getattr(cur, k)) for k in KINDS}
+    t = {k: pairs_of(getattr(target, k)) for k in KINDS}
+    keep = {k: c[k] & t[k] for k in KINDS}
+    revoke = {k: c[k] - t[k] for k in KINDS}
+    # replica roles change without a revocation (Kafka 4.4's CurrentAssignmentBuilder): an
+    # active task demoted to standby is a standby at once; a standby becoming a warm-up
+    # (or back) changes role at once; a standby or warm-up promoted to active keeps its
+    # role until the active task is granted, so its state is never dropped in between
+    now = {k: set() for k in KINDS}
+    now["standby"] |= (t["standby"] - keep["standby"]) & c["active"]
+    for a, b in (("standby", "warmup"), ("warmup", "standby")):
+        moved = c[a] & (t[b] - keep[b])
+        now[b] |= moved
+        revoke[a] -= moved
+    for k in ("standby", "warmup"):
+        promoted = revoke[k] & t["active"]
+        revoke[k] -= promoted
+        keep[k] |= promoted
     pending = TaskSet(**{k: tasks_of(v) for k, v in revoke.items()})
     if not pending.is_empty() and _still_owns(owned, pending):
         return replace(m, state=MemberState.UNREVOKED_TASKS, previous_member_epoch=m.member_epoch,
-                       assigned=TaskSet(**{k: tasks_of(v) for k, v in keep.items()}),
+                       assigned=TaskSet(**{k: tasks_of(keep[k] | now[k]) for k in KINDS}),
                        pending_revocation=pending)
     unreleased = False
-    new = {k: set(v) for k, v in keep.items()}
+    new = {k: keep[k] | now[k] for k in KINDS}
     for kind in KINDS:
-        for task in pairs_of(getattr(target, kind)) - keep[kind]:
+        for task in t[kind] - new[kind]:
             if kind == "active":
                 holder = active_owner(*task)
                 if holder is not None and holder != m.member_id:
                     unreleased = True
                     continue
             new[kind].add(task)
+    for k in ("standby", "warmup"):                 # promoted this step: the replica goes
+        new[k] -= new["active"]
     return replace(m, state=MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE,
                    previous_member_epoch=m.member_epoch, member_epoch=target_epoch,
                    assigned=TaskSet(**{k: tasks_of(v) for k, v in new.items()}),
@@ -192,13 +210,21 @@ class StreamsGroup(EpochGroupMixin):
     endpoint_epoch: int = 0
     shutdown_requested: bool = False
     dead: bool = False
+    # in memory only, as Kafka's: what members reported of their restore progress
+    # (warmup.TaskOffsets by member), whether a member speaks StreamsGroupHeartbeat v1+ (it
+    # reports that progress), and the refined assignment of the assignment epoch
+    task_offsets: dict = field(default_factory=dict)
+    reports_progress: dict[str, bool] = field(default_factory=dict)
+    refined: tuple[int, dict] | None = None
 
     group_type = "streams"
     states = StreamsGroupState
 
     def snapshot(self) -> "StreamsGroup":
         return replace(self, members=dict(self.members), static_members=dict(self.static_members),
-                       target=dict(self.target), active_owners=dict(self.active_owners))
+                       target=dict(self.target), active_owners=dict(self.active_owners),
+                       task_offsets=dict(self.task_offsets),
+                       reports_progress=dict(self.reports_progress))
 
     def is_ready(self) -> bool:
         return self.topology is not None and self.ready

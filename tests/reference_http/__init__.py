@@ -1,0 +1,1 @@
+"""The HTTP differential: recorded reference answers replayed against kbroker."""
