@@ -173,6 +173,9 @@ _JVMS_LOCK = threading.Lock()
 def _shutdown() -> None:
     for jvm in list(_JVMS.values()):
         jvm.kill()
+        log = Path(jvm.log.name)
+        if log.exists() and log.stat().st_size == 0:
+            log.unlink()        # nothing to tell (a log says which run left threads behind)
     _JVMS.clear()
 
 
