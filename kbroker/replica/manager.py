@@ -544,7 +544,7 @@ class ReplicaManager:
                 self._submit_alter(part, new_isr)
 
     def _submit_alter(self, part: Partition, new_isr: tuple) -> None:
-        pending = part.replication.begin_alter(new_isr)
+        pending = part.replication.begin_alter(new_isr, self._registration)
         job = (part, pending, part.leader_epoch, part.partition_epoch,
                part.leader_generation)
         if self._nursery is not None:
@@ -574,7 +574,7 @@ class ReplicaManager:
             else ErrorCode.REQUEST_TIMED_OUT
         if code:
             self.stats["alter_partition_errors"] += 1
-            part.replication.alter_refused(new_isr, code, self._registration)
+            part.replication.alter_refused(new_isr, code)
             log.info("AlterPartition for %s-%d (isr %s) answered %s", part.topic, part.index,
                      new_isr, ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
             return

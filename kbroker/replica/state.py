@@ -29,8 +29,11 @@ Rules (KIP-101, KIP-279, KIP-841 where they refine Kafka's ISR protocol):
   below the leader itself.
 - **AlterPartition answers**: a success with a newer partition epoch in the same leader epoch
   commits the proposed ISR; a refusal (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED) remembers
-  the refused brokers' registration so they are not proposed again until it changes; any
-  answer clears the pending proposal, and the next image decides otherwise.
+  the refused brokers' registration *as the proposal saw it* so they are not proposed again
+  until it changes (a registration that changed while the request was in flight — the broker
+  unfenced a moment after the controller refused — is proposed again at its next fetch, as
+  Kafka's leader does); any answer clears the pending proposal, and the next image decides
+  otherwise.
 - **Low watermark** (DeleteRecords): the smallest log start offset over the leader and every
   follower on an eligible broker, as each last reported it (-1 until it has fetched).
 - **acks=all**: a produce whose last offset + 1 is ``required`` completes once the high
@@ -80,6 +83,8 @@ class ReplicationState:
     leader_epoch_start: int = -1              # leader's log end offset when its epoch began
     followers: dict = field(default_factory=dict)      # broker id -> FollowerState
     expand_refused: dict = field(default_factory=dict)
+    # broker id -> registration, of the replicas the pending proposal adds, when it was made
+    pending_added: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------------ images
 
@@ -205,25 +210,29 @@ class ReplicationState:
             return None
         return tuple(r for r in self.isr if r not in out)
 
-    def begin_alter(self, new_isr: tuple) -> tuple:
-        """An AlterPartition goes out with ``new_isr``; it counts in the maximal ISR."""
+    def begin_alter(self, new_isr: tuple,
+                    registration: Callable[[int], Any] = lambda _rid: None) -> tuple:
+        """An AlterPartition goes out with ``new_isr``; it counts in the maximal ISR. The
+        registrations of the replicas it adds are kept for a refusal."""
         self.pending_isr = tuple(new_isr)
+        self.pending_added = {rid: registration(rid) for rid in new_isr if rid not in self.isr}
         return self.pending_isr
 
-    def alter_refused(self, new_isr: tuple, error_code: int,
-                      registration: Callable[[int], Any]) -> None:
+    def alter_refused(self, new_isr: tuple, error_code: int) -> None:
         """The controller answered ``error_code``: drop the proposal; remember refused
-        additions under their current registration."""
+        additions under the registration the proposal was made with."""
+        added, self.pending_added = self.pending_added, {}
         self.pending_isr = None
         if error_code in REFUSALS:
             for rid in set(new_isr) - set(self.isr):
-                self.expand_refused[rid] = registration(rid)
+                self.expand_refused[rid] = added.get(rid)
 
     def alter_committed(self, leader_epoch: int, answer_leader_epoch: int, answer_isr,
                         answer_partition_epoch: int, now: int) -> bool:
         """The controller accepted: take its ISR when it is newer and of our leader epoch
         (True); followers that join without a catch-up time count as caught up now."""
         self.pending_isr = None
+        self.pending_added = {}
         if answer_leader_epoch != leader_epoch or answer_partition_epoch <= self.partition_epoch:
             return False
         self.isr = tuple(answer_isr)

@@ -216,10 +216,28 @@ REFUSAL_TABLE = [
 @pytest.mark.parametrize("code,remembered", REFUSAL_TABLE, ids=[c.name for c, _ in REFUSAL_TABLE])
 def test_refusals_are_remembered_per_registration(code, remembered):
     st = make(isr=(1, 2))
-    st.begin_alter((1, 2, 3))
-    st.alter_refused((1, 2, 3), code, lambda rid: ("epoch", rid))
+    st.begin_alter((1, 2, 3), lambda rid: ("epoch", rid))
+    st.alter_refused((1, 2, 3), code)
     assert st.pending_isr is None and st.isr == (1, 2)
     assert st.expand_refused == ({3: ("epoch", 3)} if remembered else {})
+
+
+def test_a_registration_that_changed_while_the_refused_proposal_was_in_flight_is_asked_again():
+    """The controller refused broker 3 while it was fenced; the image unfenced it before the
+    answer arrived. The refusal holds for the registration the proposal saw, so the next
+    fetch proposes 3 again (remembering the registration seen at the answer left the ISR
+    without 3 until the broker re-registered: a seeded fault run's partition never healed)."""
+    registration = {3: ("epoch 9", "fenced")}
+    st = make(isr=(1, 2), leos={2: 10, 3: 10})
+    new = st.isr_expansion(st.followers[3], 10, lambda _rid: True, registration.get)
+    st.begin_alter(new, registration.get)
+    registration[3] = ("epoch 9", "unfenced")
+    st.alter_refused(new, ErrorCode.INELIGIBLE_REPLICA)
+    assert st.isr_expansion(st.followers[3], 10, lambda _rid: True, registration.get) == (1, 2, 3)
+    # unchanged since the refusal: not asked again
+    st.begin_alter((1, 2, 3), registration.get)
+    st.alter_refused((1, 2, 3), ErrorCode.INELIGIBLE_REPLICA)
+    assert st.isr_expansion(st.followers[3], 10, lambda _rid: True, registration.get) is None
 
 
 # ---------------------------------------------------------------------------- images
