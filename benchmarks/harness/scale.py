@@ -133,7 +133,7 @@ def partitions(session) -> None:
         log(f"{session.name}: {n} partitions created in {secs:.1f} s ({cpu:.1f} cpu-s), RSS "
             f"{cur / 2**20:.0f} MiB, full Metadata {md * 1000:.0f} ms ({md_cpu * 1000:.0f} cpu-ms, "
             f"{size / 1024:.0f} KiB)")
-        b.stop()
+        b.stop(timeout=1800)       # a clean stop of N partitions takes a while (both brokers)
         secs = timed_start(b, "sc-0", timeout=1800)
         r.add(restart, session.name, secs)
         r.add(restart_cpu, session.name, b.start_cpu_s)
