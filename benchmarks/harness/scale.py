@@ -4,7 +4,9 @@ Each row runs on a fresh single node of the session's broker (sizes from `plan.S
 quick plan uses small ones):
 
 * **partitions**: N partitions as topics of 100 (CreateTopics of 1,000 partitions, one request
-  at a time) until Metadata shows a leader for every one; the broker's RSS then; the latency
+  at a time) until Metadata shows a leader for every one; then until the broker is quiet
+  (both brokers finish creating the logs after they answer: Kafka in its metadata publisher
+  thread, kbroker in a task of its replica manager); the broker's RSS then; the latency
   of a full Metadata request (all topics, v12, median of 5 on one connection: send to last
   byte of the answer); a graceful stop and the restart to the first acknowledged produce
   (`brokers.timed_start`: wall and CPU).
@@ -96,6 +98,20 @@ def _recv(s, n: int) -> bytes:
     return bytes(buf)
 
 
+def _wait_quiet(pid: int, timeout: float = 600.0) -> float:
+    """Wait until the broker uses under 5 % of a core over one second (it has finished
+    the work a request started in the background); returns the seconds waited."""
+    t0 = time.monotonic()
+    last = cpu_seconds(pid)
+    while time.monotonic() - t0 < timeout:
+        time.sleep(1.0)
+        now = cpu_seconds(pid)
+        if now - last < 0.05:
+            break
+        last = now
+    return time.monotonic() - t0
+
+
 def partitions(session) -> None:
     from .run import log
     n = session.plan.scale.partitions
@@ -122,8 +138,8 @@ def partitions(session) -> None:
         t0, c0 = time.monotonic(), cpu_seconds(b.pid)
         create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=1800)
         secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
-        r.add(create, session.name, secs, cpu)
-        time.sleep(2)
+        quiet = _wait_quiet(b.pid)
+        r.add(create, session.name, secs, cpu, raw={"quiet_after_s": round(quiet, 1)})
         cur, _ = rss_bytes(b.pid)
         r.add(rss, session.name, cur / 2**20)
         c0 = cpu_seconds(b.pid)
