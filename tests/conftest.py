@@ -8,6 +8,8 @@
 - under pytest-xdist (``make test`` runs ``--dist loadfile``: the tests of one file on one
   worker, so module-scoped brokers and clusters are still started once), files with slow tests
   are handed out first, so that the long ones do not end the run on one busy worker.
+- kafka-python 3.x can lose a rebalance that completes between two short polls (a client race:
+  tests/support/kafka_python_fixes.py); its guard is applied for every test.
 """
 from __future__ import annotations
 
@@ -17,6 +19,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.support import kafka_python_fixes
+
+kafka_python_fixes.apply()
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PIN_POM = REPO_ROOT / "tools" / "kafka_dist" / "pom.xml"
