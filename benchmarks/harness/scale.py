@@ -98,15 +98,17 @@ def _recv(s, n: int) -> bytes:
     return bytes(buf)
 
 
-def _wait_quiet(pid: int, timeout: float = 600.0) -> float:
-    """Wait until the broker uses under 5 % of a core over one second (it has finished
-    the work a request started in the background); returns the seconds waited."""
+def _wait_quiet(pid: int, timeout: float = 300.0) -> float:
+    """Wait until the broker uses under a quarter of a core over one second (it has
+    finished the work a request started in the background; kbroker's once-a-second flush
+    check of every log keeps it above a few percent at 100,000 partitions); returns the
+    seconds waited."""
     t0 = time.monotonic()
     last = cpu_seconds(pid)
     while time.monotonic() - t0 < timeout:
         time.sleep(1.0)
         now = cpu_seconds(pid)
-        if now - last < 0.05:
+        if now - last < 0.25:
             break
         last = now
     return time.monotonic() - t0

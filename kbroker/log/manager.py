@@ -400,6 +400,11 @@ class LogManager:
         now = self.clock() if now_ms is None else now_ms
         flushed = 0
         for log in list(self._logs.values()):
+            if log.recovery_point >= log.log_end_offset:
+                # nothing unflushed (most logs of a large node): no call, no guard -- the
+                # sweep runs every second over every log (Kafka's lastFlushTime, too, moves
+                # only when a flush happens)
+                continue
             try:
                 flushed += log.maybe_flush(now)
             except (LogClosed, KafkaStorageError):
