@@ -290,7 +290,6 @@ class Server:
                      and len(self.config.listeners) > 1)
         burst = AcceptBurst(sock)
         with scope, burst:
-            pending: list = []
             while True:
                 if not quotas.slot_available(protected):
                     # max.connections: stop accepting until a connection closes (Kafka's
@@ -298,9 +297,10 @@ class Server:
                     quotas.stats["waited"] += 1
                     await self._slot_freed.wait()
                     continue
-                if pending:
-                    stream = pending.pop()
-                else:
+                # a connection already waiting in the backlog is taken without yielding, after
+                # the slot check like any other (kbroker/server/accept.py)
+                stream = burst.take()
+                if stream is None:
                     try:
                         stream = await sock.accept()
                     except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -310,8 +310,7 @@ class Server:
                         log.error("accept failed on %s: %s", listener_name, e)
                         await trio.sleep(0.1)
                         continue
-                    # whatever else waits in the backlog, taken now (kbroker/server/accept.py)
-                    pending = burst.drain()[::-1]
+                    burst.refill()
                 try:
                     ip = stream.socket.getpeername()[0]
                 except (AttributeError, OSError):

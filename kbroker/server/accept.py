@@ -6,9 +6,10 @@ arriving together (a consumer group of 500 members starting at once) overflow th
 backlog (``socket.listen.backlog.size``, 50 as in Kafka). The kernel then drops their SYNs
 and the clients retry after 1, 3, 7, 15 s: the last members joined 15 s late. Kafka's
 acceptor thread takes every ready connection in a tight loop; so does this: after each
-``accept`` the accept loop takes what else is waiting, up to ``LIMIT``, without waiting,
-through a duplicate of the listening descriptor (non-blocking ``accept``; the streams are
-ordinary ``trio.SocketStream``s).
+awaited ``accept`` the accept loop takes what else is waiting, one at a time and each after
+its ``max.connections`` check, up to ``LIMIT`` before it yields again, through a duplicate of
+the listening descriptor (non-blocking ``accept``; the streams are ordinary
+``trio.SocketStream``s).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class AcceptBurst:
 
     def __init__(self, listener):
         self._raw: socket.socket | None = None
+        self._left = LIMIT
         sock = getattr(listener, "socket", None)
         try:
             fd = os.dup(sock.fileno())
@@ -42,16 +44,26 @@ class AcceptBurst:
             self._raw.close()
             self._raw = None
 
-    def drain(self) -> list:
-        """The connections waiting now (at most ``LIMIT``), as trio streams."""
-        out = []
+    def refill(self) -> None:
+        """After an awaited accept (a yield): up to ``LIMIT`` more may be taken at once."""
+        self._left = LIMIT
+
+    def take(self):
+        """A connection waiting now, as a trio stream, or None (none waiting, this burst's
+        ``LIMIT`` reached, or an error the next awaited ``accept`` will report)."""
         raw = self._raw
-        while raw is not None and len(out) < LIMIT:
-            try:
-                conn, _ = raw.accept()
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                break                    # EMFILE and friends: the awaited accept reports them
-            out.append(trio.SocketStream(trio.socket.from_stdlib_socket(conn)))
+        if raw is None or self._left <= 0:
+            return None
+        try:
+            conn, _ = raw.accept()
+        except OSError:                  # BlockingIOError: nothing waiting
+            return None
+        self._left -= 1
+        return trio.SocketStream(trio.socket.from_stdlib_socket(conn))
+
+    def drain(self) -> list:
+        """Every connection waiting now, within this burst's ``LIMIT``."""
+        out = []
+        while (stream := self.take()) is not None:
+            out.append(stream)
         return out
