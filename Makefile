@@ -211,7 +211,7 @@ demo: spark-setup
 
 # --- benchmarks ---
 # kbroker against Apache Kafka (the compat suite's jars) on this machine, same loads, same
-# clients; see benchmarks/README.md. `bench` (≤ 20 min) publishes its table into
+# clients; see benchmarks/README.md. `bench` (> 40 min with issue 32's rows) publishes its table into
 # benchmarks/README.md and its charts into benchmarks/charts/; `bench-quick` (≤ 3 min) writes
 # benchmarks/results/quick/ only. Not part of `make test`.
 BENCH_STAMP := $(VENV)/.bench-installed

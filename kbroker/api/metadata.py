@@ -26,11 +26,16 @@
   REPLICA_NOT_AVAILABLE.
 - v13 (KIP-1102) adds a top-level ``error_code``: always NONE here (Kafka answers
   REBOOTSTRAP_REQUIRED only when it cannot describe its cluster to the client).
+- A topic's entry is built and encoded once per image of the topic, listener and version
+  (``kbroker/api/_metadata_cache.py``), not per request: a full answer of n partitions
+  costs O(topics) of Python plus a copy of bytes. Entries with authorized operations
+  (asked for by the caller) are built each time.
 """
 from __future__ import annotations
 
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
+from kbroker.api._metadata_cache import cache_of
 from kbroker.authz.acls import CLUSTER, CREATE, DESCRIBE, TOPIC
 from kbroker.metadata.client_view import partition_view
 from kbroker.metadata.controller import topic_name_error
@@ -62,8 +67,20 @@ def topic_entry(image, t, listener: str, version: int) -> Topic:
                                leader_id=view.leader_id, leader_epoch=p.leader_epoch,
                                replica_nodes=view.replicas, isr_nodes=view.isr,
                                offline_replicas=view.offline_replicas))
-    return Topic(error_code=ErrorCode.NONE, name=t.name, topic_id=t.topic_id,
+    return Topic(error_code=ErrorCode.NONE, name=t.name,
+                 topic_id=t.topic_id if version >= 10 else ZERO_UUID,
                  is_internal=t.internal, partitions=parts)
+
+
+def _entry_maker(ctx: RequestContext, image, request):
+    """``entry(t)``: the topic's entry for this request, from the node's cache unless the
+    caller asked for its authorized operations (those differ by principal)."""
+    v, listener = ctx.version, ctx.listener
+    if v >= 8 and request.include_topic_authorized_operations:
+        return lambda t: topic_entry(image, t, listener, v)
+    cache = cache_of(ctx.broker)
+    return lambda t: cache.entry(image, t, listener, v,
+                                 lambda: topic_entry(image, t, listener, v), Response)
 
 
 @api(3, versions=(0, 13))
@@ -72,10 +89,10 @@ async def handle(ctx: RequestContext, request) -> Response:
     image = broker.metadata
     v = ctx.version
     topics_out = []
+    entry = _entry_maker(ctx, image, request)
     if request.topics is None or (v == 0 and not request.topics):
         denied = denied_topics(ctx, DESCRIBE, image.topics)
-        topics_out = [topic_entry(image, t, ctx.listener, v)
-                      for n, t in sorted(image.topics.items()) if n not in denied]
+        topics_out = [entry(t) for n, t in sorted(image.topics.items()) if n not in denied]
     else:
         allow = (v < 4 or request.allow_auto_topic_creation) and \
             broker.config.get("auto.create.topics.enable")
@@ -98,7 +115,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                     topics_out.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                             name=None, topic_id=req.topic_id, partitions=[]))
                 else:
-                    topics_out.append(topic_entry(image, t, ctx.listener, v))
+                    topics_out.append(entry(t))
                 continue
             name = req.name
             t = image.topics.get(name) if name is not None else None
@@ -106,7 +123,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                 topics_out.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
                                         is_internal=name in INTERNAL_TOPICS, partitions=[]))
             elif t is not None:
-                topics_out.append(topic_entry(image, t, ctx.listener, v))
+                topics_out.append(entry(t))
             elif name is None or topic_name_error(name):
                 topics_out.append(Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name or "",
                                         partitions=[]))
@@ -137,7 +154,8 @@ async def handle(ctx: RequestContext, request) -> Response:
                 t.topic_authorized_operations = ctx.authorized_operations(True, TOPIC, t.name)
     if v < 10:
         for t in topics_out:
-            t.topic_id = ZERO_UUID
+            if t.topic_id != ZERO_UUID:     # an error entry (cached ones have none below v10)
+                t.topic_id = ZERO_UUID
     if v < 12:
         for t in topics_out:
             if t.name is None:

@@ -272,6 +272,9 @@ _DEFS: list[ConfigDef] = [
     # HTTPS on the registry's listener, with the broker's ssl.* keys (overridable as
     # listener.name.schema_registry.ssl.*)
     _d("kbroker.schema.registry.ssl.enabled", "boolean", False),
+    # segment and index files open at once (kbroker/log/open_files.py); 0: a quarter of
+    # the process's open-file limit
+    _d("kbroker.log.max.open.files", "int", 0, _at_least(0)),
     _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
     _d("group.share.max.size", "int", 200, _at_least(1)),

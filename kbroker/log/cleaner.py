@@ -150,11 +150,9 @@ def _filter_segment(log: PartitionLog, seg: LogSegment, latest, fates, now_ms: i
                     stats: dict) -> LogSegment:
     out = LogSegment(seg.dir, seg.base_offset, index_interval_bytes=log.config.index_interval_bytes,
                      max_index_bytes=log.config.segment_index_bytes, created_ms=seg.created_ms,
-                     suffix=".cleaned")
+                     suffix=".cleaned", files=log.files)
     if out.size:  # stale output of an earlier, interrupted pass
-        os.ftruncate(out.fd, 0)
-        out.size = 0
-        out.rebuild_indexes()
+        out.start_afresh()
     # aborted-transaction entries travel with the segment (markers are always kept)
     out.txn_index.replace_with(seg.txn_index.entries())
     horizon = now_ms - log.config.delete_retention_ms

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .errors import LogError
 from .failure import named
+from .open_files import FileHandle, OpenFiles
 
 
 class CorruptIndex(LogError):
@@ -37,19 +38,29 @@ class CorruptIndex(LogError):
 class _Index:
     entry = struct.Struct(">ii")
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int):
-        self.path = Path(path)
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int,
+                 files: OpenFiles | None = None):
+        # opened on the first write, through the log's bounded set of open files
+        self._file = FileHandle(Path(path), os.O_RDWR | os.O_CREAT | os.O_APPEND,
+                                files if files is not None else OpenFiles())
+        self._dirty = False     # written since the last fsync
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.entry.size)
-        self._fd: int | None = None
         self._keys: array | None = None  # first column (offsets or timestamps)
         self._vals: array | None = None
 
     # -- file handling -------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @path.setter
+    def path(self, value: Path) -> None:
+        self._file.path = Path(value)
+
     def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        return self._fd
+        self._dirty = True      # every caller changes the file
+        return self._file.fd
 
     def _load(self) -> None:
         if self._keys is not None:
@@ -109,13 +120,12 @@ class _Index:
         os.ftruncate(self._open(), 0)
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+        if self._dirty:
+            os.fsync(self._file.fd)
+            self._dirty = False
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._file.close()
 
     def unload(self) -> None:
         """Forget the in-memory columns (they are re-read on next use)."""
@@ -123,7 +133,7 @@ class _Index:
 
     def rename(self, path: Path) -> None:
         os.replace(self.path, path)
-        self.path = Path(path)
+        self._file.path = Path(path)
 
     def delete(self) -> None:
         self.close()

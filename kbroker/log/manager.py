@@ -62,6 +62,7 @@ from .cleaner import CleanResult, clean, cleanable_range
 from .config import LogConfig
 from .errors import KafkaStorageError, LogClosed
 from .failure import LogDirFailureChannel
+from .open_files import OpenFiles, default_limit
 from .partition import PartitionLog, _parse_dir_name
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -73,7 +74,8 @@ class LogManager:
     def __init__(self, log_dirs: Iterable[Path], default_config: LogConfig,
                  clock: Callable[[], int], *, checkpoint_interval_ms: int = 60_000,
                  cleaner_max_map_entries: int = 1_000_000,
-                 ticker: Callable[[], int] | None = None):
+                 ticker: Callable[[], int] | None = None,
+                 max_open_files: int | None = None):
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise ValueError("at least one log directory is required")
@@ -95,6 +97,9 @@ class LogManager:
         self.last_clean: CleanResult | None = None
         # every PartitionLog here reports to it; the replica layer listens (kbroker.log.failure)
         self.failures = LogDirFailureChannel()
+        # segment and index files are opened on use, at most this many at a time
+        # (kbroker.log.open_files; default: a quarter of the process's open-file limit)
+        self.files = OpenFiles(max_open_files if max_open_files else default_limit())
 
     @property
     def offline_dirs(self) -> set[Path]:
@@ -139,7 +144,8 @@ class LogManager:
                                    first_dirty_offset=dirty.get(parsed, 0),
                                    clean_shutdown=clean,
                                    high_watermark=None if parsed[0] == METADATA_TOPIC
-                                   else hws.get(parsed), failures=self.failures)
+                                   else hws.get(parsed), failures=self.failures,
+                                   files=self.files)
                 self._register(log)
         for future in futures:
             self._finish_move(future, now)
@@ -153,6 +159,9 @@ class LogManager:
                 marker.unlink()
                 ckpt.fsync_dir(d)
         self._last_checkpoint_ms = self.ticker()
+        # recovery read the tail of every log: let go of those files, a partition without
+        # traffic holds no descriptor (each is opened again on its first read or write)
+        self.files.close_all()
         self.loaded = True
 
     def previous_broker_epoch(self) -> int:
@@ -243,7 +252,7 @@ class LogManager:
         with self.failures.guard(target, f"create the log of {topic}-{partition}"):
             log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
                                config or self.default_config, clock=self.clock,
-                               clean_shutdown=True, failures=self.failures)
+                               clean_shutdown=True, failures=self.failures, files=self.files)
         self._register(log)
         return log
 
@@ -281,7 +290,8 @@ class LogManager:
         os.replace(future, final)
         ckpt.fsync_dir(final.parent)
         self._register(PartitionLog(final, parsed[0], parsed[1], self.default_config,
-                                    clock=self.clock, now_ms=now, failures=self.failures))
+                                    clock=self.clock, now_ms=now, failures=self.failures,
+                                    files=self.files))
 
     def move_log(self, topic: str, partition: int, dest: Path) -> PartitionLog:
         """Move ``topic``-``partition`` to the log directory ``dest`` (one of ``log_dirs``);
@@ -329,7 +339,7 @@ class LogManager:
             os.replace(future, final)
             ckpt.fsync_dir(dest)
             moved = PartitionLog(final, topic, partition, log.config, clock=self.clock,
-                                 failures=self.failures, **state)
+                                 failures=self.failures, files=self.files, **state)
         self._register(moved)
         self.checkpoint()
         return moved
@@ -403,6 +413,11 @@ class LogManager:
         now = self.clock() if now_ms is None else now_ms
         flushed = 0
         for log in list(self._logs.values()):
+            if log.recovery_point >= log.log_end_offset:
+                # nothing unflushed (most logs of a large node): no call, no guard -- the
+                # sweep runs every second over every log (Kafka's lastFlushTime, too, moves
+                # only when a flush happens)
+                continue
             try:
                 flushed += log.maybe_flush(now)
             except (LogClosed, KafkaStorageError):
@@ -466,5 +481,6 @@ class LogManager:
             "size_bytes": sum(lg.size for lg in logs),
             "segments": sum(len(lg.segments) for lg in logs),
             "pending_dir_deletes": len(self._pending_dirs),
+            "open_files": self.files.statistics(),
             "last_clean": self.last_clean._asdict() if self.last_clean else None,
         }

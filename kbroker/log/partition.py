@@ -66,6 +66,7 @@ from .epoch_cache import LeaderEpochCache
 from .errors import (LogClosed, OffsetOutOfRange, OffsetsOutOfOrder, PolicyViolation,
                      RecordBatchTooLarge, UnexpectedAppendOffset)
 from .failure import LogDirFailureChannel, guarded
+from .open_files import OpenFiles
 from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
 from .txnindex import AbortedTxn
@@ -95,7 +96,8 @@ class PartitionLog:
                  recovery_point: int = 0, log_start_offset: int = 0,
                  first_dirty_offset: int = 0, clean_shutdown: bool = False,
                  high_watermark: int | None = None,
-                 failures: LogDirFailureChannel | None = None):
+                 failures: LogDirFailureChannel | None = None,
+                 files: OpenFiles | None = None):
         """Open (recovering if needed) or create the log in ``directory``.
 
         ``recovery_point``, ``log_start_offset``, ``first_dirty_offset`` and
@@ -114,6 +116,9 @@ class PartitionLog:
         self.dir = Path(directory)
         self.topic, self.partition = topic, partition
         self.failures = failures if failures is not None else LogDirFailureChannel()
+        # where the segments' files are opened on use, at most a bound at a time (the log
+        # manager's; a log of its own gets an unbounded one)
+        self.files = files if files is not None else OpenFiles()
         self.config = config
         self._clock = clock
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -171,7 +176,7 @@ class PartitionLog:
     def _new_segment(self, base: int, now: int, suffix: str = "") -> LogSegment:
         return LogSegment(self.dir, base, index_interval_bytes=self.config.index_interval_bytes,
                           max_index_bytes=self.config.segment_index_bytes, created_ms=now,
-                          suffix=suffix)
+                          suffix=suffix, files=self.files)
 
     def _complete_interrupted_swaps(self) -> None:
         """Finish or undo a compaction swap or deletion that a crash interrupted.
@@ -622,9 +627,7 @@ class PartitionLog:
     def _add_segment(self, base: int, now: int) -> LogSegment:
         seg = self._new_segment(base, now)
         if seg.size:  # a stale file of that name (e.g. left by truncation): start afresh
-            os.ftruncate(seg.fd, 0)
-            seg.size = 0
-            seg.rebuild_indexes()
+            seg.start_afresh()
         self.segments.append(seg)
         self._bases.append(base)
         self._dir_dirty = True
@@ -653,7 +656,8 @@ class PartitionLog:
             if found is not None:
                 pos, length = found
                 base = seg.read_header(pos).base_offset
-                return FileRegion(seg.fd, pos, length, base)
+                held = seg.pin()        # open until the region is sent (kbroker.log.open_files)
+                return FileRegion(held.fd, pos, length, base, held)
         return None
 
     @guarded("read the transaction index of")

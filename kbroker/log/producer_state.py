@@ -370,6 +370,11 @@ class ProducerStateManager:
         if self.dir is None:
             return None
         offset = self.map_end_offset if offset is None else offset
+        if offset <= 0:
+            # nothing lies below offset 0 (Kafka's takeSnapshot writes only past its last
+            # snapshot offset, 0 at first): an empty log needs no file, and closing
+            # 100,000 of them must not write and fsync 100,000
+            return None
         path = self._snapshot_path(offset)
         if path.exists():
             return path

@@ -1,15 +1,15 @@
 """``FileRegion``: a byte range of a segment file, ready for ``os.sendfile``.
 
 A region is what :meth:`PartitionLog.read` returns instead of bytes, so a fetch
-never copies record data through Python.  The descriptor stays valid after the
-segment is deleted by retention or replaced by the cleaner for at least
-``file.delete.delay.ms`` (the segment is renamed, not closed, until then), which is
-the window the server has to finish the transfer.
+never copies record data through Python.  The descriptor stays valid as long as the
+region lives: the region holds the open descriptor object, so neither the log's bound
+on open files (:mod:`kbroker.log.open_files`) nor the segment's deletion by retention
+or replacement by the cleaner closes it under a transfer in flight.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,9 @@ class FileRegion:
     position: int
     length: int
     base_offset: int  # base offset of the first batch in the region
+    # what keeps ``fd`` open while the region lives (an ``OpenFd`` of
+    # kbroker.log.open_files): the log's LRU may let go of the file meanwhile
+    holder: object = field(default=None, compare=False, repr=False)
 
     @property
     def file(self) -> int:

@@ -16,8 +16,12 @@ Invariants of a segment
   timestamp of the last ``.timeindex`` entry, so the exact max timestamp and next
   offset can be found by scanning only the batches after the last index entry.
 
-``LogSegment`` owns its file descriptors; :class:`~kbroker.log.partition.PartitionLog`
-owns the segments.  Nothing here looks at the clock.
+``LogSegment`` owns its files, opened on use through the log manager's bounded
+:class:`~kbroker.log.open_files.OpenFiles` (an idle segment holds no descriptor once
+evicted; ``fd`` is asked for right before each system call, never kept); fsyncs happen only
+for a file written since its last one, so closing an idle log opens nothing.
+:class:`~kbroker.log.partition.PartitionLog` owns the segments.  Nothing here looks at the
+clock.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from kbroker.wire.errors import CorruptRecord
 from .errors import KafkaStorageError
 from .failure import named
 from .index import CorruptIndex, OffsetIndex, TimeIndex
+from .open_files import FileHandle, OpenFiles
 from .txnindex import TransactionIndex
 
 INT32_MAX = (1 << 31) - 1
@@ -59,9 +64,13 @@ class BatchScan:
     batch when ``verify`` or ``want_data``, else ``None``.
     """
 
-    def __init__(self, fd: int, start: int, end: int, *, verify: bool = False,
+    def __init__(self, fd, start: int, end: int, *, verify: bool = False,
                  want_data: bool = False):
-        self.fd, self.start, self.end = fd, start, end
+        # an ``OpenFd`` (kbroker.log.open_files) is held for the scan's life: no eviction
+        # can close the descriptor between two reads
+        self._pin = fd if not isinstance(fd, int) else None
+        self.fd = fd if isinstance(fd, int) else fd.fd
+        self.start, self.end = start, end
         self.verify, self.want_data = verify, want_data or verify
         self.error: ScanError | None = None
 
@@ -122,17 +131,26 @@ class LogSegment:
     """A ``.log`` file of whole batches with its two sparse indexes."""
 
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
-                 max_index_bytes: int, created_ms: int = 0, suffix: str = ""):
+                 max_index_bytes: int, created_ms: int = 0, suffix: str = "",
+                 files: OpenFiles | None = None):
         self.dir = Path(directory)
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.suffix = suffix
         name = segment_name(base_offset)
-        self.log_path = self.dir / f"{name}.log{suffix}"
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self.fd).st_size
-        self.offset_index = OffsetIndex(self.dir / f"{name}.index{suffix}", base_offset, max_index_bytes)
-        self.time_index = TimeIndex(self.dir / f"{name}.timeindex{suffix}", base_offset, max_index_bytes)
+        files = files if files is not None else OpenFiles()
+        log_path = self.dir / f"{name}.log{suffix}"
+        self._file = FileHandle(log_path, os.O_RDWR | os.O_CREAT, files)
+        try:
+            self.size = os.stat(log_path).st_size
+        except FileNotFoundError:       # a new segment: the file exists from now on
+            os.close(os.open(log_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
+            self.size = 0
+        self._dirty = False             # written since the last fsync
+        self.offset_index = OffsetIndex(self.dir / f"{name}.index{suffix}", base_offset,
+                                        max_index_bytes, files)
+        self.time_index = TimeIndex(self.dir / f"{name}.timeindex{suffix}", base_offset,
+                                    max_index_bytes, files)
         self.txn_index = TransactionIndex(self.dir / f"{name}.txnindex{suffix}")
         self.created_ms = created_ms
         self.bytes_since_last_index_entry = 0
@@ -144,6 +162,25 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"<LogSegment {self.log_path.name} size={self.size}>"
+
+    @property
+    def log_path(self) -> Path:
+        return self._file.path
+
+    @property
+    def fd(self) -> int:
+        """The ``.log`` file's descriptor, opened now if it is not: use it at once."""
+        return self._file.fd
+
+    def pin(self):
+        """The ``.log`` file's open descriptor object (``OpenFd``), kept open while held:
+        what a ``FileRegion`` holds until its bytes are sent."""
+        return self._file.pin()
+
+    @property
+    def holds_descriptor(self) -> bool:
+        """Whether the ``.log`` file is open now (tests, statistics)."""
+        return self._file.is_open
 
     # -- lazily computed tail state -----------------------------------------------
     def _load_tail(self) -> None:
@@ -160,7 +197,7 @@ class LogSegment:
             return
         max_ts, max_off = tlast if tlast else (-1, -1)
         nxt = self.base_offset
-        scan = BatchScan(self.fd, start, self.size)
+        scan = BatchScan(self.pin(), start, self.size)
         for _, h, _ in scan:
             nxt = h.next_offset
             if h.max_timestamp > max_ts:
@@ -217,7 +254,7 @@ class LogSegment:
 
     def batches(self, start: int = 0, *, verify: bool = False,
                 want_data: bool = False) -> BatchScan:
-        return BatchScan(self.fd, start, self.size, verify=verify, want_data=want_data)
+        return BatchScan(self.pin(), start, self.size, verify=verify, want_data=want_data)
 
     def find(self, offset: int) -> tuple[int, "rb.BatchHeader"] | None:
         """(position, header) of the first batch whose last offset is >= ``offset``."""
@@ -291,6 +328,7 @@ class LogSegment:
         since = self.bytes_since_last_index_entry
         view = memoryview(buf)
         written = 0
+        self._dirty = True
         try:
             while written < len(view):
                 written += os.pwrite(self.fd, view[written:], position + written)
@@ -324,6 +362,7 @@ class LogSegment:
         next start (the failed directory gets no clean-shutdown marker)."""
         self.bytes_since_last_index_entry = since
         try:
+            self._dirty = True
             os.ftruncate(self.fd, position)
             if first_offset is not None:
                 self.offset_index.truncate_to_position(position)
@@ -335,6 +374,13 @@ class LogSegment:
         """Record the final max timestamp in the time index (as Kafka does on roll)."""
         if self.size and self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    def start_afresh(self) -> None:
+        """Empty a stale file found under a new segment's name (its data is not ours)."""
+        self._dirty = True
+        os.ftruncate(self.fd, 0)
+        self.size = 0
+        self.rebuild_indexes()
 
     def rebuild_indexes(self) -> None:
         """Recreate both indexes and the tail state from the log (no validation)."""
@@ -380,12 +426,14 @@ class LogSegment:
         self.offset_index.reset()
         self.time_index.reset()
         self._first_batch_ts = None
+        self._dirty = True      # what is kept may not have reached the disk before a crash
         scan = self.batches(0, verify=True)
         checked = self._checked(scan, gap_limit, prev_epoch, on_batch)
         valid = self._index_from_scan(checked)
         err = scan.error or checked.error
         truncated = self.size - valid
         if truncated:
+            self._dirty = True
             os.ftruncate(self.fd, valid)
             self.size = valid
         return RecoveryResult(valid, truncated, checked.count, err)
@@ -434,6 +482,7 @@ class LogSegment:
             return 0
         pos = found[0]
         cut = self.size - pos
+        self._dirty = True
         os.ftruncate(self.fd, pos)
         self.size = pos
         self.offset_index.truncate_to_position(pos)
@@ -448,7 +497,11 @@ class LogSegment:
 
     # -- file management ------------------------------------------------------------
     def flush(self, *, indexes: bool = True) -> None:
-        os.fsync(self.fd)
+        """fsync what was written since the last flush (a file written and then evicted
+        is opened again for it: fsync works on the file, not the descriptor)."""
+        if self._dirty:
+            os.fsync(self.fd)
+            self._dirty = False
         self.txn_index.flush()
         if indexes:
             self.offset_index.flush()
@@ -465,7 +518,7 @@ class LogSegment:
         self.txn_index.rename(self.dir / f"{name}.txnindex{suffix}")
         new_log = self.dir / f"{name}.log{suffix}"
         os.replace(self.log_path, new_log)
-        self.log_path = new_log
+        self._file.path = new_log
         self.suffix = suffix
 
     def close_indexes(self) -> None:
@@ -477,7 +530,7 @@ class LogSegment:
             return
         self.closed = True
         self.close_indexes()
-        os.close(self.fd)
+        self._file.close()
 
     def delete_files(self) -> None:
         """Close and unlink all three files."""

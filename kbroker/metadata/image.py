@@ -218,6 +218,7 @@ class ImageBuilder:
         self._scram_touched = False
         # topics being changed: name -> (topic_id, partitions dict, configs dict)
         self._touched: dict[str, tuple[uuid.UUID, dict, dict]] = {}
+        self._touched_ids: dict[uuid.UUID, str] = {}    # topic id -> name, of _touched
         self._ids = dict(image.topics_by_id)
 
     def _topic(self, name: str):
@@ -225,12 +226,13 @@ class ImageBuilder:
         if t is None:
             img = self.topics[name]
             t = self._touched[name] = (img.topic_id, dict(img.partitions), dict(img.configs))
+            self._touched_ids[img.topic_id] = name
         return t
 
     def _name_of(self, topic_id: uuid.UUID) -> str | None:
-        for name, (tid, _, _) in self._touched.items():
-            if tid == topic_id:
-                return name
+        name = self._touched_ids.get(topic_id)     # a dict, not a scan: a replay of the
+        if name is not None:                        # whole log touches every topic
+            return name
         t = self._ids.get(topic_id)
         return t.name if t is not None else None
 
@@ -249,6 +251,7 @@ class ImageBuilder:
         if r.name in self.topics or r.name in self._touched:
             raise ValueError(f"TopicRecord for existing topic {r.name}")
         self._touched[r.name] = (r.topic_id, {}, {})
+        self._touched_ids[r.topic_id] = r.name
         self.topics[r.name] = TopicImage(r.name, r.topic_id, _EMPTY)   # placeholder until build
 
     def _on_PartitionRecord(self, r) -> None:
@@ -295,6 +298,7 @@ class ImageBuilder:
         if name is None:
             raise ValueError(f"RemoveTopicRecord for unknown topic id {r.topic_id}")
         self._touched.pop(name, None)
+        self._touched_ids.pop(r.topic_id, None)
         self.topics.pop(name, None)
         self._ids.pop(r.topic_id, None)
 

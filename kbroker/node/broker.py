@@ -189,7 +189,8 @@ class Broker:
         clock = self.clock.now_ms
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
-                               ticker=monotonic_reader(self.clock))
+                               ticker=monotonic_reader(self.clock),
+                               max_open_files=cfg.get("kbroker.log.max.open.files") or None)
         self.logs.cordoned = self._cordoned_paths()     # KIP-1066, checked before anything loads
         self.stage = "loading the logs"
         with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):

@@ -96,8 +96,6 @@ class ReplicaManager:
     def __init__(self, broker):
         self.broker = broker
         self._partitions: dict[tuple[str, int], Partition] = {}
-        self._topic_ids: dict[str, Any] = {}
-        self._not_led: set[tuple[str, int]] = set()
         self._pending: set[tuple[str, int]] = set()   # replicas whose log is not created yet
         # replicas whose log dir went offline (log_dir_failure): key -> (dir, topic id)
         self._offline: dict[tuple[str, int], tuple[Path, Any]] = {}
@@ -116,7 +114,8 @@ class ReplicaManager:
                       "markers": 0, "follower_fetches": 0, "isr_expands": 0,
                       "isr_shrinks": 0, "alter_partition_errors": 0,
                       "delayed_produces": 0, "delayed_produce_timeouts": 0,
-                      "delayed_delete_records_timeouts": 0, "deferred_log_creations": 0}
+                      "delayed_delete_records_timeouts": 0, "deferred_log_creations": 0,
+                      "image_partitions_visited": 0}
         self.fetchers = ReplicaFetcherManager(self)
         # every storage error under a log dir, from any caller, ends up here once per dir
         broker.logs.failures.listen(functools.partial(log_dir_failure.log_dir_failed, self))
@@ -211,49 +210,58 @@ class ReplicaManager:
         """Bring local replicas in line with the metadata image: open logs for every
         partition with a replica here, become leader or follower as the image says, drop
         logs of deleted topics and of replicas moved away, follow config and epoch changes,
-        and hand the followed partitions to the fetchers."""
+        and hand the followed partitions to the fetchers.
+
+        Only what changed since the last image is applied (Kafka's ``TopicsDelta``
+        ``localChanges``): the image builder shares every untouched ``TopicImage`` and
+        ``PartitionImage`` object with the image before (``kbroker/metadata/image.py``), so
+        a topic whose object is the same is skipped, and within a changed topic only the
+        partitions whose image object changed are visited -- all of them when the topic's
+        configs or id changed. Creating n partitions in k requests thus costs O(n) partition
+        visits, not O(n·k). The first image, and one that changes broker-level configs
+        (the log defaults) or the finalized features (ELR's minimum ISR), are applied to every
+        partition. ``stats["image_partitions_visited"]`` counts the visits."""
         me = self.node_id
-        self._image = image
+        prev, self._image = self._image, image
         now = self.lag_clock_ms()
-        wanted: dict[tuple[str, int], tuple[Any, Any]] = {}
-        not_led: set[tuple[str, int]] = set()
-        for name, topic in image.topics.items():
-            for idx, pimg in topic.partitions.items():
-                replicas = tuple(getattr(pimg, "replicas", ()) or ())
-                if pimg.leader == me or me in replicas:
-                    wanted[(name, idx)] = (topic, pimg)
-                if pimg.leader != me:
-                    not_led.add((name, idx))
-        # Replicas gone (topic deleted, re-created under a new id, or moved away).
-        for key, part in list(self._partitions.items()):
-            entry = wanted.get(key)
-            if entry is not None and entry[0].topic_id == part.topic_id:
-                continue
-            del self._partitions[key]
-            part.is_leader = False
-            part.wake()
-            try:
-                self.broker.logs.delete_log(key[0], key[1])
-            except KafkaStorageError:
-                pass        # its dir failed (reported): the next start deletes it
+        full = prev is None or self._changes_everything(prev, image)
         config_cache: dict[str, tuple[dict, LogConfig]] = {}
         # New logs beyond the first CREATE_CHUNK of this image are created by a task
         # (needs run()'s nursery), in chunks, so a large change does not hold the event loop
         deferring = self._nursery is not None
-        pending: set[tuple[str, int]] = set()
         created = 0
-        for key in [k for k, (_, tid) in self._offline.items()
-                    if k not in wanted or wanted[k][0].topic_id != tid]:
-            del self._offline[key]          # deleted or moved away: no longer ours to report
-        for key, (topic, pimg) in wanted.items():
-            if key in self._offline:
-                continue                    # its log dir is offline until the broker restarts
+        followers = full
+        for key, topic, pimg in self._changed(prev, image, full):
+            self.stats["image_partitions_visited"] += 1
+            replicas = tuple(getattr(pimg, "replicas", ()) or ()) if pimg is not None else ()
+            wanted = pimg is not None and (pimg.leader == me or me in replicas)
             part = self._partitions.get(key)
+            if part is not None and (not wanted or topic.topic_id != part.topic_id):
+                # gone: topic deleted, re-created under a new id, or the replica moved away
+                del self._partitions[key]
+                followers = followers or not part.is_leader
+                part.is_leader = False
+                part.wake()
+                try:
+                    self.broker.logs.delete_log(key[0], key[1])
+                except KafkaStorageError:
+                    pass        # its dir failed (reported): the next start deletes it
+                part = None
+            off = self._offline.get(key)
+            if off is not None and (not wanted or off[1] != topic.topic_id):
+                del self._offline[key]      # deleted or moved away: no longer ours to report
+                off = None
+            if not wanted:
+                self._pending.discard(key)
+                continue
+            if off is not None:
+                continue                    # its log dir is offline until the broker restarts
             if part is None and deferring and key[0] not in INTERNAL_TOPICS and (
                     key in self._pending or (created >= self.CREATE_CHUNK
                                              and self.broker.logs.get(*key) is None)):
-                pending.add(key)
+                self._pending.add(key)
                 continue
+            self._pending.discard(key)
             cached = config_cache.get(key[0])
             if cached is None:
                 props = self.effective_properties(getattr(topic, "configs", None))
@@ -275,13 +283,55 @@ class ReplicaManager:
                 part.props = props
             self._apply_partition(part, pimg, me, now)
             self._report_dir(part, pimg, "applying metadata")
-        self._not_led = not_led
-        self._topic_ids = {name: t.topic_id for name, t in image.topics.items()}
-        self._pending = pending
-        self._update_fetchers()
-        if pending and not self._creating:
+            followers = followers or pimg.leader != me
+        if followers or self._brokers_changed(prev, image):
+            self._update_fetchers()
+        if self._pending and not self._creating and self._nursery is not None:
             self._creating = True
             self._nursery.start_soon(self._create_pending)
+
+    @staticmethod
+    def _changes_everything(prev, image) -> bool:
+        """Whether ``image`` changes what every partition depends on: the broker-level
+        configs (dynamic log defaults) or the finalized features (ELR)."""
+        return (getattr(prev, "broker_configs", None) != getattr(image, "broker_configs", None)
+                or getattr(prev, "features", None) != getattr(image, "features", None))
+
+    @staticmethod
+    def _brokers_changed(prev, image) -> bool:
+        """Whether the registered brokers changed (the fetchers' leader endpoints)."""
+        return prev is None or getattr(prev, "brokers", None) != getattr(image, "brokers", None)
+
+    def _changed(self, prev, image, full: bool):
+        """``(key, topic image, partition image)`` of every partition to apply: all of them
+        when ``full``, else those whose image changed since ``prev``; a partition gone from
+        the image (its topic deleted or re-created with fewer partitions) comes with the
+        topic image of its name now (or None) and ``None``."""
+        old_topics = getattr(prev, "topics", None) or {}
+        for name, topic in image.topics.items():
+            before = old_topics.get(name)
+            if not full and before is topic:
+                continue
+            whole = (full or before is None or before.topic_id != topic.topic_id
+                     or before.configs != topic.configs)
+            old_parts = before.partitions if before is not None and not full else {}
+            for idx, pimg in topic.partitions.items():
+                if whole or old_parts.get(idx) is not pimg:
+                    yield (name, idx), topic, pimg
+            for idx in old_parts:
+                if idx not in topic.partitions:
+                    yield (name, idx), topic, None
+        if full:
+            # local replicas (open, pending or offline) of partitions no longer in the image
+            topics = image.topics
+            for key in [k for k in itertools.chain(self._partitions, self._pending, self._offline)
+                        if k[0] not in topics or k[1] not in topics[k[0]].partitions]:
+                yield key, topics.get(key[0]), None
+            return
+        for name, before in old_topics.items():
+            if name not in image.topics:
+                for idx in before.partitions:
+                    yield (name, idx), None, None
 
     def _update_fetchers(self) -> None:
         me = self.node_id
@@ -401,7 +451,11 @@ class ReplicaManager:
             return part
         if (topic, index) in self._offline:
             raise ReplicaError(ErrorCode.KAFKA_STORAGE_ERROR)
-        if part is not None or (topic, index) in self._not_led or (topic, index) in self._pending:
+        if part is not None or (topic, index) in self._pending:
+            raise ReplicaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        t = self._image.topics.get(topic) if self._image is not None else None
+        pimg = t.partitions.get(index) if t is not None else None
+        if pimg is not None and pimg.leader != self.node_id:
             raise ReplicaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise ReplicaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
@@ -834,7 +888,8 @@ class ReplicaManager:
         dropped = self.broker.logs.mark_offline(log_dir)
         for key in dropped:
             part = self._partitions.pop(key, None)
-            tid = part.topic_id if part is not None else self._topic_ids.get(key[0])
+            t = self._image.topics.get(key[0]) if self._image is not None else None
+            tid = part.topic_id if part is not None else getattr(t, "topic_id", None)
             self._offline[key] = (log_dir, tid)
             if part is not None:
                 part.is_leader = False

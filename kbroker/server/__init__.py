@@ -50,6 +50,7 @@ from kbroker.config.broker import BrokerConfig, Listener
 from kbroker.security.credentials import Credentials
 from kbroker.security.listeners import build_all
 
+from .accept import AcceptBurst
 from .bind import open_tcp_listeners
 from .connection import Connection
 
@@ -287,7 +288,8 @@ class Server:
         inter_broker = self.config.inter_broker_listener()
         protected = (inter_broker is not None and inter_broker.name == listener_name
                      and len(self.config.listeners) > 1)
-        with scope:
+        burst = AcceptBurst(sock)
+        with scope, burst:
             while True:
                 if not quotas.slot_available(protected):
                     # max.connections: stop accepting until a connection closes (Kafka's
@@ -295,15 +297,20 @@ class Server:
                     quotas.stats["waited"] += 1
                     await self._slot_freed.wait()
                     continue
-                try:
-                    stream = await sock.accept()
-                except (trio.ClosedResourceError, trio.BrokenResourceError):
-                    return
-                except OSError as e:
-                    # EMFILE and friends: back off instead of spinning (as trio's serve_listeners)
-                    log.error("accept failed on %s: %s", listener_name, e)
-                    await trio.sleep(0.1)
-                    continue
+                # a connection already waiting in the backlog is taken without yielding, after
+                # the slot check like any other (kbroker/server/accept.py)
+                stream = burst.take()
+                if stream is None:
+                    try:
+                        stream = await sock.accept()
+                    except (trio.ClosedResourceError, trio.BrokenResourceError):
+                        return
+                    except OSError as e:
+                        # EMFILE and friends: back off instead of spinning (as trio's serve_listeners)
+                        log.error("accept failed on %s: %s", listener_name, e)
+                        await trio.sleep(0.1)
+                        continue
+                    burst.refill()
                 try:
                     ip = stream.socket.getpeername()[0]
                 except (AttributeError, OSError):

@@ -18,6 +18,10 @@ Rules kept here (from Kafka's generated Java code):
 
 - a tagged struct is written when it is null or differs from a fresh instance; other
   tagged fields when they differ from their default.
+- an element of an array of structs may be an :class:`Encoded`: the element's bytes as this
+  codec wrote them at one version (``encode_struct``), copied as they are at that version
+  and encoded from the wrapped message at any other. A broker answer that repeats the same
+  large entries (Metadata's topics) encodes each once, not on every request.
 
 Malformed input raises ``MalformedFrame`` and nothing else: readers get a memoryview cut at
 the message's end (and each known tagged value one cut at its declared size), so a read
@@ -308,6 +312,51 @@ for _c in _ARR_CODES:
     RUNTIME[f"ARR_PACK_{_c}"] = tuple(_arr_pack(_c, _n) for _n in range(ARR_CACHED))
 
 
+# --------------------------------------------------------------------------- pre-encoded structs
+
+class Encoded:
+    """A struct message with its encoding at ``version`` (``encode_struct``). Reads of its
+    fields go to the message, which nobody may change once encoded."""
+
+    __slots__ = ("message", "data", "version")
+
+    def __init__(self, message, data: bytes, version: int):
+        self.message, self.data, self.version = message, data, version
+
+    def __getattr__(self, name):
+        return getattr(self.message, name)
+
+    def __eq__(self, other):
+        other = other.message if isinstance(other, Encoded) else other
+        return self.message == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"Encoded({self.message!r})"
+
+    def to_dict(self) -> dict:
+        return self.message.to_dict()
+
+
+RUNTIME["Encoded"] = Encoded
+
+
+def encode_struct(message_cls: type, obj, version: int) -> bytes:
+    """``obj`` (a nested struct of ``message_cls``) as that message's codec writes it at
+    ``version``, for an :class:`Encoded` array element."""
+    ns = message_cls._namespaces.get(version)
+    if ns is None:
+        codec_for(message_cls, version)
+        ns = message_cls._namespaces[version]
+    writer = ns.get(f"w_{type(obj).__name__}")
+    if writer is None:
+        raise UnsupportedVersion(f"{type(obj).__qualname__} is not written at version {version}")
+    out = bytearray()
+    writer(obj, out, None)
+    return bytes(out)
+
+
 # --------------------------------------------------------------------------- classes
 
 class Message:
@@ -329,7 +378,7 @@ class Message:
     def to_dict(self) -> dict:
         """Plain-data view (nested structs as dicts), for tests, logs and diffs."""
         def conv(v):
-            if isinstance(v, Message):
+            if isinstance(v, (Message, Encoded)):
                 return v.to_dict()
             if isinstance(v, list):
                 return [conv(x) for x in v]
@@ -398,6 +447,7 @@ def build_classes(spec: MessageSpec, base=Message) -> type:
     top._classes = classes
     top._decoders = {}
     top._encoders = {}
+    top._namespaces = {}
     return top
 
 
@@ -595,6 +645,12 @@ class _Gen:
                 lines.append(f"{inner}{out} += (ARR_PACK_{code}[{n}] if {n} < {ARR_CACHED} else _arr_pack('{code}', {n}))(*{v})")
                 return lines
             lines.append(f"{inner}for {e} in {v}:")
+            if f.struct is not None:
+                lines += [f"{inner}    if {e}.__class__ is Encoded:",
+                          f"{inner}        if {e}.version == {self.version}:",
+                          f"{inner}            {out} += {e}.data",
+                          f"{inner}            continue",
+                          f"{inner}        {e} = {e}.message"]
             lines += self.write_value(f, el, e, inner + "    ", out, parts)
             return lines
         if f.is_struct:
@@ -692,7 +748,7 @@ class _Gen:
         source = "\n".join(self.lines) + "\n"
         code = compile(source, f"<kbroker codec {name} v{self.version}>", "exec")
         exec(code, self.ns)
-        return self.ns[f"r_{name}"], self.ns[f"w_{name}"], source
+        return self.ns[f"r_{name}"], self.ns[f"w_{name}"], source, self.ns
 
 
 def codec_for(cls: type, version: int):
@@ -700,9 +756,10 @@ def codec_for(cls: type, version: int):
     spec: MessageSpec = cls._message
     if version not in spec.valid:
         raise UnsupportedVersion(f"{spec.name} has no version {version} (valid: {spec.valid})")
-    reader, writer, _ = _Gen(spec, cls, version).compile()
+    reader, writer, _, ns = _Gen(spec, cls, version).compile()
     cls._decoders[version] = reader
     cls._encoders[version] = writer
+    cls._namespaces[version] = ns
     return reader, writer
 
 
