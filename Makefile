@@ -244,6 +244,11 @@ SR_BENCH_ARGS ?=
 bench-schema-registry: setup
 	$(PY) -m benchmarks.schema_registry_bench $(SR_BENCH_ARGS)
 
+# `bench-rest-proxy`: the broker's produce/fetch rates with the REST gateway off, idle and busy
+.PHONY: bench-rest-proxy
+bench-rest-proxy: setup
+	$(PY) -m benchmarks.rest_proxy_bench $(REST_BENCH_ARGS)
+
 # --- cluster ---
 # `cluster`: three combined nodes (broker + controller) of one metadata quorum on loopback
 # (clients 19092/19094/19096, controllers 19093/19095/19097, data in ./data-cluster);
