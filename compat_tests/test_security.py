@@ -22,6 +22,7 @@ from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechan
                                    UserScramCredentialDeletion, UserScramCredentialUpsertion)
 
 from compat_tests.cli import run_tool
+from compat_tests.helpers import wait_until
 from compat_tests.security_broker import start_secured
 from kbroker.wire import messages
 from kbroker.wire.protocol import encode_request
@@ -193,9 +194,16 @@ def test_scram_login_with_a_delegation_token(secured, topic_name, tmp_path, kafk
     def tokens(config, *args):
         return run_tool("kafka-delegation-tokens", ["--bootstrap-server", secured.sasl_ssl,
                                                     "--command-config", config, *args], timeout=120)
-    out = tokens(props("alice", "alice", "alice-secret"), "--create", "--max-life-time-period", "-1").check().stdout
+    alice = props("alice", "alice", "alice-secret")
+    out = tokens(alice, "--create", "--max-life-time-period", "-1").check().stdout
     token_id, mac, owner = [l for l in out[out.index("TOKENID"):].splitlines()[1:] if l.strip()][0].split()[:3]
     assert owner == "User:alice"
+    # the token reaches the broker's token cache through the metadata log a moment after the
+    # controller answered CreateDelegationToken (on Kafka; kbroker alike): wait until the
+    # broker describes it, before a client logs in with it
+    wait_until(lambda: token_id in tokens(alice, "--describe", "--owner-principal",
+                                          "User:alice").check().stdout, 60,
+               what=f"the broker to describe token {token_id}")
     as_token = props("token", token_id, mac, token=True)
     run_tool("kafka-console-producer", ["--bootstrap-server", secured.sasl_ssl, "--topic", topic_name,
                                         "--command-config", as_token], input="a\nb\n", timeout=120).check()
