@@ -46,10 +46,68 @@ class KafkaAdminError(RuntimeError):
         self.code = code
 
 
-def free_port() -> int:
+# Listener ports chosen before a process binds them. Under pytest-xdist each worker takes its
+# ports, in turn, from its own block below the kernel's ephemeral range (ip_local_port_range,
+# 32768 and up by default): between the moment a port is picked and the moment a broker binds
+# it, neither another worker nor the local end of some client's connection (a node of the same
+# cluster connecting to a voter already up, say) can take it. Outside xdist: the kernel's choice.
+# One implementation per process: tests/support/broker_proc.py hands out ports from here too.
+_PORT_BLOCK = 2000
+_FIRST_PORT = 12000
+_next_port: int | None = None
+
+
+def _worker_block() -> tuple[int, int] | None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        return None
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    blocks = (ephemeral - _FIRST_PORT) // _PORT_BLOCK
+    if blocks < 1:
+        return None
+    start = _FIRST_PORT + (int(worker[2:]) % blocks) * _PORT_BLOCK
+    return start, start + _PORT_BLOCK
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int = 1) -> int:
+    """The first of ``count`` consecutive loopback ports that are free now."""
+    import random
+    global _next_port
+    block = _worker_block()
+    if block is None:
+        for _ in range(50):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                base = s.getsockname()[1]
+            if all(_bindable(p) for p in range(base + 1, base + count)):
+                return base
+        raise RuntimeError("no free port range")
+    lo, hi = block
+    if _next_port is None:
+        _next_port = lo + random.randrange(_PORT_BLOCK)
+    for _ in range(_PORT_BLOCK):
+        base = _next_port if _next_port + count <= hi else lo
+        _next_port = base + count
+        if all(_bindable(p) for p in range(base, base + count)):
+            return base
+    raise RuntimeError(f"no {count} free ports in {lo}-{hi}")
+
+
+def free_port() -> int:
+    return free_ports(1)
 
 
 # ------------------------------------------------------------------------------ admin

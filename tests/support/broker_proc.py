@@ -15,7 +15,6 @@ clients' bootstrap addresses stay valid.
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -26,66 +25,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-# Listener ports. Under pytest-xdist (make test runs tests/ and compat_tests/ on several
-# workers) each worker takes its ports, in turn, from its own block below the kernel's
-# ephemeral range (ip_local_port_range, 32768 and up by default): between the moment a test
-# picks a port and the moment its broker binds it, neither another worker nor the local end of
-# some client's connection can take that port. Outside xdist: the kernel's choice (port 0).
-_PORT_BLOCK = 2000
-_FIRST_PORT = 12000
-_next_port: int | None = None
-
-
-def _worker_block() -> tuple[int, int] | None:
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker.startswith("gw") or not worker[2:].isdigit():
-        return None
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            ephemeral = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    blocks = (ephemeral - _FIRST_PORT) // _PORT_BLOCK
-    if blocks < 1:
-        return None
-    start = _FIRST_PORT + (int(worker[2:]) % blocks) * _PORT_BLOCK
-    return start, start + _PORT_BLOCK
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_ports(count: int = 1) -> int:
-    """The first of ``count`` consecutive ports that are free now (see the note above)."""
-    global _next_port
-    block = _worker_block()
-    if block is None:
-        for _ in range(50):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                base = s.getsockname()[1]
-            if all(_bindable(p) for p in range(base + 1, base + count)):
-                return base
-        raise RuntimeError("no free port range")
-    lo, hi = block
-    if _next_port is None:
-        _next_port = lo + random.randrange(_PORT_BLOCK)
-    for _ in range(_PORT_BLOCK):
-        base = _next_port if _next_port + count <= hi else lo
-        _next_port = base + count
-        if all(_bindable(p) for p in range(base, base + count)):
-            return base
-    raise RuntimeError(f"no {count} free ports in {lo}-{hi}")
-
-
-def free_port() -> int:
-    return free_ports(1)
+# Listener ports: each xdist worker takes them from its own block below the kernel's ephemeral
+# range (kbroker/testing/processes.py, the one implementation, so that this module and the
+# testing package's clusters never hand out the same port in one worker).
+from kbroker.testing.processes import free_port, free_ports  # noqa: E402,F401
 
 
 class BrokerProcess:
