@@ -39,7 +39,7 @@ import time
 import uuid
 from pathlib import Path
 
-from benchmarks.schema_registry_bench import produce_fetch
+from benchmarks.schema_registry_bench import produce_fetch, report
 from kbroker.testing.processes import KbrokerProcess, free_port
 
 OUT = Path(__file__).resolve().parent / "results" / "rest_proxy"
@@ -148,12 +148,7 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--rest-batch", type=int, default=100)
     args = p.parse_args(argv)
-    results = run(args)
-    text = table(results)
-    print(text)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "results.json").write_text(json.dumps(results, indent=2))
-    (OUT / "results.md").write_text(text + "\n")
+    report(OUT, run(args), table)
     return 0
 
 

@@ -214,6 +214,16 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def report(out: Path, results: dict, table) -> None:
+    """Print ``table(results)`` and keep it with every repetition's values in ``out``
+    (``results.md``, ``results.json``)."""
+    text = table(results)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    (out / "results.md").write_text(text + "\n")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--schemas", type=int, default=300)
@@ -222,12 +232,7 @@ def main(argv=None) -> int:
     p.add_argument("--size", type=int, default=512)
     p.add_argument("--reps", type=int, default=3)
     args = p.parse_args(argv)
-    results = run(args)
-    text = table(results)
-    print(text)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "results.json").write_text(json.dumps(results, indent=2))
-    (OUT / "results.md").write_text(text + "\n")
+    report(OUT, run(args), table)
     return 0
 
 
