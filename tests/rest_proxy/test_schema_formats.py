@@ -367,6 +367,10 @@ def test_v3_records_with_record_name_strategies(both):
     assert [a["offset"] for a in second if a["error_code"] == 200] == [3, 4]
     assert [(a["value"]["subject"], a["value"]["schema_id"], a["value"]["schema_version"])
             for a in second if a["error_code"] == 200] == [("v3-named-shop.avro.Order", order_id, 1)] * 2
+    # as for any strategy, an id that is not a version of the subject (here the default
+    # v3-named-value) is Kafka REST's serialization error, 422
+    status, _, alone = rest.post(path, {"value": {"schema_id": refund_id, "data": {"order": "x"}}})
+    assert (status, alone["error_code"]) == (422, 422), alone
     subjects = set(client.get_subjects())
     assert {"shop.avro.Order", "v3-named-shop.avro.Order", "v3-named-shop.v1.Order", "NamedPerson",
             "shop.v1.Refund"} <= subjects
