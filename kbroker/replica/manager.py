@@ -569,13 +569,16 @@ class ReplicaManager:
                 and not getattr(b, "in_controlled_shutdown", False))
 
     def _registration(self, broker_id: int):
-        """What the image says of a broker's registration: any change (a new broker epoch,
-        fenced or unfenced, entering controlled shutdown) may change the controller's mind."""
+        """What the image says of a broker's registration, and the image's offset: any change
+        (a new broker epoch, fenced or unfenced, entering controlled shutdown) may change the
+        controller's mind. The offset makes a state that comes back (fenced, then unfenced
+        again under the same broker epoch) a new one: without it a refusal seen while the
+        leader's image still had the broker unfenced held through its real unfencing."""
         b = (getattr(self._image, "brokers", None) or {}).get(broker_id)
         if b is None:
             return None
-        return (getattr(b, "broker_epoch", None), getattr(b, "fenced", False),
-                getattr(b, "in_controlled_shutdown", False))
+        return (getattr(self._image, "offset", -1), getattr(b, "broker_epoch", None),
+                getattr(b, "fenced", False), getattr(b, "in_controlled_shutdown", False))
 
     def _maybe_expand_isr(self, part: Partition, follower: FollowerState) -> None:
         new_isr = part.replication.isr_expansion(follower, part.log.high_watermark,

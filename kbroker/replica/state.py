@@ -29,10 +29,11 @@ Rules (KIP-101, KIP-279, KIP-841 where they refine Kafka's ISR protocol):
   below the leader itself.
 - **AlterPartition answers**: a success with a newer partition epoch in the same leader epoch
   commits the proposed ISR; a refusal (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED) remembers
-  the refused brokers' registration *as the proposal saw it* so they are not proposed again
-  until it changes (a registration that changed while the request was in flight — the broker
-  unfenced a moment after the controller refused — is proposed again at its next fetch, as
-  Kafka's leader does); any answer clears the pending proposal, and the next image decides
+  the refused brokers' registration *as the proposal saw it*, with the image's offset, so they
+  are not proposed again until a newer image (a registration that changed while the request
+  was in flight — the broker unfenced a moment after the controller refused — is proposed
+  again at its next fetch, as Kafka's leader does; so is one fenced and unfenced again under
+  the same broker epoch); any answer clears the pending proposal, and the next image decides
   otherwise.
 - **Low watermark** (DeleteRecords): the smallest log start offset over the leader and every
   follower on an eligible broker, as each last reported it (-1 until it has fetched).

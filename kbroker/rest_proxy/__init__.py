@@ -43,7 +43,8 @@ jsonschema the same way), ``produce.py`` (Produce), ``forward.py``
 (partitions led elsewhere), ``v2_topics.py``, ``v2_consumers.py`` with ``consumers.py``
 (the instances), ``v3.py`` / ``v3_configs.py`` / ``v3_partitions.py`` /
 ``v3_reassignments.py`` / ``v3_groups.py`` /
-``v3_acls.py`` / ``v3_records.py``, ``metrics.py``.
+``v3_acls.py`` / ``v3_records.py`` (with ``v3_schemas.py`` and ``subject_names.py``:
+schema-based keys and values, the subject name strategies), ``metrics.py``.
 
 Spec: Confluent REST Proxy API reference (v2 and v3); error codes from its ``Errors`` and
 ``KafkaExceptionMapper`` classes (facts only, no code).
@@ -72,6 +73,8 @@ class Gateway:
         self.schemas = Schemas()
         from .schema_formats import TypedSchemas
         self.typed = TypedSchemas()
+        from .subject_names import RecordNames
+        self.record_names = RecordNames()
         self.forward = Forwarder(server)
         self.consumers.forward = self.forward
         self.routes = Routes()

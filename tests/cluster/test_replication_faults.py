@@ -487,7 +487,20 @@ def test_faults_lose_no_acknowledged_record(cluster, seed):
     try:
         _run(cluster, seed, steps)
     except AssertionError as e:
+        _print_log_tails(cluster.root)
         raise AssertionError(f"[KBROKER_FAULT_SEED={seed} schedule={steps} logs={cluster.root}] {e}") from e
+
+
+# The lines of a node's log that tell why a replica did not come back (a CI run keeps no files).
+_TELLING = ("AlterPartition", "WARNING", "ERROR", "fenced", "leader", "ISR", "isr")
+
+
+def _print_log_tails(root, lines: int = 40) -> None:
+    for path in sorted(Path(root).glob("*.log")):
+        telling = [ln for ln in path.read_text(errors="replace").splitlines()
+                   if any(t in ln for t in _TELLING)]
+        print(f"--- {path.name}: the last {lines} of {len(telling)} telling lines")
+        print("\n".join(telling[-lines:]))
 
 
 def _run(cluster, seed, steps):

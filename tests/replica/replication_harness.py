@@ -92,14 +92,16 @@ class Cluster:
         self.topics: dict[str, TopicImage] = {}
         self.broker_epochs: dict[int, int] = {}     # registrations (default -1)
         self.fenced: set[int] = set()
+        self.offset = 0                             # the metadata offset of the last image
 
     def image(self) -> MetadataImage:
         brokers = {i: BrokerImage(i, (("PLAINTEXT", "127.0.0.1", 9090 + i),), rack=f"r{i}",
                                   broker_epoch=self.broker_epochs.get(i, -1),
                                   fenced=i in self.fenced)
                    for i in self.nodes}
+        self.offset += 1
         return MetadataImage(cluster_id="test", controller_id=1, brokers=brokers,
-                             topics=dict(self.topics),
+                             offset=self.offset, topics=dict(self.topics),
                              topics_by_id={t.topic_id: t for t in self.topics.values()})
 
     def push(self) -> None:

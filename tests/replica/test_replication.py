@@ -163,13 +163,25 @@ async def test_a_refused_expansion_waits_for_a_new_registration(running):
     await cluster.fetch_once(2, T)
     await trio.testing.wait_all_tasks_blocked()
     assert len(cluster.controller.calls) == 2      # ... once
+    # the refusal came while the leader's image still had node 2 unfenced; the image then
+    # fences and unfences it under the same broker epoch: a state seen before, but a new one
+    cluster.fenced.add(2)
+    cluster.push()
+    await cluster.fetch_once(2, T)
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(cluster.controller.calls) == 2
+    cluster.fenced.discard(2)
+    cluster.push()
+    await cluster.fetch_once(2, T)
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(cluster.controller.calls) == 3      # asked again
     cluster.controller.fail_with = None
     cluster.broker_epochs[2] = 78                  # registered again
     cluster.push()
     await cluster.fetch_once(2, T)
     await trio.testing.wait_all_tasks_blocked()
     assert cluster.partition(T).isr == (1, 2)
-    assert len(cluster.controller.calls) == 3
+    assert len(cluster.controller.calls) == 4
 
 
 async def test_pending_expansion_already_counts_for_the_hw(cluster):
