@@ -54,18 +54,28 @@ run: $(STAMP)
 # Measured on 2 cores, the suite is CPU-bound, not wait-bound: more workers do not make it
 # faster. TEST_WORKERS=0 and COMPAT_WORKERS=0 run a suite in one process; SIDE_BY_SIDE=1 runs
 # phase 2's parts one after the other.
+# A few CPU-heavy files of tests/ (browsers, JVMs, pip: about 100 CPU-s of the 2-core phase 1)
+# run in phase 2 instead, in one process each time after docker-test and test-spark end, when
+# the machine is otherwise left to the compatibility suite, which waits more than it computes
+# (LATE_AFTER_DOCKER, LATE_AFTER_SPARK; with TEST_WORKERS=0 they stay in phase 1).
 TEST_WORKERS ?= 4
 COMPAT_WORKERS ?= 2
 SIDE_BY_SIDE ?= 3
 SERIAL_TESTS := tests/cluster/test_replication_faults.py
-XDIST_TESTS := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(SERIAL_TESTS:%=--ignore=%))
+LATE_AFTER_DOCKER := tests/console/test_console_browser.py tests/console/test_console_cluster_browser.py \
+	tests/console/test_console_group_types.py tests/console/test_console_login.py \
+	tests/console/test_console_schemas.py tests/broker/test_readme.py
+LATE_AFTER_SPARK := tests/streams/test_kafka_streams_app.py tests/streams/test_kafka_streams_warmup.py \
+	tests/packaging/test_wheel.py
+LATE_TESTS := $(LATE_AFTER_DOCKER) $(LATE_AFTER_SPARK)
+XDIST_TESTS := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(SERIAL_TESTS:%=--ignore=%) $(LATE_TESTS:%=--ignore=%))
 XDIST_COMPAT := $(if $(filter-out 0,$(COMPAT_WORKERS)),-n $(COMPAT_WORKERS) --dist loadgroup)
 test: test-setup
 	@date -u +"test: tests/ from %T"
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25 $(XDIST_TESTS)
 	$(if $(XDIST_TESTS),$(PY) -m pytest -q $(SERIAL_TESTS) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5)
-	@date -u +"test: compat_tests/, spark_tests/ and docker_tests/ from %T"
-	$(MAKE) --no-print-directory -k -j$(SIDE_BY_SIDE) --output-sync=target test-compat test-spark-timed docker-test-timed
+	@date -u +"test: compat_tests/, spark_tests/ and docker_tests/ (then tests/'s late files) from %T"
+	$(MAKE) --no-print-directory -k -j$(SIDE_BY_SIDE) --output-sync=target test-compat test-spark-then-late docker-test-then-late
 	@date -u +"test: done at %T"
 
 # Everything the suite installs, in three chains side by side (each one's steps in order): what
@@ -99,6 +109,27 @@ docker-test-timed:
 	@date -u +"docker-test: docker_tests/ (with the images) from %T"
 	$(MAKE) --no-print-directory docker-test
 	@date -u +"docker-test: docker_tests/ done at %T"
+
+# Phase 2's second and third chains: each runs its late files of tests/ after its own suite,
+# whether that passed or not, and fails if either did.
+.PHONY: test-spark-then-late docker-test-then-late test-late
+test-spark-then-late:
+	@rc=0; $(MAKE) --no-print-directory test-spark-timed || rc=$$?; \
+	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_SPARK)" || rc=$$?; exit $$rc
+
+docker-test-then-late:
+	@rc=0; $(MAKE) --no-print-directory docker-test-timed || rc=$$?; \
+	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_DOCKER)" || rc=$$?; exit $$rc
+
+LATE ?=
+test-late:
+ifneq ($(XDIST_TESTS),)
+	@date -u +"test-late: $(words $(LATE)) file(s) of tests/ from %T"
+	$(PY) -m pytest -q $(LATE) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5
+	@date -u +"test-late: done at %T"
+else
+	@echo "test-late: nothing left (TEST_WORKERS=0 ran these files with tests/)"
+endif
 
 # The inner loop: no slow tests, no compatibility suite, stop at the first failure; on the
 # same workers as tests/ in `make test`.
