@@ -115,17 +115,20 @@ docker-test-timed:
 .PHONY: test-spark-then-late docker-test-then-late test-late
 test-spark-then-late:
 	@rc=0; $(MAKE) --no-print-directory test-spark-timed || rc=$$?; \
-	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_SPARK)" || rc=$$?; exit $$rc
+	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_SPARK)" PORT_BLOCK=8 || rc=$$?; exit $$rc
 
 docker-test-then-late:
 	@rc=0; $(MAKE) --no-print-directory docker-test-timed || rc=$$?; \
-	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_DOCKER)" || rc=$$?; exit $$rc
+	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_DOCKER)" PORT_BLOCK=9 || rc=$$?; exit $$rc
 
+# Each late run picks its listener ports from a block of its own (KBROKER_PORT_BLOCK,
+# kbroker/testing/processes.py), apart from the compatibility suite's workers' blocks.
 LATE ?=
+PORT_BLOCK ?= 9
 test-late:
 ifneq ($(XDIST_TESTS),)
 	@date -u +"test-late: $(words $(LATE)) file(s) of tests/ from %T"
-	$(PY) -m pytest -q $(LATE) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5
+	KBROKER_PORT_BLOCK=$(PORT_BLOCK) $(PY) -m pytest -q $(LATE) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5
 	@date -u +"test-late: done at %T"
 else
 	@echo "test-late: nothing left (TEST_WORKERS=0 ran these files with tests/)"

@@ -50,7 +50,9 @@ class KafkaAdminError(RuntimeError):
 # ports, in turn, from its own block below the kernel's ephemeral range (ip_local_port_range,
 # 32768 and up by default): between the moment a port is picked and the moment a broker binds
 # it, neither another worker nor the local end of some client's connection (a node of the same
-# cluster connecting to a voter already up, say) can take it. Outside xdist: the kernel's choice.
+# cluster connecting to a voter already up, say) can take it. KBROKER_PORT_BLOCK=N gives a
+# process outside xdist block N (make test's late files of tests/, which run beside the
+# compatibility suite's workers). Otherwise, outside xdist: the kernel's choice.
 # One implementation per process: tests/support/broker_proc.py hands out ports from here too.
 _PORT_BLOCK = 2000
 _FIRST_PORT = 12000
@@ -59,7 +61,11 @@ _next_port: int | None = None
 
 def _worker_block() -> tuple[int, int] | None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker.startswith("gw") or not worker[2:].isdigit():
+    if worker.startswith("gw") and worker[2:].isdigit():
+        index = int(worker[2:])
+    elif os.environ.get("KBROKER_PORT_BLOCK", "").isdigit():
+        index = int(os.environ["KBROKER_PORT_BLOCK"])
+    else:
         return None
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
@@ -69,7 +75,7 @@ def _worker_block() -> tuple[int, int] | None:
     blocks = (ephemeral - _FIRST_PORT) // _PORT_BLOCK
     if blocks < 1:
         return None
-    start = _FIRST_PORT + (int(worker[2:]) % blocks) * _PORT_BLOCK
+    start = _FIRST_PORT + (index % blocks) * _PORT_BLOCK
     return start, start + _PORT_BLOCK
 
 
