@@ -333,7 +333,8 @@ history-soak: $(STAMP) kafka-dist netns faketime fuse3
 KAFKAJS_STAMP := compat_tests/kafkajs/node_modules/.installed
 FRANZGO_BIN := .cache/bin/franzgo-driver
 GO_ENV := GOPATH=$(CURDIR)/.cache/go GOMODCACHE=$(CURDIR)/.cache/go/mod \
-	GOCACHE=$(CURDIR)/.cache/go/build GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+	GOCACHE=$(CURDIR)/.cache/go/build GOFLAGS="-mod=mod '-gcflags=all=-N -l'" GOTOOLCHAIN=local \
+	CGO_ENABLED=0
 
 .PHONY: kafkajs franzgo dx-capture
 

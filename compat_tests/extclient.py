@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.runner import die_with_parent
+from tests.support.go_build import go_env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -35,13 +36,6 @@ FRANZGO_BIN = ROOT / ".cache" / "bin" / "franzgo-driver"
 
 class OpFailed(AssertionError):
     """An op returned an error where the test expected a value."""
-
-
-def go_env() -> dict[str, str]:
-    cache = ROOT / ".cache" / "go"
-    return {**os.environ, "GOPATH": str(cache), "GOMODCACHE": str(cache / "mod"),
-            "GOCACHE": str(cache / "build"), "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local",
-            "CGO_ENABLED": "0"}
 
 
 def _newer(target: Path, sources: list[Path]) -> bool:

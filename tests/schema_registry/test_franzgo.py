@@ -22,6 +22,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka import Consumer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from tests.support.go_build import go_env
+
 HERE = Path(__file__).resolve().parent / "franzgo"
 ROOT = HERE.parents[2]
 
@@ -34,10 +36,7 @@ def build_franzgo() -> Path:
     binary = ROOT / ".cache" / "bin" / f"franzgo-sr-{digest}"
     if not binary.exists():
         binary.parent.mkdir(parents=True, exist_ok=True)
-        cache = ROOT / ".cache" / "go"
-        env = {**os.environ, "GOPATH": str(cache), "GOMODCACHE": str(cache / "mod"),
-               "GOCACHE": str(cache / "build"), "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local",
-               "CGO_ENABLED": "0"}
+        env = go_env()
         tmp = binary.with_name(f"{binary.name}.tmp{os.getpid()}")
         result = subprocess.run(["go", "build", "-o", str(tmp), "."], cwd=HERE, env=env,
                                 capture_output=True, text=True, timeout=900)
