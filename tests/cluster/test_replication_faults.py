@@ -559,7 +559,12 @@ def _run(cluster, seed, steps):
     got = read_records(cluster.bootstrap(), TOPIC, ends)
     counts = collections.Counter(v for _, _, _, v in got)
     dups = {v: c for v, c in counts.items() if c > 1}
-    assert not dups, f"{len(dups)} values stored more than once, e.g. {sorted(dups.items())[:3]}"
+    if dups:
+        where = {v: [(p, off) for p, off, _, w in got if w == v] for v in sorted(dups)[:5]}
+        acked = {v: producer.acked.get(v) for v in where}
+        raise AssertionError(f"{len(dups)} values stored more than once: stored at {where}, "
+                             f"acknowledged at {acked}; the producer's errors: "
+                             f"{[str(e) for e in producer.errors][-10:]}")
     at = {v: (p, off, k) for p, off, k, v in got}
     missing = [v for v in producer.acked if v not in at]
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:3]}"
