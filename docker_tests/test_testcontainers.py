@@ -29,7 +29,7 @@ import pytest
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.community.kafka import KafkaContainer  # noqa: E402
 
-from tests.support.go_build import go_env  # noqa: E402
+from tests.support.go_build import go_settings  # noqa: E402
 
 from .conftest import IMAGE, LABEL, REPO, consume_all, create_topic, logs, produce  # noqa: E402
 
@@ -137,7 +137,7 @@ def test_testcontainers_go_kafka_module(dk, target):
     """docker_tests/go: testcontainers-go's kafka module and sarama (its own test client)."""
     if shutil.which("go") is None:
         pytest.fail("go is missing")
-    env = go_env()
+    env = go_settings()
     out = run_project(["go", "test", "-count=1", "-v", "./..."], REPO / "docker_tests" / "go", env,
                       IMAGES[target])
     assert re.search(r"^--- PASS: TestKafkaModuleStartsKbroker", out, re.M), out[-3000:]

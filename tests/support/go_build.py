@@ -15,9 +15,14 @@ ROOT = Path(__file__).resolve().parents[2]
 GOFLAGS = "-mod=mod '-gcflags=all=-N -l'"
 
 
-def go_env(**extra: str) -> dict[str, str]:
-    """The environment of a ``go build`` or ``go test`` of the suites."""
+def go_settings() -> dict[str, str]:
+    """The Go variables alone (for a caller that builds the rest of the environment)."""
     cache = ROOT / ".cache" / "go"
-    return {**os.environ, "GOPATH": str(cache), "GOMODCACHE": str(cache / "mod"),
+    return {"GOPATH": str(cache), "GOMODCACHE": str(cache / "mod"),
             "GOCACHE": str(cache / "build"), "GOFLAGS": GOFLAGS, "GOTOOLCHAIN": "local",
-            "CGO_ENABLED": "0", **extra}
+            "CGO_ENABLED": "0"}
+
+
+def go_env() -> dict[str, str]:
+    """The environment of a ``go build`` or ``go test`` of the suites."""
+    return {**os.environ, **go_settings()}
