@@ -59,7 +59,7 @@ run: $(STAMP)
 # the machine is otherwise left to the compatibility suite, which waits more than it computes
 # (LATE_AFTER_DOCKER, LATE_AFTER_SPARK; with TEST_WORKERS=0 they stay in phase 1).
 TEST_WORKERS ?= 4
-COMPAT_WORKERS ?= 4
+COMPAT_WORKERS ?= 2
 SIDE_BY_SIDE ?= 3
 SERIAL_TESTS := tests/cluster/test_replication_faults.py
 LATE_AFTER_DOCKER := tests/console/test_console_browser.py tests/console/test_console_cluster_browser.py \

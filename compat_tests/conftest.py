@@ -274,20 +274,18 @@ def _row_of(item) -> tuple[str, str]:
 
 
 def xdist_scope(nodeid: str) -> str:
-    """The xdist work unit of a test (`make test` runs the suite on four workers): one file's
-    tests of one target, handed to the next free worker (largest units first), so the workers
-    end together; a worker starts the shared broker of a target when its first unit of that
-    target comes (most workers end up running both). The differential replay keeps both
+    """The xdist work unit of a test (`make test` runs the suite on two workers): all tests of
+    one target together, so each worker starts one shared broker and keeps the
+    parametrisation's one-target-after-the-other order; the differential replay keeps both
     targets on one worker (kbroker is compared with the live Kafka replay). Tests without a
     target are units of their own."""
-    path = nodeid.split("::")[0]
-    if "/differential/" in path:
+    if "/differential/" in nodeid.split("::")[0]:
         return "differential"
     params = re.search(r"\[(.*)\]$", nodeid)
     tokens = params.group(1).split("-") if params else []
     for target in KNOWN_TARGETS:
         if target in tokens:
-            return f"{target}:{path}"
+            return target
     return nodeid
 
 
