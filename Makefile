@@ -47,7 +47,7 @@ run: $(STAMP)
 #    machine.
 # 2. Side by side (`make -j -O`, each one's output printed whole when it ends): the
 #    compatibility suite against both kbroker and a real Apache Kafka (its non-slow part; `make
-#    compat` runs all of it; one file of one target per unit on four workers, compat_tests/conftest.py), Spark's Kafka
+#    compat` runs all of it; one worker per target, compat_tests/conftest.py), Spark's Kafka
 #    connector against both (test-spark), and the container image's tests (docker-test). Each
 #    of the three spends much of its time waiting on JVM start-ups, containers and clients'
 #    backoffs, which the others fill.
