@@ -8,6 +8,7 @@ import re
 import pytest
 
 from compat_tests.cli import run_tool
+from compat_tests.helpers import wait_until
 
 CLIENT = "kafka-cli"
 
@@ -26,7 +27,10 @@ def test_topics_create_describe_list(bootstrap, topic_name):
                      "--partitions", "3", "--replication-factor", "1").check()
     assert f"Created topic {topic_name}." in created.stdout
 
-    assert topic_name in topics(bootstrap, "--list").check().lines
+    # the broker's metadata (Kafka's too) may have the new topic a moment after CreateTopics
+    # answered
+    wait_until(lambda: topic_name in topics(bootstrap, "--list").check().lines, timeout=30,
+               interval=0.2, what=f"{topic_name} listed")
 
     described = topics(bootstrap, "--describe", "--topic", topic_name).check()
     summary, *partitions = described.lines

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from compat_tests.cli import run_tool
-from compat_tests.helpers import T0_MS
+from compat_tests.helpers import T0_MS, wait_until
 
 CLIENT = "kafka-cli-tools"
 
@@ -33,6 +33,10 @@ def create_topic(bootstrap, topic, partitions=1, *configs):
     for config in configs:
         args += ["--config", config]
     run_tool("kafka-topics", args).check()
+    # CreateTopics answers once the controller committed the topic; a broker's metadata (Kafka's
+    # too) may have it a moment later, and a describe before that finds no topic
+    wait_until(lambda: run_tool("kafka-topics", [*bs(bootstrap), "--describe", "--topic", topic])
+               .returncode == 0, timeout=30, interval=0.2, what=f"{topic} in the broker's metadata")
 
 
 def produce_lines(bootstrap, topic, lines, *props):
