@@ -39,10 +39,14 @@ Hot path (TCP sockets; other streams, e.g. in-memory test streams, take the plai
 the produce and fetch profiles in ``benchmarks/README.md`` showed socket calls and copies
 dominating:
 
-- Reads go into one reusable buffer with ``recv_into``; a frame larger than what is left of
+- Reads go into a receive buffer with ``recv_into``; a frame larger than what is left of
   it gets its own exactly sized ``bytearray`` and the rest of it is received straight into
   that (no ``+=``/slicing copies of large produce requests). Frames are handed on as
-  writable ``bytearray``s, so the log can patch offsets into a produce batch in place.
+  writable ``bytearray``s (copies), so the log can patch offsets into a produce batch in
+  place. The receive buffer is borrowed from the server's pool (``kbroker/server/buffers.py``)
+  for a read and kept only while it holds part of a frame: an idle connection, or one
+  handling its last request (a long-polling fetch), holds none (issue 32: an idle
+  connection cost ~23 KiB, most of it a zero-filled buffer of its own).
 - The socket is used without trio's wrapper: a read or write is tried first and only waits
   (``wait_readable``/``wait_writable``) on ``EAGAIN``; the connection yields to the scheduler
   once per request instead of around every socket call.
@@ -72,6 +76,7 @@ from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
 from kbroker.wire.protocol import FrameDecoder, decode_request, encode_response, peek_request
 
+from .buffers import LARGE, SMALL, pool_of
 from .send import send_parts, send_parts_raw
 from .tls import TlsError, TlsSocket
 
@@ -82,8 +87,8 @@ _request_log = logging.getLogger("kbroker.request")
 API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 UNSUPPORTED_VERSION = 35
-RECEIVE_SIZE = 256 * 1024
-FIRST_RECEIVE_SIZE = 16 * 1024   # until a read fills it: idle connections stay small
+RECEIVE_SIZE = LARGE             # receive buffers of a busy connection (kbroker/server/buffers.py)
+FIRST_RECEIVE_SIZE = SMALL       # until a read fills one
 PRODUCE = 0
 FETCH = 1
 # request_percentage: exempt as Kafka's sendResponseExemptThrottle (WriteTxnMarkers; follower
@@ -100,12 +105,6 @@ def _follower_fetch(request) -> bool:
 _SIZE = struct.Struct(">i")
 
 
-def _grown(rbuf: bytearray, end: int) -> tuple[bytearray, memoryview]:
-    """A connection that filled its first receive buffer gets the full-size one (a busy
-    client's pipelined requests), its first `end` bytes carried over."""
-    grown = bytearray(RECEIVE_SIZE)
-    grown[:end] = rbuf[:end]
-    return grown, memoryview(grown)
 _KEY = struct.Struct(">h")
 # Produce answers held back for pipelined requests: at most this many, and only while the
 # requests handled meanwhile add up to less than this many bytes (bounds the added latency).
@@ -144,6 +143,8 @@ class Connection:
         self._raw = None
         self._tls: TlsSocket | None = None
         self._send_raw = None      # writes a list of parts on the fast path
+        self._pool = pool_of(server)       # receive buffers, lent while bytes are held
+        self._rsize = FIRST_RECEIVE_SIZE   # the size this connection borrows
         self._last_api = -1
         self._last_version = -1
         self._last_name = ""
@@ -216,7 +217,7 @@ class Connection:
             raw = _raw_socket(self.stream)
             if raw is not None:
                 # the socket fast path with TLS in user space (kbroker/server/tls.py)
-                tls = self._tls = TlsSocket(raw, sec.ssl_context)
+                tls = self._tls = TlsSocket(raw, sec.ssl_context, self._pool)
             else:
                 tls = self.stream = trio.SSLStream(self.stream, sec.ssl_context, server_side=True,
                                                    https_compatible=False)
@@ -296,6 +297,19 @@ class Connection:
             await self._loop_stream()
 
     # ------------------------------------------------------------------ socket fast path
+    async def _wait_readable(self) -> bool:
+        """Until the socket is readable; False when the connection went idle for
+        ``connections.max.idle.ms`` or shutdown stopped the wait."""
+        with trio.CancelScope(deadline=trio.current_time() + self.server.idle_timeout_s) as scope:
+            self._recv_scope = scope
+            await trio.lowlevel.wait_readable(self._raw)
+        self._recv_scope = None
+        if scope.cancelled_caught:
+            if not self.server.draining:
+                log.debug("closing idle connection from %s", self)
+            return False
+        return True
+
     async def _recv_into(self, view) -> int | None:
         """Bytes received into ``view``; 0 at EOF; None when the connection went idle for
         ``connections.max.idle.ms`` or shutdown stopped the wait."""
@@ -305,20 +319,18 @@ class Connection:
                 return raw.recv_into(view)
             except BlockingIOError:
                 pass
-            with trio.CancelScope(deadline=trio.current_time() + self.server.idle_timeout_s) as scope:
-                self._recv_scope = scope
-                await trio.lowlevel.wait_readable(raw)
-            self._recv_scope = None
-            if scope.cancelled_caught:
-                if not self.server.draining:
-                    log.debug("closing idle connection from %s", self)
+            if not await self._wait_readable():
                 return None
 
     async def _loop_socket(self) -> None:
         server = self.server
         max_frame = server.max_frame
-        rbuf = bytearray(FIRST_RECEIVE_SIZE)
-        rview = memoryview(rbuf)
+        pool = self._pool
+        raw = self._raw
+        # the receive buffer is lent by the pool only while it holds bytes of a frame
+        # (kbroker/server/buffers.py): an idle connection, or one handling its last
+        # request, holds none
+        rbuf = rview = None
         start = end = 0
         pending: list = []   # response parts of pipelined produce requests, not yet written
         held = 0             # request bytes handled since the oldest of them
@@ -342,12 +354,16 @@ class Connection:
                         start += 4 + size
                         if start == end:
                             start = end = 0
+                            pool.give(rbuf, rview)
+                            rbuf = rview = None
                     elif start + 4 + size > len(rbuf):
                         # larger than what is left of the buffer: receive it into its own
                         frame = bytearray(size)
                         have = avail - 4
                         frame[:have] = rview[start + 4:end]
                         start = end = 0
+                        pool.give(rbuf, rview)
+                        rbuf = rview = None
                         fview = memoryview(frame)
                         if pending:
                             await self._send_raw(pending)
@@ -362,27 +378,30 @@ class Connection:
                     if start:
                         rbuf[:avail] = rview[start:end]
                         start, end = 0, avail
-                    if pending:
-                        # more pipelined requests already here? then answer them together
-                        try:
-                            n = self._raw.recv_into(rview[end:])
-                        except BlockingIOError:
-                            n = -1
-                        if n > 0:
-                            end += n
-                            if end == len(rbuf) < RECEIVE_SIZE:
-                                rbuf, rview = _grown(rbuf, end)
+                    if rbuf is None:
+                        rbuf, rview = pool.take(self._rsize)
+                    try:
+                        n = raw.recv_into(rview[end:])
+                    except BlockingIOError:
+                        n = -1     # (no await in here: the exception would live as long)
+                    if n < 0:
+                        # nothing there yet: first what is owed (pipelined requests already
+                        # here are answered together), then wait holding no empty buffer
+                        if pending:
+                            await self._send_raw(pending)
+                            pending = []
                             continue
-                        if n == 0:
+                        if not end:
+                            pool.give(rbuf, rview)
+                            rbuf = rview = None
+                        if not await self._wait_readable():
                             return
-                        await self._send_raw(pending)
-                        pending = []
-                    n = await self._recv_into(rview[end:])
+                        continue
                     if not n:
                         return
                     end += n
                     if end == len(rbuf) < RECEIVE_SIZE:
-                        rbuf, rview = _grown(rbuf, end)
+                        rbuf, rview = self._grow(rbuf, rview, end)
                     continue
                 self.busy = True
                 try:
@@ -405,6 +424,8 @@ class Connection:
                     held = 0
                 await trio.lowlevel.cancel_shielded_checkpoint()
         finally:
+            if rbuf is not None:
+                pool.give(rbuf, rview)
             # answers already owed are written (at most a second) — unless a second signal
             # forced the stop: then nothing waits on the network (an unanswered produce is
             # retried by its client; the records are in the log either way)
@@ -412,6 +433,15 @@ class Connection:
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(1):
                         await self._send_raw(pending)
+
+    def _grow(self, rbuf: bytearray, rview: memoryview, end: int) -> tuple[bytearray, memoryview]:
+        """A connection that filled a small receive buffer takes large ones from now on (a
+        busy client's pipelined requests), its first ``end`` bytes carried over."""
+        self._rsize = RECEIVE_SIZE
+        grown, gview = self._pool.take(RECEIVE_SIZE)
+        gview[:end] = rview[:end]
+        self._pool.give(rbuf, rview)
+        return grown, gview
 
     # ------------------------------------------------------------------ generic streams
     async def _loop_stream(self) -> None:
