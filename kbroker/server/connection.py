@@ -58,12 +58,13 @@ dominating:
 """
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import ssl
 import struct
+import sys
 from time import perf_counter as _perf_counter
+from types import MethodType
 
 import trio
 
@@ -112,6 +113,16 @@ _MAX_PENDING = 16
 _MAX_HELD = 256 * 1024
 
 
+def _recv_now(raw, view) -> int:
+    """``raw.recv_into(view)``, or -1 when nothing is there yet. The exception is caught
+    here, not in the connection's loop: a traceback through the loop would give its frame a
+    frame object that then lives as long as the connection (~0.4 KiB each)."""
+    try:
+        return raw.recv_into(view)
+    except BlockingIOError:
+        return -1
+
+
 def _raw_socket(stream):
     """The stdlib socket under a trio SocketStream, or None (other stream types)."""
     sock = getattr(getattr(stream, "socket", None), "_sock", None)
@@ -134,9 +145,13 @@ class Connection:
         self.busy = False
         self._mute_s = 0.0          # quota throttle: pause reading after the answer (KIP-219)
         self._recv_scope: trio.CancelScope | None = None
+        # since when the fast path waits for a request, with no deadline of its own
+        # (connections.max.idle.ms is enforced by the server's sweep, kbroker/server/idle.py)
+        self.waiting_since: float | None = None
         try:
             peer = stream.socket.getpeername()
-            self.client_host, self.client_port = peer[0], peer[1]
+            # interned: every connection from one host shares the string
+            self.client_host, self.client_port = sys.intern(peer[0]), peer[1]
         except (AttributeError, OSError):
             self.client_host, self.client_port = "unknown", 0
         self.requests = 0
@@ -162,14 +177,27 @@ class Connection:
     def stop_if_idle(self) -> None:
         """Shutdown: a connection waiting for a request stops now; a busy one stops after
         answering the request it is handling."""
-        if self._recv_scope is not None:
+        if self.waiting_since is not None:
+            self.expire()
+        elif self._recv_scope is not None:
             self._recv_scope.cancel()
+
+    def expire(self) -> None:
+        """End the fast path's wait for a request (``waiting_since`` is set only during
+        it): the connection closes (kbroker/server/idle.py, shutdown)."""
+        if self.waiting_since is not None:
+            trio.lowlevel.notify_closing(self._raw)
 
     async def run(self) -> None:
         try:
             if not await self._secure():
                 return
-            await self._loop()
+            # (no coroutine of its own in between: every frame of an idle connection's
+            # await chain stays resident as long as it waits)
+            if self._fast_path():
+                await self._loop_socket()
+            else:
+                await self._loop_stream()
         except TlsError as e:
             log.info("closing connection from %s on %s: %s", self, self.listener_name, e)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -283,18 +311,17 @@ class Connection:
             self.principal = auth.principal
         return None if step.dispatch else True
 
-    async def _loop(self) -> None:
+    def _fast_path(self) -> bool:
+        """True when the socket fast path applies (a TCP socket, or TLS over one)."""
         if self._tls is not None:
             self._raw = self._tls
             self._send_raw = self._tls.send_parts
         else:
             self._raw = _raw_socket(self.stream)
             if self._raw is not None:
-                self._send_raw = functools.partial(send_parts_raw, self._raw)
-        if self._raw is not None:
-            await self._loop_socket()
-        else:
-            await self._loop_stream()
+                # send_parts_raw bound to the socket: one method object (a partial is three)
+                self._send_raw = MethodType(send_parts_raw, self._raw)
+        return self._raw is not None
 
     # ------------------------------------------------------------------ socket fast path
     async def _wait_readable(self) -> bool:
@@ -327,6 +354,8 @@ class Connection:
         max_frame = server.max_frame
         pool = self._pool
         raw = self._raw
+        wait_readable = trio.lowlevel.wait_readable
+        now = trio.current_time
         # the receive buffer is lent by the pool only while it holds bytes of a frame
         # (kbroker/server/buffers.py): an idle connection, or one handling its last
         # request, holds none
@@ -380,10 +409,7 @@ class Connection:
                         start, end = 0, avail
                     if rbuf is None:
                         rbuf, rview = pool.take(self._rsize)
-                    try:
-                        n = raw.recv_into(rview[end:])
-                    except BlockingIOError:
-                        n = -1     # (no await in here: the exception would live as long)
+                    n = _recv_now(raw, rview[end:])
                     if n < 0:
                         # nothing there yet: first what is owed (pipelined requests already
                         # here are answered together), then wait holding no empty buffer
@@ -394,8 +420,17 @@ class Connection:
                         if not end:
                             pool.give(rbuf, rview)
                             rbuf = rview = None
-                        if not await self._wait_readable():
+                        # parked with no deadline, inline (one coroutine less): the idle
+                        # sweep or shutdown ends the wait (kbroker/server/idle.py)
+                        self.waiting_since = now()
+                        try:
+                            await wait_readable(raw)
+                        except trio.ClosedResourceError:
+                            if not server.draining:
+                                log.debug("closing idle connection from %s", self)
                             return
+                        finally:
+                            self.waiting_since = None
                         continue
                     if not n:
                         return
