@@ -177,6 +177,8 @@ async def test_pipelined_produce_and_a_large_frame_after_buffers_were_given_back
         # and a small request after it, on the same connection
         sock.sendall(_api_versions(201))
         assert int.from_bytes((await _frame(sock))[:4], "big") == 201
+        # every request of the test was read into one of two buffers, reused each time
+        assert pool.allocated == 2
     finally:
         sock.close()
 
