@@ -14,7 +14,8 @@ What closes the connection (with one log line; the broker keeps serving everyone
 - a handler that answers nothing and asks for the close in ``ctx.extra["close_connection"]``
   (an acks=0 Produce that failed: Kafka closes so the client learns of it);
 - a failed or cancelled write (a half-written frame must never be followed by another);
-- ``connections.max.idle.ms`` without a byte from the client; broker shutdown.
+- ``connections.max.idle.ms`` without a byte from the client (on the socket fast path by
+  the server's sweep, ``kbroker/server/idle.py``); broker shutdown.
 - security (``kbroker.security``): a failed TLS handshake, a client certificate no
   ``ssl.principal.mapping.rules`` rule maps; on SASL listeners anything the SASL state
   machine refuses (any API but ApiVersions/SaslHandshake/SaslAuthenticate before
