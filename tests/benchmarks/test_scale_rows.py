@@ -1,10 +1,12 @@
 """The benchmark's scale rows (benchmarks/harness/scale.py) run end to end against kbroker.
 
 A guard against the harness rotting, not a benchmark: the rows run at tiny sizes on real
-kbroker processes (the bench's own `Session`, which starts `kbroker serve`), and the test
-checks that every row recorded a value and none failed — the group row reaching Stable with
+kbroker processes (the bench's own `Session`, which starts `kbroker serve`), and the tests
+check that every row recorded a value and none failed — each group size reaching Stable with
 every member in one generation, every idempotent producer acknowledged, every connection
-answered. No time is asserted.
+answered — once with a fresh broker per row (the full plan's way) and once as the quick plan
+runs them, on one broker shared with the start-up rows (`Plan.shared_broker`). No time is
+asserted.
 """
 from __future__ import annotations
 
@@ -14,24 +16,64 @@ from benchmarks.harness import plan as plans
 from benchmarks.harness import scale
 from benchmarks.harness.run import Results, Session
 
+SCALE_ROWS = {"scale-part-create", "scale-part-rss", "scale-part-metadata", "scale-part-restart",
+              "scale-part-restart-cpu", "scale-conn-rate", "scale-conn-rss",
+              "scale-group-join-3", "scale-group-gen-3", "scale-group-join-6",
+              "scale-group-gen-6", "scale-producers-rss"}
+
+
+def _one_value_each(results: Results, sids: set[str]) -> None:
+    assert results.meta.get("failed") is None
+    assert set(results.scenarios) == sids
+    for sid in sids:
+        (value,) = results.scenarios[sid]["values"]["kbroker"]
+        assert not math.isnan(value), sid
+
+
+def _check_group_rows(results: Results) -> None:
+    # each size ends in one generation that every member synced (and the leader saw all);
+    # the broker CPU of the join is the row's secondary value
+    for m in (3, 6):
+        (raw,) = results.scenarios[f"scale-group-join-{m}"]["raw"]["kbroker"]
+        assert raw["generation"] >= 1
+        assert results.scenarios[f"scale-group-gen-{m}"]["values"]["kbroker"] == [raw["generation"]]
+        assert results.scenarios[f"scale-group-join-{m}"]["secondary"]["kbroker"] == [raw["broker_cpu_s"]]
+
 
 def test_scale_rows_record_a_value_each(tmp_path):
-    plan = plans.quick()
-    plan.scale = plans.Scale(partitions=200, connections=40, group_members=6, producers=8)
+    plan = plans.full()
+    plan.reps = 1
+    plan.scale = plans.Scale(partitions=200, connections=40, group_members=(6, 3), producers=8)
+    assert plan.scale.group_members == (3, 6)      # run in ascending order
     results = Results({})
     session = Session("kbroker", plan, results, tmp_path)
     session.workroot.mkdir(parents=True)
     scale.run_all(session)
-    assert results.meta.get("failed") is None
-    expected = {"scale-part-create", "scale-part-rss", "scale-part-metadata", "scale-part-restart",
-                "scale-part-restart-cpu", "scale-conn-rate", "scale-conn-rss", "scale-group-join",
-                "scale-producers-rss"}
-    assert set(results.scenarios) == expected
-    for sid in expected:
-        (value,) = results.scenarios[sid]["values"]["kbroker"]
-        assert not math.isnan(value), sid
-    # the group row ends in one generation that every member synced (and the leader saw all 6)
-    (raw,) = results.scenarios["scale-group-join"]["raw"]["kbroker"]
-    assert raw["generation"] >= 1
+    _one_value_each(results, SCALE_ROWS)
+    _check_group_rows(results)
     (raw,) = results.scenarios["scale-producers-rss"]["raw"]["kbroker"]
     assert raw["rss_after"] > 0
+
+
+def test_quick_plan_shares_one_broker(tmp_path):
+    """The quick plan's start-up, metadata and scale rows on one kbroker: the 200-partition
+    creation and timed restart fill the start-up, metadata and scale partitions rows at once,
+    and the same process then serves the connections, group and producers rows."""
+    plan = plans.quick()
+    assert plan.shared_broker and not plans.full().shared_broker
+    plan.startup_partitions = plan.metadata_partitions = 200
+    plan.scale = plans.Scale(partitions=200, connections=40, group_members=(3, 6), producers=8)
+    results = Results({})
+    session = Session("kbroker", plan, results, tmp_path,
+                      only={"startup", "metadata", "scale"})
+    started = []
+    real_broker = session._broker
+    session._broker = lambda tag: started.append(tag) or real_broker(tag)
+    session.run()
+    assert started == ["startup-empty-0"]              # one broker for every row
+    startup = {"startup-empty", "startup-empty-cpu", "startup-restart", "startup-restart-cpu",
+               "rss-idle", "startup-many", "startup-many-cpu", "metadata-create"}
+    _one_value_each(results, SCALE_ROWS | startup)
+    _check_group_rows(results)
+    # the start-up row with many partitions and the scale restart row are one measurement
+    assert results.scenarios["startup-many"]["values"] == results.scenarios["scale-part-restart"]["values"]
