@@ -96,6 +96,18 @@ def rdkafka(mode: str, bootstrap: str, topic: str, *args: str, timeout: float = 
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+_PKIS: dict[Path, object] = {}
+
+
+def _pki(root: Path):
+    """One set of certificates per run, shared by both brokers' security rows (openssl and
+    keytool take seconds on a busy machine)."""
+    if root not in _PKIS or not root.exists():
+        from tests.security.certs import make_pki
+        _PKIS[root] = make_pki(root)
+    return _PKIS[root]
+
+
 def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -348,8 +360,8 @@ class Session:
         from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
         from compat_tests.runner import free_port
-        from tests.security.certs import PASSWORD, make_pki
-        pki = make_pki(self.workroot / "pki")
+        from tests.security.certs import PASSWORD
+        pki = _pki(self.workroot.parent / "pki")
         b = self._broker("security")
         ssl_port, sasl_port = free_port(), free_port()
         listeners = [f"PLAINTEXT://{b.host}:{b.port}", f"SSL://{b.host}:{ssl_port}",
