@@ -81,8 +81,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", type=Path, help="py-spy profile of kbroker's loads into DIR")
     ap.add_argument("--scale-sizes", metavar="P,C,M,N",
                     help="scale rows' sizes: partitions, connections, group members, idempotent "
-                         "producers; M may be several group sizes joined by '/', each a row "
-                         "(default: the plan's; full 100000,10000,100/250/500/1000,1000)")
+                         "producers; M may be several group sizes joined by '/', each a row; "
+                         "0 leaves a row out (default: the plan's; full "
+                         "100000,10000,100/250/500/1000,1000)")
     ap.add_argument("--latency-rates", metavar="R,...", help="fixed-rate latency rows, records/s")
     ap.add_argument("--out", type=Path, help="results folder (default benchmarks/results/<plan>)")
     ap.add_argument("--karapace-venv", type=Path, default=os.environ.get("KBROKER_BENCH_KARAPACE"),

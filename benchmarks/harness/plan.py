@@ -64,7 +64,7 @@ class Plan:
 
 @dataclass(frozen=True)
 class Scale:
-    """Sizes of the scale rows (benchmarks/harness/scale.py)."""
+    """Sizes of the scale rows (benchmarks/harness/scale.py); a size of 0 leaves its row out."""
     partitions: int = 100_000        # on one node: create, restart, RSS, full Metadata
     connections: int = 10_000        # idle client connections, each after one ApiVersions
     # classic consumer groups joining at once, one row per size (ascending, one broker)
@@ -73,7 +73,8 @@ class Scale:
 
     def __post_init__(self):
         sizes = self.group_members
-        sizes = (sizes,) if isinstance(sizes, int) else tuple(sorted(int(m) for m in sizes))
+        sizes = (sizes,) if isinstance(sizes, int) else sizes
+        sizes = tuple(sorted(int(m) for m in sizes if int(m) > 0))
         object.__setattr__(self, "group_members", sizes)
 
 

@@ -188,6 +188,8 @@ class Session:
         the start-up/metadata rows here and the scale row on a fresh broker of its own."""
         n = self.plan.startup_partitions
         rows = self.wants("startup") or self.wants("metadata")
+        if scale is not None and not scale.partitions:
+            scale = None                     # the partitions row left out (size 0)
         if scale is not None and (scale.partitions == n or not rows):
             t0 = time.monotonic()
             try:

@@ -61,11 +61,16 @@ ROWS = ("partitions", "connections", "group", "producers")
 
 def run_all(session, shared=None, rows: tuple[str, ...] = ROWS) -> None:
     """Run `rows` in order, each on a fresh node, or all on `shared` (a running broker of
-    the session, left running)."""
+    the session, left running). A row whose size is 0 is not run."""
     from .run import log
     fns = {"partitions": partitions, "connections": connections, "group": group,
            "producers": producers}
+    sc = session.plan.scale
+    sizes = {"partitions": sc.partitions, "connections": sc.connections,
+             "group": sc.group_members, "producers": sc.producers}
     for name in rows:
+        if not sizes[name]:
+            continue
         t0 = time.monotonic()
         try:
             fns[name](session, shared)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from benchmarks.harness import plan as plans
 from benchmarks.harness import scale
 from benchmarks.harness.run import Results, Session
@@ -77,3 +79,17 @@ def test_quick_plan_shares_one_broker(tmp_path):
     _check_group_rows(results)
     # the start-up row with many partitions and the scale restart row are one measurement
     assert results.scenarios["startup-many"]["values"] == results.scenarios["scale-part-restart"]["values"]
+
+
+def test_a_size_of_zero_leaves_its_row_out(tmp_path):
+    """`--scale-sizes 0,0,100/250,0` runs the group rows alone: no broker is started for
+    a row of size 0, and group sizes are kept in ascending order without the zeros."""
+    sizes = plans.Scale(partitions=0, connections=0, group_members=(250, 0, 100), producers=0)
+    assert sizes.group_members == (100, 250)
+    plan = plans.full()
+    plan.scale = plans.Scale(partitions=0, connections=0, group_members=(0,), producers=0)
+    results = Results({})
+    session = Session("kbroker", plan, results, tmp_path)
+    session._broker = lambda tag: pytest.fail(f"a broker was started for {tag}")
+    scale.run_all(session)
+    assert results.scenarios == {} and results.meta.get("failed") is None
