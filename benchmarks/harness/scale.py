@@ -281,11 +281,25 @@ EMPTY_ASSIGNMENT = struct.pack(">hii", 0, 0, -1)   # ConsumerProtocolAssignment 
 class _Member:
     def __init__(self, g: "_Group", idx: int):
         self.g = g
-        self.conn = g.loop.connect(g.host, g.port)
+        self._connect()
         self.member_id = ""
         self.generation = -1
         self.synced = -1      # generation of the last successful SyncGroup
         self.hb_pending = False
+
+    def _connect(self):
+        self.conn = self.g.loop.connect(self.g.host, self.g.port)
+        self.conn.on_error = self.reconnect
+
+    def reconnect(self, exc: Exception):
+        """As a client library does when its coordinator connection breaks (seen on a
+        loaded machine: a connection left in a full accept queue for a minute, then reset):
+        a new connection and JoinGroup again with the member id it has."""
+        self.g.resets += 1
+        self.hb_pending = False
+        self._connect()
+        if self.g.stable_at is None:        # measured and leaving: nothing to rejoin
+            self.join()
 
     def join(self):
         self.synced = -1
@@ -354,6 +368,7 @@ class _Group:
         self.metadata = _subscription(topic)
         self.leader_members: dict[int, int] = {}
         self.stable_at: float | None = None
+        self.resets = 0                      # member connections broken and made again
         self.members = [_Member(self, i) for i in range(members)]
 
     def check(self):
@@ -426,10 +441,11 @@ def _one_group(session, loop: Loop, b, m: int, name: str) -> None:
     secs, cpu = g.stable_at - t0, cpu_seconds(b.pid) - c0
     generation = max(x.synced for x in g.members)
     session.results.add(sid, session.name, secs, cpu,
-                        raw={"generation": generation, "broker_cpu_s": cpu})
+                        raw={"generation": generation, "broker_cpu_s": cpu,
+                             "connection_resets": g.resets})
     session.results.add(gen, session.name, generation)
     log(f"{session.name}: {m} members Stable after {secs:.2f} s (generation {generation}, "
-        f"broker {cpu:.2f} cpu-s)")
+        f"broker {cpu:.2f} cpu-s, {g.resets} member connection(s) reset and made again)")
     _leave(loop, g)
 
 

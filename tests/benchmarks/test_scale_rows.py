@@ -93,3 +93,62 @@ def test_a_size_of_zero_leaves_its_row_out(tmp_path):
     session._broker = lambda tag: pytest.fail(f"a broker was started for {tag}")
     scale.run_all(session)
     assert results.scenarios == {} and results.meta.get("failed") is None
+
+
+def test_a_reset_connection_goes_to_its_error_callback(tmp_path):
+    """rawclient: a connection reset by the other side (a listener that accepts and closes
+    with SO_LINGER 0, which sends RST) is closed and its error handed to `on_error` instead
+    of being raised out of the loop."""
+    import socket as socket_mod
+    import struct
+
+    from benchmarks.harness.rawclient import Loop
+    from kbroker.wire import messages as w
+
+    server = socket_mod.create_server(("127.0.0.1", 0))
+    loop = Loop()
+    try:
+        conn = loop.connect("127.0.0.1", server.getsockname()[1])
+        errors = []
+        conn.on_error = errors.append
+        conn.request(18, 0, w.ApiVersionsRequest(), lambda resp: None)
+        peer, _ = server.accept()
+        peer.setsockopt(socket_mod.SOL_SOCKET, socket_mod.SO_LINGER, struct.pack("ii", 1, 0))
+        peer.close()
+        loop.run_until(lambda: bool(errors), timeout=30)
+        assert isinstance(errors[0], ConnectionError) and conn.closed
+    finally:
+        loop.close()
+        server.close()
+
+
+def test_a_member_whose_connection_breaks_reconnects_and_rejoins(tmp_path):
+    """The group row's members reconnect as a client library does: when a member's
+    connection breaks (the error is handed to its callback by the test, as the loop does on
+    a reset, above), it connects again and joins again; the group still reaches Stable with
+    every member, and the row counts the reset."""
+    from benchmarks.harness.brokers import make_broker
+    from benchmarks.harness.rawclient import Loop
+
+    b = make_broker("kbroker", tmp_path / "b")
+    b.start()
+    loop = Loop()
+    try:
+        scale.create_topics(b.bootstrap_servers, [("t", 1)])
+        scale._find_coordinator(loop, b.host, b.port, ["g"])
+        g = scale._Group(loop, b.host, b.port, "g", "t", 3)
+        first = g.members[0]
+        broken = first.conn
+        for m in g.members:
+            m.join()
+        broken.close()
+        broken.on_error(ConnectionResetError(104, "reset"))
+        assert first.conn is not broken and g.resets == 1
+        loop.later(0.5, g.heartbeats)
+        loop.run_until(lambda: g.stable_at is not None, timeout=120)
+        generation = max(m.synced for m in g.members)
+        assert {m.synced for m in g.members} == {generation}
+        assert g.leader_members[generation] == 3
+    finally:
+        loop.close()
+        b.kill()
