@@ -81,7 +81,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", type=Path, help="py-spy profile of kbroker's loads into DIR")
     ap.add_argument("--scale-sizes", metavar="P,C,M,N",
                     help="scale rows' sizes: partitions, connections, group members, idempotent "
-                         "producers (default: the plan's; full 100000,10000,500,1000)")
+                         "producers; M may be several group sizes joined by '/', each a row; "
+                         "0 leaves a row out (default: the plan's; full "
+                         "100000,10000,100/250/500/1000,1000)")
     ap.add_argument("--latency-rates", metavar="R,...", help="fixed-rate latency rows, records/s")
     ap.add_argument("--out", type=Path, help="results folder (default benchmarks/results/<plan>)")
     ap.add_argument("--karapace-venv", type=Path, default=os.environ.get("KBROKER_BENCH_KARAPACE"),
@@ -94,8 +96,9 @@ def main(argv=None) -> int:
         plan.reps = a.reps
         plan.consume_reps = a.reps
     if a.scale_sizes:
-        p, c, m, n = (int(x) for x in a.scale_sizes.split(","))
-        plan.scale = plans.Scale(partitions=p, connections=c, group_members=m, producers=n)
+        p, c, m, n = a.scale_sizes.split(",")
+        plan.scale = plans.Scale(partitions=int(p), connections=int(c), producers=int(n),
+                                 group_members=tuple(int(x) for x in m.split("/")))
     if a.latency_rates:
         plan.latency_rates = tuple(int(x) for x in a.latency_rates.split(","))
     only = set(a.only.split(",")) if a.only else None

@@ -6,6 +6,9 @@ client more than the broker. Here every connection is a non-blocking socket driv
 `selectors` loop; requests are encoded and answers decoded with kbroker's wire codec
 (`kbroker.wire.protocol`), which is only the client side here: the broker under test is
 either kbroker or Kafka. Each answer is handed to the callback given with its request.
+A connection the broker's side resets or closes raises ConnectionError out of the loop,
+unless the connection has an `on_error` callback (a client that reconnects, as the group
+row's members do): then it is closed and the callback gets the error.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ class Conn:
         self.pending: dict[int, tuple[int, int, Callable]] = {}
         self.next_id = 1
         self.closed = False
+        self.on_error: Callable[[Exception], None] | None = None
         loop.sel.register(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, self)
 
     def request(self, api_key: int, version: int, body, callback: Callable) -> None:
@@ -48,6 +52,15 @@ class Conn:
             self.loop.sel.modify(self.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if on else 0), self)
 
     def on_event(self, mask: int) -> None:
+        if self.on_error is None:
+            return self._on_event(mask)
+        try:
+            self._on_event(mask)
+        except ConnectionError as exc:      # reset, broken pipe, closed by the broker
+            self.close()
+            self.on_error(exc)
+
+    def _on_event(self, mask: int) -> None:
         if mask & selectors.EVENT_WRITE and self.out:
             try:
                 n = self.sock.send(self.out)

@@ -13,6 +13,16 @@ Order for each broker (kbroker first, then Kafka; one broker process at a time):
 5. fixed-rate latency on three nodes, acks=all (latency.py);
 6. scale rows: partitions, connections, group members, idempotent producers (scale.py).
 
+The quick plan (`Plan.shared_broker`) keeps one broker per kind running through the rows
+that allow it, so Kafka's JVM starts four times instead of eleven: the last start-up
+broker (fresh start, idle RSS, timed restart) then gets `startup_partitions` partitions
+(metadata create time and the scale partitions rows when their sizes match), is restarted
+with them (timed: the start-up row and the scale restart row are one measurement), and
+carries the loads and the connections, group and producers rows; only the security rows
+(their own listeners) get a second broker. Its loads then run beside a few hundred idle
+partitions, a difference the quick run accepts; the full plan starts a fresh broker for
+every group of rows.
+
 Every measurement is appended to a `Results` object as raw values; medians and ratios are
 computed by report.py.
 """
@@ -86,6 +96,18 @@ def rdkafka(mode: str, bootstrap: str, topic: str, *args: str, timeout: float = 
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+_PKIS: dict[Path, object] = {}
+
+
+def _pki(root: Path):
+    """One set of certificates per run, shared by both brokers' security rows (openssl and
+    keytool take seconds on a busy machine)."""
+    if root not in _PKIS or not root.exists():
+        from tests.security.certs import make_pki
+        _PKIS[root] = make_pki(root)
+    return _PKIS[root]
+
+
 def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -117,6 +139,9 @@ class Session:
         shutil.rmtree(broker.workdir, ignore_errors=True)
 
     def run(self) -> None:
+        if self.plan.shared_broker:
+            self.run_shared()
+            return
         if self.wants("startup") or self.wants("memory"):
             self.startup_empty()
         if any(self.wants(g) for g in ("produce", "latency", "consume", "memory")):
@@ -133,10 +158,80 @@ class Session:
             scale_rows.run_all(self)
         shutil.rmtree(self.workroot, ignore_errors=True)
 
+    def run_shared(self) -> None:
+        """The quick plan's order: one broker for all rows but security (module docstring)."""
+        scale = self.plan.scale if self.wants("scale") else None
+        b = None
+        try:
+            if self.wants("startup") or self.wants("memory"):
+                b = self.startup_empty(keep=True)
+            if b is None:
+                b = self._broker("shared")
+                b.start()
+            self.partitions_shared(b, scale)
+            if any(self.wants(g) for g in ("produce", "latency", "consume", "memory")):
+                self.loads(b)
+            if scale is not None:
+                scale_rows.run_all(self, b, rows=("connections", "group", "producers"))
+        finally:
+            if b is not None:
+                self._drop(b)
+        if self.wants("security"):
+            self.security()
+        if self.wants("latency") and self.plan.latency_cluster:
+            latency_rows.three_nodes(self)
+        shutil.rmtree(self.workroot, ignore_errors=True)
+
+    def partitions_shared(self, b, scale) -> None:
+        """Many partitions on the shared broker `b`: one creation and one timed restart for
+        the start-up, metadata and scale partitions rows when their sizes match; otherwise
+        the start-up/metadata rows here and the scale row on a fresh broker of its own."""
+        n = self.plan.startup_partitions
+        rows = self.wants("startup") or self.wants("metadata")
+        if scale is not None and not scale.partitions:
+            scale = None                     # the partitions row left out (size 0)
+        if scale is not None and (scale.partitions == n or not rows):
+            t0 = time.monotonic()
+            try:
+                got = scale_rows.partitions(self, b, n=scale.partitions)
+            except Exception as exc:  # noqa: BLE001 - a failed row is a result too, as in run_all
+                log(f"{self.name}: scale partitions FAILED: {exc!r}")
+                self.results.meta.setdefault("failed", []).append(
+                    f"{self.name}: scale partitions: {str(exc)[:300]}")
+                if not b.is_running():
+                    b.start()
+                return
+            log(f"{self.name}: scale partitions row took {time.monotonic() - t0:.1f} s"
+                + (" (also the start-up and metadata rows)" if rows else ""))
+            if self.wants("metadata"):
+                if self.plan.metadata_partitions == n:
+                    self._record_metadata(got["create_s"])
+                else:
+                    self.metadata_scale()
+            if self.wants("startup"):
+                sid = self._declare_startup_many()
+                self.results.add(sid, self.name, got["restart_s"])
+                self.results.add(sid + "-cpu", self.name, got["restart_cpu_s"])
+                for _ in range(self.plan.reps - 1):
+                    b.stop()
+                    secs = timed_start(b, "sc-0")
+                    log(f"{self.name}: start-up ({n} partitions) {secs:.3f} s, "
+                        f"{b.start_cpu_s:.2f} cpu-s")
+                    self.results.add(sid, self.name, secs)
+                    self.results.add(sid + "-cpu", self.name, b.start_cpu_s)
+            return
+        if self.wants("startup"):
+            self.startup_many(shared=b)
+        if self.wants("metadata"):
+            self.metadata_scale()
+        if scale is not None:
+            scale_rows.run_all(self, None, rows=("partitions",))
+
     # ------------------------------------------------------------------ start-up, idle RSS
-    def startup_empty(self) -> None:
+    def startup_empty(self, keep: bool = False):
         """Fresh data dir: spawn → first acknowledged produce (wall and CPU); idle RSS; then
-        the same broker stopped gracefully and restarted on its now formatted data dir."""
+        the same broker stopped gracefully and restarted on its now formatted data dir.
+        With `keep`, the last repetition's broker is left running and returned."""
         r = self.results
         r.scenario("startup-empty", title="start-up to first produce ack, fresh data dir: wall",
                    group="startup", unit="s", better="lower", target=0.05)
@@ -150,6 +245,7 @@ class Session:
                    better="lower", target=0.2)
         for i in range(self.plan.reps):
             b = self._broker(f"startup-empty-{i}")
+            last = keep and i == self.plan.reps - 1
             try:
                 secs = timed_start(b, "first")
                 log(f"{self.name}: start-up (fresh) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
@@ -164,19 +260,32 @@ class Session:
                 log(f"{self.name}: restart (formatted) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
                 r.add("startup-restart", self.name, secs)
                 r.add("startup-restart-cpu", self.name, b.start_cpu_s)
-            finally:
+            except BaseException:
                 self._drop(b)
+                raise
+            if last:
+                return b
+            self._drop(b)
+        return None
 
-    def startup_many(self) -> None:
+    def _declare_startup_many(self) -> str:
         n = self.plan.startup_partitions
         sid = "startup-many"
         self.results.scenario(sid, title=f"restart to first produce ack, {n:,} partitions on disk: wall",
                               group="startup", unit="s", better="lower", target=0.1)
         self.results.scenario(sid + "-cpu", title=f"restart to first produce ack, {n:,} partitions "
                               "on disk: broker CPU", group="startup", unit="cpu-s", better="lower")
-        b = self._broker("startup-many")
+        return sid
+
+    def startup_many(self, shared=None) -> None:
+        """`startup_partitions` partitions created, the broker stopped, `reps` timed restarts;
+        on a fresh broker, or on `shared` (left running afterwards)."""
+        n = self.plan.startup_partitions
+        sid = self._declare_startup_many()
+        b = shared or self._broker("startup-many")
         try:
-            b.start()
+            if shared is None:
+                b.start()
             topics = [(f"many-{t}", 100) for t in range(max(1, n // 100))]
             t0 = time.monotonic()
             create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=600)
@@ -184,14 +293,16 @@ class Session:
                 # the quick plan measures metadata scale on this broker (one start fewer)
                 self._record_metadata(time.monotonic() - t0)
             b.stop()
-            for _ in range(self.plan.reps):
+            for i in range(self.plan.reps):
                 secs = timed_start(b, "many-0")
                 log(f"{self.name}: start-up ({n} partitions) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
                 self.results.add(sid, self.name, secs)
                 self.results.add(sid + "-cpu", self.name, b.start_cpu_s)
-                b.stop()
+                if shared is None or i < self.plan.reps - 1:
+                    b.stop()
         finally:
-            self._drop(b)
+            if shared is None:
+                self._drop(b)
 
     def _record_metadata(self, secs: float) -> None:
         n = self.plan.metadata_partitions
@@ -217,9 +328,10 @@ class Session:
                 self._drop(b)
 
     # ------------------------------------------------------------------ loads on one broker
-    def loads(self) -> None:
-        b = self._broker("loads")
-        b.start()
+    def loads(self, shared=None) -> None:
+        b = shared or self._broker("loads")
+        if shared is None:
+            b.start()
         try:
             if self.profile is not None and self.name == "kbroker":
                 self._start_profiler(b)
@@ -239,7 +351,8 @@ class Session:
                 self.consume(b)
         finally:
             self._stop_profiler()
-            self._drop(b)
+            if shared is None:
+                self._drop(b)
 
     # ------------------------------------------------------------------ TLS and SASL_SSL
     def security(self) -> None:
@@ -249,8 +362,8 @@ class Session:
         from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
         from compat_tests.runner import free_port
-        from tests.security.certs import PASSWORD, make_pki
-        pki = make_pki(self.workroot / "pki")
+        from tests.security.certs import PASSWORD
+        pki = _pki(self.workroot.parent / "pki")
         b = self._broker("security")
         ssl_port, sasl_port = free_port(), free_port()
         listeners = [f"PLAINTEXT://{b.host}:{b.port}", f"SSL://{b.host}:{ssl_port}",

@@ -1,7 +1,8 @@
 """Scale rows: how a broker's cost grows with partitions, connections, group members, producers.
 
-Each row runs on a fresh single node of the session's broker (sizes from `plan.Scale`; the
-quick plan uses small ones):
+Each row runs on a fresh single node of the session's broker (sizes from `plan.Scale`), or,
+in the quick plan (`Plan.shared_broker`), on the one node the session shares between its
+start-up, load and scale rows (`run_all(session, shared)`; benchmarks/harness/run.py):
 
 * **partitions**: N partitions as topics of 100 (CreateTopics of 1,000 partitions, one request
   at a time) until Metadata shows a leader for every one; then until the broker is quiet
@@ -13,9 +14,12 @@ quick plan uses small ones):
 * **connections**: N client connections, each sending one ApiVersions request and keeping the
   connection open, at most 32 being set up at a time (Kafka's accept backlog is 50): accept
   rate = N / time until every one is answered; RSS growth / N, with every connection still open.
-* **group**: M members of one classic consumer group (JoinGroup v5, SyncGroup v3, Heartbeat v3
-  every 500 ms, rejoin on REBALANCE_IN_PROGRESS), all starting at once: time from the first
-  JoinGroup to every member having synced in one generation of M members (the group Stable).
+* **group**: for each size M (ascending, one node for all), M members of one classic consumer
+  group (JoinGroup v5, SyncGroup v3, Heartbeat v3 every 500 ms, rejoin on
+  REBALANCE_IN_PROGRESS), all starting at once: time from the first JoinGroup to every member
+  having synced in one generation of M members (the group Stable), the generation reached and
+  the broker CPU spent meanwhile; then every member leaves (one LeaveGroup v3 naming them all)
+  so that no expiring member of one size runs into the next size's join.
 * **producers**: P idempotent producers (InitProducerId v4, then one Produce v9 of one batch
   with sequence 0, acks=1), each on its own connection, over a 10-partition topic; the
   connections are closed, then the broker's RSS growth / P. RSS is a coarse measure of
@@ -35,6 +39,7 @@ import socket
 import statistics
 import struct
 import time
+from contextlib import contextmanager
 
 from kbroker.wire import messages as w
 from kbroker.wire.protocol import encode_request
@@ -51,17 +56,44 @@ ERR_ILLEGAL_GENERATION = 22
 ERR_COORDINATOR_RETRY = (14, 15, 16)   # loading, not available, not coordinator: ask again
 
 
-def run_all(session) -> None:
+ROWS = ("partitions", "connections", "group", "producers")
+
+
+def run_all(session, shared=None, rows: tuple[str, ...] = ROWS) -> None:
+    """Run `rows` in order, each on a fresh node, or all on `shared` (a running broker of
+    the session, left running). A row whose size is 0 is not run."""
     from .run import log
-    for name, fn in (("partitions", partitions), ("connections", connections),
-                     ("group", group), ("producers", producers)):
+    fns = {"partitions": partitions, "connections": connections, "group": group,
+           "producers": producers}
+    sc = session.plan.scale
+    sizes = {"partitions": sc.partitions, "connections": sc.connections,
+             "group": sc.group_members, "producers": sc.producers}
+    for name in rows:
+        if not sizes[name]:
+            continue
         t0 = time.monotonic()
         try:
-            fn(session)
+            fns[name](session, shared)
         except Exception as exc:  # noqa: BLE001 - a failed row is a result too
             log(f"{session.name}: scale {name} FAILED after {time.monotonic() - t0:.0f} s: {exc!r}")
             session.results.meta.setdefault("failed", []).append(
                 f"{session.name}: scale {name}: {str(exc)[:300]}")
+        else:
+            log(f"{session.name}: scale {name} row took {time.monotonic() - t0:.1f} s")
+
+
+@contextmanager
+def _node(session, tag: str, shared):
+    """`shared` as it is, or a fresh started broker thrown away afterwards."""
+    if shared is not None:
+        yield shared
+        return
+    b = session._broker(tag)
+    try:
+        b.start()
+        yield b
+    finally:
+        session._drop(b)
 
 
 def _declare(session, sid, title, unit, better="lower", secondary_unit=None):
@@ -114,9 +146,39 @@ def _wait_quiet(pid: int, timeout: float = 300.0) -> float:
     return time.monotonic() - t0
 
 
-def partitions(session) -> None:
+def _established(port: int) -> int:
+    """TCP connections on this machine whose local port is `port` (the broker's side of its
+    client connections) that the broker has not closed: ESTABLISHED or CLOSE_WAIT (the
+    client has closed, the broker not yet), from /proc/net/tcp and tcp6."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] in ("01", "08") and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        n += 1
+        except OSError:
+            pass
+    return n
+
+
+def _wait_established(port: int, at_most: int, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _established(port) > at_most:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the broker still holds {_established(port)} connections "
+                               f"(at most {at_most} expected) after {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def partitions(session, shared=None, *, n: int | None = None) -> dict:
+    """The partitions rows; returns the create and restart figures (run.py records the
+    start-up and metadata rows from them when the quick plan shares the node). `shared` is
+    stopped and restarted (timed) and is left running."""
     from .run import log
-    n = session.plan.scale.partitions
+    n = n or session.plan.scale.partitions
     r = session.results
     label = f"{n:,} partitions on one node"
     create = _declare(session, "scale-part-create", f"{label}: create (100 per topic, 1,000 per request)", "s",
@@ -133,9 +195,7 @@ def partitions(session) -> None:
         # Kafka keeps a file open per segment: past the limit it fails, after a long time
         raise RuntimeError(f"{n:,} partitions need more open files than the limit here "
                            f"({limit:,}, RLIMIT_NOFILE); run with a smaller --scale-sizes")
-    b = session._broker("scale-partitions")
-    try:
-        b.start()
+    with _node(session, "scale-partitions", shared) as b:
         topics = [(f"sc-{t}", 100) for t in range(max(1, n // 100))]
         t0, c0 = time.monotonic(), cpu_seconds(b.pid)
         create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=1800)
@@ -152,27 +212,31 @@ def partitions(session) -> None:
             f"{cur / 2**20:.0f} MiB, full Metadata {md * 1000:.0f} ms ({md_cpu * 1000:.0f} cpu-ms, "
             f"{size / 1024:.0f} KiB)")
         b.stop(timeout=1800)       # a clean stop of N partitions takes a while (both brokers)
+        created = secs
         secs = timed_start(b, "sc-0", timeout=1800)
         r.add(restart, session.name, secs)
         r.add(restart_cpu, session.name, b.start_cpu_s)
         log(f"{session.name}: restart with {n} partitions {secs:.1f} s, {b.start_cpu_s:.1f} cpu-s")
-    finally:
-        session._drop(b)
+        return {"create_s": created, "restart_s": secs, "restart_cpu_s": b.start_cpu_s}
 
 
 # ------------------------------------------------------------------------------ connections
 
-def connections(session) -> None:
+def connections(session, shared=None) -> None:
     from .run import log
     n = session.plan.scale.connections
     rate = _declare(session, "scale-conn-rate", f"{n:,} client connections: accept rate "
                     "(connect + ApiVersions, 32 at a time)", "conn/s", better="higher")
     per = _declare(session, "scale-conn-rss", f"{n:,} client connections: RSS per open connection", "KiB")
-    b = session._broker("scale-connections")
+    with _node(session, "scale-connections", shared) as b:
+        _connections(session, b, n, rate, per)
+
+
+def _connections(session, b, n: int, rate: str, per: str) -> None:
+    from .run import log
     loop = Loop()
     try:
-        b.start()
-        time.sleep(1)
+        _wait_quiet(b.pid)
         before, _ = rss_bytes(b.pid)
         answered = [0]
         started = [0]
@@ -192,7 +256,7 @@ def connections(session) -> None:
             one()
         loop.run_until(lambda: answered[0] >= n, timeout=900)
         secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
-        time.sleep(1)
+        _wait_quiet(b.pid)
         after, _ = rss_bytes(b.pid)
         session.results.add(rate, session.name, n / secs, raw={"broker_cpu_s": cpu})
         session.results.add(per, session.name, (after - before) / n / 1024,
@@ -201,7 +265,6 @@ def connections(session) -> None:
             f"RSS {before / 2**20:.0f} → {after / 2**20:.0f} MiB")
     finally:
         loop.close()
-        session._drop(b)
 
 
 # ------------------------------------------------------------------------------ group
@@ -218,11 +281,26 @@ EMPTY_ASSIGNMENT = struct.pack(">hii", 0, 0, -1)   # ConsumerProtocolAssignment 
 class _Member:
     def __init__(self, g: "_Group", idx: int):
         self.g = g
-        self.conn = g.loop.connect(g.host, g.port)
+        self._connect()
         self.member_id = ""
         self.generation = -1
         self.synced = -1      # generation of the last successful SyncGroup
         self.hb_pending = False
+
+    def _connect(self):
+        self.conn = self.g.loop.connect(self.g.host, self.g.port)
+        self.conn.on_error = self.reconnect
+
+    def reconnect(self, exc: Exception):
+        """As a client library does when its coordinator connection breaks (seen for both
+        brokers at 1,000 members on a loaded machine, a reset after one to three minutes;
+        probably a connection whose handshake's last ACK a full accept queue dropped): a
+        new connection and JoinGroup again with the member id it has."""
+        self.g.resets += 1
+        self.hb_pending = False
+        self._connect()
+        if self.g.stable_at is None:        # measured and leaving: nothing to rejoin
+            self.join()
 
     def join(self):
         self.synced = -1
@@ -291,6 +369,7 @@ class _Group:
         self.metadata = _subscription(topic)
         self.leader_members: dict[int, int] = {}
         self.stable_at: float | None = None
+        self.resets = 0                      # member connections broken and made again
         self.members = [_Member(self, i) for i in range(members)]
 
     def check(self):
@@ -326,50 +405,85 @@ def _find_coordinator(loop: Loop, host: str, port: int, groups: list[str], timeo
     conn.close()
 
 
-def group(session) -> None:
+def group(session, shared=None) -> None:
+    sizes = session.plan.scale.group_members
+    with _node(session, "scale-group", shared) as b:
+        loop = Loop()
+        try:
+            create_topics(b.bootstrap_servers, [("scale-group-topic", 10)])
+            names = [f"scale-group-{m}" for m in sizes]
+            _find_coordinator(loop, b.host, b.port, ["scale-warm", *names])
+            # the group coordinator's partition (__consumer_offsets) is created on first use;
+            # one member alone first, so that creation is not in the timed joins
+            warm = _Group(loop, b.host, b.port, "scale-warm", "scale-group-topic", 1)
+            for mem in warm.members:
+                mem.join()
+            loop.run_until(lambda: warm.stable_at is not None, timeout=300)
+            _leave(loop, warm)
+            for m, name in zip(sizes, names):
+                _one_group(session, loop, b, m, name)
+        finally:
+            loop.close()
+
+
+def _one_group(session, loop: Loop, b, m: int, name: str) -> None:
     from .run import log
-    m = session.plan.scale.group_members
-    sid = _declare(session, "scale-group-join", f"consumer group of {m:,} members joining at once "
-                   "(classic protocol): time to Stable", "s")
-    b = session._broker("scale-group")
-    loop = Loop()
-    try:
-        b.start()
-        create_topics(b.bootstrap_servers, [("scale-group-topic", 10)])
-        _find_coordinator(loop, b.host, b.port, ["scale-warm", "scale-group"])
-        # the group coordinator's partition (__consumer_offsets) is created on first use;
-        # one member alone first, so that creation is not in the timed join
-        warm = _Group(loop, b.host, b.port, "scale-warm", "scale-group-topic", 1)
-        for mem in warm.members:
-            mem.join()
-        loop.run_until(lambda: warm.stable_at is not None, timeout=300)
-        g = _Group(loop, b.host, b.port, "scale-group", "scale-group-topic", m)
-        t0, c0 = time.monotonic(), cpu_seconds(b.pid)
-        for mem in g.members:
-            mem.join()
-        loop.later(0.5, g.heartbeats)
-        loop.run_until(lambda: g.stable_at is not None, timeout=600)
-        secs, cpu = g.stable_at - t0, cpu_seconds(b.pid) - c0
-        generation = max(x.synced for x in g.members)
-        session.results.add(sid, session.name, secs, raw={"generation": generation, "broker_cpu_s": cpu})
-        log(f"{session.name}: {m} members Stable after {secs:.2f} s (generation {generation})")
-    finally:
-        loop.close()
-        session._drop(b)
+    label = f"consumer group of {m:,} members joining at once (classic protocol)"
+    sid = _declare(session, f"scale-group-join-{m}", f"{label}: time to Stable", "s",
+                   secondary_unit="broker cpu-s")
+    gen = _declare(session, f"scale-group-gen-{m}", f"{label}: generations until Stable",
+                   "generations")
+    g = _Group(loop, b.host, b.port, name, "scale-group-topic", m)
+    t0, c0 = time.monotonic(), cpu_seconds(b.pid)
+    for mem in g.members:
+        mem.join()
+    loop.later(0.5, g.heartbeats)
+    loop.run_until(lambda: g.stable_at is not None, timeout=900)
+    secs, cpu = g.stable_at - t0, cpu_seconds(b.pid) - c0
+    generation = max(x.synced for x in g.members)
+    session.results.add(sid, session.name, secs, cpu,
+                        raw={"generation": generation, "broker_cpu_s": cpu,
+                             "connection_resets": g.resets})
+    session.results.add(gen, session.name, generation)
+    log(f"{session.name}: {m} members Stable after {secs:.2f} s (generation {generation}, "
+        f"broker {cpu:.2f} cpu-s, {g.resets} member connection(s) reset and made again)")
+    _leave(loop, g)
+
+
+def _leave(loop: Loop, g: "_Group", timeout: float = 300) -> None:
+    """Every member of `g` leaves at once (LeaveGroup v3, one request naming them all from the
+    first member's connection); then the members' connections are closed."""
+    L = w.LeaveGroupRequest
+    done = [False]
+
+    def answered(resp):
+        if resp.error_code:
+            raise RuntimeError(f"LeaveGroup error {resp.error_code}")
+        done[0] = True
+    g.members[0].conn.request(13, 3, L(group_id=g.group, members=[
+        L.MemberIdentity(member_id=m.member_id, group_instance_id=None) for m in g.members]),
+        answered)
+    loop.run_until(lambda: done[0], timeout=timeout)
+    for m in g.members:
+        m.conn.close()
 
 
 # ------------------------------------------------------------------------------ producers
 
-def producers(session) -> None:
+def producers(session, shared=None) -> None:
     from .run import log
     n = session.plan.scale.producers
     sid = _declare(session, "scale-producers-rss", f"{n:,} idempotent producers: RSS per producer "
                    "(connections closed)", "KiB")
-    b = session._broker("scale-producers")
+    with _node(session, "scale-producers", shared) as b:
+        _producers(session, b, n, sid)
+
+
+def _producers(session, b, n: int, sid: str) -> None:
+    from .run import log
     loop = Loop()
     topic, parts = "scale-idempotent", 10
     try:
-        b.start()
         create_topics(b.bootstrap_servers, [(topic, parts)])
         # one produce before the baseline: the partitions' logs are opened and written once
         warm = loop.connect(b.host, b.port)
@@ -402,8 +516,9 @@ def producers(session) -> None:
         for p in range(parts):
             produce(warm, p, -1, -1)
         loop.run_until(lambda: acked[0] >= parts, timeout=300)
-        time.sleep(1)
+        _wait_quiet(b.pid)
         before, _ = rss_bytes(b.pid)
+        open_before = _established(b.port)
         acked[0] = 0
         conns = []
         next_producer = [min(32, n)]
@@ -432,7 +547,8 @@ def producers(session) -> None:
         secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
         for c in conns:
             c.close()
-        time.sleep(2)
+        _wait_established(b.port, at_most=open_before)   # the broker has closed them too
+        _wait_quiet(b.pid)
         after, _ = rss_bytes(b.pid)
         session.results.add(sid, session.name, (after - before) / n / 1024,
                             raw={"rss_before": before, "rss_after": after, "seconds": secs, "cpu_s": cpu})
@@ -440,4 +556,3 @@ def producers(session) -> None:
             f"{after / 2**20:.1f} MiB")
     finally:
         loop.close()
-        session._drop(b)
