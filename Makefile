@@ -45,7 +45,7 @@ run: $(STAMP)
 #    cluster is started once), files with slow tests first (tests/conftest.py).
 # 2. Side by side (`make -j -O`, each one's output printed whole when it ends): the
 #    compatibility suite against both kbroker and a real Apache Kafka (its non-slow part; `make
-#    compat` runs all of it; one worker per target, compat_tests/conftest.py), Spark's Kafka
+#    compat` runs all of it; one file of one target per unit on four workers, compat_tests/conftest.py), Spark's Kafka
 #    connector against both (test-spark), and the container image's tests (docker-test). Each
 #    of the three spends much of its time waiting on JVM start-ups, containers and clients'
 #    backoffs, which the others fill.
@@ -60,7 +60,7 @@ run: $(STAMP)
 # with a core idle; its schedules pass at a load average of 15-25 since the producer state
 # survives clean restarts whole.
 TEST_WORKERS ?= 4
-COMPAT_WORKERS ?= 2
+COMPAT_WORKERS ?= 4
 SIDE_BY_SIDE ?= 3
 SERIAL_TESTS := tests/cluster/test_replication_faults.py
 LATE_AFTER_DOCKER := tests/console/test_console_browser.py tests/console/test_console_cluster_browser.py \

@@ -3,7 +3,8 @@
 Targets. Every test that uses the `target` fixture (directly or through `broker` /
 `broker_factory`) runs once per broker target chosen with `--targets` (default
 `kafka,kbroker`). The parametrisation is session-scoped, so pytest runs all tests of one target
-before the next; when the target changes, the previous target's shared broker is stopped.
+before the next; when the target changes, the previous target's shared broker is stopped (in
+one process; an xdist worker keeps both, see xdist_scope).
 
 Fixtures.
   target          "kafka" or "kbroker"
@@ -123,9 +124,13 @@ class BrokerPool:
     def get_shared(self, target: str) -> BrokerProcess:
         if target in self.start_errors:  # fail fast: do not retry a broken start per test
             pytest.fail(self.start_errors[target], pytrace=False)
-        for other, broker in self.shared.items():
-            if other != target and broker.is_running():
-                broker.stop()
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
+            # one process runs all tests of one target, then the next: the previous target's
+            # broker is not needed again. An xdist worker is handed files of either target in
+            # any order (xdist_scope), so it keeps both running rather than restart them.
+            for other, broker in self.shared.items():
+                if other != target and broker.is_running():
+                    broker.stop()
         broker = self.shared.get(target)
         if broker is None:
             broker = self.shared[target] = self.new(target)
@@ -274,18 +279,20 @@ def _row_of(item) -> tuple[str, str]:
 
 
 def xdist_scope(nodeid: str) -> str:
-    """The xdist work unit of a test (`make test` runs the suite on two workers): all tests of
-    one target together, so each worker starts one shared broker and keeps the
-    parametrisation's one-target-after-the-other order; the differential replay keeps both
-    targets on one worker (kbroker is compared with the live Kafka replay). Tests without a
-    target are units of their own."""
-    if "/differential/" in nodeid.split("::")[0]:
+    """The xdist work unit of a test (`make test` runs the suite on four workers): one file's
+    tests of one target, handed to the next free worker (largest units first), so the workers
+    end together; a worker starts the shared broker of a target when its first unit of that
+    target comes and keeps it to the end (most workers run both; BrokerPool.get_shared). The
+    differential replay keeps both targets on one worker (kbroker is compared with the live
+    Kafka replay). Tests without a target are units of their own."""
+    path = nodeid.split("::")[0]
+    if "/differential/" in path:
         return "differential"
     params = re.search(r"\[(.*)\]$", nodeid)
     tokens = params.group(1).split("-") if params else []
     for target in KNOWN_TARGETS:
         if target in tokens:
-            return target
+            return f"{target}:{path}"
     return nodeid
 
 

@@ -29,7 +29,8 @@ What `normalise()` ignores (the legitimate differences; anything else is a findi
 IGNORED_FIELDS below (generated ids, cluster id, ports and paths, throttle times, wall-clock
 timestamps, error message wording), ApiVersions' capability lists (kbroker advertises a subset
 on purpose — ApiVersions has its own tests), DescribeQuorum's metadata-log offsets (each
-controller writes its own records), disk sizes in DescribeLogDirs. Record batches are compared
+controller writes its own records), disk sizes in DescribeLogDirs, the broker configs the
+harness sets to hold a replay's conditions steady (common.HARNESS_CONFIGS). Record batches are compared
 decoded (every header field but the producer id and CRC, every record), and lists of structs are
 compared as sets keyed by their identifying fields (names, partitions, ...).
 """
@@ -46,7 +47,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from compat_tests.differential.common import Connection, order_key_of
+from compat_tests.differential.common import HARNESS_CONFIGS, Connection, order_key_of
 from compat_tests.differential.proxy import is_internal
 from kbroker.wire import messages, protocol, records
 from kbroker.wire.codegen import Message
@@ -428,6 +429,9 @@ def normalise(api_key: int, body) -> object:
             return out
         if isinstance(value, list):
             items = [conv(v) for v in value]
+            if api_key == 32:   # the harness's own broker settings (common.HARNESS_CONFIGS)
+                items = [i for i in items
+                         if not (isinstance(i, dict) and i.get("name") in HARNESS_CONFIGS)]
             if items and all(isinstance(i, dict) for i in items):
                 keys = [k for k in IDENTITY_FIELDS if all(k in i for i in items)]
                 if keys:
