@@ -3,8 +3,10 @@
 
 The same measurement as the full benchmark's "start-up to first produce ack, empty data dir"
 (`benchmarks/harness/brokers.timed_start`: process spawn → first acknowledged librdkafka
-produce), and, in a separate start, the time from spawn to kbroker's `kbroker ready` log line; each
-on a fresh data dir, repeated.
+produce, with the broker's CPU seconds at that moment), and, in a separate start, the time
+from spawn to kbroker's `kbroker ready` log line; each on a fresh data dir, repeated.
+`--instructions` counts instead, under callgrind, the instructions from spawn to ready and
+from ready to a first produce's acknowledgement (one start per SRC).
 With several SRC folders (each holding a `kbroker/` package, e.g. an exported older commit:
 `git archive <rev> kbroker | tar -x -C /tmp/old`) the runs alternate between them, so that
 load from other work on the machine falls on each alike; the first SRC defaults to this
@@ -61,11 +63,27 @@ def ready_seconds(broker: KBrokerFrom, timeout: float = 60.0) -> float:
     raise BrokerStartError(f"no ready line from {broker}")
 
 
-def ready_instructions(broker: KBrokerFrom, timeout: float = 600.0) -> int:
+def _first_ack(bootstrap: str, topic: str, timeout: float) -> None:
+    """One record produced with a fresh librdkafka producer (acks=all), waited for."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300_000,
+                         "message.timeout.ms": int(timeout * 1000), "log_level": 3})
+    result: list = []
+    producer.produce(topic, b"x", on_delivery=lambda err, msg: result.append(err))
+    deadline = time.monotonic() + timeout
+    while not result and time.monotonic() < deadline:
+        producer.poll(0.1)
+    if not result or result[0] is not None:
+        raise BrokerStartError(f"first produce not acknowledged: {result}")
+
+
+def ready_instructions(broker: KBrokerFrom, timeout: float = 600.0) -> tuple[int, int]:
     """Start `broker` under valgrind's callgrind and return the instructions it executed
-    from spawn to its `kbroker ready` line (then a SIGINT stops it; its shutdown is not
-    counted: the counter is dumped at the ready line). Independent of the machine's load,
-    unlike the timings, so an A/B on a busy machine still shows what a change saves."""
+    from spawn to its `kbroker ready` line, and then from there to its answer to a first
+    produce (a client started at the ready line: Metadata, the topic's auto-creation,
+    Produce); then a SIGINT stops it (its shutdown is not counted: the counter is dumped at
+    each of the two points). Independent of the machine's load, unlike the timings, so an
+    A/B on a busy machine still shows what a change saves."""
     import re
     import signal
     broker.prepare()
@@ -80,6 +98,9 @@ def ready_instructions(broker: KBrokerFrom, timeout: float = 600.0) -> int:
             if "kbroker ready" in line:
                 subprocess.run(["callgrind_control", "--dump=ready", str(proc.pid)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                _first_ack(broker.bootstrap_servers, "first", timeout)
+                subprocess.run(["callgrind_control", "--dump=ack", str(proc.pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
                 break
             if time.monotonic() - t0 > timeout:
                 raise BrokerStartError(f"no ready line from {broker} under valgrind")
@@ -88,13 +109,16 @@ def ready_instructions(broker: KBrokerFrom, timeout: float = 600.0) -> int:
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=timeout)
+    counts: dict[str, int] = {}
     for dump in sorted(broker.workdir.glob("callgrind.out.*")):
         text = dump.read_text(errors="replace")
-        if re.search(r"^desc: Trigger: dump ready$", text, re.M):
-            m = re.search(r"^summary: (\d+)$", text, re.M)
-            if m:
-                return int(m.group(1))
-    raise BrokerStartError(f"no callgrind dump at the ready line in {broker.workdir}")
+        trigger = re.search(r"^desc: Trigger: dump (\w+)$", text, re.M)
+        m = re.search(r"^summary: (\d+)$", text, re.M)
+        if trigger and m:
+            counts[trigger.group(1)] = int(m.group(1))   # each dump counts from the last
+    if set(counts) != {"ready", "ack"}:
+        raise BrokerStartError(f"no callgrind dumps at ready and first ack in {broker.workdir}")
+    return counts["ready"], counts["ack"]
 
 
 def main(argv=None) -> int:
@@ -102,7 +126,8 @@ def main(argv=None) -> int:
     ap.add_argument("src", nargs="*", type=Path, help="folders holding a kbroker package")
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--instructions", action="store_true",
-                    help="instead: instructions from spawn to ready under valgrind (one run each)")
+                    help="instead: instructions from spawn to ready and from ready to the "
+                         "first produce acknowledged, under valgrind (one run each)")
     a = ap.parse_args(argv)
     sources = [p.resolve() for p in (a.src or [ROOT])]
     for src in sources:
@@ -116,14 +141,17 @@ def main(argv=None) -> int:
             for n, src in enumerate(sources):
                 b = KBrokerFrom(work / f"ir-{n}", src)
                 try:
-                    print(f"{src}: {ready_instructions(b) / 1e6:.1f} M instructions from spawn "
-                          f"to ready")
+                    ready, ack = ready_instructions(b)
+                    print(f"{src}: {ready / 1e6:.1f} M instructions from spawn to ready, "
+                          f"{ack / 1e6:.1f} M from ready to the first produce acknowledged "
+                          f"({(ready + ack) / 1e6:.1f} M in all)")
                 finally:
                     b.kill()
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return 0
     first_ack: dict[Path, list[float]] = {s: [] for s in sources}
+    ack_cpu: dict[Path, list[float]] = {s: [] for s in sources}   # broker cpu-s at the ack
     ready: dict[Path, list[float]] = {s: [] for s in sources}
     work = Path(tempfile.mkdtemp(prefix="kbroker-startup-"))
     try:
@@ -134,6 +162,7 @@ def main(argv=None) -> int:
                     try:
                         if what == "ack":
                             results[src].append(timed_start(b, "first"))
+                            ack_cpu[src].append(b.start_cpu_s)
                         else:
                             results[src].append(ready_seconds(b))
                     finally:
@@ -144,7 +173,9 @@ def main(argv=None) -> int:
     for src in sources:
         acks, rs = first_ack[src], ready[src]
         print(f"{src}: first produce ack median {statistics.median(acks):.3f} s "
-              f"(min {min(acks):.3f}, max {max(acks):.3f}); ready line median "
+              f"(min {min(acks):.3f}, max {max(acks):.3f}), broker CPU at the ack median "
+              f"{statistics.median(ack_cpu[src]):.2f} cpu-s (min {min(ack_cpu[src]):.2f}); "
+              f"ready line median "
               f"{statistics.median(rs):.3f} s (min {min(rs):.3f}); {len(acks)} runs")
     return 0
 

@@ -12,7 +12,8 @@ each hold::
 A file is replaced atomically (write to ``<name>.tmp``, fsync, rename, fsync the
 directory), so a crash leaves either the old or the new version.  A missing file
 reads as empty; a malformed one raises ``ValueError`` (the caller treats that as
-"no checkpoint", which is always safe: recovery just reads more).
+"no checkpoint", which is always safe: recovery just reads more). The first, empty
+checkpoint of a fresh directory is written without fsyncs, as losing it changes nothing.
 """
 from __future__ import annotations
 
@@ -47,4 +48,9 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
 def write_checkpoint(path: Path, entries: dict[tuple[str, int], int]) -> None:
     body = "0\n%d\n" % len(entries) + "".join(
         f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
-    write_atomically(path, body.encode())
+    # An empty checkpoint says what a missing one says. Where none exists yet (a fresh
+    # log directory) it is written without the two fsyncs: a crash leaves it missing,
+    # truncated (malformed: read as none) or whole, and each reads as empty. A file that
+    # exists is always replaced durably: a lost update could bring back old entries.
+    sync = bool(entries) or Path(path).exists()
+    write_atomically(path, body.encode(), sync=sync)

@@ -368,9 +368,13 @@ async def run_until_signal(config: BrokerConfig, *, shutdown_timeout: float = 5.
     """The CLI's main: serve until SIGINT/SIGTERM; a second signal forces the stop, and ends
     the process if even that stalls (``kbroker.server.signals``; the caller has called
     ``signals.block()`` before starting trio)."""
+    from kbroker.common import startup_gc
+
     from . import signals
 
     server = Server(config, shutdown_timeout=shutdown_timeout)
+    # the modules are loaded: collect cycles again (the CLI paused it for the imports)
+    startup_gc.resume()
     token = trio.lowlevel.current_trio_token()
 
     def on_signal(signum: int, count: int) -> None:

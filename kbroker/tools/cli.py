@@ -245,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return run_cluster(args.nodes, args.base_port, args.data_dir, extra, controllers=args.controllers)
     if args.command == "serve":
+        # no cyclic collection while the broker's modules load (kbroker.common.startup_gc);
+        # run_until_signal resumes it once the server is built
+        from kbroker.common import startup_gc
+        startup_gc.pause()
         if args.kafka_start_lines:
             from kbroker.container.start_lines import install
             install()

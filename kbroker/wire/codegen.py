@@ -1,9 +1,11 @@
 """Compile the schema model into Python classes and per-version codecs.
 
 One class per message (and per nested struct, namespaced under its message); objects are
-version-less. The first time a message is decoded or encoded at a version, Python source
-for that exact version is generated and compiled, then cached: no field-by-field
-interpretation happens at run time. Runs of fixed-width fields are read and written with
+version-less. The first time a message is decoded at a version, Python source for that
+exact version's reader is generated and compiled, then cached; the first encode does the
+same for its writer (each direction alone: a broker decodes requests and encodes
+responses, so it never compiles half of each). No field-by-field interpretation happens at
+run time. Runs of fixed-width fields are read and written with
 a single ``struct`` call.
 
 Rules kept here (from Kafka's generated Java code):
@@ -347,7 +349,7 @@ def encode_struct(message_cls: type, obj, version: int) -> bytes:
     ``version``, for an :class:`Encoded` array element."""
     ns = message_cls._namespaces.get(version)
     if ns is None:
-        codec_for(message_cls, version)
+        writer_for(message_cls, version)
         ns = message_cls._namespaces[version]
     writer = ns.get(f"w_{type(obj).__name__}")
     if writer is None:
@@ -741,26 +743,52 @@ class _Gen:
         fn.append("    return None")  # a struct with nothing to write at this version
         self.lines += fn
 
-    def compile(self):
+    def compile(self, read: bool = True, write: bool = True):
+        """Generate and compile the reader (``read``), the writer (``write``) or both;
+        returns (reader or None, writer or None, source, namespace)."""
         name = self.spec.name
-        self.gen_struct(self.spec.struct)
-        self.gen_struct_writer(self.spec.struct)
+        if read:
+            self.gen_struct(self.spec.struct)
+        if write:
+            self.gen_struct_writer(self.spec.struct)
         source = "\n".join(self.lines) + "\n"
         code = compile(source, f"<kbroker codec {name} v{self.version}>", "exec")
         exec(code, self.ns)
-        return self.ns[f"r_{name}"], self.ns[f"w_{name}"], source, self.ns
+        return self.ns.get(f"r_{name}"), self.ns.get(f"w_{name}"), source, self.ns
+
+
+# A message is mostly used one way round at a version (a broker decodes requests and
+# encodes responses; clients the reverse), so reader and writer are compiled separately,
+# each on its first use: compiling is what a codec costs.
+
+def _check_version(spec: MessageSpec, version: int) -> None:
+    if version not in spec.valid:
+        raise UnsupportedVersion(f"{spec.name} has no version {version} (valid: {spec.valid})")
+
+
+def reader_for(cls: type, version: int):
+    """The compiled reader of ``cls`` at ``version``, compiled on first use."""
+    reader = cls._decoders.get(version)
+    if reader is None:
+        _check_version(cls._message, version)
+        reader = cls._decoders[version] = _Gen(cls._message, cls, version).compile(write=False)[0]
+    return reader
+
+
+def writer_for(cls: type, version: int):
+    """The compiled writer of ``cls`` at ``version``, compiled on first use."""
+    writer = cls._encoders.get(version)
+    if writer is None:
+        _check_version(cls._message, version)
+        writer, ns = _Gen(cls._message, cls, version).compile(read=False)[1::2]
+        cls._namespaces[version] = ns
+        cls._encoders[version] = writer
+    return writer
 
 
 def codec_for(cls: type, version: int):
     """The compiled (reader, writer) of ``cls`` at ``version``, compiled on first use."""
-    spec: MessageSpec = cls._message
-    if version not in spec.valid:
-        raise UnsupportedVersion(f"{spec.name} has no version {version} (valid: {spec.valid})")
-    reader, writer, _, ns = _Gen(spec, cls, version).compile()
-    cls._decoders[version] = reader
-    cls._encoders[version] = writer
-    cls._namespaces[version] = ns
-    return reader, writer
+    return reader_for(cls, version), writer_for(cls, version)
 
 
 def generated_source(cls: type, version: int) -> str:

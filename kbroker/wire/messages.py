@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from .codegen import Message, build_classes, codec_for
+from .codegen import Message, build_classes, reader_for, writer_for
 from .errors import MalformedFrame, WireError
 from .model import MessageSpec, build_message, load_raw
 
@@ -35,7 +35,7 @@ class KafkaMessage(Message):
         """Decode and return ``(message, position after it)``. Reads only ``buf[pos:end]``;
         ``records`` fields come back as memoryview slices of ``buf`` (no copy).
         Raises ``MalformedFrame`` for bad bytes, ``UnsupportedVersion`` for a bad version."""
-        reader = cls._decoders.get(version) or codec_for(cls, version)[0]
+        reader = cls._decoders.get(version) or reader_for(cls, version)
         view = buf if type(buf) is memoryview else memoryview(buf)
         size = view.nbytes
         if end is None:
@@ -60,7 +60,7 @@ class KafkaMessage(Message):
         A value the version cannot carry raises ``UnsupportedVersion``; a value that is not
         of its field's type raises ``WireError``. Either way ``out`` is left as it was."""
         cls = type(self)
-        writer = cls._encoders.get(version) or codec_for(cls, version)[1]
+        writer = cls._encoders.get(version) or writer_for(cls, version)
         start = len(out)
         nparts = len(parts) if parts is not None else 0
         try:

@@ -36,6 +36,15 @@ class Versions:
 
     @classmethod
     def parse(cls, text: str | None) -> "Versions":
+        # a few dozen distinct texts ("0+", "none", "9-12" ...) stand for thousands of
+        # fields; the objects are immutable, so one per text is shared
+        found = _PARSED.get(text)
+        if found is None:
+            found = _PARSED[text] = cls._parse(text)
+        return found
+
+    @classmethod
+    def _parse(cls, text: str | None) -> "Versions":
         if text is None or text == "none":
             return cls(1, 0)
         text = text.strip()
@@ -64,11 +73,17 @@ class Versions:
         return f"{self.low}-{self.high}" if self.low != self.high else str(self.low)
 
 
+_PARSED: dict[str | None, Versions] = {}
+
+_LOWER_UPPER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_ACRONYM_END = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+@cache
 def snake_case(name: str) -> str:
-    """``PartitionIndex`` → ``partition_index``; ``ClientIDs`` style acronyms stay together."""
-    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
-    s = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])", "_", s)
-    return s.lower()
+    """``PartitionIndex`` → ``partition_index``; ``ClientIDs`` style acronyms stay together.
+    (Cached: field names repeat across messages.)"""
+    return _ACRONYM_END.sub("_", _LOWER_UPPER.sub("_", name)).lower()
 
 
 @dataclass(frozen=True)
