@@ -8,7 +8,8 @@ quick plan uses small ones):
   (both brokers finish creating the logs after they answer: Kafka in its metadata publisher
   thread, kbroker in a task of its replica manager); the broker's RSS then; the latency
   of a full Metadata request (all topics, v12, median of 5 on one connection: send to last
-  byte of the answer); a graceful stop and the restart to the first acknowledged produce
+  byte of the answer); a graceful stop (`brokers.timed_stop`: wall and CPU from SIGTERM to
+  the exit) and the restart to the first acknowledged produce
   (`brokers.timed_start`: wall and CPU).
 * **connections**: N client connections, each sending one ApiVersions request and keeping the
   connection open, at most 32 being set up at a time (Kafka's accept backlog is 50): accept
@@ -41,7 +42,7 @@ from kbroker.wire.protocol import encode_request
 from kbroker.wire.records import build_batch
 
 from .admin import create_topics
-from .brokers import cpu_seconds, rss_bytes, timed_start
+from .brokers import cpu_seconds, rss_bytes, timed_start, timed_stop
 from .rawclient import Loop
 
 ERR_REBALANCE_IN_PROGRESS = 27
@@ -124,6 +125,8 @@ def partitions(session) -> None:
     rss = _declare(session, "scale-part-rss", f"{label}: RSS after creating them", "MiB")
     meta = _declare(session, "scale-part-metadata", f"{label}: full Metadata request, send → answer", "ms",
                     secondary_unit="broker cpu-ms")
+    stop = _declare(session, "scale-part-stop", f"{label}: graceful stop (SIGTERM to exit)", "s",
+                    secondary_unit="broker cpu-s")
     restart = _declare(session, "scale-part-restart", f"{label}: restart to first produce ack, wall", "s")
     restart_cpu = _declare(session, "scale-part-restart-cpu", f"{label}: restart to first produce ack, CPU",
                            "cpu-s")
@@ -151,7 +154,10 @@ def partitions(session) -> None:
         log(f"{session.name}: {n} partitions created in {secs:.1f} s ({cpu:.1f} cpu-s), RSS "
             f"{cur / 2**20:.0f} MiB, full Metadata {md * 1000:.0f} ms ({md_cpu * 1000:.0f} cpu-ms, "
             f"{size / 1024:.0f} KiB)")
-        b.stop(timeout=1800)       # a clean stop of N partitions takes a while (both brokers)
+        # a clean stop of N partitions takes a while (both brokers)
+        stop_secs, stop_cpu = timed_stop(b, timeout=1800)
+        r.add(stop, session.name, stop_secs, stop_cpu)
+        log(f"{session.name}: graceful stop with {n} partitions {stop_secs:.1f} s, {stop_cpu:.1f} cpu-s")
         secs = timed_start(b, "sc-0", timeout=1800)
         r.add(restart, session.name, secs)
         r.add(restart_cpu, session.name, b.start_cpu_s)
