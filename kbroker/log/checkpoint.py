@@ -44,7 +44,7 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return out
 
 
-def write_checkpoint(path: Path, entries: dict[tuple[str, int], int]) -> None:
+def write_checkpoint(path: Path, entries: dict[tuple[str, int], int], *, bulk=None) -> None:
     body = "0\n%d\n" % len(entries) + "".join(
         f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
-    write_atomically(path, body.encode())
+    write_atomically(path, body.encode(), bulk=bulk)
