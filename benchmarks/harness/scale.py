@@ -6,7 +6,8 @@ quick plan uses small ones):
 * **partitions**: N partitions as topics of 100 (CreateTopics of 1,000 partitions, one request
   at a time) until Metadata shows a leader for every one; then until the broker is quiet
   (both brokers finish creating the logs after they answer: Kafka in its metadata publisher
-  thread, kbroker in a task of its replica manager); the broker's RSS then; the latency
+  thread, kbroker in a task of its replica manager; first until the data directory holds
+  a directory per partition); the broker's RSS then; the latency
   of a full Metadata request (all topics, v12, median of 5 on one connection: send to last
   byte of the answer); a graceful stop (`brokers.timed_stop`: wall and CPU from SIGTERM to
   the exit) and the restart to the first acknowledged produce
@@ -32,6 +33,7 @@ at a time (``kbroker.log.max.open.files``), so its row runs at any N.
 """
 from __future__ import annotations
 
+import os
 import socket
 import statistics
 import struct
@@ -115,6 +117,20 @@ def _wait_quiet(pid: int, timeout: float = 300.0) -> float:
     return time.monotonic() - t0
 
 
+def _wait_logs(data_dir, n: int, timeout: float = 1800.0) -> float:
+    """Wait until the data directory holds a directory for each of the ``n`` partitions
+    (both brokers create the logs after answering CreateTopics, and their creation is
+    bound by the disk's syncs, so a broker can look quiet to ``_wait_quiet`` with most logs
+    still to come; a graceful stop measured then closes fewer logs); returns the seconds."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        with os.scandir(data_dir) as it:
+            if sum(1 for e in it if e.name.startswith("sc-") and e.is_dir()) >= n:
+                break
+        time.sleep(0.5)
+    return time.monotonic() - t0
+
+
 def partitions(session) -> None:
     from .run import log
     n = session.plan.scale.partitions
@@ -143,8 +159,10 @@ def partitions(session) -> None:
         t0, c0 = time.monotonic(), cpu_seconds(b.pid)
         create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=1800)
         secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
+        logs = _wait_logs(b.data_dir, n)
         quiet = _wait_quiet(b.pid)
-        r.add(create, session.name, secs, cpu, raw={"quiet_after_s": round(quiet, 1)})
+        r.add(create, session.name, secs, cpu,
+              raw={"logs_after_s": round(logs, 1), "quiet_after_s": round(quiet, 1)})
         cur, _ = rss_bytes(b.pid)
         r.add(rss, session.name, cur / 2**20)
         c0 = cpu_seconds(b.pid)
