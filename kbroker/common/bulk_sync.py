@@ -21,7 +21,8 @@ replaced file either old or new, never empty or torn:
 1. the data: ``syncfs`` of the filesystem holding ``root`` (Linux's ``syncfs(2)``, through
    ctypes: Python 3.11 has no ``os.syncfs``), or, where there is none, an ``fsync`` of every
    recorded file from a small thread pool (Kafka's way);
-2. the renames ``tmp`` → ``final``, now that every ``tmp`` is durable;
+2. the renames ``tmp`` → ``final``, now that every ``tmp`` is durable (from the thread
+   pool too: one at a time, each waits for the filesystem's journal);
 3. the directory entries: ``syncfs`` again, or an ``fsync`` of each directory touched.
 
 The caller writes its "all durable" mark (the clean-shutdown marker) only after ``commit``
@@ -40,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
-FALLBACK_THREADS = 8     # fsyncs in flight at once where there is no syncfs
+THREADS = 4     # renames (and, where there is no syncfs, fsyncs) in flight at once
 
 
 def _load_syncfs() -> Callable[[int], None] | None:
@@ -71,7 +72,7 @@ class BulkSync:
 
     def __init__(self, roots: Iterable[Path], *,
                  syncfs: Callable[[int], None] | None | bool = None,
-                 threads: int = FALLBACK_THREADS):
+                 threads: int = THREADS):
         self._syncfs = SYNCFS if syncfs is None else (syncfs or None)
         self.threads = max(1, threads)
         self._roots: dict[Path, int | None] = {}
@@ -121,9 +122,7 @@ class BulkSync:
             self._sync_fs(fd, root)
         else:
             self._fsync_all(files, missing_ok=True)
-        for final, tmp in renames:
-            os.replace(tmp, final)
-            self.stats["renames"] += 1
+        self._rename_all(renames)
         if not renames and not dirs:
             return
         if self._syncfs is not None:
@@ -158,6 +157,19 @@ class BulkSync:
         except OSError as e:
             raise OSError(e.errno, e.strerror, str(root)) from None
         self.stats["syncfs"] += 1
+
+    def _rename_all(self, renames: list[tuple[str, str]]) -> None:
+        """The renames, from the pool: one at a time a rename over an existing file waits
+        for the filesystem's journal (about 2 ms each on this project's machine, 10 s for
+        5,000); four threads did the same 5,000 in 0.3 s. Their order does not matter: each
+        names its own file, and every new file is durable already."""
+        if len(renames) > 1 and self.threads > 1:
+            with ThreadPoolExecutor(min(self.threads, len(renames))) as pool:
+                list(pool.map(lambda r: os.replace(r[1], r[0]), renames))
+        else:
+            for final, tmp in renames:
+                os.replace(tmp, final)
+        self.stats["renames"] += len(renames)
 
     def _fsync_all(self, paths: list[str], *, missing_ok: bool) -> None:
         if not paths:
