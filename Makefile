@@ -42,9 +42,7 @@ run: $(STAMP)
 
 # The whole suite, in two phases.
 # 1. tests/ (unit and real-client tests) on pytest-xdist workers, by file (a module's broker or
-#    cluster is started once), files with slow tests first (tests/conftest.py); then the seeded
-#    fault test (SERIAL_TESTS) alone: its timing-sensitive schedules are meant for a quiet
-#    machine.
+#    cluster is started once), files with slow tests first (tests/conftest.py).
 # 2. Side by side (`make -j -O`, each one's output printed whole when it ends): the
 #    compatibility suite against both kbroker and a real Apache Kafka (its non-slow part; `make
 #    compat` runs all of it; one worker per target, compat_tests/conftest.py), Spark's Kafka
@@ -57,7 +55,10 @@ run: $(STAMP)
 # A few CPU-heavy files of tests/ (browsers, JVMs, pip: about 100 CPU-s of the 2-core phase 1)
 # run in phase 2 instead, in one process each time after docker-test and test-spark end, when
 # the machine is otherwise left to the compatibility suite, which waits more than it computes
-# (LATE_AFTER_DOCKER, LATE_AFTER_SPARK; with TEST_WORKERS=0 they stay in phase 1).
+# (LATE_AFTER_DOCKER, LATE_AFTER_SPARK; with TEST_WORKERS=0 they stay in phase 1). The seeded
+# fault test (SERIAL_TESTS) runs alone in the spark chain after those: it ran alone in phase 1
+# with a core idle; its schedules pass at a load average of 15-25 since the producer state
+# survives clean restarts whole.
 TEST_WORKERS ?= 4
 COMPAT_WORKERS ?= 2
 SIDE_BY_SIDE ?= 3
@@ -73,7 +74,6 @@ XDIST_COMPAT := $(if $(filter-out 0,$(COMPAT_WORKERS)),-n $(COMPAT_WORKERS) --di
 test: test-setup
 	@date -u +"test: tests/ from %T"
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25 $(XDIST_TESTS)
-	$(if $(XDIST_TESTS),$(PY) -m pytest -q $(SERIAL_TESTS) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5)
 	@date -u +"test: compat_tests/, spark_tests/ and docker_tests/ (then tests/'s late files) from %T"
 	$(MAKE) --no-print-directory -k -j$(SIDE_BY_SIDE) --output-sync=target test-compat test-spark-then-late docker-test-then-late
 	@date -u +"test: done at %T"
@@ -115,7 +115,8 @@ docker-test-timed:
 .PHONY: test-spark-then-late docker-test-then-late test-late
 test-spark-then-late:
 	@rc=0; $(MAKE) --no-print-directory test-spark-timed || rc=$$?; \
-	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_SPARK)" PORT_BLOCK=8 || rc=$$?; exit $$rc
+	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_SPARK)" PORT_BLOCK=8 || rc=$$?; \
+	$(MAKE) --no-print-directory test-serial PORT_BLOCK=8 || rc=$$?; exit $$rc
 
 docker-test-then-late:
 	@rc=0; $(MAKE) --no-print-directory docker-test-timed || rc=$$?; \
@@ -132,6 +133,18 @@ ifneq ($(XDIST_TESTS),)
 	@date -u +"test-late: done at %T"
 else
 	@echo "test-late: nothing left (TEST_WORKERS=0 ran these files with tests/)"
+endif
+
+# The seeded fault test, after the spark chain's late files: by then the machine is left to
+# the compatibility suite's last minutes, which use about half a core.
+.PHONY: test-serial
+test-serial:
+ifneq ($(XDIST_TESTS),)
+	@date -u +"test-serial: $(SERIAL_TESTS) from %T"
+	KBROKER_PORT_BLOCK=$(PORT_BLOCK) $(PY) -m pytest -q $(SERIAL_TESTS) --kafka-protocol=$(KAFKA_PROTOCOL) --durations=5
+	@date -u +"test-serial: done at %T"
+else
+	@echo "test-serial: nothing left (TEST_WORKERS=0 ran it with tests/)"
 endif
 
 # The inner loop: no slow tests, no compatibility suite, stop at the first failure; on the

@@ -177,6 +177,12 @@ class OffsetIndex(_Index):
             return self.base_offset, 0
         return self._keys[i], self._vals[i]
 
+    def position_at_or_before(self, position: int) -> int:
+        """The start of the last indexed batch at or before file ``position`` (0: none)."""
+        self._load()
+        i = bisect_right(self._vals, position) - 1
+        return self._vals[i] if i >= 0 else 0
+
     def lookup_before(self, offset: int) -> tuple[int, int]:
         """Largest entry with entry.offset < offset (a batch entirely before offset)."""
         self._load()

@@ -71,6 +71,10 @@ from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
 from .txnindex import AbortedTxn
 
+# how far below a producer snapshot the batches of its producers are looked for at load:
+# five batches in flight of up to a few hundred KiB each
+RESTORE_WINDOW_BYTES = 1 << 20
+
 Clock = Callable[[], int]
 
 
@@ -230,6 +234,8 @@ class PartitionLog:
         ps.delete_snapshots_above(leo)
         target = leo if rebuild_from is None else min(rebuild_from, leo)
         snap = ps.load_latest(target, now_ms=now or None)
+        if snap is not None and ps.producers:
+            self._restore_earlier_batches(snap)
         if rebuild_from is not None:
             for seg in self.segments:
                 if seg.base_offset >= rebuild_from:
@@ -238,6 +244,31 @@ class PartitionLog:
         if start < leo:
             self._replay_producer_state(start, rebuild_from)
         ps.map_end_offset = leo
+
+    def _restore_earlier_batches(self, snap: int) -> None:
+        """Hand the producer state the data batch headers of the last
+        ``RESTORE_WINDOW_BYTES`` of the log below offset ``snap``, across segment rolls
+        (headers only: one read per batch, none of the records)."""
+        ranges: list[tuple[LogSegment, int, int]] = []
+        left = RESTORE_WINDOW_BYTES
+        i = bisect.bisect_right(self._bases, snap - 1) - 1
+        while i >= 0 and left > 0:
+            seg = self.segments[i]
+            found = seg.find(snap) if seg.base_offset < snap else None
+            end = found[0] if found is not None else seg.size
+            begin = seg.offset_index.position_at_or_before(max(0, end - left))
+            ranges.append((seg, begin, end))
+            left -= end - begin
+            i -= 1
+
+        def headers():
+            for seg, begin, end in reversed(ranges):
+                for pos, h, _ in seg.batches(begin):
+                    if pos >= end:
+                        break
+                    if h.producer_id >= 0:
+                        yield h
+        self.producer_state.restore_earlier_batches(headers())
 
     def _replay_producer_state(self, start: int, index_from: int | None) -> None:
         ps = self.producer_state

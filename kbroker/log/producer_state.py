@@ -41,7 +41,12 @@ layout is Kafka's version 1 producer snapshot, big-endian::
              int64 current_txn_first_offset)
 
 Like Kafka only the newest batch of each producer is in a snapshot; the log replayed from
-the snapshot forward restores the rest. Files are written to ``.tmp``, fsynced and renamed,
+the snapshot forward restores the rest. Unlike Kafka, the batches just below a snapshot are
+read back too (:meth:`restore_earlier_batches`): after a clean restart Kafka knows only each
+producer's newest batch, so a retry of an older one still in flight (a leader that stopped
+before answering) is refused as OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka answers with
+a fatal error or an epoch bump that stores the batch twice; kbroker answers it as the
+duplicate it is. Files are written to ``.tmp``, fsynced and renamed,
 so a crash leaves either the old set or the new one.
 
 Pure state plus snapshot file I/O; no clock (timestamps come with the batches) and no trio.
@@ -285,6 +290,29 @@ class ProducerStateManager:
             e.current_txn_first_offset = header.base_offset
             self.ongoing[header.base_offset] = pid
         return None
+
+    def restore_earlier_batches(self, headers: Iterable) -> int:
+        """Put back the batches a snapshot does not hold: ``headers`` are stored data
+        batches (offset order) from just below the snapshot's offset. Each producer known
+        here with a single cached batch gets the batches of its current epoch that came
+        before that one, up to the cache's size, so a retry of any of its last five is
+        still answered as a duplicate after a restart. Returns how many were put back."""
+        earlier: dict[int, list[BatchMetadata]] = {}
+        for h in headers:
+            e = self.producers.get(h.producer_id)
+            if (e is None or len(e.batches) != 1 or h.is_control
+                    or h.producer_epoch != e.producer_epoch
+                    or h.last_offset >= e.batches[0].last_offset):
+                continue
+            earlier.setdefault(h.producer_id, []).append(
+                BatchMetadata(h.last_sequence, h.last_offset, h.last_offset_delta, h.max_timestamp))
+        restored = 0
+        for pid, metas in earlier.items():
+            e = self.producers[pid]
+            keep = metas[-(NUM_BATCHES_TO_RETAIN - 1):]
+            e.batches = deque([*keep, e.batches[0]], maxlen=NUM_BATCHES_TO_RETAIN)
+            restored += len(keep)
+        return restored
 
     def last_stable_offset_after(self, completed: CompletedTxn) -> int:
         """The LSO once ``completed`` is done (the ``lastStableOffset`` of its aborted-txn

@@ -27,6 +27,7 @@ advancing the high watermark and counting are the manager's part.
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 from kbroker.log.config import LogConfig
@@ -36,6 +37,8 @@ from kbroker.replica.state import min_insync_ok
 from kbroker.wire import records as rec
 from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
+
+log = logging.getLogger(__name__)
 
 # Topic compression.type → batch codec; "producer" keeps what the producer sent.
 _CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -138,6 +141,10 @@ def check_producer_state(part: Partition, header, origin: str, txn_verifier: Cal
     try:
         dup = ps.check_append(header, client=client)
     except ProducerStateError as exc:
+        if exc.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            # as Kafka, which logs the append's exception: a producer's sequence gap is
+            # data lost between it and the log, or state this replica does not keep
+            log.warning("%s-%d: %s", part.topic, part.index, exc.message)
         raise ReplicaError(exc.error_code, exc.message) from None
     if dup is not None:
         return dup

@@ -52,11 +52,15 @@ from kbroker.security.listeners import build_all
 
 from .accept import AcceptBurst
 from .bind import open_tcp_listeners
+from .buffers import BufferPool
 from .connection import Connection
+from .idle import expire_idle
 
 log = logging.getLogger("kbroker.server")
 
 __all__ = ["Server", "serve", "run_until_signal"]
+
+_CONNECTION_TASK = "kbroker.server.Connection"
 
 
 class Server:
@@ -85,6 +89,7 @@ class Server:
         from kbroker.node.stats import RequestStats
         self.request_stats = RequestStats({k: s.name for k, s in self.registry.items()})
         self.connections_created: dict[str, int] = {}   # listener -> accepted connections
+        self.receive_buffers = BufferPool()   # lent to connections holding part of a frame
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
         self.rest_proxy = None   # the REST gateway's HttpServer (kbroker.rest.proxy.listen)
@@ -222,6 +227,7 @@ class Server:
                 if self.schema_registry is not None:
                     await root.start(self.schema_registry.run)
                 async with trio.open_nursery() as conns:
+                    conns.start_soon(expire_idle, self._conns, self.idle_timeout_s)
                     for listener, socks in bound:
                         for sock in socks:
                             scope = trio.CancelScope()
@@ -324,11 +330,12 @@ class Server:
                         await trio.aclose_forcefully(stream)   # max.connections.per.ip
                     continue
                 conn = Connection(self, stream, listener_name)
-                conn.quota_ip = ip
+                conn.quota_ip = conn.client_host if conn.client_host == ip else ip  # one string
                 self._conns.add(conn)
                 self.connections_created[listener_name] = self.connections_created.get(listener_name, 0) + 1
                 self._no_conns = trio.Event() if self._no_conns.is_set() else self._no_conns
-                conns.start_soon(self._run_connection, conn)
+                # a fixed task name: trio would format one string per connection
+                conns.start_soon(self._run_connection, conn, name=_CONNECTION_TASK)
 
     async def _run_connection(self, conn: Connection) -> None:
         try:

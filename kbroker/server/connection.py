@@ -14,7 +14,8 @@ What closes the connection (with one log line; the broker keeps serving everyone
 - a handler that answers nothing and asks for the close in ``ctx.extra["close_connection"]``
   (an acks=0 Produce that failed: Kafka closes so the client learns of it);
 - a failed or cancelled write (a half-written frame must never be followed by another);
-- ``connections.max.idle.ms`` without a byte from the client; broker shutdown.
+- ``connections.max.idle.ms`` without a byte from the client (on the socket fast path by
+  the server's sweep, ``kbroker/server/idle.py``); broker shutdown.
 - security (``kbroker.security``): a failed TLS handshake, a client certificate no
   ``ssl.principal.mapping.rules`` rule maps; on SASL listeners anything the SASL state
   machine refuses (any API but ApiVersions/SaslHandshake/SaslAuthenticate before
@@ -39,10 +40,14 @@ Hot path (TCP sockets; other streams, e.g. in-memory test streams, take the plai
 the produce and fetch profiles in ``benchmarks/README.md`` showed socket calls and copies
 dominating:
 
-- Reads go into one reusable buffer with ``recv_into``; a frame larger than what is left of
+- Reads go into a receive buffer with ``recv_into``; a frame larger than what is left of
   it gets its own exactly sized ``bytearray`` and the rest of it is received straight into
   that (no ``+=``/slicing copies of large produce requests). Frames are handed on as
-  writable ``bytearray``s, so the log can patch offsets into a produce batch in place.
+  writable ``bytearray``s (copies), so the log can patch offsets into a produce batch in
+  place. The receive buffer is borrowed from the server's pool (``kbroker/server/buffers.py``)
+  for a read and kept only while it holds part of a frame: an idle connection, or one
+  handling its last request (a long-polling fetch), holds none (issue 32: an idle
+  connection cost ~23 KiB, most of it a zero-filled buffer of its own).
 - The socket is used without trio's wrapper: a read or write is tried first and only waits
   (``wait_readable``/``wait_writable``) on ``EAGAIN``; the connection yields to the scheduler
   once per request instead of around every socket call.
@@ -54,12 +59,13 @@ dominating:
 """
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import ssl
 import struct
+import sys
 from time import perf_counter as _perf_counter
+from types import MethodType
 
 import trio
 
@@ -72,6 +78,7 @@ from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
 from kbroker.wire.protocol import FrameDecoder, decode_request, encode_response, peek_request
 
+from .buffers import LARGE, SMALL, pool_of
 from .send import send_parts, send_parts_raw
 from .tls import TlsError, TlsSocket
 
@@ -82,8 +89,8 @@ _request_log = logging.getLogger("kbroker.request")
 API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 UNSUPPORTED_VERSION = 35
-RECEIVE_SIZE = 256 * 1024
-FIRST_RECEIVE_SIZE = 16 * 1024   # until a read fills it: idle connections stay small
+RECEIVE_SIZE = LARGE             # receive buffers of a busy connection (kbroker/server/buffers.py)
+FIRST_RECEIVE_SIZE = SMALL       # until a read fills one
 PRODUCE = 0
 FETCH = 1
 # request_percentage: exempt as Kafka's sendResponseExemptThrottle (WriteTxnMarkers; follower
@@ -100,17 +107,21 @@ def _follower_fetch(request) -> bool:
 _SIZE = struct.Struct(">i")
 
 
-def _grown(rbuf: bytearray, end: int) -> tuple[bytearray, memoryview]:
-    """A connection that filled its first receive buffer gets the full-size one (a busy
-    client's pipelined requests), its first `end` bytes carried over."""
-    grown = bytearray(RECEIVE_SIZE)
-    grown[:end] = rbuf[:end]
-    return grown, memoryview(grown)
 _KEY = struct.Struct(">h")
 # Produce answers held back for pipelined requests: at most this many, and only while the
 # requests handled meanwhile add up to less than this many bytes (bounds the added latency).
 _MAX_PENDING = 16
 _MAX_HELD = 256 * 1024
+
+
+def _recv_now(raw, view) -> int:
+    """``raw.recv_into(view)``, or -1 when nothing is there yet. The exception is caught
+    here, not in the connection's loop: a traceback through the loop would give its frame a
+    frame object that then lives as long as the connection (~0.4 KiB each)."""
+    try:
+        return raw.recv_into(view)
+    except BlockingIOError:
+        return -1
 
 
 def _raw_socket(stream):
@@ -135,15 +146,21 @@ class Connection:
         self.busy = False
         self._mute_s = 0.0          # quota throttle: pause reading after the answer (KIP-219)
         self._recv_scope: trio.CancelScope | None = None
+        # since when the fast path waits for a request, with no deadline of its own
+        # (connections.max.idle.ms is enforced by the server's sweep, kbroker/server/idle.py)
+        self.waiting_since: float | None = None
         try:
             peer = stream.socket.getpeername()
-            self.client_host, self.client_port = peer[0], peer[1]
+            # interned: every connection from one host shares the string
+            self.client_host, self.client_port = sys.intern(peer[0]), peer[1]
         except (AttributeError, OSError):
             self.client_host, self.client_port = "unknown", 0
         self.requests = 0
         self._raw = None
         self._tls: TlsSocket | None = None
         self._send_raw = None      # writes a list of parts on the fast path
+        self._pool = pool_of(server)       # receive buffers, lent while bytes are held
+        self._rsize = FIRST_RECEIVE_SIZE   # the size this connection borrows
         self._last_api = -1
         self._last_version = -1
         self._last_name = ""
@@ -161,14 +178,27 @@ class Connection:
     def stop_if_idle(self) -> None:
         """Shutdown: a connection waiting for a request stops now; a busy one stops after
         answering the request it is handling."""
-        if self._recv_scope is not None:
+        if self.waiting_since is not None:
+            self.expire()
+        elif self._recv_scope is not None:
             self._recv_scope.cancel()
+
+    def expire(self) -> None:
+        """End the fast path's wait for a request (``waiting_since`` is set only during
+        it): the connection closes (kbroker/server/idle.py, shutdown)."""
+        if self.waiting_since is not None:
+            trio.lowlevel.notify_closing(self._raw)
 
     async def run(self) -> None:
         try:
             if not await self._secure():
                 return
-            await self._loop()
+            # (no coroutine of its own in between: every frame of an idle connection's
+            # await chain stays resident as long as it waits)
+            if self._fast_path():
+                await self._loop_socket()
+            else:
+                await self._loop_stream()
         except TlsError as e:
             log.info("closing connection from %s on %s: %s", self, self.listener_name, e)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -216,7 +246,7 @@ class Connection:
             raw = _raw_socket(self.stream)
             if raw is not None:
                 # the socket fast path with TLS in user space (kbroker/server/tls.py)
-                tls = self._tls = TlsSocket(raw, sec.ssl_context)
+                tls = self._tls = TlsSocket(raw, sec.ssl_context, self._pool)
             else:
                 tls = self.stream = trio.SSLStream(self.stream, sec.ssl_context, server_side=True,
                                                    https_compatible=False)
@@ -282,20 +312,32 @@ class Connection:
             self.principal = auth.principal
         return None if step.dispatch else True
 
-    async def _loop(self) -> None:
+    def _fast_path(self) -> bool:
+        """True when the socket fast path applies (a TCP socket, or TLS over one)."""
         if self._tls is not None:
             self._raw = self._tls
             self._send_raw = self._tls.send_parts
         else:
             self._raw = _raw_socket(self.stream)
             if self._raw is not None:
-                self._send_raw = functools.partial(send_parts_raw, self._raw)
-        if self._raw is not None:
-            await self._loop_socket()
-        else:
-            await self._loop_stream()
+                # send_parts_raw bound to the socket: one method object (a partial is three)
+                self._send_raw = MethodType(send_parts_raw, self._raw)
+        return self._raw is not None
 
     # ------------------------------------------------------------------ socket fast path
+    async def _wait_readable(self) -> bool:
+        """Until the socket is readable; False when the connection went idle for
+        ``connections.max.idle.ms`` or shutdown stopped the wait."""
+        with trio.CancelScope(deadline=trio.current_time() + self.server.idle_timeout_s) as scope:
+            self._recv_scope = scope
+            await trio.lowlevel.wait_readable(self._raw)
+        self._recv_scope = None
+        if scope.cancelled_caught:
+            if not self.server.draining:
+                log.debug("closing idle connection from %s", self)
+            return False
+        return True
+
     async def _recv_into(self, view) -> int | None:
         """Bytes received into ``view``; 0 at EOF; None when the connection went idle for
         ``connections.max.idle.ms`` or shutdown stopped the wait."""
@@ -305,20 +347,20 @@ class Connection:
                 return raw.recv_into(view)
             except BlockingIOError:
                 pass
-            with trio.CancelScope(deadline=trio.current_time() + self.server.idle_timeout_s) as scope:
-                self._recv_scope = scope
-                await trio.lowlevel.wait_readable(raw)
-            self._recv_scope = None
-            if scope.cancelled_caught:
-                if not self.server.draining:
-                    log.debug("closing idle connection from %s", self)
+            if not await self._wait_readable():
                 return None
 
     async def _loop_socket(self) -> None:
         server = self.server
         max_frame = server.max_frame
-        rbuf = bytearray(FIRST_RECEIVE_SIZE)
-        rview = memoryview(rbuf)
+        pool = self._pool
+        raw = self._raw
+        wait_readable = trio.lowlevel.wait_readable
+        now = trio.current_time
+        # the receive buffer is lent by the pool only while it holds bytes of a frame
+        # (kbroker/server/buffers.py): an idle connection, or one handling its last
+        # request, holds none
+        rbuf = rview = None
         start = end = 0
         pending: list = []   # response parts of pipelined produce requests, not yet written
         held = 0             # request bytes handled since the oldest of them
@@ -342,12 +384,16 @@ class Connection:
                         start += 4 + size
                         if start == end:
                             start = end = 0
+                            pool.give(rbuf, rview)
+                            rbuf = rview = None
                     elif start + 4 + size > len(rbuf):
                         # larger than what is left of the buffer: receive it into its own
                         frame = bytearray(size)
                         have = avail - 4
                         frame[:have] = rview[start + 4:end]
                         start = end = 0
+                        pool.give(rbuf, rview)
+                        rbuf = rview = None
                         fview = memoryview(frame)
                         if pending:
                             await self._send_raw(pending)
@@ -362,27 +408,36 @@ class Connection:
                     if start:
                         rbuf[:avail] = rview[start:end]
                         start, end = 0, avail
-                    if pending:
-                        # more pipelined requests already here? then answer them together
-                        try:
-                            n = self._raw.recv_into(rview[end:])
-                        except BlockingIOError:
-                            n = -1
-                        if n > 0:
-                            end += n
-                            if end == len(rbuf) < RECEIVE_SIZE:
-                                rbuf, rview = _grown(rbuf, end)
+                    if rbuf is None:
+                        rbuf, rview = pool.take(self._rsize)
+                    n = _recv_now(raw, rview[end:])
+                    if n < 0:
+                        # nothing there yet: first what is owed (pipelined requests already
+                        # here are answered together), then wait holding no empty buffer
+                        if pending:
+                            await self._send_raw(pending)
+                            pending = []
                             continue
-                        if n == 0:
+                        if not end:
+                            pool.give(rbuf, rview)
+                            rbuf = rview = None
+                        # parked with no deadline, inline (one coroutine less): the idle
+                        # sweep or shutdown ends the wait (kbroker/server/idle.py)
+                        self.waiting_since = now()
+                        try:
+                            await wait_readable(raw)
+                        except trio.ClosedResourceError:
+                            if not server.draining:
+                                log.debug("closing idle connection from %s", self)
                             return
-                        await self._send_raw(pending)
-                        pending = []
-                    n = await self._recv_into(rview[end:])
+                        finally:
+                            self.waiting_since = None
+                        continue
                     if not n:
                         return
                     end += n
                     if end == len(rbuf) < RECEIVE_SIZE:
-                        rbuf, rview = _grown(rbuf, end)
+                        rbuf, rview = self._grow(rbuf, rview, end)
                     continue
                 self.busy = True
                 try:
@@ -405,6 +460,8 @@ class Connection:
                     held = 0
                 await trio.lowlevel.cancel_shielded_checkpoint()
         finally:
+            if rbuf is not None:
+                pool.give(rbuf, rview)
             # answers already owed are written (at most a second) — unless a second signal
             # forced the stop: then nothing waits on the network (an unanswered produce is
             # retried by its client; the records are in the log either way)
@@ -412,6 +469,15 @@ class Connection:
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(1):
                         await self._send_raw(pending)
+
+    def _grow(self, rbuf: bytearray, rview: memoryview, end: int) -> tuple[bytearray, memoryview]:
+        """A connection that filled a small receive buffer takes large ones from now on (a
+        busy client's pipelined requests), its first ``end`` bytes carried over."""
+        self._rsize = RECEIVE_SIZE
+        grown, gview = self._pool.take(RECEIVE_SIZE)
+        gview[:end] = rview[:end]
+        self._pool.give(rbuf, rview)
+        return grown, gview
 
     # ------------------------------------------------------------------ generic streams
     async def _loop_stream(self) -> None:

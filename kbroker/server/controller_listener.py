@@ -11,7 +11,9 @@ from kbroker.controller_server import ControllerPlane
 from kbroker.controller_server.registry import load_all
 from kbroker.security.credentials import Credentials
 from kbroker.server.bind import open_tcp_listeners
+from kbroker.server.buffers import BufferPool
 from kbroker.server.connection import Connection
+from kbroker.server.idle import expire_idle
 
 log = logging.getLogger("kbroker.controller_server")
 
@@ -29,6 +31,8 @@ class ControllerServer:
         self.idle_timeout_s = cfg.get("connections.max.idle.ms") / 1000
         self.draining = False
         self.bound = []
+        self._conns: set[Connection] = set()   # open ones (connections.max.idle.ms sweep)
+        self.receive_buffers = BufferPool()
         # TLS/SASL of the controller listeners (kbroker.security), as on client listeners
         self.listener_security = getattr(cfg, "controller_listener_security", None) or {}
         self.credentials = Credentials(lambda: plane.metadata,
@@ -43,6 +47,7 @@ class ControllerServer:
                 socks.append((l, ss))
                 self.bound.append((l.name, l.host, ss[0].socket.getsockname()[1]))
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(expire_idle, self._conns, self.idle_timeout_s)
                 for l, ss in socks:
                     for s in ss:
                         nursery.start_soon(self._accept_loop, s, l.name, nursery)
@@ -65,4 +70,11 @@ class ControllerServer:
                 log.error("accept failed on %s: %s", name, e)
                 await trio.sleep(0.1)
                 continue
-            nursery.start_soon(Connection(self, stream, name).run)
+            nursery.start_soon(self._run_connection, Connection(self, stream, name))
+
+    async def _run_connection(self, conn: Connection) -> None:
+        self._conns.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self._conns.discard(conn)

@@ -20,10 +20,12 @@ instead of one each.
 Rules kept: the handshake runs under the caller's deadline and a failure raises
 ``ssl.SSLError``/``OSError`` for one log line; a peer's TCP close (with or without
 ``close_notify``) reads as end of stream (0), a corrupt record raises :class:`TlsError`
-(the connection closes with one log line); memory per connection is bounded
-(one 64 KiB ciphertext buffer — a 256 KiB one cost the same CPU per byte and four times
-the resident memory of each TLS connection —, file regions encrypted in 256 KiB chunks,
-ciphertext written out at least every 256 KiB). A failed or cancelled ``send_parts`` leaves a half-written
+(the connection closes with one log line); memory per connection is bounded and
+an idle one holds no buffer of its own: ciphertext is read into the server's one scratch
+buffer (``BufferPool.cipher_view``, kbroker/server/buffers.py; it was 64 KiB per
+connection) and copied into the TLS object in the same synchronous step, a file region is
+encrypted in 256 KiB chunks through a buffer borrowed from the pool for the length of
+that region, ciphertext is written out at least every 256 KiB. A failed or cancelled ``send_parts`` leaves a half-written
 frame: the caller closes the connection, as for plaintext. Zero copy (``os.sendfile``)
 cannot apply to encrypted bytes and stays on the plaintext listeners.
 """
@@ -34,10 +36,11 @@ import ssl
 
 import trio
 
-_CIPHER_READ = 64 * 1024    # ciphertext read from the socket per call (resident per connection)
+from .buffers import LARGE, BufferPool
+
 _COALESCE = 16 * 1024       # small response parts gathered into one TLS record up to this
 _FLUSH = 256 * 1024         # ciphertext queued before it is written out
-_CHUNK = 256 * 1024         # file region bytes encrypted per step
+_CHUNK = LARGE              # file region bytes encrypted per step (a pool buffer)
 
 
 class TlsError(trio.BrokenResourceError):
@@ -54,18 +57,18 @@ def _region_fd(region) -> int | None:
 
 
 class TlsSocket:
-    """Server side of one TLS connection on a non-blocking stdlib socket ``sock``."""
+    """Server side of one TLS connection on a non-blocking stdlib socket ``sock``; buffers
+    come from ``pool`` (the server's)."""
 
-    def __init__(self, sock, context: ssl.SSLContext):
+    def __init__(self, sock, context: ssl.SSLContext, pool: BufferPool | None = None):
         self.sock = sock
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
         self.obj = context.wrap_bio(self._in, self._out, server_side=True)
-        self._cbuf = bytearray(_CIPHER_READ)
-        self._cview = memoryview(self._cbuf)
+        self._pool = pool if pool is not None else BufferPool(0, 0)
+        self._cview = self._pool.cipher_view()   # shared: used only between two yields
         self._unsent = b""       # ciphertext a non-blocking write could not take
         self._eof = False        # the peer closed its side of the TCP connection
-        self._chunk: bytearray | None = None
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -196,14 +199,15 @@ class TlsSocket:
         if fd is None:
             self.obj.write(region.read_bytes())
             return
-        if self._chunk is None:
-            self._chunk = bytearray(_CHUNK)
-        view = memoryview(self._chunk)
-        sent, length = 0, region.length
-        while sent < length:
-            n = os.preadv(fd, [view[:min(_CHUNK, length - sent)]], region.position + sent)
-            if not n:
-                raise trio.BrokenResourceError(f"file region shrank: {sent} of {length} bytes sent")
-            self.obj.write(view[:n])
-            sent += n
-            await self._flush()
+        chunk, view = self._pool.take(_CHUNK)
+        try:
+            sent, length = 0, region.length
+            while sent < length:
+                n = os.preadv(fd, [view[:min(_CHUNK, length - sent)]], region.position + sent)
+                if not n:
+                    raise trio.BrokenResourceError(f"file region shrank: {sent} of {length} bytes sent")
+                self.obj.write(view[:n])
+                sent += n
+                await self._flush()
+        finally:
+            self._pool.give(chunk, view)

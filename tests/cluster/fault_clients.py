@@ -43,7 +43,12 @@ class GroupCommitter(threading.Thread):
             c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": GROUP,
                           "enable.auto.commit": False, "auto.offset.reset": "earliest",
                           "session.timeout.ms": 30000, "heartbeat.interval.ms": 1000,
-                          "fetch.wait.max.ms": 200, "topic.metadata.refresh.interval.ms": 1000})
+                          "fetch.wait.max.ms": 200, "topic.metadata.refresh.interval.ms": 1000,
+                          # librdkafka's group log goes to stderr, which pytest shows only
+                          # when the test fails: once in about forty runs close() has not
+                          # returned (the broker had applied the leave), and this log is
+                          # what will say what librdkafka was waiting for
+                          "debug": "cgrp"})
             c.subscribe([self.topic])
             pos: dict[int, int] = {}
             n = 0

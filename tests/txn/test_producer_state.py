@@ -152,6 +152,46 @@ def test_log_restart_after_clean_close_uses_the_snapshot(tmp_path):
     log.close()
 
 
+def test_a_clean_restart_still_knows_each_producers_last_five_batches(tmp_path):
+    """The snapshot holds only the newest batch (Kafka's format); the batches below it are
+    read back, so a retry of an older one in flight is a duplicate, not out of order."""
+    d = tmp_path / "t-0"
+    log = open_log(d)
+    offsets = {}
+    for i in range(7):
+        offsets[i] = log.append(pbatch(1, 0, i)).base_offset
+        log.append(pbatch(2, 3, i))                        # interleaved with another producer
+    log.append(pbatch(3, 0, 0))
+    log.append(pbatch(3, 1, 0))                            # producer 3's epoch 0 is over
+    log.close()
+    log = open_log(d)
+    ps = log.producer_state
+    assert [len(ps.entry(p).batches) for p in (1, 2, 3)] == [5, 5, 1]
+    for i in range(2, 7):
+        assert ps.check_append(header(pbatch(1, 0, i))).first_offset == offsets[i]
+    with pytest.raises(ProducerStateError) as e:           # six back: not kept, as before
+        ps.check_append(header(pbatch(1, 0, 1)))
+    assert code(e) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    with pytest.raises(ProducerStateError) as e:
+        ps.check_append(header(pbatch(3, 0, 0)))
+    assert code(e) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert ps.check_append(header(pbatch(1, 0, 7))) is None
+    log.close()
+
+
+def test_a_restart_reads_back_batches_across_a_roll(tmp_path):
+    d = tmp_path / "t-0"
+    log = open_log(d, segment_bytes=400)
+    offsets = [log.append(pbatch(1, 0, i, value=b"x" * 40)).base_offset for i in range(9)]
+    assert len(log.segments) > 2
+    log.close()
+    log = open_log(d, segment_bytes=400)
+    ps = log.producer_state
+    for i in range(4, 9):
+        assert ps.check_append(header(pbatch(1, 0, i, value=b"x" * 40))).first_offset == offsets[i]
+    log.close()
+
+
 def test_snapshots_on_roll_and_replay_after_a_crash(tmp_path):
     d = tmp_path / "t-0"
     log = open_log(d, segment_bytes=400)
