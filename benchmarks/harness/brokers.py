@@ -18,6 +18,7 @@ Both brokers get the same behaviour-relevant configs (`COMMON_CONFIG`), by Kafka
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -71,6 +72,31 @@ def kbroker_env(env: dict[str, str]) -> dict[str, str]:
     env = dict(env)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def timed_stop(broker, timeout: float = 1800.0) -> tuple[float, float]:
+    """Stop `broker` gracefully (SIGTERM to its process group); return (wall seconds from
+    the signal to the process's exit, its CPU seconds in that time). The CPU comes from the
+    exit's resource usage (``wait4``: all threads, the whole life) minus /proc's reading
+    just before the signal, since /proc is gone once the process is reaped. SIGKILL after
+    `timeout` (the figures then are those of the kill)."""
+    proc = broker.proc
+    pid = proc.pid
+    c0, t0 = cpu_seconds(pid), time.monotonic()
+    broker._signal(signal.SIGTERM)
+    killed = False
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            break
+        if not killed and time.monotonic() - t0 > timeout:
+            broker._signal(signal.SIGKILL)
+            killed = True
+        time.sleep(0.02)
+    secs = time.monotonic() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    broker._reap_group()
+    return secs, usage.ru_utime + usage.ru_stime - c0
 
 
 def compile_kbroker() -> None:

@@ -7,9 +7,11 @@ start-up, load and scale rows (`run_all(session, shared)`; benchmarks/harness/ru
 * **partitions**: N partitions as topics of 100 (CreateTopics of 1,000 partitions, one request
   at a time) until Metadata shows a leader for every one; then until the broker is quiet
   (both brokers finish creating the logs after they answer: Kafka in its metadata publisher
-  thread, kbroker in a task of its replica manager); the broker's RSS then; the latency
+  thread, kbroker in a task of its replica manager; first until the data directory holds
+  a directory per partition); the broker's RSS then; the latency
   of a full Metadata request (all topics, v12, median of 5 on one connection: send to last
-  byte of the answer); a graceful stop and the restart to the first acknowledged produce
+  byte of the answer); a graceful stop (`brokers.timed_stop`: wall and CPU from SIGTERM to
+  the exit) and the restart to the first acknowledged produce
   (`brokers.timed_start`: wall and CPU).
 * **connections**: N client connections, each sending one ApiVersions request and keeping the
   connection open, at most 32 being set up at a time (Kafka's accept backlog is 50): accept
@@ -35,6 +37,7 @@ at a time (``kbroker.log.max.open.files``), so its row runs at any N.
 """
 from __future__ import annotations
 
+import os
 import socket
 import statistics
 import struct
@@ -46,7 +49,7 @@ from kbroker.wire.protocol import encode_request
 from kbroker.wire.records import build_batch
 
 from .admin import create_topics
-from .brokers import cpu_seconds, rss_bytes, timed_start
+from .brokers import cpu_seconds, rss_bytes, timed_start, timed_stop
 from .rawclient import Loop
 
 ERR_REBALANCE_IN_PROGRESS = 27
@@ -146,6 +149,20 @@ def _wait_quiet(pid: int, timeout: float = 300.0) -> float:
     return time.monotonic() - t0
 
 
+def _wait_logs(data_dir, n: int, timeout: float = 1800.0) -> float:
+    """Wait until the data directory holds a directory for each of the ``n`` partitions
+    (both brokers create the logs after answering CreateTopics, and their creation is
+    bound by the disk's syncs, so a broker can look quiet to ``_wait_quiet`` with most logs
+    still to come; a graceful stop measured then closes fewer logs); returns the seconds."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        with os.scandir(data_dir) as it:
+            if sum(1 for e in it if e.name.startswith("sc-") and e.is_dir()) >= n:
+                break
+        time.sleep(0.5)
+    return time.monotonic() - t0
+
+
 def _established(port: int) -> int:
     """TCP connections on this machine whose local port is `port` (the broker's side of its
     client connections) that the broker has not closed: ESTABLISHED or CLOSE_WAIT (the
@@ -186,6 +203,8 @@ def partitions(session, shared=None, *, n: int | None = None) -> dict:
     rss = _declare(session, "scale-part-rss", f"{label}: RSS after creating them", "MiB")
     meta = _declare(session, "scale-part-metadata", f"{label}: full Metadata request, send → answer", "ms",
                     secondary_unit="broker cpu-ms")
+    stop = _declare(session, "scale-part-stop", f"{label}: graceful stop (SIGTERM to exit)", "s",
+                    secondary_unit="broker cpu-s")
     restart = _declare(session, "scale-part-restart", f"{label}: restart to first produce ack, wall", "s")
     restart_cpu = _declare(session, "scale-part-restart-cpu", f"{label}: restart to first produce ack, CPU",
                            "cpu-s")
@@ -200,8 +219,10 @@ def partitions(session, shared=None, *, n: int | None = None) -> dict:
         t0, c0 = time.monotonic(), cpu_seconds(b.pid)
         create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=1800)
         secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
+        logs = _wait_logs(b.data_dir, n)
         quiet = _wait_quiet(b.pid)
-        r.add(create, session.name, secs, cpu, raw={"quiet_after_s": round(quiet, 1)})
+        r.add(create, session.name, secs, cpu,
+              raw={"logs_after_s": round(logs, 1), "quiet_after_s": round(quiet, 1)})
         cur, _ = rss_bytes(b.pid)
         r.add(rss, session.name, cur / 2**20)
         c0 = cpu_seconds(b.pid)
@@ -211,7 +232,10 @@ def partitions(session, shared=None, *, n: int | None = None) -> dict:
         log(f"{session.name}: {n} partitions created in {secs:.1f} s ({cpu:.1f} cpu-s), RSS "
             f"{cur / 2**20:.0f} MiB, full Metadata {md * 1000:.0f} ms ({md_cpu * 1000:.0f} cpu-ms, "
             f"{size / 1024:.0f} KiB)")
-        b.stop(timeout=1800)       # a clean stop of N partitions takes a while (both brokers)
+        # a clean stop of N partitions takes a while (both brokers)
+        stop_secs, stop_cpu = timed_stop(b, timeout=1800)
+        r.add(stop, session.name, stop_secs, stop_cpu)
+        log(f"{session.name}: graceful stop with {n} partitions {stop_secs:.1f} s, {stop_cpu:.1f} cpu-s")
         created = secs
         secs = timed_start(b, "sc-0", timeout=1800)
         r.add(restart, session.name, secs)

@@ -45,12 +45,13 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return out
 
 
-def write_checkpoint(path: Path, entries: dict[tuple[str, int], int]) -> None:
+def write_checkpoint(path: Path, entries: dict[tuple[str, int], int], *, bulk=None) -> None:
     body = "0\n%d\n" % len(entries) + "".join(
         f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
     # An empty checkpoint says what a missing one says. Where none exists yet (a fresh
     # log directory) it is written without the two fsyncs: a crash leaves it missing,
     # truncated (malformed: read as none) or whole, and each reads as empty. A file that
-    # exists is always replaced durably: a lost update could bring back old entries.
+    # exists is always replaced durably (or by the clean stop's bulk sync): a lost update
+    # could bring back old entries.
     sync = bool(entries) or Path(path).exists()
-    write_atomically(path, body.encode(), sync=sync)
+    write_atomically(path, body.encode(), sync=sync, bulk=bulk)

@@ -85,11 +85,13 @@ def read_epoch_file(path: Path) -> list[EpochEntry] | None:
     return out
 
 
-def write_epoch_file(path: Path, entries: Iterable[EpochEntry], *, sync: bool = True) -> None:
-    """Replace the file atomically; ``sync`` also makes it durable before returning."""
+def write_epoch_file(path: Path, entries: Iterable[EpochEntry], *, sync: bool = True,
+                     bulk=None) -> None:
+    """Replace the file atomically; ``sync`` also makes it durable before returning (with
+    ``bulk``, a ``BulkSync``: at its commit, the rename with it)."""
     entries = list(entries)
     body = "%d\n%d\n" % (_VERSION, len(entries)) + "".join(f"{e} {o}\n" for e, o in entries)
-    write_atomically(path, body.encode(), sync=sync)
+    write_atomically(path, body.encode(), sync=sync, bulk=bulk)
 
 
 class LeaderEpochCache:
@@ -249,12 +251,13 @@ class LeaderEpochCache:
         if self.path is not None:
             self.unsynced = True
 
-    def sync(self) -> None:
+    def sync(self, *, bulk=None) -> None:
         """Write and fsync what :meth:`defer` or an unsynced :meth:`write` left (the log
         calls it before it moves its recovery point, so the epochs of fsynced data are never
-        lost to a crash)."""
+        lost to a crash). With ``bulk`` (a ``BulkSync``, a clean stop) the file is written
+        and its sync and rename left to the bulk's commit."""
         if self.path is not None and self.unsynced:
-            write_epoch_file(self.path, self._entries, sync=True)
+            write_epoch_file(self.path, self._entries, sync=True, bulk=bulk)
             self.writes += 1
             self.loaded = True
             self.unsynced = False

@@ -119,9 +119,12 @@ class _Index:
         self._keys, self._vals = array("q"), array("q")
         os.ftruncate(self._open(), 0)
 
-    def flush(self) -> None:
+    def flush(self, *, bulk=None) -> None:
         if self._dirty:
-            os.fsync(self._file.fd)
+            if bulk is not None:
+                bulk.file(self.path)     # synced by the BulkSync's commit
+            else:
+                os.fsync(self._file.fd)
             self._dirty = False
 
     def close(self) -> None:

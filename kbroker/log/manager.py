@@ -18,7 +18,12 @@ trusted and no record data is read; otherwise each log re-validates what lies pa
 recovery point.  The marker is removed once loading is done, so a crash from then on is
 detected; the broker epoch each marker named is kept for the broker's registration
 (``previous_broker_epoch``, KIP-966).  ``shutdown(broker_epoch)`` flushes and closes every
-log, writes the checkpoints and the marker with that epoch.
+log, writes the checkpoints and the marker with that epoch. It syncs in bulk
+(:mod:`kbroker.common.bulk_sync`): every log's files and the checkpoints are written first,
+then each directory is made durable at once (``syncfs``; a pool of fsyncs where there is
+none) and the atomic replacements renamed into place, and only then is the directory's
+marker written -- nothing is marked clean before its data is synced, as with one fsync per
+file, but a node of 100,000 partitions waits for two journal commits instead of 100,000.
 
 Maintenance is synchronous, bounded work a trio task calls periodically (see
 :mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints),
@@ -56,6 +61,8 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable
 
+from kbroker.common.bulk_sync import BulkSync
+
 from . import checkpoint as ckpt
 from . import clean_shutdown
 from .cleaner import CleanResult, clean, cleanable_range
@@ -75,7 +82,8 @@ class LogManager:
                  clock: Callable[[], int], *, checkpoint_interval_ms: int = 60_000,
                  cleaner_max_map_entries: int = 1_000_000,
                  ticker: Callable[[], int] | None = None,
-                 max_open_files: int | None = None):
+                 max_open_files: int | None = None,
+                 bulk_sync: Callable[[list[Path]], BulkSync] = BulkSync):
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise ValueError("at least one log directory is required")
@@ -100,6 +108,9 @@ class LogManager:
         # segment and index files are opened on use, at most this many at a time
         # (kbroker.log.open_files; default: a quarter of the process's open-file limit)
         self.files = OpenFiles(max_open_files if max_open_files else default_limit())
+        # how shutdown() syncs (tests pass a BulkSync without syncfs, or one that fails)
+        self.bulk_sync = bulk_sync
+        self.last_shutdown_sync: dict | None = None     # the BulkSync's stats of the last stop
 
     @property
     def offline_dirs(self) -> set[Path]:
@@ -177,23 +188,31 @@ class LogManager:
 
         A directory whose writes fail on the way is reported (kbroker.log.failure) and gets
         no marker, so its logs are recovered on the next start; the others shut down
-        cleanly."""
-        for log in list(self._logs.values()):
-            try:
-                log.close()
-            except KafkaStorageError:
+        cleanly.
+
+        The files are synced in bulk (module docstring): each log's close and the checkpoints
+        only write, then each online directory's writes are made durable and renamed into
+        place together, and the marker follows that directory's sync."""
+        with self.bulk_sync(self.online_dirs) as bulk:
+            for log in list(self._logs.values()):
+                try:
+                    log.close(bulk=bulk)
+                except KafkaStorageError:
+                    self._close_quietly(log)
+            for _, path, log in self._pending_dirs:
                 self._close_quietly(log)
-        for _, path, log in self._pending_dirs:
-            self._close_quietly(log)
-            shutil.rmtree(path, ignore_errors=True)
-        self._pending_dirs.clear()
-        self.checkpoint(include_closed=True)
-        for d in self.online_dirs:
-            try:
-                with self.failures.guard(d, "write the clean-shutdown marker"):
-                    clean_shutdown.write(d, broker_epoch)
-            except KafkaStorageError:
-                continue
+                shutil.rmtree(path, ignore_errors=True)
+            self._pending_dirs.clear()
+            self.checkpoint(include_closed=True, bulk=bulk)
+            for d in self.online_dirs:
+                try:
+                    with self.failures.guard(d, "sync the closed logs"):
+                        bulk.commit(d)
+                    with self.failures.guard(d, "write the clean-shutdown marker"):
+                        clean_shutdown.write(d, broker_epoch)
+                except KafkaStorageError:
+                    continue
+            self.last_shutdown_sync = dict(bulk.stats, uses_syncfs=bulk.uses_syncfs)
         self._logs.clear()
         self._last_checkpoint_ms = self.ticker()
 
@@ -367,13 +386,14 @@ class LogManager:
         return list(self._logs.values())
 
     # -- checkpoints -------------------------------------------------------------------
-    def checkpoint(self, include_closed: bool = False) -> None:
+    def checkpoint(self, include_closed: bool = False, bulk: BulkSync | None = None) -> None:
         """Write the four offset checkpoint files of every online log directory; one that
-        fails is reported (kbroker.log.failure) and the others are written all the same."""
+        fails is reported (kbroker.log.failure) and the others are written all the same.
+        With ``bulk`` their syncs and renames wait for its commit."""
         for d, logs in self._logs_by_dir(include_closed).items():
             try:
                 with self.failures.guard(d, "write the offset checkpoints"):
-                    self._write_checkpoints(d, logs)
+                    self._write_checkpoints(d, logs, bulk)
             except KafkaStorageError:
                 continue
 
@@ -385,16 +405,19 @@ class LogManager:
             by_dir.setdefault(log.dir.parent, []).append(log)
         return by_dir
 
-    def _write_checkpoints(self, d: Path, logs: list[PartitionLog]) -> None:
+    def _write_checkpoints(self, d: Path, logs: list[PartitionLog],
+                           bulk: BulkSync | None = None) -> None:
         ckpt.write_checkpoint(d / ckpt.RECOVERY_POINT,
-                              {(lg.topic, lg.partition): lg.recovery_point for lg in logs})
+                              {(lg.topic, lg.partition): lg.recovery_point for lg in logs},
+                              bulk=bulk)
         ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
-                              {(lg.topic, lg.partition): lg.log_start_offset for lg in logs})
+                              {(lg.topic, lg.partition): lg.log_start_offset for lg in logs},
+                              bulk=bulk)
         # The metadata log's commit point is Raft's business, not a checkpointed HW.
         ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
                               {(lg.topic, lg.partition): lg.high_watermark for lg in logs
-                               if lg.topic != METADATA_TOPIC})
-        self._write_cleaner_checkpoint_dir(d, logs)
+                               if lg.topic != METADATA_TOPIC}, bulk=bulk)
+        self._write_cleaner_checkpoint_dir(d, logs, bulk)
 
     def _write_cleaner_checkpoint(self, log: PartitionLog) -> None:
         d = log.dir.parent
@@ -402,10 +425,11 @@ class LogManager:
         self._write_cleaner_checkpoint_dir(d, logs)
 
     @staticmethod
-    def _write_cleaner_checkpoint_dir(d: Path, logs: list[PartitionLog]) -> None:
+    def _write_cleaner_checkpoint_dir(d: Path, logs: list[PartitionLog],
+                                      bulk: BulkSync | None = None) -> None:
         ckpt.write_checkpoint(d / ckpt.CLEANER_OFFSET,
                               {(lg.topic, lg.partition): lg.first_dirty_offset
-                               for lg in logs if lg.first_dirty_offset > 0})
+                               for lg in logs if lg.first_dirty_offset > 0}, bulk=bulk)
 
     # -- maintenance --------------------------------------------------------------------
     def run_flush(self, now_ms: int | None = None) -> int:

@@ -754,8 +754,12 @@ class PartitionLog:
 
     # -- durability ---------------------------------------------------------------------
     @guarded("flush")
-    def flush(self, *, now_ms: int | None = None) -> None:
-        """fsync everything between the recovery point and the log end."""
+    def flush(self, *, now_ms: int | None = None, bulk=None) -> None:
+        """fsync everything between the recovery point and the log end. With ``bulk`` (a
+        ``kbroker.common.bulk_sync.BulkSync``: a clean stop of many logs) every file is
+        written and its fsync left to the bulk's commit, which the caller runs before it
+        marks anything clean; the recovery point moves here, in memory, and reaches the
+        checkpoint file only through the same commit."""
         self._check_open()
         target = self._log_end_offset
         # Start one offset early: the segment that was active at the previous flush may
@@ -763,9 +767,9 @@ class PartitionLog:
         i = max(0, bisect.bisect_right(self._bases, self.recovery_point - 1) - 1)
         for seg in self.segments[i:]:
             # Indexes of the active segment are rebuilt by recovery anyway.
-            seg.flush(indexes=seg is not self.segments[-1])
-        self.epochs.sync()
-        self._fsync_dir()
+            seg.flush(indexes=seg is not self.segments[-1], bulk=bulk)
+        self.epochs.sync(bulk=bulk)
+        self._fsync_dir(bulk)
         self.recovery_point = max(self.recovery_point, target)
         if now_ms is not None or self._clock is not None:
             self._last_flush_ms = self._now(now_ms)
@@ -780,9 +784,12 @@ class PartitionLog:
             return True
         return False
 
-    def _fsync_dir(self) -> None:
+    def _fsync_dir(self, bulk=None) -> None:
         if self._dir_dirty:
-            fsync_dir(self.dir)
+            if bulk is not None:
+                bulk.directory(self.dir)
+            else:
+                fsync_dir(self.dir)
             self._dir_dirty = False
 
     # -- retention and truncation -------------------------------------------------------
@@ -963,14 +970,16 @@ class PartitionLog:
 
     # -- lifecycle -----------------------------------------------------------------------
     @guarded("close")
-    def close(self) -> None:
-        """Flush and close every file (a clean close: indexes get their final entries)."""
+    def close(self, *, bulk=None) -> None:
+        """Flush and close every file (a clean close: indexes get their final entries).
+        With ``bulk`` (``LogManager.shutdown``) the files are written and their syncs left
+        to the bulk's commit (:meth:`flush`)."""
         if self.closed:
             return
         self.segments[-1].on_become_inactive()
-        self.flush()
-        self.producer_state.take_snapshot(self._log_end_offset)
-        self.segments[-1].flush()
+        self.flush(bulk=bulk)
+        self.producer_state.take_snapshot(self._log_end_offset, bulk=bulk)
+        self.segments[-1].flush(bulk=bulk)
         for seg in self.segments:
             seg.close()
         self.delete_pending(0, force=True)

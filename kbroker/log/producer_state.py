@@ -391,7 +391,8 @@ class ProducerStateManager:
             out.append(e)
         return out
 
-    def take_snapshot(self, offset: int | None = None, *, sync: bool = True) -> Path | None:
+    def take_snapshot(self, offset: int | None = None, *, sync: bool = True,
+                      bulk=None) -> Path | None:
         """Write ``<offset>.snapshot`` (default: the map end offset) unless it exists:
         as Kafka's, a snapshot at an offset already snapshotted is not worth another write
         (a restart of a broker whose partitions took no writes rewrites nothing)."""
@@ -406,7 +407,7 @@ class ProducerStateManager:
         path = self._snapshot_path(offset)
         if path.exists():
             return path
-        write_atomically(path, self.encode_snapshot(), sync=sync)
+        write_atomically(path, self.encode_snapshot(), sync=sync, bulk=bulk)
         return path
 
     def load_latest(self, upto: int, *, now_ms: int | None = None) -> int | None:

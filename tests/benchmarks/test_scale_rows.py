@@ -18,7 +18,7 @@ from benchmarks.harness import plan as plans
 from benchmarks.harness import scale
 from benchmarks.harness.run import Results, Session
 
-SCALE_ROWS = {"scale-part-create", "scale-part-rss", "scale-part-metadata", "scale-part-restart",
+SCALE_ROWS = {"scale-part-create", "scale-part-rss", "scale-part-metadata", "scale-part-stop", "scale-part-restart",
               "scale-part-restart-cpu", "scale-conn-rate", "scale-conn-rss",
               "scale-group-join-3", "scale-group-gen-3", "scale-group-join-6",
               "scale-group-gen-6", "scale-producers-rss"}
