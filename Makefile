@@ -56,9 +56,9 @@ run: $(STAMP)
 # run in phase 2 instead, in one process each time after docker-test and test-spark end, when
 # the machine is otherwise left to the compatibility suite, which waits more than it computes
 # (LATE_AFTER_DOCKER, LATE_AFTER_SPARK; with TEST_WORKERS=0 they stay in phase 1). The seeded
-# fault test (SERIAL_TESTS) runs alone in the spark chain after those: it ran alone in phase 1
-# with a core idle; its schedules pass at a load average of 15-25 since the producer state
-# survives clean restarts whole.
+# fault test (SERIAL_TESTS) runs after the compatibility suite in its chain, beside those late
+# files: it ran alone in phase 1 with a core idle; its schedules pass at a load average of
+# 15-25 since the producer state survives clean restarts whole.
 TEST_WORKERS ?= 4
 COMPAT_WORKERS ?= 4
 SIDE_BY_SIDE ?= 3
@@ -75,7 +75,7 @@ test: test-setup
 	@date -u +"test: tests/ from %T"
 	$(PY) -m pytest -q tests --kafka-protocol=$(KAFKA_PROTOCOL) --durations=25 $(XDIST_TESTS)
 	@date -u +"test: compat_tests/, spark_tests/ and docker_tests/ (then tests/'s late files) from %T"
-	$(MAKE) --no-print-directory -k -j$(SIDE_BY_SIDE) --output-sync=target test-compat test-spark-then-late docker-test-then-late
+	$(MAKE) --no-print-directory -k -j$(SIDE_BY_SIDE) --output-sync=target test-compat-then-serial test-spark-then-late docker-test-then-late
 	@date -u +"test: done at %T"
 
 # Everything the suite installs, in three chains side by side (each one's steps in order): what
@@ -115,8 +115,7 @@ docker-test-timed:
 .PHONY: test-spark-then-late docker-test-then-late test-late
 test-spark-then-late:
 	@rc=0; $(MAKE) --no-print-directory test-spark-timed || rc=$$?; \
-	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_SPARK)" PORT_BLOCK=8 || rc=$$?; \
-	$(MAKE) --no-print-directory test-serial PORT_BLOCK=8 || rc=$$?; exit $$rc
+	$(MAKE) --no-print-directory test-late LATE="$(LATE_AFTER_SPARK)" PORT_BLOCK=8 || rc=$$?; exit $$rc
 
 docker-test-then-late:
 	@rc=0; $(MAKE) --no-print-directory docker-test-timed || rc=$$?; \
@@ -135,9 +134,13 @@ else
 	@echo "test-late: nothing left (TEST_WORKERS=0 ran these files with tests/)"
 endif
 
-# The seeded fault test, after the spark chain's late files: by then the machine is left to
-# the compatibility suite's last minutes, which use about half a core.
-.PHONY: test-serial
+# Phase 2's first chain: the compatibility suite, then the seeded fault test (whether compat
+# passed or not; fails if either did), beside the other chains' late files.
+.PHONY: test-compat-then-serial test-serial
+test-compat-then-serial:
+	@rc=0; $(MAKE) --no-print-directory test-compat || rc=$$?; \
+	$(MAKE) --no-print-directory test-serial PORT_BLOCK=7 || rc=$$?; exit $$rc
+
 test-serial:
 ifneq ($(XDIST_TESTS),)
 	@date -u +"test-serial: $(SERIAL_TESTS) from %T"
