@@ -76,8 +76,11 @@ def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, 
         def placed():
             dirs = log_dirs(port)
             parts = {d: sorted(p for (t, p) in v[1] if t == "jbod") for d, v in dirs.items()}
-            return parts if parts.get(str(bad)) and parts.get(str(good)) else None
-        parts = wait_until(placed, timeout=60, what="partitions in both log dirs")
+            # every partition placed (a broker creates the logs after CreateTopics answers,
+            # one by one), some in each dir
+            every = sorted(p for v in parts.values() for p in v) == list(range(4))
+            return parts if every and parts.get(str(bad)) and parts.get(str(good)) else None
+        parts = wait_until(placed, timeout=60, what="all four partitions placed, in both log dirs")
         on_bad, on_good = parts[str(bad)], parts[str(good)]
         for p in range(4):
             wait_until(lambda: produce_raw(port, "jbod", p, b"before") == E.NONE, timeout=30,
