@@ -26,7 +26,7 @@ from kbroker.config.broker import parse_properties
 from kbroker.wire import messages as M
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.cluster.support import call
-from tests.cluster.test_log_dir_offline import TMPFS_MB, create_topic, log_dirs, produce_raw
+from tests.cluster.test_log_dir_offline import TMPFS_MB, create_topic, log_dirs, placed, produce_raw
 from tests.support.tmpfs import fill, mount, umount
 
 UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"      # DirectoryId.UNASSIGNED as Kafka prints it
@@ -73,15 +73,7 @@ def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, 
         port = broker.port
         create_topic(port, "jbod", 4, 1)
 
-        def placed():
-            dirs = log_dirs(port)
-            parts = {d: sorted(p for (t, p) in v[1] if t == "jbod") for d, v in dirs.items()}
-            # every partition placed (a broker creates the logs after CreateTopics answers,
-            # one by one), some in each dir
-            every = sorted(p for v in parts.values() for p in v) == list(range(4))
-            return parts if every and parts.get(str(bad)) and parts.get(str(good)) else None
-        parts = wait_until(placed, timeout=60, what="all four partitions placed, in both log dirs")
-        on_bad, on_good = parts[str(bad)], parts[str(good)]
+        on_bad, on_good = placed(port, good, bad, "jbod", 4)
         for p in range(4):
             wait_until(lambda: produce_raw(port, "jbod", p, b"before") == E.NONE, timeout=30,
                        what=f"a first write to jbod-{p}")

@@ -60,6 +60,19 @@ def partitions_in(port: int, d: Path, topic: str) -> list[int]:
     return sorted(p for (t, p) in log_dirs(port)[str(d)][1] if t == topic)
 
 
+def placed(port: int, good: Path, bad: Path, topic: str, count: int) -> tuple[list[int], list[int]]:
+    """Wait until each of the topic's ``count`` partitions has its log in one of the two dirs,
+    some in each (a broker creates the logs after CreateTopics answers); return the
+    partitions of ``bad`` and of ``good``."""
+    def split():
+        dirs = log_dirs(port)
+        on = [sorted(p for (t, p) in dirs[str(d)][1] if t == topic) for d in (bad, good)]
+        return on if sorted(on[0] + on[1]) == list(range(count)) and all(on) else None
+    on_bad, on_good = wait_for(split, timeout=30, what=f"the {count} partitions of {topic} "
+                               "placed, some in each log dir")
+    return on_bad, on_good
+
+
 def log_dir_lines(text: str) -> list[str]:
     """The log-dir failure lines of a node's log (kbroker/replica/log_dir_failure.py)."""
     return re.findall(r"^.*log dir \S+ failed \(.*$", text, re.M)
@@ -107,11 +120,7 @@ def test_failed_dir_goes_offline_and_the_broker_serves_the_other(tmp_path):
     try:
         broker.start()
         create_topic(broker.port, "jbod", 4, 1)
-        wait_for(lambda: partitions_in(broker.port, bad, "jbod"), timeout=30,
-                 what="a partition placed in the tmpfs log dir")
-        on_bad = partitions_in(broker.port, bad, "jbod")
-        on_good = partitions_in(broker.port, good, "jbod")
-        assert on_good, "the other log dir holds partitions too"
+        on_bad, on_good = placed(broker.port, good, bad, "jbod", 4)
         for p in range(4):
             assert produce_raw(broker.port, "jbod", p, b"before") == E.NONE
         mark = broker.log_path.stat().st_size
@@ -146,11 +155,7 @@ def test_a_background_write_fails_the_dir_and_nothing_acknowledged_is_lost(tmp_p
     try:
         broker.start()
         create_topic(broker.port, "bg", 4, 1)
-        wait_for(lambda: partitions_in(broker.port, bad, "bg"), timeout=30,
-                 what="a partition placed in the tmpfs log dir")
-        on_bad = partitions_in(broker.port, bad, "bg")
-        on_good = [p for p in range(4) if p not in on_bad]
-        assert on_good, "the other log dir holds partitions too"
+        on_bad, on_good = placed(broker.port, good, bad, "bg", 4)
         acks = produce(broker.bootstrap, "bg", records("a", 200))
         assert not acks.failed and len(acks.acked) == 200
         assert {p for p, _ in acks.acked.values()} == set(range(4))
