@@ -16,6 +16,14 @@ KAFKA_PROTOCOL ?= .cache/kafka-protocol/$(KAFKA_VERSION)
 # compiles kbroker's sources again, about 0.8 s of CPU per broker start on this kind of machine.
 # Some environments set PYTHONDONTWRITEBYTECODE: make does not pass it on to what it runs.
 unexport PYTHONDONTWRITEBYTECODE
+# Downloads and builds that every checkout would repeat (Maven's local repository in m2/, Go's
+# module and build caches in go/) live in one cache outside the work tree, as pip's does: a
+# fresh clone then fetches and compiles nothing that an earlier one already had (on a cold
+# cache its set-up downloads about 350 MB of jars and compiles the Go clients). What the suites
+# use is still copied into the ignored .cache/ of the checkout. KBROKER_CACHE=.cache keeps it
+# all inside the work tree.
+KBROKER_CACHE ?= $(HOME)/.cache/kbroker
+export KBROKER_CACHE := $(abspath $(KBROKER_CACHE))
 
 .PHONY: all setup run test test-fast test-fast-setup print-protocol flake-hunt clean protocol schema
 
@@ -343,13 +351,14 @@ history-soak: $(STAMP) kafka-dist netns faketime fuse3
 # The compat suite's Node and Go clients, in ignored folders, idempotent (the tests do the same
 # on first use; these let `make compat` do it up front). kafkajs: `npm ci` into
 # compat_tests/kafkajs/node_modules (versions in package-lock.json). franzgo: the franz-go
-# driver built into .cache/bin, module and build caches under .cache/go (versions in go.sum).
+# driver built into .cache/bin, module and build caches under $(KBROKER_CACHE)/go (versions in
+# go.sum).
 # dx-capture re-records the differential corpus (compat_tests/differential/corpus) through a
 # recording proxy in front of a fresh Kafka — after kbroker advertises a new API or version.
 KAFKAJS_STAMP := compat_tests/kafkajs/node_modules/.installed
 FRANZGO_BIN := .cache/bin/franzgo-driver
-GO_ENV := GOPATH=$(CURDIR)/.cache/go GOMODCACHE=$(CURDIR)/.cache/go/mod \
-	GOCACHE=$(CURDIR)/.cache/go/build GOFLAGS="-mod=mod '-gcflags=all=-N -l'" GOTOOLCHAIN=local \
+GO_ENV := GOPATH=$(KBROKER_CACHE)/go GOMODCACHE=$(KBROKER_CACHE)/go/mod \
+	GOCACHE=$(KBROKER_CACHE)/go/build GOFLAGS="-mod=mod '-gcflags=all=-N -l'" GOTOOLCHAIN=local \
 	CGO_ENABLED=0
 
 .PHONY: kafkajs franzgo dx-capture
@@ -371,7 +380,7 @@ dx-capture: setup kafka-dist kafkajs franzgo
 
 # The schema registry's client tests (tests/schema_registry/test_franzgo.py, test_kafkajs.py):
 # franz-go's pkg/sr program built into .cache/bin/franzgo-sr-<hash of its sources> (caches under
-# .cache/go), and `npm ci` of kafkajs with @kafkajs/confluent-schema-registry into the ignored
+# $(KBROKER_CACHE)/go), and `npm ci` of kafkajs with @kafkajs/confluent-schema-registry into the ignored
 # tests/schema_registry/kafkajs/node_modules. The tests do the same on first use.
 SR_FRANZGO_DIR := tests/schema_registry/franzgo
 SR_FRANZGO_BIN := .cache/bin/franzgo-sr-$(shell cat $(SR_FRANZGO_DIR)/go.mod $(SR_FRANZGO_DIR)/go.sum $(sort $(wildcard $(SR_FRANZGO_DIR)/*.go)) | sha256sum | cut -c1-12)

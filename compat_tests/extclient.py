@@ -8,7 +8,7 @@ the ops in order with one client, and prints a JSON array with one `{"ok": value
 Set-up is idempotent and cached, like `make kafkajs` / `make franzgo`:
 - kafkajs: `npm ci` into compat_tests/kafkajs/node_modules, stamped by `.installed`;
 - franz-go: `go build` into .cache/bin/franzgo-driver-<hash of the sources> with module and
-  build caches under .cache/go.
+  build caches under $KBROKER_CACHE/go (tests/support/go_build.py).
 """
 
 from __future__ import annotations

@@ -29,14 +29,13 @@ import pytest
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.community.kafka import KafkaContainer  # noqa: E402
 
-from tests.support.go_build import go_settings  # noqa: E402
+from tests.support.go_build import DOWNLOADS, go_settings  # noqa: E402
 
 from .conftest import IMAGE, LABEL, REPO, consume_all, create_topic, logs, produce  # noqa: E402
 
 # testcontainers-python's with_kraft() reads the image tag as a Confluent Platform version and
 # wants 7.0.0 or later; the images get such a tag for that test only
 CP_TAG = "7.9.0"
-CACHE = REPO / ".cache"
 # side by side (make docker-test-kafka): Apache Kafka 4.3.1 as benchmarks/docker_kafka builds it,
 # which answers the same entry points, through the same modules and the same checks
 KAFKA_IMAGE = os.environ.get("KBROKER_TC_KAFKA_IMAGE")
@@ -121,7 +120,7 @@ def test_testcontainers_java_kafka_module(dk, target):
     cached."""
     if shutil.which("mvn") is None:
         pytest.fail("mvn is missing (Debian's maven package)")
-    out = run_project(["mvn", "-q", "-B", "-Dmaven.repo.local=" + str(CACHE / "m2"),
+    out = run_project(["mvn", "-q", "-B", "-Dmaven.repo.local=" + str(DOWNLOADS / "m2"),
                        "-Dsurefire.printSummary=true", "test"], REPO / "docker_tests" / "java", {},
                       IMAGES[target])
     reports = list((REPO / "docker_tests" / "java" / "target" / "surefire-reports").glob("TEST-*.xml"))

@@ -2,8 +2,8 @@
 # Fetch the pinned Apache Kafka jars for the compatibility suite (compat_tests/).
 #
 # The version is pinned once, in tools/kafka_dist/pom.xml (<kafka.version>). This script copies
-# every runtime jar of that pom into .cache/kafka/<version>/libs, using a Maven local repository
-# under .cache/m2 so nothing outside the work tree is touched. It is idempotent: a stamp file
+# every runtime jar of that pom into .cache/kafka/<version>/libs (Maven's downloads stay in the
+# cache named by tools/pom_jars.sh's m2_repo, outside the work tree). It is idempotent: a stamp file
 # holding the pom's checksum marks a complete copy; a partial copy is never left in place
 # (tools/pom_jars.sh does the copying, shared with tools/spark_dist/fetch.sh).
 #

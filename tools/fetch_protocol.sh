@@ -5,8 +5,9 @@
 # compatibility suite runs. The definitions are the `*.json` files inside the *sources* jars of
 # that release on Maven Central, or, when a release publishes no sources jars (4.4.0 does not),
 # the same files inside its binary jars (they are resources of the jars: for 4.3.1 the two
-# copies are byte for byte equal). This script resolves those jars with Maven (local repository
-# .cache/m2) and extracts the JSON into .cache/kafka-protocol/<version>/, laid out as:
+# copies are byte for byte equal). This script resolves those jars with Maven (its local
+# repository is tools/pom_jars.sh's m2_repo) and extracts the JSON into
+# .cache/kafka-protocol/<version>/, laid out as:
 #
 #   *.json                     kafka-clients            common/message (requests, responses)
 #   metadata/                  kafka-metadata           common/metadata (KRaft metadata records)
@@ -54,7 +55,8 @@ fi
 
 command -v mvn >/dev/null || { echo "fetch_protocol: mvn not found (install Maven)" >&2; exit 1; }
 command -v unzip >/dev/null || { echo "fetch_protocol: unzip not found" >&2; exit 1; }
-mkdir -p "$ROOT/.cache/kafka-protocol" "$ROOT/.cache/m2"
+M2="$(m2_repo)"
+mkdir -p "$ROOT/.cache/kafka-protocol" "$M2"
 TMP="$(mktemp -d "$ROOT/.cache/kafka-protocol/$VERSION.tmp.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 
@@ -66,7 +68,7 @@ for entry in "${LAYOUT[@]}"; do ids="$ids${ids:+,}${entry%%:*}"; done
 # and an empty classifier the binary jars (the fallback).
 resolve() {
     rm -rf "$TMP/jars"
-    mvn -q -B -f "$POM" -Dmaven.repo.local="$ROOT/.cache/m2" \
+    mvn -q -B -f "$POM" -Dmaven.repo.local="$M2" \
         dependency:copy-dependencies -DincludeScope=runtime ${1:+-Dclassifier=$1} \
         -DincludeGroupIds=org.apache.kafka -DincludeArtifactIds="$ids" \
         -DoutputDirectory="$TMP/jars" > "$TMP/mvn.log" 2>&1

@@ -9,12 +9,20 @@
 #     none, and with VERSION printed when ARG is --version.
 #
 # pom_jars LABEL POM DEST SUBDIR WHAT REQUIRED_JAR...
-#     copies every runtime dependency of POM into DEST/SUBDIR with a Maven local repository
-#     under $ROOT/.cache/m2, so nothing outside the work tree is touched, and prints that
-#     folder. Idempotent: DEST/.complete holds the pom's checksum once a copy is complete;
+#     copies every runtime dependency of POM into DEST/SUBDIR and prints that folder. The
+#     Maven local repository is the download cache $(m2_repo): outside the work tree, so a
+#     fresh clone reuses what an earlier one downloaded (as pip's cache does), never read by
+#     the tests themselves. Idempotent: DEST/.complete holds the pom's checksum once a copy is complete;
 #     the jars are resolved into a temporary folder and moved into place only when every
 #     REQUIRED_JAR is there, so a partial copy is never left. LABEL prefixes messages; WHAT
 #     says what is being resolved. Exits the calling script on failure.
+
+# The download cache of Maven artifacts: $KBROKER_CACHE/m2, KBROKER_CACHE defaulting to
+# ~/.cache/kbroker (the Makefile exports the same default; KBROKER_CACHE=.cache keeps
+# everything inside the work tree).
+m2_repo() {
+    echo "${KBROKER_CACHE:-$HOME/.cache/kbroker}/m2"
+}
 
 pom_prop() {
     sed -n "s:.*<$2>\(.*\)</$2>.*:\1:p" "$1" | head -n1
@@ -35,7 +43,8 @@ pom_version() {
 pom_jars() {
     local label="$1" pom="$2" dest="$3" subdir="$4" what="$5"
     shift 5
-    local stamp="$dest/.complete" m2="$ROOT/.cache/m2" sum tmp jar
+    local stamp="$dest/.complete" m2 sum tmp jar
+    m2="$(m2_repo)"
     sum="$(sha256sum "$pom" | cut -d' ' -f1)"
 
     if [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" && -d "$dest/$subdir" ]]; then

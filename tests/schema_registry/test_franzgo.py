@@ -4,7 +4,7 @@ reads by id and version, checks compatibility, lists subjects, then produces and
 records framed with Confluent's 5-byte header; this test asserts on what it printed.
 
 The program is built on first use (``make sr-clients`` does it up front) into
-``.cache/bin/franzgo-sr-<hash of its sources>``, module and build caches under ``.cache/go``
+``.cache/bin/franzgo-sr-<hash of its sources>``, module and build caches under ``$KBROKER_CACHE/go``
 as the Makefile's ``franzgo`` target keeps them."""
 from __future__ import annotations
 

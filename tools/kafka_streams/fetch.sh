@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fetch Kafka Streams (tools/kafka_streams/pom.xml) for the streams group tests (KIP-1071).
 #
-# The jars go to .cache/kafka-streams/<version>/libs with a Maven local repository under
-# .cache/m2 (tools/pom_jars.sh: idempotent, never a partial copy). The version must equal the
+# The jars go to .cache/kafka-streams/<version>/libs (tools/pom_jars.sh: idempotent, never a
+# partial copy; downloads cached in its m2_repo). The version must equal the
 # Kafka pin of tools/kafka_dist/pom.xml.
 #
 # Usage: tools/kafka_streams/fetch.sh            fetch if needed, print the libs folder

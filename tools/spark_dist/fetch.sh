@@ -3,8 +3,8 @@
 #
 # The Spark version is pinned in tools/spark_dist/pom.xml (<spark.version>) and must equal the
 # pyspark pin in requirements-spark.txt (checked here). The pom's four jars are copied into
-# .cache/spark/<version>/jars with a Maven local repository under .cache/m2, so nothing outside
-# the work tree is touched. Idempotent: a stamp holding the pom's checksum marks a complete
+# .cache/spark/<version>/jars (Maven's downloads stay in tools/pom_jars.sh's m2_repo).
+# Idempotent: a stamp holding the pom's checksum marks a complete
 # copy; a partial copy is never left in place (tools/pom_jars.sh does the copying, shared
 # with tools/fetch_kafka.sh).
 #
