@@ -47,6 +47,15 @@ def metadata_records(log_dir: Path) -> list[dict]:
     return out
 
 
+def assigned_partitions(recs: list[dict], topic: str) -> set[int]:
+    """The partitions of ``topic`` whose directory assignment the metadata log holds."""
+    ids = [r["data"]["topicId"] for r in recs
+           if r["type"] == "TOPIC_RECORD" and r["data"]["name"] == topic]
+    return {r["data"]["partitionId"] for r in recs
+            if r["type"] == "PARTITION_CHANGE_RECORD" and ids
+            and r["data"]["topicId"] == ids[0] and r["data"].get("directories")}
+
+
 def metadata_partitions(port: int) -> dict[int, tuple]:
     """Metadata v12 of topic jbod: {partition: (error, leader, replicas, isr, offline)}."""
     [t] = call(port, 3, 12, M.MetadataRequest(topics=[M.MetadataRequest.MetadataRequestTopic(
@@ -77,6 +86,11 @@ def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, 
         for p in range(4):
             wait_until(lambda: produce_raw(port, "jbod", p, b"before") == E.NONE, timeout=30,
                        what=f"a first write to jbod-{p}")
+        # The controller knows each replica's directory before the dir fails: it moves
+        # leadership off the replicas it knows are in the failed dir, so an assignment still
+        # on its way there would leave a leader on Kafka.
+        wait_until(lambda: assigned_partitions(metadata_records(good), "jbod") == set(range(4)),
+                   timeout=60, interval=1.0, what="every partition's directory in the metadata log")
         fill(bad / "filler")
         assert produce_raw(port, "jbod", on_bad[0], b"x" * 8192) == E.KAFKA_STORAGE_ERROR
         for p in on_bad:
@@ -117,17 +131,12 @@ def test_full_log_dir_goes_offline_and_the_other_serves(target, broker_factory, 
         where = {**{p: good_id for p in on_good}, **{p: bad_id for p in on_bad}}
 
         def recorded():
-            """The records once they hold the offline dir and every partition's directory
-            (a broker may still be sending an assignment when its dir fails)."""
+            """The records once they hold the offline dir (and still every partition's
+            directory)."""
             recs = metadata_records(good)
-            ids = [r["data"]["topicId"] for r in recs
-                   if r["type"] == "TOPIC_RECORD" and r["data"]["name"] == "jbod"]
-            assigned = {r["data"]["partitionId"] for r in recs
-                        if r["type"] == "PARTITION_CHANGE_RECORD" and ids
-                        and r["data"]["topicId"] == ids[0] and r["data"].get("directories")}
             offline = any(r["type"] == "BROKER_REGISTRATION_CHANGE_RECORD"
                           and r["data"].get("logDirs") for r in recs)
-            return recs if offline and assigned == set(range(4)) else None
+            return recs if offline and assigned_partitions(recs, "jbod") == set(range(4)) else None
         recs = wait_until(recorded, timeout=60, interval=1.0,
                           what="the assignments and the offline dir recorded in the metadata log")
         [reg] = [r for r in recs if r["type"] == "REGISTER_BROKER_RECORD"][-1:]
