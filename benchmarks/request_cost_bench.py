@@ -86,12 +86,17 @@ def produce_body() -> P:
         name=TOPIC, partition_data=[P.PartitionProduceData(index=0, records=batch)])])
 
 
-def fetch_body(offset: int) -> F:
+TOPIC_ID = {}     # the topic's id, for Fetch v13+ (filled once the topic exists)
+
+
+def fetch_body(offset: int, version: int = 12) -> F:
+    topic = F.FetchTopic(topic=TOPIC, partitions=[F.FetchPartition(
+        partition=0, fetch_offset=offset, partition_max_bytes=1048576,
+        current_leader_epoch=-1, log_start_offset=-1)])
+    if version >= 13:
+        topic.topic_id = TOPIC_ID[TOPIC]
     return F(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
-             isolation_level=1, session_id=0, session_epoch=-1,
-             topics=[F.FetchTopic(topic=TOPIC, partitions=[F.FetchPartition(
-                 partition=0, fetch_offset=offset, partition_max_bytes=1048576,
-                 current_leader_epoch=-1, log_start_offset=-1)])])
+             isolation_level=1, session_id=0, session_epoch=-1, topics=[topic])
 
 
 def log_end(conn: Conn) -> int:
@@ -240,7 +245,7 @@ def phase_fetch_woken(port: int, n: int, version: int, offset: int, park_s: floa
     produces = [producer.frame(0, PRODUCE_VERSION, produce_body()) for _ in range(n)]
     empty = 0
     for i in range(n):
-        consumer.sock.sendall(consumer.frame(1, version, fetch_body(offset)))
+        consumer.sock.sendall(consumer.frame(1, version, fetch_body(offset, version)))
         time.sleep(park_s)      # let the broker park it (not part of the broker's count)
         producer.sock.sendall(produces[i])
         producer.read_frame()
@@ -250,7 +255,7 @@ def phase_fetch_woken(port: int, n: int, version: int, offset: int, park_s: floa
         if not part.records:
             empty += 1
             # answered before the append reached it: fetch once more for the record
-            resp = consumer.call(1, version, fetch_body(offset))
+            resp = consumer.call(1, version, fetch_body(offset, version))
         offset += 1
     consumer.sock.close()
     producer.sock.close()
@@ -261,7 +266,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=2000, help="requests (or rounds) per phase")
     ap.add_argument("--window", type=int, default=16, help="produce requests in flight")
-    ap.add_argument("--fetch-version", type=int, default=12)
+    ap.add_argument("--fetch-version", type=int, default=16,
+                    help="16: what librdkafka 2.x sends to kbroker (topic ids)")
     ap.add_argument("--park-ms", type=float, default=2.0,
                     help="how long a fetch is given to park before the append")
     ap.add_argument("--py-spy", metavar="FILE", help="record a py-spy profile of the broker")
@@ -300,6 +306,7 @@ def main(argv=None) -> int:
         r = admin.call(19, 7, C(timeout_ms=60000, topics=[C.CreatableTopic(
             name=TOPIC, num_partitions=1, replication_factor=1)]))
         assert r.topics[0].error_code == 0, r
+        TOPIC_ID[TOPIC] = r.topics[0].topic_id
         # warm-up: the leader is ready, the code paths are compiled and cached
         for _ in range(100):
             code = admin.call(0, PRODUCE_VERSION, produce_body()).responses[0] \
