@@ -12,6 +12,8 @@ Against one ``kbroker serve`` (started here, one topic of one partition), three 
   connection, ``--window`` of them in flight, as a linger.ms=0 producer keeps several;
 - ``produce-serial``: N Produce requests, each sent after the previous answer;
 - ``idle``: one second without a request (the broker's timers and sweeps), per second;
+- ``fetch-behind``: N fetches, one after another, from the start of the log (a consumer
+  catching up: each answer holds up to 1 MiB of the one-record batches written before);
 - ``fetch-woken``: N rounds of a consumer's Fetch (one partition, at the log end,
   ``max_wait_ms`` 500, ``min_bytes`` 1, sessionless as librdkafka's) sent on its own
   connection and parked, then one single-record Produce on another connection that wakes it;
@@ -262,6 +264,18 @@ def phase_fetch_woken(port: int, n: int, version: int, offset: int, park_s: floa
     return n, empty
 
 
+def phase_fetch_behind(port: int, n: int, version: int, first: int) -> int:
+    """N fetches, one after another, from offsets ``first``, ``first + 1``... of a log of
+    one-record batches: a consumer catching up, each answer up to 1 MiB (~900 batches)."""
+    consumer = Conn(port, "reqcost-consumer")
+    for i in range(n):
+        resp = consumer.call(1, version, fetch_body(first + i, version))
+        part = resp.responses[0].partitions[0]
+        assert part.error_code == 0 and part.records, "fetch-behind found no record"
+    consumer.sock.close()
+    return n
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=2000, help="requests (or rounds) per phase")
@@ -271,8 +285,11 @@ def main(argv=None) -> int:
     ap.add_argument("--park-ms", type=float, default=2.0,
                     help="how long a fetch is given to park before the append")
     ap.add_argument("--py-spy", metavar="FILE", help="record a py-spy profile of the broker")
-    ap.add_argument("--phases", default="idle,produce-pipelined,produce-serial,fetch-woken",
+    ap.add_argument("--phases",
+                    default="idle,produce-pipelined,produce-serial,fetch-behind,fetch-woken",
                     help="which phases, in this order (comma-separated)")
+    ap.add_argument("--keep-dumps", action="store_true",
+                    help="keep the callgrind dumps (callgrind.out.<pid>.<n> in the temp dir)")
     ap.add_argument("--cprofile", metavar="FILE",
                     help="run the broker under cProfile (call counts; written at its stop)")
     ap.add_argument("--python", default=None, help="the broker's interpreter (default: this one)")
@@ -331,6 +348,9 @@ def main(argv=None) -> int:
                 done, note = 1, "per second with no client request"
             elif name == "produce-pipelined":
                 done, note = phase_produce_pipelined(broker.port, args.n, args.window), ""
+            elif name == "fetch-behind":
+                done, note = phase_fetch_behind(broker.port, args.n, args.fetch_version, 0), \
+                    "answers of up to 1 MiB of 1 KiB batches"
             elif name == "produce-serial":
                 done, note = phase_produce_serial(broker.port, args.n), ""
             else:
@@ -348,8 +368,9 @@ def main(argv=None) -> int:
             spy.wait(60)
         broker.stop(timeout=300)
         shutil.rmtree(work, ignore_errors=True)
-        for dump in Path(CALLGRIND_DIR).glob(f"callgrind.out.{pid}*"):
-            dump.unlink()
+        if not args.keep_dumps:
+            for dump in Path(CALLGRIND_DIR).glob(f"callgrind.out.{pid}*"):
+                dump.unlink()
     per = {name: ins for name, _, ins, _, _ in rows}
     print(f"kbroker: one partition, 1 KiB records, acks=1, Produce v{PRODUCE_VERSION}, "
           f"Fetch v{args.fetch_version}, {args.n} per phase")
@@ -360,8 +381,8 @@ def main(argv=None) -> int:
     for name, done, ins, wall, note in rows:
         print(f"| {name} | {done:,} | {ins:,.0f} | {wall:,.0f} | {note} |")
     if "fetch-woken" in per and "produce-serial" in per:
-        print(f"| fetch woken (round − serial produce) | | "
-              f"{per['fetch-woken'] - per['produce-serial']:,.0f} | | |")
+        woken = per["fetch-woken"] - per["produce-serial"]
+        print(f"| fetch woken (round − serial produce) | | {woken:,.0f} | | |")
     return 0
 
 
