@@ -183,6 +183,16 @@ class OffsetIndex(_Index):
         i = bisect_right(self._vals, position) - 1
         return self._vals[i] if i >= 0 else 0
 
+    def last_within(self, position: int, below_offset: int | None) -> tuple[int, int] | None:
+        """The last entry at or before file ``position`` whose offset is below
+        ``below_offset`` (None: any), or None. Every batch before its position is whole and
+        ends before it; the fetch path skips them without reading their headers."""
+        self._load()
+        i = bisect_right(self._vals, position)
+        if below_offset is not None:
+            i = min(i, bisect_left(self._keys, below_offset))
+        return (self._keys[i - 1], self._vals[i - 1]) if i > 0 else None
+
     def lookup_before(self, offset: int) -> tuple[int, int]:
         """Largest entry with entry.offset < offset (a batch entirely before offset)."""
         self._load()

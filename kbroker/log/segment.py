@@ -284,6 +284,18 @@ class LogSegment:
             return None
         length = h.size
         pos = start + length
+        if pos < self.size and length < max_bytes:
+            # whole batches the offset index vouches for are taken without reading their
+            # headers: a consumer behind by many small batches used to cost one pread
+            # each (issue 32: ~700 per fetch of 1 KiB batches); only those after the last
+            # usable index entry are read one by one
+            try:
+                entry = self.offset_index.last_within(min(start + max_bytes, self.size),
+                                                      max_offset)
+            except CorruptIndex:
+                entry = None
+            if entry is not None and entry[1] > pos:
+                length, pos = entry[1] - start, entry[1]
         while pos < self.size:
             head = os.pread(self.fd, _OFFSET_AND_SIZE.size, pos)
             if len(head) < _OFFSET_AND_SIZE.size:

@@ -163,9 +163,10 @@ class Server:
     async def _bind(self) -> list[tuple[Listener, list]]:
         out = []
         backlog = self.config.get("socket.listen.backlog.size")
+        receive_buffer = self.config.get("socket.receive.buffer.bytes")
         for l in self.config.listeners:
             try:
-                socks = await open_tcp_listeners(l.port, l.host, backlog)
+                socks = await open_tcp_listeners(l.port, l.host, backlog, receive_buffer)
             except OSError as e:
                 for _, ss in out:
                     for s in ss:

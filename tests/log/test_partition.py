@@ -276,3 +276,52 @@ def test_file_region_survives_segment_deletion(tmp_path):
     del region
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def _linear_region(seg: LogSegment, offset: int, max_bytes: int, max_offset):
+    """The region a batch-by-batch scan gives: the batch holding ``offset``, then whole
+    batches while they fit in ``max_bytes`` and start below ``max_offset``."""
+    scan = [(pos, h) for pos, h, _ in seg.batches(0)]
+    first = next((i for i, (_, h) in enumerate(scan) if h.last_offset >= offset), None)
+    if first is None or (max_offset is not None and scan[first][1].base_offset >= max_offset):
+        return None
+    start, length = scan[first][0], scan[first][1].size
+    for _, h in scan[first + 1:]:
+        if length + h.size > max_bytes or (max_offset is not None and h.base_offset >= max_offset):
+            break
+        length += h.size
+    return start, length
+
+
+def test_regions_match_a_batch_by_batch_scan(tmp_path):
+    # the region's end is found through the offset index, then batch by batch: the same
+    # bytes as scanning every batch, for any start, size bound and offset bound
+    log = new_log(tmp_path, small_config(segment_bytes=256 * 1024, index_interval_bytes=700))
+    fill(log, count=400)
+    rng = random.Random(7)
+    for seg in log.segments:
+        for _ in range(300):
+            offset = rng.randrange(seg.base_offset, seg.next_offset)
+            max_bytes = rng.choice([1, 100, 1000, 5000, 20_000, 1 << 20])
+            max_offset = rng.choice([None, rng.randrange(seg.base_offset, seg.next_offset + 2)])
+            assert seg.region(offset, max_bytes, max_offset) == \
+                _linear_region(seg, offset, max_bytes, max_offset), (offset, max_bytes, max_offset)
+
+
+def test_a_long_region_reads_few_batch_headers(tmp_path, monkeypatch):
+    # a consumer far behind on small batches: the region's batches are not read one by one
+    log = new_log(tmp_path, small_config(segment_bytes=1 << 20, index_interval_bytes=4096))
+    for i in range(500):
+        log.append(make_batch([(None, b"v" * 1000, NOW)]), now_ms=NOW)
+    seg = log.segments[0]
+    reads = []
+    real_pread = os.pread
+
+    def counting_pread(fd, n, pos):
+        reads.append(n)
+        return real_pread(fd, n, pos)
+
+    monkeypatch.setattr("kbroker.log.segment.os.pread", counting_pread)
+    start, length = seg.region(10, 400_000, None)
+    assert length > 300 * 1000            # hundreds of batches in the region
+    assert len(reads) <= 12               # the first batch's scan and a few after the index

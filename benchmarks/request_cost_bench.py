@@ -1,0 +1,390 @@
+"""Broker instructions per request: single-record Produce, and a parked Fetch woken by it.
+
+The latency rows of issue 32 lose from 10,000 records/s on: with ``linger.ms=0`` librdkafka
+sends one Produce per record, and every append wakes the consumer's parked Fetch, so the
+broker answers about two requests per record. This driver measures what one such request
+costs the broker, in user-space instructions (``perf stat -e instructions:u -p <broker>``
+over the measured part only), a figure a busy machine hardly changes, unlike wall time.
+
+Against one ``kbroker serve`` (started here, one topic of one partition), three phases:
+
+- ``produce-pipelined``: N Produce requests (one 1 KiB record each, acks=1) on one
+  connection, ``--window`` of them in flight, as a linger.ms=0 producer keeps several;
+- ``produce-serial``: N Produce requests, each sent after the previous answer;
+- ``idle``: one second without a request (the broker's timers and sweeps), per second;
+- ``fetch-behind``: N fetches, one after another, from the start of the log (a consumer
+  catching up: each answer holds up to 1 MiB of the one-record batches written before);
+- ``fetch-woken``: N rounds of a consumer's Fetch (one partition, at the log end,
+  ``max_wait_ms`` 500, ``min_bytes`` 1, sessionless as librdkafka's) sent on its own
+  connection and parked, then one single-record Produce on another connection that wakes it;
+  the Fetch's share is the round less a ``produce-serial`` request.
+
+Optionally ``--py-spy FILE`` records a py-spy profile of the broker over the measured phases
+(``--idle`` left off: only time on the CPU). Prints a table; asserts nothing.
+
+    .venv/bin/python -m benchmarks.request_cost_bench [-n 2000] [--window 16]
+        [--fetch-version 12] [--py-spy /tmp/broker.txt]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from kbroker.wire import messages as M
+from kbroker.wire import protocol
+from kbroker.wire.records import build_batch
+
+TOPIC = "reqcost"
+VALUE = b"v" * 1024
+PRODUCE_VERSION = 9
+P = M.ProduceRequest
+F = M.FetchRequest
+_SIZE = struct.Struct(">i")
+
+
+class Conn:
+    """A blocking connection; frames are encoded before a measured phase."""
+
+    def __init__(self, port: int, client_id: str):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client_id = client_id
+        self.corr = 0
+        self.buf = bytearray()
+
+    def frame(self, api_key: int, version: int, body) -> bytes:
+        self.corr += 1
+        return protocol.encode_request(api_key, version, self.corr, self.client_id, body)
+
+    def read_frame(self) -> bytes:
+        while True:
+            if len(self.buf) >= 4:
+                size = _SIZE.unpack_from(self.buf, 0)[0]
+                if len(self.buf) >= 4 + size:
+                    payload = bytes(self.buf[4:4 + size])
+                    del self.buf[:4 + size]
+                    return payload
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            self.buf += chunk
+
+    def call(self, api_key: int, version: int, body):
+        self.sock.sendall(self.frame(api_key, version, body))
+        return protocol.decode_response(self.read_frame(), api_key, version)[1]
+
+
+def produce_body() -> P:
+    batch = build_batch([(None, VALUE, [], int(time.time() * 1000))])
+    return P(acks=1, timeout_ms=30000, topic_data=[P.TopicProduceData(
+        name=TOPIC, partition_data=[P.PartitionProduceData(index=0, records=batch)])])
+
+
+TOPIC_ID = {}     # the topic's id, for Fetch v13+ (filled once the topic exists)
+
+
+def fetch_body(offset: int, version: int = 12) -> F:
+    topic = F.FetchTopic(topic=TOPIC, partitions=[F.FetchPartition(
+        partition=0, fetch_offset=offset, partition_max_bytes=1048576,
+        current_leader_epoch=-1, log_start_offset=-1)])
+    if version >= 13:
+        topic.topic_id = TOPIC_ID[TOPIC]
+    return F(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
+             isolation_level=1, session_id=0, session_epoch=-1, topics=[topic])
+
+
+def log_end(conn: Conn) -> int:
+    """The partition's high watermark, from a fetch that does not wait."""
+    body = fetch_body(0)
+    body.max_wait_ms = 0
+    body.topics[0].partitions[0].partition_max_bytes = 1
+    return conn.call(1, 12, body).responses[0].partitions[0].high_watermark
+
+
+class PerfCounter:
+    """``perf stat -e instructions:u`` attached to the broker for one phase (needs a PMU;
+    many virtual machines have none: then use ``--counter callgrind``)."""
+
+    def __init__(self, pid: int):
+        self.out = tempfile.NamedTemporaryFile(prefix="reqcost-perf-", suffix=".csv", delete=False)
+        self.out.close()
+        self.proc = subprocess.Popen(["perf", "stat", "-x,", "-e", "instructions:u", "-o",
+                                      self.out.name, "-p", str(pid)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.3)        # attached before the phase starts
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(30)
+        text = Path(self.out.name).read_text()
+        os.unlink(self.out.name)
+        for line in text.splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and fields[2].startswith("instructions"):
+                if not fields[0].isdigit():
+                    raise SystemExit("perf cannot count instructions here (no PMU): "
+                                     "use --counter callgrind")
+                return int(fields[0])
+        raise RuntimeError(f"perf stat gave no count:\n{text}")
+
+
+class CallgrindCounter:
+    """The broker runs under ``valgrind --tool=callgrind --instr-atstart=no``; a phase turns
+    instrumentation on, and the dump taken at its end holds the instructions executed
+    (user space, every thread), exactly and whatever the machine's load."""
+
+    prefix_args = ["--tool=callgrind", "--instr-atstart=no"]
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self._ctl("-z")
+        self._ctl("-i", "on")
+
+    def _ctl(self, *args: str) -> str:
+        return subprocess.run(["callgrind_control", *args, str(self.pid)], check=True,
+                              capture_output=True, text=True, timeout=600).stdout
+
+    def stop(self) -> int:
+        self._ctl("-i", "off")
+        out = self._ctl("-d")
+        return _last_dump_total(self.pid, out)
+
+
+def _last_dump_total(pid: int, ctl_output: str) -> int:
+    """``totals:`` of the newest callgrind dump of ``pid`` (its ``summary:`` line counts
+    from the start of the program, zero with ``--instr-atstart=no``)."""
+    dumps = sorted(Path(CALLGRIND_DIR).glob(f"callgrind.out.{pid}*"), key=os.path.getmtime)
+    if not dumps:
+        raise RuntimeError(f"no callgrind dump of {pid}: {ctl_output}")
+    for line in dumps[-1].read_text(errors="replace").splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no totals in {dumps[-1]}")
+
+
+class CpuCounter:
+    """The broker's CPU time (user + system, /proc) for one phase, in nanoseconds: a
+    fallback that a loaded machine does distort (caches, frequency), less than wall time."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.t0 = _cpu_ns(pid)
+        self.system_share = 0.0
+
+    def stop(self) -> int:
+        user, system = (b - a for a, b in zip(self.t0, _cpu_ns(self.pid)))
+        self.system_share = system / max(1, user + system)
+        return user + system
+
+
+def _cpu_ns(pid: int) -> tuple[int, int]:
+    """(user, system) CPU time of ``pid`` in nanoseconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) * tick, int(fields[12]) * tick
+
+
+CALLGRIND_DIR = tempfile.gettempdir()
+# ``kbroker serve`` under cProfile; the stats are written when it ends (it leaves with
+# os._exit after a clean stop, which skips cProfile's own writing)
+_CPROFILE_WRAPPER = """
+import cProfile, os, runpy, sys
+out = sys.argv[1]
+sys.argv = ["kbroker"] + sys.argv[2:]
+prof = cProfile.Profile()
+real_exit = os._exit
+def _exit(code):
+    prof.disable()
+    prof.dump_stats(out)
+    real_exit(code)
+os._exit = _exit
+prof.enable()
+runpy.run_module("kbroker", run_name="__main__")
+"""
+COUNTERS = {"perf": PerfCounter, "callgrind": CallgrindCounter, "cpu": CpuCounter}
+
+
+def phase_produce_pipelined(port: int, n: int, window: int) -> int:
+    conn = Conn(port, "reqcost-producer")
+    frames = [conn.frame(0, PRODUCE_VERSION, produce_body()) for _ in range(n)]
+    sent = answered = 0
+    while answered < n:
+        while sent < n and sent - answered < window:
+            conn.sock.sendall(frames[sent])
+            sent += 1
+        payload = conn.read_frame()
+        answered += 1
+        if answered == 1 or answered == n:
+            resp = protocol.decode_response(payload, 0, PRODUCE_VERSION)[1]
+            code = resp.responses[0].partition_responses[0].error_code
+            assert code == 0, f"produce failed with error {code}"
+    conn.sock.close()
+    return n
+
+
+def phase_produce_serial(port: int, n: int) -> int:
+    conn = Conn(port, "reqcost-producer")
+    frames = [conn.frame(0, PRODUCE_VERSION, produce_body()) for _ in range(n)]
+    for f in frames:
+        conn.sock.sendall(f)
+        conn.read_frame()
+    conn.sock.close()
+    return n
+
+
+def phase_fetch_woken(port: int, n: int, version: int, offset: int, park_s: float) -> tuple[int, int]:
+    """N rounds; returns (rounds, fetches that came back without a record)."""
+    consumer = Conn(port, "reqcost-consumer")
+    producer = Conn(port, "reqcost-producer")
+    produces = [producer.frame(0, PRODUCE_VERSION, produce_body()) for _ in range(n)]
+    empty = 0
+    for i in range(n):
+        consumer.sock.sendall(consumer.frame(1, version, fetch_body(offset, version)))
+        time.sleep(park_s)      # let the broker park it (not part of the broker's count)
+        producer.sock.sendall(produces[i])
+        producer.read_frame()
+        resp = protocol.decode_response(consumer.read_frame(), 1, version)[1]
+        part = resp.responses[0].partitions[0]
+        assert part.error_code == 0, f"fetch failed with error {part.error_code}"
+        if not part.records:
+            empty += 1
+            # answered before the append reached it: fetch once more for the record
+            resp = consumer.call(1, version, fetch_body(offset, version))
+        offset += 1
+    consumer.sock.close()
+    producer.sock.close()
+    return n, empty
+
+
+def phase_fetch_behind(port: int, n: int, version: int, first: int) -> int:
+    """N fetches, one after another, from offsets ``first``, ``first + 1``... of a log of
+    one-record batches: a consumer catching up, each answer up to 1 MiB (~900 batches)."""
+    consumer = Conn(port, "reqcost-consumer")
+    for i in range(n):
+        resp = consumer.call(1, version, fetch_body(first + i, version))
+        part = resp.responses[0].partitions[0]
+        assert part.error_code == 0 and part.records, "fetch-behind found no record"
+    consumer.sock.close()
+    return n
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", type=int, default=2000, help="requests (or rounds) per phase")
+    ap.add_argument("--window", type=int, default=16, help="produce requests in flight")
+    ap.add_argument("--fetch-version", type=int, default=16,
+                    help="16: what librdkafka 2.x sends to kbroker (topic ids)")
+    ap.add_argument("--park-ms", type=float, default=2.0,
+                    help="how long a fetch is given to park before the append")
+    ap.add_argument("--py-spy", metavar="FILE", help="record a py-spy profile of the broker")
+    ap.add_argument("--phases",
+                    default="idle,produce-pipelined,produce-serial,fetch-behind,fetch-woken",
+                    help="which phases, in this order (comma-separated)")
+    ap.add_argument("--keep-dumps", action="store_true",
+                    help="keep the callgrind dumps (callgrind.out.<pid>.<n> in the temp dir)")
+    ap.add_argument("--cprofile", metavar="FILE",
+                    help="run the broker under cProfile (call counts; written at its stop)")
+    ap.add_argument("--python", default=None, help="the broker's interpreter (default: this one)")
+    ap.add_argument("--counter", choices=sorted(COUNTERS), default="perf",
+                    help="perf: instructions:u (needs a PMU); callgrind: exact instruction "
+                         "counts of the broker run under valgrind (slow); cpu: CPU ns")
+    args = ap.parse_args(argv)
+    needs = {"perf": "perf", "callgrind": "callgrind_control"}.get(args.counter)
+    if needs and shutil.which(needs) is None:
+        raise SystemExit(f"{needs} is not installed")
+    Counter = COUNTERS[args.counter]
+    from tests.support.broker_proc import BrokerProcess
+    work = Path(tempfile.mkdtemp(prefix="reqcost-"))
+    kw = {"python": args.python} if args.python else {}
+    broker = BrokerProcess(work / "data", overrides={"num.partitions": 1}, **kw)
+    if args.cprofile:
+        # deterministic call counts per request (cProfile slows the broker: no timings)
+        plain = broker.command
+        broker.command = lambda: [plain()[0], "-c", _CPROFILE_WRAPPER, args.cprofile, *plain()[3:]]
+    if args.counter == "callgrind":
+        broker.start_timeout = 300.0
+        broker.prefix = ["valgrind", *CallgrindCounter.prefix_args,
+                         f"--callgrind-out-file={CALLGRIND_DIR}/callgrind.out.%p"]
+    broker.start()
+    pid = broker.proc.pid
+    rows = []
+    spy = None
+    try:
+        admin = Conn(broker.port, "reqcost-admin")
+        C = M.CreateTopicsRequest
+        r = admin.call(19, 7, C(timeout_ms=60000, topics=[C.CreatableTopic(
+            name=TOPIC, num_partitions=1, replication_factor=1)]))
+        assert r.topics[0].error_code == 0, r
+        TOPIC_ID[TOPIC] = r.topics[0].topic_id
+        # warm-up: the leader is ready, the code paths are compiled and cached
+        for _ in range(100):
+            code = admin.call(0, PRODUCE_VERSION, produce_body()).responses[0] \
+                .partition_responses[0].error_code
+            if code == 0:
+                break
+            time.sleep(0.1)
+        phase_produce_pipelined(broker.port, 200, args.window)
+        phase_produce_serial(broker.port, 200)
+        phase_fetch_woken(broker.port, 50, args.fetch_version, log_end(admin), 0.002)
+        if args.py_spy:
+            spy_bin = shutil.which("py-spy") or str(Path(__file__).resolve().parents[1] / ".venv/bin/py-spy")
+            spy = subprocess.Popen([spy_bin, "record", "-p", str(pid), "-f", "raw", "-r", "200",
+                                    "-o", args.py_spy], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            time.sleep(1.0)
+        for name in args.phases.split(","):
+            counter = Counter(pid)
+            t0 = time.perf_counter()
+            if name == "idle":
+                time.sleep(1.0)         # the broker's own timers: a cost per second, not per request
+                done, note = 1, "per second with no client request"
+            elif name == "produce-pipelined":
+                done, note = phase_produce_pipelined(broker.port, args.n, args.window), ""
+            elif name == "fetch-behind":
+                done, note = phase_fetch_behind(broker.port, args.n, args.fetch_version, 0), \
+                    "answers of up to 1 MiB of 1 KiB batches"
+            elif name == "produce-serial":
+                done, note = phase_produce_serial(broker.port, args.n), ""
+            else:
+                done, empty = phase_fetch_woken(broker.port, args.n, args.fetch_version,
+                                                log_end(admin), args.park_ms / 1000)
+                note = f"{empty} fetches answered before their append"
+            wall = time.perf_counter() - t0
+            instructions = counter.stop()
+            if isinstance(counter, CpuCounter):
+                note = f"{note}; {counter.system_share:.0%} in the kernel".lstrip("; ")
+            rows.append((name, done, instructions / done, wall * 1e6 / done, note))
+    finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
+        broker.stop(timeout=300)
+        shutil.rmtree(work, ignore_errors=True)
+        if not args.keep_dumps:
+            for dump in Path(CALLGRIND_DIR).glob(f"callgrind.out.{pid}*"):
+                dump.unlink()
+    per = {name: ins for name, _, ins, _, _ in rows}
+    print(f"kbroker: one partition, 1 KiB records, acks=1, Produce v{PRODUCE_VERSION}, "
+          f"Fetch v{args.fetch_version}, {args.n} per phase")
+    unit = {"perf": "instructions:u", "callgrind": "instructions (callgrind Ir)",
+            "cpu": "CPU ns"}[args.counter]
+    print(f"| phase | requests | broker {unit} / request | wall µs / request | note |")
+    print("|---|---:|---:|---:|---|")
+    for name, done, ins, wall, note in rows:
+        print(f"| {name} | {done:,} | {ins:,.0f} | {wall:,.0f} | {note} |")
+    if "fetch-woken" in per and "produce-serial" in per:
+        woken = per["fetch-woken"] - per["produce-serial"]
+        print(f"| fetch woken (round − serial produce) | | {woken:,.0f} | | |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
