@@ -9,7 +9,7 @@ listeners, no SASL mechanism. Up to its first acknowledged produce (a librdkafka
 ApiVersions, Metadata with the topic's auto-creation, Produce) it loads no API handler but
 those it was asked for (the registry imports a handler's module on the API's first
 request): no share-group, streams-group, transaction, ACL, SCRAM, quota, delegation-token
-or raft-voter handler. A later request of such an API loads its module then and is
+or raft-voter handler, and no share-partition manager (started with the first share request). A later request of such an API loads its module then and is
 answered. Every API stays advertised: the ApiVersions tests and ``test_api_index.py`` keep
 the registry complete."""
 from __future__ import annotations
@@ -44,7 +44,11 @@ _NOT_BEFORE_FIRST_USE = {
         "alter_user_scram_credentials", "describe_user_scram_credentials",
         "alter_client_quotas", "describe_client_quotas", "create_delegation_token",
         "add_raft_voter", "remove_raft_voter", "describe_quorum", "sasl_handshake",
-        "sasl_authenticate", "elect_leaders", "alter_partition_reassignments")}
+        "sasl_authenticate", "elect_leaders", "alter_partition_reassignments")} | {
+    # the share-partition manager, its persister and the share front: started with the
+    # first share request (kbroker/share/service.py)
+    "kbroker.share.manager", "kbroker.share.persister", "kbroker.share.partition",
+    "kbroker.share.dlq", "kbroker.group.share.coordinator"}
 
 
 class ServeProcess:
