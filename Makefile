@@ -29,7 +29,13 @@ export KBROKER_CACHE := $(abspath $(KBROKER_CACHE))
 
 all: setup protocol
 
-setup: $(STAMP)
+setup: $(STAMP) codecache
+
+# the code dataclasses/attrs generate at import, compiled once for kbroker serve's start
+# (kbroker/common/codecache.py; in an ignored __pycache__, rebuilt by every make setup)
+codecache: $(STAMP)
+	$(PY) -m kbroker.node.codecache_build || echo "codecache not built: kbroker serve compiles as usual"
+.PHONY: codecache
 
 $(STAMP): pyproject.toml requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -22,8 +22,8 @@ START, END = "<!-- api-table:start -->", "<!-- api-table:end -->"
 
 def table() -> str:
     sys.path.insert(0, str(ROOT))
-    from kbroker.api import load_all
-    registry = load_all()
+    from kbroker.api import import_all   # the modules themselves, not the lazy index
+    registry = import_all()
     rows = ["| Key | API | Versions | Served from | Module |", "|---:|---|---|---|---|"]
     for key in sorted(registry):
         s = registry[key]

@@ -14,6 +14,14 @@ ApiVersions (client telemetry: Kafka lists it only with a telemetry receiver plu
 registry is the single
 source of truth: ApiVersions is derived from it, never from a hand-kept table.
 
+Modules are imported on the first request of their API (issue 32, start-up): a plain node
+serving Produce, Fetch and Metadata never loads the share-group, streams, transaction, ACL
+or SCRAM handlers, nor the managers and message classes they bind. :func:`load_all` fills
+the registry from ``_index.py``, the decorators' arguments written out by
+``python -m kbroker.api._make_index``; each entry's handler imports its module when first
+called and hands over to the handler the module registered. ``tests/broker/test_api_index.py``
+imports every module and fails when the index differs from what the modules declare.
+
 Handlers are thin: decode has already happened; they check, call the broker's managers
 (``ctx.broker``) and build the response. Returning ``None`` means "send no response"
 (Produce with acks=0).
@@ -22,7 +30,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -42,7 +49,8 @@ class ApiSpec:
     advertised: bool = True  # listed by ApiVersions (else served to clients that call it anyway)
 
 
-REGISTRY: dict[int, ApiSpec] = {}
+REGISTRY: dict[int, ApiSpec] = {}       # what connections dispatch on (lazy entries too)
+_LOADED: dict[int, ApiSpec] = {}        # what imported modules registered
 
 
 def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = None,
@@ -59,10 +67,15 @@ def api(api_key: int, *, versions: tuple[int, int], served_from: int | None = No
         raise ValueError(f"{request_name}: versions {served}-{hi} outside {valid}")
 
     def register(fn):
-        if api_key in REGISTRY:
+        if api_key in _LOADED:
             raise ValueError(f"api key {api_key} registered twice")
-        REGISTRY[api_key] = ApiSpec(api_key, request_name.removesuffix("Request"), lo, hi,
-                                    lo if served_from is None else served_from, fn, advertised)
+        spec = ApiSpec(api_key, request_name.removesuffix("Request"), lo, hi,
+                       lo if served_from is None else served_from, fn, advertised)
+        _LOADED[api_key] = spec
+        current = REGISTRY.get(api_key)
+        # an index entry gives way; anything else put there (a test's wrapper) stays
+        if current is None or getattr(current.handler, "lazy_module", None) is not None:
+            REGISTRY[api_key] = spec
         return fn
     return register
 
@@ -141,9 +154,35 @@ class RequestContext:
                                        self.client_host, resource_type, name)
 
 
+def _lazy(api_key: int, module: str):
+    """A handler that imports ``module`` on its first call and then runs what it registered."""
+    async def handler(ctx, request):
+        spec = _LOADED.get(api_key)
+        if spec is None:
+            importlib.import_module(f"{__name__}.{module}")
+            spec = _LOADED[api_key]
+        return await spec.handler(ctx, request)
+    handler.lazy_module = module
+    return handler
+
+
 def load_all() -> dict[int, ApiSpec]:
-    """Import every API module in this package (each registers itself) and return the registry."""
+    """The registry, every API of the index in it: entries of modules not imported yet carry
+    a handler that imports the module on the first request (see the module docstring)."""
+    from ._index import INDEX
+    for api_key, (module, name, lo, hi, served, advertised) in INDEX.items():
+        if api_key not in REGISTRY:
+            REGISTRY[api_key] = ApiSpec(api_key, name, lo, hi, served, _lazy(api_key, module),
+                                        advertised)
+    return REGISTRY
+
+
+def import_all() -> dict[int, ApiSpec]:
+    """Import every API module of this package (each registers itself) and return what they
+    registered: what the index must say (``_make_index``, the index test)."""
+    import pkgutil
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
             importlib.import_module(f"{__name__}.{info.name}")
-    return REGISTRY
+    return dict(_LOADED)
+

@@ -7,11 +7,12 @@ import uuid
 
 from kbroker.group.share.config import share_groups_enabled
 from kbroker.replica import LATEST_TIMESTAMP, ReplicaError
+from kbroker.share.service import share_groups, share_partitions
 from kbroker.wire.error_codes import ErrorCode as E
 
 
 def groups_of(broker):
-    return getattr(broker, "share_groups", None)
+    return share_groups(broker)           # started with the first share request
 
 
 def group_error(broker, group_id: str, *, must_be_empty: bool,
@@ -37,7 +38,7 @@ def summary(broker, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple
     group never consumed it. Both as last written to the share coordinator (Kafka answers
     from there: its start offset is one write behind, F-970). Lag = high watermark − start
     offset − records already acknowledged or archived at or after the start offset."""
-    mgr = broker.share_partitions
+    mgr = share_partitions(broker)
     sp = mgr.partitions.get((group_id, topic_id, partition))
     if sp is not None:
         start = sp.written_start
@@ -58,7 +59,7 @@ def summary(broker, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple
 
 def reset(broker, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int | None) -> int:
     """Replace a share-partition's state: start again at ``start_offset``, or (None) forget it."""
-    mgr = broker.share_partitions
+    mgr = share_partitions(broker)
     mgr.partitions.pop((group_id, topic_id, partition), None)
     try:
         if start_offset is None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from kbroker.replica import ReplicaError
 from kbroker.share.persister import TOPIC, partition_for
+from kbroker.share.service import share_partitions
 from kbroker.wire.error_codes import ErrorCode as E
 
 
 def persister_of(broker):
-    mgr = getattr(broker, "share_partitions", None)
-    if mgr is None or mgr.persister is None:
-        raise RuntimeError("the broker has no share state persister (Broker.start creates it)")
+    mgr = share_partitions(broker)        # started with the first share request
+    if mgr.persister is None:
+        raise RuntimeError("the broker has no share state persister")
     return mgr.persister
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kbroker.api import RequestContext, api
 from kbroker.api._share_admin import group_error, reset
+from kbroker.share.service import share_partitions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -14,8 +15,9 @@ Resp = messages.AlterShareGroupOffsetsResponse
 @api(91, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Resp:
     broker = ctx.broker
-    if broker.share_partitions.persister is not None:
-        await broker.share_partitions.persister.ensure_topic()
+    mgr = share_partitions(broker)        # started with the first share request
+    if mgr.persister is not None:
+        await mgr.persister.ensure_topic()
     err = group_error(broker, request.group_id, must_be_empty=True, feature_checked=True)
     if err:
         return Resp(throttle_time_ms=0, error_code=err, error_message=None, responses=[])

@@ -19,6 +19,7 @@ from kbroker.api._authorized import denied_names
 from kbroker.authz.acls import DELETE, GROUP
 from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.group.service import coordinator_of
+from kbroker.share.service import share_groups_among
 from kbroker.wire import messages
 
 Response = messages.DeleteGroupsResponse
@@ -28,7 +29,7 @@ Response = messages.DeleteGroupsResponse
 async def handle(ctx: RequestContext, request) -> Response:
     denied = denied_names(ctx, DELETE, GROUP, request.groups_names)
     names = [g for g in request.groups_names if g not in denied]
-    sg = getattr(ctx.broker, "share_groups", None)
+    sg = share_groups_among(ctx.broker, names)
     shared = {g: dict(grp.initialized) for g, grp in sg.groups.items() if g in names} if sg else {}
     results = await coordinator_of(ctx.broker).delete_groups(names) if names else []
     for gid, code in results:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kbroker.api import RequestContext, api
 from kbroker.api._share_admin import group_error, summary
+from kbroker.share.service import share_partitions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -15,7 +16,7 @@ Resp = messages.DescribeShareGroupOffsetsResponse
 @api(90, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Resp:
     broker = ctx.broker
-    mgr = broker.share_partitions
+    mgr = share_partitions(broker)        # started with the first share request
     if mgr.persister is not None:
         await mgr.persister.ensure_topic()
     image = broker.metadata

@@ -31,6 +31,7 @@ import functools
 from kbroker.api import RequestContext, api
 from kbroker.group.share.config import share_groups_enabled
 from kbroker.api.share_group_heartbeat import share_groups_of
+from kbroker.share.service import share_partitions
 from kbroker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
@@ -41,10 +42,7 @@ MAX_RECORDS_DEFAULT = 500
 
 
 def manager_of(broker):
-    m = getattr(broker, "share_partitions", None)
-    if m is None:
-        raise RuntimeError("the broker has no share-partition manager (Broker.start creates it)")
-    return m
+    return share_partitions(broker)       # started with the first share request
 
 
 def _error(code: int, message: str | None = None) -> Resp:

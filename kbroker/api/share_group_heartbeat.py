@@ -17,10 +17,8 @@ Response = messages.ShareGroupHeartbeatResponse
 
 
 def share_groups_of(broker):
-    sg = getattr(broker, "share_groups", None)
-    if sg is None:
-        raise RuntimeError("the broker has no share group coordinator (Broker.start creates it)")
-    return sg
+    from kbroker.share.service import share_groups   # started with the first share request
+    return share_groups(broker)
 
 
 @api(76, versions=(1, 1))

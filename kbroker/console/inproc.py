@@ -18,9 +18,7 @@ CLIENT_ID = "kbroker-console"
 async def call_api(broker, api_key: int, version: int, request, *, client_id: str = CLIENT_ID):
     """Run the handler of ``api_key`` on ``request`` as the current principal (``auth.current``)
     with ``client_id`` naming the caller (the REST gateway passes its own)."""
-    if not REGISTRY:
-        load_all()
-    spec = REGISTRY[api_key]
+    spec = REGISTRY.get(api_key) or load_all()[api_key]
     who = auth.current.get()
     ctx = RequestContext(broker, api_key, version, 0, client_id, client_host=who.host,
                          principal=who.principal)

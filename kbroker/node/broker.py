@@ -66,6 +66,7 @@ class Broker:
                  "no authorizer (authorizer.class.name is not set): ACLs are not enforced")
         self.share_groups = None       # kbroker.group.share.coordinator.ShareGroupCoordinator
         self.share_partitions = None   # kbroker.share.manager.SharePartitionManager
+        # both made with the share groups' first use (kbroker.share.service)
         self._nursery = None
         self.incarnation_id = uuid.uuid4()
         self.started = False
@@ -252,8 +253,6 @@ class Broker:
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start(nursery)
-        from kbroker.share.service import start_share_groups
-        await start_share_groups(self, nursery)
         from kbroker.txn.coordinator import TransactionCoordinator
         self.transactions = TransactionCoordinator(self)
         await self.transactions.start(nursery)

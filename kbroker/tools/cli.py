@@ -250,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         # run_until_signal resumes it once the server is built
         from kbroker.common import startup_gc
         startup_gc.pause()
+        # generated methods' code from the build's cache (kbroker.common.codecache)
+        from kbroker.common import codecache
+        codecache.install()
         if args.kafka_start_lines:
             from kbroker.container.start_lines import install
             install()

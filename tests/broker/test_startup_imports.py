@@ -1,56 +1,142 @@
-"""What ``kbroker serve`` imports before it is ready (start-up cost, issue 32): a real
-``python -v -m kbroker serve`` process, whose import log names every module it loaded up
-to its ``kbroker ready`` line. Module names only, never times: a plain single
-node loads no client command, no ``importlib.metadata`` (the version lookup is for
-``--version``; CRC32C is loaded without its package's ``__init__``), none of the
-consumer, share and streams group types (their API handlers still register: the ApiVersions
-tests keep the registry complete) and, without SASL listeners, no SASL mechanism."""
+"""What ``kbroker serve`` imports before it is ready and up to its first acknowledged produce
+(start-up cost, issue 32): a real ``python -v -m kbroker serve`` process, whose import log
+names every module it loads. Module names only, never times.
+
+Up to the ready line a plain single node loads no client command, no ``importlib.metadata``
+(the version lookup is for ``--version``; CRC32C is loaded without its package's
+``__init__``), none of the consumer, share and streams group types and, without SASL
+listeners, no SASL mechanism. Up to its first acknowledged produce (a librdkafka producer:
+ApiVersions, Metadata with the topic's auto-creation, Produce) it loads no API handler but
+those it was asked for (the registry imports a handler's module on the API's first
+request): no share-group, streams-group, transaction, ACL, SCRAM, quota, delegation-token
+or raft-voter handler, and no share-partition manager (started with the first share request). A later request of such an API loads its module then and is
+answered. Every API stays advertised: the ApiVersions tests and ``test_api_index.py`` keep
+the registry complete."""
 from __future__ import annotations
 
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import threading
 
+import pytest
+
+from kbroker.wire import messages, protocol
 from tests.support.broker_proc import free_port
 
 # ``python -v`` names every module as it is loaded (``-X importtime`` misses those loaded
 # through importlib.import_module, as the API registry loads its modules)
 _IMPORT = re.compile(r"^import '([\w.]+)' #")
 
+# handler modules a plain node serving Produce, Fetch and Metadata has no use for
+_NOT_BEFORE_FIRST_USE = {
+    "kbroker.api." + m for m in (
+        "share_fetch", "share_acknowledge", "share_group_heartbeat", "share_group_describe",
+        "read_share_group_state", "write_share_group_state", "initialize_share_group_state",
+        "streams_group_heartbeat", "streams_group_describe", "consumer_group_heartbeat",
+        "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
+        "write_txn_markers", "list_transactions", "describe_transactions",
+        "create_acls", "describe_acls", "delete_acls",
+        "alter_user_scram_credentials", "describe_user_scram_credentials",
+        "alter_client_quotas", "describe_client_quotas", "create_delegation_token",
+        "add_raft_voter", "remove_raft_voter", "describe_quorum", "sasl_handshake",
+        "sasl_authenticate", "elect_leaders", "alter_partition_reassignments")} | {
+    # the share-partition manager, its persister and the share front: started with the
+    # first share request (kbroker/share/service.py)
+    "kbroker.share.manager", "kbroker.share.persister", "kbroker.share.partition",
+    "kbroker.share.dlq", "kbroker.group.share.coordinator"}
 
-def _modules_until_ready(tmp_path) -> set[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-v", "-m", "kbroker", "serve",
-         "--data-dir", str(tmp_path / "data"), "--listen", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        text=True, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    names: set[str] = set()
-    ready = False
-    try:
-        for line in proc.stderr:
-            m = _IMPORT.match(line)
-            if m:
-                names.add(m.group(1))
-            elif "kbroker ready" in line:
-                ready = True
-                break
-    finally:
-        proc.send_signal(signal.SIGINT)
+
+class ServeProcess:
+    """``python -v -m kbroker serve`` with a thread collecting the modules it imports."""
+
+    def __init__(self, tmp_path):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-v", "-m", "kbroker", "serve",
+             "--data-dir", str(tmp_path / "data"), "--listen", f"127.0.0.1:{self.port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            text=True, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.names: list[str] = []
+        self.at_ready: set[str] | None = None
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            with self._changed:
+                m = _IMPORT.match(line)
+                if m:
+                    self.names.append(m.group(1))
+                elif "kbroker ready" in line and self.at_ready is None:
+                    self.at_ready = set(self.names)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for(self, predicate, timeout: float = 120.0) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate() or self.proc.poll() is not None,
+                                          timeout) and predicate()
+
+    def loaded(self) -> set[str]:
+        with self._changed:
+            return set(self.names)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
         try:
-            proc.communicate(timeout=30)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-    assert ready, "the broker never logged its ready line"
-    return names
+            self.proc.kill()
+            self.proc.wait()
 
 
-def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadata(tmp_path):
-    names = _modules_until_ready(tmp_path)
-    assert "kbroker.server" in names and "kbroker.api.produce" in names   # the probe works
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory):
+    node = ServeProcess(tmp_path_factory.mktemp("startup-imports"))
+    try:
+        assert node.wait_for(lambda: node.at_ready is not None), "the broker never logged ready"
+        yield node
+    finally:
+        node.stop()
+
+
+def _first_ack(port: int) -> None:
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 3,
+                         "message.timeout.ms": 120_000})
+    result: list = []
+    producer.produce("first", b"x", on_delivery=lambda err, msg: result.append(err))
+    producer.flush(120)
+    assert result == [None], f"first produce not acknowledged: {result}"
+
+
+def _request(port: int, api_key: int, version: int, body):
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(protocol.encode_request(api_key, version, 5, "startup-imports", body))
+        size = struct.unpack(">i", _recv(s, 4))[0]
+        corr, resp = protocol.decode_response(_recv(s, size), api_key, version)
+    assert corr == 5
+    return resp
+
+
+def _recv(s: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        assert chunk, "connection closed"
+        data += chunk
+    return data
+
+
+def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadata(serving):
+    names = serving.at_ready
+    assert "kbroker.server" in names and "kbroker.api" in names   # the probe works
     assert "importlib.metadata" not in names
     assert not {n for n in names if n.startswith("kafka")}, "a Kafka client library was loaded"
     commands = {n for n in names if n.startswith("kbroker.tools.")} - {"kbroker.tools.cli"}
@@ -64,6 +150,22 @@ def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadat
     assert not group_types, f"group types loaded before any group was used: {sorted(group_types)}"
     # no SASL listener: neither the SASL state machine nor its mechanisms
     assert not names & {"kbroker.security.authenticator", "kbroker.security.mechanisms"}
+    # no request yet, so no API handler module (the registry lists them from its index)
+    handlers = {n for n in names if n.startswith("kbroker.api.")} - {"kbroker.api._index"}
+    assert not handlers, f"API handler modules loaded before any request: {sorted(handlers)}"
+
+
+def test_handlers_load_with_the_first_request_of_their_api(serving):
+    _first_ack(serving.port)
+    names = serving.loaded()
+    # what the producer asked for was loaded, and served
+    assert {"kbroker.api.api_versions", "kbroker.api.metadata", "kbroker.api.produce"} <= names
+    unused = names & _NOT_BEFORE_FIRST_USE
+    assert not unused, f"handlers loaded by a plain produce: {sorted(unused)}"
+    # an API nobody asked for yet is still served: its module loads with the request
+    resp = _request(serving.port, 66, 0, messages.ListTransactionsRequest())
+    assert resp.error_code == 0 and resp.transaction_states == []
+    assert serving.wait_for(lambda: "kbroker.api.list_transactions" in serving.names)
 
 
 def test_serve_parser_alone_and_version_on_demand():

@@ -1,0 +1,98 @@
+"""The generated-code cache (``kbroker/common/codecache.py``, issue 32 start-up): what
+dataclasses, namedtuple and attrs compile at import is kept in a file and read back, and
+the classes built from the cached code behave as those built without it. Each check that
+installs the hooks runs in its own interpreter (installing changes the ``dataclasses``,
+``collections`` and ``attr._make`` modules of the process)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from kbroker.common import codecache
+
+_CLASSES = r'''
+import json, sys
+from pathlib import Path
+from kbroker.common import codecache
+path = Path(sys.argv[1])
+codecache.install(path)
+import dataclasses, collections, attr
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Point:
+    x: int
+    y: int = 2
+
+P = collections.namedtuple("P", "a b")
+
+@attr.define
+class Box:
+    size: int = 0
+
+p = Point(1)
+out = {"point": [repr(p), p == Point(1, 2), p < Point(2), hash(p) == hash(Point(1, 2))],
+       "named": [repr(P(1, 2)), P(1, 2)._replace(b=3) == (1, 3)],
+       "attrs": [repr(Box(3)), Box(3) == Box(3)],
+       "frozen": False}
+try:
+    p.x = 5
+except dataclasses.FrozenInstanceError:
+    out["frozen"] = True
+out["stats"] = codecache.statistics()
+if len(sys.argv) > 2:
+    codecache.save(path)
+print(json.dumps(out))
+'''
+
+
+def _run(path, *extra) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CLASSES, str(path), *extra],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_classes_from_cached_code_behave_as_compiled_ones(tmp_path):
+    path = tmp_path / "cache.bin"
+    cold = _run(path, "save")              # no file: everything compiled, then written
+    assert cold["stats"]["compiled"] > 0 and path.exists()
+    warm = _run(path)                      # the same snippets read back
+    assert warm["stats"]["compiled"] == 0
+    assert {k: v for k, v in cold.items() if k != "stats"} == \
+           {k: v for k, v in warm.items() if k != "stats"} == {
+        "point": ["Point(x=1, y=2)", True, True, True],
+        "named": ["P(a=1, b=2)", True],
+        "attrs": ["Box(size=3)", True],
+        "frozen": True}
+
+
+def test_the_cache_keys_on_everything_compile_depends_on(tmp_path):
+    exec_ = codecache._exec_for(0)
+    before = codecache.statistics()["compiled"]
+    ns1, ns2 = {}, {}
+    exec_("def f(a, b=1):\n  return a + b\n", {}, ns1)
+    exec_("def f(a, b=1):\n  return a + b\n", {}, ns2)
+    assert codecache.statistics()["compiled"] == before + 1     # the second was a hit
+    assert ns1["f"](1) == ns2["f"](1) == 2
+    # the __future__ flags are part of the key: annotations stay objects or become text
+    flags = codecache._future_flags(__import__("__future__"))
+    plain, future = {}, {}
+    codecache._exec_for(0)("def g(x: int): pass\n", {}, plain)
+    codecache._exec_for(flags)("def g(x: int): pass\n", {}, future)
+    assert plain["g"].__annotations__ == {"x": int}
+    assert future["g"].__annotations__ == {"x": "int"}
+    # what compile() makes is what the cache hands out
+    code = codecache._compiled("x = 1\n", "<string>", "exec", 0)
+    assert code == compile("x = 1\n", "<string>", "exec", dont_inherit=True)
+
+
+def test_a_file_of_another_interpreter_or_damaged_is_ignored(tmp_path):
+    path = tmp_path / "cache.bin"
+    known = dict(codecache._code)
+    path.write_bytes(b"\x00\x01\x02\x03" + b"not marshal data")     # another magic number
+    assert codecache.load(path) == 0
+    path.write_bytes(codecache._MAGIC + b"\xff\xfe")                  # damaged
+    assert codecache.load(path) == 0
+    assert codecache.load(tmp_path / "missing.bin") == 0
+    assert codecache._code == known                                   # nothing added
