@@ -20,7 +20,7 @@ import uuid
 import pytest
 
 from compat_tests.cli import run_tool
-from compat_tests.helpers import create_topic
+from compat_tests.helpers import create_topic, wait_until
 
 QUOTA = 20_000                 # bytes per second
 QUOTA_BROKER = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
@@ -44,18 +44,39 @@ def configs(bootstrap, *args):
     return run_tool("kafka-configs", ["--bootstrap-server", bootstrap, *args])
 
 
+def described(bootstrap, entity_type, name, ready, what):
+    """kafka-configs --describe of one entity, polled until ``ready(stdout)``: an altered
+    quota reaches the metadata image the broker describes (and enforces) from a moment
+    after the controller committed it (Kafka once answered an empty describe right after
+    the alter)."""
+    def look():
+        out = configs(bootstrap, "--entity-type", entity_type, "--entity-name", name, "--describe")
+        out.check()
+        return out.stdout if ready(out.stdout) else None
+    return wait_until(look, timeout=30, interval=0.2, what=what)
+
+
+def set_quota(bootstrap, entity_type, name, key, value):
+    """Alter one quota and wait until the broker describes it."""
+    configs(bootstrap, "--entity-type", entity_type, "--entity-name", name, "--alter",
+            "--add-config", f"{key}={value}").check()
+    described(bootstrap, entity_type, name, lambda text: f"{key}=" in text,
+              f"{key} of {name} in the broker's describe")
+
+
 def test_quota_configs_round_trip(bootstrap):
     client = f"quota-{uuid.uuid4().hex[:8]}"
     configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
             "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048").check()
-    out = configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--describe")
-    out.check()
+    text = described(bootstrap, "clients", client, lambda t: "Quota configs" in t,
+                     "the client's quotas described")
     assert (f"Quota configs for client-id '{client}' are consumer_byte_rate=2048.0, "
-            "producer_byte_rate=1024.0") in out.stdout
+            "producer_byte_rate=1024.0") in text
     configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
             "--delete-config", "consumer_byte_rate").check()
-    out = configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--describe")
-    assert "consumer_byte_rate" not in out.stdout and "producer_byte_rate=1024.0" in out.stdout
+    text = described(bootstrap, "clients", client, lambda t: "consumer_byte_rate" not in t,
+                     "consumer_byte_rate gone from the describe")
+    assert "producer_byte_rate=1024.0" in text
     bad = configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
                   "--add-config", "producer_byte_rate=1.5")
     assert bad.returncode != 0
@@ -63,16 +84,15 @@ def test_quota_configs_round_trip(bootstrap):
     ip = configs(bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.9", "--alter",
                  "--add-config", "connection_creation_rate=100")
     ip.check()
-    out = configs(bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.9", "--describe")
-    assert "connection_creation_rate=100.0" in out.stdout
+    text = described(bootstrap, "ips", "127.0.0.9", lambda t: "connection_creation_rate" in t,
+                     "the ip's quota described")
+    assert "connection_creation_rate=100.0" in text
     configs(bootstrap, "--entity-type", "ips", "--entity-name", "127.0.0.9", "--alter",
             "--delete-config", "connection_creation_rate").check()
 
 
 def _set_client_quota(bootstrap, client, key):
-    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
-            "--add-config", f"{key}={QUOTA}").check()
-    time.sleep(1.0)   # the quota reaches the broker's metadata (Kafka: its metadata listener)
+    set_quota(bootstrap, "clients", client, key, QUOTA)
 
 
 def test_confluent_producer_is_slowed_to_its_quota(quota_broker):
@@ -165,9 +185,7 @@ def test_request_percentage_throttles_producer_and_admin(quota_broker, caplog):
     topic = f"quota-r-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic)
     client = f"qr-{uuid.uuid4().hex[:8]}"
-    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
-            "--add-config", "request_percentage=0.01").check()
-    time.sleep(1.0)
+    set_quota(bootstrap, "clients", client, "request_percentage", "0.01")
     throttles: list[int] = []
 
     def on_stats(raw):
@@ -200,9 +218,7 @@ def test_controller_mutation_rate_refuses_topics_with_throttling_quota_exceeded(
     from confluent_kafka.admin import AdminClient, NewTopic
     from kafka import KafkaAdminClient
     client = f"qm-{uuid.uuid4().hex[:8]}"
-    configs(bootstrap, "--entity-type", "clients", "--entity-name", client, "--alter",
-            "--add-config", "controller_mutation_rate=1").check()
-    time.sleep(1.0)
+    set_quota(bootstrap, "clients", client, "controller_mutation_rate", "1")
     names = [f"quota-m-{uuid.uuid4().hex[:8]}" for _ in range(3)]
     caplog.set_level(logging.WARNING, logger="kafka")
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client)
