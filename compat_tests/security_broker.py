@@ -13,10 +13,11 @@ can create delegation tokens and authenticate with them.
 """
 from __future__ import annotations
 
-import time
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
+from compat_tests.helpers import wait_until
 from compat_tests.runner import free_port
 from tests.security.certs import PASSWORD, make_pki
 
@@ -52,5 +53,13 @@ def start_secured(target: str, broker_pool, workdir):
         for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
                 user, ScramCredentialInfo(mech, 4096), f"{user}-secret".encode())]).values():
             f.result(timeout=30)
-    time.sleep(0.5)       # credentials reach the broker's image (Kafka: its metadata publisher)
+    # the credentials reach the broker's image (Kafka: its metadata publisher) a moment
+    # after the controller committed them: the broker describes both users
+    def described():
+        got = admin.describe_user_scram_credentials(["alice", "carol"])
+        try:
+            return all(f.result(timeout=30).scram_credential_infos for f in got.values())
+        except KafkaException:
+            return False
+    wait_until(described, timeout=30, interval=0.2, what="alice's and carol's SCRAM credentials")
     return b

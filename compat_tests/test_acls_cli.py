@@ -3,13 +3,13 @@ Apache Kafka and kbroker configured identically (StandardAuthorizer, ``super.use
 ``allow.everyone.if.no.acl.found``); every client is ``User:ANONYMOUS`` on PLAINTEXT."""
 from __future__ import annotations
 
-import time
-
 import pytest
-from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType,
-                         KafkaAdminClient, NewTopic, ResourcePattern, ResourceType)
+from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                         KafkaAdminClient, NewTopic, ResourcePattern, ResourcePatternFilter,
+                         ResourceType)
 
 from compat_tests.cli import run_tool
+from compat_tests.helpers import wait_until
 
 CLIENT = "kafka-cli"
 ME = "User:ANONYMOUS"
@@ -53,9 +53,16 @@ def test_java_console_clients_without_acls(kafka_dist, broker_factory, topic_nam
             acl(ResourceType.TOPIC, topic_name, ACLOperation.WRITE, ACLPermissionType.DENY),
             acl(ResourceType.GROUP, "denied-" + topic_name, ACLOperation.ALL, ACLPermissionType.DENY),
         ])["failed"]
+        # Kafka's brokers apply ACLs when they replay the metadata records, a moment after
+        # the controller committed them: wait until the broker's authorizer lists all three
+        wait_until(lambda: len(admin.describe_acls(ACLFilter(
+            principal=None, host="*", operation=ACLOperation.ANY,
+            permission_type=ACLPermissionType.ANY,
+            resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
+                                                   ACLResourcePatternType.ANY)))[0]) >= 3,
+            timeout=30, interval=0.2, what="the three ACLs at the broker")
     finally:
         admin.close()
-    time.sleep(1)     # Kafka's brokers apply ACLs when they replay the metadata records
     out = run_tool("kafka-console-producer", ["--bootstrap-server", bs, "--topic", topic_name],
                    input="one\n", timeout=120)
     assert "TopicAuthorizationException" in out.stdout + out.stderr
