@@ -164,8 +164,12 @@ else
 	@echo "test-serial: nothing left (TEST_WORKERS=0 ran it with tests/)"
 endif
 
-# The inner loop: no slow tests, no compatibility suite, stop at the first failure; on the
-# same workers as tests/ in `make test`.
+# The inner loop, under 3 minutes on 2 cores: tests/ without the slow tests and without the
+# directories that start multi-node clusters, other client families' processes, JVMs or
+# browsers (TEST_FAST_SKIP; `make test` runs them all), no compatibility suite, stop at the
+# first failure; on the same workers as tests/ in `make test`.
+TEST_FAST_SKIP := cluster clients clients_groups clients_txn security console streams history \
+	container tools pytest_plugin packaging benchmarks reference_http
 test-fast-setup: setup protocol kp2 kafka-dist kcat faketime fuse3 netns console-browser kafka-tool-jvm
 
 # The resident JVM that runs Kafka's command-line tools in the suites (compat_tests/tool_jvm.py),
@@ -179,6 +183,7 @@ kafka-tool-jvm:
 
 test-fast: test-fast-setup
 	$(PY) -m pytest -q -x tests --kafka-protocol=$(KAFKA_PROTOCOL) -m "not slow" \
+		$(TEST_FAST_SKIP:%=--ignore=tests/%) \
 		$(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 print-protocol:
