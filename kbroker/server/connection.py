@@ -629,7 +629,10 @@ class Connection:
             return False
         finally:
             CURRENT_REQUEST.reset(current)
-        await self._emit(parts, out)
+        if out is not None:      # (``_emit`` inline: one coroutine less per request)
+            out.extend(parts)
+        else:
+            await self._send(parts)
         return True
 
     @staticmethod
