@@ -270,11 +270,12 @@ class GroupCoordinator:
         completed only after most members had rejoined, and the stragglers forced a whole
         extra generation.) A call that must wait for the lock still queues in order."""
         lock = self._lock
-        if lock.locked() or lock.statistics().tasks_waiting:
+        try:
+            lock.acquire_nowait()        # fails while held (a released lock passes to its waiter)
+        except trio.WouldBlock:
             async with lock:
                 self._refresh_inputs()
                 return await self._drive(fn(self.now_ms(), self.monotonic_ms()))
-        lock.acquire_nowait()
         self.stats["calls_without_wait"] += 1
         try:
             self._refresh_inputs()
