@@ -41,6 +41,12 @@ from .state import ClassicGroup, GroupState, Member
 
 S = GroupState
 
+# Kafka's coordinator timers run on a timing wheel of 1 ms ticks, handed to the coordinator
+# thread by the timer's own threads: a delay of 0 is never zero there. The initial
+# rebalance delay's wait (and each extension while new members keep arriving) is therefore
+# at least one tick here too; see _prepare_rebalance.
+TIMER_TICK_MS = 1
+
 
 def _is_consumer_group(g) -> bool:
     """A consumer-protocol group (KIP-848): its classic members are served by
@@ -351,7 +357,7 @@ class ClassicGroupProtocol(ShardPart):
         if initial:
             delay = self.config.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            self.timers.schedule(("join", gid), delay,
+            self.timers.schedule(("join", gid), max(delay, TIMER_TICK_MS),
                                  lambda t: self._initial_rebalance_timer(gid, delay, remaining, t))
         group.transition_to(S.PREPARING_REBALANCE, now)
         self.counters["rebalances"] += 1
@@ -370,7 +376,7 @@ class ClassicGroupProtocol(ShardPart):
             group.new_member_added = False
             new_delay = min(self.config.initial_rebalance_delay_ms, remaining)
             new_remaining = max(remaining - delay, 0)
-            self.timers.schedule(("join", gid), new_delay,
+            self.timers.schedule(("join", gid), max(new_delay, TIMER_TICK_MS),
                                  lambda t: self._initial_rebalance_timer(gid, new_delay,
                                                                          new_remaining, t))
         else:
