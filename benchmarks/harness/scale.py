@@ -22,8 +22,9 @@ start-up, load and scale rows (`run_all(session, shared)`; benchmarks/harness/ru
   time, each answered an ApiVersions, as a client's coordinator connection exists before it
   joins); then all start at once: time from the first JoinGroup to every member
   having synced in one generation of M members (the group Stable), the generation reached and
-  the broker CPU spent meanwhile; beside them in the raw results, load-independent counts
-  (JoinGroup/SyncGroup/Heartbeat requests sent, error answers, members per generation), the
+  the broker CPU spent meanwhile (and the members' own, this process's); beside them in
+  the raw results, load-independent counts (JoinGroup/SyncGroup/Heartbeat requests sent,
+  error answers, members per generation), the
   times of the members' first JoinGroup answers and of each generation's answers, and the
   kernel's ListenOverflows while connecting and joining; then every member leaves (one
   LeaveGroup v3 naming them all) so that no expiring member of one size runs into the next
@@ -556,7 +557,7 @@ def _one_group(session, loop: Loop, b, m: int, name: str) -> None:
     profiling = getattr(session, "profile", None) is not None and session.name == "kbroker"
     if profiling:                 # --profile: py-spy over the join alone
         session._start_profiler(b)
-    t0, c0 = time.monotonic(), cpu_seconds(b.pid)
+    t0, c0, client0 = time.monotonic(), cpu_seconds(b.pid), time.process_time()
     g.t0 = t0
     for mem in g.members:
         mem.join()
@@ -567,10 +568,12 @@ def _one_group(session, loop: Loop, b, m: int, name: str) -> None:
         if profiling:
             session._stop_profiler()
     secs, cpu = g.stable_at - t0, cpu_seconds(b.pid) - c0
+    client_cpu = time.process_time() - client0     # the members' side (this process)
     generation = max(x.synced for x in g.members)
     session.results.add(sid, session.name, secs, cpu,
                         raw={"generation": generation, "broker_cpu_s": cpu,
                              "connection_resets": g.resets, "connect_s": round(connect_s, 3),
+                             "client_cpu_s": round(client_cpu, 3),
                              "listen_overflows_connecting": connect_overflows,
                              "listen_overflows": _listen_overflows() - overflows0,
                              "timeline": g.timeline()})
