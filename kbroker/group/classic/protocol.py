@@ -14,7 +14,8 @@ hurries nor holds back a join or sync phase. The rules:
   their old identity; in a Stable group with an unchanged protocol there is no rebalance,
   and the old id is fenced (``FENCED_INSTANCE_ID``).
 - The first rebalance of an Empty group waits ``group.initial.rebalance.delay.ms``, extended
-  while new members keep arriving, capped by the rebalance timeout.
+  while new members keep arriving, capped by the rebalance timeout; each wait is at least
+  one 1 ms tick, as with Kafka's timers (``TIMER_TICK_MS``).
 - Members that do not rejoin within the rebalance timeout are removed; members that do not
   SyncGroup within it are removed and a new rebalance starts; members whose session times
   out are removed.
