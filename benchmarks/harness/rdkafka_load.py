@@ -14,7 +14,12 @@
   consumer in the same process (assigned at the end of the partition) computes
   receive time - send time per record from a CLOCK_MONOTONIC stamp in the payload;
   p50/p99/p99.9 in milliseconds. The rate is fixed, not closed-loop; it starts once the
-  consumer has received an unstamped warm-up record.
+  consumer has received an unstamped warm-up record. ``--max-in-flight`` bounds the
+  producer's unanswered requests per connection (librdkafka's default is 1,000,000; the
+  Java producer's, and librdkafka's own with idempotence, is 5): a broker answers one
+  request of a connection at a time, so with acks=all and ``linger.ms=0`` an unbounded
+  producer queues one-record requests that each wait a replication round, and the
+  latency measured is that queue's (benchmarks/README.md, "Three-node latency").
 * firstack: prints ``ready`` once loaded, waits for ``go`` on stdin, then produces one
   record with connection retries every few ms and prints the CLOCK_MONOTONIC time of the
   delivery report (see brokers.timed_start).
@@ -145,7 +150,8 @@ def latency(a) -> dict:
     t = threading.Thread(target=reader, daemon=True)
     t.start()
     time.sleep(1.0)  # let the consumer's first fetch park on the broker
-    p = _producer(a.bootstrap, acks=a.acks, linger_ms=0)
+    p = _producer(a.bootstrap, acks=a.acks, linger_ms=0,
+                  max_in_flight_requests_per_connection=a.max_in_flight)
     p.produce(a.topic, b"\0" * a.size, partition=parts[0])  # warm-up: connections
     p.flush(30)
     # the clock starts once the consumer has received the warm-up record (on a loaded
@@ -217,6 +223,7 @@ def main(argv=None) -> None:
     ap.add_argument("--compression", default="none")
     ap.add_argument("--linger-ms", type=int, default=None)     # librdkafka's default: 5
     ap.add_argument("--batch-size", type=int, default=None)    # librdkafka's default: 1 MB
+    ap.add_argument("--max-in-flight", type=int, default=None)  # latency; librdkafka's default: 1,000,000
     ap.add_argument("--bytes", type=int, default=1 << 30)
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--seconds", type=float, default=10)
