@@ -11,7 +11,8 @@ runs ``rdkafka_load latency`` against it: the same rows as ``bench.py --only lat
 without the single-node ones. ``--in-flight`` lists the producer's bounds on requests in
 flight to run (0: librdkafka's default of 1,000,000, what the rows used before; the rows
 use ``harness.latency.ACKS_ALL_IN_FLIGHT``), each rate with each bound alternating on the
-same cluster. Prints one JSON line per row with the 1-minute load average before and after.
+same cluster. Prints one JSON line per row with the 1-minute load average before and after
+and the three nodes' CPU seconds (user + system) during the row.
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from pathlib import Path
 from benchmarks import replication_bench
 from benchmarks.harness.latency import ACKS_ALL_IN_FLIGHT
 from benchmarks.harness.run import rdkafka
-from benchmarks.replication_bench import cluster, create_topic, stop, wait_brokers, wait_fully_replicated
+from benchmarks.replication_bench import (cluster, cpu_seconds, create_topic, pids, stop, wait_brokers,
+                                          wait_fully_replicated)
 
 
 def run_target(target: str, args) -> list[dict]:
@@ -46,11 +48,13 @@ def run_target(target: str, args) -> list[dict]:
             if not wait_fully_replicated(bootstrap, topic, 1, 3):
                 raise RuntimeError(f"{topic}: no three in-sync replicas")
             load0 = os.getloadavg()[0]
+            cpu0 = cpu_seconds(pids(nodes))
             bound = ["--max-in-flight", str(inflight)] if inflight else []
             out = rdkafka("latency", bootstrap, topic, "--rate", str(rate), "--seconds",
                           str(args.seconds), "--size", "1024", "--acks", acks, *bound)
             row = {"target": target, "rate": rate, "acks": acks, "in_flight": inflight or 1_000_000,
-                   "load": [round(load0, 2), round(os.getloadavg()[0], 2)], **out}
+                   "load": [round(load0, 2), round(os.getloadavg()[0], 2)],
+                   "broker_cpu_s": round(cpu_seconds(pids(nodes)) - cpu0, 2), **out}
             print(json.dumps(row), flush=True)
             rows.append(row)
     finally:
