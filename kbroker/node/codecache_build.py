@@ -6,10 +6,11 @@ broker). Nothing of the node is kept but the compiled snippets."""
 from __future__ import annotations
 
 import sys
-import tempfile
 
 
 def warm() -> None:
+    import tempfile     # here, after install(): it imports shutil, which makes a namedtuple
+
     import trio
 
     from kbroker.api import import_all
