@@ -41,6 +41,7 @@ import re
 import sys
 from importlib._bootstrap_external import MAGIC_NUMBER as _MAGIC
 from pathlib import Path
+from types import CodeType as _CodeType
 
 try:    # the builtin BLAKE2 module: hashlib would load OpenSSL's library first
     from _blake2 import blake2b
@@ -50,7 +51,9 @@ except ImportError:     # pragma: no cover - a Python built without it
 _CACHE_FILE = Path(__file__).with_name("__pycache__") / \
     f"codecache.{sys.implementation.cache_tag}.bin"
 
-_code: dict[tuple, object] = {}     # (mode, flags, filename, digest of source) -> code
+# (mode, flags, filename, digest of source) -> code, or its marshalled bytes until first used
+# (a start uses about half of what the file holds: each entry is unmarshalled on its hit)
+_code: dict[tuple, object] = {}
 _misses = 0
 _installed = False
 _ANNOTATIONS = __future__.annotations
@@ -68,6 +71,14 @@ def _compiled(source: str, filename: str, mode: str, flags: int):
     key = (mode, flags, filename, blake2b(source.encode("utf-8", "surrogatepass"),
                                           digest_size=20).digest())
     code = _code.get(key)
+    if type(code) is bytes:
+        try:
+            code = marshal.loads(code)
+        except (ValueError, EOFError, TypeError):   # a damaged entry: compiled instead
+            code = None
+        if type(code) is not _CodeType:
+            code = None
+        _code[key] = code
     if code is None:
         _misses += 1
         code = _code[key] = builtins.compile(source, filename, mode, flags, dont_inherit=True)
@@ -126,7 +137,9 @@ def _compile_for(namespace: dict):
 
 # module -> (the builtin its caching twin shadows there, the maker of that twin)
 _HOOKS = {"dataclasses": ("exec", _exec_for), "collections": ("eval", _eval_for),
-          "attr._make": ("compile", _compile_for)}
+          "attr._make": ("compile", _compile_for),
+          # the message codecs (kbroker/wire/codegen.py), each compiled on its first use
+          "kbroker.wire.codegen": ("compile", _compile_for)}
 
 
 class _HookBeforeBody:
@@ -177,7 +190,8 @@ def load(path: Path = _CACHE_FILE) -> int:
         return 0
     if isinstance(table, dict):
         for key, code in table.items():
-            _code.setdefault(key, code)
+            if type(code) is bytes:
+                _code.setdefault(key, code)
     return len(_code)
 
 
@@ -210,5 +224,7 @@ def save(path: Path = _CACHE_FILE) -> None:
     """Write every code object known now (atomically: a reader sees the old file or this)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(_MAGIC + marshal.dumps(dict(_code)))
+    table = {key: code if type(code) is bytes else marshal.dumps(code)
+             for key, code in _code.items()}
+    tmp.write_bytes(_MAGIC + marshal.dumps(table))
     os.replace(tmp, path)

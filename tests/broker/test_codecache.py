@@ -38,8 +38,16 @@ class Key:              # hashable: attrs writes a per-process number into its _
 import attr._make
 type_hash = hash(attr._make._generate_unique_filename(Key, "hash"))
 
+# a message codec (kbroker/wire/codegen.py): reader and writer compiled, or read from the file
+from kbroker.wire import messages
+req = messages.MetadataRequest(topics=[messages.MetadataRequest.MetadataRequestTopic(name="t")],
+                               allow_auto_topic_creation=True)
+wire = req.encode(12)
+back = messages.MetadataRequest.decode(wire, 12)
+
 p = Point(1)
-out = {"point": [repr(p), p == Point(1, 2), p < Point(2), hash(p) == hash(Point(1, 2))],
+out = {"codec": [wire.hex(), [t.name for t in back.topics], back.allow_auto_topic_creation],
+       "point": [repr(p), p == Point(1, 2), p < Point(2), hash(p) == hash(Point(1, 2))],
        "named": [repr(P(1, 2)), P(1, 2)._replace(b=3) == (1, 3)],
        "attrs": [repr(Box(3)), Box(3) == Box(3)],
        "hash": [hash(Key("k")) == hash((type_hash, "k")), hash(Key("k")) == hash(Key("k"))],
@@ -77,6 +85,7 @@ def test_classes_from_cached_code_behave_as_compiled_ones(tmp_path):
         "named": ["P(a=1, b=2)", True],
         "attrs": ["Box(size=3)", True],
         "hash": [True, True],
+        "codec": [cold["codec"][0], ["t"], True],
         "loaders": ["SourceFileLoader", "SourceFileLoader"],
         "frozen": True}
 
@@ -110,3 +119,14 @@ def test_a_file_of_another_interpreter_or_damaged_is_ignored(tmp_path):
     assert codecache.load(path) == 0
     assert codecache.load(tmp_path / "missing.bin") == 0
     assert codecache._code == known                                   # nothing added
+
+
+def test_a_damaged_entry_is_compiled_instead(tmp_path):
+    path = tmp_path / "cache.bin"
+    key = ("exec", 0, "<string>", codecache.blake2b(b"y = 2\n", digest_size=20).digest())
+    path.write_bytes(codecache._MAGIC + codecache.marshal.dumps({key: b"\xff not marshal"}))
+    assert codecache.load(path) >= 1
+    before = codecache.statistics()["compiled"]
+    ns = {}
+    codecache._exec_for({})("y = 2\n", ns)
+    assert ns["y"] == 2 and codecache.statistics()["compiled"] == before + 1
