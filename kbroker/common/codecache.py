@@ -12,7 +12,9 @@ module's global shadows the builtin of the same name), which look the snippet up
 exact text, file name, mode and compiler flags and compile only what the file lacks. A
 module not yet imported gets its twin before its body runs (a finder first on
 ``sys.meta_path`` until then), so the classes attrs declares for itself when trio imports
-it come from the file too.
+it come from the file too. The message codecs kbroker generates (``kbroker/wire/codegen.py``:
+a reader or writer per message and version, a class's ``__init__``) are looked up the same
+way, by their text.
 
 Rules kept:
 - The same code as without the cache: the key is everything ``compile`` depends on (the
@@ -135,16 +137,22 @@ def _compile_for(namespace: dict):
     return compile
 
 
-# module -> (the builtin its caching twin shadows there, the maker of that twin)
-_HOOKS = {"dataclasses": ("exec", _exec_for), "collections": ("eval", _eval_for),
-          "attr._make": ("compile", _compile_for),
-          # the message codecs (kbroker/wire/codegen.py), each compiled on its first use
-          "kbroker.wire.codegen": ("compile", _compile_for)}
+# module -> its caching twins: (the builtin a twin shadows there, the maker of the twin)
+_HOOKS = {"dataclasses": (("exec", _exec_for),), "collections": (("eval", _eval_for),),
+          "attr._make": (("compile", _compile_for),),
+          # the message codecs (kbroker/wire/codegen.py), each compiled on its first use,
+          # and the message classes' __init__, each run from text on its first construction
+          "kbroker.wire.codegen": (("compile", _compile_for), ("exec", _exec_for))}
+
+
+def _hook(module, twins) -> None:
+    for name, make in twins:
+        setattr(module, name, make(vars(module)))
 
 
 class _HookBeforeBody:
     """A finder first on ``sys.meta_path`` until each module of ``pending`` is imported: it
-    puts the caching twin into the module's namespace before the module's body runs, so
+    puts the caching twins into the module's namespace before the module's body runs, so
     the classes the module itself declares (attrs' own validators, converters...) are made
     from cached code too. The module keeps its ordinary loader and spec."""
 
@@ -152,8 +160,8 @@ class _HookBeforeBody:
         self.pending = pending
 
     def find_spec(self, fullname, path=None, target=None):
-        hook = self.pending.pop(fullname, None)
-        if hook is None:
+        twins = self.pending.pop(fullname, None)
+        if twins is None:
             return None
         if not self.pending and self in sys.meta_path:
             sys.meta_path.remove(self)
@@ -161,20 +169,20 @@ class _HookBeforeBody:
         spec = PathFinder.find_spec(fullname, path, target)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _InjectingLoader(spec.loader, *hook)
+        spec.loader = _InjectingLoader(spec.loader, twins)
         return spec
 
 
 class _InjectingLoader:
-    def __init__(self, loader, name: str, make):
-        self.loader, self.name, self.make = loader, name, make
+    def __init__(self, loader, twins):
+        self.loader, self.twins = loader, twins
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
         module.__spec__.loader = module.__loader__ = self.loader
-        module.__dict__[self.name] = self.make(module.__dict__)
+        _hook(module, self.twins)
         self.loader.exec_module(module)
 
 
@@ -196,7 +204,7 @@ def load(path: Path = _CACHE_FILE) -> int:
 
 
 def install(path: Path | None = _CACHE_FILE) -> None:
-    """Load the cache (none with ``path`` None: the build starts afresh) and hook the three
+    """Load the cache (none with ``path`` None: the build starts afresh) and hook the
     generators of code: at once in those already imported, before their body in the others
     (so call it early); idempotent."""
     global _installed
@@ -206,12 +214,12 @@ def install(path: Path | None = _CACHE_FILE) -> None:
     if path is not None:
         load(path)
     pending = {}
-    for module_name, (name, make) in _HOOKS.items():
+    for module_name, twins in _HOOKS.items():
         module = sys.modules.get(module_name)
         if module is None:
-            pending[module_name] = (name, make)
+            pending[module_name] = twins
         else:
-            setattr(module, name, make(vars(module)))
+            _hook(module, twins)
     if pending:
         sys.meta_path.insert(0, _HookBeforeBody(pending))
 

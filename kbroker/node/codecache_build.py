@@ -49,6 +49,8 @@ def warm_codecs() -> None:
         for version in range(valid.low, valid.high + 1):
             for make in makers:
                 make(cls, version)
+        for struct in {cls, *cls._classes.values()}:
+            struct()        # its __init__, compiled on the first construction
 
     for key in FIRST_CONTACT:
         every_version(messages.request_class(key), reader_for)
