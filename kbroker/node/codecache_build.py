@@ -19,8 +19,11 @@ def warm() -> None:
     from kbroker.server import serve
 
     with tempfile.TemporaryDirectory(prefix="kbroker-codecache-") as tmp:
+        # with the HTTP listener (/metrics, /health, /ready: the pytest plugin's brokers and
+        # the container image run one)
         config = BrokerConfig.from_dict({"log.dirs": f"{tmp}/data",
-                                         "listeners": "PLAINTEXT://127.0.0.1:0"})
+                                         "listeners": "PLAINTEXT://127.0.0.1:0",
+                                         "kbroker.http.listen": "127.0.0.1:0"})
 
         async def run():
             async with trio.open_nursery() as nursery:
