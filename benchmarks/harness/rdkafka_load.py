@@ -14,7 +14,14 @@
   consumer in the same process (assigned at the end of the partition) computes
   receive time - send time per record from a CLOCK_MONOTONIC stamp in the payload;
   p50/p99/p99.9 in milliseconds. The rate is fixed, not closed-loop; it starts once the
-  consumer has received an unstamped warm-up record.
+  consumer has received an unstamped warm-up record. ``--max-in-flight`` bounds the
+  producer's unanswered requests per connection (librdkafka's default is 1,000,000; the
+  Java producer's, and librdkafka's own with idempotence, is 5): a broker answers one
+  request of a connection at a time, so with acks=all and ``linger.ms=0`` an unbounded
+  producer queues one-record requests that each wait a replication round, and the
+  latency measured is that queue's (benchmarks/README.md, "Three-node latency"). The
+  result also counts the Produce requests of the timed part (librdkafka's statistics), so
+  records per request show how much the client batched.
 * firstack: prints ``ready`` once loaded, waits for ``go`` on stdin, then produces one
   record with connection retries every few ms and prints the CLOCK_MONOTONIC time of the
   delivery report (see brokers.timed_start).
@@ -41,7 +48,8 @@ CONF: dict[str, str] = {}
 def _producer(bootstrap: str, **extra) -> Producer:
     conf = {"bootstrap.servers": bootstrap, "queue.buffering.max.kbytes": 1048576,
             "queue.buffering.max.messages": 1_000_000, **CONF}
-    conf.update({k.replace("_", "."): v for k, v in extra.items() if v is not None})
+    conf.update({(k if callable(v) else k.replace("_", ".")): v for k, v in extra.items()
+                 if v is not None})
     return Producer(conf)
 
 
@@ -145,7 +153,10 @@ def latency(a) -> dict:
     t = threading.Thread(target=reader, daemon=True)
     t.start()
     time.sleep(1.0)  # let the consumer's first fetch park on the broker
-    p = _producer(a.bootstrap, acks=a.acks, linger_ms=0)
+    stats: list[dict] = []      # librdkafka's statistics, newest last (Produce requests sent)
+    p = _producer(a.bootstrap, acks=a.acks, linger_ms=0,
+                  max_in_flight_requests_per_connection=a.max_in_flight,
+                  statistics_interval_ms=100, stats_cb=lambda j: stats.append(json.loads(j)))
     p.produce(a.topic, b"\0" * a.size, partition=parts[0])  # warm-up: connections
     p.flush(30)
     # the clock starts once the consumer has received the warm-up record (on a loaded
@@ -153,6 +164,8 @@ def latency(a) -> dict:
     if not warm.wait(60):
         raise RuntimeError("the consumer did not receive the warm-up record in 60 s")
     lat.clear()
+    p.poll(0.25)                # a statistics report after the warm-up
+    produce_requests_before = _produce_requests(stats)
     pad = b"x" * max(0, a.size - 8)
     interval = 1.0 / a.rate
     start = time.monotonic()
@@ -167,14 +180,28 @@ def latency(a) -> dict:
                   partition=parts[i % len(parts)])
         p.poll(0)
     p.flush(30)
+    reports = len(stats)
+    deadline = time.monotonic() + 5
+    while len(stats) == reports and time.monotonic() < deadline:
+        p.poll(0.05)            # one more statistics report, after the last answer
     t.join(a.seconds + 30)
     stop.set()
     c.close()
     values = sorted(lat)
+    requests = _produce_requests(stats) - produce_requests_before
     return {"records": len(values), "expected": expected,
             "p50_ms": _percentile(values, 0.50), "p99_ms": _percentile(values, 0.99),
             "p999_ms": _percentile(values, 0.999),
-            "max_ms": values[-1] if values else float("nan")}
+            "max_ms": values[-1] if values else float("nan"),
+            "produce_requests": requests,
+            "records_per_request": expected / requests if requests > 0 else float("nan")}
+
+
+def _produce_requests(stats: list[dict]) -> int:
+    """Produce requests the producer sent so far, over every broker (its newest statistics)."""
+    if not stats:
+        return 0
+    return sum(b.get("req", {}).get("Produce", 0) for b in stats[-1].get("brokers", {}).values())
 
 
 def firstack(a) -> None:
@@ -217,6 +244,7 @@ def main(argv=None) -> None:
     ap.add_argument("--compression", default="none")
     ap.add_argument("--linger-ms", type=int, default=None)     # librdkafka's default: 5
     ap.add_argument("--batch-size", type=int, default=None)    # librdkafka's default: 1 MB
+    ap.add_argument("--max-in-flight", type=int, default=None)  # latency; librdkafka's default: 1,000,000
     ap.add_argument("--bytes", type=int, default=1 << 30)
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--seconds", type=float, default=10)

@@ -18,10 +18,17 @@ start-up, load and scale rows (`run_all(session, shared)`; benchmarks/harness/ru
   rate = N / time until every one is answered; RSS growth / N, with every connection still open.
 * **group**: for each size M (ascending, one node for all), M members of one classic consumer
   group (JoinGroup v5, SyncGroup v3, Heartbeat v3 every 500 ms, rejoin on
-  REBALANCE_IN_PROGRESS), all starting at once: time from the first JoinGroup to every member
+  REBALANCE_IN_PROGRESS). The members' connections are made first (32 being set up at a
+  time, each answered an ApiVersions, as a client's coordinator connection exists before it
+  joins); then all start at once: time from the first JoinGroup to every member
   having synced in one generation of M members (the group Stable), the generation reached and
-  the broker CPU spent meanwhile; then every member leaves (one LeaveGroup v3 naming them all)
-  so that no expiring member of one size runs into the next size's join.
+  the broker CPU spent meanwhile (and the members' own, this process's); beside them in
+  the raw results, load-independent counts (JoinGroup/SyncGroup/Heartbeat requests sent,
+  error answers, members per generation), the
+  times of the members' first JoinGroup answers and of each generation's answers, and the
+  kernel's ListenOverflows while connecting and joining; then every member leaves (one
+  LeaveGroup v3 naming them all) so that no expiring member of one size runs into the next
+  size's join. With `--profile DIR`, py-spy records kbroker during each join.
 * **producers**: P idempotent producers (InitProducerId v4, then one Produce v9 of one batch
   with sequence 0, acks=1), each on its own connection, over a 10-partition topic; the
   connections are closed, then the broker's RSS growth / P. RSS is a coarse measure of
@@ -305,7 +312,7 @@ EMPTY_ASSIGNMENT = struct.pack(">hii", 0, 0, -1)   # ConsumerProtocolAssignment 
 class _Member:
     def __init__(self, g: "_Group", idx: int):
         self.g = g
-        self._connect()
+        self.conn = None          # connected by _Group.connect_all, before the clock starts
         self.member_id = ""
         self.generation = -1
         self.synced = -1      # generation of the last successful SyncGroup
@@ -328,6 +335,7 @@ class _Member:
 
     def join(self):
         self.synced = -1
+        self.g.requests["join"] += 1
         J = w.JoinGroupRequest
         body = J(group_id=self.g.group, session_timeout_ms=45000, rebalance_timeout_ms=120000,
                  member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
@@ -335,6 +343,7 @@ class _Member:
         self.conn.request(11, 5, body, self.on_join)
 
     def on_join(self, resp):
+        self.g.note("join", resp.error_code, resp.generation_id)
         if resp.error_code == ERR_MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
             return self.join()
@@ -355,11 +364,13 @@ class _Member:
             self.g.leader_members[resp.generation_id] = len(resp.members)
             assignments = [S.SyncGroupRequestAssignment(member_id=m.member_id, assignment=EMPTY_ASSIGNMENT)
                            for m in resp.members]
+        self.g.requests["sync"] += 1
         self.conn.request(14, 3, S(group_id=self.g.group, generation_id=self.generation,
                                    member_id=self.member_id, group_instance_id=None,
                                    assignments=assignments), self.on_sync)
 
     def on_sync(self, resp):
+        self.g.note("sync", resp.error_code, self.generation)
         if resp.error_code in (ERR_REBALANCE_IN_PROGRESS, ERR_ILLEGAL_GENERATION):
             return self.join()
         if resp.error_code in ERR_COORDINATOR_RETRY or resp.error_code == ERR_UNKNOWN_MEMBER_ID:
@@ -374,12 +385,14 @@ class _Member:
     def heartbeat(self):
         if self.synced >= 0 and not self.hb_pending:
             self.hb_pending = True
+            self.g.requests["heartbeat"] += 1
             self.conn.request(12, 3, w.HeartbeatRequest(group_id=self.g.group, generation_id=self.synced,
                                                         member_id=self.member_id, group_instance_id=None),
                               self.on_heartbeat)
 
     def on_heartbeat(self, resp):
         self.hb_pending = False
+        self.g.note("heartbeat", resp.error_code, self.synced)
         if resp.error_code in (ERR_REBALANCE_IN_PROGRESS, ERR_ILLEGAL_GENERATION) and self.synced >= 0:
             self.join()
         elif resp.error_code == ERR_UNKNOWN_MEMBER_ID and self.synced >= 0:
@@ -394,7 +407,70 @@ class _Group:
         self.leader_members: dict[int, int] = {}
         self.stable_at: float | None = None
         self.resets = 0                      # member connections broken and made again
+        self.t0 = time.monotonic()
+        self.requests = {"join": 0, "sync": 0, "heartbeat": 0}
+        self.answers: list[tuple[float, str, int, int]] = []   # (t - t0, api, error, generation)
         self.members = [_Member(self, i) for i in range(members)]
+
+    def connect_all(self, at_once: int = 32, timeout: float = 900) -> float:
+        """Connect every member (at most `at_once` being set up at a time, each answered
+        one ApiVersions, as a client does first) before the JoinGroups start; returns the
+        seconds it took. A member's coordinator connection exists before it joins; 1,000
+        SYNs sent within milliseconds would instead overflow the broker's listen backlog
+        (50 on both brokers), and the kernel's SYN retransmissions (1, 3, 7, 15, 31 s ...)
+        would spread the joins over a minute: the accept path, which the connections
+        row measures, not the group protocol."""
+        t0 = time.monotonic()
+        answered, started = [0], [0]
+        n = len(self.members)
+
+        def one():
+            m = self.members[started[0]]
+            started[0] += 1
+            m._connect()
+            m.conn.request(18, 0, w.ApiVersionsRequest(), lambda resp: done())
+
+        def done():
+            answered[0] += 1
+            if started[0] < n:
+                one()
+        for _ in range(min(at_once, n)):
+            one()
+        self.loop.run_until(lambda: answered[0] >= n, timeout=timeout)
+        return time.monotonic() - t0
+
+    def note(self, api: str, error: int, generation: int) -> None:
+        self.answers.append((time.monotonic() - self.t0, api, error, generation))
+
+    def timeline(self) -> dict:
+        """What the answers say about where the time went (load-independent counts beside
+        a few times): when the members' first JoinGroup answers came (the joins' arrival),
+        and for each generation when its first and last JoinGroup answers and its last
+        SyncGroup answer came and how many members it had."""
+        first = sorted(t for t, api, err, _ in self.answers
+                       if api == "join" and err == ERR_MEMBER_ID_REQUIRED)
+        gens: dict[int, dict] = {}
+        for t, api, err, gen in self.answers:
+            if err or gen < 0:
+                continue
+            e = gens.setdefault(gen, {"joined": 0})
+            if api == "join":
+                e["joined"] += 1
+                e.setdefault("first_join_s", round(t, 3))
+                e["last_join_s"] = round(t, 3)
+            elif api == "sync":
+                e["last_sync_s"] = round(t, 3)
+        errors: dict[str, int] = {}
+        for _, api, err, _ in self.answers:
+            if err:
+                errors[f"{api}:{err}"] = errors.get(f"{api}:{err}", 0) + 1
+
+        def pct(q):
+            return round(first[min(len(first) - 1, int(q * len(first)))], 3) if first else None
+        return {"requests": dict(self.requests), "errors": errors,
+                "first_join_answer_s": {"p0": pct(0), "p50": pct(0.5), "p90": pct(0.9),
+                                        "p100": pct(1.0), "n": len(first)},
+                "generations": {str(k): v for k, v in sorted(gens.items())}}
 
     def check(self):
         gens = {m.synced for m in self.members}
@@ -408,6 +484,21 @@ class _Group:
             for m in self.members:
                 m.heartbeat()
             self.loop.later(0.5, self.heartbeats)
+
+
+def _listen_overflows() -> int:
+    """The kernel's count of connections refused by a full listen backlog (TcpExt
+    ListenOverflows; the network namespace's, so other processes' too), -1 if unreadable."""
+    try:
+        with open("/proc/net/netstat") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return -1
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            row = dict(zip(names.split()[1:], values.split()[1:]))
+            return int(row.get("ListenOverflows", -1))
+    return -1
 
 
 def _find_coordinator(loop: Loop, host: str, port: int, groups: list[str], timeout: float = 300) -> None:
@@ -440,6 +531,7 @@ def group(session, shared=None) -> None:
             # the group coordinator's partition (__consumer_offsets) is created on first use;
             # one member alone first, so that creation is not in the timed joins
             warm = _Group(loop, b.host, b.port, "scale-warm", "scale-group-topic", 1)
+            warm.connect_all()
             for mem in warm.members:
                 mem.join()
             loop.run_until(lambda: warm.stable_at is not None, timeout=300)
@@ -458,19 +550,37 @@ def _one_group(session, loop: Loop, b, m: int, name: str) -> None:
     gen = _declare(session, f"scale-group-gen-{m}", f"{label}: generations until Stable",
                    "generations")
     g = _Group(loop, b.host, b.port, name, "scale-group-topic", m)
-    t0, c0 = time.monotonic(), cpu_seconds(b.pid)
+    overflows0 = _listen_overflows()
+    connect_s = g.connect_all()
+    connect_overflows = _listen_overflows() - overflows0
+    overflows0 = _listen_overflows()
+    profiling = getattr(session, "profile", None) is not None and session.name == "kbroker"
+    if profiling:                 # --profile: py-spy over the join alone
+        session._start_profiler(b)
+    t0, c0, client0 = time.monotonic(), cpu_seconds(b.pid), time.process_time()
+    g.t0 = t0
     for mem in g.members:
         mem.join()
     loop.later(0.5, g.heartbeats)
-    loop.run_until(lambda: g.stable_at is not None, timeout=900)
+    try:
+        loop.run_until(lambda: g.stable_at is not None, timeout=900)
+    finally:
+        if profiling:
+            session._stop_profiler()
     secs, cpu = g.stable_at - t0, cpu_seconds(b.pid) - c0
+    client_cpu = time.process_time() - client0     # the members' side (this process)
     generation = max(x.synced for x in g.members)
     session.results.add(sid, session.name, secs, cpu,
                         raw={"generation": generation, "broker_cpu_s": cpu,
-                             "connection_resets": g.resets})
+                             "connection_resets": g.resets, "connect_s": round(connect_s, 3),
+                             "client_cpu_s": round(client_cpu, 3),
+                             "listen_overflows_connecting": connect_overflows,
+                             "listen_overflows": _listen_overflows() - overflows0,
+                             "timeline": g.timeline()})
     session.results.add(gen, session.name, generation)
     log(f"{session.name}: {m} members Stable after {secs:.2f} s (generation {generation}, "
         f"broker {cpu:.2f} cpu-s, {g.resets} member connection(s) reset and made again)")
+    log(f"{session.name}: {m} members timeline {g.timeline()}")
     _leave(loop, g)
 
 

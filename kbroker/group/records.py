@@ -16,6 +16,7 @@ known version is accepted on replay. Pure data: no I/O.
 """
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+@functools.lru_cache(maxsize=4096)      # every group request asks; the hash is a Python loop
 def partition_for(group_id: str, num_partitions: int) -> int:
     """Kafka's ``Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions``
     (``Utils.abs`` maps Integer.MIN_VALUE to 0)."""

@@ -94,7 +94,7 @@ class GroupCoordinator:
         # the consumer, streams and share parts are made on first use; this configures each
         self.manager.part_setup = self._setup_part
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
-                      "records_replayed": 0, "replay_errors": 0}
+                      "records_replayed": 0, "replay_errors": 0, "calls_without_wait": 0}
 
     def _setup_part(self, name: str, part) -> None:
         cfg = self.broker.config
@@ -258,10 +258,30 @@ class GroupCoordinator:
             self.manager.set_topics(TopicsView.of_image(image))
 
     async def _call(self, fn: Callable[[int, int], Result]) -> Any:
-        """``fn(now_ms, mono_ms)`` under the lock, driven to its response."""
-        async with self._lock:
+        """``fn(now_ms, mono_ms)`` under the lock, driven to its response.
+
+        When no call holds the lock or waits for it, the lock is taken without a
+        scheduling point, so a request is decided when its connection task reads it, in
+        the order requests arrive, as Kafka's coordinator takes them from its queue.
+        (``trio.Lock.acquire`` yields even when the lock is free: every other connection
+        task of the same scheduling round then parks behind the holder, and a burst of N
+        requests becomes a queue of N calls, one per round, ahead of any timer that falls
+        due meanwhile -- at a 1,000-member join, the 0 ms initial rebalance delay then
+        completed only after most members had rejoined, and the stragglers forced a whole
+        extra generation.) A call that must wait for the lock still queues in order."""
+        lock = self._lock
+        try:
+            lock.acquire_nowait()        # fails while held (a released lock passes to its waiter)
+        except trio.WouldBlock:
+            async with lock:
+                self._refresh_inputs()
+                return await self._drive(fn(self.now_ms(), self.monotonic_ms()))
+        self.stats["calls_without_wait"] += 1
+        try:
             self._refresh_inputs()
             return await self._drive(fn(self.now_ms(), self.monotonic_ms()))
+        finally:
+            lock.release()
 
     async def _drive(self, res: Result) -> Any:
         """Deliver replies, append records, run continuations; return the response.

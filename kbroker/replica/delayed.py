@@ -82,11 +82,14 @@ async def wait_low_watermark(lookup: Lookup, topic: str, index: int, required_of
 
 async def fetch(read_all: Callable[[bool], list[FetchResult]], lookup: Lookup,
                 specs: list[FetchSpec], *, min_bytes: int, max_wait_ms: int,
-                stats: dict) -> list[FetchResult]:
+                stats: dict, follower: bool = False) -> list[FetchResult]:
     """DelayedFetch: ``read_all(True)``, and when fewer than ``min_bytes`` are available park
     on every partition read until data arrives on one of them or ``max_wait_ms`` passes,
     reading again with ``read_all(False)`` after each wake-up (the argument says whether this
-    is the read made when the request arrived). Errors and divergence answer at once."""
+    is the read made when the request arrived). Errors and divergence answer at once.
+    A ``follower`` fetch reads up to the log end offset and parks among the partition's
+    ``log_end_waiters`` (woken by appends, not by high-watermark moves); a consumer's reads
+    up to the high watermark and parks among its ``waiters``."""
     deadline = trio.current_time() + max(0, max_wait_ms) / 1000.0
     first = True
     while True:
@@ -103,7 +106,7 @@ async def fetch(read_all: Callable[[bool], list[FetchResult]], lookup: Lookup,
         for spec in specs:
             part = lookup(spec.topic, spec.partition)
             if part is not None:
-                part.waiters.add(event)
+                (part.log_end_waiters if follower else part.waiters).add(event)
                 parked.append(part)
         try:
             with trio.move_on_at(deadline):
@@ -111,4 +114,4 @@ async def fetch(read_all: Callable[[bool], list[FetchResult]], lookup: Lookup,
                 stats["fetch_wakeups"] += 1
         finally:
             for part in parked:
-                part.waiters.discard(event)
+                (part.log_end_waiters if follower else part.waiters).discard(event)

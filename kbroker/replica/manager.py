@@ -542,7 +542,7 @@ class ReplicaManager:
         if new_hw is None:
             return False
         log_.high_watermark = new_hw
-        part.wake()
+        part.wake_high_watermark()
         return True
 
     def update_follower_fetch_state(self, part: Partition, follower: FollowerState,
@@ -683,8 +683,8 @@ class ReplicaManager:
             if appended is None:
                 self.stats["duplicates"] += 1
                 return result
-            part.wake()                     # parked follower fetches read the new data
-            self._maybe_advance_hw(part)
+            part.wake_log_end()             # parked follower fetches read the new data
+            self._maybe_advance_hw(part)    # ... and the rest wait for the high watermark
             self.stats["appends"] += 1
             self.stats["appended_bytes"] += appended
             return result
@@ -802,7 +802,7 @@ class ReplicaManager:
             lambda first: self.read_all(specs, max_bytes, isolation_level=isolation_level,
                                         replica_id=replica_id, update_fetch_state=first),
             self.get_replica, specs, min_bytes=min_bytes, max_wait_ms=max_wait_ms,
-            stats=self.stats)
+            stats=self.stats, follower=replica_id >= 0)
 
     # ---------------------------------------------------------------- offsets
 
@@ -911,7 +911,7 @@ class ReplicaManager:
     # ---------------------------------------------------------------- statistics
 
     def statistics(self) -> dict:
-        parked = sum(len(p.waiters) for p in self._partitions.values())
+        parked = sum(len(p.waiters) + len(p.log_end_waiters) for p in self._partitions.values())
         return {
             **self.stats,
             "partitions": len(self._partitions),

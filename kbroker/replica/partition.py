@@ -4,7 +4,16 @@ on it: the object every other module of the replica layer works on.
 A :class:`Partition` holds the log, the topic config, the assignment from the last metadata
 image and, on the leader, the view of each follower (:class:`FollowerState`). Parked fetches
 and produces wait on it with :meth:`Partition.wait_for_change`; :meth:`Partition.wake` sets
-them all (appends, high-watermark moves, leadership and epoch changes).
+them all (leadership and epoch changes, truncation, markers, log start moves...).
+
+Two narrower wake-ups keep a replication round free of wake-ups that cannot complete
+anything (as Kafka's DelayedFetch, whose follower fetches wait for the log end offset and
+consumer fetches for the high watermark): an append that leaves the high watermark where it
+was wakes only the parked follower fetches (:meth:`Partition.wake_log_end`: nothing a
+consumer, an acks=all produce or a DeleteRecords waits for has changed), and a high-watermark
+move wakes everything but them (:meth:`Partition.wake_high_watermark`: a follower fetch
+answers with new records, not with a new high watermark, so woken it would only read again
+and park again).
 """
 from __future__ import annotations
 
@@ -46,7 +55,8 @@ class Partition:
     replicas: tuple = ()
     is_leader: bool = False
     leader_generation: int = 0
-    waiters: set = field(default_factory=set)
+    waiters: set = field(default_factory=set)            # consumers, produces, DeleteRecords
+    log_end_waiters: set = field(default_factory=set)    # parked follower fetches
     lso_hook: Callable | None = None
     # the partition image whose log directory was last compared with this log's (KIP-858):
     # an unchanged image needs no new comparison
@@ -103,9 +113,25 @@ class Partition:
         return self.replication.maximal_isr
 
     def wake(self) -> None:
-        waiters, self.waiters = self.waiters, set()
-        for ev in waiters:
-            ev.set()
+        """Wake every waiter (each re-checks its condition)."""
+        self.wake_high_watermark()
+        self.wake_log_end()
+
+    def wake_high_watermark(self) -> None:
+        """The high watermark moved: wake the waiters that read up to it or wait for it
+        (consumer fetches, acks=all produces, DeleteRecords), not the follower fetches."""
+        if self.waiters:
+            waiters, self.waiters = self.waiters, set()
+            for ev in waiters:
+                ev.set()
+
+    def wake_log_end(self) -> None:
+        """Records were appended: wake the parked follower fetches, which read up to the
+        log end offset."""
+        if self.log_end_waiters:
+            waiters, self.log_end_waiters = self.log_end_waiters, set()
+            for ev in waiters:
+                ev.set()
 
     async def wait_for_change(self, deadline: float) -> None:
         """Park until the next :meth:`wake` (an append, a HW or leadership change...) or

@@ -40,6 +40,12 @@ def _check_group_rows(results: Results) -> None:
         assert raw["generation"] >= 1
         assert results.scenarios[f"scale-group-gen-{m}"]["values"]["kbroker"] == [raw["generation"]]
         assert results.scenarios[f"scale-group-join-{m}"]["secondary"]["kbroker"] == [raw["broker_cpu_s"]]
+        # the counts beside the time: every member asked twice (KIP-394's MEMBER_ID_REQUIRED
+        # first) and synced at least once; the last generation had every member
+        t = raw["timeline"]
+        assert t["requests"]["join"] >= 2 * m and t["requests"]["sync"] >= m
+        assert t["errors"]["join:79"] == m == t["first_join_answer_s"]["n"]
+        assert t["generations"][str(raw["generation"])]["joined"] == m
 
 
 def test_scale_rows_record_a_value_each(tmp_path):
@@ -137,6 +143,7 @@ def test_a_member_whose_connection_breaks_reconnects_and_rejoins(tmp_path):
         scale.create_topics(b.bootstrap_servers, [("t", 1)])
         scale._find_coordinator(loop, b.host, b.port, ["g"])
         g = scale._Group(loop, b.host, b.port, "g", "t", 3)
+        g.connect_all()
         first = g.members[0]
         broken = first.conn
         for m in g.members:

@@ -42,6 +42,27 @@ def test_initial_delay_extends_while_members_arrive_capped_by_rebalance_timeout(
     assert len(a.value.members) == 2 and b.value.members == []
 
 
+def test_a_zero_initial_rebalance_delay_still_waits_a_tick_and_extends_while_members_arrive():
+    """``group.initial.rebalance.delay.ms=0``: the first generation does not complete in the
+    millisecond the first member joined (Kafka's timers tick by the millisecond), so
+    members joining back to back share it; each tick in which a member arrived extends it
+    by one more tick."""
+    from kbroker.group.manager import GroupConfig
+    h = Harness(config=GroupConfig(initial_rebalance_delay_ms=0))
+    a = h.join_new("g", client="a")
+    h.advance(0)
+    assert not a.done and h.state() == "PreparingRebalance"
+    b = h.join_new("g", client="b")                      # the same millisecond
+    h.advance(1)                                         # a member arrived: one more tick
+    assert not a.done
+    c = h.join_new("g", client="c")
+    h.advance(1)
+    assert not a.done
+    h.advance(1)                                         # a tick without a newcomer
+    assert {s.value.generation_id for s in (a, b, c)} == {1}
+    assert len(a.value.members) == 3 and b.value.members == c.value.members == []
+
+
 def test_join_v3_has_no_member_id_round_trip():
     h = Harness()
     s = h.join("g", version=3)

@@ -393,3 +393,34 @@ async def test_a_wall_clock_step_neither_hurries_nor_holds_back_a_join(autojump_
         assert r.error == 0 and r.generation_id == 1 and abs((t - t0) - 3.0) <= 0.001
         gc.close()
         nursery.cancel_scope.cancel()
+
+
+async def test_a_burst_of_joins_is_decided_as_it_arrives_not_queued(autojump_clock):
+    """Requests that reach an idle coordinator are decided at once, in the order their
+    tasks run, as Kafka's coordinator takes requests from its queue: no call waits on the
+    lock behind another. (With trio's ``Lock.acquire``, which yields even when the lock is
+    free, 40 joins read in one scheduling round made a queue of 39 behind the first -- and
+    a timer falling due meanwhile ran only after all of them.)"""
+    broker = FakeBroker(topic_exists=True, **{"group.initial.rebalance.delay.ms": 0})
+    gc = GroupCoordinator(broker)
+    waiting_at_call = []
+    real_join = gc.manager.join_group
+
+    def join_group(*args, **kw):
+        waiting_at_call.append(gc._lock.statistics().tasks_waiting)
+        return real_join(*args, **kw)
+    gc.manager.join_group = join_group
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        answers = []
+
+        async def join(i):
+            answers.append(await gc.join_group(req(client=f"c{i}")))
+        async with trio.open_nursery() as burst:
+            for i in range(40):
+                burst.start_soon(join, i)
+        assert [a.error for a in answers] == [E.MEMBER_ID_REQUIRED] * 40
+        assert len(waiting_at_call) == 40 and max(waiting_at_call) == 0
+        assert gc.statistics()["calls_without_wait"] >= 40
+        gc.close()
+        nursery.cancel_scope.cancel()

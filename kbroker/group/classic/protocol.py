@@ -14,7 +14,8 @@ hurries nor holds back a join or sync phase. The rules:
   their old identity; in a Stable group with an unchanged protocol there is no rebalance,
   and the old id is fenced (``FENCED_INSTANCE_ID``).
 - The first rebalance of an Empty group waits ``group.initial.rebalance.delay.ms``, extended
-  while new members keep arriving, capped by the rebalance timeout.
+  while new members keep arriving, capped by the rebalance timeout; each wait is at least
+  one 1 ms tick, as with Kafka's timers (``TIMER_TICK_MS``).
 - Members that do not rejoin within the rebalance timeout are removed; members that do not
   SyncGroup within it are removed and a new rebalance starts; members whose session times
   out are removed.
@@ -40,6 +41,12 @@ from ..records import CoordinatorRecord
 from .state import ClassicGroup, GroupState, Member
 
 S = GroupState
+
+# Kafka's coordinator timers run on a timing wheel of 1 ms ticks, handed to the coordinator
+# thread by the timer's own threads: a delay of 0 is never zero there. The initial
+# rebalance delay's wait (and each extension while new members keep arriving) is therefore
+# at least one tick here too; see _prepare_rebalance.
+TIMER_TICK_MS = 1
 
 
 def _is_consumer_group(g) -> bool:
@@ -351,7 +358,7 @@ class ClassicGroupProtocol(ShardPart):
         if initial:
             delay = self.config.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            self.timers.schedule(("join", gid), delay,
+            self.timers.schedule(("join", gid), max(delay, TIMER_TICK_MS),
                                  lambda t: self._initial_rebalance_timer(gid, delay, remaining, t))
         group.transition_to(S.PREPARING_REBALANCE, now)
         self.counters["rebalances"] += 1
@@ -370,7 +377,7 @@ class ClassicGroupProtocol(ShardPart):
             group.new_member_added = False
             new_delay = min(self.config.initial_rebalance_delay_ms, remaining)
             new_remaining = max(remaining - delay, 0)
-            self.timers.schedule(("join", gid), new_delay,
+            self.timers.schedule(("join", gid), max(new_delay, TIMER_TICK_MS),
                                  lambda t: self._initial_rebalance_timer(gid, new_delay,
                                                                          new_remaining, t))
         else:
