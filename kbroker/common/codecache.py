@@ -140,6 +140,8 @@ def _compile_for(namespace: dict):
 # module -> its caching twins: (the builtin a twin shadows there, the maker of the twin)
 _HOOKS = {"dataclasses": (("exec", _exec_for),), "collections": (("eval", _eval_for),),
           "attr._make": (("compile", _compile_for),),
+          # a string annotation evaluated by typing (``ForwardRef`` compiles its text)
+          "typing": (("compile", _compile_for),),
           # the message codecs (kbroker/wire/codegen.py), each compiled on its first use,
           # and the message classes' __init__, each run from text on its first construction
           "kbroker.wire.codegen": (("compile", _compile_for), ("exec", _exec_for))}
