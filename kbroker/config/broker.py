@@ -325,9 +325,21 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _TYPES = {"short": "int", "class": "string", "password": "string"}
 
 
+_KAFKA_CHECKS: dict = {}
+
+
 def _kafka_check(validator: str, type_: str):
     """A check from the text of a Kafka validator (``[1,...]``, ``[0,...,1]``, ``[a, b]``,
-    ``non-empty string``...); None for validators kbroker does not model."""
+    ``non-empty string``...); None for validators kbroker does not model. The checks are
+    pure functions of the text and type, so keys sharing a validator share the check (a
+    few dozen distinct texts for ~400 keys, parsed at every start's import)."""
+    key = (validator, type_)
+    if key not in _KAFKA_CHECKS:
+        _KAFKA_CHECKS[key] = _make_kafka_check(validator, type_)
+    return _KAFKA_CHECKS[key]
+
+
+def _make_kafka_check(validator: str, type_: str):
     import re
     text = validator.strip()
     if not text:
