@@ -33,6 +33,10 @@ FROM deps AS app
 COPY --from=wheel /dist /dist
 RUN /opt/kbroker/venv/bin/pip install -q --no-deps --target /opt/kbroker/app /dist/kbroker-*.whl \
     && rm -rf /opt/kbroker/app/kbroker-*.dist-info/RECORD
+# the code dataclasses and attrs generate, compiled once here and read by `kbroker serve` at
+# start (kbroker/common/codecache.py: a third of a start's instructions); it starts a node on
+# 127.0.0.1 in a temporary directory and writes kbroker/common/__pycache__/codecache.*.bin
+RUN PYTHONPATH=/opt/kbroker/app /opt/kbroker/venv/bin/python -m kbroker.node.codecache_build
 
 # --- runtime-venv: the deps venv without the installer (pip, setuptools: build leftovers),
 # without what never runs (trio's own tests; zstandard's cffi backend — its C backend is the one

@@ -9,14 +9,22 @@ reached through ``PyRun_StringFlags``). This module keeps their code objects in 
 Python keeps a module's in its ``.pyc``: :func:`install` puts a caching ``exec``/``eval``/
 ``compile`` into the namespaces of ``dataclasses``, ``collections`` and ``attr._make`` (a
 module's global shadows the builtin of the same name), which look the snippet up by its
-exact text, file name, mode and compiler flags and compile only what the file lacks.
+exact text, file name, mode and compiler flags and compile only what the file lacks. A
+module not yet imported gets its twin before its body runs (a finder first on
+``sys.meta_path`` until then), so the classes attrs declares for itself when trio imports
+it come from the file too. The message codecs kbroker generates (``kbroker/wire/codegen.py``:
+a reader or writer per message and version, a class's ``__init__``) are looked up the same
+way, by their text.
 
 Rules kept:
 - The same code as without the cache: the key is everything ``compile`` depends on (the
   source text, the name, the mode and the ``__future__`` flags the calling module would
   have passed on; the text by its BLAKE2b digest), so a snippet changed by a new Python,
-  attrs or class definition simply misses and is compiled as before. The file is tagged with the interpreter's byte-code
-  magic number; another interpreter's file is ignored.
+  attrs or class definition simply misses and is compiled as before. The file is tagged with
+  the interpreter's byte-code magic number; another interpreter's file is ignored. One
+  exception, exact too: attrs writes into each ``__hash__`` the ``hash()`` of a name, which
+  differs per process (randomized string hashes); that one number is keyed as a stand-in
+  and put back into the cached code.
 - Written at build time, not by a running broker: ``python -m kbroker.node.codecache_build``
   (``make setup``) starts a node in a temporary directory, loads every API module and
   writes ``__pycache__/codecache.<cache tag>.bin`` beside this module (an ignored folder,
@@ -27,21 +35,36 @@ Rules kept:
 """
 from __future__ import annotations
 
+import __future__
 import builtins
-import importlib.util
 import marshal
 import os
+import re
 import sys
-from hashlib import blake2b
+from importlib._bootstrap_external import MAGIC_NUMBER as _MAGIC
 from pathlib import Path
+from types import CodeType as _CodeType
+
+try:    # the builtin BLAKE2 module: hashlib would load OpenSSL's library first
+    from _blake2 import blake2b
+except ImportError:     # pragma: no cover - a Python built without it
+    from hashlib import blake2b
 
 _CACHE_FILE = Path(__file__).with_name("__pycache__") / \
     f"codecache.{sys.implementation.cache_tag}.bin"
-_MAGIC = importlib.util.MAGIC_NUMBER
 
-_code: dict[tuple, object] = {}     # (mode, flags, filename, digest of source) -> code
+# (mode, flags, filename, digest of source) -> code, or its marshalled bytes until first used
+# (a start uses about half of what the file holds: each entry is unmarshalled on its hit)
+_code: dict[tuple, object] = {}
 _misses = 0
 _installed = False
+_ANNOTATIONS = __future__.annotations
+
+# attrs writes a per-process number into every ``__hash__`` it generates (the ``hash()`` of
+# a file name, and string hashes are randomized per process): the snippet is looked up with
+# the number replaced by this stand-in, and the stand-in in the code replaced by the number
+_HASH_LINE = re.compile(r"(hash\(\(\n[ ]+)(-?[0-9]+),\n")
+_STAND_IN = 0x6B62726F6B6572     # b"kbroker"
 
 
 def _compiled(source: str, filename: str, mode: str, flags: int):
@@ -50,48 +73,126 @@ def _compiled(source: str, filename: str, mode: str, flags: int):
     key = (mode, flags, filename, blake2b(source.encode("utf-8", "surrogatepass"),
                                           digest_size=20).digest())
     code = _code.get(key)
+    if type(code) is bytes:
+        try:
+            code = marshal.loads(code)
+        except (ValueError, EOFError, TypeError):   # a damaged entry: compiled instead
+            code = None
+        if type(code) is not _CodeType:
+            code = None
+        _code[key] = code
     if code is None:
         _misses += 1
         code = _code[key] = builtins.compile(source, filename, mode, flags, dont_inherit=True)
     return code
 
 
-def _exec_for(flags: int):
+def _compiled_attrs(source: str, filename: str, mode: str, flags: int):
+    """:func:`_compiled` for attrs' snippets, whose ``__hash__`` carries a number that differs
+    in every process."""
+    found = _HASH_LINE.findall(source) if "hash((" in source else ()
+    if len(found) != 1 or str(_STAND_IN) in source:
+        return _compiled(source, filename, mode, flags)
+    number = int(found[0][1])
+    code = _compiled(_HASH_LINE.sub(rf"\g<1>{_STAND_IN},\n", source), filename, mode, flags)
+    return _with_constant(code, _STAND_IN, number)
+
+
+def _with_constant(code, old: int, new: int):
+    """``code`` with the constant ``old`` replaced by ``new``, in nested code objects too."""
+    consts = tuple(new if type(c) is int and c == old else
+                   _with_constant(c, old, new) if type(c) is type(code) else c
+                   for c in code.co_consts)
+    return code.replace(co_consts=consts) if consts != code.co_consts else code
+
+
+def _flags(namespace: dict) -> int:
+    """The compiler flags a compile called from the module of ``namespace`` inherits from its
+    ``__future__`` imports (``annotations`` is the one that changes generated code)."""
+    feature = namespace.get("annotations")
+    return _ANNOTATIONS.compiler_flag if feature is _ANNOTATIONS else 0
+
+
+def _exec_for(namespace: dict):
     def exec(source, globals=None, locals=None, /, **kw):   # noqa: A001 - shadows on purpose
         if type(source) is str:
-            source = _compiled(source, "<string>", "exec", flags)
+            source = _compiled(source, "<string>", "exec", _flags(namespace))
         return builtins.exec(source, globals, locals, **kw)
     return exec
 
 
-def _eval_for(flags: int):
+def _eval_for(namespace: dict):
     def eval(source, globals=None, locals=None, /):          # noqa: A001
         if type(source) is str:
-            source = _compiled(source, "<string>", "eval", flags)
+            source = _compiled(source, "<string>", "eval", _flags(namespace))
         return builtins.eval(source, globals, locals)
     return eval
 
 
-def _compile_for(flags: int):
+def _compile_for(namespace: dict):
     def compile(source, filename, mode, flags_=0, dont_inherit=False, optimize=-1, **kw):  # noqa: A001
         if type(source) is str and not flags_ and not dont_inherit and optimize == -1 and not kw:
-            return _compiled(source, os.fsdecode(filename), mode, flags)
+            return _compiled_attrs(source, os.fsdecode(filename), mode, _flags(namespace))
         return builtins.compile(source, filename, mode, flags_, dont_inherit, optimize, **kw)
     return compile
 
 
-def _future_flags(module) -> int:
-    """The compiler flags ``module``'s own ``__future__`` imports pass on to a compile it
-    calls (``annotations`` is the one that changes generated code)."""
-    import __future__
-    feature = getattr(module, "annotations", None)
-    return __future__.annotations.compiler_flag if feature is __future__.annotations else 0
+# module -> its caching twins: (the builtin a twin shadows there, the maker of the twin)
+_HOOKS = {"dataclasses": (("exec", _exec_for),), "collections": (("eval", _eval_for),),
+          "attr._make": (("compile", _compile_for),),
+          # a string annotation evaluated by typing (``ForwardRef`` compiles its text)
+          "typing": (("compile", _compile_for),),
+          # the message codecs (kbroker/wire/codegen.py), each compiled on its first use,
+          # and the message classes' __init__, each run from text on its first construction
+          "kbroker.wire.codegen": (("compile", _compile_for), ("exec", _exec_for))}
+
+
+def _hook(module, twins) -> None:
+    for name, make in twins:
+        setattr(module, name, make(vars(module)))
+
+
+class _HookBeforeBody:
+    """A finder first on ``sys.meta_path`` until each module of ``pending`` is imported: it
+    puts the caching twins into the module's namespace before the module's body runs, so
+    the classes the module itself declares (attrs' own validators, converters...) are made
+    from cached code too. The module keeps its ordinary loader and spec."""
+
+    def __init__(self, pending: dict):
+        self.pending = pending
+
+    def find_spec(self, fullname, path=None, target=None):
+        twins = self.pending.pop(fullname, None)
+        if twins is None:
+            return None
+        if not self.pending and self in sys.meta_path:
+            sys.meta_path.remove(self)
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(fullname, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _InjectingLoader(spec.loader, twins)
+        return spec
+
+
+class _InjectingLoader:
+    def __init__(self, loader, twins):
+        self.loader, self.twins = loader, twins
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__spec__.loader = module.__loader__ = self.loader
+        _hook(module, self.twins)
+        self.loader.exec_module(module)
 
 
 def load(path: Path = _CACHE_FILE) -> int:
     """Read the cache file into memory; the number of code objects (0 without a usable file)."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
         if not data.startswith(_MAGIC):
             return 0
         table = marshal.loads(memoryview(data)[len(_MAGIC):])
@@ -99,28 +200,30 @@ def load(path: Path = _CACHE_FILE) -> int:
         return 0
     if isinstance(table, dict):
         for key, code in table.items():
-            _code.setdefault(key, code)
+            if type(code) is bytes:
+                _code.setdefault(key, code)
     return len(_code)
 
 
 def install(path: Path | None = _CACHE_FILE) -> None:
-    """Load the cache (none with ``path`` None: the build starts afresh) and hook the three
-    generators of code; idempotent."""
+    """Load the cache (none with ``path`` None: the build starts afresh) and hook the
+    generators of code: at once in those already imported, before their body in the others
+    (so call it early); idempotent."""
     global _installed
     if _installed:
         return
     _installed = True
     if path is not None:
         load(path)
-    import collections
-    import dataclasses
-    dataclasses.exec = _exec_for(_future_flags(dataclasses))
-    collections.eval = _eval_for(_future_flags(collections))
-    try:
-        import attr._make as attrs_make
-    except ImportError:   # attrs comes with trio; without it there is nothing to hook
-        return
-    attrs_make.compile = _compile_for(_future_flags(attrs_make))
+    pending = {}
+    for module_name, twins in _HOOKS.items():
+        module = sys.modules.get(module_name)
+        if module is None:
+            pending[module_name] = twins
+        else:
+            _hook(module, twins)
+    if pending:
+        sys.meta_path.insert(0, _HookBeforeBody(pending))
 
 
 def statistics() -> dict:
@@ -131,5 +234,7 @@ def save(path: Path = _CACHE_FILE) -> None:
     """Write every code object known now (atomically: a reader sees the old file or this)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(_MAGIC + marshal.dumps(dict(_code)))
+    table = {key: code if type(code) is bytes else marshal.dumps(code)
+             for key, code in _code.items()}
+    tmp.write_bytes(_MAGIC + marshal.dumps(table))
     os.replace(tmp, path)

@@ -2,14 +2,16 @@
 (``kbroker/common/codecache.py``) that ``kbroker serve`` reads at start (``make setup``
 runs it). It creates what a start creates, and more: a node started and stopped in a
 temporary directory, then every API module (each loaded on its first request in a running
-broker). Nothing of the node is kept but the compiled snippets."""
+broker), then the message codecs of a client's first requests and of the metadata records.
+Nothing of the node is kept but the compiled snippets."""
 from __future__ import annotations
 
 import sys
-import tempfile
 
 
 def warm() -> None:
+    import tempfile     # here, after install(): it imports shutil, which makes a namedtuple
+
     import trio
 
     from kbroker.api import import_all
@@ -17,8 +19,11 @@ def warm() -> None:
     from kbroker.server import serve
 
     with tempfile.TemporaryDirectory(prefix="kbroker-codecache-") as tmp:
+        # with the HTTP listener (/metrics, /health, /ready: the pytest plugin's brokers and
+        # the container image run one)
         config = BrokerConfig.from_dict({"log.dirs": f"{tmp}/data",
-                                         "listeners": "PLAINTEXT://127.0.0.1:0"})
+                                         "listeners": "PLAINTEXT://127.0.0.1:0",
+                                         "kbroker.http.listen": "127.0.0.1:0"})
 
         async def run():
             async with trio.open_nursery() as nursery:
@@ -26,6 +31,36 @@ def warm() -> None:
                 server.request_shutdown()
         trio.run(run)
     import_all()
+    warm_codecs()
+
+
+# the APIs of a client's first contact (bootstrap, a topic's auto-creation, a first produce
+# or fetch): their request readers and response writers at every version
+FIRST_CONTACT = (18, 3, 0, 22, 10, 1, 2)   # ApiVersions, Metadata, Produce, InitProducerId,
+#                                            FindCoordinator, Fetch, ListOffsets
+
+
+def warm_codecs() -> None:
+    """Compile the message codecs a node needs first, each on its first use: those of the
+    first-contact APIs and of every metadata record (a topic's creation writes and replays
+    records the empty node's start did not)."""
+    from kbroker.wire import messages
+    from kbroker.wire.codegen import reader_for, writer_for
+
+    def every_version(cls, *makers):
+        valid = cls._message.valid
+        for version in range(valid.low, valid.high + 1):
+            for make in makers:
+                make(cls, version)
+        for struct in {cls, *cls._classes.values()}:
+            struct()        # its __init__, compiled on the first construction
+
+    for key in FIRST_CONTACT:
+        every_version(messages.request_class(key), reader_for)
+        every_version(messages.response_class(key), writer_for)
+    for name, raw in messages._RAW.items():
+        if raw.get("type") == "metadata":
+            every_version(messages.get(name), reader_for, writer_for)
 
 
 def main() -> int:

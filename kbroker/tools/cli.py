@@ -253,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         # generated methods' code from the build's cache (kbroker.common.codecache)
         from kbroker.common import codecache
         codecache.install()
+        log.debug("generated code: %d snippets cached in %s",
+                  codecache.statistics()["code_objects"], codecache.statistics()["file"])
         if args.kafka_start_lines:
             from kbroker.container.start_lines import install
             install()

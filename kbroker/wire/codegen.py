@@ -396,8 +396,14 @@ def _field_default_expr(f: FieldSpec, ns: dict) -> str:
         return "None" if f.default is None else "[]"
     if f.is_struct:
         return "None" if f.default is None else f"C_{f.struct.name}()"
-    key = f"D_{id(f)}"
-    ns[key] = f.default
+    v = f.default
+    # an immutable scalar as a literal: the generated text is then the same in every process,
+    # as the generated-code cache (kbroker/common/codecache.py) needs to find it again
+    if v is None or type(v) in (bool, int, str, bytes) or (type(v) is float and v == v
+                                                          and abs(v) != float("inf")):
+        return repr(v)
+    key = f"D_uuid_{v.hex}" if type(v) is uuid.UUID else f"D_{id(f)}"
+    ns[key] = v
     return key
 
 

@@ -6,6 +6,7 @@ installs the hooks runs in its own interpreter (installing changes the ``datacla
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -30,10 +31,28 @@ P = collections.namedtuple("P", "a b")
 class Box:
     size: int = 0
 
+@attr.frozen
+class Key:              # hashable: attrs writes a per-process number into its __hash__
+    name: str
+
+import attr._make
+type_hash = hash(attr._make._generate_unique_filename(Key, "hash"))
+
+# a message codec (kbroker/wire/codegen.py): reader and writer compiled, or read from the file
+from kbroker.wire import messages
+req = messages.MetadataRequest(topics=[messages.MetadataRequest.MetadataRequestTopic(name="t")],
+                               allow_auto_topic_creation=True)
+wire = req.encode(12)
+back = messages.MetadataRequest.decode(wire, 12)
+
 p = Point(1)
-out = {"point": [repr(p), p == Point(1, 2), p < Point(2), hash(p) == hash(Point(1, 2))],
+out = {"codec": [wire.hex(), [t.name for t in back.topics], back.allow_auto_topic_creation],
+       "point": [repr(p), p == Point(1, 2), p < Point(2), hash(p) == hash(Point(1, 2))],
        "named": [repr(P(1, 2)), P(1, 2)._replace(b=3) == (1, 3)],
        "attrs": [repr(Box(3)), Box(3) == Box(3)],
+       "hash": [hash(Key("k")) == hash((type_hash, "k")), hash(Key("k")) == hash(Key("k"))],
+       # the modules hooked before their body keep their ordinary loader
+       "loaders": [type(m.__spec__.loader).__name__ for m in (attr._make, dataclasses)],
        "frozen": False}
 try:
     p.x = 5
@@ -46,9 +65,10 @@ print(json.dumps(out))
 '''
 
 
-def _run(path, *extra) -> dict:
+def _run(path, *extra, seed: str = "1") -> dict:
+    env = {**os.environ, "PYTHONHASHSEED": seed}     # string hashes differ between the runs
     out = subprocess.run([sys.executable, "-c", _CLASSES, str(path), *extra],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -57,18 +77,21 @@ def test_classes_from_cached_code_behave_as_compiled_ones(tmp_path):
     path = tmp_path / "cache.bin"
     cold = _run(path, "save")              # no file: everything compiled, then written
     assert cold["stats"]["compiled"] > 0 and path.exists()
-    warm = _run(path)                      # the same snippets read back
+    warm = _run(path, seed="2")            # the same snippets read back, by another process
     assert warm["stats"]["compiled"] == 0
     assert {k: v for k, v in cold.items() if k != "stats"} == \
            {k: v for k, v in warm.items() if k != "stats"} == {
         "point": ["Point(x=1, y=2)", True, True, True],
         "named": ["P(a=1, b=2)", True],
         "attrs": ["Box(size=3)", True],
+        "hash": [True, True],
+        "codec": [cold["codec"][0], ["t"], True],
+        "loaders": ["SourceFileLoader", "SourceFileLoader"],
         "frozen": True}
 
 
 def test_the_cache_keys_on_everything_compile_depends_on(tmp_path):
-    exec_ = codecache._exec_for(0)
+    exec_ = codecache._exec_for({})
     before = codecache.statistics()["compiled"]
     ns1, ns2 = {}, {}
     exec_("def f(a, b=1):\n  return a + b\n", {}, ns1)
@@ -76,10 +99,10 @@ def test_the_cache_keys_on_everything_compile_depends_on(tmp_path):
     assert codecache.statistics()["compiled"] == before + 1     # the second was a hit
     assert ns1["f"](1) == ns2["f"](1) == 2
     # the __future__ flags are part of the key: annotations stay objects or become text
-    flags = codecache._future_flags(__import__("__future__"))
+    import __future__
     plain, future = {}, {}
-    codecache._exec_for(0)("def g(x: int): pass\n", {}, plain)
-    codecache._exec_for(flags)("def g(x: int): pass\n", {}, future)
+    codecache._exec_for({})("def g(x: int): pass\n", {}, plain)
+    codecache._exec_for({"annotations": __future__.annotations})("def g(x: int): pass\n", {}, future)
     assert plain["g"].__annotations__ == {"x": int}
     assert future["g"].__annotations__ == {"x": "int"}
     # what compile() makes is what the cache hands out
@@ -96,3 +119,14 @@ def test_a_file_of_another_interpreter_or_damaged_is_ignored(tmp_path):
     assert codecache.load(path) == 0
     assert codecache.load(tmp_path / "missing.bin") == 0
     assert codecache._code == known                                   # nothing added
+
+
+def test_a_damaged_entry_is_compiled_instead(tmp_path):
+    path = tmp_path / "cache.bin"
+    key = ("exec", 0, "<string>", codecache.blake2b(b"y = 2\n", digest_size=20).digest())
+    path.write_bytes(codecache._MAGIC + codecache.marshal.dumps({key: b"\xff not marshal"}))
+    assert codecache.load(path) >= 1
+    before = codecache.statistics()["compiled"]
+    ns = {}
+    codecache._exec_for({})("y = 2\n", ns)
+    assert ns["y"] == 2 and codecache.statistics()["compiled"] == before + 1
