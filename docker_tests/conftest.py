@@ -4,8 +4,11 @@ They drive the engine with the ``docker`` SDK and real Kafka clients: confluent-
 host (through ports published on 127.0.0.1 only) and kafka-python in a client container
 (``docker_tests/client``) on a user-defined network. Images: ``KBROKER_IMAGE`` (default
 ``kbroker:test``) and ``KBROKER_CLIENT_IMAGE`` (``kbroker-test-client:latest``), both built
-by the Makefile. Everything a test creates carries the label ``kbroker-docker-test`` and is
-removed after the test (and, should a run be interrupted, before the next session starts).
+by the Makefile. Everything a test creates carries the label ``kbroker-docker-test`` (its
+value: the pid of the pytest session that made it; compose projects carry that pid in their
+name) and is removed after the test. What an interrupted session left behind is removed when
+the next session starts, but only once its session's process is gone: two sessions on one
+engine (a developer's run beside `make flake-hunt`) never remove each other's containers.
 """
 from __future__ import annotations
 
@@ -27,22 +30,57 @@ IMAGE = os.environ.get("KBROKER_IMAGE", "kbroker:test")
 CLIENT_IMAGE = os.environ.get("KBROKER_CLIENT_IMAGE", "kbroker-test-client:latest")
 COMPOSE = os.environ.get("KBROKER_COMPOSE", "docker-compose")
 COMPOSE_PREFIX = "kbrokerdockertest"
+OWNER = str(os.getpid())      # this session's mark on what it creates
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 REPO = Path(__file__).resolve().parents[1]
 
 
-def purge(dk) -> None:
+def _removable(owner: str | None, mine_only: bool) -> bool:
+    """Whether this session may remove what ``owner`` made: its own always; at start-up
+    also what a session whose process is gone made, or an older run that marked nothing
+    but ``1`` (or named its compose project without a pid)."""
+    if owner == OWNER:
+        return True
+    if mine_only:
+        return False
+    if owner is None or not owner.isdigit() or owner == "1":
+        return True
+    try:
+        os.kill(int(owner), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:            # alive, another user's
+        return False
+    return False
+
+
+def project_name() -> str:
+    """A compose project name that says which session made it."""
+    return f"{COMPOSE_PREFIX}{OWNER}x{uuid.uuid4().hex[:8]}"
+
+
+def _project_owner(project: str) -> str | None:
+    rest = project[len(COMPOSE_PREFIX):]
+    return rest.split("x", 1)[0] if "x" in rest else None
+
+
+def purge(dk, mine_only: bool = False) -> None:
     for c in dk.containers.list(all=True, filters={"label": LABEL}):
-        c.remove(force=True, v=True)
+        if _removable(c.labels.get(LABEL), mine_only):
+            c.remove(force=True, v=True)
     for c in dk.containers.list(all=True, filters={"label": "com.docker.compose.project"}):
-        if c.labels.get("com.docker.compose.project", "").startswith(COMPOSE_PREFIX):
+        project = c.labels.get("com.docker.compose.project", "")
+        if project.startswith(COMPOSE_PREFIX) and _removable(_project_owner(project), mine_only):
             c.remove(force=True, v=True)
     for n in dk.networks.list():
-        if n.attrs.get("Labels", {}).get(LABEL) or n.name.startswith(COMPOSE_PREFIX):
+        labels = n.attrs.get("Labels") or {}
+        if (LABEL in labels and _removable(labels[LABEL], mine_only)) or \
+                (n.name.startswith(COMPOSE_PREFIX) and _removable(_project_owner(n.name), mine_only)):
             n.remove()
     for v in dk.volumes.list():
         labels = v.attrs.get("Labels") or {}
-        if LABEL in labels or v.name.startswith(COMPOSE_PREFIX):
+        if (LABEL in labels and _removable(labels[LABEL], mine_only)) or \
+                (v.name.startswith(COMPOSE_PREFIX) and _removable(_project_owner(v.name), mine_only)):
             v.remove(force=True)
 
 
@@ -54,7 +92,7 @@ def dk():
         client.images.get(image)        # built by `make docker-test`
     purge(client)
     yield client
-    purge(client)
+    purge(client, mine_only=True)
     client.close()
 
 
@@ -79,13 +117,13 @@ class Lab:
         self.networks = []
 
     def network(self):
-        n = self.dk.networks.create(name("net"), driver="bridge", labels={LABEL: "1"})
+        n = self.dk.networks.create(name("net"), driver="bridge", labels={LABEL: OWNER})
         self.networks.append(n)
         return n
 
     def run(self, image=IMAGE, command=None, **kw):
         kw.setdefault("detach", True)
-        labels = dict(kw.pop("labels", {}), **{LABEL: "1"})
+        labels = dict(kw.pop("labels", {}), **{LABEL: OWNER})
         c = self.dk.containers.run(image, command, labels=labels, **kw)
         self.containers.append(c)
         return c

@@ -1,11 +1,8 @@
 """The compose files in docker/ (Debian's docker-compose): one node and three nodes come up
 healthy and serve clients on the published ports; `down -v` removes them."""
-import time
-import uuid
-
 import pytest
 
-from .conftest import (COMPOSE_PREFIX, IMAGE, consume_all, create_topic, free_port, produce,
+from .conftest import (IMAGE, consume_all, create_topic, free_port, produce, project_name,
                        wait_healthy)
 
 
@@ -17,7 +14,7 @@ def project_containers(dk, project):
 def project(dk):
     from .conftest import compose
     started = []
-    p = f"{COMPOSE_PREFIX}{uuid.uuid4().hex[:8]}"
+    p = project_name()
 
     def up(file, env):
         started.append((file, env))

@@ -31,7 +31,7 @@ from testcontainers.community.kafka import KafkaContainer  # noqa: E402
 
 from tests.support.go_build import DOWNLOADS, go_settings  # noqa: E402
 
-from .conftest import IMAGE, LABEL, REPO, consume_all, create_topic, logs, produce  # noqa: E402
+from .conftest import IMAGE, LABEL, OWNER, REPO, consume_all, create_topic, logs, produce  # noqa: E402
 
 # testcontainers-python's with_kraft() reads the image tag as a Confluent Platform version and
 # wants 7.0.0 or later; the images get such a tag for that test only
@@ -58,7 +58,7 @@ def cp_tagged(dk):
 
 
 def start(container: KafkaContainer) -> KafkaContainer:
-    container.with_kwargs(labels={LABEL: "1"})
+    container.with_kwargs(labels={LABEL: OWNER})
     try:
         container.start(timeout=120)
     except Exception:
@@ -104,7 +104,8 @@ def run_project(cmd: list[str], cwd, env: dict, image: str, timeout: float = 900
     # this machine is itself a container: the Java and Go modules would look for the Docker
     # host through its default gateway (Java runs an alpine image for that, which cannot be
     # pulled); the engine runs here, so its published ports are on localhost
-    full = dict(os.environ, TESTCONTAINERS_RYUK_DISABLED="true", KBROKER_IMAGE=image, **env)
+    full = dict(os.environ, TESTCONTAINERS_RYUK_DISABLED="true", KBROKER_IMAGE=image,
+                KBROKER_DOCKER_TEST_OWNER=OWNER, **env)
     full.setdefault("TESTCONTAINERS_HOST_OVERRIDE", "localhost")
     r = subprocess.run(cmd, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
     out = r.stdout + r.stderr

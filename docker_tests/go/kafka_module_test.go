@@ -26,7 +26,12 @@ func TestKafkaModuleStartsKbroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	ctr, err := kafka.Run(ctx, image, testcontainers.WithLabels(map[string]string{"kbroker-docker-test": "1"}))
+	// the label's value names the pytest session that runs this test (docker_tests/conftest.py)
+	owner := os.Getenv("KBROKER_DOCKER_TEST_OWNER")
+	if owner == "" {
+		owner = "1"
+	}
+	ctr, err := kafka.Run(ctx, image, testcontainers.WithLabels(map[string]string{"kbroker-docker-test": owner}))
 	defer func() {
 		// the module's `sh -c` is PID 1 and ignores SIGTERM: no point waiting for it
 		if err := testcontainers.TerminateContainer(ctr, testcontainers.StopTimeout(0)); err != nil {

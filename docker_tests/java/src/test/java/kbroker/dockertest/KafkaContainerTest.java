@@ -29,11 +29,13 @@ import org.testcontainers.utility.DockerImageName;
 class KafkaContainerTest {
 
     static final String IMAGE = System.getenv().getOrDefault("KBROKER_IMAGE", "kbroker:test");
+    /** The pytest session running this test (docker_tests/conftest.py): the label's value. */
+    static final String OWNER = System.getenv().getOrDefault("KBROKER_DOCKER_TEST_OWNER", "1");
 
     @Test
     void apacheKafkaModule() throws Exception {
         DockerImageName image = DockerImageName.parse(IMAGE).asCompatibleSubstituteFor("apache/kafka");
-        try (KafkaContainer kafka = new KafkaContainer(image).withLabel("kbroker-docker-test", "1")) {
+        try (KafkaContainer kafka = new KafkaContainer(image).withLabel("kbroker-docker-test", OWNER)) {
             kafka.start();
             roundTrip(kafka.getBootstrapServers(), "tc-java-apache");
         }
@@ -43,7 +45,7 @@ class KafkaContainerTest {
     @Test
     void confluentKafkaModule() throws Exception {
         DockerImageName image = DockerImageName.parse(IMAGE).asCompatibleSubstituteFor("confluentinc/cp-kafka");
-        try (ConfluentKafkaContainer kafka = new ConfluentKafkaContainer(image).withLabel("kbroker-docker-test", "1")) {
+        try (ConfluentKafkaContainer kafka = new ConfluentKafkaContainer(image).withLabel("kbroker-docker-test", OWNER)) {
             kafka.start();
             roundTrip(kafka.getBootstrapServers(), "tc-java-confluent");
         }
