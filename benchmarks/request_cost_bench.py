@@ -14,6 +14,10 @@ Against one ``kbroker serve`` (started here, one topic of one partition), three 
 - ``idle``: one second without a request (the broker's timers and sweeps), per second;
 - ``fetch-behind``: N fetches, one after another, from the start of the log (a consumer
   catching up: each answer holds up to 1 MiB of the one-record batches written before);
+- ``burst-woken``: N one-record Produce requests in bursts of ``--window`` written at once,
+  each burst behind a consumer's Fetch parked at the log end that then fetches until it has
+  the burst's records (a linger.ms=0 producer ahead of its broker); per *record*, with the
+  fetch answers it took (one per burst once a connection handles a burst before yielding);
 - ``fetch-woken``: N rounds of a consumer's Fetch (one partition, at the log end,
   ``max_wait_ms`` 500, ``min_bytes`` 1, sessionless as librdkafka's) sent on its own
   connection and parked, then one single-record Produce on another connection that wakes it;
@@ -264,6 +268,45 @@ def phase_fetch_woken(port: int, n: int, version: int, offset: int, park_s: floa
     return n, empty
 
 
+def phase_burst_woken(port: int, n: int, window: int, version: int, offset: int,
+                      park_s: float) -> tuple[int, int]:
+    """A linger.ms=0 producer ahead of its broker: rounds of a consumer's Fetch parked at the
+    log end, then ``window`` one-record Produce requests written at once (pipelined, as they
+    wait in the socket); the consumer fetches until it has every record of the round.
+    Returns (records, fetch answers): the answers a burst costs."""
+    consumer = Conn(port, "reqcost-consumer")
+    producer = Conn(port, "reqcost-producer")
+    rounds = max(1, n // window)
+    bursts = [b"".join(producer.frame(0, PRODUCE_VERSION, produce_body()) for _ in range(window))
+              for _ in range(rounds)]
+    answers = 0
+    for burst in bursts:
+        consumer.sock.sendall(consumer.frame(1, version, fetch_body(offset, version)))
+        time.sleep(park_s)      # let the broker park it (not part of the broker's count)
+        producer.sock.sendall(burst)
+        for _ in range(window):
+            producer.read_frame()
+        got = 0
+        while True:
+            resp = protocol.decode_response(consumer.read_frame(), 1, version)[1]
+            answers += 1
+            part = resp.responses[0].partitions[0]
+            assert part.error_code == 0, f"fetch failed with error {part.error_code}"
+            got += _records_in(part.records)
+            if got >= window:
+                break
+            consumer.sock.sendall(consumer.frame(1, version, fetch_body(offset + got, version)))
+        offset += window
+    consumer.sock.close()
+    producer.sock.close()
+    return rounds * window, answers
+
+
+def _records_in(records) -> int:
+    from kbroker.wire.records import iter_batches
+    return sum(h.last_offset_delta + 1 for _, h in iter_batches(records or b""))
+
+
 def phase_fetch_behind(port: int, n: int, version: int, first: int) -> int:
     """N fetches, one after another, from offsets ``first``, ``first + 1``... of a log of
     one-record batches: a consumer catching up, each answer up to 1 MiB (~900 batches)."""
@@ -353,6 +396,12 @@ def main(argv=None) -> int:
                     "answers of up to 1 MiB of 1 KiB batches"
             elif name == "produce-serial":
                 done, note = phase_produce_serial(broker.port, args.n), ""
+            elif name == "burst-woken":
+                done, fetches = phase_burst_woken(broker.port, args.n, args.window,
+                                                  args.fetch_version, log_end(admin),
+                                                  args.park_ms / 1000)
+                note = (f"per record; {fetches:,} fetch answers for {done // args.window:,} "
+                        f"bursts of {args.window}")
             else:
                 done, empty = phase_fetch_woken(broker.port, args.n, args.fetch_version,
                                                 log_end(admin), args.park_ms / 1000)

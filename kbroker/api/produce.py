@@ -104,7 +104,8 @@ async def handle(ctx: RequestContext, request):
             td.name = names.get(td.topic_id)        # None: an id the image does not know
     denied = denied_topics(ctx, WRITE, (td.name for td in request.topic_data
                                         if td.name is not None)) if error is None else ()
-    verifier = getattr(ctx.broker.transactions, "verifier", None)
+    verifier = getattr(ctx.broker.transactions, "verifier", None) \
+        if request.transactional_id is not None else None
     if error is None and verifier is not None:
         # KIP-890: ask the transaction coordinator before a producer's first transactional
         # batch on a partition (part 1: is it in the transaction; part 2, v12+: add it);

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping
 
 LONG_MAX = (1 << 63) - 1
@@ -132,19 +133,20 @@ class LogConfig:
             raise ValueError("min.cleanable.dirty.ratio must be in [0, 1]")
 
     # -- derived views ------------------------------------------------------------
-    @property
+    # computed once per (immutable) config: every append asks ``compact`` and ``log_append_time``
+    @cached_property
     def policies(self) -> frozenset[str]:
         return frozenset(p.strip() for p in self.cleanup_policy.split(",") if p.strip())
 
-    @property
+    @cached_property
     def compact(self) -> bool:
         return "compact" in self.policies
 
-    @property
+    @cached_property
     def delete(self) -> bool:
         return "delete" in self.policies
 
-    @property
+    @cached_property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 

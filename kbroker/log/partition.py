@@ -71,6 +71,9 @@ from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
 from .txnindex import AbortedTxn
 
+_LOG_OVERHEAD = rb.LOG_OVERHEAD
+_BatchHeader = rb.BatchHeader
+
 # how far below a producer snapshot the batches of its producers are looked for at load:
 # five batches in flight of up to a few hundred KiB each
 RESTORE_WINDOW_BYTES = 1 << 20
@@ -458,27 +461,35 @@ class PartitionLog:
         Each is checked (structure, CRC32C, ``max.message.bytes``; keys on compacted
         topics) before anything is written; a refusal leaves the log unchanged.
         """
-        self._check_open()
-        now = self._now(now_ms)
+        # (the hot path of every Produce: plain loops, no generators or property calls per batch)
+        if self.closed:
+            raise LogClosed(f"{self.topic}-{self.partition} is closed")
+        now = now_ms if now_ms is not None else self._now(None)
         view = memoryview(batch)
-        if len(view) == 0:
+        total = len(view)
+        if total == 0:
             raise InvalidRecord("empty record set")
-        headers = rb.validate_batches(view, max_batch_bytes=self.config.max_message_bytes)
-        if sum(h.size for h in headers) != len(view):
+        config = self.config
+        headers = rb.validate_batches(view, max_batch_bytes=config.max_message_bytes)
+        size = 0
+        for h in headers:
+            size += h.batch_length + _LOG_OVERHEAD
+        if size != total:
             raise CorruptRecord("record set does not end on a batch boundary")
-        if len(view) > self.config.segment_bytes:
-            raise RecordBatchTooLarge(f"{len(view)} bytes exceed segment.bytes")
-        if self.config.compact:
+        if total > config.segment_bytes:
+            raise RecordBatchTooLarge(f"{total} bytes exceed segment.bytes")
+        if config.compact:
             self._check_keys(view, headers)
-        if self.config.log_append_time and log_append_time is None:
+        if log_append_time is None and config.log_append_time:
             log_append_time = now
         # A writable memoryview is a Produce request's own frame (the server hands frames on
         # as bytearrays): patch it in place instead of copying every produced byte once more.
         # Anything else (bytes, or buffers coordinators may still hold) is copied first.
         buf = view if isinstance(batch, memoryview) and not view.readonly else bytearray(view)
-        offset = self._log_end_offset
+        first = offset = self._log_end_offset
         pos = 0
         assigned = []
+        top_ts = None
         for h in headers:
             rb.patch_base_offset(buf, pos, offset)
             rb.patch_partition_leader_epoch(buf, pos, leader_epoch)
@@ -486,12 +497,15 @@ class PartitionLog:
             if log_append_time is not None:
                 rb.set_max_timestamp(buf, pos, log_append_time, log_append_time=True)
                 max_ts = log_append_time
-            assigned.append(h._replace(base_offset=offset, partition_leader_epoch=leader_epoch,
-                                       max_timestamp=max_ts))
+            # h with base_offset, partition_leader_epoch and max_timestamp replaced
+            assigned.append(_BatchHeader(offset, h[1], leader_epoch, h[3], h[4], h[5], h[6],
+                                         h[7], max_ts, h[9], h[10], h[11], h[12]))
+            if top_ts is None or max_ts > top_ts:
+                top_ts = max_ts
             offset += h.last_offset_delta + 1
-            pos += h.size
-        first, last = self._log_end_offset, offset - 1
-        seg = self._maybe_roll(len(buf), max(h.max_timestamp for h in assigned), last, now)
+            pos += h.batch_length + _LOG_OVERHEAD
+        last = offset - 1
+        seg = self._maybe_roll(total, top_ts, last, now)
         seg.append(buf, assigned)
         self._log_end_offset = offset
         if leader_epoch >= 0:

@@ -50,7 +50,12 @@ dominating:
   connection cost ~23 KiB, most of it a zero-filled buffer of its own).
 - The socket is used without trio's wrapper: a read or write is tried first and only waits
   (``wait_readable``/``wait_writable``) on ``EAGAIN``; the connection yields to the scheduler
-  once per request instead of around every socket call.
+  once per request instead of around every socket call — and once per burst of pipelined
+  Produce requests already received (at most ``_MAX_BURST`` requests, ``_MAX_BURST_BYTES``
+  bytes; issue 32, item 3): a parked consumer Fetch the appends woke then runs once per
+  burst and answers every record of it, instead of once per one-record request of a
+  ``linger.ms=0`` producer. Other connections get their turn after every bounded burst
+  (``tests/broker/test_produce_burst.py``).
 - Answers to Produce requests are held back while more requests are already waiting on
   the socket (a non-blocking read finds them) and the next one is again a Produce; they
   go out with one ``sendmsg`` before the connection would wait or handle anything else —
@@ -112,6 +117,11 @@ _KEY = struct.Struct(">h")
 # requests handled meanwhile add up to less than this many bytes (bounds the added latency).
 _MAX_PENDING = 16
 _MAX_HELD = 256 * 1024
+# Pipelined Produce requests already received are handled one after another without giving
+# the scheduler a turn in between: at most this many, and this many request bytes, then the
+# connection yields (other connections, and the fetches the appends woke, run once per burst).
+_MAX_BURST = 32
+_MAX_BURST_BYTES = 512 * 1024
 
 
 def _recv_now(raw, view) -> int:
@@ -364,6 +374,8 @@ class Connection:
         start = end = 0
         pending: list = []   # response parts of pipelined produce requests, not yet written
         held = 0             # request bytes handled since the oldest of them
+        burst = 0            # requests handled since this task last gave the scheduler a turn
+        burst_bytes = 0
         try:
             while not server.draining:
                 avail = end - start
@@ -424,6 +436,7 @@ class Connection:
                         # parked with no deadline, inline (one coroutine less): the idle
                         # sweep or shutdown ends the wait (kbroker/server/idle.py)
                         self.waiting_since = now()
+                        burst = burst_bytes = 0      # the wait is a turn for everyone else
                         try:
                             await wait_readable(raw)
                         except trio.ClosedResourceError:
@@ -439,6 +452,13 @@ class Connection:
                     if end == len(rbuf) < RECEIVE_SIZE:
                         rbuf, rview = self._grow(rbuf, rview, end)
                     continue
+                if burst and (burst >= _MAX_BURST or burst_bytes >= _MAX_BURST_BYTES
+                              or self._last_api != PRODUCE or len(frame) < 2
+                              or _KEY.unpack_from(frame, 0)[0] != PRODUCE):
+                    # the scheduler's turn owed since the last request (skipped only
+                    # between pipelined produce requests, within the burst's bounds)
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    burst = burst_bytes = 0
                 self.busy = True
                 try:
                     keep = await self._handle(frame, pending)
@@ -446,19 +466,21 @@ class Connection:
                     self.busy = False
                 if not keep or server.draining:
                     return
+                held += len(frame)
+                burst += 1
+                burst_bytes += len(frame)
                 if self._mute_s:
                     if pending:
                         await self._send_raw(pending)
                         pending = []
                     await self._muted()
-                held += len(frame)
+                    burst = burst_bytes = 0
                 if pending and (self._last_api != PRODUCE or len(pending) >= _MAX_PENDING
                                 or held >= _MAX_HELD):
                     await self._send_raw(pending)
                     pending = []
                 if not pending:
                     held = 0
-                await trio.lowlevel.cancel_shielded_checkpoint()
         finally:
             if rbuf is not None:
                 pool.give(rbuf, rview)
@@ -607,7 +629,10 @@ class Connection:
             return False
         finally:
             CURRENT_REQUEST.reset(current)
-        await self._emit(parts, out)
+        if out is not None:      # (``_emit`` inline: one coroutine less per request)
+            out.extend(parts)
+        else:
+            await self._send(parts)
         return True
 
     @staticmethod

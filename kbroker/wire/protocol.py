@@ -72,21 +72,41 @@ class RequestHeader:
     unknown_tags: dict | None = None
 
 
+# header versions of the (api key, version) pairs the schemas define, looked up once each:
+# every request and response asks (pairs outside the schemas are answered uncached, so what
+# a peer sends cannot grow these)
+_REQUEST_HV: dict[tuple[int, int], int] = {}
+_RESPONSE_HV: dict[tuple[int, int], int] = {}
+
+
 def request_header_version(api_key: int, api_version: int) -> int:
+    hv = _REQUEST_HV.get((api_key, api_version))
+    if hv is not None:
+        return hv
     cls = messages.request_class(api_key)
     if cls is None:
         return 1
     spec = cls._message
-    return 2 if api_version in spec.flexible else 1
+    hv = 2 if api_version in spec.flexible else 1
+    if api_version in spec.valid:
+        _REQUEST_HV[(api_key, api_version)] = hv
+    return hv
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
+    hv = _RESPONSE_HV.get((api_key, api_version))
+    if hv is not None:
+        return hv
     if api_key == API_VERSIONS_KEY:
         return 0
     cls = messages.response_class(api_key)
     if cls is None:
         return 0
-    return 1 if api_version in cls._message.flexible else 0
+    spec = cls._message
+    hv = 1 if api_version in spec.flexible else 0
+    if api_version in spec.valid:
+        _RESPONSE_HV[(api_key, api_version)] = hv
+    return hv
 
 
 def peek_request(frame) -> tuple[int, int, int]:
