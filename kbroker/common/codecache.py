@@ -99,10 +99,17 @@ def _compiled_attrs(source: str, filename: str, mode: str, flags: int):
 
 
 def _with_constant(code, old: int, new: int):
-    """``code`` with the constant ``old`` replaced by ``new``, in nested code objects too."""
-    consts = tuple(new if type(c) is int and c == old else
-                   _with_constant(c, old, new) if type(c) is type(code) else c
-                   for c in code.co_consts)
+    """``code`` with the constant ``old`` replaced by ``new``, in nested code objects and in
+    folded tuples too (``hash((number,))`` of a class without hashed fields is one constant)."""
+    def swap(c):
+        if type(c) is int:
+            return new if c == old else c
+        if type(c) is tuple:
+            return tuple(swap(x) for x in c)
+        if type(c) is _CodeType:
+            return _with_constant(c, old, new)
+        return c
+    consts = tuple(swap(c) for c in code.co_consts)
     return code.replace(co_consts=consts) if consts != code.co_consts else code
 
 

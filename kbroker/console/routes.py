@@ -13,15 +13,31 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-from importlib import resources
 
 import trio
 
 from kbroker.http.router import Request, Response, Router
 
-from . import auth, browse, cluster, groups, schemas, views
+from . import auth
 from .history import History
 from .errors import ApiFailure
+
+
+class _OnFirstUse:
+    """A console module imported when a request first reads from it: every node with an HTTP
+    listener installs the console (the pytest plugin's brokers, the container image), few of
+    them ever serve a console page (issue 32, start-up)."""
+
+    def __init__(self, name: str):
+        self._name = f"{__package__}.{name}"
+
+    def __getattr__(self, attr: str):
+        import importlib
+        return getattr(importlib.import_module(self._name), attr)
+
+
+browse, cluster, groups, schemas, views = (
+    _OnFirstUse(name) for name in ("browse", "cluster", "groups", "schemas", "views"))
 
 log = logging.getLogger("kbroker.console")
 
@@ -55,6 +71,7 @@ def enabled(server) -> bool:
 def _static(name: str) -> bytes | None:
     if "/" in name or name.startswith("."):
         return None
+    from importlib import resources
     f = resources.files("kbroker.console").joinpath("static", name)
     return f.read_bytes() if f.is_file() else None
 

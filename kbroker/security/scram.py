@@ -101,13 +101,15 @@ _PRINTABLE = r"[\x21-\x2b\x2d-\x7e]+"          # RFC 5802 "printable" minus ','
 _SASLNAME = r"(?:[\x01-\x2b\x2d-\x3c\x3e-\x7f]|=2C|=3D)+"
 _B64 = r"[A-Za-z0-9+/]*={0,2}"
 _EXT = r"(?:,[A-Za-z0-9]+=[^,]*)*"
-_CLIENT_FIRST = re.compile(
+# patterns compiled on first use (``re``'s own cache), not at import: every broker start
+# imports this module, few of them see a SCRAM exchange (issue 32, start-up)
+_CLIENT_FIRST = (
     rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,(?P<bare>(?:m=[^,]+,)?n=(?P<saslname>{_SASLNAME}),"
-    rf"r=(?P<nonce>{_PRINTABLE})(?P<ext>{_EXT}))", re.S)
-_CLIENT_FINAL = re.compile(
-    rf"(?P<without>c=(?P<channel>{_B64}),r=(?P<nonce>{_PRINTABLE})(?P<ext>{_EXT})),p=(?P<proof>{_B64})", re.S)
-_SERVER_FIRST = re.compile(rf"(?:m=[^,]+,)?r=(?P<nonce>{_PRINTABLE}),s=(?P<salt>{_B64}),i=(?P<i>[0-9]+)(?:{_EXT})")
-_SERVER_FINAL = re.compile(rf"(?:e=(?P<error>[^,]+)|v=(?P<verifier>{_B64}))(?:{_EXT})")
+    rf"r=(?P<nonce>{_PRINTABLE})(?P<ext>{_EXT}))")
+_CLIENT_FINAL = (
+    rf"(?P<without>c=(?P<channel>{_B64}),r=(?P<nonce>{_PRINTABLE})(?P<ext>{_EXT})),p=(?P<proof>{_B64})")
+_SERVER_FIRST = rf"(?:m=[^,]+,)?r=(?P<nonce>{_PRINTABLE}),s=(?P<salt>{_B64}),i=(?P<i>[0-9]+)(?:{_EXT})"
+_SERVER_FINAL = rf"(?:e=(?P<error>[^,]+)|v=(?P<verifier>{_B64}))(?:{_EXT})"
 
 
 def decode_saslname(name: str) -> str:
@@ -155,7 +157,7 @@ class ClientFirst:
     @classmethod
     def parse(cls, message: bytes) -> "ClientFirst":
         text = _text(message, "client first")
-        m = _CLIENT_FIRST.fullmatch(text)
+        m = re.fullmatch(_CLIENT_FIRST, text, re.S)
         if m is None:
             raise ScramError(f"Invalid SCRAM client first message format: {text[:64]!r}")
         authzid = decode_saslname(m.group("authzid") or "")
@@ -174,7 +176,7 @@ class ClientFinal:
     @classmethod
     def parse(cls, message: bytes) -> "ClientFinal":
         text = _text(message, "client final")
-        m = _CLIENT_FINAL.fullmatch(text)
+        m = re.fullmatch(_CLIENT_FINAL, text, re.S)
         if m is None:
             raise ScramError(f"Invalid SCRAM client final message format: {text[:64]!r}")
         return cls(_b64decode(m.group("channel"), "channel binding"), m.group("nonce"),
@@ -292,7 +294,7 @@ class ScramClient:
 
     def final(self, server_first: bytes) -> bytes:
         text = server_first.decode("utf-8", "replace")
-        m = _SERVER_FIRST.fullmatch(text)
+        m = re.fullmatch(_SERVER_FIRST, text)
         if m is None:
             raise ScramError(f"Invalid SCRAM server first message format: {text[:64]!r}")
         nonce, salt, iterations = m.group("nonce"), base64.b64decode(m.group("salt")), int(m.group("i"))
@@ -313,7 +315,7 @@ class ScramClient:
         return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
 
     def verify(self, server_final: bytes) -> None:
-        m = _SERVER_FINAL.fullmatch(server_final.decode("utf-8", "replace"))
+        m = re.fullmatch(_SERVER_FINAL, server_final.decode("utf-8", "replace"))
         if m is None or m.group("error"):
             raise ScramError(f"SCRAM server final message: {server_final[:64]!r}")
         if not hmac.compare_digest(base64.b64decode(m.group("verifier")), self._server_signature):

@@ -282,7 +282,8 @@ def subject_dn(der: bytes) -> str:
     return ",".join(rdns)
 
 
-_RULE = re.compile(r"\s*(DEFAULT|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?)[^,\n]*?)\s*(?:[,\n]\s*|$)")
+# compiled on first use (a principal mapping rule), not at every start's import
+_RULE = r"\s*(DEFAULT|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?)[^,\n]*?)\s*(?:[,\n]\s*|$)"
 
 
 class PrincipalMapper:
@@ -295,7 +296,7 @@ class PrincipalMapper:
         pos = 0
         text = text.strip()
         while pos < len(text):
-            m = _RULE.match(text, pos)
+            m = re.compile(_RULE).match(text, pos)
             if m is None or m.end() == pos:
                 raise TlsConfigError("ssl.principal.mapping.rules", f"Invalid rule: {text[pos:]}")
             if m.group(1) == "DEFAULT":

@@ -35,8 +35,13 @@ class Box:
 class Key:              # hashable: attrs writes a per-process number into its __hash__
     name: str
 
+@attr.frozen
+class Empty:            # no hashed field: the number is folded into a tuple constant
+    pass
+
 import attr._make
 type_hash = hash(attr._make._generate_unique_filename(Key, "hash"))
+empty_hash = hash(attr._make._generate_unique_filename(Empty, "hash"))
 
 # a message codec (kbroker/wire/codegen.py): reader and writer compiled, or read from the file
 from kbroker.wire import messages
@@ -50,7 +55,8 @@ out = {"codec": [wire.hex(), [t.name for t in back.topics], back.allow_auto_topi
        "point": [repr(p), p == Point(1, 2), p < Point(2), hash(p) == hash(Point(1, 2))],
        "named": [repr(P(1, 2)), P(1, 2)._replace(b=3) == (1, 3)],
        "attrs": [repr(Box(3)), Box(3) == Box(3)],
-       "hash": [hash(Key("k")) == hash((type_hash, "k")), hash(Key("k")) == hash(Key("k"))],
+       "hash": [hash(Key("k")) == hash((type_hash, "k")), hash(Key("k")) == hash(Key("k")),
+                hash(Empty()) == hash((empty_hash,))],
        # the modules hooked before their body keep their ordinary loader
        "loaders": [type(m.__spec__.loader).__name__ for m in (attr._make, dataclasses)],
        "frozen": False}
@@ -84,7 +90,7 @@ def test_classes_from_cached_code_behave_as_compiled_ones(tmp_path):
         "point": ["Point(x=1, y=2)", True, True, True],
         "named": ["P(a=1, b=2)", True],
         "attrs": ["Box(size=3)", True],
-        "hash": [True, True],
+        "hash": [True, True, True],
         "codec": [cold["codec"][0], ["t"], True],
         "loaders": ["SourceFileLoader", "SourceFileLoader"],
         "frozen": True}
