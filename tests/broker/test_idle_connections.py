@@ -18,17 +18,11 @@ import trio
 
 from kbroker.server.buffers import LARGE, SMALL
 from kbroker.wire import messages
-from kbroker.wire import records as rec
 from kbroker.wire.protocol import decode_response, encode_request
 
 from .raw import RawClient
+from .raw_socket import encoded as _bytes, frames, produce_frame, until as _until
 from .test_metadata_raw import create
-
-P = messages.ProduceRequest
-
-
-def _bytes(parts) -> bytes:
-    return parts if isinstance(parts, (bytes, bytearray)) else b"".join(bytes(p) for p in parts)
 
 
 def _api_versions(correlation_id: int) -> bytes:
@@ -36,24 +30,10 @@ def _api_versions(correlation_id: int) -> bytes:
         client_software_name="t", client_software_version="1")))
 
 
-def _produce(correlation_id: int, topic: str, value: bytes) -> bytes:
-    batch = rec.build_batch([rec.SimpleRecord(None, value, (), 1_700_000_000_000)])
-    body = P(acks=1, timeout_ms=5000, topic_data=[P.TopicProduceData(
-        name=topic, partition_data=[P.PartitionProduceData(index=0, records=batch)])])
-    return _bytes(encode_request(0, 9, correlation_id, "idle-test", body))
-
-
 async def _frame(sock: socket.socket) -> bytes:
-    """One response frame (without its size) from a non-blocking stdlib socket."""
-    data = b""
-    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-        await trio.lowlevel.wait_readable(sock)
-        chunk = sock.recv(1 << 20)
-        assert chunk, "the broker closed the connection"
-        data += chunk
-    size = int.from_bytes(data[:4], "big")
-    assert len(data) == 4 + size, "more than one answer"
-    return data[4:]
+    """One response frame (without its size); a second one fails."""
+    (frame,) = await frames(sock, 1)
+    return frame
 
 
 async def _connect(server) -> socket.socket:
@@ -70,12 +50,6 @@ async def _answered_api_versions(server, n: int) -> list[socket.socket]:
         assert int.from_bytes((await _frame(sock))[:4], "big") == i
         socks.append(sock)
     return socks
-
-
-async def _until(condition) -> None:
-    with trio.fail_after(10):
-        while not condition():
-            await trio.sleep(0.01)
 
 
 def _parked(server) -> bool:
@@ -147,20 +121,10 @@ async def test_pipelined_produce_and_a_large_frame_after_buffers_were_given_back
         await _until(lambda: pool.lent == 0 and _parked(broker_server))
         # 24 produce requests of ~3 KiB in one write: more than the small buffer holds,
         # so the connection moves to large buffers; answered in order, offsets in order
-        pipelined = b"".join(_produce(100 + i, "idle-pipe", bytes([i]) * 3000) for i in range(24))
+        pipelined = b"".join(produce_frame(100 + i, "idle-pipe", bytes([i]) * 3000) for i in range(24))
         assert len(pipelined) > SMALL
         sock.sendall(pipelined)
-        data = b""
-        answers = []
-        while len(answers) < 24:
-            await trio.lowlevel.wait_readable(sock)
-            chunk = sock.recv(1 << 20)
-            assert chunk, "closed"
-            data += chunk
-            while len(data) >= 4 and len(data) >= 4 + int.from_bytes(data[:4], "big"):
-                size = int.from_bytes(data[:4], "big")
-                answers.append(decode_response(data[4:4 + size], 0, 9))
-                data = data[4 + size:]
+        answers = [decode_response(f, 0, 9) for f in await frames(sock, 24)]
         assert [corr for corr, _ in answers] == list(range(100, 124))
         offsets = [r.responses[0].partition_responses[0].base_offset for _, r in answers]
         assert offsets == list(range(24))
@@ -168,7 +132,7 @@ async def test_pipelined_produce_and_a_large_frame_after_buffers_were_given_back
         await _until(lambda: pool.lent == 0 and _parked(broker_server))
         assert pool.statistics()["free_large"] >= 1     # the grown buffer came back
         # a frame larger than the large buffer is received into its own
-        big = _produce(200, "idle-pipe", b"B" * (LARGE + 50_000))
+        big = produce_frame(200, "idle-pipe", b"B" * (LARGE + 50_000))
         sock.sendall(big)
         corr, resp = decode_response(await _frame(sock), 0, 9)
         part = resp.responses[0].partition_responses[0]
@@ -236,7 +200,7 @@ async def test_idle_tls_connections_hold_no_buffer_and_fetch_through_a_borrowed_
         for i, s in enumerate(streams):
             client = RawClient(s)
             assert int.from_bytes((await client.recv_frame())[:4], "big") == i
-        await streams[0].send_all(_produce(50, "idle-tls", b"v" * 5000))
+        await streams[0].send_all(produce_frame(50, "idle-tls", b"v" * 5000))
         client = RawClient(streams[0])
         assert decode_response(await client.recv_frame(), 0, 9)[1].responses[0] \
             .partition_responses[0].error_code == 0

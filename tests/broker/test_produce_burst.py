@@ -14,8 +14,6 @@ import socket
 import struct
 import threading
 
-import trio
-
 from kbroker.server import connection
 from kbroker.wire import messages
 from kbroker.wire import records as rec
@@ -23,21 +21,10 @@ from kbroker.wire.protocol import decode_response, encode_request
 from tests.support.broker_proc import BrokerProcess
 
 from .raw import RawClient
+from .raw_socket import encoded as _bytes, frames as _frames, produce_frame, until as _until
 from .test_metadata_raw import create
 
-P = messages.ProduceRequest
 F = messages.FetchRequest
-
-
-def _bytes(parts) -> bytes:
-    return parts if isinstance(parts, (bytes, bytearray)) else b"".join(bytes(p) for p in parts)
-
-
-def _produce(correlation_id: int, topic: str, value: bytes) -> bytes:
-    batch = rec.build_batch([rec.SimpleRecord(None, value, (), 1_700_000_000_000)])
-    body = P(acks=1, timeout_ms=5000, topic_data=[P.TopicProduceData(
-        name=topic, partition_data=[P.PartitionProduceData(index=0, records=batch)])])
-    return _bytes(encode_request(0, 9, correlation_id, "burst-test", body))
 
 
 def _fetch(correlation_id: int, topic: str, offset: int) -> bytes:
@@ -47,29 +34,6 @@ def _fetch(correlation_id: int, topic: str, offset: int) -> bytes:
                      partition=0, fetch_offset=offset, partition_max_bytes=1 << 20,
                      current_leader_epoch=-1, log_start_offset=-1)])])
     return _bytes(encode_request(1, 12, correlation_id, "burst-test", body))
-
-
-async def _frames(sock: socket.socket, n: int) -> list[bytes]:
-    """``n`` response frames (without their sizes) from a non-blocking stdlib socket."""
-    data = b""
-    out: list[bytes] = []
-    while len(out) < n:
-        await trio.lowlevel.wait_readable(sock)
-        chunk = sock.recv(1 << 20)
-        assert chunk, "the broker closed the connection"
-        data += chunk
-        while len(data) >= 4 and len(data) >= 4 + int.from_bytes(data[:4], "big"):
-            size = int.from_bytes(data[:4], "big")
-            out.append(data[4:4 + size])
-            data = data[4 + size:]
-    assert not data and len(out) == n, "more answers than requests"
-    return out
-
-
-async def _until(condition) -> None:
-    with trio.fail_after(10):
-        while not condition():
-            await trio.sleep(0.01)
 
 
 async def _parked_fetch(server, topic: str) -> socket.socket:
@@ -92,7 +56,7 @@ def _records_fetched(frame: bytes) -> int:
 async def _pipeline(server, topic: str, n: int) -> tuple[list, socket.socket]:
     sock = socket.create_connection(("127.0.0.1", server.port))
     sock.setblocking(False)
-    sock.sendall(b"".join(_produce(100 + i, topic, b"v" * 100) for i in range(n)))
+    sock.sendall(b"".join(produce_frame(100 + i, topic, b"v" * 100, "burst-test") for i in range(n)))
     answers = [decode_response(f, 0, 9) for f in await _frames(sock, n)]
     assert [corr for corr, _ in answers] == list(range(100, 100 + n))
     assert [r.responses[0].partition_responses[0].base_offset for _, r in answers] == list(range(n))
@@ -157,7 +121,7 @@ def test_a_second_connection_is_served_while_one_client_pipelines_without_end(tm
             C.CreatableTopic(name="flood", num_partitions=1, replication_factor=1)]))))
         assert decode_response(_read_frame(admin), 19, 7)[1].topics[0].error_code == 0
         flood = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
-        blob = b"".join(_produce(i, "flood", b"f" * 200) for i in range(500))
+        blob = b"".join(produce_frame(i, "flood", b"f" * 200, "burst-test") for i in range(500))
         stop = threading.Event()
         sent = [0]
         received = [0]

@@ -1,0 +1,50 @@
+"""Helpers for tests that talk to a broker over a plain non-blocking stdlib socket (what the
+server's fast path sees: pipelined frames written at once, answers read as they come)."""
+from __future__ import annotations
+
+import socket
+
+import trio
+
+from kbroker.wire import messages
+from kbroker.wire import records as rec
+from kbroker.wire.protocol import encode_request
+
+P = messages.ProduceRequest
+
+
+def encoded(parts) -> bytes:
+    """An encoded request (bytes, or the parts ``encode_request`` returns) as one bytes."""
+    return parts if isinstance(parts, (bytes, bytearray)) else b"".join(bytes(p) for p in parts)
+
+
+def produce_frame(correlation_id: int, topic: str, value: bytes, client_id: str = "raw-test") -> bytes:
+    """A Produce v9 request (acks=1) of one record to partition 0 of ``topic``."""
+    batch = rec.build_batch([rec.SimpleRecord(None, value, (), 1_700_000_000_000)])
+    body = P(acks=1, timeout_ms=5000, topic_data=[P.TopicProduceData(
+        name=topic, partition_data=[P.PartitionProduceData(index=0, records=batch)])])
+    return encoded(encode_request(0, 9, correlation_id, client_id, body))
+
+
+async def frames(sock: socket.socket, n: int) -> list[bytes]:
+    """Exactly ``n`` response frames (without their sizes); more bytes than that fail."""
+    data = b""
+    out: list[bytes] = []
+    while len(out) < n:
+        await trio.lowlevel.wait_readable(sock)
+        chunk = sock.recv(1 << 20)
+        assert chunk, "the broker closed the connection"
+        data += chunk
+        while len(data) >= 4 and len(data) >= 4 + int.from_bytes(data[:4], "big"):
+            size = int.from_bytes(data[:4], "big")
+            out.append(data[4:4 + size])
+            data = data[4 + size:]
+    assert not data and len(out) == n, "more answers than requests"
+    return out
+
+
+async def until(condition, timeout: float = 10) -> None:
+    """Wait (polling the broker in the same trio run) until ``condition()`` holds."""
+    with trio.fail_after(timeout):
+        while not condition():
+            await trio.sleep(0.01)
