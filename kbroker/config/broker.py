@@ -27,6 +27,7 @@ topic-level keys (``log.retention.hours`` → ``retention.ms``...), for
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import socket
 import uuid
@@ -325,21 +326,12 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _TYPES = {"short": "int", "class": "string", "password": "string"}
 
 
-_KAFKA_CHECKS: dict = {}
-
-
+@functools.cache
 def _kafka_check(validator: str, type_: str):
     """A check from the text of a Kafka validator (``[1,...]``, ``[0,...,1]``, ``[a, b]``,
     ``non-empty string``...); None for validators kbroker does not model. The checks are
     pure functions of the text and type, so keys sharing a validator share the check (a
     few dozen distinct texts for ~400 keys, parsed at every start's import)."""
-    key = (validator, type_)
-    if key not in _KAFKA_CHECKS:
-        _KAFKA_CHECKS[key] = _make_kafka_check(validator, type_)
-    return _KAFKA_CHECKS[key]
-
-
-def _make_kafka_check(validator: str, type_: str):
     import re
     text = validator.strip()
     if not text:
@@ -381,27 +373,25 @@ def _merge_kafka_definitions(defs: list[ConfigDef]) -> dict[str, ConfigDef]:
     from dataclasses import replace
     from kbroker.config.kafka_keys import BROKER_CONFIGS
     out = {d.name: d for d in defs}
-    # ConfigDef made directly (fields in order), not by dataclasses.replace: this runs for
+    # ConfigDef made directly, not by dataclasses.replace: this runs for
     # every Kafka key at import, and each start imports it (issue 32, start-up)
     for name, type_, default, _imp, internal, mode, validator, _syn in BROKER_CONFIGS:
-        read_only, sensitive = mode == "read-only", type_ == "password"
+        meta = dict(read_only=mode == "read-only", sensitive=type_ == "password", mode=mode,
+                    kafka_type=type_, internal=internal)
         d = out.get(name)
         if d is not None:
             out[name] = ConfigDef(name, d.type, d.default, d.check or _kafka_check(validator, type_),
-                                  read_only, sensitive, name not in _NOT_ACTED_ON, mode, type_,
-                                  internal)
+                                  used=name not in _NOT_ACTED_ON, **meta)
             continue
         check = _kafka_check(validator, type_)
         used = name in _SECURITY_USED
-        d = ConfigDef(name, _TYPES.get(type_, type_), None, check, read_only, sensitive, used,
-                      mode, type_, internal)
+        d = ConfigDef(name, _TYPES.get(type_, type_), None, check, used=used, **meta)
         if default is not None:
             try:
                 typed = convert(d, default)
             except ConfigError:
                 typed = default
-            d = ConfigDef(name, d.type, typed, check, read_only, sensitive, used, mode, type_,
-                          internal)
+            d = ConfigDef(name, d.type, typed, check, used=used, **meta)
         out[name] = d
     for name in set(out) - {c[0] for c in BROKER_CONFIGS}:   # kbroker-only keys, if any
         if name in _NOT_ACTED_ON:

@@ -273,10 +273,9 @@ class GroupCoordinator:
         try:
             lock.acquire_nowait()        # fails while held (a released lock passes to its waiter)
         except trio.WouldBlock:
-            async with lock:
-                self._refresh_inputs()
-                return await self._drive(fn(self.now_ms(), self.monotonic_ms()))
-        self.stats["calls_without_wait"] += 1
+            await lock.acquire()
+        else:
+            self.stats["calls_without_wait"] += 1
         try:
             self._refresh_inputs()
             return await self._drive(fn(self.now_ms(), self.monotonic_ms()))

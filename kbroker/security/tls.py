@@ -295,8 +295,9 @@ class PrincipalMapper:
         self.rules: list[tuple[re.Pattern, str, str] | None] = []
         pos = 0
         text = text.strip()
+        rule = re.compile(_RULE)
         while pos < len(text):
-            m = re.compile(_RULE).match(text, pos)
+            m = rule.match(text, pos)
             if m is None or m.end() == pos:
                 raise TlsConfigError("ssl.principal.mapping.rules", f"Invalid rule: {text[pos:]}")
             if m.group(1) == "DEFAULT":

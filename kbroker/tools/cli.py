@@ -253,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         # generated methods' code from the build's cache (kbroker.common.codecache)
         from kbroker.common import codecache
         codecache.install()
-        log.debug("generated code: %d snippets cached in %s",
-                  codecache.statistics()["code_objects"], codecache.statistics()["file"])
+        cached = codecache.statistics()
+        log.debug("generated code: %d snippets cached in %s", cached["code_objects"], cached["file"])
         if args.kafka_start_lines:
             from kbroker.container.start_lines import install
             install()
