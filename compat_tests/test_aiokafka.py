@@ -230,6 +230,15 @@ def test_create_topic_errors(bootstrap, topic_name, case):
 
 
 def test_topic_admin_and_configs(bootstrap, topic_name):
+    def retention(responses):
+        return configs(responses).get("retention.ms")
+
+    def configs(responses):
+        (response,) = responses
+        (resource,) = response.resources
+        assert resource[0] == 0, resource
+        return {entry[0]: entry[1] for entry in resource[4]}
+
     async def go():
         await created(bootstrap, topic_name, configs={"retention.ms": "3600000"})
         async with Admin(bootstrap) as admin:
@@ -237,7 +246,14 @@ def test_topic_admin_and_configs(bootstrap, topic_name):
             before = await admin.describe_configs([resource])
             await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name,
                                                       {"retention.ms": "7200000"})])
-            after = await admin.describe_configs([resource])
+            # A broker applies a committed config change when its metadata catches up (on
+            # Kafka, asynchronously after AlterConfigs answers): read until it shows.
+            deadline = time.monotonic() + 20
+            while True:
+                after = await admin.describe_configs([resource])
+                if retention(after) == "7200000" or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
             unknown = await admin.describe_configs(
                 [ConfigResource(ConfigResourceType.TOPIC, topic_name + "-missing")])
             grown = await admin.create_partitions({topic_name: NewPartitions(3)})
@@ -245,12 +261,6 @@ def test_topic_admin_and_configs(bootstrap, topic_name):
             return before, after, unknown, grown, deleted
 
     before, after, unknown, grown, deleted = run(go())
-
-    def configs(responses):
-        (response,) = responses
-        (resource,) = response.resources
-        assert resource[0] == 0, resource
-        return {entry[0]: entry[1] for entry in resource[4]}
 
     assert configs(before)["retention.ms"] == "3600000"
     assert configs(before)["cleanup.policy"] == "delete"

@@ -12,16 +12,27 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from compat_tests.cli import run_tool
-from compat_tests.helpers import create_topic
+from compat_tests.helpers import create_topic, wait_until
+
+
+def _set_group_configs(a: AdminClient, group: str, *pairs: tuple[str, str]) -> None:
+    """Set GROUP configs, then wait until a describe shows them: a broker applies a committed
+    config change when its metadata catches up (on Kafka, after the alter has answered)."""
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in pairs]
+    for f in a.incremental_alter_configs([ConfigResource("GROUP", group,
+                                                         incremental_configs=entries)]).values():
+        f.result()
+
+    def shown():
+        (f,) = a.describe_configs([ConfigResource("GROUP", group)]).values()
+        entries = f.result()
+        return all(k in entries and entries[k].value == v for k, v in pairs)
+    wait_until(shown, what=f"group {group}'s configs {pairs}")
 
 
 def _earliest(bootstrap: str, group: str) -> None:
-    a = AdminClient({"bootstrap.servers": bootstrap})
-    entry = ConfigEntry("share.auto.offset.reset", "earliest",
-                        incremental_operation=AlterConfigOpType.SET)
-    for f in a.incremental_alter_configs([ConfigResource("GROUP", group,
-                                                         incremental_configs=[entry])]).values():
-        f.result()
+    _set_group_configs(AdminClient({"bootstrap.servers": bootstrap}), group,
+                       ("share.auto.offset.reset", "earliest"))
 
 
 def _produce(bootstrap: str, topic: str, n: int) -> None:
@@ -143,10 +154,8 @@ def test_killed_share_consumer_records_go_to_another_member_at_once(bootstrap, t
     create_topic(bootstrap, topic_name)
     group = f"{topic_name}-share"
     a = AdminClient({"bootstrap.servers": bootstrap})
-    entries = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
-               ConfigEntry("share.record.lock.duration.ms", "60000", incremental_operation=AlterConfigOpType.SET)]
-    for f in a.incremental_alter_configs([ConfigResource("GROUP", group, incremental_configs=entries)]).values():
-        f.result()
+    _set_group_configs(a, group, ("share.auto.offset.reset", "earliest"),
+                       ("share.record.lock.duration.ms", "60000"))
     _produce(bootstrap, topic_name, 5)
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, bootstrap, group, topic_name, "5"],
                               stdout=subprocess.PIPE, text=True)
@@ -240,18 +249,14 @@ def test_rejected_record_goes_to_the_dead_letter_topic(bootstrap, topic_name):
     a.create_topics([NewTopic(dlq, 1, 1, config={"errors.deadletterqueue.group.enable": "true"})])[dlq].result()
     create_topic(bootstrap, topic_name)
 
-    def group_config(*pairs):
-        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in pairs]
-        for f in a.incremental_alter_configs([ConfigResource("GROUP", group, incremental_configs=entries)]).values():
-            f.result()
     try:
-        group_config(("errors.deadletterqueue.topic.name", "__" + topic_name))
+        _set_group_configs(a, group, ("errors.deadletterqueue.topic.name", "__" + topic_name))
         refused = None
     except KafkaException as e:
         refused = e.args[0].name()
     assert refused == "INVALID_CONFIG"
-    group_config(("share.auto.offset.reset", "earliest"), ("errors.deadletterqueue.topic.name", dlq),
-                 ("errors.deadletterqueue.copy.record.enable", "true"))
+    _set_group_configs(a, group, ("share.auto.offset.reset", "earliest"), ("errors.deadletterqueue.topic.name", dlq),
+                       ("errors.deadletterqueue.copy.record.enable", "true"))
     p = Producer({"bootstrap.servers": bootstrap})
     for i in range(3):
         p.produce(topic_name, value=f"r{i}".encode(), key=f"k{i}".encode())

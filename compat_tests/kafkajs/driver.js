@@ -276,7 +276,23 @@ class Driver {
     })
   }
 
+  // op.until ({name: value}, optional): describe again every 100 ms, for up to
+  // op.untilMs (20 s), until the first resource shows those values. A broker applies a
+  // committed config change when its metadata catches up, on Kafka after AlterConfigs answers.
   async describeConfigs (op) {
+    const deadline = Date.now() + (op.untilMs ?? 20000)
+    for (;;) {
+      const described = await this.describeConfigsOnce(op)
+      const shown = described[0] ? described[0].configs : {}
+      const wanted = Object.entries(op.until ?? {})
+      if (wanted.every(([k, v]) => shown[k] && shown[k].value === v) || Date.now() > deadline) {
+        return described
+      }
+      await sleep(100)
+    }
+  }
+
+  async describeConfigsOnce (op) {
     const types = { topic: ConfigResourceTypes.TOPIC, broker: ConfigResourceTypes.BROKER }
     const res = await (await this.admin()).describeConfigs({
       includeSynonyms: false,
