@@ -143,6 +143,15 @@ def _raw_socket(stream):
 
 
 class Connection:
+    """One client connection's state (issue 32: slotted, as an idle connection's cost is
+    mostly what it holds; a dormant one has no task: kbroker/server/dormant.py)."""
+    __slots__ = ("server", "stream", "listener_name", "security", "security_protocol",
+                 "principal", "auth", "_linger", "busy", "_mute_s", "_recv_scope",
+                 "waiting_since", "dormant", "expired", "asleep_since", "client_host",
+                 "client_port", "requests", "_raw", "_tls", "_send_raw", "_pool", "_rsize",
+                 "_last_api", "_last_version", "_last_name", "_last_correlation",
+                 "_last_client", "_stats", "close_hooks", "quota_ip", "__weakref__")
+
     def __init__(self, server, stream, listener_name: str):
         self.server = server
         self.stream = stream
@@ -159,6 +168,11 @@ class Connection:
         # since when the fast path waits for a request, with no deadline of its own
         # (connections.max.idle.ms is enforced by the server's sweep, kbroker/server/idle.py)
         self.waiting_since: float | None = None
+        # parked long enough, its task given up (kbroker/server/dormant.py); ``expired``:
+        # woken from there to be closed
+        self.dormant = False
+        self.expired = False
+        self.asleep_since = 0.0
         try:
             peer = stream.socket.getpeername()
             # interned: every connection from one host shares the string
@@ -181,6 +195,7 @@ class Connection:
         # what handlers ask to run when this connection closes (ctx.extra["close_hooks"]:
         # key → callable; share sessions end with their connection, as Kafka's do)
         self.close_hooks: dict = {}
+        self.quota_ip = ""       # the address max.connections.per.ip counts (the accept loop)
 
     def __str__(self) -> str:
         return f"{self.client_host}:{self.client_port}"
@@ -195,20 +210,50 @@ class Connection:
 
     def expire(self) -> None:
         """End the fast path's wait for a request (``waiting_since`` is set only during
-        it): the connection closes (kbroker/server/idle.py, shutdown)."""
-        if self.waiting_since is not None:
+        it, and while dormant): the connection closes (kbroker/server/idle.py, shutdown)."""
+        if self.dormant:
+            self.server.dormancy.wake(self, expired=True)
+        elif self.waiting_since is not None:
             trio.lowlevel.notify_closing(self._raw)
+
+    def may_sleep(self) -> bool:
+        """Whether this connection may give its task up while parked (a plaintext
+        socket on a server that keeps dormant connections; kbroker/server/dormant.py)."""
+        return self._tls is None and self._raw is not None and \
+            getattr(self.server, "dormancy", None) is not None
+
+    def raw_socket(self):
+        return self._raw
+
+    def _fall_asleep(self) -> bool:
+        """After the task returned for dormancy: the connection joins the server's
+        dormant set (True), or is closed as usual (False: the server drains)."""
+        if not self.dormant:
+            return False
+        if not self.server.draining:
+            try:
+                self.server.dormancy.adopt(self)
+                return True
+            except (OSError, ValueError):
+                pass
+        self.dormant = False
+        return False
 
     async def run(self) -> None:
         try:
-            if not await self._secure():
+            if self._raw is None:
+                if not await self._secure():
+                    return
+                if not self._fast_path():
+                    await self._loop_stream()
+                    return
+            elif self.expired:      # woken from dormancy to be closed
+                if not self.server.draining:
+                    log.debug("closing idle connection from %s", self)
                 return
             # (no coroutine of its own in between: every frame of an idle connection's
             # await chain stays resident as long as it waits)
-            if self._fast_path():
-                await self._loop_socket()
-            else:
-                await self._loop_stream()
+            await self._loop_socket()
         except TlsError as e:
             log.info("closing connection from %s on %s: %s", self, self.listener_name, e)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -216,19 +261,20 @@ class Connection:
         except Exception:  # noqa: BLE001 - never let one connection take the broker down
             log.exception("closing connection from %s after an unexpected error", self)
         finally:
-            with trio.CancelScope(shield=True):
-                if self._linger and not getattr(self.server, "forced", False):
-                    await self._close_gently()
-                if type(self.stream) is trio.SocketStream:
-                    # closed in this step, without the checkpoint of ``aclose``: when many
-                    # clients leave at once (a batch of producers closing), each task ends
-                    # here instead of all of them waiting together at that checkpoint with
-                    # their scopes and frames (~3 KiB each), a peak the allocator keeps
-                    # resident after it is freed (issue 32, the idempotent producers row)
-                    self.stream.socket.close()
-                else:
-                    await trio.aclose_forcefully(self.stream)
-            self._run_close_hooks()
+            if not self._fall_asleep():     # (else dormant: kbroker/server/dormant.py)
+                with trio.CancelScope(shield=True):
+                    if self._linger and not getattr(self.server, "forced", False):
+                        await self._close_gently()
+                    if type(self.stream) is trio.SocketStream:
+                        # closed in this step, without the checkpoint of ``aclose``: when
+                        # many clients leave at once (a batch of producers closing), each
+                        # task ends here instead of all of them waiting together at that
+                        # checkpoint with their scopes and frames (~3 KiB each), a peak the
+                        # allocator keeps resident after it is freed (issue 32)
+                        self.stream.socket.close()
+                    else:
+                        await trio.aclose_forcefully(self.stream)
+                self._run_close_hooks()
 
     def _run_close_hooks(self) -> None:
         hooks, self.close_hooks = self.close_hooks, {}
@@ -447,7 +493,10 @@ class Connection:
                         burst = burst_bytes = 0      # the wait is a turn for everyone else
                         try:
                             await wait_readable(raw)
+                            self.dormant = False    # readable before a sweep's notice
                         except trio.ClosedResourceError:
+                            if self.dormant:        # kbroker/server/dormant.py
+                                return
                             if not server.draining:
                                 log.debug("closing idle connection from %s", self)
                             return
