@@ -236,7 +236,7 @@ class Server:
                     self.dormancy = Dormancy(functools.partial(
                         conns.start_soon, self._run_connection, name=_CONNECTION_TASK))
                     conns.start_soon(self.dormancy.watch)
-                    conns.start_soon(self.dormancy.run_sweeps, self._conns, self)
+                    conns.start_soon(self.dormancy.run_sweeps, self)
                     for listener, socks in bound:
                         for sock in socks:
                             scope = trio.CancelScope()
@@ -360,6 +360,8 @@ class Server:
         self._slot_freed.set()
         self._slot_freed = trio.Event()
         self._conns.discard(conn)
+        if self.dormancy is not None:
+            self.dormancy.closed(conn)
         if not self._conns:
             self._no_conns.set()
 

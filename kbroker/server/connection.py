@@ -216,12 +216,6 @@ class Connection:
         elif self.waiting_since is not None:
             trio.lowlevel.notify_closing(self._raw)
 
-    def may_sleep(self) -> bool:
-        """Whether this connection may give its task up while parked (a plaintext
-        socket on a server that keeps dormant connections; kbroker/server/dormant.py)."""
-        return self._tls is None and self._raw is not None and \
-            getattr(self.server, "dormancy", None) is not None
-
     def raw_socket(self):
         return self._raw
 
@@ -233,11 +227,31 @@ class Connection:
         if not self.server.draining:
             try:
                 self.server.dormancy.adopt(self)
-                return True
             except (OSError, ValueError):
                 pass
+            else:
+                # what a new task makes again (_wake_up): a dormant connection keeps
+                # only its state
+                self._send_raw = None
+                self._last_client = None
+                if not self.close_hooks:
+                    self.close_hooks = None
+                return True
         self.dormant = False
         return False
+
+    def _wake_up(self) -> None:
+        """A new task for a dormant connection (kbroker/server/dormant.py)."""
+        self._send_raw = MethodType(send_parts_raw, self._raw)
+        if self.close_hooks is None:
+            self.close_hooks = {}
+
+    def _close_socket(self) -> None:
+        """The socket of a plaintext connection that dropped trio's stream wrapper."""
+        raw = self._raw
+        if raw.fileno() != -1:
+            trio.lowlevel.notify_closing(raw)
+            raw.close()
 
     async def run(self) -> None:
         try:
@@ -251,6 +265,8 @@ class Connection:
                 if not self.server.draining:
                     log.debug("closing idle connection from %s", self)
                 return
+            else:
+                self._wake_up()
             # (no coroutine of its own in between: every frame of an idle connection's
             # await chain stays resident as long as it waits)
             await self._loop_socket()
@@ -265,7 +281,9 @@ class Connection:
                 with trio.CancelScope(shield=True):
                     if self._linger and not getattr(self.server, "forced", False):
                         await self._close_gently()
-                    if type(self.stream) is trio.SocketStream:
+                    if self.stream is None:
+                        self._close_socket()
+                    elif type(self.stream) is trio.SocketStream:
                         # closed in this step, without the checkpoint of ``aclose``: when
                         # many clients leave at once (a batch of producers closing), each
                         # task ends here instead of all of them waiting together at that
@@ -278,7 +296,7 @@ class Connection:
 
     def _run_close_hooks(self) -> None:
         hooks, self.close_hooks = self.close_hooks, {}
-        for key, hook in hooks.items():
+        for key, hook in (hooks or {}).items():
             try:
                 hook()
             except Exception:  # noqa: BLE001 - one failed hook must not skip the others
@@ -386,6 +404,14 @@ class Connection:
             if self._raw is not None:
                 # send_parts_raw bound to the socket: one method object (a partial is three)
                 self._send_raw = MethodType(send_parts_raw, self._raw)
+                dormancy = getattr(self.server, "dormancy", None)
+                if dormancy is not None:
+                    dormancy.awake.add(self)      # may give its task up when idle
+                if self.auth is None:
+                    # trio's stream and socket wrappers are not used on this path (a SASL
+                    # connection keeps them for its lingering close): the socket is closed
+                    # by _close_socket (about 0.5 KiB per connection)
+                    self.stream = None
         return self._raw is not None
 
     # ------------------------------------------------------------------ socket fast path

@@ -46,6 +46,9 @@ class Dormancy:
         self.after_s = after_s
         self._epoll = select.epoll()
         self._by_fd: dict[int, object] = {}
+        # connections with a task that may give it up (plaintext, on the socket fast
+        # path): what a sweep looks at, so it costs nothing per dormant connection
+        self.awake: set = set()
         self.moved = 0      # connections that gave their task up
         self.woken = 0      # connections given a task again
 
@@ -59,16 +62,16 @@ class Dormancy:
         return {"dormant": len(self._by_fd), "moved": self.moved, "woken": self.woken}
 
     # ------------------------------------------------------------------ moving in
-    def sweep(self, connections, now: float, draining: bool = False) -> int:
-        """End the waits of the connections parked since ``now - after_s`` or earlier;
-        their tasks then return and :meth:`adopt` them. Returns how many."""
+    def sweep(self, now: float, draining: bool = False) -> int:
+        """End the waits of the awake connections parked since ``now - after_s`` or
+        earlier; their tasks then return and :meth:`adopt` them. Returns how many."""
         if draining:
             return 0
         oldest = now - self.after_s
         n = 0
-        for conn in connections:
+        for conn in self.awake:
             since = conn.waiting_since
-            if since is not None and since <= oldest and not conn.dormant and conn.may_sleep():
+            if since is not None and since <= oldest and not conn.dormant:
                 conn.dormant = True
                 conn.asleep_since = since
                 trio.lowlevel.notify_closing(conn.raw_socket())
@@ -80,6 +83,7 @@ class Dormancy:
         fd = conn.raw_socket().fileno()
         self._epoll.register(fd, _EVENTS)
         self._by_fd[fd] = conn
+        self.awake.discard(conn)
         conn.waiting_since = conn.asleep_since     # for connections.max.idle.ms
         self.moved += 1
 
@@ -96,6 +100,7 @@ class Dormancy:
         if not expired:
             conn.waiting_since = None
         self.woken += 1
+        self.awake.add(conn)
         self._spawn(conn)
 
     async def watch(self) -> None:
@@ -114,9 +119,12 @@ class Dormancy:
                     except OSError:
                         pass
 
-    async def run_sweeps(self, connections, server) -> None:
-        """Forever, every half ``after_s``: :meth:`sweep` the server's connections."""
-        interval = self.after_s / 2
+    def closed(self, conn) -> None:
+        """A connection closed (its task's end)."""
+        self.awake.discard(conn)
+
+    async def run_sweeps(self, server) -> None:
+        """Forever, every half ``after_s``: :meth:`sweep` the awake connections."""
         while True:
-            await trio.sleep(interval)
-            self.sweep(connections, trio.current_time(), server.draining)
+            await trio.sleep(self.after_s / 2)
+            self.sweep(trio.current_time(), server.draining)
