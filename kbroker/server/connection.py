@@ -522,7 +522,11 @@ class Connection:
                             self.dormant = False    # readable before a sweep's notice
                         except trio.ClosedResourceError:
                             if self.dormant:        # kbroker/server/dormant.py
-                                return
+                                if not end:
+                                    return
+                                # part of a frame is held here: the task stays (waits again)
+                                self.dormant = False
+                                continue
                             if not server.draining:
                                 log.debug("closing idle connection from %s", self)
                             return

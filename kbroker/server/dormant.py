@@ -18,6 +18,8 @@ Rules kept:
 - Only connections that have been silent for ``DORMANT_AFTER_S`` are moved: a client
   sending several requests a second keeps its task, and its latency is not touched (a
   dormant connection's next request costs one more scheduling round and a task start).
+- A connection holding part of a frame keeps its task (the loop waits again when the
+  sweep's notice finds bytes in its buffer): the bytes live in that task's buffer.
 - TLS connections keep their task (their TLS object may hold decrypted bytes).
 - A dormant connection stays in the server's connection set with its ``waiting_since``:
   ``connections.max.idle.ms`` (kbroker/server/idle.py) and shutdown find it there and
@@ -32,7 +34,7 @@ import select
 
 import trio
 
-DORMANT_AFTER_S = 1.0          # parked this long: the connection gives its task up
+DORMANT_AFTER_S = 0.25         # parked this long: the connection gives its task up
 _EVENTS = select.EPOLLIN | select.EPOLLRDHUP
 _MAX_EVENTS = 256
 
@@ -49,6 +51,8 @@ class Dormancy:
         # connections with a task that may give it up (plaintext, on the socket fast
         # path): what a sweep looks at, so it costs nothing per dormant connection
         self.awake: set = set()
+        self.noticed = 0    # waits a sweep ended (a connection holding part of a frame
+                            # keeps its task and waits again)
         self.moved = 0      # connections that gave their task up
         self.woken = 0      # connections given a task again
 
@@ -59,7 +63,8 @@ class Dormancy:
         self._epoll.close()
 
     def statistics(self) -> dict:
-        return {"dormant": len(self._by_fd), "moved": self.moved, "woken": self.woken}
+        return {"dormant": len(self._by_fd), "awake": len(self.awake), "noticed": self.noticed,
+                "moved": self.moved, "woken": self.woken}
 
     # ------------------------------------------------------------------ moving in
     def sweep(self, now: float, draining: bool = False) -> int:
@@ -76,6 +81,7 @@ class Dormancy:
                 conn.asleep_since = since
                 trio.lowlevel.notify_closing(conn.raw_socket())
                 n += 1
+        self.noticed += n
         return n
 
     def adopt(self, conn) -> None:
