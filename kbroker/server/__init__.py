@@ -233,10 +233,13 @@ class Server:
                     await root.start(self.schema_registry.run)
                 async with trio.open_nursery() as conns:
                     conns.start_soon(expire_idle, self._conns, self.idle_timeout_s)
-                    self.dormancy = Dormancy(functools.partial(
-                        conns.start_soon, self._run_connection, name=_CONNECTION_TASK))
-                    conns.start_soon(self.dormancy.watch)
-                    conns.start_soon(self.dormancy.run_sweeps, self)
+                    dormant_after_ms = self.config.get("kbroker.connections.dormant.after.ms")
+                    if dormant_after_ms > 0:
+                        self.dormancy = Dormancy(functools.partial(
+                            conns.start_soon, self._run_connection, name=_CONNECTION_TASK),
+                            dormant_after_ms / 1000)
+                        conns.start_soon(self.dormancy.watch)
+                        conns.start_soon(self.dormancy.run_sweeps, self)
                     for listener, socks in bound:
                         for sock in socks:
                             scope = trio.CancelScope()

@@ -174,3 +174,22 @@ async def test_connections_max_idle_ms_and_shutdown_close_dormant_connections(ma
             server.request_shutdown()
             with trio.fail_after(10):
                 await server.wait_stopped()
+
+
+async def test_dormancy_can_be_turned_off(make_config, nursery):
+    """``kbroker.connections.dormant.after.ms=0``: every connection keeps its task."""
+    from kbroker.server import serve
+    server = await nursery.start(serve, make_config(kbroker_connections_dormant_after_ms=0))
+    try:
+        assert server.dormancy is None
+        socks = await _answered(server, 3)
+        await until(lambda: len(server._conns) == 3
+                    and all(c.waiting_since is not None for c in server._conns))
+        assert _connection_tasks() == 3
+        for s in socks:
+            s.close()
+        await until(lambda: not server._conns)
+    finally:
+        server.request_shutdown()
+        with trio.fail_after(10):
+            await server.wait_stopped()
