@@ -186,7 +186,7 @@ def _canary(seconds: float) -> subprocess.Popen:
 
 def run(a) -> dict:
     from benchmarks.harness.admin import create_topics
-    from benchmarks.harness.brokers import make_broker
+    from benchmarks.harness.brokers import cpu_seconds, make_broker
     if a.canary_only:
         proc = _canary(a.seconds)
         samples = json.loads(proc.communicate()[0])
@@ -213,6 +213,7 @@ def run(a) -> dict:
                             "--seconds", str(a.warm), "--size", "1024", "--acks", a.acks],
                            cwd=ROOT, stdout=subprocess.DEVNULL, check=True, timeout=a.warm + 300)
         timeline = work / "timeline.json"
+        cpu0 = cpu_seconds(broker.pid) if broker is not None else float("nan")
         client = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.harness.rdkafka_load", "latency",
              "--bootstrap", bootstrap, "--topic", topic, "--rate", str(a.rate),
@@ -223,9 +224,12 @@ def run(a) -> dict:
         out, _ = client.communicate(timeout=a.seconds + 300)
         if client.returncode != 0:
             raise RuntimeError(f"rdkafka_load latency failed ({client.returncode})")
+        cpu = (cpu_seconds(broker.pid) if broker is not None else float("nan")) - cpu0
         samples = json.loads(canary.communicate()[0]) if canary else []
         records = [tuple(r) for r in json.loads(timeline.read_text())]
         rep = report(records, samples, slow_ms=a.slow_ms, gap_ms=a.gap_ms, factor=a.canary_factor)
+        # the broker's CPU (all threads) over the client's run, its set-up included
+        rep["broker_cpu_ms_per_record"] = cpu * 1e3 / max(1, len(records))
         rep["client"] = json.loads(out.strip().splitlines()[-1])
         return rep
     finally:
@@ -263,6 +267,9 @@ def main(argv=None) -> None:
         print(f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, 1-min load average "
               f"{os.getloadavg()[0]:.1f}")
         _print(rep, a.slow_ms)
+        if rep.get("broker_cpu_ms_per_record", float("nan")) == rep.get("broker_cpu_ms_per_record"):
+            print(f"broker CPU per record (all threads, user + system): "
+                  f"{rep['broker_cpu_ms_per_record']:.3f} ms")
 
 
 if __name__ == "__main__":
