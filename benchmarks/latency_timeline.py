@@ -160,12 +160,13 @@ def report(records: list[tuple[int, float]], samples: list[tuple[int, float]], *
 
 
 def _print(rep: dict, records_slow_ms: float) -> None:
-    print(f"{rep['records']} records: p50 {rep['p50_ms']:.2f} ms, p99 {rep['p99_ms']:.2f} ms, "
-          f"max {rep['max_ms']:.1f} ms; {rep['slow_records']} slower than {records_slow_ms} ms "
-          f"in {rep['clusters']} clusters, {rep['clusters_in_machine_windows']} of them in a "
-          f"slow window of the machine")
-    print(f"the {rep['above_p99']} records above p99: {rep['above_p99_in_machine_windows']} were "
-          f"in flight during a slow window of the machine")
+    if rep["records"]:       # (none with --canary-only)
+        print(f"{rep['records']} records: p50 {rep['p50_ms']:.2f} ms, p99 {rep['p99_ms']:.2f} ms, "
+              f"max {rep['max_ms']:.1f} ms; {rep['slow_records']} slower than {records_slow_ms} "
+              f"ms in {rep['clusters']} clusters, {rep['clusters_in_machine_windows']} of them "
+              f"in a slow window of the machine")
+        print(f"the {rep['above_p99']} records above p99: {rep['above_p99_in_machine_windows']} "
+              f"were in flight during a slow window of the machine")
     if rep["canary_median_us"] == rep["canary_median_us"]:
         print(f"machine: {rep['machine_windows']} slow windows (canary median "
               f"{rep['canary_median_us']:.0f} µs), those of 20 ms or more every "
