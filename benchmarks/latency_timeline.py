@@ -132,9 +132,6 @@ def report(records: list[tuple[int, float]], samples: list[tuple[int, float]], *
     cl = clusters(records, slow_ms, gap_ms)
     windows, median = slow_windows(samples, factor, gap_ms)
     t0 = min((s for s, _ in records), default=min((t for t, _ in samples), default=0))
-    starts = [w.start for w in windows if w.end - w.start >= 20e6]   # the long ones' period
-    period = statistics.median(b - a for a, b in zip(starts, starts[1:])) / 1e9 \
-        if len(starts) > 2 else float("nan")
     rows = []
     for c in cl:
         w = overlapping(c, windows)
@@ -154,7 +151,7 @@ def report(records: list[tuple[int, float]], samples: list[tuple[int, float]], *
             "slow_records": sum(1 for ms in lat if ms > slow_ms),
             "clusters": len(cl), "clusters_in_machine_windows": sum(1 for r in rows if r["machine_slow"]),
             "canary_median_us": median, "machine_windows": len(windows),
-            "machine_window_period_s": period,
+            "machine_windows_at_s": [round((w.start - t0) / 1e9, 2) for w in windows],
             "machine_windows_ms": [round((w.end - w.start) / 1e6, 1) for w in windows],
             "cluster_rows": rows}
 
@@ -169,9 +166,9 @@ def _print(rep: dict, records_slow_ms: float) -> None:
               f"were in flight during a slow window of the machine")
     if rep["canary_median_us"] == rep["canary_median_us"]:
         print(f"machine: {rep['machine_windows']} slow windows (canary median "
-              f"{rep['canary_median_us']:.0f} µs), those of 20 ms or more every "
-              f"{rep['machine_window_period_s']:.2f} s, "
-              f"lasting {rep['machine_windows_ms']} ms")
+              f"{rep['canary_median_us']:.0f} µs):")
+        print("  " + ", ".join(f"{at:.2f} s ({ms:.0f} ms)" for at, ms in
+                               zip(rep["machine_windows_at_s"], rep["machine_windows_ms"])))
     for r in rep["cluster_rows"]:
         m = r["machine_slow"]
         where = (f"machine slow from {m['at_s']:.3f} s for {m['ms']:.0f} ms, "
