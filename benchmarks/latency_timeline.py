@@ -145,9 +145,12 @@ def report(records: list[tuple[int, float]], samples: list[tuple[int, float]], *
     p99 = percentile(lat, 0.99)
     tail = [(s, ms) for s, ms in records if ms > p99]
     tail_in = sum(1 for s, ms in tail if overlapping(Span(s, s + int(ms * 1e6), 1, ms), windows))
+    # the same share over every record: what chance alone would give the tail
+    all_in = sum(1 for s, ms in records if overlapping(Span(s, s + int(ms * 1e6), 1, ms), windows))
     return {"records": len(records), "p50_ms": percentile(lat, 0.50),
             "p99_ms": p99, "max_ms": max(lat, default=float("nan")),
             "above_p99": len(tail), "above_p99_in_machine_windows": tail_in,
+            "all_in_machine_windows": all_in,
             "slow_records": sum(1 for ms in lat if ms > slow_ms),
             "clusters": len(cl), "clusters_in_machine_windows": sum(1 for r in rows if r["machine_slow"]),
             "canary_median_us": median, "machine_windows": len(windows),
@@ -163,7 +166,8 @@ def _print(rep: dict, records_slow_ms: float) -> None:
               f"ms in {rep['clusters']} clusters, {rep['clusters_in_machine_windows']} of them "
               f"in a slow window of the machine")
         print(f"the {rep['above_p99']} records above p99: {rep['above_p99_in_machine_windows']} "
-              f"were in flight during a slow window of the machine")
+              f"were in flight during a slow window of the machine (of all records: "
+              f"{100 * rep['all_in_machine_windows'] / rep['records']:.1f} %)")
     if rep["canary_median_us"] == rep["canary_median_us"]:
         print(f"machine: {rep['machine_windows']} slow windows (canary median "
               f"{rep['canary_median_us']:.0f} µs):")

@@ -60,6 +60,10 @@ def test_report_counts_the_tail_inside_the_machine_windows():
     assert rep["records"] == 2000 and rep["clusters"] == 1
     assert rep["clusters_in_machine_windows"] == 1
     assert rep["above_p99"] > 0 and rep["above_p99_in_machine_windows"] == rep["above_p99"]
+    # the records sent from 999 ms on overlap the window (1000 - 0.4 .. 1058 ms), the last
+    # slow ones and the steady ones after it do not
+    assert rep["all_in_machine_windows"] == len([s for s, ms in records
+                                                 if s + ms * MS >= 999.6 * MS and s <= 1058 * MS])
     assert rep["cluster_rows"][0]["machine_slow"]["slowdown"] == 16.0
     json.dumps(rep)
 
