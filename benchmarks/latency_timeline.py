@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -240,6 +241,7 @@ def run(a) -> dict:
             busy.wait()
         if broker is not None:
             broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv=None) -> None:
