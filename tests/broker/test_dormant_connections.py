@@ -60,6 +60,8 @@ async def test_parked_connections_give_up_their_tasks_and_wake_on_a_request(brok
         await _all_dormant(broker_server, 20)
         assert _connection_tasks() == 0
         assert all(c.waiting_since is not None for c in broker_server._conns)
+        from kbroker.metrics import render
+        assert "kbroker_connections_dormant 20" in (await render(broker_server)).splitlines()
         # every one answers its next request (a new task each), then sleeps again
         for i, s in enumerate(socks):
             s.sendall(_api_versions(100 + i))
