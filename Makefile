@@ -37,8 +37,13 @@ codecache: $(STAMP)
 	$(PY) -m kbroker.node.codecache_build || echo "codecache not built: kbroker serve compiles as usual"
 .PHONY: codecache
 
+# A venv without ensurepip's pip and setuptools (about 5 CPU-s of compiling), its pip put in by
+# $(PYTHON)'s own pip (22.3+: --python); $(PYTHON) without a pip falls back to a plain venv.
+NEW_VENV = { $(PYTHON) -m venv --without-pip $(1) && $(PYTHON) -m pip --python $(1)/bin/python \
+	install -q --disable-pip-version-check pip; } || $(PYTHON) -m venv --clear $(1)
+
 $(STAMP): pyproject.toml requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(call NEW_VENV,$(VENV))
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e . -r requirements-dev.txt
 	touch $@
@@ -419,7 +424,7 @@ KP2_STAMP := $(KP2_VENV)/.installed
 kp2: $(KP2_STAMP)
 
 $(KP2_STAMP): requirements-kp2.txt
-	test -x $(KP2_VENV)/bin/python || $(PYTHON) -m venv $(KP2_VENV)
+	test -x $(KP2_VENV)/bin/python || $(call NEW_VENV,$(KP2_VENV))
 	$(KP2_VENV)/bin/python -m pip install -q -r requirements-kp2.txt
 	touch $@
 
