@@ -22,6 +22,8 @@ unexport PYTHONDONTWRITEBYTECODE
 # cache its set-up downloads about 350 MB of jars and compiles the Go clients). What the suites
 # use is still copied into the ignored .cache/ of the checkout. KBROKER_CACHE=.cache keeps it
 # all inside the work tree.
+# The jar folders and the protocol definitions a clone resolved are kept there too (resolved/,
+# tools/pom_jars.sh): the next clone copies them without starting Maven (36 CPU-s less).
 KBROKER_CACHE ?= $(HOME)/.cache/kbroker
 export KBROKER_CACHE := $(abspath $(KBROKER_CACHE))
 
