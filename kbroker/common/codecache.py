@@ -25,11 +25,16 @@ Rules kept:
   exception, exact too: attrs writes into each ``__hash__`` the ``hash()`` of a name, which
   differs per process (randomized string hashes); that one number is keyed as a stand-in
   and put back into the cached code.
-- Written at build time, not by a running broker: ``python -m kbroker.node.codecache_build``
-  (``make setup``) starts a node in a temporary directory, loads every API module and
+- Written at build time: ``python -m kbroker.node.codecache_build`` (``make setup``, the
+  image's app stage) starts a node in a temporary directory, loads every API module and
   writes ``__pycache__/codecache.<cache tag>.bin`` beside this module (an ignored folder,
-  as ``.pyc`` files are). Without the file, or with one that cannot be read, everything is
-  compiled as usual.
+  as ``.pyc`` files are). A package installed by ``pip install kbroker`` has no build step
+  of its own, so a ``kbroker serve`` that had to compile snippets the file lacks writes the
+  file at its clean exit (:func:`save_if_compiled`), as Python writes a ``.pyc`` on first
+  import: the next start reads them back (without a file, a start costs ~1.5x the
+  instructions). Where the package's folder is not writable it does not, and says so at
+  debug level; ``KBROKER_CODECACHE_FILE`` names another file. Without the file, or with
+  one that cannot be read, everything is compiled as usual.
 - Only ``kbroker serve`` installs it (the CLI, before its first heavy import); a broker
   started in process (tests) compiles as it always did.
 """
@@ -50,8 +55,8 @@ try:    # the builtin BLAKE2 module: hashlib would load OpenSSL's library first
 except ImportError:     # pragma: no cover - a Python built without it
     from hashlib import blake2b
 
-_CACHE_FILE = Path(__file__).with_name("__pycache__") / \
-    f"codecache.{sys.implementation.cache_tag}.bin"
+_CACHE_FILE = Path(os.environ.get("KBROKER_CODECACHE_FILE") or (
+    Path(__file__).with_name("__pycache__") / f"codecache.{sys.implementation.cache_tag}.bin"))
 
 # (mode, flags, filename, digest of source) -> code, or its marshalled bytes until first used
 # (a start uses about half of what the file holds: each entry is unmarshalled on its hit)
@@ -235,6 +240,17 @@ def install(path: Path | None = _CACHE_FILE) -> None:
 
 def statistics() -> dict:
     return {"code_objects": len(_code), "compiled": _misses, "file": str(_CACHE_FILE)}
+
+
+def save_if_compiled(path: Path = _CACHE_FILE) -> int:
+    """At a clean exit of ``kbroker serve``: write the file (what it held and what this
+    process compiled) when this process compiled snippets the file lacked, so that the next
+    start reads them back; the number compiled (0: nothing written). ``OSError`` when the
+    file cannot be written (a read-only installation)."""
+    if not _installed or not _misses:
+        return 0
+    save(path)
+    return _misses
 
 
 def save(path: Path = _CACHE_FILE) -> None:
