@@ -29,12 +29,13 @@ Rules kept:
   image's app stage) starts a node in a temporary directory, loads every API module and
   writes ``__pycache__/codecache.<cache tag>.bin`` beside this module (an ignored folder,
   as ``.pyc`` files are). A package installed by ``pip install kbroker`` has no build step
-  of its own, so a ``kbroker serve`` that had to compile snippets the file lacks writes the
-  file at its clean exit (:func:`save_if_compiled`), as Python writes a ``.pyc`` on first
-  import: the next start reads them back (without a file, a start costs ~1.5x the
-  instructions). Where the package's folder is not writable it does not, and says so at
-  debug level; ``KBROKER_CODECACHE_FILE`` names another file. Without the file, or with
-  one that cannot be read, everything is compiled as usual.
+  of its own, so a ``kbroker serve`` that found no usable file writes one at its clean exit
+  with what it compiled (:func:`save_if_compiled`), as Python writes a ``.pyc`` on first
+  import: the next start reads it back (without a file, a start costs ~1.5x the
+  instructions). A start that read a file never rewrites it (no churn, no growth from
+  restarts). Where the package's folder is not writable nothing is written, said at debug
+  level; ``KBROKER_CODECACHE_FILE`` names another file. Without the file, or with one that
+  cannot be read, everything is compiled as usual.
 - Only ``kbroker serve`` installs it (the CLI, before its first heavy import); a broker
   started in process (tests) compiles as it always did.
 """
@@ -63,6 +64,7 @@ _CACHE_FILE = Path(os.environ.get("KBROKER_CODECACHE_FILE") or (
 _code: dict[tuple, object] = {}
 _misses = 0
 _installed = False
+_read_a_file = False      # install() found a usable file: save_if_compiled leaves it alone
 _ANNOTATIONS = __future__.annotations
 
 # attrs writes a per-process number into every ``__hash__`` it generates (the ``hash()`` of
@@ -221,12 +223,12 @@ def install(path: Path | None = _CACHE_FILE) -> None:
     """Load the cache (none with ``path`` None: the build starts afresh) and hook the
     generators of code: at once in those already imported, before their body in the others
     (so call it early); idempotent."""
-    global _installed
+    global _installed, _read_a_file
     if _installed:
         return
     _installed = True
     if path is not None:
-        load(path)
+        _read_a_file = load(path) > 0
     pending = {}
     for module_name, twins in _HOOKS.items():
         module = sys.modules.get(module_name)
@@ -243,11 +245,10 @@ def statistics() -> dict:
 
 
 def save_if_compiled(path: Path = _CACHE_FILE) -> int:
-    """At a clean exit of ``kbroker serve``: write the file (what it held and what this
-    process compiled) when this process compiled snippets the file lacked, so that the next
-    start reads them back; the number compiled (0: nothing written). ``OSError`` when the
-    file cannot be written (a read-only installation)."""
-    if not _installed or not _misses:
+    """At a clean exit of ``kbroker serve`` that found no usable file: write what this process
+    compiled, so that the next start reads it back; the number written (0: nothing).
+    ``OSError`` when the file cannot be written (a read-only installation)."""
+    if not _installed or _read_a_file or not _misses:
         return 0
     save(path)
     return _misses
