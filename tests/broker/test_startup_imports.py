@@ -211,3 +211,14 @@ def test_no_dataclass_a_start_makes_lacks_a_docstring(serving):
     assert serving.wait_for(lambda: serving.at_ready is not None)
     assert "kbroker.api.produce" in serving.loaded()          # the probe works
     assert serving.undocumented == []
+
+
+def test_the_command_line_loads_no_http_client_before_a_command_needs_one():
+    """Every command builds every command's parser: ``kbroker schemas`` imports
+    ``urllib.request`` (with ``http.client``, ``email`` and ``ssl``) only to send a request."""
+    out = subprocess.run([sys.executable, "-v", "-m", "kbroker", "--version"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("kbroker "), out
+    names = {m.group(1) for m in map(_IMPORT.match, out.stderr.splitlines()) if m}
+    assert "kbroker.tools.schemas" in names                   # the probe works
+    assert not names & {"urllib.request", "http.client", "email.parser"}
