@@ -182,12 +182,16 @@ def test_a_start_without_the_file_writes_it_for_the_next(tmp_path):
 
 def test_a_start_that_read_a_file_never_rewrites_it(tmp_path, monkeypatch):
     path = tmp_path / "cache.bin"
+    key = ("exec", 0, "<snippet>", b"digest")
+    monkeypatch.setattr(codecache, "_code", {key: compile("x = 1", "<snippet>", "exec")})
     monkeypatch.setattr(codecache, "_installed", True)
     monkeypatch.setattr(codecache, "_misses", 3)          # some snippets compiled...
     monkeypatch.setattr(codecache, "_read_a_file", True)  # ...by a start that had a file
     assert codecache.save_if_compiled(path) == 0 and not path.exists()
     monkeypatch.setattr(codecache, "_read_a_file", False)  # no file at start: written
-    assert codecache.save_if_compiled(path) == 3 and codecache.load(path) > 0
+    assert codecache.save_if_compiled(path) == 3
+    monkeypatch.setattr(codecache, "_code", {})            # the next start reads it back
+    assert codecache.load(path) == 1 and list(codecache._code) == [key]
     monkeypatch.setattr(codecache, "_installed", False)    # a broker in process: never
     path.unlink()
     assert codecache.save_if_compiled(path) == 0 and not path.exists()
