@@ -137,6 +137,7 @@ class VerificationGuard:
 
 @dataclass
 class ProducerStateEntry:
+    """One producer's state in a partition: epoch, open transaction, last batches."""
     producer_id: int
     producer_epoch: int = NO_EPOCH
     coordinator_epoch: int = -1
