@@ -35,3 +35,35 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
                             wait_for_metadata=True)
     finally:
         admin.close()
+
+
+def wait_for_sole_owner(bootstrap: str, group: str, topic: str, partitions: int) -> dict:
+    """Wait until the classic consumer group `group` is Stable with exactly one member, which
+    owns all `partitions` partitions of `topic` (as DescribeGroups shows the assignment the
+    leader sent); return that description. A rebalance test waits on this before a second
+    member joins, so that the second join really is a rebalance away from a sole owner."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-group-watch",
+                             request_timeout_ms=20000)
+
+    def owned():
+        try:
+            info = admin.describe_groups([group])[group]
+        except KafkaError as e:
+            if e.retriable:     # e.g. Kafka creating __consumer_offsets on the first lookup
+                return None
+            raise
+        members = info["members"]
+        if info["group_state"] != "Stable" or len(members) != 1:
+            return None
+        assignment = members[0]["member_assignment"]
+        if not isinstance(assignment, dict):       # not a consumer-protocol assignment
+            return None
+        mine = {t["topic"]: sorted(t["partitions"]) for t in assignment["assigned_partitions"]}
+        return info if mine == {topic: list(range(partitions))} else None
+    try:
+        return wait_until(owned, what=f"one member of {group} owning {topic}'s {partitions} partitions")
+    finally:
+        admin.close()
