@@ -23,6 +23,22 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: st
         time.sleep(interval)
 
 
+def read_until(read, shows, timeout: float = 20.0, interval: float = 0.1):
+    """Call `read()` until `shows(value)` is true or `timeout` seconds passed; return the last
+    value either way, for the caller's assertions (which then fail if the change never showed).
+
+    For a read after a write that went through the controller: Kafka's brokers apply a
+    committed metadata change (configs, ACLs, quotas, SCRAM credentials, features, topics)
+    when their metadata log catches up, after the controller answered. kbroker shows its own
+    write at once, so there the first read ends the loop."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if shows(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
     """Create a topic (replication factor 1) with kafka-python's admin client and wait until
     every partition has a leader. Used by modules whose client cannot create topics (kcat)."""
