@@ -151,9 +151,9 @@ def test_topic_admin_and_configs(js, bootstrap, topic_name):
                                                  "configNames": ["retention.ms"]}],
          "until": {"retention.ms": "7200000"}},
         {"op": "createPartitions", "topicPartitions": [{"topic": topic_name, "count": 3}]},
-        {"op": "fetchTopicMetadata", "topics": [topic_name]},
+        {"op": "fetchTopicMetadata", "topics": [topic_name], "untilPartitions": 3},
         {"op": "deleteTopics", "topics": [topic_name]},
-        {"op": "listTopics"},
+        {"op": "listTopics", "untilAbsent": [topic_name]},
     ])
     created, described, altered, described2, grown, meta, deleted, listed = \
         [value(r) for r in results]
