@@ -23,14 +23,19 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: st
         time.sleep(interval)
 
 
-def read_until(read, shows, timeout: float = 20.0, interval: float = 0.1):
+def read_until(read, shows, timeout: float = 20.0, interval: float = 0.1, *, at_once: bool = False):
     """Call `read()` until `shows(value)` is true or `timeout` seconds passed; return the last
     value either way, for the caller's assertions (which then fail if the change never showed).
 
     For a read after a write that went through the controller: Kafka's brokers apply a
     committed metadata change (configs, ACLs, quotas, SCRAM credentials, features, topics)
-    when their metadata log catches up, after the controller answered. kbroker shows its own
-    write at once, so there the first read ends the loop."""
+    when their metadata log catches up, after the controller answered. A single kbroker node
+    applies its own write before it answers: with `at_once` (the test passes
+    ``target == "kbroker"``) the first read must show it, so that stays checked."""
+    if at_once:
+        value = read()
+        assert shows(value), f"the first read after the write does not show it: {value!r}"
+        return value
     deadline = time.monotonic() + timeout
     while True:
         value = read()

@@ -22,7 +22,7 @@ def acl(rtype, name, op, perm, pattern=ACLResourcePatternType.LITERAL, principal
     return ACL(principal, host, op, perm, ResourcePattern(rtype, name, pattern))
 
 
-def test_kafka_acls_cli(kafka_dist, broker_factory, topic_name):
+def test_kafka_acls_cli(kafka_dist, broker_factory, topic_name, target):
     b = broker_factory(**STANDARD, **{"super.users": ME})
 
     def tool(*args):
@@ -36,11 +36,12 @@ def test_kafka_acls_cli(kafka_dist, broker_factory, topic_name):
     # controller answered: list until the change shows (kbroker shows it at once)
     def added(out):
         return f"name={topic_name}, patternType=LITERAL" in out and "name=ord, patternType=PREFIXED" in out
-    out = read_until(lambda: tool("--list").stdout, added)
+    out = read_until(lambda: tool("--list").stdout, added, at_once=target == "kbroker")
     assert f"name={topic_name}, patternType=LITERAL" in out and "name=ord, patternType=PREFIXED" in out
     assert "principal=User:alice, host=*, operation=READ, permissionType=ALLOW" in out
     tool("--remove", "--force", "--topic", topic_name)
-    out = read_until(lambda: tool("--list").stdout, lambda out: topic_name not in out)
+    out = read_until(lambda: tool("--list").stdout, lambda out: topic_name not in out,
+                     at_once=target == "kbroker")
     assert topic_name not in out and "name=billing" in out
 
 

@@ -112,7 +112,7 @@ def test_consumer_groups_describe_reset_delete(bootstrap, topic_name):
                      missing.stdout + missing.stderr), missing.stdout + missing.stderr
 
 
-def test_configs_topic_and_broker(bootstrap, topic_name):
+def test_configs_topic_and_broker(bootstrap, topic_name, target):
     create_topic(bootstrap, topic_name, 1, "retention.ms=3600000")
     topic = ["--entity-type", "topics", "--entity-name", topic_name]
     run_tool("kafka-configs", [*bs(bootstrap), *topic, "--alter", "--add-config",
@@ -122,7 +122,8 @@ def test_configs_topic_and_broker(bootstrap, topic_name):
     # answered: describe until it shows (kbroker shows it at once)
     want = {"max.message.bytes": "20000", "segment.ms": "600000"}
     described = read_until(lambda: run_tool("kafka-configs", [*bs(bootstrap), *topic, "--describe"]).check(),
-                           lambda d: dict(re.findall(r"^\s+(\S+)=(\S*) sensitive=", d.stdout, re.M)) == want)
+                           lambda d: dict(re.findall(r"^\s+(\S+)=(\S*) sensitive=", d.stdout, re.M)) == want,
+                           at_once=target == "kbroker")
     assert f"Dynamic configs for topic {topic_name} are:" in described.stdout
     dynamic = dict(re.findall(r"^\s+(\S+)=(\S*) sensitive=", described.stdout, re.M))
     assert dynamic == {"max.message.bytes": "20000", "segment.ms": "600000"}
