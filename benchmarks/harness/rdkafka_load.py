@@ -21,7 +21,9 @@
   producer queues one-record requests that each wait a replication round, and the
   latency measured is that queue's (benchmarks/README.md, "Three-node latency"). The
   result also counts the Produce requests of the timed part (librdkafka's statistics), so
-  records per request show how much the client batched.
+  records per request show how much the client batched. ``--timeline FILE`` also writes
+  every timed record's (send time in CLOCK_MONOTONIC ns, latency in ms) to FILE as JSON,
+  for benchmarks/latency_timeline.py.
 * firstack: prints ``ready`` once loaded, waits for ``go`` on stdin, then produces one
   record with connection retries every few ms and prints the CLOCK_MONOTONIC time of the
   delivery report (see brokers.timed_start).
@@ -133,13 +135,13 @@ def latency(a) -> dict:
         _, high = c.get_watermark_offsets(TopicPartition(a.topic, p), timeout=30)
         ends.append(TopicPartition(a.topic, p, high))
     c.assign(ends)
-    lat: list[float] = []
+    timed: list[tuple[int, float]] = []     # (send stamp ns, latency ms) in receive order
     expected = int(a.rate * a.seconds)
     stop = threading.Event()
     warm = threading.Event()
 
     def reader():
-        while not stop.is_set() and len(lat) < expected:
+        while not stop.is_set() and len(timed) < expected:
             m = c.poll(0.1)  # returns as soon as one record is there (consume(n) would wait for n)
             if m is None or m.error():
                 continue
@@ -148,7 +150,7 @@ def latency(a) -> dict:
             if sent == 0:      # the warm-up record: the consumer is fetching
                 warm.set()
                 continue
-            lat.append((now - sent) / 1e6)
+            timed.append((sent, (now - sent) / 1e6))
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
@@ -163,7 +165,7 @@ def latency(a) -> dict:
     # machine its first fetch can take seconds, which would count as latency otherwise)
     if not warm.wait(60):
         raise RuntimeError("the consumer did not receive the warm-up record in 60 s")
-    lat.clear()
+    timed.clear()
     p.poll(0.25)                # a statistics report after the warm-up
     produce_requests_before = _produce_requests(stats)
     pad = b"x" * max(0, a.size - 8)
@@ -187,7 +189,10 @@ def latency(a) -> dict:
     t.join(a.seconds + 30)
     stop.set()
     c.close()
-    values = sorted(lat)
+    if a.timeline:
+        with open(a.timeline, "w") as f:
+            json.dump(timed, f)
+    values = sorted(ms for _, ms in timed)
     requests = _produce_requests(stats) - produce_requests_before
     return {"records": len(values), "expected": expected,
             "p50_ms": _percentile(values, 0.50), "p99_ms": _percentile(values, 0.99),
@@ -249,6 +254,8 @@ def main(argv=None) -> None:
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--timeline", default=None, metavar="FILE",
+                    help="latency: write every record's (send ns, latency ms) here as JSON")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a librdkafka setting for every client (repeatable)")
     a = ap.parse_args(argv)

@@ -697,10 +697,9 @@ class PartitionLog:
         for seg in self.segments[i:]:
             if max_offset is not None and seg.base_offset >= max_offset:
                 return None
-            found = seg.region(offset, max_bytes, max_offset)
+            found = seg.region_of(offset, max_bytes, max_offset)
             if found is not None:
-                pos, length = found
-                base = seg.read_header(pos).base_offset
+                pos, length, base = found
                 held = seg.pin()        # open until the region is sent (kbroker.log.open_files)
                 return FileRegion(held.fd, pos, length, base, held)
         return None

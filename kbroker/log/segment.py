@@ -158,6 +158,9 @@ class LogSegment:
         self._max_ts: tuple[int, int] | None = (-1, -1) if self.size == 0 else None
         self._first_batch_ts: int | None = None
         self._last_epoch: int | None = None
+        # (position, header) of the batch last appended, while it is still the file's last:
+        # a consumer at the log end asks for it next (find() answers without a scan)
+        self._tail: tuple[int, "rb.BatchHeader"] | None = None
         self.closed = False
 
     def __repr__(self) -> str:
@@ -260,6 +263,13 @@ class LogSegment:
         """(position, header) of the first batch whose last offset is >= ``offset``."""
         if self.size == 0:
             return None
+        tail = self._tail
+        if tail is not None:
+            pos, h = tail
+            # batches are in offset order, so the last one holds every offset from its base
+            # on; it is still the last while the file ends where it does
+            if h.base_offset <= offset <= h.last_offset and pos + h.size == self.size:
+                return tail
         try:
             _, start = self.offset_index.lookup(offset)
         except CorruptIndex:
@@ -276,6 +286,12 @@ class LogSegment:
         At least one batch when one qualifies, more while they fit in ``max_bytes``;
         batches whose base offset is >= ``max_offset`` are never included.
         """
+        found = self.region_of(offset, max_bytes, max_offset)
+        return found[:2] if found is not None else None
+
+    def region_of(self, offset: int, max_bytes: int,
+                  max_offset: int | None) -> tuple[int, int, int] | None:
+        """:meth:`region` and the base offset of its first batch: (position, length, base)."""
         found = self.find(offset)
         if found is None:
             return None
@@ -306,7 +322,7 @@ class LogSegment:
                 break
             length += size
             pos += size
-        return start, length
+        return start, length, h.base_offset
 
     def find_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp``."""
@@ -365,6 +381,13 @@ class LogSegment:
         if position == 0 and headers:
             self._first_batch_ts = headers[0].max_timestamp
         self.size = pos
+        if headers:
+            # the header as written (the caller's may predate a LogAppendTime rewrite)
+            at = pos - headers[-1].size
+            try:
+                self._tail = (at, rb.parse_header(view, at - position))
+            except CorruptRecord:
+                self._tail = None
         self._max_ts = (max_ts, max_off)
         self._next_offset = headers[-1].next_offset if headers else self.next_offset
 
@@ -392,6 +415,7 @@ class LogSegment:
         self._dirty = True
         os.ftruncate(self.fd, 0)
         self.size = 0
+        self._tail = None
         self.rebuild_indexes()
 
     def rebuild_indexes(self) -> None:
@@ -438,6 +462,7 @@ class LogSegment:
         self.offset_index.reset()
         self.time_index.reset()
         self._first_batch_ts = None
+        self._tail = None
         self._dirty = True      # what is kept may not have reached the disk before a crash
         scan = self.batches(0, verify=True)
         checked = self._checked(scan, gap_limit, prev_epoch, on_batch)
@@ -497,6 +522,7 @@ class LogSegment:
         self._dirty = True
         os.ftruncate(self.fd, pos)
         self.size = pos
+        self._tail = None
         self.offset_index.truncate_to_position(pos)
         self.time_index.truncate_to_offset(found[1].base_offset)
         self.txn_index.truncate_to(found[1].base_offset)

@@ -325,3 +325,50 @@ def test_a_long_region_reads_few_batch_headers(tmp_path, monkeypatch):
     start, length = seg.region(10, 400_000, None)
     assert length > 300 * 1000            # hundreds of batches in the region
     assert len(reads) <= 12               # the first batch's scan and a few after the index
+
+
+def test_reading_the_batch_just_appended_reads_nothing_from_the_file(tmp_path, monkeypatch):
+    # a consumer at the log end fetches the batch appended last: the segment remembers where
+    # it is, so neither the offset index nor the file is read to find it (issue 32, the
+    # woken Fetch of the 1,000 records/s latency row)
+    log = new_log(tmp_path, small_config(segment_bytes=1 << 20, index_interval_bytes=4096))
+    for _ in range(20):
+        info = log.append(make_batch([(None, b"v" * 1000, NOW)]), now_ms=NOW)
+    seg = log.segments[-1]
+    reads = []
+    real_pread = os.pread
+
+    def counting_pread(fd, n, pos):
+        reads.append(n)
+        return real_pread(fd, n, pos)
+
+    monkeypatch.setattr("kbroker.log.segment.os.pread", counting_pread)
+    region = log.read(info.last_offset, 1 << 20)
+    assert reads == []
+    assert (region.position, region.length) == _linear_region(seg, info.last_offset, 1 << 20, None)
+    assert region.base_offset == info.base_offset
+    # an older batch is still found through the index and a scan
+    assert seg.find(info.base_offset - 3) == linear_find(seg, info.base_offset - 3)
+    assert reads
+
+
+def test_the_remembered_last_batch_is_the_one_on_disk(tmp_path):
+    # LogAppendTime rewrites the timestamp type and CRC as the batch is stored: the header
+    # find() answers with is the stored one; a truncation forgets it, the next append is
+    # remembered, and every offset finds what a scan finds
+    log = new_log(tmp_path, small_config(segment_bytes=1 << 20,
+                                         message_timestamp_type="LogAppendTime"))
+    for i in range(6):
+        info = log.append(make_batch([(None, b"v%d" % i, NOW - 5), (None, b"w", NOW - 5)]),
+                          now_ms=NOW)
+    seg = log.segments[-1]
+    pos, h = seg.find(info.last_offset)
+    assert h == seg.read_header(pos)
+    assert h.timestamp_type == rb.TIMESTAMP_LOG_APPEND_TIME and h.max_timestamp == NOW
+    log.truncate_to(info.base_offset)
+    assert seg.find(info.base_offset) is None
+    assert seg.find(info.base_offset - 1) == linear_find(seg, info.base_offset - 1)
+    again = log.append(make_batch([(None, b"x", NOW)]), now_ms=NOW)
+    assert again.base_offset == info.base_offset
+    for offset in range(seg.base_offset, again.last_offset + 1):
+        assert seg.find(offset) == linear_find(seg, offset), offset
