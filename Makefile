@@ -22,6 +22,8 @@ unexport PYTHONDONTWRITEBYTECODE
 # cache its set-up downloads about 350 MB of jars and compiles the Go clients). What the suites
 # use is still copied into the ignored .cache/ of the checkout. KBROKER_CACHE=.cache keeps it
 # all inside the work tree.
+# The jar folders and the protocol definitions a clone resolved are kept there too (resolved/,
+# tools/pom_jars.sh): the next clone copies them without starting Maven (36 CPU-s less).
 KBROKER_CACHE ?= $(HOME)/.cache/kbroker
 export KBROKER_CACHE := $(abspath $(KBROKER_CACHE))
 
@@ -37,8 +39,13 @@ codecache: $(STAMP)
 	$(PY) -m kbroker.node.codecache_build || echo "codecache not built: kbroker serve compiles as usual"
 .PHONY: codecache
 
+# A venv without ensurepip's pip and setuptools (about 5 CPU-s of compiling), its pip put in by
+# $(PYTHON)'s own pip (22.3+: --python); $(PYTHON) without a pip falls back to a plain venv.
+NEW_VENV = { $(PYTHON) -m venv --without-pip $(1) && $(PYTHON) -m pip --python $(1)/bin/python \
+	install -q --disable-pip-version-check pip; } || $(PYTHON) -m venv --clear $(1)
+
 $(STAMP): pyproject.toml requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(call NEW_VENV,$(VENV))
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e . -r requirements-dev.txt
 	touch $@
@@ -100,7 +107,19 @@ test-setup:
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-setup-venv test-setup-jars test-setup-tools
 
 test-setup-venv:
-	$(MAKE) --no-print-directory -j1 setup $(SPARK_STAMP) playwright $(DOCKER_STAMP)
+	$(MAKE) --no-print-directory -j1 setup $(SPARK_STAMP) playwright $(DOCKER_STAMP) pytest-cache
+
+# pytest keeps the modules it rewrites for its assertions (the tests, and kbroker, an editable
+# plugin package) in __pycache__/. On a fresh clone the four xdist workers of tests/ found none
+# and each rewrote them at once: their collection took 54-58 CPU-s, 18-25 with the files there.
+# Collected here once (tests/ in two halves, beside compat_tests/ and spark_tests/: 20 CPU-s
+# for the four); collection errors are left to the real runs to report.
+TEST_DIRS := $(sort $(dir $(wildcard tests/*/__init__.py)))
+.PHONY: pytest-cache
+pytest-cache: setup
+	@cache() { $(PY) -m pytest -q --collect-only -p no:randomly -p no:cacheprovider "$$@" >/dev/null 2>&1 || true; }; \
+	cache tests/test_*.py $(wordlist 1,14,$(TEST_DIRS)) & cache $(wordlist 15,999,$(TEST_DIRS)) & \
+	cache compat_tests & cache spark_tests & wait
 
 test-setup-jars:
 	$(MAKE) --no-print-directory -j1 protocol kafka-dist kafka-streams-dist spark-dist
@@ -419,7 +438,7 @@ KP2_STAMP := $(KP2_VENV)/.installed
 kp2: $(KP2_STAMP)
 
 $(KP2_STAMP): requirements-kp2.txt
-	test -x $(KP2_VENV)/bin/python || $(PYTHON) -m venv $(KP2_VENV)
+	test -x $(KP2_VENV)/bin/python || $(call NEW_VENV,$(KP2_VENV))
 	$(KP2_VENV)/bin/python -m pip install -q -r requirements-kp2.txt
 	touch $@
 

@@ -10,7 +10,10 @@ from ready to a first produce's acknowledgement (one start per SRC).
 With several SRC folders (each holding a `kbroker/` package, e.g. an exported older commit:
 `git archive <rev> kbroker | tar -x -C /tmp/old`) the runs alternate between them, so that
 load from other work on the machine falls on each alike; the first SRC defaults to this
-checkout. Each SRC is byte-compiled first, as the full benchmark does. Kafka is not run:
+checkout. Each SRC is byte-compiled first, as the full benchmark does. The broker runs as a
+user runs it: the venv's `kbroker` console script, with the generated-code cache that
+`make setup` builds (a `pip install`ed package has it from its second start on; an exported
+SRC needs `python -m kbroker.node.codecache_build` run from its folder). Kafka is not run:
 the kbroker/Kafka ratio comes from `make bench` (Kafka's start-up is ~10× longer and varies
 more than kbroker's).
 """

@@ -438,7 +438,7 @@ def scenario_share_consume(bs: str, topic: str) -> None:
     group = f"gshc-{topic}"
     b = ("-b", bs)
     ok("topics", "create", topic, "--partitions", "1", *b)
-    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    share_from_earliest(bs, group)
     ok("produce", topic, "-p", "0", *b, input="a\nb\nc\n")
     first = ok("consume", topic, "--share-group", group, "-c", "2", "-f", "%o %v\\n", *b).stdout
     assert first.splitlines() == ["0 a", "1 b"]
@@ -452,6 +452,16 @@ def scenario_share_consume(bs: str, topic: str) -> None:
         assert "--share-group does not take" in r.stderr, r.stderr
 
 
+def share_from_earliest(bs: str, group: str) -> None:
+    """Set the share group's ``share.auto.offset.reset=earliest`` and wait until the broker
+    describes it (Kafka's applies it when its metadata log catches up, after the controller
+    answered): a share group that starts before then starts at the log end."""
+    b = ("-b", bs)
+    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    eventually_equal(lambda: {r["name"]: r["value"] for r in js("configs", "describe", "--group", group, *b)}
+                     .get("share.auto.offset.reset"), "earliest")
+
+
 def share_epochs_after_consume(bs: str, topic: str) -> dict:
     """Two ``kbroker consume --share-group`` runs that exit, then the group as ``kbroker groups
     describe`` shows it (state, members, group and assignment epochs), checked against
@@ -460,7 +470,7 @@ def share_epochs_after_consume(bs: str, topic: str) -> dict:
     group = f"gepoch-{topic}"
     b = ("-b", bs)
     ok("topics", "create", topic, "--partitions", "1", *b)
-    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    share_from_earliest(bs, group)
     ok("produce", topic, "-p", "0", *b, input="a\nb\n")
     for _ in range(2):
         assert len(ok("consume", topic, "--share-group", group, "-c", "1", *b).stdout.splitlines()) == 1
@@ -498,7 +508,7 @@ def scenario_group_types(bs: str, topic: str) -> None:
     ok("topics", "create", topic, "--partitions", "2", *b)
     for p in (0, 1):
         ok("produce", topic, "-p", str(p), *b, input="".join(f"r{i}\n" for i in range(5)))
-    ok("configs", "alter", "--group", share, "--set", "share.auto.offset.reset=earliest", *b)
+    share_from_earliest(bs, share)
     stop = threading.Event()
     read = {"share": 0}
 
@@ -690,7 +700,7 @@ def share_start_offsets_after_acknowledgements(bs: str, topic: str) -> list[tupl
     b = ("-b", bs)
     group = f"gstart-{topic}"
     ok("topics", "create", topic, "--partitions", "1", *b)
-    ok("configs", "alter", "--group", group, "--set", "share.auto.offset.reset=earliest", *b)
+    share_from_earliest(bs, group)
     producer = Producer({"bootstrap.servers": bs, "linger.ms": 50})
     c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "log_level": 0})
     c.subscribe([topic])

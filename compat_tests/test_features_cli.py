@@ -23,6 +23,7 @@ import sys
 import pytest
 
 from compat_tests.cli import run_tool
+from compat_tests.helpers import read_until
 from compat_tests.kafka_runner import (FAST_START_JVM, STORAGE_TOOL_MAIN, TOOLS_LOG4J,
                                        KafkaBrokerProcess, java_command, kafka_version,
                                        random_cluster_id)
@@ -99,7 +100,16 @@ def _metadata_version(bs: str) -> tuple[str, str, int]:
     return m.group(1), m.group(2), int(m.group(3))
 
 
-def test_kafka_features_describe_upgrade_downgrade(node):
+def _metadata_version_until(bs: str, level: str, at_once: bool) -> tuple[str, str, int]:
+    """``_metadata_version`` again until it shows ``level`` (bounded; the last answer either
+    way; with ``at_once``, kbroker's, the first). Kafka's describe reads a broker's finalized
+    features, which the broker applies when its metadata log catches up, after the controller
+    answered UpdateFeatures."""
+    return read_until(lambda: _metadata_version(bs), lambda v: v[1] == level, interval=0.2,
+                      at_once=at_once)
+
+
+def test_kafka_features_describe_upgrade_downgrade(node, target):
     bs = node.bootstrap_servers
     lo, level, epoch = _metadata_version(bs)
     assert (lo, level) == ("3.3-IV3", "4.0-IV3")
@@ -111,7 +121,7 @@ def test_kafka_features_describe_upgrade_downgrade(node):
 
     # down across levels that kept the metadata format: done; the epoch moves
     assert _features(bs, "downgrade", "--metadata", "4.0-IV1") == (0, ["metadata.version was downgraded to 23."])
-    _, level, epoch2 = _metadata_version(bs)
+    _, level, epoch2 = _metadata_version_until(bs, "4.0-IV1", target == "kbroker")
     assert level == "4.0-IV1" and epoch2 > epoch
 
     # across 4.0-IV1 (ELR records): refused, safe or unsafe
@@ -134,7 +144,7 @@ def test_kafka_features_describe_upgrade_downgrade(node):
 
     # back up
     assert _features(bs, "upgrade", "--feature", "metadata.version=25") == (0, ["metadata.version was upgraded to 25."])
-    _, level, epoch3 = _metadata_version(bs)
+    _, level, epoch3 = _metadata_version_until(bs, "4.0-IV3", target == "kbroker")
     assert level == "4.0-IV3" and epoch3 > epoch2
 
 

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from compat_tests.extclient import Driver, ensure_franzgo, value
-from compat_tests.helpers import T0_MS, wait_until
+from compat_tests.helpers import T0_MS, wait_for_sole_owner, wait_until
 
 CLIENT = "franz-go"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -293,7 +293,7 @@ def test_group_rebalance_two_members(fg, bootstrap, topic_name):
     member = {"op": "consume", "topic": topic_name, "groupId": group, "count": 100000,
               "timeoutMs": 8000, "balancer": "range"}
     first = fg.start(bootstrap, [member])
-    time.sleep(3)
+    wait_for_sole_owner(bootstrap, group, topic_name, 4)      # then a second member joins
     second = fg.start(bootstrap, [dict(member, timeoutMs=5000)])
     a = value(fg.wait(first)[0])
     b = value(fg.wait(second)[0])

@@ -6,7 +6,6 @@ client does through the coordinator is what every other one sees.
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition as CTopicPartition
@@ -15,7 +14,7 @@ from kafka.structs import OffsetAndMetadata
 
 from compat_tests.cli import run_tool
 from compat_tests.extclient import Driver, ensure_franzgo, ensure_kafkajs, value
-from compat_tests.helpers import create_topic, wait_until
+from compat_tests.helpers import create_topic, wait_for_sole_owner, wait_until
 
 CLIENT = "mixed"
 
@@ -99,7 +98,7 @@ def test_members_of_different_clients_share_a_group(bootstrap, topic_name, fg):
     fill(bootstrap, topic_name, 4, 3)
     go_member = fg.start(bootstrap, [{"op": "consume", "topic": topic_name, "groupId": group,
                                       "count": 100000, "balancer": "range", "timeoutMs": 18000}])
-    time.sleep(3)
+    wait_for_sole_owner(bootstrap, group, topic_name, 4)      # then the confluent member joins
     assigned: list = []
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "compat-confluent",
                   "partition.assignment.strategy": "range", "auto.offset.reset": "earliest",

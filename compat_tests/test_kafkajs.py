@@ -7,13 +7,12 @@ default. Codecs other than gzip are the driver's adapters of pure-JS/wasm librar
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 
 from compat_tests.extclient import Driver, ensure_kafkajs, error_types, value
-from compat_tests.helpers import T0_MS
+from compat_tests.helpers import T0_MS, wait_for_sole_owner
 
 CLIENT = "kafkajs"
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -152,9 +151,9 @@ def test_topic_admin_and_configs(js, bootstrap, topic_name):
                                                  "configNames": ["retention.ms"]}],
          "until": {"retention.ms": "7200000"}},
         {"op": "createPartitions", "topicPartitions": [{"topic": topic_name, "count": 3}]},
-        {"op": "fetchTopicMetadata", "topics": [topic_name]},
+        {"op": "fetchTopicMetadata", "topics": [topic_name], "untilPartitions": 3},
         {"op": "deleteTopics", "topics": [topic_name]},
-        {"op": "listTopics"},
+        {"op": "listTopics", "untilAbsent": [topic_name]},
     ])
     created, described, altered, described2, grown, meta, deleted, listed = \
         [value(r) for r in results]
@@ -228,7 +227,7 @@ def test_group_rebalance_two_members(js, bootstrap, topic_name):
     member = {"op": "consume", "topic": topic_name, "groupId": group, "count": 1000,
               "timeoutMs": 9000, "autoCommit": True}
     first = js.start(bootstrap, [member])
-    time.sleep(3)  # let the first member own both partitions, then a second one joins
+    wait_for_sole_owner(bootstrap, group, topic_name, 2)      # then a second member joins
     second = js.start(bootstrap, [dict(member, timeoutMs=6000)])
     a = value(js.wait(first)[0])
     b = value(js.wait(second)[0])

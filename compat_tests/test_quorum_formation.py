@@ -45,6 +45,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from compat_tests.cli import run_tool
+from compat_tests.helpers import read_until
 from compat_tests.kafka_runner import BROKER_LOG4J, BROKER_MAIN, java_command, random_cluster_id
 from compat_tests.runner import SINGLE_NODE_CONFIG, BrokerProcess, free_port, tail
 from kbroker.wire import messages as w
@@ -433,8 +434,13 @@ def test_a_static_quorum_upgraded_to_kraft_version_1(static_cluster):
         "upgrade", "--release-version", "4.0", "--dry-run").stdout, "the upgrade validated")
     out = features("upgrade", "--release-version", "4.0").check().stdout
     assert "kraft.version was upgraded to 1." in out, out
-    described = {ln.split()[1]: ln.split()[ln.split().index("FinalizedVersionLevel:") + 1]
-                 for ln in features("describe").check().lines if ln.startswith("Feature:")}
+
+    def finalized():
+        return {ln.split()[1]: ln.split()[ln.split().index("FinalizedVersionLevel:") + 1]
+                for ln in features("describe").check().lines if ln.startswith("Feature:")}
+    # describe may ask another controller than the one that committed the upgrade: a
+    # follower shows it once it has replayed the record (read until it does, bounded)
+    described = read_until(finalized, lambda d: d.get("kraft.version") == "1", interval=0.5)
     assert described["kraft.version"] == "1"
     expected = {n.node_id: n.directory_id for n in nodes}
     deadline_wait(lambda: {v["id"]: v.get("directoryId") for v in json.loads(

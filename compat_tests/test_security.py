@@ -166,7 +166,11 @@ def test_java_tools_with_command_config(secured, topic_name, tmp_path, kafka_dis
     run_tool("kafka-configs", ["--bootstrap-server", secured.sasl_ssl, "--command-config", admin,
                                "--alter", "--add-config", f"SCRAM-SHA-512=[password={user}-secret]",
                                "--entity-type", "users", "--entity-name", user], timeout=120).check()
-    time.sleep(0.5)
+    # the credential reaches the broker's image (Kafka: its metadata publisher, which also
+    # feeds the SCRAM authenticator) after the controller answered: wait until the broker
+    # describes it, before the tools log in with it
+    wait_until(lambda: _scram_mechanisms(secured, user) == [ScramMechanism.SCRAM_SHA_512], timeout=30,
+               interval=0.2, what=f"{user}'s SCRAM credential at the broker")
     scram = props("SCRAM-SHA-512", user, "scram.ScramLoginModule")
     run_tool("kafka-console-producer", ["--bootstrap-server", secured.sasl_ssl, "--topic", topic_name,
                                         "--command-config", scram], input="a\nb\n", timeout=120).check()
@@ -175,6 +179,16 @@ def test_java_tools_with_command_config(secured, topic_name, tmp_path, kafka_dis
                                               "--max-messages", "2", "--timeout-ms", "30000"],
                    timeout=120).check().stdout
     assert out.split() == ["a", "b"]
+
+
+def _scram_mechanisms(b, user: str) -> list:
+    """The SCRAM mechanisms the broker describes for ``user`` ([] for none yet)."""
+    admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+    try:
+        info = admin.describe_user_scram_credentials([user])[user].result(timeout=30)
+    except KafkaException:            # RESOURCE_NOT_FOUND: not (yet) known
+        return []
+    return [i.mechanism for i in info.scram_credential_infos]
 
 
 def test_scram_login_with_a_delegation_token(secured, topic_name, tmp_path, kafka_dist):

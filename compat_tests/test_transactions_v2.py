@@ -31,7 +31,7 @@ import pytest
 
 from compat_tests.cli import run_tool
 from compat_tests.differential.common import Connection, _until_ok
-from compat_tests.helpers import create_topic
+from compat_tests.helpers import create_topic, read_until
 from kbroker.wire import messages as M
 from kbroker.wire import records as wire_records
 
@@ -254,7 +254,7 @@ def test_verify_only_and_produce_answers_for_a_partition_not_in_the_transaction(
     assert produced == {11: TRANSACTION_ABORTABLE, 10: INVALID_TXN_STATE}
 
 
-def test_java_client_falls_back_to_tv1_when_the_feature_is_downgraded(_dist, bootstrap, topic_name):
+def test_java_client_falls_back_to_tv1_when_the_feature_is_downgraded(_dist, bootstrap, topic_name, target):
     """``kafka-features downgrade --feature transaction.version=0``: new Java producers use
     the first protocol (AddPartitionsToTxn, no epoch bump per transaction) and still copy
     every record exactly once; upgraded again afterwards."""
@@ -268,6 +268,9 @@ def test_java_client_falls_back_to_tv1_when_the_feature_is_downgraded(_dist, boo
     run_tool("kafka-features", ["--bootstrap-server", bootstrap, "downgrade", "--feature",
                                 "transaction.version=0"]).check()
     try:
+        # the broker applies the change when its metadata log catches up, after the controller
+        # answered (on Kafka): a producer started before then would still see level 2
+        assert _finalized_tv_until(bootstrap, 0, target == "kbroker") == 0
         tid = topic_name + "-copier"
         run_tool("org.apache.kafka.tools.TransactionalMessageCopier", [
             "--broker-list", bootstrap, "--input-topic", src, "--input-partition", "0",
@@ -283,5 +286,14 @@ def test_java_client_falls_back_to_tv1_when_the_feature_is_downgraded(_dist, boo
         "--isolation-level", "read_committed", "--max-messages", str(n),
         "--timeout-ms", "20000"], timeout=120).check()
     assert sorted((v for v in out.lines if v.strip()), key=int) == [str(i) for i in range(n)]
-    finalized = {f.name: f.max_version_level for f in _api_versions(bootstrap, 4).finalized_features}
-    assert finalized["transaction.version"] == 2
+    assert _finalized_tv_until(bootstrap, 2, target == "kbroker") == 2
+
+
+def _finalized_tv_until(bootstrap, level: int, at_once: bool) -> int:
+    """The finalized transaction.version in the broker's ApiVersions (0 when not finalized),
+    read again until it is ``level`` (bounded; the last answer either way; with ``at_once``,
+    kbroker's, the first)."""
+    def finalized():
+        return {f.name: f.max_version_level
+                for f in _api_versions(bootstrap, 4).finalized_features}.get("transaction.version", 0)
+    return read_until(finalized, lambda got: got == level, interval=0.2, at_once=at_once)

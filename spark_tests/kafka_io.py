@@ -125,9 +125,11 @@ def delete_records(bootstrap: str, topic: str, before: dict[int, int]) -> None:
 
 def alter_topic_config(bootstrap: str, topic: str, changes: dict[str, str | None]) -> None:
     """IncrementalAlterConfigs on a topic: set each key, or delete it (back to the default)
-    when its value is None."""
+    when its value is None; then wait until DescribeConfigs shows the change. A broker applies
+    a committed config change when its metadata log catches up (Kafka's after the controller
+    answered): until then its log cleaner and retention still use the old values."""
     from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
-                                       ResourceType)
+                                       ConfigSource, ResourceType)
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
                            else AlterConfigOpType.DELETE) for k, v in changes.items()]
     client = admin(bootstrap)
@@ -135,6 +137,15 @@ def alter_topic_config(bootstrap: str, topic: str, changes: dict[str, str | None
         [ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)], request_timeout=20)
     for fut in futures.values():
         fut.result(timeout=30)
+
+    def shown():
+        (fut,) = client.describe_configs([ConfigResource(ResourceType.TOPIC, topic)],
+                                         request_timeout=20).values()
+        got = fut.result(timeout=30)
+        return all(got[k].value == v if v is not None
+                   else got[k].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+                   for k, v in changes.items())
+    wait_until(shown, 30, what=f"{topic}'s configs {changes} described")
 
 
 def log_start_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:

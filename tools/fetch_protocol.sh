@@ -60,6 +60,16 @@ mkdir -p "$ROOT/.cache/kafka-protocol" "$M2"
 TMP="$(mktemp -d "$ROOT/.cache/kafka-protocol/$VERSION.tmp.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 
+# a fresh clone takes the folder an earlier one extracted (tools/pom_jars.sh's resolved_cache)
+KEY="$(echo "$WANT" | sha256sum | cut -c1-16)"
+if resolved_get kafka-protocol "$KEY" "$TMP/out" && [[ "$(cat "$TMP/out/.complete")" == "$WANT" ]]; then
+    rm -rf "$DEST"
+    mv "$TMP/out" "$DEST"
+    echo "$DEST"
+    exit 0
+fi
+rm -rf "$TMP/out"
+
 ids=""
 for entry in "${LAYOUT[@]}"; do ids="$ids${ids:+,}${entry%%:*}"; done
 
@@ -114,6 +124,7 @@ for entry in "${LAYOUT[@]}"; do
 done
 mv "$TMP/out.SOURCE.txt" "$TMP/out/SOURCE.txt"
 echo "$WANT" > "$TMP/out/.complete"
+resolved_put kafka-protocol "$KEY" "$TMP/out"
 
 rm -rf "$DEST"
 mv "$TMP/out" "$DEST"

@@ -33,6 +33,30 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
+// waitForLeaders lists the topic again every 100 ms, for up to 20 s, until the broker's
+// metadata shows all its partitions with a leader, as kafkajs's createTopics does: a broker
+// applies a new topic when its metadata log catches up, on Kafka after CreateTopics answered,
+// and an op right after would meet UNKNOWN_TOPIC_OR_PARTITION. The ops after it show what
+// is missing if it never comes.
+func waitForLeaders(ctx context.Context, adm *kadm.Client, topic string, partitions int32) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		listed, err := adm.ListTopics(ctx, topic)
+		if err == nil {
+			if t, ok := listed[topic]; ok && t.Err == nil && int32(len(t.Partitions)) == partitions {
+				led := true
+				for _, p := range t.Partitions {
+					led = led && p.Err == nil && p.Leader >= 0
+				}
+				if led {
+					return
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Security: how to connect to a TLS and/or SASL listener.
 type Security struct {
 	CA        string `json:"ca"`
@@ -248,6 +272,9 @@ func (d *Driver) run(op Op) (any, error) {
 				return nil, err
 			}
 			r := res[t.Topic]
+			if r.Err == nil {
+				waitForLeaders(ctx, adm, t.Topic, r.NumPartitions)
+			}
 			out = append(out, map[string]any{"topic": t.Topic, "error": errType(r.Err),
 				"numPartitions": r.NumPartitions, "replicationFactor": r.ReplicationFactor})
 		}

@@ -173,6 +173,17 @@ function messagesIn (messages) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+// read() again every 100 ms until done(value), for up to ms (20 s); the last value either
+// way, for the test's assertions (kbroker shows its own writes at once: one read there)
+async function readUntil (read, done, ms) {
+  const deadline = Date.now() + (ms ?? 20000)
+  for (;;) {
+    const value = await read()
+    if (done(value) || Date.now() > deadline) return value
+    await sleep(100)
+  }
+}
+
 // --- ops -------------------------------------------------------------------------------------
 
 class Driver {
@@ -228,8 +239,13 @@ class Driver {
     return (await this.admin()).deleteTopics({ topics: op.topics, timeout: 10000 })
   }
 
-  async listTopics () {
-    return (await (await this.admin()).listTopics()).sort()
+  // op.untilAbsent ([names], optional): list again until none of them is listed (bounded,
+  // the last list either way): a broker drops a deleted topic from its metadata when its
+  // metadata log catches up, on Kafka after DeleteTopics answered.
+  async listTopics (op) {
+    const gone = op.untilAbsent ?? []
+    return readUntil(async () => (await (await this.admin()).listTopics()).sort(),
+      (listed) => gone.every((name) => !listed.includes(name)), op.untilMs)
   }
 
   async createPartitions (op) {
@@ -238,7 +254,16 @@ class Driver {
     })
   }
 
+  // op.untilPartitions (a count, optional): fetch again until every topic has that many
+  // partitions (bounded, the last answer either way): a broker learns of new partitions when
+  // its metadata log catches up, on Kafka after CreatePartitions answered.
   async fetchTopicMetadata (op) {
+    return readUntil(() => this.fetchTopicMetadataOnce(op),
+      (topics) => op.untilPartitions === undefined ||
+        topics.every((t) => t.partitions.length === op.untilPartitions), op.untilMs)
+  }
+
+  async fetchTopicMetadataOnce (op) {
     const meta = await (await this.admin()).fetchTopicMetadata({ topics: op.topics })
     return meta.topics.map((t) => ({
       name: t.name,

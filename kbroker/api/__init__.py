@@ -40,6 +40,7 @@ _audit = logging.getLogger("kbroker.authorizer")   # denials, as Kafka's kafka.a
 
 @dataclass(frozen=True)
 class ApiSpec:
+    """One API of the registry: its key, advertised range and handler."""
     api_key: int
     name: str               # e.g. "Metadata"
     min_version: int        # advertised minimum

@@ -47,6 +47,7 @@ SUPPORTED_OPERATIONS = {
 
 @dataclass(frozen=True)
 class AclIndex:
+    """The ACLs indexed by resource type and name (literal and prefixed) for lookups."""
     literal: Mapping[tuple[int, str], tuple[Acl, ...]] = field(default_factory=dict)
     prefixed: Mapping[int, Mapping[str, tuple[Acl, ...]]] = field(default_factory=dict)
     prefix_lengths: Mapping[int, tuple[int, ...]] = field(default_factory=dict)

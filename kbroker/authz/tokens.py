@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
+    """A delegation token's metadata (KIP-48)."""
     token_id: str
     owner: str                       # "User:alice"
     requester: str

@@ -25,11 +25,17 @@ Rules kept:
   exception, exact too: attrs writes into each ``__hash__`` the ``hash()`` of a name, which
   differs per process (randomized string hashes); that one number is keyed as a stand-in
   and put back into the cached code.
-- Written at build time, not by a running broker: ``python -m kbroker.node.codecache_build``
-  (``make setup``) starts a node in a temporary directory, loads every API module and
+- Written at build time: ``python -m kbroker.node.codecache_build`` (``make setup``, the
+  image's app stage) starts a node in a temporary directory, loads every API module and
   writes ``__pycache__/codecache.<cache tag>.bin`` beside this module (an ignored folder,
-  as ``.pyc`` files are). Without the file, or with one that cannot be read, everything is
-  compiled as usual.
+  as ``.pyc`` files are). A package installed by ``pip install kbroker`` has no build step
+  of its own, so a ``kbroker serve`` that found no usable file writes one at its clean exit
+  with what it compiled (:func:`save_if_compiled`), as Python writes a ``.pyc`` on first
+  import: the next start reads it back (without a file, a start costs ~1.5x the
+  instructions). A start that read a file never rewrites it (no churn, no growth from
+  restarts). Where the package's folder is not writable nothing is written, said at debug
+  level; ``KBROKER_CODECACHE_FILE`` names another file. Without the file, or with one that
+  cannot be read, everything is compiled as usual.
 - Only ``kbroker serve`` installs it (the CLI, before its first heavy import); a broker
   started in process (tests) compiles as it always did.
 """
@@ -50,14 +56,15 @@ try:    # the builtin BLAKE2 module: hashlib would load OpenSSL's library first
 except ImportError:     # pragma: no cover - a Python built without it
     from hashlib import blake2b
 
-_CACHE_FILE = Path(__file__).with_name("__pycache__") / \
-    f"codecache.{sys.implementation.cache_tag}.bin"
+_CACHE_FILE = Path(os.environ.get("KBROKER_CODECACHE_FILE") or (
+    Path(__file__).with_name("__pycache__") / f"codecache.{sys.implementation.cache_tag}.bin"))
 
 # (mode, flags, filename, digest of source) -> code, or its marshalled bytes until first used
 # (a start uses about half of what the file holds: each entry is unmarshalled on its hit)
 _code: dict[tuple, object] = {}
 _misses = 0
 _installed = False
+_read_a_file = False      # install() found a usable file: save_if_compiled leaves it alone
 _ANNOTATIONS = __future__.annotations
 
 # attrs writes a per-process number into every ``__hash__`` it generates (the ``hash()`` of
@@ -216,12 +223,12 @@ def install(path: Path | None = _CACHE_FILE) -> None:
     """Load the cache (none with ``path`` None: the build starts afresh) and hook the
     generators of code: at once in those already imported, before their body in the others
     (so call it early); idempotent."""
-    global _installed
+    global _installed, _read_a_file
     if _installed:
         return
     _installed = True
     if path is not None:
-        load(path)
+        _read_a_file = load(path) > 0
     pending = {}
     for module_name, twins in _HOOKS.items():
         module = sys.modules.get(module_name)
@@ -235,6 +242,16 @@ def install(path: Path | None = _CACHE_FILE) -> None:
 
 def statistics() -> dict:
     return {"code_objects": len(_code), "compiled": _misses, "file": str(_CACHE_FILE)}
+
+
+def save_if_compiled(path: Path = _CACHE_FILE) -> int:
+    """At a clean exit of ``kbroker serve`` that found no usable file: write what this process
+    compiled, so that the next start reads it back; the number written (0: nothing).
+    ``OSError`` when the file cannot be written (a read-only installation)."""
+    if not _installed or _read_a_file or not _misses:
+        return 0
+    save(path)
+    return _misses
 
 
 def save(path: Path = _CACHE_FILE) -> None:

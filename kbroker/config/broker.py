@@ -54,6 +54,7 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class ConfigDef:
+    """The definition of one configuration key: type, default, check and flags."""
     name: str
     type: str                     # boolean, int, long, double, string, list, password
     default: Any                  # typed default, or None (Kafka's null)
@@ -556,6 +557,7 @@ def unknown_key_message(key: str) -> str:
 
 @dataclass(frozen=True)
 class Listener:
+    """One listener address from ``listeners``: name, host, port and protocol."""
     name: str           # e.g. PLAINTEXT
     host: str           # "" means all interfaces
     port: int

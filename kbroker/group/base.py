@@ -47,6 +47,7 @@ def append_error_to_response_error(code: int) -> int:
 
 @dataclass
 class DescribedMember:
+    """A group member as the describe APIs report it."""
     member_id: str
     group_instance_id: str | None
     client_id: str

@@ -27,6 +27,7 @@ from .records import CoordinatorRecord, OffsetKey
 
 @dataclass
 class OffsetAndMetadata:
+    """A committed offset with its metadata."""
     offset: int
     leader_epoch: int
     metadata: str

@@ -59,6 +59,7 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 
 @dataclass(frozen=True)
 class OffsetKey:
+    """The key of a committed offset record."""
     group: str
     topic: str
     partition: int
@@ -66,6 +67,7 @@ class OffsetKey:
 
 @dataclass(frozen=True)
 class GroupKey:
+    """The key of a group metadata record."""
     group: str
 
 

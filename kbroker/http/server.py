@@ -8,6 +8,12 @@ send what it produces. Rules:
   body at most ``MAX_BODY`` (413 otherwise), at most ``MAX_CONNECTIONS`` open connections
   (more are closed at once); a request must arrive within ``REQUEST_TIMEOUT`` seconds and
   a keep-alive connection is closed after ``IDLE_TIMEOUT`` seconds without one.
+- A lingering close, as h11's trio example closes: when the listener ends a connection
+  first (an answer with ``connection: close``, a refused request), it half-closes and reads
+  and discards what the client still sends, until the client closes or ``LINGER_TIMEOUT``
+  passes, before closing the socket. Closing a socket with unread input makes the kernel
+  send a reset instead of the end of stream: the client sees "connection reset by peer",
+  and can lose the answer (a 413 or 431 refused before the client finished sending).
 - With ``ssl_context`` (the schema registry's HTTPS), each connection does its TLS handshake
   first, within ``REQUEST_TIMEOUT``; a failed handshake closes it with one INFO line.
 - Bad input (h11's ``RemoteProtocolError``) answers 400 when h11 still allows a response,
@@ -38,6 +44,7 @@ MAX_BODY = 1024 * 1024
 MAX_CONNECTIONS = 64
 REQUEST_TIMEOUT = 10.0
 IDLE_TIMEOUT = 30.0
+LINGER_TIMEOUT = 5.0
 RECEIVE_SIZE = 64 * 1024
 SERVER_HEADER = ("server", "kbroker")
 
@@ -133,6 +140,7 @@ class HttpServer:
             client = "unknown"
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         served = 0
+        linger = False      # the listener closes first: the client may still be sending
         try:
             if self.ssl_context is not None:
                 stream = trio.SSLStream(stream, self.ssl_context, server_side=True)
@@ -158,6 +166,7 @@ class HttpServer:
                     # h11's hint: 400, or 431 for a head over MAX_HEAD; 408 when too slow
                     status = 408 if isinstance(e, trio.TooSlowError) else e.error_status_hint
                     if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                        linger = True
                         await self._send(conn, stream, self._error(status, f"bad request: {e}"),
                                          head_only=False, close=True)
                     return
@@ -166,19 +175,40 @@ class HttpServer:
                                  close=request is None)
                 served += 1
                 if conn.our_state is h11.MUST_CLOSE or request is None:
+                    linger = True
                     return
                 try:
                     conn.start_next_cycle()
                 except h11.LocalProtocolError:
+                    linger = True
                     return      # the client's body was not read to the end: close
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         except h11.ProtocolError as e:
             log.info("closing http connection from %s: %s", client, e)
         finally:
-            self._open -= 1
-            with trio.CancelScope(shield=True):
-                await trio.aclose_forcefully(stream)
+            try:
+                if linger:
+                    await self._linger(stream)
+            finally:
+                self._open -= 1
+                with trio.CancelScope(shield=True):
+                    await trio.aclose_forcefully(stream)
+
+    @staticmethod
+    async def _linger(stream) -> None:
+        """Half-close, then discard input until the client closes or ``LINGER_TIMEOUT``
+        passes (the module's lingering close). TLS has no half-close: a TLS stream closes
+        at once."""
+        if not isinstance(stream, trio.abc.HalfCloseableStream):
+            return
+        with trio.move_on_after(LINGER_TIMEOUT):
+            try:
+                await stream.send_eof()
+                while await stream.receive_some(RECEIVE_SIZE):
+                    pass
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
 
     async def _next_event(self, conn: h11.Connection, stream):
         while True:

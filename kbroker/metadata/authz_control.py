@@ -32,6 +32,7 @@ MAX_RECORDS_PER_USER_OP = 10_000
 
 @dataclass
 class AclDeleteResult:
+    """The result of one DeleteAcls filter."""
     error_code: int = E.NONE
     error_message: str | None = None
     deleted: list = field(default_factory=list)       # Acl objects
@@ -39,6 +40,7 @@ class AclDeleteResult:
 
 @dataclass
 class TokenResult:
+    """The result of a delegation-token change."""
     error_code: int = E.NONE
     token: tk.TokenInfo | None = None
     expiry_timestamp: int = -1

@@ -31,6 +31,7 @@ NO_LEADER = -1
 
 @dataclass(frozen=True)
 class PartitionView:
+    """A partition as a client's Metadata answer shows it through one listener."""
     error_code: int
     leader_id: int
     replicas: list[int]

@@ -32,6 +32,7 @@ TYPE_IDS = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double"
 
 @dataclass(frozen=True)
 class TopicConfigDef:
+    """The definition of one topic configuration key."""
     name: str
     type: str
     default: str | None
@@ -189,6 +190,7 @@ def effective_topic_configs(broker: "bc.BrokerConfig", overrides: Mapping[str, s
 
 @dataclass
 class ConfigEntry:
+    """One configuration value as DescribeConfigs reports it."""
     name: str
     value: str | None
     source: int

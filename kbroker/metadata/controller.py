@@ -88,6 +88,7 @@ def topic_name_error(name: str | None) -> str | None:
 
 @dataclass
 class NewTopic:
+    """A topic to create, as CreateTopics asks for it."""
     name: str
     num_partitions: int = -1                       # -1: num.partitions
     replication_factor: int = -1                   # -1: default.replication.factor
@@ -119,6 +120,7 @@ def internal_topic(name: str, config) -> NewTopic | None:
 
 @dataclass
 class TopicResult:
+    """The result of creating or deleting one topic."""
     name: str
     error_code: int = NONE
     error_message: str | None = None
@@ -130,6 +132,7 @@ class TopicResult:
 
 @dataclass
 class ConfigResult:
+    """The result of altering one resource's configuration."""
     resource_type: int
     resource_name: str
     error_code: int = NONE

@@ -134,6 +134,7 @@ def dependency_error(features: dict[str, int]) -> str | None:
 
 @dataclass
 class FeatureUpdate:
+    """One feature level change, as UpdateFeatures asks for it."""
     name: str
     level: int
     upgrade_type: int = UPGRADE
@@ -141,6 +142,7 @@ class FeatureUpdate:
 
 @dataclass
 class UpdateResult:
+    """The result of one feature update."""
     error_code: int = E.NONE
     error_message: str | None = None
     records: list = field(default_factory=list)

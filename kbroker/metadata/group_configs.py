@@ -35,6 +35,7 @@ GROUP_CONFIG_SOURCE = 8          # DescribeConfigsResponse ConfigSource.GROUP_CO
 
 @dataclass(frozen=True)
 class GroupConfigDef:
+    """The definition of one group configuration key."""
     name: str
     type: str                     # "int" | "string" | "boolean"
     default: str

@@ -59,6 +59,7 @@ _EMPTY: Mapping = MappingProxyType({})
 
 @dataclass(frozen=True)
 class PartitionImage:
+    """A partition's leader, replicas and ISR as the metadata log left them."""
     partition: int
     leader: int
     leader_epoch: int
@@ -125,6 +126,7 @@ def apply_partition_change(old: PartitionImage, r) -> PartitionImage:
 
 @dataclass(frozen=True)
 class TopicImage:
+    """A topic's id, partitions and configuration overrides."""
     name: str
     topic_id: uuid.UUID
     partitions: Mapping[int, PartitionImage]
@@ -142,6 +144,7 @@ class TopicImage:
 
 @dataclass(frozen=True)
 class BrokerImage:
+    """A registered broker: endpoints, rack, fencing and epoch."""
     node_id: int
     endpoints: tuple[tuple[str, str, int], ...]   # (listener name, host, port)
     rack: str | None = None
@@ -170,6 +173,7 @@ class BrokerImage:
 
 @dataclass(frozen=True)
 class MetadataImage:
+    """The cluster's state replayed from the metadata log."""
     cluster_id: str
     controller_id: int
     brokers: Mapping[int, BrokerImage] = field(default_factory=lambda: _EMPTY)

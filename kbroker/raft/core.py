@@ -94,6 +94,7 @@ class NotLeader:
 
 @dataclass(frozen=True, slots=True)
 class RoleChange:
+    """A change of this node's Raft role, reported by ``ready()``."""
     role: Role
     epoch: int
     leader_id: int

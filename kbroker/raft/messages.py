@@ -83,6 +83,7 @@ class LeaderIdAndEpoch:
 
 @dataclass(frozen=True, slots=True)
 class VoteRequest:
+    """Raft's Vote request."""
     candidate_epoch: int
     candidate_id: int
     last_offset_epoch: int
@@ -96,6 +97,7 @@ class VoteRequest:
 
 @dataclass(frozen=True, slots=True)
 class VoteResponse:
+    """Raft's Vote response."""
     error_code: int
     leader_id: int
     leader_epoch: int
@@ -107,6 +109,7 @@ class VoteResponse:
 
 @dataclass(frozen=True, slots=True)
 class BeginQuorumEpochRequest:
+    """Raft's BeginQuorumEpoch request."""
     leader_id: int
     leader_epoch: int
     voter_id: int = -1
@@ -117,6 +120,7 @@ class BeginQuorumEpochRequest:
 
 @dataclass(frozen=True, slots=True)
 class BeginQuorumEpochResponse:
+    """Raft's BeginQuorumEpoch response."""
     error_code: int
     leader_id: int
     leader_epoch: int
@@ -125,6 +129,7 @@ class BeginQuorumEpochResponse:
 
 @dataclass(frozen=True, slots=True)
 class EndQuorumEpochRequest:
+    """Raft's EndQuorumEpoch request."""
     leader_id: int
     leader_epoch: int
     preferred_successors: tuple[int, ...] = ()
@@ -135,6 +140,7 @@ class EndQuorumEpochRequest:
 
 @dataclass(frozen=True, slots=True)
 class EndQuorumEpochResponse:
+    """Raft's EndQuorumEpoch response."""
     error_code: int
     leader_id: int
     leader_epoch: int
@@ -145,6 +151,7 @@ class EndQuorumEpochResponse:
 
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
+    """Raft's Fetch request."""
     replica_id: int
     current_leader_epoch: int
     fetch_offset: int
@@ -159,6 +166,7 @@ class FetchRequest:
 
 @dataclass(frozen=True, slots=True)
 class FetchResponse:
+    """Raft's Fetch response."""
     error_code: int
     high_watermark: int
     log_start_offset: int
@@ -173,6 +181,7 @@ class FetchResponse:
 
 @dataclass(frozen=True, slots=True)
 class FetchSnapshotRequest:
+    """Raft's FetchSnapshot request."""
     replica_id: int
     current_leader_epoch: int
     snapshot_id: OffsetAndEpoch
@@ -184,6 +193,7 @@ class FetchSnapshotRequest:
 
 @dataclass(frozen=True, slots=True)
 class FetchSnapshotResponse:
+    """Raft's FetchSnapshot response."""
     error_code: int
     current_leader: LeaderIdAndEpoch
     snapshot_id: OffsetAndEpoch | None = None

@@ -98,6 +98,7 @@ class PartitionOutcome:
 
 @dataclass(eq=False)
 class FetchSession:
+    """An incremental fetch session (KIP-227) and its partitions."""
     id: int
     privileged: bool
     uses_topic_ids: bool

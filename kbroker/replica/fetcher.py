@@ -212,6 +212,7 @@ class FetchState:
 
 @dataclass
 class _Sent:
+    """A partition's fetch position as sent in the request in flight to its leader."""
     state: FetchState
     fetch_offset: int
     leader_epoch: int

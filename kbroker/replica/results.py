@@ -58,6 +58,7 @@ def error_from(exc: Exception) -> ReplicaError:
 
 @dataclass
 class AppendResult:
+    """The result of appending to one partition."""
     base_offset: int
     last_offset: int
     log_append_time_ms: int      # -1 for CreateTime topics
@@ -80,6 +81,7 @@ class FetchSpec:
 
 @dataclass
 class FetchResult:
+    """The result of reading from one partition."""
     topic: str
     partition: int
     error_code: int = 0

@@ -42,6 +42,7 @@ class SecureConnectError(OSError):
 
 @dataclass
 class ClientSecurity:
+    """TLS and SASL settings a node uses to connect to a listener of another node."""
     listener: str
     protocol: str
     ssl_context: ssl.SSLContext | None = None

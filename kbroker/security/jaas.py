@@ -26,6 +26,7 @@ class JaasError(ValueError):
 
 @dataclass(frozen=True)
 class LoginModule:
+    """One login module of a JAAS text: its class name, flag and options."""
     name: str
     flag: str
     options: dict = field(default_factory=dict, repr=False)   # holds passwords

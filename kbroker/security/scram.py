@@ -57,6 +57,7 @@ class ScramError(Exception):
 
 @dataclass(frozen=True)
 class ScramCredential:
+    """A user's stored SCRAM credential (RFC 5802): salt, keys and iterations."""
     salt: bytes
     stored_key: bytes
     server_key: bytes
@@ -147,6 +148,7 @@ def _extensions(text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ClientFirst:
+    """A parsed client-first SCRAM message."""
     gs2_header: str
     authzid: str
     username: str
@@ -168,6 +170,7 @@ class ClientFirst:
 
 @dataclass(frozen=True)
 class ClientFinal:
+    """A parsed client-final SCRAM message."""
     channel_binding: bytes
     nonce: str
     proof: bytes

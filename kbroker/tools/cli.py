@@ -286,8 +286,22 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 return 1
             raise
+        _save_generated_code(codecache)
         _exit_without_teardown()
     return 2
+
+
+def _save_generated_code(codecache) -> None:
+    """After a clean stop: keep what this start compiled for the next (a ``pip install``ed
+    package has no build step that writes the cache; kbroker.common.codecache)."""
+    try:
+        compiled = codecache.save_if_compiled()
+    except OSError as e:
+        log.debug("generated-code cache not written (%s): each start compiles it", e)
+        return
+    if compiled:
+        log.info("generated-code cache: %d snippets compiled by this start written to %s "
+                 "for the next", compiled, codecache.statistics()["file"])
 
 
 def _exit_without_teardown() -> None:

@@ -41,9 +41,7 @@ import base64
 import json
 import os
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +77,10 @@ class Registry:
             self.headers["Authorization"] = "Basic " + base64.b64encode(user.encode()).decode()
 
     def call(self, method: str, path: str, body: Any = None, **query) -> Any:
+        # here, not at the top: every CLI command builds this command's parser, and
+        # urllib.request (http.client, email, ssl) was ~a third of `kbroker --version`
+        import urllib.error
+        import urllib.request
         params = {k: ("true" if v is True else v) for k, v in query.items() if v not in (None, False)}
         url = self.url + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
         data = None if body is None else json.dumps(body).encode()

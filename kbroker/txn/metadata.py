@@ -65,6 +65,7 @@ STATE_BY_NAME = {v: k for k, v in _NAMES.items()}
 
 @dataclass
 class TransactionMetadata:
+    """A transactional id's state: producer, epoch, partitions and status."""
     transactional_id: str
     producer_id: int
     producer_epoch: int

@@ -88,6 +88,7 @@ def snake_case(name: str) -> str:
 
 @dataclass(frozen=True)
 class FieldSpec:
+    """One field of a message or struct as the schema declares it."""
     name: str               # Kafka's name, e.g. "PartitionIndex"
     attr: str               # Python attribute, e.g. "partition_index"
     type: str               # primitive name, "[]primitive", "[]Struct" or "Struct"
@@ -116,6 +117,7 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class StructSpec:
+    """A nested struct of a message: its name, versions and fields."""
     name: str
     versions: Versions
     fields: tuple[FieldSpec, ...]
@@ -123,6 +125,7 @@ class StructSpec:
 
 @dataclass(frozen=True)
 class MessageSpec:
+    """One message of the schema: its kind, API key, versions and fields."""
     name: str
     kind: str               # "request", "response", "header" or "data"
     group: str              # "protocol", "metadata", "group-coordinator", …

@@ -64,6 +64,7 @@ class FrameDecoder:
 
 @dataclass(slots=True)
 class RequestHeader:
+    """A decoded request header."""
     api_key: int
     api_version: int
     correlation_id: int

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 
@@ -136,3 +138,60 @@ def test_a_damaged_entry_is_compiled_instead(tmp_path):
     ns = {}
     codecache._exec_for({})("y = 2\n", ns)
     assert ns["y"] == 2 and codecache.statistics()["compiled"] == before + 1
+
+
+def _serve_once(tmp_path, cache, run: int) -> str:
+    """A real ``kbroker serve`` with its cache file at ``cache``: started, stopped at its
+    ready line by SIGINT (a clean stop); its log."""
+    from tests.support.broker_proc import free_port
+    env = {**os.environ, "KBROKER_CODECACHE_FILE": str(cache), "PYTHONUNBUFFERED": "1",
+           "PYTHONHASHSEED": str(run)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbroker", "serve", "--data-dir", str(tmp_path / f"data{run}"),
+         "--listen", f"127.0.0.1:{free_port()}", "--log-level", "DEBUG"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        cwd=tmp_path, env=env)
+    lines = []
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if "kbroker ready" in line:
+                proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return "".join(lines)
+
+
+def test_a_start_without_the_file_writes_it_for_the_next(tmp_path):
+    # as after `pip install kbroker`: no build step wrote the cache
+    cache = tmp_path / "pycache" / "codecache.bin"
+    first = _serve_once(tmp_path, cache, 1)
+    assert "0 snippets cached" in first
+    written = re.search(r"generated-code cache: (\d+) snippets compiled by this start written",
+                        first)
+    assert written and int(written.group(1)) > 100 and cache.exists(), first
+    # the next start reads them back, compiles nothing new, so writes nothing
+    second = _serve_once(tmp_path, cache, 2)
+    cached = re.search(r"generated code: (\d+) snippets cached", second)
+    assert cached and int(cached.group(1)) == int(written.group(1)), second
+    assert "written to" not in second
+
+
+def test_a_start_that_read_a_file_never_rewrites_it(tmp_path, monkeypatch):
+    path = tmp_path / "cache.bin"
+    key = ("exec", 0, "<snippet>", b"digest")
+    monkeypatch.setattr(codecache, "_code", {key: compile("x = 1", "<snippet>", "exec")})
+    monkeypatch.setattr(codecache, "_installed", True)
+    monkeypatch.setattr(codecache, "_misses", 3)          # some snippets compiled...
+    monkeypatch.setattr(codecache, "_read_a_file", True)  # ...by a start that had a file
+    assert codecache.save_if_compiled(path) == 0 and not path.exists()
+    monkeypatch.setattr(codecache, "_read_a_file", False)  # no file at start: written
+    assert codecache.save_if_compiled(path) == 3
+    monkeypatch.setattr(codecache, "_code", {})            # the next start reads it back
+    assert codecache.load(path) == 1 and list(codecache._code) == [key]
+    monkeypatch.setattr(codecache, "_installed", False)    # a broker in process: never
+    path.unlink()
+    assert codecache.save_if_compiled(path) == 0 and not path.exists()

@@ -332,6 +332,15 @@ def _wait_for(path: Path, text: str, timeout: float = 30.0) -> bool:
     return False
 
 
+def _wait_for_count(path: Path, text: str, count: int, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.read_text(errors="replace").count(text) >= count:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def test_sigterm_stops_a_broker_that_never_reached_its_controllers(tmp_path):
     cfg = write_props(tmp_path / "broker.properties", **{
         "process_roles": "broker", "node_id": 3,
@@ -363,13 +372,17 @@ def test_nodes_of_different_clusters_say_so_once(tmp_path):
             cfg = combined(tmp_path, node_id=node, voters=ports, cport=ports[node],
                            name=f"node{node}.properties", **{"cluster.id": cid})
             logs.append(tmp_path / f"node{node}.log")
-            procs.append(_start([sys.executable, "-m", "kbroker", "serve", "--config", str(cfg)],
-                                logs[-1]))
+            # DEBUG: node 1's log shows each Vote it sends, so the test can count rounds
+            procs.append(_start([sys.executable, "-m", "kbroker", "serve", "--config", str(cfg),
+                                 "--log-level", "DEBUG" if node == 1 else "INFO"], logs[-1]))
         assert _wait_for(logs[0], "refused with INCONSISTENT_CLUSTER_ID"), logs[0].read_text()
         assert "format every node with the same id" in logs[0].read_text()
         # the receiving side names the foreign cluster too
         assert _wait_for(logs[1], "called this node of cluster WCoy5lgRRHuQMfre-BXDYQ")
-        time.sleep(3)      # more election rounds: still one line each
+        # two more election rounds after the refusal: still one line each
+        sent = logs[0].read_text().count("raft: node 1 -> 2: VoteRequest")
+        assert _wait_for_count(logs[0], "raft: node 1 -> 2: VoteRequest", sent + 2), \
+            logs[0].read_text()
         assert logs[0].read_text().count("refused with INCONSISTENT_CLUSTER_ID") == 1
         for p in procs:
             p.send_signal(signal.SIGTERM)

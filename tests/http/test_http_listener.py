@@ -90,6 +90,17 @@ async def test_bad_and_oversized_requests_are_refused_and_the_listener_keeps_ser
     assert r.startswith(b"HTTP/1.1 200 ")
 
 
+async def test_a_refused_request_is_answered_with_a_clean_close_while_the_client_still_sends(http_broker):
+    """The listener refuses a head over MAX_HEAD (431) before the client has sent all of it.
+    It half-closes and discards what still comes until the client closes (a lingering close):
+    the client reads the answer and an end of stream. Closing with unread input would make
+    the kernel answer the rest with a reset, which the client sees as "connection reset by
+    peer" (and which can drop the answer itself if it comes before the client read it)."""
+    # more than the listener reads at once: it answers with the rest still unread
+    r = await exchange(http_broker.http.port, b"GET /" + b"a" * 400_000)
+    assert r.startswith(b"HTTP/1.1 431 ")
+
+
 async def test_other_modules_add_routes_to_the_running_listener(http_broker):
     seen = []
 

@@ -56,6 +56,7 @@ def _is_consumer_group(g) -> bool:
 
 @dataclass
 class JoinRequest:
+    """A JoinGroup request as the classic group handles it."""
     group_id: str
     member_id: str
     protocol_type: str
@@ -71,6 +72,7 @@ class JoinRequest:
 
 @dataclass
 class JoinResponse:
+    """The answer to a JoinGroup."""
     error: int = 0
     generation_id: int = -1
     protocol_type: str | None = None
@@ -83,6 +85,7 @@ class JoinResponse:
 
 @dataclass
 class SyncResponse:
+    """The answer to a SyncGroup."""
     error: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None

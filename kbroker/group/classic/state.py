@@ -49,6 +49,7 @@ class IllegalTransition(RuntimeError):
 
 @dataclass
 class Member:
+    """One member of a classic group."""
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -97,6 +98,7 @@ class Member:
 
 @dataclass
 class ClassicGroup:
+    """A classic group: members, generation and state."""
     group_id: str
     state: GroupState = GroupState.EMPTY
     previous_state: GroupState | None = None
