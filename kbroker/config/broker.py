@@ -277,6 +277,9 @@ _DEFS: list[ConfigDef] = [
     # segment and index files open at once (kbroker/log/open_files.py); 0: a quarter of
     # the process's open-file limit
     _d("kbroker.log.max.open.files", "int", 0, _at_least(0)),
+    # a plaintext client connection silent this long gives its task up until its next
+    # request (kbroker/server/dormant.py); 0: never
+    _d("kbroker.connections.dormant.after.ms", "long", 250, _at_least(0)),
     _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
     _d("group.share.max.size", "int", 200, _at_least(1)),

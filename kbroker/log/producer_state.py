@@ -55,8 +55,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
@@ -135,15 +134,25 @@ class VerificationGuard:
         return f"VerificationGuard(pid={self.producer_id}, epoch={self.producer_epoch}, id={id(self):#x})"
 
 
-@dataclass
+@dataclass(slots=True)
 class ProducerStateEntry:
-    """One producer's state in a partition: epoch, open transaction, last batches."""
+    """One producer's state in one partition. ``batches`` is a tuple of at most
+    ``NUM_BATCHES_TO_RETAIN`` :class:`BatchMetadata`, oldest first (issue 32: a slotted
+    entry with a tuple is ~0.3 KiB; the dict and the empty 5-slot deque of before were
+    ~1 KiB per producer and partition, most of it the deque's 64-slot block)."""
     producer_id: int
     producer_epoch: int = NO_EPOCH
     coordinator_epoch: int = -1
     last_timestamp: int = -1
     current_txn_first_offset: int | None = None
-    batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    batches: tuple = ()
+
+    def add_batch(self, meta: BatchMetadata) -> None:
+        """The newest batch; the oldest is forgotten beyond the last five."""
+        kept = self.batches
+        if len(kept) >= NUM_BATCHES_TO_RETAIN:
+            kept = kept[1 - NUM_BATCHES_TO_RETAIN:]
+        self.batches = (*kept, meta)
 
     @property
     def last_seq(self) -> int:
@@ -155,7 +164,7 @@ class ProducerStateEntry:
 
     def maybe_update_epoch(self, epoch: int) -> None:
         if epoch != self.producer_epoch:
-            self.batches.clear()
+            self.batches = ()
             self.producer_epoch = epoch
 
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
@@ -284,8 +293,8 @@ class ProducerStateManager:
             e.last_timestamp = header.max_timestamp
             return completed
         e.maybe_update_epoch(header.producer_epoch)
-        e.batches.append(BatchMetadata(header.last_sequence, header.last_offset,
-                                       header.last_offset_delta, header.max_timestamp))
+        e.add_batch(BatchMetadata(header.last_sequence, header.last_offset,
+                                  header.last_offset_delta, header.max_timestamp))
         e.last_timestamp = header.max_timestamp
         if header.is_transactional and e.current_txn_first_offset is None:
             e.current_txn_first_offset = header.base_offset
@@ -311,7 +320,7 @@ class ProducerStateManager:
         for pid, metas in earlier.items():
             e = self.producers[pid]
             keep = metas[-(NUM_BATCHES_TO_RETAIN - 1):]
-            e.batches = deque([*keep, e.batches[0]], maxlen=NUM_BATCHES_TO_RETAIN)
+            e.batches = (*keep, e.batches[0])
             restored += len(keep)
         return restored
 
@@ -388,7 +397,7 @@ class ProducerStateManager:
             e = ProducerStateEntry(pid, epoch, coord, ts,
                                    None if txn_first < 0 else txn_first)
             if last_off >= 0:
-                e.batches.append(BatchMetadata(last_seq, last_off, delta, ts))
+                e.batches = (BatchMetadata(last_seq, last_off, delta, ts),)
             out.append(e)
         return out
 

@@ -159,7 +159,12 @@ def _server_families(server) -> list[Family]:
                      "Client connections accepted, per listener.")
     for listener, n in sorted(dict(server.connections_created).items()):
         created.add(n, listener=listener)
-    return [up, state, conns, created]
+    dormant = Family("kbroker_connections_dormant", "gauge",
+                     "Open client connections idle without a task of their own "
+                     "(kbroker.connections.dormant.after.ms).")
+    dormancy = getattr(server, "dormancy", None)
+    dormant.add(len(dormancy) if dormancy is not None else 0)
+    return [up, state, conns, created, dormant]
 
 
 def _request_families(server) -> list[Family]:

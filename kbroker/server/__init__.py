@@ -6,7 +6,9 @@ One nursery tree::
     ├── broker maintenance tasks (log flush / retention / cleaner)
     └── connections nursery
         ├── accept loop per listener (each in its own cancel scope)
-        └── Connection.run per client
+        ├── Connection.run per client (none for a client idle for a second or more:
+        │   kbroker/server/dormant.py, whose watcher gives it a task again)
+        └── the dormant connections' watcher and sweep, the idle sweep (idle.py)
 
 Startup locks the log directories (``.lock``, kbroker/log/dirs.py: a second broker on the
 same directory stops here), binds every listener (so ``port 0`` can be resolved and
@@ -54,6 +56,7 @@ from .accept import AcceptBurst
 from .bind import open_tcp_listeners
 from .buffers import BufferPool
 from .connection import Connection
+from .dormant import Dormancy
 from .idle import expire_idle
 
 log = logging.getLogger("kbroker.server")
@@ -90,6 +93,7 @@ class Server:
         self.request_stats = RequestStats({k: s.name for k, s in self.registry.items()})
         self.connections_created: dict[str, int] = {}   # listener -> accepted connections
         self.receive_buffers = BufferPool()   # lent to connections holding part of a frame
+        self.dormancy: Dormancy | None = None  # idle connections without a task (dormant.py)
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
         self.rest_proxy = None   # the REST gateway's HttpServer (kbroker.rest.proxy.listen)
@@ -229,6 +233,13 @@ class Server:
                     await root.start(self.schema_registry.run)
                 async with trio.open_nursery() as conns:
                     conns.start_soon(expire_idle, self._conns, self.idle_timeout_s)
+                    dormant_after_ms = self.config.get("kbroker.connections.dormant.after.ms")
+                    if dormant_after_ms > 0:
+                        self.dormancy = Dormancy(functools.partial(
+                            conns.start_soon, self._run_connection, name=_CONNECTION_TASK),
+                            dormant_after_ms / 1000)
+                        conns.start_soon(self.dormancy.watch)
+                        conns.start_soon(self.dormancy.run_sweeps, self)
                     for listener, socks in bound:
                         for sock in socks:
                             scope = trio.CancelScope()
@@ -254,6 +265,8 @@ class Server:
                     for s in socks:
                         await trio.aclose_forcefully(s)
                 self.broker.shutdown()
+                if self.dormancy is not None:
+                    self.dormancy.close()
                 self._stopped.set()
 
     async def _controlled_shutdown(self) -> None:
@@ -342,13 +355,18 @@ class Server:
         try:
             await conn.run()
         finally:
-            self.broker.quotas.connections.release(conn.quota_ip)
-            self._slot_freed.set()
-            self._slot_freed = trio.Event()
-            self._conns.discard(conn)
-            if not self._conns:
-                self._no_conns.set()
+            if not conn.dormant:      # (a dormant one is still open: kbroker/server/dormant.py)
+                self._closed(conn)
 
+    def _closed(self, conn: Connection) -> None:
+        self.broker.quotas.connections.release(conn.quota_ip)
+        self._slot_freed.set()
+        self._slot_freed = trio.Event()
+        self._conns.discard(conn)
+        if self.dormancy is not None:
+            self.dormancy.closed(conn)
+        if not self._conns:
+            self._no_conns.set()
 
     @staticmethod
     async def _close_later(stream, seconds: float) -> None:

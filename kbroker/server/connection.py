@@ -143,6 +143,15 @@ def _raw_socket(stream):
 
 
 class Connection:
+    """One client connection's state (issue 32: slotted, as an idle connection's cost is
+    mostly what it holds; a dormant one has no task: kbroker/server/dormant.py)."""
+    __slots__ = ("server", "stream", "listener_name", "security", "security_protocol",
+                 "principal", "auth", "_linger", "busy", "_mute_s", "_recv_scope",
+                 "waiting_since", "dormant", "expired", "asleep_since", "client_host",
+                 "client_port", "requests", "_raw", "_tls", "_send_raw", "_pool", "_rsize",
+                 "_last_api", "_last_version", "_last_name", "_last_correlation",
+                 "_last_client", "_stats", "close_hooks", "quota_ip", "__weakref__")
+
     def __init__(self, server, stream, listener_name: str):
         self.server = server
         self.stream = stream
@@ -159,6 +168,11 @@ class Connection:
         # since when the fast path waits for a request, with no deadline of its own
         # (connections.max.idle.ms is enforced by the server's sweep, kbroker/server/idle.py)
         self.waiting_since: float | None = None
+        # parked long enough, its task given up (kbroker/server/dormant.py); ``expired``:
+        # woken from there to be closed
+        self.dormant = False
+        self.expired = False
+        self.asleep_since = 0.0
         try:
             peer = stream.socket.getpeername()
             # interned: every connection from one host shares the string
@@ -181,6 +195,7 @@ class Connection:
         # what handlers ask to run when this connection closes (ctx.extra["close_hooks"]:
         # key → callable; share sessions end with their connection, as Kafka's do)
         self.close_hooks: dict = {}
+        self.quota_ip = ""       # the address max.connections.per.ip counts (the accept loop)
 
     def __str__(self) -> str:
         return f"{self.client_host}:{self.client_port}"
@@ -195,20 +210,66 @@ class Connection:
 
     def expire(self) -> None:
         """End the fast path's wait for a request (``waiting_since`` is set only during
-        it): the connection closes (kbroker/server/idle.py, shutdown)."""
-        if self.waiting_since is not None:
+        it, and while dormant): the connection closes (kbroker/server/idle.py, shutdown)."""
+        if self.dormant:
+            self.server.dormancy.wake(self, expired=True)
+        elif self.waiting_since is not None:
             trio.lowlevel.notify_closing(self._raw)
+
+    def raw_socket(self):
+        return self._raw
+
+    def _fall_asleep(self) -> bool:
+        """After the task returned for dormancy: the connection joins the server's
+        dormant set (True), or is closed as usual (False: the server drains)."""
+        if not self.dormant:
+            return False
+        if not self.server.draining:
+            try:
+                self.server.dormancy.adopt(self)
+            except (OSError, ValueError):
+                pass
+            else:
+                # what a new task makes again (_wake_up): a dormant connection keeps
+                # only its state
+                self._send_raw = None
+                self._last_client = None
+                if not self.close_hooks:
+                    self.close_hooks = None
+                return True
+        self.dormant = False
+        return False
+
+    def _wake_up(self) -> None:
+        """A new task for a dormant connection (kbroker/server/dormant.py)."""
+        self._send_raw = MethodType(send_parts_raw, self._raw)
+        if self.close_hooks is None:
+            self.close_hooks = {}
+
+    def _close_socket(self) -> None:
+        """The socket of a plaintext connection that dropped trio's stream wrapper."""
+        raw = self._raw
+        if raw.fileno() != -1:
+            trio.lowlevel.notify_closing(raw)
+            raw.close()
 
     async def run(self) -> None:
         try:
-            if not await self._secure():
+            if self._raw is None:
+                if not await self._secure():
+                    return
+                if not self._fast_path():
+                    await self._loop_stream()
+                    return
+            elif self.expired:      # woken from dormancy to be closed
+                if not self.server.draining:
+                    log.debug("closing idle connection from %s", self)
                 return
+            else:
+                self._wake_up()
             # (no coroutine of its own in between: every frame of an idle connection's
             # await chain stays resident as long as it waits)
-            if self._fast_path():
-                await self._loop_socket()
-            else:
-                await self._loop_stream()
+            await self._loop_socket()
         except TlsError as e:
             log.info("closing connection from %s on %s: %s", self, self.listener_name, e)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -216,15 +277,26 @@ class Connection:
         except Exception:  # noqa: BLE001 - never let one connection take the broker down
             log.exception("closing connection from %s after an unexpected error", self)
         finally:
-            with trio.CancelScope(shield=True):
-                if self._linger and not getattr(self.server, "forced", False):
-                    await self._close_gently()
-                await trio.aclose_forcefully(self.stream)
-            self._run_close_hooks()
+            if not self._fall_asleep():     # (else dormant: kbroker/server/dormant.py)
+                with trio.CancelScope(shield=True):
+                    if self._linger and not getattr(self.server, "forced", False):
+                        await self._close_gently()
+                    if self.stream is None:
+                        self._close_socket()
+                    elif type(self.stream) is trio.SocketStream:
+                        # closed in this step, without the checkpoint of ``aclose``: when
+                        # many clients leave at once (a batch of producers closing), each
+                        # task ends here instead of all of them waiting together at that
+                        # checkpoint with their scopes and frames (~3 KiB each), a peak the
+                        # allocator keeps resident after it is freed (issue 32)
+                        self.stream.socket.close()
+                    else:
+                        await trio.aclose_forcefully(self.stream)
+                self._run_close_hooks()
 
     def _run_close_hooks(self) -> None:
         hooks, self.close_hooks = self.close_hooks, {}
-        for key, hook in hooks.items():
+        for key, hook in (hooks or {}).items():
             try:
                 hook()
             except Exception:  # noqa: BLE001 - one failed hook must not skip the others
@@ -332,6 +404,14 @@ class Connection:
             if self._raw is not None:
                 # send_parts_raw bound to the socket: one method object (a partial is three)
                 self._send_raw = MethodType(send_parts_raw, self._raw)
+                dormancy = getattr(self.server, "dormancy", None)
+                if dormancy is not None:
+                    dormancy.awake.add(self)      # may give its task up when idle
+                if self.auth is None:
+                    # trio's stream and socket wrappers are not used on this path (a SASL
+                    # connection keeps them for its lingering close): the socket is closed
+                    # by _close_socket (about 0.5 KiB per connection)
+                    self.stream = None
         return self._raw is not None
 
     # ------------------------------------------------------------------ socket fast path
@@ -439,7 +519,14 @@ class Connection:
                         burst = burst_bytes = 0      # the wait is a turn for everyone else
                         try:
                             await wait_readable(raw)
+                            self.dormant = False    # readable before a sweep's notice
                         except trio.ClosedResourceError:
+                            if self.dormant:        # kbroker/server/dormant.py
+                                if not end:
+                                    return
+                                # part of a frame is held here: the task stays (waits again)
+                                self.dormant = False
+                                continue
                             if not server.draining:
                                 log.debug("closing idle connection from %s", self)
                             return
