@@ -308,12 +308,8 @@ def test_regions_match_a_batch_by_batch_scan(tmp_path):
                 _linear_region(seg, offset, max_bytes, max_offset), (offset, max_bytes, max_offset)
 
 
-def test_a_long_region_reads_few_batch_headers(tmp_path, monkeypatch):
-    # a consumer far behind on small batches: the region's batches are not read one by one
-    log = new_log(tmp_path, small_config(segment_bytes=1 << 20, index_interval_bytes=4096))
-    for i in range(500):
-        log.append(make_batch([(None, b"v" * 1000, NOW)]), now_ms=NOW)
-    seg = log.segments[0]
+def _count_preads(monkeypatch) -> list:
+    """The sizes of the segment's ``pread`` calls from now on, in a list that grows."""
     reads = []
     real_pread = os.pread
 
@@ -322,6 +318,16 @@ def test_a_long_region_reads_few_batch_headers(tmp_path, monkeypatch):
         return real_pread(fd, n, pos)
 
     monkeypatch.setattr("kbroker.log.segment.os.pread", counting_pread)
+    return reads
+
+
+def test_a_long_region_reads_few_batch_headers(tmp_path, monkeypatch):
+    # a consumer far behind on small batches: the region's batches are not read one by one
+    log = new_log(tmp_path, small_config(segment_bytes=1 << 20, index_interval_bytes=4096))
+    for i in range(500):
+        log.append(make_batch([(None, b"v" * 1000, NOW)]), now_ms=NOW)
+    seg = log.segments[0]
+    reads = _count_preads(monkeypatch)
     start, length = seg.region(10, 400_000, None)
     assert length > 300 * 1000            # hundreds of batches in the region
     assert len(reads) <= 12               # the first batch's scan and a few after the index
@@ -335,14 +341,7 @@ def test_reading_the_batch_just_appended_reads_nothing_from_the_file(tmp_path, m
     for _ in range(20):
         info = log.append(make_batch([(None, b"v" * 1000, NOW)]), now_ms=NOW)
     seg = log.segments[-1]
-    reads = []
-    real_pread = os.pread
-
-    def counting_pread(fd, n, pos):
-        reads.append(n)
-        return real_pread(fd, n, pos)
-
-    monkeypatch.setattr("kbroker.log.segment.os.pread", counting_pread)
+    reads = _count_preads(monkeypatch)
     region = log.read(info.last_offset, 1 << 20)
     assert reads == []
     assert (region.position, region.length) == _linear_region(seg, info.last_offset, 1 << 20, None)
