@@ -6,7 +6,7 @@ One nursery tree::
     ├── broker maintenance tasks (log flush / retention / cleaner)
     └── connections nursery
         ├── accept loop per listener (each in its own cancel scope)
-        ├── Connection.run per client (none for a client idle for a second or more:
+        ├── Connection.run per client (none for a client silent for 250 ms or more:
         │   kbroker/server/dormant.py, whose watcher gives it a task again)
         └── the dormant connections' watcher and sweep, the idle sweep (idle.py)
 
