@@ -35,7 +35,6 @@ import select
 
 import trio
 
-DORMANT_AFTER_S = 0.25         # parked this long: the connection gives its task up
 _EVENTS = select.EPOLLIN | select.EPOLLRDHUP
 _MAX_EVENTS = 256
 
@@ -44,7 +43,7 @@ class Dormancy:
     """The dormant connections of one server (fd → connection) and their epoll set.
     ``spawn(conn)`` starts a connection's task in the server's connections nursery."""
 
-    def __init__(self, spawn, after_s: float = DORMANT_AFTER_S):
+    def __init__(self, spawn, after_s: float):
         self._spawn = spawn
         self.after_s = after_s
         self._epoll = select.epoll()

@@ -2,7 +2,9 @@
 server's fast path sees: pipelined frames written at once, answers read as they come)."""
 from __future__ import annotations
 
+import gc
 import socket
+import tracemalloc
 
 import trio
 
@@ -24,6 +26,45 @@ def produce_frame(correlation_id: int, topic: str, value: bytes, client_id: str 
     body = P(acks=1, timeout_ms=5000, topic_data=[P.TopicProduceData(
         name=topic, partition_data=[P.PartitionProduceData(index=0, records=batch)])])
     return encoded(encode_request(0, 9, correlation_id, client_id, body))
+
+
+def api_versions_frame(correlation_id: int, client_id: str = "raw-test") -> bytes:
+    """An ApiVersions v3 request."""
+    return encoded(encode_request(18, 3, correlation_id, client_id, messages.ApiVersionsRequest(
+        client_software_name="t", client_software_version="1")))
+
+
+async def connect(server) -> socket.socket:
+    """A non-blocking plain socket connected to ``server``'s port."""
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.setblocking(False)
+    return sock
+
+
+async def answered(server, n: int, first: int = 0) -> list[socket.socket]:
+    """``n`` connections, each answered one ApiVersions (correlation ids from ``first``)."""
+    socks = []
+    for i in range(n):
+        sock = await connect(server)
+        sock.sendall(api_versions_frame(first + i))
+        (frame,) = await frames(sock, 1)
+        assert int.from_bytes(frame[:4], "big") == first + i
+        socks.append(sock)
+    return socks
+
+
+async def traced_per(n: int, make):
+    """``await make()``'s result, and the Python memory (tracemalloc, after collecting) it
+    left allocated, divided by ``n``."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        result = await make()
+        gc.collect()
+        return result, (tracemalloc.get_traced_memory()[0] - before) / n
+    finally:
+        tracemalloc.stop()
 
 
 async def frames(sock: socket.socket, n: int) -> list[bytes]:

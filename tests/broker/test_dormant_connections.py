@@ -1,6 +1,6 @@
 """Idle connections without a task of their own (issue 32, item 4; kbroker/server/dormant.py).
 
-Counted, not timed: connections parked for ``DORMANT_AFTER_S`` give their task up (no
+Counted, not timed: connections parked for ``kbroker.connections.dormant.after.ms`` give their task up (no
 connection task is left in the server's nursery, the Python memory traced per such
 connection stays under a bound the task alone exceeded); a request on a dormant
 connection — whole, or split around the wake-up — is answered by a new task, in order; a
@@ -9,34 +9,14 @@ close dormant connections through the usual path (the connection count, quotas).
 """
 from __future__ import annotations
 
-import gc
 import socket
-import tracemalloc
 
 import trio
 
 from kbroker.server import _CONNECTION_TASK
-from kbroker.wire import messages
-from kbroker.wire.protocol import encode_request
 
-from .raw_socket import encoded as _bytes, frames, until
-
-
-def _api_versions(correlation_id: int) -> bytes:
-    return _bytes(encode_request(18, 3, correlation_id, "dormant-test", messages.ApiVersionsRequest(
-        client_software_name="t", client_software_version="1")))
-
-
-async def _answered(server, n: int, first: int = 0) -> list[socket.socket]:
-    socks = []
-    for i in range(n):
-        sock = socket.create_connection(("127.0.0.1", server.port))
-        sock.setblocking(False)
-        sock.sendall(_api_versions(first + i))
-        (frame,) = await frames(sock, 1)
-        assert int.from_bytes(frame[:4], "big") == first + i
-        socks.append(sock)
-    return socks
+from .raw_socket import (answered as _answered, api_versions_frame as _api_versions, frames,
+                         traced_per, until)
 
 
 def _connection_tasks() -> int:
@@ -107,16 +87,12 @@ async def test_memory_traced_per_dormant_connection_is_bounded(broker_server):
     warm = await _answered(broker_server, 5)
     await _all_dormant(broker_server, 5)
     n = 150
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    async def gone_dormant():
         socks = await _answered(broker_server, n, first=10)
         await _all_dormant(broker_server, n + 5)
-        gc.collect()
-        per_connection = (tracemalloc.get_traced_memory()[0] - before) / n
-    finally:
-        tracemalloc.stop()
+        return socks
+    socks, per_connection = await traced_per(n, gone_dormant)
     try:
         # (the client sockets of this process are in the figure too: ~0.2 KiB each)
         assert per_connection < 1.5 * 1024, f"{per_connection:.0f} bytes per dormant connection"

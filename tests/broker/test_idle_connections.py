@@ -10,9 +10,7 @@ still closes a silent connection (through the server's sweep).
 """
 from __future__ import annotations
 
-import gc
 import socket
-import tracemalloc
 
 import trio
 
@@ -21,35 +19,16 @@ from kbroker.wire import messages
 from kbroker.wire.protocol import decode_response, encode_request
 
 from .raw import RawClient
-from .raw_socket import encoded as _bytes, frames, produce_frame, until as _until
+from .raw_socket import (answered as _answered_api_versions, api_versions_frame as _api_versions,
+                         connect as _connect, encoded as _bytes, frames, produce_frame, traced_per,
+                         until as _until)
 from .test_metadata_raw import create
-
-
-def _api_versions(correlation_id: int) -> bytes:
-    return _bytes(encode_request(18, 3, correlation_id, "idle-test", messages.ApiVersionsRequest(
-        client_software_name="t", client_software_version="1")))
 
 
 async def _frame(sock: socket.socket) -> bytes:
     """One response frame (without its size); a second one fails."""
     (frame,) = await frames(sock, 1)
     return frame
-
-
-async def _connect(server) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", server.port))
-    sock.setblocking(False)
-    return sock
-
-
-async def _answered_api_versions(server, n: int) -> list[socket.socket]:
-    socks = []
-    for i in range(n):
-        sock = await _connect(server)
-        sock.sendall(_api_versions(i))
-        assert int.from_bytes((await _frame(sock))[:4], "big") == i
-        socks.append(sock)
-    return socks
 
 
 def _parked(server) -> bool:
@@ -77,16 +56,12 @@ async def test_memory_traced_per_idle_connection_is_bounded(broker_server):
     with the pool; the 16 KiB buffer each connection owned before exceeded it alone)."""
     warm = await _answered_api_versions(broker_server, 5)
     n = 150
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    async def opened():
         socks = await _answered_api_versions(broker_server, n)
         await _until(lambda: len(broker_server._conns) == n + 5 and _parked(broker_server))
-        gc.collect()
-        per_connection = (tracemalloc.get_traced_memory()[0] - before) / n
-    finally:
-        tracemalloc.stop()
+        return socks
+    socks, per_connection = await traced_per(n, opened)
     try:
         assert per_connection < 10 * 1024, f"{per_connection:.0f} bytes per idle connection"
     finally:
