@@ -323,16 +323,8 @@ def _start(cmd, log_path):
                                 start_new_session=True)
 
 
-def _wait_for(path: Path, text: str, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in path.read_text(errors="replace"):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _wait_for_count(path: Path, text: str, count: int, timeout: float = 30.0) -> bool:
+def _wait_for(path: Path, text: str, timeout: float = 30.0, count: int = 1) -> bool:
+    """Whether ``text`` shows ``count`` times in the file within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.read_text(errors="replace").count(text) >= count:
@@ -381,7 +373,7 @@ def test_nodes_of_different_clusters_say_so_once(tmp_path):
         assert _wait_for(logs[1], "called this node of cluster WCoy5lgRRHuQMfre-BXDYQ")
         # two more election rounds after the refusal: still one line each
         sent = logs[0].read_text().count("raft: node 1 -> 2: VoteRequest")
-        assert _wait_for_count(logs[0], "raft: node 1 -> 2: VoteRequest", sent + 2), \
+        assert _wait_for(logs[0], "raft: node 1 -> 2: VoteRequest", count=sent + 2), \
             logs[0].read_text()
         assert logs[0].read_text().count("refused with INCONSISTENT_CLUSTER_ID") == 1
         for p in procs:
