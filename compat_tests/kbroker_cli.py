@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from compat_tests.helpers import read_until
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -76,10 +78,7 @@ def eventually_equal(fetch, want, timeout: float = 30):
     committed it, but applies it when its own metadata loader replays the records, a little
     later, so the next read may still show the old state (seen on Kafka 4.3.1: a describe right
     after an alter, in 3 of 200 tries from one client)."""
-    deadline = time.monotonic() + timeout
-    while (got := fetch()) != want and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert got == want
+    assert read_until(fetch, lambda got: got == want, timeout, 0.2) == want
 
 
 # The scenarios write records with fixed timestamps of 2023 and 2025, so that printed
