@@ -31,6 +31,7 @@ import logging
 from typing import Callable
 
 from kbroker.log.config import LogConfig
+from kbroker.log.producer_state import ProducerStateError
 from kbroker.replica.partition import Partition
 from kbroker.replica.results import LONG_MAX, AppendResult, ReplicaError, error_from
 from kbroker.replica.state import min_insync_ok
@@ -129,10 +130,9 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
 def check_producer_state(part: Partition, header, origin: str, txn_verifier: Callable | None):
     """Kafka's ``analyzeAndValidateProducerState`` for one batch: the duplicate's
     metadata, or None to append; raises ReplicaError."""
-    from kbroker.log.producer_state import ProducerStateError
     client = origin == "client"
     if client:
-        if header.is_control:
+        if header.attributes & rec.ATTR_CONTROL:
             raise ReplicaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
         if header.base_sequence < 0:
             raise ReplicaError(ErrorCode.INVALID_RECORD,
@@ -148,7 +148,7 @@ def check_producer_state(part: Partition, header, origin: str, txn_verifier: Cal
         raise ReplicaError(exc.error_code, exc.message) from None
     if dup is not None:
         return dup
-    if client and header.is_transactional and not ps.has_ongoing(header.producer_id,
+    if client and header.attributes & rec.ATTR_TRANSACTIONAL and not ps.has_ongoing(header.producer_id,
                                                                  header.producer_epoch):
         code = (ErrorCode.INVALID_TXN_STATE if txn_verifier is None else
                 txn_verifier(header.producer_id, header.producer_epoch, part.topic, part.index))
@@ -162,7 +162,6 @@ def append_marker(part: Partition, *, producer_id: int, producer_epoch: int, com
                   coordinator_epoch: int, now_ms: int) -> int:
     """Append a commit/abort marker (WriteTxnMarkers' per-partition work); returns its
     offset. Raises ReplicaError (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED...)."""
-    from kbroker.log.producer_state import ProducerStateError
     try:
         part.log.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
     except ProducerStateError as exc:
