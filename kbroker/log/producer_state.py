@@ -63,7 +63,6 @@ from kbroker.wire.crc import crc32c
 
 from kbroker.common.fileio import write_atomically
 from kbroker.wire.error_codes import ErrorCode
-from kbroker.wire.records import ATTR_CONTROL as _ATTR_CONTROL
 from kbroker.wire.records import ATTR_TRANSACTIONAL as _ATTR_TRANSACTIONAL
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -285,22 +284,17 @@ class ProducerStateManager:
         """Record a stored batch (offsets assigned). ``marker`` is ``(is_commit,
         coordinator_epoch)`` for a transaction marker. Returns the transaction a marker
         completed, if it had data here."""
-        # (once per stored batch of every idempotent producer: the header's fields are read
-        # directly, not through its computed properties)
-        base, delta = header.base_offset, header.last_offset_delta
-        if base + delta + 1 > self.map_end_offset:
-            self.map_end_offset = base + delta + 1
+        self.map_end_offset = max(self.map_end_offset, header.next_offset)
         pid = header.producer_id
         if pid < 0:
             return None
-        attributes = header.attributes
-        if attributes & (_ATTR_TRANSACTIONAL | _ATTR_CONTROL) and self.verifications:
+        if header.is_transactional or header.is_control:
             # the transaction began here (first offset known) or ended: the guard is spent
             self.verifications.pop(pid, None)
         e = self.producers.get(pid)
         if e is None:
             e = self.producers[pid] = ProducerStateEntry(pid)
-        if attributes & _ATTR_CONTROL:
+        if header.is_control:
             if marker is None:
                 return None
             commit, coordinator_epoch = marker
@@ -314,18 +308,19 @@ class ProducerStateManager:
             e.current_txn_first_offset = None
             e.last_timestamp = header.max_timestamp
             return completed
-        if header.producer_epoch != e.producer_epoch:
-            e.batches = ()
-            e.producer_epoch = header.producer_epoch
+        # a data batch (once per stored batch of every idempotent producer): the header's
+        # fields are read once, the cached batches replaced in one step
+        epoch, base, delta = header.producer_epoch, header.base_offset, header.last_offset_delta
+        kept = e.batches if epoch == e.producer_epoch else ()
+        e.producer_epoch = epoch
+        if len(kept) >= NUM_BATCHES_TO_RETAIN:
+            kept = kept[1 - NUM_BATCHES_TO_RETAIN:]
         seq = header.base_sequence
         if seq != NO_SEQUENCE:
             seq = seq + delta if seq <= INT32_MAX - delta else seq + delta - INT32_MAX - 1
-        kept = e.batches
-        if len(kept) >= NUM_BATCHES_TO_RETAIN:
-            kept = kept[1 - NUM_BATCHES_TO_RETAIN:]
         e.batches = (*kept, BatchMetadata(seq, base + delta, delta, header.max_timestamp))
         e.last_timestamp = header.max_timestamp
-        if attributes & _ATTR_TRANSACTIONAL and e.current_txn_first_offset is None:
+        if header.is_transactional and e.current_txn_first_offset is None:
             e.current_txn_first_offset = base
             self.ongoing[base] = pid
         return None
