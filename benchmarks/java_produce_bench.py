@@ -80,6 +80,24 @@ def schedstat(pid: int) -> tuple[float, float]:
     return on / 1e9, wait / 1e9
 
 
+def ctx_switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of all threads of `pid` so far: an
+    involuntary one is the broker taken off its CPU while it had work (a woken client
+    thread preempting it, or its time slice used up)."""
+    vol = inv = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches"):
+                        inv += int(line.split()[1])
+        except OSError:
+            continue
+    return vol, inv
+
+
 def machine_idle() -> tuple[float, float]:
     """(idle, total) jiffies of all CPUs so far (/proc/stat)."""
     with open("/proc/stat") as f:
@@ -170,12 +188,15 @@ def main(argv=None) -> int:
                             ["perf", "stat", "-x", ",", "-e", ",".join(PERF_EVENTS), "-p", str(b.pid)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                     cpu0 = cpu_seconds(b.pid)
-                    sched0, idle0 = schedstat(b.pid), machine_idle()
+                    sched0, idle0, ctx0 = schedstat(b.pid), machine_idle(), ctx_switches(b.pid)
                     child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                     out = producer_run(b.bootstrap_servers, topic, records, acks, a.prop)
                     child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                     cpu = cpu_seconds(b.pid) - cpu0
-                    sched1, idle1 = schedstat(b.pid), machine_idle()
+                    sched1, idle1, ctx1 = schedstat(b.pid), machine_idle(), ctx_switches(b.pid)
+                    reqs = out["metrics"].get("request-total") or float("nan")
+                    out["preempted_per_request"] = (ctx1[1] - ctx0[1]) / reqs
+                    out["slept_per_request"] = (ctx1[0] - ctx0[0]) / reqs
                     on, wait = sched1[0] - sched0[0], sched1[1] - sched0[1]
                     out["broker_wait_share"] = wait / (on + wait) if on + wait else float("nan")
                     out["machine_idle"] = (idle1[0] - idle0[0]) / max(1, idle1[1] - idle0[1])
@@ -200,7 +221,8 @@ def main(argv=None) -> int:
                     print(f"[rep {rep}] {name} acks={acks}: {out['mb_per_s']:.1f} MB/s, "
                           f"{out['cpu_per_gib']:.2f} cpu-s/GiB (client {out['client_cpu_per_gib']:.2f}), "
                           f"broker waits for a CPU {out['broker_wait_share']:.0%} of its runnable time, "
-                          f"machine idle {out['machine_idle']:.0%}, {shown} (load {out['load']:.1f})",
+                          f"machine idle {out['machine_idle']:.0%}, per request: broker preempted "
+                          f"{out['preempted_per_request']:.2f}, slept {out['slept_per_request']:.2f}; {shown} (load {out['load']:.1f})",
                           file=sys.stderr, flush=True)
         head = " | ".join(label for _, label in SHOWN)
         print(f"\n| broker | acks | MB/s | broker cpu-s/GiB | client cpu-s/GiB | broker waits for CPU | machine idle | {head} | runs (MB/s) |")

@@ -63,6 +63,7 @@ from kbroker.wire.crc import crc32c
 
 from kbroker.common.fileio import write_atomically
 from kbroker.wire.error_codes import ErrorCode
+from kbroker.wire.records import ATTR_CONTROL as _ATTR_CONTROL
 from kbroker.wire.records import ATTR_TRANSACTIONAL as _ATTR_TRANSACTIONAL
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -284,17 +285,20 @@ class ProducerStateManager:
         """Record a stored batch (offsets assigned). ``marker`` is ``(is_commit,
         coordinator_epoch)`` for a transaction marker. Returns the transaction a marker
         completed, if it had data here."""
-        self.map_end_offset = max(self.map_end_offset, header.next_offset)
+        end = header.base_offset + header.last_offset_delta + 1
+        if end > self.map_end_offset:
+            self.map_end_offset = end
         pid = header.producer_id
         if pid < 0:
             return None
-        if header.is_transactional or header.is_control:
+        attributes = header.attributes
+        if attributes & (_ATTR_TRANSACTIONAL | _ATTR_CONTROL):
             # the transaction began here (first offset known) or ended: the guard is spent
             self.verifications.pop(pid, None)
         e = self.producers.get(pid)
         if e is None:
             e = self.producers[pid] = ProducerStateEntry(pid)
-        if header.is_control:
+        if attributes & _ATTR_CONTROL:
             if marker is None:
                 return None
             commit, coordinator_epoch = marker
@@ -320,7 +324,7 @@ class ProducerStateManager:
             seq = seq + delta if seq <= INT32_MAX - delta else seq + delta - INT32_MAX - 1
         e.batches = (*kept, BatchMetadata(seq, base + delta, delta, header.max_timestamp))
         e.last_timestamp = header.max_timestamp
-        if header.is_transactional and e.current_txn_first_offset is None:
+        if attributes & _ATTR_TRANSACTIONAL and e.current_txn_first_offset is None:
             e.current_txn_first_offset = base
             self.ongoing[base] = pid
         return None

@@ -93,7 +93,7 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
         raise ReplicaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                            f"ISR {len(part.isr)} < min.insync.replicas {config.min_insync_replicas}")
     log_append_time = config.log_append_time
-    if headers and headers[0].has_producer_id:
+    if headers and headers[0].producer_id >= 0:     # (has_producer_id, without the call)
         dup = check_producer_state(part, headers[0], origin, txn_verifier)
         if dup is not None:
             # Kafka answers a duplicate with the batch's stored (max) timestamp as its
