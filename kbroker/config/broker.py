@@ -315,7 +315,7 @@ _NOT_ACTED_ON = {
     "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms", "num.recovery.threads.per.data.dir",
-    "socket.send.buffer.bytes", "num.network.threads",
+    "num.network.threads",
     "num.io.threads", "queued.max.requests", "offsets.commit.timeout.ms",
     "group.coordinator.rebalance.protocols", "transactional.id.expiration.ms",
     "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
