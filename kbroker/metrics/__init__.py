@@ -22,6 +22,7 @@ import trio
 
 from kbroker.node.stats import LATENCY_BUCKETS, TopicCounters
 
+from . import group_coordinator
 from .exposition import CONTENT_TYPE, Family
 
 __all__ = ["render", "collect", "CONTENT_TYPE", "Family"]
@@ -332,10 +333,9 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
     manager = getattr(gc, "manager", None)
     if manager is None:
         return []
-    groups = Family("kafka_coordinator_group_groupmetadatamanager_numgroups", "gauge",
-                    "Groups this broker coordinates.")
     by_state = Family("kafka_coordinator_group_groupmetadatamanager_numgroupsbystate", "gauge",
-                      "Groups this broker coordinates, per state.")
+                      "Groups of every type this broker coordinates, per state (kbroker's; "
+                      "Kafka's per-type families are in kbroker.metrics.group_coordinator).")
     members = Family("kafka_consumergroup_members", "gauge", "Members of a group.")
     current = Family("kafka_consumergroup_current_offset", "gauge",
                      "A group's committed offset, per partition.")
@@ -349,7 +349,6 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
         state = _group_state(g)
         states[state] = states.get(state, 0) + 1
         members.add(len(g.members), consumergroup=gid)
-    groups.add(len(all_groups))
     for state, n in sorted(states.items()):
         by_state.add(n, state=state)
     replicas = broker.replicas
@@ -366,7 +365,8 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
                 lag.add(behind, **labels)
             await s.tick(2)
         lag_sum.add(total, consumergroup=gid)
-    return [groups, by_state, members, current, lag, lag_sum]
+    coordinator = await group_coordinator.families(manager, s)
+    return coordinator + [by_state, members, current, lag, lag_sum]
 
 
 async def _share_families(broker, s: _Slicer) -> list[Family]:
