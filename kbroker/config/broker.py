@@ -312,7 +312,7 @@ def _http_listen(value) -> str | None:
 # buffers, cleaner tuning, security...): start-up logs them once as "accepted but not used".
 _NOT_ACTED_ON = {
     "controller.quorum.append.linger.ms",
-    "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms", "num.recovery.threads.per.data.dir",
     "num.network.threads",

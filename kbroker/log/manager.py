@@ -29,6 +29,10 @@ Maintenance is synchronous, bounded work a trio task calls periodically (see
 :mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints),
 ``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion) and
 ``run_cleaner`` (at most one compaction pass per call, on the dirtiest log).
+``cleaner_enabled=False`` is Kafka's ``log.cleaner.enable=false`` (deprecated in Kafka 4,
+still honoured by 4.4's ``LogManager``): no log is compacted, and as Kafka's retention pass
+then visits only logs whose policy lacks ``compact`` (their ``compact,delete`` retention is
+the cleaner's job), compacted logs keep every segment and grow.
 
 New logs go to the online directory holding the fewest, leaving out the ``cordoned`` ones
 (``cordoned.log.dirs``, KIP-1066) unless every online directory is cordoned.
@@ -81,6 +85,7 @@ class LogManager:
     def __init__(self, log_dirs: Iterable[Path], default_config: LogConfig,
                  clock: Callable[[], int], *, checkpoint_interval_ms: int = 60_000,
                  cleaner_max_map_entries: int = 1_000_000,
+                 cleaner_enabled: bool = True,
                  ticker: Callable[[], int] | None = None,
                  max_open_files: int | None = None,
                  bulk_sync: Callable[[list[Path]], BulkSync] = BulkSync):
@@ -95,6 +100,7 @@ class LogManager:
         self.ticker = ticker or clock
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.cleaner_max_map_entries = cleaner_max_map_entries
+        self.cleaner_enabled = cleaner_enabled        # log.cleaner.enable
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._pending_dirs: list[tuple[int, Path, PartitionLog]] = []
         self._last_checkpoint_ms = 0
@@ -457,6 +463,8 @@ class LogManager:
         now = self.clock() if now_ms is None else now_ms
         deleted = 0
         for log in list(self._logs.values()):
+            if not self.cleaner_enabled and log.config.compact:
+                continue        # Kafka: without a cleaner, nobody applies it to compacted logs
             try:
                 deleted += log.maybe_run_retention(now)
             except (LogClosed, KafkaStorageError):
@@ -473,6 +481,8 @@ class LogManager:
 
     def run_cleaner(self, now_ms: int | None = None) -> CleanResult | None:
         """One compaction pass on the log with the highest dirty ratio, if any is due."""
+        if not self.cleaner_enabled:
+            return None
         now = self.clock() if now_ms is None else now_ms
         best, best_key = None, None
         for log in list(self._logs.values()):

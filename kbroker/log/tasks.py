@@ -40,5 +40,6 @@ async def run_background(manager: LogManager, *, flush_interval_s: float = 1.0,
     async with trio.open_nursery() as nursery:
         nursery.start_soon(flush_loop)
         nursery.start_soon(retention_loop)
-        nursery.start_soon(cleaner_loop)
+        if manager.cleaner_enabled:          # log.cleaner.enable=false: no cleaner at all
+            nursery.start_soon(cleaner_loop)
         task_status.started()

@@ -190,9 +190,14 @@ class Broker:
         clock = self.clock.now_ms
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
+                               cleaner_enabled=cfg.get("log.cleaner.enable"),
                                ticker=monotonic_reader(self.clock),
                                max_open_files=cfg.get("kbroker.log.max.open.files") or None)
         self.logs.cordoned = self._cordoned_paths()     # KIP-1066, checked before anything loads
+        if not cfg.get("log.cleaner.enable"):
+            log.warning("log.cleaner.enable=false: no log is compacted, and compacted topics "
+                        "(__consumer_offsets too) get no retention either: they keep growing "
+                        "(Kafka 4 deprecates this setting; from Kafka 5 the cleaner always runs)")
         self.stage = "loading the logs"
         with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):
             self.logs.load()
