@@ -320,7 +320,7 @@ _NOT_ACTED_ON = {
     "group.coordinator.rebalance.protocols", "transactional.id.expiration.ms",
     "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-    "metadata.max.idle.interval.ms", "log.initial.task.delay.ms",
+    "log.initial.task.delay.ms",
     "background.threads", "group.share.enable",
 }
 

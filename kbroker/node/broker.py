@@ -287,6 +287,7 @@ class Broker:
                 self.quorum.role_listeners.append(on_role)
                 n.start_soon(local.maybe_activate)
                 n.start_soon(local.run_session_checks)
+                n.start_soon(local.run_noop_writer)       # KIP-835: metadata.max.idle.interval.ms
                 n.start_soon(local.run_token_expiry)      # delegation tokens past their expiry
             task_status.started()
 
