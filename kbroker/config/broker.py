@@ -82,6 +82,17 @@ def _policies(v):
     return None
 
 
+def _rebalance_protocols(v):
+    """Kafka 4.4: values among its four protocols, and ``classic`` cannot be left out."""
+    items = [str(p).strip() for p in (v if isinstance(v, list) else str(v).split(","))]
+    allowed = ("consumer", "classic", "share", "streams")
+    if any(p not in allowed for p in items):
+        return f"must be a list of {', '.join(allowed)}"
+    if "classic" not in items:
+        return "the classic protocol cannot be disabled (Kafka refuses it too)"
+    return None
+
+
 def _d(name, type_, default, check=None, **kw):
     return ConfigDef(name, type_, default, check, **kw)
 
@@ -197,7 +208,8 @@ _DEFS: list[ConfigDef] = [
     _d("group.min.session.timeout.ms", "int", 6000),
     _d("group.max.session.timeout.ms", "int", 1_800_000),
     _d("group.max.size", "int", INT_MAX, _at_least(1)),
-    _d("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"]),
+    _d("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"],
+       lambda v: _rebalance_protocols(v)),
     # the consumer group protocol (KIP-848), read by kbroker.group.config
     _d("group.consumer.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.consumer.min.session.timeout.ms", "int", 45_000, _at_least(1)),
@@ -316,10 +328,9 @@ _NOT_ACTED_ON = {
     "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms", "num.recovery.threads.per.data.dir",
     "num.network.threads",
-    "num.io.threads", "queued.max.requests", "offsets.commit.timeout.ms",
-    "group.coordinator.rebalance.protocols", "transactional.id.expiration.ms",
+    "num.io.threads", "queued.max.requests",
+    "transactional.id.expiration.ms",
     "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
-    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
     "log.initial.task.delay.ms",
     "background.threads", "group.share.enable",
 }
