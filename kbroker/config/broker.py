@@ -237,7 +237,7 @@ _DEFS: list[ConfigDef] = [
     _d("share.coordinator.state.topic.segment.bytes", "int", 104_857_600, _at_least(1)),
     # misc accepted for compatibility
     _d("metadata.max.idle.interval.ms", "int", 500),
-    _d("log.initial.task.delay.ms", "long", 30_000),
+    _d("log.initial.task.delay.ms", "long", 30_000, _at_least(0)),
     _d("metadata.log.max.record.bytes.between.snapshots", "long", 20_971_520),
     _d("auto.leader.rebalance.enable", "boolean", True),
     _d("replica.lag.time.max.ms", "long", 30_000),
@@ -331,7 +331,6 @@ _NOT_ACTED_ON = {
     "num.io.threads", "queued.max.requests",
     "transactional.id.expiration.ms",
     "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
-    "log.initial.task.delay.ms",
     "background.threads", "group.share.enable",
 }
 

@@ -1,8 +1,9 @@
 """Background maintenance of a :class:`~kbroker.log.manager.LogManager` under trio.
 
 ``run_background`` runs three loops in one nursery -- flush (``flush.ms`` and the
-offset checkpoints), retention (Kafka's ``log.retention.check.interval.ms``, 5 min)
-and the cleaner (``log.cleaner.backoff.ms``, 15 s, repeating at once while passes find
+offset checkpoints), retention (Kafka's ``log.retention.check.interval.ms``, 5 min, the
+first pass ``log.initial.task.delay.ms``, 30 s, after the start, as Kafka's log manager
+schedules it) and the cleaner (``log.cleaner.backoff.ms``, 15 s, repeating at once while passes find
 work).  Each step is a synchronous, bounded manager call made from the trio thread, so
 it never races appends or fetches.  A step whose write fails on a full or failing disk
 reports that log dir to the failure channel (:mod:`kbroker.log.failure`: the dir goes
@@ -19,6 +20,7 @@ from .manager import LogManager
 async def run_background(manager: LogManager, *, flush_interval_s: float = 1.0,
                          retention_interval_s: float = 300.0,
                          cleaner_interval_s: float = 15.0,
+                         initial_delay_s: float | None = None,
                          task_status=trio.TASK_STATUS_IGNORED) -> None:
     async def flush_loop():
         while True:
@@ -26,9 +28,11 @@ async def run_background(manager: LogManager, *, flush_interval_s: float = 1.0,
             manager.run_flush()
 
     async def retention_loop():
+        # None: the first pass one interval after the start (callers without Kafka's delay)
+        await trio.sleep(retention_interval_s if initial_delay_s is None else initial_delay_s)
         while True:
-            await trio.sleep(retention_interval_s)
             manager.run_retention()
+            await trio.sleep(retention_interval_s)
 
     async def cleaner_loop():
         while True:

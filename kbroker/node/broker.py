@@ -254,6 +254,7 @@ class Broker:
             flush_interval_s=1.0,
             retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
             cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
+            initial_delay_s=cfg.get("log.initial.task.delay.ms") / 1000,
             task_status=task_status))
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)

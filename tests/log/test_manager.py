@@ -117,6 +117,31 @@ async def test_background_tasks_run_under_trio(tmp_path, autojump_clock):
     mgr.shutdown()
 
 
+async def test_the_first_retention_pass_comes_after_the_initial_task_delay(tmp_path, autojump_clock):
+    """Kafka's log manager schedules retention log.initial.task.delay.ms (30 s) after its
+    start, then every log.retention.check.interval.ms (5 min)."""
+    mgr = LogManager([tmp_path], cfg(retention_bytes=2048), Clock())
+    mgr.load()
+    lg = mgr.get_or_create("t", 0)
+    fill(lg, 100)
+    before = len(lg.segments)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lambda task_status: run_background(
+            mgr, retention_interval_s=300, initial_delay_s=30, task_status=task_status))
+        await trio.sleep(29.9)
+        assert len(lg.segments) == before
+        await trio.sleep(0.2)
+        assert len(lg.segments) < before
+        fill(lg, 100)
+        grown = len(lg.segments)
+        await trio.sleep(299.8)
+        assert len(lg.segments) == grown        # the next pass: one interval later
+        await trio.sleep(0.2)
+        assert len(lg.segments) < grown
+        nursery.cancel_scope.cancel()
+    mgr.shutdown()
+
+
 def test_checkpoint_file_format(tmp_path):
     path = tmp_path / "cp"
     ckpt.write_checkpoint(path, {("a-b", 3): 17, ("c", 0): 0})
