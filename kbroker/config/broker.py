@@ -326,7 +326,7 @@ _NOT_ACTED_ON = {
     "controller.quorum.append.linger.ms",
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
-    "log.flush.start.offset.checkpoint.interval.ms", "num.recovery.threads.per.data.dir",
+    "num.recovery.threads.per.data.dir",
     "num.network.threads",
     "num.io.threads", "queued.max.requests",
     "transactional.id.expiration.ms",

@@ -190,6 +190,8 @@ class Broker:
         clock = self.clock.now_ms
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
+                               start_offset_checkpoint_interval_ms=cfg.get(
+                                   "log.flush.start.offset.checkpoint.interval.ms"),
                                cleaner_enabled=cfg.get("log.cleaner.enable"),
                                ticker=monotonic_reader(self.clock),
                                max_open_files=cfg.get("kbroker.log.max.open.files") or None)

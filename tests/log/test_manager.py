@@ -103,6 +103,28 @@ def test_run_retention_and_flush(tmp_path):
     mgr.shutdown()
 
 
+def test_log_start_offsets_are_checkpointed_on_their_own_interval(tmp_path):
+    """Kafka's log.flush.start.offset.checkpoint.interval.ms and
+    log.flush.offset.checkpoint.interval.ms are two tasks with their own periods."""
+    mgr = LogManager([tmp_path], cfg(), Clock(), checkpoint_interval_ms=1000,
+                     start_offset_checkpoint_interval_ms=5000)
+    mgr.load()
+    lg = mgr.get_or_create("t", 0)
+    fill(lg, 50)
+    mgr.run_flush(NOW)                   # both due at the first sweep
+    assert ckpt.read_checkpoint(tmp_path / ckpt.LOG_START_OFFSET)[("t", 0)] == 0
+    assert lg.maybe_increment_log_start_offset(10, now_ms=NOW)
+    start = lg.log_start_offset
+    assert start == 10
+    lg.flush(now_ms=NOW)                 # the recovery point moves to the log end
+    mgr.run_flush(NOW + 1000)            # the recovery points only
+    assert ckpt.read_checkpoint(tmp_path / ckpt.RECOVERY_POINT)[("t", 0)] == lg.log_end_offset
+    assert ckpt.read_checkpoint(tmp_path / ckpt.LOG_START_OFFSET)[("t", 0)] == 0
+    mgr.run_flush(NOW + 5000)            # now the log start offsets too
+    assert ckpt.read_checkpoint(tmp_path / ckpt.LOG_START_OFFSET)[("t", 0)] == start
+    mgr.shutdown()
+
+
 async def test_background_tasks_run_under_trio(tmp_path, autojump_clock):
     clock = Clock()
     mgr = LogManager([tmp_path], cfg(flush_ms=0), clock)
