@@ -5,7 +5,8 @@
 Prometheus JMX exporter's usual rules (``kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,
 topic=t`` → ``kafka_server_brokertopicmetrics_bytesin_total{topic="t"}``), so dashboards
 and alerts written for Kafka find them; consumer lag uses kafka_exporter's names
-(``kafka_consumergroup_lag``). Meters are monotonic counters (``_total``: Kafka's
+(``kafka_consumergroup_lag``); the group coordinator's families (Kafka 4.4's
+GroupCoordinatorMetrics) are in :mod:`kbroker.metrics.group_coordinator`. Meters are monotonic counters (``_total``: Kafka's
 ``...PerSec`` meters without their moving averages — use ``rate()``); request time is a
 histogram in seconds.
 
