@@ -6,9 +6,9 @@ Prometheus JMX exporter's usual rules (``kafka.server:type=BrokerTopicMetrics,na
 topic=t`` → ``kafka_server_brokertopicmetrics_bytesin_total{topic="t"}``), so dashboards
 and alerts written for Kafka find them; consumer lag uses kafka_exporter's names
 (``kafka_consumergroup_lag``); the group coordinator's families (Kafka 4.4's
-GroupCoordinatorMetrics) are in :mod:`kbroker.metrics.group_coordinator`. Meters are monotonic counters (``_total``: Kafka's
-``...PerSec`` meters without their moving averages — use ``rate()``); request time is a
-histogram in seconds.
+GroupCoordinatorMetrics) are in :mod:`kbroker.metrics.group_coordinator`. Meters are
+monotonic counters (``_total``: Kafka's ``...PerSec`` meters without their moving averages
+— use ``rate()``); request time is a histogram in seconds.
 
 Rules: read-only (nothing here changes broker state); the hot paths only add integers
 (``kbroker/node/stats.py``); gathering runs on the trio thread in slices, yielding to the
