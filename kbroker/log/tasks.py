@@ -3,8 +3,8 @@
 ``run_background`` runs three loops in one nursery -- flush (``flush.ms`` and the
 offset checkpoints), retention (Kafka's ``log.retention.check.interval.ms``, 5 min, the
 first pass ``log.initial.task.delay.ms``, 30 s, after the start, as Kafka's log manager
-schedules it) and the cleaner (``log.cleaner.backoff.ms``, 15 s, repeating at once while passes find
-work).  Each step is a synchronous, bounded manager call made from the trio thread, so
+schedules it) and the cleaner (``log.cleaner.backoff.ms``, 15 s, repeating at once while
+passes find work; not run at all with ``log.cleaner.enable=false``).  Each step is a synchronous, bounded manager call made from the trio thread, so
 it never races appends or fetches.  A step whose write fails on a full or failing disk
 reports that log dir to the failure channel (:mod:`kbroker.log.failure`: the dir goes
 offline, or the broker halts) and carries on with the other dirs, so no loop ends on it.  Start it with ``nursery.start(run_background,
