@@ -4,7 +4,7 @@
 ``key=value`` overrides, checks every key against the definitions below and converts the
 values to their types. An unknown key or a bad value raises ``ConfigError`` naming the
 key; the CLI turns that into exit code 2. Keys Kafka knows but kbroker does not act on
-(thread pools, socket buffers, quorum settings of a single-node setup...) are accepted
+(thread pools, cleaner buffers, quorum settings of a single-node setup...) are accepted
 and ignored, so a stock ``config/server.properties`` from a Kafka distribution works.
 
 Choices that differ from nothing in Kafka but are worth stating:
@@ -320,8 +320,9 @@ def _http_listen(value) -> str | None:
         return str(e)
     return None
 
-# Keys defined above that kbroker accepts but does not act on (thread pools, socket
-# buffers, cleaner tuning, security...): start-up logs them once as "accepted but not used".
+# Keys defined above that kbroker accepts but does not act on (thread pools, cleaner
+# buffers, the controller's append linger...; README "Configuration" says why each is not
+# needed): start-up logs them once as "accepted but not used".
 _NOT_ACTED_ON = {
     "controller.quorum.append.linger.ms",
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
