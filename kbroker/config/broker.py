@@ -326,7 +326,7 @@ def _http_listen(value) -> str | None:
 _NOT_ACTED_ON = {
     "controller.quorum.append.linger.ms",
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
+    "log.cleaner.io.buffer.size",
     "num.recovery.threads.per.data.dir",
     "num.network.threads",
     "num.io.threads", "queued.max.requests",

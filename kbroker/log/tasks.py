@@ -1,7 +1,7 @@
 """Background maintenance of a :class:`~kbroker.log.manager.LogManager` under trio.
 
 ``run_background`` runs three loops in one nursery -- flush (``flush.ms`` and the
-offset checkpoints), retention (Kafka's ``log.retention.check.interval.ms``, 5 min, the
+offset checkpoints, looked at every ``flush_check_interval_s``), retention (Kafka's ``log.retention.check.interval.ms``, 5 min, the
 first pass ``log.initial.task.delay.ms``, 30 s, after the start, as Kafka's log manager
 schedules it) and the cleaner (``log.cleaner.backoff.ms``, 15 s, repeating at once while
 passes find work; not run at all with ``log.cleaner.enable=false``).  Each step is a synchronous, bounded manager call made from the trio thread, so
@@ -15,6 +15,16 @@ from __future__ import annotations
 import trio
 
 from .manager import LogManager
+
+
+def flush_check_interval_s(scheduler_interval_ms: int | None) -> float:
+    """How often the flush loop looks for logs past ``flush.ms``: Kafka's
+    ``log.flush.scheduler.interval.ms`` when shorter than a second, else every second.
+    (Kafka's default, Long.MAX_VALUE, runs its flusher once and never again, which leaves a
+    topic's ``flush.ms`` without effect; kbroker keeps honouring ``flush.ms`` instead.)"""
+    if not scheduler_interval_ms or scheduler_interval_ms <= 0:
+        return 1.0
+    return min(1.0, scheduler_interval_ms / 1000)
 
 
 async def run_background(manager: LogManager, *, flush_interval_s: float = 1.0,

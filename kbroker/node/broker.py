@@ -250,10 +250,10 @@ class Broker:
             self.stage = "registering with the active controller"
             await self.lifecycle.wait_unfenced()
             self.stage = "starting the coordinators"
-        from kbroker.log.tasks import run_background
+        from kbroker.log.tasks import flush_check_interval_s, run_background
         await nursery.start(lambda task_status: run_background(
             self.logs,
-            flush_interval_s=1.0,
+            flush_interval_s=flush_check_interval_s(cfg.get("log.flush.scheduler.interval.ms")),
             retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
             cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
             initial_delay_s=cfg.get("log.initial.task.delay.ms") / 1000,

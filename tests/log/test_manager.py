@@ -164,6 +164,29 @@ async def test_the_first_retention_pass_comes_after_the_initial_task_delay(tmp_p
     mgr.shutdown()
 
 
+async def test_flush_ms_is_looked_at_every_log_flush_scheduler_interval_below_a_second(tmp_path, autojump_clock):
+    """log.flush.scheduler.interval.ms is how often Kafka's flusher looks for logs past
+    flush.ms; kbroker looks at least every second (Kafka's default, never, is not kept)."""
+    from kbroker.log.tasks import flush_check_interval_s
+    assert flush_check_interval_s((1 << 63) - 1) == 1.0 and flush_check_interval_s(0) == 1.0
+    for scheduler_ms, flushed_by in ((100, 0.25), (None, 1.05)):
+        d = tmp_path / str(scheduler_ms)
+        mgr = LogManager([d], cfg(flush_ms=100), lambda: NOW + int(trio.current_time() * 1000))
+        mgr.load()
+        lg = mgr.get_or_create("t", 0)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(lambda task_status: run_background(
+                mgr, flush_interval_s=flush_check_interval_s(scheduler_ms),
+                task_status=task_status))
+            fill(lg, 10)
+            await trio.sleep(0.25)
+            assert (lg.recovery_point == lg.log_end_offset) == (flushed_by < 0.3)
+            await trio.sleep(flushed_by)
+            assert lg.recovery_point == lg.log_end_offset == 10
+            nursery.cancel_scope.cancel()
+        mgr.shutdown()
+
+
 def test_checkpoint_file_format(tmp_path):
     path = tmp_path / "cp"
     ckpt.write_checkpoint(path, {("a-b", 3): 17, ("c", 0): 0})
