@@ -276,7 +276,8 @@ def test_group_coordinator_metrics_count_groups_by_type_and_state(metered_broker
     member = Member(boot, "modern-g", TOPIC, seen, lock)
     try:
         samples = _wait_metrics(url, lambda s: value(s, GC + "consumer_group_count", state="Stable") == 1
-                                and value(s, GC + "classic_group_count", state="Empty") == 1)
+                                and value(s, GC + "classic_group_count", state="Empty") == 1
+                                and value(s, GC + "num_partitions", state="active") == 50)
         assert value(samples, GC + "group_count", protocol="classic") == 1
         assert value(samples, GC + "group_count", protocol="consumer") == 1
         assert value(samples, GC + "group_count", protocol="share") == 0
