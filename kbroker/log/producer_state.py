@@ -49,6 +49,14 @@ a fatal error or an epoch bump that stores the batch twice; kbroker answers it a
 duplicate it is. Files are written to ``.tmp``, fsynced and renamed,
 so a crash leaves either the old set or the new one.
 
+Expiration (Kafka's ``removeExpiredProducers``, KIP-854): a producer with no open
+transaction whose newest batch or marker is ``producer.id.expiration.ms`` old (by the batch's
+max timestamp, as Kafka's ``lastTimestamp``) is forgotten by :meth:`remove_expired`; a
+producer with an open transaction is kept, however idle. A snapshot is filtered the same way
+when loaded. :mod:`kbroker.log.producer_expiry` calls it for the node; ``on_producers`` (when
+given) is called each time the map gains a producer while empty, so that sweep visits only
+the partitions that have producers.
+
 Pure state plus snapshot file I/O; no clock (timestamps come with the batches) and no trio.
 """
 from __future__ import annotations
@@ -57,7 +65,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from kbroker.wire.crc import crc32c
 
@@ -180,9 +188,11 @@ class ProducerStateManager:
     """The producers of one partition. Owned by its ``PartitionLog``, which calls
     :meth:`append` for every stored batch (in offset order) and takes snapshots."""
 
-    def __init__(self, directory: Path | None, *, expiration_ms: int = 86_400_000):
+    def __init__(self, directory: Path | None, *, expiration_ms: int = 86_400_000,
+                 on_producers: Callable[[], None] | None = None):
         self.dir = Path(directory) if directory is not None else None
-        self.expiration_ms = expiration_ms
+        self.expiration_ms = expiration_ms          # producer.id.expiration.ms
+        self.on_producers = on_producers            # the map gains a producer while empty
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing: dict[int, int] = {}      # first offset of an open txn -> producer id
         self.map_end_offset = 0                # state reflects every batch below this offset
@@ -277,6 +287,8 @@ class ProducerStateManager:
             self.verifications.pop(pid, None)
         e = self.producers.get(pid)
         if e is None:
+            if not self.producers and self.on_producers is not None:
+                self.on_producers()
             e = self.producers[pid] = ProducerStateEntry(pid)
         if header.is_control:
             if marker is None:
@@ -442,6 +454,8 @@ class ProducerStateManager:
                 if e.current_txn_first_offset is not None:
                     self.ongoing[e.current_txn_first_offset] = e.producer_id
             self.map_end_offset = off
+            if self.producers and self.on_producers is not None:
+                self.on_producers()
             return off
         return None
 
