@@ -11,6 +11,7 @@ from __future__ import annotations
 import trio
 
 from kbroker.log.replay import data_records
+from kbroker.metrics import render
 from kbroker.server import serve
 from kbroker.txn import records as trec
 from kbroker.wire import messages, records as rb
@@ -76,6 +77,7 @@ async def test_idle_producers_expire_open_transactions_stay_and_a_restart_keeps_
         pid = r.producer_id
         assert (await produce(c, "t", 0, idem_batch(pid, 0, 0, b"a", b"b", b"c"))) == (0, 1)
         assert set(await producers(c, "t")) == {tpid, pid}
+        assert "\nkafka_server_replicamanager_produceridcount 2\n" in await render(server)
 
         async def idem_gone():
             return pid not in await producers(c, "t")
@@ -83,6 +85,7 @@ async def test_idle_producers_expire_open_transactions_stay_and_a_restart_keeps_
         assert await producers(c, "t") == {tpid: (tepoch, 0, 0)}
         expiry = server.broker.logs.producer_expiry
         assert expiry.stats["producers_expired"] >= 1
+        assert "\nkafka_server_replicamanager_produceridcount 1\n" in await render(server)
         # only the partition that has producers is watched (the internal topics have none)
         assert {(lg.topic, lg.partition) for lg in expiry.logs} == {("t", 0)}
         await c.aclose()
