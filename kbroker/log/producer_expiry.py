@@ -5,9 +5,9 @@ Kafka schedules one ``PeriodicProducerExpirationCheck`` per log, every
 ``ProducerStateManager.removeExpiredProducers`` (KIP-854). kbroker runs one sweep per node
 instead (:func:`kbroker.log.tasks.run_background`), and a sweep visits only the logs that
 have producer state: a log joins :attr:`ProducerExpiry.logs` when its producer map gains its
-first producer (the ``on_producers`` hook of
+first producer or verification guard (the ``on_producers`` hook of
 :class:`~kbroker.log.producer_state.ProducerStateManager`) and leaves it when a sweep
-empties the map or finds the log closed. A node of 100,000 partitions, few of them written
+leaves it with neither or finds the log closed. A node of 100,000 partitions, few of them written
 by producers, does no work for the others.
 
 :class:`ProducerExpiry` is also Kafka's shared ``ProducerStateManagerConfig``: one
@@ -51,7 +51,7 @@ class ProducerExpiry:
                 continue
             ps.expiration_ms = self.expiration_ms
             gone += ps.remove_expired(now_ms)
-            if not ps.producers:
+            if not ps.producers and not ps.verifications:
                 self.logs.discard(log)
         self.stats["sweeps"] += 1
         self.stats["logs_visited"] += len(visiting)

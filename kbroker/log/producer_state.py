@@ -54,8 +54,8 @@ transaction whose newest batch or marker is ``producer.id.expiration.ms`` old (b
 max timestamp, as Kafka's ``lastTimestamp``) is forgotten by :meth:`remove_expired`; a
 producer with an open transaction is kept, however idle. A snapshot is filtered the same way
 when loaded. :mod:`kbroker.log.producer_expiry` calls it for the node; ``on_producers`` (when
-given) is called each time the map gains a producer while empty, so that sweep visits only
-the partitions that have producers.
+given) is called each time the state gains a producer (or a verification guard) while
+empty, so that sweep visits only the partitions that have producers.
 
 Pure state plus snapshot file I/O; no clock (timestamps come with the batches) and no trio.
 """
@@ -131,12 +131,14 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 
 class VerificationGuard:
     """One verification of a producer's transaction on one partition; compared by
-    identity (a new verification is a new object)."""
-    __slots__ = ("producer_id", "producer_epoch")
+    identity (a new verification is a new object). ``created_ms`` (when known) lets an
+    unused guard expire with the producers (Kafka's ``VerificationStateEntry`` timestamp)."""
+    __slots__ = ("producer_id", "producer_epoch", "created_ms")
 
-    def __init__(self, producer_id: int, producer_epoch: int):
+    def __init__(self, producer_id: int, producer_epoch: int, created_ms: int | None = None):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.created_ms = created_ms
 
     def __repr__(self) -> str:
         return f"VerificationGuard(pid={self.producer_id}, epoch={self.producer_epoch}, id={id(self):#x})"
@@ -215,11 +217,14 @@ class ProducerStateManager:
         return min(self.ongoing) if self.ongoing else None
 
     # ------------------------------------------------------------------ verification
-    def start_verification(self, producer_id: int, producer_epoch: int) -> "VerificationGuard":
+    def start_verification(self, producer_id: int, producer_epoch: int,
+                           now_ms: int | None = None) -> "VerificationGuard":
         """The producer's guard, created if it has none (a newer epoch replaces it)."""
         g = self.verifications.get(producer_id)
         if g is None or producer_epoch > g.producer_epoch:
-            g = self.verifications[producer_id] = VerificationGuard(producer_id, producer_epoch)
+            if not self.producers and not self.verifications and self.on_producers is not None:
+                self.on_producers()
+            g = self.verifications[producer_id] = VerificationGuard(producer_id, producer_epoch, now_ms)
         return g
 
     def verification_guard(self, producer_id: int) -> "VerificationGuard | None":
@@ -343,12 +348,19 @@ class ProducerStateManager:
         return min(others) if others else completed.last_offset + 1
 
     def remove_expired(self, now_ms: int) -> int:
-        """Forget producers idle for ``producer.id.expiration.ms`` with no open transaction."""
+        """Forget producers idle for ``producer.id.expiration.ms`` with no open transaction,
+        and verification guards that old (Kafka's ``removeExpiredProducers``); returns how
+        many producers were forgotten."""
         gone = [pid for pid, e in self.producers.items()
                 if e.current_txn_first_offset is None
                 and now_ms - e.last_timestamp >= self.expiration_ms]
         for pid in gone:
             del self.producers[pid]
+        if self.verifications:
+            stale = [pid for pid, g in self.verifications.items()
+                     if g.created_ms is not None and now_ms - g.created_ms >= self.expiration_ms]
+            for pid in stale:
+                del self.verifications[pid]
         return len(gone)
 
     def reset(self, offset: int = 0) -> None:

@@ -116,6 +116,7 @@ class TxnVerifier:
             return
         todo: dict[tuple[str, int], object] = {}
         pid = epoch = None
+        now_ms = self.broker.clock.now_ms()      # an unused guard expires with the producers
         for td in topic_data:
             for pd in td.partition_data:
                 header = _first_header(pd.records)
@@ -133,7 +134,7 @@ class TxnVerifier:
                     pid, epoch = header.producer_id, header.producer_epoch
                 elif (header.producer_id, header.producer_epoch) != (pid, epoch):
                     continue      # one producer per request; the append judges the others
-                todo[(td.name, pd.index)] = ps.start_verification(pid, epoch)
+                todo[(td.name, pd.index)] = ps.start_verification(pid, epoch, now_ms)
         if not todo:
             return
         self.stats["verifications"] += 1

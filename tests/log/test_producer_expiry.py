@@ -47,6 +47,18 @@ def test_a_sweep_visits_only_logs_with_producers_and_keeps_open_transactions(tmp
     assert expiry.sweep(T0 + 10 * EXP) == 0 and expiry.logs == set()
 
 
+def test_an_unused_verification_guard_expires_like_a_producer(tmp_path):
+    expiry = ProducerExpiry(EXP)
+    log = open_log(tmp_path, expiry, T0)
+    ps = log.producer_state
+    guard = ps.start_verification(7, 0, T0)        # verified, then never written
+    assert expiry.logs == {log}
+    assert expiry.sweep(T0 + EXP - 1) == 0 and ps.verification_guard(7) is guard
+    expiry.sweep(T0 + EXP)
+    assert ps.verification_guard(7) is None and expiry.logs == set()
+    log.close()
+
+
 def test_a_reopened_log_forgets_what_had_expired_but_not_an_open_transaction(tmp_path):
     expiry = ProducerExpiry(EXP)
     log = open_log(tmp_path, expiry, T0)
