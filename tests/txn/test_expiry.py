@@ -155,3 +155,29 @@ async def test_transactional_ids_expire_with_tombstones_that_a_reload_replays(tm
         assert await add(c, "done", pid, epoch, "t", [0]) == {("t", 0): E.INVALID_PRODUCER_ID_MAPPING}
         await c.aclose()
         server.request_shutdown()
+
+
+async def test_a_dynamic_cluster_wide_expiration_applies_at_the_next_check(tmp_path):
+    IAC = messages.IncrementalAlterConfigsRequest
+    cfg = config(tmp_path, {"producer.id.expiration.check.interval.ms": "50"})
+    async with trio.open_nursery() as n:
+        server = await n.start(serve, cfg)
+        c = await RawClient.connect(server)
+        await create(c, "t", 1)
+        r = await c.request("InitProducerId", 4, transactional_id=None, transaction_timeout_ms=60000,
+                            producer_id=-1, producer_epoch=-1)
+        pid = r.producer_id
+        assert (await produce(c, "t", 0, idem_batch(pid, 0, 0, b"a")))[0] == 0
+        assert server.broker.logs.producer_expiry.expiration_ms == 86_400_000
+        r = await c.request("IncrementalAlterConfigs", 1, validate_only=False, resources=[
+            IAC.AlterConfigsResource(resource_type=4, resource_name="", configs=[
+                IAC.AlterableConfig(name="producer.id.expiration.ms", config_operation=0,
+                                    value="200")])])
+        assert r.responses[0].error_code == 0
+
+        async def gone():
+            return pid not in await producers(c, "t")
+        await wait_until(gone, "the producer expired under the dynamic value")
+        assert server.broker.logs.producer_expiry.expiration_ms == 200
+        await c.aclose()
+        server.request_shutdown()
