@@ -520,4 +520,5 @@ class LogManager:
             "pending_dir_deletes": len(self._pending_dirs),
             "open_files": self.files.statistics(),
             "last_clean": self.last_clean._asdict() if self.last_clean else None,
+            "producer_expiry": self.producer_expiry.statistics(),
         }
