@@ -148,8 +148,7 @@ class PartitionLog:
         self._last_flush_ms = now
         if producer_expiry is not None:
             self.producer_state = ProducerStateManager(
-                self.dir, expiration_ms=producer_expiry.expiration_ms,
-                on_producers=lambda: producer_expiry.watch(self))
+                self.dir, settings=producer_expiry, on_producers=lambda: producer_expiry.watch(self))
         else:
             self.producer_state = ProducerStateManager(self.dir)
         self._recovered_from: int | None = None

@@ -4,16 +4,16 @@ Kafka schedules one ``PeriodicProducerExpirationCheck`` per log, every
 ``producer.id.expiration.check.interval.ms`` (10 min), each calling
 ``ProducerStateManager.removeExpiredProducers`` (KIP-854). kbroker runs one sweep per node
 instead (:func:`kbroker.log.tasks.run_background`), and a sweep visits only the logs that
-have producer state: a log joins :attr:`ProducerExpiry.logs` when its producer map gains its
-first producer or verification guard (the ``on_producers`` hook of
-:class:`~kbroker.log.producer_state.ProducerStateManager`) and leaves it when a sweep
-leaves it with neither or finds the log closed. A node of 100,000 partitions, few of them written
+have producer state: a log joins :attr:`ProducerExpiry.logs` when its producer state gains
+its first producer or verification guard (the ``on_producers`` hook of
+:class:`~kbroker.log.producer_state.ProducerStateManager`) and leaves it when a sweep leaves
+it with neither, or finds the log closed. A node of 100,000 partitions, few of them written
 by producers, does no work for the others.
 
-:class:`ProducerExpiry` is also Kafka's shared ``ProducerStateManagerConfig``: one
-``expiration_ms`` for every log of the node, set from the broker's configuration before each
-sweep (a cluster-wide dynamic value reaches every log at once). Logs opened at start-up use
-it to filter their snapshots, as Kafka's ``loadFromSnapshot``.
+:class:`ProducerExpiry` is also Kafka's shared ``ProducerStateManagerConfig``: the one
+``expiration_ms`` every log's producer state reads (its ``settings``), set from the broker's
+configuration before each sweep, so a cluster-wide dynamic value reaches every log at once.
+Logs opened at start-up use it to filter their snapshots, as Kafka's ``loadFromSnapshot``.
 
 The sweep changes memory only: the next snapshot (segment roll, clean shutdown) leaves the
 expired producers out, and loading a log filters both the snapshot and the batches replayed
@@ -24,7 +24,6 @@ batch timestamps).
 from __future__ import annotations
 
 DEFAULT_EXPIRATION_MS = 86_400_000          # producer.id.expiration.ms, 1 day
-DEFAULT_CHECK_INTERVAL_MS = 600_000         # producer.id.expiration.check.interval.ms
 
 
 class ProducerExpiry:
@@ -49,7 +48,6 @@ class ProducerExpiry:
             if log.closed:
                 self.logs.discard(log)
                 continue
-            ps.expiration_ms = self.expiration_ms
             gone += ps.remove_expired(now_ms)
             if not ps.producers and not ps.verifications:
                 self.logs.discard(log)

@@ -191,14 +191,25 @@ class ProducerStateManager:
     :meth:`append` for every stored batch (in offset order) and takes snapshots."""
 
     def __init__(self, directory: Path | None, *, expiration_ms: int = 86_400_000,
-                 on_producers: Callable[[], None] | None = None):
+                 settings=None, on_producers: Callable[[], None] | None = None):
         self.dir = Path(directory) if directory is not None else None
-        self.expiration_ms = expiration_ms          # producer.id.expiration.ms
-        self.on_producers = on_producers            # the map gains a producer while empty
+        # producer.id.expiration.ms: ``settings.expiration_ms`` when shared by the node's
+        # logs (kbroker.log.producer_expiry.ProducerExpiry: a dynamic change reaches all)
+        self._expiration_ms = expiration_ms
+        self.settings = settings
+        self.on_producers = on_producers    # the state gains a producer or guard while empty
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing: dict[int, int] = {}      # first offset of an open txn -> producer id
         self.map_end_offset = 0                # state reflects every batch below this offset
         self.verifications: dict[int, VerificationGuard] = {}   # producer id -> its guard
+
+    @property
+    def expiration_ms(self) -> int:
+        return self.settings.expiration_ms if self.settings is not None else self._expiration_ms
+
+    @expiration_ms.setter
+    def expiration_ms(self, value: int) -> None:
+        self._expiration_ms = value
 
     # ------------------------------------------------------------------ queries
     def entry(self, producer_id: int) -> ProducerStateEntry | None:

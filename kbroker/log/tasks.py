@@ -5,8 +5,8 @@ offset checkpoints), retention (Kafka's ``log.retention.check.interval.ms``, 5 m
 the cleaner (``log.cleaner.backoff.ms``, 15 s, repeating at once while passes find
 work) and producer-id expiration (``producer.id.expiration.check.interval.ms``, 10 min;
 ``producer_expiration_ms``, when given, is read before each sweep, so a dynamic
-``producer.id.expiration.ms`` applies at the next one).  Each step is a synchronous, bounded manager call made from the trio thread, so
-it never races appends or fetches.  A step whose write fails on a full or failing disk
+``producer.id.expiration.ms`` applies at the next one).  Each step is a synchronous,
+bounded manager call made from the trio thread, so it never races appends or fetches.  A step whose write fails on a full or failing disk
 reports that log dir to the failure channel (:mod:`kbroker.log.failure`: the dir goes
 offline, or the broker halts) and carries on with the other dirs, so no loop ends on it.  Start it with ``nursery.start(run_background,
 manager)``; cancelling the nursery stops it between steps.

@@ -25,6 +25,10 @@ def test_a_sweep_visits_only_logs_with_producers_and_keeps_open_transactions(tmp
     quiet.append(rb.build_batch([(None, b"plain", (), T0)]), now_ms=T0)   # no producer id
     busy = open_log(tmp_path, expiry, T0, name="busy")
     assert expiry.logs == set()
+    # one setting for every log, watched or not (a dynamic change reaches them all)
+    expiry.expiration_ms = 5
+    assert quiet.producer_state.expiration_ms == busy.producer_state.expiration_ms == 5
+    expiry.expiration_ms = EXP
     busy.append(pbatch(1, 0, 0, ts=T0), now_ms=T0)                     # idle from T0
     busy.append(pbatch(2, 0, 0, txn=True, ts=T0), now_ms=T0)           # open transaction
     busy.append(pbatch(3, 0, 0, ts=T0 + EXP), now_ms=T0)               # recent
