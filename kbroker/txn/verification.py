@@ -115,8 +115,7 @@ class TxnVerifier:
         if not transactional_id or not (self.enabled or add):
             return
         todo: dict[tuple[str, int], object] = {}
-        pid = epoch = None
-        now_ms = self.broker.clock.now_ms()      # an unused guard expires with the producers
+        pid = epoch = now_ms = None
         for td in topic_data:
             for pd in td.partition_data:
                 header = _first_header(pd.records)
@@ -134,6 +133,8 @@ class TxnVerifier:
                     pid, epoch = header.producer_id, header.producer_epoch
                 elif (header.producer_id, header.producer_epoch) != (pid, epoch):
                     continue      # one producer per request; the append judges the others
+                if now_ms is None:      # an unused guard expires with the producers
+                    now_ms = self.broker.clock.now_ms()
                 todo[(td.name, pd.index)] = ps.start_verification(pid, epoch, now_ms)
         if not todo:
             return
