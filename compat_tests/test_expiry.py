@@ -1,7 +1,7 @@
 """Producer-id and transactional-id expiration on both brokers, with hand-built requests.
 
 One broker per target for the module, with short expirations (``producer.id.expiration.ms``
-and ``transactional.id.expiration.ms`` 1.5 s, both checks every 200 ms; Kafka's defaults
+and ``transactional.id.expiration.ms`` 3 s, both checks every 200 ms; Kafka's defaults
 are a day, a week, 10 min and 1 h). Every wait is for the answer to change, never a sleep.
 What both brokers answer once the time has passed:
 
@@ -30,9 +30,9 @@ from kbroker.wire import records as rb
 CLIENT = "hand-built"
 
 EXPIRY_BROKER = {
-    "producer.id.expiration.ms": "1500",
+    "producer.id.expiration.ms": "3000",
     "producer.id.expiration.check.interval.ms": "200",
-    "transactional.id.expiration.ms": "1500",
+    "transactional.id.expiration.ms": "3000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "200",
 }
 INVALID_PRODUCER_ID_MAPPING, TRANSACTIONAL_ID_NOT_FOUND = 49, 105

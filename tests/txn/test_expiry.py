@@ -20,9 +20,9 @@ from tests.broker.raw import RawClient
 from tests.txn.test_coordinator import add, config, create, end, init, now_ms, produce, txn_batch
 
 D = messages.DescribeProducersRequest
-FAST_TXN_EXPIRY = {"transactional.id.expiration.ms": "300",
+FAST_TXN_EXPIRY = {"transactional.id.expiration.ms": "1000",
                    "transaction.remove.expired.transaction.cleanup.interval.ms": "50"}
-FAST_PRODUCER_EXPIRY = {"producer.id.expiration.ms": "300",
+FAST_PRODUCER_EXPIRY = {"producer.id.expiration.ms": "1000",
                         "producer.id.expiration.check.interval.ms": "50"}
 
 
