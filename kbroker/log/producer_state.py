@@ -367,6 +367,9 @@ class ProducerStateManager:
                 and now_ms - e.last_timestamp >= self.expiration_ms]
         for pid in gone:
             del self.producers[pid]
+        if len(gone) > len(self.producers):
+            # a dict keeps its largest table: copy it so the memory goes with the producers
+            self.producers = dict(self.producers)
         if self.verifications:
             stale = [pid for pid, g in self.verifications.items()
                      if g.created_ms is not None and now_ms - g.created_ms >= self.expiration_ms]
