@@ -772,6 +772,9 @@ class TransactionCoordinator:
                         if self.txns.get(meta.transactional_id) is meta:
                             self._forget(meta.transactional_id)
                             gone += 1
+            if gone > len(self.txns):
+                # dicts keep their largest table: copy them so the memory goes with the ids
+                self.txns, self._by_pid = dict(self.txns), dict(self._by_pid)
         if gone:
             self.stats["expired_ids"] += gone
             log.info("expired %d transactional ids (transactional.id.expiration.ms=%d)",
