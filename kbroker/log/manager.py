@@ -27,8 +27,9 @@ file, but a node of 100,000 partitions waits for two journal commits instead of 
 
 Maintenance is synchronous, bounded work a trio task calls periodically (see
 :mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints),
-``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion) and
-``run_cleaner`` (at most one compaction pass per call, on the dirtiest log).
+``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion),
+``run_cleaner`` (at most one compaction pass per call, on the dirtiest log) and
+``run_producer_expiry`` (``producer.id.expiration.ms``, only the logs that have producers).
 
 New logs go to the online directory holding the fewest, leaving out the ``cordoned`` ones
 (``cordoned.log.dirs``, KIP-1066) unless every online directory is cordoned.
@@ -71,6 +72,7 @@ from .errors import KafkaStorageError, LogClosed
 from .failure import LogDirFailureChannel
 from .open_files import OpenFiles, default_limit
 from .partition import PartitionLog, _parse_dir_name
+from .producer_expiry import DEFAULT_EXPIRATION_MS, ProducerExpiry
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -83,7 +85,8 @@ class LogManager:
                  cleaner_max_map_entries: int = 1_000_000,
                  ticker: Callable[[], int] | None = None,
                  max_open_files: int | None = None,
-                 bulk_sync: Callable[[list[Path]], BulkSync] = BulkSync):
+                 bulk_sync: Callable[[list[Path]], BulkSync] = BulkSync,
+                 producer_expiration_ms: int = DEFAULT_EXPIRATION_MS):
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise ValueError("at least one log directory is required")
@@ -111,6 +114,9 @@ class LogManager:
         # how shutdown() syncs (tests pass a BulkSync without syncfs, or one that fails)
         self.bulk_sync = bulk_sync
         self.last_shutdown_sync: dict | None = None     # the BulkSync's stats of the last stop
+        # producer.id.expiration.ms for every log, and the logs that have producers
+        # (kbroker.log.producer_expiry): run_producer_expiry visits only those
+        self.producer_expiry = ProducerExpiry(producer_expiration_ms)
 
     @property
     def offline_dirs(self) -> set[Path]:
@@ -156,7 +162,7 @@ class LogManager:
                                    clean_shutdown=clean,
                                    high_watermark=None if parsed[0] == METADATA_TOPIC
                                    else hws.get(parsed), failures=self.failures,
-                                   files=self.files)
+                                   files=self.files, producer_expiry=self.producer_expiry)
                 self._register(log)
         for future in futures:
             self._finish_move(future, now)
@@ -271,7 +277,8 @@ class LogManager:
         with self.failures.guard(target, f"create the log of {topic}-{partition}"):
             log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
                                config or self.default_config, clock=self.clock,
-                               clean_shutdown=True, failures=self.failures, files=self.files)
+                               clean_shutdown=True, failures=self.failures, files=self.files,
+                               producer_expiry=self.producer_expiry)
         self._register(log)
         return log
 
@@ -310,7 +317,7 @@ class LogManager:
         ckpt.fsync_dir(final.parent)
         self._register(PartitionLog(final, parsed[0], parsed[1], self.default_config,
                                     clock=self.clock, now_ms=now, failures=self.failures,
-                                    files=self.files))
+                                    files=self.files, producer_expiry=self.producer_expiry))
 
     def move_log(self, topic: str, partition: int, dest: Path) -> PartitionLog:
         """Move ``topic``-``partition`` to the log directory ``dest`` (one of ``log_dirs``);
@@ -358,7 +365,8 @@ class LogManager:
             os.replace(future, final)
             ckpt.fsync_dir(dest)
             moved = PartitionLog(final, topic, partition, log.config, clock=self.clock,
-                                 failures=self.failures, files=self.files, **state)
+                                 failures=self.failures, files=self.files,
+                                 producer_expiry=self.producer_expiry, **state)
         self._register(moved)
         self.checkpoint()
         return moved
@@ -471,6 +479,11 @@ class LogManager:
         self._pending_dirs = keep
         return deleted
 
+    def run_producer_expiry(self, now_ms: int | None = None) -> int:
+        """Forget idle producers (``producer.id.expiration.ms``) in the logs that have
+        any; returns how many (:mod:`kbroker.log.producer_expiry`)."""
+        return self.producer_expiry.sweep(self.clock() if now_ms is None else now_ms)
+
     def run_cleaner(self, now_ms: int | None = None) -> CleanResult | None:
         """One compaction pass on the log with the highest dirty ratio, if any is due."""
         now = self.clock() if now_ms is None else now_ms
@@ -507,4 +520,5 @@ class LogManager:
             "pending_dir_deletes": len(self._pending_dirs),
             "open_files": self.files.statistics(),
             "last_clean": self.last_clean._asdict() if self.last_clean else None,
+            "producer_expiry": self.producer_expiry.statistics(),
         }

@@ -191,7 +191,8 @@ class Broker:
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
                                ticker=monotonic_reader(self.clock),
-                               max_open_files=cfg.get("kbroker.log.max.open.files") or None)
+                               max_open_files=cfg.get("kbroker.log.max.open.files") or None,
+                               producer_expiration_ms=cfg.get("producer.id.expiration.ms"))
         self.logs.cordoned = self._cordoned_paths()     # KIP-1066, checked before anything loads
         self.stage = "loading the logs"
         with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):
@@ -249,6 +250,9 @@ class Broker:
             flush_interval_s=1.0,
             retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
             cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
+            producer_expiry_interval_s=cfg.get("producer.id.expiration.check.interval.ms") / 1000,
+            # cluster-wide dynamic in Kafka: read before each sweep
+            producer_expiration_ms=lambda: cfg.effective_values()["producer.id.expiration.ms"],
             task_status=task_status))
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
