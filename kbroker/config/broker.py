@@ -230,7 +230,8 @@ _DEFS: list[ConfigDef] = [
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000, _at_least(1)),
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000, _at_least(1)),
     _d("transaction.partition.verification.enable", "boolean", True),
-    _d("producer.id.expiration.ms", "int", 86_400_000),
+    _d("producer.id.expiration.ms", "int", 86_400_000, _at_least(1)),
+    _d("producer.id.expiration.check.interval.ms", "int", 600_000, _at_least(1)),
     _d("share.coordinator.state.topic.replication.factor", "int", 3),
     _d("share.coordinator.state.topic.min.isr", "int", 2),
     _d("share.coordinator.state.topic.num.partitions", "int", 50, _at_least(1)),
@@ -330,8 +331,6 @@ _NOT_ACTED_ON = {
     "num.recovery.threads.per.data.dir",
     "num.network.threads",
     "num.io.threads", "queued.max.requests",
-    "transactional.id.expiration.ms",
-    "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
     "background.threads", "group.share.enable",
 }
 

@@ -29,8 +29,9 @@ Maintenance is synchronous, bounded work a trio task calls periodically (see
 :mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints: the log start
 offsets every ``log.flush.start.offset.checkpoint.interval.ms``, the others every
 ``log.flush.offset.checkpoint.interval.ms``, each on its own period as Kafka's tasks),
-``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion) and
-``run_cleaner`` (at most one compaction pass per call, on the dirtiest log).
+``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion),
+``run_cleaner`` (at most one compaction pass per call, on the dirtiest log) and
+``run_producer_expiry`` (``producer.id.expiration.ms``, only the logs that have producers).
 ``cleaner_enabled=False`` is Kafka's ``log.cleaner.enable=false`` (deprecated in Kafka 4,
 still honoured by 4.4's ``LogManager``): no log is compacted, and as Kafka's retention pass
 then visits only logs whose policy lacks ``compact`` (their ``compact,delete`` retention is
@@ -77,6 +78,7 @@ from .errors import KafkaStorageError, LogClosed
 from .failure import LogDirFailureChannel
 from .open_files import OpenFiles, default_limit
 from .partition import PartitionLog, _parse_dir_name
+from .producer_expiry import DEFAULT_EXPIRATION_MS, ProducerExpiry
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -91,7 +93,8 @@ class LogManager:
                  cleaner_enabled: bool = True,
                  ticker: Callable[[], int] | None = None,
                  max_open_files: int | None = None,
-                 bulk_sync: Callable[[list[Path]], BulkSync] = BulkSync):
+                 bulk_sync: Callable[[list[Path]], BulkSync] = BulkSync,
+                 producer_expiration_ms: int = DEFAULT_EXPIRATION_MS):
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise ValueError("at least one log directory is required")
@@ -122,6 +125,9 @@ class LogManager:
         # how shutdown() syncs (tests pass a BulkSync without syncfs, or one that fails)
         self.bulk_sync = bulk_sync
         self.last_shutdown_sync: dict | None = None     # the BulkSync's stats of the last stop
+        # producer.id.expiration.ms for every log, and the logs that have producers
+        # (kbroker.log.producer_expiry): run_producer_expiry visits only those
+        self.producer_expiry = ProducerExpiry(producer_expiration_ms)
 
     @property
     def offline_dirs(self) -> set[Path]:
@@ -167,7 +173,7 @@ class LogManager:
                                    clean_shutdown=clean,
                                    high_watermark=None if parsed[0] == METADATA_TOPIC
                                    else hws.get(parsed), failures=self.failures,
-                                   files=self.files)
+                                   files=self.files, producer_expiry=self.producer_expiry)
                 self._register(log)
         for future in futures:
             self._finish_move(future, now)
@@ -282,7 +288,8 @@ class LogManager:
         with self.failures.guard(target, f"create the log of {topic}-{partition}"):
             log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
                                config or self.default_config, clock=self.clock,
-                               clean_shutdown=True, failures=self.failures, files=self.files)
+                               clean_shutdown=True, failures=self.failures, files=self.files,
+                               producer_expiry=self.producer_expiry)
         self._register(log)
         return log
 
@@ -321,7 +328,7 @@ class LogManager:
         ckpt.fsync_dir(final.parent)
         self._register(PartitionLog(final, parsed[0], parsed[1], self.default_config,
                                     clock=self.clock, now_ms=now, failures=self.failures,
-                                    files=self.files))
+                                    files=self.files, producer_expiry=self.producer_expiry))
 
     def move_log(self, topic: str, partition: int, dest: Path) -> PartitionLog:
         """Move ``topic``-``partition`` to the log directory ``dest`` (one of ``log_dirs``);
@@ -369,7 +376,8 @@ class LogManager:
             os.replace(future, final)
             ckpt.fsync_dir(dest)
             moved = PartitionLog(final, topic, partition, log.config, clock=self.clock,
-                                 failures=self.failures, files=self.files, **state)
+                                 failures=self.failures, files=self.files,
+                                 producer_expiry=self.producer_expiry, **state)
         self._register(moved)
         self.checkpoint()
         return moved
@@ -502,6 +510,11 @@ class LogManager:
         self._pending_dirs = keep
         return deleted
 
+    def run_producer_expiry(self, now_ms: int | None = None) -> int:
+        """Forget idle producers (``producer.id.expiration.ms``) in the logs that have
+        any; returns how many (:mod:`kbroker.log.producer_expiry`)."""
+        return self.producer_expiry.sweep(self.clock() if now_ms is None else now_ms)
+
     def run_cleaner(self, now_ms: int | None = None) -> CleanResult | None:
         """One compaction pass on the log with the highest dirty ratio, if any is due."""
         if not self.cleaner_enabled:
@@ -540,4 +553,5 @@ class LogManager:
             "pending_dir_deletes": len(self._pending_dirs),
             "open_files": self.files.statistics(),
             "last_clean": self.last_clean._asdict() if self.last_clean else None,
+            "producer_expiry": self.producer_expiry.statistics(),
         }

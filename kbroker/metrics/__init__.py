@@ -68,6 +68,7 @@ async def collect(server) -> list[Family]:
     image = _image(broker)
     out += await _topic_families(broker, image, s)
     out += await _replica_families(broker, s)
+    out += _producer_families(broker)
     out += _controller_families(broker, image)
     out += await _group_families(broker, s)
     out += await _share_families(broker, s)
@@ -263,6 +264,22 @@ async def _replica_families(broker, s: _Slicer) -> list[Family]:
     shrinks.add(replicas.stats.get("isr_shrinks", 0))
     expands.add(replicas.stats.get("isr_expands", 0))
     return [count, leaders, urp, under_min, at_min, shrinks, expands, size, leo, lso, segs]
+
+
+# ---------------------------------------------------------------------------- producer ids
+
+def _producer_families(broker) -> list[Family]:
+    """KIP-847's ProducerIdCount: producer ids in the producer state of this node's logs
+    (what ``producer.id.expiration.ms`` bounds; kbroker.log.producer_expiry counts them
+    over the logs that have any)."""
+    logs = getattr(broker, "logs", None)
+    expiry = getattr(logs, "producer_expiry", None)
+    if expiry is None:
+        return []
+    count = Family("kafka_server_replicamanager_produceridcount", "gauge",
+                   "Producer ids in the producer state of this broker's partitions (ProducerIdCount).")
+    count.add(expiry.producer_count())
+    return [count]
 
 
 # ---------------------------------------------------------------------------- controller

@@ -194,7 +194,8 @@ class Broker:
                                    "log.flush.start.offset.checkpoint.interval.ms"),
                                cleaner_enabled=cfg.get("log.cleaner.enable"),
                                ticker=monotonic_reader(self.clock),
-                               max_open_files=cfg.get("kbroker.log.max.open.files") or None)
+                               max_open_files=cfg.get("kbroker.log.max.open.files") or None,
+                               producer_expiration_ms=cfg.get("producer.id.expiration.ms"))
         self.logs.cordoned = self._cordoned_paths()     # KIP-1066, checked before anything loads
         if not cfg.get("log.cleaner.enable"):
             log.warning("log.cleaner.enable=false: no log is compacted, and compacted topics "
@@ -257,6 +258,9 @@ class Broker:
             retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
             cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
             initial_delay_s=cfg.get("log.initial.task.delay.ms") / 1000,
+            producer_expiry_interval_s=cfg.get("producer.id.expiration.check.interval.ms") / 1000,
+            # cluster-wide dynamic in Kafka: read before each sweep
+            producer_expiration_ms=lambda: cfg.effective_values()["producer.id.expiration.ms"],
             task_status=task_status))
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
