@@ -81,3 +81,16 @@ def test_transactional_offsets_count_when_written_not_at_the_marker():
     assert h.mgr.complete_txn_offsets(42, h.mgr.partition_for("txn-g"), True) == 2
     assert c["offset_commits"] == 2
     assert h.mgr.offsets["txn-g"][("t", 1)].offset == 7
+
+
+def test_a_classic_member_joining_a_consumer_group_counts_a_consumer_group_rebalance():
+    """Kafka's classicGroupJoinToConsumerGroup bumps the epoch through the same
+    updateSubscriptionMetadata as a heartbeat, which records ConsumerGroupRebalances."""
+    from tests.group.test_consumer_classic_members import Mixed
+    h = Mixed({"t": 4})
+    c = h.mgr.counters
+    h.join("A", ["t"])
+    assert c["consumer_rebalances"] == 1
+    j = h.cjoin_new()
+    assert j.error == 0 and c["consumer_rebalances"] == 2
+    assert c["classic_rebalances_completed"] == 0       # not a classic group
