@@ -2,21 +2,36 @@
 """The Java producer's produce rows with its own metrics: `python -m benchmarks.java_produce_bench`.
 
     .venv/bin/python -m benchmarks.java_produce_bench --reps 3 [--mib 128] [--kafka]
-        [--acks 1,all] [--partitions 8] [--prop key=value ...] [SRC ...]
+        [--acks 1,all] [--partitions 8] [--prop key=value ...] [--override key=value ...]
+        [--warmup-mib 256] [--profile DIR] [--perf] [SRC ...]
 
 One broker per source (each SRC a folder holding a `kbroker/` package, e.g. an exported
 older commit: `git archive <rev> kbroker | tar -x -C /tmp/old`; default this checkout) and,
-with `--kafka`, one Apache Kafka broker (shipped JVM flags). Every repetition runs Kafka's
-``ProducerPerformance`` (the benchmark's produce rows: 1 KiB records, the client's default
-settings but ``acks``; ``--prop`` adds producer properties) against every broker in turn,
+with `--kafka`, one Apache Kafka broker (shipped JVM flags), each first given an unmeasured
+librdkafka load (``--warmup-mib``, as bench.py's warm-up: Kafka's JIT sees the produce
+path). Every repetition runs Kafka's ``ProducerPerformance`` as the benchmark's produce rows
+do (1 KiB records, 20 % warm-up left out, the client's defaults but ``acks`` and
+``compression.type``; ``--prop`` adds producer properties) against every broker in turn,
 once per acks value, so load from other work on the shared machine falls on each alike.
+(Kafka 4's client is idempotent by default unless acks is not ``all``: the acks=all row is
+an idempotent producer, the acks=1 row is not.)
 
-Reported per broker and acks (medians): MB/s; the broker process's CPU seconds per GiB
-(user + system from /proc/PID/stat); and what the client's own metrics say of the
-requests (``--print-metrics``): average request latency, batches per request, bytes per
-request, batch size, time records wait in the client's queue, requests in flight. A slower
-answer per request means fewer requests per second at the same in-flight cap, so request
-latency and in-flight depth are the figures that tell the broker's part from the client's.
+Reported per run and as medians per broker and acks (benchmarks/README.md "The Java
+producer at 8 partitions"):
+
+- MB/s; the broker's CPU seconds per GiB (user + system, /proc/PID/stat) and the client
+  JVM's (its whole life: start-up and JIT included, so only comparable between brokers);
+- contention: the share of the broker's runnable time spent waiting for a CPU (all its
+  threads' /proc/PID/task/*/schedstat), the machine's idle share, and per Produce request
+  how often the broker was preempted and how often it slept (context switches);
+- the client's own metrics (``--print-metrics``): request latency, records per request,
+  batch size, time records wait in the client, request rate. A slower answer per request
+  means fewer requests per second at the same in-flight cap (5);
+- ``--perf``: the broker's syscalls and context switches per Produce request (perf's
+  tracepoints; this VM has no PMU for instruction counts); ``--profile DIR``: a py-spy
+  profile of each kbroker run (``benchmarks/profile_summary.py``).
+
+Wall-time figures move with the machine's load: report ``uptime`` beside them.
 """
 from __future__ import annotations
 
