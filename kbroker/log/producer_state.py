@@ -22,6 +22,9 @@ Rules kept (client-origin appends, :meth:`check_append`):
   (KIP-360), so ``UNKNOWN_PRODUCER_ID`` is never answered for produce;
 - a non-transactional batch while the producer has a transaction open is
   ``INVALID_TXN_STATE``.
+A batch that follows the producer's last one in the same epoch (the every-batch case of an
+idempotent producer) is accepted without looking for a duplicate: the cached batches all
+end at or before that sequence, so none can have the same range (issue 32).
 Coordinator-origin appends (transactional offset commits, markers) check the epoch only.
 
 Verification guards (KIP-890 part 1, Kafka's ``VerificationStateEntry``): before a

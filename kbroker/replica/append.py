@@ -160,8 +160,8 @@ def check_producer_state(part: Partition, header, origin: str, txn_verifier: Cal
         raise ReplicaError(exc.error_code, exc.message) from None
     if dup is not None:
         return dup
-    if client and header.attributes & rec.ATTR_TRANSACTIONAL and not ps.has_ongoing(header.producer_id,
-                                                                 header.producer_epoch):
+    if client and header.attributes & rec.ATTR_TRANSACTIONAL and \
+            not ps.has_ongoing(header.producer_id, header.producer_epoch):
         code = (ErrorCode.INVALID_TXN_STATE if txn_verifier is None else
                 txn_verifier(header.producer_id, header.producer_epoch, part.topic, part.index))
         if code:
