@@ -104,8 +104,7 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
                 log_start_offset=part.log.log_start_offset), None
     elif headers and headers[0].is_control and origin == "client":
         raise ReplicaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-    # (one batch here: its size is the data's length)
-    if headers and not log_append_time and len(records) <= config.max_message_bytes:
+    if headers and not log_append_time and headers[0].size <= config.max_message_bytes:
         check_timestamps(part, records, headers[0], now_ms)
     target = _CODECS.get(config.compression_type)
     sent = records
