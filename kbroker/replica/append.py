@@ -30,8 +30,8 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from kbroker.log.config import LogConfig
 from kbroker.log.producer_state import ProducerStateError
+from kbroker.log.config import LogConfig
 from kbroker.replica.partition import Partition
 from kbroker.replica.results import LONG_MAX, AppendResult, ReplicaError, error_from
 from kbroker.replica.state import min_insync_ok
