@@ -39,6 +39,7 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -253,6 +254,7 @@ def main(argv=None) -> int:
     finally:
         for _, b in brokers:
             b.kill()
+        shutil.rmtree(work, ignore_errors=True)     # several GiB of logs after a full run
     return 0
 
 
