@@ -23,6 +23,15 @@ Against one ``kbroker serve`` (started here, one topic of one partition), three 
   connection and parked, then one single-record Produce on another connection that wakes it;
   the Fetch's share is the round less a ``produce-serial`` request.
 
+Two more phases, not run by default, have the Java producer's request shape at 8 partitions
+(``ProducerPerformance``, 1 KiB records, ``batch.size`` 16 KiB: one batch of 15 records per
+partition, eight partitions per request, five requests in flight; issue 32's 8-partition
+rows, benchmarks/README.md "The Java producer at 8 partitions"):
+
+- ``produce-8p``: acks=1, batches without a producer id (the client with ``acks=1``);
+- ``produce-8p-idem``: acks=all, idempotent batches (a producer id from InitProducerId,
+  sequences per partition), what the Java client sends by default (``acks=all``).
+
 Optionally ``--py-spy FILE`` records a py-spy profile of the broker over the measured phases
 (``--idle`` left off: only time on the CPU). Prints a table; asserts nothing.
 
@@ -90,6 +99,58 @@ def produce_body() -> P:
     batch = build_batch([(None, VALUE, [], int(time.time() * 1000))])
     return P(acks=1, timeout_ms=30000, topic_data=[P.TopicProduceData(
         name=TOPIC, partition_data=[P.PartitionProduceData(index=0, records=batch)])])
+
+
+TOPIC8 = "reqcost8"
+BATCH_RECORDS = 15        # 1 KiB records in a 16 KiB batch.size
+
+
+def produce_8p_frames(conn: Conn, n: int, *, producer_id: int = -1, epoch: int = -1) -> list[bytes]:
+    """N Produce requests of one 15-record batch for each of 8 partitions; idempotent
+    (sequences continuing per partition) when a producer id is given."""
+    now = int(time.time() * 1000)
+    records = [(None, VALUE, [], now)] * BATCH_RECORDS
+    frames = []
+    seq = [0] * 8
+    for _ in range(n):
+        parts = []
+        for p in range(8):
+            kw = {}
+            if producer_id >= 0:
+                kw = {"producer_id": producer_id, "producer_epoch": epoch, "base_sequence": seq[p]}
+                seq[p] += BATCH_RECORDS
+            parts.append(P.PartitionProduceData(index=p, records=build_batch(records, **kw)))
+        body = P(acks=-1 if producer_id >= 0 else 1, timeout_ms=30000,
+                 topic_data=[P.TopicProduceData(name=TOPIC8, partition_data=parts)])
+        frames.append(conn.frame(0, PRODUCE_VERSION, body))
+    return frames
+
+
+def init_producer_id(conn: Conn) -> tuple[int, int]:
+    I = M.InitProducerIdRequest
+    r = conn.call(22, 4, I(transactional_id=None, transaction_timeout_ms=60000,
+                             producer_id=-1, producer_epoch=-1))
+    assert r.error_code == 0, r
+    return r.producer_id, r.producer_epoch
+
+
+def phase_produce_8p(port: int, n: int, window: int, idempotent: bool) -> int:
+    conn = Conn(port, "reqcost-producer-8p")
+    pid, epoch = init_producer_id(conn) if idempotent else (-1, -1)
+    frames = produce_8p_frames(conn, n, producer_id=pid, epoch=epoch)
+    sent = answered = 0
+    while answered < n:
+        while sent < n and sent - answered < window:
+            conn.sock.sendall(frames[sent])
+            sent += 1
+        payload = conn.read_frame()
+        answered += 1
+        if answered == 1 or answered == n:
+            resp = protocol.decode_response(payload, 0, PRODUCE_VERSION)[1]
+            codes = {p.error_code for p in resp.responses[0].partition_responses}
+            assert codes == {0}, f"produce failed with errors {codes}"
+    conn.sock.close()
+    return n
 
 
 TOPIC_ID = {}     # the topic's id, for Fetch v13+ (filled once the topic exists)
@@ -367,6 +428,13 @@ def main(argv=None) -> int:
             name=TOPIC, num_partitions=1, replication_factor=1)]))
         assert r.topics[0].error_code == 0, r
         TOPIC_ID[TOPIC] = r.topics[0].topic_id
+        if any(ph.startswith("produce-8p") for ph in args.phases.split(",")):
+            r = admin.call(19, 7, C(timeout_ms=60000, topics=[C.CreatableTopic(
+                name=TOPIC8, num_partitions=8, replication_factor=1)]))
+            assert r.topics[0].error_code == 0, r
+            time.sleep(0.5)
+            phase_produce_8p(broker.port, 50, 5, False)     # warm-up: leaders ready, code run
+            phase_produce_8p(broker.port, 50, 5, True)
         # warm-up: the leader is ready, the code paths are compiled and cached
         for _ in range(100):
             code = admin.call(0, PRODUCE_VERSION, produce_body()).responses[0] \
@@ -394,6 +462,10 @@ def main(argv=None) -> int:
             elif name == "fetch-behind":
                 done, note = phase_fetch_behind(broker.port, args.n, args.fetch_version, 0), \
                     "answers of up to 1 MiB of 1 KiB batches"
+            elif name in ("produce-8p", "produce-8p-idem"):
+                done = phase_produce_8p(broker.port, args.n, 5, name.endswith("idem"))
+                note = ("8 partitions × 15 records of 1 KiB, 5 in flight, "
+                        + ("acks=all, idempotent" if name.endswith("idem") else "acks=1"))
             elif name == "produce-serial":
                 done, note = phase_produce_serial(broker.port, args.n), ""
             elif name == "burst-woken":

@@ -146,7 +146,9 @@ async def handle(ctx: RequestContext, request):
                 log_start_offset=res.log_start_offset))
             if acks == -1:
                 required = res.last_offset + 1
-                done = replicas.check_replicated(td.name, pd.index, required)
+                # as of the append; a duplicate's answer is checked here
+                done = res.replicated if res.replicated is not None else \
+                    replicas.check_replicated(td.name, pd.index, required)
                 if done is None:
                     waits.append((parts, len(parts) - 1, td.name, pd.index, required))
                 elif done:

@@ -22,6 +22,9 @@ Rules kept (client-origin appends, :meth:`check_append`):
   (KIP-360), so ``UNKNOWN_PRODUCER_ID`` is never answered for produce;
 - a non-transactional batch while the producer has a transaction open is
   ``INVALID_TXN_STATE``.
+A batch that follows the producer's last one in the same epoch (the every-batch case of an
+idempotent producer) is accepted without looking for a duplicate: the cached batches all
+end at or before that sequence, so none can have the same range (issue 32).
 Coordinator-origin appends (transactional offset commits, markers) check the epoch only.
 
 Verification guards (KIP-890 part 1, Kafka's ``VerificationStateEntry``): before a
@@ -71,6 +74,8 @@ from kbroker.wire.crc import crc32c
 
 from kbroker.common.fileio import write_atomically
 from kbroker.wire.error_codes import ErrorCode
+from kbroker.wire.records import ATTR_CONTROL as _ATTR_CONTROL
+from kbroker.wire.records import ATTR_TRANSACTIONAL as _ATTR_TRANSACTIONAL
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_EPOCH = -1
@@ -249,6 +254,21 @@ class ProducerStateManager:
         pid, epoch = header.producer_id, header.producer_epoch
         e = self.producers.get(pid)
         if client and e is not None:
+            batches = e.batches
+            if batches and epoch == e.producer_epoch:
+                # the common case, first (issue 32: the Java producer's acks=all rows): the
+                # batch follows the producer's last one. Every cached batch ends at or
+                # before that one's sequence, so none can be the same range: no duplicate
+                # to look for, and no gap
+                last_seq = batches[-1].last_seq
+                first_seq = header.base_sequence
+                if first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX):
+                    if e.current_txn_first_offset is not None and \
+                            not header.attributes & _ATTR_TRANSACTIONAL:
+                        raise ProducerStateError(
+                            ErrorCode.INVALID_TXN_STATE,
+                            f"producer {pid} wrote a non-transactional batch inside a transaction")
+                    return None
             dup = e.find_duplicate(epoch, header.base_sequence, header.last_sequence)
             if dup is not None:
                 return dup
@@ -294,11 +314,14 @@ class ProducerStateManager:
         """Record a stored batch (offsets assigned). ``marker`` is ``(is_commit,
         coordinator_epoch)`` for a transaction marker. Returns the transaction a marker
         completed, if it had data here."""
-        self.map_end_offset = max(self.map_end_offset, header.next_offset)
+        end = header.base_offset + header.last_offset_delta + 1
+        if end > self.map_end_offset:
+            self.map_end_offset = end
         pid = header.producer_id
         if pid < 0:
             return None
-        if header.is_transactional or header.is_control:
+        attributes = header.attributes
+        if attributes & (_ATTR_TRANSACTIONAL | _ATTR_CONTROL):
             # the transaction began here (first offset known) or ended: the guard is spent
             self.verifications.pop(pid, None)
         e = self.producers.get(pid)
@@ -306,7 +329,7 @@ class ProducerStateManager:
             if not self.producers and self.on_producers is not None:
                 self.on_producers()
             e = self.producers[pid] = ProducerStateEntry(pid)
-        if header.is_control:
+        if attributes & _ATTR_CONTROL:
             if marker is None:
                 return None
             commit, coordinator_epoch = marker
@@ -320,13 +343,21 @@ class ProducerStateManager:
             e.current_txn_first_offset = None
             e.last_timestamp = header.max_timestamp
             return completed
-        e.maybe_update_epoch(header.producer_epoch)
-        e.add_batch(BatchMetadata(header.last_sequence, header.last_offset,
-                                  header.last_offset_delta, header.max_timestamp))
+        # a data batch (once per stored batch of every idempotent producer): the header's
+        # fields are read once, the cached batches replaced in one step
+        epoch, base, delta = header.producer_epoch, header.base_offset, header.last_offset_delta
+        kept = e.batches if epoch == e.producer_epoch else ()
+        e.producer_epoch = epoch
+        if len(kept) >= NUM_BATCHES_TO_RETAIN:
+            kept = kept[1 - NUM_BATCHES_TO_RETAIN:]
+        seq = header.base_sequence
+        if seq != NO_SEQUENCE:
+            seq = seq + delta if seq <= INT32_MAX - delta else seq + delta - INT32_MAX - 1
+        e.batches = (*kept, BatchMetadata(seq, base + delta, delta, header.max_timestamp))
         e.last_timestamp = header.max_timestamp
-        if header.is_transactional and e.current_txn_first_offset is None:
-            e.current_txn_first_offset = header.base_offset
-            self.ongoing[header.base_offset] = pid
+        if attributes & _ATTR_TRANSACTIONAL and e.current_txn_first_offset is None:
+            e.current_txn_first_offset = base
+            self.ongoing[base] = pid
         return None
 
     def restore_earlier_batches(self, headers: Iterable) -> int:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+from kbroker.log.producer_state import ProducerStateError
 from kbroker.log.config import LogConfig
 from kbroker.replica.partition import Partition
 from kbroker.replica.results import LONG_MAX, AppendResult, ReplicaError, error_from
@@ -83,18 +84,16 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
     if records is None or len(records) == 0:
         raise ReplicaError(ErrorCode.INVALID_RECORD, ONE_BATCH, log_start_offset=-1)
     # Header walk only (no CRC): the log's append checks CRC32C, sizes and keys once.
-    try:
-        headers = [h for _, h in rec.iter_batches(records)]
-    except CorruptRecord:
-        headers = None  # let the log's full validation name the problem
+    headers = _batch_headers(records)
     if headers is not None and len(headers) > 1:
         # Kafka checks this on the request (ProduceRequest.validateRecords): no log start
         raise ReplicaError(ErrorCode.INVALID_RECORD, ONE_BATCH, log_start_offset=-1)
-    if required_acks == -1 and not min_insync_ok(len(part.isr), config.min_insync_replicas):
+    if required_acks == -1 and not min_insync_ok(len(part.replication.isr),
+                                                 config.min_insync_replicas):
         raise ReplicaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                            f"ISR {len(part.isr)} < min.insync.replicas {config.min_insync_replicas}")
     log_append_time = config.log_append_time
-    if headers and headers[0].has_producer_id:
+    if headers and headers[0].producer_id >= 0:     # (has_producer_id, without the call)
         dup = check_producer_state(part, headers[0], origin, txn_verifier)
         if dup is not None:
             # Kafka answers a duplicate with the batch's stored (max) timestamp as its
@@ -126,13 +125,25 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
         log_start_offset=part.log.log_start_offset), len(records)
 
 
+def _batch_headers(records) -> list | None:
+    """The headers of the batches in ``records`` (None: not a clean sequence of batches; the
+    log's validation names the problem). One batch filling the data exactly, the case of
+    every well-behaved producer, is found by its header alone."""
+    try:
+        first = rec.parse_header(records, 0)
+        if first.batch_length + rec.LOG_OVERHEAD == len(records):
+            return [first]
+        return [h for _, h in rec.iter_batches(records)]
+    except CorruptRecord:
+        return None
+
+
 def check_producer_state(part: Partition, header, origin: str, txn_verifier: Callable | None):
     """Kafka's ``analyzeAndValidateProducerState`` for one batch: the duplicate's
     metadata, or None to append; raises ReplicaError."""
-    from kbroker.log.producer_state import ProducerStateError
     client = origin == "client"
     if client:
-        if header.is_control:
+        if header.attributes & rec.ATTR_CONTROL:
             raise ReplicaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
         if header.base_sequence < 0:
             raise ReplicaError(ErrorCode.INVALID_RECORD,
@@ -148,8 +159,8 @@ def check_producer_state(part: Partition, header, origin: str, txn_verifier: Cal
         raise ReplicaError(exc.error_code, exc.message) from None
     if dup is not None:
         return dup
-    if client and header.is_transactional and not ps.has_ongoing(header.producer_id,
-                                                                 header.producer_epoch):
+    if client and header.attributes & rec.ATTR_TRANSACTIONAL and \
+            not ps.has_ongoing(header.producer_id, header.producer_epoch):
         code = (ErrorCode.INVALID_TXN_STATE if txn_verifier is None else
                 txn_verifier(header.producer_id, header.producer_epoch, part.topic, part.index))
         if code:
@@ -162,7 +173,6 @@ def append_marker(part: Partition, *, producer_id: int, producer_epoch: int, com
                   coordinator_epoch: int, now_ms: int) -> int:
     """Append a commit/abort marker (WriteTxnMarkers' per-partition work); returns its
     offset. Raises ReplicaError (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED...)."""
-    from kbroker.log.producer_state import ProducerStateError
     try:
         part.log.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
     except ProducerStateError as exc:
@@ -221,9 +231,16 @@ def timestamp_bounds(props: dict, now_ms: int) -> tuple[int, int]:
 def check_timestamps(part: Partition, records, header, now_ms: int) -> None:
     """Batch-level check (base and max timestamp); on failure the records are named
     (:func:`raise_record_errors`)."""
-    lo, hi = timestamp_bounds(part.props, now_ms)
-    if lo <= -LONG_MAX and hi >= LONG_MAX:
+    props = part.props
+    window = part.timestamp_window
+    if window is None or window[0] is not props:
+        # read from the topic's properties once per configuration, not once per batch
+        window = part.timestamp_window = (props, *timestamp_window(props))
+    _, before, after = window
+    if before >= LONG_MAX and after >= LONG_MAX:
         return
+    lo = now_ms - before if before < LONG_MAX else -LONG_MAX
+    hi = now_ms + after if after < LONG_MAX else LONG_MAX
     first, last = header.base_timestamp, header.max_timestamp
     if header.has_delete_horizon:
         first = last

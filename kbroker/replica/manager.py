@@ -68,7 +68,7 @@ from kbroker.replica.partition import Partition, check_leader_epoch
 from kbroker.replica.partition_metadata import read_partition_metadata, write_partition_metadata
 from kbroker.replica.results import (INTERNAL_TOPICS, READ_UNCOMMITTED, AppendResult,
                                      FetchResult, FetchSpec, ReplicaError, error_from)
-from kbroker.replica.state import FollowerState, ReplicationState
+from kbroker.replica.state import FollowerState, ReplicationState, acks_all_outcome
 from kbroker.wire.error_codes import ErrorCode
 
 log = logging.getLogger("kbroker.replica")
@@ -102,6 +102,7 @@ class ReplicaManager:
         self._creating = False
         self._lso_hook: Callable | None = None
         self._image = None
+        self._elr_image = self._elr_on = None     # _maybe_advance_hw: ELR on for this image
         self._nursery = None
         self._cancel: trio.CancelScope | None = None
         self._alters: list = []                  # AlterPartition calls waiting for run()
@@ -535,7 +536,12 @@ class ReplicaManager:
             return False
         log_ = part.log
         min_isr = None
-        if elr.enabled(getattr(self._image, "features", None) or {}):
+        image = self._image
+        if image is not self._elr_image:
+            # once per image, not per append: is ELR on (its finalized feature level)
+            self._elr_image = image
+            self._elr_on = elr.enabled(getattr(image, "features", None) or {})
+        if self._elr_on:
             min_isr = elr.effective_min_isr(part.config.min_insync_replicas,
                                             len(part.replication.followers) + 1)
         new_hw = part.replication.high_watermark_after(log_.log_end_offset, log_.high_watermark, min_isr)
@@ -687,6 +693,11 @@ class ReplicaManager:
             self._maybe_advance_hw(part)    # ... and the rest wait for the high watermark
             self.stats["appends"] += 1
             self.stats["appended_bytes"] += appended
+            if required_acks == -1:
+                # what check_replicated answers now (a single replica: replicated at once)
+                result.replicated = acks_all_outcome(
+                    part.log.high_watermark, result.last_offset + 1, len(part.replication.isr),
+                    part.config.min_insync_replicas)
             return result
         self.stats["append_errors"] += 1
         if err.log_start_offset is None:

@@ -61,6 +61,9 @@ class Partition:
     # the partition image whose log directory was last compared with this log's (KIP-858):
     # an unchanged image needs no new comparison
     dir_checked: Any = None
+    # (props, before, after): the CreateTime window of ``props`` (replica/append.py), kept
+    # while ``props`` is the same object (a new configuration replaces the dict)
+    timestamp_window: tuple | None = None
 
     @property
     def log_start_offset(self) -> int:

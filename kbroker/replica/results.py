@@ -63,6 +63,9 @@ class AppendResult:
     last_offset: int
     log_append_time_ms: int      # -1 for CreateTime topics
     log_start_offset: int
+    # acks=all: the answer for the appended batch as of the append (check_replicated's),
+    # None when it must wait for the followers
+    replicated: int | None = None
 
 
 @dataclass
