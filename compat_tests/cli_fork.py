@@ -17,9 +17,11 @@ does (``runpy``, ``sys.argv``), with the test's stdin, stdout and stderr as its 
   exists when it forks (it checks that it has one thread before each fork);
 - a run over its timeout is killed (SIGKILL) and raises ``subprocess.TimeoutExpired``, as
   ``subprocess.run`` does;
-- a second run while one is in progress (tests with threads), an interpreter-start setting
-  (``PYTHON*``, ``LANG``, ``LC_*``) other than the resident process's, or
-  ``KBROKER_CLI_FORK=0`` gets a fresh ``python -m kbroker`` process, as before.
+- the settings an interpreter reads as it starts (``PYTHON*`` such as ``PYTHONPATH``, ``LANG``,
+  ``LC_*``) are the resident's own: each set of them gets a resident process of its own, and
+  the child puts its working directory first on ``sys.path``, as ``-m`` does;
+- a second run while one is in progress (tests with threads), or ``KBROKER_CLI_FORK=0``, gets a
+  fresh ``python -m kbroker`` process, as before.
 
 The entry point itself (``python -m kbroker``, the ``kbroker`` console script) is started for
 real by the tests that are about it (compat_tests/kbroker_cli.py's ``scenario_version``,
@@ -91,6 +93,7 @@ def _child(argv: list[str], env: dict[str, str], cwd: str, fds: list[int]) -> No
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    sys.path[0] = os.getcwd()       # as ``-m`` puts it (the resident's ``-c`` put '')
     sys.argv = ["-m", *argv]
     runpy.run_module("kbroker", run_name="__main__", alter_sys=True)
     sys.exit(0)
@@ -135,12 +138,12 @@ def serve(fd: int) -> None:
 # --- the test process's side --------------------------------------------------------------------
 
 class ResidentCli:
-    """The resident process of one test process (``resident()``), started on first use."""
+    """A resident process of the test process (``resident(env)``), started on first use with
+    ``env``."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
         from compat_tests.runner import die_with_parent
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.settings = _start_settings(env)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", f"from compat_tests.cli_fork import serve; serve({theirs.fileno()})"],
@@ -162,7 +165,7 @@ class ResidentCli:
     def run(self, argv: list[str], input: str | None, env: dict[str, str], cwd: Path,
             timeout: float) -> subprocess.CompletedProcess | None:
         """The command's CompletedProcess (text, as ``subprocess.run(text=True)``), or None when
-        it must run as a fresh process (busy, other start-up settings)."""
+        it must run as a fresh process (busy)."""
         if _start_settings(env) != self.settings or not self.lock.acquire(blocking=False):
             return None
         try:
@@ -207,17 +210,19 @@ def _text(f) -> str:
     return io.TextIOWrapper(io.BytesIO(f.read()), newline=None).read()
 
 
-_resident: ResidentCli | None = None
-_resident_lock = threading.Lock()
+_residents: dict[frozenset, ResidentCli] = {}
+_residents_lock = threading.Lock()
 
 
-def resident() -> ResidentCli:
-    global _resident
-    with _resident_lock:
-        if _resident is None or _resident.proc.poll() is not None:
-            _resident = ResidentCli()
-            atexit.register(_resident.close)
-        return _resident
+def resident(env: dict[str, str]) -> ResidentCli:
+    """The resident process started with ``env``'s start-up settings (one per set of them)."""
+    key = frozenset(_start_settings(env).items())
+    with _residents_lock:
+        r = _residents.get(key)
+        if r is None or r.proc.poll() is not None:
+            r = _residents[key] = ResidentCli(env)
+            atexit.register(r.close)
+        return r
 
 
 def run(argv: list[str], input: str | None, env: dict[str, str], cwd: Path,
@@ -225,7 +230,7 @@ def run(argv: list[str], input: str | None, env: dict[str, str], cwd: Path,
     """``subprocess.run([python, -m, kbroker, *argv], capture_output=True, text=True, ...)``,
     forked from the resident process when it can be (module docstring)."""
     if enabled():
-        done = resident().run(argv, input, env, cwd, timeout)
+        done = resident(env).run(argv, input, env, cwd, timeout)
         if done is not None:
             return done
     return subprocess.run([sys.executable, "-m", "kbroker", *argv], input=input, capture_output=True,
