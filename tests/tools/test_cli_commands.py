@@ -6,6 +6,8 @@ against kbroker and Apache Kafka alike, in ``make test`` and ``make compat``; th
 against kbroker alone, with the same assertions, until they were kept in one place."""
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from compat_tests import kbroker_cli as s
@@ -63,3 +65,42 @@ def test_a_broker_that_never_answers_ends_the_command():
         assert line.startswith("kbroker: ") and where in line, line
     finally:
         silent.close()
+
+
+
+def test_a_forked_command_answers_as_a_fresh_interpreter(bs, tmp_path):
+    """compat_tests/cli_fork.py, which runs the suites' ``kbroker`` commands: the same exit
+    codes, stdout and stderr as ``python -m kbroker`` in a fresh interpreter, with the caller's
+    stdin, environment (KBROKER_BOOTSTRAP_SERVERS instead of ``-b``) and working directory
+    (a relative ``--command-config`` file); a run over its timeout is killed."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from compat_tests import cli_fork
+    topic = f"fork-{uuid.uuid4().hex[:8]}"
+    env = dict(os.environ, KBROKER_BOOTSTRAP_SERVERS=bs)
+    (tmp_path / "client.properties").write_text("client.id=forked\n")
+
+    def forked(*argv, stdin=None, timeout=60):
+        return cli_fork.run(list(argv), stdin, env, tmp_path, timeout)
+
+    assert forked("topics", "create", topic).returncode == 0
+    produced = forked("produce", topic, "-p", "0", "--json", "--timestamp", "1700000000000", stdin="a\nb\n")
+    assert [json.loads(line)["offset"] for line in produced.stdout.splitlines()] == [0, 1], produced
+    runs = {("--version",): 0, ("nonsense",): 2, ("acls", "list"): 1, ("topics", "create", topic): 1,
+            ("consume", topic, "-p", "0", "-o", "beginning", "-e", "-f", "%o %v %T\\n",
+             "--command-config", "client.properties"): 0,
+            ("consume", topic, "-e", "--command-config", "missing.properties"): 2}
+    got = {}
+    for argv, code in runs.items():
+        fork = got[argv[-1]] = forked(*argv)
+        fresh = subprocess.run([sys.executable, "-m", "kbroker", *argv], capture_output=True, text=True,
+                               timeout=60, env=env, cwd=tmp_path)
+        assert (fork.returncode, fork.stdout, fork.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+        assert fork.returncode == code, fork
+    assert got["client.properties"].stdout == "0 a 1700000000000\n1 b 1700000000000\n"
+    assert "missing.properties" in got["missing.properties"].stderr
+    with pytest.raises(subprocess.TimeoutExpired):
+        forked("consume", topic, "-p", "0", "-o", "end", timeout=2)
