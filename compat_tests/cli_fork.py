@@ -102,6 +102,8 @@ def _child(argv: list[str], env: dict[str, str], cwd: str, fds: list[int]) -> No
 def serve(fd: int) -> None:
     """The resident process's loop: one request at a time on the socket ``fd`` until it closes."""
     _preload()
+    # the imported objects are left out of the children's garbage collections (the collector
+    # walking them was half of a forked command's CPU); the children's own objects are not
     import gc
     gc.freeze()
     sock = socket.socket(fileno=fd)
