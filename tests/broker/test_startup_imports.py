@@ -213,12 +213,30 @@ def test_no_dataclass_a_start_makes_lacks_a_docstring(serving):
     assert serving.undocumented == []
 
 
-def test_the_command_line_loads_no_http_client_before_a_command_needs_one():
-    """Every command builds every command's parser: ``kbroker schemas`` imports
-    ``urllib.request`` (with ``http.client``, ``email`` and ``ssl``) only to send a request."""
-    out = subprocess.run([sys.executable, "-v", "-m", "kbroker", "--version"],
+def _imported_by(*argv: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    out = subprocess.run([sys.executable, "-v", "-m", "kbroker", *argv],
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and out.stdout.startswith("kbroker "), out
-    names = {m.group(1) for m in map(_IMPORT.match, out.stderr.splitlines()) if m}
+    return out, {m.group(1) for m in map(_IMPORT.match, out.stderr.splitlines()) if m}
+
+
+def test_the_command_line_loads_no_http_client_before_a_command_needs_one():
+    """``kbroker --help`` builds every command's parser: ``kbroker schemas`` imports
+    ``urllib.request`` (with ``http.client``, ``email`` and ``ssl``) only to send a request."""
+    out, names = _imported_by("--help")
+    assert out.returncode == 0 and "schemas" in out.stdout, out
     assert "kbroker.tools.schemas" in names                   # the probe works
     assert not names & {"urllib.request", "http.client", "email.parser"}
+
+
+def test_a_command_builds_only_its_own_parser():
+    """``kbroker topics ...`` builds the ``topics`` parser (beside ``serve``'s), not every
+    command's; ``kbroker --version`` none of them."""
+    others = {f"kbroker.tools.{m}" for m in ("groups", "consume", "schemas", "acls", "storage",
+                                             "local_cluster")}
+    out, names = _imported_by("topics", "--help")
+    assert out.returncode == 0 and "alter-config" in out.stdout, out
+    assert "kbroker.tools.topics" in names
+    assert not names & others, sorted(names & others)
+    out, names = _imported_by("--version")
+    assert out.returncode == 0 and out.stdout.startswith("kbroker "), out
+    assert not names & (others | {"kbroker.tools.topics"}), sorted(names)
