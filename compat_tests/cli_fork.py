@@ -43,6 +43,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from tests.support.cputime import PER_FILE_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 ENV_SWITCH = "KBROKER_CLI_FORK"
 
@@ -150,7 +152,9 @@ class ResidentCli:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", f"from compat_tests.cli_fork import serve; serve({theirs.fileno()})"],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=None, cwd=ROOT, preexec_fn=die_with_parent, env=env)
+            stderr=None, cwd=ROOT, preexec_fn=die_with_parent,
+            # its CPU during a test file counts for that file (tests/support/cputime.py)
+            env=dict(env, **PER_FILE_ENV))
         theirs.close()
         self.sock = ours
         self.buf = bytearray()
