@@ -12,7 +12,9 @@ does (``runpy``, ``sys.argv``), with the test's stdin, stdout and stderr as its 
 - a command sees what a fresh ``python -m kbroker`` gives it: its own process, the caller's
   environment and working directory, real file descriptors (what librdkafka writes to fd 2
   is captured as a fresh process's would be), its exit code or signal as ``returncode``;
-  what differs is only that the modules were imported before the fork;
+  what differs: the modules were imported before the fork, and stdout and stderr are unlinked
+  temporary files rather than pipes (neither is a terminal either way);
+  tests/tools/test_cli_commands.py compares the two ways command by command;
 - the resident process itself never runs a command, so no client, thread or configured logger
   exists when it forks (it checks that it has one thread before each fork);
 - a run over its timeout is killed (SIGKILL) and raises ``subprocess.TimeoutExpired``, as
