@@ -90,8 +90,8 @@ def eventually_equal(fetch, want, timeout: float = 30):
 
 # The scenarios write records with fixed timestamps of 2023 and 2025, so that printed
 # timestamps, -s and --to-datetime compare with constants. Under the default retention.ms (7
-# days) those records are already expired: a broker's retention check (Kafka: 30 s after start,
-# then every log.retention.check.interval.ms, 5 min; kbroker: every 5 min) deletes their
+# days) those records are already expired: a broker's retention check (30 s after start, then
+# every log.retention.check.interval.ms, 5 min, on Kafka and kbroker) deletes their
 # segments, the active one included, and moves the log start to the log end. A step that runs
 # after that check sees another log: once, `groups reset-offsets --shift-by 2` from committed
 # [0, 0] was clamped to the new log starts [3, 2], as kafka-consumer-groups clamps it. Topics

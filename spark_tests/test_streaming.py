@@ -199,11 +199,9 @@ def test_fail_on_data_loss_after_delete_records(spark, bootstrap, topic_name, tm
 
 
 def test_fail_on_data_loss_after_retention(spark, target, broker_factory, topic_name, tmp_path):
-    configs = {"log.retention.check.interval.ms": "300"}
-    if target == "kafka":
-        # Kafka waits this long (default 30 s) before its first retention pass; kbroker has no
-        # such delay and does not know the key.
-        configs["log.initial.task.delay.ms"] = "0"
+    # Kafka and kbroker wait log.initial.task.delay.ms (default 30 s) before their first
+    # retention pass
+    configs = {"log.retention.check.interval.ms": "300", "log.initial.task.delay.ms": "0"}
     bootstrap = broker_factory(**configs).bootstrap_servers
     folders = {"true": str(tmp_path / "strict"), "false": str(tmp_path / "lenient")}
     _data_loss_setup(spark, bootstrap, topic_name, folders)

@@ -19,8 +19,8 @@ from kbroker.wire import messages, protocol
 #   log.initial.task.delay.ms (30 s) after its log manager starts, then every 5 minutes: a
 #   replay still running then (a busy machine) saw that pass delete every partition whose
 #   newest record is one of these, and its next answers name a later log start offset than the
-#   capture's. Kafka's internal setting (for tests) moves that first pass an hour on; kbroker's
-#   first pass comes at log.retention.check.interval.ms (5 min) and it accepts the key.
+#   capture's. Kafka's internal setting (for tests) moves that first pass an hour on, on
+#   kbroker too.
 BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": "0",
                   "log.initial.task.delay.ms": "3600000"}
 # Settings above that only hold the test's conditions steady: a broker's DescribeConfigs lists

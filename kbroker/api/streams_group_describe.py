@@ -15,6 +15,8 @@ operations are not computed (``-2147483648``). A member's ``TaskOffsets`` and
 coordinator), by subtopology and partition.
 
 ACLs (``kbroker.authz``): DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED).
+Without ``streams`` in ``group.coordinator.rebalance.protocols`` every group answers
+UNSUPPORTED_VERSION, as Kafka 4.4 does (``kbroker/group/streams/feature.py``).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_names
 from kbroker.authz.acls import DESCRIBE, GROUP
 from kbroker.group.service import coordinator_of
+from kbroker.group.streams.feature import streams_protocol_enabled
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -82,6 +85,10 @@ NOT_REQUESTED, NOT_STORED = 0, 1        # TopologyDescriptionStatus
 
 @api(89, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
+    if not streams_protocol_enabled(ctx.broker):       # not in the rebalance protocols
+        return Response(throttle_time_ms=0, groups=[
+            G(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=g, group_state="", members=[])
+            for g in request.group_ids])
     denied = denied_names(ctx, DESCRIBE, GROUP, request.group_ids)
     allowed = [g for g in request.group_ids if g not in denied]
     described = await coordinator_of(ctx.broker).streams_group_describe(allowed) if allowed else []

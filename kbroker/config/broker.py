@@ -4,7 +4,7 @@
 ``key=value`` overrides, checks every key against the definitions below and converts the
 values to their types. An unknown key or a bad value raises ``ConfigError`` naming the
 key; the CLI turns that into exit code 2. Keys Kafka knows but kbroker does not act on
-(thread pools, socket buffers, quorum settings of a single-node setup...) are accepted
+(thread pools, cleaner buffers, quorum settings of a single-node setup...) are accepted
 and ignored, so a stock ``config/server.properties`` from a Kafka distribution works.
 
 Choices that differ from nothing in Kafka but are worth stating:
@@ -79,6 +79,17 @@ def _policies(v):
     parts = v if isinstance(v, list) else [p.strip() for p in str(v).split(",")]
     if not parts or any(p not in ("delete", "compact") for p in parts):
         return "must be a list of delete, compact"
+    return None
+
+
+def _rebalance_protocols(v):
+    """Kafka 4.4: values among its four protocols, and ``classic`` cannot be left out."""
+    items = [str(p).strip() for p in (v if isinstance(v, list) else str(v).split(","))]
+    allowed = ("consumer", "classic", "share", "streams")
+    if any(p not in allowed for p in items):
+        return f"must be a list of {', '.join(allowed)}"
+    if "classic" not in items:
+        return "the classic protocol cannot be disabled (Kafka refuses it too)"
     return None
 
 
@@ -197,7 +208,8 @@ _DEFS: list[ConfigDef] = [
     _d("group.min.session.timeout.ms", "int", 6000),
     _d("group.max.session.timeout.ms", "int", 1_800_000),
     _d("group.max.size", "int", INT_MAX, _at_least(1)),
-    _d("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"]),
+    _d("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"],
+       lambda v: _rebalance_protocols(v)),
     # the consumer group protocol (KIP-848), read by kbroker.group.config
     _d("group.consumer.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.consumer.min.session.timeout.ms", "int", 45_000, _at_least(1)),
@@ -218,14 +230,15 @@ _DEFS: list[ConfigDef] = [
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000, _at_least(1)),
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000, _at_least(1)),
     _d("transaction.partition.verification.enable", "boolean", True),
-    _d("producer.id.expiration.ms", "int", 86_400_000),
+    _d("producer.id.expiration.ms", "int", 86_400_000, _at_least(1)),
+    _d("producer.id.expiration.check.interval.ms", "int", 600_000, _at_least(1)),
     _d("share.coordinator.state.topic.replication.factor", "int", 3),
     _d("share.coordinator.state.topic.min.isr", "int", 2),
     _d("share.coordinator.state.topic.num.partitions", "int", 50, _at_least(1)),
     _d("share.coordinator.state.topic.segment.bytes", "int", 104_857_600, _at_least(1)),
     # misc accepted for compatibility
     _d("metadata.max.idle.interval.ms", "int", 500),
-    _d("log.initial.task.delay.ms", "long", 30_000),
+    _d("log.initial.task.delay.ms", "long", 30_000, _at_least(0)),
     _d("metadata.log.max.record.bytes.between.snapshots", "long", 20_971_520),
     _d("auto.leader.rebalance.enable", "boolean", True),
     _d("replica.lag.time.max.ms", "long", 30_000),
@@ -308,19 +321,16 @@ def _http_listen(value) -> str | None:
         return str(e)
     return None
 
-# Keys defined above that kbroker accepts but does not act on (thread pools, socket
-# buffers, cleaner tuning, security...): start-up logs them once as "accepted but not used".
+# Keys defined above that kbroker accepts but does not act on (thread pools, cleaner
+# buffers, the controller's append linger...; README "Configuration" says why each is not
+# needed): start-up logs them once as "accepted but not used".
 _NOT_ACTED_ON = {
     "controller.quorum.append.linger.ms",
-    "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.io.buffer.size", "log.flush.scheduler.interval.ms",
-    "log.flush.start.offset.checkpoint.interval.ms", "num.recovery.threads.per.data.dir",
-    "socket.send.buffer.bytes", "num.network.threads",
-    "num.io.threads", "queued.max.requests", "offsets.commit.timeout.ms",
-    "group.coordinator.rebalance.protocols", "transactional.id.expiration.ms",
-    "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
-    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-    "metadata.max.idle.interval.ms", "log.initial.task.delay.ms",
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size",
+    "num.recovery.threads.per.data.dir",
+    "num.network.threads",
+    "num.io.threads", "queued.max.requests",
     "background.threads", "group.share.enable",
 }
 

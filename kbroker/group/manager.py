@@ -87,8 +87,17 @@ class GroupManager:
         self.loading: set[int] = set()
         self._new_id = member_id_factory
         self._out: Result | None = None
+        # monotonic counts of what this shard did (statistics(), /metrics' group coordinator
+        # families): ``rebalances`` classic rebalances begun; Kafka's GroupCoordinatorMetrics
+        # sensors are ``classic_rebalances_completed`` (CompletedRebalances: a leader's
+        # assignment written, the group Stable), ``<type>_rebalances`` (a heartbeat bumped
+        # a consumer, share or streams group's epoch), ``offset_commits`` (offsets committed,
+        # transactional ones when the TxnOffsetCommit is written), ``offsets_expired`` and
+        # ``offset_deletions`` (OffsetDelete). Only integer adds on the paths that count.
         self.counters = {"rebalances": 0, "members_expired": 0, "offsets_expired": 0,
-                         "offset_commits": 0}
+                         "offset_commits": 0, "offset_deletions": 0,
+                         "classic_rebalances_completed": 0, "consumer_rebalances": 0,
+                         "share_rebalances": 0, "streams_rebalances": 0}
         self.classic = ClassicGroupProtocol(self)
         self.offset_manager = OffsetMetadataManager(self)
         self._protocols: dict[type, Any] = {ClassicGroup: self.classic}
@@ -333,6 +342,8 @@ class GroupManager:
     def stage_txn_offsets(self, producer_id: int, group_id: str,
                           offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
         self.offset_manager.stage_txn(producer_id, group_id, offsets)
+        # Kafka counts a TxnOffsetCommit's offsets when it is written, committed or not
+        self.counters["offset_commits"] += len(offsets)
 
     def replay_txn_offset_records(self, producer_id: int, records) -> None:
         self.offset_manager.replay_txn_records(producer_id, records)

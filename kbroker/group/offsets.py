@@ -181,6 +181,8 @@ class OffsetMetadataManager(ShardPart):
         def then(error: int, t: int) -> None:
             if error:
                 self._out.response = (append_error_to_response_error(error), [])
+            else:
+                self.counters["offset_deletions"] += len(records)   # Kafka's OffsetDeletions
         self._emit(records, replay=True, then=then)
         return E.NONE, response
 
@@ -298,7 +300,6 @@ class OffsetMetadataManager(ShardPart):
                 self.offsets.setdefault(gid, {}).update(staged)
                 if gid not in self.groups:
                     self.groups[gid] = ClassicGroup(gid, state_timestamp_ms=-1)
-                self.counters["offset_commits"] += len(staged)
         if not by_group:
             del self.pending_txn_offsets[producer_id]
         return n

@@ -10,6 +10,7 @@ metadata log sit on it.  Entry points:
 * ``tasks.run_background`` -- the trio loops driving the maintenance;
 * :class:`LeaderEpochCache` (``epoch_cache``) -- which leader epoch wrote which offsets;
 * ``failure`` -- the log dir failure channel every storage error is reported to;
+* ``producer_expiry`` -- ``producer.id.expiration.ms``: the node's sweep of idle producers;
 * ``segment``, ``index``, ``cleaner``, ``checkpoint`` -- the pieces.
 """
 from .config import LogConfig

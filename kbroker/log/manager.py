@@ -26,9 +26,16 @@ marker written -- nothing is marked clean before its data is synced, as with one
 file, but a node of 100,000 partitions waits for two journal commits instead of 100,000.
 
 Maintenance is synchronous, bounded work a trio task calls periodically (see
-:mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints),
-``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion) and
-``run_cleaner`` (at most one compaction pass per call, on the dirtiest log).
+:mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints: the log start
+offsets every ``log.flush.start.offset.checkpoint.interval.ms``, the others every
+``log.flush.offset.checkpoint.interval.ms``, each on its own period as Kafka's tasks),
+``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion),
+``run_cleaner`` (at most one compaction pass per call, on the dirtiest log) and
+``run_producer_expiry`` (``producer.id.expiration.ms``, only the logs that have producers).
+``cleaner_enabled=False`` is Kafka's ``log.cleaner.enable=false`` (deprecated in Kafka 4,
+still honoured by 4.4's ``LogManager``): no log is compacted, and as Kafka's retention pass
+then visits only logs whose policy lacks ``compact`` (their ``compact,delete`` retention is
+the cleaner's job), compacted logs keep every segment and grow.
 
 New logs go to the online directory holding the fewest, leaving out the ``cordoned`` ones
 (``cordoned.log.dirs``, KIP-1066) unless every online directory is cordoned.
@@ -71,6 +78,7 @@ from .errors import KafkaStorageError, LogClosed
 from .failure import LogDirFailureChannel
 from .open_files import OpenFiles, default_limit
 from .partition import PartitionLog, _parse_dir_name
+from .producer_expiry import DEFAULT_EXPIRATION_MS, ProducerExpiry
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -80,10 +88,13 @@ class LogManager:
 
     def __init__(self, log_dirs: Iterable[Path], default_config: LogConfig,
                  clock: Callable[[], int], *, checkpoint_interval_ms: int = 60_000,
+                 start_offset_checkpoint_interval_ms: int = 60_000,
                  cleaner_max_map_entries: int = 1_000_000,
+                 cleaner_enabled: bool = True,
                  ticker: Callable[[], int] | None = None,
                  max_open_files: int | None = None,
-                 bulk_sync: Callable[[list[Path]], BulkSync] = BulkSync):
+                 bulk_sync: Callable[[list[Path]], BulkSync] = BulkSync,
+                 producer_expiration_ms: int = DEFAULT_EXPIRATION_MS):
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise ValueError("at least one log directory is required")
@@ -94,7 +105,10 @@ class LogManager:
         # future and hold every checkpoint back until the wall clock caught up with it
         self.ticker = ticker or clock
         self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.start_offset_checkpoint_interval_ms = start_offset_checkpoint_interval_ms
+        self._last_start_checkpoint_ms = 0
         self.cleaner_max_map_entries = cleaner_max_map_entries
+        self.cleaner_enabled = cleaner_enabled        # log.cleaner.enable
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._pending_dirs: list[tuple[int, Path, PartitionLog]] = []
         self._last_checkpoint_ms = 0
@@ -111,6 +125,9 @@ class LogManager:
         # how shutdown() syncs (tests pass a BulkSync without syncfs, or one that fails)
         self.bulk_sync = bulk_sync
         self.last_shutdown_sync: dict | None = None     # the BulkSync's stats of the last stop
+        # producer.id.expiration.ms for every log, and the logs that have producers
+        # (kbroker.log.producer_expiry): run_producer_expiry visits only those
+        self.producer_expiry = ProducerExpiry(producer_expiration_ms)
 
     @property
     def offline_dirs(self) -> set[Path]:
@@ -156,7 +173,7 @@ class LogManager:
                                    clean_shutdown=clean,
                                    high_watermark=None if parsed[0] == METADATA_TOPIC
                                    else hws.get(parsed), failures=self.failures,
-                                   files=self.files)
+                                   files=self.files, producer_expiry=self.producer_expiry)
                 self._register(log)
         for future in futures:
             self._finish_move(future, now)
@@ -271,7 +288,8 @@ class LogManager:
         with self.failures.guard(target, f"create the log of {topic}-{partition}"):
             log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
                                config or self.default_config, clock=self.clock,
-                               clean_shutdown=True, failures=self.failures, files=self.files)
+                               clean_shutdown=True, failures=self.failures, files=self.files,
+                               producer_expiry=self.producer_expiry)
         self._register(log)
         return log
 
@@ -310,7 +328,7 @@ class LogManager:
         ckpt.fsync_dir(final.parent)
         self._register(PartitionLog(final, parsed[0], parsed[1], self.default_config,
                                     clock=self.clock, now_ms=now, failures=self.failures,
-                                    files=self.files))
+                                    files=self.files, producer_expiry=self.producer_expiry))
 
     def move_log(self, topic: str, partition: int, dest: Path) -> PartitionLog:
         """Move ``topic``-``partition`` to the log directory ``dest`` (one of ``log_dirs``);
@@ -358,7 +376,8 @@ class LogManager:
             os.replace(future, final)
             ckpt.fsync_dir(dest)
             moved = PartitionLog(final, topic, partition, log.config, clock=self.clock,
-                                 failures=self.failures, files=self.files, **state)
+                                 failures=self.failures, files=self.files,
+                                 producer_expiry=self.producer_expiry, **state)
         self._register(moved)
         self.checkpoint()
         return moved
@@ -386,14 +405,28 @@ class LogManager:
         return list(self._logs.values())
 
     # -- checkpoints -------------------------------------------------------------------
-    def checkpoint(self, include_closed: bool = False, bulk: BulkSync | None = None) -> None:
-        """Write the four offset checkpoint files of every online log directory; one that
-        fails is reported (kbroker.log.failure) and the others are written all the same.
-        With ``bulk`` their syncs and renames wait for its commit."""
+    def checkpoint(self, include_closed: bool = False, bulk: BulkSync | None = None, *,
+                   log_start: bool = True) -> None:
+        """Write the four offset checkpoint files of every online log directory (the log
+        start offsets' left out with ``log_start=False``); one that fails is reported
+        (kbroker.log.failure) and the others are written all the same. With ``bulk`` their
+        syncs and renames wait for its commit."""
         for d, logs in self._logs_by_dir(include_closed).items():
             try:
                 with self.failures.guard(d, "write the offset checkpoints"):
-                    self._write_checkpoints(d, logs, bulk)
+                    self._write_checkpoints(d, logs, bulk, log_start=log_start)
+            except KafkaStorageError:
+                continue
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Write the log start offset checkpoint of every online log directory (Kafka's
+        ``checkpointLogStartOffsets`` task)."""
+        for d, logs in self._logs_by_dir().items():
+            try:
+                with self.failures.guard(d, "write the log start offset checkpoint"):
+                    ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
+                                          {(lg.topic, lg.partition): lg.log_start_offset
+                                           for lg in logs})
             except KafkaStorageError:
                 continue
 
@@ -406,13 +439,14 @@ class LogManager:
         return by_dir
 
     def _write_checkpoints(self, d: Path, logs: list[PartitionLog],
-                           bulk: BulkSync | None = None) -> None:
+                           bulk: BulkSync | None = None, *, log_start: bool = True) -> None:
         ckpt.write_checkpoint(d / ckpt.RECOVERY_POINT,
                               {(lg.topic, lg.partition): lg.recovery_point for lg in logs},
                               bulk=bulk)
-        ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
-                              {(lg.topic, lg.partition): lg.log_start_offset for lg in logs},
-                              bulk=bulk)
+        if log_start:
+            ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
+                                  {(lg.topic, lg.partition): lg.log_start_offset for lg in logs},
+                                  bulk=bulk)
         # The metadata log's commit point is Raft's business, not a checkpointed HW.
         ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
                               {(lg.topic, lg.partition): lg.high_watermark for lg in logs
@@ -448,8 +482,11 @@ class LogManager:
                 continue        # a failed directory was reported; the others go on
         tick = self.ticker() if now_ms is None else now_ms
         if tick - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
-            self.checkpoint()
+            self.checkpoint(log_start=False)
             self._last_checkpoint_ms = tick
+        if tick - self._last_start_checkpoint_ms >= self.start_offset_checkpoint_interval_ms:
+            self.checkpoint_log_start_offsets()
+            self._last_start_checkpoint_ms = tick
         return flushed
 
     def run_retention(self, now_ms: int | None = None) -> int:
@@ -457,6 +494,8 @@ class LogManager:
         now = self.clock() if now_ms is None else now_ms
         deleted = 0
         for log in list(self._logs.values()):
+            if not self.cleaner_enabled and log.config.compact:
+                continue        # Kafka: without a cleaner, nobody applies it to compacted logs
             try:
                 deleted += log.maybe_run_retention(now)
             except (LogClosed, KafkaStorageError):
@@ -471,8 +510,15 @@ class LogManager:
         self._pending_dirs = keep
         return deleted
 
+    def run_producer_expiry(self, now_ms: int | None = None) -> int:
+        """Forget idle producers (``producer.id.expiration.ms``) in the logs that have
+        any; returns how many (:mod:`kbroker.log.producer_expiry`)."""
+        return self.producer_expiry.sweep(self.clock() if now_ms is None else now_ms)
+
     def run_cleaner(self, now_ms: int | None = None) -> CleanResult | None:
         """One compaction pass on the log with the highest dirty ratio, if any is due."""
+        if not self.cleaner_enabled:
+            return None
         now = self.clock() if now_ms is None else now_ms
         best, best_key = None, None
         for log in list(self._logs.values()):
@@ -507,4 +553,5 @@ class LogManager:
             "pending_dir_deletes": len(self._pending_dirs),
             "open_files": self.files.statistics(),
             "last_clean": self.last_clean._asdict() if self.last_clean else None,
+            "producer_expiry": self.producer_expiry.statistics(),
         }

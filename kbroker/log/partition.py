@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from kbroker.common.fileio import fsync_dir
+from kbroker.log.producer_expiry import ProducerExpiry
 from kbroker.log.producer_state import ProducerStateManager
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
@@ -104,7 +105,8 @@ class PartitionLog:
                  first_dirty_offset: int = 0, clean_shutdown: bool = False,
                  high_watermark: int | None = None,
                  failures: LogDirFailureChannel | None = None,
-                 files: OpenFiles | None = None):
+                 files: OpenFiles | None = None,
+                 producer_expiry: ProducerExpiry | None = None):
         """Open (recovering if needed) or create the log in ``directory``.
 
         ``recovery_point``, ``log_start_offset``, ``first_dirty_offset`` and
@@ -119,6 +121,10 @@ class PartitionLog:
         (:mod:`kbroker.log.failure`); the public methods that touch the disk report storage
         errors to it and raise ``KafkaStorageError``. A log of its own gets a channel of its
         own.
+
+        ``producer_expiry`` is the node's :class:`~kbroker.log.producer_expiry.ProducerExpiry`
+        (``producer.id.expiration.ms``; the log joins its sweep once it has producers); a
+        log without one keeps Kafka's default expiration and is swept by nobody.
         """
         self.dir = Path(directory)
         self.topic, self.partition = topic, partition
@@ -140,7 +146,11 @@ class PartitionLog:
                                "bytes_truncated": 0, "segments_dropped": 0}
         self._dir_dirty = False
         self._last_flush_ms = now
-        self.producer_state = ProducerStateManager(self.dir)
+        if producer_expiry is not None:
+            self.producer_state = ProducerStateManager(
+                self.dir, settings=producer_expiry, on_producers=lambda: producer_expiry.watch(self))
+        else:
+            self.producer_state = ProducerStateManager(self.dir)
         self._recovered_from: int | None = None
         self._complete_interrupted_swaps()
         self._load_segments(now)
@@ -246,6 +256,10 @@ class PartitionLog:
         start = snap if snap is not None else self.segments[0].base_offset
         if start < leo:
             self._replay_producer_state(start, rebuild_from)
+            if now:
+                # the replayed batches by the rule the snapshot was filtered with: a
+                # producer that had expired before the restart stays forgotten
+                ps.remove_expired(now)
         ps.map_end_offset = leo
 
     def _restore_earlier_batches(self, snap: int) -> None:

@@ -49,6 +49,14 @@ a fatal error or an epoch bump that stores the batch twice; kbroker answers it a
 duplicate it is. Files are written to ``.tmp``, fsynced and renamed,
 so a crash leaves either the old set or the new one.
 
+Expiration (Kafka's ``removeExpiredProducers``, KIP-854): a producer with no open
+transaction whose newest batch or marker is ``producer.id.expiration.ms`` old (by the batch's
+max timestamp, as Kafka's ``lastTimestamp``) is forgotten by :meth:`remove_expired`; a
+producer with an open transaction is kept, however idle. A snapshot is filtered the same way
+when loaded. :mod:`kbroker.log.producer_expiry` calls it for the node; ``on_producers`` (when
+given) is called each time the state gains a producer (or a verification guard) while
+empty, so that sweep visits only the partitions that have producers.
+
 Pure state plus snapshot file I/O; no clock (timestamps come with the batches) and no trio.
 """
 from __future__ import annotations
@@ -57,7 +65,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from kbroker.wire.crc import crc32c
 
@@ -123,12 +131,14 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 
 class VerificationGuard:
     """One verification of a producer's transaction on one partition; compared by
-    identity (a new verification is a new object)."""
-    __slots__ = ("producer_id", "producer_epoch")
+    identity (a new verification is a new object). ``created_ms`` (when known) lets an
+    unused guard expire with the producers (Kafka's ``VerificationStateEntry`` timestamp)."""
+    __slots__ = ("producer_id", "producer_epoch", "created_ms")
 
-    def __init__(self, producer_id: int, producer_epoch: int):
+    def __init__(self, producer_id: int, producer_epoch: int, created_ms: int | None = None):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.created_ms = created_ms
 
     def __repr__(self) -> str:
         return f"VerificationGuard(pid={self.producer_id}, epoch={self.producer_epoch}, id={id(self):#x})"
@@ -180,13 +190,26 @@ class ProducerStateManager:
     """The producers of one partition. Owned by its ``PartitionLog``, which calls
     :meth:`append` for every stored batch (in offset order) and takes snapshots."""
 
-    def __init__(self, directory: Path | None, *, expiration_ms: int = 86_400_000):
+    def __init__(self, directory: Path | None, *, expiration_ms: int = 86_400_000,
+                 settings=None, on_producers: Callable[[], None] | None = None):
         self.dir = Path(directory) if directory is not None else None
-        self.expiration_ms = expiration_ms
+        # producer.id.expiration.ms: ``settings.expiration_ms`` when shared by the node's
+        # logs (kbroker.log.producer_expiry.ProducerExpiry: a dynamic change reaches all)
+        self._expiration_ms = expiration_ms
+        self.settings = settings
+        self.on_producers = on_producers    # the state gains a producer or guard while empty
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing: dict[int, int] = {}      # first offset of an open txn -> producer id
         self.map_end_offset = 0                # state reflects every batch below this offset
         self.verifications: dict[int, VerificationGuard] = {}   # producer id -> its guard
+
+    @property
+    def expiration_ms(self) -> int:
+        return self.settings.expiration_ms if self.settings is not None else self._expiration_ms
+
+    @expiration_ms.setter
+    def expiration_ms(self, value: int) -> None:
+        self._expiration_ms = value
 
     # ------------------------------------------------------------------ queries
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
@@ -205,11 +228,14 @@ class ProducerStateManager:
         return min(self.ongoing) if self.ongoing else None
 
     # ------------------------------------------------------------------ verification
-    def start_verification(self, producer_id: int, producer_epoch: int) -> "VerificationGuard":
+    def start_verification(self, producer_id: int, producer_epoch: int,
+                           now_ms: int | None = None) -> "VerificationGuard":
         """The producer's guard, created if it has none (a newer epoch replaces it)."""
         g = self.verifications.get(producer_id)
         if g is None or producer_epoch > g.producer_epoch:
-            g = self.verifications[producer_id] = VerificationGuard(producer_id, producer_epoch)
+            if not self.producers and not self.verifications and self.on_producers is not None:
+                self.on_producers()
+            g = self.verifications[producer_id] = VerificationGuard(producer_id, producer_epoch, now_ms)
         return g
 
     def verification_guard(self, producer_id: int) -> "VerificationGuard | None":
@@ -277,6 +303,8 @@ class ProducerStateManager:
             self.verifications.pop(pid, None)
         e = self.producers.get(pid)
         if e is None:
+            if not self.producers and self.on_producers is not None:
+                self.on_producers()
             e = self.producers[pid] = ProducerStateEntry(pid)
         if header.is_control:
             if marker is None:
@@ -331,12 +359,22 @@ class ProducerStateManager:
         return min(others) if others else completed.last_offset + 1
 
     def remove_expired(self, now_ms: int) -> int:
-        """Forget producers idle for ``producer.id.expiration.ms`` with no open transaction."""
+        """Forget producers idle for ``producer.id.expiration.ms`` with no open transaction,
+        and verification guards that old (Kafka's ``removeExpiredProducers``); returns how
+        many producers were forgotten."""
         gone = [pid for pid, e in self.producers.items()
                 if e.current_txn_first_offset is None
                 and now_ms - e.last_timestamp >= self.expiration_ms]
         for pid in gone:
             del self.producers[pid]
+        if len(gone) > len(self.producers):
+            # a dict keeps its largest table: copy it so the memory goes with the producers
+            self.producers = dict(self.producers)
+        if self.verifications:
+            stale = [pid for pid, g in self.verifications.items()
+                     if g.created_ms is not None and now_ms - g.created_ms >= self.expiration_ms]
+            for pid in stale:
+                del self.verifications[pid]
         return len(gone)
 
     def reset(self, offset: int = 0) -> None:
@@ -442,6 +480,8 @@ class ProducerStateManager:
                 if e.current_txn_first_offset is not None:
                     self.ongoing[e.current_txn_first_offset] = e.producer_id
             self.map_end_offset = off
+            if self.producers and self.on_producers is not None:
+                self.on_producers()
             return off
         return None
 

@@ -59,7 +59,11 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
 - ``elect_leaders`` (ElectLeaders, ``elect.py``), ``alter_partition_reassignments`` and
   ``list_partition_reassignments`` (KIP-455, ``reassign.py``), and the automatic
   preferred-leader rebalance (``maybe_balance_leaders``, run by the session-check loop every
-  ``leader.imbalance.check.interval.seconds`` when ``auto.leader.rebalance.enable``).
+  ``leader.imbalance.check.interval.seconds`` when ``auto.leader.rebalance.enable``);
+- the idle-interval writer (``run_noop_writer``, KIP-835): the active controller commits a
+  ``NoOpRecord`` every ``metadata.max.idle.interval.ms`` (500 ms; 0 turns it off), as
+  Kafka's periodic ``writeNoOpRecord`` task, busy or not, so the metadata log's high
+  watermark keeps moving and a broker that stops seeing it move knows its metadata is stale.
 
 Placement: new partitions go round-robin over the live (unfenced) brokers from a rotating
 start, so topics spread over the cluster; a broker whose log dirs are all cordoned (KIP-1066,
@@ -129,7 +133,7 @@ class QuorumController(Controller):
         self.stats = {"commits": 0, "records": 0, "fenced": 0, "unfenced": 0, "registrations": 0,
                       "leader_moves": 0, "not_controller": 0, "isr_changes": 0,
                       "controlled_shutdowns": 0, "elections": 0, "rebalance_elections": 0,
-                      "reassignments": 0, "unclean_registrations": 0}
+                      "reassignments": 0, "unclean_registrations": 0, "noop_records": 0}
         self._next_balance = None                    # trio time of the next auto rebalance
 
     # the quorum's state machine owns the image; Controller.__init__'s assignment is ignored
@@ -684,6 +688,25 @@ class QuorumController(Controller):
                 await self.maybe_balance_leaders(now)
             except NotController:
                 pass
+
+    async def run_noop_writer(self) -> None:
+        """Forever: on the active controller, a ``NoOpRecord`` every
+        ``metadata.max.idle.interval.ms`` (KIP-835; 0 or less: never, as Kafka). Once the
+        log has its ``metadata.version`` (the bootstrap comes first on activation). No
+        controller lock: the record has nothing to validate, and an operation in flight
+        is never held behind it."""
+        interval_ms = self.config.get("metadata.max.idle.interval.ms") or 0
+        if interval_ms <= 0:
+            return
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            if not self.active or "metadata.version" not in self.image.features:
+                continue
+            try:
+                await self._commit([messages.NoOpRecord()])
+            except NotController:
+                continue
+            self.stats["noop_records"] += 1
 
     # ------------------------------------------------------------------ elections, reassignment
     async def elect_leaders(self, election_type: int, topics):

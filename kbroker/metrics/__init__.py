@@ -5,9 +5,10 @@
 Prometheus JMX exporter's usual rules (``kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,
 topic=t`` → ``kafka_server_brokertopicmetrics_bytesin_total{topic="t"}``), so dashboards
 and alerts written for Kafka find them; consumer lag uses kafka_exporter's names
-(``kafka_consumergroup_lag``). Meters are monotonic counters (``_total``: Kafka's
-``...PerSec`` meters without their moving averages — use ``rate()``); request time is a
-histogram in seconds.
+(``kafka_consumergroup_lag``); the group coordinator's families (Kafka 4.4's
+GroupCoordinatorMetrics) are in :mod:`kbroker.metrics.group_coordinator`. Meters are
+monotonic counters (``_total``: Kafka's ``...PerSec`` meters without their moving averages
+— use ``rate()``); request time is a histogram in seconds.
 
 Rules: read-only (nothing here changes broker state); the hot paths only add integers
 (``kbroker/node/stats.py``); gathering runs on the trio thread in slices, yielding to the
@@ -22,6 +23,7 @@ import trio
 
 from kbroker.node.stats import LATENCY_BUCKETS, TopicCounters
 
+from . import group_coordinator
 from .exposition import CONTENT_TYPE, Family
 
 __all__ = ["render", "collect", "CONTENT_TYPE", "Family"]
@@ -66,6 +68,7 @@ async def collect(server) -> list[Family]:
     image = _image(broker)
     out += await _topic_families(broker, image, s)
     out += await _replica_families(broker, s)
+    out += _producer_families(broker)
     out += _controller_families(broker, image)
     out += await _group_families(broker, s)
     out += await _share_families(broker, s)
@@ -263,6 +266,22 @@ async def _replica_families(broker, s: _Slicer) -> list[Family]:
     return [count, leaders, urp, under_min, at_min, shrinks, expands, size, leo, lso, segs]
 
 
+# ---------------------------------------------------------------------------- producer ids
+
+def _producer_families(broker) -> list[Family]:
+    """KIP-847's ProducerIdCount: producer ids in the producer state of this node's logs
+    (what ``producer.id.expiration.ms`` bounds; kbroker.log.producer_expiry counts them
+    over the logs that have any)."""
+    logs = getattr(broker, "logs", None)
+    expiry = getattr(logs, "producer_expiry", None)
+    if expiry is None:
+        return []
+    count = Family("kafka_server_replicamanager_produceridcount", "gauge",
+                   "Producer ids in the producer state of this broker's partitions (ProducerIdCount).")
+    count.add(expiry.producer_count())
+    return [count]
+
+
 # ---------------------------------------------------------------------------- controller
 
 def _controller_families(broker, image) -> list[Family]:
@@ -332,10 +351,9 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
     manager = getattr(gc, "manager", None)
     if manager is None:
         return []
-    groups = Family("kafka_coordinator_group_groupmetadatamanager_numgroups", "gauge",
-                    "Groups this broker coordinates.")
     by_state = Family("kafka_coordinator_group_groupmetadatamanager_numgroupsbystate", "gauge",
-                      "Groups this broker coordinates, per state.")
+                      "Groups of every type this broker coordinates, per state (kbroker's; "
+                      "Kafka's per-type families are in kbroker.metrics.group_coordinator).")
     members = Family("kafka_consumergroup_members", "gauge", "Members of a group.")
     current = Family("kafka_consumergroup_current_offset", "gauge",
                      "A group's committed offset, per partition.")
@@ -349,7 +367,6 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
         state = _group_state(g)
         states[state] = states.get(state, 0) + 1
         members.add(len(g.members), consumergroup=gid)
-    groups.add(len(all_groups))
     for state, n in sorted(states.items()):
         by_state.add(n, state=state)
     replicas = broker.replicas
@@ -366,7 +383,8 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
                 lag.add(behind, **labels)
             await s.tick(2)
         lag_sum.add(total, consumergroup=gid)
-    return [groups, by_state, members, current, lag, lag_sum]
+    coordinator = await group_coordinator.families(manager, s)
+    return coordinator + [by_state, members, current, lag, lag_sum]
 
 
 async def _share_families(broker, s: _Slicer) -> list[Family]:

@@ -190,9 +190,17 @@ class Broker:
         clock = self.clock.now_ms
         self.logs = LogManager(cfg.log_dirs, self.base_log_config(), clock,
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
+                               start_offset_checkpoint_interval_ms=cfg.get(
+                                   "log.flush.start.offset.checkpoint.interval.ms"),
+                               cleaner_enabled=cfg.get("log.cleaner.enable"),
                                ticker=monotonic_reader(self.clock),
-                               max_open_files=cfg.get("kbroker.log.max.open.files") or None)
+                               max_open_files=cfg.get("kbroker.log.max.open.files") or None,
+                               producer_expiration_ms=cfg.get("producer.id.expiration.ms"))
         self.logs.cordoned = self._cordoned_paths()     # KIP-1066, checked before anything loads
+        if not cfg.get("log.cleaner.enable"):
+            log.warning("log.cleaner.enable=false: no log is compacted, and compacted topics "
+                        "(__consumer_offsets too) get no retention either: they keep growing "
+                        "(Kafka 4 deprecates this setting; from Kafka 5 the cleaner always runs)")
         self.stage = "loading the logs"
         with naming_path(f"cannot load the logs in {', '.join(cfg.log_dirs)}", cfg.data_dir):
             self.logs.load()
@@ -243,12 +251,16 @@ class Broker:
             self.stage = "registering with the active controller"
             await self.lifecycle.wait_unfenced()
             self.stage = "starting the coordinators"
-        from kbroker.log.tasks import run_background
+        from kbroker.log.tasks import flush_check_interval_s, run_background
         await nursery.start(lambda task_status: run_background(
             self.logs,
-            flush_interval_s=1.0,
+            flush_interval_s=flush_check_interval_s(cfg.get("log.flush.scheduler.interval.ms")),
             retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
             cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
+            initial_delay_s=cfg.get("log.initial.task.delay.ms") / 1000,
+            producer_expiry_interval_s=cfg.get("producer.id.expiration.check.interval.ms") / 1000,
+            # cluster-wide dynamic in Kafka: read before each sweep
+            producer_expiration_ms=lambda: cfg.effective_values()["producer.id.expiration.ms"],
             task_status=task_status))
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
@@ -282,6 +294,7 @@ class Broker:
                 self.quorum.role_listeners.append(on_role)
                 n.start_soon(local.maybe_activate)
                 n.start_soon(local.run_session_checks)
+                n.start_soon(local.run_noop_writer)       # KIP-835: metadata.max.idle.interval.ms
                 n.start_soon(local.run_token_expiry)      # delegation tokens past their expiry
             task_status.started()
 

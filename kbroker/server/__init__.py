@@ -53,7 +53,7 @@ from kbroker.security.credentials import Credentials
 from kbroker.security.listeners import build_all
 
 from .accept import AcceptBurst
-from .bind import open_tcp_listeners
+from .bind import buffer_settings, open_tcp_listeners
 from .buffers import BufferPool
 from .connection import Connection
 from .dormant import Dormancy
@@ -166,11 +166,10 @@ class Server:
     # ------------------------------------------------------------------ run
     async def _bind(self) -> list[tuple[Listener, list]]:
         out = []
-        backlog = self.config.get("socket.listen.backlog.size")
-        receive_buffer = self.config.get("socket.receive.buffer.bytes")
+        settings = buffer_settings(self.config)
         for l in self.config.listeners:
             try:
-                socks = await open_tcp_listeners(l.port, l.host, backlog, receive_buffer)
+                socks = await open_tcp_listeners(l.port, l.host, **settings)
             except OSError as e:
                 for _, ss in out:
                     for s in ss:

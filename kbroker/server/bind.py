@@ -15,6 +15,13 @@ requests that a busy broker has not read yet: a linger.ms=0 producer never feels
 back-pressure, keeps sending one record per request, and the latency of every record grows
 with the queue (issue 32: p50 about 1 s at 10,000 records/s). With Kafka's bound the
 producer's socket fills, records wait in the client and leave in larger requests.
+
+``socket.send.buffer.bytes`` (102,400, -1: the system's default) is each accepted
+connection's ``SO_SNDBUF``, as Kafka's ``Acceptor`` sets it on every socket it accepts. It is
+set here on the listening socket, which Linux copies to the sockets it accepts: the same
+value on every connection without a system call per accept. Both buffers and
+``socket.listen.backlog.size`` apply to every listener Kafka's acceptors serve, the
+controller listeners included (``kbroker/server/controller_listener.py``).
 """
 from __future__ import annotations
 
@@ -26,14 +33,24 @@ WILDCARDS = ("", "0.0.0.0", "::")
 
 
 async def open_tcp_listeners(port: int, host: str | None, backlog: int | None = None,
-                             receive_buffer: int = -1) -> list:
+                             receive_buffer: int = -1, send_buffer: int = -1) -> list:
     """trio ``SocketListener``s for ``host:port``; ``receive_buffer`` > 0 sets their (and so
-    their connections') ``SO_RCVBUF``."""
+    their connections') ``SO_RCVBUF``, ``send_buffer`` > 0 their ``SO_SNDBUF``."""
     listeners = await _open(port, host, backlog)
-    if receive_buffer > 0:
-        for listener in listeners:
-            listener.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    for option, size in ((socket.SO_RCVBUF, receive_buffer), (socket.SO_SNDBUF, send_buffer)):
+        if size is not None and size > 0:
+            for listener in listeners:
+                listener.socket.setsockopt(socket.SOL_SOCKET, option, size)
     return listeners
+
+
+def buffer_settings(config) -> dict:
+    """The keyword arguments of :func:`open_tcp_listeners` a node's config asks for: Kafka's
+    ``socket.listen.backlog.size``, ``socket.receive.buffer.bytes`` and
+    ``socket.send.buffer.bytes``, the same for every listener."""
+    return {"backlog": config.get("socket.listen.backlog.size"),
+            "receive_buffer": config.get("socket.receive.buffer.bytes"),
+            "send_buffer": config.get("socket.send.buffer.bytes")}
 
 
 async def _open(port: int, host: str | None, backlog: int | None) -> list:

@@ -1,6 +1,8 @@
 """The CONTROLLER listener(s) of a quorum voter: accepts connections and serves them with the
 client plane's ``Connection`` against the controller plane's registry
-(``kbroker/controller_server``: one handler module per controller API)."""
+(``kbroker/controller_server``: one handler module per controller API). Its sockets take
+the node's ``socket.listen.backlog.size``, ``socket.receive.buffer.bytes`` and
+``socket.send.buffer.bytes`` (``kbroker/server/bind.py``), as Kafka's controller acceptors do."""
 from __future__ import annotations
 
 import logging
@@ -10,7 +12,7 @@ import trio
 from kbroker.controller_server import ControllerPlane
 from kbroker.controller_server.registry import load_all
 from kbroker.security.credentials import Credentials
-from kbroker.server.bind import open_tcp_listeners
+from kbroker.server.bind import buffer_settings, open_tcp_listeners
 from kbroker.server.buffers import BufferPool
 from kbroker.server.connection import Connection
 from kbroker.server.idle import expire_idle
@@ -42,8 +44,9 @@ class ControllerServer:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         socks = []
         try:
+            settings = buffer_settings(self.plane.config)
             for l in self.listeners:
-                ss = await open_tcp_listeners(l.port, l.host)
+                ss = await open_tcp_listeners(l.port, l.host, **settings)
                 socks.append((l, ss))
                 self.bound.append((l.name, l.host, ss[0].socket.getsockname()[1]))
             async with trio.open_nursery() as nursery:

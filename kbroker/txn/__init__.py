@@ -5,5 +5,7 @@
 * ``records`` -- the ``__transaction_state`` key/value records;
 * ``metadata`` -- one transactional id's state machine (pure);
 * ``coordinator`` -- the transaction coordinator (trio driver: log, replay, timeouts);
-* ``markers`` -- writing commit/abort markers to the partitions of a transaction.
+* ``markers`` -- writing commit/abort markers to the partitions of a transaction;
+* ``expiry`` -- which transactional ids expire (``transactional.id.expiration.ms``) and
+  their ``__transaction_state`` tombstones (pure).
 """

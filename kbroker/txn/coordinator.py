@@ -60,11 +60,17 @@ it forgot (INVALID_PRODUCER_ID_MAPPING, or a new producer id for a known id).
   producer ids and the client's transaction version) once ``transaction.version`` ≥ 1 is
   finalized.
 
+- **Transactional-id expiration** (:mod:`kbroker.txn.expiry`): every
+  ``transaction.remove.expired.transaction.cleanup.interval.ms`` a second timer tombstones,
+  in ``__transaction_state``, the ids in Empty/CompleteCommit/CompleteAbort not updated for
+  ``transactional.id.expiration.ms`` and forgets them once the tombstones are stored
+  (:meth:`remove_expired_transactional_ids`); a reload replays the tombstones.
+
 Error codes follow Kafka's handlers (``INVALID_PRODUCER_ID_MAPPING``, ``PRODUCER_FENCED``,
 ``CONCURRENT_TRANSACTIONS``, ``INVALID_TXN_STATE``, ``NOT_COORDINATOR``...). The clock is
-the broker's wall clock (``now_ms``); the timer's period sleeps on trio's (monotonic) clock. Not implemented:
-transactional-id expiration (``transactional.id.expiration.ms``), 2PC (KIP-939, InitProducerId
-v6, unstable in Kafka 4.3.1 and not advertised there).
+the broker's wall clock (``now_ms``); the timers' periods sleep on trio's (monotonic) clock.
+Not implemented: 2PC (KIP-939, InitProducerId v6, unstable in Kafka 4.3.1 and not
+advertised there).
 """
 from __future__ import annotations
 
@@ -78,6 +84,7 @@ from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import records as trec
+from .expiry import expired_by_partition, tombstone_batches
 from .markers import MarkerChannel, write_as_leader, write_local
 from .metadata import MAX_EPOCH, TransactionMetadata, TxnState
 from .verification import TxnVerifier
@@ -107,6 +114,8 @@ class TransactionCoordinator:
         self.num_partitions = int(cfg.get("transaction.state.log.num.partitions"))
         self.max_timeout_ms = int(cfg.get("transaction.max.timeout.ms"))
         self.abort_interval_ms = int(cfg.get("transaction.abort.timed.out.transaction.cleanup.interval.ms"))
+        self.id_expiration_ms = int(cfg.get("transactional.id.expiration.ms"))
+        self.expiry_interval_ms = int(cfg.get("transaction.remove.expired.transaction.cleanup.interval.ms"))
         self.now_ms = now_ms or broker.clock.now_ms
         self.txns: dict[str, TransactionMetadata] = {}
         self._by_pid: dict[int, str] = {}
@@ -121,7 +130,7 @@ class TransactionCoordinator:
         self.verification_enabled = bool(cfg.get("transaction.partition.verification.enable"))
         self.stats = {"appends": 0, "append_errors": 0, "markers": 0, "marker_errors": 0,
                       "commits": 0, "aborts": 0, "timeouts": 0, "fenced": 0,
-                      "records_replayed": 0, "unloads": 0}
+                      "records_replayed": 0, "unloads": 0, "expired_ids": 0}
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, nursery: trio.Nursery | None = None) -> None:
@@ -131,6 +140,7 @@ class TransactionCoordinator:
         await self.maybe_load()
         if nursery is not None:
             nursery.start_soon(self._timer_loop)
+            nursery.start_soon(self._expiry_loop)
 
     def close(self) -> None:
         self._closed = True
@@ -144,6 +154,16 @@ class TransactionCoordinator:
                 await self.abort_timed_out()
             except Exception:  # noqa: BLE001 - the timer must survive one bad round
                 log.exception("transaction timeout pass failed")
+
+    async def _expiry_loop(self) -> None:
+        while not self._closed:
+            await trio.sleep(self.expiry_interval_ms / 1000)
+            if self._closed:
+                return
+            try:
+                await self.remove_expired_transactional_ids()
+            except Exception:  # noqa: BLE001 - the timer must survive one bad round
+                log.exception("transactional id expiration pass failed")
 
     def statistics(self) -> dict:
         states: dict[str, int] = {}
@@ -291,30 +311,37 @@ class TransactionCoordinator:
             return 0
 
     # ------------------------------------------------------------------ log writes
+    async def _append(self, partition: int, batch: bytes, now: int) -> int:
+        """Append ``batch`` to ``__transaction_state-partition``, acks=all as Kafka's
+        coordinator (done once the ISR has it); returns the client's error code."""
+        try:
+            res = self.broker.replicas.append(TOPIC, partition, batch, required_acks=-1,
+                                              now_ms=now, allow_internal=True, origin="coordinator")
+            code = await self.broker.replicas.wait_replicated(
+                TOPIC, partition, res.last_offset + 1,
+                int(self.broker.config.get("request.timeout.ms") or 30_000))
+        except Exception as exc:  # noqa: BLE001 - becomes the client's error code
+            self.stats["append_errors"] += 1
+            code = getattr(exc, "error_code", None)
+            log.warning("append to %s-%d failed: %r", TOPIC, partition, exc)
+            return _append_error(int(code)) if code is not None else E.UNKNOWN_SERVER_ERROR
+        if code:
+            self.stats["append_errors"] += 1
+            log.warning("append to %s-%d not replicated: %s", TOPIC, partition,
+                        E(code).name if code in E._value2member_map_ else code)
+            return _append_error(int(code))
+        self.stats["appends"] += 1
+        return E.NONE
+
     async def _write(self, meta: TransactionMetadata) -> int:
         """Append ``meta`` as the id's new state; apply it once stored. Returns an error code."""
         now = self.now_ms()
         version = 1 if self.transaction_version >= 1 else 0
         batch = wire_records.build_batch([(trec.encode_key(meta.transactional_id),
                                            trec.encode_value(meta.to_value(), version), (), now)])
-        try:
-            res = self.broker.replicas.append(TOPIC, meta.partition, batch, required_acks=-1,
-                                              now_ms=now, allow_internal=True, origin="coordinator")
-            # acks=all, as Kafka's coordinator: answered once the ISR has the record
-            code = await self.broker.replicas.wait_replicated(
-                TOPIC, meta.partition, res.last_offset + 1,
-                int(self.broker.config.get("request.timeout.ms") or 30_000))
-        except Exception as exc:  # noqa: BLE001 - becomes the client's error code
-            self.stats["append_errors"] += 1
-            code = getattr(exc, "error_code", None)
-            log.warning("append to %s-%d failed: %r", TOPIC, meta.partition, exc)
-            return _append_error(int(code)) if code is not None else E.UNKNOWN_SERVER_ERROR
-        if code:
-            self.stats["append_errors"] += 1
-            log.warning("append to %s-%d not replicated: %s", TOPIC, meta.partition,
-                        E(code).name if code in E._value2member_map_ else code)
-            return _append_error(int(code))
-        self.stats["appends"] += 1
+        err = await self._append(meta.partition, batch, now)
+        if err:
+            return err
         if meta.partition not in self.loaded:
             return E.NOT_COORDINATOR     # unloaded meanwhile: the new coordinator replays it
         self._apply(meta)
@@ -721,6 +748,44 @@ class TransactionCoordinator:
                 elif meta.state.is_prepare:
                     await self._complete_prepared(meta)
         return n
+
+    # ------------------------------------------------------------------ expiration
+    async def remove_expired_transactional_ids(self) -> int:
+        """Tombstone and forget the ids past ``transactional.id.expiration.ms``
+        (:mod:`kbroker.txn.expiry`); returns how many were forgotten. Holds the lock, so no
+        request changes an id between the choice and the tombstone; an id whose tombstone
+        was not stored (or whose partition was unloaded meanwhile) stays."""
+        gone = 0
+        async with self._lock:
+            now = self.now_ms()
+            todo = expired_by_partition(self.txns.values(), self.loaded, now, self.id_expiration_ms)
+            for p, metas in sorted(todo.items()):
+                for batch, group in tombstone_batches(metas, now, self._max_batch_bytes(p)):
+                    err = await self._append(p, batch, now)
+                    if err:
+                        log.warning("expiring %d transactional ids of %s-%d failed: %s", len(group),
+                                    TOPIC, p, E(err).name if err in E._value2member_map_ else err)
+                        break
+                    if p not in self.loaded:
+                        break       # the new coordinator replays the tombstones
+                    for meta in group:
+                        if self.txns.get(meta.transactional_id) is meta:
+                            self._forget(meta.transactional_id)
+                            gone += 1
+            if gone > len(self.txns):
+                # dicts keep their largest table: copy them so the memory goes with the ids
+                self.txns, self._by_pid = dict(self.txns), dict(self._by_pid)
+        if gone:
+            self.stats["expired_ids"] += gone
+            log.info("expired %d transactional ids (transactional.id.expiration.ms=%d)",
+                     gone, self.id_expiration_ms)
+        return gone
+
+    def _max_batch_bytes(self, partition: int) -> int:
+        try:
+            return int(self.broker.replicas.get_partition(TOPIC, partition).log.config.max_message_bytes)
+        except Exception:  # noqa: BLE001 - not local any more: the append will say so
+            return 1_000_000
 
     # ------------------------------------------------------------------ admin
     def list_transactions(self, states: set[str] | None, producer_ids: set[int] | None,

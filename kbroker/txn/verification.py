@@ -115,7 +115,7 @@ class TxnVerifier:
         if not transactional_id or not (self.enabled or add):
             return
         todo: dict[tuple[str, int], object] = {}
-        pid = epoch = None
+        pid = epoch = now_ms = None
         for td in topic_data:
             for pd in td.partition_data:
                 header = _first_header(pd.records)
@@ -133,7 +133,9 @@ class TxnVerifier:
                     pid, epoch = header.producer_id, header.producer_epoch
                 elif (header.producer_id, header.producer_epoch) != (pid, epoch):
                     continue      # one producer per request; the append judges the others
-                todo[(td.name, pd.index)] = ps.start_verification(pid, epoch)
+                if now_ms is None:      # an unused guard expires with the producers
+                    now_ms = self.broker.clock.now_ms()
+                todo[(td.name, pd.index)] = ps.start_verification(pid, epoch, now_ms)
         if not todo:
             return
         self.stats["verifications"] += 1

@@ -225,3 +225,99 @@ def test_ready_only_once_the_broker_serves(tmp_path):
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+
+
+def _wait_metrics(url: str, ok, timeout: float = 60.0):
+    """Scrape until ``ok(samples)`` holds; the last scrape."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples = scrape(url)
+        if ok(samples) or time.monotonic() > deadline:
+            return samples
+        time.sleep(0.2)
+
+
+GC = "kafka_server_group_coordinator_metrics_"
+
+
+def test_group_coordinator_metrics_count_groups_by_type_and_state(metered_broker):
+    """Kafka 4.4's GroupCoordinatorMetrics: a classic group left Empty and a consumer group
+    (KIP-848) Stable are counted by protocol and state; commits, a classic rebalance, a
+    consumer group epoch bump and an OffsetDelete move their counters."""
+    import threading
+
+    from tests.support.kip848 import Member
+
+    boot, url = metered_broker.bootstrap, metered_broker.metrics_url
+    admin = AdminClient({"bootstrap.servers": boot})
+    for f in admin.create_topics([NewTopic(TOPIC, 2, 1)]).values():
+        f.result(30)
+    produce(boot, 20, 0)
+    start = scrape(url)
+    assert (GC + "group_count", frozenset({("protocol", "classic")})) in start
+    assert value(start, GC + "offset_commit_count") == 0
+    assert value(start, GC + "group_completed_rebalance_count") == 0
+
+    # a classic group: joins (one completed rebalance), commits both partitions, leaves: Empty
+    c = Consumer({"bootstrap.servers": boot, "group.id": "classic-g", "group.protocol": "classic",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([TOPIC])
+    got, deadline = 0, time.monotonic() + 60
+    while got < 20 and time.monotonic() < deadline:
+        msg = c.poll(1.0)
+        if msg is not None and msg.error() is None:
+            got += 1
+    assert got == 20
+    c.commit(asynchronous=False)
+    c.close()
+
+    # a consumer-protocol group, running: Stable once its member reconciled
+    seen, lock = [], threading.Lock()
+    member = Member(boot, "modern-g", TOPIC, seen, lock)
+    try:
+        samples = _wait_metrics(url, lambda s: value(s, GC + "consumer_group_count", state="Stable") == 1
+                                and value(s, GC + "classic_group_count", state="Empty") == 1
+                                and value(s, GC + "num_partitions", state="active") == 50)
+        assert value(samples, GC + "group_count", protocol="classic") == 1
+        assert value(samples, GC + "group_count", protocol="consumer") == 1
+        assert value(samples, GC + "group_count", protocol="share") == 0
+        assert value(samples, GC + "group_count", protocol="streams") == 0
+        assert value(samples, GC + "classic_group_count", state="Empty") == 1
+        assert value(samples, GC + "classic_group_count", state="Stable") == 0
+        assert value(samples, GC + "consumer_group_count", state="Stable") == 1
+        assert value(samples, GC + "consumer_group_count", state="Empty") == 0
+        assert (GC + "streams_group_count", frozenset({("state", "NotReady")})) in samples
+        # Kafka 4's Yammer NumGroups counts classic groups only
+        assert value(samples, "kafka_coordinator_group_groupmetadatamanager_numgroups") == 1
+        assert value(samples, "kafka_coordinator_group_groupmetadatamanager_numgroupsempty") == 1
+        assert value(samples, GC + "offset_commit_count") >= 2          # both partitions
+        assert value(samples, GC + "group_completed_rebalance_count") >= 1
+        assert value(samples, GC + "consumer_group_rebalance_count") >= 1
+        assert value(samples, GC + "num_partitions", state="active") == 50
+        deadline = time.monotonic() + 60
+        while len(seen) < 20 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(seen) == 20
+        commits = value(samples, GC + "offset_commit_count")
+    finally:
+        member.close()
+
+    # the member's close committed what it had read: the commit count moved again
+    after = _wait_metrics(url, lambda s: value(s, GC + "consumer_group_count", state="Empty") == 1)
+    assert value(after, GC + "consumer_group_count", state="Empty") == 1
+    assert value(after, GC + "offset_count") == 4         # 2 groups x 2 partitions
+    assert value(after, "kafka_coordinator_group_groupmetadatamanager_numoffsets") == 4
+    assert value(after, GC + "offset_commit_count") > commits
+
+    # OffsetDelete of one partition of the Empty classic group
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTopicPartition
+    kadmin = KafkaAdminClient(bootstrap_servers=boot)
+    try:
+        result = kadmin.delete_group_offsets("classic-g", [KTopicPartition(TOPIC, 0)])
+    finally:
+        kadmin.close()
+    assert [e.errno for e in result.values()] == [0]
+    deleted = scrape(url)
+    assert value(deleted, GC + "offset_deletion_count") == 1
+    assert value(deleted, GC + "offset_count") == 3

@@ -424,3 +424,28 @@ async def test_a_burst_of_joins_is_decided_as_it_arrives_not_queued(autojump_clo
         assert gc.statistics()["calls_without_wait"] >= 40
         gc.close()
         nursery.cancel_scope.cancel()
+
+
+async def test_coordinator_appends_wait_offsets_commit_timeout_ms_for_the_isr(autojump_clock):
+    """offsets.commit.timeout.ms: how long Kafka's coordinator waits for the ISR to have a
+    commit (its write timeout); a commit not replicated by then fails."""
+    broker = FakeBroker(topic_exists=True, **{"offsets.commit.timeout.ms": 1234})
+    waited = []
+
+    class TimingOut(FakeReplicas):
+        async def wait_replicated(self, topic, p, required_offset, timeout_ms):
+            waited.append(timeout_ms)
+            await trio.sleep(timeout_ms / 1000)
+            return E.REQUEST_TIMED_OUT
+
+    broker.replicas = TimingOut(broker.logs)
+    gc = GroupCoordinator(broker)
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        start = trio.current_time()
+        answer = await gc.commit_offsets("g", "", -1, None, [("t", [(0, 5, -1, "")])])
+        assert waited == [1234] and trio.current_time() - start >= 1.234
+        [(_, [(_, code)])] = answer
+        assert code != 0
+        gc.close()
+        nursery.cancel_scope.cancel()

@@ -193,3 +193,31 @@ def test_manager_runs_cleaner_on_dirtiest_log(tmp_path):
     a2 = mgr2.get("a", 0)
     assert a2.first_dirty_offset == res.first_dirty_offset  # cleaner checkpoint persisted
     check_compacted(a2, written, tombstones_dropped=False)
+
+
+def test_log_cleaner_enable_false_neither_compacts_nor_applies_retention_to_compacted_logs(tmp_path):
+    """Kafka 4.4's LogManager with log.cleaner.enable=false builds no cleaner, and its
+    retention pass visits only logs without the compact policy: compacted logs grow."""
+    mgr = LogManager([tmp_path], compact_config(), lambda: NOW, cleaner_enabled=False)
+    mgr.load()
+    compacted = mgr.get_or_create("c", 0, compact_config())
+    both = mgr.get_or_create("cd", 0, compact_config(cleanup_policy="compact,delete",
+                                                     retention_ms=1000))
+    plain = mgr.get_or_create("p", 0, LogConfig(segment_bytes=2048, retention_ms=1000,
+                                                file_delete_delay_ms=0))
+    for log in (compacted, both, plain):
+        write_keys(log, 3, ts=NOW - 10_000)          # past retention.ms
+    segments = {log.topic: len(log.segments) for log in (compacted, both, plain)}
+    before = records_of(compacted)
+    assert mgr.run_cleaner(NOW) is None
+    assert mgr.run_retention(NOW) > 0
+    assert records_of(compacted) == before                   # nothing compacted
+    assert len(compacted.segments) == segments["c"]
+    assert len(both.segments) == segments["cd"]              # compact,delete: no retention
+    assert len(plain.segments) < segments["p"]               # delete: retention as usual
+    # the same logs with the cleaner on: compacted, and compact,delete trimmed by retention
+    mgr.cleaner_enabled = True
+    assert mgr.run_cleaner(NOW) is not None
+    mgr.run_retention(NOW)
+    assert len(both.segments) < segments["cd"]
+    mgr.shutdown()

@@ -103,6 +103,28 @@ def test_run_retention_and_flush(tmp_path):
     mgr.shutdown()
 
 
+def test_log_start_offsets_are_checkpointed_on_their_own_interval(tmp_path):
+    """Kafka's log.flush.start.offset.checkpoint.interval.ms and
+    log.flush.offset.checkpoint.interval.ms are two tasks with their own periods."""
+    mgr = LogManager([tmp_path], cfg(), Clock(), checkpoint_interval_ms=1000,
+                     start_offset_checkpoint_interval_ms=5000)
+    mgr.load()
+    lg = mgr.get_or_create("t", 0)
+    fill(lg, 50)
+    mgr.run_flush(NOW)                   # both due at the first sweep
+    assert ckpt.read_checkpoint(tmp_path / ckpt.LOG_START_OFFSET)[("t", 0)] == 0
+    assert lg.maybe_increment_log_start_offset(10, now_ms=NOW)
+    start = lg.log_start_offset
+    assert start == 10
+    lg.flush(now_ms=NOW)                 # the recovery point moves to the log end
+    mgr.run_flush(NOW + 1000)            # the recovery points only
+    assert ckpt.read_checkpoint(tmp_path / ckpt.RECOVERY_POINT)[("t", 0)] == lg.log_end_offset
+    assert ckpt.read_checkpoint(tmp_path / ckpt.LOG_START_OFFSET)[("t", 0)] == 0
+    mgr.run_flush(NOW + 5000)            # now the log start offsets too
+    assert ckpt.read_checkpoint(tmp_path / ckpt.LOG_START_OFFSET)[("t", 0)] == start
+    mgr.shutdown()
+
+
 async def test_background_tasks_run_under_trio(tmp_path, autojump_clock):
     clock = Clock()
     mgr = LogManager([tmp_path], cfg(flush_ms=0), clock)
@@ -115,6 +137,54 @@ async def test_background_tasks_run_under_trio(tmp_path, autojump_clock):
         nursery.cancel_scope.cancel()
     assert lg.recovery_point == lg.log_end_offset
     mgr.shutdown()
+
+
+async def test_the_first_retention_pass_comes_after_the_initial_task_delay(tmp_path, autojump_clock):
+    """Kafka's log manager schedules retention log.initial.task.delay.ms (30 s) after its
+    start, then every log.retention.check.interval.ms (5 min)."""
+    mgr = LogManager([tmp_path], cfg(retention_bytes=2048), Clock())
+    mgr.load()
+    lg = mgr.get_or_create("t", 0)
+    fill(lg, 100)
+    before = len(lg.segments)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lambda task_status: run_background(
+            mgr, retention_interval_s=300, initial_delay_s=30, task_status=task_status))
+        await trio.sleep(29.9)
+        assert len(lg.segments) == before
+        await trio.sleep(0.2)
+        assert len(lg.segments) < before
+        fill(lg, 100)
+        grown = len(lg.segments)
+        await trio.sleep(299.8)
+        assert len(lg.segments) == grown        # the next pass: one interval later
+        await trio.sleep(0.2)
+        assert len(lg.segments) < grown
+        nursery.cancel_scope.cancel()
+    mgr.shutdown()
+
+
+async def test_flush_ms_is_looked_at_every_log_flush_scheduler_interval_below_a_second(tmp_path, autojump_clock):
+    """log.flush.scheduler.interval.ms is how often Kafka's flusher looks for logs past
+    flush.ms; kbroker looks at least every second (Kafka's default, never, is not kept)."""
+    from kbroker.log.tasks import flush_check_interval_s
+    assert flush_check_interval_s((1 << 63) - 1) == 1.0 and flush_check_interval_s(0) == 1.0
+    for scheduler_ms, flushed_by in ((100, 0.25), (None, 1.05)):
+        d = tmp_path / str(scheduler_ms)
+        mgr = LogManager([d], cfg(flush_ms=100), lambda: NOW + int(trio.current_time() * 1000))
+        mgr.load()
+        lg = mgr.get_or_create("t", 0)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(lambda task_status: run_background(
+                mgr, flush_interval_s=flush_check_interval_s(scheduler_ms),
+                task_status=task_status))
+            fill(lg, 10)
+            await trio.sleep(0.25)
+            assert (lg.recovery_point == lg.log_end_offset) == (flushed_by < 0.3)
+            await trio.sleep(flushed_by)
+            assert lg.recovery_point == lg.log_end_offset == 10
+            nursery.cancel_scope.cancel()
+        mgr.shutdown()
 
 
 def test_checkpoint_file_format(tmp_path):

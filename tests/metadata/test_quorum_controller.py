@@ -234,3 +234,24 @@ async def test_a_controller_only_node_places_no_partition_on_itself(tmp_path, nu
     assert res.error_code == 0
     assert {tuple(p.replicas) for p in h.image.topics["later"].partitions.values()} == {(2,)}
     h.close()
+
+
+async def test_the_active_controller_writes_a_noop_record_every_idle_interval(tmp_path, nursery, autojump_clock):
+    """KIP-835: Kafka's active controller commits a NoOpRecord every
+    metadata.max.idle.interval.ms, whether or not anything else happens."""
+    h = await Harness(tmp_path, metadata_max_idle_interval_ms=200).start(nursery)
+    start = h.end
+    nursery.start_soon(h.controller.run_noop_writer)
+    await trio.sleep(1.05)
+    noops = [r for r in h.records(start) if type(r).__name__ == "NoOpRecord"]
+    assert len(noops) == 5 == h.controller.stats["noop_records"]
+    assert h.image.offset >= start + 4      # each one moves the image on
+
+
+async def test_a_zero_idle_interval_writes_no_noop_records(tmp_path, nursery, autojump_clock):
+    h = await Harness(tmp_path, metadata_max_idle_interval_ms=0).start(nursery)
+    start = h.end
+    with trio.move_on_after(5):
+        await h.controller.run_noop_writer()        # returns at once: nothing to do
+    assert trio.current_time() < 5
+    assert not [r for r in h.records(start) if type(r).__name__ == "NoOpRecord"]

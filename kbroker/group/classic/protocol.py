@@ -542,6 +542,7 @@ class ClassicGroupProtocol(ShardPart):
                     m.assignment = assignment.get(m.member_id, b"")
                 self._propagate(group, E.NONE)
                 group.transition_to(S.STABLE, t)
+                self.counters["classic_rebalances_completed"] += 1   # Kafka's CompletedRebalances
         self._emit([self._group_record(group, now, assignment)], then=then)
 
     def _remove_pending_sync(self, group: ClassicGroup, member_id: str) -> None:

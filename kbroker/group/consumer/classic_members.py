@@ -305,6 +305,9 @@ class ClassicMembers(ShardPart):
         if step:
             self.proto._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + step,
                                                                new_hash))
+            # Kafka's classicGroupJoinToConsumerGroup bumps through updateSubscriptionMetadata,
+            # which records ConsumerGroupRebalances
+            self.counters["consumer_rebalances"] += 1
         self.proto._maybe_update_target(group, records, part, now, force=True)
 
         m = group.members[member_id]

@@ -15,6 +15,12 @@ def consumer_protocol_enabled(broker) -> bool:
     # starting up): the coordinator answers that one, never a fatal UNSUPPORTED_VERSION
     if "metadata.version" in features and int(features.get(GROUP_VERSION, 0)) < 1:
         return False
+    return protocol_listed(broker, "consumer")
+
+
+def protocol_listed(broker, name: str) -> bool:
+    """Whether ``group.coordinator.rebalance.protocols`` lists ``name`` (Kafka's
+    ``KafkaConfig.groupCoordinatorRebalanceProtocols``; also read for ``streams``)."""
     try:
         protocols = broker.config.get("group.coordinator.rebalance.protocols")
     except Exception:  # noqa: BLE001 - a minimal config without the key: Kafka's default
@@ -23,4 +29,4 @@ def consumer_protocol_enabled(broker) -> bool:
         return True
     if isinstance(protocols, str):
         protocols = protocols.split(",")
-    return "consumer" in {str(p).strip().lower() for p in protocols}
+    return name in {str(p).strip().lower() for p in protocols}

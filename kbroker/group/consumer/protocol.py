@@ -253,6 +253,7 @@ class ConsumerGroupProtocol(EpochGroupProtocol):
         step = (1 if is_new else 0) + (1 if bump or new_hash != group.metadata_hash else 0)
         if step:
             self._apply(records, crec.group_epoch_record(part, gid, group.group_epoch + step, new_hash))
+            self.counters["consumer_rebalances"] += 1    # Kafka's ConsumerGroupRebalances
 
         # 6. target assignment
         self._maybe_update_target(group, records, part, now)

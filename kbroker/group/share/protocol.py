@@ -117,6 +117,8 @@ class ShareGroupProtocol(MemberSessionProtocol):
         r = g.heartbeat(req, topics, now, cfg)
         if r.error:
             return r                           # a refused heartbeat changes nothing
+        if req.member_epoch != -1 and g.group_epoch > (0 if before is None else before.group_epoch):
+            self.counters["share_rebalances"] += 1      # Kafka's ShareGroupRebalances
         if before is None:
             self.groups[gid] = g
         self._after_change(g, before, topics, now, respond=True)

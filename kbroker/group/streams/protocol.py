@@ -307,6 +307,7 @@ class StreamsGroupProtocol(EpochGroupProtocol):
                 # Kafka 4.3: a new group goes from epoch 0 to 2 (epoch 1 is the empty
                 # assignment its first members hold during the initial rebalance delay)
                 epoch += 2 if epoch == 0 else 1
+                self.counters["streams_rebalances"] += 1     # Kafka's StreamsGroupRebalances
                 if was_empty and cfg.initial_rebalance_delay_ms > 0:
                     self._schedule_initial_delay(gid, cfg.initial_rebalance_delay_ms)
             self._apply(records, srec.group_metadata_record(part, gid, epoch, new_hash, validated,
