@@ -1,9 +1,11 @@
 """Scenarios for the ``kbroker`` client commands (``kbroker/tools``), run against any broker.
 
 Each scenario takes a bootstrap address and a fresh topic name and drives the real command
-line (``python -m kbroker ...`` in a subprocess, as a user would). ``tests/tools`` runs them
-against kbroker; ``compat_tests/test_kbroker_cli.py`` against kbroker and Apache Kafka, so the
-commands are shown to work on both.
+line (``python -m kbroker ...`` in a process of its own, as a user would: forked from a resident
+Python that has the modules imported, compat_tests/cli_fork.py, except ``scenario_version``'s,
+a fresh interpreter). ``compat_tests/test_kbroker_cli.py`` runs them against kbroker and
+Apache Kafka, so the commands are shown to work on both (the one place they run: ``tests/tools``
+keeps what only kbroker shows and uses the helpers here).
 """
 from __future__ import annotations
 
@@ -15,19 +17,24 @@ import sys
 import time
 from pathlib import Path
 
+from compat_tests import cli_fork
 from compat_tests.helpers import read_until
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def kb(*args, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+def kb(*args, input: str | None = None, timeout: float = 60, fresh: bool = False) -> subprocess.CompletedProcess:
+    """``python -m kbroker ARGS``; ``fresh``: in a newly started interpreter, not a fork of the
+    resident one (compat_tests/cli_fork.py)."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "kbroker", *args], input=input, capture_output=True,
-                          text=True, timeout=timeout, env=env, cwd=REPO_ROOT)
+    if fresh:
+        return subprocess.run([sys.executable, "-m", "kbroker", *args], input=input, capture_output=True,
+                              text=True, timeout=timeout, env=env, cwd=REPO_ROOT)
+    return cli_fork.run(list(args), input, env, REPO_ROOT, timeout)
 
 
-def ok(*args, input: str | None = None) -> subprocess.CompletedProcess:
-    r = kb(*args, input=input)
+def ok(*args, input: str | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
+    r = kb(*args, input=input, fresh=fresh)
     assert r.returncode == 0, f"kbroker {' '.join(args)} exited {r.returncode}\n{r.stdout}\n{r.stderr}"
     assert "Traceback" not in r.stderr, r.stderr
     return r
@@ -109,7 +116,7 @@ def wait_retention_runs(bs: str, topic: str) -> None:
 # --- scenarios -------------------------------------------------------------------------------
 
 def scenario_version() -> None:
-    r = ok("--version")
+    r = ok("--version", fresh=True)
     assert r.stdout.startswith("kbroker "), r.stdout
 
 

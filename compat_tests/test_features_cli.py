@@ -16,31 +16,32 @@ all (a single node formats itself) and on a directory Kafka's tool formatted. Ev
 """
 from __future__ import annotations
 
+import os
 import re
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 
+from compat_tests import cli_fork
 from compat_tests.cli import run_tool
 from compat_tests.helpers import read_until
-from compat_tests.kafka_runner import (FAST_START_JVM, STORAGE_TOOL_MAIN, TOOLS_LOG4J,
-                                       KafkaBrokerProcess, java_command, kafka_version,
-                                       random_cluster_id)
+from compat_tests.kafka_runner import STORAGE_TOOL_MAIN, KafkaBrokerProcess, kafka_version, random_cluster_id
 from compat_tests.runner import KBrokerProcess
 
 CLIENT = "kafka-features"
 
 
-def _kafka_format(config_path, workdir, *extra: str) -> None:
-    cmd = java_command(STORAGE_TOOL_MAIN, ["format", "-t", random_cluster_id(), "-c", str(config_path), *extra],
-                       heap="256m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
-    subprocess.run(cmd, check=True, capture_output=True, timeout=120, cwd=workdir)
+def _kafka_format(config_path, *extra: str) -> None:
+    """Kafka's ``kafka-storage format`` in the resident tool JVM (so with absolute paths)."""
+    run_tool(STORAGE_TOOL_MAIN, ["format", "-t", random_cluster_id(), "-c", str(Path(config_path).resolve()),
+                                 *extra], timeout=120).check()
 
 
 def _kbroker_format(config_path, *extra: str) -> None:
-    subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", "-t", random_cluster_id(),
-                    "-c", str(config_path), *extra], check=True, capture_output=True, timeout=120)
+    """``python -m kbroker storage format``, forked from the resident Python (compat_tests/cli_fork.py)."""
+    r = cli_fork.run(["storage", "format", "-t", random_cluster_id(), "-c", str(config_path), *extra], None,
+                     dict(os.environ), Path.cwd(), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 class _Kafka40(KafkaBrokerProcess):
@@ -50,7 +51,7 @@ class _Kafka40(KafkaBrokerProcess):
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
         if not (self.data_dir / "meta.properties").exists():
-            _kafka_format(self.config_path, self.workdir, "--release-version", "4.0")
+            _kafka_format(self.config_path, "--release-version", "4.0")
 
 
 class _KBrokerFormatted(KBrokerProcess):
@@ -66,7 +67,7 @@ class _KBrokerFormatted(KBrokerProcess):
         if (self.data_dir / "meta.properties").exists():
             return
         if self.tool == "kafka":
-            _kafka_format(self.config_path, self.workdir, *self.extra)
+            _kafka_format(self.config_path, *self.extra)
         else:
             _kbroker_format(self.config_path, *self.extra)
 

@@ -1,7 +1,7 @@
 """kbroker's own client commands (``kbroker topics|produce|consume|groups|configs|cluster|acls|users``)
 against both targets: they are clients of the wire protocol, so they must work on Apache
-Kafka exactly as on kbroker. The scenarios live in compat_tests/kbroker_cli.py (also run by
-tests/tools against kbroker alone).
+Kafka exactly as on kbroker. The scenarios live in compat_tests/kbroker_cli.py and run only here
+(tests/tools keeps what only kbroker shows).
 
 They run on a broker of their own that checks retention every half second
 (``RETENTION_CHECK_OVERRIDES``; shown to delete an expired record before the first test), so a

@@ -36,7 +36,7 @@ does not.
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -44,9 +44,11 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from compat_tests import cli_fork
 from compat_tests.cli import run_tool
 from compat_tests.helpers import read_until
-from compat_tests.kafka_runner import BROKER_LOG4J, BROKER_MAIN, java_command, random_cluster_id
+from compat_tests.kafka_runner import (BROKER_LOG4J, BROKER_MAIN, class_sharing, java_command,
+                                       publish_class_archive, random_cluster_id)
 from compat_tests.runner import SINGLE_NODE_CONFIG, BrokerProcess, free_port, tail
 from kbroker.wire import messages as w
 from tests.cluster.support import (AckedProducer as Producer, assert_fetches_stalled, call,
@@ -110,9 +112,29 @@ class QuorumNode(BrokerProcess):
         if self.target == "kbroker":
             return enter + [sys.executable, "-m", "kbroker", "serve", "--config", str(self.config_path)]
         self.logs_dir.mkdir(parents=True, exist_ok=True)
+        # the brokers' class archive (kafka_runner's class data sharing: the same classes,
+        # mapped instead of read from the jars), written by this node at its stop if there is
+        # none yet; published (or dropped) by stop() and kill()
+        cds, self._class_dump = class_sharing("broker")
         return enter + java_command(BROKER_MAIN, [str(self.config_path)], heap="512m", log4j=BROKER_LOG4J,
                             extra_jvm=[f"-Dkafka.logs.dir={self.logs_dir}", "-Xms128m",
-                                       "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
+                                       "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", *cds])
+
+    def stop(self, timeout: float | None = None) -> int | None:
+        try:
+            return super().stop(timeout)
+        finally:
+            self._publish_class_dump()
+
+    def kill(self) -> int | None:
+        try:
+            return super().kill()
+        finally:
+            self._publish_class_dump()
+
+    def _publish_class_dump(self) -> None:
+        publish_class_archive("broker", getattr(self, "_class_dump", None))
+        self._class_dump = None
 
     def env(self) -> dict[str, str]:
         env = super().env()
@@ -154,13 +176,13 @@ class QuorumNode(BrokerProcess):
 
 
 def storage_format(tool: str, node: QuorumNode, cluster_id: str, *flags: str) -> None:
-    """`format -t ID -c FILE [flags]` with Kafka's `kafka-storage` or `kbroker storage`."""
+    """`format -t ID -c FILE [flags]` with Kafka's `kafka-storage` (in the resident tool JVM) or
+    `kbroker storage` (`python -m kbroker`, forked from the resident Python: compat_tests/cli_fork.py)."""
     args = ["format", "-t", cluster_id, "-c", str(node.config_path), *flags]
     if tool == "kafka":
         run_tool("kafka-storage", args, timeout=120).check()
         return
-    r = subprocess.run([sys.executable, "-m", "kbroker", "storage", *args], capture_output=True,
-                       text=True, timeout=120, cwd=ROOT)
+    r = cli_fork.run(["storage", *args], None, dict(os.environ), ROOT, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
 
 

@@ -4,17 +4,24 @@ Both start from the suite's one-node configuration; the cluster id chosen at for
 the one each broker then reports, and the features follow the bootstrap file."""
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
 
 import trio
 
-from compat_tests.kafka_runner import (FAST_START_JVM, STORAGE_TOOL_MAIN, TOOLS_LOG4J,
-                                       KafkaBrokerProcess, java_command, random_cluster_id)
+from compat_tests import cli_fork
+from compat_tests.cli import run_tool
+from compat_tests.kafka_runner import STORAGE_TOOL_MAIN, KafkaBrokerProcess, random_cluster_id
 from compat_tests.runner import KBrokerProcess
 from tests.broker.raw import RawClient
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def _kbroker_format(args: list[str]) -> None:
+    """``python -m kbroker storage format ARGS`` (forked from the resident Python,
+    compat_tests/cli_fork.py); Kafka's ``kafka-storage`` runs in the resident tool JVM."""
+    r = cli_fork.run(["storage", "format", *args], None, dict(os.environ), ROOT, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def _describe(port: int):
@@ -43,10 +50,8 @@ class _KBrokerFormattedByKafka(KBrokerProcess):
         super().prepare()
         if (self.data_dir / "meta.properties").exists():
             return
-        cmd = java_command(STORAGE_TOOL_MAIN, ["format", "-t", self.cluster_id, "-c",
-                                               str(self.config_path)],
-                           heap="256m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
-        subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+        run_tool(STORAGE_TOOL_MAIN, ["format", "-t", self.cluster_id, "-c", str(self.config_path.resolve())],
+                 timeout=120).check()
 
 
 class _KafkaFormattedByKbroker(KafkaBrokerProcess):
@@ -59,9 +64,7 @@ class _KafkaFormattedByKbroker(KafkaBrokerProcess):
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
         if (self.data_dir / "meta.properties").exists():
             return
-        subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", "-t", self.cluster_id,
-                        "-c", str(self.config_path), "--release-version", "3.9"],
-                       check=True, capture_output=True, timeout=60, cwd=ROOT)
+        _kbroker_format(["-t", self.cluster_id, "-c", str(self.config_path), "--release-version", "3.9"])
 
 
 def test_kbroker_starts_on_a_directory_formatted_by_kafkas_tool(tmp_path):
@@ -122,10 +125,8 @@ class _KBrokerStandaloneByKafka(_KBrokerFormattedByKafka):
         KBrokerProcess.prepare(self)
         if (self.data_dir / "meta.properties").exists():
             return
-        cmd = java_command(STORAGE_TOOL_MAIN, ["format", "-t", self.cluster_id, "-c",
-                                               str(self.config_path), "--standalone"],
-                           heap="256m", log4j=TOOLS_LOG4J, extra_jvm=FAST_START_JVM)
-        subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+        run_tool(STORAGE_TOOL_MAIN, ["format", "-t", self.cluster_id, "-c", str(self.config_path.resolve()),
+                                     "--standalone"], timeout=120).check()
 
 
 class _KafkaStandaloneByKbroker(KafkaBrokerProcess):
@@ -141,9 +142,8 @@ class _KafkaStandaloneByKbroker(KafkaBrokerProcess):
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
         if (self.data_dir / "meta.properties").exists():
             return
-        subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", "-t", self.cluster_id,
-                        "-c", str(self.config_path), "--release-version", "3.9", "--standalone"],
-                       check=True, capture_output=True, timeout=60, cwd=ROOT)
+        _kbroker_format(["-t", self.cluster_id, "-c", str(self.config_path), "--release-version", "3.9",
+                         "--standalone"])
 
 
 def test_kbroker_starts_as_the_one_voter_of_a_kafka_standalone_directory(tmp_path):

@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+from tests.support.cputime import PER_FILE_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = Path(__file__).resolve().parent / "tool_jvm" / "KafkaToolServer.java"
 MAIN = "KafkaToolServer"
@@ -98,9 +100,10 @@ class ResidentToolJvm:
         from compat_tests.runner import die_with_parent
         self.cwd = os.getcwd()
         self.log = open(log_path, "ab")
+        # its CPU during a test file counts for that file (tests/support/cputime.py)
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.log, start_new_session=True,
-                                     preexec_fn=die_with_parent)
+                                     preexec_fn=die_with_parent, env=dict(os.environ, **PER_FILE_ENV))
         self.lock = threading.Lock()
         self.runs = 0
 

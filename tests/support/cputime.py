@@ -16,7 +16,10 @@ live descendants, ``utime + stime + cutime + cstime``. A child that ends and is 
 whole CPU into its parent's ``cutime``, so end minus start is what the file cost, including the
 brokers, JVMs and clients it started and stopped. Processes that were already running when the
 file started (the session's shared brokers, the resident tool JVM) are counted apart, on a
-``(shared)`` line of the process, since their CPU serves every file after them. A process that
+``(shared)`` line of the process, since their CPU serves every file after them, except a
+resident helper that works for one file at a time (compat_tests/cli_fork.py's Python,
+compat_tests/tool_jvm.py's JVM): started with ``KBROKER_CPU_PER_FILE=1`` in its environment
+(``PER_FILE_ENV``), what it spends during a file counts for that file. A process that
 leaves the tree (reparented to init by a double fork) or a container is not seen.
 
 Run it as ``make test`` runs the suites, without ``PYTHONDONTWRITEBYTECODE`` (the Makefile
@@ -38,6 +41,17 @@ from pathlib import Path
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _T0 = time.monotonic()
+# In the environment of a long-lived helper whose CPU belongs to the file it serves.
+PER_FILE_ENV = {"KBROKER_CPU_PER_FILE": "1"}
+
+
+def _per_file(pid: int) -> bool:
+    """Whether ``pid`` was started with PER_FILE_ENV (its initial environment, /proc)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return b"KBROKER_CPU_PER_FILE=1" in f.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def _stat(pid: int) -> tuple[int, float, int] | None:
@@ -101,7 +115,7 @@ class CpuTimer:
         me = (os.getpid(), next(k[1] for k in after if k[0] == os.getpid()))
         shared = own = 0.0
         for key, cpu in after.items():
-            if key in self.before and key != me:
+            if key in self.before and key != me and not _per_file(key[0]):
                 shared += cpu - self.before[key]
             else:
                 own += cpu - self.before.get(key, 0.0)

@@ -1,8 +1,9 @@
-"""The ``kbroker`` client commands against a real kbroker (one broker for the module); the same
-scenarios run against Apache Kafka in ``compat_tests/test_kbroker_cli.py``. The broker checks
-retention every half second (``RETENTION_CHECK_OVERRIDES``, shown to delete an expired record
-before the first test), so a scenario whose old-timestamped records retention could delete
-fails at once, not only when the 5-minute check falls between two of its steps."""
+"""The ``kbroker`` client commands against a real kbroker: what only a kbroker target shows.
+
+The command scenarios themselves (``compat_tests/kbroker_cli.py``: topics, produce/consume,
+groups, configs, cluster, ACLs, users, share groups) run in ``compat_tests/test_kbroker_cli.py``
+against kbroker and Apache Kafka alike, in ``make test`` and ``make compat``; they ran here too,
+against kbroker alone, with the same assertions, until they were kept in one place."""
 from __future__ import annotations
 
 import uuid
@@ -15,43 +16,12 @@ from tests.support.broker_proc import BrokerProcess
 
 @pytest.fixture(scope="module")
 def bs(tmp_path_factory):
-    proc = BrokerProcess(tmp_path_factory.mktemp("cli") / "data",
-                         overrides={"group.initial.rebalance.delay.ms": "0", **s.RETENTION_CHECK_OVERRIDES})
+    proc = BrokerProcess(tmp_path_factory.mktemp("cli") / "data")
     proc.start()
     try:
-        s.wait_retention_runs(proc.bootstrap, f"expired-{uuid.uuid4().hex[:8]}")
         yield proc.bootstrap
     finally:
         proc.stop()
-
-
-@pytest.fixture
-def topic(request):
-    return f"{request.node.name.removeprefix('test_')}-{uuid.uuid4().hex[:8]}"
-
-
-def test_version():
-    s.scenario_version()
-
-
-def test_topics(bs, topic):
-    s.scenario_topics(bs, topic)
-
-
-def test_produce_consume(bs, topic):
-    s.scenario_produce_consume(bs, topic)
-
-
-def test_groups(bs, topic):
-    s.scenario_groups(bs, topic)
-
-
-def test_configs(bs):
-    s.scenario_configs(bs)
-
-
-def test_cluster(bs):
-    s.scenario_cluster(bs)
 
 
 def test_client_commands_import_neither_trio_nor_the_broker(bs):
@@ -95,3 +65,42 @@ def test_a_broker_that_never_answers_ends_the_command():
         assert line.startswith("kbroker: ") and where in line, line
     finally:
         silent.close()
+
+
+
+def test_a_forked_command_answers_as_a_fresh_interpreter(bs, tmp_path):
+    """compat_tests/cli_fork.py, which runs the suites' ``kbroker`` commands: the same exit
+    codes, stdout and stderr as ``python -m kbroker`` in a fresh interpreter, with the caller's
+    stdin, environment (KBROKER_BOOTSTRAP_SERVERS instead of ``-b``) and working directory
+    (a relative ``--command-config`` file); a run over its timeout is killed."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from compat_tests import cli_fork
+    topic = f"fork-{uuid.uuid4().hex[:8]}"
+    env = dict(os.environ, KBROKER_BOOTSTRAP_SERVERS=bs)
+    (tmp_path / "client.properties").write_text("client.id=forked\n")
+
+    def forked(*argv, stdin=None, timeout=60):
+        return cli_fork.run(list(argv), stdin, env, tmp_path, timeout)
+
+    assert forked("topics", "create", topic).returncode == 0
+    produced = forked("produce", topic, "-p", "0", "--json", "--timestamp", "1700000000000", stdin="a\nb\n")
+    assert [json.loads(line)["offset"] for line in produced.stdout.splitlines()] == [0, 1], produced
+    runs = {("--version",): 0, ("nonsense",): 2, ("acls", "list"): 1, ("topics", "create", topic): 1,
+            ("consume", topic, "-p", "0", "-o", "beginning", "-e", "-f", "%o %v %T\\n",
+             "--command-config", "client.properties"): 0,
+            ("consume", topic, "-e", "--command-config", "missing.properties"): 2}
+    got = {}
+    for argv, code in runs.items():
+        fork = got[argv[-1]] = forked(*argv)
+        fresh = subprocess.run([sys.executable, "-m", "kbroker", *argv], capture_output=True, text=True,
+                               timeout=60, env=env, cwd=tmp_path)
+        assert (fork.returncode, fork.stdout, fork.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+        assert fork.returncode == code, fork
+    assert got["client.properties"].stdout == "0 a 1700000000000\n1 b 1700000000000\n"
+    assert "missing.properties" in got["missing.properties"].stderr
+    with pytest.raises(subprocess.TimeoutExpired):
+        forked("consume", topic, "-p", "0", "-o", "end", timeout=2)

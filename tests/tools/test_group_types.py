@@ -171,8 +171,8 @@ def test_share_group(bs):
     assert _group(bs, group) is None
 
 
-def test_consume_as_a_share_group(bs):
-    s.scenario_share_consume(bs, f"shc-{uuid.uuid4().hex[:8]}")
+# ``kbroker consume --share-group`` (compat_tests/kbroker_cli.py's scenario_share_consume) runs
+# in compat_tests/test_kbroker_cli.py::test_consume_as_a_share_group on kbroker and Kafka alike.
 
 
 @pytest.mark.slow

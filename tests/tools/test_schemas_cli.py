@@ -1,15 +1,16 @@
 """``kbroker schemas`` against a real ``kbroker serve`` with the schema registry on: every verb
-run as a user runs it (``python -m kbroker schemas ...`` in a child process), its output and
+run as a user runs it (``python -m kbroker schemas ...`` in a child process: compat_tests/cli_fork.py), its output and
 exit code checked, and what it changed read back over the registry's REST API."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 import uuid
+from pathlib import Path
 
 import pytest
 
+from compat_tests import cli_fork
 from tests.schema_registry.conftest import avro_record, start_registry
 
 V1 = avro_record("User", ("name", "string"))
@@ -32,9 +33,10 @@ def subject():
 
 
 def run(registry, *argv: str, stdin: str | None = None, url: str | None = None):
-    proc = subprocess.run([sys.executable, "-m", "kbroker", "schemas", *argv,
-                           "--registry-url", url or registry.url],
-                          input=stdin, capture_output=True, text=True, timeout=60)
+    """``python -m kbroker schemas ARGV`` in a process of its own, forked from the test
+    process's resident Python with the modules imported (compat_tests/cli_fork.py)."""
+    proc = cli_fork.run(["schemas", *argv, "--registry-url", url or registry.url], stdin,
+                        dict(os.environ), Path.cwd(), timeout=60)
     return proc.returncode, proc.stdout, proc.stderr
 
 
