@@ -7,7 +7,10 @@
     (any mode) --conf security.protocol=SASL_SSL --conf ...   librdkafka settings for all clients
 
 * produce: N records of S bytes as fast as the client goes (``acks``, ``compression``
-  options); records/s and MB/s from the first send to the last delivery report.
+  options); records/s and MB/s from the first send to the last delivery report, and the
+  client's own CPU seconds in that time (all its threads, and the Python thread that
+  calls ``produce()`` and runs the delivery callbacks). ``--stats`` adds librdkafka's
+  statistics: Produce requests, records per request, round-trip and queue times.
 * consume: assign every partition from the beginning (no group, so no coordinator time in
   the number) and read until N bytes of values arrived; MB/s of values.
 * latency: a producer sends R records/s of S bytes (``linger.ms=0``) for D seconds; a
@@ -61,8 +64,12 @@ def _partitions(bootstrap: str, topic: str) -> list[int]:
 
 
 def produce(a) -> dict:
+    stats: list[dict] = []      # with --stats: librdkafka's statistics, newest last
+    extra = {}
+    if a.stats:
+        extra = {"statistics_interval_ms": 200, "stats_cb": lambda j: stats.append(json.loads(j))}
     p = _producer(a.bootstrap, acks=a.acks, compression_type=a.compression,
-                  linger_ms=a.linger_ms, batch_size=a.batch_size)
+                  linger_ms=a.linger_ms, batch_size=a.batch_size, **extra)
     payload = bytes((i * 7 + 3) & 0xFF for i in range(a.size))
     done = [0]
     errors = [0]
@@ -77,6 +84,9 @@ def produce(a) -> dict:
     p.flush(30)
     done[0] = 0
     t0 = time.monotonic()
+    cpu0 = _cpu_seconds()
+    main0 = _thread_times(threading.get_native_id())
+    switches0 = _thread_switches(threading.get_native_id())
     produce_ = p.produce
     for _ in range(a.num):
         while True:
@@ -87,8 +97,89 @@ def produce(a) -> dict:
                 p.poll(0.001)
     p.flush(120)
     dt = time.monotonic() - t0
-    return {"records": done[0], "errors": errors[0], "seconds": dt,
-            "records_per_s": done[0] / dt, "mb_per_s": done[0] * a.size / dt / MIB}
+    out = {"records": done[0], "errors": errors[0], "seconds": dt,
+           "records_per_s": done[0] / dt, "mb_per_s": done[0] * a.size / dt / MIB,
+           "client_cpu_s": _cpu_seconds() - cpu0,
+           # the Python thread that calls produce() and runs the delivery callbacks: at
+           # ``seconds`` it is the client's bottleneck
+           "client_main_thread_cpu_s": _thread_cpu_seconds(threading.get_native_id()) - sum(main0)}
+    main1 = _thread_times(threading.get_native_id())
+    switches1 = _thread_switches(threading.get_native_id())
+    out["client_main_thread_user_s"] = main1[0] - main0[0]
+    out["client_main_thread_system_s"] = main1[1] - main0[1]
+    out["client_main_thread_switches"] = [switches1[0] - switches0[0], switches1[1] - switches0[1]]
+    if a.stats:
+        out.update(_produce_stats(p, stats))
+    return out
+
+
+def _thread_cpu_seconds(tid: int) -> float:
+    """CPU time of one thread of this process so far, from /proc (nan where unreadable)."""
+    user, system = _thread_times(tid)
+    return user + system
+
+
+def _thread_times(tid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of one thread of this process, from /proc."""
+    import os
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan"), float("nan")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def _thread_switches(tid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of one thread so far, from /proc."""
+    counts = {}
+    try:
+        with open(f"/proc/self/task/{tid}/status") as f:
+            for line in f:
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    key, value = line.split(":")
+                    counts[key] = int(value)
+    except OSError:
+        pass
+    return counts.get("voluntary_ctxt_switches", -1), counts.get("nonvoluntary_ctxt_switches", -1)
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process so far, all its threads (librdkafka's included)."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _produce_stats(p, stats: list[dict]) -> dict:
+    """What the producer's own statistics say of the run (the warm-up record included):
+    Produce requests, records per request, and librdkafka's round-trip and queue times
+    (its windows restart with every report: averages weighted by count over the reports,
+    the highest p99)."""
+    reports = len(stats)
+    deadline = time.monotonic() + 5
+    while len(stats) == reports and time.monotonic() < deadline:
+        p.poll(0.05)            # the next report comes after the last answer
+    if not stats:
+        return {}
+    brokers = [b for b in stats[-1].get("brokers", {}).values() if b.get("nodeid", -1) >= 0]
+    requests = sum(b.get("req", {}).get("Produce", 0) for b in brokers)
+
+    def window(name: str) -> dict:
+        cnt = total = p99 = 0
+        for s in stats:
+            for b in s.get("brokers", {}).values():
+                w = b.get(name) or {}
+                cnt += w.get("cnt", 0)
+                total += w.get("sum", 0)
+                p99 = max(p99, w.get("p99", 0))
+        return {"avg": total / cnt / 1000 if cnt else float("nan"), "p99": p99 / 1000}
+
+    return {"produce_requests": requests,
+            "records_per_request": stats[-1].get("txmsgs", 0) / requests if requests else float("nan"),
+            "rtt_ms": window("rtt"), "outbuf_latency_ms": window("outbuf_latency"),
+            "int_latency_ms": window("int_latency")}
 
 
 def consume(a) -> dict:
@@ -254,6 +345,8 @@ def main(argv=None) -> None:
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--stats", action="store_true",
+                    help="produce: add librdkafka's statistics (requests, round trips) to the result")
     ap.add_argument("--timeline", default=None, metavar="FILE",
                     help="latency: write every record's (send ns, latency ms) here as JSON")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",

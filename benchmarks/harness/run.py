@@ -43,7 +43,7 @@ from . import kafka_tools
 from . import latency as latency_rows
 from . import scale as scale_rows
 from .admin import admin, create_topics
-from .brokers import make_broker, rss_bytes, timed_start
+from .brokers import cpu_seconds, make_broker, rss_bytes, timed_start
 from .plan import MIB, Plan, Produce
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -438,6 +438,7 @@ class Session:
         for _ in range(self.plan.reps):
             topic = _unique(spec.id)
             create_topics(b.bootstrap_servers, [(topic, spec.partitions)])
+            cpu0 = cpu_seconds(b.proc.pid)    # the broker's CPU in the run, all its threads
             if spec.client == "java":
                 out = kafka_tools.producer_perf(b.bootstrap_servers, topic,
                                                 num_records=spec.records,
@@ -446,9 +447,10 @@ class Session:
             else:
                 out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(spec.records),
                               "--size", str(spec.record_size), "--acks", spec.acks,
-                              "--compression", spec.compression)
+                              "--compression", spec.compression, "--stats")
+            out["broker_cpu_s"] = cpu_seconds(b.proc.pid) - cpu0
             log(f"{self.name}: {spec.id}: {out['mb_per_s']:.1f} MB/s, "
-                f"{out['records_per_s']:.0f} records/s")
+                f"{out['records_per_s']:.0f} records/s, broker {out['broker_cpu_s']:.2f} cpu-s")
             r.add(spec.id, self.name, out["mb_per_s"], out["records_per_s"], out)
 
     def latency(self, b) -> None:
