@@ -139,31 +139,26 @@ class TransactionCoordinator:
         self._nursery = nursery
         await self.maybe_load()
         if nursery is not None:
-            nursery.start_soon(self._timer_loop)
-            nursery.start_soon(self._expiry_loop)
+            nursery.start_soon(self._every, lambda: self.abort_interval_ms,
+                               self.abort_timed_out, "transaction timeout pass")
+            nursery.start_soon(self._every, lambda: self.expiry_interval_ms,
+                               self.remove_expired_transactional_ids,
+                               "transactional id expiration pass")
 
     def close(self) -> None:
         self._closed = True
 
-    async def _timer_loop(self) -> None:
+    async def _every(self, interval_ms, work, what: str) -> None:
+        """``await work()`` every ``interval_ms()`` milliseconds until closed (the abort
+        timer, the expiration pass); one failed round is logged and the next one runs."""
         while not self._closed:
-            await trio.sleep(self.abort_interval_ms / 1000)
+            await trio.sleep(interval_ms() / 1000)
             if self._closed:
                 return
             try:
-                await self.abort_timed_out()
+                await work()
             except Exception:  # noqa: BLE001 - the timer must survive one bad round
-                log.exception("transaction timeout pass failed")
-
-    async def _expiry_loop(self) -> None:
-        while not self._closed:
-            await trio.sleep(self.expiry_interval_ms / 1000)
-            if self._closed:
-                return
-            try:
-                await self.remove_expired_transactional_ids()
-            except Exception:  # noqa: BLE001 - the timer must survive one bad round
-                log.exception("transactional id expiration pass failed")
+                log.exception("%s failed", what)
 
     def statistics(self) -> dict:
         states: dict[str, int] = {}
