@@ -86,9 +86,8 @@ SIDE_BY_SIDE ?= 3
 SERIAL_TESTS := tests/cluster/test_replication_faults.py
 LATE_AFTER_DOCKER := tests/console/test_console_browser.py tests/console/test_console_cluster_browser.py \
 	tests/console/test_console_group_types.py tests/console/test_console_login.py \
-	tests/console/test_console_schemas.py tests/broker/test_readme.py
-LATE_AFTER_SPARK := tests/streams/test_kafka_streams_app.py tests/streams/test_kafka_streams_warmup.py \
-	tests/packaging/test_wheel.py
+	tests/console/test_console_schemas.py tests/broker/test_readme.py tests/packaging/test_wheel.py
+LATE_AFTER_SPARK := tests/streams/test_kafka_streams_app.py tests/streams/test_kafka_streams_warmup.py
 LATE_TESTS := $(LATE_AFTER_DOCKER) $(LATE_AFTER_SPARK)
 XDIST_TESTS := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(SERIAL_TESTS:%=--ignore=%) $(LATE_TESTS:%=--ignore=%))
 XDIST_COMPAT := $(if $(filter-out 0,$(COMPAT_WORKERS)),-n $(COMPAT_WORKERS) --dist loadgroup)
