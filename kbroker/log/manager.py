@@ -424,9 +424,7 @@ class LogManager:
         for d, logs in self._logs_by_dir().items():
             try:
                 with self.failures.guard(d, "write the log start offset checkpoint"):
-                    ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
-                                          {(lg.topic, lg.partition): lg.log_start_offset
-                                           for lg in logs})
+                    self._write_log_start_offsets(d, logs)
             except KafkaStorageError:
                 continue
 
@@ -438,15 +436,20 @@ class LogManager:
             by_dir.setdefault(log.dir.parent, []).append(log)
         return by_dir
 
+    @staticmethod
+    def _write_log_start_offsets(d: Path, logs: list[PartitionLog],
+                                 bulk: BulkSync | None = None) -> None:
+        ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
+                              {(lg.topic, lg.partition): lg.log_start_offset for lg in logs},
+                              bulk=bulk)
+
     def _write_checkpoints(self, d: Path, logs: list[PartitionLog],
                            bulk: BulkSync | None = None, *, log_start: bool = True) -> None:
         ckpt.write_checkpoint(d / ckpt.RECOVERY_POINT,
                               {(lg.topic, lg.partition): lg.recovery_point for lg in logs},
                               bulk=bulk)
         if log_start:
-            ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
-                                  {(lg.topic, lg.partition): lg.log_start_offset for lg in logs},
-                                  bulk=bulk)
+            self._write_log_start_offsets(d, logs, bulk)
         # The metadata log's commit point is Raft's business, not a checkpointed HW.
         ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
                               {(lg.topic, lg.partition): lg.high_watermark for lg in logs

@@ -336,16 +336,6 @@ def _controller_families(broker, image) -> list[Family]:
 
 # ---------------------------------------------------------------------------- groups
 
-def _group_state(g) -> str:
-    """A group's state name, every type: a share group has no ``state`` attribute (its state
-    follows from its members, ``state_name()``); /metrics failed with one before."""
-    name = getattr(g, "state_name", None)
-    if callable(name):
-        return str(name())
-    st = getattr(g, "state", None)
-    return str(getattr(st, "value", st))
-
-
 async def _group_families(broker, s: _Slicer) -> list[Family]:
     gc = getattr(broker, "group_coordinator", None)
     manager = getattr(gc, "manager", None)
@@ -364,7 +354,7 @@ async def _group_families(broker, s: _Slicer) -> list[Family]:
     all_groups = list(manager.groups.items())
     states: dict[str, int] = {}
     for gid, g in all_groups:
-        state = _group_state(g)
+        state = group_coordinator.group_state(g)
         states[state] = states.get(state, 0) + 1
         members.add(len(g.members), consumergroup=gid)
     for state, n in sorted(states.items()):

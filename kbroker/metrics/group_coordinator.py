@@ -62,7 +62,9 @@ SENSORS = (
 )
 
 
-def _state(g) -> str:
+def group_state(g) -> str:
+    """A group's state name, every type: a share group has no ``state`` attribute (its state
+    follows from its members, ``state_name()``)."""
     name = getattr(g, "state_name", None)
     if callable(name):
         return str(name())
@@ -79,7 +81,7 @@ async def families(manager, slicer) -> list[Family]:
         if kind in totals:
             totals[kind] += 1
             states = by_type[kind]
-            state = _state(g)
+            state = group_state(g)
             if state in states:
                 states[state] += 1
         await slicer.tick()

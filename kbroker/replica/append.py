@@ -220,9 +220,18 @@ def timestamp_window(props: dict) -> tuple[int, int]:
             int(props.get("message.timestamp.after.max.ms", _TS_AFTER_DEFAULT)))
 
 
-def timestamp_bounds(props: dict, now_ms: int) -> tuple[int, int]:
-    """(lowest, highest) acceptable CreateTime timestamp."""
-    before, after = timestamp_window(props)
+def partition_window(part: Partition) -> tuple[int, int]:
+    """:func:`timestamp_window` of the partition's configuration, read from its properties
+    once per configuration (a new configuration replaces the dict), not once per batch."""
+    props = part.props
+    window = part.timestamp_window
+    if window is None or window[0] is not props:
+        window = part.timestamp_window = (props, *timestamp_window(props))
+    return window[1], window[2]
+
+
+def timestamp_bounds(before: int, after: int, now_ms: int) -> tuple[int, int]:
+    """(lowest, highest) acceptable CreateTime timestamp for a (before, after) window."""
     lo = now_ms - before if before < LONG_MAX else -LONG_MAX
     hi = now_ms + after if after < LONG_MAX else LONG_MAX
     return lo, hi
@@ -231,16 +240,10 @@ def timestamp_bounds(props: dict, now_ms: int) -> tuple[int, int]:
 def check_timestamps(part: Partition, records, header, now_ms: int) -> None:
     """Batch-level check (base and max timestamp); on failure the records are named
     (:func:`raise_record_errors`)."""
-    props = part.props
-    window = part.timestamp_window
-    if window is None or window[0] is not props:
-        # read from the topic's properties once per configuration, not once per batch
-        window = part.timestamp_window = (props, *timestamp_window(props))
-    _, before, after = window
+    before, after = partition_window(part)
     if before >= LONG_MAX and after >= LONG_MAX:
         return
-    lo = now_ms - before if before < LONG_MAX else -LONG_MAX
-    hi = now_ms + after if after < LONG_MAX else LONG_MAX
+    lo, hi = timestamp_bounds(before, after, now_ms)
     first, last = header.base_timestamp, header.max_timestamp
     if header.has_delete_horizon:
         first = last
@@ -257,8 +260,8 @@ def raise_record_errors(part: Partition, records, header, now_ms: int, *,
     topic first, else a timestamp out of the window) and Kafka's messages. Returns when
     no record is at fault."""
     tp = f"{part.topic}-{part.index}"
-    before, after = timestamp_window(part.props)
-    lo, hi = timestamp_bounds(part.props, now_ms)
+    before, after = partition_window(part)
+    lo, hi = timestamp_bounds(before, after, now_ms)
     errors: list[tuple[int, str]] = []
     bad_timestamp = False
     try:

@@ -68,7 +68,7 @@ from kbroker.replica.partition import Partition, check_leader_epoch
 from kbroker.replica.partition_metadata import read_partition_metadata, write_partition_metadata
 from kbroker.replica.results import (INTERNAL_TOPICS, READ_UNCOMMITTED, AppendResult,
                                      FetchResult, FetchSpec, ReplicaError, error_from)
-from kbroker.replica.state import FollowerState, ReplicationState, acks_all_outcome
+from kbroker.replica.state import FollowerState, ReplicationState
 from kbroker.wire.error_codes import ErrorCode
 
 log = logging.getLogger("kbroker.replica")
@@ -695,9 +695,7 @@ class ReplicaManager:
             self.stats["appended_bytes"] += appended
             if required_acks == -1:
                 # what check_replicated answers now (a single replica: replicated at once)
-                result.replicated = acks_all_outcome(
-                    part.log.high_watermark, result.last_offset + 1, len(part.replication.isr),
-                    part.config.min_insync_replicas)
+                result.replicated = delayed.replicated(part, result.last_offset + 1)
             return result
         self.stats["append_errors"] += 1
         if err.log_start_offset is None:
