@@ -25,6 +25,7 @@ import pytest
 from compat_tests.differential.common import Connection, _until_ok
 from compat_tests.helpers import create_topic, wait_until
 from kbroker.wire import messages as M
+from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire import records as rb
 
 CLIENT = "hand-built"
@@ -35,7 +36,6 @@ EXPIRY_BROKER = {
     "transactional.id.expiration.ms": "3000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "200",
 }
-INVALID_PRODUCER_ID_MAPPING, TRANSACTIONAL_ID_NOT_FOUND = 49, 105
 _ids = itertools.count()
 
 
@@ -132,12 +132,12 @@ def test_transactional_ids_expire_unless_a_transaction_is_open(expiry_broker, co
 
     def expired():
         d = _describe(conn, done_id, empty_id)
-        return all(v[0] == TRANSACTIONAL_ID_NOT_FOUND for v in d.values())
+        return all(v[0] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND for v in d.values())
     wait_until(expired, timeout=60, interval=0.2, what="the committed and the empty id expired")
     assert _describe(conn, open_id)[open_id] == (0, "Ongoing", opid)
     assert _listed(conn, [open_id, done_id, empty_id]) == {open_id}
-    assert _add(conn, done_id, pid, epoch, topic) == INVALID_PRODUCER_ID_MAPPING
-    assert _end(conn, empty_id, epid, eepoch, False) == INVALID_PRODUCER_ID_MAPPING
+    assert _add(conn, done_id, pid, epoch, topic) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert _end(conn, empty_id, epid, eepoch, False) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
     err, new_pid, new_epoch = _init(conn, done_id, pid, epoch)
     assert (err, new_epoch) == (0, 0) and new_pid not in (pid, opid, epid)
     assert _end(conn, open_id, opid, oepoch, False) == 0
