@@ -99,10 +99,24 @@ class JsonSchema(ParsedSchema):
             ref = node.get("$ref")
             if isinstance(ref, str):
                 target, target_base = self.resolve(ref, base)
+                self._check_ref_chain(node, target, target_base)
                 todo.append((target, target_base))
             for key, value in node.items():
                 if key not in ("enum", "const", "default", "examples") and isinstance(value, (dict, list)):
                     todo.append((value, base))
+
+    def _check_ref_chain(self, start: dict, target: Any, base: str) -> None:
+        """A ``$ref`` whose chain of references (a schema that is itself a ``$ref``, and so
+        on) comes back to a schema of the chain names no schema at all (``{"$ref": "#"}``):
+        refused here, as nothing can be validated or compared against it."""
+        chain = {id(start)}
+        while isinstance(target, dict) and isinstance(target.get("$ref"), str):
+            if id(target) in chain:
+                raise SchemaError("Invalid schema: $ref cycle without a schema")
+            chain.add(id(target))
+            if isinstance(target.get("$id"), str) and target is not self.raw:
+                base = urljoin(base, target["$id"]) if base else target["$id"]
+            target, base = self.resolve(target["$ref"], base)
 
     def resolve(self, ref: str, base: str = "") -> tuple[Any, str]:
         """The schema ``ref`` points at, and the base URL to resolve refs inside it.

@@ -356,6 +356,10 @@ BAD = [
     ("unknown external reference", CUSTOMER),
     ("draft 3 is not accepted", '{"$schema": "http://json-schema.org/draft-03/schema#", "type": "string"}'),
     ("2020-12 keyword misused", '{"$schema": "https://json-schema.org/draft/2020-12/schema", "prefixItems": {}}'),
+    # a reference to itself names no schema (found by test_bad_input's Hypothesis run)
+    ("a $ref to itself", '{"name": null, "$ref": ""}'),
+    ("a cycle of $refs", '{"definitions": {"a": {"$ref": "#/definitions/b"}, '
+                         '"b": {"$ref": "#/definitions/a"}}, "$ref": "#/definitions/a"}'),
 ]
 
 
