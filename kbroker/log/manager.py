@@ -113,7 +113,10 @@ class LogManager:
         self._last_start_checkpoint_ms = 0
         self.high_watermark_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
         self._last_hw_checkpoint_ms = 0
-        self._written_high_watermarks: dict[Path, dict] = {}   # what each dir's file says
+        # what each dir's high watermark file says: its logs and their high watermarks, in
+        # the same order (lists of the objects the logs hold: ~16 bytes a partition, where a
+        # dict keyed by (topic, partition) tuples kept ~150)
+        self._written_high_watermarks: dict[Path, tuple[list, list]] = {}
         self.cleaner_max_map_entries = cleaner_max_map_entries
         self.cleaner_enabled = cleaner_enabled        # log.cleaner.enable
         self._logs: dict[tuple[str, int], PartitionLog] = {}
@@ -465,12 +468,14 @@ class LogManager:
                                bulk: BulkSync | None = None, *,
                                unless_unchanged: bool = False) -> None:
         # The metadata log's commit point is Raft's business, not a checkpointed HW.
-        entries = {(lg.topic, lg.partition): lg.high_watermark for lg in logs
-                   if lg.topic != METADATA_TOPIC}
-        if unless_unchanged and self._written_high_watermarks.get(d) == entries:
+        logs = [lg for lg in logs if lg.topic != METADATA_TOPIC]
+        marks = [lg.high_watermark for lg in logs]
+        if unless_unchanged and self._written_high_watermarks.get(d) == (logs, marks):
             return
-        ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET, entries, bulk=bulk)
-        self._written_high_watermarks[d] = entries
+        ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
+                              {(lg.topic, lg.partition): hw for lg, hw in zip(logs, marks)},
+                              bulk=bulk)
+        self._written_high_watermarks[d] = (logs, marks)
 
     def _write_checkpoints(self, d: Path, logs: list[PartitionLog],
                            bulk: BulkSync | None = None, *, log_start: bool = True,
