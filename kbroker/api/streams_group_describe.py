@@ -15,8 +15,9 @@ operations are not computed (``-2147483648``). A member's ``TaskOffsets`` and
 coordinator), by subtopology and partition.
 
 ACLs (``kbroker.authz``): DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED).
-Without ``streams`` in ``group.coordinator.rebalance.protocols`` every group answers
-UNSUPPORTED_VERSION, as Kafka 4.4 does (``kbroker/group/streams/feature.py``).
+Without ``streams`` in ``group.coordinator.rebalance.protocols``, or with the finalized
+``streams.version`` at 0, every group answers UNSUPPORTED_VERSION, as Kafka 4.4 does
+(``kbroker/group/streams/feature.py``).
 """
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ NOT_REQUESTED, NOT_STORED = 0, 1        # TopologyDescriptionStatus
 
 @api(89, versions=(0, 1))
 async def handle(ctx: RequestContext, request) -> Response:
-    if not streams_protocol_enabled(ctx.broker):       # not in the rebalance protocols
+    if not streams_protocol_enabled(ctx.broker):       # off: see the feature module
         return Response(throttle_time_ms=0, groups=[
             G(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=g, group_state="", members=[])
             for g in request.group_ids])

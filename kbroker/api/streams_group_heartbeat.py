@@ -23,8 +23,9 @@ ACLs (``kbroker.authz``): READ on the group (GROUP_AUTHORIZATION_FAILED); DESCRI
 topic of a topology sent (TOPIC_AUTHORIZATION_FAILED); missing internal topics are created only
 with CREATE on the cluster or on each of them (otherwise the member keeps reporting them
 missing).
-Without ``streams`` in ``group.coordinator.rebalance.protocols`` the answer is
-UNSUPPORTED_VERSION, as Kafka 4.4's (``kbroker/group/streams/feature.py``).
+Without ``streams`` in ``group.coordinator.rebalance.protocols``, or with the finalized
+``streams.version`` at 0, the answer is UNSUPPORTED_VERSION, as Kafka 4.4's
+(``kbroker/group/streams/feature.py``).
 """
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ async def handle(ctx: RequestContext, request) -> Response:
     from kbroker.group.streams.protocol import StreamsHeartbeatRequest  # on first use (start-up)
     from kbroker.group.streams.topology import topology_of
     if not streams_protocol_enabled(ctx.broker):
-        return _refused(ErrorCode.UNSUPPORTED_VERSION)     # not in the rebalance protocols
+        return _refused(ErrorCode.UNSUPPORTED_VERSION)     # off: see the feature module
     if not ctx.authorize(READ, GROUP, request.group_id):
         return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     topology = None if request.topology is None else topology_of(request.topology)

@@ -242,6 +242,8 @@ _DEFS: list[ConfigDef] = [
     _d("metadata.log.max.record.bytes.between.snapshots", "long", 20_971_520),
     _d("auto.leader.rebalance.enable", "boolean", True),
     _d("replica.lag.time.max.ms", "long", 30_000),
+    # the high watermark checkpoint's period (kbroker.log.manager, Kafka's replica manager's)
+    _d("replica.high.watermark.checkpoint.interval.ms", "long", 5_000),
     _d("replica.fetch.max.bytes", "int", 1_048_576, _at_least(0)),
     _d("replica.fetch.response.max.bytes", "int", 10_485_760, _at_least(0)),
     _d("replica.fetch.wait.max.ms", "int", 500, _at_least(0)),

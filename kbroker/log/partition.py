@@ -676,8 +676,9 @@ class PartitionLog:
         """Start a new segment at ``base`` (>= the log end: a follower's copy of a
         compacted log may jump ahead, as Kafka's roll to the first offset appended)."""
         self.segments[-1].on_become_inactive()
-        # the producer state as of the new segment's base offset (Kafka snapshots on roll)
-        self.producer_state.remove_expired(now)
+        # the producer state as of the new segment's base offset, every producer in it:
+        # Kafka's roll only snapshots; idle producers go at the producer.id.expiration.ms
+        # sweep (kbroker.log.producer_expiry), not at a roll another producer's batch causes
         self.producer_state.map_end_offset = base
         self.producer_state.take_snapshot(base)
         self.producer_state.delete_snapshots_before(self.segments[0].base_offset)

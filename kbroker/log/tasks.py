@@ -23,14 +23,15 @@ import trio
 from .manager import LogManager
 
 
-def flush_check_interval_s(scheduler_interval_ms: int | None) -> float:
-    """How often the flush loop looks for logs past ``flush.ms``: Kafka's
-    ``log.flush.scheduler.interval.ms`` when shorter than a second, else every second.
-    (Kafka's default, Long.MAX_VALUE, runs its flusher once and never again, which leaves a
-    topic's ``flush.ms`` without effect; kbroker keeps honouring ``flush.ms`` instead.)"""
-    if not scheduler_interval_ms or scheduler_interval_ms <= 0:
-        return 1.0
-    return min(1.0, scheduler_interval_ms / 1000)
+def flush_check_interval_s(*intervals_ms: int | None) -> float:
+    """How often the flush loop looks for logs past ``flush.ms`` and for checkpoints due:
+    the shortest of ``intervals_ms`` (Kafka's ``log.flush.scheduler.interval.ms``, and
+    ``replica.high.watermark.checkpoint.interval.ms``) when shorter than a second, else every
+    second. (Kafka's default scheduler interval, Long.MAX_VALUE, runs its flusher once and
+    never again, which leaves a topic's ``flush.ms`` without effect; kbroker keeps honouring
+    ``flush.ms`` instead.)"""
+    given = [ms for ms in intervals_ms if ms and ms > 0]
+    return min(1.0, min(given) / 1000) if given else 1.0
 
 
 async def run_background(manager: LogManager, *, flush_interval_s: float = 1.0,

@@ -192,6 +192,8 @@ class Broker:
                                checkpoint_interval_ms=cfg.get("log.flush.offset.checkpoint.interval.ms"),
                                start_offset_checkpoint_interval_ms=cfg.get(
                                    "log.flush.start.offset.checkpoint.interval.ms"),
+                               high_watermark_checkpoint_interval_ms=cfg.get(
+                                   "replica.high.watermark.checkpoint.interval.ms"),
                                cleaner_enabled=cfg.get("log.cleaner.enable"),
                                ticker=monotonic_reader(self.clock),
                                max_open_files=cfg.get("kbroker.log.max.open.files") or None,
@@ -254,7 +256,8 @@ class Broker:
         from kbroker.log.tasks import flush_check_interval_s, run_background
         await nursery.start(lambda task_status: run_background(
             self.logs,
-            flush_interval_s=flush_check_interval_s(cfg.get("log.flush.scheduler.interval.ms")),
+            flush_interval_s=flush_check_interval_s(cfg.get("log.flush.scheduler.interval.ms"),
+                                                    cfg.get("replica.high.watermark.checkpoint.interval.ms")),
             retention_interval_s=cfg.get("log.retention.check.interval.ms") / 1000,
             cleaner_interval_s=cfg.get("log.cleaner.backoff.ms") / 1000,
             initial_delay_s=cfg.get("log.initial.task.delay.ms") / 1000,

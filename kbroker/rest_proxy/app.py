@@ -85,6 +85,7 @@ Handler = Callable[[Call], Awaitable[Response]]
 
 @dataclass
 class Route:
+    """One REST endpoint: method, path pattern and handler."""
     method: str
     pattern: re.Pattern
     handler: Handler
@@ -99,6 +100,7 @@ class Route:
 
 @dataclass
 class Routes:
+    """The gateway's endpoints, matched in the order they were added."""
     routes: list[Route] = field(default_factory=list)
 
     def add(self, method: str, template: str, handler: Handler) -> None:

@@ -62,6 +62,7 @@ _LOADING = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AV
 
 @dataclass(eq=False)
 class Instance:
+    """One REST consumer instance: its settings, subscription, positions and group membership."""
     group: str
     name: str
     fmt: str

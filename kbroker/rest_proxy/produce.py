@@ -42,6 +42,7 @@ class Out:
 
 @dataclass
 class Result:
+    """The outcome of one produced record: partition and offset, or Kafka's error code."""
     partition: int
     offset: int = -1
     error_code: int = 0                 # Kafka's code

@@ -40,6 +40,7 @@ def _dump(value) -> bytes:
 
 @dataclass(frozen=True)
 class Key:
+    """The key of a ``_schemas`` record: its type, and subject and version where they apply."""
     keytype: str
     subject: str | None = None
     version: int | None = None       # SCHEMA keys only
@@ -55,6 +56,7 @@ class Key:
 
 @dataclass(frozen=True)
 class Reference:
+    """A schema reference: the name it is imported by, and the subject version it names."""
     name: str
     subject: str
     version: int
@@ -65,6 +67,7 @@ class Reference:
 
 @dataclass(frozen=True)
 class SchemaValue:
+    """The value of a SCHEMA record in ``_schemas``: one registered schema version."""
     subject: str
     version: int
     id: int

@@ -64,7 +64,8 @@ it forgot (INVALID_PRODUCER_ID_MAPPING, or a new producer id for a known id).
   ``transaction.remove.expired.transaction.cleanup.interval.ms`` a second timer tombstones,
   in ``__transaction_state``, the ids in Empty/CompleteCommit/CompleteAbort not updated for
   ``transactional.id.expiration.ms`` and forgets them once the tombstones are stored
-  (:meth:`remove_expired_transactional_ids`); a reload replays the tombstones.
+  (:meth:`remove_expired_transactional_ids`: the ids marked as being removed, the lock not
+  held while the tombstones replicate); a reload replays the tombstones.
 
 Error codes follow Kafka's handlers (``INVALID_PRODUCER_ID_MAPPING``, ``PRODUCER_FENCED``,
 ``CONCURRENT_TRANSACTIONS``, ``INVALID_TXN_STATE``, ``NOT_COORDINATOR``...). The clock is
@@ -747,13 +748,22 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ expiration
     async def remove_expired_transactional_ids(self) -> int:
         """Tombstone and forget the ids past ``transactional.id.expiration.ms``
-        (:mod:`kbroker.txn.expiry`); returns how many were forgotten. Holds the lock, so no
-        request changes an id between the choice and the tombstone; an id whose tombstone
-        was not stored (or whose partition was unloaded meanwhile) stays."""
+        (:mod:`kbroker.txn.expiry`); returns how many were forgotten.
+
+        As Kafka's ``TransactionStateManager``: under the lock each chosen id is marked as
+        being removed (``pending``, Kafka's ``prepareDead``: a request for it answers
+        CONCURRENT_TRANSACTIONS meanwhile), the tombstones are written and replicated
+        without the lock -- requests for every other id go on -- and an id is forgotten only
+        if its tombstone was stored and it is still the state that was marked (no reload
+        replaced it); the others are unmarked and stay."""
         gone = 0
         async with self._lock:
             now = self.now_ms()
             todo = expired_by_partition(self.txns.values(), self.loaded, now, self.id_expiration_ms)
+            for metas in todo.values():
+                for meta in metas:
+                    meta.pending = True
+        try:
             for p, metas in sorted(todo.items()):
                 for batch, group in tombstone_batches(metas, now, self._max_batch_bytes(p)):
                     err = await self._append(p, batch, now)
@@ -767,9 +777,13 @@ class TransactionCoordinator:
                         if self.txns.get(meta.transactional_id) is meta:
                             self._forget(meta.transactional_id)
                             gone += 1
-            if gone > len(self.txns):
-                # dicts keep their largest table: copy them so the memory goes with the ids
-                self.txns, self._by_pid = dict(self.txns), dict(self._by_pid)
+        finally:
+            for metas in todo.values():
+                for meta in metas:
+                    meta.pending = False    # the ids still here are ordinary again
+        if gone > len(self.txns):
+            # dicts keep their largest table: copy them so the memory goes with the ids
+            self.txns, self._by_pid = dict(self.txns), dict(self._by_pid)
         if gone:
             self.stats["expired_ids"] += gone
             log.info("expired %d transactional ids (transactional.id.expiration.ms=%d)",

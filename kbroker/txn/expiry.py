@@ -5,9 +5,11 @@ Kafka's ``TransactionStateManager.removeExpiredTransactionalIds``, run every
 whose state allows it -- ``Empty``, ``CompleteCommit`` or ``CompleteAbort``, never
 ``Ongoing`` nor a ``Prepare*`` -- and whose last update is at least
 ``transactional.id.expiration.ms`` old (``txnLastUpdateTimestamp <= now - expiration``,
-wall clock, 7 days by default) is removed. The coordinator appends a tombstone (the id's
-key, no value) to its ``__transaction_state`` partition, acks=all, and forgets the id once
-the tombstone is stored; a reload of the partition (a restart, a coordinator move) replays
+wall clock, 7 days by default) is removed. The coordinator marks the id as being removed
+(Kafka's ``prepareDead``: requests for it answer CONCURRENT_TRANSACTIONS meanwhile), appends
+a tombstone (the id's key, no value) to its ``__transaction_state`` partition, acks=all,
+without holding its lock while the tombstone replicates (requests for other ids go on), and
+forgets the id once the tombstone is stored, if nothing replaced its state; a reload of the partition (a restart, a coordinator move) replays
 the tombstone and does not bring the id back, and compaction later drops both.
 
 Afterwards the id is unknown, as if never used: DescribeTransactions answers

@@ -2,7 +2,9 @@
 in-process broker): ``metadata.max.idle.interval.ms`` keeps an idle metadata log moving
 with NoOpRecords (KIP-835), ``log.cleaner.enable=false`` reaches the log manager, and a
 ``group.coordinator.rebalance.protocols`` without ``streams`` turns the streams group APIs
-away with UNSUPPORTED_VERSION, as Kafka 4.4 does."""
+away with UNSUPPORTED_VERSION, as Kafka 4.4 does; ``replica.high.watermark.checkpoint.interval.ms``
+sets how often the high watermarks reach ``replication-offset-checkpoint`` (before, only
+``log.flush.offset.checkpoint.interval.ms``'s minute wrote them)."""
 from __future__ import annotations
 
 import struct
@@ -11,7 +13,9 @@ import pytest
 import trio
 
 from kbroker.config.broker import BrokerConfig, ConfigError
+from kbroker.log import checkpoint as ckpt
 from kbroker.wire import messages
+from kbroker.wire import records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.wire.protocol import decode_response, encode_request
 
@@ -60,6 +64,42 @@ async def test_keys_once_ignored_act_on_a_running_node(make_config, nursery):
         desc = await _call(port, "StreamsGroupDescribe", 0, group_ids=["app"],
                            include_authorized_operations=False)
         assert [g.error_code for g in desc.groups] == [E.UNSUPPORTED_VERSION]
+    finally:
+        server.request_shutdown()
+        with trio.fail_after(10):
+            await server.wait_stopped()
+
+
+async def test_high_watermark_checkpoint_interval_acts_on_a_running_node(make_config, nursery):
+    from kbroker.server import serve
+
+    # the recovery-point checkpoint keeps Kafka's minute: only the new key can write the file
+    server = await nursery.start(serve, make_config(
+        replica_high_watermark_checkpoint_interval_ms=100))
+    try:
+        assert server.broker.logs.high_watermark_checkpoint_interval_ms == 100
+        port = server.bound[0].port
+        C = messages.CreateTopicsRequest
+        r = await _call(port, "CreateTopics", 5, timeout_ms=5000, validate_only=False, topics=[
+            C.CreatableTopic(name="hw", num_partitions=1, replication_factor=1, assignments=[],
+                             configs=[])])
+        assert r.topics[0].error_code == 0
+        P = messages.ProduceRequest
+        batch = rb.build_batch([(None, b"v%d" % i, (), 0) for i in range(3)])
+        with trio.fail_after(30):
+            while True:     # the new topic's leader may still be on its way
+                r = await _call(port, "Produce", 9, transactional_id=None, acks=-1, timeout_ms=5000,
+                                topic_data=[P.TopicProduceData(name="hw", partition_data=[
+                                    P.PartitionProduceData(index=0, records=batch)])])
+                code = r.responses[0].partition_responses[0].error_code
+                if code != E.NOT_LEADER_OR_FOLLOWER and code != E.UNKNOWN_TOPIC_OR_PARTITION:
+                    break
+                await trio.sleep(0.05)
+        assert code == E.NONE
+        path = server.broker.logs.log_dirs[0] / ckpt.REPLICATION_OFFSET
+        with trio.fail_after(30):
+            while ckpt.read_checkpoint(path).get(("hw", 0)) != 3:
+                await trio.sleep(0.05)
     finally:
         server.request_shutdown()
         with trio.fail_after(10):

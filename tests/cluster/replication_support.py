@@ -180,7 +180,7 @@ def read_records(bootstrap: str, topic: str, ends: dict[int, int], timeout: floa
 
 def checkpointed_high_watermarks(cluster, node_id: int, topic: str) -> dict[int, int]:
     """``{partition: high watermark}`` of ``topic`` in a node's ``replication-offset-checkpoint``
-    (written every ``log.flush.offset.checkpoint.interval.ms``)."""
+    (written every ``replica.high.watermark.checkpoint.interval.ms``)."""
     from kbroker.log.checkpoint import REPLICATION_OFFSET, read_checkpoint
 
     entries = read_checkpoint(cluster.nodes[node_id].data_dir / REPLICATION_OFFSET)

@@ -30,7 +30,8 @@ def main() -> None:
         now[0] += 1
         return now[0]
 
-    mgr = LogManager([log_dir], crash_config(flush_messages), clock, checkpoint_interval_ms=50)
+    mgr = LogManager([log_dir], crash_config(flush_messages), clock, checkpoint_interval_ms=50,
+                     high_watermark_checkpoint_interval_ms=50)
     mgr.load()
     log = mgr.get_or_create("crash", 0)
     out = sys.stdout

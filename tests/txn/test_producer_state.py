@@ -211,6 +211,34 @@ def test_snapshots_on_roll_and_replay_after_a_crash(tmp_path):
     log.close()
 
 
+def test_a_roll_forgets_no_producer_the_expiry_sweep_did_not(tmp_path):
+    """Kafka's roll takes a snapshot of every producer (``UnifiedLog.roll``: the map end
+    offset, then ``takeSnapshot``); idle ones go only at the producer.id.expiration.ms sweep.
+    Producer 1's one batch carries a CreateTime already past the expiration when producer 2's
+    batches roll the segment: a retry of it is still a duplicate, the roll's snapshot lists
+    it, and a crash then reads it back (the restarted node's expiration is the default day)."""
+    d = tmp_path / "t-0"
+    log = open_log(d, segment_bytes=400)
+    log.producer_state.expiration_ms = 1_000
+    old = pbatch(1, 0, 0, 2, ts=T0 - 5_000, value=b"a" * 40)
+    first = log.append(old, now_ms=T0)
+    seq = 0
+    while len(log.segments) == 1:
+        log.append(pbatch(2, 0, seq, value=b"x" * 40), now_ms=T0)
+        seq += 1
+    assert log.producer_state.check_append(header(old)).first_offset == first.base_offset
+    snap = d / f"{log.segments[-1].base_offset:020d}.snapshot"
+    assert {e.producer_id for e in ProducerStateManager.decode_snapshot(snap.read_bytes())} == {1, 2}
+    log.close_without_flush()                            # SIGKILL after the roll
+    log = open_log(d, segment_bytes=400, clean=False)
+    assert log.producer_state.check_append(header(old)).first_offset == first.base_offset
+    # the sweep, with the short expiration, is what forgets it
+    log.producer_state.expiration_ms = 1_000
+    assert log.producer_state.remove_expired(T0) == 1
+    assert log.producer_state.entry(1) is None and log.producer_state.entry(2) is not None
+    log.close()
+
+
 def test_crash_without_any_snapshot_replays_the_whole_log(tmp_path):
     d = tmp_path / "t-0"
     log = open_log(d)

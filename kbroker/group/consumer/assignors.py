@@ -33,6 +33,7 @@ class AssignorError(Exception):
 
 @dataclass(frozen=True)
 class MemberSpec:
+    """One member as an assignor sees it: its subscribed topic ids and its current target."""
     member_id: str
     instance_id: str | None
     topics: frozenset[uuid.UUID]              # subscribed topic ids (existing topics only)
@@ -41,6 +42,8 @@ class MemberSpec:
 
 @dataclass(frozen=True)
 class GroupSpec:
+    """What a server-side assignor (KIP-848) assigns from: the members and the partition count
+    of each subscribed topic."""
     members: tuple[MemberSpec, ...]
     partitions: Mapping[uuid.UUID, int]       # topic id -> partition count
     names: Mapping[uuid.UUID, str] = field(default_factory=dict)   # for deterministic order

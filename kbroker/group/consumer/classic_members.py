@@ -60,6 +60,8 @@ _MAX_ASSIGNMENT_VERSION = 3
 
 @dataclass
 class Subscription:
+    """A classic member's decoded ``ConsumerProtocolSubscription``: topics, owned partitions,
+    rack."""
     version: int
     topics: list[str]
     owned: list[tuple[str, list[int]]]

@@ -9,13 +9,18 @@ GROUP_VERSION = "group.version"
 
 
 def consumer_protocol_enabled(broker) -> bool:
+    return feature_finalized(broker, GROUP_VERSION) and protocol_listed(broker, "consumer")
+
+
+def feature_finalized(broker, name: str, level: int = 1) -> bool:
+    """Whether the cluster's finalized ``name`` is at least ``level`` (0 when not finalized,
+    as Kafka's ``finalizedFeatures().getOrDefault(name, 0)``; also read for
+    ``streams.version``)."""
     image = getattr(broker, "metadata", None)
     features = getattr(image, "features", None) or {}
     # an image without metadata.version has not replayed the cluster's bootstrap yet (a node
     # starting up): the coordinator answers that one, never a fatal UNSUPPORTED_VERSION
-    if "metadata.version" in features and int(features.get(GROUP_VERSION, 0)) < 1:
-        return False
-    return protocol_listed(broker, "consumer")
+    return "metadata.version" not in features or int(features.get(name, 0)) >= level
 
 
 def protocol_listed(broker, name: str) -> bool:

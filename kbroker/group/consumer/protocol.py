@@ -69,6 +69,7 @@ CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 @dataclass
 class HeartbeatRequest:
+    """A ConsumerGroupHeartbeat as the coordinator reads it (null fields: unchanged)."""
     group_id: str
     member_id: str
     member_epoch: int
@@ -86,6 +87,7 @@ class HeartbeatRequest:
 
 @dataclass
 class HeartbeatResponse:
+    """What ConsumerGroupHeartbeat answers: the error or the member's epoch and assignment."""
     error: int = 0
     message: str | None = None
     member_id: str | None = None
@@ -96,6 +98,7 @@ class HeartbeatResponse:
 
 @dataclass
 class DescribedConsumerMember:
+    """One member of a consumer group as ConsumerGroupDescribe lists it."""
     member_id: str
     instance_id: str | None
     rack_id: str | None
@@ -111,6 +114,7 @@ class DescribedConsumerMember:
 
 @dataclass
 class DescribedConsumerGroup(DescribedEpochGroup):
+    """A consumer group as ConsumerGroupDescribe answers it: its assignor and members."""
     assignor_name: str = ""
     members: list[DescribedConsumerMember] = field(default_factory=list)
 

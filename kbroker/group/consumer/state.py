@@ -59,6 +59,7 @@ class ConsumerGroupState(enum.Enum):
 
 @dataclass(frozen=True)
 class ResolvedRegex:
+    """The topics a subscribed regex matched, and the metadata image it was resolved against."""
     topics: frozenset[str]
     version: int            # the metadata image version it was resolved against
     timestamp_ms: int

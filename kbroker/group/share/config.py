@@ -30,6 +30,7 @@ def share_groups_enabled(image) -> bool:
 
 @dataclass(frozen=True)
 class ShareGroupConfig:
+    """The broker's ``group.share.*`` settings (and a group's own ``share.*`` configs)."""
     session_timeout_ms: int = 45_000            # group.share.session.timeout.ms
     heartbeat_interval_ms: int = 5_000          # group.share.heartbeat.interval.ms
     max_size: int = 200                         # group.share.max.size

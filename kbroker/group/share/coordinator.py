@@ -26,6 +26,7 @@ log = logging.getLogger("kbroker.group.share")
 
 @dataclass
 class DescribedShareMember:
+    """One member of a share group as ShareGroupDescribe lists it."""
     member_id: str
     rack_id: str | None
     member_epoch: int
@@ -37,6 +38,7 @@ class DescribedShareMember:
 
 @dataclass
 class DescribedShareGroup:
+    """A share group as ShareGroupDescribe answers it (or the error for that group id)."""
     group_id: str
     error: int
     message: str | None = None

@@ -57,6 +57,7 @@ class ShareGroupError(GroupError):
 
 @dataclass(frozen=True)
 class ShareGroupMember:
+    """One share group member; immutable (a change is a new value)."""
     member_id: str
     member_epoch: int = 0
     previous_member_epoch: int = 0
@@ -69,6 +70,7 @@ class ShareGroupMember:
 
 @dataclass
 class HeartbeatRequest:
+    """A ShareGroupHeartbeat as the coordinator reads it (null fields: unchanged)."""
     group_id: str
     member_id: str
     member_epoch: int
@@ -80,6 +82,7 @@ class HeartbeatRequest:
 
 @dataclass
 class HeartbeatResult:
+    """What ShareGroupHeartbeat answers: the error or the member's epoch and assignment."""
     error: int = 0
     message: str | None = None
     member_id: str | None = None
@@ -114,6 +117,7 @@ def simple_assign(members: Mapping[str, Iterable[str]],
 
 @dataclass
 class ShareGroup:
+    """A share group's state: epochs, members, the target assignment and the topics it reads."""
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0

@@ -37,6 +37,8 @@ Task = tuple[str, int]
 
 @dataclass(frozen=True)
 class AssignorMember:
+    """One streams member as the task assignor sees it: its process, held tasks and reported
+    offsets."""
     member_id: str
     process_id: str
     active: frozenset[Task] = frozenset()      # held now (active, or pending revocation)
@@ -46,6 +48,7 @@ class AssignorMember:
 
 @dataclass
 class MemberTarget:
+    """The active and standby tasks the assignor gives one member."""
     active: set[Task] = field(default_factory=set)
     standby: set[Task] = field(default_factory=set)
 

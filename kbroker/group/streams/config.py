@@ -26,6 +26,7 @@ from kbroker.config.streams_assignors import assignor_names
 
 @dataclass(frozen=True)
 class StreamsGroupConfig:
+    """The broker's ``group.streams.*`` settings (and a group's own ``streams.*`` configs)."""
     session_timeout_ms: int = 45_000          # group.streams.session.timeout.ms
     heartbeat_interval_ms: int = 5_000        # group.streams.heartbeat.interval.ms
     max_size: int = 2**31 - 1                 # group.streams.max.size

@@ -96,6 +96,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class StreamsHeartbeatRequest:
+    """A StreamsGroupHeartbeat as the coordinator reads it (null fields: unchanged)."""
     group_id: str
     member_id: str
     member_epoch: int
@@ -120,6 +121,7 @@ class StreamsHeartbeatRequest:
 
 @dataclass
 class StreamsHeartbeatResponse:
+    """What StreamsGroupHeartbeat answers: the error or the member's epoch, status and tasks."""
     error: int = 0
     message: str | None = None
     member_id: str = ""
@@ -137,6 +139,7 @@ class StreamsHeartbeatResponse:
 
 @dataclass
 class DescribedStreamsGroup(DescribedEpochGroup):
+    """A streams group as StreamsGroupDescribe answers it: topology, members and their targets."""
     topology: Topology | None = None
     members: list = field(default_factory=list)       # [(StreamsGroupMember, TaskSet target)]
     assignor_name: str | None = None                  # the next assignment's (KIP-1357)

@@ -54,6 +54,7 @@ def _cls(name: str):
 
 @dataclass(frozen=True)
 class StreamsKey:
+    """The key of a streams group record in ``__consumer_offsets``: its type, group and member."""
     record_type: int
     group: str
     member_id: str | None = None

@@ -77,6 +77,7 @@ EMPTY = TaskSet()
 
 @dataclass(frozen=True)
 class StreamsGroupMember:
+    """One streams group member; immutable (a change is a new value)."""
     member_id: str
     instance_id: str | None = None
     rack_id: str | None = None

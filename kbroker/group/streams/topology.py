@@ -38,6 +38,7 @@ MISSING_CLIENT_TAGS = 6                     # Kafka 4.4 (v1)
 
 @dataclass(frozen=True)
 class TopicInfo:
+    """An internal topic a subtopology needs (changelog or repartition topic)."""
     name: str
     partitions: int = 0                     # 0: derived
     replication_factor: int = 0             # 0: the broker's default
@@ -46,6 +47,7 @@ class TopicInfo:
 
 @dataclass(frozen=True)
 class Subtopology:
+    """One subtopology of a Kafka Streams topology: the topics it reads and writes."""
     subtopology_id: str
     source_topics: tuple[str, ...] = ()
     source_topic_regex: tuple[str, ...] = ()
@@ -57,6 +59,7 @@ class Subtopology:
 
 @dataclass(frozen=True)
 class Topology:
+    """A streams group's topology, as its members sent it, with its epoch."""
     epoch: int
     subtopologies: tuple[Subtopology, ...] = ()
 

@@ -129,6 +129,7 @@ class TypeInfo:
 
 @dataclass
 class ProtoFile:
+    """A parsed ``.proto`` file: its path, tree, package, syntax and imports."""
     path: str
     tree: ast.File
     package: str = ""
