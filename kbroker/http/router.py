@@ -50,6 +50,7 @@ class Request:
 
 @dataclass
 class Response:
+    """An HTTP answer: status, body, content type and extra headers."""
     status: int = 200
     body: bytes = b""
     content_type: str = "text/plain; charset=utf-8"

@@ -109,6 +109,7 @@ def remove_request(quorum, voter: Voter):
 
 @dataclass
 class _State:
+    """What the static-leader notice last told (kept between calls)."""
     told: tuple[int, int] | None = None    # (epoch, leader) of the static leader told last
 
 

@@ -70,6 +70,7 @@ def api_enum_name(api_key: int) -> str:
 
 @dataclass
 class Step:
+    """What the SASL state machine does with one frame: replies, dispatch, or close."""
     reply: list = field(default_factory=list)     # frames to send, in order: each a list of parts
     dispatch: bool = False                          # hand the frame to the API registry
     close: str | None = None                        # close after the reply; the log line

@@ -54,6 +54,7 @@ Key = tuple[str, uuid.UUID, int]       # group id, topic id, partition
 
 @dataclass
 class PartitionFetch:
+    """One share partition's part of a ShareFetch answer: records and acquired ranges."""
     error: int = 0
     records: bytes = b""
     acquired: list[AcquiredRange] = field(default_factory=list)

@@ -78,6 +78,7 @@ class AcknowledgeType(enum.IntEnum):
 
 @dataclass
 class InFlight:
+    """An in-flight record's state, delivery count, holder and lock deadline."""
     state: RecordState
     delivery_count: int = 0
     member_id: str | None = None
@@ -86,6 +87,7 @@ class InFlight:
 
 @dataclass(frozen=True)
 class AcquiredRange:
+    """Offsets handed to a consumer in one acquisition, with their delivery count."""
     first_offset: int
     last_offset: int
     delivery_count: int
@@ -93,6 +95,7 @@ class AcquiredRange:
 
 @dataclass(frozen=True)
 class StateBatch:
+    """A run of offsets sharing one delivery state and count (persisted form)."""
     first_offset: int
     last_offset: int
     delivery_state: int

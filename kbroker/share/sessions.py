@@ -27,6 +27,7 @@ TopicPartition = tuple[uuid.UUID, int]
 
 @dataclass
 class ShareSession:
+    """A share session (KIP-932): its member, epoch and partitions, on one connection."""
     group_id: str
     member_id: str
     epoch: int = 1

@@ -246,3 +246,29 @@ def test_a_command_builds_only_its_own_parser():
     out, names = _imported_by("--version")
     assert out.returncode == 0 and out.stdout.startswith("kbroker "), out
     assert not names & (others | {"kbroker.tools.topics"}), sorted(names)
+
+
+_EVERY_MODULE = r'''
+import dataclasses, importlib, pkgutil
+_process_class = dataclasses._process_class
+def _reporting(cls, *args, **kw):
+    if cls.__doc__ is None and cls.__module__.startswith("kbroker"):
+        print(f"{cls.__module__}.{cls.__qualname__}")
+    return _process_class(cls, *args, **kw)
+dataclasses._process_class = _reporting
+import kbroker
+for m in pkgutil.walk_packages(kbroker.__path__, "kbroker."):
+    importlib.import_module(m.name)
+print("imported", flush=True)
+'''
+
+
+def test_no_kbroker_dataclass_lacks_a_docstring():
+    """Beyond serve's start: every kbroker module imported, no dataclass made without a
+    docstring (a group type, the share manager or the REST gateway pays it on first use)."""
+    out = subprocess.run([sys.executable, "-c", _EVERY_MODULE], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[-1:] == ["imported"], out.stdout      # the probe walked the whole package
+    assert lines[:-1] == []
