@@ -18,6 +18,15 @@ through ``PartitionLog.io_guard``) is reported to the log dir failure channel
 (``kbroker.log.failure``): the metadata log's directory failing halts the broker with its
 log-dir line, before the error reaches the driver.
 
+Directory fsyncs: one per ``Ready`` at most. Every file of the three lives in the one
+directory, and nothing of a ``Ready`` leaves before all of it is persisted, so the renames
+and creations of one ``Ready`` -- the new ``quorum-state``, the log's epoch checkpoint
+(``assign_epoch_start``: written by the log's ``flush``) and new segments -- are made durable
+by one fsync of the directory, the log's (``PartitionLog.note_directory_change``), at its
+flush or at ``sync_directory``, which the driver calls when the ``Ready`` is persisted. A
+fresh node's first ``Ready`` (its own election, the epoch's ``LeaderChange``) so syncs
+``__cluster_metadata-0`` once instead of three times.
+
 ``load()`` returns the core's ``StorageView``. The only I/O of the quorum lives here.
 """
 from __future__ import annotations
@@ -99,7 +108,8 @@ class RaftStorage:
                 "votedId": qs.voted_id, "appliedOffset": 0,
                 "currentVoters": [{"voterId": v} for v in self.voters], "data_version": 0}
         with self.log.io_guard("write quorum-state"):
-            write_atomically(self.dir / QUORUM_STATE, json.dumps(data).encode())
+            write_atomically(self.dir / QUORUM_STATE, json.dumps(data).encode(), sync_dir=False)
+        self.log.note_directory_change()     # made durable with the Ready (sync_directory)
         self.stats["state_writes"] += 1
 
     def write_snapshot(self, snap: Snapshot) -> None:
@@ -142,12 +152,21 @@ class RaftStorage:
         from kbroker.wire import records as rb
         while pos < len(buf):
             h = rb.parse_header(view, pos)
+            # a new epoch's entry goes to the checkpoint at the append's flush, its rename
+            # synced with the directory's other changes (not by a write of its own)
+            self.log.assign_epoch_start(h.partition_leader_epoch, h.base_offset)
             self.log.append(view[pos:pos + h.size], leader_epoch=h.partition_leader_epoch)
             pos += h.size
         self.log.flush()   # flush.messages=1 already did; cheap when nothing is dirty
         self.log.high_watermark = self.log.log_end_offset
         self.stats["appends"] += 1
         self.stats["entries_written"] += len(entries)
+
+    def sync_directory(self) -> None:
+        """The end of a ``Ready``'s persisting: the directory entries it changed (a new
+        ``quorum-state`` not followed by a log flush) are made durable before anything of it
+        is sent."""
+        self.log.sync_directory()
 
     def delete_before(self, offset: int) -> None:
         """A snapshot covers everything below ``offset``: whole segments below it may go."""
