@@ -45,6 +45,7 @@ log = logging.getLogger("kbroker.raft")
 
 QUORUM_STATE = "quorum-state"
 SNAPSHOT_SUFFIX = ".checkpoint"
+APPEND_RUN_BYTES = 1 << 20      # batches of one epoch written by one append, at most
 
 
 
@@ -147,16 +148,26 @@ class RaftStorage:
             raise RuntimeError(f"metadata log ends at {end}, core appends at {entries[0].offset}")
         buf = entries_to_batches(entries, self._clock())
         pos = 0
-        # one append per batch so each keeps its own partition leader epoch
         view = memoryview(buf)
         from kbroker.wire import records as rb
         while pos < len(buf):
-            h = rb.parse_header(view, pos)
+            # One append (and so one fsync: flush.messages=1) per run of batches of one
+            # partition leader epoch -- the store stamps the epoch it is given on each batch --
+            # of at most APPEND_RUN_BYTES: a leader's epoch start with the bootstrap records,
+            # a control batch and a data batch, is one write.
+            first = rb.parse_header(view, pos)
+            end = pos + first.size
+            while end < len(buf):
+                h = rb.parse_header(view, end)
+                if (h.partition_leader_epoch != first.partition_leader_epoch
+                        or end + h.size - pos > APPEND_RUN_BYTES):
+                    break
+                end += h.size
             # a new epoch's entry goes to the checkpoint at the append's flush, its rename
             # synced with the directory's other changes (not by a write of its own)
-            self.log.assign_epoch_start(h.partition_leader_epoch, h.base_offset)
-            self.log.append(view[pos:pos + h.size], leader_epoch=h.partition_leader_epoch)
-            pos += h.size
+            self.log.assign_epoch_start(first.partition_leader_epoch, first.base_offset)
+            self.log.append(view[pos:end], leader_epoch=first.partition_leader_epoch)
+            pos = end
         self.log.flush()   # flush.messages=1 already did; cheap when nothing is dirty
         self.log.high_watermark = self.log.log_end_offset
         self.stats["appends"] += 1

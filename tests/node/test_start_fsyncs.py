@@ -5,9 +5,11 @@ batches and their records in Kafka's order: the leader's epoch-start ``LeaderCha
 bootstrap records, the broker's registration, its unfencing.
 
 Each fsync is a durability point of its own: ``meta.properties``; the quorum state, the
-metadata log's first append and its epoch checkpoint, with one fsync of
-``__cluster_metadata-0`` for the three renames and the new segment; then one per later
-append of the metadata log, each waited for before the next step of the start."""
+metadata log's first append -- the epoch's LeaderChange with the bootstrap records, proposed
+before the driver's first Ready -- and its epoch checkpoint, with one fsync of
+``__cluster_metadata-0`` for the renames and the new segment; then the registration's
+append and the unfencing's, each waited for before the next step (the unfencing needs the
+broker to have applied its registration, as in Kafka)."""
 from __future__ import annotations
 
 import os
@@ -59,7 +61,7 @@ async def test_a_fresh_node_syncs_each_file_once_and_its_metadata_directory_once
         server.request_shutdown()
     assert at_ready == ["meta.properties.tmp",
                         "quorum-state.tmp", SEGMENT, "leader-epoch-checkpoint.tmp", DIR,
-                        SEGMENT, SEGMENT, SEGMENT], at_ready
+                        SEGMENT, SEGMENT], at_ready
     assert batches[0] == ["LeaderChange"]
     assert batches[1][0] == "FeatureLevelRecord" and set(batches[1]) <= {"FeatureLevelRecord", "ConfigRecord"}
     assert batches[2:] == [["RegisterBrokerRecord"], ["BrokerRegistrationChangeRecord"]], batches

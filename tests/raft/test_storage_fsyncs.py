@@ -73,6 +73,25 @@ def test_a_fresh_leaders_first_ready_syncs_the_directory_once(storage, synced):
     assert synced == [SEGMENT, SEGMENT]
 
 
+def test_a_control_and_a_data_batch_of_one_epoch_are_one_append(storage, synced):
+    """A fresh leader's first Ready with its bootstrap records: the LeaderChange batch and
+    the data batch are written by one append, so one fsync of the log; batches of another
+    epoch are an append of their own, each stamped with its epoch."""
+    synced.clear()
+    persist(storage, QuorumState(leader_id=1, leader_epoch=1, voted_id=1),
+            [Entry(0, 1, leader_change_value(1, [1], [1]), control=True),
+             Entry(1, 1, b"bootstrap"), Entry(2, 1, b"bootstrap")])
+    assert synced == [f"{QUORUM_STATE}.tmp", SEGMENT, "leader-epoch-checkpoint.tmp", DIR]
+    batches = list(storage.log.batches(0))
+    assert [(h.base_offset, h.is_control) for h, _ in batches] == [(0, True), (1, False)]
+
+    synced.clear()       # a follower's catch-up: epochs 1 and 2 in one Ready
+    persist(storage, None, [Entry(3, 1, b"a"), Entry(4, 2, b"b"), Entry(5, 2, b"c")])
+    assert synced == [SEGMENT, SEGMENT, "leader-epoch-checkpoint.tmp", DIR]
+    assert [(h.base_offset, h.partition_leader_epoch) for h, _ in storage.log.batches(3)] == [(3, 1), (4, 2)]
+    assert [tuple(e) for e in read_epoch_file(storage.dir / "leader-epoch-checkpoint")] == [(1, 0), (2, 4)]
+
+
 def test_a_vote_alone_syncs_the_directory_before_its_ready_ends(storage, synced):
     """A Ready with a new quorum state and no entries (a vote granted, a new epoch seen):
     the rename is durable before the answer goes out; a Ready that changed nothing in the
