@@ -12,8 +12,6 @@ append and the unfencing's, each waited for before the next step (the unfencing 
 broker to have applied its registration, as in Kafka)."""
 from __future__ import annotations
 
-import os
-
 import pytest
 import trio
 
@@ -21,6 +19,7 @@ from kbroker.config.broker import BrokerConfig
 from kbroker.metadata.store import decode_record
 from kbroker.raft.wire_map import batches_to_entries
 from kbroker.server import serve
+from tests.support.fsyncs import record_fsyncs
 
 DIR = "__cluster_metadata-0"
 SEGMENT = "00000000000000000000.log"
@@ -29,15 +28,7 @@ SEGMENT = "00000000000000000000.log"
 @pytest.fixture
 def synced(monkeypatch) -> list[str]:
     """Names (file or directory basename) of every fsync, in order; the fsync still runs."""
-    names: list[str] = []
-    real = os.fsync
-
-    def counting_fsync(fd):
-        names.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
-        return real(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
-    return names
+    return record_fsyncs(monkeypatch)
 
 
 def metadata_batches(broker) -> list[list[str]]:

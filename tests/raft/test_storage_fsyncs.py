@@ -5,8 +5,6 @@ anything -- and not by each file's own replacement. Counted on the real ``os.fsy
 still runs) by the name of the file or directory synced, on a real metadata log."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from kbroker.log import LogConfig, LogManager
@@ -16,6 +14,7 @@ from kbroker.raft.control import leader_change_value
 from kbroker.raft.messages import Entry
 from kbroker.raft.state import QuorumState
 from kbroker.raft.storage import QUORUM_STATE, RaftStorage
+from tests.support.fsyncs import record_fsyncs
 
 NOW = 5_000_000
 DIR = "__cluster_metadata-0"
@@ -25,15 +24,7 @@ SEGMENT = "00000000000000000000.log"
 @pytest.fixture
 def synced(monkeypatch) -> list[str]:
     """Names (file or directory basename) of every fsync, in order; the fsync still runs."""
-    names: list[str] = []
-    real = os.fsync
-
-    def counting_fsync(fd):
-        names.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
-        return real(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
-    return names
+    return record_fsyncs(monkeypatch)
 
 
 @pytest.fixture
