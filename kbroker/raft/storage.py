@@ -165,7 +165,8 @@ class RaftStorage:
                 end += h.size
             # a new epoch's entry goes to the checkpoint at the append's flush, its rename
             # synced with the directory's other changes (not by a write of its own)
-            self.log.assign_epoch_start(first.partition_leader_epoch, first.base_offset)
+            if first.partition_leader_epoch >= 0:
+                self.log.assign_epoch_start(first.partition_leader_epoch, first.base_offset)
             self.log.append(view[pos:end], leader_epoch=first.partition_leader_epoch)
             pos = end
         self.log.flush()   # flush.messages=1 already did; cheap when nothing is dirty
