@@ -189,6 +189,25 @@ def _print_waits(src: Path, runs: list[dict]) -> None:
     print(f"{src}: child processes before ready: {runs[-1]['children']}")
 
 
+def _each_start(sources: list[Path], reps: int, kinds: tuple[str, ...]):
+    """``reps`` rounds of fresh brokers, alternating over ``sources`` and, for each, over
+    ``kinds`` (names of what is measured): yields ``(kind, src, broker)``; each broker is
+    killed and its folder removed after its turn."""
+    work = Path(tempfile.mkdtemp(prefix="kbroker-startup-"))
+    try:
+        for i in range(reps):
+            for n, src in enumerate(sources):
+                for kind in kinds:
+                    b = KBrokerFrom(work / f"{kind}-{i}-{n}", src)
+                    try:
+                        yield kind, src, b
+                    finally:
+                        b.kill()
+                        shutil.rmtree(b.workdir, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("src", nargs="*", type=Path, help="folders holding a kbroker package")
@@ -222,42 +241,21 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         return 0
     if a.waits:
-        work = Path(tempfile.mkdtemp(prefix="kbroker-startup-waits-"))
         waits: dict[Path, list[dict]] = {s: [] for s in sources}
-        try:
-            for i in range(a.reps):
-                for n, src in enumerate(sources):
-                    b = KBrokerFrom(work / f"waits-{i}-{n}", src)
-                    try:
-                        waits[src].append(start_waits(b))
-                    finally:
-                        b.kill()
-                        shutil.rmtree(b.workdir, ignore_errors=True)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        for _, src, b in _each_start(sources, a.reps, ("waits",)):
+            waits[src].append(start_waits(b))
         for src in sources:
             _print_waits(src, waits[src])
         return 0
     first_ack: dict[Path, list[float]] = {s: [] for s in sources}
     ack_cpu: dict[Path, list[float]] = {s: [] for s in sources}   # broker cpu-s at the ack
     ready: dict[Path, list[float]] = {s: [] for s in sources}
-    work = Path(tempfile.mkdtemp(prefix="kbroker-startup-"))
-    try:
-        for i in range(a.reps):
-            for n, src in enumerate(sources):
-                for what, results in (("ack", first_ack), ("ready", ready)):
-                    b = KBrokerFrom(work / f"{what}-{i}-{n}", src)
-                    try:
-                        if what == "ack":
-                            results[src].append(timed_start(b, "first"))
-                            ack_cpu[src].append(b.start_cpu_s)
-                        else:
-                            results[src].append(ready_seconds(b))
-                    finally:
-                        b.kill()
-                        shutil.rmtree(b.workdir, ignore_errors=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    for what, src, b in _each_start(sources, a.reps, ("ack", "ready")):
+        if what == "ack":
+            first_ack[src].append(timed_start(b, "first"))
+            ack_cpu[src].append(b.start_cpu_s)
+        else:
+            ready[src].append(ready_seconds(b))
     for src in sources:
         acks, rs = first_ack[src], ready[src]
         print(f"{src}: first produce ack median {statistics.median(acks):.3f} s "
