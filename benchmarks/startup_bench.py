@@ -6,7 +6,10 @@ The same measurement as the full benchmark's "start-up to first produce ack, emp
 produce, with the broker's CPU seconds at that moment), and, in a separate start, the time
 from spawn to kbroker's `kbroker ready` log line; each on a fresh data dir, repeated.
 `--instructions` counts instead, under callgrind, the instructions from spawn to ready and
-from ready to a first produce's acknowledgement (one start per SRC).
+from ready to a first produce's acknowledgement (one start per SRC). `--waits` runs each
+start under strace and reports what it waited for: the fsyncs up to the ready line and up to
+the first produce's acknowledgement (how many, and their time, which depends on the disk's
+load) and the child processes started before ready.
 With several SRC folders (each holding a `kbroker/` package, e.g. an exported older commit:
 `git archive <rev> kbroker | tar -x -C /tmp/old`) the runs alternate between them, so that
 load from other work on the machine falls on each alike; the first SRC defaults to this
@@ -20,6 +23,8 @@ more than kbroker's).
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -87,7 +92,6 @@ def ready_instructions(broker: KBrokerFrom, timeout: float = 600.0) -> tuple[int
     Produce); then a SIGINT stops it (its shutdown is not counted: the counter is dumped at
     each of the two points). Independent of the machine's load, unlike the timings, so an
     A/B on a busy machine still shows what a change saves."""
-    import re
     import signal
     broker.prepare()
     out = broker.workdir / "callgrind.out"
@@ -124,6 +128,86 @@ def ready_instructions(broker: KBrokerFrom, timeout: float = 600.0) -> tuple[int
     return counts["ready"], counts["ack"]
 
 
+_SYNCS = ("fsync", "fdatasync", "syncfs", "sync_file_range")
+_STRACED = re.compile(r"^\d+\s+(\d+\.\d+) (\w+)\((.*)<([\d.]+)>$")
+
+
+def start_waits(broker: KBrokerFrom, timeout: float = 180.0) -> dict:
+    """Start `broker` under `strace -f` and return its waits: `{"ready": [(file, seconds)],
+    "ack": [...], "children": [program, ...]}` -- the fsyncs made up to its ready line and up
+    to its answer to a first produce (a client started at the ready line), and the programs
+    it ran before ready (strace's own times: under strace, for the count and the order)."""
+    import signal
+    broker.prepare()
+    out = broker.workdir / "strace.out"
+    cmd = ["strace", "-f", "-y", "-T", "-ttt", "-s", "120", "-o", str(out),
+           "-e", "trace=" + ",".join((*_SYNCS, "write", "execve")), *broker.command()]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, cwd=broker.workdir,
+                            env=broker.env(), start_new_session=True, preexec_fn=die_with_parent)
+    try:
+        for line in proc.stderr:
+            if "kbroker ready" in line:
+                _first_ack(broker.bootstrap_servers, "first", timeout)
+                acked = time.time()
+                break
+        else:
+            raise BrokerStartError(f"{broker} exited under strace before it was ready")
+    finally:
+        # the broker (the trace's first pid) stops as a user's would; strace ends with it
+        first = out.read_text(errors="replace").split(None, 1) if out.exists() else []
+        os.kill(int(first[0]) if first and first[0].isdigit() else proc.pid, signal.SIGINT)
+        proc.communicate(timeout=timeout)
+    ready_at, syncs, children = None, [], []
+    for line in out.read_text(errors="replace").splitlines():
+        m = _STRACED.match(line)
+        if m is None:
+            continue
+        at, call, args = float(m.group(1)), m.group(2), m.group(3)
+        if call == "write" and ready_at is None and "kbroker ready" in args:
+            ready_at = at
+        elif call in _SYNCS:
+            path = re.search(r"<([^>]*)>", args)
+            syncs.append((at, os.path.basename(path.group(1)) if path else args, float(m.group(4))))
+        elif call == "execve" and ready_at is None and ") = 0 " in args:
+            children.append(args.split('"')[1])
+    if ready_at is None:
+        raise BrokerStartError(f"no ready line in {out}")
+    return {"ready": [(f, s) for at, f, s in syncs if at <= ready_at],
+            "ack": [(f, s) for at, f, s in syncs if at <= acked],
+            "children": children[1:]}         # the first is the broker itself
+
+
+def _print_waits(src: Path, runs: list[dict]) -> None:
+    for point in ("ready", "ack"):
+        counts = [len(r[point]) for r in runs]
+        ms = [sum(s for _, s in r[point]) * 1000 for r in runs]
+        print(f"{src}: up to {'the ready line' if point == 'ready' else 'the first ack'}: "
+              f"{'/'.join(map(str, sorted(set(counts))))} fsyncs, {statistics.median(ms):.1f} ms "
+              f"median (min {min(ms):.1f}, max {max(ms):.1f}) of {len(runs)} starts")
+    print(f"{src}: fsyncs to the ready line, in order: {[f for f, _ in runs[-1]['ready']]}")
+    print(f"{src}: child processes before ready: {runs[-1]['children']}")
+
+
+def _each_start(sources: list[Path], reps: int, kinds: tuple[str, ...]):
+    """``reps`` rounds of fresh brokers, alternating over ``sources`` and, for each, over
+    ``kinds`` (names of what is measured): yields ``(kind, src, broker)``; each broker is
+    killed and its folder removed after its turn."""
+    work = Path(tempfile.mkdtemp(prefix="kbroker-startup-"))
+    try:
+        for i in range(reps):
+            for n, src in enumerate(sources):
+                for kind in kinds:
+                    b = KBrokerFrom(work / f"{kind}-{i}-{n}", src)
+                    try:
+                        yield kind, src, b
+                    finally:
+                        b.kill()
+                        shutil.rmtree(b.workdir, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("src", nargs="*", type=Path, help="folders holding a kbroker package")
@@ -131,6 +215,9 @@ def main(argv=None) -> int:
     ap.add_argument("--instructions", action="store_true",
                     help="instead: instructions from spawn to ready and from ready to the "
                          "first produce acknowledged, under valgrind (one run each)")
+    ap.add_argument("--waits", action="store_true",
+                    help="instead: fsyncs up to ready and up to the first produce "
+                         "acknowledged, and child processes, under strace (--reps each)")
     a = ap.parse_args(argv)
     sources = [p.resolve() for p in (a.src or [ROOT])]
     for src in sources:
@@ -153,26 +240,22 @@ def main(argv=None) -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return 0
+    if a.waits:
+        waits: dict[Path, list[dict]] = {s: [] for s in sources}
+        for _, src, b in _each_start(sources, a.reps, ("waits",)):
+            waits[src].append(start_waits(b))
+        for src in sources:
+            _print_waits(src, waits[src])
+        return 0
     first_ack: dict[Path, list[float]] = {s: [] for s in sources}
     ack_cpu: dict[Path, list[float]] = {s: [] for s in sources}   # broker cpu-s at the ack
     ready: dict[Path, list[float]] = {s: [] for s in sources}
-    work = Path(tempfile.mkdtemp(prefix="kbroker-startup-"))
-    try:
-        for i in range(a.reps):
-            for n, src in enumerate(sources):
-                for what, results in (("ack", first_ack), ("ready", ready)):
-                    b = KBrokerFrom(work / f"{what}-{i}-{n}", src)
-                    try:
-                        if what == "ack":
-                            results[src].append(timed_start(b, "first"))
-                            ack_cpu[src].append(b.start_cpu_s)
-                        else:
-                            results[src].append(ready_seconds(b))
-                    finally:
-                        b.kill()
-                        shutil.rmtree(b.workdir, ignore_errors=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    for what, src, b in _each_start(sources, a.reps, ("ack", "ready")):
+        if what == "ack":
+            first_ack[src].append(timed_start(b, "first"))
+            ack_cpu[src].append(b.start_cpu_s)
+        else:
+            ready[src].append(ready_seconds(b))
     for src in sources:
         acks, rs = first_ack[src], ready[src]
         print(f"{src}: first produce ack median {statistics.median(acks):.3f} s "

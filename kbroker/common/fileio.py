@@ -3,7 +3,11 @@
 ``write_atomically`` replaces a file as a whole: the bytes go to ``<name>.tmp``, which is
 fsynced, renamed over the file, and the directory is fsynced, so a crash leaves either the
 old file or the new one (Kafka's checkpoint files, quorum state, snapshots). ``sync=False``
-skips both fsyncs for files that can be rebuilt when a crash loses them. ``bulk`` (a
+skips both fsyncs for files that can be rebuilt when a crash loses them. ``sync_dir=False``
+keeps the file's fsync and leaves the directory's to the caller, which makes it before
+anything that depends on the new file is acknowledged or sent -- one directory fsync then
+covers every file replaced in it since (the metadata quorum's state, a log's epoch
+checkpoint and its new segments, all in ``__cluster_metadata-0``). ``bulk`` (a
 :class:`~kbroker.common.bulk_sync.BulkSync`) leaves both the fsyncs and the rename to its
 ``commit``, which renames only after the new bytes are durable -- the same guarantee, for
 many files at once.
@@ -27,7 +31,8 @@ def fsync_dir(directory) -> None:
         os.close(fd)
 
 
-def write_atomically(path, data: bytes, *, sync: bool = True, bulk=None) -> None:
+def write_atomically(path, data: bytes, *, sync: bool = True, bulk=None,
+                     sync_dir: bool = True) -> None:
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -43,5 +48,5 @@ def write_atomically(path, data: bytes, *, sync: bool = True, bulk=None) -> None
         bulk.replace(tmp, path)
         return
     os.replace(tmp, path)
-    if sync:
+    if sync and sync_dir:
         fsync_dir(path.parent)

@@ -86,12 +86,13 @@ def read_epoch_file(path: Path) -> list[EpochEntry] | None:
 
 
 def write_epoch_file(path: Path, entries: Iterable[EpochEntry], *, sync: bool = True,
-                     bulk=None) -> None:
+                     bulk=None, sync_dir: bool = True) -> None:
     """Replace the file atomically; ``sync`` also makes it durable before returning (with
-    ``bulk``, a ``BulkSync``: at its commit, the rename with it)."""
+    ``bulk``, a ``BulkSync``: at its commit, the rename with it; ``sync_dir=False``: all
+    but the rename, whose directory fsync the caller makes)."""
     entries = list(entries)
     body = "%d\n%d\n" % (_VERSION, len(entries)) + "".join(f"{e} {o}\n" for e, o in entries)
-    write_atomically(path, body.encode(), sync=sync, bulk=bulk)
+    write_atomically(path, body.encode(), sync=sync, bulk=bulk, sync_dir=sync_dir)
 
 
 class LeaderEpochCache:
@@ -251,16 +252,19 @@ class LeaderEpochCache:
         if self.path is not None:
             self.unsynced = True
 
-    def sync(self, *, bulk=None) -> None:
+    def sync(self, *, bulk=None, sync_dir: bool = True) -> bool:
         """Write and fsync what :meth:`defer` or an unsynced :meth:`write` left (the log
         calls it before it moves its recovery point, so the epochs of fsynced data are never
-        lost to a crash). With ``bulk`` (a ``BulkSync``, a clean stop) the file is written
-        and its sync and rename left to the bulk's commit."""
+        lost to a crash); whether it wrote. With ``bulk`` (a ``BulkSync``, a clean stop) the
+        file is written and its sync and rename left to the bulk's commit; ``sync_dir=False``
+        leaves the directory's fsync (the rename's durability) to the caller."""
         if self.path is not None and self.unsynced:
-            write_epoch_file(self.path, self._entries, sync=True, bulk=bulk)
+            write_epoch_file(self.path, self._entries, sync=True, bulk=bulk, sync_dir=sync_dir)
             self.writes += 1
             self.loaded = True
             self.unsynced = False
+            return True
+        return False
 
     def statistics(self) -> dict:
         return {"entries": len(self._entries), "latest_epoch": self.latest_epoch,

@@ -796,7 +796,8 @@ class PartitionLog:
         for seg in self.segments[i:]:
             # Indexes of the active segment are rebuilt by recovery anyway.
             seg.flush(indexes=seg is not self.segments[-1], bulk=bulk)
-        self.epochs.sync(bulk=bulk)
+        if self.epochs.sync(bulk=bulk, sync_dir=False):
+            self._dir_dirty = True      # the checkpoint's rename: one directory fsync below
         self._fsync_dir(bulk)
         self.recovery_point = max(self.recovery_point, target)
         if now_ms is not None or self._clock is not None:
@@ -811,6 +812,17 @@ class PartitionLog:
             self.flush(now_ms=now_ms)
             return True
         return False
+
+    def note_directory_change(self) -> None:
+        """A file beside the segments was created or replaced (the metadata quorum's
+        ``quorum-state``): its directory entry is made durable by the log's next directory
+        fsync (``flush`` or ``sync_directory``), together with the segments' own."""
+        self._dir_dirty = True
+
+    @guarded("sync the directory of")
+    def sync_directory(self) -> None:
+        """fsync the log's directory if an entry in it changed since its last fsync."""
+        self._fsync_dir()
 
     def _fsync_dir(self, bulk=None) -> None:
         if self._dir_dirty:

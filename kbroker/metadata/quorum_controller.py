@@ -50,7 +50,9 @@ Besides, like Kafka's ``ClusterControlManager``/``BrokerHeartbeatManager``/
   ``FeatureLevelRecord(metadata.version)`` at kbroker's level and the default levels of the
   other features kbroker serves (``feature_control.default_levels``), written before any
   registration is checked against them (``_maybe_bootstrap``); and every registered broker
-  gets a fresh session;
+  gets a fresh session. A leader of an empty log that has not persisted its epoch start yet
+  (a one-node quorum's first start) proposes them at once
+  (``propose_bootstrap_with_epoch_start``): written and committed with the LeaderChange;
 - every partition change is built by ``reassign.build_change`` (Kafka's
   ``PartitionChangeBuilder``), so an ISR change that holds all the target replicas of an
   ongoing reassignment completes it (an AlterPartition whose completion moves the
@@ -129,6 +131,8 @@ class QuorumController(Controller):
         self._offsets: dict[int, int] = {}           # broker id -> metadata offset it last reported
         self._shutdown_offsets: dict[int, int] = {}  # broker id -> offset of its controlled-shutdown change
         self._activated_epoch = -1
+        # (offset of the last record, epoch) of bootstrap records proposed with the epoch start
+        self._early_bootstrap: tuple[int, int] | None = None
         self._placement = 0
         self.stats = {"commits": 0, "records": 0, "fenced": 0, "unfenced": 0, "registrations": 0,
                       "leader_moves": 0, "not_controller": 0, "isr_changes": 0,
@@ -223,10 +227,41 @@ class QuorumController(Controller):
         write, so no write is ever checked against an image without ``metadata.version``."""
         if "metadata.version" in self.image.features:
             return
+        driver = self.quorum.driver
+        if self._early_bootstrap is not None and self._early_bootstrap[1] == driver.epoch:
+            # proposed with the epoch's LeaderChange (``propose_bootstrap_with_epoch_start``)
+            if not await driver.wait_applied(*self._early_bootstrap):
+                raise NotController()
+            return
+        await self._commit(self._bootstrap_records())
+
+    def _bootstrap_records(self) -> list:
         # Kafka's format step: metadata.version plus the cluster-level
         # min.insync.replicas default (KIP-966; compat ledger F-002)
         first = self._bootstrap or default_feature_records(METADATA_VERSION)
-        await self._commit([*first, *self.bootstrap_config_records()])
+        return [*first, *self.bootstrap_config_records()]
+
+    def propose_bootstrap_with_epoch_start(self) -> bool:
+        """A quorum whose leader leads from an empty log (a one-node quorum's first start,
+        before its driver persists anything): the bootstrap records are proposed now, so the
+        driver writes them in the same append (and fsync) as the epoch's LeaderChange and
+        commits both at once -- one wait of the start fewer. Kafka's controller writes them
+        as its first records once the LeaderChange is committed and read back; with nothing
+        before the epoch there is nothing that wait could bring in, and the log is the same:
+        the LeaderChange batch, then the bootstrap batch. Whether it proposed."""
+        driver = self.quorum.driver
+        node = driver.node
+        if (not driver.is_leader or node.epoch_start_offset != 0
+                or self._activated_epoch == driver.epoch or self._early_bootstrap is not None
+                or "metadata.version" in self.image.features):
+            return False
+        mv = self.image.features.get("metadata.version")
+        # to the core itself: the driver's clock (and so its ticks) starts with its run
+        result = node.propose([encode_record(r, mv) for r in self._bootstrap_records()])
+        if isinstance(result, NotLeader):
+            return False
+        self._early_bootstrap = (result, driver.epoch)
+        return True
 
     async def bootstrap(self, endpoints, rack, incarnation_id) -> None:  # pragma: no cover - not used
         raise NotImplementedError("brokers register through BrokerRegistration")

@@ -290,6 +290,10 @@ class Broker:
                 self.controller_server = ControllerServer(ControllerPlane(self, self.quorum, local),
                                                           self.config.controller_listeners)
                 await n.start(self.controller_server.run)
+            if local is not None:
+                # a one-node quorum's first start: its bootstrap records go to disk with the
+                # epoch's LeaderChange, in the driver's first Ready
+                local.propose_bootstrap_with_epoch_start()
             await n.start(self.quorum.run)
             if local is not None:
                 def on_role(_change, local=local, n=n):

@@ -237,6 +237,7 @@ class RaftDriver:
             st.truncate_to(rd.truncate_to, self.node.log)
         if rd.append_entries:
             st.append_entries(rd.append_entries)
+        st.sync_directory()          # one fsync for the directory entries of the whole Ready
         if rd.log_start_offset is not None:
             st.delete_before(rd.log_start_offset)
 

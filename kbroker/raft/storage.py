@@ -18,6 +18,15 @@ through ``PartitionLog.io_guard``) is reported to the log dir failure channel
 (``kbroker.log.failure``): the metadata log's directory failing halts the broker with its
 log-dir line, before the error reaches the driver.
 
+Directory fsyncs: one per ``Ready`` at most. Every file of the three lives in the one
+directory, and nothing of a ``Ready`` leaves before all of it is persisted, so the renames
+and creations of one ``Ready`` -- the new ``quorum-state``, the log's epoch checkpoint
+(``assign_epoch_start``: written by the log's ``flush``) and new segments -- are made durable
+by one fsync of the directory, the log's (``PartitionLog.note_directory_change``), at its
+flush or at ``sync_directory``, which the driver calls when the ``Ready`` is persisted. A
+fresh node's first ``Ready`` (its own election, the epoch's ``LeaderChange``) so syncs
+``__cluster_metadata-0`` once instead of three times.
+
 ``load()`` returns the core's ``StorageView``. The only I/O of the quorum lives here.
 """
 from __future__ import annotations
@@ -36,6 +45,7 @@ log = logging.getLogger("kbroker.raft")
 
 QUORUM_STATE = "quorum-state"
 SNAPSHOT_SUFFIX = ".checkpoint"
+APPEND_RUN_BYTES = 1 << 20      # batches of one epoch written by one append, at most
 
 
 
@@ -99,7 +109,8 @@ class RaftStorage:
                 "votedId": qs.voted_id, "appliedOffset": 0,
                 "currentVoters": [{"voterId": v} for v in self.voters], "data_version": 0}
         with self.log.io_guard("write quorum-state"):
-            write_atomically(self.dir / QUORUM_STATE, json.dumps(data).encode())
+            write_atomically(self.dir / QUORUM_STATE, json.dumps(data).encode(), sync_dir=False)
+        self.log.note_directory_change()     # made durable with the Ready (sync_directory)
         self.stats["state_writes"] += 1
 
     def write_snapshot(self, snap: Snapshot) -> None:
@@ -137,17 +148,37 @@ class RaftStorage:
             raise RuntimeError(f"metadata log ends at {end}, core appends at {entries[0].offset}")
         buf = entries_to_batches(entries, self._clock())
         pos = 0
-        # one append per batch so each keeps its own partition leader epoch
         view = memoryview(buf)
         from kbroker.wire import records as rb
         while pos < len(buf):
-            h = rb.parse_header(view, pos)
-            self.log.append(view[pos:pos + h.size], leader_epoch=h.partition_leader_epoch)
-            pos += h.size
+            # One append (and so one fsync: flush.messages=1) per run of batches of one
+            # partition leader epoch -- the store stamps the epoch it is given on each batch --
+            # of at most APPEND_RUN_BYTES: a leader's epoch start with the bootstrap records,
+            # a control batch and a data batch, is one write.
+            first = rb.parse_header(view, pos)
+            end = pos + first.size
+            while end < len(buf):
+                h = rb.parse_header(view, end)
+                if (h.partition_leader_epoch != first.partition_leader_epoch
+                        or end + h.size - pos > APPEND_RUN_BYTES):
+                    break
+                end += h.size
+            # a new epoch's entry goes to the checkpoint at the append's flush, its rename
+            # synced with the directory's other changes (not by a write of its own)
+            if first.partition_leader_epoch >= 0:
+                self.log.assign_epoch_start(first.partition_leader_epoch, first.base_offset)
+            self.log.append(view[pos:end], leader_epoch=first.partition_leader_epoch)
+            pos = end
         self.log.flush()   # flush.messages=1 already did; cheap when nothing is dirty
         self.log.high_watermark = self.log.log_end_offset
         self.stats["appends"] += 1
         self.stats["entries_written"] += len(entries)
+
+    def sync_directory(self) -> None:
+        """The end of a ``Ready``'s persisting: the directory entries it changed (a new
+        ``quorum-state`` not followed by a log flush) are made durable before anything of it
+        is sent."""
+        self.log.sync_directory()
 
     def delete_before(self, offset: int) -> None:
         """A snapshot covers everything below ``offset``: whole segments below it may go."""

@@ -263,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         codecache.install()
         cached = codecache.statistics()
         log.debug("generated code: %d snippets cached in %s", cached["code_objects"], cached["file"])
+        # trio's thread names without an `ldconfig -p` child at its import
+        from kbroker.common import pthread_lookup
+        pthread_lookup.install()
         if args.kafka_start_lines:
             from kbroker.container.start_lines import install
             install()
@@ -279,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         config.log_unused()
         import functools
         import trio
+        pthread_lookup.uninstall()
         from kbroker.server import run_until_signal
         try:
             trio.run(functools.partial(run_until_signal, config,

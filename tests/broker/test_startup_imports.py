@@ -63,11 +63,16 @@ def _reporting(cls, *args, **kw):
               file=sys.stderr, flush=True)
     return _process_class(cls, *args, **kw)
 dataclasses._process_class = _reporting
+def _audit(event, args):
+    if event == "subprocess.Popen":
+        print(f"child process started: {args[1]!r}", file=sys.stderr, flush=True)
+sys.addaudithook(_audit)
 sys.argv[0] = "kbroker"
 from kbroker.tools.cli import main
 sys.exit(main())
 '''
 _UNDOCUMENTED = re.compile(r"^dataclass without a docstring: ([\w.]+)$")
+_CHILD = re.compile(r"^child process started: (.*)$")
 
 
 class ServeProcess:
@@ -83,7 +88,9 @@ class ServeProcess:
             text=True, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.names: list[str] = []
         self.undocumented: list[str] = []
+        self.children: list[str] = []            # subprocesses started (their argv)
         self.at_ready: set[str] | None = None
+        self.children_at_ready: list[str] | None = None
         self._changed = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -95,8 +102,11 @@ class ServeProcess:
                     self.names.append(m.group(1))
                 elif m := _UNDOCUMENTED.match(line):
                     self.undocumented.append(m.group(1))
+                elif m := _CHILD.match(line):
+                    self.children.append(m.group(1))
                 elif "kbroker ready" in line and self.at_ready is None:
                     self.at_ready = set(self.names)
+                    self.children_at_ready = list(self.children)
                 self._changed.notify_all()
         with self._changed:
             self._changed.notify_all()
@@ -180,6 +190,12 @@ def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadat
     # no request yet, so no API handler module (the registry lists them from its index)
     handlers = {n for n in names if n.startswith("kbroker.api.")} - {"kbroker.api._index"}
     assert not handlers, f"API handler modules loaded before any request: {sorted(handlers)}"
+
+
+def test_a_start_waits_for_no_child_process(serving):
+    """trio looks up ``pthread_setname_np``'s library at import: answered from the mapped
+    libraries (``kbroker.common.pthread_lookup``), not by ``ldconfig -p`` in a child."""
+    assert serving.children_at_ready == [], serving.children_at_ready
 
 
 def test_handlers_load_with_the_first_request_of_their_api(serving):

@@ -5,12 +5,11 @@ checkpoint write -- entries, or a file that exists -- keeps its two fsyncs. Coun
 real ``os.fsync`` (which still runs) by the name of the file or directory synced."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from kbroker.log import LogConfig, LogManager
 from kbroker.log import checkpoint as ckpt
+from tests.support.fsyncs import record_fsyncs
 
 from .helpers import make_batch
 
@@ -22,15 +21,7 @@ CHECKPOINTS = {ckpt.RECOVERY_POINT, ckpt.LOG_START_OFFSET, ckpt.CLEANER_OFFSET,
 @pytest.fixture
 def synced(monkeypatch) -> list[str]:
     """Names (file or directory basename) of every fsync, in order; the fsync still runs."""
-    names: list[str] = []
-    real = os.fsync
-
-    def counting_fsync(fd):
-        names.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
-        return real(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
-    return names
+    return record_fsyncs(monkeypatch)
 
 
 def test_fresh_directory_gets_its_empty_checkpoints_without_fsyncs(tmp_path, synced):

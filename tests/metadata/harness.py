@@ -32,15 +32,21 @@ class Harness:
         self.images = []
         self.incarnations = {}
 
-    async def start(self, nursery, *, activate: bool = True) -> "Harness":
+    async def start(self, nursery, *, activate: bool = True, with_epoch_start: bool = False) -> "Harness":
         """``activate=False``: the quorum is ready but the controller has not run its
-        activation yet (no bootstrap records), as a registration can find it."""
+        activation yet (no bootstrap records), as a registration can find it.
+        ``with_epoch_start``: the controller proposes the bootstrap records before the quorum
+        runs, as a node does (``proposed_with_epoch_start`` says whether it did)."""
         clock = lambda: WALL  # noqa: E731
         self.logs = LogManager([self.tmp_path], LogConfig(), clock)
         self.logs.load()
         self.quorum = MetadataQuorum(self.config, self.logs, CLUSTER_ID, clock, on_image=self.images.append)
+        if with_epoch_start:
+            self.controller = QuorumController(self.config, self.quorum, clock)
+            self.proposed_with_epoch_start = self.controller.propose_bootstrap_with_epoch_start()
         await nursery.start(self.quorum.run)
-        self.controller = QuorumController(self.config, self.quorum, clock)
+        if not with_epoch_start:
+            self.controller = QuorumController(self.config, self.quorum, clock)
         await self.quorum.wait_caught_up()
         if activate:
             await self.controller.maybe_activate()

@@ -221,6 +221,40 @@ async def test_a_registration_before_activation_gets_the_bootstrap_levels_first(
     h.close()
 
 
+async def test_a_fresh_quorum_writes_its_bootstrap_records_with_the_epoch_start(tmp_path, nursery):
+    """A one-voter quorum leads from an empty log before its driver runs: the bootstrap
+    records proposed then are written by the driver's first Ready with the LeaderChange (its
+    own batch, one append) and committed with it, so the quorum is ready with
+    ``metadata.version`` already in the image; the activation writes them no second time.
+    A restart (the log not empty) proposes nothing early."""
+    h = await Harness(tmp_path).start(nursery, activate=False, with_epoch_start=True)
+    assert h.proposed_with_epoch_start
+    assert h.image.features["metadata.version"] > 0       # committed with the LeaderChange
+    batches = list(h.quorum.store.log.batches(0))
+    assert [hd.is_control for hd, _ in batches] == [True, False]
+    assert kinds(h.records()) == kinds(h.controller._bootstrap_records())
+    assert h.quorum.driver.statistics()["storage"]["appends"] == 1
+    end = h.end
+    await h.controller.maybe_activate()
+    await h.register(2)
+    assert kinds(h.records(end)) == ["RegisterBrokerRecord", "BrokerRegistrationChangeRecord"]
+    h.close()
+
+
+async def test_a_restarted_quorum_proposes_no_bootstrap_with_its_epoch_start(tmp_path):
+    async with trio.open_nursery() as nursery:
+        first = await Harness(tmp_path).start(nursery)
+        end = first.end
+        first.close()
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        again = await Harness(tmp_path).start(nursery, activate=False, with_epoch_start=True)
+        assert not again.proposed_with_epoch_start
+        assert "FeatureLevelRecord" not in kinds(again.records(end))
+        again.close()
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_controller_only_node_places_no_partition_on_itself(tmp_path, nursery):
     """The only voter of a cluster with separate brokers is no broker: with no broker
     registered a topic is refused as by Kafka, and once one is, partitions go to it."""
