@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from kbroker.common.fileio import write_atomically
 from kbroker.config import streams_assignors as _streams_assignors
 
 LONG_MAX = (1 << 63) - 1
@@ -1055,11 +1056,8 @@ def ensure_meta_properties(config: BrokerConfig) -> str:
         dir_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         text = ("#\n#Written by kbroker\n"
                 f"cluster.id={cluster_id}\ndirectory.id={dir_id}\nnode.id={config.node_id}\nversion=1\n")
-        tmp = Path(d) / "meta.properties.tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, Path(d) / "meta.properties")
+        # the file and its rename both durable (its directory fsynced), as Kafka's
+        # PropertiesUtils: a crash never leaves a node that served without its identity
+        write_atomically(Path(d) / "meta.properties", text.encode())
     config.values["cluster.id"] = cluster_id
     return cluster_id

@@ -4,7 +4,8 @@ the real ``os.fsync``, which still runs), and the metadata log that start writes
 batches and their records in Kafka's order: the leader's epoch-start ``LeaderChange``, the
 bootstrap records, the broker's registration, its unfencing.
 
-Each fsync is a durability point of its own: ``meta.properties``; the quorum state, the
+Each fsync is a durability point of its own: ``meta.properties`` and its directory (the
+rename, as Kafka's ``PropertiesUtils``); the quorum state, the
 metadata log's first append -- the epoch's LeaderChange with the bootstrap records, proposed
 before the driver's first Ready -- and its epoch checkpoint, with one fsync of
 ``__cluster_metadata-0`` for the renames and the new segment; then the registration's
@@ -50,7 +51,7 @@ async def test_a_fresh_node_syncs_each_file_once_and_its_metadata_directory_once
         at_ready = list(synced)
         batches = metadata_batches(server.broker)
         server.request_shutdown()
-    assert at_ready == ["meta.properties.tmp",
+    assert at_ready == ["meta.properties.tmp", "data",
                         "quorum-state.tmp", SEGMENT, "leader-epoch-checkpoint.tmp", DIR,
                         SEGMENT, SEGMENT], at_ready
     assert batches[0] == ["LeaderChange"]
