@@ -26,11 +26,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def kb(*args, input: str | None = None, timeout: float = 60, fresh: bool = False) -> subprocess.CompletedProcess:
     """``python -m kbroker ARGS``; ``fresh``: in a newly started interpreter, not a fork of the
     resident one (compat_tests/cli_fork.py)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if fresh:
         return subprocess.run([sys.executable, "-m", "kbroker", *args], input=input, capture_output=True,
-                              text=True, timeout=timeout, env=env, cwd=REPO_ROOT)
-    return cli_fork.run(list(args), input, env, REPO_ROOT, timeout)
+                              text=True, timeout=timeout, env=cli_fork.repo_env(), cwd=REPO_ROOT)
+    return cli_fork.kbroker(*args, input=input, timeout=timeout)
 
 
 def ok(*args, input: str | None = None, fresh: bool = False) -> subprocess.CompletedProcess:

@@ -16,7 +16,6 @@ all (a single node formats itself) and on a directory Kafka's tool formatted. Ev
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -39,8 +38,8 @@ def _kafka_format(config_path, *extra: str) -> None:
 
 def _kbroker_format(config_path, *extra: str) -> None:
     """``python -m kbroker storage format``, forked from the resident Python (compat_tests/cli_fork.py)."""
-    r = cli_fork.run(["storage", "format", "-t", random_cluster_id(), "-c", str(config_path), *extra], None,
-                     dict(os.environ), Path.cwd(), timeout=120)
+    r = cli_fork.kbroker("storage", "format", "-t", random_cluster_id(), "-c", str(config_path), *extra,
+                         cwd=Path.cwd(), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
 
 

@@ -4,8 +4,6 @@ Both start from the suite's one-node configuration; the cluster id chosen at for
 the one each broker then reports, and the features follow the bootstrap file."""
 from __future__ import annotations
 
-import os
-
 import trio
 
 from compat_tests import cli_fork
@@ -14,13 +12,11 @@ from compat_tests.kafka_runner import STORAGE_TOOL_MAIN, KafkaBrokerProcess, ran
 from compat_tests.runner import KBrokerProcess
 from tests.broker.raw import RawClient
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
-
 
 def _kbroker_format(args: list[str]) -> None:
     """``python -m kbroker storage format ARGS`` (forked from the resident Python,
     compat_tests/cli_fork.py); Kafka's ``kafka-storage`` runs in the resident tool JVM."""
-    r = cli_fork.run(["storage", "format", *args], None, dict(os.environ), ROOT, timeout=60)
+    r = cli_fork.kbroker("storage", "format", *args)
     assert r.returncode == 0, r.stdout + r.stderr
 
 

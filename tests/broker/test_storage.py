@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests import cli_fork
 from kbroker.metadata.storage_format import (BOOTSTRAP_FILE, METADATA_VERSIONS, StorageError, bootstrap_bytes,
                                              check_bootstrap, default_features, parse_release_version,
                                              read_bootstrap)
@@ -21,9 +22,10 @@ from tests.support.broker_proc import BrokerProcess, free_port
 REPO = Path(__file__).resolve().parents[2]
 
 
-def kbroker(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "kbroker", *args], capture_output=True, text=True,
-                          timeout=60, cwd=REPO, **kw)
+def kbroker(*args):
+    """``python -m kbroker storage ...``, forked from the test process's resident Python
+    (compat_tests/cli_fork.py); a node's ``serve`` starts a fresh interpreter below."""
+    return cli_fork.kbroker(*args, cwd=REPO)
 
 
 def write_props(path: Path, **values) -> Path:
@@ -301,7 +303,8 @@ def test_a_formatted_directory_starts_with_its_cluster_id_and_features(tmp_path)
 
 def test_an_unformatted_node_of_a_quorum_refuses_to_start(tmp_path):
     cfg = combined(tmp_path, voters={1: free_port(), 2: free_port()})
-    out = kbroker("serve", "--config", str(cfg))
+    out = subprocess.run([sys.executable, "-m", "kbroker", "serve", "--config", str(cfg)], capture_output=True,
+                         text=True, timeout=60, cwd=REPO)
     assert out.returncode == 2
     assert "is not formatted" in out.stderr and "kbroker storage format" in out.stderr
     assert not (tmp_path / "logs-1" / "meta.properties").exists()

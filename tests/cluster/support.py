@@ -177,11 +177,10 @@ class ConfiguredNode(BrokerProcess):
 
 
 def kbroker_cli(*args: str):
-    """``python -m kbroker ARGS`` (a CompletedProcess)."""
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, "-m", "kbroker", *args], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=120)
+    """``python -m kbroker ARGS`` (a CompletedProcess), forked from the test process's resident
+    Python (compat_tests/cli_fork.py)."""
+    from compat_tests import cli_fork
+    return cli_fork.kbroker(*args, timeout=120)
 
 
 def kafka_tool(tool: str, *args: str):

@@ -10,8 +10,6 @@ replicates (RF 3, acks=all) and survives the SIGKILL of the partition leader wit
 acknowledged lost."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 import uuid
 
@@ -21,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.security.certs import PASSWORD, make_pki
 
-from .support import REPO_ROOT, Cluster
+from .support import Cluster, kbroker_cli
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="node" '
         'password="node-secret" user_node="node-secret" user_app="app-secret";')
@@ -32,10 +30,8 @@ SCRAM_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required 
 def _format(node) -> None:
     cfg = node.data_dir.parent / f"node-{node.node_id}.properties"
     cfg.write_text("".join(f"{k}={v}\n" for k, v in node.overrides.items()))
-    r = subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", "-t",
-                        node.overrides["cluster.id"], "-c", str(cfg), "--add-scram",
-                        "SCRAM-SHA-512=[name=node,password=node-scram-secret]"],
-                       capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
+    r = kbroker_cli("storage", "format", "-t", node.overrides["cluster.id"], "-c", str(cfg), "--add-scram",
+                    "SCRAM-SHA-512=[name=node,password=node-scram-secret]")
     assert r.returncode == 0, r.stderr
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from pathlib import Path
+
+from compat_tests import cli_fork
 
 from .conftest import avro_record
 
@@ -13,9 +14,10 @@ V2 = avro_record("Cli", ("a", "int"), ("b", "string"), b="")
 BAD = avro_record("Cli", ("a", "string"))
 
 
-def kb(registry, *args, stdin: str | None = None):
-    r = subprocess.run([sys.executable, "-m", "kbroker", "schemas", *args, "--registry", registry.url],
-                       capture_output=True, text=True, timeout=60, input=stdin)
+def kb(registry, *args, stdin: str | None = None, url: str | None = None):
+    """``python -m kbroker schemas ARGS --registry URL`` (the registry's, or ``url``), forked from
+    the test process's resident Python (compat_tests/cli_fork.py)."""
+    r = cli_fork.kbroker("schemas", *args, "--registry", url or registry.url, input=stdin, cwd=Path.cwd())
     return r.returncode, r.stdout, r.stderr
 
 
@@ -57,6 +59,5 @@ def test_errors_are_one_line_with_the_registry_code(registry, subject):
     assert rc == 1 and err.strip() == f"kbroker: Subject '{subject}' not found. (error 40401)"
     rc, _, err = kb(registry, "register", subject, "--schema", "{nope")
     assert rc == 1 and "(error 42201)" in err and "Traceback" not in err
-    r = subprocess.run([sys.executable, "-m", "kbroker", "schemas", "list", "--registry",
-                        "http://127.0.0.1:9"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and "cannot reach the schema registry" in r.stderr
+    rc, _, err = kb(registry, "list", url="http://127.0.0.1:9")
+    assert rc == 1 and "cannot reach the schema registry" in err

@@ -2,12 +2,11 @@
 credentials exist from the first start, before any admin call; a bad spec names the flag."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 
 from confluent_kafka import Producer
 
+from compat_tests import cli_fork
 from tests.security.conftest import ListenersProcess, security_overrides
 from tests.security.certs import make_pki
 from tests.support.broker_proc import REPO_ROOT, free_port
@@ -16,9 +15,8 @@ from tests.support.broker_proc import REPO_ROOT, free_port
 def _format(config, *args):
     from kbroker.config.broker import new_cluster_id
     # "--cluster-id=" form: a random id may start with "-", which argparse takes for an option
-    return subprocess.run([sys.executable, "-m", "kbroker", "storage", "format", f"--cluster-id={new_cluster_id()}",
-                           "-c", str(config), *args],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
+    return cli_fork.kbroker("storage", "format", f"--cluster-id={new_cluster_id()}", "-c", str(config), *args,
+                            cwd=REPO_ROOT)
 
 
 def test_format_add_scram_then_authenticate(tmp_path):
