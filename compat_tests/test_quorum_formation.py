@@ -502,9 +502,10 @@ def test_followers_fetch_from_the_endpoint_their_leader_announces(target, tmp_pa
         return ",".join(f"{j}@{HOST}:{ports[j] if j == i else taps[(i, j)].port}" for j in ports)
     # each announces its CONTROLLER listener (not in advertised.listeners: Kafka and kbroker
     # then announce the bound one). A fetch timeout that a loaded machine does not reach: a
-    # follower that misses it asks for (pre-)votes through the voter list's addresses, and
-    # Kafka then fetches over the connection its Vote opened there (one connection per node
-    # id) -- an election, not what this test looks at
+    # leader stalled past the 2 s request timeout loses its followers' connections, and a
+    # follower whose fetch timeout then passes asks for (pre-)votes through the voter list's
+    # addresses; Kafka fetches over the connection its Vote opened there (one connection per
+    # node id), also when the same node wins again -- an election, not what this test is about
     nodes = [QuorumNode(target, tmp_path, i, {"controller_port": ports[i], "controller.quorum.voters": voters(i),
                                               "controller.quorum.fetch.timeout.ms": "15000"})
              for i in (1, 2, 3)]
