@@ -501,8 +501,13 @@ def test_followers_fetch_from_the_endpoint_their_leader_announces(target, tmp_pa
     def voters(i):
         return ",".join(f"{j}@{HOST}:{ports[j] if j == i else taps[(i, j)].port}" for j in ports)
     # each announces its CONTROLLER listener (not in advertised.listeners: Kafka and kbroker
-    # then announce the bound one)
-    nodes = [QuorumNode(target, tmp_path, i, {"controller_port": ports[i], "controller.quorum.voters": voters(i)})
+    # then announce the bound one). A fetch timeout that a loaded machine does not reach: a
+    # leader stalled past the 2 s request timeout loses its followers' connections, and a
+    # follower whose fetch timeout then passes asks for (pre-)votes through the voter list's
+    # addresses; Kafka fetches over the connection its Vote opened there (one connection per
+    # node id), also when the same node wins again -- an election, not what this test is about
+    nodes = [QuorumNode(target, tmp_path, i, {"controller_port": ports[i], "controller.quorum.voters": voters(i),
+                                              "controller.quorum.fetch.timeout.ms": "15000"})
              for i in (1, 2, 3)]
     cluster_id = random_cluster_id()
     for n in nodes:
@@ -515,26 +520,30 @@ def test_followers_fetch_from_the_endpoint_their_leader_announces(target, tmp_pa
             if p is None or p.error_code or p.leader_id < 1:
                 return None
             ends = {v.replica_id: v.log_end_offset for v in p.current_voters}
-            return all(e >= p.high_watermark for e in ends.values()) and (p.leader_id, p.high_watermark)
-        leader, _ = deadline_wait(settled, "a leader followed by both voters")
+            return all(e >= p.high_watermark for e in ends.values()) and \
+                (p.leader_id, p.leader_epoch, p.high_watermark)
+        leader, epoch, _ = deadline_wait(settled, "a leader followed by both voters")
         lead = nodes[leader - 1]
         followers = [i for i in (1, 2, 3) if i != leader]
         # Kafka's network client keeps one connection per node id, made to whichever address
         # was asked first (a Vote, or a Fetch before any leader was known, both go to the voter
         # list's): reset them, so that every follower connects again where it fetches from now
+        # (reset() returns once every request that went through before it is counted)
         for t in taps.values():
             t.reset()
-        _, settled_hw = deadline_wait(settled, "both voters following again")
+        _, _, settled_hw = deadline_wait(settled, "both voters following again")
         fetches = {i: taps[(i, leader)].count(1) for i in followers}
         heartbeats = {i: taps[(i, leader)].count(63) for i in followers}
         R = w.CreateTopicsRequest
         call(lead.addr, 19, 7, R(topics=[R.CreatableTopic(
             name="announced", num_partitions=1, replication_factor=3, assignments=[], configs=[])],
             timeout_ms=15000, validate_only=False), timeout=20)
-        deadline_wait(lambda: (lambda st: st and st[1] > settled_hw)(settled()),
-                      "both followers fetched the new records")
+        last = deadline_wait(lambda: (lambda st: st and st[2] > settled_hw and st)(settled()),
+                             "both followers fetched the new records")
         deadline_wait(lambda: all(taps[(i, leader)].count(63) > heartbeats[i] for i in followers),
                       "heartbeats through the taps toward the leader")
+        assert last[:2] == (leader, epoch), \
+            f"leader {leader} epoch {epoch} became leader {last[0]} epoch {last[1]}: an election"
         assert {i: taps[(i, leader)].count(1) for i in followers} == fetches, \
             "a follower fetched through the address controller.quorum.voters names"
         assert sum(taps[(leader, i)].count(53) for i in followers) >= 1, \

@@ -57,6 +57,8 @@ def test_killing_one_container_loses_nothing_acknowledged(lab):
     finally:
         stop.set()
         t.join(120)
+    # its flush is over: ``acked`` takes no more delivery reports while it is compared below
+    assert not t.is_alive(), "the producer did not finish flushing"
     assert len(acked) >= before_kill + 500, (len(acked), before_kill, failed[:5])
     survivors = ",".join(f"127.0.0.1:{p}" for p in ports[1:])
     seen = set(consume_all(survivors, "replicated", timeout=90))

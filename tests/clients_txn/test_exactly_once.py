@@ -57,11 +57,18 @@ class Worker:
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
+        self._drained()
 
     def wait(self, timeout: float = 120) -> int:
         rc = self.proc.wait(timeout)
-        self._reader.join(5)
+        self._drained()
         return rc
+
+    def _drained(self) -> None:
+        """The process is gone, but lines it wrote may still be in the pipe: ``progress`` and
+        ``lines`` are final once the reader has read to its end."""
+        self._reader.join(60)
+        assert not self._reader.is_alive(), "the worker's stdout never reached its end"
 
 
 def produce_input(bootstrap, topic, n, partitions):

@@ -28,14 +28,26 @@ TXN_ID = "fault-txn"
 
 class GroupCommitter(threading.Thread):
     """A member of ``GROUP`` subscribed to ``topic``: it reads and commits the position it
-    reached every few records; ``acked[partition]`` is the highest offset acknowledged."""
+    reached every few records; ``acked[partition]`` is the highest offset acknowledged.
+
+    Its thread blocks nowhere but in ``poll`` (0.2 s) and the final ``close``, so that
+    ``stop`` reaches it whatever the cluster does. Commits are asynchronous, their answers
+    served by ``poll``: a synchronous commit waits for as long as no coordinator answers, and
+    while it waits nobody polls, so the revocation librdkafka hands the application when
+    the session is lost is never taken either (its group then sits in ``wait-unassign-call``
+    with the commit still queued for a coordinator; the thread never saw ``stop``)."""
+
+    DRAIN_S = 30.0   # how long a stop waits for the answer to the commit under way
 
     def __init__(self, bootstrap: str, topic: str):
         super().__init__(daemon=True)
         self.bootstrap, self.topic = bootstrap, topic
         self.stop = threading.Event()
         self.acked: dict[int, int] = {}
-        self.commits = 0
+        self.commits = 0        # commits acknowledged
+        self.attempts = 0       # commits asked for
+        self.pending = 0        # commits asked for and not answered yet
+        self.abandoned = False  # stopped with a commit unanswered: the group was not left
         self.exc: BaseException | None = None
 
     def run(self):
@@ -44,11 +56,7 @@ class GroupCommitter(threading.Thread):
                           "enable.auto.commit": False, "auto.offset.reset": "earliest",
                           "session.timeout.ms": 30000, "heartbeat.interval.ms": 1000,
                           "fetch.wait.max.ms": 200, "topic.metadata.refresh.interval.ms": 1000,
-                          # librdkafka's group log goes to stderr, which pytest shows only
-                          # when the test fails: once in about forty runs close() has not
-                          # returned (the broker had applied the leave), and this log is
-                          # what will say what librdkafka was waiting for
-                          "debug": "cgrp"})
+                          "on_commit": self._committed})
             c.subscribe([self.topic])
             pos: dict[int, int] = {}
             n = 0
@@ -62,18 +70,47 @@ class GroupCommitter(threading.Thread):
                     if n % 40 == 0:
                         self._commit(c, pos)
             finally:
-                c.close()
+                self._close(c, pos)
         except BaseException as e:  # noqa: BLE001 - reported by the test
             self.exc = e
 
     def _commit(self, c, pos):
-        offsets = [TopicPartition(self.topic, p, o) for p, o in pos.items()]
+        if self.pending:
+            return                 # one at a time: the next one carries this position too
+        self.attempts += 1
         try:
-            done = c.commit(offsets=offsets, asynchronous=False)
+            c.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in pos.items()],
+                     asynchronous=True)
         except KafkaException:
-            return                 # e.g. the coordinator moved; the next commit retries
-        for tp in done or ():
-            if tp.error is None:
+            return                 # e.g. no assignment right now; the next commit retries
+        self.pending += 1
+
+    def _close(self, c, pos) -> None:
+        """Commit the position reached, then leave the group -- unless a commit is still
+        unanswered after ``DRAIN_S``: librdkafka's close waits for every commit it holds, and
+        one queued for a coordinator nobody can reach waits for ever. Then the consumer is
+        dropped without the close (its handle is destroyed as if the process ended: the
+        coordinator expires the member)."""
+        if pos:
+            self._commit(c, pos)
+        deadline = time.monotonic() + self.DRAIN_S
+        while self.pending and time.monotonic() < deadline:
+            c.poll(0.2)
+        if self.pending:
+            self.abandoned = True
+            return                 # the caller's reference goes: destroyed without close
+        c.close()
+
+    def _committed(self, err, partitions):
+        """The answer to a commit (served by ``poll`` or ``close`` in this thread). Only a
+        commit answered without any error counts as acknowledged (librdkafka reports the
+        first partition's error as the commit's); a failed one is not retried, the next
+        carries a position at least as far."""
+        self.pending -= 1
+        if err is not None:
+            return
+        for tp in partitions:
+            if tp.error is None and tp.offset >= 0:
                 self.acked[tp.partition] = max(self.acked.get(tp.partition, -1), tp.offset)
         self.commits += 1
 

@@ -261,6 +261,10 @@ def test_auto_join_adds_controllers_and_replaces_a_reformatted_one(tmp_path):
         ns[3].start()
         wait_for(lambda: voters_of(ns[1].port) == {i: n.directory_id for i, n in ns.items()}, timeout=60,
                  what="node 3's new disk in place of its old one")
+        # node 3 logs each step when the leader's answer reaches it, which can be after the
+        # leader (asked above) has committed it
+        wait_for(lambda: "auto-join: add voter 3" in ns[3].log_text(), timeout=60,
+                 what="node 3 logging the answer to its AddRaftVoter")
         log = ns[3].log_text()
         assert "auto-join: remove voter 3" in log and "auto-join: add voter 3" in log, log[-3000:]
     finally:

@@ -8,8 +8,11 @@ follower's Fetch going to the endpoint its leader announced, KIP-853).
     tap.count(1)                                  # Fetch requests forwarded so far
 
 It observes: every byte goes through unchanged, in order; a connection closed on one side is
-closed on the other; ``reset()`` closes what it carries, as a network hiccup would. One thread accepts, two more per connection; ``close()`` stops
-accepting and closes what it carries. (Cutting traffic is ``tests/support/netns.py``'s job.)
+closed on the other; ``reset()`` closes what it carries, as a network hiccup would. One thread
+accepts, two more per connection; ``close()`` stops accepting and closes what it carries. A
+request is counted before it is forwarded, and ``reset()`` returns once the threads of the
+connections it closed have ended, so no request that went through before it is counted after
+it. (Cutting traffic is ``tests/support/netns.py``'s job.)
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ class Tap:
         self._counts: collections.Counter = collections.Counter()
         self._lock = threading.Lock()
         self._socks: set[socket.socket] = set()
+        self._threads: set[threading.Thread] = set()
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -43,11 +47,16 @@ class Tap:
 
     def reset(self) -> None:
         """Close the connections it carries (it keeps accepting new ones): callers connect
-        again, and choose again where to."""
+        again, and choose again where to. Returns once their threads are done: a request read
+        before the reset is counted by then, not later."""
         with self._lock:
             socks, self._socks = self._socks, set()
+            threads, self._threads = self._threads, set()
         for s in socks:
             _close(s)
+        for t in threads:
+            t.join(60)
+            assert not t.is_alive(), "a tap connection's thread outlived its closed sockets"
 
     def close(self) -> None:
         self._closed = True
@@ -66,14 +75,17 @@ class Tap:
             except OSError:
                 _close(client)
                 continue
+            threads = (threading.Thread(target=self._requests, args=(client, upstream), daemon=True),
+                       threading.Thread(target=self._copy, args=(upstream, client), daemon=True))
             with self._lock:
                 if self._closed:
                     _close(client)
                     _close(upstream)
                     return
                 self._socks |= {client, upstream}
-            threading.Thread(target=self._requests, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._copy, args=(upstream, client), daemon=True).start()
+                self._threads = {t for t in self._threads if t.is_alive()} | set(threads)
+                for t in threads:      # started under the lock: reset() joins only started ones
+                    t.start()
 
     def _requests(self, src: socket.socket, dst: socket.socket) -> None:
         """Frame by frame (size, then api key first in the header), counted, then forwarded."""
