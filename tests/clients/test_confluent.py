@@ -120,7 +120,8 @@ def test_watermarks_and_offsets_for_times(bootstrap, make_topic):
 
 def test_long_poll_read_committed(bootstrap, make_topic):
     topic = make_topic(1)
-    c = consumer(bootstrap, **{"fetch.wait.max.ms": 20_000, "socket.timeout.ms": 60_000,
+    # the broker would hold the fetch 240 s without the wake: longer than the wait below
+    c = consumer(bootstrap, **{"fetch.wait.max.ms": 240_000, "socket.timeout.ms": 300_000,
                                "isolation.level": "read_committed"})
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     assert c.poll(1.0) is None
@@ -134,15 +135,13 @@ def test_long_poll_read_committed(bootstrap, make_topic):
     t.start()
     start = time.monotonic()
     msg = None
-    while msg is None and time.monotonic() - start < 18:
+    while msg is None and time.monotonic() - start < 120:
         m = c.poll(0.5)
         if m is not None and m.error() is None:
             msg = m
-    waited = time.monotonic() - start
     t.join()
     c.close()
-    assert msg is not None and msg.value() == b"now"
-    assert waited < 18      # answered on arrival, well before fetch.wait.max.ms
+    assert msg is not None and msg.value() == b"now"     # answered on arrival
 
 
 def test_message_too_large(bootstrap, make_topic):

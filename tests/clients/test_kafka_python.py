@@ -127,7 +127,9 @@ def test_offsets_earliest_latest_and_by_timestamp(bootstrap, make_topic):
 
 def test_long_poll_wakes_when_data_arrives(bootstrap, make_topic):
     topic = make_topic(1)
-    c = consumer(bootstrap, fetch_max_wait_ms=30_000, fetch_min_bytes=1, request_timeout_ms=60_000)
+    # the broker would hold the fetch 300 s without the wake: longer than the wait below
+    c = consumer(bootstrap, fetch_max_wait_ms=300_000, fetch_min_bytes=1,
+                 request_timeout_ms=400_000)
     tp = TopicPartition(topic, 0)
     c.assign([tp])
     c.seek(tp, 0)
@@ -143,15 +145,13 @@ def test_long_poll_wakes_when_data_arrives(bootstrap, make_topic):
     t.start()
     start = time.monotonic()
     got = []
-    while not got and time.monotonic() - start < 25:
+    while not got and time.monotonic() - start < 120:
         for recs in c.poll(timeout_ms=1000).values():
             got.extend(recs)
-    waited = time.monotonic() - start
     t.join()
     p.close()
     c.close()
-    assert [r.value for r in got] == [b"wake up"]
-    assert waited < 25      # far below fetch_max_wait_ms: the broker answered on arrival
+    assert [r.value for r in got] == [b"wake up"]      # the broker answered on arrival
 
 
 def test_delete_records_moves_log_start(bootstrap, make_topic):
