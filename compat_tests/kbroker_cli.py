@@ -539,7 +539,13 @@ def scenario_group_types(bs: str, topic: str) -> None:
         t.start()
     try:
         def kb_offsets(g):
-            [d] = js("groups", "describe", g, *b)
+            # until the member's first heartbeat reaches the coordinator the group does not
+            # exist (on Kafka that can come after the first describe): wait for it
+            r = kb("groups", "describe", g, *b, "--json")
+            if r.returncode == 1 and r.stderr.strip() == f"kbroker: group {g} does not exist":
+                return {"state": None}
+            assert r.returncode == 0 and "Traceback" not in r.stderr, (r.stdout, r.stderr)
+            [d] = json.loads(r.stdout)
             return d
         d = _until("the KIP-848 group's commits", lambda: (
             (x := kb_offsets(group))["state"] == "Stable"
