@@ -60,11 +60,13 @@ def test_stream_transform_write_restart(spark, bootstrap, topic_name, checkpoint
                    [("n", str(i).encode())]) for i in range(total)]
 
     go = threading.Event()
+    sent = []          # the slow producer's batches so far
 
     def produce_slowly():  # records 100.. while the query runs, is stopped and restarts
         go.wait(120)
         for i in range(100, total, 10):
             kio.produce(bootstrap, src, records[i:i + 10])
+            sent.append(i)
             time.sleep(0.05)
 
     def start():
@@ -82,14 +84,15 @@ def test_stream_transform_write_restart(spark, bootstrap, topic_name, checkpoint
         wait_until(lambda: sum(p["numInputRows"] for p in query.recentProgress) > 0, 60,
                    what="the first micro-batch with data")
         go.set()
-        time.sleep(0.4)
+        wait_until(lambda: len(sent) >= 3, 60, what="the slow producer's first batches")
         assert producer.is_alive(), "the producer finished before the query was stopped"
         query.stop()
         first_run = sum(p["numInputRows"] for p in query.recentProgress)
         # Where the last micro-batch the first run completed ended, per partition.
         committed = json.loads(query.recentProgress[-1]["sources"][0]["endOffset"])[src]
         query = start()  # same checkpoint
-        producer.join(60)
+        producer.join(120)
+        assert not producer.is_alive(), "the slow producer never finished"
         query.processAllAvailable()
         second_run = sum(p["numInputRows"] for p in query.recentProgress)
     finally:
