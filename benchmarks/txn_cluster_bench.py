@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -32,10 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from benchmarks.controller_bench import kbroker_cluster, start_all, wait_for  # noqa: E402
+from tests.clients_txn.helpers import read_all  # noqa: E402
 
 
 def run_round(bootstrap: str, topic: str, n: int, txns: int, records: int, tag: str) -> dict:
@@ -81,27 +81,6 @@ def run_round(bootstrap: str, topic: str, n: int, txns: int, records: int, tag: 
             "coordinator_requests_per_s": round(2 * committed / elapsed, 1)}
 
 
-def count_committed(bootstrap: str, topic: str, n: int, expect: int) -> int:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-reader",
-                  "isolation.level": "read_committed", "enable.auto.commit": False,
-                  "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in range(n)])
-    got, eof = 0, set()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (len(eof) == n and got >= expect):
-        m = c.poll(0.2)
-        if m is None:
-            continue
-        if m.error():
-            if m.error().code() == m.error()._PARTITION_EOF:
-                eof.add(m.partition())
-            continue
-        eof.discard(m.partition())
-        got += 1
-    c.close()
-    return got
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--producers", type=int, default=20)
@@ -129,7 +108,8 @@ def main() -> None:
         rounds = [run_round(bootstrap, topic, args.producers, args.transactions, args.records,
                             f"r{r}") for r in range(args.rounds)]
         expect = args.rounds * args.producers * args.transactions * args.records
-        seen = count_committed(bootstrap, topic, args.producers, expect)
+        seen = len(read_all(bootstrap, topic, args.producers, isolation="read_committed",
+                            expect=expect, timeout=60))
         print(json.dumps({"producers": args.producers, "transactions_each": args.transactions,
                           "records_each": args.records, "state_partitions": args.state_partitions,
                           "rounds": rounds, "read_committed": seen, "expected": expect}))
@@ -137,7 +117,6 @@ def main() -> None:
         for node in nodes.values():
             node.stop()
         shutil.rmtree(root, ignore_errors=True)
-        os.sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -54,6 +54,30 @@ def gate_appends(coord, transactional_id):
     return release, held
 
 
+async def open_transaction(c, tid, part):
+    """InitProducerId, the partition ``("t", part)`` added and one record written in it."""
+    _, pid, epoch = await init(c, tid)
+    assert await add(c, tid, pid, epoch, "t", [part]) == {("t", part): 0}
+    assert await produce(c, "t", part, txn_batch(pid, epoch, 0, tid.encode())) == (0, 0)
+    return pid, epoch
+
+
+async def commit_in_flight(nursery, server, tid, pid, epoch):
+    """Start EndTxn(commit) for ``tid`` on a connection of its own and return once its
+    PrepareCommit waits at the append: ``(release, answers, connection)``."""
+    coord = server.broker.transactions
+    release, held = gate_appends(coord, tid)
+    c = await RawClient.connect(server)
+    got = []
+
+    async def commit():
+        got.append(await end(c, tid, pid, epoch, True))
+
+    nursery.start_soon(commit)
+    await wait_until(lambda: held)
+    return release, got, c
+
+
 async def test_a_claimed_id_answers_concurrent_transactions_and_others_go_on(tmp_path):
     async with trio.open_nursery() as n:
         server = await n.start(serve, config(tmp_path, NO_TIMER))
@@ -144,28 +168,15 @@ async def test_two_ids_progress_while_one_write_is_in_flight(tmp_path):
         server = await n.start(serve, config(tmp_path, NO_TIMER))
         coord = server.broker.transactions
         c = await RawClient.connect(server)
-        c2 = await RawClient.connect(server)
         await create(c, "t", 2)
         # two ids on different __transaction_state partitions: the gate holds only A's
         b_id = next(f"b{i}" for i in range(100)
                     if coord.partition_for(f"b{i}") != coord.partition_for("a"))
-        _, pa, ea = await init(c, "a")
-        assert await add(c, "a", pa, ea, "t", [0]) == {("t", 0): 0}
-        assert await produce(c, "t", 0, txn_batch(pa, ea, 0, b"a")) == (0, 0)
-        release, held = gate_appends(coord, "a")
-        got = []
-
-        async def end_a():
-            got.append(await end(c2, "a", pa, ea, True))
-
+        pa, ea = await open_transaction(c, "a", 0)
         with trio.fail_after(30):
-            n.start_soon(end_a)
-            await wait_until(lambda: held)
+            release, got, c2 = await commit_in_flight(n, server, "a", pa, ea)
             assert coord.txns["a"].pending and coord.txns["a"].state == TxnState.ONGOING
-            err, pb, eb = await init(c, b_id)
-            assert err == 0
-            assert await add(c, b_id, pb, eb, "t", [1]) == {("t", 1): 0}
-            assert await produce(c, "t", 1, txn_batch(pb, eb, 0, b"b")) == (0, 0)
+            pb, eb = await open_transaction(c, b_id, 1)
             assert await end(c, b_id, pb, eb, True) == 0
             assert await end(c, "a", pa, ea, True) == E.CONCURRENT_TRANSACTIONS
             assert got == [] and coord.txns["a"].state == TxnState.ONGOING
@@ -192,20 +203,10 @@ async def test_a_write_that_replicated_across_an_unload_is_not_applied(tmp_path)
         server = await n.start(serve, config(tmp_path, NO_TIMER))
         coord = server.broker.transactions
         c = await RawClient.connect(server)
-        c2 = await RawClient.connect(server)
         await create(c, "t", 1)
-        _, pid, epoch = await init(c, "tx")
-        assert await add(c, "tx", pid, epoch, "t", [0]) == {("t", 0): 0}
-        assert await produce(c, "t", 0, txn_batch(pid, epoch, 0, b"v")) == (0, 0)
-        release, held = gate_appends(coord, "tx")
-        got = []
-
-        async def end_tx():
-            got.append(await end(c2, "tx", pid, epoch, True))
-
+        pid, epoch = await open_transaction(c, "tx", 0)
         with trio.fail_after(30):
-            n.start_soon(end_tx)
-            await wait_until(lambda: held)
+            release, got, c2 = await commit_in_flight(n, server, "tx", pid, epoch)
             coord._unload(coord.partition_for("tx"))      # what such an image does
             release.set()
             await wait_until(lambda: got)
