@@ -427,10 +427,13 @@ class TransactionCoordinator:
                     return E.NONE, meta.producer_id, meta.producer_epoch   # a retried bump
             claim = _Claim(meta)
         with claim:
-            err, pid, epoch = await self._init_claimed(claim, timeout_ms)
-            if err and fresh and self.txns.get(transactional_id) is claim.meta:
-                self._forget(transactional_id)      # never stored: as if never asked
-            return err, pid, epoch
+            err = E.UNKNOWN_SERVER_ERROR
+            try:
+                err, pid, epoch = await self._init_claimed(claim, timeout_ms)
+                return err, pid, epoch
+            finally:
+                if err and fresh and self.txns.get(transactional_id) is claim.meta:
+                    self._forget(transactional_id)      # never stored: as if never asked
 
     async def _init_claimed(self, claim: _Claim, timeout_ms: int) -> tuple[int, int, int]:
         """InitProducerId's writes for a claimed id: the previous instance's transaction
@@ -461,14 +464,16 @@ class TransactionCoordinator:
         return E.NONE, new.producer_id, new.producer_epoch
 
     # ------------------------------------------------------------------ checks
-    def _check_producer(self, transactional_id: str, producer_id: int,
-                        producer_epoch: int) -> tuple[int, TransactionMetadata | None]:
+    def _check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                        pending_ok: bool = False) -> tuple[int, TransactionMetadata | None]:
+        """Kafka's order: the producer id, the epoch, then (unless ``pending_ok``: a check
+        that writes nothing) a pending transition."""
         meta = self.txns.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING, None
         if producer_epoch != meta.producer_epoch:
             return E.PRODUCER_FENCED, None
-        if meta.pending:
+        if meta.pending and not pending_ok:
             return E.CONCURRENT_TRANSACTIONS, None
         return E.NONE, meta
 
@@ -592,7 +597,9 @@ class TransactionCoordinator:
         err = self.coordinator_error(transactional_id)
         if err:
             return err
-        err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
+        # as Kafka's verification (verify_only), which does not look at a pending transition
+        err, meta = self._check_producer(transactional_id, producer_id, producer_epoch,
+                                         pending_ok=True)
         if err:
             return err
         if meta.state != TxnState.ONGOING or \
