@@ -9,12 +9,22 @@ leader of its ``__transaction_state`` partition; other brokers answer NOT_COORDI
 Start-up, the first use after FindCoordinator created the topic and every image that makes
 this node the leader of a partition replay it (:meth:`on_image`); a partition whose
 leadership moves away (or whose leader epoch changes) is unloaded.
-Requests are served one at a time under one lock, held across each one's
-``__transaction_state`` write. Once it holds the lock a request checks again that its
-id's partition is loaded, as Kafka looks the id up when it handles the request: one that
-waited behind another's write while the partition was unloaded answers NOT_COORDINATOR
-(COORDINATOR_LOAD_IN_PROGRESS while this node reloads it), never an answer from the state
-it forgot (INVALID_PRODUCER_ID_MAPPING, or a new producer id for a known id).
+Exclusion is per transactional id, as Kafka's (``TransactionMetadata.inLock`` and its
+``pendingState``): a request makes its checks under the coordinator's lock -- held only
+for those checks, never across a write, and by a partition's load (Kafka's ``stateLock``)
+-- and, when it is to write, claims the id (:class:`_Claim`: the id's metadata is marked
+``pending``) before it releases the lock. The ``__transaction_state`` append and its wait
+for replication (acks=all) run without the lock, so requests for other ids go on
+meanwhile; a request for the claimed id answers CONCURRENT_TRANSACTIONS (Kafka's answer to
+a pending transition) until the claim ends. A written state is applied only if the id's
+state is still the claimed one: an unload (leadership moved, or a new leader epoch) forgets
+the partition's ids, so a write that was replicating across it answers NOT_COORDINATOR
+and the next coordinator replays its record (Kafka's check of the coordinator epoch in the
+append callback). A request that waited for the lock while the partition was unloaded
+checks again that the partition is loaded, as Kafka looks the id up when it handles the
+request, and answers NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while this node reloads
+it), never from the state it forgot (INVALID_PRODUCER_ID_MAPPING, or a new producer id for
+a known id).
 
 - **InitProducerId** (transactional): a new id gets a producer id from the controller's
   blocks and epoch 0; a known id gets its epoch bumped (a new producer id when the epoch
@@ -104,6 +114,31 @@ def _append_error(code: int) -> int:
     if code in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
         return E.NOT_COORDINATOR
     return E.UNKNOWN_SERVER_ERROR
+
+
+class _Claim:
+    """One request's hold on a transactional id (Kafka's ``pendingState``). Taken under the
+    coordinator's lock once the request's checks passed, it marks the id's metadata
+    ``pending`` -- another request for the id answers CONCURRENT_TRANSACTIONS, the timer and
+    the expiry pass leave it alone -- and follows each state the request writes
+    (:meth:`TransactionCoordinator._write`); released at the end of ``with claim:``."""
+    __slots__ = ("meta", "_held")
+
+    def __init__(self, meta: TransactionMetadata):
+        meta.pending = True
+        self.meta = meta
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self.meta.pending = False
+
+    def __enter__(self) -> "_Claim":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 class TransactionCoordinator:
@@ -198,7 +233,7 @@ class TransactionCoordinator:
         todo = [p for p in parts if p not in self.loaded]
         if not todo:
             return
-        async with self._lock:
+        async with self._lock:      # no request checks an id while its partition loads
             parts = self._led_partitions() or []
             todo = [p for p in parts if p not in self.loaded]
             for p in list(todo):
@@ -207,11 +242,11 @@ class TransactionCoordinator:
                 except Exception as exc:  # noqa: BLE001 - not led after all: stay unloaded
                     log.warning("cannot load %s-%d: %r", TOPIC, p, exc)
                     todo.remove(p)
-            # finish what a crash (or the previous coordinator) left between Prepare* and
-            # Complete*
-            for meta in list(self.txns.values()):
-                if meta.partition in todo and meta.state.is_prepare:
-                    await self._complete_prepared(meta)
+            prepared = [m for m in self.txns.values() if m.partition in todo and m.state.is_prepare]
+        # finish what a crash (or the previous coordinator) left between Prepare* and
+        # Complete*
+        for meta in prepared:
+            await self._finish_prepared(meta)
 
     def on_image(self, image) -> None:
         """Every published image (synchronously, from the Broker): a ``__transaction_state``
@@ -329,8 +364,13 @@ class TransactionCoordinator:
         self.stats["appends"] += 1
         return E.NONE
 
-    async def _write(self, meta: TransactionMetadata) -> int:
-        """Append ``meta`` as the id's new state; apply it once stored. Returns an error code."""
+    async def _write(self, meta: TransactionMetadata, claim: _Claim | None = None) -> int:
+        """Append ``meta`` as the claimed id's new state (without the lock) and apply it once
+        stored -- only if the id's state is still the claimed one, as Kafka's append callback
+        checks the coordinator epoch and the pending transition: an unload meanwhile (and a
+        reload) forgot or replaced it, so NOT_COORDINATOR, the next coordinator replays the
+        record. The claim follows the new state. Without a claim (tests setting a state) it
+        is applied if the partition is loaded. Returns an error code."""
         now = self.now_ms()
         version = 1 if self.transaction_version >= 1 else 0
         batch = wire_records.build_batch([(trec.encode_key(meta.transactional_id),
@@ -339,7 +379,12 @@ class TransactionCoordinator:
         if err:
             return err
         if meta.partition not in self.loaded:
-            return E.NOT_COORDINATOR     # unloaded meanwhile: the new coordinator replays it
+            return E.NOT_COORDINATOR
+        if claim is not None:
+            if self.txns.get(meta.transactional_id) is not claim.meta:
+                return E.NOT_COORDINATOR
+            meta.pending = True
+            claim.meta = meta
         self._apply(meta)
         return E.NONE
 
@@ -353,17 +398,24 @@ class TransactionCoordinator:
             return err, -1, -1
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
             return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        new_pid = -1
+        if transactional_id not in self.txns:
+            # a new id's producer id, asked for before the lock as Kafka does
+            new_pid = await self.broker.producer_ids.generate()
         async with self._lock:
             err = self.coordinator_error(transactional_id)
             if err:
                 return err, -1, -1
-            now = self.now_ms()
             meta = self.txns.get(transactional_id)
-            if meta is None:
-                pid = await self.broker.producer_ids.generate()
-                meta = TransactionMetadata(transactional_id, pid, -1, timeout_ms,
+            fresh = meta is None
+            if fresh:
+                if new_pid < 0:
+                    return E.CONCURRENT_TRANSACTIONS, -1, -1   # forgotten meanwhile: retry
+                # in the map at once (Kafka's putTransactionStateIfNotExists), claimed
+                meta = TransactionMetadata(transactional_id, new_pid, -1, timeout_ms,
                                            partition=self.partition_for(transactional_id),
-                                           last_update_ms=now)
+                                           last_update_ms=self.now_ms())
+                self._apply(meta)
             else:
                 if meta.pending or meta.state.is_prepare:
                     return E.CONCURRENT_TRANSACTIONS, -1, -1
@@ -373,38 +425,55 @@ class TransactionCoordinator:
                         and expected_epoch == meta.last_producer_epoch
                         and expected_epoch != meta.producer_epoch and meta.state.is_complete):
                     return E.NONE, meta.producer_id, meta.producer_epoch   # a retried bump
-                if meta.state == TxnState.ONGOING:
-                    # the previous instance's transaction: fence it and abort (Kafka then
-                    # answers CONCURRENT_TRANSACTIONS; the abort is already done here)
-                    err = await self._fence_and_abort(meta)
-                    if err:
-                        return err, -1, -1
-                    meta = self.txns[transactional_id]
-                    if meta.state != TxnState.COMPLETE_ABORT:
-                        return E.CONCURRENT_TRANSACTIONS, -1, -1
-            if meta.epoch_exhausted:
-                pid = await self.broker.producer_ids.generate()
-                new = meta.copy(producer_id=pid, producer_epoch=0, last_producer_epoch=-1,
-                                previous_producer_id=meta.producer_id)
-            else:
-                new = meta.copy(producer_epoch=meta.producer_epoch + 1,
-                                last_producer_epoch=meta.producer_epoch)
-            new = new.copy(timeout_ms=timeout_ms, state=TxnState.EMPTY, partitions=frozenset(),
-                           start_ms=-1, last_update_ms=now)
-            err = await self._write(new)
+            claim = _Claim(meta)
+        with claim:
+            err = E.UNKNOWN_SERVER_ERROR
+            try:
+                err, pid, epoch = await self._init_claimed(claim, timeout_ms)
+                return err, pid, epoch
+            finally:
+                if err and fresh and self.txns.get(transactional_id) is claim.meta:
+                    self._forget(transactional_id)      # never stored: as if never asked
+
+    async def _init_claimed(self, claim: _Claim, timeout_ms: int) -> tuple[int, int, int]:
+        """InitProducerId's writes for a claimed id: the previous instance's transaction
+        fenced and aborted, then the epoch bumped (or a new producer id)."""
+        meta = claim.meta
+        if meta.state == TxnState.ONGOING:
+            # the previous instance's transaction: fence it and abort (Kafka then
+            # answers CONCURRENT_TRANSACTIONS; the abort is already done here)
+            err = await self._fence_and_abort(claim)
             if err:
                 return err, -1, -1
-            return E.NONE, new.producer_id, new.producer_epoch
+            meta = claim.meta
+            if meta.state != TxnState.COMPLETE_ABORT:
+                return E.CONCURRENT_TRANSACTIONS, -1, -1
+        now = self.now_ms()
+        if meta.epoch_exhausted:
+            pid = await self.broker.producer_ids.generate()
+            new = meta.copy(producer_id=pid, producer_epoch=0, last_producer_epoch=-1,
+                            previous_producer_id=meta.producer_id)
+        else:
+            new = meta.copy(producer_epoch=meta.producer_epoch + 1,
+                            last_producer_epoch=meta.producer_epoch)
+        new = new.copy(timeout_ms=timeout_ms, state=TxnState.EMPTY, partitions=frozenset(),
+                       start_ms=-1, last_update_ms=now)
+        err = await self._write(new, claim)
+        if err:
+            return err, -1, -1
+        return E.NONE, new.producer_id, new.producer_epoch
 
     # ------------------------------------------------------------------ checks
-    def _check_producer(self, transactional_id: str, producer_id: int,
-                        producer_epoch: int) -> tuple[int, TransactionMetadata | None]:
+    def _check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                        pending_ok: bool = False) -> tuple[int, TransactionMetadata | None]:
+        """Kafka's order: the producer id, the epoch, then (unless ``pending_ok``: a check
+        that writes nothing) a pending transition."""
         meta = self.txns.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING, None
         if producer_epoch != meta.producer_epoch:
             return E.PRODUCER_FENCED, None
-        if meta.pending:
+        if meta.pending and not pending_ok:
             return E.CONCURRENT_TRANSACTIONS, None
         return E.NONE, meta
 
@@ -441,7 +510,9 @@ class TransactionCoordinator:
                             last_update_ms=now)
             if client_tv is not None:
                 new = new.copy(client_transaction_version=client_tv)
-            return await self._write(new)
+            claim = _Claim(meta)
+        with claim:
+            return await self._write(new, claim)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -526,7 +597,9 @@ class TransactionCoordinator:
         err = self.coordinator_error(transactional_id)
         if err:
             return err
-        err, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
+        # as Kafka's verification (verify_only), which does not look at a pending transition
+        err, meta = self._check_producer(transactional_id, producer_id, producer_epoch,
+                                         pending_ok=True)
         if err:
             return err
         if meta.state != TxnState.ONGOING or \
@@ -557,8 +630,6 @@ class TransactionCoordinator:
             if err:
                 return err
             s = meta.state
-            if s == TxnState.ONGOING:
-                return await self._end(meta, commit)
             if s == TxnState.COMPLETE_COMMIT:
                 return E.NONE if commit else E.INVALID_TXN_STATE
             if s == TxnState.COMPLETE_ABORT:
@@ -567,7 +638,11 @@ class TransactionCoordinator:
                 return E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE
             if s == TxnState.PREPARE_ABORT:
                 return E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
-            return E.INVALID_TXN_STATE
+            if s != TxnState.ONGOING:
+                return E.INVALID_TXN_STATE
+            claim = _Claim(meta)
+        with claim:
+            return await self._end(claim, meta, commit)
 
     async def _end_txn_v2(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           commit: bool) -> tuple[int, int, int]:
@@ -579,8 +654,6 @@ class TransactionCoordinator:
             meta = self.txns.get(transactional_id)
             if meta is None:
                 return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
-            if meta.pending:
-                return E.CONCURRENT_TRANSACTIONS, -1, -1
             retry_on_overflow = (meta.previous_producer_id == producer_id >= 0
                                  and producer_epoch == MAX_EPOCH - 1 and meta.producer_epoch == 0)
             retry_on_bump = meta.producer_epoch == producer_epoch + 1
@@ -595,31 +668,38 @@ class TransactionCoordinator:
                 valid = producer_epoch == meta.producer_epoch
             if not valid:
                 return E.PRODUCER_FENCED, -1, -1
+            if meta.pending:      # Kafka checks the pending transition after the epoch
+                return E.CONCURRENT_TRANSACTIONS, -1, -1
             retry = retry_on_bump or retry_on_overflow
             same = (E.NONE, meta.producer_id, meta.producer_epoch)
             if s == TxnState.ONGOING:
-                return await self._end_v2(meta, commit, no_partitions=False)
-            if s == TxnState.COMPLETE_COMMIT:
+                pass                                        # ends the transaction
+            elif s == TxnState.COMPLETE_COMMIT:
                 if commit:
                     return same if retry else (E.INVALID_TXN_STATE, -1, -1)
-                return (E.INVALID_TXN_STATE, -1, -1) if retry else \
-                    await self._end_v2(meta, False, no_partitions=True)
-            if s == TxnState.COMPLETE_ABORT:
+                if retry:
+                    return E.INVALID_TXN_STATE, -1, -1
+            elif s == TxnState.COMPLETE_ABORT:
                 if commit:
                     return E.INVALID_TXN_STATE, -1, -1
-                return same if retry else await self._end_v2(meta, False, no_partitions=True)
-            if s == TxnState.PREPARE_COMMIT:
+                if retry:
+                    return same
+            elif s == TxnState.PREPARE_COMMIT:
                 return (E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE), -1, -1
-            if s == TxnState.PREPARE_ABORT:
+            elif s == TxnState.PREPARE_ABORT:
                 return (E.INVALID_TXN_STATE if commit else E.CONCURRENT_TRANSACTIONS), -1, -1
-            if s == TxnState.EMPTY and not commit:
-                return await self._end_v2(meta, False, no_partitions=True)
-            return E.INVALID_TXN_STATE, -1, -1
+            elif s != TxnState.EMPTY or commit:
+                return E.INVALID_TXN_STATE, -1, -1
+            # Ongoing ends; an abort from Empty/Complete* is a new, epoch-bumping abort
+            claim = _Claim(meta)
+        with claim:
+            return await self._end_v2(claim, commit, no_partitions=s != TxnState.ONGOING)
 
-    async def _end_v2(self, meta: TransactionMetadata, commit: bool,
+    async def _end_v2(self, claim: _Claim, commit: bool,
                       no_partitions: bool) -> tuple[int, int, int]:
         """Prepare* with the epoch bumped (a new producer id reserved when the bump
         reaches the last epoch), markers, Complete*; the producer's new id and epoch."""
+        meta = claim.meta
         next_pid = -1
         if meta.epoch_exhausted:
             next_pid = await self.broker.producer_ids.generate()
@@ -628,28 +708,32 @@ class TransactionCoordinator:
                            last_producer_epoch=meta.producer_epoch, next_producer_id=next_pid,
                            client_transaction_version=2,
                            start_ms=now if no_partitions else meta.start_ms)
-        err = await self._end(bumped, commit)
+        err = await self._end(claim, bumped, commit)
         if err:
             return err, -1, -1
         if next_pid >= 0:
             return E.NONE, next_pid, 0
         return E.NONE, bumped.producer_id, bumped.producer_epoch
 
-    async def _end(self, meta: TransactionMetadata, commit: bool) -> int:
+    async def _end(self, claim: _Claim, meta: TransactionMetadata, commit: bool) -> int:
+        """Prepare* of ``meta`` (the claimed id's state, or its bumped copy), then markers
+        and Complete* (:meth:`_complete_prepared`)."""
         prepare = meta.copy(state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
                             last_update_ms=self.now_ms())
-        err = await self._write(prepare)
+        err = await self._write(prepare, claim)
         if err:
             return err
         self.stats["commits" if commit else "aborts"] += 1
-        await self._complete_prepared(prepare)
+        await self._complete_prepared(claim)
         return E.NONE      # the decision is durable; markers are retried if they failed
 
-    async def _fence_and_abort(self, meta: TransactionMetadata) -> int:
-        """Abort ``meta``'s transaction with a bumped epoch (Kafka's PrepareEpochFence)."""
+    async def _fence_and_abort(self, claim: _Claim) -> int:
+        """Abort the claimed id's transaction with a bumped epoch (Kafka's PrepareEpochFence)."""
+        meta = claim.meta
         self.stats["fenced"] += 1
         epoch = meta.producer_epoch if meta.epoch_exhausted else meta.producer_epoch + 1
-        return await self._end(meta.copy(producer_epoch=epoch, last_producer_epoch=-1), commit=False)
+        return await self._end(claim, meta.copy(producer_epoch=epoch, last_producer_epoch=-1),
+                               commit=False)
 
     def _leader_of(self, tp: tuple[str, int]) -> int | None:
         """The partition's leader in the image; None when the image has no such partition."""
@@ -657,14 +741,15 @@ class TransactionCoordinator:
         pi = t.partitions.get(tp[1]) if t is not None else None
         return None if pi is None else pi.leader
 
-    async def _complete_prepared(self, prepare: TransactionMetadata) -> bool:
-        """Markers for a Prepare* transaction, then Complete* (called holding the lock).
+    async def _complete_prepared(self, claim: _Claim) -> bool:
+        """Markers for the claimed id's Prepare* transaction, then Complete*.
 
         When this node leads every partition the markers are appended here and now, and the
         transaction is complete when this returns (so on one node EndTxn answers after
         CompleteCommit). Otherwise a task delivers them (:class:`MarkerChannel`) and writes
         Complete* once every partition has its marker -- as Kafka, EndTxn answers once the
         decision (Prepare*) is stored. True when the transaction is complete."""
+        prepare = claim.meta
         commit = prepare.state == TxnState.PREPARE_COMMIT
         me = self.broker.node_id
         parts = sorted(prepare.partitions)
@@ -679,9 +764,10 @@ class TransactionCoordinator:
                                         self.stats)
         if not all(code in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION) for code in written.values()):
             return False      # stay in Prepare*: the timer retries
-        return await self._write_complete(prepare)
+        return await self._write_complete(claim)
 
-    async def _write_complete(self, prepare: TransactionMetadata) -> bool:
+    async def _write_complete(self, claim: _Claim) -> bool:
+        prepare = claim.meta
         commit = prepare.state == TxnState.PREPARE_COMMIT
         done = prepare.copy(state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                             partitions=frozenset(), last_update_ms=self.now_ms())
@@ -689,7 +775,7 @@ class TransactionCoordinator:
             # TV2 epoch overflow: the transaction ended at the last epoch; the id moves on
             done = done.copy(producer_id=prepare.next_producer_id, producer_epoch=0,
                              previous_producer_id=prepare.producer_id, next_producer_id=-1)
-        return await self._write(done) == E.NONE
+        return await self._write(done, claim) == E.NONE
 
     def _is_current(self, prepare: TransactionMetadata) -> bool:
         """This node still coordinates ``prepare``'s id and it is still in that Prepare*."""
@@ -708,10 +794,15 @@ class TransactionCoordinator:
                 prepare.state == TxnState.PREPARE_COMMIT, sorted(prepare.partitions),
                 self.coordinator_epoch(prepare.partition), lambda: self._is_current(prepare),
                 transaction_version=prepare.client_transaction_version)
+            claim = None
             if ok:
                 async with self._lock:
-                    if self._is_current(prepare):
-                        await self._write_complete(prepare)
+                    meta = self.txns.get(tid)
+                    if self._is_current(prepare) and not meta.pending:
+                        claim = _Claim(meta)
+            if claim is not None:
+                with claim:
+                    await self._write_complete(claim)
         except Exception:  # noqa: BLE001 - the timer retries a transaction left in Prepare*
             log.exception("marker delivery for %s failed", tid)
         finally:
@@ -730,20 +821,42 @@ class TransactionCoordinator:
         """Abort Ongoing transactions past their timeout (fencing the producer) and retry
         markers of transactions left in Prepare*. Returns how many were aborted."""
         n = 0
+        claims: list[_Claim] = []
+        prepared: list[TransactionMetadata] = []
         async with self._lock:
             now = self.now_ms()
-            for meta in list(self.txns.values()):
+            for meta in self.txns.values():
                 if meta.pending:
                     continue
                 if meta.state == TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now:
+                    claims.append(_Claim(meta))
+                elif meta.state.is_prepare:
+                    prepared.append(meta)
+        try:
+            for claim in claims:
+                with claim:
+                    meta = claim.meta
                     log.info("aborting transaction %s (producer %d epoch %d): timed out",
                              meta.transactional_id, meta.producer_id, meta.producer_epoch)
-                    if await self._fence_and_abort(meta) == E.NONE:
+                    if await self._fence_and_abort(claim) == E.NONE:
                         n += 1
                         self.stats["timeouts"] += 1
-                elif meta.state.is_prepare:
-                    await self._complete_prepared(meta)
+        finally:
+            for claim in claims:
+                claim.release()
+        for meta in prepared:
+            await self._finish_prepared(meta)
         return n
+
+    async def _finish_prepared(self, meta: TransactionMetadata) -> None:
+        """Markers and Complete* for ``meta``, found in Prepare* (after a load, by the
+        timer), unless it changed since or a request or a marker task is at it."""
+        tid = meta.transactional_id
+        if meta.pending or tid in self._delivering or self.txns.get(tid) is not meta \
+                or not meta.state.is_prepare:
+            return
+        with _Claim(meta) as claim:
+            await self._complete_prepared(claim)
 
     # ------------------------------------------------------------------ expiration
     async def remove_expired_transactional_ids(self) -> int:

@@ -37,7 +37,11 @@ a "hanging transaction" that would hold the last stable offset back forever.
   longer sends AddPartitionsToTxn itself. This happens whether or not
   ``transaction.partition.verification.enable`` is set (the add is part of the protocol);
   the same guard protects the append, and the coordinator's errors reach the producer
-  with the same translations.
+  with the same translations. An add answered CONCURRENT_TRANSACTIONS (another request's
+  transition of the id is being written) is asked again every
+  ``add.partitions.to.txn.retry.backoff.ms`` for up to
+  ``add.partitions.to.txn.retry.backoff.max.ms`` (at most ``request.timeout.ms``) before
+  the producer gets it, as Kafka's ``ReplicaManager`` does for a TV2 producer.
 - **The append** (synchronous, in :mod:`kbroker.replica`) consults :meth:`check` through
   the replica manager's ``txn_verifier`` hook: the verdict computed for this (producer,
   epoch, partition), else -- a transactional batch that was not verified (no
@@ -53,6 +57,8 @@ request sends its own, batched over its partitions).
 from __future__ import annotations
 
 import logging
+
+import trio
 
 from kbroker.wire import messages, records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
@@ -94,6 +100,10 @@ class TxnVerifier:
         if timeout_s is None:
             timeout_s = int(broker.config.get("request.timeout.ms") or 30_000) / 1000
         self.timeout_s = timeout_s
+        cfg = broker.config
+        self.add_retry_ms = int(cfg.get("add.partitions.to.txn.retry.backoff.ms"))
+        self.add_retry_max_ms = min(int(cfg.get("add.partitions.to.txn.retry.backoff.max.ms")),
+                                    int(timeout_s * 1000))
         # verdicts waiting for their append: key -> (guard, error code)
         self._verdicts: dict[Key, tuple[object, int]] = {}
         self.stats = {"verifications": 0, "remote_requests": 0, "remote_failures": 0,
@@ -168,6 +178,16 @@ class TxnVerifier:
         completed transaction becomes a new ongoing one); the answer per partition."""
         self.stats.setdefault("adds", 0)
         self.stats["adds"] += 1
+        give_up = trio.current_time() + self.add_retry_max_ms / 1000
+        while True:
+            errors = await self._add(transactional_id, producer_id, producer_epoch, partitions)
+            if E.CONCURRENT_TRANSACTIONS not in errors.values() or trio.current_time() >= give_up:
+                return errors
+            self.stats["add_retries"] = self.stats.get("add_retries", 0) + 1
+            await trio.sleep(self.add_retry_ms / 1000)
+
+    async def _add(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                   partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         node, err = self.coordinator_node(transactional_id)
         if err:
             return {tp: err for tp in partitions}
