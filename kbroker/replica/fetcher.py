@@ -27,6 +27,10 @@ What a response does to a partition (:meth:`FollowerLog.process`):
 
 Every response is checked against the current assignment before it touches a log: a
 partition whose leader, epoch or role changed while the request was in flight ignores it.
+A partition no longer following this fetcher's leader (made leader, moved to another
+leader, removed) leaves the fetcher at its next round, so its session forgets it, and a
+fetcher left with no partition sends nothing: an incremental fetch naming nothing is
+answered at once, as Kafka's leader does, and would loop.
 The fetchers use their own ``RpcClient``, so a parked Fetch never holds up other node-to-node
 calls. Images reach the fetchers only through :meth:`ReplicaFetcherManager.update`, called
 synchronously by ``ReplicaManager.apply_image``. This module does not import the manager:
