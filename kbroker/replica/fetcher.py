@@ -27,6 +27,10 @@ What a response does to a partition (:meth:`FollowerLog.process`):
 
 Every response is checked against the current assignment before it touches a log: a
 partition whose leader, epoch or role changed while the request was in flight ignores it.
+A partition no longer following this fetcher's leader (made leader, moved to another
+leader, removed) leaves the fetcher at its next round, so its session forgets it, and a
+fetcher left with no partition sends nothing: an incremental fetch naming nothing is
+answered at once, as Kafka's leader does, and would loop.
 The fetchers use their own ``RpcClient``, so a parked Fetch never holds up other node-to-node
 calls. Images reach the fetchers only through :meth:`ReplicaFetcherManager.update`, called
 synchronously by ``ReplicaManager.apply_image``. This module does not import the manager:
@@ -269,12 +273,27 @@ class SourceFetcher:
             self.scope.cancel()
         self._wake.set()
 
+    def _follows(self, key, st: FetchState) -> bool:
+        """Whether the partition of ``st`` is still this node's replica following this
+        fetcher's leader."""
+        part = st.part
+        return (self.manager.replicas.get_replica(*key) is part and not part.is_leader
+                and part.leader == self.leader_id)
+
     def _current(self, key, sent: _Sent) -> bool:
-        st = self.partitions.get(key)
-        part = sent.state.part
-        replicas = self.manager.replicas
-        return (st is sent.state and replicas.get_replica(*key) is part and not part.is_leader
-                and part.leader == self.leader_id and part.leader_epoch == sent.leader_epoch)
+        return (self.partitions.get(key) is sent.state and self._follows(key, sent.state)
+                and sent.state.part.leader_epoch == sent.leader_epoch)
+
+    def _drop_ended(self) -> None:
+        """Remove the partitions whose follower role with this leader ended (the replica
+        became leader, moved to another leader or was removed) before the manager's next
+        update does: the session forgets them and they are never fetched again from here
+        (Kafka removes them from the fetcher thread)."""
+        ended = [key for key, st in self.partitions.items() if not self._follows(key, st)]
+        if ended:
+            log.debug("broker %d no longer leads %s for this node: not fetched from it",
+                      self.leader_id, ended)
+            self.partitions = {k: st for k, st in self.partitions.items() if k not in ended}
 
     def _build_request(self, ready: list[FetchState]):
         """The next Fetch: the ready partitions' positions (``sent``, every one of them, as
@@ -333,7 +352,11 @@ class SourceFetcher:
                 await self._run_once()
 
     async def _run_once(self) -> None:
+        self._drop_ended()
         now = trio.current_time()
+        # no partition, no request: an incremental fetch naming nothing with an empty session
+        # is answered at once by the leader (as Kafka's), so it is never sent (Kafka's
+        # buildFetch returns no request and the thread waits)
         ready = [st for st in self.partitions.values() if st.delayed_until <= now]
         if not ready or self.addr is None:
             self._wake = trio.Event()

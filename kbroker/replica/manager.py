@@ -268,6 +268,9 @@ class ReplicaManager:
                 props = self.effective_properties(getattr(topic, "configs", None))
                 cached = config_cache[key[0]] = (props, LogConfig.from_properties(props))
             props, config = cached
+            # a follower that becomes leader leaves its fetcher (Kafka's makeLeaders removes
+            # the partition from the replica fetcher manager)
+            was_follower = part is not None and not part.is_leader
             if part is None:
                 created += 1
                 part = self._create_partition(key, topic, pimg, props, config)
@@ -284,7 +287,7 @@ class ReplicaManager:
                 part.props = props
             self._apply_partition(part, pimg, me, now)
             self._report_dir(part, pimg, "applying metadata")
-            followers = followers or pimg.leader != me
+            followers = followers or was_follower or pimg.leader != me
         if followers or self._brokers_changed(prev, image):
             self._update_fetchers()
         if self._pending and not self._creating and self._nursery is not None:

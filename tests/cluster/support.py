@@ -9,11 +9,13 @@ import struct
 import time
 from pathlib import Path
 
+from kbroker.testing.processes import _HTTP
 from kbroker.tools.local_cluster import node_overrides, ports
 from kbroker.config.broker import new_cluster_id
 from kbroker.wire import messages as w
 from kbroker.wire.protocol import decode_response, encode_request
 from tests.support.broker_proc import REPO_ROOT, BrokerProcess, free_port, free_ports  # noqa: F401
+from tests.support.prometheus_text import scrape, total
 
 FAST = {
     "broker.session.timeout.ms": "3000",
@@ -61,6 +63,13 @@ class NodeProcess(BrokerProcess):
     @property
     def is_broker(self) -> bool:
         return "broker" in self.roles
+
+    @property
+    def metrics_url(self) -> str:
+        """The /metrics of this node's current run (started with ``kbroker.http.listen``)."""
+        found = _HTTP.findall(self.log_text())
+        assert found, f"node {self.node_id} has no http listener (kbroker.http.listen)"
+        return f"http://{found[-1]}/metrics"
 
     def command(self) -> list[str]:
         cmd = [self.python, "-m", "kbroker", "serve"]
@@ -248,6 +257,13 @@ def assert_fetches_stalled(addr, leader: int, victim: int, hold: float, write=No
     assert end[victim] == start[victim], \
         f"node {victim} kept fetching from the leader through the cut: {start} -> {end}"
     return start[victim]
+
+
+def requests_received(cluster, api: str, nodes) -> dict[int, float]:
+    """How many ``api`` requests (its name: "Fetch") each of ``nodes`` has answered so far,
+    from the broker's own request counters on /metrics."""
+    return {i: total(scrape(cluster.nodes[i].metrics_url),
+                     "kafka_network_requestmetrics_requests_total", request=api) for i in nodes}
 
 
 def metadata(port: int):

@@ -8,7 +8,8 @@
 2. Reassignment through kafka-python's ``alter_partition_reassignments``: a partition on
    [1, 2] with data moves to [2, 3] while a producer writes to it (acks=all); the data
    reaches node 3 (byte-identical to 2's), node 1's log is removed, the reassignment is no
-   longer listed, consumers read every acknowledged record.
+   longer listed, consumers read every acknowledged record; idle afterwards, no node answers
+   more than a few Fetch requests a second (node 2 no longer fetches from node 1).
 3. The automatic rebalance (``auto.leader.rebalance.enable`` with a 2 s check interval) on
    a second cluster: after a kill and restart leadership returns to the preferred replicas
    with no admin call.
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from confluent_kafka import ElectionType, TopicPartition as CTP
@@ -24,13 +26,14 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import NewTopic
 
 from .replication_support import Acks, create_topic, make_producer, produce, read_topic, records, replicas_in_sync
-from .support import Cluster, agreed_state, replica_dir, wait_for, wait_for_isr
+from .support import Cluster, agreed_state, replica_dir, requests_received, wait_for, wait_for_isr
 
 ELECTION_NOT_NEEDED = 84
 
 
 def start_cluster(root, **extra):
-    c = Cluster(root, extra={"replica.lag.time.max.ms": "5000", **extra})
+    c = Cluster(root, extra={"replica.lag.time.max.ms": "5000", "kbroker.http.listen": "127.0.0.1:0",
+                             **extra})
     c.start_all()
     return c
 
@@ -153,6 +156,15 @@ def test_reassignment_moves_a_partition_with_its_data(cluster):
                          what="node 3's log identical to node 2's")
         acked = {**acks.acked, **during.acked}
         assert sizes[0] == len(acked), "one copy of every record"
+
+        # idle now: the followers' fetches are long polls (replica.fetch.wait.max.ms), a few
+        # a second per leader. Node 2, made leader, must have left its fetcher of node 1: it
+        # used to send it ~1,000 empty incremental fetches a second, answered at once.
+        before = requests_received(cluster, "Fetch", (1, 2, 3))
+        time.sleep(3)           # an observation window, not a wait
+        after = requests_received(cluster, "Fetch", (1, 2, 3))
+        received = {i: after[i] - before[i] for i in before}
+        assert all(n < 50 for n in received.values()), f"Fetch requests in 3 s of idle: {received}"
         check_nothing_lost(cluster, topic, 1, acked)
     finally:
         admin.close()

@@ -65,6 +65,43 @@ async def test_every_replica_opens_a_log_and_only_the_leader_serves_clients(clus
         assert r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
+def fetched_from(cluster, nid) -> dict[int, int]:
+    """The partitions node ``nid``'s replica fetchers hold, per source broker."""
+    return {lid: st["partitions"] for lid, st in cluster.nodes[nid].replicas.fetchers.statistics().items()}
+
+
+async def test_a_follower_made_leader_leaves_its_fetcher(cluster):
+    # the end of a reassignment [1, 2] -> [2, 3]: leadership moves from 1 to 2, 1 leaves
+    cluster.create(T, leader=1, replicas=(1, 2), isr=(1, 2))
+    assert fetched_from(cluster, 2) == {1: 1}
+    old = cluster.nodes[2].replicas.fetchers._fetchers[1]
+    cluster.set_partition(T, leader=2, replicas=(1, 2, 3), isr=(1, 2))
+    assert cluster.nodes[2].replica(T, 0).is_leader
+    assert fetched_from(cluster, 2) == {}, "the new leader still fetches from the old one"
+    assert old.stopped and not old.partitions
+    assert fetched_from(cluster, 1) == {2: 1} and fetched_from(cluster, 3) == {2: 1}
+    cluster.set_partition(T, replicas=(2, 3), isr=(2, 3))
+    assert fetched_from(cluster, 1) == {} and fetched_from(cluster, 3) == {2: 1}
+
+
+async def test_a_fetcher_drops_partitions_it_no_longer_follows(cluster):
+    """The fetcher's own check at each round, whatever the manager told it last: a partition
+    whose replica became leader, follows another leader or is gone leaves the fetcher (and
+    so its fetch session); the ones still following stay."""
+    cluster.create(T, leader=1, replicas=(1, 2), isr=(1, 2))
+    cluster.create("other", leader=1, replicas=(1, 2), isr=(1, 2))
+    cluster.create("gone", leader=1, replicas=(1, 2), isr=(1, 2))
+    node = cluster.nodes[2]
+    fetcher = node.replicas.fetchers._fetchers[1]
+    parts = [node.replica(t, 0) for t in (T, "other", "gone")]
+    cluster.set_partition(T, leader=2)
+    cluster.set_partition("gone", replicas=(1, 3), isr=(1,))
+    fetcher.set_partitions(parts, ("127.0.0.1", 9091))     # as if no update had come since
+    assert set(fetcher.partitions) == {(T, 0), ("other", 0), ("gone", 0)}
+    fetcher._drop_ended()
+    assert set(fetcher.partitions) == {("other", 0)}
+
+
 async def test_replica_moved_away_drops_its_log(cluster):
     cluster.create(T, leader=1)
     d = cluster.nodes[3].replica(T, 0).log.dir
