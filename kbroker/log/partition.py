@@ -74,6 +74,7 @@ from .txnindex import AbortedTxn
 
 _LOG_OVERHEAD = rb.LOG_OVERHEAD
 _BatchHeader = rb.BatchHeader
+_LONG_MIN = -(1 << 63)
 
 # how far below a producer snapshot the batches of its producers are looked for at load:
 # five batches in flight of up to a few hundred KiB each
@@ -468,12 +469,15 @@ class PartitionLog:
     # -- append ---------------------------------------------------------------------
     @guarded("append to")
     def append(self, batch, *, leader_epoch: int = -1, log_append_time: int | None = None,
-               now_ms: int | None = None) -> AppendInfo:
+               now_ms: int | None = None, header: "rb.BatchHeader | None" = None) -> AppendInfo:
         """Validate, assign offsets to and write one or more record batches.
 
         ``batch`` holds whole v2 batches back to back (a Produce ``records`` field).
         Each is checked (structure, CRC32C, ``max.message.bytes``; keys on compacted
         topics) before anything is written; a refusal leaves the log unchanged.
+        ``header``: ``rb.parse_header(batch, 0)`` when the caller parsed it already and
+        ``batch`` is that one batch exactly (the produce path): the same checks run on it
+        without parsing it again.
         """
         # (the hot path of every Produce: plain loops, no generators or property calls per batch)
         if self.closed:
@@ -484,12 +488,16 @@ class PartitionLog:
         if total == 0:
             raise InvalidRecord("empty record set")
         config = self.config
-        headers = rb.validate_batches(view, max_batch_bytes=config.max_message_bytes)
-        size = 0
-        for h in headers:
-            size += h.batch_length + _LOG_OVERHEAD
-        if size != total:
-            raise CorruptRecord("record set does not end on a batch boundary")
+        if header is not None and header[1] + _LOG_OVERHEAD == total:
+            rb.check_batch(view, 0, header, max_batch_bytes=config.max_message_bytes)
+            headers = (header,)
+        else:
+            headers = rb.validate_batches(view, max_batch_bytes=config.max_message_bytes)
+            size = 0
+            for h in headers:
+                size += h.batch_length + _LOG_OVERHEAD
+            if size != total:
+                raise CorruptRecord("record set does not end on a batch boundary")
         if total > config.segment_bytes:
             raise RecordBatchTooLarge(f"{total} bytes exceed segment.bytes")
         if config.compact:
@@ -503,45 +511,57 @@ class PartitionLog:
         first = offset = self._log_end_offset
         pos = 0
         assigned = []
-        top_ts = None
+        top_ts = _LONG_MIN
         for h in headers:
-            rb.patch_base_offset(buf, pos, offset)
-            rb.patch_partition_leader_epoch(buf, pos, leader_epoch)
-            max_ts = h.max_timestamp
+            rb.patch_offset_and_epoch(buf, pos, h, offset, leader_epoch)
             if log_append_time is not None:
                 rb.set_max_timestamp(buf, pos, log_append_time, log_append_time=True)
-                max_ts = log_append_time
-            # h with base_offset, partition_leader_epoch and max_timestamp replaced
-            assigned.append(_BatchHeader(offset, h[1], leader_epoch, h[3], h[4], h[5], h[6],
-                                         h[7], max_ts, h[9], h[10], h[11], h[12]))
-            if top_ts is None or max_ts > top_ts:
-                top_ts = max_ts
-            offset += h.last_offset_delta + 1
-            pos += h.batch_length + _LOG_OVERHEAD
+                # the header as written (timestamp type bit and CRC changed)
+                a = rb.parse_header(buf, pos)
+            else:
+                # h with base_offset and partition_leader_epoch replaced
+                a = _BatchHeader(offset, h[1], leader_epoch, h[3], h[4], h[5], h[6],
+                                 h[7], h[8], h[9], h[10], h[11], h[12])
+            assigned.append(a)
+            if a[8] > top_ts:
+                top_ts = a[8]
+            offset += h[6] + 1
+            pos += h[1] + _LOG_OVERHEAD
         last = offset - 1
-        seg = self._maybe_roll(total, top_ts, last, now)
+        seg = self.segments[-1]
+        if seg.size and self._roll_needed(seg, seg.size + total, seg.first_batch_timestamp,
+                                          top_ts, last, now):
+            seg = self.roll(now_ms=now)
         seg.append(buf, assigned)
         self._log_end_offset = offset
         if leader_epoch >= 0:
             self.epochs.assign(leader_epoch, first)  # a no-op unless the epoch is new
-        self._update_producer_state(buf, assigned, seg)
-        if self._log_end_offset - self.recovery_point >= self.config.flush_messages:
+        ps = self.producer_state
+        if len(assigned) > 1 or assigned[0][5] & rb.ATTR_CONTROL:
+            self._update_producer_state(buf, assigned, seg)
+        elif assigned[0][9] >= 0:
+            ps.append(assigned[0])      # one data batch: no marker, no aborted transaction
+        ps.map_end_offset = offset
+        if offset - self.recovery_point >= config.flush_messages:
             self.flush(now_ms=now)
         return AppendInfo(first, last, log_append_time if log_append_time is not None else -1,
                           self._log_start_offset)
 
     def _update_producer_state(self, buf, headers, seg: LogSegment) -> None:
+        """Every stored batch with a producer id updates the producer state (a marker that
+        ends an aborted transaction adds its ``.txnindex`` entry); ``headers`` are the
+        batches of ``buf`` as written."""
         ps = self.producer_state
         pos = 0
         for h in headers:
-            if h.producer_id >= 0:
-                marker = _marker_of(buf, pos, h) if h.is_control else None
+            if h[9] >= 0:
+                marker = _marker_of(buf, pos, h) if h[5] & rb.ATTR_CONTROL else None
                 done = ps.append(h, marker)
                 if done is not None and done.is_aborted:
                     seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset,
                                                     done.last_offset,
                                                     ps.last_stable_offset_after(done)))
-            pos += h.size
+            pos += h[1] + _LOG_OVERHEAD
         ps.map_end_offset = self._log_end_offset
 
     @guarded("follower append to")
@@ -652,16 +672,8 @@ class PartitionLog:
         waited = (max_ts - first_ts) if first_ts is not None and first_ts >= 0 else now - seg.created_ms
         return (size_after > cfg.segment_bytes
                 or waited > cfg.segment_ms - cfg.segment_jitter_ms
-                or seg.offset_index.is_full or seg.time_index.is_full
-                or last_offset - seg.base_offset > INT32_MAX)
-
-    def _maybe_roll(self, size: int, max_ts: int, last_offset: int, now: int) -> LogSegment:
-        seg = self.segments[-1]
-        if seg.size == 0:
-            return seg
-        if self._roll_needed(seg, seg.size + size, seg.first_batch_timestamp, max_ts, last_offset, now):
-            return self.roll(now_ms=now)
-        return seg
+                or last_offset - seg.base_offset > INT32_MAX
+                or seg.indexes_full())
 
     @guarded("roll a segment of")
     def roll(self, *, now_ms: int | None = None) -> LogSegment:

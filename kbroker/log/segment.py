@@ -42,6 +42,7 @@ from .txnindex import TransactionIndex
 INT32_MAX = (1 << 31) - 1
 _OFFSET_AND_SIZE = struct.Struct(">qi")  # base_offset, batch_length: the 12-byte log overhead
 _DATA_CHUNK = 1 << 20
+_LOG_OVERHEAD = rb.LOG_OVERHEAD
 _HEADER_CHUNK = 8192
 
 
@@ -347,6 +348,7 @@ class LogSegment:
     # -- writing ------------------------------------------------------------------
     def append(self, buf, headers: list["rb.BatchHeader"]) -> None:
         """Write ``buf`` (whole batches, offsets assigned) at the end; update indexes.
+        ``headers`` are the batches' headers exactly as ``buf`` holds them.
 
         A write that fails (the batch or an index entry: a full disk may refuse either)
         is undone as far as the disk lets it -- the log cut back to where it ended, the
@@ -355,41 +357,46 @@ class LogSegment:
         position = self.size
         since = self.bytes_since_last_index_entry
         view = memoryview(buf)
+        total = len(view)
         written = 0
         self._dirty = True
         try:
-            while written < len(view):
-                written += os.pwrite(self.fd, view[written:], position + written)
+            fd = self._file.fd
+            while written < total:
+                written += os.pwrite(fd, view[written:] if written else view, position + written)
         except OSError as exc:
             self._undo_append(position, None, since)
             raise named(exc, self.log_path) from exc
         max_ts, max_off = self._max_ts if self._max_ts is not None else (self.max_timestamp, self.offset_of_max_timestamp)
         pos = position
+        interval = self.index_interval_bytes
         try:
             for h in headers:
-                if h.max_timestamp > max_ts:
-                    max_ts, max_off = h.max_timestamp, h.last_offset
-                if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(h.last_offset, pos)
+                size = h[1] + _LOG_OVERHEAD
+                if h[8] > max_ts:
+                    max_ts, max_off = h[8], h[0] + h[6]
+                if since > interval:
+                    self.offset_index.append(h[0] + h[6], pos)
                     self.time_index.maybe_append(max_ts, max_off)
-                    self.bytes_since_last_index_entry = 0
-                pos += h.size
-                self.bytes_since_last_index_entry += h.size
+                    since = 0
+                pos += size
+                since += size
         except OSError:
-            self._undo_append(position, headers[0].base_offset, since)
+            self._undo_append(position, headers[0][0], self.bytes_since_last_index_entry)
             raise
+        self.bytes_since_last_index_entry = since
         if position == 0 and headers:
-            self._first_batch_ts = headers[0].max_timestamp
+            self._first_batch_ts = headers[0][8]
         self.size = pos
         if headers:
-            # the header as written (the caller's may predate a LogAppendTime rewrite)
-            at = pos - headers[-1].size
-            try:
-                self._tail = (at, rb.parse_header(view, at - position))
-            except CorruptRecord:
-                self._tail = None
+            last = headers[-1]
+            self._tail = (pos - last[1] - _LOG_OVERHEAD, last)
+            self._next_offset = last[0] + last[6] + 1
         self._max_ts = (max_ts, max_off)
-        self._next_offset = headers[-1].next_offset if headers else self.next_offset
+
+    def indexes_full(self) -> bool:
+        """Either index holds ``segment.index.bytes`` worth of entries: the segment rolls."""
+        return self.offset_index.is_full or self.time_index.is_full
 
     def _undo_append(self, position: int, first_offset: int | None, since: int) -> None:
         """Take back a failed append: shrinking a file needs no free space, so this works on
