@@ -529,8 +529,7 @@ class PartitionLog:
             pos += h[1] + _LOG_OVERHEAD
         last = offset - 1
         seg = self.segments[-1]
-        if seg.size and self._roll_needed(seg, seg.size + total, seg.first_batch_timestamp,
-                                          top_ts, last, now):
+        if seg.size and seg.should_roll(seg.size + total, top_ts, last, now, config):
             seg = self.roll(now_ms=now)
         seg.append(buf, assigned)
         self._log_end_offset = offset
@@ -598,15 +597,15 @@ class PartitionLog:
                 if seg.size == 0:
                     if h.last_offset - seg.base_offset > INT32_MAX:
                         seg = self._rebase_empty_active(h.base_offset, now)
-                elif self._roll_needed(seg, seg.size + h.size, seg.first_batch_timestamp,
-                                       h.max_timestamp, h.last_offset, now):
+                elif seg.should_roll(seg.size + h.size, h.max_timestamp, h.last_offset, now,
+                                     self.config):
                     seg = self._roll_at(h.base_offset, now)
                 first_ts = seg.first_batch_timestamp if seg.size else h.max_timestamp
                 size, j = h.size, i + 1
                 while j < n:
                     hj = headers[j]
-                    if self._roll_needed(seg, seg.size + size + hj.size, first_ts, hj.max_timestamp,
-                                         hj.last_offset, now):
+                    if seg.should_roll(seg.size + size + hj.size, hj.max_timestamp, hj.last_offset,
+                                       now, self.config, first_ts):
                         break
                     size += hj.size
                     j += 1
@@ -663,17 +662,6 @@ class PartitionLog:
                     if rec.key is None:
                         raise InvalidRecord("compacted topic requires a key on every record")
             pos += h.size
-
-    def _roll_needed(self, seg: LogSegment, size_after: int, first_ts: int | None, max_ts: int,
-                     last_offset: int, now: int) -> bool:
-        """Whether a write leaving ``seg`` at ``size_after`` bytes, ending at ``last_offset``
-        with max timestamp ``max_ts``, must go to a new segment instead."""
-        cfg = self.config
-        waited = (max_ts - first_ts) if first_ts is not None and first_ts >= 0 else now - seg.created_ms
-        return (size_after > cfg.segment_bytes
-                or waited > cfg.segment_ms - cfg.segment_jitter_ms
-                or last_offset - seg.base_offset > INT32_MAX
-                or seg.indexes_full())
 
     @guarded("roll a segment of")
     def roll(self, *, now_ms: int | None = None) -> LogSegment:

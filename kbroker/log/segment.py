@@ -44,6 +44,7 @@ _OFFSET_AND_SIZE = struct.Struct(">qi")  # base_offset, batch_length: the 12-byt
 _DATA_CHUNK = 1 << 20
 _LOG_OVERHEAD = rb.LOG_OVERHEAD
 _HEADER_CHUNK = 8192
+_FIRST_BATCH = object()     # should_roll: time from the segment's own first batch
 
 
 def segment_name(base_offset: int) -> str:
@@ -394,9 +395,23 @@ class LogSegment:
             self._next_offset = last[0] + last[6] + 1
         self._max_ts = (max_ts, max_off)
 
-    def indexes_full(self) -> bool:
-        """Either index holds ``segment.index.bytes`` worth of entries: the segment rolls."""
-        return self.offset_index.is_full or self.time_index.is_full
+    def should_roll(self, size_after: int, max_ts: int, last_offset: int, now: int, config,
+                    first_ts=_FIRST_BATCH) -> bool:
+        """Whether a write leaving this segment at ``size_after`` bytes, ending at
+        ``last_offset`` with max timestamp ``max_ts``, must go to a new segment instead
+        (Kafka's ``LogSegment.shouldRoll``): ``segment.bytes``, ``segment.ms`` less the
+        jitter since ``first_ts`` (by default this segment's first batch's max timestamp;
+        without one, since the segment was created), a full index, or an offset beyond
+        the index's 32-bit relative range. ``config``: the log's ``LogConfig``."""
+        if first_ts is _FIRST_BATCH:
+            first_ts = self._first_batch_ts
+            if first_ts is None:
+                first_ts = self.first_batch_timestamp
+        waited = (max_ts - first_ts) if first_ts is not None and first_ts >= 0 else now - self.created_ms
+        return (size_after > config.segment_bytes
+                or waited > config.segment_ms - config.segment_jitter_ms
+                or last_offset - self.base_offset > INT32_MAX
+                or self.offset_index.is_full or self.time_index.is_full)
 
     def _undo_append(self, position: int, first_offset: int | None, since: int) -> None:
         """Take back a failed append: shrinking a file needs no free space, so this works on

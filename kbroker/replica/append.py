@@ -127,7 +127,7 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
     return AppendResult(
         base_offset=info.base_offset, last_offset=info.last_offset,
         log_append_time_ms=info.log_append_time if log_append_time else -1,
-        log_start_offset=part.log.log_start_offset), len(records)
+        log_start_offset=info.log_start_offset), len(records)
 
 
 def _batch_headers(records) -> tuple | list | None:
