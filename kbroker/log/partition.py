@@ -66,7 +66,7 @@ from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .errors import (LogClosed, OffsetOutOfRange, OffsetsOutOfOrder, PolicyViolation,
                      RecordBatchTooLarge, UnexpectedAppendOffset)
-from .failure import LogDirFailureChannel, guarded
+from .failure import LogDirFailureChannel, check_online, guarded, raise_reported
 from .open_files import OpenFiles
 from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
@@ -467,7 +467,6 @@ class PartitionLog:
             raise LogClosed(f"{self.topic}-{self.partition} is closed")
 
     # -- append ---------------------------------------------------------------------
-    @guarded("append to")
     def append(self, batch, *, leader_epoch: int = -1, log_append_time: int | None = None,
                now_ms: int | None = None, header: "rb.BatchHeader | None" = None) -> AppendInfo:
         """Validate, assign offsets to and write one or more record batches.
@@ -479,72 +478,79 @@ class PartitionLog:
         ``batch`` is that one batch exactly (the produce path): the same checks run on it
         without parsing it again.
         """
-        # (the hot path of every Produce: plain loops, no generators or property calls per batch)
-        if self.closed:
-            raise LogClosed(f"{self.topic}-{self.partition} is closed")
-        now = now_ms if now_ms is not None else self._now(None)
-        view = memoryview(batch)
-        total = len(view)
-        if total == 0:
-            raise InvalidRecord("empty record set")
-        config = self.config
-        if header is not None and header[1] + _LOG_OVERHEAD == total:
-            rb.check_batch(view, 0, header, max_batch_bytes=config.max_message_bytes)
-            headers = (header,)
-        else:
-            headers = rb.validate_batches(view, max_batch_bytes=config.max_message_bytes)
-            size = 0
-            for h in headers:
-                size += h.batch_length + _LOG_OVERHEAD
-            if size != total:
-                raise CorruptRecord("record set does not end on a batch boundary")
-        if total > config.segment_bytes:
-            raise RecordBatchTooLarge(f"{total} bytes exceed segment.bytes")
-        if config.compact:
-            self._check_keys(view, headers)
-        if log_append_time is None and config.log_append_time:
-            log_append_time = now
-        # A writable memoryview is a Produce request's own frame (the server hands frames on
-        # as bytearrays): patch it in place instead of copying every produced byte once more.
-        # Anything else (bytes, or buffers coordinators may still hold) is copied first.
-        buf = view if isinstance(batch, memoryview) and not view.readonly else bytearray(view)
-        first = offset = self._log_end_offset
-        pos = 0
-        assigned = []
-        top_ts = _LONG_MIN
-        for h in headers:
-            rb.patch_offset_and_epoch(buf, pos, h, offset, leader_epoch)
-            if log_append_time is not None:
-                rb.set_max_timestamp(buf, pos, log_append_time, log_append_time=True)
-                # the header as written (timestamp type bit and CRC changed)
-                a = rb.parse_header(buf, pos)
+        # (the hot path of every Produce: plain loops, no generators or property calls per
+        # batch; storage errors reported as ``@guarded`` does, without its wrapper's call)
+        if self.failures.failed:
+            check_online(self)
+        try:
+            if self.closed:
+                raise LogClosed(f"{self.topic}-{self.partition} is closed")
+            now = now_ms if now_ms is not None else self._now(None)
+            view = memoryview(batch)
+            total = len(view)
+            if total == 0:
+                raise InvalidRecord("empty record set")
+            config = self.config
+            if header is not None and header[1] + _LOG_OVERHEAD == total:
+                rb.check_batch(view, 0, header, max_batch_bytes=config.max_message_bytes)
+                headers = (header,)
             else:
-                # h with base_offset and partition_leader_epoch replaced
-                a = _BatchHeader(offset, h[1], leader_epoch, h[3], h[4], h[5], h[6],
-                                 h[7], h[8], h[9], h[10], h[11], h[12])
-            assigned.append(a)
-            if a[8] > top_ts:
-                top_ts = a[8]
-            offset += h[6] + 1
-            pos += h[1] + _LOG_OVERHEAD
-        last = offset - 1
-        seg = self.segments[-1]
-        if seg.size and seg.should_roll(seg.size + total, top_ts, last, now, config):
-            seg = self.roll(now_ms=now)
-        seg.append(buf, assigned)
-        self._log_end_offset = offset
-        if leader_epoch >= 0:
-            self.epochs.assign(leader_epoch, first)  # a no-op unless the epoch is new
-        ps = self.producer_state
-        if len(assigned) > 1 or assigned[0][5] & rb.ATTR_CONTROL:
-            self._update_producer_state(buf, assigned, seg)
-        elif assigned[0][9] >= 0:
-            ps.append(assigned[0])      # one data batch: no marker, no aborted transaction
-        ps.map_end_offset = offset
-        if offset - self.recovery_point >= config.flush_messages:
-            self.flush(now_ms=now)
-        return AppendInfo(first, last, log_append_time if log_append_time is not None else -1,
-                          self._log_start_offset)
+                headers = rb.validate_batches(view, max_batch_bytes=config.max_message_bytes)
+                size = 0
+                for h in headers:
+                    size += h.batch_length + _LOG_OVERHEAD
+                if size != total:
+                    raise CorruptRecord("record set does not end on a batch boundary")
+            if total > config.segment_bytes:
+                raise RecordBatchTooLarge(f"{total} bytes exceed segment.bytes")
+            if config.compact:
+                self._check_keys(view, headers)
+            if log_append_time is None and config.log_append_time:
+                log_append_time = now
+            # A writable memoryview is a Produce request's own frame (the server hands frames on
+            # as bytearrays): patch it in place instead of copying every produced byte once more.
+            # Anything else (bytes, or buffers coordinators may still hold) is copied first.
+            buf = view if isinstance(batch, memoryview) and not view.readonly else bytearray(view)
+            first = offset = self._log_end_offset
+            pos = 0
+            assigned = []
+            top_ts = _LONG_MIN
+            for h in headers:
+                rb.patch_offset_and_epoch(buf, pos, h, offset, leader_epoch)
+                if log_append_time is not None:
+                    rb.set_max_timestamp(buf, pos, log_append_time, log_append_time=True)
+                    # the header as written (timestamp type bit and CRC changed)
+                    a = rb.parse_header(buf, pos)
+                else:
+                    # h with base_offset and partition_leader_epoch replaced
+                    a = _BatchHeader(offset, h[1], leader_epoch, h[3], h[4], h[5], h[6],
+                                     h[7], h[8], h[9], h[10], h[11], h[12])
+                assigned.append(a)
+                if a[8] > top_ts:
+                    top_ts = a[8]
+                offset += h[6] + 1
+                pos += h[1] + _LOG_OVERHEAD
+            last = offset - 1
+            seg = self.segments[-1]
+            if seg.size and seg.should_roll(seg.size + total, top_ts, last, now, config):
+                seg = self.roll(now_ms=now)
+            seg.append(buf, assigned)
+            self._log_end_offset = offset
+            if leader_epoch >= 0:
+                self.epochs.assign(leader_epoch, first)  # a no-op unless the epoch is new
+            ps = self.producer_state
+            if len(assigned) > 1 or assigned[0][5] & rb.ATTR_CONTROL:
+                self._update_producer_state(buf, assigned, seg)
+            elif assigned[0][9] >= 0:
+                ps.append(assigned[0])      # one data batch: no marker, no aborted transaction
+            ps.map_end_offset = offset
+            if offset - self.recovery_point >= config.flush_messages:
+                self.flush(now_ms=now)
+            return AppendInfo(first, last, log_append_time if log_append_time is not None else -1,
+                              self._log_start_offset)
+        except Exception as exc:
+            raise_reported(self, "append to", exc)
+            raise
 
     def _update_producer_state(self, buf, headers, seg: LogSegment) -> None:
         """Every stored batch with a producer id updates the producer state (a marker that
