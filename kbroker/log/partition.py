@@ -74,6 +74,7 @@ from .txnindex import AbortedTxn
 
 _LOG_OVERHEAD = rb.LOG_OVERHEAD
 _BatchHeader = rb.BatchHeader
+_new_tuple = tuple.__new__
 _LONG_MIN = -(1 << 63)
 
 # how far below a producer snapshot the batches of its producers are looked for at load:
@@ -523,8 +524,9 @@ class PartitionLog:
                     a = rb.parse_header(buf, pos)
                 else:
                     # h with base_offset and partition_leader_epoch replaced
-                    a = _BatchHeader(offset, h[1], leader_epoch, h[3], h[4], h[5], h[6],
-                                     h[7], h[8], h[9], h[10], h[11], h[12])
+                    # (tuple.__new__: a namedtuple's own __new__ is a Python-level call)
+                    a = _new_tuple(_BatchHeader, (offset, h[1], leader_epoch, h[3], h[4], h[5],
+                                                  h[6], h[7], h[8], h[9], h[10], h[11], h[12]))
                 assigned.append(a)
                 if a[8] > top_ts:
                     top_ts = a[8]
@@ -546,8 +548,8 @@ class PartitionLog:
             ps.map_end_offset = offset
             if offset - self.recovery_point >= config.flush_messages:
                 self.flush(now_ms=now)
-            return AppendInfo(first, last, log_append_time if log_append_time is not None else -1,
-                              self._log_start_offset)
+            return _new_tuple(AppendInfo, (first, last, -1 if log_append_time is None
+                                           else log_append_time, self._log_start_offset))
         except Exception as exc:
             raise_reported(self, "append to", exc)
             raise
