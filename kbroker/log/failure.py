@@ -140,20 +140,32 @@ class _Guard:
 
 def guarded(what: str):
     """Decorate a ``PartitionLog`` method: its storage errors are reported to the log's
-    channel under its directory, ``what`` naming the operation (with the partition)."""
+    channel under its directory, ``what`` naming the operation (with the partition). (The
+    produce path's ``PartitionLog.append`` does the same in its own body, with
+    :func:`check_online` and :func:`raise_reported`: the wrapper's call cost ~4 % of it.)"""
     def decorate(fn):
         @functools.wraps(fn)
         def call(self, *args, **kwargs):
-            failures = self.failures
-            if failures.failed:
-                failures.check(self.dir.parent)
+            if self.failures.failed:
+                check_online(self)
             try:
                 return fn(self, *args, **kwargs)
             except Exception as exc:
-                err = failures.report(self.dir.parent,
-                                      f"{what} {self.topic}-{self.partition}", exc)
-                if err is not None:
-                    raise err from exc
+                raise_reported(self, what, exc)
                 raise
         return call
     return decorate
+
+
+def check_online(log) -> None:
+    """Raise ``KafkaStorageError`` when the directory of ``log`` (a ``PartitionLog``) failed."""
+    log.failures.check(log.dir.parent)
+
+
+def raise_reported(log, what: str, exc: Exception) -> None:
+    """Report ``exc``, met by ``what`` on ``log``, to its channel: raises the
+    ``KafkaStorageError`` it becomes; returns when it is no storage error (the caller
+    re-raises it)."""
+    err = log.failures.report(log.dir.parent, f"{what} {log.topic}-{log.partition}", exc)
+    if err is not None:
+        raise err from exc

@@ -82,12 +82,11 @@ class _Index:
     def _decode_into(self, a, b, keys, vals):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _encode(self, key: int, val: int) -> bytes:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def _write(self, key: int, val: int) -> None:
+    def _write(self, key: int, val: int, encoded: bytes) -> None:
+        """Append an entry (``encoded`` as the file holds it) to the file and the columns."""
+        self._dirty = True
         try:
-            os.write(self._open(), self._encode(key, val))
+            os.write(self._file.fd, encoded)
         except OSError as exc:
             raise named(exc, self.path) from exc
         self._keys.append(key)
@@ -108,7 +107,11 @@ class _Index:
 
     @property
     def is_full(self) -> bool:
-        return len(self) >= self.max_entries
+        keys = self._keys
+        if keys is None:
+            self._load()
+            keys = self._keys
+        return len(keys) >= self.max_entries
 
     def check(self) -> None:
         """Load and sanity-check the file now (raises CorruptIndex)."""
@@ -155,14 +158,14 @@ class OffsetIndex(_Index):
         keys.append(self.base_offset + rel)
         vals.append(pos)
 
-    def _encode(self, offset: int, position: int) -> bytes:
-        return self.entry.pack(offset - self.base_offset, position)
-
     def append(self, offset: int, position: int) -> None:
-        self._load()
-        if self._keys and (offset <= self._keys[-1] or position <= self._vals[-1]):
+        keys = self._keys
+        if keys is None:
+            self._load()
+            keys = self._keys
+        if keys and (offset <= keys[-1] or position <= self._vals[-1]):
             return  # never write a non-increasing entry
-        self._write(offset, position)
+        self._write(offset, position, self.entry.pack(offset - self.base_offset, position))
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """Largest entry with entry.offset <= offset, else (base_offset, 0).
@@ -225,17 +228,18 @@ class TimeIndex(_Index):
         keys.append(ts)
         vals.append(self.base_offset + rel)
 
-    def _encode(self, timestamp: int, offset: int) -> bytes:
-        return self.entry.pack(timestamp, offset - self.base_offset)
-
     def maybe_append(self, timestamp: int, offset: int) -> None:
-        self._load()
-        if self._keys and (timestamp <= self._keys[-1] or offset < self._vals[-1]):
-            return
-        if self._keys and offset == self._vals[-1]:
-            # Same batch, larger timestamp: replace the last entry.
-            self._truncate_entries(len(self._keys) - 1)
-        self._write(timestamp, offset)
+        keys = self._keys
+        if keys is None:
+            self._load()
+            keys = self._keys
+        if keys:
+            if timestamp <= keys[-1] or offset < self._vals[-1]:
+                return
+            if offset == self._vals[-1]:
+                # Same batch, larger timestamp: replace the last entry.
+                self._truncate_entries(len(keys) - 1)
+        self._write(timestamp, offset, self.entry.pack(timestamp, offset - self.base_offset))
 
     def lookup_before(self, timestamp: int) -> int | None:
         """Offset of the largest entry with entry.timestamp < timestamp, else None.

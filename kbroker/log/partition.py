@@ -66,7 +66,7 @@ from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .errors import (LogClosed, OffsetOutOfRange, OffsetsOutOfOrder, PolicyViolation,
                      RecordBatchTooLarge, UnexpectedAppendOffset)
-from .failure import LogDirFailureChannel, guarded
+from .failure import LogDirFailureChannel, check_online, guarded, raise_reported
 from .open_files import OpenFiles
 from .region import FileRegion
 from .segment import INT32_MAX, LogSegment, segment_name
@@ -74,6 +74,8 @@ from .txnindex import AbortedTxn
 
 _LOG_OVERHEAD = rb.LOG_OVERHEAD
 _BatchHeader = rb.BatchHeader
+_new_tuple = tuple.__new__
+_LONG_MIN = -(1 << 63)
 
 # how far below a producer snapshot the batches of its producers are looked for at load:
 # five batches in flight of up to a few hundred KiB each
@@ -466,82 +468,107 @@ class PartitionLog:
             raise LogClosed(f"{self.topic}-{self.partition} is closed")
 
     # -- append ---------------------------------------------------------------------
-    @guarded("append to")
     def append(self, batch, *, leader_epoch: int = -1, log_append_time: int | None = None,
-               now_ms: int | None = None) -> AppendInfo:
+               now_ms: int | None = None, header: "rb.BatchHeader | None" = None) -> AppendInfo:
         """Validate, assign offsets to and write one or more record batches.
 
         ``batch`` holds whole v2 batches back to back (a Produce ``records`` field).
         Each is checked (structure, CRC32C, ``max.message.bytes``; keys on compacted
         topics) before anything is written; a refusal leaves the log unchanged.
+        ``header``: ``rb.parse_header(batch, 0)`` when the caller parsed it already and
+        ``batch`` is that one batch exactly (the produce path): the same checks run on it
+        without parsing it again.
         """
-        # (the hot path of every Produce: plain loops, no generators or property calls per batch)
-        if self.closed:
-            raise LogClosed(f"{self.topic}-{self.partition} is closed")
-        now = now_ms if now_ms is not None else self._now(None)
-        view = memoryview(batch)
-        total = len(view)
-        if total == 0:
-            raise InvalidRecord("empty record set")
-        config = self.config
-        headers = rb.validate_batches(view, max_batch_bytes=config.max_message_bytes)
-        size = 0
-        for h in headers:
-            size += h.batch_length + _LOG_OVERHEAD
-        if size != total:
-            raise CorruptRecord("record set does not end on a batch boundary")
-        if total > config.segment_bytes:
-            raise RecordBatchTooLarge(f"{total} bytes exceed segment.bytes")
-        if config.compact:
-            self._check_keys(view, headers)
-        if log_append_time is None and config.log_append_time:
-            log_append_time = now
-        # A writable memoryview is a Produce request's own frame (the server hands frames on
-        # as bytearrays): patch it in place instead of copying every produced byte once more.
-        # Anything else (bytes, or buffers coordinators may still hold) is copied first.
-        buf = view if isinstance(batch, memoryview) and not view.readonly else bytearray(view)
-        first = offset = self._log_end_offset
-        pos = 0
-        assigned = []
-        top_ts = None
-        for h in headers:
-            rb.patch_base_offset(buf, pos, offset)
-            rb.patch_partition_leader_epoch(buf, pos, leader_epoch)
-            max_ts = h.max_timestamp
-            if log_append_time is not None:
-                rb.set_max_timestamp(buf, pos, log_append_time, log_append_time=True)
-                max_ts = log_append_time
-            # h with base_offset, partition_leader_epoch and max_timestamp replaced
-            assigned.append(_BatchHeader(offset, h[1], leader_epoch, h[3], h[4], h[5], h[6],
-                                         h[7], max_ts, h[9], h[10], h[11], h[12]))
-            if top_ts is None or max_ts > top_ts:
-                top_ts = max_ts
-            offset += h.last_offset_delta + 1
-            pos += h.batch_length + _LOG_OVERHEAD
-        last = offset - 1
-        seg = self._maybe_roll(total, top_ts, last, now)
-        seg.append(buf, assigned)
-        self._log_end_offset = offset
-        if leader_epoch >= 0:
-            self.epochs.assign(leader_epoch, first)  # a no-op unless the epoch is new
-        self._update_producer_state(buf, assigned, seg)
-        if self._log_end_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush(now_ms=now)
-        return AppendInfo(first, last, log_append_time if log_append_time is not None else -1,
-                          self._log_start_offset)
+        # (the hot path of every Produce: plain loops, no generators or property calls per
+        # batch; storage errors reported as ``@guarded`` does, without its wrapper's call)
+        if self.failures.failed:
+            check_online(self)
+        try:
+            if self.closed:
+                raise LogClosed(f"{self.topic}-{self.partition} is closed")
+            now = now_ms if now_ms is not None else self._now(None)
+            view = memoryview(batch)
+            total = len(view)
+            if total == 0:
+                raise InvalidRecord("empty record set")
+            config = self.config
+            if header is not None and header[1] + _LOG_OVERHEAD == total:
+                rb.check_batch(view, 0, header, max_batch_bytes=config.max_message_bytes)
+                headers = (header,)
+            else:
+                headers = rb.validate_batches(view, max_batch_bytes=config.max_message_bytes)
+                size = 0
+                for h in headers:
+                    size += h.batch_length + _LOG_OVERHEAD
+                if size != total:
+                    raise CorruptRecord("record set does not end on a batch boundary")
+            if total > config.segment_bytes:
+                raise RecordBatchTooLarge(f"{total} bytes exceed segment.bytes")
+            if config.compact:
+                self._check_keys(view, headers)
+            if log_append_time is None and config.log_append_time:
+                log_append_time = now
+            # A writable memoryview is a Produce request's own frame (the server hands frames on
+            # as bytearrays): patch it in place instead of copying every produced byte once more.
+            # Anything else (bytes, or buffers coordinators may still hold) is copied first.
+            buf = view if isinstance(batch, memoryview) and not view.readonly else bytearray(view)
+            first = offset = self._log_end_offset
+            pos = 0
+            assigned = []
+            top_ts = _LONG_MIN
+            for h in headers:
+                rb.patch_offset_and_epoch(buf, pos, h, offset, leader_epoch)
+                if log_append_time is not None:
+                    rb.set_max_timestamp(buf, pos, log_append_time, log_append_time=True)
+                    # the header as written (timestamp type bit and CRC changed)
+                    a = rb.parse_header(buf, pos)
+                else:
+                    # h with base_offset and partition_leader_epoch replaced
+                    # (tuple.__new__: a namedtuple's own __new__ is a Python-level call)
+                    a = _new_tuple(_BatchHeader, (offset, h[1], leader_epoch, h[3], h[4], h[5],
+                                                  h[6], h[7], h[8], h[9], h[10], h[11], h[12]))
+                assigned.append(a)
+                if a[8] > top_ts:
+                    top_ts = a[8]
+                offset += h[6] + 1
+                pos += h[1] + _LOG_OVERHEAD
+            last = offset - 1
+            seg = self.segments[-1]
+            if seg.size and seg.should_roll(seg.size + total, top_ts, last, now, config):
+                seg = self.roll(now_ms=now)
+            seg.append(buf, assigned)
+            self._log_end_offset = offset
+            if leader_epoch >= 0:
+                self.epochs.assign(leader_epoch, first)  # a no-op unless the epoch is new
+            ps = self.producer_state
+            if len(assigned) > 1 or assigned[0][5] & rb.ATTR_CONTROL:
+                self._update_producer_state(buf, assigned, seg)
+            elif assigned[0][9] >= 0:
+                ps.append(assigned[0])      # one data batch: no marker, no aborted transaction
+            ps.map_end_offset = offset
+            if offset - self.recovery_point >= config.flush_messages:
+                self.flush(now_ms=now)
+            return _new_tuple(AppendInfo, (first, last, -1 if log_append_time is None
+                                           else log_append_time, self._log_start_offset))
+        except Exception as exc:
+            raise_reported(self, "append to", exc)
+            raise
 
     def _update_producer_state(self, buf, headers, seg: LogSegment) -> None:
+        """Every stored batch with a producer id updates the producer state (a marker that
+        ends an aborted transaction adds its ``.txnindex`` entry); ``headers`` are the
+        batches of ``buf`` as written."""
         ps = self.producer_state
         pos = 0
         for h in headers:
-            if h.producer_id >= 0:
-                marker = _marker_of(buf, pos, h) if h.is_control else None
+            if h[9] >= 0:
+                marker = _marker_of(buf, pos, h) if h[5] & rb.ATTR_CONTROL else None
                 done = ps.append(h, marker)
                 if done is not None and done.is_aborted:
                     seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset,
                                                     done.last_offset,
                                                     ps.last_stable_offset_after(done)))
-            pos += h.size
+            pos += h[1] + _LOG_OVERHEAD
         ps.map_end_offset = self._log_end_offset
 
     @guarded("follower append to")
@@ -578,15 +605,15 @@ class PartitionLog:
                 if seg.size == 0:
                     if h.last_offset - seg.base_offset > INT32_MAX:
                         seg = self._rebase_empty_active(h.base_offset, now)
-                elif self._roll_needed(seg, seg.size + h.size, seg.first_batch_timestamp,
-                                       h.max_timestamp, h.last_offset, now):
+                elif seg.should_roll(seg.size + h.size, h.max_timestamp, h.last_offset, now,
+                                     self.config):
                     seg = self._roll_at(h.base_offset, now)
                 first_ts = seg.first_batch_timestamp if seg.size else h.max_timestamp
                 size, j = h.size, i + 1
                 while j < n:
                     hj = headers[j]
-                    if self._roll_needed(seg, seg.size + size + hj.size, first_ts, hj.max_timestamp,
-                                         hj.last_offset, now):
+                    if seg.should_roll(seg.size + size + hj.size, hj.max_timestamp, hj.last_offset,
+                                       now, self.config, first_ts):
                         break
                     size += hj.size
                     j += 1
@@ -643,25 +670,6 @@ class PartitionLog:
                     if rec.key is None:
                         raise InvalidRecord("compacted topic requires a key on every record")
             pos += h.size
-
-    def _roll_needed(self, seg: LogSegment, size_after: int, first_ts: int | None, max_ts: int,
-                     last_offset: int, now: int) -> bool:
-        """Whether a write leaving ``seg`` at ``size_after`` bytes, ending at ``last_offset``
-        with max timestamp ``max_ts``, must go to a new segment instead."""
-        cfg = self.config
-        waited = (max_ts - first_ts) if first_ts is not None and first_ts >= 0 else now - seg.created_ms
-        return (size_after > cfg.segment_bytes
-                or waited > cfg.segment_ms - cfg.segment_jitter_ms
-                or seg.offset_index.is_full or seg.time_index.is_full
-                or last_offset - seg.base_offset > INT32_MAX)
-
-    def _maybe_roll(self, size: int, max_ts: int, last_offset: int, now: int) -> LogSegment:
-        seg = self.segments[-1]
-        if seg.size == 0:
-            return seg
-        if self._roll_needed(seg, seg.size + size, seg.first_batch_timestamp, max_ts, last_offset, now):
-            return self.roll(now_ms=now)
-        return seg
 
     @guarded("roll a segment of")
     def roll(self, *, now_ms: int | None = None) -> LogSegment:

@@ -83,6 +83,7 @@ NO_SEQUENCE = -1
 INT32_MAX = (1 << 31) - 1
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
+_new_tuple = tuple.__new__
 
 _HEAD = struct.Struct(">hI")
 _COUNT = struct.Struct(">i")
@@ -353,7 +354,9 @@ class ProducerStateManager:
         seq = header.base_sequence
         if seq != NO_SEQUENCE:
             seq = seq + delta if seq <= INT32_MAX - delta else seq + delta - INT32_MAX - 1
-        e.batches = (*kept, BatchMetadata(seq, base + delta, delta, header.max_timestamp))
+        # (tuple.__new__: the namedtuple's own __new__ is a Python-level call)
+        meta = _new_tuple(BatchMetadata, (seq, base + delta, delta, header.max_timestamp))
+        e.batches = (*kept, meta)
         e.last_timestamp = header.max_timestamp
         if attributes & _ATTR_TRANSACTIONAL and e.current_txn_first_offset is None:
             e.current_txn_first_offset = base

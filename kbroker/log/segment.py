@@ -42,7 +42,9 @@ from .txnindex import TransactionIndex
 INT32_MAX = (1 << 31) - 1
 _OFFSET_AND_SIZE = struct.Struct(">qi")  # base_offset, batch_length: the 12-byte log overhead
 _DATA_CHUNK = 1 << 20
+_LOG_OVERHEAD = rb.LOG_OVERHEAD
 _HEADER_CHUNK = 8192
+_FIRST_BATCH = object()     # should_roll: time from the segment's own first batch
 
 
 def segment_name(base_offset: int) -> str:
@@ -347,6 +349,7 @@ class LogSegment:
     # -- writing ------------------------------------------------------------------
     def append(self, buf, headers: list["rb.BatchHeader"]) -> None:
         """Write ``buf`` (whole batches, offsets assigned) at the end; update indexes.
+        ``headers`` are the batches' headers exactly as ``buf`` holds them.
 
         A write that fails (the batch or an index entry: a full disk may refuse either)
         is undone as far as the disk lets it -- the log cut back to where it ended, the
@@ -355,41 +358,60 @@ class LogSegment:
         position = self.size
         since = self.bytes_since_last_index_entry
         view = memoryview(buf)
+        total = len(view)
         written = 0
         self._dirty = True
         try:
-            while written < len(view):
-                written += os.pwrite(self.fd, view[written:], position + written)
+            fd = self._file.fd
+            while written < total:
+                written += os.pwrite(fd, view[written:] if written else view, position + written)
         except OSError as exc:
             self._undo_append(position, None, since)
             raise named(exc, self.log_path) from exc
         max_ts, max_off = self._max_ts if self._max_ts is not None else (self.max_timestamp, self.offset_of_max_timestamp)
         pos = position
+        interval = self.index_interval_bytes
         try:
             for h in headers:
-                if h.max_timestamp > max_ts:
-                    max_ts, max_off = h.max_timestamp, h.last_offset
-                if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(h.last_offset, pos)
+                size = h[1] + _LOG_OVERHEAD
+                if h[8] > max_ts:
+                    max_ts, max_off = h[8], h[0] + h[6]
+                if since > interval:
+                    self.offset_index.append(h[0] + h[6], pos)
                     self.time_index.maybe_append(max_ts, max_off)
-                    self.bytes_since_last_index_entry = 0
-                pos += h.size
-                self.bytes_since_last_index_entry += h.size
+                    since = 0
+                pos += size
+                since += size
         except OSError:
-            self._undo_append(position, headers[0].base_offset, since)
+            self._undo_append(position, headers[0][0], self.bytes_since_last_index_entry)
             raise
+        self.bytes_since_last_index_entry = since
         if position == 0 and headers:
-            self._first_batch_ts = headers[0].max_timestamp
+            self._first_batch_ts = headers[0][8]
         self.size = pos
         if headers:
-            # the header as written (the caller's may predate a LogAppendTime rewrite)
-            at = pos - headers[-1].size
-            try:
-                self._tail = (at, rb.parse_header(view, at - position))
-            except CorruptRecord:
-                self._tail = None
+            last = headers[-1]
+            self._tail = (pos - last[1] - _LOG_OVERHEAD, last)
+            self._next_offset = last[0] + last[6] + 1
         self._max_ts = (max_ts, max_off)
-        self._next_offset = headers[-1].next_offset if headers else self.next_offset
+
+    def should_roll(self, size_after: int, max_ts: int, last_offset: int, now: int, config,
+                    first_ts=_FIRST_BATCH) -> bool:
+        """Whether a write leaving this segment at ``size_after`` bytes, ending at
+        ``last_offset`` with max timestamp ``max_ts``, must go to a new segment instead
+        (Kafka's ``LogSegment.shouldRoll``): ``segment.bytes``, ``segment.ms`` less the
+        jitter since ``first_ts`` (by default this segment's first batch's max timestamp;
+        without one, since the segment was created), a full index, or an offset beyond
+        the index's 32-bit relative range. ``config``: the log's ``LogConfig``."""
+        if first_ts is _FIRST_BATCH:
+            first_ts = self._first_batch_ts
+            if first_ts is None:
+                first_ts = self.first_batch_timestamp
+        waited = (max_ts - first_ts) if first_ts is not None and first_ts >= 0 else now - self.created_ms
+        return (size_after > config.segment_bytes
+                or waited > config.segment_ms - config.segment_jitter_ms
+                or last_offset - self.base_offset > INT32_MAX
+                or self.offset_index.is_full or self.time_index.is_full)
 
     def _undo_append(self, position: int, first_offset: int | None, since: int) -> None:
         """Take back a failed append: shrinking a file needs no free space, so this works on

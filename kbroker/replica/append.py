@@ -55,6 +55,8 @@ NO_LOG_START = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LE
 _TS_BEFORE_DEFAULT = LONG_MAX
 _TS_AFTER_DEFAULT = 3_600_000
 
+_LOG_OVERHEAD = rec.LOG_OVERHEAD
+
 ONE_BATCH = "produce requests must carry exactly one record batch per partition"
 
 
@@ -83,7 +85,8 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
     config = part.config
     if records is None or len(records) == 0:
         raise ReplicaError(ErrorCode.INVALID_RECORD, ONE_BATCH, log_start_offset=-1)
-    # Header walk only (no CRC): the log's append checks CRC32C, sizes and keys once.
+    # Header walk only (no CRC): the log's append checks CRC32C, sizes and keys once, on
+    # the header parsed here (one parse per batch on the produce path)
     headers = _batch_headers(records)
     if headers is not None and len(headers) > 1:
         # Kafka checks this on the request (ProduceRequest.validateRecords): no log start
@@ -93,7 +96,7 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
         raise ReplicaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                            f"ISR {len(part.isr)} < min.insync.replicas {config.min_insync_replicas}")
     log_append_time = config.log_append_time
-    if headers and headers[0].producer_id >= 0:     # (has_producer_id, without the call)
+    if headers and headers[0][9] >= 0:     # (has_producer_id, without the call)
         dup = check_producer_state(part, headers[0], origin, txn_verifier)
         if dup is not None:
             # Kafka answers a duplicate with the batch's stored (max) timestamp as its
@@ -102,18 +105,20 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
                 base_offset=dup.first_offset, last_offset=dup.last_offset,
                 log_append_time_ms=dup.timestamp,
                 log_start_offset=part.log.log_start_offset), None
-    elif headers and headers[0].is_control and origin == "client":
+    elif headers and headers[0][5] & rec.ATTR_CONTROL and origin == "client":
         raise ReplicaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-    if headers and not log_append_time and headers[0].size <= config.max_message_bytes:
+    if headers and not log_append_time and headers[0][1] + _LOG_OVERHEAD <= config.max_message_bytes:
         check_timestamps(part, records, headers[0], now_ms)
     target = _CODECS.get(config.compression_type)
     sent = records
-    if headers and target is not None and headers[0].compression != target:
-        records = recompress(records, headers[0], target, config)
+    header = headers[0] if headers else None
+    if header is not None and target is not None and header[5] & rec.ATTR_COMPRESSION_MASK != target:
+        records = recompress(records, header, target, config)
+        header = None       # a new batch: the log parses its header
     try:
         info = part.log.append(records, leader_epoch=part.leader_epoch,
                                log_append_time=now_ms if log_append_time else None,
-                               now_ms=now_ms)
+                               now_ms=now_ms, header=header)
     except InvalidRecord:
         if headers and config.compact:
             # the log refused a keyless record: name the records as Kafka does
@@ -122,17 +127,17 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
     return AppendResult(
         base_offset=info.base_offset, last_offset=info.last_offset,
         log_append_time_ms=info.log_append_time if log_append_time else -1,
-        log_start_offset=part.log.log_start_offset), len(records)
+        log_start_offset=info.log_start_offset), len(records)
 
 
-def _batch_headers(records) -> list | None:
+def _batch_headers(records) -> tuple | list | None:
     """The headers of the batches in ``records`` (None: not a clean sequence of batches; the
     log's validation names the problem). One batch filling the data exactly, the case of
     every well-behaved producer, is found by its header alone."""
     try:
         first = rec.parse_header(records, 0)
-        if first.batch_length + rec.LOG_OVERHEAD == len(records):
-            return [first]
+        if first[1] + _LOG_OVERHEAD == len(records):
+            return (first,)
         return [h for _, h in rec.iter_batches(records)]
     except CorruptRecord:
         return None
@@ -240,13 +245,16 @@ def timestamp_bounds(before: int, after: int, now_ms: int) -> tuple[int, int]:
 def check_timestamps(part: Partition, records, header, now_ms: int) -> None:
     """Batch-level check (base and max timestamp); on failure the records are named
     (:func:`raise_record_errors`)."""
-    before, after = partition_window(part)
+    window = part.timestamp_window
+    if window is not None and window[0] is part.props:
+        before, after = window[1], window[2]
+    else:
+        before, after = partition_window(part)
     if before >= LONG_MAX and after >= LONG_MAX:
         return
     lo, hi = timestamp_bounds(before, after, now_ms)
-    first, last = header.base_timestamp, header.max_timestamp
-    if header.has_delete_horizon:
-        first = last
+    last = header[8]
+    first = last if header[5] & rec.ATTR_DELETE_HORIZON else header[7]
     if lo <= first <= hi and lo <= last <= hi:
         return
     raise_record_errors(part, records, header, now_ms, check_timestamps=True)

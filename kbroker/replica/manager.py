@@ -551,7 +551,8 @@ class ReplicaManager:
         if new_hw is None:
             return False
         log_.high_watermark = new_hw
-        part.wake_high_watermark()
+        if part.waiters:
+            part.wake_high_watermark()
         return True
 
     def update_follower_fetch_state(self, part: Partition, follower: FollowerState,
@@ -677,7 +678,9 @@ class ReplicaManager:
             if topic in INTERNAL_TOPICS and not allow_internal:
                 raise ReplicaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                    f"cannot append to internal topic {topic}")
-            part = self.get_partition(topic, index)
+            part = self._partitions.get((topic, index))
+            if part is None or not part.is_leader:
+                part = self.get_partition(topic, index)     # raises the answer's error
             if now_ms is None:
                 now_ms = self.broker.clock.now_ms()
             result, appended = append_path.append_records(
@@ -692,7 +695,8 @@ class ReplicaManager:
             if appended is None:
                 self.stats["duplicates"] += 1
                 return result
-            part.wake_log_end()             # parked follower fetches read the new data
+            if part.log_end_waiters:
+                part.wake_log_end()         # parked follower fetches read the new data
             self._maybe_advance_hw(part)    # ... and the rest wait for the high watermark
             self.stats["appends"] += 1
             self.stats["appended_bytes"] += appended

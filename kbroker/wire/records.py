@@ -84,6 +84,7 @@ __all__ = [
     "TIMESTAMP_LOG_APPEND_TIME",
     "build_batch",
     "build_control_batch",
+    "check_batch",
     "control_record_type",
     "decode_records",
     "increment_sequence",
@@ -92,6 +93,7 @@ __all__ = [
     "parse_control_record",
     "parse_header",
     "patch_base_offset",
+    "patch_offset_and_epoch",
     "patch_partition_leader_epoch",
     "recompute_crc",
     "set_max_timestamp",
@@ -312,6 +314,17 @@ def patch_partition_leader_epoch(buf, pos: int, epoch: int) -> None:
     _INT32.pack_into(buf, pos + _OFF_PARTITION_LEADER_EPOCH, epoch)
 
 
+# base offset, batch length, partition leader epoch: the header's first 16 bytes
+_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
+
+
+def patch_offset_and_epoch(buf, pos: int, header: BatchHeader, base_offset: int,
+                           epoch: int) -> None:
+    """:func:`patch_base_offset` and :func:`patch_partition_leader_epoch` in one write
+    (the batch length between them written back as ``header`` has it)."""
+    _OFFSET_LENGTH_EPOCH.pack_into(buf, pos, base_offset, header[1], epoch)
+
+
 def set_max_timestamp(buf, pos: int, max_timestamp: int, *, log_append_time: bool) -> None:
     """Set max timestamp and the timestamp-type bit, then recompute the CRC.
 
@@ -389,30 +402,41 @@ def validate_batches(buf, *, max_batch_bytes: int | None = None, from_client: bo
         size = LOG_OVERHEAD + header.batch_length
         if pos + size > n:
             raise _corrupt(f"batch at {pos} is truncated: needs {size} bytes, has {n - pos}", pos)
-        if max_batch_bytes is not None and size > max_batch_bytes:
-            raise RecordTooLarge(f"batch of {size} bytes exceeds the limit of {max_batch_bytes} bytes")
-        if crc32c(view[pos + _OFF_ATTRIBUTES : pos + size]) != header.crc:
-            raise _corrupt(f"batch at {pos} fails its CRC32C check", pos)
-        codec = header.attributes & ATTR_COMPRESSION_MASK
-        if codec > COMPRESSION_ZSTD:
-            raise _corrupt(f"batch at {pos} uses unknown compression codec {codec}", pos)
-        count = header.records_count
-        if count <= 0:
-            raise InvalidRecord(f"batch at {pos} reports {count} records")
-        if header.last_offset_delta + 1 != count:
-            raise InvalidRecord(
-                f"batch at {pos} is inconsistent: last offset delta {header.last_offset_delta}, {count} records"
-            )
-        if codec == COMPRESSION_NONE and count * MIN_RECORD_SIZE > header.batch_length - _MIN_BATCH_LENGTH:
-            raise _corrupt(f"batch at {pos} claims {count} records but is too short to hold them", pos)
-        if from_client:
-            if header.attributes & ATTR_CONTROL:
-                raise InvalidRecord("clients may not write control batches")
-            if header.producer_id >= 0 and header.base_sequence < 0:
-                raise InvalidRecord(f"batch with producer id {header.producer_id} has no sequence number")
+        check_batch(view, pos, header, max_batch_bytes=max_batch_bytes, from_client=from_client)
         headers.append(header)
         pos += size
     return headers
+
+
+def check_batch(buf, pos: int, header: BatchHeader, *, max_batch_bytes: int | None = None,
+                from_client: bool = False) -> None:
+    """:func:`validate_batches`' checks of one whole batch at ``pos`` whose header was
+    parsed already (``parse_header``) and whose bytes are all in ``buf``: size limit,
+    CRC32C, codec, record count, and the client-origin rules. The produce path parses a
+    batch's header once and hands it here (issue 32)."""
+    size = LOG_OVERHEAD + header[1]
+    if max_batch_bytes is not None and size > max_batch_bytes:
+        raise RecordTooLarge(f"batch of {size} bytes exceeds the limit of {max_batch_bytes} bytes")
+    if crc32c(buf[pos + _OFF_ATTRIBUTES : pos + size]) != header[4]:
+        raise _corrupt(f"batch at {pos} fails its CRC32C check", pos)
+    attributes = header[5]
+    codec = attributes & ATTR_COMPRESSION_MASK
+    if codec > COMPRESSION_ZSTD:
+        raise _corrupt(f"batch at {pos} uses unknown compression codec {codec}", pos)
+    count = header[12]
+    if count <= 0:
+        raise InvalidRecord(f"batch at {pos} reports {count} records")
+    if header[6] + 1 != count:
+        raise InvalidRecord(
+            f"batch at {pos} is inconsistent: last offset delta {header[6]}, {count} records"
+        )
+    if codec == COMPRESSION_NONE and count * MIN_RECORD_SIZE > header[1] - _MIN_BATCH_LENGTH:
+        raise _corrupt(f"batch at {pos} claims {count} records but is too short to hold them", pos)
+    if from_client:
+        if attributes & ATTR_CONTROL:
+            raise InvalidRecord("clients may not write control batches")
+        if header[9] >= 0 and header[11] < 0:
+            raise InvalidRecord(f"batch with producer id {header[9]} has no sequence number")
 
 
 # --------------------------------------------------------------------------- record level

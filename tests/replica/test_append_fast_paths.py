@@ -1,8 +1,9 @@
 """The shortcuts of the produce hot path keep Kafka's answers (issue 32, the Java producer
 at 8 partitions): an idempotent batch that follows the producer's last one skips the
-duplicate scan, acks=all's answer is taken at the append, and the CreateTime window is
-read once per topic configuration. Each test drives ``ReplicaManager.append`` on real
-log files and checks what the slow path answered before."""
+duplicate scan, acks=all's answer is taken at the append, the CreateTime window is
+read once per topic configuration, and the batch header parsed here is the one the log
+checks, records in the producer state and keeps for rolls and indexes. Each test drives
+``ReplicaManager.append`` on real log files and checks what the slow path answered before."""
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,7 @@ from kbroker.replica import ReplicaError
 from kbroker.wire import records as rec
 from kbroker.wire.error_codes import ErrorCode
 
-from .conftest import T0, batch
+from .conftest import T0, batch, decode_region
 
 
 def idem(pid: int, epoch: int, seq: int, n: int = 3, **kw) -> bytes:
@@ -115,3 +116,47 @@ def test_two_batches_in_one_partition_are_still_refused(replicas, cluster):
         replicas.append("t", 0, idem(4, 0, 0) + b"\0")
     assert code_of(e) == ErrorCode.CORRUPT_MESSAGE
     assert replicas.get_partition("t", 0).log_end_offset == 0
+
+
+def test_a_transaction_through_the_one_batch_path_then_its_abort(replicas, cluster):
+    """A transactional batch is recorded straight from its header; the abort marker (a
+    control batch) still ends the transaction, indexes the aborted range and frees the
+    last stable offset."""
+    cluster.create("t", 1)
+    replicas.txn_verifier = lambda pid, epoch, topic, index: ErrorCode.NONE
+    replicas.append("t", 0, batch(b"before"), required_acks=-1)
+    replicas.append("t", 0, idem(12, 0, 0, is_transactional=True), required_acks=-1)
+    replicas.append("t", 0, idem(12, 0, 3, is_transactional=True), required_acks=-1)
+    part = replicas.get_partition("t", 0)
+    assert part.last_stable_offset == 1 and part.high_watermark == 7
+    marker = replicas.write_txn_marker("t", 0, producer_id=12, producer_epoch=0, commit=False,
+                                       coordinator_epoch=0)
+    assert marker == 7 and part.last_stable_offset == 8
+    aborted = part.log.collect_aborted_transactions(0, 8)
+    assert [(a.producer_id, a.first_offset, a.last_offset) for a in aborted] == [(12, 1, 7)]
+    # the producer goes on after the marker: sequences continue, the epoch is kept
+    assert replicas.append("t", 0, idem(12, 0, 6), required_acks=-1).base_offset == 8
+
+
+def test_rolls_and_index_entries_on_the_produce_path(replicas, cluster):
+    """Small ``segment.bytes`` and ``index.interval.bytes``: the log rolls and indexes
+    as a rebuild from its files does, and every record reads back."""
+    cluster.create("t", 1, {"segment.bytes": "2048", "index.interval.bytes": "100"})
+    values = [b"%03d" % i + b"x" * (i % 50) for i in range(200)]
+    for i in range(0, 200, 4):
+        replicas.append("t", 0, batch(*values[i:i + 4]))
+    log = replicas.get_partition("t", 0).log
+    assert len(log.segments) > 5
+    for seg in log.segments[:-1]:
+        offsets = seg.offset_index.entries()
+        assert len(offsets) > 1
+        seg.rebuild_indexes()
+        assert seg.offset_index.entries() == offsets
+    end = 0
+    read: list = []
+    while end < log.log_end_offset:
+        region = log.read(end, 1 << 20)
+        recs = decode_region(region)
+        read += [r.value for r in recs]
+        end = recs[-1].offset + 1
+    assert read == values
