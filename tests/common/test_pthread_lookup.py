@@ -7,14 +7,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import subprocess
-import sys
 
 import pytest
 
 from kbroker.common import pthread_lookup
-
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux lookup")
-
 
 @pytest.fixture
 def no_child_process(monkeypatch):
