@@ -31,9 +31,11 @@ async def add_offsets(c, tid, pid, epoch, group):
     return r.error_code
 
 
-async def wait_until(condition):
-    while not condition():
-        await trio.sleep(0.01)
+async def wait_until(condition, timeout: float = 30.0):
+    """Until ``condition()`` holds (a test that never gets there fails instead of hanging)."""
+    with trio.fail_after(timeout):
+        while not condition():
+            await trio.sleep(0.01)
 
 
 def gate_appends(coord, transactional_id):
