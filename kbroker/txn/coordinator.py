@@ -41,7 +41,8 @@ a known id).
   disk) leave the id in Prepare*; the timer task retries them, as does a (re)load.
 - **Timeouts**: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` the
   timer aborts Ongoing transactions older than their timeout, with a bumped epoch
-  (the producer is fenced, as in Kafka). "Older" compares wall-clock times, as Kafka's
+  (the producer is fenced, as in Kafka), each id's abort on its own (one waiting for its
+  replication delays no other). "Older" compares wall-clock times, as Kafka's
   ``TransactionStateManager.timedOutTransactions`` (``txnStartTimestamp + txnTimeoutMs <
   time.milliseconds()``, the start written in ``__transaction_state``): a forward step of
   the coordinator's wall clock longer than a transaction's timeout aborts it, in Kafka too.
@@ -820,7 +821,6 @@ class TransactionCoordinator:
     async def abort_timed_out(self) -> int:
         """Abort Ongoing transactions past their timeout (fencing the producer) and retry
         markers of transactions left in Prepare*. Returns how many were aborted."""
-        n = 0
         claims: list[_Claim] = []
         prepared: list[TransactionMetadata] = []
         async with self._lock:
@@ -832,18 +832,32 @@ class TransactionCoordinator:
                     claims.append(_Claim(meta))
                 elif meta.state.is_prepare:
                     prepared.append(meta)
+        aborted: list[str] = []
+
+        async def abort(claim: _Claim) -> None:
+            with claim:
+                meta = claim.meta
+                log.info("aborting transaction %s (producer %d epoch %d): timed out",
+                         meta.transactional_id, meta.producer_id, meta.producer_epoch)
+                try:
+                    err = await self._fence_and_abort(claim)
+                except Exception:  # noqa: BLE001 - one id's failure leaves it Ongoing for the next round
+                    log.exception("aborting timed-out transaction %s failed", meta.transactional_id)
+                    return
+                if err == E.NONE:
+                    aborted.append(meta.transactional_id)
+                    self.stats["timeouts"] += 1
+
         try:
-            for claim in claims:
-                with claim:
-                    meta = claim.meta
-                    log.info("aborting transaction %s (producer %d epoch %d): timed out",
-                             meta.transactional_id, meta.producer_id, meta.producer_epoch)
-                    if await self._fence_and_abort(claim) == E.NONE:
-                        n += 1
-                        self.stats["timeouts"] += 1
+            # each id's abort writes and replicates on its own (Kafka's timer hands every
+            # timed-out id to its end-transaction path at once): one slow write delays no other
+            async with trio.open_nursery() as nursery:
+                for claim in claims:
+                    nursery.start_soon(abort, claim)
         finally:
             for claim in claims:
                 claim.release()
+        n = len(aborted)
         for meta in prepared:
             await self._finish_prepared(meta)
         return n

@@ -223,3 +223,49 @@ async def test_a_write_that_replicated_across_an_unload_is_not_applied(tmp_path)
         await c.aclose()
         await c2.aclose()
         server.request_shutdown()
+
+
+async def test_timed_out_transactions_are_aborted_each_on_its_own(tmp_path):
+    """The timer aborts every timed-out transaction at once: A's fencing write waits at its
+    append while B's abort is written, its markers appended and its state completed; A is
+    aborted once its write is stored (one at a time, B waited for A's replication)."""
+    async with trio.open_nursery() as n:
+        server = await n.start(serve, config(tmp_path, NO_TIMER))
+        coord = server.broker.transactions
+        c = await RawClient.connect(server)
+        await create(c, "t", 2)
+        b_id = next(f"b{i}" for i in range(100)
+                    if coord.partition_for(f"b{i}") != coord.partition_for("a"))
+        ids = {}
+        for tid, part in (("a", 0), (b_id, 1)):          # A first: the timer meets it first
+            _, pid, epoch = await init(c, tid, timeout=1)
+            assert await add(c, tid, pid, epoch, "t", [part]) == {("t", part): 0}
+            assert await produce(c, "t", part, txn_batch(pid, epoch, 0, tid.encode())) == (0, 0)
+            ids[tid] = epoch
+        with trio.fail_after(30):
+            await wait_until(lambda: all(coord.now_ms() > m.start_ms + m.timeout_ms
+                                         for m in coord.txns.values()))
+        release, held = gate_appends(coord, "a")
+        aborted = []
+
+        async def timer_round():
+            aborted.append(await coord.abort_timed_out())
+
+        n.start_soon(timer_round)
+        with trio.fail_after(10):
+            await wait_until(lambda: held)
+            await wait_until(lambda: coord.txns[b_id].state == TxnState.COMPLETE_ABORT)
+        a = coord.txns["a"]
+        assert a.state == TxnState.ONGOING and a.pending and aborted == []
+        release.set()
+        with trio.fail_after(30):
+            await wait_until(lambda: aborted)
+        assert aborted == [2] and coord.stats["timeouts"] == 2
+        for tid, part in (("a", 0), (b_id, 1)):
+            meta = coord.txns[tid]
+            assert (meta.state, meta.producer_epoch, meta.pending) == \
+                (TxnState.COMPLETE_ABORT, ids[tid] + 1, False)
+            p = await fetch(c, "t", part, 1)
+            assert p.last_stable_offset == p.high_watermark == 2      # data + abort marker
+        await c.aclose()
+        server.request_shutdown()
