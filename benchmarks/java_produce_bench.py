@@ -2,7 +2,7 @@
 """The Java producer's produce rows with its own metrics: `python -m benchmarks.java_produce_bench`.
 
     .venv/bin/python -m benchmarks.java_produce_bench --reps 3 [--mib 128] [--kafka]
-        [--acks 1,all] [--partitions 8] [--prop key=value ...] [--override key=value ...]
+        [--acks 1,all] [--partitions 8] [--size 1024] [--prop key=value ...] [--override key=value ...]
         [--warmup-mib 256] [--profile DIR] [--perf] [SRC ...]
 
 One broker per source (each SRC a folder holding a `kbroker/` package, e.g. an exported
@@ -10,7 +10,7 @@ older commit: `git archive <rev> kbroker | tar -x -C /tmp/old`; default this che
 with `--kafka`, one Apache Kafka broker (shipped JVM flags), each first given an unmeasured
 librdkafka load (``--warmup-mib``, as bench.py's warm-up: Kafka's JIT sees the produce
 path). Every repetition runs Kafka's ``ProducerPerformance`` as the benchmark's produce rows
-do (1 KiB records, 20 % warm-up left out, the client's defaults but ``acks`` and
+do (1 KiB records unless `--size`, 20 % warm-up left out, the client's defaults but ``acks`` and
 ``compression.type``; ``--prop`` adds producer properties) against every broker in turn,
 once per acks value, so load from other work on the shared machine falls on each alike.
 (Kafka 4's client is idempotent by default unless acks is not ``all``: the acks=all row is
@@ -121,12 +121,13 @@ def machine_idle() -> tuple[float, float]:
     return v[3] + v[4], sum(v[:8])
 
 
-def producer_run(bootstrap: str, topic: str, records: int, acks: str, props: list[str]) -> dict:
+def producer_run(bootstrap: str, topic: str, records: int, acks: str, props: list[str],
+                 size: int = 1024) -> dict:
     """One ProducerPerformance run (20 % warm-up left out, as the benchmark's rows)."""
     warmup = int(records * 0.2)
     out = kafka_tools.run(kafka_tools.PRODUCER_PERF, [
         "--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(records),
-        "--record-size", "1024", "--throughput", "-1", "--warmup-records", str(warmup),
+        "--record-size", str(size), "--throughput", "-1", "--warmup-records", str(warmup),
         "--print-metrics", "--command-property", f"acks={acks}", "compression.type=none",
         *props], 900)
     final = kafka_tools._PRODUCER_FINAL.findall(out)
@@ -149,6 +150,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--mib", type=int, default=128, help="MiB produced per run")
     ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--size", type=int, default=1024, help="record size in bytes")
     ap.add_argument("--acks", default="1,all", help="comma-separated acks values")
     ap.add_argument("--kafka", action="store_true", help="also run Apache Kafka in the rotation")
     ap.add_argument("--warmup-mib", type=int, default=256, help="unmeasured librdkafka load first")
@@ -183,7 +185,7 @@ def main(argv=None) -> int:
                 rdkafka("produce", b.bootstrap_servers, topic, "--num", str(a.warmup_mib * 1024),
                         "--size", "1024")
         results: dict[tuple[str, str], list[dict]] = {}
-        records = a.mib * 1024
+        records = a.mib * 2**20 // a.size
         for rep in range(a.reps):
             for acks in a.acks.split(","):
                 for name, b in brokers:
@@ -206,7 +208,7 @@ def main(argv=None) -> int:
                     cpu0 = cpu_seconds(b.pid)
                     sched0, idle0, ctx0 = schedstat(b.pid), machine_idle(), ctx_switches(b.pid)
                     child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    out = producer_run(b.bootstrap_servers, topic, records, acks, a.prop)
+                    out = producer_run(b.bootstrap_servers, topic, records, acks, a.prop, a.size)
                     child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                     cpu = cpu_seconds(b.pid) - cpu0
                     sched1, idle1, ctx1 = schedstat(b.pid), machine_idle(), ctx_switches(b.pid)
@@ -226,10 +228,10 @@ def main(argv=None) -> int:
                         out["per_request"] = {k: v / reqs for k, v in counts.items()}
                         print("  per produce request: " + ", ".join(
                             f"{k} {v:.2f}" for k, v in out["per_request"].items()), file=sys.stderr)
-                    gib = records * 1024 / 2**30
+                    gib = records * a.size / 2**30
                     out["client_cpu_per_gib"] = (child1.ru_utime + child1.ru_stime
                                                  - child0.ru_utime - child0.ru_stime) / gib
-                    out["cpu_per_gib"] = cpu / (records * 1024 / 2**30)
+                    out["cpu_per_gib"] = cpu / gib
                     out["load"] = os.getloadavg()[0]
                     results.setdefault((name, acks), []).append(out)
                     m = out["metrics"]
