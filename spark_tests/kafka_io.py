@@ -8,7 +8,6 @@ headers, transactions); reading uses kafka-python with assign + seek (no consume
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
@@ -157,6 +156,3 @@ def log_start_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, 
     finally:
         consumer.close()
 
-
-def sleep_ms(ms: int) -> None:
-    time.sleep(ms / 1000)

@@ -84,6 +84,8 @@ READ_ONLY = {1, 2, 3, 9, 10, 15, 16, 23, 32, 35, 55, 60, 61, 65, 66}
 # simply differs) are answered at once.
 CONVERGING = re.compile(r"error_code|entries|high_watermark|last_stable_offset|log_start_offset")
 STEP_PATIENCE = 5.0      # seconds one step may wait for a transient error to pass
+# DescribeTransactions states of a transaction whose markers are still being written.
+PREPARING = {"PrepareCommit", "PrepareAbort"}
 DIFF_PATIENCE = 1.5      # seconds a read-only step may wait to match the recorded answer
 TOTAL_PATIENCE = 45.0    # seconds a whole replay may spend waiting on differences
 # Broker configs whose values name this machine's ports and paths.
@@ -294,9 +296,29 @@ class Replayer:
         result.response = response
         if response is not None and result.recorded is not None:
             self.mapper.learn(result.recorded, response)
-        if step.api_key in (26, 27):  # markers are written after EndTxn answers
-            time.sleep(0.3)
+        if step.api_key == 26 and response is not None:
+            result.error = self.wait_for_markers(body.transactional_id) or result.error
         return result
+
+    def wait_for_markers(self, transactional_id: str) -> str | None:
+        """After an EndTxn, which both brokers answer before the markers are written: wait
+        (≤ 10 s) until the coordinator says they are (the transaction left PrepareCommit /
+        PrepareAbort), so the steps after it read what a client reading after the
+        transaction's end reads. (WriteTxnMarkers is answered once its markers are
+        written.) Returns why it gave up, or None."""
+        request = messages.DescribeTransactionsRequest(transactional_ids=[transactional_id])
+        conn = Connection(self.address, timeout=10)
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                state = conn.request(65, 0, request, client_id="dx-replay").transaction_states[0]
+                if state.error_code != 0 or state.transaction_state not in PREPARING:
+                    return None
+                if time.monotonic() > deadline:
+                    return f"the markers of {transactional_id!r} not written in 10 s ({state.transaction_state})"
+                time.sleep(0.05)
+        finally:
+            conn.close()
 
     def wait_for_leaders(self, produce) -> None:
         """Before the first Produce to a partition: wait (≤ 5 s) until the broker knows its

@@ -237,8 +237,15 @@ async def _replica_families(broker, s: _Slicer) -> list[Family]:
     leo = Family("kafka_log_log_logendoffset", "gauge", "A partition's log end offset.")
     lso = Family("kafka_log_log_logstartoffset", "gauge", "A partition's log start offset.")
     segs = Family("kafka_log_log_numlogsegments", "gauge", "Segments of a partition's log.")
+    parked = Family("kbroker_partition_parked_requests", "gauge",
+                    "Requests parked on a partition until its log or high watermark moves "
+                    "(long-poll fetches, acks=all produces, DeleteRecords: Kafka's purgatories); "
+                    "partitions with none are left out.")
     led = under = below_min = at_min_n = 0
     for p in parts:
+        waiting = len(p.waiters) + len(p.log_end_waiters)
+        if waiting:
+            parked.add(waiting, topic=p.topic, partition=str(p.index))
         if p.is_leader:
             led += 1
             if len(p.isr) < len(p.replicas):
@@ -263,7 +270,8 @@ async def _replica_families(broker, s: _Slicer) -> list[Family]:
     at_min.add(at_min_n)
     shrinks.add(replicas.stats.get("isr_shrinks", 0))
     expands.add(replicas.stats.get("isr_expands", 0))
-    return [count, leaders, urp, under_min, at_min, shrinks, expands, size, leo, lso, segs]
+    return [count, leaders, urp, under_min, at_min, shrinks, expands, size, leo, lso, segs,
+            parked]
 
 
 # ---------------------------------------------------------------------------- producer ids

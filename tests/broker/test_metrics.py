@@ -127,6 +127,43 @@ def test_counters_move_by_exactly_what_was_sent(metered_broker):
     assert meter not in gone, "the deleted topic's meters stayed"
 
 
+PARKED = "kbroker_partition_parked_requests"
+
+
+def test_a_parked_fetch_is_counted_on_its_partition_while_it_waits(metered_broker):
+    """A consumer's long-poll fetch of an empty partition waits on it (one parked request
+    there, none on the other partition); a record answers it and the consumer's next fetch
+    waits again; once the consumer is gone and its last fetch expired (3 s: a parked fetch
+    outlives its connection, as Kafka's DelayedFetch does), nothing is parked."""
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+    boot, url = metered_broker.bootstrap, metered_broker.metrics_url
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_topics([NewTopic("parked", 2, 1)])["parked"].result(30)
+    assert value(scrape(url), PARKED, topic="parked", partition=0) == 0
+    c = Consumer({"bootstrap.servers": boot, "group.id": "parked-probe",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 3000})
+    try:
+        c.assign([TopicPartition("parked", 0, OFFSET_BEGINNING)])
+        waiting = _wait_metrics(url, lambda s: value(s, PARKED, topic="parked", partition=0) >= 1)
+        assert value(waiting, PARKED, topic="parked", partition=0) == 1
+        assert value(waiting, PARKED, topic="parked", partition=1) == 0
+        p = Producer({"bootstrap.servers": boot})
+        p.produce("parked", b"x", partition=0)
+        assert p.flush(30) == 0
+        got, deadline = None, time.monotonic() + 60
+        while got is None and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got = m.value()
+        assert got == b"x"
+        again = _wait_metrics(url, lambda s: value(s, PARKED, topic="parked", partition=0) >= 1)
+        assert value(again, PARKED, topic="parked", partition=0) == 1
+    finally:
+        c.close()
+    gone = _wait_metrics(url, lambda s: value(s, PARKED, topic="parked", partition=0) == 0, 30)
+    assert value(gone, PARKED, topic="parked", partition=0) == 0, "a fetch stayed parked"
+
+
 def test_debug_log_level_logs_every_request(tmp_path):
     proc = BrokerProcess(tmp_path / "data", extra_args=["--log-level", "DEBUG"])
     proc.start()

@@ -160,26 +160,33 @@ async def test_graceful_shutdown_writes_clean_marker(make_config, nursery, tmp_p
     assert os.path.exists(tmp_path / "data" / "meta.properties")
 
 
-def _slow_describe_cluster(monkeypatch, seconds):
+def _held_describe_cluster(monkeypatch) -> tuple[trio.Event, trio.Event]:
+    """DescribeCluster handled only once ``release`` is set; ``started`` is set when the
+    handler has the request (it is in flight)."""
     from kbroker.api import REGISTRY
     spec = REGISTRY[60]
+    started, release = trio.Event(), trio.Event()
 
-    async def slow(ctx, request):
-        await trio.sleep(seconds)
+    async def held(ctx, request):
+        started.set()
+        await release.wait()
         return await spec.handler(ctx, request)
 
     monkeypatch.setitem(REGISTRY, 60, spec.__class__(spec.api_key, spec.name, spec.min_version,
-                                                     spec.max_version, spec.served_from, slow))
+                                                     spec.max_version, spec.served_from, held))
+    return started, release
 
 
 async def test_shutdown_lets_in_flight_request_finish(make_config, nursery, monkeypatch):
     from kbroker.server import serve
-    _slow_describe_cluster(monkeypatch, 0.5)
+    started, release = _held_describe_cluster(monkeypatch)
     server = await nursery.start(serve, make_config())
     c = await RawClient.connect(server)
     await c.send_raw(encode_request(60, 0, 9, "t", messages.DescribeClusterRequest()))
-    await trio.sleep(0.1)
+    with trio.fail_after(10):
+        await started.wait()
     server.request_shutdown()
+    release.set()                # it finishes after the shutdown began
     reply = await c.recv_frame()
     assert reply is not None and struct.unpack_from(">i", reply)[0] == 9
     assert await c.is_closed()
@@ -189,12 +196,13 @@ async def test_shutdown_lets_in_flight_request_finish(make_config, nursery, monk
 
 async def test_shutdown_deadline_cancels_stuck_request(make_config, nursery, monkeypatch, tmp_path):
     from kbroker.server import serve
-    _slow_describe_cluster(monkeypatch, 1000)
+    started, _ = _held_describe_cluster(monkeypatch)          # never released
     server = await nursery.start(lambda task_status: serve(make_config(), shutdown_timeout=0.3,
                                                            task_status=task_status))
     c = await RawClient.connect(server)
     await c.send_raw(encode_request(60, 0, 9, "t", messages.DescribeClusterRequest()))
-    await trio.sleep(0.1)
+    with trio.fail_after(10):
+        await started.wait()
     server.request_shutdown()
     with trio.fail_after(5):
         await server.wait_stopped()

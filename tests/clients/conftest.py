@@ -12,16 +12,20 @@ import uuid
 
 import pytest
 
-from tests.support.broker_proc import BrokerProcess
+from tests.support.broker_proc import BrokerProcess, free_port
+from tests.support.prometheus_text import scrape, value
 
 _counter = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def kbroker(tmp_path_factory):
-    """One broker process for the whole module."""
+    """One broker process for the whole module, with its metrics at ``metrics_url``."""
+    http_port = free_port()
     proc = BrokerProcess(tmp_path_factory.mktemp("kbroker"),
-                         overrides={"group.initial.rebalance.delay.ms": "0"})
+                         overrides={"group.initial.rebalance.delay.ms": "0"},
+                         extra_args=["--http-listen", f"127.0.0.1:{http_port}"])
+    proc.metrics_url = f"http://127.0.0.1:{http_port}/metrics"
     proc.start()
     try:
         yield proc
@@ -57,6 +61,21 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, configs: dict |
         raise AssertionError(f"topic {name} did not appear")
     finally:
         admin.close()
+
+
+def wait_parked(kbroker, topic: str, partition: int = 0, timeout: float = 30.0,
+                poll=None) -> None:
+    """Wait until a request is parked on ``topic``'s ``partition`` (the broker's
+    ``kbroker_partition_parked_requests``): a consumer's long-poll fetch waits there.
+    ``poll()`` is called between looks, for a client that sends its fetches from its poll."""
+    deadline = time.monotonic() + timeout
+    while value(scrape(kbroker.metrics_url), "kbroker_partition_parked_requests",
+                topic=topic, partition=partition) < 1:
+        assert time.monotonic() < deadline, f"no request parked on {topic}-{partition} in {timeout} s"
+        if poll is not None:
+            poll()
+        else:
+            time.sleep(0.05)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.partitioner import murmur2
 
-from .conftest import PAYLOAD_CODECS
+from .conftest import PAYLOAD_CODECS, wait_parked
 
 
 def run(coro):
@@ -123,7 +123,7 @@ def test_offsets_and_isolation(bootstrap, make_topic):
     run(go())
 
 
-def test_long_poll_wakes_on_produce(bootstrap, make_topic):
+def test_long_poll_wakes_on_produce(kbroker, bootstrap, make_topic):
     topic = make_topic(1)
 
     async def go():
@@ -139,7 +139,8 @@ def test_long_poll_wakes_on_produce(bootstrap, make_topic):
             assert await c.getmany(timeout_ms=300) == {}
 
             async def later():
-                await asyncio.sleep(0.5)
+                # its fetch waits on the broker (the event loop keeps running meanwhile)
+                await asyncio.to_thread(wait_parked, kbroker, topic)
                 await p.send_and_wait(topic, b"ping")
 
             task = asyncio.create_task(later())

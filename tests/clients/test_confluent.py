@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from kafka.partitioner.default import murmur2
 
-from .conftest import PAYLOAD_CODECS
+from .conftest import PAYLOAD_CODECS, wait_parked
 
 
 def producer(bootstrap, **conf) -> Producer:
@@ -118,17 +118,17 @@ def test_watermarks_and_offsets_for_times(bootstrap, make_topic):
         c.close()
 
 
-def test_long_poll_read_committed(bootstrap, make_topic):
+def test_long_poll_read_committed(kbroker, bootstrap, make_topic):
     topic = make_topic(1)
     # the broker would hold the fetch 240 s without the wake: longer than the wait below
     c = consumer(bootstrap, **{"fetch.wait.max.ms": 240_000, "socket.timeout.ms": 300_000,
                                "isolation.level": "read_committed"})
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     assert c.poll(1.0) is None
+    wait_parked(kbroker, topic)          # its fetch waits on the broker now
     p = producer(bootstrap)
 
     def later():
-        time.sleep(0.5)
         produce_all(p, topic, [dict(value=b"now")])
 
     t = threading.Thread(target=later)

@@ -16,7 +16,7 @@ from kafka.partitioner.default import murmur2
 
 from tests.support.broker_proc import BrokerProcess
 
-from .conftest import PAYLOAD_CODECS
+from .conftest import PAYLOAD_CODECS, wait_parked
 
 IDEMPOTENT = True   # kafka-python 3.x's default: InitProducerId first, producer ids on batches
 
@@ -125,7 +125,7 @@ def test_offsets_earliest_latest_and_by_timestamp(bootstrap, make_topic):
         c.close()
 
 
-def test_long_poll_wakes_when_data_arrives(bootstrap, make_topic):
+def test_long_poll_wakes_when_data_arrives(kbroker, bootstrap, make_topic):
     topic = make_topic(1)
     # the broker would hold the fetch 300 s without the wake: longer than the wait below
     c = consumer(bootstrap, fetch_max_wait_ms=300_000, fetch_min_bytes=1,
@@ -133,11 +133,11 @@ def test_long_poll_wakes_when_data_arrives(bootstrap, make_topic):
     tp = TopicPartition(topic, 0)
     c.assign([tp])
     c.seek(tp, 0)
-    c.poll(timeout_ms=200)      # the first fetch is parked on the broker now
+    # polled until its fetch waits on the broker (nothing to return: the topic is empty)
+    wait_parked(kbroker, topic, poll=lambda: c.poll(timeout_ms=100))
     p = producer(bootstrap)
 
     def later():
-        time.sleep(0.5)
         p.send(topic, value=b"wake up")
         p.flush()
 

@@ -10,6 +10,9 @@ import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+
+from tests.support.group_stats import GroupStats, heard_since, settled  # noqa: E402
 
 from .conftest import SESSION_MS, create_topic, produce, wait_until  # noqa: E402
 
@@ -21,13 +24,16 @@ LONG_SESSION_MS = 300_000
 
 class CConsumer:
     """A librdkafka consumer polled on its own thread; tracks the assignment through the
-    rebalance callbacks (incremental for cooperative protocols)."""
+    rebalance callbacks (incremental for cooperative protocols) and its heartbeats and join
+    state through its statistics (``stats``, :mod:`tests.support.group_stats`)."""
 
     def __init__(self, bootstrap, group, topic, **extra):
+        self.stats = GroupStats()
         conf = {"bootstrap.servers": bootstrap, "group.id": group,
                 "auto.offset.reset": "earliest", "enable.auto.commit": False,
                 "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
-                "max.poll.interval.ms": 20000, "topic.metadata.refresh.interval.ms": 2000}
+                "max.poll.interval.ms": 20000, "topic.metadata.refresh.interval.ms": 2000,
+                "stats_cb": self.stats.update, **GroupStats.CONF}
         conf.update(extra)
         self.cooperative = conf.get("partition.assignment.strategy") == "cooperative-sticky"
         self.assignment: set[int] = set()
@@ -135,18 +141,23 @@ def test_static_member_restart_rejoins_without_rebalance(bootstrap, names):
     a = CConsumer(bootstrap, group, topic, **{"group.instance.id": "inst-a"}, **extra)
     b = CConsumer(bootstrap, group, topic, **{"group.instance.id": "inst-b"}, **extra)
     try:
-        wait_until(lambda: disjoint_cover([a, b], 4), 40, what="static split")
-        time.sleep(1.0)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        wait_until(lambda: disjoint_cover([a, b], 4)
+                   and settled(admin, group, [(m.stats, m.assignment) for m in (a, b)]), 40,
+                   what="static split, no rebalance under way")
         a_assigns, a_revokes = len(a.assigned), len(a.revoked)
         b_before = set(b.assignment)
         # b stops without LeaveGroup (static members do not leave on close in librdkafka;
         # abandoning the handle is the same to the broker) and a new process comes back with
         # the same instance id within the session timeout
         b.close(leave=False)
-        time.sleep(1.0)
+        time.sleep(1.0)          # the restart's pause: nothing is awaited here
         b2 = CConsumer(bootstrap, group, topic, **{"group.instance.id": "inst-b"}, **extra)
         wait_until(lambda: b2.assignment == b_before, 20, what="b2 gets b's partitions")
-        time.sleep(2.0)
+        # a rebalance b2's join started would have reached a by its next heartbeat
+        sent = [a.stats.heartbeats]
+        wait_until(lambda: heard_since([a.stats], sent), 20,
+                   what="a heartbeat of a answered after b2 joined")
         # a saw no rebalance at all
         assert (len(a.assigned), len(a.revoked)) == (a_assigns, a_revokes)
         assert disjoint_cover([a, b2], 4)
@@ -160,7 +171,6 @@ def test_commit_with_metadata_and_admin_listing(bootstrap, names):
     topic, group = names
     create_topic(bootstrap, topic, 2)
     produce(bootstrap, topic, 10, 2)
-    from confluent_kafka.admin import AdminClient
     c = CConsumer(bootstrap, group, topic)
     try:
         wait_until(lambda: c.assignment == {0, 1} and len(c.values) == 10, 30, what="consume")

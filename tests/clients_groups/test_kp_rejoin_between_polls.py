@@ -15,8 +15,6 @@ the rebalance completes. Without the guard the consumer stays on ``{0}`` in stat
 """
 from __future__ import annotations
 
-import time
-
 from kafka import KafkaConsumer
 from kafka.admin import NewPartitions
 
@@ -45,7 +43,9 @@ def test_rejoin_completed_between_polls_is_collected(bootstrap, names):
         wait_until(lambda: c._client.cluster.partitions_for_topic(topic) == {0, 1},
                    what="client metadata with 2 partitions")
         c.poll(0)          # starts JoinGroup; the poll gives up at once, the task stays in flight
-        time.sleep(1.0)    # JoinGroup + SyncGroup complete while nobody polls
+        # JoinGroup + SyncGroup complete on the client's I/O thread while nobody polls
+        wait_until(lambda: (task := c._coordinator._join_task) is not None and task.is_done,
+                   15, what="the join task finished between polls")
         got = []
 
         def assigned_and_read():

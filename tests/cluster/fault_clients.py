@@ -4,8 +4,8 @@ that commits offsets and a transactional producer that commits and aborts.
 Both run in threads through the whole fault schedule with real confluent-kafka clients and
 keep what the brokers acknowledged, so that after healing the test can check:
 
-- ``GroupCommitter``: every offset the group coordinator acknowledged (a synchronous
-  OffsetCommit answered without error) is never ahead of what OffsetFetch answers later --
+- ``GroupCommitter``: every offset the group coordinator acknowledged (an OffsetCommit
+  answered without error) is never ahead of what OffsetFetch answers later --
   committed offsets never go back;
 - ``TxnWriter``: every transaction whose ``commit_transaction`` returned is wholly visible to a
   read_committed consumer, every aborted one (``abort_transaction`` returned, or the commit
@@ -21,6 +21,8 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from tests.support.async_commits import AsyncCommits
+
 GROUP = "fault-group"
 TXN_TOPIC = "faults-txn"
 TXN_ID = "fault-txn"
@@ -31,11 +33,14 @@ class GroupCommitter(threading.Thread):
     reached every few records; ``acked[partition]`` is the highest offset acknowledged.
 
     Its thread blocks nowhere but in ``poll`` (0.2 s) and the final ``close``, so that
-    ``stop`` reaches it whatever the cluster does. Commits are asynchronous, their answers
-    served by ``poll``: a synchronous commit waits for as long as no coordinator answers, and
-    while it waits nobody polls, so the revocation librdkafka hands the application when
-    the session is lost is never taken either (its group then sits in ``wait-unassign-call``
-    with the commit still queued for a coordinator; the thread never saw ``stop``)."""
+    ``stop`` reaches it whatever the cluster does: its commits are asynchronous, answered
+    through ``poll``, and a stop commits the position reached and leaves the group -- or
+    drops the consumer if that commit stays unanswered (``abandoned``;
+    :mod:`tests.support.async_commits` says why). A synchronous commit would wait for as long
+    as no coordinator answers, and while it waits nobody polls, so the revocation librdkafka
+    hands the application when the session is lost is never taken either (its group then
+    sits in ``wait-unassign-call`` with the commit still queued for a coordinator; the thread
+    never saw ``stop``)."""
 
     DRAIN_S = 30.0   # how long a stop waits for the answer to the commit under way
 
@@ -43,12 +48,15 @@ class GroupCommitter(threading.Thread):
         super().__init__(daemon=True)
         self.bootstrap, self.topic = bootstrap, topic
         self.stop = threading.Event()
-        self.acked: dict[int, int] = {}
-        self.commits = 0        # commits acknowledged
-        self.attempts = 0       # commits asked for
-        self.pending = 0        # commits asked for and not answered yet
-        self.abandoned = False  # stopped with a commit unanswered: the group was not left
+        self.async_commits = AsyncCommits()
         self.exc: BaseException | None = None
+
+    # what the fault test reads: the counters of its commits
+    acked = property(lambda self: self.async_commits.acked)
+    commits = property(lambda self: self.async_commits.commits)       # acknowledged
+    attempts = property(lambda self: self.async_commits.attempts)     # asked for
+    pending = property(lambda self: self.async_commits.pending)       # not answered yet
+    abandoned = property(lambda self: self.async_commits.abandoned)   # dropped, not closed
 
     def run(self):
         try:
@@ -56,7 +64,7 @@ class GroupCommitter(threading.Thread):
                           "enable.auto.commit": False, "auto.offset.reset": "earliest",
                           "session.timeout.ms": 30000, "heartbeat.interval.ms": 1000,
                           "fetch.wait.max.ms": 200, "topic.metadata.refresh.interval.ms": 1000,
-                          "on_commit": self._committed})
+                          "on_commit": self.async_commits.answered})
             c.subscribe([self.topic])
             pos: dict[int, int] = {}
             n = 0
@@ -70,49 +78,17 @@ class GroupCommitter(threading.Thread):
                     if n % 40 == 0:
                         self._commit(c, pos)
             finally:
-                self._close(c, pos)
+                if pos:
+                    self._commit(c, pos)   # the position reached
+                self.async_commits.drain_s = self.DRAIN_S
+                self.async_commits.close(c)
         except BaseException as e:  # noqa: BLE001 - reported by the test
             self.exc = e
 
     def _commit(self, c, pos):
-        if self.pending:
+        if self.async_commits.pending:
             return                 # one at a time: the next one carries this position too
-        self.attempts += 1
-        try:
-            c.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in pos.items()],
-                     asynchronous=True)
-        except KafkaException:
-            return                 # e.g. no assignment right now; the next commit retries
-        self.pending += 1
-
-    def _close(self, c, pos) -> None:
-        """Commit the position reached, then leave the group -- unless a commit is still
-        unanswered after ``DRAIN_S``: librdkafka's close waits for every commit it holds, and
-        one queued for a coordinator nobody can reach waits for ever. Then the consumer is
-        dropped without the close (its handle is destroyed as if the process ended: the
-        coordinator expires the member)."""
-        if pos:
-            self._commit(c, pos)
-        deadline = time.monotonic() + self.DRAIN_S
-        while self.pending and time.monotonic() < deadline:
-            c.poll(0.2)
-        if self.pending:
-            self.abandoned = True
-            return                 # the caller's reference goes: destroyed without close
-        c.close()
-
-    def _committed(self, err, partitions):
-        """The answer to a commit (served by ``poll`` or ``close`` in this thread). Only a
-        commit answered without any error counts as acknowledged (librdkafka reports the
-        first partition's error as the commit's); a failed one is not retried, the next
-        carries a position at least as far."""
-        self.pending -= 1
-        if err is not None:
-            return
-        for tp in partitions:
-            if tp.error is None and tp.offset >= 0:
-                self.acked[tp.partition] = max(self.acked.get(tp.partition, -1), tp.offset)
-        self.commits += 1
+        self.async_commits.commit(c, [TopicPartition(self.topic, p, o) for p, o in pos.items()])
 
 
 def committed_offsets(bootstrap: str, topic: str, partitions) -> dict[int, int]:

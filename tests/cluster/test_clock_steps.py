@@ -18,11 +18,13 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.support.async_commits import AsyncCommits
 from tests.support.broker_proc import BrokerProcess
 from tests.support.fake_clock import FakeClock
+from tests.support.group_stats import GroupStats, heard_since, settled
 
 from .support import wait_for
 
@@ -31,7 +33,9 @@ TOPIC, GROUP, PARTITIONS = "clock-steps", "clock-steps-group", 6
 
 class Member(threading.Thread):
     """One consumer of GROUP: it records every revocation and assignment, and commits the
-    positions it reached when ``commit`` is set (errors are kept)."""
+    positions it reached when ``commit`` is set (asynchronously, answered through its poll,
+    so a stop always reaches it: :mod:`tests.support.async_commits`; errors are kept).
+    ``stats``: its heartbeats and join state (:mod:`tests.support.group_stats`)."""
 
     def __init__(self, bootstrap: str, name: str):
         super().__init__(daemon=True, name=name)
@@ -40,13 +44,22 @@ class Member(threading.Thread):
         self.events: list[tuple[str, list[int]]] = []      # ("assign"|"revoke", partitions)
         self.assigned: list[int] = []
         self.member_id = ""
-        self.commits = 0
-        self.errors: list[str] = []
+        self.offsets = AsyncCommits(drain_s=10)
+        self.stats = GroupStats()
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": GROUP, "client.id": name,
             "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "session.timeout.ms": 10_000, "heartbeat.interval.ms": 6_000,
-            "fetch.wait.max.ms": 200})
+            "fetch.wait.max.ms": 200, "on_commit": self.offsets.answered,
+            "stats_cb": self.stats.update, **GroupStats.CONF})
+
+    @property
+    def commits(self) -> int:
+        return self.offsets.commits
+
+    @property
+    def errors(self) -> list[str]:
+        return self.offsets.errors
 
     def _on_assign(self, c, parts):
         self.assigned = sorted(p.partition for p in parts)
@@ -68,13 +81,9 @@ class Member(threading.Thread):
                     positions = [p for p in c.position(c.assignment()) if p.offset >= 0]
                     if len(positions) == len(self.assigned) > 0:
                         self.commit.clear()
-                        try:
-                            c.commit(offsets=positions, asynchronous=False)
-                            self.commits += 1
-                        except KafkaException as e:
-                            self.errors.append(str(e))
+                        self.offsets.commit(c, positions)
         finally:
-            c.close()
+            self.offsets.close(c)
 
 
 def test_consumer_group_keeps_its_members_across_coordinator_clock_steps(tmp_path):
@@ -103,19 +112,22 @@ def test_consumer_group_keeps_its_members_across_coordinator_clock_steps(tmp_pat
             m.commit.set()
         wait_for(lambda: all(m.commits == 1 for m in members), timeout=30,
                  what="a commit of every member")
-        time.sleep(1)                                   # no rebalance still under way
+        wait_for(lambda: settled(admin, GROUP, [(m.stats, m.assigned) for m in members]),
+                 timeout=30, what="no rebalance under way")
         ids = [m.member_id for m in members]
         events = [list(m.events) for m in members]
         assert all(ids) and len(set(ids)) == 3
 
         for _ in range(3):                              # +2 min each, longer than a session
             clock.jump(120)
-            time.sleep(4)
+            time.sleep(4)                               # the coordinator lives through it
         clock.reset()                                   # and 6 min back
-        time.sleep(4)
-        # a wall-clock coordinator expired someone by now; the rebalance reached every client
-        # within a heartbeat (6 s) -- wait that long before looking
-        time.sleep(6)
+        # a wall-clock coordinator expired someone during the steps: every member's first
+        # heartbeat after them is refused, and its client rebalances
+        sent = [m.stats.heartbeats for m in members]
+        wait_for(lambda: heard_since([m.stats for m in members], sent)
+                 or [m.events for m in members] != events, timeout=60,
+                 what="a heartbeat of every member answered after the steps")
 
         assert [m.member_id for m in members] == ids
         assert [m.events for m in members] == events, "no member was revoked or reassigned"

@@ -47,7 +47,8 @@ def test_a_stop_with_the_cluster_up_commits_the_last_position_and_leaves(broker)
     _stopped(committer)
     assert not committer.abandoned and committer.pending == 0
     got = committed_offsets(broker.bootstrap, TOPIC, [0, 1])
-    assert got == committer.acked, (got, committer.acked)
+    # a partition it read nothing of by the stop has no committed offset (OFFSET_INVALID)
+    assert {p: o for p, o in got.items() if o >= 0} == committer.acked, (got, committer.acked)
 
 
 def test_a_stop_reaches_a_committer_whose_commit_waits_for_a_gone_coordinator(broker):

@@ -17,6 +17,8 @@ import time
 
 from tests.support.netns import TestNet
 
+from .support import wait_for
+
 PORT = 7070
 # an echo server: answers every line it reads with the same line
 SERVER = """
@@ -76,9 +78,12 @@ def test_cuts_are_per_direction_and_heal():
             assert reach(net, 2, 1), "the one-way cut also cut host 2's connections to host 1"
             assert reach(net, 1, 3) and reach(net, 3, 2)
             assert reach_from_test(net, 1) and reach_from_test(net, 2)
+            sent = net.dropped(1)
             holder.stdin.write("z\n")
             holder.stdin.flush()
-            time.sleep(1.0)             # the echo would be back by now if the cut let it through
+            # the held connection's data meets the cut: host 1's filter drops it
+            wait_for(lambda: net.dropped(1) > sent, timeout=30,
+                     what="host 1's filter dropping the held connection's data")
             assert net.dropped(1) > before
             net.heal()
             # the established connection was silenced, not broken: TCP retransmits after the heal

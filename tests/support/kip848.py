@@ -4,12 +4,19 @@ real-client, cluster-failover and compat tests of the consumer group protocol.
 It records every (partition, offset) it processed in ``seen`` (under ``lock``), commits what it
 processed every ``commit_interval`` seconds and when partitions are revoked (KIP-848
 rebalances are incremental), and forgets the positions of revoked partitions so it never
-commits them again. ``close()`` stops the thread (the consumer's close revokes, so commits,
-and leaves) and re-raises whatever the thread raised.
+commits them again. Commits are asynchronous, answered through the member's own poll
+(:mod:`tests.support.async_commits`), so ``close()`` always reaches the thread: it commits
+the positions reached, waits for the answers and closes the consumer (which revokes, so
+commits what is still unacknowledged, and leaves) -- or, when a commit stays unanswered (a
+coordinator nobody can reach), drops the consumer without its close. librdkafka
+acknowledges a revocation only once the commits in progress are answered, so a commit made
+on revocation still lands before the partition's next owner reads the group's offsets.
+``close()`` then re-raises whatever the thread raised.
 
 ``tolerate_commit_errors``: a commit that fails (the coordinator is moving, in the failover
-test) is kept in ``commit_errors`` and made again later instead of ending the member; the
-member then also commits once more before closing.
+test) is kept in ``commit_errors`` and made again later instead of failing the member;
+otherwise ``close()`` fails on any failed commit. ``must_close``: ``close()`` fails if the
+consumer had to be dropped without its close.
 """
 from __future__ import annotations
 
@@ -18,14 +25,17 @@ import time
 
 from confluent_kafka import Consumer, TopicPartition
 
+from tests.support.async_commits import AsyncCommits
+
 
 class Member:
     def __init__(self, bootstrap, group, topic, seen, lock, *, commit_interval: float = 1.0,
                  tolerate_commit_errors: bool = False, close_timeout: float = 60.0,
                  must_close: bool = True, **extra):
+        self.commits = AsyncCommits(drain_s=close_timeout / 2)
         conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
                 "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                "topic.metadata.refresh.interval.ms": 1000}
+                "topic.metadata.refresh.interval.ms": 1000, "on_commit": self.commits.answered}
         conf.update(extra)
         self.topic, self.seen, self.lock = topic, seen, lock
         self.commit_interval = commit_interval
@@ -35,27 +45,22 @@ class Member:
         self.positions: dict[int, int] = {}
         self.assignment: set[int] = set()
         self.error = None
-        self.commit_errors: list[str] = []
         self._stop = threading.Event()
         self.c = Consumer(conf)
         self.c.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self.t = threading.Thread(target=self._run, daemon=True)
         self.t.start()
 
+    @property
+    def commit_errors(self) -> list[str]:
+        return self.commits.errors
+
     def _commit(self, partitions):
+        """Commit the positions of ``partitions`` not acknowledged yet."""
         offs = [TopicPartition(self.topic, p, self.positions[p]) for p in partitions
-                if p in self.positions]
-        if not offs:
-            return
-        if not self.tolerate_commit_errors:
-            self.c.commit(offsets=offs, asynchronous=False)
-            return
-        try:
-            for tp in self.c.commit(offsets=offs, asynchronous=False) or ():
-                if tp.error is not None:
-                    self.commit_errors.append(f"{tp.partition}: {tp.error}")
-        except Exception as e:  # noqa: BLE001 - the coordinator may be moving: commit again later
-            self.commit_errors.append(repr(e))
+                if p in self.positions and self.commits.acked.get(p) != self.positions[p]]
+        if offs:
+            self.commits.commit(self.c, offs)
 
     def _on_assign(self, c, parts):
         self.assignment |= {p.partition for p in parts}
@@ -76,19 +81,22 @@ class Member:
                     with self.lock:
                         self.seen.append((m.partition(), m.offset()))
                     self.positions[m.partition()] = m.offset() + 1
-                if time.monotonic() - last > self.commit_interval:
-                    self._commit(list(self.positions))
+                if time.monotonic() - last > self.commit_interval and not self.commits.pending:
+                    self._commit(list(self.positions))   # one at a time
                     last = time.monotonic()
-            if self.tolerate_commit_errors:
-                self._commit(list(self.positions))
-            self.c.close()                         # revokes (commits) and leaves
+            self._commit(list(self.positions))
+            self.commits.close(self.c)     # revokes (commits what is left) and leaves
         except BaseException as e:   # noqa: BLE001
             self.error = e
 
     def close(self):
         self._stop.set()
         self.t.join(self.close_timeout)
+        assert not self.t.is_alive(), "the member's thread did not end"
         if self.must_close:
-            assert not self.t.is_alive(), "consumer did not close"
+            assert not self.commits.abandoned, \
+                f"consumer dropped without its close: {self.commits.pending} commit(s) unanswered"
         if self.error:
             raise self.error
+        if not self.tolerate_commit_errors:
+            assert not self.commits.errors, f"commits failed: {self.commits.errors}"
