@@ -12,6 +12,8 @@ claim is taken by the test itself, as a request in flight holds it; the cluster 
 """
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import trio
 
 from kbroker.server import serve
@@ -54,6 +56,27 @@ def gate_appends(coord, transactional_id):
 
     coord._append = append
     return release, held
+
+
+def other_partition_id(coord, tid: str = "a") -> str:
+    """An id whose ``__transaction_state`` partition is not ``tid``'s (a gate holds only one)."""
+    return next(f"b{i}" for i in range(100)
+                if coord.partition_for(f"b{i}") != coord.partition_for(tid))
+
+
+@asynccontextmanager
+async def two_ids(tmp_path):
+    """A broker without the timeout timer, a topic "t" of two partitions, and a second id on
+    another ``__transaction_state`` partition than "a"'s: ``(nursery, server, coordinator,
+    connection, id)``; the broker is shut down at the end."""
+    async with trio.open_nursery() as n:
+        server = await n.start(serve, config(tmp_path, NO_TIMER))
+        coord = server.broker.transactions
+        c = await RawClient.connect(server)
+        await create(c, "t", 2)
+        yield n, server, coord, c, other_partition_id(coord)
+        await c.aclose()
+        server.request_shutdown()
 
 
 async def open_transaction(c, tid, part):
@@ -166,14 +189,7 @@ async def test_two_ids_progress_while_one_write_is_in_flight(tmp_path):
     AddPartitionsToTxn and EndTxn are answered meanwhile (they were queued behind A's write
     under the coordinator-wide lock), A's own requests get CONCURRENT_TRANSACTIONS, and A's
     state changes only once its record is stored. Both commits are then visible."""
-    async with trio.open_nursery() as n:
-        server = await n.start(serve, config(tmp_path, NO_TIMER))
-        coord = server.broker.transactions
-        c = await RawClient.connect(server)
-        await create(c, "t", 2)
-        # two ids on different __transaction_state partitions: the gate holds only A's
-        b_id = next(f"b{i}" for i in range(100)
-                    if coord.partition_for(f"b{i}") != coord.partition_for("a"))
+    async with two_ids(tmp_path) as (n, server, coord, c, b_id):
         pa, ea = await open_transaction(c, "a", 0)
         with trio.fail_after(30):
             release, got, c2 = await commit_in_flight(n, server, "a", pa, ea)
@@ -190,9 +206,7 @@ async def test_two_ids_progress_while_one_write_is_in_flight(tmp_path):
         for p in (0, 1):
             part = await fetch(c, "t", p, 1)
             assert part.last_stable_offset == part.high_watermark == 2
-        await c.aclose()
         await c2.aclose()
-        server.request_shutdown()
 
 
 async def test_a_write_that_replicated_across_an_unload_is_not_applied(tmp_path):
@@ -229,13 +243,7 @@ async def test_timed_out_transactions_are_aborted_each_on_its_own(tmp_path):
     """The timer aborts every timed-out transaction at once: A's fencing write waits at its
     append while B's abort is written, its markers appended and its state completed; A is
     aborted once its write is stored (one at a time, B waited for A's replication)."""
-    async with trio.open_nursery() as n:
-        server = await n.start(serve, config(tmp_path, NO_TIMER))
-        coord = server.broker.transactions
-        c = await RawClient.connect(server)
-        await create(c, "t", 2)
-        b_id = next(f"b{i}" for i in range(100)
-                    if coord.partition_for(f"b{i}") != coord.partition_for("a"))
+    async with two_ids(tmp_path) as (n, server, coord, c, b_id):
         ids = {}
         for tid, part in (("a", 0), (b_id, 1)):          # A first: the timer meets it first
             _, pid, epoch = await init(c, tid, timeout=1)
@@ -267,5 +275,3 @@ async def test_timed_out_transactions_are_aborted_each_on_its_own(tmp_path):
                 (TxnState.COMPLETE_ABORT, ids[tid] + 1, False)
             p = await fetch(c, "t", part, 1)
             assert p.last_stable_offset == p.high_watermark == 2      # data + abort marker
-        await c.aclose()
-        server.request_shutdown()
