@@ -13,7 +13,7 @@ from kbroker.wire.envelope import encode_principal
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.wire.protocol import decode_response, encode_request
-from tests.cluster.support import Cluster, call
+from tests.cluster.support import Cluster, call, wait_for
 
 pytestmark = pytest.mark.slow
 SECRET = "cluster-secret"
@@ -41,13 +41,6 @@ def described(port) -> set:
     return {(res.resource_name, a.principal) for res in r.resources for a in res.acls}
 
 
-def eventually(check, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "not reached in time"
-        time.sleep(0.1)
-
-
 def test_acls_through_every_node(cluster):
     C = messages.CreateAclsRequest
     ports = {i: n.port for i, n in cluster.nodes.items()}
@@ -58,14 +51,15 @@ def test_acls_through_every_node(cluster):
         assert [x.error_code for x in r.results] == [0]
     want = {(f"topic-{i}", f"User:u{i}") for i in ports}
     for port in ports.values():
-        eventually(lambda: described(port) == want)
+        wait_for(lambda: described(port) == want, 20, what="the ACLs described")
     D = messages.DeleteAclsRequest
     r = call(ports[3], 31, 3, D(filters=[D.DeleteAclsFilter(
         resource_type_filter=2, resource_name_filter="topic-1", pattern_type_filter=3,
         principal_filter=None, host_filter=None, operation=1, permission_type=1)]))
     assert [len(f.matching_acls) for f in r.filter_results] == [1]
     for port in ports.values():
-        eventually(lambda: described(port) == want - {("topic-1", "User:u1")})
+        wait_for(lambda: described(port) == want - {("topic-1", "User:u1")}, 20,
+                 what="the ACL deleted")
 
 
 def envelope(cluster, api_key, version, body, principal, *, raw_principal=None, error=0):
@@ -106,7 +100,7 @@ def test_controller_authorizes_forwarded_requests_as_the_client(cluster):
     r = envelope(cluster, 30, 3, grant, "User:ANONYMOUS")
     assert [x.error_code for x in r.results] == [0]
     # CREATE on the prefix now allows mallory, from the address the envelope carries
-    eventually(lambda: create("fwd-allowed", "User:mallory") == 0)
+    wait_for(lambda: create("fwd-allowed", "User:mallory") == 0, 20, what="the forwarded create allowed")
     assert create("fwd-allowed", "User:ANONYMOUS") == E.TOPIC_ALREADY_EXISTS
     envelope(cluster, 19, 7, T(timeout_ms=1, validate_only=True, topics=[]), None,
              raw_principal=b"\x00\x00\xff", error=E.PRINCIPAL_DESERIALIZATION_FAILURE)

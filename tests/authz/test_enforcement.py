@@ -8,8 +8,6 @@ survive the restart in the metadata log. With SASL the same scenarios take named
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
@@ -28,20 +26,6 @@ AUTHZ = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.Standard
 
 def acl(rtype, name, op, perm, pattern=ACLResourcePatternType.LITERAL, principal=ME):
     return ACL(principal, "*", op, perm, ResourcePattern(rtype, name, pattern))
-
-
-def wait_until(check, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if check():
-                return
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met")
-        time.sleep(0.2)
 
 
 @pytest.fixture

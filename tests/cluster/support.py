@@ -16,6 +16,7 @@ from kbroker.wire import messages as w
 from kbroker.wire.protocol import decode_response, encode_request
 from tests.support.broker_proc import REPO_ROOT, BrokerProcess, free_port, free_ports  # noqa: F401
 from tests.support.prometheus_text import scrape, total
+from tests.support.waiting import wait_for  # noqa: F401 - the cluster tests' wait
 
 FAST = {
     "broker.session.timeout.ms": "3000",
@@ -268,21 +269,6 @@ def requests_received(cluster, api: str, nodes) -> dict[int, float]:
 
 def metadata(port: int):
     return call(port, 3, 12, w.MetadataRequest(topics=None, allow_auto_topic_creation=False))
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition",
-             errors: tuple[type[BaseException], ...] = (OSError, ConnectionError)):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except errors as e:  # retried until the deadline
-            last = e
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 # ---------------------------------------------------------------------- partition state

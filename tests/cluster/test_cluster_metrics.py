@@ -3,28 +3,18 @@ as ISR shrinks and under-replicated partitions on the leaders, its return as ISR
 exactly one node counts as the active controller."""
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import Producer
 
 from kbroker.testing.processes import Admin, KbrokerCluster
 from tests.support.prometheus_text import scrape, total, value
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
 
 def sums(cluster, nodes, name, **labels) -> float:
     return sum(total(scrape(cluster.nodes[i].metrics_url), name, **labels) for i in nodes)
-
-
-def wait_for(what: str, check, timeout: float = 90.0, during=None):
-    deadline = time.monotonic() + timeout
-    while not check():
-        if during is not None:
-            during()
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def test_isr_shrink_and_expand_are_counted(tmp_path):
@@ -48,9 +38,8 @@ def test_isr_shrink_and_expand_are_counted(tmp_path):
 
         # followers fall behind the leaders' log end: after replica.lag.time.max.ms the
         # leaders drop node 3 from their ISRs (or the controller does once it is fenced)
-        wait_for("under-replicated partitions",
-                 lambda: sums(cluster, [1, 2], "kafka_server_replicamanager_underreplicatedpartitions") >= 1,
-                 during=keep_producing)
+        wait_for(lambda: sums(cluster, [1, 2], "kafka_server_replicamanager_underreplicatedpartitions") >= 1,
+                 90, what="under-replicated partitions", during=keep_producing)
         assert sums(cluster, [1, 2], "kafka_server_replicamanager_isrshrinks_total") >= 1
         producer.flush(30)
         # bytes went into the two live nodes' topic counters
@@ -58,8 +47,8 @@ def test_isr_shrink_and_expand_are_counted(tmp_path):
                     topic="replicated") > 0
 
         cluster.start_node(3)
-        wait_for("ISR expansion back to full",
-                 lambda: sums(cluster, [1, 2, 3], "kafka_server_replicamanager_underreplicatedpartitions") == 0)
+        wait_for(lambda: sums(cluster, [1, 2, 3], "kafka_server_replicamanager_underreplicatedpartitions") == 0,
+                 90, what="ISR expansion back to full")
         assert sums(cluster, [1, 2, 3], "kafka_server_replicamanager_isrexpands_total") >= 1
         assert sums(cluster, [1, 2, 3], "kafka_controller_kafkacontroller_activecontrollercount") == 1
         active = [i for i in (1, 2, 3) if value(scrape(cluster.nodes[i].metrics_url),

@@ -20,6 +20,7 @@ from compat_tests.cli import run_tool
 from compat_tests.kafka_runner import kafka_libs
 from kbroker.testing.processes import KbrokerCluster
 from tests.support.prometheus_text import scrape, total, value
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -34,17 +35,6 @@ def metric(cluster, node: int, name: str, **labels) -> float:
 
 def tool(name, *args):
     return run_tool(name, list(args), timeout=120).check()
-
-
-def wait_for(what, check, timeout=120.0):
-    import time
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
 
 
 def test_reassignment_throttle_limits_replication_and_is_removed(tmp_path):
@@ -73,7 +63,7 @@ def test_reassignment_throttle_limits_replication_and_is_removed(tmp_path):
         def verified():
             v = tool(REASSIGN, *bs, "--verify", "--reassignment-json-file", str(plan))
             return v if f"Reassignment of partition {topic}-0 is completed." in v.stdout else None
-        v = wait_for("the reassignment to complete", verified)
+        v = wait_for(verified, 120, 0.5, "the reassignment to complete")
         assert "Clearing broker-level throttles" in v.stdout, v.stdout
 
         # the throttle was applied: the new replica (follower side, node 3) and the leader
@@ -95,7 +85,7 @@ def test_reassignment_throttle_limits_replication_and_is_removed(tmp_path):
                 return all(value(scrape(cluster.nodes[node].metrics_url),
                                  "kbroker_replication_throttle_limit_bytes", side=s) == 0
                            for s in ("leader", "follower"))
-            wait_for(f"node {node}'s throttle cleared", cleared, timeout=30)
+            wait_for(cleared, 30, 0.5, f"node {node}'s throttle cleared")
         held_before = metric(cluster, 3, "kbroker_replication_throttle_held_back_total", side="follower")
         for i in range(200):
             p.produce(topic, b"u" * SIZE, partition=0)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import base64
 import json
 import re
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 
 from kbroker.testing.processes import KbrokerProcess
+from tests.support import waiting
 
 _REST = re.compile(r"rest-proxy listener on https?://(\S+) ")
 V2 = "application/vnd.kafka.v2+json"
@@ -80,14 +80,8 @@ def _decode(text: bytes):
 
 
 def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+    """:func:`tests.support.waiting.wait_for` with the gateway tests' bound and pace."""
+    return waiting.wait_for(predicate, timeout, 0.05, what)
 
 
 def b64(data: bytes) -> str:

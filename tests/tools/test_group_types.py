@@ -10,13 +10,13 @@ describe`` its members, assignments (current and target for KIP-848), epochs, of
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import pytest
 
 from compat_tests import kbroker_cli as s
 from tests.support.broker_proc import BrokerProcess
+from tests.support.waiting import wait_for
 
 OVERRIDES = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3",
              "share.coordinator.state.topic.replication.factor": "1",
@@ -32,16 +32,6 @@ def bs(tmp_path_factory):
         yield proc.bootstrap
     finally:
         proc.stop()
-
-
-def until(what, check, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
 
 
 class Polling:
@@ -87,13 +77,13 @@ def test_kip848_consumer_group(bs):
         return 1 if m is not None and m.error() is None else 0
     running = Polling(c, poll)
     try:
-        until("a Stable consumer group", lambda: (_group(bs, group) or {}).get("state") == "Stable")
+        wait_for(lambda: (_group(bs, group) or {}).get("state") == "Stable", 60, 0.3, "a Stable consumer group")
         assert _group(bs, group)["type"] == "consumer"
 
         def described():
             [d] = s.js("groups", "describe", group, *b)
             return d if d["members"] == 1 and sum(r["current_offset"] or 0 for r in d["offsets"]) == 30 else None
-        d = until("the member and its commits", described)
+        d = wait_for(described, 60, 0.3, "the member and its commits")
         assert d["type"] == "consumer" and d["state"] == "Stable" and d["group_epoch"] >= 1
         [m] = d["member_list"]
         parts = [f"{topic}-{p}" for p in range(3)]
@@ -111,7 +101,7 @@ def test_kip848_consumer_group(bs):
         s.failed("groups", "delete", group, *b)
     finally:
         running.stop()
-    until("the group to empty", lambda: (_group(bs, group) or {}).get("state") == "Empty")
+    wait_for(lambda: (_group(bs, group) or {}).get("state") == "Empty", 60, 0.3, "the group to empty")
     plan = s.js("groups", "reset-offsets", group, "--all-topics", "--to-earliest", "--execute", *b)
     assert plan["type"] == "consumer" and [r["new_offset"] for r in plan["offsets"]] == [0, 0, 0]
     [d] = s.js("groups", "describe", group, *b)
@@ -138,19 +128,19 @@ def test_share_group(bs):
         return len([m for m in msgs if m.error() is None])
     running = Polling(c, poll)
     try:
-        until("a share group with its member", lambda: (_group(bs, group) or {}).get("state") == "Stable")
+        wait_for(lambda: (_group(bs, group) or {}).get("state") == "Stable", 60, 0.3, "a share group with its member")
         assert _group(bs, group)["type"] == "share"
-        until("the records read", lambda: running.records >= 10)
+        wait_for(lambda: running.records >= 10, 60, 0.3, "the records read")
         # the start offset is written one write behind, as Kafka (FINDINGS F-970): one more
         # record's acknowledgement writes it past the first ten
         s.ok("produce", topic, "-p", "0", *b, input="r10\n")
-        until("the eleventh record read", lambda: running.records >= 11)
+        wait_for(lambda: running.records >= 11, 60, 0.3, "the eleventh record read")
 
         def described():
             [d] = s.js("groups", "describe", group, *b)
             starts = {r["partition"]: r["start_offset"] for r in d["offsets"]}
             return d if d["members"] == 1 and starts.get(0) == 10 else None
-        d = until("the start offset past the acknowledged records", described)
+        d = wait_for(described, 60, 0.3, "the start offset past the acknowledged records")
         assert d["type"] == "share" and d["state"] == "Stable" and d["dead_letter_topic"] == f"dlq.{topic}"
         [m] = d["member_list"]
         assert m["client_id"] == "sharer" and sorted(m["assignment"]) == [f"{topic}-0", f"{topic}-1"]
@@ -162,7 +152,7 @@ def test_share_group(bs):
         assert "inactive, but the current state is Stable" in r.stderr
     finally:
         running.stop()
-    until("the share group to empty", lambda: (_group(bs, group) or {}).get("state") == "Empty")
+    wait_for(lambda: (_group(bs, group) or {}).get("state") == "Empty", 60, 0.3, "the share group to empty")
     plan = s.js("groups", "reset-offsets", group, "--topic", f"{topic}:0", "--to-earliest", "--execute", *b)
     assert plan["type"] == "share" and [(r["current_offset"], r["new_offset"]) for r in plan["offsets"]] == [(10, 0)]
     [d] = s.js("groups", "describe", group, *b)
@@ -185,8 +175,8 @@ def test_streams_group(bs, tmp_path):
     produce(bs, ["the quick brown fox"] * 5)
     app = App(classpath, bs, tmp_path, "a", 7311)
     try:
-        until("the word counts", lambda: counts(bs).get("fox") == 5, timeout=120)
-        until("a Stable streams group", lambda: (_group(bs, APP) or {}).get("state") == "Stable", timeout=60)
+        wait_for(lambda: counts(bs).get("fox") == 5, 120, 0.3, "the word counts")
+        wait_for(lambda: (_group(bs, APP) or {}).get("state") == "Stable", 60, 0.3, "a Stable streams group")
         assert _group(bs, APP)["type"] == "streams"
         [d] = s.js("groups", "describe", APP, *b)
         assert d["type"] == "streams" and d["members"] == 1
