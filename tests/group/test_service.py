@@ -395,12 +395,9 @@ async def test_a_wall_clock_step_neither_hurries_nor_holds_back_a_join(autojump_
         nursery.cancel_scope.cancel()
 
 
-async def test_a_burst_of_joins_is_decided_as_it_arrives_not_queued(autojump_clock):
-    """Requests that reach an idle coordinator are decided at once, in the order their
-    tasks run, as Kafka's coordinator takes requests from its queue: no call waits on the
-    lock behind another. (With trio's ``Lock.acquire``, which yields even when the lock is
-    free, 40 joins read in one scheduling round made a queue of 39 behind the first -- and
-    a timer falling due meanwhile ran only after all of them.)"""
+def coordinator_noting_lock_waiters():
+    """A coordinator (``group.initial.rebalance.delay.ms=0``) and the list of how many tasks
+    waited for its lock as each of its JoinGroups was decided."""
     broker = FakeBroker(topic_exists=True, **{"group.initial.rebalance.delay.ms": 0})
     gc = GroupCoordinator(broker)
     waiting_at_call = []
@@ -410,6 +407,16 @@ async def test_a_burst_of_joins_is_decided_as_it_arrives_not_queued(autojump_clo
         waiting_at_call.append(gc._lock.statistics().tasks_waiting)
         return real_join(*args, **kw)
     gc.manager.join_group = join_group
+    return gc, waiting_at_call
+
+
+async def test_a_burst_of_joins_is_decided_as_it_arrives_not_queued(autojump_clock):
+    """Requests that reach an idle coordinator are decided at once, in the order their
+    tasks run, as Kafka's coordinator takes requests from its queue: no call waits on the
+    lock behind another. (With trio's ``Lock.acquire``, which yields even when the lock is
+    free, 40 joins read in one scheduling round made a queue of 39 behind the first -- and
+    a timer falling due meanwhile ran only after all of them.)"""
+    gc, waiting_at_call = coordinator_noting_lock_waiters()
     async with trio.open_nursery() as nursery:
         await gc.start(nursery)
         answers = []
@@ -454,19 +461,11 @@ async def test_coordinator_appends_wait_offsets_commit_timeout_ms_for_the_isr(au
 async def test_joins_arriving_at_the_join_phase_ticks_never_queue_behind_the_timer(autojump_clock):
     """``group.initial.rebalance.delay.ms=0``: the join phase's timer fires every 1 ms tick
     while members keep arriving (``TIMER_TICK_MS``). Joins read in the same scheduling
-    round as a tick are decided as they come: the timer task takes the lock without a
-    scheduling point too. (With ``async with lock``, the timer task yielded holding the
-    lock, and every join of that round waited behind it, one per round -- at each tick of
-    a 1,000-member join.)"""
-    broker = FakeBroker(topic_exists=True, **{"group.initial.rebalance.delay.ms": 0})
-    gc = GroupCoordinator(broker)
-    waiting_at_call = []
-    real_join = gc.manager.join_group
-
-    def join_group(*args, **kw):
-        waiting_at_call.append(gc._lock.statistics().tasks_waiting)
-        return real_join(*args, **kw)
-    gc.manager.join_group = join_group
+    round as a tick are decided as they come: the timer task lets them go first, then takes
+    the lock without a scheduling point. (With ``async with lock``, the timer task yielded
+    holding the lock, and every join of that round waited behind it, one per round -- at
+    each tick of a 1,000-member join.)"""
+    gc, waiting_at_call = coordinator_noting_lock_waiters()
     rounds, per_round = 8, 6
     async with trio.open_nursery() as nursery:
         await gc.start(nursery)
