@@ -26,16 +26,21 @@ waits for its timer after the last join and the phases below can be told apart):
 - ``idle``: one second without a request (per second; the ``join-complete`` correction).
 
 *harness* (the scale row itself, ``benchmarks/harness/scale.py``'s members: the broker's
-defaults but ``group.initial.rebalance.delay.ms=0``, and no connection dormant, as none
-is in the row, whose connections are made within 0.15 s; every member's second JoinGroup
-sent as its first answer comes, its SyncGroup as its join answer comes, heartbeats every
-500 ms): ``whole-join``, from the first JoinGroup to the group Stable, in one count, with
-the generation it took and the requests sent.
+defaults but ``group.initial.rebalance.delay.ms`` = ``--harness-delay-ms`` (the row's 0),
+and no connection dormant, as none is in the row, whose connections are made within
+0.15 s; every member's second JoinGroup sent as its first answer comes, its SyncGroup as
+its join answer comes; heartbeats, which tell the members of a second generation, from
+60 s on only, so that none is counted in a one-generation join even under valgrind):
+``whole-join``, from the first JoinGroup to the group Stable, in one count, with the
+generation it took and the requests sent. ``--cprofile FILE`` profiles the broker over
+that join (cProfile, switched on and off by signals); ``--gc-log FILE`` prints the cyclic
+collector's runs during it.
 
-Prints a table of instructions (or ns) per member; asserts nothing.
+Prints a table of instructions (or ns) per member; asserts nothing. Callgrind's dumps are
+removed at the end.
 
     .venv/bin/python -m benchmarks.group_join_cost_bench -n 1000 --counter callgrind
-        [--runs split,harness] [--cprofile FILE]
+        [--runs split,harness] [--harness-delay-ms 3000] [--cprofile FILE] [--gc-log FILE]
 """
 from __future__ import annotations
 
@@ -56,6 +61,7 @@ from .request_cost_bench import (CALLGRIND_DIR, COUNTERS, CallgrindCounter,
                                  _cpu_ns)
 
 TOPIC = "joincost-topic"
+STARTED: list[int] = []        # the brokers' pids (their callgrind dumps are removed at the end)
 # ``kbroker serve`` with every cyclic-GC collection logged (monotonic start, generation,
 # seconds, objects collected), written at its stop
 _GC_WRAPPER = """
@@ -212,6 +218,7 @@ def start_broker(work: Path, overrides: dict, counter: str, cprofile: str | None
         broker.prefix = ["valgrind", *CallgrindCounter.prefix_args,
                          f"--callgrind-out-file={CALLGRIND_DIR}/callgrind.out.%p"]
     broker.start()
+    STARTED.append(broker.proc.pid)
     loop = Loop()
     admin = Members(loop, broker.port, "joincost-warm", 1)
     admin.connect()
@@ -384,7 +391,8 @@ def main(argv=None) -> int:
                     help="the harness run's broker logs its cyclic-GC collections (printed: "
                          "those during the join)")
     ap.add_argument("--gc-threshold", default="", metavar="T0,T1,T2",
-                    help="with --gc-log: the broker's gc.set_threshold (an experiment)")
+                    help="with --gc-log: the broker's gc.set_threshold before it starts (an "
+                         "experiment; kbroker serve raises a young threshold below its own)")
     args = ap.parse_args(argv)
     unit = {"perf": "instructions:u", "callgrind": "instructions",
             "cpu": "CPU ns"}[args.counter]
@@ -395,6 +403,9 @@ def main(argv=None) -> int:
             rows += [(run, *r) for r in {"split": split_run, "harness": harness_run}[run](args, work)]
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            for pid in STARTED:
+                for dump in Path(CALLGRIND_DIR).glob(f"callgrind.out.{pid}*"):
+                    dump.unlink()
     print(f"kbroker: a classic group of {args.n:,} members (JoinGroup v5, SyncGroup v3)")
     print(f"| run | phase | requests | broker {unit} | per request | wall s |")
     print("|---|---|---:|---:|---:|---:|")
