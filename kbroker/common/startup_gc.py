@@ -15,10 +15,10 @@ no I/O) wait until :func:`resume`.
 :data:`YOUNG_THRESHOLD`. A young collection starts once 700 more tracked containers were made
 than freed; a node whose state grows in a burst (a 1,000-member group joining: members,
 parked requests and their coroutine frames, answers queued; about 90 containers a member)
-passes that over and over, and each collection walks every young object and the middle
-generation's again, in vain: in that join (``benchmarks/group_join_cost_bench.py``,
+passes that over and over, and each collection walks the objects made since (every tenth
+the middle generation's too), in vain: in that join (``benchmarks/group_join_cost_bench.py``,
 callgrind) 127 young, 11 middle and 1 full collection found 13 objects and took 9.5 % of
-the broker's instructions; with 10,000 they take 4.7 %. Cycles are still found, after at
+the broker's instructions; with 10,000, 3 to 5 %. Cycles are still found, after at
 most that many net allocations.
 
 Only the CLI's serving path pauses: a broker started in process (tests, the pytest plugin)
