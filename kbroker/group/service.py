@@ -3,7 +3,7 @@
 What it adds to the state machine:
 
 - **Parked requests.** JoinGroup and SyncGroup often cannot be answered at once; the API
-  handler passes a :class:`Slot` (a ``trio.Event`` plus the reply) and awaits it.
+  handler passes a :class:`Slot` (the reply, and the task waiting for it) and awaits it.
 - **Durability.** Records the manager emits are appended to ``__consumer_offsets`` through
   the broker's ReplicaManager (one batch per partition, acks=all) before the manager's
   continuations run; a failed append is handed back as its Kafka error code.
@@ -51,21 +51,53 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class Slot:
-    """A parked request: completed once with the manager's reply."""
-    __slots__ = ("event", "value")
+    """A parked request: completed once with the manager's reply.
+
+    No ``trio.Event``: most replies come with the call itself (MEMBER_ID_REQUIRED, a
+    follower's answer, an error), and then :meth:`wait` returns the reply without a
+    scheduling point (``Event.wait`` on a set event yields a whole scheduler round, once
+    per such JoinGroup); otherwise the request's task sleeps until :meth:`set` reschedules
+    it (cancellation, e.g. a stopping connection, ends the wait as with an event)."""
+    __slots__ = ("value", "done", "_task")
 
     def __init__(self) -> None:
-        self.event = trio.Event()
         self.value: Any = None
+        self.done = False
+        self._task = None
 
     def set(self, value: Any) -> None:
-        if not self.event.is_set():
+        if not self.done:
             self.value = value
-            self.event.set()
+            self.done = True
+            task = self._task
+            if task is not None:
+                self._task = None
+                trio.lowlevel.reschedule(task)
 
     async def wait(self) -> Any:
-        await self.event.wait()
+        if not self.done:
+            self._task = trio.lowlevel.current_task()
+
+            def abort(_raise_cancel) -> trio.lowlevel.Abort:
+                self._task = None
+                return trio.lowlevel.Abort.SUCCEEDED
+            await trio.lowlevel.wait_task_rescheduled(abort)
         return self.value
+
+
+class _Locked:
+    """``async with`` the coordinator's lock, taken as :meth:`GroupCoordinator._acquire`
+    takes it."""
+    __slots__ = ("gc",)
+
+    def __init__(self, gc: "GroupCoordinator") -> None:
+        self.gc = gc
+
+    async def __aenter__(self) -> None:
+        await self.gc._acquire()
+
+    async def __aexit__(self, *exc) -> None:
+        self.gc._lock.release()
 
 
 class GroupCoordinator:
@@ -82,6 +114,7 @@ class GroupCoordinator:
         self.now_ms = now_ms or broker.clock.now_ms
         self.monotonic_ms = monotonic_ms or monotonic_reader(broker.clock)
         self._lock = trio.Lock()
+        self._locked = _Locked(self)
         # per __consumer_offsets partition: set once the last appended records' continuations
         # ran (the next append's continuations wait for it: append order = apply order)
         self._applied: dict[int, trio.Event] = {}
@@ -94,7 +127,8 @@ class GroupCoordinator:
         # the consumer, streams and share parts are made on first use; this configures each
         self.manager.part_setup = self._setup_part
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
-                      "records_replayed": 0, "replay_errors": 0, "calls_without_wait": 0}
+                      "records_replayed": 0, "replay_errors": 0, "calls_without_wait": 0,
+                      "lock_waits": 0}
 
     def _setup_part(self, name: str, part) -> None:
         cfg = self.broker.config
@@ -113,14 +147,14 @@ class GroupCoordinator:
         task in ``nursery`` (without one, timers only fire when :meth:`fire_timers` is
         called — for tests that drive time themselves)."""
         self._nursery = nursery
-        async with self._lock:
+        async with self._locked:
             self.manager.schedule_offsets_expiry(self.monotonic_ms())
         if nursery is not None:
             nursery.start_soon(self._timer_loop)
         await self.maybe_load()
 
     async def fire_timers(self) -> None:
-        async with self._lock:
+        async with self._locked:
             self._refresh_inputs()
             await self._drive(self.manager.fire_due(self.now_ms(), self.monotonic_ms()))
 
@@ -205,7 +239,7 @@ class GroupCoordinator:
             self._nursery.start_soon(self.maybe_load)
 
     async def _load_partition(self, p: int) -> None:
-        async with self._lock:
+        async with self._locked:
             try:
                 pi = self.broker.metadata.topics[OFFSETS_TOPIC].partitions.get(p)
                 if pi is not None:
@@ -269,18 +303,29 @@ class GroupCoordinator:
         due meanwhile -- at a 1,000-member join, the 0 ms initial rebalance delay then
         completed only after most members had rejoined, and the stragglers forced a whole
         extra generation.) A call that must wait for the lock still queues in order."""
-        lock = self._lock
-        try:
-            lock.acquire_nowait()        # fails while held (a released lock passes to its waiter)
-        except trio.WouldBlock:
-            await lock.acquire()
-        else:
-            self.stats["calls_without_wait"] += 1
+        await self._acquire(count=True)
         try:
             self._refresh_inputs()
             return await self._drive(fn(self.now_ms(), self.monotonic_ms()))
         finally:
-            lock.release()
+            self._lock.release()
+
+    async def _acquire(self, count: bool = False) -> None:
+        """Take the lock: at once, without a scheduling point, when no task holds it or
+        waits for it; else queued in order behind them. Every holder takes it so -- the
+        calls, the timer task, a call taking it back once its records are replicated:
+        ``trio.Lock.acquire`` yields *holding* the lock, and every task of that
+        scheduling round that wants the coordinator then queues behind the holder, one
+        per round (the timer of a join phase's 1 ms ticks did that to a 1,000-member
+        join's requests at each tick)."""
+        try:
+            self._lock.acquire_nowait()  # fails while held (a released lock passes to its waiter)
+        except trio.WouldBlock:
+            self.stats["lock_waits"] += 1
+            await self._lock.acquire()
+        else:
+            if count:
+                self.stats["calls_without_wait"] += 1
 
     async def _drive(self, res: Result) -> Any:
         """Deliver replies, append records, run continuations; return the response.
@@ -355,7 +400,7 @@ class GroupCoordinator:
                 await ev.wait()
         finally:
             with trio.CancelScope(shield=True):
-                await self._lock.acquire()
+                await self._acquire()
         for p, exc in failed:
             error = self._failed(p, exc)
         return error
@@ -381,7 +426,10 @@ class GroupCoordinator:
             with trio.move_on_after(wait):
                 await self._wake.wait()
             self._wake = trio.Event()
-            async with self._lock:
+            # the requests read in the round the timer woke in go first, as Kafka's
+            # expired timer queues its event behind the requests already received
+            await trio.lowlevel.checkpoint()
+            async with self._locked:
                 self._sleeping_until = -math.inf        # no wakeups needed while firing
                 self._refresh_inputs()
                 await self._drive(self.manager.fire_due(self.now_ms(), self.monotonic_ms()))
@@ -415,7 +463,7 @@ class GroupCoordinator:
 
     async def fetch_offsets(self, group_id, topics, require_stable=False, member_id=None,
                             member_epoch=-1):
-        async with self._lock:
+        async with self._locked:
             return self.manager.fetch_offsets(group_id, topics, require_stable, member_id,
                                               member_epoch)
 
@@ -427,7 +475,7 @@ class GroupCoordinator:
 
     async def list_groups(self, states=None, types=None):
         """[ListedGroup] (group id, protocol type, state, group type)."""
-        async with self._lock:
+        async with self._locked:
             return self.manager.list_groups_typed(states, types)
 
     async def consumer_group_heartbeat(self, req):
@@ -437,7 +485,7 @@ class GroupCoordinator:
         return await self._call(lambda now, mono: self.manager.share_group_heartbeat(req, now, mono))
 
     async def consumer_group_describe(self, group_ids):
-        async with self._lock:
+        async with self._locked:
             self._refresh_inputs()
             return self.manager.consumer_group_describe(group_ids)
 
@@ -445,7 +493,7 @@ class GroupCoordinator:
         return await self._call(lambda now, mono: self.manager.streams_group_heartbeat(req, now, mono))
 
     async def streams_group_describe(self, group_ids):
-        async with self._lock:
+        async with self._locked:
             self._refresh_inputs()
             return self.manager.streams_group_describe(group_ids)
 
@@ -455,7 +503,7 @@ class GroupCoordinator:
         return dict(configs.get(group_id, {})) if configs else {}
 
     async def describe_groups(self, group_ids):
-        async with self._lock:
+        async with self._locked:
             return [self.manager.describe_group(g) for g in group_ids]
 
 

@@ -395,12 +395,9 @@ async def test_a_wall_clock_step_neither_hurries_nor_holds_back_a_join(autojump_
         nursery.cancel_scope.cancel()
 
 
-async def test_a_burst_of_joins_is_decided_as_it_arrives_not_queued(autojump_clock):
-    """Requests that reach an idle coordinator are decided at once, in the order their
-    tasks run, as Kafka's coordinator takes requests from its queue: no call waits on the
-    lock behind another. (With trio's ``Lock.acquire``, which yields even when the lock is
-    free, 40 joins read in one scheduling round made a queue of 39 behind the first -- and
-    a timer falling due meanwhile ran only after all of them.)"""
+def coordinator_noting_lock_waiters():
+    """A coordinator (``group.initial.rebalance.delay.ms=0``) and the list of how many tasks
+    waited for its lock as each of its JoinGroups was decided."""
     broker = FakeBroker(topic_exists=True, **{"group.initial.rebalance.delay.ms": 0})
     gc = GroupCoordinator(broker)
     waiting_at_call = []
@@ -410,6 +407,16 @@ async def test_a_burst_of_joins_is_decided_as_it_arrives_not_queued(autojump_clo
         waiting_at_call.append(gc._lock.statistics().tasks_waiting)
         return real_join(*args, **kw)
     gc.manager.join_group = join_group
+    return gc, waiting_at_call
+
+
+async def test_a_burst_of_joins_is_decided_as_it_arrives_not_queued(autojump_clock):
+    """Requests that reach an idle coordinator are decided at once, in the order their
+    tasks run, as Kafka's coordinator takes requests from its queue: no call waits on the
+    lock behind another. (With trio's ``Lock.acquire``, which yields even when the lock is
+    free, 40 joins read in one scheduling round made a queue of 39 behind the first -- and
+    a timer falling due meanwhile ran only after all of them.)"""
+    gc, waiting_at_call = coordinator_noting_lock_waiters()
     async with trio.open_nursery() as nursery:
         await gc.start(nursery)
         answers = []
@@ -449,3 +456,70 @@ async def test_coordinator_appends_wait_offsets_commit_timeout_ms_for_the_isr(au
         assert code != 0
         gc.close()
         nursery.cancel_scope.cancel()
+
+
+async def test_joins_arriving_at_the_join_phase_ticks_never_queue_behind_the_timer(autojump_clock):
+    """``group.initial.rebalance.delay.ms=0``: the join phase's timer fires every 1 ms tick
+    while members keep arriving (``TIMER_TICK_MS``). Joins read in the same scheduling
+    round as a tick are decided as they come: the timer task lets them go first, then takes
+    the lock without a scheduling point. (With ``async with lock``, the timer task yielded
+    holding the lock, and every join of that round waited behind it, one per round -- at
+    each tick of a 1,000-member join.)"""
+    gc, waiting_at_call = coordinator_noting_lock_waiters()
+    rounds, per_round = 8, 6
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        ids = [(await gc.join_group(req(client=f"c{i}"))).member_id
+               for i in range(rounds * per_round)]
+        answers = []
+
+        async def join(mid):
+            await trio.sleep(0.001)              # wakes with the timer task, at its tick
+            answers.append(await gc.join_group(req(mid)))
+        async with trio.open_nursery() as members:
+            members.start_soon(join, ids[0])
+            for r in range(rounds):
+                await trio.sleep(0.001)
+                for mid in ids[r * per_round + (r == 0):(r + 1) * per_round]:
+                    members.start_soon(join, mid)
+        assert len(answers) == len(ids) and all(a.error == 0 for a in answers)
+        assert max(waiting_at_call) == 0 and gc.statistics()["lock_waits"] == 0
+        gc.close()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_reply_that_comes_with_the_call_costs_no_scheduling_point(autojump_clock):
+    """A JoinGroup answered by the call itself (MEMBER_ID_REQUIRED) returns to its
+    connection task without a round of the scheduler (counted by a task that runs once
+    per round); a parked one sleeps until its reply is set."""
+    broker = FakeBroker(topic_exists=True)
+    gc = GroupCoordinator(broker)
+    rounds = [0]
+
+    async def count_rounds(task_status=trio.TASK_STATUS_IGNORED):
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            while True:
+                rounds[0] += 1
+                await trio.lowlevel.checkpoint()
+    async with trio.open_nursery() as nursery:
+        await gc.start(nursery)
+        first = await gc.join_group(req(client="first"))       # creates the group (a record)
+        counting = await nursery.start(count_rounds)
+        before = rounds[0]
+        answers = [await gc.join_group(req(client=f"c{i}")) for i in range(20)]
+        assert [a.error for a in answers] == [E.MEMBER_ID_REQUIRED] * 20
+        assert rounds[0] == before
+        counting.cancel()           # (a task always runnable stops the mock clock's jumps)
+        parked = []
+        nursery.start_soon(lambda: _append_answer(gc, req(first.member_id), parked))
+        await trio.sleep(1)
+        assert parked == []                                     # the initial delay (3 s)
+        await trio.sleep(2.5)
+        assert [a.generation_id for a in parked] == [1]
+        gc.close()
+        nursery.cancel_scope.cancel()
+
+
+async def _append_answer(gc, request, out):
+    out.append(await gc.join_group(request))
