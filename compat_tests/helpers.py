@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from tests.support.waiting import wait_for
+
 # The CreateTime base for tests that check timestamps: one hour before the session started,
 # on a whole second. Recent on purpose: the shared brokers keep the default 7-day retention,
 # and a retention pass would delete records stamped further in the past in the middle of a
@@ -12,15 +14,9 @@ T0_MS = (int(time.time()) - 3600) * 1000
 
 
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: str = "condition"):
-    """Poll `predicate()` until it returns a truthy value, which is returned."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+    """Poll `predicate()` until it returns a truthy value, which is returned
+    (:func:`tests.support.waiting.wait_for` with the compat suite's bound)."""
+    return wait_for(predicate, timeout, interval, what)
 
 
 def read_until(read, shows, timeout: float = 20.0, interval: float = 0.1, *, at_once: bool = False):

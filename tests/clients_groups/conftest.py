@@ -10,13 +10,13 @@ tests/support/kafka_python_fixes.py); the guard is applied here for every test i
 from __future__ import annotations
 
 import itertools
-import time
 import uuid
 
 import pytest
 
 from tests.support import kafka_python_fixes
 from tests.support.broker_proc import BrokerProcess
+from tests.support.waiting import wait_for
 
 kafka_python_fixes.apply()
 
@@ -49,16 +49,9 @@ def names(request):
     return f"{base}-{tag}", f"grp-{base}-{tag}"
 
 
-def wait_until(cond, timeout=20.0, interval=0.05, what="condition", tick=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if tick is not None:
-            tick()
-        if cond():
-            return
-        if tick is None:
-            time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}")
+def wait_until(cond, timeout=20.0, interval=0.05, what="condition"):
+    """:func:`tests.support.waiting.wait_for` with this package's bound and pace."""
+    return wait_for(cond, timeout, interval, what)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
