@@ -6,8 +6,7 @@
                                         [--publish] [--profile DIR] [--karapace-venv DIR]
 
 Runs the plan of benchmarks/harness/plan.py against each broker in turn (see
-benchmarks/harness/run.py for the order; the full plan in rounds, one repetition of every
-row per broker per round, the brokers' order flipped each round: `rounds`), then writes into benchmarks/results/<plan>/:
+benchmarks/harness/run.py for the order), then writes into benchmarks/results/<plan>/:
 results.json (raw values of every repetition), results.md (medians and kbroker/Kafka ratios)
 and PNG charts. `--publish` also copies the table into benchmarks/README.md (between the
 `bench-table` markers) and the charts into benchmarks/charts/. `--profile DIR` records a
@@ -16,7 +15,6 @@ py-spy profile of kbroker during the loads (raw collapsed stacks, for flame grap
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import platform
 import re
@@ -38,29 +36,6 @@ from compat_tests.kafka_runner import kafka_libs, kafka_version  # noqa: E402
 HERE = ROOT / "benchmarks"
 README = HERE / "README.md"
 CHARTS = HERE / "charts"
-
-
-GROUPS = ("startup", "memory", "produce", "latency", "consume", "security", "metadata", "scale")
-ONCE = ("metadata", "scale")     # rows with repetitions of their own, run in the first round
-
-
-def rounds(plan: plans.Plan, only: set[str] | None, brokers: list[str]):
-    """(plan, groups, broker order) of each round. A plan of `reps` > 1 on fresh brokers
-    (the full plan) runs as `reps` rounds of one repetition each, every broker in every
-    round and the order flipped each round, so a row's kbroker and Kafka measurements are
-    minutes apart rather than a whole broker's session (drift of a shared machine lands on
-    both sides); the metadata and scale rows, which repeat on their own, run in the first
-    round only. A shared-broker plan (the quick one) runs once per broker."""
-    if plan.shared_broker or plan.reps <= 1:
-        return [(plan, only, brokers)]
-    groups = set(GROUPS) if only is None else set(only)
-    one = dataclasses.replace(plan, reps=1, consume_reps=1)
-    out = []
-    for i in range(plan.reps):
-        chosen = groups if i == 0 else groups - set(ONCE)
-        if chosen:
-            out.append((one, chosen, brokers if i % 2 == 0 else brokers[::-1]))
-    return out
 
 
 def machine() -> str:
@@ -139,19 +114,15 @@ def main(argv=None) -> int:
         "plan": plan.name, "reps": plan.reps, "notes": list(plan.notes),
         "brokers": a.brokers.split(","), "loadavg_start": os.getloadavg()[0]})
     started = time.monotonic()
-    brokers = a.brokers.split(",")
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
-        for i, (round_plan, round_only, order) in enumerate(rounds(plan, only, brokers)):
-            for name in order:
-                log(f"=== {name}" + (f", round {i + 1}" if round_plan is not plan else "") + " ===")
-                t0 = time.monotonic()
-                Session(name, round_plan, results, Path(tmp), only=round_only,
-                        profile=a.profile).run()
-                key = f"{name}_seconds"
-                results.meta[key] = round(results.meta.get(key, 0) + time.monotonic() - t0, 1)
-                results.meta["duration_s"] = round(time.monotonic() - started, 1)
-                results.meta["loadavg_end"] = os.getloadavg()[0]
-                results.save(out / "results.json")
+        for name in a.brokers.split(","):
+            log(f"=== {name} ===")
+            t0 = time.monotonic()
+            Session(name, plan, results, Path(tmp), only=only, profile=a.profile).run()
+            results.meta[f"{name}_seconds"] = round(time.monotonic() - t0, 1)
+            results.meta["duration_s"] = round(time.monotonic() - started, 1)
+            results.meta["loadavg_end"] = os.getloadavg()[0]
+            results.save(out / "results.json")
         if a.karapace_venv and (only is None or "http" in only):
             from benchmarks.harness import http_reference
             log("=== http rows: kbroker's registry and gateway beside Karapace's ===")

@@ -1,7 +1,6 @@
 """What the benchmark runs: scenarios and their sizes, for the full and the quick run.
 
-Every scenario is run `reps` times per broker and its median is reported (the full plan as
-`reps` rounds in which both brokers run once, benchmarks/bench.py `rounds`). The full run of
+Every scenario is run `reps` times per broker and its median is reported. The full run of
 both brokers takes over 40 minutes on 2 cores with issue 32's rows; the quick one is meant to
 take under 3 (`make bench-quick`, issue 32): every group of rows at its smallest size, and
 one broker per kind shared by the start-up, load and scale rows (`Plan.shared_broker`,

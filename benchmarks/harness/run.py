@@ -1,8 +1,6 @@
 """One benchmark session per broker: fresh data directories, the same loads, raw results.
 
-Order of one broker's session (one broker process at a time; the full plan runs each broker's
-session once per round, one repetition each, the brokers' order flipped every round:
-benchmarks/bench.py `rounds`):
+Order for each broker (kbroker first, then Kafka; one broker process at a time):
 
 1. start-up on an empty data dir (`reps` fresh dirs), idle RSS read `idle_settle_s` later,
    then a graceful stop and a timed restart on the now formatted dir (wall and CPU each);
