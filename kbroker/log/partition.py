@@ -804,7 +804,9 @@ class PartitionLog:
         for seg in self.segments[i:]:
             # Indexes of the active segment are rebuilt by recovery anyway.
             seg.flush(indexes=seg is not self.segments[-1], bulk=bulk)
-        if self.epochs.sync(bulk=bulk, sync_dir=False):
+        # only the entries below the log end must be durable (an epoch begun at the log end
+        # is dropped by the next load): a restarted leader without new data writes nothing
+        if self.epochs.sync(bulk=bulk, sync_dir=False, below=target):
             self._dir_dirty = True      # the checkpoint's rename: one directory fsync below
         self._fsync_dir(bulk)
         self.recovery_point = max(self.recovery_point, target)

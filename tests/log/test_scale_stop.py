@@ -1,0 +1,95 @@
+"""What a clean stop and a clean restart of many partitions touch (issue 32: 100,000
+partitions on one node). Counted on real files: which files a stop replaces, how often a
+load lists a partition's directory; durability and recovery checked beside each count."""
+from __future__ import annotations
+
+import os
+
+from kbroker.log import LogConfig, LogManager
+from kbroker.log.epoch_cache import FILE_NAME, LeaderEpochCache
+
+from .helpers import make_batch
+
+NOW = 3_000_000
+LOGS = 12          # half of them hold one batch, half nothing
+
+
+def manager(d) -> LogManager:
+    return LogManager([d], LogConfig(), lambda: NOW)
+
+
+def start_leading(mgr: LogManager, epoch: int) -> None:
+    """What a new leader does to every log (Kafka's makeLeader): its epoch starts at the
+    log end."""
+    for lg in mgr.all_logs():
+        lg.assign_epoch_start(epoch, lg.log_end_offset)
+
+
+def epoch_files(d) -> dict[str, int]:
+    """inode of each partition's leader-epoch-checkpoint (a replaced file has a new one)."""
+    return {p.name: os.stat(p / FILE_NAME).st_ino for p in sorted(d.iterdir())
+            if p.is_dir() and (p / FILE_NAME).exists()}
+
+
+def test_a_restarted_leader_without_new_data_replaces_no_epoch_file(tmp_path):
+    d = tmp_path / "d"
+    mgr = manager(d)
+    mgr.load()
+    for i in range(LOGS):
+        mgr.get_or_create("t", i)
+    start_leading(mgr, 0)
+    for i in range(0, LOGS, 2):
+        mgr.get("t", i).append(make_batch([(b"k", b"v", NOW)]), leader_epoch=0, now_ms=NOW)
+    mgr.shutdown(broker_epoch=1)
+    # the logs with data have their epoch on disk; an epoch without data needs no file
+    files = epoch_files(d)
+    assert set(files) == {f"t-{i}" for i in range(0, LOGS, 2)}
+
+    for epoch in (1, 2):          # two more restarts, each electing the node again
+        mgr = manager(d)
+        mgr.load()
+        start_leading(mgr, epoch)
+        mgr.shutdown(broker_epoch=epoch + 1)
+        assert epoch_files(d) == files                         # nothing replaced
+        assert mgr.last_shutdown_sync["renames"] <= 4          # the directory's checkpoints
+
+    mgr = manager(d)
+    mgr.load()
+    for i in range(LOGS):
+        want = [(0, 0)] if i % 2 == 0 else []
+        assert mgr.get("t", i).epochs.entries() == want, i
+    # data in the new epoch: its entry now lies below the log end and is written
+    log = mgr.get("t", 0)
+    log.assign_epoch_start(3, log.log_end_offset)
+    log.append(make_batch([(b"k", b"v", NOW)]), leader_epoch=3, now_ms=NOW)
+    mgr.shutdown(broker_epoch=4)
+    assert LeaderEpochCache(log.dir).entries() == [(0, 0), (3, 1)]
+
+
+def test_an_epoch_left_unwritten_at_a_flush_is_recovered_from_the_batches(tmp_path):
+    """The flush that skips a new leader's epoch (it starts at the log end) leaves the
+    file behind the cache; a crash after data of that epoch was appended reads the epoch
+    back from the batches past the recovery point."""
+    d = tmp_path / "d"
+    mgr = manager(d)
+    mgr.load()
+    log = mgr.get_or_create("t", 0)
+    log.assign_epoch_start(0, 0)
+    log.append(make_batch([(b"k", b"v", NOW)]), leader_epoch=0, now_ms=NOW)
+    log.flush()
+    writes = log.epochs.writes
+    log.assign_epoch_start(5, log.log_end_offset)
+    log.flush()
+    assert log.epochs.writes == writes                        # skipped: nothing below the end
+    assert LeaderEpochCache(log.dir).entries() == [(0, 0)]
+    log.append(make_batch([(b"k", b"v", NOW)]), leader_epoch=5, now_ms=NOW)
+    mgr.checkpoint()
+    log.close_without_flush()                                 # a crash: no marker, no flush
+
+    mgr = manager(d)
+    mgr.load()
+    again = mgr.get("t", 0)
+    assert again.log_end_offset == 2
+    assert again.epochs.entries() == [(0, 0), (5, 1)]
+    assert LeaderEpochCache(again.dir).entries() == [(0, 0), (5, 1)]
+    mgr.shutdown()
