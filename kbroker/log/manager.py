@@ -183,7 +183,8 @@ class LogManager:
                                    clean_shutdown=clean,
                                    high_watermark=None if parsed[0] == METADATA_TOPIC
                                    else hws.get(parsed), failures=self.failures,
-                                   files=self.files, producer_expiry=self.producer_expiry)
+                                   files=self.files, producer_expiry=self.producer_expiry,
+                                   log_dir=d)
                 self._register(log)
         for future in futures:
             self._finish_move(future, now)
@@ -257,6 +258,11 @@ class LogManager:
         except Exception:  # noqa: BLE001 - the disk failed; the descriptors go anyway
             log.closed = True
 
+    def _own(self, log_dir: Path) -> Path:
+        """The manager's own object for the log directory ``log_dir`` (one of ``log_dirs``),
+        which every log of the directory shares as its ``log_dir``."""
+        return self.log_dirs[self.log_dirs.index(Path(log_dir))]
+
     def _register(self, log: PartitionLog) -> None:
         log.checkpoint_listener = self._write_cleaner_checkpoint
         self._logs[(log.topic, log.partition)] = log
@@ -291,7 +297,7 @@ class LogManager:
         else:
             counts = {d: 0 for d in online}
             for lg in self._logs.values():
-                parent = lg.dir.parent
+                parent = lg.log_dir
                 if parent in counts:
                     counts[parent] += 1
             target = min(online, key=lambda d: counts[d])
@@ -299,7 +305,7 @@ class LogManager:
             log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
                                config or self.default_config, clock=self.clock,
                                clean_shutdown=True, failures=self.failures, files=self.files,
-                               producer_expiry=self.producer_expiry)
+                               producer_expiry=self.producer_expiry, log_dir=target)
         self._register(log)
         return log
 
@@ -318,7 +324,7 @@ class LogManager:
         log.closed = True  # further use raises LogClosed; descriptors stay for reads in flight
         target = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
         try:
-            with self.failures.guard(log.dir.parent, f"delete the log of {topic}-{partition}"):
+            with self.failures.guard(log.log_dir, f"delete the log of {topic}-{partition}"):
                 os.replace(log.dir, target)
                 ckpt.fsync_dir(target.parent)
         except KafkaStorageError:
@@ -338,7 +344,8 @@ class LogManager:
         ckpt.fsync_dir(final.parent)
         self._register(PartitionLog(final, parsed[0], parsed[1], self.default_config,
                                     clock=self.clock, now_ms=now, failures=self.failures,
-                                    files=self.files, producer_expiry=self.producer_expiry))
+                                    files=self.files, producer_expiry=self.producer_expiry,
+                                    log_dir=self._own(final.parent)))
 
     def move_log(self, topic: str, partition: int, dest: Path) -> PartitionLog:
         """Move ``topic``-``partition`` to the log directory ``dest`` (one of ``log_dirs``);
@@ -349,9 +356,10 @@ class LogManager:
             raise ValueError(f"{dest} is not a log directory")
         if dest in self.offline_dirs:
             raise KafkaStorageError(f"log directory {dest} is offline")
-        if log.dir.parent == dest:
+        dest = self._own(dest)
+        if log.log_dir == dest:
             return log
-        src = log.dir.parent
+        src = log.log_dir
         log.flush()
         with self.failures.guard(src, f"snapshot the producer state of {topic}-{partition}"):
             log.producer_state.take_snapshot(log.log_end_offset)
@@ -387,7 +395,7 @@ class LogManager:
             ckpt.fsync_dir(dest)
             moved = PartitionLog(final, topic, partition, log.config, clock=self.clock,
                                  failures=self.failures, files=self.files,
-                                 producer_expiry=self.producer_expiry, **state)
+                                 producer_expiry=self.producer_expiry, log_dir=dest, **state)
         self._register(moved)
         self.checkpoint()
         return moved
@@ -399,7 +407,7 @@ class LogManager:
         if d not in self.log_dirs:
             raise ValueError(f"{d} is not a log directory")
         self.failures.mark(d)
-        dropped = [key for key, lg in self._logs.items() if lg.dir.parent == d]
+        dropped = [key for key, lg in self._logs.items() if lg.log_dir == d]
         for key in dropped:
             self._close_quietly(self._logs.pop(key))
         keep = []
@@ -450,11 +458,18 @@ class LogManager:
                 continue
 
     def _logs_by_dir(self, include_closed: bool = False) -> dict[Path, list[PartitionLog]]:
+        # one list per online directory, keyed by the manager's own objects (each log holds
+        # one as ``log_dir``): no path is built or hashed per log
         by_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.online_dirs}
         for log in self._logs.values():
-            if (log.closed and not include_closed) or self.failures.is_failed(log.dir.parent):
+            if log.closed and not include_closed:
                 continue
-            by_dir.setdefault(log.dir.parent, []).append(log)
+            logs = by_dir.get(log.log_dir)
+            if logs is None:        # a failed directory's log
+                if self.failures.is_failed(log.log_dir):
+                    continue
+                logs = by_dir[log.log_dir] = []
+            logs.append(log)
         return by_dir
 
     @staticmethod
@@ -490,8 +505,8 @@ class LogManager:
         self._write_cleaner_checkpoint_dir(d, logs, bulk)
 
     def _write_cleaner_checkpoint(self, log: PartitionLog) -> None:
-        d = log.dir.parent
-        logs = [lg for lg in self._logs.values() if lg.dir.parent == d]
+        d = log.log_dir
+        logs = [lg for lg in self._logs.values() if lg.log_dir == d]
         self._write_cleaner_checkpoint_dir(d, logs)
 
     @staticmethod

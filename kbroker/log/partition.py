@@ -108,7 +108,8 @@ class PartitionLog:
                  high_watermark: int | None = None,
                  failures: LogDirFailureChannel | None = None,
                  files: OpenFiles | None = None,
-                 producer_expiry: ProducerExpiry | None = None):
+                 producer_expiry: ProducerExpiry | None = None,
+                 log_dir: Path | None = None):
         """Open (recovering if needed) or create the log in ``directory``.
 
         ``recovery_point``, ``log_start_offset``, ``first_dirty_offset`` and
@@ -124,11 +125,15 @@ class PartitionLog:
         errors to it and raise ``KafkaStorageError``. A log of its own gets a channel of its
         own.
 
+        ``log_dir`` is the log directory holding ``directory`` (its parent), the manager's
+        own object: every log of a directory shares it (no path built per log or per call).
+
         ``producer_expiry`` is the node's :class:`~kbroker.log.producer_expiry.ProducerExpiry`
         (``producer.id.expiration.ms``; the log joins its sweep once it has producers); a
         log without one keeps Kafka's default expiration and is swept by nobody.
         """
         self.dir = Path(directory)
+        self.log_dir = log_dir if log_dir is not None else self.dir.parent
         self.topic, self.partition = topic, partition
         self.failures = failures if failures is not None else LogDirFailureChannel()
         # where the segments' files are opened on use, at most a bound at a time (the log
@@ -461,7 +466,7 @@ class PartitionLog:
         """``with log.io_guard("write x"):`` -- a write beside this log's segments (the
         metadata quorum's state and snapshots) reported like the log's own
         (:mod:`kbroker.log.failure`)."""
-        return self.failures.guard(self.dir.parent, f"{what} of {self.topic}-{self.partition}")
+        return self.failures.guard(self.log_dir, f"{what} of {self.topic}-{self.partition}")
 
     def _check_open(self) -> None:
         if self.closed:
