@@ -37,7 +37,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from kbroker.common.fileio import write_atomically
+from kbroker.common.fileio import as_path, read_bytes, write_atomically
 
 FILE_NAME = "leader-epoch-checkpoint"
 _VERSION = 0
@@ -62,7 +62,7 @@ def read_epoch_file(path: Path) -> list[EpochEntry] | None:
     entries are not increasing (a file this module never writes).
     """
     try:
-        text = Path(path).read_text()
+        text = read_bytes(path).decode()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -109,8 +109,10 @@ class LeaderEpochCache:
     starts empty and the owner rebuilds it).  Not thread-safe: one trio thread drives it.
     """
 
-    def __init__(self, directory: Path | None):
-        self.path = Path(directory) / FILE_NAME if directory is not None else None
+    def __init__(self, directory: Path | None, *, listed: bool | None = None):
+        """``listed``: whether the directory's listing holds the file (False: it is not
+        read; None: not known, it is read if it exists)."""
+        self.path = as_path(directory) / FILE_NAME if directory is not None else None
         self._entries: list[EpochEntry] = []
         self.loaded = False
         self.unsynced = False
@@ -123,7 +125,7 @@ class LeaderEpochCache:
         self._durable: list[EpochEntry] | None = None
         if self.path is not None:
             try:
-                found = read_epoch_file(self.path)
+                found = read_epoch_file(self.path) if listed is not False else None
             except CorruptEpochCheckpoint:
                 found = None
             else:

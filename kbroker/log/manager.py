@@ -163,19 +163,20 @@ class LogManager:
             starts = self._safe_read(d / ckpt.LOG_START_OFFSET)
             dirty = self._safe_read(d / ckpt.CLEANER_OFFSET)
             hws = self._safe_read(d / ckpt.REPLICATION_OFFSET)
-            for child in sorted(d.iterdir()):
-                if not child.is_dir():
+            # names from one scandir (the entry types come with them: no stat per child)
+            with os.scandir(d) as it:
+                children = sorted(e.name for e in it if e.is_dir())
+            for name in children:
+                if name.endswith("-delete"):
+                    shutil.rmtree(d / name, ignore_errors=True)
                     continue
-                if child.name.endswith("-delete"):
-                    shutil.rmtree(child, ignore_errors=True)
+                if name.endswith("-future"):
+                    futures.append(d / name)
                     continue
-                if child.name.endswith("-future"):
-                    futures.append(child)
-                    continue
-                parsed = _parse_dir_name(child.name)
+                parsed = _parse_dir_name(name)
                 if parsed is None or parsed in self._logs:
                     continue
-                log = PartitionLog(child, parsed[0], parsed[1], self.default_config,
+                log = PartitionLog(d / name, parsed[0], parsed[1], self.default_config,
                                    clock=self.clock, now_ms=now,
                                    recovery_point=rps.get(parsed, 0),
                                    log_start_offset=starts.get(parsed, 0),

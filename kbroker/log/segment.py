@@ -30,6 +30,7 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from kbroker.common.fileio import as_path
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord
 
@@ -135,7 +136,7 @@ class LogSegment:
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
                  max_index_bytes: int, created_ms: int = 0, suffix: str = "",
                  files: OpenFiles | None = None):
-        self.dir = Path(directory)
+        self.dir = as_path(directory)
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.suffix = suffix

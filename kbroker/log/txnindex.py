@@ -21,6 +21,8 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
+from kbroker.common.fileio import as_path
+
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size   # 34
 
@@ -34,7 +36,7 @@ class AbortedTxn(NamedTuple):
 
 class TransactionIndex:
     def __init__(self, path: Path):
-        self.path = Path(path)
+        self.path = as_path(path)
         self._entries: list[AbortedTxn] | None = None
         self._dirty = False
 

@@ -3,6 +3,7 @@ partitions on one node). Counted on real files: which files a stop replaces, how
 load lists a partition's directory; durability and recovery checked beside each count."""
 from __future__ import annotations
 
+import io
 import os
 
 from kbroker.log import LogConfig, LogManager
@@ -92,4 +93,62 @@ def test_an_epoch_left_unwritten_at_a_flush_is_recovered_from_the_batches(tmp_pa
     assert again.log_end_offset == 2
     assert again.epochs.entries() == [(0, 0), (5, 1)]
     assert LeaderEpochCache(again.dir).entries() == [(0, 0), (5, 1)]
+    mgr.shutdown()
+
+
+def test_a_clean_restart_lists_each_log_directory_once_and_reads_no_file_of_an_empty_log(
+        tmp_path, monkeypatch):
+    d = tmp_path / "d"
+    mgr = manager(d)
+    mgr.load()
+    for i in range(LOGS):
+        mgr.get_or_create("t", i)
+    start_leading(mgr, 0)
+    for i in range(0, LOGS, 2):
+        mgr.get("t", i).append(make_batch([(b"k", b"v", NOW)]), leader_epoch=0, now_ms=NOW)
+    mgr.shutdown(broker_epoch=1)
+
+    listed, opened, made = [], [], []
+    real_listdir, real_os_open, real_io_open, real_mkdir = os.listdir, os.open, io.open, os.mkdir
+
+    def counting_listdir(path="."):
+        listed.append(os.path.basename(os.fspath(path)))
+        return real_listdir(path)
+
+    def counting_os_open(path, *a, **kw):
+        opened.append(os.fspath(path))
+        return real_os_open(path, *a, **kw)
+
+    def counting_io_open(file, *a, **kw):
+        if not isinstance(file, int):
+            opened.append(os.fspath(file))
+        return real_io_open(file, *a, **kw)
+
+    def counting_mkdir(path, *a, **kw):
+        made.append(os.fspath(path))
+        return real_mkdir(path, *a, **kw)
+
+    monkeypatch.setattr(os, "listdir", counting_listdir)
+    monkeypatch.setattr(os, "open", counting_os_open)
+    monkeypatch.setattr(io, "open", counting_io_open)
+    monkeypatch.setattr(os, "mkdir", counting_mkdir)
+    mgr = manager(d)
+    mgr.load()
+    monkeypatch.undo()
+
+    for i in range(LOGS):
+        assert listed.count(f"t-{i}") == 1, (i, listed)
+        files = {os.path.basename(p) for p in opened if os.path.dirname(p) == str(d / f"t-{i}")}
+        if i % 2:        # empty: nothing to read (no epoch file, no index file)
+            assert files == set(), (i, files)
+        else:            # the epoch checkpoint, the producer-state snapshot, the active
+            # segment's indexes and the tail of its log (Kafka's clean load reads the same)
+            assert files <= {FILE_NAME, f"{1:020d}.snapshot", f"{0:020d}.index",
+                             f"{0:020d}.timeindex", f"{0:020d}.log"}, (i, files)
+    assert not [p for p in made if os.path.dirname(p) == str(d)], made
+    assert mgr.files.statistics()["open"] == 0       # nothing held open after the load
+    for i in range(LOGS):
+        log = mgr.get("t", i)
+        assert log.log_end_offset == (1 if i % 2 == 0 else 0)
+        assert log.epochs.entries() == ([(0, 0)] if i % 2 == 0 else [])
     mgr.shutdown()
