@@ -67,9 +67,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import uuid
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from kbroker.common.bulk_sync import BulkSync
 
@@ -84,6 +85,17 @@ from .partition import PartitionLog, _parse_dir_name
 from .producer_expiry import DEFAULT_EXPIRATION_MS, ProducerExpiry
 
 METADATA_TOPIC = "__cluster_metadata"
+
+
+class CheckpointWrite(NamedTuple):
+    """One checkpoint file's new content, built on the trio thread (an offset per log:
+    the logs change only there) and written by :meth:`LogManager.write_checkpoint_file`,
+    from a worker thread when the flush task writes it (Kafka's scheduler thread)."""
+    log_dir: Path
+    path: Path
+    body: bytes
+    count: int
+    seq: int            # the order the contents were built in
 
 
 class LogManager:
@@ -138,6 +150,12 @@ class LogManager:
         # producer.id.expiration.ms for every log, and the logs that have producers
         # (kbroker.log.producer_expiry): run_producer_expiry visits only those
         self.producer_expiry = ProducerExpiry(producer_expiration_ms)
+        # checkpoint files are written one at a time (the flush task writes from a worker
+        # thread, the trio thread at a clean stop, for the cleaner or a moved log), and
+        # never a content older than the one the file holds (write_checkpoint_file)
+        self._file_lock = threading.Lock()
+        self._built_seq = 0
+        self._written_seq: dict[Path, int] = {}
 
     @property
     def offline_dirs(self) -> set[Path]:
@@ -425,27 +443,56 @@ class LogManager:
 
     # -- checkpoints -------------------------------------------------------------------
     def checkpoint(self, include_closed: bool = False, bulk: BulkSync | None = None, *,
-                   log_start: bool = True, high_watermarks: bool = True) -> None:
+                   log_start: bool = True, high_watermarks: bool = True,
+                   deferred: list[CheckpointWrite] | None = None) -> None:
         """Write the four offset checkpoint files of every online log directory (the log
         start offsets' and the high watermarks' left out with ``log_start=False`` and
         ``high_watermarks=False``); one that fails is reported (kbroker.log.failure) and the
         others are written all the same. With ``bulk`` their syncs and renames wait for its
-        commit."""
+        commit; with ``deferred`` each file's content is built and added to that list, for
+        the caller to write (:meth:`write_checkpoint_file`)."""
         self._each_dir("write the offset checkpoints", lambda d, logs: self._write_checkpoints(
-            d, logs, bulk, log_start=log_start, high_watermarks=high_watermarks), include_closed)
+            d, logs, bulk, log_start=log_start, high_watermarks=high_watermarks,
+            deferred=deferred), include_closed)
 
-    def checkpoint_log_start_offsets(self) -> None:
+    def checkpoint_log_start_offsets(self, deferred: list[CheckpointWrite] | None = None) -> None:
         """Write the log start offset checkpoint of every online log directory (Kafka's
-        ``checkpointLogStartOffsets`` task)."""
-        self._each_dir("write the log start offset checkpoint", self._write_log_start_offsets)
+        ``checkpointLogStartOffsets`` task); ``deferred`` as :meth:`checkpoint`."""
+        self._each_dir("write the log start offset checkpoint",
+                       lambda d, logs: self._write_log_start_offsets(d, logs, deferred=deferred))
 
-    def checkpoint_high_watermarks(self) -> None:
+    def checkpoint_high_watermarks(self, deferred: list[CheckpointWrite] | None = None) -> None:
         """Write the high watermark checkpoint of every online log directory (Kafka's
         ``ReplicaManager.checkpointHighWatermarks``) whose high watermarks changed since its
-        last one: the file would say the same, and for 100,000 partitions writing it costs
-        some 450 M instructions on the trio thread every period."""
+        last one: the file would say the same, and for 100,000 partitions building it costs
+        tens of milliseconds of the trio thread every period; ``deferred`` as
+        :meth:`checkpoint`."""
         self._each_dir("write the high watermark checkpoint",
-                       lambda d, logs: self._write_high_watermarks(d, logs, unless_unchanged=True))
+                       lambda d, logs: self._write_high_watermarks(d, logs, unless_unchanged=True,
+                                                                   deferred=deferred))
+
+    def write_checkpoint_file(self, job: CheckpointWrite, bulk: BulkSync | None = None) -> bool:
+        """Write one checkpoint file's built content (from any thread: the flush task runs it
+        in a worker thread); whether it was written. One file write at a time, and a content
+        built before the one the file already holds is dropped: a write of the trio thread
+        (the clean stop, the cleaner) may overtake a deferred one. Raises ``OSError``; the
+        caller reports it (the failure channel's guard)."""
+        with self._file_lock:
+            if self._written_seq.get(job.path, 0) > job.seq:
+                return False
+            ckpt.write_encoded(job.path, job.body, job.count, bulk=bulk)
+            self._written_seq[job.path] = job.seq
+            return True
+
+    def _write_file(self, d: Path, name: str, entries, bulk: BulkSync | None,
+                    deferred: list[CheckpointWrite] | None) -> None:
+        body, count = ckpt.encode_checkpoint(entries)
+        self._built_seq += 1
+        job = CheckpointWrite(d, d / name, body, count, self._built_seq)
+        if deferred is not None:
+            deferred.append(job)
+        else:
+            self.write_checkpoint_file(job, bulk)
 
     def _each_dir(self, what: str, write: Callable[[Path, list[PartitionLog]], None],
                   include_closed: bool = False) -> None:
@@ -473,53 +520,57 @@ class LogManager:
             logs.append(log)
         return by_dir
 
-    @staticmethod
-    def _write_log_start_offsets(d: Path, logs: list[PartitionLog],
-                                 bulk: BulkSync | None = None) -> None:
-        ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
-                              {(lg.topic, lg.partition): lg.log_start_offset for lg in logs},
-                              bulk=bulk)
+    def _write_log_start_offsets(self, d: Path, logs: list[PartitionLog],
+                                 bulk: BulkSync | None = None,
+                                 deferred: list[CheckpointWrite] | None = None) -> None:
+        self._write_file(d, ckpt.LOG_START_OFFSET,
+                         ((lg.topic, lg.partition, lg.log_start_offset) for lg in logs),
+                         bulk, deferred)
 
     def _write_high_watermarks(self, d: Path, logs: list[PartitionLog],
                                bulk: BulkSync | None = None, *,
-                               unless_unchanged: bool = False) -> None:
+                               unless_unchanged: bool = False,
+                               deferred: list[CheckpointWrite] | None = None) -> None:
         # The metadata log's commit point is Raft's business, not a checkpointed HW.
         logs = [lg for lg in logs if lg.topic != METADATA_TOPIC]
         marks = [lg.high_watermark for lg in logs]
         if unless_unchanged and self._written_high_watermarks.get(d) == (logs, marks):
             return
-        ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
-                              {(lg.topic, lg.partition): hw for lg, hw in zip(logs, marks)},
-                              bulk=bulk)
+        self._write_file(d, ckpt.REPLICATION_OFFSET,
+                         ((lg.topic, lg.partition, hw) for lg, hw in zip(logs, marks)),
+                         bulk, deferred)
         self._written_high_watermarks[d] = (logs, marks)
 
     def _write_checkpoints(self, d: Path, logs: list[PartitionLog],
                            bulk: BulkSync | None = None, *, log_start: bool = True,
-                           high_watermarks: bool = True) -> None:
-        ckpt.write_checkpoint(d / ckpt.RECOVERY_POINT,
-                              {(lg.topic, lg.partition): lg.recovery_point for lg in logs},
-                              bulk=bulk)
+                           high_watermarks: bool = True,
+                           deferred: list[CheckpointWrite] | None = None) -> None:
+        self._write_file(d, ckpt.RECOVERY_POINT,
+                         ((lg.topic, lg.partition, lg.recovery_point) for lg in logs),
+                         bulk, deferred)
         if log_start:
-            self._write_log_start_offsets(d, logs, bulk)
+            self._write_log_start_offsets(d, logs, bulk, deferred)
         if high_watermarks:
-            self._write_high_watermarks(d, logs, bulk)
-        self._write_cleaner_checkpoint_dir(d, logs, bulk)
+            self._write_high_watermarks(d, logs, bulk, deferred=deferred)
+        self._write_cleaner_checkpoint_dir(d, logs, bulk, deferred)
 
     def _write_cleaner_checkpoint(self, log: PartitionLog) -> None:
         d = log.log_dir
         logs = [lg for lg in self._logs.values() if lg.log_dir == d]
         self._write_cleaner_checkpoint_dir(d, logs)
 
-    @staticmethod
-    def _write_cleaner_checkpoint_dir(d: Path, logs: list[PartitionLog],
-                                      bulk: BulkSync | None = None) -> None:
-        ckpt.write_checkpoint(d / ckpt.CLEANER_OFFSET,
-                              {(lg.topic, lg.partition): lg.first_dirty_offset
-                               for lg in logs if lg.first_dirty_offset > 0}, bulk=bulk)
+    def _write_cleaner_checkpoint_dir(self, d: Path, logs: list[PartitionLog],
+                                      bulk: BulkSync | None = None,
+                                      deferred: list[CheckpointWrite] | None = None) -> None:
+        self._write_file(d, ckpt.CLEANER_OFFSET,
+                         ((lg.topic, lg.partition, lg.first_dirty_offset)
+                          for lg in logs if lg.first_dirty_offset > 0), bulk, deferred)
 
     # -- maintenance --------------------------------------------------------------------
-    def run_flush(self, now_ms: int | None = None) -> int:
-        """fsync logs past ``flush.ms``; write each checkpoint on its own period."""
+    def run_flush(self, now_ms: int | None = None, *,
+                  deferred: list[CheckpointWrite] | None = None) -> int:
+        """fsync logs past ``flush.ms``; write each checkpoint on its own period (with
+        ``deferred``: build each, for the caller to write, see :meth:`checkpoint`)."""
         now = self.clock() if now_ms is None else now_ms
         flushed = 0
         for log in list(self._logs.values()):
@@ -534,13 +585,13 @@ class LogManager:
                 continue        # a failed directory was reported; the others go on
         tick = self.ticker() if now_ms is None else now_ms
         if tick - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
-            self.checkpoint(log_start=False, high_watermarks=False)
+            self.checkpoint(log_start=False, high_watermarks=False, deferred=deferred)
             self._last_checkpoint_ms = tick
         if tick - self._last_hw_checkpoint_ms >= self.high_watermark_checkpoint_interval_ms:
-            self.checkpoint_high_watermarks()
+            self.checkpoint_high_watermarks(deferred=deferred)
             self._last_hw_checkpoint_ms = tick
         if tick - self._last_start_checkpoint_ms >= self.start_offset_checkpoint_interval_ms:
-            self.checkpoint_log_start_offsets()
+            self.checkpoint_log_start_offsets(deferred=deferred)
             self._last_start_checkpoint_ms = tick
         return flushed
 
