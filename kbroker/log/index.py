@@ -26,8 +26,6 @@ from array import array
 from bisect import bisect_right, bisect_left
 from pathlib import Path
 
-from kbroker.common.fileio import as_path
-
 from .errors import LogError
 from .failure import named
 from .open_files import FileHandle, OpenFiles
@@ -43,7 +41,7 @@ class _Index:
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int,
                  files: OpenFiles | None = None):
         # opened on the first write, through the log's bounded set of open files
-        self._file = FileHandle(as_path(path), os.O_RDWR | os.O_CREAT | os.O_APPEND,
+        self._file = FileHandle(path, os.O_RDWR | os.O_CREAT | os.O_APPEND,
                                 files if files is not None else OpenFiles())
         self._dirty = False     # written since the last fsync
         self.base_offset = base_offset

@@ -21,7 +21,6 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
-from kbroker.common.fileio import as_path
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size   # 34
@@ -35,10 +34,21 @@ class AbortedTxn(NamedTuple):
 
 
 class TransactionIndex:
-    def __init__(self, path: Path):
-        self.path = as_path(path)
+    def __init__(self, path: Path | str):
+        self._path = path       # a str until asked for (see open_files.FileHandle)
         self._entries: list[AbortedTxn] | None = None
         self._dirty = False
+
+    @property
+    def path(self) -> Path:
+        path = self._path
+        if not isinstance(path, Path):
+            path = self._path = Path(path)
+        return path
+
+    @path.setter
+    def path(self, value: Path) -> None:
+        self._path = value
 
     # -- reading ------------------------------------------------------------------
     def entries(self) -> list[AbortedTxn]:
