@@ -46,12 +46,20 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return out
 
 
+def entry_line(topic: str, partition: int, offset: int) -> str:
+    return f"{topic} {partition} {offset}\n"
+
+
+def encode_lines(lines: list[str]) -> tuple[bytes, int]:
+    """The file's bytes and its entry count for its entries' lines (:func:`entry_line`)."""
+    return ("0\n%d\n" % len(lines) + "".join(lines)).encode(), len(lines)
+
+
 def encode_checkpoint(entries: Iterable[tuple[str, int, int]]) -> tuple[bytes, int]:
     """The file's bytes and its entry count for ``(topic, partition, offset)`` entries, in
     the order given (the reader makes a map of them; Kafka writes its map's order too, and
     sorting 100,000 entries cost more than formatting them)."""
-    lines = [f"{t} {p} {o}\n" for t, p, o in entries]
-    return ("0\n%d\n" % len(lines) + "".join(lines)).encode(), len(lines)
+    return encode_lines([entry_line(t, p, o) for t, p, o in entries])
 
 
 def write_encoded(path: Path, body: bytes, count: int, *, bulk=None) -> None:

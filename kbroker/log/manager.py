@@ -125,10 +125,10 @@ class LogManager:
         self._last_start_checkpoint_ms = 0
         self.high_watermark_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
         self._last_hw_checkpoint_ms = 0
-        # what each dir's high watermark file says: its logs and their high watermarks, in
-        # the same order (lists of the objects the logs hold: ~16 bytes a partition, where a
-        # dict keyed by (topic, partition) tuples kept ~150)
-        self._written_high_watermarks: dict[Path, tuple[list, list]] = {}
+        # what each dir's high watermark file says: its logs, their high watermarks and the
+        # file's lines, in the same order (lists of the objects the logs hold, where a dict
+        # keyed by (topic, partition) tuples kept ~150 bytes a partition)
+        self._written_high_watermarks: dict[Path, tuple[list, list, list]] = {}
         self.cleaner_max_map_entries = cleaner_max_map_entries
         self.cleaner_enabled = cleaner_enabled        # log.cleaner.enable
         self._logs: dict[tuple[str, int], PartitionLog] = {}
@@ -485,8 +485,9 @@ class LogManager:
             return True
 
     def _write_file(self, d: Path, name: str, entries, bulk: BulkSync | None,
-                    deferred: list[CheckpointWrite] | None) -> None:
-        body, count = ckpt.encode_checkpoint(entries)
+                    deferred: list[CheckpointWrite] | None, *,
+                    encoded: tuple[bytes, int] | None = None) -> None:
+        body, count = encoded if encoded is not None else ckpt.encode_checkpoint(entries)
         self._built_seq += 1
         job = CheckpointWrite(d, d / name, body, count, self._built_seq)
         if deferred is not None:
@@ -534,12 +535,22 @@ class LogManager:
         # The metadata log's commit point is Raft's business, not a checkpointed HW.
         logs = [lg for lg in logs if lg.topic != METADATA_TOPIC]
         marks = [lg.high_watermark for lg in logs]
-        if unless_unchanged and self._written_high_watermarks.get(d) == (logs, marks):
-            return
-        self._write_file(d, ckpt.REPLICATION_OFFSET,
-                         ((lg.topic, lg.partition, hw) for lg, hw in zip(logs, marks)),
-                         bulk, deferred)
-        self._written_high_watermarks[d] = (logs, marks)
+        last = self._written_high_watermarks.get(d)
+        if last is not None and last[0] == logs:
+            if unless_unchanged and last[1] == marks:
+                return
+            # the same logs: only the lines of the high watermarks that moved are made
+            # again (every 5 s, most of 100,000 partitions have not moved)
+            lines, line = last[2], ckpt.entry_line
+            for i, (before, hw) in enumerate(zip(last[1], marks)):
+                if before != hw:
+                    lg = logs[i]
+                    lines[i] = line(lg.topic, lg.partition, hw)
+        else:
+            lines = [ckpt.entry_line(lg.topic, lg.partition, hw) for lg, hw in zip(logs, marks)]
+        self._write_file(d, ckpt.REPLICATION_OFFSET, None, bulk, deferred,
+                         encoded=ckpt.encode_lines(lines))
+        self._written_high_watermarks[d] = (logs, marks, lines)
 
     def _write_checkpoints(self, d: Path, logs: list[PartitionLog],
                            bulk: BulkSync | None = None, *, log_start: bool = True,

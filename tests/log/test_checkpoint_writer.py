@@ -78,3 +78,38 @@ def test_a_content_built_earlier_never_replaces_a_newer_one(tmp_path):
     assert mgr.write_checkpoint_file(deferred[0]) is True
     assert ckpt.read_checkpoint(path) == {("t", 0): 2}
     mgr.shutdown()
+
+
+def test_a_high_watermark_checkpoint_formats_only_the_entries_that_moved(tmp_path, monkeypatch):
+    made = []
+    real_line = ckpt.entry_line
+
+    def counting_line(topic, partition, offset):
+        made.append((topic, partition))
+        return real_line(topic, partition, offset)
+
+    monkeypatch.setattr(ckpt, "entry_line", counting_line)
+    mgr = LogManager([tmp_path], LogConfig(), lambda: NOW)
+    mgr.load()
+    logs = [mgr.get_or_create("t", i) for i in range(20)]
+    for lg in logs:
+        lg.append(make_batch([(b"k", b"v", NOW)] * 3), now_ms=NOW)
+        lg.high_watermark = 1
+    path = tmp_path / ckpt.REPLICATION_OFFSET
+    made.clear()
+    mgr.checkpoint_high_watermarks()
+    assert len(made) == 20
+    made.clear()
+    logs[7].high_watermark = 3
+    mgr.checkpoint_high_watermarks()
+    assert made == [("t", 7)]
+    assert ckpt.read_checkpoint(path) == {("t", i): 3 if i == 7 else 1 for i in range(20)}
+    made.clear()
+    mgr.checkpoint_high_watermarks()                          # nothing moved: not written
+    assert made == []
+    mgr.get_or_create("u", 0)                                 # another log: all made again
+    made.clear()
+    mgr.checkpoint_high_watermarks()
+    assert len(made) == 21
+    assert ckpt.read_checkpoint(path)[("u", 0)] == 0 and ckpt.read_checkpoint(path)[("t", 7)] == 3
+    mgr.shutdown()
