@@ -17,6 +17,7 @@ checkpoint of a fresh directory is written without fsyncs, as losing it changes 
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from pathlib import Path
 from typing import Iterable
 
@@ -46,8 +47,19 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return out
 
 
+_LINE = "%s %d %d\n"
+
+
 def entry_line(topic: str, partition: int, offset: int) -> str:
-    return f"{topic} {partition} {offset}\n"
+    return _LINE % (topic, partition, offset)
+
+
+def log_lines(logs: Iterable, offset: str) -> list[str]:
+    """The entry lines of ``logs`` (objects with ``topic`` and ``partition``) and their
+    attribute named ``offset``, in their order: one C-level attribute fetch and one format
+    per log (100,000 logs every checkpoint period)."""
+    get = attrgetter("topic", "partition", offset)
+    return [_LINE % get(lg) for lg in logs]
 
 
 def encode_lines(lines: list[str]) -> tuple[bytes, int]:

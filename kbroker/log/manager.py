@@ -484,10 +484,9 @@ class LogManager:
             self._written_seq[job.path] = job.seq
             return True
 
-    def _write_file(self, d: Path, name: str, entries, bulk: BulkSync | None,
-                    deferred: list[CheckpointWrite] | None, *,
-                    encoded: tuple[bytes, int] | None = None) -> None:
-        body, count = encoded if encoded is not None else ckpt.encode_checkpoint(entries)
+    def _write_file(self, d: Path, name: str, lines: list[str], bulk: BulkSync | None,
+                    deferred: list[CheckpointWrite] | None) -> None:
+        body, count = ckpt.encode_lines(lines)
         self._built_seq += 1
         job = CheckpointWrite(d, d / name, body, count, self._built_seq)
         if deferred is not None:
@@ -510,22 +509,28 @@ class LogManager:
         # one list per online directory, keyed by the manager's own objects (each log holds
         # one as ``log_dir``): no path is built or hashed per log
         by_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.online_dirs}
+        if len(self.log_dirs) == 1:
+            if by_dir:          # one directory, online: every log is there
+                by_dir[self.log_dirs[0]] = [lg for lg in self._logs.values()
+                                            if include_closed or not lg.closed]
+            return by_dir
+        by_id = {id(d): logs for d, logs in by_dir.items()}    # no Path hashed per log
         for log in self._logs.values():
             if log.closed and not include_closed:
                 continue
-            logs = by_dir.get(log.log_dir)
-            if logs is None:        # a failed directory's log
+            logs = by_id.get(id(log.log_dir))
+            if logs is None:        # a failed directory's log (or another path object)
                 if self.failures.is_failed(log.log_dir):
                     continue
-                logs = by_dir[log.log_dir] = []
+                logs = by_dir.setdefault(log.log_dir, [])
+                by_id[id(log.log_dir)] = logs
             logs.append(log)
         return by_dir
 
     def _write_log_start_offsets(self, d: Path, logs: list[PartitionLog],
                                  bulk: BulkSync | None = None,
                                  deferred: list[CheckpointWrite] | None = None) -> None:
-        self._write_file(d, ckpt.LOG_START_OFFSET,
-                         ((lg.topic, lg.partition, lg.log_start_offset) for lg in logs),
+        self._write_file(d, ckpt.LOG_START_OFFSET, ckpt.log_lines(logs, "log_start_offset"),
                          bulk, deferred)
 
     def _write_high_watermarks(self, d: Path, logs: list[PartitionLog],
@@ -547,17 +552,15 @@ class LogManager:
                     lg = logs[i]
                     lines[i] = line(lg.topic, lg.partition, hw)
         else:
-            lines = [ckpt.entry_line(lg.topic, lg.partition, hw) for lg, hw in zip(logs, marks)]
-        self._write_file(d, ckpt.REPLICATION_OFFSET, None, bulk, deferred,
-                         encoded=ckpt.encode_lines(lines))
+            lines = ckpt.log_lines(logs, "high_watermark")
+        self._write_file(d, ckpt.REPLICATION_OFFSET, lines, bulk, deferred)
         self._written_high_watermarks[d] = (logs, marks, lines)
 
     def _write_checkpoints(self, d: Path, logs: list[PartitionLog],
                            bulk: BulkSync | None = None, *, log_start: bool = True,
                            high_watermarks: bool = True,
                            deferred: list[CheckpointWrite] | None = None) -> None:
-        self._write_file(d, ckpt.RECOVERY_POINT,
-                         ((lg.topic, lg.partition, lg.recovery_point) for lg in logs),
+        self._write_file(d, ckpt.RECOVERY_POINT, ckpt.log_lines(logs, "recovery_point"),
                          bulk, deferred)
         if log_start:
             self._write_log_start_offsets(d, logs, bulk, deferred)
@@ -574,8 +577,8 @@ class LogManager:
                                       bulk: BulkSync | None = None,
                                       deferred: list[CheckpointWrite] | None = None) -> None:
         self._write_file(d, ckpt.CLEANER_OFFSET,
-                         ((lg.topic, lg.partition, lg.first_dirty_offset)
-                          for lg in logs if lg.first_dirty_offset > 0), bulk, deferred)
+                         ckpt.log_lines([lg for lg in logs if lg.first_dirty_offset > 0],
+                                        "first_dirty_offset"), bulk, deferred)
 
     # -- maintenance --------------------------------------------------------------------
     def run_flush(self, now_ms: int | None = None, *,

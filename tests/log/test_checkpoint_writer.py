@@ -88,7 +88,14 @@ def test_a_high_watermark_checkpoint_formats_only_the_entries_that_moved(tmp_pat
         made.append((topic, partition))
         return real_line(topic, partition, offset)
 
+    real_lines = ckpt.log_lines
+
+    def counting_lines(logs, offset):
+        made.extend((lg.topic, lg.partition) for lg in logs)
+        return real_lines(logs, offset)
+
     monkeypatch.setattr(ckpt, "entry_line", counting_line)
+    monkeypatch.setattr(ckpt, "log_lines", counting_lines)
     mgr = LogManager([tmp_path], LogConfig(), lambda: NOW)
     mgr.load()
     logs = [mgr.get_or_create("t", i) for i in range(20)]
