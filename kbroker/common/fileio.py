@@ -24,6 +24,23 @@ def as_path(path) -> Path:
     return path if isinstance(path, Path) else Path(path)
 
 
+class LazyPath:
+    """A class attribute making the instance's ``_path`` (kept as given, often a str) a
+    ``Path`` on its first read: the segment files of 100,000 logs are named at start-up and
+    almost never asked for as a Path."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        path = obj._path
+        if not isinstance(path, Path):
+            path = obj._path = Path(path)
+        return path
+
+    def __set__(self, obj, value) -> None:
+        obj._path = value
+
+
 def read_bytes(path) -> bytes:
     """The content of a small file, read with plain system calls (no buffered or text
     file object); raises ``OSError`` (``FileNotFoundError`` when missing)."""

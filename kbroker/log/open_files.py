@@ -29,6 +29,8 @@ import resource
 from collections import OrderedDict
 from pathlib import Path
 
+from kbroker.common.fileio import LazyPath
+
 MIN_LIMIT = 64
 
 
@@ -106,16 +108,7 @@ class FileHandle:
         self.files = files
         self._ref: OpenFd | None = None
 
-    @property
-    def path(self) -> Path:
-        path = self._path
-        if not isinstance(path, Path):
-            path = self._path = Path(path)
-        return path
-
-    @path.setter
-    def path(self, value: Path | str) -> None:
-        self._path = value
+    path = LazyPath()
 
     @property
     def fd(self) -> int:

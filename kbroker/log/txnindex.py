@@ -21,6 +21,8 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
+from kbroker.common.fileio import LazyPath
+
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size   # 34
@@ -39,16 +41,7 @@ class TransactionIndex:
         self._entries: list[AbortedTxn] | None = None
         self._dirty = False
 
-    @property
-    def path(self) -> Path:
-        path = self._path
-        if not isinstance(path, Path):
-            path = self._path = Path(path)
-        return path
-
-    @path.setter
-    def path(self, value: Path) -> None:
-        self._path = value
+    path = LazyPath()
 
     # -- reading ------------------------------------------------------------------
     def entries(self) -> list[AbortedTxn]:

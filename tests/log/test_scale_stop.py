@@ -32,8 +32,9 @@ def epoch_files(d) -> dict[str, int]:
             if p.is_dir() and (p / FILE_NAME).exists()}
 
 
-def test_a_restarted_leader_without_new_data_replaces_no_epoch_file(tmp_path):
-    d = tmp_path / "d"
+def stopped_node(d):
+    """A log dir of ``LOGS`` partitions led by this node in epoch 0, the even ones holding
+    one batch, stopped cleanly."""
     mgr = manager(d)
     mgr.load()
     for i in range(LOGS):
@@ -42,6 +43,11 @@ def test_a_restarted_leader_without_new_data_replaces_no_epoch_file(tmp_path):
     for i in range(0, LOGS, 2):
         mgr.get("t", i).append(make_batch([(b"k", b"v", NOW)]), leader_epoch=0, now_ms=NOW)
     mgr.shutdown(broker_epoch=1)
+    return d
+
+
+def test_a_restarted_leader_without_new_data_replaces_no_epoch_file(tmp_path):
+    d = stopped_node(tmp_path / "d")
     # the logs with data have their epoch on disk; an epoch without data needs no file
     files = epoch_files(d)
     assert set(files) == {f"t-{i}" for i in range(0, LOGS, 2)}
@@ -98,15 +104,7 @@ def test_an_epoch_left_unwritten_at_a_flush_is_recovered_from_the_batches(tmp_pa
 
 def test_a_clean_restart_lists_each_log_directory_once_and_reads_no_file_of_an_empty_log(
         tmp_path, monkeypatch):
-    d = tmp_path / "d"
-    mgr = manager(d)
-    mgr.load()
-    for i in range(LOGS):
-        mgr.get_or_create("t", i)
-    start_leading(mgr, 0)
-    for i in range(0, LOGS, 2):
-        mgr.get("t", i).append(make_batch([(b"k", b"v", NOW)]), leader_epoch=0, now_ms=NOW)
-    mgr.shutdown(broker_epoch=1)
+    d = stopped_node(tmp_path / "d")
 
     listed, opened, made = [], [], []
     real_listdir, real_os_open, real_io_open, real_mkdir = os.listdir, os.open, io.open, os.mkdir
