@@ -24,6 +24,10 @@ then each directory is made durable at once (``syncfs``; a pool of fsyncs where 
 none) and the atomic replacements renamed into place, and only then is the directory's
 marker written -- nothing is marked clean before its data is synced, as with one fsync per
 file, but a node of 100,000 partitions waits for two journal commits instead of 100,000.
+A clean stop of logs that took no data since they were last flushed replaces no file of
+theirs (no producer snapshot, no leader-epoch checkpoint for an epoch begun at the log end:
+:mod:`kbroker.log.epoch_cache`), and a clean load lists each partition directory once and
+reads only what the listing shows (an empty log: nothing).
 
 Maintenance is synchronous, bounded work a trio task calls periodically (see
 :mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints: the log start
@@ -31,7 +35,9 @@ offsets every ``log.flush.start.offset.checkpoint.interval.ms``, the high waterm
 ``replica.high.watermark.checkpoint.interval.ms`` (5 s; Kafka's replica manager's
 ``highwatermark-checkpoint`` task, so a killed node reads back a high watermark at most that
 old), the recovery points and cleaner offsets every
-``log.flush.offset.checkpoint.interval.ms``, each on its own period as Kafka's tasks),
+``log.flush.offset.checkpoint.interval.ms``, each on its own period as Kafka's tasks; the
+flush task builds each file on the trio thread and writes and fsyncs it from a worker thread,
+one file at a time and never an older content over a newer one: ``write_checkpoint_file``),
 ``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion),
 ``run_cleaner`` (at most one compaction pass per call, on the dirtiest log) and
 ``run_producer_expiry`` (``producer.id.expiration.ms``, only the logs that have producers).
