@@ -108,6 +108,14 @@ class CheckpointWrite(NamedTuple):
     body: bytes
     count: int
     seq: int            # the order the contents were built in
+    what: str           # for the failure channel: what a failed write was doing
+
+
+# what a failed write of each checkpoint was doing, as the periodic task names them
+_WHAT = {ckpt.RECOVERY_POINT: "write the offset checkpoints",
+         ckpt.CLEANER_OFFSET: "write the offset checkpoints",
+         ckpt.REPLICATION_OFFSET: "write the high watermark checkpoint",
+         ckpt.LOG_START_OFFSET: "write the log start offset checkpoint"}
 
 
 class LogManager:
@@ -500,7 +508,7 @@ class LogManager:
                     deferred: list[CheckpointWrite] | None) -> None:
         body, count = ckpt.encode_lines(lines)
         self._built_seq += 1
-        job = CheckpointWrite(d, d / name, body, count, self._built_seq)
+        job = CheckpointWrite(d, d / name, body, count, self._built_seq, _WHAT[name])
         if deferred is not None:
             deferred.append(job)
         else:

@@ -44,7 +44,7 @@ async def write_checkpoints(manager: LogManager, writes: list[CheckpointWrite]) 
     others go on. Cancelled, it waits for the write under way (no thread outlives it)."""
     for job in writes:
         try:
-            with manager.failures.guard(job.log_dir, f"write {job.path.name}"):
+            with manager.failures.guard(job.log_dir, job.what):
                 await trio.to_thread.run_sync(manager.write_checkpoint_file, job)
         except KafkaStorageError:
             continue
