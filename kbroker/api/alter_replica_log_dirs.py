@@ -42,7 +42,7 @@ def _answer(ctx: RequestContext, path: str, topic: str, index: int) -> int:
     log = logs.get(topic, index)
     if log is None:
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    if os.path.abspath(str(log.dir.parent)) == os.path.abspath(path):
+    if os.path.abspath(str(log.log_dir)) == os.path.abspath(path):
         return ErrorCode.NONE
     dest = next(d for d in logs.log_dirs if os.path.abspath(str(d)) == os.path.abspath(path))
     try:

@@ -18,6 +18,44 @@ import os
 from pathlib import Path
 
 
+def as_path(path) -> Path:
+    """``path`` as a ``Path``, the same object when it is one already (``Path(p)`` parses
+    every part of ``p`` again: a start-up of 100,000 logs would do it a dozen times each)."""
+    return path if isinstance(path, Path) else Path(path)
+
+
+class LazyPath:
+    """A class attribute making the instance's ``_path`` (kept as given, often a str) a
+    ``Path`` on its first read: the segment files of 100,000 logs are named at start-up and
+    almost never asked for as a Path."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        path = obj._path
+        if not isinstance(path, Path):
+            path = obj._path = Path(path)
+        return path
+
+    def __set__(self, obj, value) -> None:
+        obj._path = value
+
+
+def read_bytes(path) -> bytes:
+    """The content of a small file, read with plain system calls (no buffered or text
+    file object); raises ``OSError`` (``FileNotFoundError`` when missing)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(directory) -> None:
     """fsync a directory (its entries: created, renamed, removed files); a directory that
     cannot be opened (gone, or a platform without directory fds) is skipped."""

@@ -17,7 +17,9 @@ checkpoint of a fresh directory is written without fsyncs, as losing it changes 
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from pathlib import Path
+from typing import Iterable
 
 from kbroker.common.fileio import fsync_dir, write_atomically  # noqa: F401 - fsync_dir for the manager
 
@@ -45,13 +47,44 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return out
 
 
-def write_checkpoint(path: Path, entries: dict[tuple[str, int], int], *, bulk=None) -> None:
-    body = "0\n%d\n" % len(entries) + "".join(
-        f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
+_LINE = "%s %d %d\n"
+
+
+def entry_line(topic: str, partition: int, offset: int) -> str:
+    return _LINE % (topic, partition, offset)
+
+
+def log_lines(logs: Iterable, offset: str) -> list[str]:
+    """The entry lines of ``logs`` (objects with ``topic`` and ``partition``) and their
+    attribute named ``offset``, in their order: one C-level attribute fetch and one format
+    per log (100,000 logs every checkpoint period)."""
+    get = attrgetter("topic", "partition", offset)
+    return [_LINE % get(lg) for lg in logs]
+
+
+def encode_lines(lines: list[str]) -> tuple[bytes, int]:
+    """The file's bytes and its entry count for its entries' lines (:func:`entry_line`)."""
+    return ("0\n%d\n" % len(lines) + "".join(lines)).encode(), len(lines)
+
+
+def encode_checkpoint(entries: Iterable[tuple[str, int, int]]) -> tuple[bytes, int]:
+    """The file's bytes and its entry count for ``(topic, partition, offset)`` entries, in
+    the order given (the reader makes a map of them; Kafka writes its map's order too, and
+    sorting 100,000 entries cost more than formatting them)."""
+    return encode_lines([entry_line(t, p, o) for t, p, o in entries])
+
+
+def write_encoded(path: Path, body: bytes, count: int, *, bulk=None) -> None:
+    """Replace the checkpoint at ``path`` with ``body`` (from :func:`encode_checkpoint`)."""
     # An empty checkpoint says what a missing one says. Where none exists yet (a fresh
     # log directory) it is written without the two fsyncs: a crash leaves it missing,
     # truncated (malformed: read as none) or whole, and each reads as empty. A file that
     # exists is always replaced durably (or by the clean stop's bulk sync): a lost update
     # could bring back old entries.
-    sync = bool(entries) or Path(path).exists()
-    write_atomically(path, body.encode(), sync=sync, bulk=bulk)
+    sync = bool(count) or Path(path).exists()
+    write_atomically(path, body, sync=sync, bulk=bulk)
+
+
+def write_checkpoint(path: Path, entries: dict[tuple[str, int], int], *, bulk=None) -> None:
+    body, count = encode_checkpoint((t, p, o) for (t, p), o in sorted(entries.items()))
+    write_encoded(path, body, count, bulk=bulk)

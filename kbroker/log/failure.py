@@ -159,13 +159,13 @@ def guarded(what: str):
 
 def check_online(log) -> None:
     """Raise ``KafkaStorageError`` when the directory of ``log`` (a ``PartitionLog``) failed."""
-    log.failures.check(log.dir.parent)
+    log.failures.check(log.log_dir)
 
 
 def raise_reported(log, what: str, exc: Exception) -> None:
     """Report ``exc``, met by ``what`` on ``log``, to its channel: raises the
     ``KafkaStorageError`` it becomes; returns when it is no storage error (the caller
     re-raises it)."""
-    err = log.failures.report(log.dir.parent, f"{what} {log.topic}-{log.partition}", exc)
+    err = log.failures.report(log.log_dir, f"{what} {log.topic}-{log.partition}", exc)
     if err is not None:
         raise err from exc

@@ -41,7 +41,7 @@ class _Index:
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int,
                  files: OpenFiles | None = None):
         # opened on the first write, through the log's bounded set of open files
-        self._file = FileHandle(Path(path), os.O_RDWR | os.O_CREAT | os.O_APPEND,
+        self._file = FileHandle(path, os.O_RDWR | os.O_CREAT | os.O_APPEND,
                                 files if files is not None else OpenFiles())
         self._dirty = False     # written since the last fsync
         self.base_offset = base_offset
@@ -112,6 +112,12 @@ class _Index:
             self._load()
             keys = self._keys
         return len(keys) >= self.max_entries
+
+    def known_missing(self) -> None:
+        """The file does not exist (the owner listed the directory): no entries, as
+        loading would find, without trying to read it."""
+        if self._keys is None:
+            self._keys, self._vals = array("q"), array("q")
 
     def check(self) -> None:
         """Load and sanity-check the file now (raises CorruptIndex)."""

@@ -24,6 +24,10 @@ then each directory is made durable at once (``syncfs``; a pool of fsyncs where 
 none) and the atomic replacements renamed into place, and only then is the directory's
 marker written -- nothing is marked clean before its data is synced, as with one fsync per
 file, but a node of 100,000 partitions waits for two journal commits instead of 100,000.
+A clean stop of logs that took no data since they were last flushed replaces no file of
+theirs (no producer snapshot, no leader-epoch checkpoint for an epoch begun at the log end:
+:mod:`kbroker.log.epoch_cache`), and a clean load lists each partition directory once and
+reads only what the listing shows (an empty log: nothing).
 
 Maintenance is synchronous, bounded work a trio task calls periodically (see
 :mod:`kbroker.log.tasks`): ``run_flush`` (``flush.ms`` and checkpoints: the log start
@@ -31,7 +35,9 @@ offsets every ``log.flush.start.offset.checkpoint.interval.ms``, the high waterm
 ``replica.high.watermark.checkpoint.interval.ms`` (5 s; Kafka's replica manager's
 ``highwatermark-checkpoint`` task, so a killed node reads back a high watermark at most that
 old), the recovery points and cleaner offsets every
-``log.flush.offset.checkpoint.interval.ms``, each on its own period as Kafka's tasks),
+``log.flush.offset.checkpoint.interval.ms``, each on its own period as Kafka's tasks; the
+flush task builds each file on the trio thread and writes and fsyncs it from a worker thread,
+one file at a time and never an older content over a newer one: ``write_checkpoint_file``),
 ``run_retention`` (``retention.ms``/``retention.bytes``, delayed file deletion),
 ``run_cleaner`` (at most one compaction pass per call, on the dirtiest log) and
 ``run_producer_expiry`` (``producer.id.expiration.ms``, only the logs that have producers).
@@ -67,9 +73,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import uuid
+from itertools import compress
+from operator import attrgetter, ne, not_
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from kbroker.common.bulk_sync import BulkSync
 
@@ -84,6 +93,29 @@ from .partition import PartitionLog, _parse_dir_name
 from .producer_expiry import DEFAULT_EXPIRATION_MS, ProducerExpiry
 
 METADATA_TOPIC = "__cluster_metadata"
+# attribute reads without a Python call per log (100,000 logs every 5 s): the high
+# watermark's property only returns this attribute
+_HIGH_WATERMARK = attrgetter("_high_watermark")
+_CLOSED = attrgetter("closed")
+
+
+class CheckpointWrite(NamedTuple):
+    """One checkpoint file's new content, built on the trio thread (an offset per log:
+    the logs change only there) and written by :meth:`LogManager.write_checkpoint_file`,
+    from a worker thread when the flush task writes it (Kafka's scheduler thread)."""
+    log_dir: Path
+    path: Path
+    body: bytes
+    count: int
+    seq: int            # the order the contents were built in
+    what: str           # for the failure channel: what a failed write was doing
+
+
+# what a failed write of each checkpoint was doing, as the periodic task names them
+_WHAT = {ckpt.RECOVERY_POINT: "write the offset checkpoints",
+         ckpt.CLEANER_OFFSET: "write the offset checkpoints",
+         ckpt.REPLICATION_OFFSET: "write the high watermark checkpoint",
+         ckpt.LOG_START_OFFSET: "write the log start offset checkpoint"}
 
 
 class LogManager:
@@ -113,10 +145,10 @@ class LogManager:
         self._last_start_checkpoint_ms = 0
         self.high_watermark_checkpoint_interval_ms = high_watermark_checkpoint_interval_ms
         self._last_hw_checkpoint_ms = 0
-        # what each dir's high watermark file says: its logs and their high watermarks, in
-        # the same order (lists of the objects the logs hold: ~16 bytes a partition, where a
-        # dict keyed by (topic, partition) tuples kept ~150)
-        self._written_high_watermarks: dict[Path, tuple[list, list]] = {}
+        # what each dir's high watermark file says: its logs, their high watermarks and the
+        # file's lines, in the same order (lists of the objects the logs hold, where a dict
+        # keyed by (topic, partition) tuples kept ~150 bytes a partition)
+        self._written_high_watermarks: dict[Path, tuple[list, list, list]] = {}
         self.cleaner_max_map_entries = cleaner_max_map_entries
         self.cleaner_enabled = cleaner_enabled        # log.cleaner.enable
         self._logs: dict[tuple[str, int], PartitionLog] = {}
@@ -138,6 +170,12 @@ class LogManager:
         # producer.id.expiration.ms for every log, and the logs that have producers
         # (kbroker.log.producer_expiry): run_producer_expiry visits only those
         self.producer_expiry = ProducerExpiry(producer_expiration_ms)
+        # checkpoint files are written one at a time (the flush task writes from a worker
+        # thread, the trio thread at a clean stop, for the cleaner or a moved log), and
+        # never a content older than the one the file holds (write_checkpoint_file)
+        self._file_lock = threading.Lock()
+        self._built_seq = 0
+        self._written_seq: dict[Path, int] = {}
 
     @property
     def offline_dirs(self) -> set[Path]:
@@ -163,19 +201,20 @@ class LogManager:
             starts = self._safe_read(d / ckpt.LOG_START_OFFSET)
             dirty = self._safe_read(d / ckpt.CLEANER_OFFSET)
             hws = self._safe_read(d / ckpt.REPLICATION_OFFSET)
-            for child in sorted(d.iterdir()):
-                if not child.is_dir():
+            # names from one scandir (the entry types come with them: no stat per child)
+            with os.scandir(d) as it:
+                children = sorted(e.name for e in it if e.is_dir())
+            for name in children:
+                if name.endswith("-delete"):
+                    shutil.rmtree(d / name, ignore_errors=True)
                     continue
-                if child.name.endswith("-delete"):
-                    shutil.rmtree(child, ignore_errors=True)
+                if name.endswith("-future"):
+                    futures.append(d / name)
                     continue
-                if child.name.endswith("-future"):
-                    futures.append(child)
-                    continue
-                parsed = _parse_dir_name(child.name)
+                parsed = _parse_dir_name(name)
                 if parsed is None or parsed in self._logs:
                     continue
-                log = PartitionLog(child, parsed[0], parsed[1], self.default_config,
+                log = PartitionLog(d / name, parsed[0], parsed[1], self.default_config,
                                    clock=self.clock, now_ms=now,
                                    recovery_point=rps.get(parsed, 0),
                                    log_start_offset=starts.get(parsed, 0),
@@ -183,7 +222,8 @@ class LogManager:
                                    clean_shutdown=clean,
                                    high_watermark=None if parsed[0] == METADATA_TOPIC
                                    else hws.get(parsed), failures=self.failures,
-                                   files=self.files, producer_expiry=self.producer_expiry)
+                                   files=self.files, producer_expiry=self.producer_expiry,
+                                   log_dir=d)
                 self._register(log)
         for future in futures:
             self._finish_move(future, now)
@@ -257,6 +297,11 @@ class LogManager:
         except Exception:  # noqa: BLE001 - the disk failed; the descriptors go anyway
             log.closed = True
 
+    def _own(self, log_dir: Path) -> Path:
+        """The manager's own object for the log directory ``log_dir`` (one of ``log_dirs``),
+        which every log of the directory shares as its ``log_dir``."""
+        return self.log_dirs[self.log_dirs.index(Path(log_dir))]
+
     def _register(self, log: PartitionLog) -> None:
         log.checkpoint_listener = self._write_cleaner_checkpoint
         self._logs[(log.topic, log.partition)] = log
@@ -291,7 +336,7 @@ class LogManager:
         else:
             counts = {d: 0 for d in online}
             for lg in self._logs.values():
-                parent = lg.dir.parent
+                parent = lg.log_dir
                 if parent in counts:
                     counts[parent] += 1
             target = min(online, key=lambda d: counts[d])
@@ -299,7 +344,7 @@ class LogManager:
             log = PartitionLog(target / f"{topic}-{partition}", topic, partition,
                                config or self.default_config, clock=self.clock,
                                clean_shutdown=True, failures=self.failures, files=self.files,
-                               producer_expiry=self.producer_expiry)
+                               producer_expiry=self.producer_expiry, log_dir=target)
         self._register(log)
         return log
 
@@ -318,7 +363,7 @@ class LogManager:
         log.closed = True  # further use raises LogClosed; descriptors stay for reads in flight
         target = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
         try:
-            with self.failures.guard(log.dir.parent, f"delete the log of {topic}-{partition}"):
+            with self.failures.guard(log.log_dir, f"delete the log of {topic}-{partition}"):
                 os.replace(log.dir, target)
                 ckpt.fsync_dir(target.parent)
         except KafkaStorageError:
@@ -338,7 +383,8 @@ class LogManager:
         ckpt.fsync_dir(final.parent)
         self._register(PartitionLog(final, parsed[0], parsed[1], self.default_config,
                                     clock=self.clock, now_ms=now, failures=self.failures,
-                                    files=self.files, producer_expiry=self.producer_expiry))
+                                    files=self.files, producer_expiry=self.producer_expiry,
+                                    log_dir=self._own(final.parent)))
 
     def move_log(self, topic: str, partition: int, dest: Path) -> PartitionLog:
         """Move ``topic``-``partition`` to the log directory ``dest`` (one of ``log_dirs``);
@@ -349,9 +395,10 @@ class LogManager:
             raise ValueError(f"{dest} is not a log directory")
         if dest in self.offline_dirs:
             raise KafkaStorageError(f"log directory {dest} is offline")
-        if log.dir.parent == dest:
+        dest = self._own(dest)
+        if log.log_dir == dest:
             return log
-        src = log.dir.parent
+        src = log.log_dir
         log.flush()
         with self.failures.guard(src, f"snapshot the producer state of {topic}-{partition}"):
             log.producer_state.take_snapshot(log.log_end_offset)
@@ -387,7 +434,7 @@ class LogManager:
             ckpt.fsync_dir(dest)
             moved = PartitionLog(final, topic, partition, log.config, clock=self.clock,
                                  failures=self.failures, files=self.files,
-                                 producer_expiry=self.producer_expiry, **state)
+                                 producer_expiry=self.producer_expiry, log_dir=dest, **state)
         self._register(moved)
         self.checkpoint()
         return moved
@@ -399,7 +446,7 @@ class LogManager:
         if d not in self.log_dirs:
             raise ValueError(f"{d} is not a log directory")
         self.failures.mark(d)
-        dropped = [key for key, lg in self._logs.items() if lg.dir.parent == d]
+        dropped = [key for key, lg in self._logs.items() if lg.log_dir == d]
         for key in dropped:
             self._close_quietly(self._logs.pop(key))
         keep = []
@@ -416,27 +463,56 @@ class LogManager:
 
     # -- checkpoints -------------------------------------------------------------------
     def checkpoint(self, include_closed: bool = False, bulk: BulkSync | None = None, *,
-                   log_start: bool = True, high_watermarks: bool = True) -> None:
+                   log_start: bool = True, high_watermarks: bool = True,
+                   deferred: list[CheckpointWrite] | None = None) -> None:
         """Write the four offset checkpoint files of every online log directory (the log
         start offsets' and the high watermarks' left out with ``log_start=False`` and
         ``high_watermarks=False``); one that fails is reported (kbroker.log.failure) and the
         others are written all the same. With ``bulk`` their syncs and renames wait for its
-        commit."""
+        commit; with ``deferred`` each file's content is built and added to that list, for
+        the caller to write (:meth:`write_checkpoint_file`)."""
         self._each_dir("write the offset checkpoints", lambda d, logs: self._write_checkpoints(
-            d, logs, bulk, log_start=log_start, high_watermarks=high_watermarks), include_closed)
+            d, logs, bulk, log_start=log_start, high_watermarks=high_watermarks,
+            deferred=deferred), include_closed)
 
-    def checkpoint_log_start_offsets(self) -> None:
+    def checkpoint_log_start_offsets(self, deferred: list[CheckpointWrite] | None = None) -> None:
         """Write the log start offset checkpoint of every online log directory (Kafka's
-        ``checkpointLogStartOffsets`` task)."""
-        self._each_dir("write the log start offset checkpoint", self._write_log_start_offsets)
+        ``checkpointLogStartOffsets`` task); ``deferred`` as :meth:`checkpoint`."""
+        self._each_dir("write the log start offset checkpoint",
+                       lambda d, logs: self._write_log_start_offsets(d, logs, deferred=deferred))
 
-    def checkpoint_high_watermarks(self) -> None:
+    def checkpoint_high_watermarks(self, deferred: list[CheckpointWrite] | None = None) -> None:
         """Write the high watermark checkpoint of every online log directory (Kafka's
         ``ReplicaManager.checkpointHighWatermarks``) whose high watermarks changed since its
-        last one: the file would say the same, and for 100,000 partitions writing it costs
-        some 450 M instructions on the trio thread every period."""
+        last one: the file would say the same, and for 100,000 partitions building it costs
+        tens of milliseconds of the trio thread every period; ``deferred`` as
+        :meth:`checkpoint`."""
         self._each_dir("write the high watermark checkpoint",
-                       lambda d, logs: self._write_high_watermarks(d, logs, unless_unchanged=True))
+                       lambda d, logs: self._write_high_watermarks(d, logs, unless_unchanged=True,
+                                                                   deferred=deferred))
+
+    def write_checkpoint_file(self, job: CheckpointWrite, bulk: BulkSync | None = None) -> bool:
+        """Write one checkpoint file's built content (from any thread: the flush task runs it
+        in a worker thread); whether it was written. One file write at a time, and a content
+        built before the one the file already holds is dropped: a write of the trio thread
+        (the clean stop, the cleaner) may overtake a deferred one. Raises ``OSError``; the
+        caller reports it (the failure channel's guard)."""
+        with self._file_lock:
+            if self._written_seq.get(job.path, 0) > job.seq:
+                return False
+            ckpt.write_encoded(job.path, job.body, job.count, bulk=bulk)
+            self._written_seq[job.path] = job.seq
+            return True
+
+    def _write_file(self, d: Path, name: str, lines: list[str], bulk: BulkSync | None,
+                    deferred: list[CheckpointWrite] | None) -> None:
+        body, count = ckpt.encode_lines(lines)
+        self._built_seq += 1
+        job = CheckpointWrite(d, d / name, body, count, self._built_seq, _WHAT[name])
+        if deferred is not None:
+            deferred.append(job)
+        else:
+            self.write_checkpoint_file(job, bulk)
 
     def _each_dir(self, what: str, write: Callable[[Path, list[PartitionLog]], None],
                   include_closed: bool = False) -> None:
@@ -450,60 +526,89 @@ class LogManager:
                 continue
 
     def _logs_by_dir(self, include_closed: bool = False) -> dict[Path, list[PartitionLog]]:
+        # one list per online directory, keyed by the manager's own objects (each log holds
+        # one as ``log_dir``): no path is built or hashed per log
         by_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.online_dirs}
+        if len(self.log_dirs) == 1:
+            if by_dir:          # one directory, online: every log is there
+                logs = self._logs.values()
+                by_dir[self.log_dirs[0]] = list(logs) if include_closed else \
+                    list(compress(logs, map(not_, map(_CLOSED, logs))))
+            return by_dir
+        by_id = {id(d): logs for d, logs in by_dir.items()}    # no Path hashed per log
         for log in self._logs.values():
-            if (log.closed and not include_closed) or self.failures.is_failed(log.dir.parent):
+            if log.closed and not include_closed:
                 continue
-            by_dir.setdefault(log.dir.parent, []).append(log)
+            logs = by_id.get(id(log.log_dir))
+            if logs is None:        # a failed directory's log (or another path object)
+                if self.failures.is_failed(log.log_dir):
+                    continue
+                logs = by_dir.setdefault(log.log_dir, [])
+                by_id[id(log.log_dir)] = logs
+            logs.append(log)
         return by_dir
 
-    @staticmethod
-    def _write_log_start_offsets(d: Path, logs: list[PartitionLog],
-                                 bulk: BulkSync | None = None) -> None:
-        ckpt.write_checkpoint(d / ckpt.LOG_START_OFFSET,
-                              {(lg.topic, lg.partition): lg.log_start_offset for lg in logs},
-                              bulk=bulk)
+    def _write_log_start_offsets(self, d: Path, logs: list[PartitionLog],
+                                 bulk: BulkSync | None = None,
+                                 deferred: list[CheckpointWrite] | None = None) -> None:
+        self._write_file(d, ckpt.LOG_START_OFFSET, ckpt.log_lines(logs, "log_start_offset"),
+                         bulk, deferred)
 
     def _write_high_watermarks(self, d: Path, logs: list[PartitionLog],
                                bulk: BulkSync | None = None, *,
-                               unless_unchanged: bool = False) -> None:
+                               unless_unchanged: bool = False,
+                               deferred: list[CheckpointWrite] | None = None) -> None:
         # The metadata log's commit point is Raft's business, not a checkpointed HW.
-        logs = [lg for lg in logs if lg.topic != METADATA_TOPIC]
-        marks = [lg.high_watermark for lg in logs]
-        if unless_unchanged and self._written_high_watermarks.get(d) == (logs, marks):
-            return
-        ckpt.write_checkpoint(d / ckpt.REPLICATION_OFFSET,
-                              {(lg.topic, lg.partition): hw for lg, hw in zip(logs, marks)},
-                              bulk=bulk)
-        self._written_high_watermarks[d] = (logs, marks)
+        meta = self._logs.get((METADATA_TOPIC, 0))
+        if meta is not None and meta in logs:
+            logs = list(logs)
+            logs.remove(meta)
+        marks = list(map(_HIGH_WATERMARK, logs))
+        last = self._written_high_watermarks.get(d)
+        if last is not None and last[0] == logs:
+            if unless_unchanged and last[1] == marks:
+                return
+            # the same logs: only the lines of the high watermarks that moved are made
+            # again (every 5 s, most of 100,000 partitions have not moved); which moved is
+            # found without a Python step per log
+            lines, line = last[2], ckpt.entry_line
+            for i in compress(range(len(marks)), map(ne, last[1], marks)):
+                lg = logs[i]
+                lines[i] = line(lg.topic, lg.partition, marks[i])
+        else:
+            lines = ckpt.log_lines(logs, "high_watermark")
+        self._write_file(d, ckpt.REPLICATION_OFFSET, lines, bulk, deferred)
+        self._written_high_watermarks[d] = (logs, marks, lines)
 
     def _write_checkpoints(self, d: Path, logs: list[PartitionLog],
                            bulk: BulkSync | None = None, *, log_start: bool = True,
-                           high_watermarks: bool = True) -> None:
-        ckpt.write_checkpoint(d / ckpt.RECOVERY_POINT,
-                              {(lg.topic, lg.partition): lg.recovery_point for lg in logs},
-                              bulk=bulk)
+                           high_watermarks: bool = True,
+                           deferred: list[CheckpointWrite] | None = None) -> None:
+        self._write_file(d, ckpt.RECOVERY_POINT, ckpt.log_lines(logs, "recovery_point"),
+                         bulk, deferred)
         if log_start:
-            self._write_log_start_offsets(d, logs, bulk)
+            self._write_log_start_offsets(d, logs, bulk, deferred)
         if high_watermarks:
-            self._write_high_watermarks(d, logs, bulk)
-        self._write_cleaner_checkpoint_dir(d, logs, bulk)
+            self._write_high_watermarks(d, logs, bulk, deferred=deferred)
+        self._write_cleaner_checkpoint_dir(d, logs, bulk, deferred)
 
     def _write_cleaner_checkpoint(self, log: PartitionLog) -> None:
-        d = log.dir.parent
-        logs = [lg for lg in self._logs.values() if lg.dir.parent == d]
+        d = log.log_dir
+        logs = [lg for lg in self._logs.values() if lg.log_dir == d]
         self._write_cleaner_checkpoint_dir(d, logs)
 
-    @staticmethod
-    def _write_cleaner_checkpoint_dir(d: Path, logs: list[PartitionLog],
-                                      bulk: BulkSync | None = None) -> None:
-        ckpt.write_checkpoint(d / ckpt.CLEANER_OFFSET,
-                              {(lg.topic, lg.partition): lg.first_dirty_offset
-                               for lg in logs if lg.first_dirty_offset > 0}, bulk=bulk)
+    def _write_cleaner_checkpoint_dir(self, d: Path, logs: list[PartitionLog],
+                                      bulk: BulkSync | None = None,
+                                      deferred: list[CheckpointWrite] | None = None) -> None:
+        self._write_file(d, ckpt.CLEANER_OFFSET,
+                         ckpt.log_lines([lg for lg in logs if lg.first_dirty_offset > 0],
+                                        "first_dirty_offset"), bulk, deferred)
 
     # -- maintenance --------------------------------------------------------------------
-    def run_flush(self, now_ms: int | None = None) -> int:
-        """fsync logs past ``flush.ms``; write each checkpoint on its own period."""
+    def run_flush(self, now_ms: int | None = None, *,
+                  deferred: list[CheckpointWrite] | None = None) -> int:
+        """fsync logs past ``flush.ms``; write each checkpoint on its own period (with
+        ``deferred``: build each, for the caller to write, see :meth:`checkpoint`)."""
         now = self.clock() if now_ms is None else now_ms
         flushed = 0
         for log in list(self._logs.values()):
@@ -518,13 +623,13 @@ class LogManager:
                 continue        # a failed directory was reported; the others go on
         tick = self.ticker() if now_ms is None else now_ms
         if tick - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
-            self.checkpoint(log_start=False, high_watermarks=False)
+            self.checkpoint(log_start=False, high_watermarks=False, deferred=deferred)
             self._last_checkpoint_ms = tick
         if tick - self._last_hw_checkpoint_ms >= self.high_watermark_checkpoint_interval_ms:
-            self.checkpoint_high_watermarks()
+            self.checkpoint_high_watermarks(deferred=deferred)
             self._last_hw_checkpoint_ms = tick
         if tick - self._last_start_checkpoint_ms >= self.start_offset_checkpoint_interval_ms:
-            self.checkpoint_log_start_offsets()
+            self.checkpoint_log_start_offsets(deferred=deferred)
             self._last_start_checkpoint_ms = tick
         return flushed
 

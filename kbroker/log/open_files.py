@@ -29,6 +29,8 @@ import resource
 from collections import OrderedDict
 from pathlib import Path
 
+from kbroker.common.fileio import LazyPath
+
 MIN_LIMIT = 64
 
 
@@ -96,13 +98,17 @@ class OpenFiles:
 class FileHandle:
     """A file of a segment (its ``.log`` or an index), opened on use through ``files``."""
 
-    __slots__ = ("path", "flags", "files", "_ref", "__weakref__")
+    __slots__ = ("_path", "flags", "files", "_ref", "__weakref__")
 
-    def __init__(self, path: Path, flags: int, files: OpenFiles):
-        self.path = path
+    def __init__(self, path: Path | str, flags: int, files: OpenFiles):
+        # a str until a caller asks for the Path (a start-up of 100,000 logs makes four
+        # handles each and opens almost none: building a Path costs more than the string)
+        self._path = path
         self.flags = flags
         self.files = files
         self._ref: OpenFd | None = None
+
+    path = LazyPath()
 
     @property
     def fd(self) -> int:
@@ -126,7 +132,7 @@ class FileHandle:
         return self._open()
 
     def _open(self) -> OpenFd:
-        ref = OpenFd(os.open(self.path, self.flags | os.O_CLOEXEC, 0o644))
+        ref = OpenFd(os.open(self._path, self.flags | os.O_CLOEXEC, 0o644))
         self._ref = ref
         self.files._opened(self)
         return ref

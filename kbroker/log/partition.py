@@ -56,13 +56,14 @@ import os
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from kbroker.common.fileio import fsync_dir
+from kbroker.common.fileio import as_path, fsync_dir
 from kbroker.log.producer_expiry import ProducerExpiry
 from kbroker.log.producer_state import ProducerStateManager
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord, InvalidRecord
 
 from .config import LogConfig
+from .epoch_cache import FILE_NAME as EPOCH_FILE
 from .epoch_cache import LeaderEpochCache
 from .errors import (LogClosed, OffsetOutOfRange, OffsetsOutOfOrder, PolicyViolation,
                      RecordBatchTooLarge, UnexpectedAppendOffset)
@@ -108,7 +109,8 @@ class PartitionLog:
                  high_watermark: int | None = None,
                  failures: LogDirFailureChannel | None = None,
                  files: OpenFiles | None = None,
-                 producer_expiry: ProducerExpiry | None = None):
+                 producer_expiry: ProducerExpiry | None = None,
+                 log_dir: Path | None = None):
         """Open (recovering if needed) or create the log in ``directory``.
 
         ``recovery_point``, ``log_start_offset``, ``first_dirty_offset`` and
@@ -124,11 +126,15 @@ class PartitionLog:
         errors to it and raise ``KafkaStorageError``. A log of its own gets a channel of its
         own.
 
+        ``log_dir`` is the log directory holding ``directory`` (its parent), the manager's
+        own object: every log of a directory shares it (no path built per log or per call).
+
         ``producer_expiry`` is the node's :class:`~kbroker.log.producer_expiry.ProducerExpiry`
         (``producer.id.expiration.ms``; the log joins its sweep once it has producers); a
         log without one keeps Kafka's default expiration and is swept by nobody.
         """
-        self.dir = Path(directory)
+        self.dir = as_path(directory)
+        self.log_dir = log_dir if log_dir is not None else self.dir.parent
         self.topic, self.partition = topic, partition
         self.failures = failures if failures is not None else LogDirFailureChannel()
         # where the segments' files are opened on use, at most a bound at a time (the log
@@ -136,7 +142,14 @@ class PartitionLog:
         self.files = files if files is not None else OpenFiles()
         self.config = config
         self._clock = clock
-        self.dir.mkdir(parents=True, exist_ok=True)
+        # the directory is listed once: what the swaps, the segments, the producer-state
+        # snapshots and the epoch checkpoint need to know of it (a node of 100,000 logs
+        # lists 100,000 directories at start-up, and four times as many cost it seconds)
+        try:
+            names = os.listdir(self.dir)
+        except FileNotFoundError:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            names = []
         now = self._now(now_ms) if (clock or now_ms is not None) else 0
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
@@ -154,13 +167,16 @@ class PartitionLog:
         else:
             self.producer_state = ProducerStateManager(self.dir)
         self._recovered_from: int | None = None
-        self._complete_interrupted_swaps()
-        self._load_segments(now)
+        names = self._complete_interrupted_swaps(names)
+        self._load_segments(now, names)
         new_log = not self.segments
-        self.epochs = LeaderEpochCache(self.dir)
+        self.epochs = LeaderEpochCache(self.dir, listed=EPOCH_FILE in names)
         # Without a readable file the cache is rebuilt from every batch header below;
         # with one, crash recovery re-reads the epochs of the batches it re-validates.
-        self._rebuild_epochs = not self.epochs.loaded and not new_log
+        # (a log without data has nothing to rebuild from: the file of a log that never
+        # held data of an epoch is not written, see LeaderEpochCache.sync)
+        self._rebuild_epochs = not self.epochs.loaded and not new_log \
+            and any(seg.size for seg in self.segments)
         epochs_before = self.epochs.entries()
         if new_log:  # a new log: nothing to recover
             self._add_segment(log_start_offset, now)
@@ -181,7 +197,8 @@ class PartitionLog:
             self._high_watermark = min(high_watermark, self._log_end_offset)
         self._high_watermark = max(self._high_watermark, self._log_start_offset)
         self._last_stable_offset: int | None = None
-        self._load_producer_state(self._recovered_from, now)
+        self._load_producer_state(self._recovered_from, now,
+                                  snapshots=ProducerStateManager.snapshot_offsets_in(names))
         self._load_epochs(epochs_before, new_log)
 
     # -- opening ----------------------------------------------------------------
@@ -197,15 +214,18 @@ class PartitionLog:
                           max_index_bytes=self.config.segment_index_bytes, created_ms=now,
                           suffix=suffix, files=self.files)
 
-    def _complete_interrupted_swaps(self) -> None:
-        """Finish or undo a compaction swap or deletion that a crash interrupted.
+    def _complete_interrupted_swaps(self, listed: list[str]) -> list[str]:
+        """Finish or undo a compaction swap or deletion that a crash interrupted; returns
+        the directory's names afterwards (``listed``: its names before).
 
         ``.cleaned`` files are incomplete output: removed.  A ``.log.swap`` is complete
         output (written and fsynced before it got that name): its index swaps, then the
         log swap, replace the originals.  Index ``.swap`` files without their log swap
         belong to an unfinished rename: removed.  ``.deleted`` files are removed.
         """
-        names = set(os.listdir(self.dir))
+        if not any(name.endswith((".swap", ".cleaned", ".deleted")) for name in listed):
+            return listed       # a clean stop's directory: nothing to finish or undo
+        names = set(listed)
         for name in sorted(names):
             if name.endswith(".log.swap"):
                 stem = name[: -len(".log.swap")]
@@ -216,12 +236,15 @@ class PartitionLog:
                         names.discard(swap)
                 os.replace(self.dir / name, self.dir / f"{stem}.log")
                 self._dir_dirty = True
+        left = []
         for name in os.listdir(self.dir):
             if name.endswith((".cleaned", ".swap", ".deleted")):
                 os.unlink(self.dir / name)
+            else:
+                left.append(name)
+        return left
 
-    def _load_segments(self, now: int) -> None:
-        names = os.listdir(self.dir)
+    def _load_segments(self, now: int, names: list[str]) -> None:
         logs = set()
         for name in names:
             stem, _, ext = name.partition(".")
@@ -231,24 +254,32 @@ class PartitionLog:
             stem, _, ext = name.partition(".")
             if ext in ("index", "timeindex", "txnindex") and stem.isdigit() and int(stem) not in logs:
                 os.unlink(self.dir / name)
+        present = set(names)
         for base in sorted(logs):
             seg = self._new_segment(base, now)
+            stem = segment_name(base)
+            indexed = f"{stem}.index" in present and f"{stem}.timeindex" in present
             # index files are created with their first entry: an empty segment has none
-            if seg.size and (not seg.offset_index.path.exists()
-                             or not seg.time_index.path.exists()):
+            if seg.size and not indexed:
                 seg.rebuild_indexes()
+            elif not seg.size and f"{stem}.index" not in present \
+                    and f"{stem}.timeindex" not in present:
+                seg.offset_index.known_missing()     # nothing to read or check
+                seg.time_index.known_missing()
             self.segments.append(seg)
             self._bases.append(base)
 
-    def _load_producer_state(self, rebuild_from: int | None, now: int) -> None:
+    def _load_producer_state(self, rebuild_from: int | None, now: int,
+                             snapshots: list[int] | None = None) -> None:
         """Load the newest snapshot at or below the point to rebuild from and replay the
         batches after it. ``rebuild_from`` (a crash: the first recovered segment) also
-        rebuilds the ``.txnindex`` of every segment from there on."""
+        rebuilds the ``.txnindex`` of every segment from there on. ``snapshots``: the
+        snapshot offsets in the directory, when the caller listed it."""
         ps = self.producer_state
         leo = self._log_end_offset
-        ps.delete_snapshots_above(leo)
+        snapshots = ps.delete_snapshots_above(leo, offsets=snapshots)
         target = leo if rebuild_from is None else min(rebuild_from, leo)
-        snap = ps.load_latest(target, now_ms=now or None)
+        snap = ps.load_latest(target, now_ms=now or None, offsets=snapshots)
         if snap is not None and ps.producers:
             self._restore_earlier_batches(snap)
         if rebuild_from is not None:
@@ -461,7 +492,7 @@ class PartitionLog:
         """``with log.io_guard("write x"):`` -- a write beside this log's segments (the
         metadata quorum's state and snapshots) reported like the log's own
         (:mod:`kbroker.log.failure`)."""
-        return self.failures.guard(self.dir.parent, f"{what} of {self.topic}-{self.partition}")
+        return self.failures.guard(self.log_dir, f"{what} of {self.topic}-{self.partition}")
 
     def _check_open(self) -> None:
         if self.closed:
@@ -804,7 +835,9 @@ class PartitionLog:
         for seg in self.segments[i:]:
             # Indexes of the active segment are rebuilt by recovery anyway.
             seg.flush(indexes=seg is not self.segments[-1], bulk=bulk)
-        if self.epochs.sync(bulk=bulk, sync_dir=False):
+        # only the entries below the log end must be durable (an epoch begun at the log end
+        # is dropped by the next load): a restarted leader without new data writes nothing
+        if self.epochs.sync(bulk=bulk, sync_dir=False, below=target):
             self._dir_dirty = True      # the checkpoint's rename: one directory fsync below
         self._fsync_dir(bulk)
         self.recovery_point = max(self.recovery_point, target)

@@ -72,7 +72,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from kbroker.wire.crc import crc32c
 
-from kbroker.common.fileio import write_atomically
+from kbroker.common.fileio import as_path, write_atomically
 from kbroker.wire.error_codes import ErrorCode
 from kbroker.wire.records import ATTR_CONTROL as _ATTR_CONTROL
 from kbroker.wire.records import ATTR_TRANSACTIONAL as _ATTR_TRANSACTIONAL
@@ -198,7 +198,7 @@ class ProducerStateManager:
 
     def __init__(self, directory: Path | None, *, expiration_ms: int = 86_400_000,
                  settings=None, on_producers: Callable[[], None] | None = None):
-        self.dir = Path(directory) if directory is not None else None
+        self.dir = as_path(directory) if directory is not None else None
         # producer.id.expiration.ms: ``settings.expiration_ms`` when shared by the node's
         # logs (kbroker.log.producer_expiry.ProducerExpiry: a dynamic change reaches all)
         self._expiration_ms = expiration_ms
@@ -424,11 +424,16 @@ class ProducerStateManager:
     def snapshot_offsets(self) -> list[int]:
         if self.dir is None:
             return []
-        out = []
         try:
             names = os.listdir(self.dir)
         except FileNotFoundError:
             return []
+        return self.snapshot_offsets_in(names)
+
+    @staticmethod
+    def snapshot_offsets_in(names: Iterable[str]) -> list[int]:
+        """The offsets of the snapshots among a directory's file ``names``, ascending."""
+        out = []
         for name in names:
             stem, _, ext = name.partition(".")
             if ext == "snapshot" and stem.isdigit():
@@ -492,12 +497,14 @@ class ProducerStateManager:
         write_atomically(path, self.encode_snapshot(), sync=sync, bulk=bulk)
         return path
 
-    def load_latest(self, upto: int, *, now_ms: int | None = None) -> int | None:
+    def load_latest(self, upto: int, *, now_ms: int | None = None,
+                    offsets: list[int] | None = None) -> int | None:
         """Reset and load the newest readable snapshot at or below ``upto``; returns its
         offset (``None``: no usable snapshot, the state is empty). Unreadable snapshots
-        are deleted."""
+        are deleted. ``offsets``: the snapshot offsets, when the caller listed the
+        directory."""
         self.reset(0)
-        for off in reversed(self.snapshot_offsets()):
+        for off in reversed(self.snapshot_offsets() if offsets is None else offsets):
             if off > upto:
                 continue
             path = self._snapshot_path(off)
@@ -519,10 +526,15 @@ class ProducerStateManager:
             return off
         return None
 
-    def delete_snapshots_above(self, offset: int) -> None:
-        for off in self.snapshot_offsets():
+    def delete_snapshots_above(self, offset: int, *,
+                               offsets: list[int] | None = None) -> list[int] | None:
+        """Remove the snapshots above ``offset``; ``offsets``: the snapshot offsets, when
+        the caller listed the directory (then the ones kept are returned)."""
+        listed = offsets is not None
+        for off in offsets if listed else self.snapshot_offsets():
             if off > offset:
                 _unlink(self._snapshot_path(off))
+        return [off for off in offsets if off <= offset] if listed else None
 
     def delete_snapshots_before(self, offset: int) -> None:
         """Remove snapshots below ``offset`` except the newest snapshot of all."""

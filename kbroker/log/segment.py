@@ -30,6 +30,7 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from kbroker.common.fileio import as_path
 from kbroker.wire import records as rb
 from kbroker.wire.errors import CorruptRecord
 
@@ -135,13 +136,14 @@ class LogSegment:
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
                  max_index_bytes: int, created_ms: int = 0, suffix: str = "",
                  files: OpenFiles | None = None):
-        self.dir = Path(directory)
+        self.dir = as_path(directory)
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.suffix = suffix
-        name = segment_name(base_offset)
         files = files if files is not None else OpenFiles()
-        log_path = self.dir / f"{name}.log{suffix}"
+        # the files' paths as strings (their handles make a Path only when asked)
+        stem = f"{self.dir}{os.sep}{segment_name(base_offset)}"
+        log_path = f"{stem}.log{suffix}"
         self._file = FileHandle(log_path, os.O_RDWR | os.O_CREAT, files)
         try:
             self.size = os.stat(log_path).st_size
@@ -149,11 +151,11 @@ class LogSegment:
             os.close(os.open(log_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
             self.size = 0
         self._dirty = False             # written since the last fsync
-        self.offset_index = OffsetIndex(self.dir / f"{name}.index{suffix}", base_offset,
+        self.offset_index = OffsetIndex(f"{stem}.index{suffix}", base_offset,
                                         max_index_bytes, files)
-        self.time_index = TimeIndex(self.dir / f"{name}.timeindex{suffix}", base_offset,
+        self.time_index = TimeIndex(f"{stem}.timeindex{suffix}", base_offset,
                                     max_index_bytes, files)
-        self.txn_index = TransactionIndex(self.dir / f"{name}.txnindex{suffix}")
+        self.txn_index = TransactionIndex(f"{stem}.txnindex{suffix}")
         self.created_ms = created_ms
         self.bytes_since_last_index_entry = 0
         self._next_offset: int | None = base_offset if self.size == 0 else None

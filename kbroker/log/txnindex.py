@@ -21,6 +21,9 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
+from kbroker.common.fileio import LazyPath
+
+
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size   # 34
 
@@ -33,10 +36,12 @@ class AbortedTxn(NamedTuple):
 
 
 class TransactionIndex:
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    def __init__(self, path: Path | str):
+        self._path = path       # a str until asked for (see open_files.FileHandle)
         self._entries: list[AbortedTxn] | None = None
         self._dirty = False
+
+    path = LazyPath()
 
     # -- reading ------------------------------------------------------------------
     def entries(self) -> list[AbortedTxn]:

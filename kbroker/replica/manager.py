@@ -444,7 +444,7 @@ class ReplicaManager:
             log = logs.get_or_create(topic, index, config)
             found = None
         if found is None:
-            with logs.failures.guard(log.dir.parent, f"write partition.metadata of {topic}-{index}"):
+            with logs.failures.guard(log.log_dir, f"write partition.metadata of {topic}-{index}"):
                 write_partition_metadata(log.dir, topic_id)
         return log
 
@@ -521,7 +521,7 @@ class ReplicaManager:
         part.dir_checked = pimg
         reporter = getattr(self.broker, "dir_assignments", None)
         if reporter is not None:
-            reporter.maybe_report(part.topic_id, part.index, part.log.dir.parent, pimg, reason)
+            reporter.maybe_report(part.topic_id, part.index, part.log.log_dir, pimg, reason)
 
     def partitions(self) -> list[Partition]:
         """Partitions led here."""

@@ -185,11 +185,25 @@ def r_count(buf, pos, end, nullable, compact):
 _ZERO_UUID_BYTES = bytes(16)
 
 
+# UUIDs decoded lately, by their bytes: the same few ids come again and again (a topic's
+# id in each of its partitions' records, the one directory id of every partition of a node:
+# a restart of 100,000 partitions replays some 200,000 of them), and uuid.UUID is immutable,
+# so one object serves every record. Bounded: emptied when full.
+_UUIDS: dict[bytes, uuid.UUID] = {_ZERO_UUID_BYTES: ZERO_UUID}
+UUID_CACHE_SIZE = 4096
+
+
 def r_uuid(buf, pos, end):
     if pos + 16 > end:
         raise MalformedFrame("truncated uuid")
     b = bytes(buf[pos:pos + 16])
-    return (ZERO_UUID if b == _ZERO_UUID_BYTES else uuid.UUID(bytes=b)), pos + 16
+    found = _UUIDS.get(b)
+    if found is None:
+        if len(_UUIDS) >= UUID_CACHE_SIZE:
+            _UUIDS.clear()
+            _UUIDS[_ZERO_UUID_BYTES] = ZERO_UUID
+        found = _UUIDS[b] = uuid.UUID(bytes=b)
+    return found, pos + 16
 
 
 def r_struct_marker(buf, pos, nullable):
