@@ -102,7 +102,7 @@ from .fault_clients import (TXN_TOPIC, GroupCommitter, TxnWriter, committed_offs
                             read_committed)
 from .replication_support import (checkpointed_high_watermarks, create_topic, make_producer,
                                   read_records, replicas_in_sync)
-from .support import Cluster, call, describe_quorum, quorum_ends, topic_state, wait_for, wait_for_isr
+from .support import Cluster, call, describe_quorum, topic_state, wait_for, wait_for_isr
 
 pytestmark = pytest.mark.slow
 
@@ -247,7 +247,8 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
         net.isolate(node_id)
         try:
             time.sleep(0.5)             # a Fetch sent just before the cut lands first
-            ends = quorum_ends(cluster.nodes[leader].addr) if leader != node_id else None
+            before = _quorum_view(cluster, leader) if leader != node_id else None
+            ends = None if before is None else before[2]
             time.sleep(down)
             # the others stop hearing from it: it leaves an ISR (fenced by the controller
             # if it led one) -- proof that the cut really separated it
@@ -256,9 +257,17 @@ def apply_fault(cluster, kind: str, node_id: int, down: float, peer: int = 0, rn
             # ... and the metadata quorum: the leader wrote that ISR change, which the
             # partitioned follower never fetched; a partitioned leader is replaced
             if ends is not None:
-                after = quorum_ends(cluster.nodes[leader].addr)
-                assert after[node_id] == ends[node_id] < after[leader], \
-                    f"node {node_id} kept fetching metadata through the partition: {ends} -> {after}"
+                now_leader, epoch, after = _quorum_view(cluster, leader)
+                if (now_leader, epoch) == before[:2]:
+                    assert after[node_id] == ends[node_id] < after[leader], \
+                        f"node {node_id} kept fetching metadata through the partition: {ends} -> {after}"
+                else:
+                    # the other two held an election meanwhile (a slow machine can stall one
+                    # past the fetch timeout): the new epoch's leader has had no Fetch from
+                    # the cut node
+                    assert after[node_id] <= 0 and now_leader != node_id, \
+                        f"node {node_id} fetched from new leader {now_leader} through the " \
+                        f"partition: {ends} -> {after}"
             else:
                 wait_for(lambda: _quorum_leader(cluster, node_id) not in (None, node_id), timeout=60,
                          what=f"a quorum leader other than partitioned node {node_id}")
@@ -385,6 +394,14 @@ def _eligible_leader_fault(cluster, first: int, down: float) -> None:
                        timeout=120, what=f"node {second} (the ELR) elected while node {last} is down")
     print(f"elr: node {second} elected from the ELR: {elected}")
     nodes[last].start()                     # an unclean restart: it is no eligible leader
+
+
+def _quorum_view(cluster, node: int) -> tuple[int, int, dict[int, int]]:
+    """(leader id, leader epoch, {voter id: log end offset}) of the metadata quorum, as
+    DescribeQuorum at ``node`` answers (forwarded to the current leader)."""
+    p, resp = describe_quorum(cluster.nodes[node].addr)
+    assert p is not None and p.error_code == 0, resp
+    return p.leader_id, p.leader_epoch, {v.replica_id: v.log_end_offset for v in p.current_voters}
 
 
 def _quorum_leader(cluster, node: int) -> int | None:
