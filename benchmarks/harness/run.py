@@ -292,6 +292,9 @@ class Session:
             if self.wants("metadata") and self.plan.metadata_partitions == n:
                 # the quick plan measures metadata scale on this broker (one start fewer)
                 self._record_metadata(time.monotonic() - t0)
+            # the logs are made after CreateTopics is answered: stopped before they all
+            # exist, the timed restart would make the rest (not "n partitions on disk")
+            scale_rows.wait_logs(b.data_dir, len(topics) * 100, timeout=600, prefix="many-")
             b.stop()
             for i in range(self.plan.reps):
                 secs = timed_start(b, "many-0")

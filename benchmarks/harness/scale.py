@@ -156,15 +156,16 @@ def _wait_quiet(pid: int, timeout: float = 300.0) -> float:
     return time.monotonic() - t0
 
 
-def _wait_logs(data_dir, n: int, timeout: float = 1800.0) -> float:
-    """Wait until the data directory holds a directory for each of the ``n`` partitions
-    (both brokers create the logs after answering CreateTopics, and their creation is
-    bound by the disk's syncs, so a broker can look quiet to ``_wait_quiet`` with most logs
-    still to come; a graceful stop measured then closes fewer logs); returns the seconds."""
+def wait_logs(data_dir, n: int, timeout: float = 1800.0, prefix: str = "sc-") -> float:
+    """Wait until the data directory holds a directory for each of the ``n`` partitions of
+    the topics named ``prefix``... (both brokers create the logs after answering
+    CreateTopics, and their creation is bound by the disk's syncs, so a broker can look
+    quiet to ``_wait_quiet`` with most logs still to come; a graceful stop measured then
+    closes fewer logs, and a restart measured after it makes the rest); returns the seconds."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         with os.scandir(data_dir) as it:
-            if sum(1 for e in it if e.name.startswith("sc-") and e.is_dir()) >= n:
+            if sum(1 for e in it if e.name.startswith(prefix) and e.is_dir()) >= n:
                 break
         time.sleep(0.5)
     return time.monotonic() - t0
@@ -226,7 +227,7 @@ def partitions(session, shared=None, *, n: int | None = None) -> dict:
         t0, c0 = time.monotonic(), cpu_seconds(b.pid)
         create_topics(b.bootstrap_servers, topics, per_request=1000, timeout=1800)
         secs, cpu = time.monotonic() - t0, cpu_seconds(b.pid) - c0
-        logs = _wait_logs(b.data_dir, n)
+        logs = wait_logs(b.data_dir, n)
         quiet = _wait_quiet(b.pid)
         r.add(create, session.name, secs, cpu,
               raw={"logs_after_s": round(logs, 1), "quiet_after_s": round(quiet, 1)})
