@@ -67,15 +67,8 @@ def encode_lines(lines: list[str]) -> tuple[bytes, int]:
     return ("0\n%d\n" % len(lines) + "".join(lines)).encode(), len(lines)
 
 
-def encode_checkpoint(entries: Iterable[tuple[str, int, int]]) -> tuple[bytes, int]:
-    """The file's bytes and its entry count for ``(topic, partition, offset)`` entries, in
-    the order given (the reader makes a map of them; Kafka writes its map's order too, and
-    sorting 100,000 entries cost more than formatting them)."""
-    return encode_lines([entry_line(t, p, o) for t, p, o in entries])
-
-
 def write_encoded(path: Path, body: bytes, count: int, *, bulk=None) -> None:
-    """Replace the checkpoint at ``path`` with ``body`` (from :func:`encode_checkpoint`)."""
+    """Replace the checkpoint at ``path`` with ``body`` (from :func:`encode_lines`)."""
     # An empty checkpoint says what a missing one says. Where none exists yet (a fresh
     # log directory) it is written without the two fsyncs: a crash leaves it missing,
     # truncated (malformed: read as none) or whole, and each reads as empty. A file that
@@ -86,5 +79,5 @@ def write_encoded(path: Path, body: bytes, count: int, *, bulk=None) -> None:
 
 
 def write_checkpoint(path: Path, entries: dict[tuple[str, int], int], *, bulk=None) -> None:
-    body, count = encode_checkpoint((t, p, o) for (t, p), o in sorted(entries.items()))
+    body, count = encode_lines([entry_line(t, p, o) for (t, p), o in sorted(entries.items())])
     write_encoded(path, body, count, bulk=bulk)

@@ -10,10 +10,11 @@ with ``log.cleaner.enable=false``) and producer-id expiration
 given, is read before each sweep, so a dynamic ``producer.id.expiration.ms`` applies at the
 next one).  Each step is a synchronous, bounded manager call made from the trio thread, so
 it never races appends or fetches; the offset checkpoints it builds are written and fsynced
-from a worker thread (:func:`write_checkpoints`).  A step whose write fails on a full or failing disk
-reports that log dir to the failure channel (:mod:`kbroker.log.failure`: the dir goes
-offline, or the broker halts) and carries on with the other dirs, so no loop ends on it.  Start it with ``nursery.start(run_background,
-manager)``; cancelling the nursery stops it between steps.
+from a worker thread (:func:`write_checkpoints`).  A step whose write fails on a full or
+failing disk reports that log dir to the failure channel (:mod:`kbroker.log.failure`: the
+dir goes offline, or the broker halts) and carries on with the other dirs, so no loop ends
+on it.  Start it with ``nursery.start(run_background, manager)``; cancelling the nursery
+stops it between steps.
 """
 from __future__ import annotations
 
