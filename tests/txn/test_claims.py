@@ -21,6 +21,7 @@ from kbroker.txn.coordinator import _Claim
 from kbroker.txn.metadata import TxnState
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
+from tests.support.waiting import until
 from tests.txn.test_coordinator import add, config, create, end, fetch, init, produce, txn_batch
 from tests.txn.test_tv2 import end as end_v5, produce as produce_v12
 
@@ -31,13 +32,6 @@ async def add_offsets(c, tid, pid, epoch, group):
     r = await c.request("AddOffsetsToTxn", 3, transactional_id=tid, producer_id=pid,
                         producer_epoch=epoch, group_id=group)
     return r.error_code
-
-
-async def wait_until(condition, timeout: float = 30.0):
-    """Until ``condition()`` holds (a test that never gets there fails instead of hanging)."""
-    with trio.fail_after(timeout):
-        while not condition():
-            await trio.sleep(0.01)
 
 
 def gate_appends(coord, transactional_id):
@@ -99,7 +93,7 @@ async def commit_in_flight(nursery, server, tid, pid, epoch):
         got.append(await end(c, tid, pid, epoch, True))
 
     nursery.start_soon(commit)
-    await wait_until(lambda: held)
+    await until(lambda: held)
     return release, got, c
 
 
@@ -175,9 +169,9 @@ async def test_tv2_end_txn_and_add_of_a_claimed_id(tmp_path):
 
         with trio.fail_after(30):
             n.start_soon(send)
-            await wait_until(lambda: stats["add_retries"] > retries)
+            await until(lambda: stats["add_retries"] > retries)
             claim.release()
-            await wait_until(lambda: got)
+            await until(lambda: got)
         assert got == [0]
         assert await end_v5(c, "tx", pid, e, True) == (0, pid, e + 1)
         await c.aclose()
@@ -199,7 +193,7 @@ async def test_two_ids_progress_while_one_write_is_in_flight(tmp_path):
             assert await end(c, "a", pa, ea, True) == E.CONCURRENT_TRANSACTIONS
             assert got == [] and coord.txns["a"].state == TxnState.ONGOING
             release.set()
-            await wait_until(lambda: got)
+            await until(lambda: got)
         assert got == [0]
         meta = coord.txns["a"]
         assert meta.state == TxnState.COMPLETE_COMMIT and not meta.pending
@@ -225,7 +219,7 @@ async def test_a_write_that_replicated_across_an_unload_is_not_applied(tmp_path)
             release, got, c2 = await commit_in_flight(n, server, "tx", pid, epoch)
             coord._unload(coord.partition_for("tx"))      # what such an image does
             release.set()
-            await wait_until(lambda: got)
+            await until(lambda: got)
         assert got == [E.NOT_COORDINATOR]
         assert "tx" not in coord.txns
         # the next request reloads the partition: PrepareCommit replayed and completed
@@ -251,7 +245,7 @@ async def test_timed_out_transactions_are_aborted_each_on_its_own(tmp_path):
             assert await produce(c, "t", part, txn_batch(pid, epoch, 0, tid.encode())) == (0, 0)
             ids[tid] = epoch
         with trio.fail_after(30):
-            await wait_until(lambda: all(coord.now_ms() > m.start_ms + m.timeout_ms
+            await until(lambda: all(coord.now_ms() > m.start_ms + m.timeout_ms
                                          for m in coord.txns.values()))
         release, held = gate_appends(coord, "a")
         aborted = []
@@ -261,13 +255,13 @@ async def test_timed_out_transactions_are_aborted_each_on_its_own(tmp_path):
 
         n.start_soon(timer_round)
         with trio.fail_after(10):
-            await wait_until(lambda: held)
-            await wait_until(lambda: coord.txns[b_id].state == TxnState.COMPLETE_ABORT)
+            await until(lambda: held)
+            await until(lambda: coord.txns[b_id].state == TxnState.COMPLETE_ABORT)
         a = coord.txns["a"]
         assert a.state == TxnState.ONGOING and a.pending and aborted == []
         release.set()
         with trio.fail_after(30):
-            await wait_until(lambda: aborted)
+            await until(lambda: aborted)
         assert aborted == [2] and coord.stats["timeouts"] == 2
         for tid, part in (("a", 0), (b_id, 1)):
             meta = coord.txns[tid]

@@ -17,6 +17,7 @@ from kbroker.txn import records as trec
 from kbroker.wire import messages, records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
+from tests.support.waiting import until
 from tests.txn.test_coordinator import add, config, create, end, init, now_ms, produce, txn_batch
 
 D = messages.DescribeProducersRequest
@@ -51,15 +52,6 @@ async def listed(c) -> list[str]:
     return sorted(s.transactional_id for s in r.transaction_states)
 
 
-async def wait_until(check, what: str, timeout: float = 30.0):
-    with trio.fail_after(timeout):
-        while True:
-            got = await check()
-            if got:
-                return got
-            await trio.sleep(0.05)
-
-
 async def test_idle_producers_expire_open_transactions_stay_and_a_restart_keeps_it_so(tmp_path):
     cfg = config(tmp_path, FAST_PRODUCER_EXPIRY)
     async with trio.open_nursery() as n:
@@ -81,7 +73,7 @@ async def test_idle_producers_expire_open_transactions_stay_and_a_restart_keeps_
 
         async def idem_gone():
             return pid not in await producers(c, "t")
-        await wait_until(idem_gone, "the idle idempotent producer expired")
+        await until(idem_gone, "the idle idempotent producer expired")
         assert await producers(c, "t") == {tpid: (tepoch, 0, 0)}
         expiry = server.broker.logs.producer_expiry
         assert expiry.stats["producers_expired"] >= 1
@@ -126,7 +118,7 @@ async def test_transactional_ids_expire_with_tombstones_that_a_reload_replays(tm
         async def both_gone():
             d = await describe(c, "done", "empty")
             return all(v[0] == E.TRANSACTIONAL_ID_NOT_FOUND for v in d.values())
-        await wait_until(both_gone, "the completed and empty ids expired")
+        await until(both_gone, "the completed and empty ids expired")
         assert (await describe(c, "open"))["open"] == (0, "Ongoing", opid)
         assert await listed(c) == ["open"]
         assert coord.stats["expired_ids"] == 2
@@ -177,7 +169,7 @@ async def test_a_dynamic_cluster_wide_expiration_applies_at_the_next_check(tmp_p
 
         async def gone():
             return pid not in await producers(c, "t")
-        await wait_until(gone, "the producer expired under the dynamic value")
+        await until(gone, "the producer expired under the dynamic value")
         assert server.broker.logs.producer_expiry.expiration_ms == 200
         await c.aclose()
         server.request_shutdown()
