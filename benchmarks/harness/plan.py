@@ -104,9 +104,9 @@ def full() -> Plan:
 def quick() -> Plan:
     """Every group of rows at its smallest, one broker per kind for all but the security rows
     (`shared_broker`); the three-node latency rows are left to the full plan. The consume
-    sizes stay well above 10 MiB: `rdkafka_load consume` starts its clock at the first
-    record of a batch of up to 10,000, so a topic of a few MiB arrives in that one batch and
-    its rate means nothing (8 MiB gave 6,600 MB/s)."""
+    sizes stay well above 10 MiB: a pass of a few MiB lasts a few milliseconds, too short
+    for its rate to mean anything (before `rdkafka_load consume` started its clock at the
+    first record rather than after a first batch of up to 10,000, 8 MiB gave 6,600 MB/s)."""
     return Plan(
         name="quick", reps=1,
         produce=[Produce("p-1k-1p-a1", 1024, 1, "1", "none", 16 * MIB),

@@ -12,7 +12,12 @@
   calls ``produce()`` and runs the delivery callbacks). ``--stats`` adds librdkafka's
   statistics: Produce requests, records per request, round-trip and queue times.
 * consume: assign every partition from the beginning (no group, so no coordinator time in
-  the number) and read until N bytes of values arrived; MB/s of values.
+  the number) and read until N bytes of values arrived; MB/s of values from the first
+  record to the last. ``fetch.queue.backoff.ms`` is 10 ms, not librdkafka's 1,000
+  (`CONSUME_QUEUE_BACKOFF_MS`); ``short_calls`` counts the ``consume()`` calls that
+  returned fewer records than asked (they waited out their 10 s timeout). ``--stats``
+  adds ``fetch_idle_s``: the time in which the consumer sent no Fetch request
+  (librdkafka's statistics, 100 ms apart).
 * latency: a producer sends R records/s of S bytes (``linger.ms=0``) for D seconds; a
   consumer in the same process (assigned at the end of the partition) computes
   receive time - send time per record from a CLOCK_MONOTONIC stamp in the payload;
@@ -182,17 +187,40 @@ def _produce_stats(p, stats: list[dict]) -> dict:
             "int_latency_ms": window("int_latency")}
 
 
+# librdkafka stops fetching a partition once its local queue holds queued.min.messages
+# (100,000) records or queued.max.messages.kbytes (64 MiB), and looks again only after
+# fetch.queue.backoff.ms, 1,000 ms by default, however soon the application empties the
+# queue. A reader that is slower than the broker fills that queue every ~64 MiB and then
+# waits out the rest of the second: how many such stalls a pass gets depends on a race
+# between the broker and the Python loop, and that made the consume row's repetitions
+# differ 2x (benchmarks/README.md, "The librdkafka consume row's first repetition"). At
+# 10 ms the fetcher resumes while the queue still holds records, as the Java consumer's
+# fetcher does once poll() has taken its buffered data.
+CONSUME_QUEUE_BACKOFF_MS = 10
+CONSUME_BATCH = 10_000          # records per consume() call
+CONSUME_CALL_TIMEOUT = 10.0     # s; a call asks for no more records than remain, so it waits
+                                # this long only if the records do not come
+
+
 def consume(a) -> dict:
     parts = _partitions(a.bootstrap, a.topic)
+    reports: list[tuple[float, str]] = []     # with --stats: (arrival, librdkafka's JSON)
+    extra = {}
+    if a.stats:
+        extra = {"statistics.interval.ms": 100,
+                 "stats_cb": lambda j: reports.append((time.monotonic(), j))}
     c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": "rdkafka-consume-bench",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576, **CONF})
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576,
+                  "fetch.queue.backoff.ms": CONSUME_QUEUE_BACKOFF_MS, **extra, **CONF})
     c.assign([TopicPartition(a.topic, p, 0) for p in parts])
-    got = count = 0
+    got = count = biggest = short = 0
     t0 = None
+    want = 1        # the first call returns with the first record: the clock starts there
     deadline = time.monotonic() + a.timeout
     while got < a.bytes and time.monotonic() < deadline:
-        msgs = c.consume(10000, 1.0)
+        msgs = c.consume(want, CONSUME_CALL_TIMEOUT)
+        short += len(msgs) < want           # the call waited out its timeout
         for m in msgs:
             if m.error():
                 if m.error().code() == KafkaError._PARTITION_EOF:
@@ -200,12 +228,39 @@ def consume(a) -> dict:
                 raise RuntimeError(m.error())
             if t0 is None:
                 t0 = time.monotonic()
-            got += len(m.value())
+            size = len(m.value())
+            got += size
             count += 1
-    dt = time.monotonic() - (t0 or time.monotonic())
+            biggest = max(biggest, size)
+        # never ask for more records than the missing bytes can still be: consume(n)
+        # returns when n records are there or at its timeout, so the last call would
+        # otherwise wait out the timeout for records that never come (it did, 1 s of
+        # every pass, with 10,000 asked and 7,153 left)
+        if biggest:
+            want = max(1, min(CONSUME_BATCH, -(-(a.bytes - got) // biggest)))
+    t1 = time.monotonic()
+    dt = t1 - (t0 or t1)
     c.close()
-    return {"bytes": got, "records": count, "seconds": dt,
-            "mb_per_s": got / dt / MIB if dt else 0.0, "records_per_s": count / dt if dt else 0.0}
+    out = {"bytes": got, "records": count, "seconds": dt,
+           "mb_per_s": got / dt / MIB if dt else 0.0, "records_per_s": count / dt if dt else 0.0,
+           "short_calls": short}
+    if a.stats:
+        out["fetch_idle_s"] = _fetch_idle(reports, t0 or t1, t1)
+    return out
+
+
+def _fetch_idle(reports: list[tuple[float, str]], start: float, end: float) -> float:
+    """Seconds of [start, end] in statistics intervals (100 ms) in which the consumer sent
+    no Fetch request: its fetcher was backed off (or one request took the whole interval)."""
+    idle = 0.0
+    last_t = last_n = None
+    for t, raw in reports:
+        s = json.loads(raw)
+        n = sum(b.get("req", {}).get("Fetch", 0) for b in s.get("brokers", {}).values())
+        if last_t is not None and n == last_n and start <= last_t and t <= end:
+            idle += t - last_t
+        last_t, last_n = t, n
+    return idle
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -346,7 +401,8 @@ def main(argv=None) -> None:
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--stats", action="store_true",
-                    help="produce: add librdkafka's statistics (requests, round trips) to the result")
+                    help="produce: add librdkafka's statistics (requests, round trips) to the "
+                         "result; consume: the time in which no Fetch request was sent")
     ap.add_argument("--timeline", default=None, metavar="FILE",
                     help="latency: write every record's (send ns, latency ms) here as JSON")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",

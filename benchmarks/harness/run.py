@@ -510,10 +510,14 @@ class Session:
             log(f"{self.name}: ConsumerPerformance {out['fetch_mb_per_s']:.1f} MB/s "
                 f"(with group join {out['mb_per_s']:.1f})")
             r.add("consume-java", self.name, out["fetch_mb_per_s"], out["fetch_records_per_s"], out)
-            out = rdkafka("consume", b.bootstrap_servers, topic, "--bytes", str(size))
+            cpu0 = cpu_seconds(b.proc.pid)
+            out = rdkafka("consume", b.bootstrap_servers, topic, "--bytes", str(size), "--stats")
+            out["broker_cpu_s"] = cpu_seconds(b.proc.pid) - cpu0
             if out["bytes"] < size:
                 raise RuntimeError(f"librdkafka consume read {out['bytes']} of {size} bytes")
-            log(f"{self.name}: librdkafka consume {out['mb_per_s']:.1f} MB/s")
+            log(f"{self.name}: librdkafka consume {out['mb_per_s']:.1f} MB/s, broker "
+                f"{out['broker_cpu_s']:.2f} cpu-s, {out['fetch_idle_s']:.1f} s without a Fetch "
+                f"request")
             r.add("consume-rdkafka", self.name, out["mb_per_s"], out["records_per_s"], out)
 
     # ------------------------------------------------------------------ profiling (kbroker)
