@@ -11,7 +11,11 @@ repetition are seconds apart, on two warm brokers, and neither broker always goe
 
 While one broker is measured the other is idle but alive; its CPU seconds during each
 measurement are kept beside the row (`Results.add_idle`), to show what the idle neighbour
-costs.
+costs. Before each measurement the brokers of the row are let quiet down (`wait_quiet`):
+the one measured just before may still be busy with the tail of its load, which would fall
+on the next broker's measurement (in a check without the wait, idle Kafka used 18 % of a
+core during a 1.3 s kbroker run that directly followed its own TLS produce run, 2-3 %
+otherwise).
 """
 from __future__ import annotations
 
@@ -35,6 +39,24 @@ class Block:
 
 
 Stages = Iterator[list[Block]]
+
+QUIET_SHARE = 0.05      # of one core, over ...
+QUIET_WINDOW_S = 0.5    # ... this window, for every broker of the row (10 ms /proc ticks)
+QUIET_TIMEOUT_S = 10.0  # then the measurement starts anyway
+
+
+def wait_quiet(pids: list[int], share: float = QUIET_SHARE, window: float = QUIET_WINDOW_S,
+               timeout: float = QUIET_TIMEOUT_S) -> float:
+    """Wait until every process of `pids` used at most `share` of one core over `window`
+    seconds, at most `timeout` seconds; return the seconds waited."""
+    t0 = time.monotonic()
+    while True:
+        before = [cpu_seconds(pid) for pid in pids]
+        time.sleep(window)
+        used = [cpu_seconds(pid) - c for pid, c in zip(pids, before)]
+        waited = time.monotonic() - t0
+        if all(u <= share * window for u in used) or waited >= timeout:
+            return waited
 
 
 def abba(names: list[str], reps: int) -> list[tuple[str, ...]]:
@@ -89,9 +111,11 @@ def measure_row(results, blocks: dict[str, Block]) -> None:
         for order in abba(names, first.reps):
             for name in order:
                 idle = {n: blocks[n].pid for n in names if n != name}
+                settle = wait_quiet([b.pid for b in blocks.values()])
                 before = {n: cpu_seconds(pid) for n, pid in idle.items()}
                 t0 = time.monotonic()
                 blocks[name].steps[j][1]()
                 wall = time.monotonic() - t0
                 results.add_idle(sid, name, wall,
-                                 {n: cpu_seconds(pid) - before[n] for n, pid in idle.items()})
+                                 {n: cpu_seconds(pid) - before[n] for n, pid in idle.items()},
+                                 settle)

@@ -91,31 +91,37 @@ class Results:
         if raw is not None:
             s["raw"].setdefault(broker, []).append(raw)
 
-    def add_idle(self, sid: str, measured: str, wall_s: float, idle_cpu_s: dict[str, float]) -> None:
+    def add_idle(self, sid: str, measured: str, wall_s: float, idle_cpu_s: dict[str, float],
+                 settle_s: float = 0.0) -> None:
         """The paired order's diagnostic: the CPU seconds each idle broker spent during one
-        measurement of `measured` (wall_s long) in row `sid` (benchmarks/harness/paired.py)."""
+        measurement of `measured` (wall_s long) in row `sid`, after settle_s of waiting for
+        the brokers to be quiet (benchmarks/harness/paired.py)."""
         rows = self.scenarios[sid].setdefault("idle_neighbour", {}).setdefault(measured, [])
         for idle, cpu in idle_cpu_s.items():
-            rows.append({"idle": idle, "cpu_s": round(cpu, 3), "wall_s": round(wall_s, 3)})
+            rows.append({"idle": idle, "cpu_s": round(cpu, 3), "wall_s": round(wall_s, 3),
+                         "settle_s": round(settle_s, 2)})
 
     def idle_summary(self) -> dict[str, dict]:
         """Per idle broker: its CPU seconds over all the other's measurements, their wall
-        seconds, the share of one core (cpu / wall) overall and in the worst measurement."""
+        seconds, the share of one core (cpu / wall) overall and in the worst measurement, and
+        the seconds spent waiting for quiet before those measurements."""
         out: dict[str, dict] = {}
         for s in self.scenarios.values():
             for entries in s.get("idle_neighbour", {}).values():
                 for e in entries:
                     o = out.setdefault(e["idle"], {"cpu_s": 0.0, "wall_s": 0.0, "measurements": 0,
-                                                   "max_share": 0.0, "max_share_row": None})
+                                                   "max_share": 0.0, "max_share_row": None,
+                                                   "settle_s": 0.0})
                     o["cpu_s"] += e["cpu_s"]
                     o["wall_s"] += e["wall_s"]
+                    o["settle_s"] += e.get("settle_s", 0.0)
                     o["measurements"] += 1
                     share = e["cpu_s"] / e["wall_s"] if e["wall_s"] > 0 else 0.0
                     if share > o["max_share"]:
                         o["max_share"], o["max_share_row"] = share, s["id"]
         for o in out.values():
             o["share"] = o["cpu_s"] / o["wall_s"] if o["wall_s"] > 0 else 0.0
-            for k in ("cpu_s", "wall_s", "share", "max_share"):
+            for k in ("cpu_s", "wall_s", "share", "max_share", "settle_s"):
                 o[k] = round(o[k], 4)
         return out
 

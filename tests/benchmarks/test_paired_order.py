@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from benchmarks.harness.paired import Block, abba, run_paired, run_stages
+from benchmarks.harness.paired import Block, abba, run_paired, run_stages, wait_quiet
 from benchmarks.harness.run import Results
 
 
@@ -83,9 +83,16 @@ def test_paired_rows_alternate_and_record_the_idle_neighbour(idle_pids):
         assert [e["idle"] for e in s["idle_neighbour"][J]] == [K] * 3
         for entries in s["idle_neighbour"].values():
             assert all(e["cpu_s"] >= 0 and e["wall_s"] >= 0 for e in entries)
+            # the sleeping "brokers" are quiet: one window of waiting, never the timeout
+            assert all(0 < e["settle_s"] < 10 for e in entries)
     summary = r.idle_summary()
     assert set(summary) == {K, J}
     assert summary[K]["measurements"] == summary[J]["measurements"] == 9
+
+
+def test_wait_quiet_returns_once_idle_processes_used_no_cpu(idle_pids):
+    # a sleeping process uses no CPU: the first window is quiet, far before the timeout
+    assert wait_quiet(idle_pids, window=0.05, timeout=60) < 60
 
 
 def test_in_turn_each_block_keeps_its_repetitions_together(idle_pids):
