@@ -3,10 +3,15 @@
 
     .venv/bin/python -m benchmarks.bench [--quick] [--brokers kbroker,kafka] [--reps N]
                                         [--only produce,consume,latency,startup,memory,metadata,security,scale]
-                                        [--publish] [--profile DIR] [--karapace-venv DIR]
+                                        [--sequential] [--publish] [--profile DIR] [--karapace-venv DIR]
 
-Runs the plan of benchmarks/harness/plan.py against each broker in turn (see
-benchmarks/harness/run.py for the order), then writes into benchmarks/results/<plan>/:
+Runs the plan of benchmarks/harness/plan.py against both brokers. The full plan's load rows
+(produce, consume, single-node latency) and security rows are measured paired: one broker of
+each kind alive through each group, every row's repetitions alternating between them (A B,
+B A, ...; benchmarks/harness/paired.py); then every other row one broker at a time, each
+broker in turn (benchmarks/harness/run.py). `--sequential` runs every row of one broker,
+then every row of the other, as before; the quick plan (one broker per kind shared by its
+rows) always does. Then writes into benchmarks/results/<plan>/:
 results.json (raw values of every repetition), results.md (medians and kbroker/Kafka ratios)
 and PNG charts. `--publish` also copies the table into benchmarks/README.md (between the
 `bench-table` markers) and the charts into benchmarks/charts/. `--profile DIR` records a
@@ -30,7 +35,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.harness import plan as plans  # noqa: E402
 from benchmarks.harness import report  # noqa: E402
-from benchmarks.harness.run import Results, Session, log  # noqa: E402
+from benchmarks.harness.run import Results, Session, log, run_paired_sessions  # noqa: E402
 from compat_tests.kafka_runner import kafka_libs, kafka_version  # noqa: E402
 
 HERE = ROOT / "benchmarks"
@@ -70,12 +75,24 @@ def publish(md_text: str, pngs: list[Path]) -> None:
         f"{CHARTS.relative_to(ROOT)}/")
 
 
+def idle_note(idle: dict[str, dict]) -> str:
+    """One line for the table's notes: what each idle broker spent while the other was
+    measured (Results.idle_summary)."""
+    parts = [f"{name} {o['cpu_s']:.1f} cpu-s in {o['wall_s']:.0f} s ({o['share']:.1%} of a "
+             f"core; at most {o['max_share']:.1%}, {o['max_share_row'] or '-'})"
+             for name, o in idle.items()]
+    return ("paired load rows, repetitions alternating between the brokers; the idle broker "
+            "while the other was measured: " + "; ".join(parts))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, one repetition")
     ap.add_argument("--brokers", default="kbroker,kafka")
     ap.add_argument("--reps", type=int, help="override the plan's repetitions")
     ap.add_argument("--only", help="comma-separated groups to run")
+    ap.add_argument("--sequential", action="store_true",
+                    help="every row of one broker, then of the next (no paired load rows)")
     ap.add_argument("--publish", action="store_true",
                     help="write the table into benchmarks/README.md and charts into benchmarks/charts")
     ap.add_argument("--profile", type=Path, help="py-spy profile of kbroker's loads into DIR")
@@ -108,21 +125,40 @@ def main(argv=None) -> int:
     import kbroker  # noqa: F401 - fail early when the checkout is not importable
     from benchmarks.harness.brokers import compile_kbroker
     compile_kbroker()
+    names = a.brokers.split(",")
     results = Results({
         "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
         "kafka_version": kafka_version(), "python": f"Python {platform.python_version()}",
         "plan": plan.name, "reps": plan.reps, "notes": list(plan.notes),
-        "brokers": a.brokers.split(","), "loadavg_start": os.getloadavg()[0]})
+        "brokers": names, "loadavg_start": os.getloadavg()[0]})
+    paired = not (a.sequential or plan.shared_broker or len(names) < 2)
+    results.meta["order"] = "paired" if paired else "sequential"
     started = time.monotonic()
+
+    def save() -> None:
+        results.meta["duration_s"] = round(time.monotonic() - started, 1)
+        results.meta["loadavg_end"] = os.getloadavg()[0]
+        results.save(out / "results.json")
+
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
-        for name in a.brokers.split(","):
-            log(f"=== {name} ===")
+        sessions = [Session(name, plan, results, Path(tmp), only=only, profile=a.profile)
+                    for name in names]
+        if paired:
+            log(f"=== {' and '.join(names)}, paired: load and security rows ===")
             t0 = time.monotonic()
-            Session(name, plan, results, Path(tmp), only=only, profile=a.profile).run()
-            results.meta[f"{name}_seconds"] = round(time.monotonic() - t0, 1)
-            results.meta["duration_s"] = round(time.monotonic() - started, 1)
-            results.meta["loadavg_end"] = os.getloadavg()[0]
-            results.save(out / "results.json")
+            run_paired_sessions(sessions)
+            results.meta["paired_seconds"] = round(time.monotonic() - t0, 1)
+            idle = results.idle_summary()
+            if idle:
+                results.meta["idle_neighbour"] = idle
+                results.meta["notes"].append(idle_note(idle))
+            save()
+        for s in sessions:
+            log(f"=== {s.name} ===")
+            t0 = time.monotonic()
+            s.run(paired=paired)
+            results.meta[f"{s.name}_seconds"] = round(time.monotonic() - t0, 1)
+            save()
         if a.karapace_venv and (only is None or "http" in only):
             from benchmarks.harness import http_reference
             log("=== http rows: kbroker's registry and gateway beside Karapace's ===")

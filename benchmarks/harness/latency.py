@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 from compat_tests.runner import die_with_parent
@@ -67,25 +68,32 @@ def _measure(session, sid: str, bootstrap: str, topic: str, rate: int, acks: str
     session.results.add(sid, session.name, out["p99_ms"], out["p50_ms"], out)
 
 
-def single_node(session, b) -> None:
-    """The acks=1 rows (with and without a competing process) on the loads broker `b`."""
-    from .admin import create_topics
+def single_node_blocks(session, b) -> list:
+    """The acks=1 rows (with and without a competing process) on the loads broker `b`, one
+    block per row (benchmarks/harness/paired.py)."""
+    from .paired import Block
+    blocks = []
     for rate in session.plan.latency_rates:
         for kind in ("a1", "a1-busy"):
             sid = _declare(session.results, kind, rate)
-            for _ in range(session.plan.reps):
-                topic = f"{sid}-{uuid.uuid4().hex[:8]}"
-                create_topics(b.bootstrap_servers, [(topic, 1)])
-                busy = None
-                if kind == "a1-busy":
-                    busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
-                                            preexec_fn=die_with_parent)
-                try:
-                    _measure(session, sid, b.bootstrap_servers, topic, rate, "1")
-                finally:
-                    if busy is not None:
-                        busy.kill()
-                        busy.wait()
+            blocks.append(Block(b.pid, session.plan.reps,
+                                [(sid, partial(_single_node, session, b, sid, rate, kind))]))
+    return blocks
+
+
+def _single_node(session, b, sid: str, rate: int, kind: str) -> None:
+    from .admin import create_topics
+    topic = f"{sid}-{uuid.uuid4().hex[:8]}"
+    create_topics(b.bootstrap_servers, [(topic, 1)])
+    busy = None
+    if kind == "a1-busy":
+        busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP], preexec_fn=die_with_parent)
+    try:
+        _measure(session, sid, b.bootstrap_servers, topic, rate, "1")
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
 
 
 def three_nodes(session) -> None:

@@ -1,6 +1,6 @@
 """One benchmark session per broker: fresh data directories, the same loads, raw results.
 
-Order for each broker (kbroker first, then Kafka; one broker process at a time):
+Rows for each broker, in this order:
 
 1. start-up on an empty data dir (`reps` fresh dirs), idle RSS read `idle_settle_s` later,
    then a graceful stop and a timed restart on the now formatted dir (wall and CPU each);
@@ -10,18 +10,28 @@ Order for each broker (kbroker first, then Kafka; one broker process at a time):
 3. start-up with `startup_partitions` partitions on disk (created, broker stopped, then
    `reps` timed restarts);
 4. metadata scale: time to create `metadata_partitions` partitions on a fresh broker;
-5. fixed-rate latency on three nodes, acks=all (latency.py);
-6. scale rows: partitions, connections, group members, idempotent producers (scale.py).
+5. TLS and SASL_SSL: librdkafka over three listeners of one fresh broker;
+6. fixed-rate latency on three nodes, acks=all (latency.py);
+7. scale rows: partitions, connections, group members, idempotent producers (scale.py).
 
-The quick plan (`Plan.shared_broker`) keeps one broker per kind running through the rows
-that allow it, so Kafka's JVM starts four times instead of eleven: the last start-up
-broker (fresh start, idle RSS, timed restart) then gets `startup_partitions` partitions
-(metadata create time and the scale partitions rows when their sizes match), is restarted
-with them (timed: the start-up row and the scale restart row are one measurement), and
-carries the loads and the connections, group and producers rows; only the security rows
-(their own listeners) get a second broker. Its loads then run beside a few hundred idle
-partitions, a difference the quick run accepts; the full plan starts a fresh broker for
-every group of rows.
+The full plan runs the loads (2) and the security rows (5) paired (`run_paired_sessions`,
+paired.py): first, one broker of each kind alive through each of the two groups, every
+row's repetitions alternating between them (A B, B A, ...) so that the two measurements of a
+repetition are seconds apart; the idle broker's CPU seconds during each of the other's
+measurements are kept beside the row. Then each broker in turn (kbroker first, one broker
+process at a time) runs the other rows, `Session.run(paired=True)`. With
+`bench.py --sequential`, each broker runs all its rows in turn, the loads and security rows
+included.
+
+The quick plan (`Plan.shared_broker`) is always sequential: it keeps one broker per kind
+running through the rows that allow it, so Kafka's JVM starts four times instead of eleven:
+the last start-up broker (fresh start, idle RSS, timed restart) then gets
+`startup_partitions` partitions (metadata create time and the scale partitions rows when
+their sizes match), is restarted with them (timed: the start-up row and the scale restart
+row are one measurement), and carries the loads and the connections, group and producers
+rows; only the security rows (their own listeners) get a second broker. Its loads then run
+beside a few hundred idle partitions, a difference the quick run accepts; the full plan
+starts a fresh broker for every group of rows.
 
 Every measurement is appended to a `Results` object as raw values; medians and ratios are
 computed by report.py.
@@ -35,6 +45,7 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 from compat_tests.runner import die_with_parent
@@ -44,6 +55,7 @@ from . import latency as latency_rows
 from . import scale as scale_rows
 from .admin import admin, create_topics
 from .brokers import cpu_seconds, make_broker, rss_bytes, timed_start
+from .paired import Block, Stages, run_paired, run_stages
 from .plan import MIB, Plan, Produce
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +90,40 @@ class Results:
             s["secondary"].setdefault(broker, []).append(secondary)
         if raw is not None:
             s["raw"].setdefault(broker, []).append(raw)
+
+    def add_idle(self, sid: str, measured: str, wall_s: float, idle_cpu_s: dict[str, float],
+                 settle_s: float = 0.0) -> None:
+        """The paired order's diagnostic: the CPU seconds each idle broker spent during one
+        measurement of `measured` (wall_s long) in row `sid`, after settle_s of waiting for
+        the brokers to be quiet (benchmarks/harness/paired.py)."""
+        rows = self.scenarios[sid].setdefault("idle_neighbour", {}).setdefault(measured, [])
+        for idle, cpu in idle_cpu_s.items():
+            rows.append({"idle": idle, "cpu_s": round(cpu, 3), "wall_s": round(wall_s, 3),
+                         "settle_s": round(settle_s, 2)})
+
+    def idle_summary(self) -> dict[str, dict]:
+        """Per idle broker: its CPU seconds over all the other's measurements, their wall
+        seconds, the share of one core (cpu / wall) overall and in the worst measurement, and
+        the seconds spent waiting for quiet before those measurements."""
+        out: dict[str, dict] = {}
+        for s in self.scenarios.values():
+            for entries in s.get("idle_neighbour", {}).values():
+                for e in entries:
+                    o = out.setdefault(e["idle"], {"cpu_s": 0.0, "wall_s": 0.0, "measurements": 0,
+                                                   "max_share": 0.0, "max_share_row": None,
+                                                   "settle_s": 0.0})
+                    o["cpu_s"] += e["cpu_s"]
+                    o["wall_s"] += e["wall_s"]
+                    o["settle_s"] += e.get("settle_s", 0.0)
+                    o["measurements"] += 1
+                    share = e["cpu_s"] / e["wall_s"] if e["wall_s"] > 0 else 0.0
+                    if share > o["max_share"]:
+                        o["max_share"], o["max_share_row"] = share, s["id"]
+        for o in out.values():
+            o["share"] = o["cpu_s"] / o["wall_s"] if o["wall_s"] > 0 else 0.0
+            for k in ("cpu_s", "wall_s", "share", "max_share", "settle_s"):
+                o[k] = round(o[k], 4)
+        return out
 
     def to_json(self) -> dict:
         return {"meta": self.meta, "scenarios": list(self.scenarios.values())}
@@ -138,19 +184,24 @@ class Session:
         broker.kill()
         shutil.rmtree(broker.workdir, ignore_errors=True)
 
-    def run(self) -> None:
+    def wants_loads(self) -> bool:
+        return any(self.wants(g) for g in ("produce", "latency", "consume", "memory"))
+
+    def run(self, paired: bool = False) -> None:
+        """Every row of the plan on this broker kind; with `paired`, all but the loads and
+        security rows, which `run_paired` measured beside the other broker's."""
         if self.plan.shared_broker:
             self.run_shared()
             return
         if self.wants("startup") or self.wants("memory"):
             self.startup_empty()
-        if any(self.wants(g) for g in ("produce", "latency", "consume", "memory")):
+        if self.wants_loads() and not paired:
             self.loads()
         if self.wants("startup"):
             self.startup_many()
         if self.wants("metadata"):
             self.metadata_scale()
-        if self.wants("security"):
+        if self.wants("security") and not paired:
             self.security()
         if self.wants("latency") and self.plan.latency_cluster:
             latency_rows.three_nodes(self)
@@ -169,7 +220,7 @@ class Session:
                 b = self._broker("shared")
                 b.start()
             self.partitions_shared(b, scale)
-            if any(self.wants(g) for g in ("produce", "latency", "consume", "memory")):
+            if self.wants_loads():
                 self.loads(b)
             if scale is not None:
                 scale_rows.run_all(self, b, rows=("connections", "group", "producers"))
@@ -332,6 +383,12 @@ class Session:
 
     # ------------------------------------------------------------------ loads on one broker
     def loads(self, shared=None) -> None:
+        run_stages(self.load_stages(shared))
+
+    def load_stages(self, shared=None) -> Stages:
+        """The produce, latency and consume rows on one broker (fresh, or `shared`), as
+        stages (benchmarks/harness/paired.py): the warm-up, the peak RSS and the consume
+        pre-fill run here, each group's rows are yielded to be measured."""
         b = shared or self._broker("loads")
         if shared is None:
             b.start()
@@ -340,18 +397,16 @@ class Session:
                 self._start_profiler(b)
             if self.wants("produce") or self.wants("memory"):
                 self.warm_up(b)
-                for spec in self.plan.produce:
-                    self.produce(b, spec)
+                yield [self.produce_block(b, spec) for spec in self.plan.produce]
                 _, peak = rss_bytes(b.pid)
                 self.results.scenario("rss-peak-produce", title="peak RSS under the produce load",
                                       group="memory", unit="MiB", better="lower")
                 self.results.add("rss-peak-produce", self.name, peak / 2**20)
                 log(f"{self.name}: peak RSS after produce {peak / 2**20:.1f} MiB")
             if self.wants("latency"):
-                self.latency(b)
-                latency_rows.single_node(self, b)
+                yield [self.latency_block(b), *latency_rows.single_node_blocks(self, b)]
             if self.wants("consume"):
-                self.consume(b)
+                yield [self.consume_block(b)]
         finally:
             self._stop_profiler()
             if shared is None:
@@ -359,9 +414,14 @@ class Session:
 
     # ------------------------------------------------------------------ TLS and SASL_SSL
     def security(self) -> None:
+        run_stages(self.security_stages())
+
+    def security_stages(self) -> Stages:
         """librdkafka produce (1 KiB, 8p, acks=1) and consume (1 KiB, 1p) over PLAINTEXT,
         SSL and SASL_SSL (SCRAM-SHA-512) listeners of one broker: the cost of encryption and
-        authentication beside Kafka's, same client, same certificates (openssl at run time)."""
+        authentication beside Kafka's, same client, same certificates (openssl at run time).
+        One stage: the broker started with its three listeners and the SCRAM user made,
+        then the six rows."""
         from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
         from compat_tests.runner import free_port
@@ -401,28 +461,36 @@ class Session:
             size = self.plan.security_bytes
             label = f"{size // MIB} MiB"
             r = self.results
-            for kind, title, _, _ in kinds:
+            steps = []
+            for kind, title, bootstrap, conf in kinds:
                 r.scenario(f"sec-produce-{kind}", title=f"produce 1 KiB, 8p, acks=1, {title} (librdkafka)",
                            group="security", unit="MB/s", better="higher", secondary_unit="records/s")
                 r.scenario(f"sec-consume-{kind}", title=f"consume {label}, 1 KiB, 1p, {title} (librdkafka)",
                            group="security", unit="MB/s", better="higher", secondary_unit="records/s")
-            for _ in range(self.plan.reps):
-                for kind, _, bootstrap, conf in kinds:
-                    topic = _unique(f"sec-p-{kind}")
-                    create_topics(b.bootstrap_servers, [(topic, 8)])
-                    out = rdkafka("produce", bootstrap, topic, "--num", str(size // 1024), "--size", "1024",
-                                  "--acks", "1", *conf)
-                    log(f"{self.name}: security produce {kind}: {out['mb_per_s']:.1f} MB/s")
-                    r.add(f"sec-produce-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
-                    topic = _unique(f"sec-c-{kind}")
-                    create_topics(b.bootstrap_servers, [(topic, 1)])
-                    rdkafka("produce", b.bootstrap_servers, topic, "--num", str(size // 1024), "--size", "1024")
-                    out = rdkafka("consume", bootstrap, topic, "--bytes", str(size), *conf)
-                    log(f"{self.name}: security consume {kind}: {out['mb_per_s']:.1f} MB/s")
-                    r.add(f"sec-consume-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
+                steps += [(f"sec-produce-{kind}", partial(self._security_produce, b, kind, bootstrap, conf)),
+                          (f"sec-consume-{kind}", partial(self._security_consume, b, kind, bootstrap, conf))]
+            yield [Block(b.pid, self.plan.reps, steps)]
         finally:
             self._stop_profiler()
             self._drop(b)
+
+    def _security_produce(self, b, kind: str, bootstrap: str, conf: list[str]) -> None:
+        size = self.plan.security_bytes
+        topic = _unique(f"sec-p-{kind}")
+        create_topics(b.bootstrap_servers, [(topic, 8)])
+        out = rdkafka("produce", bootstrap, topic, "--num", str(size // 1024), "--size", "1024",
+                      "--acks", "1", *conf)
+        log(f"{self.name}: security produce {kind}: {out['mb_per_s']:.1f} MB/s")
+        self.results.add(f"sec-produce-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
+
+    def _security_consume(self, b, kind: str, bootstrap: str, conf: list[str]) -> None:
+        size = self.plan.security_bytes
+        topic = _unique(f"sec-c-{kind}")
+        create_topics(b.bootstrap_servers, [(topic, 1)])
+        rdkafka("produce", b.bootstrap_servers, topic, "--num", str(size // 1024), "--size", "1024")
+        out = rdkafka("consume", bootstrap, topic, "--bytes", str(size), *conf)
+        log(f"{self.name}: security consume {kind}: {out['mb_per_s']:.1f} MB/s")
+        self.results.add(f"sec-consume-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
 
     def warm_up(self, b) -> None:
         """Not measured: a first produce load, so Kafka's JIT compilers have seen the produce
@@ -434,64 +502,72 @@ class Session:
                       "--size", "1024")
         log(f"{self.name}: warm-up {size >> 20} MiB at {out['mb_per_s']:.1f} MB/s (not measured)")
 
-    def produce(self, b, spec: Produce) -> None:
-        r = self.results
-        r.scenario(spec.id, title=spec.title, group="produce", unit="MB/s", better="higher",
-                   secondary_unit="records/s", target=1.0 if spec.record_size == 1024 else None)
-        for _ in range(self.plan.reps):
-            topic = _unique(spec.id)
-            create_topics(b.bootstrap_servers, [(topic, spec.partitions)])
-            cpu0 = cpu_seconds(b.proc.pid)    # the broker's CPU in the run, all its threads
-            if spec.client == "java":
-                out = kafka_tools.producer_perf(b.bootstrap_servers, topic,
-                                                num_records=spec.records,
-                                                record_size=spec.record_size, acks=spec.acks,
-                                                compression=spec.compression)
-            else:
-                out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(spec.records),
-                              "--size", str(spec.record_size), "--acks", spec.acks,
-                              "--compression", spec.compression, "--stats")
-            out["broker_cpu_s"] = cpu_seconds(b.proc.pid) - cpu0
-            log(f"{self.name}: {spec.id}: {out['mb_per_s']:.1f} MB/s, "
-                f"{out['records_per_s']:.0f} records/s, broker {out['broker_cpu_s']:.2f} cpu-s")
-            r.add(spec.id, self.name, out["mb_per_s"], out["records_per_s"], out)
+    def produce_block(self, b, spec: Produce) -> Block:
+        self.results.scenario(spec.id, title=spec.title, group="produce", unit="MB/s",
+                              better="higher", secondary_unit="records/s",
+                              target=1.0 if spec.record_size == 1024 else None)
+        return Block(b.pid, self.plan.reps, [(spec.id, partial(self._produce, b, spec))])
 
-    def latency(self, b) -> None:
-        r = self.results
+    def _produce(self, b, spec: Produce) -> None:
+        topic = _unique(spec.id)
+        create_topics(b.bootstrap_servers, [(topic, spec.partitions)])
+        cpu0 = cpu_seconds(b.proc.pid)    # the broker's CPU in the run, all its threads
+        if spec.client == "java":
+            out = kafka_tools.producer_perf(b.bootstrap_servers, topic,
+                                            num_records=spec.records,
+                                            record_size=spec.record_size, acks=spec.acks,
+                                            compression=spec.compression)
+        else:
+            out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(spec.records),
+                          "--size", str(spec.record_size), "--acks", spec.acks,
+                          "--compression", spec.compression, "--stats")
+        out["broker_cpu_s"] = cpu_seconds(b.proc.pid) - cpu0
+        log(f"{self.name}: {spec.id}: {out['mb_per_s']:.1f} MB/s, "
+            f"{out['records_per_s']:.0f} records/s, broker {out['broker_cpu_s']:.2f} cpu-s")
+        self.results.add(spec.id, self.name, out["mb_per_s"], out["records_per_s"], out)
+
+    def latency_block(self, b) -> Block:
+        """EndToEndLatency and the librdkafka fixed-rate row, sharing their repetitions."""
         plan = self.plan
         for sid, title in (("e2e-java", f"end-to-end latency, EndToEndLatency, 1 KiB, acks=1, "
                                         f"{plan.e2e_records:,} round trips"),
                            ("e2e-rdkafka", f"end-to-end latency, librdkafka, 1 KiB, acks=1, "
                                            f"{plan.latency_rate}/s fixed rate")):
-            r.scenario(sid, title=title, group="latency", unit="ms p99", better="lower",
-                       secondary_unit="ms p50", target=1.0)
-        for _ in range(plan.reps):
-            topic = _unique("e2e")
-            create_topics(b.bootstrap_servers, [(topic, 1)])
-            out = kafka_tools.end_to_end_latency(b.bootstrap_servers, topic,
-                                                 num_records=plan.e2e_records, acks="1",
-                                                 record_size=1024)
-            log(f"{self.name}: EndToEndLatency p50 {out['p50_ms']:.2f} p99 {out['p99_ms']:.2f} "
-                f"p99.9 {out['p999_ms']:.2f} ms")
-            r.add("e2e-java", self.name, out["p99_ms"], out["p50_ms"], out)
-            topic = _unique("lat")
-            create_topics(b.bootstrap_servers, [(topic, 1)])
-            out = rdkafka("latency", b.bootstrap_servers, topic, "--rate", str(plan.latency_rate),
-                          "--seconds", str(plan.latency_seconds), "--size", "1024")
-            log(f"{self.name}: librdkafka latency p50 {out['p50_ms']:.2f} p99 {out['p99_ms']:.2f} "
-                f"p99.9 {out['p999_ms']:.2f} ms ({out['records']}/{out['expected']})")
-            r.add("e2e-rdkafka", self.name, out["p99_ms"], out["p50_ms"], out)
+            self.results.scenario(sid, title=title, group="latency", unit="ms p99",
+                                  better="lower", secondary_unit="ms p50", target=1.0)
+        return Block(b.pid, plan.reps, [("e2e-java", partial(self._e2e_java, b)),
+                                        ("e2e-rdkafka", partial(self._e2e_rdkafka, b))])
 
-    def consume(self, b) -> None:
-        r = self.results
+    def _e2e_java(self, b) -> None:
+        topic = _unique("e2e")
+        create_topics(b.bootstrap_servers, [(topic, 1)])
+        out = kafka_tools.end_to_end_latency(b.bootstrap_servers, topic,
+                                             num_records=self.plan.e2e_records, acks="1",
+                                             record_size=1024)
+        log(f"{self.name}: EndToEndLatency p50 {out['p50_ms']:.2f} p99 {out['p99_ms']:.2f} "
+            f"p99.9 {out['p999_ms']:.2f} ms")
+        self.results.add("e2e-java", self.name, out["p99_ms"], out["p50_ms"], out)
+
+    def _e2e_rdkafka(self, b) -> None:
         plan = self.plan
-        size = plan.consume_bytes
-        records = size // 1024
+        topic = _unique("lat")
+        create_topics(b.bootstrap_servers, [(topic, 1)])
+        out = rdkafka("latency", b.bootstrap_servers, topic, "--rate", str(plan.latency_rate),
+                      "--seconds", str(plan.latency_seconds), "--size", "1024")
+        log(f"{self.name}: librdkafka latency p50 {out['p50_ms']:.2f} p99 {out['p99_ms']:.2f} "
+            f"p99.9 {out['p999_ms']:.2f} ms ({out['records']}/{out['expected']})")
+        self.results.add("e2e-rdkafka", self.name, out["p99_ms"], out["p50_ms"], out)
+
+    def consume_block(self, b) -> Block:
+        """The consume topic pre-filled (here, unmeasured), then ConsumerPerformance and a
+        librdkafka consumer reading it, sharing their repetitions."""
+        r = self.results
+        size = self.plan.consume_bytes
         label = f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size // 2**20} MiB"
         topic = _unique("consume")
         create_topics(b.bootstrap_servers, [(topic, 1)])
         t0 = time.monotonic()
-        out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(records),
+        out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(size // 1024),
                       "--size", "1024", timeout=1800)
         log(f"{self.name}: pre-filled {label} in {time.monotonic() - t0:.1f} s "
             f"({out['mb_per_s']:.1f} MB/s, librdkafka)")
@@ -502,23 +578,32 @@ class Session:
         r.scenario("consume-rdkafka", title=f"consume {label} from the start, 1 KiB, 1p "
                                             f"(librdkafka)",
                    group="consume", unit="MB/s", better="higher", secondary_unit="records/s")
-        for i in range(plan.consume_reps):
-            out = kafka_tools.consumer_perf(b.bootstrap_servers, topic, num_records=records,
-                                            group=_unique("perf"), timeout=1200)
-            if out["records"] < records:
-                raise RuntimeError(f"ConsumerPerformance read {out['records']} of {records}")
-            log(f"{self.name}: ConsumerPerformance {out['fetch_mb_per_s']:.1f} MB/s "
-                f"(with group join {out['mb_per_s']:.1f})")
-            r.add("consume-java", self.name, out["fetch_mb_per_s"], out["fetch_records_per_s"], out)
-            cpu0 = cpu_seconds(b.proc.pid)
-            out = rdkafka("consume", b.bootstrap_servers, topic, "--bytes", str(size), "--stats")
-            out["broker_cpu_s"] = cpu_seconds(b.proc.pid) - cpu0
-            if out["bytes"] < size:
-                raise RuntimeError(f"librdkafka consume read {out['bytes']} of {size} bytes")
-            log(f"{self.name}: librdkafka consume {out['mb_per_s']:.1f} MB/s, broker "
-                f"{out['broker_cpu_s']:.2f} cpu-s, {out['fetch_idle_s']:.1f} s without a Fetch "
-                f"request")
-            r.add("consume-rdkafka", self.name, out["mb_per_s"], out["records_per_s"], out)
+        return Block(b.pid, self.plan.consume_reps,
+                     [("consume-java", partial(self._consume_java, b, topic)),
+                      ("consume-rdkafka", partial(self._consume_rdkafka, b, topic))])
+
+    def _consume_java(self, b, topic: str) -> None:
+        records = self.plan.consume_bytes // 1024
+        out = kafka_tools.consumer_perf(b.bootstrap_servers, topic, num_records=records,
+                                        group=_unique("perf"), timeout=1200)
+        if out["records"] < records:
+            raise RuntimeError(f"ConsumerPerformance read {out['records']} of {records}")
+        log(f"{self.name}: ConsumerPerformance {out['fetch_mb_per_s']:.1f} MB/s "
+            f"(with group join {out['mb_per_s']:.1f})")
+        self.results.add("consume-java", self.name, out["fetch_mb_per_s"],
+                         out["fetch_records_per_s"], out)
+
+    def _consume_rdkafka(self, b, topic: str) -> None:
+        size = self.plan.consume_bytes
+        cpu0 = cpu_seconds(b.proc.pid)
+        out = rdkafka("consume", b.bootstrap_servers, topic, "--bytes", str(size), "--stats")
+        out["broker_cpu_s"] = cpu_seconds(b.proc.pid) - cpu0
+        if out["bytes"] < size:
+            raise RuntimeError(f"librdkafka consume read {out['bytes']} of {size} bytes")
+        log(f"{self.name}: librdkafka consume {out['mb_per_s']:.1f} MB/s, broker "
+            f"{out['broker_cpu_s']:.2f} cpu-s, {out['fetch_idle_s']:.1f} s without a Fetch "
+            f"request")
+        self.results.add("consume-rdkafka", self.name, out["mb_per_s"], out["records_per_s"], out)
 
     # ------------------------------------------------------------------ profiling (kbroker)
     _profiler = None
@@ -542,6 +627,17 @@ class Session:
             except subprocess.TimeoutExpired:
                 self._profiler.kill()
             self._profiler = None
+
+
+def run_paired_sessions(sessions: list[Session]) -> None:
+    """The loads and the security rows of every session's broker kind, paired: one broker of
+    each kind alive through each group, the repetitions of every row alternating between
+    them (benchmarks/harness/paired.py). Their other rows are left to `Session.run(paired=True)`."""
+    first = sessions[0]
+    if first.wants_loads():
+        run_paired(first.results, {s.name: s.load_stages() for s in sessions})
+    if first.wants("security"):
+        run_paired(first.results, {s.name: s.security_stages() for s in sessions})
 
 
 def median(values: list[float]) -> float:
