@@ -59,11 +59,13 @@ def wait_quiet(pids: list[int], share: float = QUIET_SHARE, window: float = QUIE
             return waited
 
 
-def abba(names: list[str], reps: int) -> list[tuple[str, ...]]:
-    """The brokers' order in each of `reps` repetitions: as given in the 1st, 3rd, ...,
-    reversed in the 2nd, 4th, ... (A B, B A, A B, ...)."""
+def abba(names: list[str], reps: int, start: int = 0) -> list[tuple[str, ...]]:
+    """The brokers' order in each of `reps` repetitions: as given, then reversed, then as
+    given... (A B, B A, A B, ...); from `start` on in that sequence, so that the rows of a
+    run continue it (with an odd `reps`, a row beginning A B is followed by one beginning
+    B A, and over the rows neither broker goes first more often)."""
     fwd = tuple(names)
-    return [fwd if i % 2 == 0 else fwd[::-1] for i in range(reps)]
+    return [fwd if (start + i) % 2 == 0 else fwd[::-1] for i in range(reps)]
 
 
 def run_blocks(blocks: list[Block]) -> None:
@@ -84,6 +86,7 @@ def run_paired(results, stages: dict[str, Stages]) -> None:
     """The stages of several brokers (name → stages) in step, each row's repetitions in the
     `abba` order of the names. The stages must yield the same rows in the same order."""
     names = list(stages)
+    measured = 0          # repetitions so far: where the next row's abba order begins
     with ExitStack() as stack:
         for it in stages.values():
             stack.enter_context(closing(it))
@@ -95,12 +98,13 @@ def run_paired(results, stages: dict[str, Stages]) -> None:
             if any(v is None for v in got.values()):
                 raise RuntimeError(f"stages out of step: {sorted(n for n, v in got.items() if v is None)} ended first")
             for row in zip(*(got[n] for n in names), strict=True):
-                measure_row(results, dict(zip(names, row)))
+                measured = measure_row(results, dict(zip(names, row)), measured)
 
 
-def measure_row(results, blocks: dict[str, Block]) -> None:
-    """One block of every broker: step by step, the step's repetitions in the abba order;
-    every measurement with the other brokers' CPU seconds while they waited."""
+def measure_row(results, blocks: dict[str, Block], start: int = 0) -> int:
+    """One block of every broker: step by step, the step's repetitions in the abba order
+    from `start` on; every measurement with the other brokers' CPU seconds while they
+    waited. Returns where the abba order goes on."""
     names = list(blocks)
     first = blocks[names[0]]
     for name, block in blocks.items():
@@ -108,7 +112,7 @@ def measure_row(results, blocks: dict[str, Block]) -> None:
             raise RuntimeError(f"{name}'s rows differ from {names[0]}'s: "
                                f"{[s for s, _ in block.steps]} x{block.reps}")
     for j, (sid, _) in enumerate(first.steps):
-        for order in abba(names, first.reps):
+        for order in abba(names, first.reps, start):
             for name in order:
                 idle = {n: blocks[n].pid for n in names if n != name}
                 settle = wait_quiet([b.pid for b in blocks.values()])
@@ -119,3 +123,5 @@ def measure_row(results, blocks: dict[str, Block]) -> None:
                 results.add_idle(sid, name, wall,
                                  {n: cpu_seconds(pid) - before[n] for n, pid in idle.items()},
                                  settle)
+        start += first.reps
+    return start

@@ -25,6 +25,8 @@ def test_abba_alternates_which_broker_goes_first():
     # every pair of repetitions puts each broker first once
     order = abba(["a", "b"], 6)
     assert sum(o[0] == "a" for o in order) == sum(o[0] == "b" for o in order) == 3
+    # a row that follows one of three repetitions goes on with the sequence
+    assert abba(["a", "b"], 3, start=3) == [("b", "a"), ("a", "b"), ("b", "a")]
 
 
 @pytest.fixture
@@ -71,7 +73,7 @@ def test_paired_rows_alternate_and_record_the_idle_neighbour(idle_pids):
     assert log == [
         ("setup-1", K), ("setup-1", J),
         ("row-a", K), ("row-a", J), ("row-a", J), ("row-a", K), ("row-a", K), ("row-a", J),
-        ("row-b", K), ("row-b", J), ("row-b", J), ("row-b", K), ("row-b", K), ("row-b", J),
+        ("row-b", J), ("row-b", K), ("row-b", K), ("row-b", J), ("row-b", J), ("row-b", K),
         ("setup-2", K), ("setup-2", J),
         ("row-c", K), ("row-c", J), ("row-c", J), ("row-c", K), ("row-c", K), ("row-c", J)]
     assert sorted(closed) == [J, K]
