@@ -53,7 +53,10 @@ class Plan:
     metadata_partitions: int       # metadata scale: partitions created
     metadata_reps: int
     notes: list[str] = field(default_factory=list)
-    security_bytes: int = 128 * MIB  # security group: per produce run and per consume run
+    security_bytes: int = 128 * MIB  # security group: per produce run
+    # ... and per consume run: a pass over 128 MiB lasts ~0.25 s since the consume client
+    # stopped waiting out librdkafka's queue backoff, too short a window to rate
+    security_consume_bytes: int = 512 * MIB
     latency_rates: tuple[int, ...] = (1000, 10_000, 50_000)  # fixed-rate latency rows (latency.py)
     latency_cluster: bool = True     # the acks=all rows on three nodes
     scale: "Scale | None" = None     # scale rows (scale.py); None: not run
@@ -116,6 +119,7 @@ def quick() -> Plan:
         consume_bytes=64 * MIB, consume_reps=1, e2e_records=200, latency_rate=500,
         latency_seconds=2, idle_settle_s=2, warmup_bytes=16 * MIB, startup_partitions=200,
         metadata_partitions=200, metadata_reps=1, security_bytes=32 * MIB,
+        security_consume_bytes=32 * MIB,
         latency_rates=(1000,), latency_cluster=False, shared_broker=True,
         scale=Scale(partitions=200, connections=200, group_members=(20,), producers=50),
         notes=["quick run: smaller sizes, one repetition, one broker per kind shared by the "

@@ -458,8 +458,7 @@ class Session:
                      ("sasl-ssl", "SASL_SSL SCRAM-SHA-512", f"{b.host}:{sasl_port}",
                       ["--conf", "security.protocol=SASL_SSL", "--conf", "sasl.mechanism=SCRAM-SHA-512",
                        "--conf", "sasl.username=bench", "--conf", "sasl.password=bench-secret", *tls])]
-            size = self.plan.security_bytes
-            label = f"{size // MIB} MiB"
+            label = f"{self.plan.security_consume_bytes // MIB} MiB"
             r = self.results
             steps = []
             for kind, title, bootstrap, conf in kinds:
@@ -484,7 +483,7 @@ class Session:
         self.results.add(f"sec-produce-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
 
     def _security_consume(self, b, kind: str, bootstrap: str, conf: list[str]) -> None:
-        size = self.plan.security_bytes
+        size = self.plan.security_consume_bytes
         topic = _unique(f"sec-c-{kind}")
         create_topics(b.bootstrap_servers, [(topic, 1)])
         rdkafka("produce", b.bootstrap_servers, topic, "--num", str(size // 1024), "--size", "1024")
