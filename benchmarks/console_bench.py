@@ -21,6 +21,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
+from benchmarks.harness.rdkafka_load import CONSUME_QUEUE_BACKOFF_MS
 from kbroker.testing.processes import Admin, KbrokerProcess
 
 
@@ -71,11 +72,13 @@ def one_round(bootstrap: str, topic: str, records: int, size: int, group: str) -
     p.flush(120)
     produce = records / (time.perf_counter() - t)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False, "fetch.max.bytes": 8 * 1024 * 1024})
+                  "enable.auto.commit": False, "fetch.max.bytes": 8 * 1024 * 1024,
+                  "fetch.queue.backoff.ms": CONSUME_QUEUE_BACKOFF_MS})
     c.subscribe([topic])
     got, t = 0, time.perf_counter()
     while got < records:
-        for m in c.consume(10000, 1.0):
+        # no more than can still come: consume(n) waits out its timeout otherwise
+        for m in c.consume(min(10000, records - got), 1.0):
             if not m.error():
                 got += 1
     consume = records / (time.perf_counter() - t)

@@ -256,9 +256,12 @@ def consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 180)
     """Read ``topic`` from offset 0 on every partition (from the leaders, no group) until
     ``expected`` records arrived or every partition reached its high watermark."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    from benchmarks.harness.rdkafka_load import CONSUME_BATCH, CONSUME_QUEUE_BACKOFF_MS
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "replication-bench",
                   "enable.auto.commit": False, "enable.partition.eof": True,
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576})
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576,
+                  "fetch.queue.backoff.ms": CONSUME_QUEUE_BACKOFF_MS})
     parts = sorted(c.list_topics(topic, timeout=30).topics[topic].partitions)
     highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in parts}
     c.assign([TopicPartition(topic, p, 0) for p in parts])
@@ -267,7 +270,10 @@ def consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 180)
     t0 = None  # the clock starts at the first record (connections and metadata excluded)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not (count >= expected and len(eof) == len(parts)):
-        for m in c.consume(10000, 1.0):
+        # never more events than can still come (the records missing, one end-of-partition
+        # event per partition not at its end): consume(n) waits out its timeout otherwise
+        want = max(1, min(CONSUME_BATCH, expected - count + len(parts) - len(eof)))
+        for m in c.consume(want, 1.0):
             if m.error():
                 if m.error().code() == KafkaError._PARTITION_EOF:
                     eof.add(m.partition())
