@@ -42,6 +42,7 @@ import time
 import uuid
 from pathlib import Path
 
+from benchmarks.harness.rdkafka_load import CONSUME_QUEUE_BACKOFF_MS
 from kbroker.testing.processes import KbrokerProcess, free_port
 
 CT = "application/vnd.schemaregistry.v1+json"
@@ -148,12 +149,14 @@ def produce_fetch(bootstrap: str, records: int, size: int) -> dict:
         raise RuntimeError(f"{delivered} of {records + 1} records acknowledged")
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
-                         "enable.auto.commit": False, "fetch.max.bytes": 52428800})
+                         "enable.auto.commit": False, "fetch.max.bytes": 52428800,
+                         "fetch.queue.backoff.ms": CONSUME_QUEUE_BACKOFF_MS})
     consumer.assign([TopicPartition(topic, 0, 1)])
     got = 0
     start = None
     while got < records:
-        for msg in consumer.consume(1000, 5.0):
+        # no more than can still come: consume(n) waits out its timeout otherwise
+        for msg in consumer.consume(min(1000, records - got), 5.0):
             if msg.error():
                 continue
             if start is None:
