@@ -49,6 +49,30 @@ ABORTABLE_VERSION = 11    # KIP-890 part 1: the producer knows TRANSACTION_ABORT
 ADMIN_CLIENT_ID = "__admin_client"   # Kafka lets only this client id write internal topics
 
 
+_PartitionResponse = Resp.PartitionProduceResponse
+# The default (absent) leader of every successful answer: one object, never changed (an
+# answer that names a leader, KIP-951, gets its own in _current_leaders)
+_NO_LEADER = _PartitionResponse.LeaderIdAndEpoch()
+_new_answer = object.__new__
+
+
+def _appended(index: int, res):
+    """A partition's answer for an append, with every field set directly: the generated
+    constructor's keyword defaults (a fresh leader struct and error list per partition) cost
+    more than the rest of the answer (issue 32)."""
+    pr = _new_answer(_PartitionResponse)
+    pr.index = index
+    pr.error_code = 0
+    pr.base_offset = res.base_offset
+    pr.log_append_time_ms = res.log_append_time_ms
+    pr.log_start_offset = res.log_start_offset
+    pr.record_errors = []
+    pr.error_message = None
+    pr.current_leader = _NO_LEADER
+    pr._unknown_tags = None
+    return pr
+
+
 def _partition_response(index: int, error: ReplicaError | int, version: int):
     """An error answer as Kafka's: ``log_start_offset`` as the append path left it,
     ``record_errors`` and ``error_message`` only for record validation (KIP-467's
@@ -140,10 +164,7 @@ async def handle(ctx: RequestContext, request):
             counters.produce_requests += 1
             counters.bytes_in += len(pd.records)
             counters.messages_in += res.last_offset - res.base_offset + 1
-            parts.append(Resp.PartitionProduceResponse(
-                index=pd.index, error_code=0, base_offset=res.base_offset,
-                log_append_time_ms=res.log_append_time_ms,
-                log_start_offset=res.log_start_offset))
+            parts.append(_appended(pd.index, res))
             if acks == -1:
                 required = res.last_offset + 1
                 # as of the append; a duplicate's answer is checked here
