@@ -145,20 +145,19 @@ def _read_header(view) -> tuple[RequestHeader, int]:
                 pos += n
             elif n != -1:
                 raise MalformedFrame("negative client id length")
-        if hv >= 2:
-            if view[pos] == 0:          # no tagged fields: every client's header
-                pos += 1
-            else:
-                ntags, pos = r_uvarint(view, pos)
-                check_tag_count(ntags)
-                for _ in range(ntags):
-                    tag, pos = r_uvarint(view, pos)
-                    size, pos = r_uvarint(view, pos)
-                    if pos + size > len(view):
-                        raise MalformedFrame("header tagged field overruns the frame")
-                    tags = tags or {}
-                    tags[tag] = bytes(view[pos:pos + size])
-                    pos += size
+        if hv >= 2 and view[pos] == 0:      # no tagged fields: every client's header
+            pos += 1
+        elif hv >= 2:
+            ntags, pos = r_uvarint(view, pos)
+            check_tag_count(ntags)
+            for _ in range(ntags):
+                tag, pos = r_uvarint(view, pos)
+                size, pos = r_uvarint(view, pos)
+                if pos + size > len(view):
+                    raise MalformedFrame("header tagged field overruns the frame")
+                tags = tags or {}
+                tags[tag] = bytes(view[pos:pos + size])
+                pos += size
     except (IndexError, struct.error, UnicodeDecodeError) as e:
         raise MalformedFrame(f"bad request header: {e}") from None
     return RequestHeader(api_key, api_version, correlation_id, client_id, hv, tags), pos
