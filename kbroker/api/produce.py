@@ -49,6 +49,30 @@ ABORTABLE_VERSION = 11    # KIP-890 part 1: the producer knows TRANSACTION_ABORT
 ADMIN_CLIENT_ID = "__admin_client"   # Kafka lets only this client id write internal topics
 
 
+_PartitionResponse = Resp.PartitionProduceResponse
+# The default (absent) leader of every successful answer: one object, never changed (an
+# answer that names a leader, KIP-951, gets its own in _current_leaders)
+_NO_LEADER = _PartitionResponse.LeaderIdAndEpoch()
+_new_answer = object.__new__
+
+
+def _appended(index: int, res):
+    """A partition's answer for an append, with every field set directly: the generated
+    constructor's keyword defaults (a fresh leader struct and error list per partition) cost
+    more than the rest of the answer (issue 32)."""
+    pr = _new_answer(_PartitionResponse)
+    pr.index = index
+    pr.error_code = 0
+    pr.base_offset = res.base_offset
+    pr.log_append_time_ms = res.log_append_time_ms
+    pr.log_start_offset = res.log_start_offset
+    pr.record_errors = []
+    pr.error_message = None
+    pr.current_leader = _NO_LEADER
+    pr._unknown_tags = None
+    return pr
+
+
 def _partition_response(index: int, error: ReplicaError | int, version: int):
     """An error answer as Kafka's: ``log_start_offset`` as the append path left it,
     ``record_errors`` and ``error_message`` only for record validation (KIP-467's
@@ -102,8 +126,10 @@ async def handle(ctx: RequestContext, request):
         names = topic_names(ctx.broker)
         for td in request.topic_data:
             td.name = names.get(td.topic_id)        # None: an id the image does not know
+    # (no authorizer configured: nothing is denied, and no names are gathered to ask)
     denied = denied_topics(ctx, WRITE, (td.name for td in request.topic_data
-                                        if td.name is not None)) if error is None else ()
+                                        if td.name is not None)) \
+        if error is None and getattr(ctx.broker, "authorizer", None) is not None else ()
     verifier = getattr(ctx.broker.transactions, "verifier", None) \
         if request.transactional_id is not None else None
     if error is None and verifier is not None:
@@ -115,52 +141,62 @@ async def handle(ctx: RequestContext, request):
             [td for td in request.topic_data if td.name is not None and td.name not in denied],
             add=version >= TV2_VERSION, abortable_ok=version >= ABORTABLE_VERSION)
     stats = ctx.broker.topic_stats
+    append = replicas.append
+    errors = False            # an answer with an error code (or one that may get one)
     for td in request.topic_data:
         parts = []
-        counters = stats.known(td.name)
-        for pd in td.partition_data:
-            if error is not None or td.name is None or td.name in denied:
-                code = (error if error is not None else ErrorCode.UNKNOWN_TOPIC_ID if td.name is None
-                        else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                parts.append(_partition_response(pd.index, code, version))
-                if error is not None and td.name is not None:
+        name = td.name
+        refused = error if error is not None else ErrorCode.UNKNOWN_TOPIC_ID if name is None \
+            else ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in denied else None
+        if refused is not None:
+            errors = True
+            for pd in td.partition_data:
+                parts.append(_partition_response(pd.index, refused, version))
+                if error is not None and name is not None:
                     # refused by the authorizer: not a failed produce (Kafka)
-                    stats.produce_failed(td.name, error, 0)
-                continue
-            try:
-                res = replicas.append(td.name, pd.index, pd.records, required_acks=acks,
-                                      now_ms=now_ms, allow_internal=allow_internal)
-            except ReplicaError as exc:
-                parts.append(_partition_response(pd.index, exc, version))
-                stats.produce_failed(td.name, exc.error_code, len(pd.records or b""))
-                continue
-            # metered as Kafka's BrokerTopicStats: bytes as sent, records by their offsets
-            if counters is None:
-                counters = stats.topic(td.name)
-            counters.produce_requests += 1
-            counters.bytes_in += len(pd.records)
-            counters.messages_in += res.last_offset - res.base_offset + 1
-            parts.append(Resp.PartitionProduceResponse(
-                index=pd.index, error_code=0, base_offset=res.base_offset,
-                log_append_time_ms=res.log_append_time_ms,
-                log_start_offset=res.log_start_offset))
-            if acks == -1:
-                required = res.last_offset + 1
-                # as of the append; a duplicate's answer is checked here
-                done = res.replicated if res.replicated is not None else \
-                    replicas.check_replicated(td.name, pd.index, required)
-                if done is None:
-                    waits.append((parts, len(parts) - 1, td.name, pd.index, required))
-                elif done:
-                    parts[-1].error_code = done
-        topics.append(Resp.TopicProduceResponse(name=td.name or "", partition_responses=parts)
+                    stats.produce_failed(name, error, 0)
+        else:
+            appended = bytes_in = messages_in = 0
+            for pd in td.partition_data:
+                records = pd.records
+                try:
+                    res = append(name, pd.index, records, required_acks=acks, now_ms=now_ms,
+                                 allow_internal=allow_internal)
+                except ReplicaError as exc:
+                    errors = True
+                    parts.append(_partition_response(pd.index, exc, version))
+                    stats.produce_failed(name, exc.error_code, len(records or b""))
+                    continue
+                appended += 1
+                bytes_in += len(records)
+                messages_in += res.last_offset - res.base_offset + 1
+                parts.append(_appended(pd.index, res))
+                if acks == -1:
+                    required = res.last_offset + 1
+                    # as of the append; a duplicate's answer is checked here
+                    done = res.replicated if res.replicated is not None else \
+                        replicas.check_replicated(name, pd.index, required)
+                    if done is None:
+                        errors = True
+                        waits.append((parts, len(parts) - 1, name, pd.index, required))
+                    elif done:
+                        errors = True
+                        parts[-1].error_code = done
+            if appended:
+                # metered as Kafka's BrokerTopicStats (bytes as sent, records by their
+                # offsets), once per topic: nothing reads them while the request runs
+                counters = stats.known(name) or stats.topic(name)
+                counters.produce_requests += appended
+                counters.bytes_in += bytes_in
+                counters.messages_in += messages_in
+        topics.append(Resp.TopicProduceResponse(name=name or "", partition_responses=parts)
                       if version < 13 else
-                      Resp.TopicProduceResponse(name=td.name or "", topic_id=td.topic_id,
+                      Resp.TopicProduceResponse(name=name or "", topic_id=td.topic_id,
                                                 partition_responses=parts))
     if waits:
         await _wait_replicated(replicas, waits, request.timeout_ms)
     failed = [(t.name, p.index, p.error_code) for t in topics for p in t.partition_responses
-              if p.error_code]
+              if p.error_code] if errors else ()
     if acks == 0:
         # No response at all; a failure closes the connection, the only way the client
         # learns of it (it then refreshes its metadata), as Kafka's handleProduceRequest.

@@ -544,10 +544,15 @@ class ReplicaManager:
             # once per image, not per append: is ELR on (its finalized feature level)
             self._elr_image = image
             self._elr_on = elr.enabled(getattr(image, "features", None) or {})
+        repl = part.replication
         if self._elr_on:
-            min_isr = elr.effective_min_isr(part.config.min_insync_replicas,
-                                            len(part.replication.followers) + 1)
-        new_hw = part.replication.high_watermark_after(log_.log_end_offset, log_.high_watermark, min_isr)
+            isr_size = len(repl.isr)
+            # an ISR of min.insync.replicas members is never below the effective minimum
+            # (which the replication factor only lowers): no call on every append
+            if isr_size == 0 or isr_size < part.config.min_insync_replicas:
+                min_isr = elr.effective_min_isr(part.config.min_insync_replicas,
+                                                len(repl.followers) + 1)
+        new_hw = repl.high_watermark_after(log_.log_end_offset, log_.high_watermark, min_isr)
         if new_hw is None:
             return False
         log_.high_watermark = new_hw

@@ -142,7 +142,8 @@ class ReplicationState:
             return None
         new_hw = leader_leo
         me = self.local_id
-        for rid in self.maximal_isr:
+        # (maximal_isr without its call when no AlterPartition is in flight: every append)
+        for rid in self.isr if self.pending_isr is None else self.maximal_isr:
             if rid == me:
                 continue
             f = self.followers.get(rid)

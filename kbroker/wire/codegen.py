@@ -116,11 +116,15 @@ def r_bytes(buf, pos, end, nullable, compact, view=False):
     if n < 0:
         if n == -1 and nullable:
             return None, pos
-        raise MalformedFrame("null or negative length for non-nullable bytes")
+        _bad_bytes_length()
     if n > end - pos:
         _bad_length(n, pos, end)
     v = buf[pos:pos + n]
     return (v if view else bytes(v)), pos + n
+
+
+def _bad_bytes_length():
+    raise MalformedFrame("null or negative length for non-nullable bytes")
 
 
 # Kafka 4.4's decoder limits (its generated readers refuse these counts before allocating)
@@ -318,6 +322,7 @@ RUNTIME = {
     "w_str": w_str, "w_bytes": w_bytes, "w_count": w_count,
     "w_tags": w_tags, "_absent": _absent, "_null": _null, "MalformedFrame": MalformedFrame,
     "r_tags": r_tags, "_bad_count": _bad_count, "_bad_length": _bad_length,
+    "_bad_bytes_length": _bad_bytes_length,
     "_too_many": _too_many, "MAX_ARRAY_ELEMENTS": MAX_ARRAY_ELEMENTS,
     "_unpack_i": _unpack_i, "_pack_i": _pack_i, "_unpack_from": struct.unpack_from,
     "_pack": struct.pack, "_arr_unpack": _arr_unpack, "_arr_pack": _arr_pack,
@@ -539,15 +544,36 @@ class _Gen:
             return [f"{ind}{target}, = {self.const(struct.Struct(fmt).unpack_from)}(buf, pos); pos += {FIXED_SIZE[FIXED[elem]]}"]
         if elem == "string":
             return [f"{ind}{target}, pos = r_str(buf, pos, end, {nullable}, {c})"]
-        if elem == "bytes":
-            return [f"{ind}{target}, pos = r_bytes(buf, pos, end, {nullable}, {c})"]
-        if elem == "records":
-            return [f"{ind}{target}, pos = r_bytes(buf, pos, end, {nullable}, {c}, True)"]
+        if elem in ("bytes", "records"):
+            return self.read_bytes(target, nullable, c, elem == "records", ind)
         if elem == "uuid":
             return [f"{ind}{target}, pos = r_uuid(buf, pos, end)"]
         # struct
         self.gen_struct(f.struct)
         return [f"{ind}{target}, pos = r_{f.struct.name}(buf, pos, end)"]
+
+    def read_bytes(self, target: str, nullable: bool, compact: bool, view: bool,
+                   ind: str) -> list[str]:
+        """Lines reading a bytes or records value (``r_bytes`` inline: one a partition in
+        every Produce request and Fetch answer; a compact length of one or two bytes, up
+        to 16 KiB, without a call)."""
+        n = self.var("n")
+        if compact:
+            out = [f"{ind}{n} = buf[pos]",
+                   f"{ind}if {n} < 0x80: pos += 1",
+                   f"{ind}elif buf[pos + 1] < 0x80: {n} = ({n} & 0x7F) | (buf[pos + 1] << 7); pos += 2",
+                   f"{ind}else: {n}, pos = r_uvarint(buf, pos)",
+                   f"{ind}{n} -= 1"]
+        else:
+            out = [f"{ind}{n}, = _unpack_i(buf, pos); pos += 4"]
+        value = f"buf[pos:pos + {n}]" if view else f"bytes(buf[pos:pos + {n}])"
+        out += [f"{ind}if {n} < 0:",
+                f"{ind}    if {n} != -1: _bad_bytes_length()",
+                f"{ind}    {target} = None" if nullable else f"{ind}    _bad_bytes_length()",
+                f"{ind}elif {n} > end - pos: _bad_length({n}, pos, end)",
+                f"{ind}else:",
+                f"{ind}    {target} = {value}; pos += {n}"]
+        return out
 
     def read_field(self, f: FieldSpec, target: str, ind: str) -> list[str]:
         nullable = self.version in f.nullable
@@ -631,11 +657,16 @@ class _Gen:
         self.lines += fn
 
     # ---- writing
-    def write_value(self, f: FieldSpec, elem: str, expr: str, ind: str, out: str, parts: str) -> list[str]:
+    def write_value(self, f: FieldSpec, elem: str, expr: str, ind: str, out: str, parts: str,
+                    nullable: bool = False) -> list[str]:
         c = self.compact(f)
         if elem in FIXED:
             return [f"{ind}{out} += {self.const(struct.Struct('>' + FIXED[elem]).pack)}({expr})"]
         if elem == "string":
+            if nullable:
+                # a null string (most error messages) without a call
+                null = f"{out}.append(0)" if c else f"{out} += b'\\xff\\xff'"
+                return [f"{ind}if {expr} is None: {null}", f"{ind}else: w_str({out}, {expr}, {c})"]
             return [f"{ind}w_str({out}, {expr}, {c})"]
         if elem in ("bytes", "records"):
             return [f"{ind}w_bytes({out}, {parts}, {expr}, {c})"]
@@ -685,7 +716,7 @@ class _Gen:
             return lines + self.write_value(f, f.element, expr, ind, out, parts)
         if not nullable and f.type in ("string", "bytes", "records", "uuid"):
             lines.append(f"{ind}if {expr} is None: _null({f.name!r})")
-        return lines + self.write_value(f, f.type, expr, ind, out, parts)
+        return lines + self.write_value(f, f.type, expr, ind, out, parts, nullable)
 
     def not_default(self, f: FieldSpec, expr: str) -> str:
         if f.is_array:
@@ -695,8 +726,31 @@ class _Gen:
             if f.default is None:
                 return f"{expr} is not None"
             # Kafka writes a tagged struct that is null or differs from a fresh instance
-            return f"({expr} is None or not {self.gen_isdef(f.struct)}({expr}))"
+            return f"({expr} is None or not {self.isdef_expr(f.struct, expr)})"
         return f"{expr} != {self.const(f.default)}"
+
+    def isdef_terms(self, s: StructSpec, v: str) -> list[str]:
+        """The tests that struct instance ``v`` holds only default values."""
+        terms = []
+        for f in s.fields:
+            e = f"{v}.{f.attr}"
+            if f.is_array:
+                terms.append(f"{e} is None" if f.default is None else f"not {e}")
+            elif f.is_struct:
+                terms.append(f"{e} is None" if f.default is None
+                             else f"({e} is not None and {self.gen_isdef(f.struct)}({e}))")
+            else:
+                terms.append(f"{e} == {self.const(f.default)}")
+        terms.append(f"not {v}._unknown_tags")
+        return terms
+
+    def isdef_expr(self, s: StructSpec, v: str) -> str:
+        """``isdef`` of ``v`` as an expression: inline for a small struct (a tagged one
+        checked in every element of an answer, as Produce's ``CurrentLeader``), else a
+        call of the generated predicate."""
+        if len(s.fields) <= 3:
+            return "(" + " and ".join(self.isdef_terms(s, v)) + ")"
+        return f"{self.gen_isdef(s)}({v})"
 
     def gen_isdef(self, s: StructSpec) -> str:
         """A generated predicate: does a struct instance hold only default values?
@@ -705,18 +759,7 @@ class _Gen:
         if "d:" + s.name in self.done:
             return name
         self.done.add("d:" + s.name)
-        terms = []
-        for f in s.fields:
-            e = f"v.{f.attr}"
-            if f.is_array:
-                terms.append(f"{e} is None" if f.default is None else f"not {e}")
-            elif f.is_struct:
-                terms.append(f"{e} is None" if f.default is None
-                             else f"({e} is not None and {self.gen_isdef(f.struct)}({e}))")
-            else:
-                terms.append(f"{e} == {self.const(f.default)}")
-        terms.append("not v._unknown_tags")
-        self.lines.append(f"def {name}(v): return " + " and ".join(terms))
+        self.lines.append(f"def {name}(v): return " + " and ".join(self.isdef_terms(s, "v")))
         return name
 
     def gen_struct_writer(self, s: StructSpec):

@@ -78,6 +78,9 @@ class RequestHeader:
 # a peer sends cannot grow these)
 _REQUEST_HV: dict[tuple[int, int], int] = {}
 _RESPONSE_HV: dict[tuple[int, int], int] = {}
+# the request class of each (api key, version) pair the schemas define, looked up once
+_REQUEST_CLASSES: dict[tuple[int, int], type] = {}
+_client_id_size = struct.Struct(">h").unpack_from
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
@@ -120,15 +123,20 @@ def peek_request(frame) -> tuple[int, int, int]:
 def decode_request_header(frame) -> tuple[RequestHeader, int]:
     """Parse the request header; returns it and the offset where the body starts.
     Unknown API keys are parsed as header v1 (the caller answers or closes)."""
-    view = memoryview(frame)
-    api_key, api_version, correlation_id = peek_request(view)
-    hv = request_header_version(api_key, api_version)
+    return _read_header(memoryview(frame))
+
+
+def _read_header(view) -> tuple[RequestHeader, int]:
+    if len(view) < 8:
+        raise MalformedFrame("request frame shorter than its header")
+    api_key, api_version, correlation_id = _prefix.unpack_from(view, 0)
+    hv = _REQUEST_HV.get((api_key, api_version)) or request_header_version(api_key, api_version)
     pos = 8
     client_id = None
     tags = None
     try:
         if hv >= 1:
-            n = struct.unpack_from(">h", view, pos)[0]
+            n = _client_id_size(view, pos)[0]
             pos += 2
             if n >= 0:
                 if pos + n > len(view):
@@ -137,7 +145,9 @@ def decode_request_header(frame) -> tuple[RequestHeader, int]:
                 pos += n
             elif n != -1:
                 raise MalformedFrame("negative client id length")
-        if hv >= 2:
+        if hv >= 2 and view[pos] == 0:      # no tagged fields: every client's header
+            pos += 1
+        elif hv >= 2:
             ntags, pos = r_uvarint(view, pos)
             check_tag_count(ntags)
             for _ in range(ntags):
@@ -156,13 +166,18 @@ def decode_request_header(frame) -> tuple[RequestHeader, int]:
 def decode_request(frame):
     """Header and typed body of a request frame. Raises ``UnsupportedVersion`` for an
     unknown API key or version, ``MalformedFrame`` for bad bytes."""
-    header, pos = decode_request_header(frame)
-    cls = messages.request_class(header.api_key)
+    view = memoryview(frame)
+    header, pos = _read_header(view)
+    key = (header.api_key, header.api_version)
+    cls = _REQUEST_CLASSES.get(key)
     if cls is None:
-        raise UnsupportedVersion(f"unknown api key {header.api_key}")
-    if header.api_version not in cls._message.valid:
-        raise UnsupportedVersion(f"{cls._message.name} has no version {header.api_version}")
-    return header, cls.decode(frame, header.api_version, pos)
+        cls = messages.request_class(header.api_key)
+        if cls is None:
+            raise UnsupportedVersion(f"unknown api key {header.api_key}")
+        if header.api_version not in cls._message.valid:
+            raise UnsupportedVersion(f"{cls._message.name} has no version {header.api_version}")
+        _REQUEST_CLASSES[key] = cls
+    return header, cls.decode_from(view, header.api_version, pos)[0]
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
@@ -193,10 +208,10 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body) -
         out.append(0)
     regions: list = []
     body.encode_into(out, api_version, regions)
-    total = len(out) - 4 + sum(r.length for _, r in regions)
-    _size.pack_into(out, 0, total)
     if not regions:
+        _size.pack_into(out, 0, len(out) - 4)
         return [bytes(out)]
+    _size.pack_into(out, 0, len(out) - 4 + sum(r.length for _, r in regions))
     parts: list = []
     start = 0
     for offset, region in regions:

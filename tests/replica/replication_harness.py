@@ -93,6 +93,7 @@ class Cluster:
         self.broker_epochs: dict[int, int] = {}     # registrations (default -1)
         self.fenced: set[int] = set()
         self.offset = 0                             # the metadata offset of the last image
+        self.features: dict[str, int] = {}          # finalized feature levels of the images
 
     def image(self) -> MetadataImage:
         brokers = {i: BrokerImage(i, (("PLAINTEXT", "127.0.0.1", 9090 + i),), rack=f"r{i}",
@@ -102,6 +103,7 @@ class Cluster:
         self.offset += 1
         return MetadataImage(cluster_id="test", controller_id=1, brokers=brokers,
                              offset=self.offset, topics=dict(self.topics),
+                             features=dict(self.features),
                              topics_by_id={t.topic_id: t for t in self.topics.values()})
 
     def push(self) -> None:

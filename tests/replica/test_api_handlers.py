@@ -3,11 +3,13 @@ encoded as a client would, handler run against a real ReplicaManager, response e
 (file regions included) and decoded again."""
 from __future__ import annotations
 
+import types
 import uuid
 
 import pytest
 
-from kbroker.api import REGISTRY, RequestContext, load_all
+from kbroker.api import REGISTRY, RequestContext, load_all, produce
+from kbroker.api.produce import SERVED_FROM
 from kbroker.wire import messages, protocol
 from kbroker.wire.error_codes import ErrorCode
 
@@ -84,6 +86,24 @@ async def test_produce(broker, cluster, version):
     assert out.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_REQUIRED_ACKS
     assert await call(broker, 0, version, produce_req("t", batch(b"c"), acks=0)) is None
     assert broker.replicas.get_partition("t", 0).log_end_offset == 3
+
+
+@pytest.mark.parametrize("version", range(SERVED_FROM, versions(0)[-1] + 1))
+def test_produce_success_answer_is_the_generated_constructors(version):
+    """A successful partition's answer sets its fields itself (produce._appended): every
+    field is set, and the answer and its bytes are the generated constructor's."""
+    R = messages.ProduceResponse
+    res = types.SimpleNamespace(base_offset=42, log_append_time_ms=-1, log_start_offset=7)
+    fast = produce._appended(3, res)
+    made = R.PartitionProduceResponse(index=3, error_code=0, base_offset=42,
+                                      log_append_time_ms=-1, log_start_offset=7)
+    assert all(hasattr(fast, a) for a in type(fast).__slots__)
+    assert fast == made
+
+    def encoded(p):
+        return R(responses=[R.TopicProduceResponse(name="t", partition_responses=[p])]) \
+            .encode(version)
+    assert encoded(fast) == encoded(made)
 
 
 def fetch_req(parts, *, isolation=0, min_bytes=1, max_wait=0, session_id=0, epoch=-1, ids=None):

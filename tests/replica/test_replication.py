@@ -113,6 +113,31 @@ async def test_replica_moved_away_drops_its_log(cluster):
 
 # --------------------------------------------------------------------------- data + HW
 
+ELR_ON = {"eligible.leader.replicas.version": 1, "metadata.version": 25}
+
+
+@pytest.mark.parametrize("elr_on,replicas,min_isr,moves", [
+    (True, (1, 2), 2, False),      # ISR of 1 below the minimum of 2: held
+    (True, (1, 2), 3, False),      # the minimum capped by the replication factor: still 2
+    (True, (1,), 2, True),         # capped at the replication factor of 1
+    (True, (1, 2), 1, True),       # an ISR of min.insync.replicas members
+    (False, (1, 2), 2, True),      # ELR off: the ISR alone decides
+])
+async def test_elr_holds_the_high_watermark_below_the_effective_min_isr(
+        cluster, elr_on, replicas, min_isr, moves):
+    """KIP-966: with ELR on, a leader whose committed ISR is smaller than
+    min.insync.replicas (capped by the replication factor, at least 1) keeps its high
+    watermark where it is; the ISR here is the leader alone."""
+    if elr_on:
+        cluster.features.update(ELR_ON)
+    cluster.create(T, replicas=replicas, isr=(1,),
+                   configs={"min.insync.replicas": str(min_isr)})
+    produce(cluster.nodes[1], b"a", b"b")
+    leader = cluster.nodes[1].replica(T)
+    assert leader.log.log_end_offset == 2
+    assert leader.log.high_watermark == (2 if moves else 0)
+
+
 async def test_followers_become_byte_identical_and_hw_is_min_isr_leo(cluster):
     cluster.create(T, leader=1)
     leader = cluster.nodes[1]
