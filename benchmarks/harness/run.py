@@ -458,6 +458,7 @@ class Session:
                      ("sasl-ssl", "SASL_SSL SCRAM-SHA-512", f"{b.host}:{sasl_port}",
                       ["--conf", "security.protocol=SASL_SSL", "--conf", "sasl.mechanism=SCRAM-SHA-512",
                        "--conf", "sasl.username=bench", "--conf", "sasl.password=bench-secret", *tls])]
+            self.warm_up(b, *kinds[1][2:])     # over SSL: a fresh JVM before the first row
             label = f"{self.plan.security_consume_bytes // MIB} MiB"
             r = self.results
             steps = []
@@ -491,14 +492,16 @@ class Session:
         log(f"{self.name}: security consume {kind}: {out['mb_per_s']:.1f} MB/s")
         self.results.add(f"sec-consume-{kind}", self.name, out["mb_per_s"], out["records_per_s"], out)
 
-    def warm_up(self, b) -> None:
+    def warm_up(self, b, bootstrap: str | None = None, conf: tuple[str, ...] = ()) -> None:
         """Not measured: a first produce load, so Kafka's JIT compilers have seen the produce
-        path before the first measured run (kbroker has nothing to warm up)."""
+        path before the first measured run (kbroker has nothing to warm up); the security
+        rows send it over their SSL listener (`bootstrap`, `conf`), so the TLS engine's
+        code is compiled too."""
         topic = _unique("warmup")
         create_topics(b.bootstrap_servers, [(topic, 8)])
         size = self.plan.warmup_bytes
-        out = rdkafka("produce", b.bootstrap_servers, topic, "--num", str(size // 1024),
-                      "--size", "1024")
+        out = rdkafka("produce", bootstrap or b.bootstrap_servers, topic, "--num", str(size // 1024),
+                      "--size", "1024", *conf)
         log(f"{self.name}: warm-up {size >> 20} MiB at {out['mb_per_s']:.1f} MB/s (not measured)")
 
     def produce_block(self, b, spec: Produce) -> Block:
