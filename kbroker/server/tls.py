@@ -65,6 +65,9 @@ class TlsSocket:
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
         self.obj = context.wrap_bio(self._in, self._out, server_side=True)
+        # the C object's read: ``SSLObject.read`` is a Python wrapper around it, one frame
+        # more per TLS record (a record is one call; librdkafka's are ~2 KiB)
+        self._read = getattr(self.obj, "_sslobj", self.obj).read
         self._pool = pool if pool is not None else BufferPool(0, 0)
         self._cview = self._pool.cipher_view()   # shared: used only between two yields
         self._unsent = b""       # ciphertext a non-blocking write could not take
@@ -93,12 +96,12 @@ class TlsSocket:
     def recv_into(self, view) -> int:
         """Plaintext into ``view``: everything already received, up to its size; 0 at the
         end of the stream; ``BlockingIOError`` when nothing is there yet."""
-        obj = self.obj
+        read = self._read
         want = len(view)
         got = 0
         while got < want:
             try:
-                n = obj.read(want - got, view[got:] if got else view)
+                n = read(want - got, view[got:] if got else view)
             except ssl.SSLWantReadError:
                 if self._out.pending:
                     self._send_nowait()
