@@ -14,8 +14,8 @@ in OpenSSL: one ``receive_some`` await per TLS record (≤ 16 KiB) with its canc
 locks, 16 KiB reads of ciphertext, and ``FrameDecoder`` copying every record into a
 growing buffer and out again. Here one call decrypts every record already received into
 the caller's buffer (ciphertext read 64 KiB per system call, plaintext written in place by
-``SSLObject.read(n, buffer)``), and a response's small parts become one TLS record
-instead of one each.
+the ``read(n, buffer)`` of the C object under ``SSLObject``, one TLS record per call), and a
+response's small parts become one TLS record instead of one each.
 
 Rules kept: the handshake runs under the caller's deadline and a failure raises
 ``ssl.SSLError``/``OSError`` for one log line; a peer's TCP close (with or without
@@ -65,6 +65,9 @@ class TlsSocket:
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
         self.obj = context.wrap_bio(self._in, self._out, server_side=True)
+        # the C object's read (``SSLObject.read`` is a Python wrapper around it: one frame
+        # more per TLS record, and a record is one call; librdkafka's are ~2.2 KB)
+        self._read = getattr(self.obj, "_sslobj", self.obj).read
         self._pool = pool if pool is not None else BufferPool(0, 0)
         self._cview = self._pool.cipher_view()   # shared: used only between two yields
         self._unsent = b""       # ciphertext a non-blocking write could not take
@@ -93,12 +96,12 @@ class TlsSocket:
     def recv_into(self, view) -> int:
         """Plaintext into ``view``: everything already received, up to its size; 0 at the
         end of the stream; ``BlockingIOError`` when nothing is there yet."""
-        obj = self.obj
+        read = self._read
         want = len(view)
         got = 0
         while got < want:
             try:
-                n = obj.read(want - got, view[got:] if got else view)
+                n = read(want - got, view[got:] if got else view)
             except ssl.SSLWantReadError:
                 if self._out.pending:
                     self._send_nowait()
