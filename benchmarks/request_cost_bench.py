@@ -14,6 +14,8 @@ Against one ``kbroker serve`` (started here, one topic of one partition), three 
 - ``idle``: one second without a request (the broker's timers and sweeps), per second;
 - ``fetch-behind``: N fetches, one after another, from the start of the log (a consumer
   catching up: each answer holds up to 1 MiB of the one-record batches written before);
+  sessionless as librdkafka's, or with ``--fetch-session`` in an incremental fetch session
+  as the Java consumer's (``--fetch-version 17``);
 - ``burst-woken``: N one-record Produce requests in bursts of ``--window`` written at once,
   each burst behind a consumer's Fetch parked at the log end that then fetches until it has
   the burst's records (a linger.ms=0 producer ahead of its broker); per *record*, with the
@@ -362,14 +364,25 @@ def _records_in(records) -> int:
     return sum(h.last_offset_delta + 1 for _, h in iter_batches(records or b""))
 
 
-def phase_fetch_behind(port: int, n: int, version: int, first: int) -> int:
+def phase_fetch_behind(port: int, n: int, version: int, first: int,
+                       session: bool = False) -> int:
     """N fetches, one after another, from offsets ``first``, ``first + 1``... of a log of
-    one-record batches: a consumer catching up, each answer up to 1 MiB (~900 batches)."""
+    one-record batches: a consumer catching up, each answer up to 1 MiB (~900 batches).
+    With ``session`` in an incremental fetch session as the Java consumer keeps one (KIP-227:
+    the first fetch opens it with epoch 0, each next one names its id and the next epoch);
+    without, sessionless as librdkafka's."""
     consumer = Conn(port, "reqcost-consumer")
+    session_id = epoch = 0
     for i in range(n):
-        resp = consumer.call(1, version, fetch_body(first + i, version))
+        body = fetch_body(first + i, version)
+        if session:
+            body.session_id, body.session_epoch = session_id, epoch
+        resp = consumer.call(1, version, body)
+        assert resp.error_code == 0, f"fetch-behind: session error {resp.error_code}"
+        session_id, epoch = resp.session_id, epoch + 1
         part = resp.responses[0].partitions[0]
         assert part.error_code == 0 and part.records, "fetch-behind found no record"
+    assert not session or session_id, "fetch-behind: no session was opened"
     consumer.sock.close()
     return n
 
@@ -380,6 +393,9 @@ def main(argv=None) -> int:
     ap.add_argument("--window", type=int, default=16, help="produce requests in flight")
     ap.add_argument("--fetch-version", type=int, default=16,
                     help="16: what librdkafka 2.x sends to kbroker (topic ids)")
+    ap.add_argument("--fetch-session", action="store_true",
+                    help="fetch-behind in an incremental fetch session (the Java consumer's "
+                         "shape, with --fetch-version 17) instead of sessionless (librdkafka's)")
     ap.add_argument("--park-ms", type=float, default=2.0,
                     help="how long a fetch is given to park before the append")
     ap.add_argument("--py-spy", metavar="FILE", help="record a py-spy profile of the broker")
@@ -454,8 +470,10 @@ def main(argv=None) -> int:
             elif name == "produce-pipelined":
                 done, note = phase_produce_pipelined(broker.port, args.n, args.window), ""
             elif name == "fetch-behind":
-                done, note = phase_fetch_behind(broker.port, args.n, args.fetch_version, 0), \
-                    "answers of up to 1 MiB of 1 KiB batches"
+                done = phase_fetch_behind(broker.port, args.n, args.fetch_version, 0,
+                                          args.fetch_session)
+                note = "answers of up to 1 MiB of 1 KiB batches" + (
+                    ", in a fetch session" if args.fetch_session else "")
             elif name in ("produce-8p", "produce-8p-idem"):
                 done = phase_produce_8p(broker.port, args.n, 5, name.endswith("idem"))
                 note = ("8 partitions × 15 records of 1 KiB, 5 in flight, "

@@ -50,6 +50,16 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
 Resp = messages.FetchResponse
+_PartitionData = Resp.PartitionData
+# The default (absent) tagged structs of every partition's answer: one object each, never
+# changed (a partition that diverged or names its leader, KIP-320 / KIP-951, gets its own)
+_NO_DIVERGENCE = _PartitionData.EpochEndOffset()
+_NO_LEADER = _PartitionData.LeaderIdAndEpoch()
+_NO_SNAPSHOT = _PartitionData.SnapshotId()
+_new_answer = object.__new__
+# the errors whose partitions name their current leader (KIP-951, v16+)
+_LEADER_NAMED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+_NOTHING_DENIED = frozenset()
 
 
 async def _leader_throttle(ctx, read: list, replica_id: int, max_wait_ms: int) -> bool:
@@ -96,6 +106,30 @@ def _aborted(found):
     return [Resp.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in found]
 
 
+def partition_data(r: FetchResult):
+    """A partition's answer for a read, with every field set directly: the generated
+    constructor's keyword defaults (three fresh tagged structs and a list per partition)
+    cost more than the rest of the answer (issue 32)."""
+    pd = _new_answer(_PartitionData)
+    pd.partition_index = r.partition
+    pd.error_code = r.error_code
+    pd.high_watermark = r.high_watermark
+    pd.last_stable_offset = r.last_stable_offset
+    pd.log_start_offset = r.log_start_offset
+    diverging = r.diverging_epoch
+    pd.diverging_epoch = (_NO_DIVERGENCE if diverging is None else
+                          _PartitionData.EpochEndOffset(epoch=diverging[0],
+                                                        end_offset=diverging[1]))
+    pd.current_leader = _NO_LEADER
+    pd.snapshot_id = _NO_SNAPSHOT
+    pd.aborted_transactions = _aborted(r.aborted_transactions)
+    pd.preferred_read_replica = -1
+    # Kafka answers an empty record set (size 0), never null.
+    pd.records = r.records if r.records is not None else b""
+    pd._unknown_tags = None
+    return pd
+
+
 def session_cache(broker) -> FetchSessionCache:
     """The broker's fetch session cache (made on first use, sized by
     ``max.incremental.fetch.session.cache.slots``)."""
@@ -116,7 +150,7 @@ def _current_leaders(ctx: RequestContext, answered) -> list:
     brokers = getattr(getattr(replicas, "image", None), "brokers", None) or {}
     nodes: dict[int, object] = {}
     for name, pd in answered:
-        if pd.error_code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+        if pd.error_code not in _LEADER_NAMED:
             continue
         leader, epoch = replicas.current_leader(name, pd.partition_index)
         pd.current_leader = Resp.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
@@ -161,11 +195,12 @@ async def handle(ctx: RequestContext, request):
         if use_ids and spec.topic is None:
             spec = replace(spec, topic=names.get(topic_key))    # created since it was asked for
         specs.append(spec)
-    named = {s.topic for s in specs if s.topic is not None}
     if replica_id >= 0 and not ctx.authorize_cluster(CLUSTER_ACTION):
-        denied = frozenset(named)
+        denied = frozenset(s.topic for s in specs if s.topic is not None)
+    elif ctx.authorizer is None:
+        denied = _NOTHING_DENIED       # no authorizer: every topic may be read
     else:
-        denied = denied_topics(ctx, READ, named)
+        denied = denied_topics(ctx, READ, {s.topic for s in specs if s.topic is not None})
     readable = [s for s in specs if s.topic is not None and s.topic not in denied]
     read = await ctx.broker.replicas.fetch(
         readable, max_bytes=request.max_bytes, min_bytes=request.min_bytes,
@@ -179,9 +214,12 @@ async def handle(ctx: RequestContext, request):
     results = [FetchResult(None, s.partition, ErrorCode.UNKNOWN_TOPIC_ID) if s.topic is None
                else FetchResult(s.topic, s.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                if s.topic in denied else next(it) for s in specs]
+    # a sessionless fetch answers every partition: only a session reads the outcomes
     outcomes = [PartitionOutcome(r.high_watermark, r.log_start_offset, r.size, r.error_code,
-                                 r.diverging_epoch is not None) for r in results]
-    error_code, session_id, included = fctx.finish(outcomes, ctx.broker.clock.now_ms())
+                                 r.diverging_epoch is not None)
+                for r in results] if fctx.uses_outcomes else ()
+    error_code, session_id, included = fctx.finish(
+        outcomes, ctx.broker.clock.now_ms() if fctx.uses_outcomes else now_ms)
     if error_code:
         return Resp(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=[])
     topics: list = []
@@ -200,22 +238,13 @@ async def handle(ctx: RequestContext, request):
             counters.fetch_requests += 1
             counters.bytes_out += r.size
     keys: list = []          # the topic key of each entry of ``topics``
-    answered: list = []
+    answered: list = []      # (topic, answer) of the partitions that may name a leader
     for ((topic_key, _), _spec), spec, r, keep in zip(fctx.partitions, specs, results, included):
         if not keep:
             continue
-        pd = Resp.PartitionData(
-            partition_index=r.partition, error_code=r.error_code,
-            high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
-            log_start_offset=r.log_start_offset,
-            aborted_transactions=_aborted(r.aborted_transactions),
-            preferred_read_replica=-1,
-            # Kafka answers an empty record set (size 0), never null.
-            records=r.records if r.records is not None else b"")
-        if r.diverging_epoch is not None:
-            pd.diverging_epoch = Resp.EpochEndOffset(epoch=r.diverging_epoch[0],
-                                                     end_offset=r.diverging_epoch[1])
-        answered.append((spec.topic, pd))
+        pd = partition_data(r)
+        if r.error_code in _LEADER_NAMED:
+            answered.append((spec.topic, pd))
         # consecutive partitions of one topic share an entry (Kafka's FetchResponse.of)
         if keys and keys[-1] == topic_key:
             topics[-1].partitions.append(pd)
@@ -223,7 +252,7 @@ async def handle(ctx: RequestContext, request):
             topics.append(Resp.FetchableTopicResponse(topic_id=topic_key, partitions=[pd]) if use_ids
                           else Resp.FetchableTopicResponse(topic=topic_key, partitions=[pd]))
             keys.append(topic_key)
-    endpoints = _current_leaders(ctx, answered) if version >= 16 else []
+    endpoints = _current_leaders(ctx, answered) if version >= 16 and answered else []
     throttle = 0
     if replica_id < 0 and ctx.broker.quotas.fetch.enabled:     # consumer_byte_rate (KIP-219)
         throttle = throttle_fetch(ctx.broker.quotas.fetch, getattr(ctx, "principal", None),

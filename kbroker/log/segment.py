@@ -45,6 +45,8 @@ _OFFSET_AND_SIZE = struct.Struct(">qi")  # base_offset, batch_length: the 12-byt
 _DATA_CHUNK = 1 << 20
 _LOG_OVERHEAD = rb.LOG_OVERHEAD
 _HEADER_CHUNK = 8192
+# a batch header's base offset, batch length, magic and last offset delta (find's scan)
+_SKIP_HEAD = struct.Struct(">qi4xb6xi")
 _FIRST_BATCH = object()     # should_roll: time from the segment's own first batch
 
 
@@ -279,9 +281,26 @@ class LogSegment:
         except CorruptIndex:
             self.rebuild_indexes()
             _, start = self.offset_index.lookup(offset)
-        for pos, h, _ in self.batches(start):
-            if h.last_offset >= offset:
-                return pos, h
+        # the batches from there read as BatchScan would (one chunk of headers, stopping at
+        # the first torn or damaged one), their headers decoded only for the one returned
+        fd, end, hsize = self.fd, self.size, rb.BATCH_HEADER_SIZE
+        pos = start
+        buf, bstart = b"", pos
+        while pos < end:
+            if end - pos < hsize:
+                return None
+            rel = pos - bstart
+            if rel + hsize > len(buf):
+                buf, bstart, rel = os.pread(fd, min(_HEADER_CHUNK, end - pos), pos), pos, 0
+                if len(buf) < hsize:
+                    return None
+            base, size, magic, last_delta = _SKIP_HEAD.unpack_from(buf, rel)
+            size += _LOG_OVERHEAD
+            if magic != rb.MAGIC or size < hsize or pos + size > end:
+                return None
+            if base + last_delta >= offset:
+                return pos, rb.parse_header(buf, rel)
+            pos += size
         return None
 
     def region(self, offset: int, max_bytes: int, max_offset: int | None) -> tuple[int, int] | None:

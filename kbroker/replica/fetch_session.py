@@ -193,17 +193,21 @@ class FetchContext:
     goes into the answer."""
 
     kind = "sessionless"
+    # whether ``finish`` reads the outcomes (a sessionless fetch answers every partition:
+    # the caller may pass none)
+    uses_outcomes = False
 
     def __init__(self, partitions: list, error_code: int = 0):
         self.partitions = partitions
         self.error_code = error_code
 
     def finish(self, outcomes: Sequence[PartitionOutcome], now_ms: int) -> tuple[int, int, list[bool]]:
-        return self.error_code, INVALID_SESSION_ID, [True] * len(outcomes)
+        return self.error_code, INVALID_SESSION_ID, [True] * len(self.partitions)
 
 
 class _FullContext(FetchContext):
     kind = "full"
+    uses_outcomes = True
 
     def __init__(self, cache: "FetchSessionCache", partitions: list, privileged: bool,
                  uses_topic_ids: bool):
@@ -220,6 +224,7 @@ class _FullContext(FetchContext):
 
 class _IncrementalContext(FetchContext):
     kind = "incremental"
+    uses_outcomes = True
 
     def __init__(self, session: FetchSession, request_epoch: int):
         super().__init__([(key, cp.req) for key, cp in session.partitions.items()])

@@ -308,6 +308,24 @@ def test_regions_match_a_batch_by_batch_scan(tmp_path):
                 _linear_region(seg, offset, max_bytes, max_offset), (offset, max_bytes, max_offset)
 
 
+@pytest.mark.parametrize("damage", ["magic", "short length"])
+def test_find_stops_at_a_damaged_batch_as_a_batch_scan_does(tmp_path, damage):
+    # find passes over the batches before the one it returns without decoding their whole
+    # headers, yet stops at a damaged one exactly where a batch-by-batch scan stops
+    log = new_log(tmp_path, small_config(segment_bytes=1 << 20, index_interval_bytes=1 << 20))
+    for _ in range(10):
+        log.append(make_batch([(None, b"v" * 100, NOW)]), now_ms=NOW)
+    seg = log.segments[0]
+    pos = [p for p, _, _ in seg.batches(0)][4]
+    if damage == "magic":
+        os.pwrite(seg.fd, bytes([7]), pos + 16)
+    else:
+        os.pwrite(seg.fd, (10).to_bytes(4, "big"), pos + 8)      # below the header's size
+    assert seg.find(3) is not None and seg.find(5) is None
+    for offset in range(9):          # the last batch is found without a scan (its tail)
+        assert seg.find(offset) == linear_find(seg, offset), offset
+
+
 def _count_preads(monkeypatch) -> list:
     """The sizes of the segment's ``pread`` calls from now on, in a list that grows."""
     reads = []
