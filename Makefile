@@ -298,9 +298,10 @@ demo: spark-setup
 
 # --- benchmarks ---
 # kbroker against Apache Kafka (the compat suite's jars) on this machine, same loads, same
-# clients; see benchmarks/README.md. `bench` (> 40 min with issue 32's rows) publishes its table into
-# benchmarks/README.md and its charts into benchmarks/charts/; `bench-quick` (≤ 3 min) writes
-# benchmarks/results/quick/ only. Not part of `make test`.
+# clients; see benchmarks/README.md. `bench` (~25 min on 2 cores; the load and security rows
+# paired, both brokers alive, BENCH_ARGS=--sequential for one after the other) publishes its
+# table into benchmarks/README.md and its charts into benchmarks/charts/; `bench-quick`
+# (≤ 3 min) writes benchmarks/results/quick/ only. Not part of `make test`.
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS ?=
 
