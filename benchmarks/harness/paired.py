@@ -15,7 +15,7 @@ costs. Before each measurement the brokers of the row are let quiet down (`wait_
 the one measured just before may still be busy with the tail of its load, which would fall
 on the next broker's measurement (in a check without the wait, idle Kafka used 18 % of a
 core during a 1.3 s kbroker run that directly followed its own TLS produce run, 2-3 %
-otherwise).
+otherwise). After each stage's unmeasured work the first wait is longer (2 s windows).
 """
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ Stages = Iterator[list[Block]]
 QUIET_SHARE = 0.05      # of one core, over ...
 QUIET_WINDOW_S = 0.5    # ... this window, for every broker of the row (10 ms /proc ticks)
 QUIET_TIMEOUT_S = 10.0  # then the measurement starts anyway
+# after a stage's unmeasured work (start, warm-up, pre-fill) a longer window first: a JVM
+# can look quiet for 0.5 s and still be compiling (idle Kafka used 31 % of a core in the
+# first kbroker repetition after the security rows' warm-ups with the short window alone)
+STAGE_QUIET_WINDOW_S = 2.0
+STAGE_QUIET_TIMEOUT_S = 30.0
 
 
 def wait_quiet(pids: list[int], share: float = QUIET_SHARE, window: float = QUIET_WINDOW_S,
@@ -97,6 +102,8 @@ def run_paired(results, stages: dict[str, Stages]) -> None:
                 return
             if any(v is None for v in got.values()):
                 raise RuntimeError(f"stages out of step: {sorted(n for n, v in got.items() if v is None)} ended first")
+            wait_quiet([b.pid for blocks in got.values() for b in blocks],
+                       window=STAGE_QUIET_WINDOW_S, timeout=STAGE_QUIET_TIMEOUT_S)
             for row in zip(*(got[n] for n in names), strict=True):
                 measured = measure_row(results, dict(zip(names, row)), measured)
 
