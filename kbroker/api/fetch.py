@@ -218,8 +218,7 @@ async def handle(ctx: RequestContext, request):
     outcomes = [PartitionOutcome(r.high_watermark, r.log_start_offset, r.size, r.error_code,
                                  r.diverging_epoch is not None)
                 for r in results] if fctx.uses_outcomes else ()
-    error_code, session_id, included = fctx.finish(
-        outcomes, ctx.broker.clock.now_ms() if fctx.uses_outcomes else now_ms)
+    error_code, session_id, included = fctx.finish(outcomes, ctx.broker.clock.now_ms())
     if error_code:
         return Resp(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=[])
     topics: list = []

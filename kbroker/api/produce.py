@@ -129,7 +129,7 @@ async def handle(ctx: RequestContext, request):
     # (no authorizer configured: nothing is denied, and no names are gathered to ask)
     denied = denied_topics(ctx, WRITE, (td.name for td in request.topic_data
                                         if td.name is not None)) \
-        if error is None and getattr(ctx.broker, "authorizer", None) is not None else ()
+        if error is None and ctx.authorizer is not None else ()
     verifier = getattr(ctx.broker.transactions, "verifier", None) \
         if request.transactional_id is not None else None
     if error is None and verifier is not None:
