@@ -1,6 +1,14 @@
 # kbroker — every set-up step is here, idempotent and cached in ignored folders.
 SHELL := /bin/bash
-PYTHON ?= python3
+# The interpreter .venv is made from: Debian's python3.11 when it is there with its venv module,
+# else python3 from PATH; PYTHON=... chooses another. Debian's is linked statically and built
+# with profile-guided and link-time optimization, as distributions' and python.org's builds and
+# the container image's interpreter are; pyenv's default build (python3 on PATH here) is neither
+# and runs kbroker's requests with 9-12 % more instructions and its start with ~16 % more
+# (benchmarks/README.md, "The interpreter"). A .venv made from another interpreter is made again.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell /usr/bin/python3.11 -c 'import venv, ensurepip' 2>/dev/null && echo /usr/bin/python3.11 || echo python3)
+endif
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -44,8 +52,18 @@ codecache: $(STAMP)
 NEW_VENV = { $(PYTHON) -m venv --without-pip $(1) && $(PYTHON) -m pip --python $(1)/bin/python \
 	install -q --disable-pip-version-check pip; } || $(PYTHON) -m venv --clear $(1)
 
-$(STAMP): pyproject.toml requirements-dev.txt
+# The interpreter .venv was made from, by the path $(PYTHON) resolves to. When $(PYTHON) names
+# another one, .venv goes (with every stamp in it) and is made again from the new one.
+VENV_BASE := $(VENV)/.base
+$(VENV_BASE): FORCE
+	@want="$$(command -v $(PYTHON))"; have="$$(cat $@ 2>/dev/null)"; \
+	if [ -e $(PY) ] && [ "$$have" != "$$want" ]; then \
+	  echo "$(VENV) was made from $${have:-another interpreter}: making it again from $$want"; \
+	  rm -rf $(VENV); fi
+
+$(STAMP): pyproject.toml requirements-dev.txt $(VENV_BASE)
 	test -x $(PY) || $(call NEW_VENV,$(VENV))
+	command -v $(PYTHON) > $(VENV_BASE)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e . -r requirements-dev.txt
 	touch $@
@@ -493,3 +511,7 @@ docker-test-kafka: docker-image $(DOCKER_STAMP) kafka-dist
 		build_kafka(docker.from_env(timeout=900), sys.argv[1], sys.argv[2])" $$base $(KAFKA_BENCH_IMAGE) && \
 	KBROKER_IMAGE=$(KBROKER_IMAGE) KBROKER_TC_KAFKA_IMAGE=$(KAFKA_BENCH_IMAGE) \
 	$(PY) -m pytest -q docker_tests/test_testcontainers.py
+
+# a prerequisite that is always out of date: its target's recipe decides whether anything changes
+FORCE:
+.PHONY: FORCE
