@@ -161,6 +161,22 @@ def test_streams_groups_v1_static_members_and_descriptions(bootstrap):
         conn.close()
 
 
+def test_metadata_answers_a_failing_auto_creation_unknown(broker_factory):
+    # the broker asks its controller and answers at once: a creation the controller refuses
+    # (a default replication factor above the one broker) changes nothing in the answer
+    private = broker_factory(**{"default.replication.factor": "2"})
+    R = M.MetadataRequest
+    name = "needs-two-" + uuid.uuid4().hex[:8]
+    conn = _connect(private.bootstrap_servers)
+    try:
+        for v in (4, 12, 12):
+            r = conn.request(3, v, R(topics=[R.MetadataRequestTopic(name=name)],
+                                     allow_auto_topic_creation=True))
+            assert [(t.name, t.error_code, t.partitions) for t in r.topics] == [(name, 3, [])]
+    finally:
+        conn.close()
+
+
 def test_metadata_answers_an_auto_created_topic_unknown(bootstrap):
     R = M.MetadataRequest
     name = "auto44-" + uuid.uuid4().hex[:8]

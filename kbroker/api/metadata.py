@@ -12,7 +12,10 @@
 - Auto-creation like Kafka: an unknown topic is created with ``num.partitions`` when
   ``auto.create.topics.enable`` is true and the request allows it (always for v0–v3), and
   answered ``UNKNOWN_TOPIC_OR_PARTITION`` as Kafka 4.3.1/4.4.0 answer it (the client retries;
-  older Kafka answered LEADER_NOT_AVAILABLE), internal topics included; otherwise
+  older Kafka answered LEADER_NOT_AVAILABLE), internal topics included, whatever comes of the
+  creation: one that fails (a replication factor above the brokers) is answered the same, as
+  Kafka's broker answers before its controller has decided. kbroker answers once the creation
+  has committed or failed, so that the client's next request finds the topic; otherwise
   ``UNKNOWN_TOPIC_OR_PARTITION`` too. Illegal names get ``INVALID_TOPIC_EXCEPTION``.
   ``__consumer_offsets``/``__transaction_state`` are created with their coordinator
   settings.
@@ -33,6 +36,8 @@
 """
 from __future__ import annotations
 
+import logging
+
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.api._metadata_cache import cache_of
@@ -42,6 +47,8 @@ from kbroker.metadata.controller import topic_name_error
 from kbroker.metadata.image import INTERNAL_TOPICS, ZERO_UUID
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
 
 Response = messages.MetadataResponse
 Topic = Response.MetadataResponseTopic
@@ -104,7 +111,6 @@ async def handle(ctx: RequestContext, request) -> Response:
             no_create = denied_topics(ctx, CREATE, [r.name for r in request.topics
                                                     if r.name is not None and r.name not in image.topics])
         to_create: list[str] = []
-        pending: list[tuple[str, int]] = []  # (name, index in topics_out) awaiting creation
         for req in request.topics:
             if req.topic_id is not None and req.topic_id != ZERO_UUID and not req.name:
                 t = image.topics_by_id.get(req.topic_id)
@@ -129,7 +135,6 @@ async def handle(ctx: RequestContext, request) -> Response:
                                         partitions=[]))
             elif allow:
                 to_create.append(name)
-                pending.append((name, len(topics_out)))
                 topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
                                         is_internal=name in INTERNAL_TOPICS,
                                         partitions=[]))
@@ -137,16 +142,13 @@ async def handle(ctx: RequestContext, request) -> Response:
                 topics_out.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
                                         partitions=[]))
         if to_create:
-            results = await broker.controller.maybe_create_topics(to_create)
-            failed = {r.name: r.error_code for r in results
-                      if r.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)}
-            for name, i in pending:
-                code = failed.get(name)
-                if code == ErrorCode.INVALID_REPLICATION_FACTOR:
-                    # Kafka answers a failed auto-creation this way too
-                    topics_out[i].error_code = ErrorCode.INVALID_REPLICATION_FACTOR
-                elif code is not None:
-                    topics_out[i].error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            # answered UNKNOWN_TOPIC_OR_PARTITION whatever comes of the creation, failed ones
+            # too (their reason goes to the log); waited for only so that the client's next
+            # request finds a created topic
+            for r in await broker.controller.maybe_create_topics(to_create):
+                if r.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                    log.info("auto-creation of topic %s failed: %s (%s)", r.name,
+                             r.error_message or "", ErrorCode(r.error_code).name)
         image = broker.metadata
     if v >= 8 and request.include_topic_authorized_operations:
         for t in topics_out:

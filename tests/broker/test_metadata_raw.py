@@ -93,6 +93,24 @@ async def test_internal_topic_auto_created_with_coordinator_settings(broker_serv
     assert image.topics["__consumer_offsets"].configs["cleanup.policy"] == "compact"
 
 
+async def test_a_failing_auto_creation_is_answered_unknown_and_logged(make_config, nursery, caplog):
+    # Kafka 4.x answers an auto-created topic UNKNOWN_TOPIC_OR_PARTITION whatever its controller
+    # makes of the creation; with a default replication factor above the one broker it fails
+    from kbroker.server import serve
+    server = await nursery.start(serve, make_config(default_replication_factor=2))
+    c = await RawClient.connect(server)
+    caplog.set_level("INFO", logger="kbroker.api.metadata")
+    for v in (4, 12):
+        resp = await c.request("Metadata", v, topics=[MT(name="needs-two")], allow_auto_topic_creation=True)
+        assert [(t.name, t.error_code, t.partitions) for t in resp.topics] == [
+            ("needs-two", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])]
+    assert "needs-two" not in server.broker.metadata.topics
+    failed = [r.getMessage() for r in caplog.records if "auto-creation of topic needs-two failed" in r.getMessage()]
+    assert len(failed) == 2 and "INVALID_REPLICATION_FACTOR" in failed[0], failed
+    server.request_shutdown()
+    await server.wait_stopped()
+
+
 @pytest.mark.parametrize("version", [2, 7])
 async def test_create_topics_errors(broker_server, version):
     c = await RawClient.connect(broker_server)
