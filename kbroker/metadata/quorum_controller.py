@@ -321,11 +321,15 @@ class QuorumController(Controller):
             await self._commit([*cleanup, rec])
             self._sessions[broker_id] = trio.current_time()
             self.stats["registrations"] += 1
-            if not clean:
-                self.stats["unclean_registrations"] += 1
-            log.info("broker %d registered with epoch %d (%s restart, %d partition change(s) for "
-                     "its previous incarnation)", broker_id, epoch,
-                     "clean" if clean else "unclean", len(cleanup))
+            if old is None:
+                log.info("broker %d registered with epoch %d (its first registration)",
+                         broker_id, epoch)
+            else:
+                if not clean:
+                    self.stats["unclean_registrations"] += 1
+                log.info("broker %d registered with epoch %d (%s restart, %d partition change(s) "
+                         "for its previous incarnation)", broker_id, epoch,
+                         "clean" if clean else "unclean", len(cleanup))
             return E.NONE, epoch
 
     def _log_dirs_error(self, broker_id: int, log_dirs: list) -> str | None:

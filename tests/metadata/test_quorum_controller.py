@@ -187,6 +187,19 @@ async def test_controlled_shutdown_and_stale_epochs(tmp_path, nursery):
     h.close()
 
 
+async def test_a_first_registration_is_no_unclean_restart(tmp_path, nursery, caplog):
+    caplog.set_level("INFO", logger="kbroker.controller")
+    h = await Harness(tmp_path).start(nursery)
+    await h.register(1)
+    h.incarnations.pop(1)              # a new incarnation that names no previous epoch
+    await h.register(1)
+    lines = [r.getMessage() for r in caplog.records if "broker 1 registered" in r.getMessage()]
+    assert len(lines) == 2 and lines[0].endswith("(its first registration)"), lines
+    assert "(unclean restart," in lines[1], lines
+    assert h.controller.stats["unclean_registrations"] == 1
+    h.close()
+
+
 async def test_a_non_leader_is_not_the_controller(tmp_path, nursery):
     h = await Harness(tmp_path).start(nursery)
     node = h.quorum.driver.node
