@@ -520,7 +520,7 @@ def build_classes(spec: MessageSpec, base=Message) -> type:
     ns: dict = {}
     classes: dict[str, type] = {}
 
-    def make(s: StructSpec, qualname: str) -> type:
+    def build(s: StructSpec, qualname: str) -> type:
         attrs = tuple(f.attr for f in s.fields)
         # an immutable default is the parameter's own default, so a field the caller leaves
         # out costs no test: only a list or an unshared struct is made per call
@@ -528,8 +528,9 @@ def build_classes(spec: MessageSpec, base=Message) -> type:
         for f in s.fields:
             fresh = _fresh_default(f)
             params += f"{f.attr}=" + ("_MISSING" if fresh else _field_default_expr(f, ns)) + ", "
-            fields.append(f"{f.attr} = {_field_default_expr(f, ns)} if {f.attr} is _MISSING else {f.attr}"
-                          if fresh else f"{f.attr} = {f.attr}")
+            value = f"{_field_default_expr(f, ns)} if {f.attr} is _MISSING else {f.attr}" \
+                if fresh else f.attr
+            fields.append(f"{f.attr} = {value}")
         fields.append("_unknown_tags = _unknown_tags")
         lines = [f"def __init__(self, *, {params}_unknown_tags=None):"]
         lines += [f"    self.{a}" for a in fields]
@@ -552,13 +553,13 @@ def build_classes(spec: MessageSpec, base=Message) -> type:
         # nested first so defaults can reference them
         for f in s.fields:
             if f.is_struct and f.struct.name not in classes:
-                setattr(cls, f.struct.name, make(f.struct, f"{qualname}.{f.struct.name}"))
+                setattr(cls, f.struct.name, build(f.struct, f"{qualname}.{f.struct.name}"))
             elif f.is_struct:
                 setattr(cls, f.struct.name, classes[f.struct.name])
         _lazy_constructors(cls, "\n".join(lines), ns)
         return cls
 
-    top = make(spec.struct, spec.name)
+    top = build(spec.struct, spec.name)
     for name, c in classes.items():  # every nested struct is also reachable from the message
         if c is not top:
             setattr(top, name, c)
