@@ -61,6 +61,16 @@ def kafka_protocol_dir(pytestconfig) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_message_defaults_unchanged():
+    """After the run: every shared default struct of the generated message classes (one
+    instance a field of every message defaults to, kbroker/wire/codegen.py) still holds its
+    defaults; code that changed one in place would have changed every message sharing it."""
+    yield
+    from kbroker.wire import codegen, messages
+    assert codegen.changed_shared_defaults(messages.built()) == []
+
+
 def pytest_collection_modifyitems(session, config, items):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return          # a plain run keeps pytest's order

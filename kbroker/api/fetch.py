@@ -51,12 +51,6 @@ from kbroker.wire.error_codes import ErrorCode
 
 Resp = messages.FetchResponse
 _PartitionData = Resp.PartitionData
-# The default (absent) tagged structs of every partition's answer: one object each, never
-# changed (a partition that diverged or names its leader, KIP-320 / KIP-951, gets its own)
-_NO_DIVERGENCE = _PartitionData.EpochEndOffset()
-_NO_LEADER = _PartitionData.LeaderIdAndEpoch()
-_NO_SNAPSHOT = _PartitionData.SnapshotId()
-_new_answer = object.__new__
 # the errors whose partitions name their current leader (KIP-951, v16+)
 _LEADER_NAMED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 _NOTHING_DENIED = frozenset()
@@ -103,30 +97,23 @@ def _aborted(found):
     transaction overlapping the returned data (consumers skip those batches)."""
     if found is None:
         return None
-    return [Resp.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in found]
+    return [Resp.AbortedTransaction.make(producer_id=pid, first_offset=first)
+            for pid, first in found]
 
 
 def partition_data(r: FetchResult):
-    """A partition's answer for a read, with every field set directly: the generated
-    constructor's keyword defaults (three fresh tagged structs and a list per partition)
-    cost more than the rest of the answer (issue 32)."""
-    pd = _new_answer(_PartitionData)
-    pd.partition_index = r.partition
-    pd.error_code = r.error_code
-    pd.high_watermark = r.high_watermark
-    pd.last_stable_offset = r.last_stable_offset
-    pd.log_start_offset = r.log_start_offset
-    diverging = r.diverging_epoch
-    pd.diverging_epoch = (_NO_DIVERGENCE if diverging is None else
-                          _PartitionData.EpochEndOffset(epoch=diverging[0],
-                                                        end_offset=diverging[1]))
-    pd.current_leader = _NO_LEADER
-    pd.snapshot_id = _NO_SNAPSHOT
-    pd.aborted_transactions = _aborted(r.aborted_transactions)
-    pd.preferred_read_replica = -1
-    # Kafka answers an empty record set (size 0), never null.
-    pd.records = r.records if r.records is not None else b""
-    pd._unknown_tags = None
+    """A partition's answer for a read (``make``: the generated constructor as a plain call;
+    the absent diverging epoch, leader and snapshot are the shared defaults, never changed:
+    a partition that diverged gets its own, KIP-320)."""
+    pd = _PartitionData.make(
+        partition_index=r.partition, error_code=r.error_code, high_watermark=r.high_watermark,
+        last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
+        aborted_transactions=_aborted(r.aborted_transactions),
+        # Kafka answers an empty record set (size 0), never null.
+        records=r.records if r.records is not None else b"")
+    if r.diverging_epoch is not None:
+        pd.diverging_epoch = _PartitionData.EpochEndOffset.make(epoch=r.diverging_epoch[0],
+                                                                end_offset=r.diverging_epoch[1])
     return pd
 
 
@@ -248,13 +235,14 @@ async def handle(ctx: RequestContext, request):
         if keys and keys[-1] == topic_key:
             topics[-1].partitions.append(pd)
         else:
-            topics.append(Resp.FetchableTopicResponse(topic_id=topic_key, partitions=[pd]) if use_ids
-                          else Resp.FetchableTopicResponse(topic=topic_key, partitions=[pd]))
+            topics.append(Resp.FetchableTopicResponse.make(topic_id=topic_key, partitions=[pd])
+                          if use_ids else
+                          Resp.FetchableTopicResponse.make(topic=topic_key, partitions=[pd]))
             keys.append(topic_key)
     endpoints = _current_leaders(ctx, answered) if version >= 16 and answered else []
     throttle = 0
     if replica_id < 0 and ctx.broker.quotas.fetch.enabled:     # consumer_byte_rate (KIP-219)
         throttle = throttle_fetch(ctx.broker.quotas.fetch, getattr(ctx, "principal", None),
                                   ctx.client_id, topics)
-    return Resp(throttle_time_ms=throttle, error_code=0, session_id=session_id, responses=topics,
-                node_endpoints=endpoints)
+    return Resp.make(throttle_time_ms=throttle, error_code=0, session_id=session_id,
+                     responses=topics, node_endpoints=endpoints)

@@ -50,27 +50,6 @@ ADMIN_CLIENT_ID = "__admin_client"   # Kafka lets only this client id write inte
 
 
 _PartitionResponse = Resp.PartitionProduceResponse
-# The default (absent) leader of every successful answer: one object, never changed (an
-# answer that names a leader, KIP-951, gets its own in _current_leaders)
-_NO_LEADER = _PartitionResponse.LeaderIdAndEpoch()
-_new_answer = object.__new__
-
-
-def _appended(index: int, res):
-    """A partition's answer for an append, with every field set directly: the generated
-    constructor's keyword defaults (a fresh leader struct and error list per partition) cost
-    more than the rest of the answer (issue 32)."""
-    pr = _new_answer(_PartitionResponse)
-    pr.index = index
-    pr.error_code = 0
-    pr.base_offset = res.base_offset
-    pr.log_append_time_ms = res.log_append_time_ms
-    pr.log_start_offset = res.log_start_offset
-    pr.record_errors = []
-    pr.error_message = None
-    pr.current_leader = _NO_LEADER
-    pr._unknown_tags = None
-    return pr
 
 
 def _partition_response(index: int, error: ReplicaError | int, version: int):
@@ -170,7 +149,12 @@ async def handle(ctx: RequestContext, request):
                 appended += 1
                 bytes_in += len(records)
                 messages_in += res.last_offset - res.base_offset + 1
-                parts.append(_appended(pd.index, res))
+                # (make: the generated constructor as a plain call; the absent leader is
+                # the struct's shared default, a partition that names one gets its own)
+                parts.append(_PartitionResponse.make(
+                    index=pd.index, base_offset=res.base_offset,
+                    log_append_time_ms=res.log_append_time_ms,
+                    log_start_offset=res.log_start_offset))
                 if acks == -1:
                     required = res.last_offset + 1
                     # as of the append; a duplicate's answer is checked here
@@ -189,10 +173,10 @@ async def handle(ctx: RequestContext, request):
                 counters.produce_requests += appended
                 counters.bytes_in += bytes_in
                 counters.messages_in += messages_in
-        topics.append(Resp.TopicProduceResponse(name=name or "", partition_responses=parts)
+        topics.append(Resp.TopicProduceResponse.make(name=name or "", partition_responses=parts)
                       if version < 13 else
-                      Resp.TopicProduceResponse(name=name or "", topic_id=td.topic_id,
-                                                partition_responses=parts))
+                      Resp.TopicProduceResponse.make(name=name or "", topic_id=td.topic_id,
+                                                     partition_responses=parts))
     if waits:
         await _wait_replicated(replicas, waits, request.timeout_ms)
     failed = [(t.name, p.index, p.error_code) for t in topics for p in t.partition_responses
@@ -207,7 +191,7 @@ async def handle(ctx: RequestContext, request):
                 + ", ".join(f"{t}-{i}: {_error_name(c)}" for t, i, c in failed))
         return None
     endpoints = _current_leaders(ctx, topics) if version >= 10 and failed else []
-    return Resp(responses=topics, throttle_time_ms=0, node_endpoints=endpoints)
+    return Resp.make(responses=topics, throttle_time_ms=0, node_endpoints=endpoints)
 
 
 def _error_name(code: int) -> str:

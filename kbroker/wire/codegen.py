@@ -20,6 +20,12 @@ Rules kept here (from Kafka's generated Java code):
 
 - a tagged struct is written when it is null or differs from a fresh instance; other
   tagged fields when they differ from their default.
+- constructors: ``Cls(**fields)``, and ``Cls.make(**fields)``, the same as a plain function
+  call (cheaper: no keyword dict, no frame for ``__init__``), generated per class from one
+  text. A field left out costs nothing when its default is immutable: numbers, strings,
+  and the one shared instance of a struct of scalars (``shares_default``; decoders use it
+  for absent fields too, so nobody may change such a default in place: give the field a
+  new instance). Only arrays and other structs get a new default object per message.
 - an element of an array of structs may be an :class:`Encoded`: the element's bytes as this
   codec wrote them at one version (``encode_struct``), copied as they are at that version
   and encoded from the wrapped message at any other. A broker answer that repeats the same
@@ -385,6 +391,7 @@ class Message:
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
+    _default = None     # the shared default instance of a struct class that has one
 
     def __eq__(self, other):
         if type(other) is not type(self):
@@ -409,12 +416,50 @@ class Message:
         return {f: conv(getattr(self, f)) for f in self._fields}
 
 
+def shares_default(s: StructSpec) -> bool:
+    """Is one default instance of struct ``s`` shared by every field that defaults to it?
+    Yes when its fields are all scalars (numbers, strings, bytes, uuids: no arrays, no nested
+    structs), as the tagged leaders, epochs and snapshot ids in every partition of a Produce
+    or Fetch answer. Nobody changes a field of such a default in place: a handler that has a
+    leader to name assigns a new instance (tests/conftest.py checks that the shared
+    instances hold their defaults at the end of a test run: changed_shared_defaults)."""
+    return all(not f.is_array and not f.is_struct for f in s.fields)
+
+
+def _shared_instance(cls: type, s: StructSpec):
+    """The shared default instance of struct class ``cls`` (its fields set here from the
+    schema's defaults, without compiling the class's ``__init__``)."""
+    o = object.__new__(cls)
+    for f in s.fields:
+        setattr(o, f.attr, f.default)
+    o._unknown_tags = None
+    return o
+
+
+def changed_shared_defaults(classes) -> list[str]:
+    """The shared default instances, among the struct classes of the message classes
+    ``classes``, that no longer hold their defaults: code changed a field of one in place,
+    which changes it in every message sharing it (the test suite checks this stays empty)."""
+    changed = []
+    for top in classes:
+        for c in top._classes.values():
+            d = c._default
+            if d is not None and (d._unknown_tags is not None or any(
+                    getattr(d, f.attr) is not f.default for f in c._spec.fields)):
+                changed.append(c.__qualname__)
+    return changed
+
+
 def _field_default_expr(f: FieldSpec, ns: dict) -> str:
-    """Source for a fresh default value of field ``f`` (names resolved in ``ns``)."""
+    """Source for the default value of field ``f`` (names resolved in ``ns``): a literal, a
+    shared immutable object (``D_…``), or, for arrays and structs that are not shared, the
+    expression making a fresh one."""
     if f.is_array:
         return "None" if f.default is None else "[]"
     if f.is_struct:
-        return "None" if f.default is None else f"C_{f.struct.name}()"
+        if f.default is None:
+            return "None"
+        return f"D_{f.struct.name}" if shares_default(f.struct) else f"C_{f.struct.name}()"
     v = f.default
     # an immutable scalar as a literal: the generated text is then the same in every process,
     # as the generated-code cache (kbroker/common/codecache.py) needs to find it again
@@ -426,20 +471,48 @@ def _field_default_expr(f: FieldSpec, ns: dict) -> str:
     return key
 
 
-def _lazy_init(cls: type, source: str, ns: dict):
-    """An ``__init__`` that compiles the generated one on the first construction and puts
-    it in its place: a broker builds the classes of every API it serves at start-up but
-    constructs few of them soon, and compiling is most of a class's cost."""
+def _fresh_default(f: FieldSpec) -> bool:
+    """Does field ``f`` get a new default object at each construction (an empty list, a
+    struct whose default is not shared)? Every other default is one immutable value."""
+    if f.is_array:
+        return f.default is not None
+    return f.is_struct and f.default is not None and not shares_default(f.struct)
+
+
+def _lazy_constructors(cls: type, source: str, ns: dict) -> None:
+    """Give ``cls`` an ``__init__`` and a ``make`` that compile the generated ones (both
+    from ``source``) on the first construction and put them in their place: a broker builds
+    the classes of every API it serves at start-up but constructs few of them soon, and
+    compiling is most of a class's cost."""
+    compiled: dict = {}
+
+    def real(name: str):
+        if not compiled:
+            glb = dict(RUNTIME)
+            glb.update(ns)            # nested classes and defaults of the whole message
+            exec(source, glb, compiled)
+            if cls.__dict__.get("__init__") is __init__:
+                cls.__init__ = compiled["__init__"]
+            if cls.__dict__.get("make") is make:
+                cls.make = compiled["make"]
+        return compiled[name]
+
     def __init__(self, *args, **kwargs):
-        glb = dict(RUNTIME)
-        glb.update(ns)            # nested classes and defaults of the whole message
-        loc: dict = {}
-        exec(source, glb, loc)
-        real = loc["__init__"]
-        if cls.__dict__.get("__init__") is __init__:
-            cls.__init__ = real
-        real(self, *args, **kwargs)
-    return __init__
+        real("__init__")(self, *args, **kwargs)
+
+    def make(*args, **kwargs):
+        return real("make")(*args, **kwargs)
+
+    cls.__init__ = __init__
+    cls.make = make
+
+
+def _keywords_only():
+    raise TypeError("a message's make() takes its fields as keywords only")
+
+
+RUNTIME["_new"] = object.__new__
+RUNTIME["_keywords_only"] = _keywords_only
 
 
 def build_classes(spec: MessageSpec, base=Message) -> type:
@@ -447,26 +520,46 @@ def build_classes(spec: MessageSpec, base=Message) -> type:
     ns: dict = {}
     classes: dict[str, type] = {}
 
-    def make(s: StructSpec, qualname: str) -> type:
+    def build(s: StructSpec, qualname: str) -> type:
         attrs = tuple(f.attr for f in s.fields)
-        lines = ["def __init__(self, *, " + ", ".join(f"{a}=_MISSING" for a in attrs) + (", " if attrs else "") + "_unknown_tags=None):"]
+        # an immutable default is the parameter's own default, so a field the caller leaves
+        # out costs no test: only a list or an unshared struct is made per call
+        params, fields = "", []
         for f in s.fields:
-            lines.append(f"    self.{f.attr} = {_field_default_expr(f, ns)} if {f.attr} is _MISSING else {f.attr}")
-        lines.append("    self._unknown_tags = _unknown_tags")
+            fresh = _fresh_default(f)
+            params += f"{f.attr}=" + ("_MISSING" if fresh else _field_default_expr(f, ns)) + ", "
+            value = f"{_field_default_expr(f, ns)} if {f.attr} is _MISSING else {f.attr}" \
+                if fresh else f.attr
+            fields.append(f"{f.attr} = {value}")
+        fields.append("_unknown_tags = _unknown_tags")
+        lines = [f"def __init__(self, *, {params}_unknown_tags=None):"]
+        lines += [f"    self.{a}" for a in fields]
+        # ``Cls.make(**fields)`` is ``Cls(**fields)`` as a plain function call: a class call
+        # turns the keywords into a dict and runs __init__ in a frame of its own, which
+        # costs more than setting the fields (hot paths answer each partition with one).
+        # Its fields are keywords too, but filled from positional defaults (cheaper than
+        # keyword-only ones); a value given by position lands in ``_positional`` and is refused.
+        lines += ["", f"def make(_positional=_MISSING, {params}_unknown_tags=None):",
+                  "    if _positional is not _MISSING: _keywords_only()",
+                  f"    o = _new(C_{s.name})"]
+        lines += [f"    o.{a}" for a in fields]
+        lines.append("    return o")
         cls = type(s.name, (base,), {"__slots__": attrs + ("_unknown_tags",), "_fields": attrs,
                                      "_spec": s, "__qualname__": qualname})
         classes[s.name] = cls
         ns[f"C_{s.name}"] = cls
+        if s is not spec.struct and shares_default(s):
+            ns[f"D_{s.name}"] = cls._default = _shared_instance(cls, s)
         # nested first so defaults can reference them
         for f in s.fields:
             if f.is_struct and f.struct.name not in classes:
-                setattr(cls, f.struct.name, make(f.struct, f"{qualname}.{f.struct.name}"))
+                setattr(cls, f.struct.name, build(f.struct, f"{qualname}.{f.struct.name}"))
             elif f.is_struct:
                 setattr(cls, f.struct.name, classes[f.struct.name])
-        cls.__init__ = _lazy_init(cls, "\n".join(lines), ns)
+        _lazy_constructors(cls, "\n".join(lines), ns)
         return cls
 
-    top = make(spec.struct, spec.name)
+    top = build(spec.struct, spec.name)
     for name, c in classes.items():  # every nested struct is also reachable from the message
         if c is not top:
             setattr(top, name, c)
@@ -490,6 +583,8 @@ class _Gen:
         self.ns: dict = dict(RUNTIME)
         for name, c in cls._classes.items():
             self.ns[f"C_{name}"] = c
+            if c._default is not None:
+                self.ns[f"D_{name}"] = c._default
         self.lines: list[str] = []
         self.done: set[str] = set()
         self.counter = 0
@@ -725,8 +820,11 @@ class _Gen:
         if f.is_struct:
             if f.default is None:
                 return f"{expr} is not None"
-            # Kafka writes a tagged struct that is null or differs from a fresh instance
-            return f"({expr} is None or not {self.isdef_expr(f.struct, expr)})"
+            # Kafka writes a tagged struct that is null or differs from a fresh instance (the
+            # shared default instance, when the struct has one, is known to be default)
+            test = f"({expr} is None or not {self.isdef_expr(f.struct, expr)})"
+            return f"({expr} is not D_{f.struct.name} and {test})" \
+                if shares_default(f.struct) else test
         return f"{expr} != {self.const(f.default)}"
 
     def isdef_terms(self, s: StructSpec, v: str) -> list[str]:

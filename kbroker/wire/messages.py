@@ -121,6 +121,11 @@ def get(name: str) -> type:
     return cls
 
 
+def built() -> list[type]:
+    """The message classes built so far (by ``get``)."""
+    return list(_CLASSES.values())
+
+
 def request_class(api_key: int) -> type | None:
     name = _BY_KEY.get((api_key, "request"))
     return get(name) if name else None

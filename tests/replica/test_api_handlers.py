@@ -3,12 +3,11 @@ encoded as a client would, handler run against a real ReplicaManager, response e
 (file regions included) and decoded again."""
 from __future__ import annotations
 
-import types
 import uuid
 
 import pytest
 
-from kbroker.api import REGISTRY, RequestContext, fetch, load_all, produce
+from kbroker.api import REGISTRY, RequestContext, fetch, load_all
 from kbroker.api.produce import SERVED_FROM
 from kbroker.replica import FetchResult
 from kbroker.log.region import FileRegion
@@ -20,13 +19,18 @@ from .conftest import batch, decode_region
 load_all()
 
 
-async def call(broker, api_key, version, body, client_id="test"):
+async def handled(broker, api_key, version, body, client_id="test"):
+    """The handler's answer (as it returned it, not encoded) to ``body`` sent as a client would."""
     frame = protocol.encode_request(api_key, version, 7, client_id, body)
     header, req = protocol.decode_request(memoryview(frame)[4:])
     spec = REGISTRY[api_key]
     ctx = RequestContext(broker=broker, api_key=api_key, api_version=version,
                          correlation_id=7, client_id=client_id)
-    resp = await spec.handler(ctx, req)
+    return await spec.handler(ctx, req)
+
+
+async def call(broker, api_key, version, body, client_id="test"):
+    resp = await handled(broker, api_key, version, body, client_id)
     if resp is None:
         return None
     parts = protocol.encode_response(api_key, version, 7, resp)
@@ -91,14 +95,19 @@ async def test_produce(broker, cluster, version):
 
 
 @pytest.mark.parametrize("version", range(SERVED_FROM, versions(0)[-1] + 1))
-def test_produce_success_answer_is_the_generated_constructors(version):
-    """A successful partition's answer sets its fields itself (produce._appended): every
-    field is set, and the answer and its bytes are the generated constructor's."""
+async def test_produce_success_answer_is_the_generated_constructors(broker, cluster, version):
+    """A successful partition's answer (built with ``make``, the constructor as a plain
+    call) is, in value and in bytes, the one the class call builds with the append's
+    offsets, at every served version."""
     R = messages.ProduceResponse
-    res = types.SimpleNamespace(base_offset=42, log_append_time_ms=-1, log_start_offset=7)
-    fast = produce._appended(3, res)
-    made = R.PartitionProduceResponse(index=3, error_code=0, base_offset=42,
-                                      log_append_time_ms=-1, log_start_offset=7)
+    t = cluster.create("t", 2)
+    ids = {"t": t.topic_id} if version >= 13 else None
+    await call(broker, 0, version, produce_req("t", batch(b"a", b"b"), partition=1, ids=ids))
+    resp = await handled(broker, 0, version,
+                         produce_req("t", batch(b"c"), partition=1, ids=ids))
+    fast = resp.responses[0].partition_responses[0]
+    made = R.PartitionProduceResponse(index=1, error_code=0, base_offset=2,
+                                      log_append_time_ms=-1, log_start_offset=0)
     assert all(hasattr(fast, a) for a in type(fast).__slots__)
     assert fast == made
 
@@ -110,9 +119,9 @@ def test_produce_success_answer_is_the_generated_constructors(version):
 
 @pytest.mark.parametrize("version", range(versions(1)[0], versions(1)[-1] + 1))
 def test_fetch_partition_answer_is_the_generated_constructors(version, tmp_path):
-    """A partition's answer sets its fields itself (fetch.partition_data): every field is
-    set, and the answer and its bytes are the generated constructor's, with records or
-    without, aborted transactions or none (read_uncommitted), a diverging epoch or none."""
+    """A partition's answer (fetch.partition_data, built with ``make``): every field is
+    set, and the answer and its bytes are the class call's, with records or without,
+    aborted transactions or none (read_uncommitted), a diverging epoch or none."""
     R = messages.FetchResponse
     path = tmp_path / "seg"
     path.write_bytes(bytes(range(256)) * 4)
