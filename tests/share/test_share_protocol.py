@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 import uuid
 
 import pytest
@@ -19,6 +18,7 @@ from kbroker.wire.error_codes import ErrorCode as E
 from kbroker.wire.protocol import decode_response, encode_request
 from tests.share.test_share_consumers import OVERRIDES
 from tests.support.broker_proc import BrokerProcess
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -45,6 +45,16 @@ class Client:
             assert chunk, "connection closed"
             buf += chunk
         return buf
+
+
+def _if(answer, ok):
+    """``answer`` when ``ok(answer)``, else None (a wait_for predicate that keeps the answer)."""
+    return answer if ok(answer) else None
+
+
+def _answered(hb):
+    """A heartbeat's answer unless its coordinator was still loading or elsewhere."""
+    return _if(hb, lambda r: r.error_code not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_COORDINATOR))
 
 
 @pytest.fixture(scope="module")
@@ -83,20 +93,17 @@ def test_heartbeat_describe_and_share_fetch_sessions(env):
     b, c, tid = env
     fc = c("FindCoordinator", 4, key_type=0, coordinator_keys=["sg"])     # creates __consumer_offsets
     assert fc.coordinators[0].error_code == 0
-    for _ in range(50):            # the coordinator may still be loading __consumer_offsets
-        hb = c("ShareGroupHeartbeat", 1, group_id="sg", member_id="m1", member_epoch=0,
-               rack_id=None, subscribed_topic_names=["t"])
-        if hb.error_code not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_COORDINATOR):
-            break
-        time.sleep(0.1)
+    # the coordinator may still be loading __consumer_offsets: asked again, as a client does
+    hb = wait_for(lambda: _answered(c("ShareGroupHeartbeat", 1, group_id="sg", member_id="m1",
+                                      member_epoch=0, rack_id=None, subscribed_topic_names=["t"])),
+                  what="a ShareGroupHeartbeat answered by a loaded coordinator")
     # as Kafka 4.3.1: epoch 2 and an empty assignment, then the background assignment
     assert (hb.error_code, hb.member_epoch, hb.assignment.topic_partitions) == (0, 2, [])
-    for _ in range(30):
-        hb = c("ShareGroupHeartbeat", 1, group_id="sg", member_id="m1", member_epoch=hb.member_epoch,
-               rack_id=None, subscribed_topic_names=None)
-        if hb.assignment is not None:
-            break
-        time.sleep(0.2)
+    epoch = hb.member_epoch
+    hb = wait_for(lambda: _if(c("ShareGroupHeartbeat", 1, group_id="sg", member_id="m1",
+                                member_epoch=epoch, rack_id=None, subscribed_topic_names=None),
+                              lambda r: r.assignment is not None),
+                  what="m1's background assignment", interval=0.2)
     assert hb.member_epoch == 3
     assert [(tp.topic_id, list(tp.partitions)) for tp in hb.assignment.topic_partitions] == [(tid, [0])]
     d = c("ShareGroupDescribe", 1, group_ids=["sg", "nope"], include_authorized_operations=False)
@@ -248,14 +255,17 @@ def test_delete_groups_deletes_a_share_groups_state(env):
     """DeleteGroups on an empty share group tombstones its records and, as Kafka, the state
     of the share-partitions it kept (a group of the same id starts afresh)."""
     b, c, tid = env
-    hb = None
-    for _ in range(50):
-        hb = c("ShareGroupHeartbeat", 1, group_id="sg-del", member_id="d1",
-               member_epoch=0 if hb is None or hb.error_code else hb.member_epoch, rack_id=None,
-               subscribed_topic_names=["t"] if hb is None or hb.error_code else None)
-        if hb.error_code == 0 and hb.assignment is not None and hb.assignment.topic_partitions:
-            break
-        time.sleep(0.1)
+    last = [None]
+
+    def assigned():
+        hb = last[0]
+        fresh = hb is None or hb.error_code
+        last[0] = hb = c("ShareGroupHeartbeat", 1, group_id="sg-del", member_id="d1",
+                         member_epoch=0 if fresh else hb.member_epoch, rack_id=None,
+                         subscribed_topic_names=["t"] if fresh else None)
+        return hb.error_code == 0 and hb.assignment is not None and hb.assignment.topic_partitions
+    wait_for(assigned, what="d1's assignment")
+    hb = last[0]
     assert hb.assignment.topic_partitions[0].partitions == [0]
     part = F.FetchPartition(partition_index=0, partition_max_bytes=0, acknowledgement_batches=[])
     assert c("ShareFetch", 1, group_id="sg-del", member_id="d1", share_session_epoch=0,
