@@ -4,7 +4,7 @@ SHELL := /bin/bash
 # else python3 from PATH; PYTHON=... chooses another. Debian's is linked statically and built
 # with profile-guided and link-time optimization, as distributions' and python.org's builds and
 # the container image's interpreter are; pyenv's default build (python3 on PATH here) is neither
-# and runs kbroker's requests with 9-12 % more instructions and its start with ~16 % more
+# and runs kbroker's requests with 10-14 % more instructions and its start with ~20 % more
 # (benchmarks/README.md, "The interpreter"). A .venv made from another interpreter is made again.
 ifeq ($(origin PYTHON),undefined)
 PYTHON := $(shell /usr/bin/python3.11 -c 'import venv, ensurepip' 2>/dev/null && echo /usr/bin/python3.11 || echo python3)
