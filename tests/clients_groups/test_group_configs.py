@@ -16,6 +16,7 @@ from compat_tests.kafka_runner import kafka_version
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
 from tests.support.broker_proc import BrokerProcess
+from tests.support.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 LIBS = REPO / ".cache" / "kafka" / kafka_version() / "libs"   # the pinned release
@@ -46,14 +47,15 @@ def heartbeat_interval(port: int, group: str) -> tuple[int, int]:
         c = await RawClient.connect(port)
         try:
             await c.request("FindCoordinator", 4, key_type=0, coordinator_keys=[group])
-            for _ in range(50):
+            async def joined():
                 r = await c.request("ConsumerGroupHeartbeat", 1, group_id=group,
                                     member_id=str(uuid.uuid4()), member_epoch=0,
                                     rebalance_timeout_ms=30000, subscribed_topic_names=[],
                                     topic_partitions=[])
                 if r.error_code not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_COORDINATOR):
-                    return r.error_code, r.heartbeat_interval_ms
-                await trio.sleep(0.1)
+                    return r
+            r = await until(joined, what=f"a heartbeat of {group} answered by its coordinator",
+                            interval=0.1)
             return r.error_code, r.heartbeat_interval_ms
         finally:
             await c.aclose()

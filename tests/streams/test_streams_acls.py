@@ -9,6 +9,7 @@ from kbroker.wire import messages as M
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.authz.test_delegation_tokens import config, start, stop
 from tests.broker.raw import RawClient
+from tests.support.waiting import until
 
 ME = "User:ANONYMOUS"
 Req = M.StreamsGroupHeartbeatRequest
@@ -56,11 +57,10 @@ async def test_streams_group_acls(tmp_path, nursery):
     assert [g.error_code for g in r.groups] == [E.GROUP_AUTHORIZATION_FAILED]
 
     # without CREATE on the changelog topic it is not created, and stays reported missing
-    for _ in range(50):
+    async def answered():
         r = await c.request("StreamsGroupHeartbeat", 0, **join("g-ok", "ok", "no-create-changelog"))
-        if r.error_code == 0:
-            break
-    assert r.error_code == 0
+        return r if r.error_code == 0 else None
+    r = await until(answered, what="g-ok's heartbeat answered", interval=0.05)
     assert [s.status_code for s in r.status] == [3]
     assert "no-create-changelog" not in server.broker.metadata.topics
     await c.aclose()

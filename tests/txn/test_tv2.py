@@ -13,11 +13,19 @@ from kbroker.txn.metadata import MAX_EPOCH, TxnState
 from kbroker.wire import messages, records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
+from tests.support.waiting import until
 from tests.txn.test_coordinator import config, create, fetch, init, txn_batch
 
 P = messages.ProduceRequest
 T = messages.TxnOffsetCommitRequest
 O = messages.OffsetFetchRequest
+
+
+async def _loaded(answer):
+    """``(code,)`` of an awaited error code once it is not COORDINATOR_LOAD_IN_PROGRESS (a
+    one-element tuple: NONE is falsy), else None: a predicate for ``until``."""
+    code = await answer
+    return None if code == E.COORDINATOR_LOAD_IN_PROGRESS else (code,)
 
 
 async def produce(c, tid, topic, part, data, version=12):
@@ -78,11 +86,9 @@ async def test_implicit_adds_epoch_per_transaction_and_replay(tmp_path):
         assert await produce(c, "tx", "t", 0, txn_batch(pid, e + 1, 0, b"next")) == \
             E.INVALID_PRODUCER_EPOCH
         assert (await c.request("FindCoordinator", 3, key="g", key_type=0)).error_code == 0
-        for _ in range(100):       # as a client: retried while the group's partition loads
-            code = await txn_offset_commit(c, "tx", pid, e, "g", 42)
-            if code != E.COORDINATOR_LOAD_IN_PROGRESS:
-                break
-            await trio.sleep(0.05)
+        # as a client: retried while the group's partition loads
+        (code,) = await until(lambda: _loaded(txn_offset_commit(c, "tx", pid, e, "g", 42)),
+                              what="a TxnOffsetCommit past the group's load", interval=0.05)
         assert code == 0
         assert await txn_offset_commit(c, "tx", pid, e + 1, "g", 43) == E.INVALID_PRODUCER_EPOCH
         meta = broker.transactions.txns["tx"]
@@ -169,14 +175,13 @@ async def test_txn_offset_commit_v6_names_topics_by_id(tmp_path):
             return T.TxnOffsetCommitRequestTopic(topic_id=topic_id, partitions=[
                 T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
                                                   committed_leader_epoch=-1, committed_metadata="m")])
-        for _ in range(100):
+        async def commit():
             r = await c.request("TxnOffsetCommit", 6, transactional_id="tx", group_id="g",
                                 producer_id=pid, producer_epoch=e, generation_id_or_member_epoch=-1,
                                 member_id="", group_instance_id=None,
                                 topics=[topic(tid, 7), topic(stranger, 8)])
-            if r.topics[-1].partitions[0].error_code != E.COORDINATOR_LOAD_IN_PROGRESS:
-                break
-            await trio.sleep(0.05)
+            return r if r.topics[-1].partitions[0].error_code != E.COORDINATOR_LOAD_IN_PROGRESS else None
+        r = await until(commit, what="a TxnOffsetCommit past the group's load", interval=0.05)
         assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
                 for t in r.topics] == [(stranger, [(0, E.UNKNOWN_TOPIC_ID)]), (tid, [(0, 0)])]
         assert await end(c, "tx", pid, e, True) == (0, pid, e + 1)
