@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
-import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -65,17 +62,10 @@ def run_once(mode: str, n: int) -> None:
 
 def measure(src: Path, mode: str) -> float:
     """Instructions per append of ``mode`` with the ``kbroker`` of checkout ``src``."""
-    totals = []
+    from benchmarks.harness.callgrind import instructions   # here: the child imports only kbroker
     env = dict(os.environ, PYTHONPATH=str(src.resolve()), PYTHONHASHSEED="0")
-    with tempfile.TemporaryDirectory(prefix="append-cost-cg-") as out:
-        for n in (SHORT, LONG):
-            r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p",
-                                sys.executable, str(Path(__file__).resolve()), "--once",
-                                mode, str(n)], env=env, cwd=src, capture_output=True, text=True)
-            m = re.search(r"Collected : (\d+)", r.stderr)
-            if r.returncode != 0 or m is None:
-                raise SystemExit(f"{src} {mode} {n}: {r.stderr[-2000:]}")
-            totals.append(int(m.group(1)))
+    totals = [instructions([str(Path(__file__).resolve()), "--once", mode, str(n)], cwd=src, env=env)
+              for n in (SHORT, LONG)]
     return (totals[1] - totals[0]) / (LONG - SHORT)
 
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from benchmarks.harness.callgrind import instructions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,16 +73,10 @@ def inner(case: str, n: int) -> None:
     broker.logs.shutdown()
 
 
-def instructions(case: str, n: int) -> int:
+def case_instructions(case: str, n: int) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(ROOT))
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-         "-m", "benchmarks.handler_cost_bench", "--inner", case, "-n", str(n)],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : ([\d,]+)", out.stderr)
-    if found is None:
-        raise RuntimeError(f"no instruction count from valgrind:\n{out.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+    return instructions(["-m", "benchmarks.handler_cost_bench", "--inner", case, "-n", str(n)],
+                        cwd=ROOT, env=env)
 
 
 def main(argv=None) -> int:
@@ -96,7 +90,7 @@ def main(argv=None) -> int:
         return 0
     print("| case | instructions (callgrind Ir) / request |\n|---|---:|")
     for case in args.cases.split(","):
-        per = (instructions(case, 6 * args.n) - instructions(case, args.n)) // (5 * args.n)
+        per = (case_instructions(case, 6 * args.n) - case_instructions(case, args.n)) // (5 * args.n)
         print(f"| {case} | {per:,} |")
     return 0
 

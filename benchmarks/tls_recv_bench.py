@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import socket
 import ssl
 import subprocess
@@ -32,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness.callgrind import instructions  # noqa: E402
 
 
 def _pair() -> tuple[socket.socket, socket.socket]:
@@ -112,14 +113,7 @@ def child(src: Path, mode: str, pki: list[str], mib: int, record: int, request_k
 
 
 def _instructions(args: list[str]) -> int:
-    with tempfile.TemporaryDirectory(prefix="tls-recv-bench-") as d:
-        res = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/cg.out",
-                              sys.executable, "-m", "benchmarks.tls_recv_bench", "--child", *args],
-                             cwd=ROOT, capture_output=True, text=True, check=True)
-    m = re.search(r"Collected : (\d+)", res.stderr)
-    if m is None:
-        raise RuntimeError(f"no callgrind total:\n{res.stderr[-2000:]}")
-    return int(m.group(1))
+    return instructions(["-m", "benchmarks.tls_recv_bench", "--child", *args], cwd=ROOT)
 
 
 def main(argv=None) -> int:
