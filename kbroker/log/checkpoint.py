@@ -32,9 +32,15 @@ CLEAN_SHUTDOWN = ".kafka_cleanshutdown"   # its content: kbroker.log.clean_shutd
 
 def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     try:
-        lines = Path(path).read_text().splitlines()
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         return {}
+    return parse_checkpoint(data, path)
+
+
+def parse_checkpoint(data: bytes, path: Path) -> dict[tuple[str, int], int]:
+    """The entries of a checkpoint file's bytes ``data`` (read from ``path``, named in errors)."""
+    lines = data.decode().splitlines()
     if len(lines) < 2 or lines[0].strip() != "0":
         raise ValueError(f"{path}: bad checkpoint header")
     count = int(lines[1])

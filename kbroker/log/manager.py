@@ -175,6 +175,8 @@ class LogManager:
         # never a content older than the one the file holds (write_checkpoint_file)
         self._file_lock = threading.Lock()
         self._built_seq = 0
+        # while load() writes the checkpoints: each file's bytes as it read them
+        self._on_disk_at_load: dict[Path, bytes] = {}
         self._written_seq: dict[Path, int] = {}
 
     @property
@@ -191,16 +193,20 @@ class LogManager:
         """Open every partition directory found in the log directories."""
         now = self.clock()
         futures: list[Path] = []
+        read: dict[Path, bytes] = {}        # the checkpoint files' bytes, of clean dirs only
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             marker = d / ckpt.CLEAN_SHUTDOWN
             clean = marker.exists()
             self.had_clean_shutdown[d] = clean
             self.clean_shutdown_epochs[d] = clean_shutdown.read_epoch(d) if clean else None
-            rps = self._safe_read(d / ckpt.RECOVERY_POINT)
-            starts = self._safe_read(d / ckpt.LOG_START_OFFSET)
-            dirty = self._safe_read(d / ckpt.CLEANER_OFFSET)
-            hws = self._safe_read(d / ckpt.REPLICATION_OFFSET)
+            # after a clean stop its checkpoints are durable (synced before the marker was
+            # written): their bytes are kept, so that what would be written again is not
+            on_disk = read if clean else {}
+            rps = self._safe_read(d / ckpt.RECOVERY_POINT, on_disk)
+            starts = self._safe_read(d / ckpt.LOG_START_OFFSET, on_disk)
+            dirty = self._safe_read(d / ckpt.CLEANER_OFFSET, on_disk)
+            hws = self._safe_read(d / ckpt.REPLICATION_OFFSET, on_disk)
             # names from one scandir (the entry types come with them: no stat per child)
             with os.scandir(d) as it:
                 children = sorted(e.name for e in it if e.is_dir())
@@ -229,8 +235,14 @@ class LogManager:
             self._finish_move(future, now)
         # not through the failure channel: nobody listens yet, and a directory that cannot
         # be written at start-up stops the start with the path named (kbroker.log.dirs)
-        for d, logs in self._logs_by_dir().items():
-            self._write_checkpoints(d, logs)
+        # (after a clean stop, a file that already holds what it would be written with is
+        # left as it is: usually every one of them; see _write_file)
+        self._on_disk_at_load = read
+        try:
+            for d, logs in self._logs_by_dir().items():
+                self._write_checkpoints(d, logs)
+        finally:
+            self._on_disk_at_load = {}
         for d in self.log_dirs:
             marker = d / ckpt.CLEAN_SHUTDOWN
             if marker.exists():
@@ -284,11 +296,17 @@ class LogManager:
         self._last_checkpoint_ms = self._last_hw_checkpoint_ms = self.ticker()
 
     @staticmethod
-    def _safe_read(path: Path) -> dict[tuple[str, int], int]:
+    def _safe_read(path: Path, on_disk: dict[Path, bytes]) -> dict[tuple[str, int], int]:
+        """The checkpoint at ``path``; its bytes are kept in ``on_disk``."""
         try:
-            return ckpt.read_checkpoint(path)
-        except (ValueError, OSError):
+            data = path.read_bytes()
+        except OSError:
             return {}  # no checkpoint: recovery reads more, which is always safe
+        on_disk[path] = data
+        try:
+            return ckpt.parse_checkpoint(data, path)
+        except ValueError:
+            return {}
 
     @staticmethod
     def _close_quietly(log: PartitionLog) -> None:
@@ -507,8 +525,13 @@ class LogManager:
     def _write_file(self, d: Path, name: str, lines: list[str], bulk: BulkSync | None,
                     deferred: list[CheckpointWrite] | None) -> None:
         body, count = ckpt.encode_lines(lines)
+        path = d / name
+        if self._on_disk_at_load and self._on_disk_at_load.get(path) == body:
+            # load(): the file read a moment ago holds these bytes already, durably (the
+            # clean stop synced them); writing them again would cost two fsyncs, no more
+            return
         self._built_seq += 1
-        job = CheckpointWrite(d, d / name, body, count, self._built_seq, _WHAT[name])
+        job = CheckpointWrite(d, path, body, count, self._built_seq, _WHAT[name])
         if deferred is not None:
             deferred.append(job)
         else:
