@@ -57,6 +57,7 @@ class KBrokerFrom(KBrokerBench):
 def ready_seconds(broker: KBrokerFrom, timeout: float = 60.0) -> float:
     """Start `broker` and return seconds from spawn to its `kbroker ready` log line."""
     broker.prepare()
+    os.sync()                   # as timed_start: no earlier writes' writeback in the start
     t0 = time.monotonic()
     broker.proc = subprocess.Popen(broker.command(), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
