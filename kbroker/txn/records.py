@@ -23,7 +23,7 @@ from typing import NamedTuple
 from kbroker.group.records import java_string_hash
 from kbroker.wire import messages
 
-from .service import TOPIC as TRANSACTION_STATE_TOPIC
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0
 VALUE_VERSION = 0
 _H = struct.Struct(">h")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from kbroker.wire.error_codes import ErrorCode
 
-TOPIC = "__transaction_state"
+TOPIC = "__transaction_state"      # as kbroker.txn.records names it (imported with the coordinator)
 
 
 def leads_a_partition(image, node_id: int) -> bool:
