@@ -11,6 +11,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.authz.acls import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from kbroker.api._txn_errors import fenced_error_for
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -23,7 +24,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
         return Resp(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not ctx.authorize(READ, GROUP, request.group_id):
         return Resp(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED)
-    coordinator = ctx.broker.transactions
+    coordinator = transactions(ctx.broker)
     if coordinator is None:
         return Resp(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE)
     err = await coordinator.add_offsets(request.transactional_id, request.producer_id,

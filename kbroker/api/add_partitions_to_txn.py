@@ -24,6 +24,7 @@ from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import CLUSTER_ACTION, TRANSACTIONAL_ID, WRITE
 from kbroker.api._txn_errors import fenced_error_for
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -58,7 +59,7 @@ def _refused(ctx, tid, topics) -> dict | None:
 
 async def _add(broker, tid, pid, epoch, topics, verify_only=False, client_tv=None) -> dict:
     partitions = [(t.name, p) for t in topics for p in t.partitions]
-    coordinator = broker.transactions
+    coordinator = transactions(broker)
     if coordinator is None:
         return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in partitions}
     if verify_only:

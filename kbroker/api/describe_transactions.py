@@ -10,6 +10,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_names, denied_topics
 from kbroker.authz.acls import DESCRIBE, TRANSACTIONAL_ID
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -18,7 +19,7 @@ Resp = messages.DescribeTransactionsResponse
 
 @api(65, versions=(0, 0))
 async def handle(ctx: RequestContext, request) -> Resp:
-    coordinator = ctx.broker.transactions
+    coordinator = transactions(ctx.broker)
     if coordinator is not None:
         await coordinator.maybe_load()
     out = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.authz.acls import TRANSACTIONAL_ID, WRITE
 from kbroker.api._txn_errors import fenced_error_for
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -31,7 +32,7 @@ TV2_VERSION = 5
 async def handle(ctx: RequestContext, request) -> Resp:
     if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return Resp(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    coordinator = ctx.broker.transactions
+    coordinator = transactions(ctx.broker)
     if coordinator is None:
         return Resp(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE)
     err, pid, epoch = await coordinator.end_txn(

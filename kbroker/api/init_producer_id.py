@@ -21,6 +21,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.authz.acls import IDEMPOTENT_WRITE, TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.api._txn_errors import fenced_error_for
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -51,7 +52,7 @@ async def handle(ctx: RequestContext, request) -> Response:
     if request.transaction_timeout_ms <= 0 or \
             request.transaction_timeout_ms > broker.config.get("transaction.max.timeout.ms"):
         return Response(error_code=ErrorCode.INVALID_TRANSACTION_TIMEOUT, producer_id=-1, producer_epoch=-1)
-    coordinator = getattr(broker, "transactions", None)
+    coordinator = transactions(broker)
     if coordinator is None:
         return Response(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
     expected = (request.producer_id, request.producer_epoch) if ctx.version >= 3 else (-1, -1)

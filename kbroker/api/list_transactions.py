@@ -16,6 +16,7 @@ from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_names
 from kbroker.authz.acls import DESCRIBE, TRANSACTIONAL_ID
 from kbroker.txn.metadata import STATE_BY_NAME
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -24,7 +25,7 @@ Resp = messages.ListTransactionsResponse
 
 @api(66, versions=(0, 2))
 async def handle(ctx: RequestContext, request) -> Resp:
-    coordinator = ctx.broker.transactions
+    coordinator = transactions(ctx.broker)
     states = list(request.state_filters or ())
     unknown = [s for s in states if s not in STATE_BY_NAME]
     if coordinator is None:

@@ -39,6 +39,7 @@ from kbroker.api._authorized import denied_topics
 from kbroker.api._topic_ids import topic_names
 from kbroker.authz.acls import TRANSACTIONAL_ID, WRITE
 from kbroker.replica import ReplicaError
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
 
@@ -109,8 +110,10 @@ async def handle(ctx: RequestContext, request):
     denied = denied_topics(ctx, WRITE, (td.name for td in request.topic_data
                                         if td.name is not None)) \
         if error is None and ctx.authorizer is not None else ()
-    verifier = getattr(ctx.broker.transactions, "verifier", None) \
-        if request.transactional_id is not None else None
+    # a transactional id: its producer's batches are verified by the transaction
+    # coordinator (made with its first use, kbroker.txn.service)
+    coordinator = transactions(ctx.broker) if request.transactional_id is not None else None
+    verifier = coordinator.verifier if coordinator is not None else None
     if error is None and verifier is not None:
         # KIP-890: ask the transaction coordinator before a producer's first transactional
         # batch on a partition (part 1: is it in the transaction; part 2, v12+: add it);

@@ -21,6 +21,7 @@ from kbroker.authz.acls import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from kbroker.api._topic_ids import topic_names
 from kbroker.api._txn_errors import fenced_error_for
 from kbroker.txn.offsets import txn_offset_commit
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -60,7 +61,7 @@ async def handle(ctx: RequestContext, request) -> Resp:
     denied = denied_topics(ctx, READ, (t for t, _ in topics))
     result = [(t, [(p[0], int(E.TOPIC_AUTHORIZATION_FAILED)) for p in ps]) for t, ps in topics if t in denied]
     topics = [(t, ps) for t, ps in topics if t not in denied]
-    if topics and ctx.broker.transactions is None:
+    if topics and transactions(ctx.broker) is None:
         result += [(t, [(p[0], int(E.COORDINATOR_NOT_AVAILABLE)) for p in ps]) for t, ps in topics]
     elif topics:
         result += await txn_offset_commit(

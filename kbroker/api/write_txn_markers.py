@@ -19,6 +19,7 @@ from __future__ import annotations
 from kbroker.api import RequestContext, api
 from kbroker.authz.acls import CLUSTER_ACTION
 from kbroker.txn.markers import write_as_leader
+from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
@@ -27,7 +28,7 @@ Resp = messages.WriteTxnMarkersResponse
 
 @api(27, versions=(1, 2))
 async def handle(ctx: RequestContext, request) -> Resp:
-    coordinator = ctx.broker.transactions
+    coordinator = transactions(ctx.broker)
     out = []
     allowed = ctx.authorize_cluster(CLUSTER_ACTION)
     for m in request.markers:

@@ -15,7 +15,9 @@ It owns, and hands to API handlers through ``RequestContext.broker``:
 - ``producer_ids`` — producer ids for InitProducerId, in controller-reserved blocks;
 - ``authorizer`` — the StandardAuthorizer (``kbroker.authz``) when ``authorizer.class.name``
   names it, else None (everything allowed, ACL APIs answer SECURITY_DISABLED);
-- ``transactions`` — the transaction coordinator (``kbroker/txn/coordinator.py``);
+- ``transactions`` — the transaction coordinator (``kbroker/txn/coordinator.py``), made at
+  start only when this node leads a partition of ``__transaction_state``, else on first use
+  (``kbroker/txn/service.py``);
 - ``replicas`` — the ``ReplicaManager`` (``kbroker/replica/``), told about every new
   image via ``apply_image`` so partition logs follow the metadata;
 - ``dir_assignments`` — the ``AssignmentsManager`` (``kbroker/metadata/assignments.py``):
@@ -37,6 +39,7 @@ import trio
 
 from kbroker.common.clock import SystemClock, monotonic_reader
 from kbroker.config.broker import BrokerConfig, ConfigError, ensure_meta_properties
+from kbroker.txn import service as txn_service
 
 log = logging.getLogger("kbroker.broker")
 
@@ -56,7 +59,7 @@ class Broker:
         self.dir_assignments = None  # AssignmentsManager: replica placements to the controller
         self.metadata_log = None
         self.producer_ids = None     # ProducerIdManager (InitProducerId)
-        self.transactions = None     # transaction coordinator, when there is one
+        self.transactions = None     # transaction coordinator, once made (kbroker.txn.service)
         self.group_coordinator = None  # kbroker.group.service.GroupCoordinator
         from kbroker.quota.managers import QuotaManagers
         self.quotas = QuotaManagers(config, self.clock.now_ms)   # client quotas (Produce/Fetch)
@@ -268,9 +271,9 @@ class Broker:
         from kbroker.group.service import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start(nursery)
-        from kbroker.txn.coordinator import TransactionCoordinator
-        self.transactions = TransactionCoordinator(self)
-        await self.transactions.start(nursery)
+        # the transaction coordinator: now if this node has partitions of it to load, else
+        # with its first use
+        await txn_service.start_transactions(self, nursery)
         self.started = True
         log.info("broker %d started: %s (clean shutdown before: %s)", self.node_id,
                  self.metadata.statistics(), self.had_clean_shutdown)
@@ -314,8 +317,7 @@ class Broker:
             return
         self.replicas.apply_image(image)
         self._maybe_load_groups(image)
-        if self.transactions is not None:
-            self.transactions.on_image(image)     # load/unload __transaction_state partitions
+        txn_service.on_image(self, image)     # load/unload __transaction_state partitions
 
     def _maybe_load_groups(self, image) -> None:
         """A ``__consumer_offsets`` partition this node now leads (new topic, leadership

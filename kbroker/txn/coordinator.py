@@ -171,10 +171,17 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, nursery: trio.Nursery | None = None) -> None:
+        """:meth:`begin`, then load the ``__transaction_state`` partitions this node leads."""
+        self.begin(nursery)
+        await self.maybe_load()
+
+    def begin(self, nursery: trio.Nursery | None = None) -> None:
+        """Serve from now on: the append's verification hook, the marker channel and the
+        timers (in ``nursery``). Partitions this node leads are loaded by :meth:`start`, by
+        the first request for one of their ids, or by a task an image starts."""
         self.broker.replicas.txn_verifier = self.verifier.check
         self.markers = MarkerChannel(self.broker, self.stats)
         self._nursery = nursery
-        await self.maybe_load()
         if nursery is not None:
             nursery.start_soon(self._every, lambda: self.abort_interval_ms,
                                self.abort_timed_out, "transaction timeout pass")

@@ -32,6 +32,11 @@ from tests.support.broker_proc import free_port
 # through importlib.import_module, as the API registry loads its modules)
 _IMPORT = re.compile(r"^import '([\w.]+)' #")
 
+# the transaction coordinator and what it imports: a node that leads no partition of
+# __transaction_state makes it with the first transactional request (kbroker/txn/service.py)
+_TXN_MACHINERY = {"kbroker.txn." + m for m in (
+    "coordinator", "metadata", "records", "markers", "verification", "expiry", "offsets")}
+
 # handler modules a plain node serving Produce, Fetch and Metadata has no use for
 _NOT_BEFORE_FIRST_USE = {
     "kbroker.api." + m for m in (
@@ -48,7 +53,7 @@ _NOT_BEFORE_FIRST_USE = {
     # the share-partition manager, its persister and the share front: started with the
     # first share request (kbroker/share/service.py)
     "kbroker.share.manager", "kbroker.share.persister", "kbroker.share.partition",
-    "kbroker.share.dlq", "kbroker.group.share.coordinator"}
+    "kbroker.share.dlq", "kbroker.group.share.coordinator"} | _TXN_MACHINERY
 
 
 # ``kbroker serve``, reporting each kbroker dataclass made without a docstring: dataclasses
@@ -210,6 +215,51 @@ def test_handlers_load_with_the_first_request_of_their_api(serving):
     resp = _request(serving.port, 66, 0, messages.ListTransactionsRequest())
     assert resp.error_code == 0 and resp.transaction_states == []
     assert serving.wait_for(lambda: "kbroker.api.list_transactions" in serving.names)
+
+
+def test_the_first_transactional_request_after_ready_makes_the_transaction_coordinator(tmp_path):
+    """A node that leads no partition of ``__transaction_state`` makes its transaction
+    coordinator with the first transactional request (kbroker/txn/service.py): a librdkafka
+    transactional producer, started after the node's first acknowledged produce, runs a whole
+    transaction and aborts a second one. A restart, with ``__transaction_state`` on disk,
+    makes the coordinator before ready and loads the id's state from it."""
+    from confluent_kafka import Producer
+
+    from tests.clients_txn.helpers import read_all
+
+    node = ServeProcess(tmp_path)
+    try:
+        assert node.wait_for(lambda: node.at_ready is not None), "the broker never logged ready"
+        _first_ack(node.port)
+        assert node.wait_for(lambda: _FIRST_PRODUCE <= set(node.names))
+        assert not node.loaded() & _TXN_MACHINERY, "made before its first use"
+        bootstrap = f"127.0.0.1:{node.port}"
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "after-ready",
+                             "log_level": 3})
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce("first", b"committed")
+        producer.commit_transaction(60)
+        producer.begin_transaction()
+        producer.produce("first", b"aborted")
+        producer.flush(60)
+        producer.abort_transaction(60)
+        assert read_all(bootstrap, "first", 1, isolation="read_committed", expect=2) == \
+            [b"x", b"committed"]
+        assert "kbroker.txn.coordinator" in node.loaded()
+    finally:
+        node.stop()
+    node = ServeProcess(tmp_path)             # the same data directory
+    try:
+        assert node.wait_for(lambda: node.at_ready is not None), "the restart never logged ready"
+        assert _TXN_MACHINERY - {"kbroker.txn.offsets"} <= node.at_ready   # made, and loaded
+        resp = _request(node.port, 65, 0, messages.DescribeTransactionsRequest(
+            transactional_ids=["after-ready"]))
+        (state,) = resp.transaction_states
+        assert (state.error_code, state.transaction_state) == (0, "CompleteAbort")
+        assert state.producer_id >= 0
+    finally:
+        node.stop()
 
 
 def test_serve_parser_alone_and_version_on_demand():

@@ -19,6 +19,7 @@ import trio
 from kbroker.server import serve
 from kbroker.txn.coordinator import _Claim
 from kbroker.txn.metadata import TxnState
+from kbroker.txn.service import transactions
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
 from tests.support.waiting import until
@@ -65,7 +66,7 @@ async def two_ids(tmp_path):
     connection, id)``; the broker is shut down at the end."""
     async with trio.open_nursery() as n:
         server = await n.start(serve, config(tmp_path, NO_TIMER))
-        coord = server.broker.transactions
+        coord = transactions(server.broker)   # before its first request
         c = await RawClient.connect(server)
         await create(c, "t", 2)
         yield n, server, coord, c, other_partition_id(coord)
@@ -100,7 +101,7 @@ async def commit_in_flight(nursery, server, tid, pid, epoch):
 async def test_a_claimed_id_answers_concurrent_transactions_and_others_go_on(tmp_path):
     async with trio.open_nursery() as n:
         server = await n.start(serve, config(tmp_path, NO_TIMER))
-        coord = server.broker.transactions
+        coord = transactions(server.broker)   # before its first request
         c = await RawClient.connect(server)
         await create(c, "t", 2)
         _, pa, ea = await init(c, "a")
@@ -144,7 +145,7 @@ async def test_tv2_end_txn_and_add_of_a_claimed_id(tmp_path):
     producer gets NOT_ENOUGH_REPLICAS (retriable); one released meanwhile is served."""
     async with trio.open_nursery() as n:
         server = await n.start(serve, config(tmp_path, NO_TIMER))
-        coord = server.broker.transactions
+        coord = transactions(server.broker)   # before its first request
         stats = coord.verifier.stats
         c = await RawClient.connect(server)
         await create(c, "t", 1)
@@ -211,7 +212,7 @@ async def test_a_write_that_replicated_across_an_unload_is_not_applied(tmp_path)
     it and finishes the commit, and the client's retry is answered from there."""
     async with trio.open_nursery() as n:
         server = await n.start(serve, config(tmp_path, NO_TIMER))
-        coord = server.broker.transactions
+        coord = transactions(server.broker)   # before its first request
         c = await RawClient.connect(server)
         await create(c, "t", 1)
         pid, epoch = await open_transaction(c, "tx", 0)

@@ -14,6 +14,7 @@ from kbroker.log.replay import data_records
 from kbroker.metrics import render
 from kbroker.server import serve
 from kbroker.txn import records as trec
+from kbroker.txn.service import transactions
 from kbroker.wire import messages, records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
@@ -103,7 +104,7 @@ async def test_transactional_ids_expire_with_tombstones_that_a_reload_replays(tm
     cfg = config(tmp_path, FAST_TXN_EXPIRY)
     async with trio.open_nursery() as n:
         server = await n.start(serve, cfg)
-        coord = server.broker.transactions
+        coord = transactions(server.broker)   # before its first request
         c = await RawClient.connect(server)
         await create(c, "t", 1)
         # an Ongoing transaction first: it is older than the ids that expire, and stays

@@ -10,6 +10,7 @@ import trio
 from kbroker.server import serve
 from kbroker.txn import records as trec
 from kbroker.txn.metadata import MAX_EPOCH, TxnState
+from kbroker.txn.service import transactions
 from kbroker.wire import messages, records as rb
 from kbroker.wire.error_codes import ErrorCode as E
 from tests.broker.raw import RawClient
@@ -132,7 +133,7 @@ async def test_implicit_adds_epoch_per_transaction_and_replay(tmp_path):
 async def test_epoch_overflow_moves_to_a_new_producer_id(tmp_path):
     async with trio.open_nursery() as n:
         server = await n.start(serve, config(tmp_path))
-        coord = server.broker.transactions
+        coord = transactions(server.broker)   # before its first request
         c = await RawClient.connect(server)
         await create(c, "t", 1)
         _, pid, _ = await init(c, "tx", version=5)
