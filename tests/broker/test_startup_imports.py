@@ -11,10 +11,11 @@ those it was asked for (the registry imports a handler's module on the API's fir
 request): no share-group, streams-group, transaction, ACL, SCRAM, quota, delegation-token
 or raft-voter handler, no share-partition manager (started with the first share request) and
 no group coordinator shard (made with the first group request). A later request of such an
-API loads its module then and is answered. Every API stays advertised: the ApiVersions tests and ``test_api_index.py`` keep
-the registry complete."""
+API loads its module then and is answered. Every API stays advertised: the ApiVersions tests
+and ``test_api_index.py`` keep the registry complete."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -226,6 +227,33 @@ def test_handlers_load_with_the_first_request_of_their_api(serving):
     assert serving.wait_for(lambda: "kbroker.api.list_transactions" in serving.names)
 
 
+@contextlib.contextmanager
+def _fresh_node(tmp_path, not_yet: set[str]):
+    """A ``kbroker serve`` on a new data directory in ``tmp_path`` that has acknowledged a
+    first produce with none of ``not_yet`` loaded; stopped at the end."""
+    node = ServeProcess(tmp_path)
+    try:
+        assert node.wait_for(lambda: node.at_ready is not None), "the broker never logged ready"
+        _first_ack(node.port)
+        assert node.wait_for(lambda: _FIRST_PRODUCE <= set(node.names))
+        assert not node.loaded() & not_yet, "made before its first use"
+        yield node
+    finally:
+        node.stop()
+
+
+@contextlib.contextmanager
+def _restarted_node(tmp_path):
+    """``kbroker serve`` started again on the data directory in ``tmp_path``, once ready;
+    stopped at the end."""
+    node = ServeProcess(tmp_path)
+    try:
+        assert node.wait_for(lambda: node.at_ready is not None), "the restart never logged ready"
+        yield node
+    finally:
+        node.stop()
+
+
 def test_the_first_transactional_request_after_ready_makes_the_transaction_coordinator(tmp_path):
     """A node that leads no partition of ``__transaction_state`` makes its transaction
     coordinator with the first transactional request (kbroker/txn/service.py): a librdkafka
@@ -236,12 +264,7 @@ def test_the_first_transactional_request_after_ready_makes_the_transaction_coord
 
     from tests.clients_txn.helpers import read_all
 
-    node = ServeProcess(tmp_path)
-    try:
-        assert node.wait_for(lambda: node.at_ready is not None), "the broker never logged ready"
-        _first_ack(node.port)
-        assert node.wait_for(lambda: _FIRST_PRODUCE <= set(node.names))
-        assert not node.loaded() & _TXN_MACHINERY, "made before its first use"
+    with _fresh_node(tmp_path, _TXN_MACHINERY) as node:
         bootstrap = f"127.0.0.1:{node.port}"
         producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "after-ready",
                              "log_level": 3})
@@ -256,19 +279,13 @@ def test_the_first_transactional_request_after_ready_makes_the_transaction_coord
         assert read_all(bootstrap, "first", 1, isolation="read_committed", expect=2) == \
             [b"x", b"committed"]
         assert "kbroker.txn.coordinator" in node.loaded()
-    finally:
-        node.stop()
-    node = ServeProcess(tmp_path)             # the same data directory
-    try:
-        assert node.wait_for(lambda: node.at_ready is not None), "the restart never logged ready"
+    with _restarted_node(tmp_path) as node:
         assert _TXN_MACHINERY - {"kbroker.txn.offsets"} <= node.at_ready   # made, and loaded
         resp = _request(node.port, 65, 0, messages.DescribeTransactionsRequest(
             transactional_ids=["after-ready"]))
         (state,) = resp.transaction_states
         assert (state.error_code, state.transaction_state) == (0, "CompleteAbort")
         assert state.producer_id >= 0
-    finally:
-        node.stop()
 
 
 def test_a_first_group_request_after_ready_makes_the_group_manager_and_is_answered(tmp_path):
@@ -281,42 +298,33 @@ def test_a_first_group_request_after_ready_makes_the_group_manager_and_is_answer
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
+    def consumer(port: int) -> Consumer:
+        return Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "late",
+                         "enable.auto.commit": False, "log_level": 3})
+
     def committed(port: int) -> list:
-        consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "late",
-                             "enable.auto.commit": False, "log_level": 3})
+        c = consumer(port)
         try:
-            got = consumer.committed([TopicPartition("first", 0)], timeout=60)
+            got = c.committed([TopicPartition("first", 0)], timeout=60)
         finally:
-            consumer.close()
+            c.close()
         return [(tp.topic, tp.partition, tp.offset, tp.error) for tp in got]
 
-    node = ServeProcess(tmp_path)
-    try:
-        assert node.wait_for(lambda: node.at_ready is not None), "the broker never logged ready"
-        _first_ack(node.port)
-        assert node.wait_for(lambda: _FIRST_PRODUCE <= set(node.names))
-        assert not node.loaded() & _GROUP_MANAGER, "made before its first use"
-        bootstrap = f"127.0.0.1:{node.port}"
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "late",
-                             "enable.auto.commit": False, "log_level": 3})
+    with _fresh_node(tmp_path, _GROUP_MANAGER) as node:
+        c = consumer(node.port)
         try:
-            consumer.commit(offsets=[TopicPartition("first", 0, 1)], asynchronous=False)
+            c.commit(offsets=[TopicPartition("first", 0, 1)], asynchronous=False)
         finally:
-            consumer.close()
+            c.close()
         assert committed(node.port) == [("first", 0, 1, None)]
-        admin = AdminClient({"bootstrap.servers": bootstrap})   # held until its answer
+        # held in a variable: dropped before its answer came, it once listed no group
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.port}"})
         listed = admin.list_consumer_groups().result(60)
         assert [g.group_id for g in listed.valid] == ["late"]
         assert _GROUP_MANAGER <= node.loaded()
-    finally:
-        node.stop()
-    node = ServeProcess(tmp_path)             # the same data directory
-    try:
-        assert node.wait_for(lambda: node.at_ready is not None), "the restart never logged ready"
+    with _restarted_node(tmp_path) as node:
         assert "kbroker.group.manager" in node.at_ready          # made, and loaded
         assert committed(node.port) == [("first", 0, 1, None)]
-    finally:
-        node.stop()
 
 
 def test_serve_parser_alone_and_version_on_demand():
