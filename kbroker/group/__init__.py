@@ -13,7 +13,7 @@ Shared plumbing:
   monotonic clock, as Kafka's ``CoordinatorTimer``).
 - :mod:`.config`   — the broker settings (Kafka's keys and defaults).
 - :mod:`.service`  — the trio driver (``GroupCoordinator``): parks requests, runs the
-  timers, appends records and replays them at start-up.
+  timers, appends records and replays them at start-up; makes the manager on first use.
 
 Group types, each a pure state (``state.py``) plus its protocol's rules (``protocol.py``):
 

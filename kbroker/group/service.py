@@ -10,6 +10,14 @@ What it adds to the state machine:
 - **Load.** Every ``__consumer_offsets`` partition this node leads is replayed from its log
   (start-up, or when FindCoordinator first creates the topic); until then the manager
   answers ``COORDINATOR_LOAD_IN_PROGRESS`` for groups on it.
+- **A manager made on first use.** The manager (and :mod:`kbroker.group.manager` with the
+  classic group type, offsets, timers and settings it imports) is made by the first
+  group or offset request, the first ``__consumer_offsets`` partition to load, or the first
+  reader of :attr:`GroupCoordinator.manager` (statistics, metrics, the console, the
+  transaction and share paths): a node with no group has nothing for it to do, and its
+  start-up does not pay for the imports (issue 32). Until then nothing is loaded, parked
+  or due -- the offsets expiry it would have run finds no offsets -- and a manager made
+  later arms that expiry in the period it would have been in since :meth:`start`.
 - **Timers.** One task sleeps until the manager's next deadline (trio's clock, so tests can
   use ``trio.testing.MockClock``) and fires what is due.
 - **Two clocks.** Every call hands the manager the broker clock's wall-clock ``now_ms`` (what
@@ -34,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import trio
 
@@ -42,8 +50,8 @@ from kbroker.common.clock import monotonic_reader
 from kbroker.wire import records as wire_records
 from kbroker.wire.error_codes import ErrorCode as E
 
-from .consumer.topics import TopicsView
-from .manager import GroupConfig, GroupManager, Result
+if TYPE_CHECKING:
+    from .manager import GroupManager, Result
 
 log = logging.getLogger("kbroker.group")
 
@@ -107,10 +115,9 @@ class GroupCoordinator:
                  monotonic_ms: Callable[[], int] | None = None,
                  member_id_factory: Callable[[str], str] | None = None) -> None:
         self.broker = broker
-        cfg = broker.config
-        self.config = GroupConfig.from_config(lambda k, d: _cfg_get(cfg, k, d))
-        kw = {} if member_id_factory is None else {"member_id_factory": member_id_factory}
-        self.manager = GroupManager(self.config, **kw)
+        self._member_id_factory = member_id_factory
+        self._manager: GroupManager | None = None     # made on first use: see manager
+        self._started_mono: int | None = None         # the monotonic reading at start()
         self.now_ms = now_ms or broker.clock.now_ms
         self.monotonic_ms = monotonic_ms or monotonic_reader(broker.clock)
         self._lock = trio.Lock()
@@ -124,11 +131,40 @@ class GroupCoordinator:
         self._closed = False
         self._image_seen = None
         self._loaded_epoch: dict[int, int] = {}      # leader epoch a partition was loaded in
-        # the consumer, streams and share parts are made on first use; this configures each
-        self.manager.part_setup = self._setup_part
         self.stats = {"appends": 0, "append_errors": 0, "records_appended": 0,
                       "records_replayed": 0, "replay_errors": 0, "calls_without_wait": 0,
                       "lock_waits": 0}
+
+    @property
+    def manager(self) -> GroupManager:
+        """The coordinator shard, made on its first use (see the module's docstring)."""
+        mgr = self._manager
+        return mgr if mgr is not None else self._make_manager()
+
+    def _make_manager(self) -> GroupManager:
+        from .manager import GroupConfig, GroupManager   # on first use (start-up, issue 32)
+        cfg = self.broker.config
+        config = GroupConfig.from_config(lambda k, d: _cfg_get(cfg, k, d))
+        factory = self._member_id_factory
+        kw = {} if factory is None else {"member_id_factory": factory}
+        mgr = self._manager = GroupManager(config, **kw)
+        # the consumer, streams and share parts are made on first use; this configures each
+        mgr.part_setup = self._setup_part
+        if self._started_mono is not None:
+            # made after start(): the offsets expiry keeps the period it would have had from
+            # there (its rounds so far found no offsets), and the timer task learns of it
+            mgr.schedule_offsets_expiry(self._expiry_period_start(config))
+            self._maybe_wake_timer()
+        return mgr
+
+    def _expiry_period_start(self, config) -> int:
+        """The monotonic reading the current offsets expiry period began at, counted in
+        whole periods from :meth:`start`."""
+        now = self.monotonic_ms()
+        period = config.offsets_retention_check_interval_ms
+        if period <= 0 or now <= self._started_mono:
+            return max(now, self._started_mono)
+        return now - (now - self._started_mono) % period
 
     def _setup_part(self, name: str, part) -> None:
         cfg = self.broker.config
@@ -148,13 +184,17 @@ class GroupCoordinator:
         called — for tests that drive time themselves)."""
         self._nursery = nursery
         async with self._locked:
-            self.manager.schedule_offsets_expiry(self.monotonic_ms())
+            self._started_mono = self.monotonic_ms()
+            if self._manager is not None:
+                self._manager.schedule_offsets_expiry(self._started_mono)
         if nursery is not None:
             nursery.start_soon(self._timer_loop)
         await self.maybe_load()
 
     async def fire_timers(self) -> None:
         async with self._locked:
+            if self._manager is None:
+                return                  # nothing made yet, nothing due
             self._refresh_inputs()
             await self._drive(self.manager.fire_due(self.now_ms(), self.monotonic_ms()))
 
@@ -165,8 +205,9 @@ class GroupCoordinator:
         """Answer every parked request with NOT_COORDINATOR (the client looks for the
         coordinator again) and stop the timer task. Synchronous: Broker.shutdown is."""
         self._closed = True
-        for slot, reply in self.manager.abort_parked(E.NOT_COORDINATOR):
-            slot.set(reply)
+        if self._manager is not None:
+            for slot, reply in self._manager.abort_parked(E.NOT_COORDINATOR):
+                slot.set(reply)
         self._wake.set()
 
     def statistics(self) -> dict:
@@ -199,10 +240,10 @@ class GroupCoordinator:
         if parts is None:
             return
         topic = self.broker.metadata.topics[OFFSETS_TOPIC]
-        mgr = self.manager
-        todo = [p for p in parts if p not in mgr.loaded and p not in mgr.loading]
+        todo = [p for p in parts if not self._loaded_or_loading(p)]
         if not todo:
             return
+        mgr = self.manager
         # a topic created with another partition count decides where groups live
         mgr.config.num_partitions = len(topic.partitions)
         for p in todo:
@@ -223,8 +264,8 @@ class GroupCoordinator:
         task, as Kafka's coordinator does on election."""
         topic = image.topics.get(OFFSETS_TOPIC)
         me = self.broker.node_id
-        mgr = self.manager
-        for p in sorted(mgr.loaded):
+        mgr = self._manager
+        for p in sorted(mgr.loaded) if mgr is not None else ():
             pi = topic.partitions.get(p) if topic is not None else None
             epoch = getattr(pi, "leader_epoch", 0)
             if pi is None or pi.leader != me or epoch != self._loaded_epoch.get(p, epoch):
@@ -234,9 +275,13 @@ class GroupCoordinator:
                 log.info("unloaded %s-%d: no longer its leader", OFFSETS_TOPIC, p)
         if topic is None or self._nursery is None or self._closed:
             return
-        if any(pi.leader == me and i not in mgr.loaded and i not in mgr.loading
+        if any(pi.leader == me and not self._loaded_or_loading(i)
                for i, pi in topic.partitions.items()):
             self._nursery.start_soon(self.maybe_load)
+
+    def _loaded_or_loading(self, p: int) -> bool:
+        mgr = self._manager
+        return mgr is not None and (p in mgr.loaded or p in mgr.loading)
 
     async def _load_partition(self, p: int) -> None:
         async with self._locked:
@@ -288,6 +333,7 @@ class GroupCoordinator:
         metadata image (and, through the image, the GROUP config resources)."""
         image = self.broker.metadata
         if image is not self._image_seen:
+            from .consumer.topics import TopicsView
             self._image_seen = image
             self.manager.set_topics(TopicsView.of_image(image))
 
@@ -413,13 +459,13 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ timers
     def _maybe_wake_timer(self) -> None:
-        d = self.manager.next_deadline()
+        d = self._manager.next_deadline()
         if d is not None and d < self._sleeping_until:
             self._wake.set()
 
     async def _timer_loop(self) -> None:
         while not self._closed:
-            d = self.manager.next_deadline()
+            d = self._manager.next_deadline() if self._manager is not None else None
             self._sleeping_until = math.inf if d is None else d
             # deadlines are monotonic readings; trio's clock is monotonic too
             wait = math.inf if d is None else max(0, d - self.monotonic_ms()) / 1000
@@ -429,6 +475,8 @@ class GroupCoordinator:
             # the requests read in the round the timer woke in go first, as Kafka's
             # expired timer queues its event behind the requests already received
             await trio.lowlevel.checkpoint()
+            if self._manager is None:
+                continue                # woken by close(): nothing was made, nothing is due
             async with self._locked:
                 self._sleeping_until = -math.inf        # no wakeups needed while firing
                 self._refresh_inputs()

@@ -9,11 +9,13 @@ listeners, no SASL mechanism. Up to its first acknowledged produce (a librdkafka
 ApiVersions, Metadata with the topic's auto-creation, Produce) it loads no API handler but
 those it was asked for (the registry imports a handler's module on the API's first
 request): no share-group, streams-group, transaction, ACL, SCRAM, quota, delegation-token
-or raft-voter handler, and no share-partition manager (started with the first share request). A later request of such an API loads its module then and is
-answered. Every API stays advertised: the ApiVersions tests and ``test_api_index.py`` keep
-the registry complete."""
+or raft-voter handler, no share-partition manager (started with the first share request) and
+no group coordinator shard (made with the first group request). A later request of such an
+API loads its module then and is answered. Every API stays advertised: the ApiVersions tests
+and ``test_api_index.py`` keep the registry complete."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -37,7 +39,15 @@ _IMPORT = re.compile(r"^import '([\w.]+)' #")
 _TXN_MACHINERY = {"kbroker.txn." + m for m in (
     "coordinator", "metadata", "records", "markers", "verification", "expiry", "offsets")}
 
-# handler modules a plain node serving Produce, Fetch and Metadata has no use for
+# the group coordinator's shard (GroupManager) and what it imports: the classic group type,
+# offsets, records, timers and group settings. A node that leads no partition of
+# __consumer_offsets makes it with the first group or offset request (kbroker/group/service.py)
+_GROUP_MANAGER = {"kbroker.group." + m for m in (
+    "manager", "base", "config", "offsets", "records", "record_base", "timers",
+    "classic.protocol", "classic.state", "consumer.topics")}
+
+# handler modules a plain node serving Produce, Fetch and Metadata has no use for, the
+# transaction coordinator and the group manager
 _NOT_BEFORE_FIRST_USE = {
     "kbroker.api." + m for m in (
         "share_fetch", "share_acknowledge", "share_group_heartbeat", "share_group_describe",
@@ -53,7 +63,7 @@ _NOT_BEFORE_FIRST_USE = {
     # the share-partition manager, its persister and the share front: started with the
     # first share request (kbroker/share/service.py)
     "kbroker.share.manager", "kbroker.share.persister", "kbroker.share.partition",
-    "kbroker.share.dlq", "kbroker.group.share.coordinator"} | _TXN_MACHINERY
+    "kbroker.share.dlq", "kbroker.group.share.coordinator"} | _TXN_MACHINERY | _GROUP_MANAGER
 
 
 # ``kbroker serve``, reporting each kbroker dataclass made without a docstring: dataclasses
@@ -217,6 +227,33 @@ def test_handlers_load_with_the_first_request_of_their_api(serving):
     assert serving.wait_for(lambda: "kbroker.api.list_transactions" in serving.names)
 
 
+@contextlib.contextmanager
+def _fresh_node(tmp_path, not_yet: set[str]):
+    """A ``kbroker serve`` on a new data directory in ``tmp_path`` that has acknowledged a
+    first produce with none of ``not_yet`` loaded; stopped at the end."""
+    node = ServeProcess(tmp_path)
+    try:
+        assert node.wait_for(lambda: node.at_ready is not None), "the broker never logged ready"
+        _first_ack(node.port)
+        assert node.wait_for(lambda: _FIRST_PRODUCE <= set(node.names))
+        assert not node.loaded() & not_yet, "made before its first use"
+        yield node
+    finally:
+        node.stop()
+
+
+@contextlib.contextmanager
+def _restarted_node(tmp_path):
+    """``kbroker serve`` started again on the data directory in ``tmp_path``, once ready;
+    stopped at the end."""
+    node = ServeProcess(tmp_path)
+    try:
+        assert node.wait_for(lambda: node.at_ready is not None), "the restart never logged ready"
+        yield node
+    finally:
+        node.stop()
+
+
 def test_the_first_transactional_request_after_ready_makes_the_transaction_coordinator(tmp_path):
     """A node that leads no partition of ``__transaction_state`` makes its transaction
     coordinator with the first transactional request (kbroker/txn/service.py): a librdkafka
@@ -227,12 +264,7 @@ def test_the_first_transactional_request_after_ready_makes_the_transaction_coord
 
     from tests.clients_txn.helpers import read_all
 
-    node = ServeProcess(tmp_path)
-    try:
-        assert node.wait_for(lambda: node.at_ready is not None), "the broker never logged ready"
-        _first_ack(node.port)
-        assert node.wait_for(lambda: _FIRST_PRODUCE <= set(node.names))
-        assert not node.loaded() & _TXN_MACHINERY, "made before its first use"
+    with _fresh_node(tmp_path, _TXN_MACHINERY) as node:
         bootstrap = f"127.0.0.1:{node.port}"
         producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "after-ready",
                              "log_level": 3})
@@ -247,19 +279,52 @@ def test_the_first_transactional_request_after_ready_makes_the_transaction_coord
         assert read_all(bootstrap, "first", 1, isolation="read_committed", expect=2) == \
             [b"x", b"committed"]
         assert "kbroker.txn.coordinator" in node.loaded()
-    finally:
-        node.stop()
-    node = ServeProcess(tmp_path)             # the same data directory
-    try:
-        assert node.wait_for(lambda: node.at_ready is not None), "the restart never logged ready"
+    with _restarted_node(tmp_path) as node:
         assert _TXN_MACHINERY - {"kbroker.txn.offsets"} <= node.at_ready   # made, and loaded
         resp = _request(node.port, 65, 0, messages.DescribeTransactionsRequest(
             transactional_ids=["after-ready"]))
         (state,) = resp.transaction_states
         assert (state.error_code, state.transaction_state) == (0, "CompleteAbort")
         assert state.producer_id >= 0
-    finally:
-        node.stop()
+
+
+def test_a_first_group_request_after_ready_makes_the_group_manager_and_is_answered(tmp_path):
+    """A node that leads no partition of ``__consumer_offsets`` makes its group coordinator's
+    shard with the first group request (kbroker/group/service.py): a consumer's commit
+    (FindCoordinator creating ``__consumer_offsets``, OffsetCommit), its read back
+    (OffsetFetch) and a listing of groups, after the node's first acknowledged produce. A
+    restart, with ``__consumer_offsets`` on disk, makes the shard before ready and loads the
+    committed offset from it."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    def consumer(port: int) -> Consumer:
+        return Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "late",
+                         "enable.auto.commit": False, "log_level": 3})
+
+    def committed(port: int) -> list:
+        c = consumer(port)
+        try:
+            got = c.committed([TopicPartition("first", 0)], timeout=60)
+        finally:
+            c.close()
+        return [(tp.topic, tp.partition, tp.offset, tp.error) for tp in got]
+
+    with _fresh_node(tmp_path, _GROUP_MANAGER) as node:
+        c = consumer(node.port)
+        try:
+            c.commit(offsets=[TopicPartition("first", 0, 1)], asynchronous=False)
+        finally:
+            c.close()
+        assert committed(node.port) == [("first", 0, 1, None)]
+        # held in a variable: dropped before its answer came, it once listed no group
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.port}"})
+        listed = admin.list_consumer_groups().result(60)
+        assert [g.group_id for g in listed.valid] == ["late"]
+        assert _GROUP_MANAGER <= node.loaded()
+    with _restarted_node(tmp_path) as node:
+        assert "kbroker.group.manager" in node.at_ready          # made, and loaded
+        assert committed(node.port) == [("first", 0, 1, None)]
 
 
 def test_serve_parser_alone_and_version_on_demand():

@@ -523,3 +523,43 @@ async def test_a_reply_that_comes_with_the_call_costs_no_scheduling_point(autoju
 
 async def _append_answer(gc, request, out):
     out.append(await gc.join_group(request))
+
+
+async def test_the_manager_is_made_on_first_use_in_the_offsets_expiry_period_since_start(
+        autojump_clock):
+    """A node with no ``__consumer_offsets`` partition to load and no group request yet makes
+    no GroupManager (start-up, issue 32): images without the topic, fired timers and a close
+    need none. The first group request makes it, and the offsets expiry then runs in the
+    period it had since start, as if the manager had been there all along: an offset
+    committed 1.5 periods after start, with a retention already over when the second
+    period ends, is expired at that end."""
+    broker = FakeBroker(**{"offsets.retention.check.interval.ms": 1000})
+    gc = GroupCoordinator(broker)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            start_mono = gc.monotonic_ms()
+            await gc.start(nursery)
+            gc.on_image(broker.metadata)                 # no __consumer_offsets yet
+            await gc.fire_timers()
+            await trio.sleep(1.5)
+            assert gc._manager is None
+            assert await gc.ensure_offsets_topic() == 0  # FindCoordinator: create and load
+            assert gc._manager is not None and gc.manager.loaded == set(range(5))
+            assert gc.manager.timers.deadline(("offsets-expiry",)) == start_mono + 2000
+            # OffsetCommit v2's retention time: expires 100 ms after the commit
+            assert await gc.commit_offsets("g", "", -1, None, [("t", [(0, 7, -1, "")])],
+                                           retention_ms=100, api_version=2) == [("t", [(0, 0)])]
+            await trio.sleep(0.4)                        # 1.9 s: past retention, not expired
+            assert (await gc.fetch_offsets("g", None))[1] == [("t", [(0, 7, -1, "", 0)])]
+            await trio.sleep(0.2)                        # 2.1 s: the second period ended
+            assert (await gc.fetch_offsets("g", None))[1] == []
+            assert gc.statistics()["offsets_expired"] == 1
+            gc.close()                                   # the timer task ends: the nursery exits
+
+    # closed before any use: the timer task ends without a manager ever made
+    gc = GroupCoordinator(FakeBroker())
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await gc.start(nursery)
+            gc.close()
+    assert gc._manager is None
