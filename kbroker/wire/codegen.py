@@ -334,9 +334,28 @@ RUNTIME = {
     "_pack": struct.pack, "_arr_unpack": _arr_unpack, "_arr_pack": _arr_pack,
     "struct": struct, "ZERO_UUID": ZERO_UUID, "_MISSING": _MISSING,
 }
+
+
+class _ByLength(dict):
+    """One type's precompiled Structs by array length (below ``ARR_CACHED``: the generated
+    code asks for no longer ones), each made on its first use. A dict's own lookup serves
+    the ones made, as fast as a tuple's; making all 896 at import was ~4 M instructions of
+    every start."""
+
+    __slots__ = ("make", "code")
+
+    def __init__(self, make, code: str):
+        super().__init__()
+        self.make, self.code = make, code
+
+    def __missing__(self, n: int):
+        made = self[n] = self.make(self.code, n)
+        return made
+
+
 for _c in _ARR_CODES:
-    RUNTIME[f"ARR_UNPACK_{_c}"] = tuple(_arr_unpack(_c, _n) for _n in range(ARR_CACHED))
-    RUNTIME[f"ARR_PACK_{_c}"] = tuple(_arr_pack(_c, _n) for _n in range(ARR_CACHED))
+    RUNTIME[f"ARR_UNPACK_{_c}"] = _ByLength(_arr_unpack, _c)
+    RUNTIME[f"ARR_PACK_{_c}"] = _ByLength(_arr_pack, _c)
 
 
 # --------------------------------------------------------------------------- pre-encoded structs
