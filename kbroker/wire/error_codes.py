@@ -12,10 +12,26 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
+try:
+    # the standard library's own way to make its large enums (http.HTTPStatus,
+    # signal.Signals...): the same IntEnum without EnumType's per-member checks, ~4 M
+    # instructions against ~9 M for these ~138 members at every start (issue 32).
+    # tests/wire/test_error_codes.py checks it against an ErrorCode made the ordinary way
+    from enum import _simple_enum
+except ImportError:     # pragma: no cover - a Python without it: made the ordinary way
+    def _simple_enum(etype):
+        def make(cls):
+            members = {k: v for k, v in vars(cls).items() if not k.startswith("_")}
+            made = etype(cls.__name__, members, module=cls.__module__, qualname=cls.__qualname__)
+            made.__doc__ = cls.__doc__
+            return made
+        return make
+
 __all__ = ["ERRORS", "ErrorCode", "ErrorInfo", "error_message", "error_name", "is_retriable"]
 
 
-class ErrorCode(IntEnum):
+@_simple_enum(IntEnum)
+class ErrorCode:
     """Every error code a Kafka response may carry (int16 on the wire)."""
 
     UNKNOWN_SERVER_ERROR = -1
