@@ -192,6 +192,20 @@ def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadat
     assert not handlers, f"API handler modules loaded before any request: {sorted(handlers)}"
 
 
+# standard-library modules a plain start has no use for, each once imported for one call:
+# ``decimal`` (``java_double``'s scientific notation), ``concurrent.futures`` (the clean
+# stop's thread pool), the ``idna`` codec with ``stringprep`` (a text host given to
+# ``getaddrinfo``)
+_STDLIB_NOT_AT_START = {"decimal", "_decimal", "concurrent.futures", "encodings.idna",
+                        "stringprep"}
+
+
+def test_a_start_loads_no_standard_module_it_does_not_use(serving):
+    names = serving.at_ready
+    assert "kbroker.server" in names and "kbroker.config.broker" in names   # the probe works
+    assert not names & _STDLIB_NOT_AT_START, sorted(names & _STDLIB_NOT_AT_START)
+
+
 def test_a_start_waits_for_no_child_process(serving):
     """trio looks up ``pthread_setname_np``'s library at import: answered from the mapped
     libraries (``kbroker.common.pthread_lookup``), not by ``ldconfig -p`` in a child."""
