@@ -81,6 +81,9 @@ def test_error_code_is_the_intenum_its_class_body_would_make():
     enum._test_simple_enum(checked, ErrorCode)          # raises TypeError naming differences
     assert repr(ErrorCode.NONE) == "<ErrorCode.NONE: 0>" and str(ErrorCode.NONE) == "0"
     assert ErrorCode(3) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and isinstance(ErrorCode.NONE, int)
+    # a member is read from the class's dictionary, as from the ordinary enum's (no descriptor)
+    assert all(vars(checked)[name] is checked[name] for name, _ in members)
+    assert all(vars(ErrorCode)[name] is ErrorCode[name] for name, _ in members)
 
 
 def test_unknown_codes():
