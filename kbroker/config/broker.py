@@ -778,7 +778,6 @@ class BrokerConfig:
         # Node-to-node connections (replica fetchers, the quorum and controller channel)
         # speak the protocol of the listener they call, with its keys (Kafka's
         # inter.broker.listener.name / controller.listener.names).
-        from kbroker.security.client import client_security
         self.inter_broker_security = self.controller_security = None
         try:
             self.controller_listener_security = {
@@ -786,6 +785,7 @@ class BrokerConfig:
                 for l in self.controller_listeners}
             if not self._may_have_peers():
                 return
+            from kbroker.security.client import client_security   # a node with peers only
             cname = (self.values["controller.listener.names"] or ["CONTROLLER"])[0].upper()
             self.controller_security = client_security(
                 self.values, cname, self.protocol_map.get(cname, "PLAINTEXT"),

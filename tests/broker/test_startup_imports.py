@@ -199,9 +199,10 @@ def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadat
 _STDLIB_NOT_AT_START = {"decimal", "_decimal", "concurrent.futures", "encodings.idna",
                         "stringprep"}
 # kbroker's own, loaded by their first use: the log cleaner (a compacted log's first pass),
-# the fetch sessions (a consumer's first Fetch, or a follower's fetcher)
+# the fetch sessions (a consumer's first Fetch, or a follower's fetcher), the client side of
+# node-to-node security (a node with peers)
 _KBROKER_NOT_AT_START = {"kbroker.log.cleaner", "kbroker.replica.fetch_session",
-                         "kbroker.replica.fetch_session_handler"}
+                         "kbroker.replica.fetch_session_handler", "kbroker.security.client"}
 
 
 def test_a_start_loads_no_module_it_does_not_use(serving):
