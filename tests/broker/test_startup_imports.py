@@ -200,9 +200,10 @@ _STDLIB_NOT_AT_START = {"decimal", "_decimal", "concurrent.futures", "encodings.
                         "stringprep"}
 # kbroker's own, loaded by their first use: the log cleaner (a compacted log's first pass),
 # the fetch sessions (a consumer's first Fetch, or a follower's fetcher), the client side of
-# node-to-node security (a node with peers)
+# node-to-node security (a node with peers), leader elections (ElectLeaders, a due rebalance)
 _KBROKER_NOT_AT_START = {"kbroker.log.cleaner", "kbroker.replica.fetch_session",
-                         "kbroker.replica.fetch_session_handler", "kbroker.security.client"}
+                         "kbroker.replica.fetch_session_handler", "kbroker.security.client",
+                         "kbroker.metadata.elect"}
 
 
 def test_a_start_loads_no_module_it_does_not_use(serving):
