@@ -37,7 +37,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -167,6 +166,7 @@ class BulkSync:
             # one slice per thread, not one task per rename: 200,000 futures cost more
             # CPU than the renames
             n = min(self.threads, len(renames))
+            from concurrent.futures import ThreadPoolExecutor   # a clean stop's, not a start's
             with ThreadPoolExecutor(n) as pool:
                 list(pool.map(_rename_slice, [renames[i::n] for i in range(n)]))
         else:
@@ -180,6 +180,7 @@ class BulkSync:
             for p in paths:
                 _fsync_path(p, missing_ok)
         else:
+            from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(min(self.threads, len(paths))) as pool:
                 # list() re-raises the first failure in the caller's thread
                 list(pool.map(lambda p: _fsync_path(p, missing_ok), paths))

@@ -94,11 +94,13 @@ def _rebalance_protocols(v):
     return None
 
 
-def _d(name, type_, default, check=None, **kw):
-    return ConfigDef(name, type_, default, check, **kw)
+def _d(name, type_, default, check=None):
+    """One of kbroker's own keys, as ``(name, type, default, check)``: its ``ConfigDef`` is made
+    once, with Kafka's metadata for the key, by :func:`_merge_kafka_definitions`."""
+    return name, type_, default, check
 
 
-_DEFS: list[ConfigDef] = [
+_DEFS: list[tuple] = [
     # identity and roles
     _d("node.id", "int", 1, _at_least(0)),
     _d("broker.id", "int", -1),
@@ -382,37 +384,39 @@ def _kafka_check(validator: str, type_: str):
     return None
 
 
-def _merge_kafka_definitions(defs: list[ConfigDef]) -> dict[str, ConfigDef]:
+def _merge_kafka_definitions(defs: list[tuple]) -> dict[str, ConfigDef]:
     """kbroker's definitions above, then every other key of Kafka's broker/controller
     ConfigDef (``kbroker/config/kafka_keys.py``, generated from Kafka's jars): accepted, typed,
     validated, listed by DescribeConfigs, not acted on. Kafka's dynamic update mode and
     sensitivity apply to both."""
-    from dataclasses import replace
     from kbroker.config.kafka_keys import BROKER_CONFIGS
-    out = {d.name: d for d in defs}
-    # ConfigDef made directly, not by dataclasses.replace: this runs for
-    # every Kafka key at import, and each start imports it (issue 32, start-up)
+    own = {d[0]: d for d in defs}
+    out: dict = dict.fromkeys(own)          # kbroker's keys first, in their order
+    # each key's ConfigDef made once, its arguments by position: this runs for ~400 keys at
+    # import, each start imports it, and a frozen dataclass's __init__ is ~13,000
+    # instructions (issue 32, start-up: making ~730 of them was ~12 M)
     for name, type_, default, _imp, internal, mode, validator, _syn in BROKER_CONFIGS:
-        meta = dict(read_only=mode == "read-only", sensitive=type_ == "password", mode=mode,
-                    kafka_type=type_, internal=internal)
-        d = out.get(name)
-        if d is not None:
-            out[name] = ConfigDef(name, d.type, d.default, d.check or _kafka_check(validator, type_),
-                                  used=name not in _NOT_ACTED_ON, **meta)
+        read_only, sensitive = mode == "read-only", type_ == "password"
+        mine = own.get(name)
+        if mine is not None:
+            _, own_type, own_default, own_check = mine
+            out[name] = ConfigDef(name, own_type, own_default,
+                                  own_check or _kafka_check(validator, type_), read_only,
+                                  sensitive, name not in _NOT_ACTED_ON, mode, type_, internal)
             continue
         check = _kafka_check(validator, type_)
-        used = name in _SECURITY_USED
-        d = ConfigDef(name, _TYPES.get(type_, type_), None, check, used=used, **meta)
+        typ = _TYPES.get(type_, type_)
         if default is not None:
             try:
-                typed = convert(d, default)
+                default = _typed(name, typ, type_, check, default)
             except ConfigError:
-                typed = default
-            d = ConfigDef(name, d.type, typed, check, used=used, **meta)
-        out[name] = d
-    for name in set(out) - {c[0] for c in BROKER_CONFIGS}:   # kbroker-only keys, if any
-        if name in _NOT_ACTED_ON:
-            out[name] = replace(out[name], used=False)
+                pass                        # kept as Kafka's text
+        out[name] = ConfigDef(name, typ, default, check, read_only, sensitive,
+                              name in _SECURITY_USED, mode, type_, internal)
+    for name, (_, own_type, own_default, own_check) in own.items():   # kbroker-only keys
+        if out[name] is None:
+            out[name] = ConfigDef(name, own_type, own_default, own_check,
+                                  used=name not in _NOT_ACTED_ON)
     return out
 
 
@@ -492,36 +496,42 @@ def parse_properties(text: str) -> dict[str, str]:
 
 def convert(d: ConfigDef, raw: Any) -> Any:
     """Typed value of ``raw`` (a string or already-typed value); ConfigError if invalid."""
+    return _typed(d.name, d.type, d.kafka_type, d.check, raw)
+
+
+def _typed(name: str, type_: str, kafka_type: str | None, check, raw: Any) -> Any:
+    """:func:`convert` by the definition's parts (the import types Kafka's defaults before
+    their definition exists)."""
     if raw is None:
         return None
     text = raw.strip() if isinstance(raw, str) else raw
     try:
-        if d.type == "boolean":
+        if type_ == "boolean":
             if isinstance(text, bool):
                 value = text
             elif str(text).lower() in ("true", "false"):
                 value = str(text).lower() == "true"
             else:
                 raise ValueError("expected true or false")
-        elif d.type in ("int", "long"):
+        elif type_ in ("int", "long"):
             value = int(text)
-            lo, hi = (-(1 << 31), INT_MAX) if d.type == "int" else (-(1 << 63), LONG_MAX)
-            if d.kafka_type == "short":
+            lo, hi = (-(1 << 31), INT_MAX) if type_ == "int" else (-(1 << 63), LONG_MAX)
+            if kafka_type == "short":
                 lo, hi = -(1 << 15), (1 << 15) - 1
             if not lo <= value <= hi:
-                raise ValueError(f"out of range for {d.type}")
-        elif d.type == "double":
+                raise ValueError(f"out of range for {type_}")
+        elif type_ == "double":
             value = float(text)
-        elif d.type == "list":
+        elif type_ == "list":
             value = text if isinstance(text, list) else [p.strip() for p in str(text).split(",") if p.strip()]
         else:
             value = str(text)
     except ValueError as e:
-        raise ConfigError(d.name, f"invalid value {raw!r} ({e})") from None
-    if d.check is not None:
-        msg = d.check(value)
+        raise ConfigError(name, f"invalid value {raw!r} ({e})") from None
+    if check is not None:
+        msg = check(value)
         if msg:
-            raise ConfigError(d.name, f"invalid value {raw!r}: {msg}")
+            raise ConfigError(name, f"invalid value {raw!r}: {msg}")
     return value
 
 
@@ -541,15 +551,19 @@ def format_value(d: ConfigDef, value: Any) -> str | None:
 def java_double(x: float) -> str:
     """Java's ``Double.toString`` (what Kafka shows): ``0.5``, ``10.0``, ``1.0E-5``,
     ``1.7976931348623157E308``."""
-    from decimal import Decimal
     if x != x:
         return "NaN"
     if x in (float("inf"), float("-inf")):
         return "Infinity" if x > 0 else "-Infinity"
     if x == 0 or 1e-3 <= abs(x) < 1e7:
         return repr(x)                     # plain notation in this range, as Java
-    _sign, digits, exp = Decimal(repr(abs(x))).as_tuple()
-    d = "".join(map(str, digits))
+    # the shortest digits that round-trip (``repr``) as digits × 10**exp, read from the text
+    # (``decimal`` would do the same and cost a start ~2.5 M instructions to import: a node
+    # formats the default of ``log.cleaner.io.max.bytes.per.second``, 1.7976931348623157E308)
+    mantissa, _, power = repr(abs(x)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    d = (whole + fraction).lstrip("0")
+    exp = int(power or 0) - len(fraction)
     stripped = d.rstrip("0") or "0"
     exp += len(d) - len(stripped)
     e = exp + len(stripped) - 1
@@ -764,7 +778,6 @@ class BrokerConfig:
         # Node-to-node connections (replica fetchers, the quorum and controller channel)
         # speak the protocol of the listener they call, with its keys (Kafka's
         # inter.broker.listener.name / controller.listener.names).
-        from kbroker.security.client import client_security
         self.inter_broker_security = self.controller_security = None
         try:
             self.controller_listener_security = {
@@ -772,6 +785,7 @@ class BrokerConfig:
                 for l in self.controller_listeners}
             if not self._may_have_peers():
                 return
+            from kbroker.security.client import client_security   # a node with peers only
             cname = (self.values["controller.listener.names"] or ["CONTROLLER"])[0].upper()
             self.controller_security = client_security(
                 self.values, cname, self.protocol_map.get(cname, "PLAINTEXT"),

@@ -78,19 +78,21 @@ import uuid
 from itertools import compress
 from operator import attrgetter, ne, not_
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from kbroker.common.bulk_sync import BulkSync
 
 from . import checkpoint as ckpt
 from . import clean_shutdown
-from .cleaner import CleanResult, clean, cleanable_range
 from .config import LogConfig
 from .errors import KafkaStorageError, LogClosed
 from .failure import LogDirFailureChannel
 from .open_files import OpenFiles, default_limit
 from .partition import PartitionLog, _parse_dir_name
 from .producer_expiry import DEFAULT_EXPIRATION_MS, ProducerExpiry
+
+if TYPE_CHECKING:   # the cleaner is imported by the first pass that finds a compacted log
+    from .cleaner import CleanResult
 
 METADATA_TOPIC = "__cluster_metadata"
 # attribute reads without a Python call per log (100,000 logs every 5 s): the high
@@ -686,11 +688,15 @@ class LogManager:
         """One compaction pass on the log with the highest dirty ratio, if any is due."""
         if not self.cleaner_enabled:
             return None
+        compacted = [log for log in list(self._logs.values())
+                     if not log.closed and log.config.compact]
+        if not compacted:
+            return None
+        # here, not at import: a node without compacted logs never needs the cleaner
+        from .cleaner import clean, cleanable_range
         now = self.clock() if now_ms is None else now_ms
         best, best_key = None, None
-        for log in list(self._logs.values()):
-            if log.closed or not log.config.compact:
-                continue
+        for log in compacted:
             try:
                 with log.io_guard("find what to clean"):
                     rng = cleanable_range(log, now)

@@ -110,7 +110,9 @@ _BOUNDS = (
     ("streams.num.warmup.replicas", "group.streams.max.warmup.replicas", "max", 20),
 )
 _SESSION_VS_HEARTBEAT = ("consumer", "share", "streams")
-_ISO_DURATION = re.compile(r"^-?P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?$", re.I)
+# compiled on its first use by re.match (re keeps it): a start validates no share group's
+# offset reset
+_ISO_DURATION = r"^-?P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?$"
 
 
 def _broker(get: Callable[[str], object], key: str, default):
@@ -162,7 +164,7 @@ def _parse(d: GroupConfigDef, value: str | None) -> str | None:
     elif d.name == "share.auto.offset.reset":
         v = str(value).strip().lower()
         if v not in ("latest", "earliest") and not (
-                v.startswith("by_duration:") and _ISO_DURATION.match(value.strip()[12:])
+                v.startswith("by_duration:") and re.match(_ISO_DURATION, value.strip()[12:], re.I)
                 and not value.strip()[12:].startswith("-")):
             return (f"Invalid value {value} for configuration {d.name}: Invalid value `{value}` "
                     "for configuration share.auto.offset.reset. The value must be either "

@@ -84,7 +84,7 @@ from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode as E
 
 from . import configs as tc
-from . import cordoned, directories, elect, elr, feature_control, reassign
+from . import cordoned, directories, elr, feature_control, reassign
 from .controller import METADATA_VERSION, Controller, default_feature_records
 from .errors import NotController
 from .image import apply_partition_change
@@ -752,6 +752,7 @@ class QuorumController(Controller):
         """ElectLeaders (``elect.elect_leaders``): ``topics`` is ``[(name, [partition])]`` or
         None for every partition. Returns ``(error code, [(topic, [(partition, code,
         message)])])`` once the elections are committed. Raises ``NotController``."""
+        from . import elect     # here: an ElectLeaders request or a due rebalance, not a start
         async with self._lock:
             code, results, records = elect.elect_leaders(self.image, election_type, topics,
                                                          self._active_ids().__contains__)
@@ -773,6 +774,7 @@ class QuorumController(Controller):
             self._next_balance = now + interval
         if now < self._next_balance:
             return 0
+        from . import elect
         async with self._lock:
             records = elect.balance_records(self.image, self._active_ids().__contains__)
             await self._commit(records)

@@ -35,6 +35,7 @@ Kafka's tool does.
 from __future__ import annotations
 
 import base64
+import os
 import sys
 import time
 import uuid
@@ -416,8 +417,15 @@ def read_voters_checkpoint(metadata_dir: Path):
     """The voter set of a dynamic quorum's newest checkpoint (None: a static quorum)."""
     from kbroker.metadata.store import METADATA_DIR
     from kbroker.raft.control import snapshot_voters
-    # the formatter's 0-0 checkpoint, or a later snapshot that replaced it (newest first)
-    for p in sorted((Path(metadata_dir) / METADATA_DIR).glob("*.checkpoint"), reverse=True):
+    # the formatter's 0-0 checkpoint, or a later snapshot that replaced it (newest first);
+    # the names by their ending, not Path.glob, whose pattern compiles a regular expression
+    # at every start
+    folder = Path(metadata_dir) / METADATA_DIR
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".checkpoint")]
+    except (FileNotFoundError, NotADirectoryError, PermissionError):   # as glob: none
+        names = []
+    for p in sorted((folder / n for n in names), reverse=True):
         with open(p, "rb") as f:
             voters = snapshot_voters(f.read(1 << 20))
         if voters is not None:

@@ -70,6 +70,11 @@ def main() -> int:
     codecache.save()
     stats = codecache.statistics()
     print(f"wrote {stats['code_objects']} code objects to {stats['file']}")
+    # and the message schema's parsed copy (kbroker.wire.model.read_schema)
+    from kbroker.wire import model
+    model.parsed_copy().unlink(missing_ok=True)
+    model.read_schema(write=True)
+    print(f"wrote the parsed message schema to {model.parsed_copy()}")
     return 0
 
 

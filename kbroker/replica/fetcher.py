@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 import trio
 
 from kbroker.log.errors import KafkaStorageError, LogClosed
-from kbroker.replica.fetch_session_handler import FetchSessionHandler
 from kbroker.replica.results import FetchResult
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
@@ -222,6 +221,14 @@ class _Sent:
     leader_epoch: int
 
 
+def _new_session(leader_id: int):
+    """A fetch session with ``leader_id`` (Kafka's ``FetchSessionHandler``). Imported here,
+    not at import: a node that follows no leader (a single node) loads no fetch-session
+    module before a consumer's first Fetch (~3 M instructions of every start)."""
+    from kbroker.replica.fetch_session_handler import FetchSessionHandler
+    return FetchSessionHandler(leader_id)
+
+
 class SourceFetcher:
     """Fetches every partition led by one source broker, one request at a time."""
 
@@ -234,7 +241,7 @@ class SourceFetcher:
         self.scope: trio.CancelScope | None = None
         self.stopped = False
         self.stats = {"requests": 0, "failures": 0, "bytes": 0}
-        self.session = FetchSessionHandler(leader_id)
+        self.session = _new_session(leader_id)
 
     def set_partitions(self, parts, addr) -> None:
         new: dict[tuple[str, int], FetchState] = {}
@@ -252,7 +259,7 @@ class SourceFetcher:
             for st in new.values():
                 st.delayed_until = 0.0
             if self.addr is not None:
-                self.session = FetchSessionHandler(self.leader_id)   # another process: start over
+                self.session = _new_session(self.leader_id)   # another process: start over
         self.addr = addr
         self._wake.set()
 

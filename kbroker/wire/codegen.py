@@ -334,9 +334,22 @@ RUNTIME = {
     "_pack": struct.pack, "_arr_unpack": _arr_unpack, "_arr_pack": _arr_pack,
     "struct": struct, "ZERO_UUID": ZERO_UUID, "_MISSING": _MISSING,
 }
+
+
+
+def _arr_fill(table: list, make, code: str, n: int):
+    """The Struct function for ``n`` elements of ``code``, made on its first use and kept in
+    ``table`` (the generated code reads ``table[n] or _arr_fill(...)``: a list's own index,
+    as fast as the tuple it was). Making all 896 at import was ~4 M instructions of every
+    start."""
+    made = table[n] = make(code, n)
+    return made
+
+
 for _c in _ARR_CODES:
-    RUNTIME[f"ARR_UNPACK_{_c}"] = tuple(_arr_unpack(_c, _n) for _n in range(ARR_CACHED))
-    RUNTIME[f"ARR_PACK_{_c}"] = tuple(_arr_pack(_c, _n) for _n in range(ARR_CACHED))
+    RUNTIME[f"ARR_UNPACK_{_c}"] = [None] * ARR_CACHED
+    RUNTIME[f"ARR_PACK_{_c}"] = [None] * ARR_CACHED
+RUNTIME["_arr_fill"] = _arr_fill
 
 
 # --------------------------------------------------------------------------- pre-encoded structs
@@ -681,7 +694,7 @@ class _Gen:
                 code = FIXED[el]
                 size = FIXED_SIZE[code]
                 out += [f"{inner}if {size} * {n} > end - pos: _bad_length({size} * {n}, pos, end)",
-                        f"{inner}{target} = list((ARR_UNPACK_{code}[{n}] if {n} < {ARR_CACHED} else _arr_unpack('{code}', {n}))(buf, pos)); pos += {size} * {n}"]
+                        f"{inner}{target} = list(((ARR_UNPACK_{code}[{n}] or _arr_fill(ARR_UNPACK_{code}, _arr_unpack, '{code}', {n})) if {n} < {ARR_CACHED} else _arr_unpack('{code}', {n}))(buf, pos)); pos += {size} * {n}"]
                 return out
             out += [f"{inner}{lst} = []", f"{inner}for _ in range({n}):"]
             out += self.read_value(f, el, e, inner + "    ", False)
@@ -790,7 +803,7 @@ class _Gen:
             el = f.element
             if el in FIXED and el != "bool":
                 code = FIXED[el]
-                lines.append(f"{inner}{out} += (ARR_PACK_{code}[{n}] if {n} < {ARR_CACHED} else _arr_pack('{code}', {n}))(*{v})")
+                lines.append(f"{inner}{out} += ((ARR_PACK_{code}[{n}] or _arr_fill(ARR_PACK_{code}, _arr_pack, '{code}', {n})) if {n} < {ARR_CACHED} else _arr_pack('{code}', {n}))(*{v})")
                 return lines
             lines.append(f"{inner}for {e} in {v}:")
             if f.struct is not None:

@@ -12,10 +12,37 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
+try:
+    # the standard library's own way to make its large enums (http.HTTPStatus,
+    # signal.Signals...): the same IntEnum without EnumType's per-member checks, ~4 M
+    # instructions against ~9 M for these ~138 members at every start (issue 32).
+    # tests/wire/test_error_codes.py checks it against an ErrorCode made the ordinary way
+    from enum import _simple_enum
+except ImportError:     # pragma: no cover - a Python without it: made the ordinary way
+    def _simple_enum(etype):
+        def make(cls):
+            members = {k: v for k, v in vars(cls).items() if not k.startswith("_")}
+            made = etype(cls.__name__, members, module=cls.__module__, qualname=cls.__qualname__)
+            made.__doc__ = cls.__doc__
+            return made
+        return make
+
 __all__ = ["ERRORS", "ErrorCode", "ErrorInfo", "error_message", "error_name", "is_retriable"]
 
 
-class ErrorCode(IntEnum):
+def _members_in_class_dict(cls):
+    """As the ordinary ``IntEnum`` keeps them (CPython 3.11): each member in the class's own
+    dictionary, where ``_simple_enum`` leaves an ``enum.property`` whose Python-level
+    ``__get__`` made every ``ErrorCode.NONE`` ~3x slower to read."""
+    for name, member in cls._member_map_.items():
+        if type(cls.__dict__.get(name)) is not type(member):
+            type.__setattr__(cls, name, member)
+    return cls
+
+
+@_members_in_class_dict
+@_simple_enum(IntEnum)
+class ErrorCode:
     """Every error code a Kafka response may carry (int16 on the wire)."""
 
     UNKNOWN_SERVER_ERROR = -1
@@ -308,10 +335,9 @@ _TABLE: tuple[tuple[int, str, bool, str | None], ...] = (
     (136, 'CONTROLLER_ID_NOT_REGISTERED', False, 'No controller is registered with this id.'),
 )
 
+# that the table and ErrorCode agree is tests/wire/test_error_codes.py's to check, not every
+# start's (the two walks over the enum were ~2 M instructions)
 ERRORS: dict[int, ErrorInfo] = {row[0]: ErrorInfo(*row) for row in _TABLE}
-
-assert set(ERRORS) == {e.value for e in ErrorCode}
-assert all(ErrorCode(c).name == info.name for c, info in ERRORS.items())
 
 
 def is_retriable(code: int) -> bool:

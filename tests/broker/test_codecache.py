@@ -123,7 +123,12 @@ def test_a_file_of_another_interpreter_or_damaged_is_ignored(tmp_path):
     known = dict(codecache._code)
     path.write_bytes(b"\x00\x01\x02\x03" + b"not marshal data")     # another magic number
     assert codecache.load(path) == 0
-    path.write_bytes(codecache._MAGIC + b"\xff\xfe")                  # damaged
+    path.write_bytes(codecache._HEADER + b"\xff\xfe")                 # damaged
+    assert codecache.load(path) == 0
+    # the older format (keyed by a digest of the text, without the format line): ignored,
+    # so that the next clean stop replaces it
+    old_key = ("exec", 0, "<string>", bytes(20))
+    path.write_bytes(codecache._MAGIC + codecache.marshal.dumps({old_key: b"code"}))
     assert codecache.load(path) == 0
     assert codecache.load(tmp_path / "missing.bin") == 0
     assert codecache._code == known                                   # nothing added
@@ -131,8 +136,8 @@ def test_a_file_of_another_interpreter_or_damaged_is_ignored(tmp_path):
 
 def test_a_damaged_entry_is_compiled_instead(tmp_path):
     path = tmp_path / "cache.bin"
-    key = ("exec", 0, "<string>", codecache.blake2b(b"y = 2\n", digest_size=20).digest())
-    path.write_bytes(codecache._MAGIC + codecache.marshal.dumps({key: b"\xff not marshal"}))
+    key = ("exec", 0, "<string>", "y = 2\n")
+    path.write_bytes(codecache._HEADER + codecache.marshal.dumps({key: b"\xff not marshal"}))
     assert codecache.load(path) >= 1
     before = codecache.statistics()["compiled"]
     ns = {}
@@ -182,7 +187,7 @@ def test_a_start_without_the_file_writes_it_for_the_next(tmp_path):
 
 def test_a_start_that_read_a_file_never_rewrites_it(tmp_path, monkeypatch):
     path = tmp_path / "cache.bin"
-    key = ("exec", 0, "<snippet>", b"digest")
+    key = ("exec", 0, "<snippet>", "x = 1")
     monkeypatch.setattr(codecache, "_code", {key: compile("x = 1", "<snippet>", "exec")})
     monkeypatch.setattr(codecache, "_installed", True)
     monkeypatch.setattr(codecache, "_misses", 3)          # some snippets compiled...

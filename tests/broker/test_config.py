@@ -156,3 +156,35 @@ def test_a_node_with_peers_gets_the_controller_listeners_client_side(quorum):
 def test_a_lone_node_without_a_controller_listener_needs_no_client_side():
     c = BrokerConfig.from_dict({})
     assert c.controller_security is None and c.inter_broker_security is None
+
+
+def _java_double_by_decimal(x: float) -> str:
+    """``Double.toString``'s scientific form read through ``decimal`` (what ``java_double``
+    did before it parsed ``repr`` itself), for the values outside Java's plain range."""
+    from decimal import Decimal
+    _sign, digits, exp = Decimal(repr(abs(x))).as_tuple()
+    d = "".join(map(str, digits))
+    stripped = d.rstrip("0") or "0"
+    exp += len(d) - len(stripped)
+    return f"{'-' if x < 0 else ''}{stripped[0]}.{stripped[1:] or '0'}E{exp + len(stripped) - 1}"
+
+
+def test_java_double_reads_the_shortest_digits_without_decimal():
+    """Kafka's (Java's) notation from ``repr``'s digits, the same as read through ``decimal``
+    (which a start no longer imports for it)."""
+    import random
+    import struct
+
+    from kbroker.config.broker import java_double
+    assert [java_double(x) for x in (0.5, 10.0, 1e-5, 1.7976931348623157e308, -2.5e-7, 1e7,
+                                     0.001, 0.0, float("nan"), float("-inf"),
+                                     123456789012345680000.0)] == [
+        "0.5", "10.0", "1.0E-5", "1.7976931348623157E308", "-2.5E-7", "1.0E7",
+        "0.001", "0.0", "NaN", "-Infinity", "1.2345678901234568E20"]
+    rng = random.Random(7)
+    xs = [struct.unpack("<d", rng.randbytes(8))[0] for _ in range(20_000)]
+    xs = [x for x in xs if x == x and abs(x) != float("inf") and not (1e-3 <= abs(x) < 1e7)]
+    xs += [m * 10.0 ** k for k in range(-300, 300, 7) for m in (1.0, 1.5, 7.25)]
+    xs = [x for x in xs if not (1e-3 <= abs(x) < 1e7)]
+    assert len(xs) > 10_000
+    assert [java_double(x) for x in xs] == [_java_double_by_decimal(x) for x in xs]

@@ -207,6 +207,28 @@ def test_a_plain_single_node_imports_neither_client_commands_nor_package_metadat
     assert not handlers, f"API handler modules loaded before any request: {sorted(handlers)}"
 
 
+# standard-library modules a plain start has no use for, each once imported for one call:
+# ``decimal`` (``java_double``'s scientific notation), ``concurrent.futures`` (the clean
+# stop's thread pool), the ``idna`` codec with ``stringprep`` (a text host given to
+# ``getaddrinfo``)
+_STDLIB_NOT_AT_START = {"decimal", "_decimal", "concurrent.futures", "encodings.idna",
+                        "stringprep"}
+# kbroker's own, loaded by their first use: the log cleaner (a compacted log's first pass),
+# the fetch sessions (a consumer's first Fetch, or a follower's fetcher), the client side of
+# node-to-node security (a node with peers), leader elections (ElectLeaders, a due rebalance)
+_KBROKER_NOT_AT_START = {"kbroker.log.cleaner", "kbroker.replica.fetch_session",
+                         "kbroker.replica.fetch_session_handler", "kbroker.security.client",
+                         "kbroker.metadata.elect"}
+
+
+def test_a_start_loads_no_module_it_does_not_use(serving):
+    names = serving.at_ready
+    assert "kbroker.server" in names and "kbroker.config.broker" in names   # the probe works
+    assert "kbroker.log.manager" in names and "kbroker.replica.fetcher" in names
+    unused = names & (_STDLIB_NOT_AT_START | _KBROKER_NOT_AT_START)
+    assert not unused, sorted(unused)
+
+
 def test_a_start_waits_for_no_child_process(serving):
     """trio looks up ``pthread_setname_np``'s library at import: answered from the mapped
     libraries (``kbroker.common.pthread_lookup``), not by ``ldconfig -p`` in a child."""

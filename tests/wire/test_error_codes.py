@@ -64,6 +64,28 @@ def test_table_is_complete_and_consistent():
     assert len({info.name for info in ERRORS.values()}) == len(ERRORS)
 
 
+def test_error_code_is_the_intenum_its_class_body_would_make():
+    """``ErrorCode`` is made by ``enum._simple_enum`` (a start's cost): the same enum, member
+    for member and attribute for attribute, as subclassing ``IntEnum`` with that body."""
+    import ast
+    import enum
+    import inspect
+
+    from kbroker.wire import error_codes
+    body = next(n for n in ast.parse(inspect.getsource(error_codes)).body
+                if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
+    members = [(a.targets[0].id, ast.literal_eval(a.value)) for a in body if isinstance(a, ast.Assign)]
+    assert len(members) == len(ErrorCode) == 138
+    checked = enum.IntEnum("ErrorCode", members, module=error_codes.__name__, qualname="ErrorCode")
+    checked.__doc__ = ErrorCode.__doc__
+    enum._test_simple_enum(checked, ErrorCode)          # raises TypeError naming differences
+    assert repr(ErrorCode.NONE) == "<ErrorCode.NONE: 0>" and str(ErrorCode.NONE) == "0"
+    assert ErrorCode(3) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and isinstance(ErrorCode.NONE, int)
+    # a member is read from the class's dictionary, as from the ordinary enum's (no descriptor)
+    assert all(vars(checked)[name] is checked[name] for name, _ in members)
+    assert all(vars(ErrorCode)[name] is ErrorCode[name] for name, _ in members)
+
+
 def test_unknown_codes():
     assert is_retriable(9999) is False
     assert error_name(9999) == "UNKNOWN_ERROR_CODE_9999"
