@@ -85,9 +85,28 @@ class Member:
                     self._commit(list(self.positions))   # one at a time
                     last = time.monotonic()
             self._commit(list(self.positions))
+            if self.tolerate_commit_errors:
+                self._commit_until_acknowledged(time.monotonic() + self.close_timeout / 2)
             self.commits.close(self.c)     # revokes (commits what is left) and leaves
         except BaseException as e:   # noqa: BLE001
             self.error = e
+
+    def _unacknowledged(self) -> list[int]:
+        return [p for p, pos in self.positions.items() if self.commits.acked.get(p) != pos]
+
+    def _commit_until_acknowledged(self, deadline: float) -> None:
+        """The last commit of a member whose commits may fail: one refused because it raced a
+        rejoin (ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS) is made again once the consumer's
+        poll has rejoined, until every position is acknowledged or ``deadline``; so what
+        the member processed is committed before it leaves, as an application's last
+        ``commit`` retried on those errors does."""
+        while time.monotonic() < deadline:
+            if not self.commits.wait_answered(self.c, deadline - time.monotonic()):
+                return
+            if not self._unacknowledged():
+                return
+            self.c.poll(0.1)           # the rejoin (its records are not processed)
+            self._commit(self._unacknowledged())
 
     def close(self):
         self._stop.set()
