@@ -336,7 +336,6 @@ RUNTIME = {
 }
 
 
-
 def _arr_fill(table: list, make, code: str, n: int):
     """The Struct function for ``n`` elements of ``code``, made on its first use and kept in
     ``table`` (the generated code reads ``table[n] or _arr_fill(...)``: a list's own index,
