@@ -14,7 +14,8 @@ module not yet imported gets its twin before its body runs (a finder first on
 ``sys.meta_path`` until then), so the classes attrs declares for itself when trio imports
 it come from the file too. The message codecs kbroker generates (``kbroker/wire/codegen.py``:
 a reader or writer per message and version, a class's ``__init__``) are looked up the same
-way, by their text.
+way, by their text. The message schema's JSON, read at every start, is kept parsed beside
+it the same way (:func:`read_json_object`, at the end of this module).
 
 Rules kept:
 - The same code as without the cache: the key is everything ``compile`` depends on (the
@@ -50,6 +51,7 @@ import builtins
 import marshal
 import os
 import re
+import struct
 import sys
 from importlib._bootstrap_external import MAGIC_NUMBER as _MAGIC
 from pathlib import Path
@@ -256,9 +258,64 @@ def save_if_compiled(path: Path = _CACHE_FILE) -> int:
 
 def save(path: Path = _CACHE_FILE) -> None:
     """Write every code object known now (atomically: a reader sees the old file or this)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     table = {key: code if type(code) is bytes else marshal.dumps(code)
              for key, code in _code.items()}
-    tmp.write_bytes(_HEADER + marshal.dumps(table))
+    _replace(path, _HEADER + marshal.dumps(table))
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """``path`` replaced by ``data`` through a temporary file of this process: a reader (or
+    another start writing the same file) sees the old file or a whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- parsed JSON
+# A JSON file read at every start (the message schema, kbroker/wire/model.py) is kept
+# parsed beside it, as Python keeps a module's byte-code: parsing the schema's 290 KB was
+# ~15 M instructions of every start, reading its marshalled form back ~7 M. The copy starts
+# with the interpreter's byte-code magic number (marshal's format is the interpreter's),
+# this format's line, and the JSON file's modification time in nanoseconds and size (a
+# .pyc's check, finer): any difference, or a copy that cannot be read, and the JSON is
+# parsed instead (and the copy written again, unless sys.dont_write_bytecode).
+# `python -m kbroker.node.codecache_build` (make setup, the image's build) writes it.
+PARSED_FORMAT = _MAGIC + b"kbroker schema 1\n"
+
+
+def parsed_copy(path: Path) -> Path:
+    """Where the parsed copy of the JSON file ``path`` is kept."""
+    path = Path(path)
+    return path.parent / "__pycache__" / f"{path.name}.{sys.implementation.cache_tag}.marshal"
+
+
+def _stamp(st: os.stat_result) -> bytes:
+    return PARSED_FORMAT + struct.pack("<QQ", st.st_mtime_ns, st.st_size)
+
+
+def read_json_object(path: Path, *, write: bool | None = None) -> dict:
+    """The JSON object in the file ``path``: its parsed copy's when that copy was written from
+    this very file, else the JSON parsed (and, with ``write`` -- by default unless
+    ``sys.dont_write_bytecode`` -- the copy written for the next start; nothing where it
+    cannot be written)."""
+    try:
+        stamp = _stamp(os.stat(path))
+        with open(parsed_copy(path), "rb") as f:
+            data = f.read()
+        if data.startswith(stamp):
+            raw = marshal.loads(memoryview(data)[len(stamp):])
+            if type(raw) is dict:
+                return raw
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    import json
+    with open(path, "rb") as f:
+        stamp = _stamp(os.fstat(f.fileno()))
+        raw = json.loads(f.read())
+    if write if write is not None else not sys.dont_write_bytecode:
+        try:
+            _replace(parsed_copy(path), stamp + marshal.dumps(raw))
+        except OSError:         # a read-only installation: parsed at every start
+            pass
+    return raw

@@ -70,11 +70,11 @@ def main() -> int:
     codecache.save()
     stats = codecache.statistics()
     print(f"wrote {stats['code_objects']} code objects to {stats['file']}")
-    # and the message schema's parsed copy (kbroker.wire.model.read_schema)
-    from kbroker.wire import model
-    model.parsed_copy().unlink(missing_ok=True)
-    model.read_schema(write=True)
-    print(f"wrote the parsed message schema to {model.parsed_copy()}")
+    # and the message schema's parsed copy (codecache.read_json_object)
+    from kbroker.wire.model import SCHEMA_FILE
+    codecache.parsed_copy(SCHEMA_FILE).unlink(missing_ok=True)
+    codecache.read_json_object(SCHEMA_FILE, write=True)
+    print(f"wrote the parsed message schema to {codecache.parsed_copy(SCHEMA_FILE)}")
     return 0
 
 

@@ -11,16 +11,13 @@ arrays, or a struct type whose fields are given inline or in ``commonStructs``.
 """
 from __future__ import annotations
 
-import marshal
-import os
 import re
-import struct
-import sys
 import uuid
 from dataclasses import dataclass, field
 from functools import cache
-from importlib._bootstrap_external import MAGIC_NUMBER as _MAGIC
 from pathlib import Path
+
+from kbroker.common.codecache import read_json_object
 
 SCHEMA_FILE = Path(__file__).with_name("schema") / "messages.json"
 
@@ -221,57 +218,8 @@ def load_raw(path: Path = SCHEMA_FILE) -> dict[str, dict]:
     """Every message's definition as parsed JSON, by name, in the file's order. Turning a
     definition into a spec (``build_message``) is what costs, so callers that need only some
     messages build those on first use (``kbroker.wire.messages``); the parsed file itself
-    comes from its marshalled copy (:func:`read_schema`)."""
-    return {m["name"]: m for m in read_schema(path)["messages"]}
-
-
-# The parsed schema kept beside it as Python keeps a module's byte-code: parsing the 290 KB
-# of JSON was ~15 M instructions of every start, reading its marshalled form back ~7 M. The
-# copy starts with the interpreter's byte-code magic number (marshal's format is the
-# interpreter's), this format's line, and the JSON file's size and modification time in
-# nanoseconds (a .pyc's check, finer): any difference, or a copy that cannot be read, and
-# the JSON is parsed instead (and the copy written again, unless sys.dont_write_bytecode).
-# `python -m kbroker.node.codecache_build` (make setup, the image's build) writes it.
-_PARSED_FORMAT = _MAGIC + b"kbroker schema 1\n"
-
-
-def parsed_copy(path: Path = SCHEMA_FILE) -> Path:
-    path = Path(path)
-    return path.parent / "__pycache__" / f"{path.name}.{sys.implementation.cache_tag}.marshal"
-
-
-def _stamp(st: os.stat_result) -> bytes:
-    return _PARSED_FORMAT + struct.pack("<QQ", st.st_mtime_ns, st.st_size)
-
-
-def read_schema(path: Path = SCHEMA_FILE, *, write: bool | None = None) -> dict:
-    """The content of the schema file ``path``: its marshalled copy's when that copy was
-    written from this very file, else the JSON parsed (and, with ``write`` -- by default
-    unless ``sys.dont_write_bytecode`` -- the copy written for the next start)."""
-    try:
-        stamp = _stamp(os.stat(path))
-        with open(parsed_copy(path), "rb") as f:
-            data = f.read()
-        if data.startswith(stamp):
-            raw = marshal.loads(memoryview(data)[len(stamp):])
-            if type(raw) is dict:
-                return raw
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
-    import json
-    with open(path, "rb") as f:
-        stamp = _stamp(os.fstat(f.fileno()))
-        raw = json.loads(f.read())
-    if write if write is not None else not sys.dont_write_bytecode:
-        copy = parsed_copy(path)
-        try:
-            copy.parent.mkdir(exist_ok=True)
-            tmp = copy.with_name(f"{copy.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(stamp + marshal.dumps(raw))
-            os.replace(tmp, copy)
-        except OSError:         # a read-only installation: parsed at every start
-            pass
-    return raw
+    comes from its parsed copy (``codecache.read_json_object``)."""
+    return {m["name"]: m for m in read_json_object(path)["messages"]}
 
 
 def build_message(raw: dict) -> MessageSpec:
