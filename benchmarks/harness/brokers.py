@@ -70,7 +70,8 @@ class KBrokerBench(KBrokerProcess):
 
 def kbroker_env(env: dict[str, str]) -> dict[str, str]:
     env = dict(env)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    # no empty entry: it would put the broker's working directory on its sys.path
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
 
 

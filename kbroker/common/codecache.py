@@ -181,10 +181,18 @@ class _HookBeforeBody:
         twins = self.pending.pop(fullname, None)
         if twins is None:
             return None
-        if not self.pending and self in sys.meta_path:
-            sys.meta_path.remove(self)
-        from importlib.machinery import PathFinder
-        spec = PathFinder.find_spec(fullname, path, target)
+        meta = sys.meta_path
+        # the spec the rest of the meta path gives (kbroker.common.modimage's finder, if
+        # installed, then PathFinder)
+        rest = meta[meta.index(self) + 1:] if self in meta else meta
+        if not self.pending and self in meta:
+            meta.remove(self)
+        spec = None
+        for finder in rest:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                break
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         spec.loader = _InjectingLoader(spec.loader, twins)

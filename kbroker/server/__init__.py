@@ -47,6 +47,7 @@ from pathlib import Path
 import trio
 
 from kbroker.api import load_all
+from kbroker.common import modimage
 from kbroker.node.broker import Broker
 from kbroker.config.broker import BrokerConfig, Listener
 from kbroker.security.credentials import Credentials
@@ -245,6 +246,7 @@ class Server:
                             self._accept_scopes.append(scope)
                             conns.start_soon(self._accept_loop, sock, listener.name, conns, scope)
                     log.info("%s", self.ready_line())
+                    modimage.note_ready()
                     self.serving = True
                     task_status.started(self)
                     await self._stop.wait()

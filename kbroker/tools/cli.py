@@ -304,16 +304,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _save_generated_code(codecache) -> None:
-    """After a clean stop: keep what this start compiled for the next (a ``pip install``ed
-    package has no build step that writes the cache; kbroker.common.codecache)."""
+    """After a clean stop: keep what this start compiled, and the modules it imported, for
+    the next (a ``pip install``ed package has no build step that writes them;
+    kbroker.common.codecache, kbroker.common.modimage)."""
     try:
         compiled = codecache.save_if_compiled()
     except OSError as e:
         log.debug("generated-code cache not written (%s): each start compiles it", e)
-        return
+        compiled = 0
     if compiled:
         log.info("generated-code cache: %d snippets compiled by this start written to %s "
                  "for the next", compiled, codecache.statistics()["file"])
+    # and the modules this start imported (kbroker.common.modimage)
+    from kbroker.common import modimage
+    try:
+        written = modimage.save_if_incomplete()
+    except OSError as e:
+        log.debug("start-up module image not written (%s)", e)
+        written = 0
+    if written:
+        log.info("start-up module image: %d modules written to %s for the next start",
+                 written, modimage.image_file())
 
 
 def _exit_without_teardown() -> None:

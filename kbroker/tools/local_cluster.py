@@ -258,7 +258,8 @@ def run_cluster(nodes: int, base_port: int, data_root, extra: dict[str, str],
              **(extra or {})}
     env = dict(os.environ)
     repo = Path(__file__).resolve().parents[2]
-    env["PYTHONPATH"] = str(repo) + os.pathsep + env.get("PYTHONPATH", "")
+    # no empty entry: it would put each node's working directory on its sys.path
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(repo), env.get("PYTHONPATH")) if p)
     members: list[_Node] = []
     for i in range(1, total + 1):
         cmd = serve_command(node_overrides(i, nodes=total, base_port=base_port, data_root=root,

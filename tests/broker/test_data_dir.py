@@ -20,7 +20,7 @@ from tests.support.broker_proc import REPO_ROOT, BrokerProcess, free_port
 
 def serve(data_dir, *extra, prefix=(), timeout=60):
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     return subprocess.run([*prefix, sys.executable, "-m", "kbroker", "serve",
                            "--data-dir", str(data_dir), "--port", str(free_port()), *extra],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)

@@ -75,7 +75,7 @@ class BrokerProcess:
         log = open(self.log_path, "ab")
         start_at = log.tell()
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
         env.update(self.env)
         self.proc = subprocess.Popen(self.prefix + self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      cwd=REPO_ROOT, env=env)
