@@ -69,7 +69,8 @@ def main() -> int:
     warm()
     codecache.save()
     stats = codecache.statistics()
-    print(f"wrote {stats['code_objects']} code objects to {stats['file']}")
+    print(f"wrote {stats['code_objects']} code objects and {stats['regexes']} regular expressions "
+          f"to {stats['file']}")
     # and the message schema's parsed copy (codecache.read_json_object)
     from kbroker.wire.model import SCHEMA_FILE
     codecache.parsed_copy(SCHEMA_FILE).unlink(missing_ok=True)
