@@ -5,7 +5,6 @@ installs the hooks runs in its own interpreter (installing changes the ``datacla
 ``collections`` and ``attr._make`` modules of the process)."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -13,6 +12,7 @@ import subprocess
 import sys
 
 from kbroker.common import codecache
+from tests.support.fresh_python import run_json
 
 _CLASSES = r'''
 import json, sys
@@ -74,11 +74,8 @@ print(json.dumps(out))
 
 
 def _run(path, *extra, seed: str = "1") -> dict:
-    env = {**os.environ, "PYTHONHASHSEED": seed}     # string hashes differ between the runs
-    out = subprocess.run([sys.executable, "-c", _CLASSES, str(path), *extra],
-                         capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    # string hashes differ between the runs
+    return run_json(_CLASSES, str(path), *extra, seed=seed)
 
 
 def test_classes_from_cached_code_behave_as_compiled_ones(tmp_path):

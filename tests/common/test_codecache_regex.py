@@ -6,16 +6,13 @@ makes without the cache. The checks that install the hook run in their own inter
 function directly."""
 from __future__ import annotations
 
-import json
 import marshal
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from kbroker.common import codecache
+from tests.support.fresh_python import run_json
 
 _COMPILE = r'''
 import json, re, sys
@@ -68,20 +65,12 @@ print(json.dumps(out))
 '''
 
 
-def _run(path, *extra, seed: str) -> dict:
-    env = {**os.environ, "PYTHONHASHSEED": seed}
-    out = subprocess.run([sys.executable, "-c", _COMPILE, str(path), *extra],
-                         capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
-
-
 def test_patterns_from_the_file_are_those_re_compiles(tmp_path):
     path = tmp_path / "cache.bin"
-    cold = _run(path, "save", seed="1")        # no file: compiled through the hook, written
+    cold = run_json(_COMPILE, str(path), "save", seed="1")        # no file: compiled through the hook, written
     assert cold["hooked"] and path.exists()
     assert cold["stats"]["regexes_compiled"] >= len(cold["patterns"])
-    warm = _run(path, seed="2")                # another process reads them back
+    warm = run_json(_COMPILE, str(path), seed="2")                # another process reads them back
     assert warm["hooked"]
     assert warm["stats"]["regexes_compiled"] == 0
     assert warm["stats"]["regexes_from_cache"] >= len(warm["patterns"])
