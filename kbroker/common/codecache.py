@@ -25,11 +25,13 @@ were ~17 M instructions). :func:`install` also replaces ``re._compiler.compile``
 :func:`_regex_compiled`, which keeps, per pattern (its text, str or bytes) and flags, the
 arguments ``re`` passes to ``_sre.compile`` -- final flags, program, number of groups,
 group names both ways -- and on the next start makes the pattern object from them with
-``_sre.compile`` alone. The engine validates a program it is given, so a damaged entry is
-compiled afresh. Only patterns compiled after :func:`install` go through it; those of
-modules imported before (the command line's argparse, gettext, textwrap) are compiled as
-usual. A warning the parser gives for a pattern (a possible nested set...) comes only from
-the start that compiled it.
+``_sre.compile`` alone. An entry that cannot be read, or whose program the engine rejects
+(it checks every program it is given), is compiled afresh. Only patterns compiled after
+:func:`install` go through it; those of the modules imported before (the command line's
+argparse, gettext, textwrap) are compiled as usual. A warning the parser gives for a
+pattern (a possible nested set...) comes only from the start that compiled it. What a
+process keeps is bounded: past that, the patterns a running broker compiles for its
+clients are left to ``re``.
 
 Rules kept:
 - The same code as without the cache: the key is everything ``compile`` depends on (the
@@ -242,6 +244,11 @@ try:
     _RE_DEBUG = _re_compiler.SRE_FLAG_DEBUG
 except (ImportError, AttributeError):
     _RE_COMPILE = None
+# what one process keeps is bounded: a start compiles ~50 patterns, but a running broker
+# compiles its clients' too (a consumer group's subscription, ListTransactions' filter, a
+# schema's): past this many, or longer than this, a pattern is left to re and not kept
+_REGEX_KEPT = 256
+_REGEX_LONGEST = 4096
 
 
 def _regex_compiled(pattern, flags=0):
@@ -265,6 +272,8 @@ def _regex_compiled(pattern, flags=0):
             return compiled
         except (ValueError, EOFError, TypeError, RuntimeError, OverflowError):
             pass        # a damaged entry (the engine checks the program): compiled instead
+    elif len(_regex) >= _REGEX_KEPT or len(pattern) > _REGEX_LONGEST:
+        return _RE_COMPILE(pattern, flags)
     parsed = _re_parse(pattern, flags)
     # before the state is read, as re does; the opcodes are named int subclasses, which
     # marshal does not take: the same numbers as plain ints (the engine copies them as such)

@@ -67,10 +67,11 @@ print(json.dumps(out))
 
 def test_patterns_from_the_file_are_those_re_compiles(tmp_path):
     path = tmp_path / "cache.bin"
-    cold = run_json(_COMPILE, str(path), "save", seed="1")        # no file: compiled through the hook, written
+    # no file: compiled through the hook, then written
+    cold = run_json(_COMPILE, str(path), "save", seed="1")
     assert cold["hooked"] and path.exists()
     assert cold["stats"]["regexes_compiled"] >= len(cold["patterns"])
-    warm = run_json(_COMPILE, str(path), seed="2")                # another process reads them back
+    warm = run_json(_COMPILE, str(path), seed="2")     # another process reads them back
     assert warm["hooked"]
     assert warm["stats"]["regexes_compiled"] == 0
     assert warm["stats"]["regexes_from_cache"] >= len(warm["patterns"])
@@ -112,7 +113,8 @@ def test_str_and_bytes_and_flags_are_kept_apart(monkeypatch):
     assert codecache._regex_misses == 3 and len(codecache._regex) == 3
     assert text.match("abc") and raw.match(b"abc") and folded.match("ABC")
     assert not text.match("ABC")
-    assert (codecache._regex_compiled("a.c", 0), codecache._regex_compiled(b"a.c", 0)) == (text, raw)
+    again = codecache._regex_compiled("a.c", 0), codecache._regex_compiled(b"a.c", 0)
+    assert again == (text, raw)
     assert codecache._regex_misses == 3
 
 
@@ -143,3 +145,16 @@ def test_the_file_keeps_both_tables(tmp_path, monkeypatch):
     # a file of the format before (code only, no table of regular expressions): ignored
     path.write_bytes(codecache._MAGIC + b"kbroker codecache 2\n" + marshal.dumps({code_key: b""}))
     assert codecache._read(path) is None
+
+
+def test_what_a_process_keeps_is_bounded(monkeypatch):
+    # a running broker compiles its clients' patterns too (a group's subscription...)
+    monkeypatch.setattr(codecache, "_regex", {})
+    monkeypatch.setattr(codecache, "_REGEX_KEPT", 2)
+    patterns = [codecache._regex_compiled(f"topic-{i}.*", 0) for i in range(4)]
+    assert [p.match(f"topic-{i}x") is not None for i, p in enumerate(patterns)] == [True] * 4
+    assert list(codecache._regex) == [(False, 0, "topic-0.*"), (False, 0, "topic-1.*")]
+    monkeypatch.setattr(codecache, "_regex", {})
+    long = "a" * (codecache._REGEX_LONGEST + 1)
+    assert codecache._regex_compiled(long, 0).fullmatch(long)
+    assert codecache._regex == {}
