@@ -37,8 +37,8 @@ def test_fixed_non_root_user_and_entrypoint_arguments(dk, lab):
     assert "--log-level" in logs(c)
 
 
-# what `kbroker serve` compiles at start when the image's cache (kbroker/common/codecache.py,
-# written by the Dockerfile's app stage) covers it: nothing
+# what `kbroker serve` compiles at start (code and regular expressions) when the image's
+# cache (kbroker/common/codecache.py, written by the Dockerfile's app stage) covers it: nothing
 _CACHE_CHECK = """
 import json
 from kbroker.common import codecache
@@ -54,6 +54,7 @@ def test_the_image_serves_with_its_generated_code_cache(lab):
     assert c.wait(timeout=120)["StatusCode"] == 0, logs(c)
     stats = json.loads(logs(c).strip().splitlines()[-1])
     assert stats["code_objects"] > 300 and stats["compiled"] == 0, stats
+    assert stats["regexes_from_cache"] > 10 and stats["regexes_compiled"] == 0, stats
     assert stats["file"].startswith("/opt/kbroker/app/kbroker/common/__pycache__/")
     c = lab.run(command=["serve", "--log-level", "DEBUG"])    # the image's own serve finds it
     wait_ready(c)

@@ -17,6 +17,22 @@ a reader or writer per message and version, a class's ``__init__``) are looked u
 way, by their text. The message schema's JSON, read at every start, is kept parsed beside
 it the same way (:func:`read_json_object`, at the end of this module).
 
+Regular expressions too: ``re`` keeps compiled patterns for the life of a process only, and
+turning a pattern's text into the engine's program is pure Python (``re._parser`` and
+``re._compiler``; the ~30 patterns the standard library, idna and kbroker compile in a start
+were ~17 M instructions). :func:`install` also replaces ``re._compiler.compile`` (what
+``re.compile`` and the module-level functions reach on a miss of ``re``'s own cache) with
+:func:`_regex_compiled`, which keeps, per pattern (its text, str or bytes) and flags, the
+arguments ``re`` passes to ``_sre.compile`` -- final flags, program, number of groups,
+group names both ways -- and on the next start makes the pattern object from them with
+``_sre.compile`` alone. An entry that cannot be read, or whose program the engine rejects
+(it checks every program it is given), is compiled afresh. Only patterns compiled after
+:func:`install` go through it; those of the modules imported before (the command line's
+argparse, gettext, textwrap) are compiled as usual. A warning the parser gives for a
+pattern (a possible nested set...) comes only from the start that compiled it. What a
+process keeps is bounded: past that, the patterns a running broker compiles for its
+clients are left to ``re``.
+
 Rules kept:
 - The same code as without the cache: the key is everything ``compile`` depends on (the
   source text, the name, the mode and the ``__future__`` flags the calling module would
@@ -24,9 +40,11 @@ Rules kept:
   misses and is compiled as before. The text itself is the key, not a digest of it: a start
   looks up ~640 snippets, and hashing each with BLAKE2b was ~4 M instructions, against
   ~0.3 M for Python's own string hash and reading the ~0.4 MB of text with the file.
-  The file is tagged with the interpreter's byte-code magic number and this module's format;
-  another interpreter's file, or an older format's, is ignored (and replaced at the next
-  clean stop). One
+  The file is tagged with the interpreter's byte-code magic number and this module's format
+  (with the regular expression engine's format number, code unit and repeat limit, which its
+  programs depend on); another interpreter's file, or an older format's, is ignored (and
+  replaced at the next clean stop). A regular expression is keyed by all ``re`` compiles it
+  from: its type, its text and its flags. One
   exception, exact too: attrs writes into each ``__hash__`` the ``hash()`` of a name, which
   differs per process (randomized string hashes); that one number is keyed as a stand-in
   and put back into the cached code.
@@ -37,16 +55,18 @@ Rules kept:
   of its own, so a ``kbroker serve`` that found no usable file writes one at its clean exit
   with what it compiled (:func:`save_if_compiled`), as Python writes a ``.pyc`` on first
   import: the next start reads it back (without a file, a start costs ~1.5x the
-  instructions). A start that read a file never rewrites it (no churn, no growth from
-  restarts). Where the package's folder is not writable nothing is written, said at debug
-  level; ``KBROKER_CODECACHE_FILE`` names another file. Without the file, or with one that
-  cannot be read, everything is compiled as usual.
+  instructions); a start that compiled only regular expressions writes it too. A start
+  that read a file never rewrites it (no churn, no growth from restarts). Where the
+  package's folder is not writable nothing is written, said at debug level;
+  ``KBROKER_CODECACHE_FILE`` names another file. Without the file, or with one that cannot
+  be read, everything is compiled as usual.
 - Only ``kbroker serve`` installs it (the CLI, before its first heavy import); a broker
   started in process (tests) compiles as it always did.
 """
 from __future__ import annotations
 
 import __future__
+import _sre
 import builtins
 import marshal
 import os
@@ -63,10 +83,18 @@ _CACHE_FILE = Path(os.environ.get("KBROKER_CODECACHE_FILE") or (
 # (mode, flags, filename, source) -> code, or its marshalled bytes until first used
 # (a start uses about half of what the file holds: each entry is unmarshalled on its hit)
 _code: dict[tuple, object] = {}
-# what a file starts with: the byte-code magic number, then this module's format (2: keyed
-# by the text; 1, untagged, by its BLAKE2b digest)
-_HEADER = _MAGIC + b"kbroker codecache 2\n"
+# (pattern is bytes, flags, pattern) -> what re's compiler hands to ``_sre.compile`` after
+# the pattern, or its marshalled bytes until first used
+_regex: dict[tuple, object] = {}
+# what a file starts with: the byte-code magic number, then this module's format (3: a
+# table of code and one of regular expressions, with the regular expression engine's own
+# format number, code unit and repeat limit; 2: code only, keyed by the text; 1, untagged,
+# by its BLAKE2b digest)
+_HEADER = _MAGIC + b"kbroker codecache 3 sre %d %d %d\n" % (
+    getattr(_sre, "MAGIC", 0), getattr(_sre, "CODESIZE", 0), getattr(_sre, "MAXREPEAT", 0))
 _misses = 0
+_regex_misses = 0
+_regex_hits = 0
 _installed = False
 _read_a_file = False      # install() found a usable file: save_if_compiled leaves it alone
 _ANNOTATIONS = __future__.annotations
@@ -212,27 +240,97 @@ class _InjectingLoader:
         self.loader.exec_module(module)
 
 
-def load(path: Path = _CACHE_FILE) -> int:
-    """Read the cache file into memory; the number of code objects (0 without a usable file)."""
+# re's compiler: a pattern's text parsed and turned into the program of the regular
+# expression engine in pure Python (``re._parser.parse``, ``re._compiler._code``), about
+# half a million instructions a pattern; the engine's ``_sre.compile`` then makes the
+# pattern object from the program. The cached twin of ``re._compiler.compile`` keeps those
+# arguments of ``_sre.compile``. Private API of the standard library: without it, no twin.
+try:
+    from re import _compiler as _re_compiler, _parser as _re_parser
+    _RE_COMPILE = _re_compiler.compile
+    _re_code, _re_parse, _sre_compile = _re_compiler._code, _re_parser.parse, _sre.compile
+    _RE_DEBUG = _re_compiler.SRE_FLAG_DEBUG
+except (ImportError, AttributeError):
+    _RE_COMPILE = None
+# what one process keeps is bounded: a start compiles ~50 patterns, but a running broker
+# compiles its clients' too (a consumer group's subscription, ListTransactions' filter, a
+# schema's): past this many, or longer than this, a pattern is left to re and not kept
+_REGEX_KEPT = 256
+_REGEX_LONGEST = 4096
+
+
+def _regex_compiled(pattern, flags=0):
+    """``re._compiler.compile`` through the cache: the pattern object made by ``_sre.compile``
+    from the program kept for this pattern and these flags, else compiled as ``re`` does
+    (its steps taken here, so that what is kept is what was used) and kept. A parsed
+    pattern (``re.Scanner``), flags that are not a plain ``int`` and ``re.DEBUG``, which
+    prints the program, go to ``re`` unchanged."""
+    global _regex_misses, _regex_hits
+    kind = type(pattern)
+    if (kind is not str and kind is not bytes) or type(flags) is not int or flags & _RE_DEBUG:
+        return _RE_COMPILE(pattern, flags)
+    key = (kind is bytes, flags, pattern)      # the kind first: b"a" is never compared to "a"
+    args = _regex.get(key)
+    if args is not None:
+        try:
+            if type(args) is bytes:
+                args = _regex[key] = marshal.loads(args)
+            compiled = _sre_compile(pattern, *args)
+            _regex_hits += 1
+            return compiled
+        except (ValueError, EOFError, TypeError, RuntimeError, OverflowError):
+            pass        # a damaged entry (the engine checks the program): compiled instead
+    elif len(_regex) >= _REGEX_KEPT or len(pattern) > _REGEX_LONGEST:
+        return _RE_COMPILE(pattern, flags)
+    parsed = _re_parse(pattern, flags)
+    # before the state is read, as re does; the opcodes are named int subclasses, which
+    # marshal does not take: the same numbers as plain ints (the engine copies them as such)
+    code = list(map(int, _re_code(parsed, flags)))
+    state = parsed.state
+    indexgroup = [None] * state.groups
+    for name, index in state.groupdict.items():
+        indexgroup[index] = name
+    args = (flags | state.flags, code, state.groups - 1, state.groupdict, tuple(indexgroup))
+    compiled = _sre_compile(pattern, *args)
+    _regex[key] = args
+    _regex_misses += 1
+    return compiled
+
+
+def _read(path: Path):
+    """The tables of the cache file ``path``: (code, regular expressions), each entry's value
+    still marshalled; None without a usable file."""
     try:
         with open(path, "rb") as f:
             data = f.read()
         if not data.startswith(_HEADER):
-            return 0
-        table = marshal.loads(memoryview(data)[len(_HEADER):])
+            return None
+        tables = marshal.loads(memoryview(data)[len(_HEADER):])
     except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if type(tables) is not tuple or len(tables) != 2 or not all(type(t) is dict for t in tables):
+        return None
+    return tables
+
+
+def load(path: Path = _CACHE_FILE) -> int:
+    """Read the cache file into memory; the number of entries known then, code objects and
+    regular expressions (0 without a usable file)."""
+    tables = _read(path)
+    if tables is None:
         return 0
-    if isinstance(table, dict):
-        for key, code in table.items():
-            if type(code) is bytes:
-                _code.setdefault(key, code)
-    return len(_code)
+    for table, known in zip(tables, (_code, _regex)):
+        for key, value in table.items():
+            if type(value) is bytes:
+                known.setdefault(key, value)
+    return len(_code) + len(_regex)
 
 
 def install(path: Path | None = _CACHE_FILE) -> None:
     """Load the cache (none with ``path`` None: the build starts afresh) and hook the
     generators of code: at once in those already imported, before their body in the others
-    (so call it early); idempotent."""
+    (so call it early), and ``re``'s compiler for every pattern compiled from now on;
+    idempotent."""
     global _installed, _read_a_file
     if _installed:
         return
@@ -248,27 +346,33 @@ def install(path: Path | None = _CACHE_FILE) -> None:
             _hook(module, twins)
     if pending:
         sys.meta_path.insert(0, _HookBeforeBody(pending))
+    if _RE_COMPILE is not None:
+        _re_compiler.compile = _regex_compiled
 
 
 def statistics() -> dict:
-    return {"code_objects": len(_code), "compiled": _misses, "file": str(_CACHE_FILE)}
+    return {"code_objects": len(_code), "compiled": _misses, "regexes": len(_regex),
+            "regexes_compiled": _regex_misses, "regexes_from_cache": _regex_hits,
+            "file": str(_CACHE_FILE)}
 
 
 def save_if_compiled(path: Path = _CACHE_FILE) -> int:
     """At a clean exit of ``kbroker serve`` that found no usable file: write what this process
     compiled, so that the next start reads it back; the number written (0: nothing).
     ``OSError`` when the file cannot be written (a read-only installation)."""
-    if not _installed or _read_a_file or not _misses:
+    compiled = _misses + _regex_misses
+    if not _installed or _read_a_file or not compiled:
         return 0
     save(path)
-    return _misses
+    return compiled
 
 
 def save(path: Path = _CACHE_FILE) -> None:
-    """Write every code object known now (atomically: a reader sees the old file or this)."""
-    table = {key: code if type(code) is bytes else marshal.dumps(code)
-             for key, code in _code.items()}
-    _replace(path, _HEADER + marshal.dumps(table))
+    """Write every code object and regular expression known now (atomically: a reader sees
+    the old file or this)."""
+    tables = tuple({key: value if type(value) is bytes else marshal.dumps(value)
+                    for key, value in known.items()} for known in (_code, _regex))
+    _replace(path, _HEADER + marshal.dumps(tables))
 
 
 def _replace(path: Path, data: bytes) -> None:

@@ -5,7 +5,6 @@ installs the hooks runs in its own interpreter (installing changes the ``datacla
 ``collections`` and ``attr._make`` modules of the process)."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -13,6 +12,7 @@ import subprocess
 import sys
 
 from kbroker.common import codecache
+from tests.support.fresh_python import run_json
 
 _CLASSES = r'''
 import json, sys
@@ -74,11 +74,8 @@ print(json.dumps(out))
 
 
 def _run(path, *extra, seed: str = "1") -> dict:
-    env = {**os.environ, "PYTHONHASHSEED": seed}     # string hashes differ between the runs
-    out = subprocess.run([sys.executable, "-c", _CLASSES, str(path), *extra],
-                         capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    # string hashes differ between the runs
+    return run_json(_CLASSES, str(path), *extra, seed=seed)
 
 
 def test_classes_from_cached_code_behave_as_compiled_ones(tmp_path):
@@ -137,7 +134,7 @@ def test_a_file_of_another_interpreter_or_damaged_is_ignored(tmp_path):
 def test_a_damaged_entry_is_compiled_instead(tmp_path):
     path = tmp_path / "cache.bin"
     key = ("exec", 0, "<string>", "y = 2\n")
-    path.write_bytes(codecache._HEADER + codecache.marshal.dumps({key: b"\xff not marshal"}))
+    path.write_bytes(codecache._HEADER + codecache.marshal.dumps(({key: b"\xff not marshal"}, {})))
     assert codecache.load(path) >= 1
     before = codecache.statistics()["compiled"]
     ns = {}
@@ -178,10 +175,13 @@ def test_a_start_without_the_file_writes_it_for_the_next(tmp_path):
     written = re.search(r"generated-code cache: (\d+) snippets compiled by this start written",
                         first)
     assert written and int(written.group(1)) > 100 and cache.exists(), first
+    # what was written: the code and the regular expressions the start compiled
+    code, regexes = codecache._read(cache)
+    assert len(regexes) > 0 and len(code) + len(regexes) == int(written.group(1))
     # the next start reads them back, compiles nothing new, so writes nothing
     second = _serve_once(tmp_path, cache, 2)
     cached = re.search(r"generated code: (\d+) snippets cached", second)
-    assert cached and int(cached.group(1)) == int(written.group(1)), second
+    assert cached and int(cached.group(1)) == len(code), second
     assert "written to" not in second
 
 
@@ -189,6 +189,8 @@ def test_a_start_that_read_a_file_never_rewrites_it(tmp_path, monkeypatch):
     path = tmp_path / "cache.bin"
     key = ("exec", 0, "<snippet>", "x = 1")
     monkeypatch.setattr(codecache, "_code", {key: compile("x = 1", "<snippet>", "exec")})
+    monkeypatch.setattr(codecache, "_regex", {})
+    monkeypatch.setattr(codecache, "_regex_misses", 0)
     monkeypatch.setattr(codecache, "_installed", True)
     monkeypatch.setattr(codecache, "_misses", 3)          # some snippets compiled...
     monkeypatch.setattr(codecache, "_read_a_file", True)  # ...by a start that had a file
@@ -197,6 +199,11 @@ def test_a_start_that_read_a_file_never_rewrites_it(tmp_path, monkeypatch):
     assert codecache.save_if_compiled(path) == 3
     monkeypatch.setattr(codecache, "_code", {})            # the next start reads it back
     assert codecache.load(path) == 1 and list(codecache._code) == [key]
+    # a start that compiled regular expressions only writes the file too
+    monkeypatch.setattr(codecache, "_misses", 0)
+    monkeypatch.setattr(codecache, "_regex_misses", 2)
+    path.unlink()
+    assert codecache.save_if_compiled(path) == 2 and path.exists()
     monkeypatch.setattr(codecache, "_installed", False)    # a broker in process: never
     path.unlink()
     assert codecache.save_if_compiled(path) == 0 and not path.exists()

@@ -1,0 +1,18 @@
+"""A script run in a fresh interpreter, its JSON answer read back: for checks that change
+the process they run in (``kbroker.common.codecache.install`` hooks dataclasses, attrs,
+``re``...) or that compare what two processes with different string hashes make."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def run_json(script: str, *args: str, seed: str = "1") -> dict:
+    """``python -c script args`` with ``PYTHONHASHSEED=seed``; what it printed, as JSON."""
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    out = subprocess.run([sys.executable, "-c", script, *args],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
