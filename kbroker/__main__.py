@@ -2,10 +2,15 @@
 import sys
 
 if sys.argv[1:2] == ["serve"]:
-    # a broker's start imports its modules from one file (kbroker.common.modimage), the
-    # command line's own included
+    # a broker's start, before the command line's own imports: its modules from one file
+    # (kbroker.common.modimage), no cyclic collection while they load (startup_gc), the
+    # code classes generate and the regular expressions from the build's cache (codecache);
+    # the command line does the last two itself when called otherwise
     from kbroker.common import modimage
     modimage.install()
+    from kbroker.common import codecache, startup_gc
+    startup_gc.pause()
+    codecache.install()
 
 from kbroker.tools.cli import main  # noqa: E402
 

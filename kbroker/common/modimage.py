@@ -192,6 +192,9 @@ def note_ready() -> None:
     _data = None
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    import logging
+    logging.getLogger("kbroker.modimage").debug(
+        "start-up module image: %d modules imported from %s", len(_served), image_file())
 
 
 def _source_module(name: str):

@@ -7,6 +7,7 @@ Nothing of the node is kept but the compiled snippets and the programs of the re
 expressions compiled meanwhile."""
 from __future__ import annotations
 
+import subprocess
 import sys
 
 
@@ -64,6 +65,42 @@ def warm_codecs() -> None:
             every_version(messages.get(name), reader_for, writer_for)
 
 
+def write_module_image(timeout: float = 120.0) -> int:
+    """Start ``kbroker serve`` as a user does (the console script beside this interpreter, else
+    ``python -m kbroker``) on a temporary directory and stop it cleanly at its ready line, so
+    that its clean exit writes the start-up module image (``kbroker.common.modimage``) for
+    that command's ``sys.path``; again while a start still adds modules to it (one whose
+    package folders changed within its start writes them at the next). The number of starts."""
+    import signal
+    import tempfile
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("kbroker")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "kbroker"]
+    for start in range(1, 4):
+        with tempfile.TemporaryDirectory(prefix="kbroker-modimage-") as tmp:
+            proc = subprocess.Popen([*command, "serve", "--data-dir", f"{tmp}/data",
+                                     "--listen", "127.0.0.1:0"], cwd=tmp, text=True,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE)
+            try:
+                lines = []
+                for line in proc.stderr:
+                    lines.append(line)
+                    if "kbroker ready" in line:
+                        proc.send_signal(signal.SIGTERM)
+                lines += proc.stderr.read().splitlines(keepends=True)
+                if proc.wait(timeout) != 0:
+                    raise RuntimeError("kbroker serve failed:\n" + "".join(lines[-20:]))
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        if not any("start-up module image" in line for line in lines):
+            return start
+    return start
+
+
 def main() -> int:
     from kbroker.common import codecache
     codecache.install(None)      # only what is compiled now: no stale entries carried on
@@ -77,6 +114,16 @@ def main() -> int:
     codecache.parsed_copy(SCHEMA_FILE).unlink(missing_ok=True)
     codecache.read_json_object(SCHEMA_FILE, write=True)
     print(f"wrote the parsed message schema to {codecache.parsed_copy(SCHEMA_FILE)}")
+    # last: the module image's start reads the cache and the schema's copy just written
+    # (not needed: without it a start imports as usual, and its clean exit writes it)
+    from kbroker.common import modimage
+    try:
+        starts = write_module_image()
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"start-up module image not written: {e}")
+        return 0
+    print(f"wrote the start-up module image ({starts} starts of kbroker serve) for "
+          f"{modimage.image_file()}")
     return 0
 
 

@@ -262,7 +262,10 @@ def main(argv: list[str] | None = None) -> int:
         from kbroker.common import codecache
         codecache.install()
         cached = codecache.statistics()
-        log.debug("generated code: %d snippets cached in %s", cached["code_objects"], cached["file"])
+        # (read from the file: kbroker/__main__.py installed it before this module's imports,
+        # which may have compiled a few)
+        log.debug("generated code: %d snippets cached in %s",
+                  cached["code_objects"] - cached["compiled"], cached["file"])
         # trio's thread names without an `ldconfig -p` child at its import
         from kbroker.common import pthread_lookup
         pthread_lookup.install()

@@ -9,10 +9,14 @@ import subprocess
 import sys
 
 
-def run_json(script: str, *args: str, seed: str = "1") -> dict:
-    """``python -c script args`` with ``PYTHONHASHSEED=seed``; what it printed, as JSON."""
-    env = {**os.environ, "PYTHONHASHSEED": seed}
-    out = subprocess.run([sys.executable, "-c", script, *args],
+def run_json(script: str, *args: str, seed: str = "1", env: dict | None = None,
+             cwd=None) -> dict:
+    """``python -c script args`` with ``PYTHONHASHSEED=seed`` (and ``env`` over this
+    process's environment, a value None removing the variable), run in ``cwd``; what it
+    printed, as JSON."""
+    env = {**os.environ, "PYTHONHASHSEED": seed, **(env or {})}
+    env = {k: v for k, v in env.items() if v is not None}
+    out = subprocess.run([sys.executable, "-c", script, *args], cwd=cwd,
                          capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
