@@ -27,8 +27,7 @@ arguments ``re`` passes to ``_sre.compile`` -- final flags, program, number of g
 group names both ways -- and on the next start makes the pattern object from them with
 ``_sre.compile`` alone. An entry that cannot be read, or whose program the engine rejects
 (it checks every program it is given), is compiled afresh. Only patterns compiled after
-:func:`install` go through it; those of the modules imported before (the command line's
-argparse, gettext, textwrap) are compiled as usual. A warning the parser gives for a
+:func:`install` go through it. A warning the parser gives for a
 pattern (a possible nested set...) comes only from the start that compiled it. What a
 process keeps is bounded: past that, the patterns a running broker compiles for its
 clients are left to ``re``.
@@ -60,8 +59,10 @@ Rules kept:
   package's folder is not writable nothing is written, said at debug level;
   ``KBROKER_CODECACHE_FILE`` names another file. Without the file, or with one that cannot
   be read, everything is compiled as usual.
-- Only ``kbroker serve`` installs it (the CLI, before its first heavy import); a broker
-  started in process (tests) compiles as it always did.
+- Only ``kbroker serve`` installs it (``kbroker/__main__.py``, before the command line's
+  own imports, so their patterns and classes come from the file too; the CLI's ``serve``
+  again, which does nothing then); a broker started in process (tests) compiles as it
+  always did.
 """
 from __future__ import annotations
 
