@@ -78,7 +78,8 @@ def test_quick_plan_shares_one_broker(tmp_path):
     real_broker = session._broker
     session._broker = lambda tag: started.append(tag) or real_broker(tag)
     session.run()
-    assert started == ["startup-empty-0"]              # one broker for every row
+    # the unmeasured warm-up start (Session.warm_start), then one broker for every row
+    assert started == ["startup-warm", "startup-empty-0"]
     startup = {"startup-empty", "startup-empty-cpu", "startup-restart", "startup-restart-cpu",
                "rss-idle", "startup-many", "startup-many-cpu", "metadata-create"}
     _one_value_each(results, SCALE_ROWS | startup)
