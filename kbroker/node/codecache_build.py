@@ -65,13 +65,38 @@ def warm_codecs() -> None:
             every_version(messages.get(name), reader_for, writer_for)
 
 
-def write_module_image(timeout: float = 120.0) -> int:
+def serve_until_ready(command: list[str], workdir: str, *, extra: tuple[str, ...] = (),
+                      env: dict | None = None, timeout: float = 120.0) -> str:
+    """Run ``command serve`` (listening on a free port, its data in ``workdir``) until its
+    ready line, then stop it cleanly (SIGTERM) and return what it logged; ``RuntimeError``
+    if it exits with an error."""
+    import signal
+
+    proc = subprocess.Popen([*command, "serve", "--data-dir", f"{workdir}/data", "--listen",
+                             "127.0.0.1:0", *extra], cwd=workdir, env=env, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "kbroker ready" in line:
+                proc.send_signal(signal.SIGTERM)
+        if proc.wait(timeout) != 0:
+            raise RuntimeError("kbroker serve failed:\n" + "".join(lines[-30:]))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return "".join(lines)
+
+
+def write_module_image() -> int:
     """Start ``kbroker serve`` as a user does (the console script beside this interpreter, else
     ``python -m kbroker``) on a temporary directory and stop it cleanly at its ready line, so
     that its clean exit writes the start-up module image (``kbroker.common.modimage``) for
     that command's ``sys.path``; again while a start still adds modules to it (one whose
     package folders changed within its start writes them at the next). The number of starts."""
-    import signal
     import tempfile
     from pathlib import Path
 
@@ -79,24 +104,8 @@ def write_module_image(timeout: float = 120.0) -> int:
     command = [str(script)] if script.exists() else [sys.executable, "-m", "kbroker"]
     for start in range(1, 4):
         with tempfile.TemporaryDirectory(prefix="kbroker-modimage-") as tmp:
-            proc = subprocess.Popen([*command, "serve", "--data-dir", f"{tmp}/data",
-                                     "--listen", "127.0.0.1:0"], cwd=tmp, text=True,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE)
-            try:
-                lines = []
-                for line in proc.stderr:
-                    lines.append(line)
-                    if "kbroker ready" in line:
-                        proc.send_signal(signal.SIGTERM)
-                lines += proc.stderr.read().splitlines(keepends=True)
-                if proc.wait(timeout) != 0:
-                    raise RuntimeError("kbroker serve failed:\n" + "".join(lines[-20:]))
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-        if not any("start-up module image" in line for line in lines):
+            logged = serve_until_ready(command, tmp)
+        if "start-up module image" not in logged:
             return start
     return start
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import compileall
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from kbroker.common import modimage
+from kbroker.node.codecache_build import serve_until_ready
 from tests.support.fresh_python import run_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +23,7 @@ _START = r'''
 import inspect, json, sys
 from importlib.machinery import SourceFileLoader
 from kbroker.common import modimage
+from kbroker.node.codecache_build import serve_until_ready
 image = sys.argv[1]
 modimage.install(image)
 import mod_b, pkg_a
@@ -178,23 +178,8 @@ def test_kbroker_serve_writes_the_image_at_its_clean_exit_and_starts_from_it(tmp
     def serve(n: int) -> str:
         work = tmp_path / f"run{n}"
         work.mkdir()
-        proc = subprocess.Popen([sys.executable, "-m", "kbroker", "serve", "--data-dir",
-                                 str(work / "data"), "--listen", "127.0.0.1:0",
-                                 "--log-level", "DEBUG"], cwd=work, env=env, text=True,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
-        try:
-            lines = []
-            for line in proc.stderr:
-                lines.append(line)
-                if "kbroker ready" in line:
-                    proc.send_signal(signal.SIGTERM)
-            assert proc.wait(60) == 0, "".join(lines[-30:])
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        return "".join(lines)
+        return serve_until_ready([sys.executable, "-m", "kbroker"], str(work), env=env,
+                                 extra=("--log-level", "DEBUG"), timeout=60)
 
     def count(log: str, what: str) -> int:
         line = next((l for l in log.splitlines() if "start-up module image: " in l and what in l), "")
