@@ -56,16 +56,36 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, made only when it formats: argparse makes one for every
+    ``add_argument`` just to check the metavar (methods alone, no state), and each asked
+    ``shutil.get_terminal_size`` for its width. The base class's ``__init__`` runs on the
+    first use of its state, with the arguments it was given."""
+
+    def __init__(self, *args, **kwargs):
+        self._deferred = (args, kwargs)
+
+    def __getattr__(self, name):
+        deferred = self.__dict__.pop("_deferred", None)
+        if deferred is None:
+            raise AttributeError(name)
+        super().__init__(*deferred[0], **deferred[1])
+        return getattr(self, name)
+
+
 def _parser(serve_only: bool = False, command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; ``serve_only``: just ``serve`` (start-up of a broker imports
     none of the client commands' modules); ``command``: one client command's module
     (``topics``, ``groups``...) beside ``serve``, the only parser a ``kbroker <command> ...``
     needs (building all of them is ~60 ms, a fifth of a short command's run)."""
     p = argparse.ArgumentParser(prog="kbroker", description="A Kafka-protocol broker on trio, "
-                                "and client commands for any Kafka-protocol broker.")
+                                "and client commands for any Kafka-protocol broker.",
+                                formatter_class=_HelpFormatter)
     p.add_argument("--version", action=_VersionAction)
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="run the broker until SIGINT/SIGTERM")
+    # prog: what argparse would format from the usage of ``p``'s positionals (there are none)
+    sub = p.add_subparsers(dest="command", required=True, prog="kbroker")
+    s = sub.add_parser("serve", help="run the broker until SIGINT/SIGTERM",
+                       formatter_class=_HelpFormatter)
     s.add_argument("--config", "-c", metavar="FILE", help="a Kafka server.properties file")
     s.add_argument("--data-dir", metavar="DIR", help="log directory (sets log.dirs)")
     where = s.add_mutually_exclusive_group()
