@@ -61,7 +61,8 @@ class _HelpFormatter(argparse.HelpFormatter):
     """argparse's formatter, made only when it formats: argparse makes one for every
     ``add_argument`` just to check the metavar (methods alone, no state), and each asked
     ``shutil.get_terminal_size`` for its width. The base class's ``__init__`` runs on the
-    first use of its state, with the arguments it was given."""
+    first use of its state, with the arguments it was given; what was set on the formatter
+    before (a parser that sets up a formatter after making it) is kept over what it sets."""
 
     def __init__(self, *args, **kwargs):
         self._deferred = (args, kwargs)
@@ -70,7 +71,9 @@ class _HelpFormatter(argparse.HelpFormatter):
         deferred = self.__dict__.pop("_deferred", None)
         if deferred is None:
             raise AttributeError(name)
+        set_before = dict(self.__dict__)
         super().__init__(*deferred[0], **deferred[1])
+        self.__dict__.update(set_before)
         return getattr(self, name)
 
 

@@ -65,6 +65,35 @@ def test_version():
     assert out == f"exit 0\n--- stdout\nkbroker {kbroker.__version__}\n--- stderr\n"
 
 
+_BUILD_SERVE_PARSER = """
+import gettext, sys
+asked = []
+dgettext = gettext.dgettext
+def counting(domain, message):
+    asked.append(message)
+    return dgettext(domain, message)
+gettext.dgettext = counting
+from kbroker.tools.cli import _parser
+args = _parser(serve_only=True, command="serve").parse_args(["serve", "--port", "9092"])
+assert args.port == 9092
+print(sorted(asked))
+print("shutil" in sys.modules)
+"""
+
+
+def test_building_serve_s_parser_asks_neither_the_terminal_nor_gettext_twice():
+    """What the start of ``kbroker serve`` saves: argparse's formatters, one per argument,
+    are made without asking the terminal's width (nor importing ``shutil`` for it), and each
+    of argparse's texts is looked up once, not once per parser."""
+    r = subprocess.run([sys.executable, "-c", _BUILD_SERVE_PARSER], capture_output=True,
+                       text=True, cwd=REPO_ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+    asked, shutil_loaded = r.stdout.splitlines()
+    assert asked == repr(sorted(["options", "positional arguments",
+                                 "show this help message and exit"]))
+    assert shutil_loaded == "False"
+
+
 if __name__ == "__main__":
     EXPECTED.mkdir(exist_ok=True)
     for case, (args, cols) in CASES.items():
