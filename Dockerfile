@@ -35,8 +35,10 @@ RUN /opt/kbroker/venv/bin/pip install -q --no-deps --target /opt/kbroker/app /di
     && rm -rf /opt/kbroker/app/kbroker-*.dist-info/RECORD
 # the code dataclasses and attrs generate, compiled once here and read by `kbroker serve` at
 # start (kbroker/common/codecache.py: a third of a start's instructions); it starts a node on
-# 127.0.0.1 in a temporary directory and writes kbroker/common/__pycache__/codecache.*.bin
-RUN PYTHONPATH=/opt/kbroker/app /opt/kbroker/venv/bin/python -m kbroker.node.codecache_build
+# 127.0.0.1 in a temporary directory and writes kbroker/common/__pycache__/codecache.*.bin;
+# no start-up module image (kbroker/common/modimage.py): it is kept per sys.path, and this
+# stage's (PYTHONPATH) is not the runtime's (kbroker-app.pth), so it would be 5 MB unused
+RUN PYTHONPATH=/opt/kbroker/app /opt/kbroker/venv/bin/python -m kbroker.node.codecache_build --no-module-image
 
 # --- runtime-venv: the deps venv without the installer (pip, setuptools: build leftovers),
 # without what never runs (trio's own tests; zstandard's cffi backend — its C backend is the one

@@ -4,10 +4,12 @@ runs it). It creates what a start creates, and more: a node started and stopped 
 temporary directory, then every API module (each loaded on its first request in a running
 broker), then the message codecs of a client's first requests and of the metadata records.
 Nothing of the node is kept but the compiled snippets and the programs of the regular
-expressions compiled meanwhile."""
+expressions compiled meanwhile. Then it starts ``kbroker serve`` as a user does, so that
+its clean exit writes the start-up module image (``kbroker/common/modimage.py``) for that
+command's ``sys.path``; ``--no-module-image`` leaves that out (the container image's build,
+whose ``sys.path`` is not its runtime's)."""
 from __future__ import annotations
 
-import subprocess
 import sys
 
 
@@ -19,8 +21,13 @@ def warm() -> None:
     from kbroker.api import import_all
     from kbroker.config.broker import BrokerConfig
     from kbroker.server import serve
+    from kbroker.tools import cli
 
     with tempfile.TemporaryDirectory(prefix="kbroker-codecache-") as tmp:
+        # the command line of a `kbroker serve`, whose patterns (argparse's, gettext's) are
+        # compiled after the cache's install too (kbroker/__main__.py)
+        cli.build_config(cli._parser(serve_only=True, command="serve").parse_args(
+            ["serve", "--data-dir", f"{tmp}/cli", "--listen", "127.0.0.1:0"]))
         # with the HTTP listener (/metrics, /health, /ready: the pytest plugin's brokers and
         # the container image run one)
         config = BrokerConfig.from_dict({"log.dirs": f"{tmp}/data",
@@ -71,6 +78,7 @@ def serve_until_ready(command: list[str], workdir: str, *, extra: tuple[str, ...
     ready line, then stop it cleanly (SIGTERM) and return what it logged; ``RuntimeError``
     if it exits with an error."""
     import signal
+    import subprocess
 
     proc = subprocess.Popen([*command, "serve", "--data-dir", f"{workdir}/data", "--listen",
                              "127.0.0.1:0", *extra], cwd=workdir, env=env, text=True,
@@ -82,7 +90,11 @@ def serve_until_ready(command: list[str], workdir: str, *, extra: tuple[str, ...
             lines.append(line)
             if "kbroker ready" in line:
                 proc.send_signal(signal.SIGTERM)
-        if proc.wait(timeout) != 0:
+        try:
+            failed = proc.wait(timeout) != 0
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"kbroker serve did not stop within {timeout} s") from None
+        if failed:
             raise RuntimeError("kbroker serve failed:\n" + "".join(lines[-30:]))
     finally:
         if proc.poll() is None:
@@ -125,10 +137,12 @@ def main() -> int:
     print(f"wrote the parsed message schema to {codecache.parsed_copy(SCHEMA_FILE)}")
     # last: the module image's start reads the cache and the schema's copy just written
     # (not needed: without it a start imports as usual, and its clean exit writes it)
+    if "--no-module-image" in sys.argv[1:]:
+        return 0
     from kbroker.common import modimage
     try:
         starts = write_module_image()
-    except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+    except (OSError, RuntimeError, TimeoutError) as e:
         print(f"start-up module image not written: {e}")
         return 0
     print(f"wrote the start-up module image ({starts} starts of kbroker serve) for "
