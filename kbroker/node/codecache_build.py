@@ -21,13 +21,8 @@ def warm() -> None:
     from kbroker.api import import_all
     from kbroker.config.broker import BrokerConfig
     from kbroker.server import serve
-    from kbroker.tools import cli
 
     with tempfile.TemporaryDirectory(prefix="kbroker-codecache-") as tmp:
-        # the command line of a `kbroker serve`, whose patterns (argparse's, gettext's) are
-        # compiled after the cache's install too (kbroker/__main__.py)
-        cli.build_config(cli._parser(serve_only=True, command="serve").parse_args(
-            ["serve", "--data-dir", f"{tmp}/cli", "--listen", "127.0.0.1:0"]))
         # with the HTTP listener (/metrics, /health, /ready: the pytest plugin's brokers and
         # the container image run one)
         config = BrokerConfig.from_dict({"log.dirs": f"{tmp}/data",
@@ -110,10 +105,8 @@ def write_module_image() -> int:
     that command's ``sys.path``; again while a start still adds modules to it (one whose
     package folders changed within its start writes them at the next). The number of starts."""
     import tempfile
-    from pathlib import Path
 
-    script = Path(sys.executable).with_name("kbroker")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "kbroker"]
+    command = serve_command()
     for start in range(1, 4):
         with tempfile.TemporaryDirectory(prefix="kbroker-modimage-") as tmp:
             logged = serve_until_ready(command, tmp)
@@ -122,10 +115,34 @@ def write_module_image() -> int:
     return start
 
 
+def serve_command() -> list[str]:
+    """``kbroker`` as a user runs it: the console script beside this interpreter, else
+    ``python -m kbroker``."""
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("kbroker")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kbroker"]
+
+
+def what_a_start_compiles(codecache) -> None:
+    """Add to the cache what a real ``kbroker serve`` compiles: one started with a cache file
+    of its own, empty, writes at its clean exit everything it compiled (the command line's
+    patterns and namedtuples among them, compiled after ``kbroker/__main__.py`` installs
+    the cache), which is then loaded beside what this process compiled."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kbroker-codecache-") as tmp:
+        env = {**os.environ, "KBROKER_CODECACHE_FILE": f"{tmp}/codecache.bin"}
+        serve_until_ready(serve_command(), tmp, env=env)
+        codecache.load(f"{tmp}/codecache.bin")
+
+
 def main() -> int:
     from kbroker.common import codecache
     codecache.install(None)      # only what is compiled now: no stale entries carried on
     warm()
+    what_a_start_compiles(codecache)
     codecache.save()
     stats = codecache.statistics()
     print(f"wrote {stats['code_objects']} code objects and {stats['regexes']} regular expressions "
