@@ -133,7 +133,9 @@ def what_a_start_compiles(codecache) -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="kbroker-codecache-") as tmp:
-        env = {**os.environ, "KBROKER_CODECACHE_FILE": f"{tmp}/codecache.bin"}
+        # (its module image in there too: write_module_image writes the real one)
+        env = {**os.environ, "KBROKER_CODECACHE_FILE": f"{tmp}/codecache.bin",
+               "KBROKER_MODIMAGE_FILE": f"{tmp}/modimage.bin"}
         serve_until_ready(serve_command(), tmp, env=env)
         codecache.load(f"{tmp}/codecache.bin")
 
