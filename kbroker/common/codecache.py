@@ -48,7 +48,8 @@ Rules kept:
   differs per process (randomized string hashes); that one number is keyed as a stand-in
   and put back into the cached code.
 - Written at build time: ``python -m kbroker.node.codecache_build`` (``make setup``, the
-  image's app stage) starts a node in a temporary directory, loads every API module and
+  image's app stage) starts a node in a temporary directory, loads every API module, adds
+  what a real ``kbroker serve`` compiles (one started with an empty file of its own) and
   writes ``__pycache__/codecache.<cache tag>.bin`` beside this module (an ignored folder,
   as ``.pyc`` files are). A package installed by ``pip install kbroker`` has no build step
   of its own, so a ``kbroker serve`` that found no usable file writes one at its clean exit
