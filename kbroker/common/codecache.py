@@ -374,10 +374,10 @@ def save(path: Path = _CACHE_FILE) -> None:
     the old file or this)."""
     tables = tuple({key: value if type(value) is bytes else marshal.dumps(value)
                     for key, value in known.items()} for known in (_code, _regex))
-    _replace(path, _HEADER + marshal.dumps(tables))
+    replace_file(path, _HEADER + marshal.dumps(tables))
 
 
-def _replace(path: Path, data: bytes) -> None:
+def replace_file(path: Path, data: bytes) -> None:
     """``path`` replaced by ``data`` through a temporary file of this process: a reader (or
     another start writing the same file) sees the old file or a whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -429,7 +429,7 @@ def read_json_object(path: Path, *, write: bool | None = None) -> dict:
         raw = json.loads(f.read())
     if write if write is not None else not sys.dont_write_bytecode:
         try:
-            _replace(parsed_copy(path), stamp + marshal.dumps(raw))
+            replace_file(parsed_copy(path), stamp + marshal.dumps(raw))
         except OSError:         # a read-only installation: parsed at every start
             pass
     return raw

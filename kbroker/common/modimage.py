@@ -279,6 +279,6 @@ def save_if_incomplete(path: str | None = None) -> int:
     index = marshal.dumps((paths, used, entries))
     from pathlib import Path
 
-    from kbroker.common.codecache import _replace
-    _replace(Path(path), b"".join((_HEADER, len(index).to_bytes(4, "little"), index, *chunks)))
+    from kbroker.common.codecache import replace_file
+    replace_file(Path(path), b"".join((_HEADER, len(index).to_bytes(4, "little"), index, *chunks)))
     return len(entries)

@@ -348,24 +348,20 @@ def _save_generated_code(codecache) -> None:
     """After a clean stop: keep what this start compiled, and the modules it imported, for
     the next (a ``pip install``ed package has no build step that writes them;
     kbroker.common.codecache, kbroker.common.modimage)."""
-    try:
-        compiled = codecache.save_if_compiled()
-    except OSError as e:
-        log.debug("generated-code cache not written (%s): each start compiles it", e)
-        compiled = 0
-    if compiled:
-        log.info("generated-code cache: %d snippets compiled by this start written to %s "
-                 "for the next", compiled, codecache.statistics()["file"])
-    # and the modules this start imported (kbroker.common.modimage)
     from kbroker.common import modimage
-    try:
-        written = modimage.save_if_incomplete()
-    except OSError as e:
-        log.debug("start-up module image not written (%s)", e)
-        written = 0
-    if written:
-        log.info("start-up module image: %d modules written to %s for the next start",
-                 written, modimage.image_file())
+    for what, save, written, where in (
+            ("generated-code cache", codecache.save_if_compiled,
+             "%d snippets compiled by this start written to %s for the next",
+             lambda: codecache.statistics()["file"]),
+            ("start-up module image", modimage.save_if_incomplete,
+             "%d modules written to %s for the next start", modimage.image_file)):
+        try:
+            count = save()
+        except OSError as e:
+            log.debug("%s not written (%s): the next start does without it", what, e)
+            continue
+        if count:
+            log.info(f"{what}: {written}", count, where())
 
 
 def _exit_without_teardown() -> None:
