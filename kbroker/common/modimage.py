@@ -214,10 +214,6 @@ def _source_module(name: str):
     return origin, is_package, where
 
 
-def statistics() -> dict:
-    return {"modules": len(_index), "served": len(_served), "file": image_file()}
-
-
 def save_if_incomplete(path: str | None = None) -> int:
     """At a clean exit of ``kbroker serve``: if its start imported a source module the file
     did not answer, write the start's modules with those the file still holds validly; the
