@@ -79,20 +79,28 @@ from importlib._bootstrap_external import MAGIC_NUMBER as _MAGIC
 from pathlib import Path
 from types import CodeType as _CodeType
 
+from kbroker.common.filemap import map_file
+
 _CACHE_FILE = Path(os.environ.get("KBROKER_CODECACHE_FILE") or (
     Path(__file__).with_name("__pycache__") / f"codecache.{sys.implementation.cache_tag}.bin"))
 
-# (mode, flags, filename, source) -> code, or its marshalled bytes until first used
+# (mode, flags, filename, source) -> code, or until first used where its marshalled bytes
+# are: an int, ``offset << 32 | length`` in the mapped file (_mapped), or the bytes
+# themselves (a code object compiled here and saved, an entry of a second file loaded)
 # (a start uses about half of what the file holds: each entry is unmarshalled on its hit)
 _code: dict[tuple, object] = {}
 # (pattern is bytes, flags, pattern) -> what re's compiler hands to ``_sre.compile`` after
-# the pattern, or its marshalled bytes until first used
+# the pattern, or until first used where its marshalled form is (as in _code)
 _regex: dict[tuple, object] = {}
-# what a file starts with: the byte-code magic number, then this module's format (3: a
-# table of code and one of regular expressions, with the regular expression engine's own
-# format number, code unit and repeat limit; 2: code only, keyed by the text; 1, untagged,
-# by its BLAKE2b digest)
-_HEADER = _MAGIC + b"kbroker codecache 3 sre %d %d %d\n" % (
+# the data of the first file loaded, mapped (kbroker.common.filemap): kept for the life of
+# the process, since a class made later (a module imported on first use) may want its code
+_mapped: memoryview | None = None
+# what a file starts with: the byte-code magic number, then this module's format (4: the
+# length of an index of code and one of regular expressions, the index, then each entry's
+# marshalled form where the index says; 3: the same tables with the marshalled forms in
+# them; both with the regular expression engine's own format number, code unit and repeat
+# limit; 2: code only, keyed by the text; 1, untagged, by its BLAKE2b digest)
+_HEADER = _MAGIC + b"kbroker codecache 4 sre %d %d %d\n" % (
     getattr(_sre, "MAGIC", 0), getattr(_sre, "CODESIZE", 0), getattr(_sre, "MAXREPEAT", 0))
 _misses = 0
 _regex_misses = 0
@@ -108,13 +116,20 @@ _HASH_LINE = re.compile(r"(hash\(\(\n[ ]+)(-?[0-9]+),\n")
 _STAND_IN = 0x6B62726F6B6572     # b"kbroker"
 
 
+def _unmarshalled(value):
+    """An entry's object from where its marshalled form is (an int: in the mapped file)."""
+    if type(value) is int:
+        value = _mapped[value >> 32:(value >> 32) + (value & 0xFFFFFFFF)]
+    return marshal.loads(value)
+
+
 def _compiled(source: str, filename: str, mode: str, flags: int):
     global _misses
     key = (mode, flags, filename, source)
     code = _code.get(key)
-    if type(code) is bytes:
+    if type(code) is int or type(code) is bytes:
         try:
-            code = marshal.loads(code)
+            code = _unmarshalled(code)
         except (ValueError, EOFError, TypeError):   # a damaged entry: compiled instead
             code = None
         if type(code) is not _CodeType:
@@ -275,8 +290,8 @@ def _regex_compiled(pattern, flags=0):
     args = _regex.get(key)
     if args is not None:
         try:
-            if type(args) is bytes:
-                args = _regex[key] = marshal.loads(args)
+            if type(args) is int or type(args) is bytes:
+                args = _regex[key] = _unmarshalled(args)
             compiled = _sre_compile(pattern, *args)
             _regex_hits += 1
             return compiled
@@ -300,31 +315,45 @@ def _regex_compiled(pattern, flags=0):
 
 
 def _read(path: Path):
-    """The tables of the cache file ``path``: (code, regular expressions), each entry's value
-    still marshalled; None without a usable file."""
+    """The index of the cache file ``path`` and its data, mapped: ((code, regular
+    expressions), data), each index entry's value ``offset << 32 | length`` of its
+    marshalled form in the data; None without a usable file."""
+    data = map_file(path)
+    if data is None:
+        return None
+    start = len(_HEADER) + 4
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-        if not data.startswith(_HEADER):
+        if len(data) < start or data[:len(_HEADER)] != _HEADER:
             return None
-        tables = marshal.loads(memoryview(data)[len(_HEADER):])
-    except (OSError, ValueError, EOFError, TypeError):
+        size = int.from_bytes(data[start - 4:start], "little")
+        tables = marshal.loads(data[start:start + size])
+    except (ValueError, EOFError, TypeError):
         return None
     if type(tables) is not tuple or len(tables) != 2 or not all(type(t) is dict for t in tables):
         return None
-    return tables
+    return tables, data[start + size:]
 
 
 def load(path: Path = _CACHE_FILE) -> int:
-    """Read the cache file into memory; the number of entries known then, code objects and
+    """Map the cache file (the first one loaded; a further one, as the build loads another
+    process's, is copied into memory); the number of entries known then, code objects and
     regular expressions (0 without a usable file)."""
-    tables = _read(path)
-    if tables is None:
+    global _mapped
+    found = _read(path)
+    if found is None:
         return 0
+    tables, data = found
+    end = len(data)
     for table, known in zip(tables, (_code, _regex)):
         for key, value in table.items():
-            if type(value) is bytes:
+            if type(value) is not int or (value >> 32) + (value & 0xFFFFFFFF) > end:
+                continue
+            if _mapped is None:
                 known.setdefault(key, value)
+            elif key not in known:
+                known[key] = bytes(data[value >> 32:(value >> 32) + (value & 0xFFFFFFFF)])
+    if _mapped is None:
+        _mapped = data
     return len(_code) + len(_regex)
 
 
@@ -372,9 +401,18 @@ def save_if_compiled(path: Path = _CACHE_FILE) -> int:
 def save(path: Path = _CACHE_FILE) -> None:
     """Write every code object and regular expression known now (atomically: a reader sees
     the old file or this)."""
-    tables = tuple({key: value if type(value) is bytes else marshal.dumps(value)
-                    for key, value in known.items()} for known in (_code, _regex))
-    replace_file(path, _HEADER + marshal.dumps(tables))
+    chunks, offset, tables = [], 0, ([], [])
+    for known, table in zip((_code, _regex), tables):
+        for key, value in known.items():
+            if type(value) is int:
+                raw = bytes(_mapped[value >> 32:(value >> 32) + (value & 0xFFFFFFFF)])
+            else:
+                raw = value if type(value) is bytes else marshal.dumps(value)
+            table.append((key, offset << 32 | len(raw)))
+            chunks.append(raw)
+            offset += len(raw)
+    index = marshal.dumps(tuple(dict(table) for table in tables))
+    replace_file(path, b"".join((_HEADER, len(index).to_bytes(4, "little"), index, *chunks)))
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -415,10 +453,9 @@ def read_json_object(path: Path, *, write: bool | None = None) -> dict:
     cannot be written)."""
     try:
         stamp = _stamp(os.stat(path))
-        with open(parsed_copy(path), "rb") as f:
-            data = f.read()
-        if data.startswith(stamp):
-            raw = marshal.loads(memoryview(data)[len(stamp):])
+        data = map_file(parsed_copy(path))
+        if data is not None and data[:len(stamp)] == stamp:
+            raw = marshal.loads(data[len(stamp):])
             if type(raw) is dict:
                 return raw
     except (OSError, ValueError, EOFError, TypeError):

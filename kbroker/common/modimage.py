@@ -25,8 +25,10 @@ Rules kept:
   only while ``sys.path`` is that list, a submodule only when its folder is on the package's
   ``__path__``. Anything else is imported as usual.
 - The file serves the start only: at the ready line (:func:`note_ready`) the finder leaves
-  ``sys.meta_path`` and the file's bytes are freed (a node's idle memory is not charged for
-  them); a module first imported later is found as usual.
+  ``sys.meta_path`` and the file is unmapped (a node's idle memory is not charged for it);
+  a module first imported later is found as usual. The file is mapped rather than read
+  (:mod:`kbroker.common.filemap`): a module's code is unmarshalled straight from the page
+  cache.
 - Written like a ``.pyc``, by use: the clean exit of a ``kbroker serve`` that imported a
   module before its ready line that the file did not answer (there was no file, a source
   changed, a configuration needed another module) writes the modules of that start together
@@ -48,6 +50,8 @@ from importlib.machinery import PathFinder, SourceFileLoader, all_suffixes
 from importlib.util import MAGIC_NUMBER, spec_from_file_location
 from types import CodeType
 from zlib import crc32
+
+from kbroker.common.filemap import map_file
 
 _HEADER = MAGIC_NUMBER + b"kbroker modimage 1\n"
 _SUFFIXES = frozenset(all_suffixes())     # what makes a file in a sys.path folder a module
@@ -103,20 +107,23 @@ def _shadowed(index: dict) -> bool:
 
 
 def _parse(path: str):
-    """(sys.path, folders, index, code bytes) of an image file, or None."""
+    """(sys.path, folders, index, code bytes) of an image file, or None. The file is mapped,
+    not read (:mod:`kbroker.common.filemap`): each module's code is unmarshalled from the
+    mapping when imported, and the mapping goes with the last view of it."""
+    data = map_file(path)
+    if data is None:
+        return None
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-        if not data.startswith(_HEADER):
-            return None
         start = len(_HEADER) + 4
+        if data[:len(_HEADER)] != _HEADER or len(data) < start:
+            return None
         size = int.from_bytes(data[start - 4:start], "little")
-        paths, dirs, index = marshal.loads(memoryview(data)[start:start + size])
+        paths, dirs, index = marshal.loads(data[start:start + size])
         if type(paths) is not list or type(dirs) is not dict or type(index) is not dict:
             return None
-    except (OSError, ValueError, EOFError, TypeError):
+    except (ValueError, EOFError, TypeError):
         return None
-    return paths, dirs, index, memoryview(data)[start + size:]
+    return paths, dirs, index, data[start + size:]
 
 
 class _Loader(SourceFileLoader):
@@ -182,8 +189,8 @@ def install(path: str | None = None) -> None:
 
 
 def note_ready() -> None:
-    """The server is ready: remember what it imported, stop answering from the file and free
-    its bytes."""
+    """The server is ready: remember what it imported, stop answering from the file and drop
+    its mapping."""
     global _at_ready, _data, _usable
     if not _installed or _at_ready is not None:
         return

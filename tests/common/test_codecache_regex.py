@@ -132,18 +132,39 @@ def test_what_re_compiles_unusually_is_not_kept(monkeypatch, capsys):
 def test_the_file_keeps_both_tables(tmp_path, monkeypatch):
     path = tmp_path / "cache.bin"
     code_key = ("exec", 0, "<snippet>", "x = 1")
-    monkeypatch.setattr(codecache, "_code", {code_key: compile("x = 1", "<snippet>", "exec")})
+    unused_key = ("exec", 0, "<snippet>", "y = 2")
+    monkeypatch.setattr(codecache, "_code", {key: compile(key[3], key[2], key[0])
+                                             for key in (code_key, unused_key)})
     monkeypatch.setattr(codecache, "_regex", {})
+    monkeypatch.setattr(codecache, "_misses", 0)
     codecache._regex_compiled(r"k(\d+)", 0)
     codecache.save(path)
-    code, regex = codecache._read(path)
-    assert list(code) == [code_key] and list(regex) == [(False, 0, r"k(\d+)")]
+    (code, regex), _ = codecache._read(path)
+    assert list(code) == [code_key, unused_key] and list(regex) == [(False, 0, r"k(\d+)")]
     monkeypatch.setattr(codecache, "_code", {})
     monkeypatch.setattr(codecache, "_regex", {})
-    assert codecache.load(path) == 2
+    monkeypatch.setattr(codecache, "_mapped", None)
+    assert codecache.load(path) == 3
     assert codecache._regex_compiled(r"k(\d+)", 0).match("k12").group(1) == "12"
-    # a file of the format before (code only, no table of regular expressions): ignored
+    namespace = {}
+    exec(codecache._compiled("x = 1", "<snippet>", "exec", 0), namespace)
+    assert namespace["x"] == 1 and codecache._misses == 0
+    # the file is mapped and only ever replaced by a rename: what it held stays readable,
+    # and a save writes what was still unread in the mapping too
+    codecache.replace_file(path, b"replaced")
+    other = tmp_path / "again.bin"
+    codecache.save(other)
+    monkeypatch.setattr(codecache, "_code", {})
+    monkeypatch.setattr(codecache, "_mapped", None)
+    assert codecache.load(other) == 3
+    exec(codecache._compiled("y = 2", "<snippet>", "exec", 0), namespace)
+    assert namespace["y"] == 2 and codecache._misses == 0
+    # a file of a format before (code only, no table of regular expressions; the tables
+    # with the marshalled forms in them): ignored
     path.write_bytes(codecache._MAGIC + b"kbroker codecache 2\n" + marshal.dumps({code_key: b""}))
+    assert codecache._read(path) is None
+    path.write_bytes(codecache._HEADER.replace(b"codecache 4", b"codecache 3")
+                     + marshal.dumps(({code_key: b""}, {})))
     assert codecache._read(path) is None
 
 

@@ -1,0 +1,37 @@
+"""A whole file mapped read-only: how a start reads its caches (issue 32, start-up).
+
+``kbroker serve`` reads three files it wrote itself at every start -- the module image
+(:mod:`kbroker.common.modimage`, ~5 MB), the code cache (:mod:`kbroker.common.codecache`,
+~2 MB) and the message schema's parsed copy -- and uses each piece of them once. Read with
+``read()``, every byte is copied from the page cache into a fresh buffer of the heap: on a
+virtual machine of the kind the benchmarks run on a new page of memory costs ~4 us to fault
+in, and those buffers were ~3,500 of the ~9,600 pages a start touched before its ready
+line. Mapped, the kernel hands the page cache's own pages over as they are touched, many at
+a time, and nothing is copied; ``marshal.loads`` reads a slice of the mapping directly.
+
+The mapping stays valid while the file is replaced: the caches are only ever written to a
+temporary file that is then renamed over the old one (:func:`codecache.replace_file`), so
+a mapped old file keeps its contents until its last view is dropped. A file truncated in
+place under a mapping would make touching its lost pages fatal (``SIGBUS``): nothing of
+kbroker writes these files that way.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+
+
+def map_file(path) -> memoryview | None:
+    """The contents of the file ``path`` as a read-only view of its mapping (unmapped once the
+    view and every slice of it are gone), or None if it cannot be mapped: absent,
+    unreadable, empty, not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        return memoryview(mmap.mmap(fd, 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
