@@ -134,7 +134,9 @@ def test_a_file_of_another_interpreter_or_damaged_is_ignored(tmp_path):
 def test_a_damaged_entry_is_compiled_instead(tmp_path):
     path = tmp_path / "cache.bin"
     key = ("exec", 0, "<string>", "y = 2\n")
-    path.write_bytes(codecache._HEADER + codecache.marshal.dumps(({key: b"\xff not marshal"}, {})))
+    damaged = b"\xff not marshal"
+    index = codecache.marshal.dumps(({key: len(damaged)}, {}))     # at offset 0 of the data
+    path.write_bytes(codecache._HEADER + len(index).to_bytes(4, "little") + index + damaged)
     assert codecache.load(path) >= 1
     before = codecache.statistics()["compiled"]
     ns = {}
@@ -176,7 +178,7 @@ def test_a_start_without_the_file_writes_it_for_the_next(tmp_path):
                         first)
     assert written and int(written.group(1)) > 100 and cache.exists(), first
     # what was written: the code and the regular expressions the start compiled
-    code, regexes = codecache._read(cache)
+    (code, regexes), _ = codecache._read(cache)
     assert len(regexes) > 0 and len(code) + len(regexes) == int(written.group(1))
     # the next start reads them back, compiles nothing new, so writes nothing
     second = _serve_once(tmp_path, cache, 2)
