@@ -79,7 +79,7 @@ from importlib._bootstrap_external import MAGIC_NUMBER as _MAGIC
 from pathlib import Path
 from types import CodeType as _CodeType
 
-from kbroker.common.filemap import map_file
+from kbroker.common.filemap import indexed_bytes, map_file, map_indexed
 
 _CACHE_FILE = Path(os.environ.get("KBROKER_CODECACHE_FILE") or (
     Path(__file__).with_name("__pycache__") / f"codecache.{sys.implementation.cache_tag}.bin"))
@@ -318,20 +318,13 @@ def _read(path: Path):
     """The index of the cache file ``path`` and its data, mapped: ((code, regular
     expressions), data), each index entry's value ``offset << 32 | length`` of its
     marshalled form in the data; None without a usable file."""
-    data = map_file(path)
-    if data is None:
+    found = map_indexed(path, _HEADER)
+    if found is None:
         return None
-    start = len(_HEADER) + 4
-    try:
-        if len(data) < start or data[:len(_HEADER)] != _HEADER:
-            return None
-        size = int.from_bytes(data[start - 4:start], "little")
-        tables = marshal.loads(data[start:start + size])
-    except (ValueError, EOFError, TypeError):
-        return None
+    tables = found[0]
     if type(tables) is not tuple or len(tables) != 2 or not all(type(t) is dict for t in tables):
         return None
-    return tables, data[start + size:]
+    return found
 
 
 def load(path: Path = _CACHE_FILE) -> int:
@@ -411,8 +404,7 @@ def save(path: Path = _CACHE_FILE) -> None:
             table.append((key, offset << 32 | len(raw)))
             chunks.append(raw)
             offset += len(raw)
-    index = marshal.dumps(tuple(dict(table) for table in tables))
-    replace_file(path, b"".join((_HEADER, len(index).to_bytes(4, "little"), index, *chunks)))
+    replace_file(path, indexed_bytes(_HEADER, tuple(dict(table) for table in tables), chunks))
 
 
 def replace_file(path: Path, data: bytes) -> None:

@@ -14,9 +14,14 @@ temporary file that is then renamed over the old one (:func:`codecache.replace_f
 a mapped old file keeps its contents until its last view is dropped. A file truncated in
 place under a mapping would make touching its lost pages fatal (``SIGBUS``): nothing of
 kbroker writes these files that way.
+
+The module image and the code cache share one layout (:func:`indexed_bytes`,
+:func:`map_indexed`): their header line, the length of a marshalled index, the index, then
+the marshalled entries the index points into, each read only when used.
 """
 from __future__ import annotations
 
+import marshal
 import mmap
 import os
 
@@ -35,3 +40,27 @@ def map_file(path) -> memoryview | None:
         return None
     finally:
         os.close(fd)
+
+
+def indexed_bytes(header: bytes, index, chunks: list) -> bytes:
+    """A file's contents: ``header``, the length of ``index`` marshalled (4 bytes, little
+    endian), the marshalled ``index``, then ``chunks`` (what its offsets count from)."""
+    raw = marshal.dumps(index)
+    return b"".join((header, len(raw).to_bytes(4, "little"), raw, *chunks))
+
+
+def map_indexed(path, header: bytes):
+    """(index, data) of a file written from :func:`indexed_bytes` with ``header``: its index
+    unmarshalled, and a view of the mapped data after it; None if the file cannot be mapped
+    or does not start with ``header`` and a whole index."""
+    data = map_file(path)
+    if data is None:
+        return None
+    start = len(header) + 4
+    try:
+        if len(data) < start or data[:len(header)] != header:
+            return None
+        size = int.from_bytes(data[start - 4:start], "little")
+        return marshal.loads(data[start:start + size]), data[start + size:]
+    except (ValueError, EOFError, TypeError):
+        return None

@@ -51,7 +51,7 @@ from importlib.util import MAGIC_NUMBER, spec_from_file_location
 from types import CodeType
 from zlib import crc32
 
-from kbroker.common.filemap import map_file
+from kbroker.common.filemap import indexed_bytes, map_indexed
 
 _HEADER = MAGIC_NUMBER + b"kbroker modimage 1\n"
 _SUFFIXES = frozenset(all_suffixes())     # what makes a file in a sys.path folder a module
@@ -110,20 +110,16 @@ def _parse(path: str):
     """(sys.path, folders, index, code bytes) of an image file, or None. The file is mapped,
     not read (:mod:`kbroker.common.filemap`): each module's code is unmarshalled from the
     mapping when imported, and the mapping goes with the last view of it."""
-    data = map_file(path)
-    if data is None:
+    found = map_indexed(path, _HEADER)
+    if found is None:
         return None
-    try:
-        start = len(_HEADER) + 4
-        if data[:len(_HEADER)] != _HEADER or len(data) < start:
-            return None
-        size = int.from_bytes(data[start - 4:start], "little")
-        paths, dirs, index = marshal.loads(data[start:start + size])
-        if type(paths) is not list or type(dirs) is not dict or type(index) is not dict:
-            return None
-    except (ValueError, EOFError, TypeError):
+    head, data = found
+    if type(head) is not tuple or len(head) != 3:
         return None
-    return paths, dirs, index, data[start + size:]
+    paths, dirs, index = head
+    if type(paths) is not list or type(dirs) is not dict or type(index) is not dict:
+        return None
+    return paths, dirs, index, data
 
 
 class _Loader(SourceFileLoader):
@@ -279,9 +275,8 @@ def save_if_incomplete(path: str | None = None) -> int:
         offset += len(code)
     used = {d: folders[d] for d in paths}
     used.update((e[2], folders[e[2]]) for e in entries.values())
-    index = marshal.dumps((paths, used, entries))
     from pathlib import Path
 
     from kbroker.common.codecache import replace_file
-    replace_file(Path(path), b"".join((_HEADER, len(index).to_bytes(4, "little"), index, *chunks)))
+    replace_file(Path(path), indexed_bytes(_HEADER, (paths, used, entries), chunks))
     return len(entries)
