@@ -75,11 +75,12 @@ import os
 import re
 import struct
 import sys
+from collections.abc import Mapping
 from importlib._bootstrap_external import MAGIC_NUMBER as _MAGIC
 from pathlib import Path
 from types import CodeType as _CodeType
 
-from kbroker.common.filemap import indexed_bytes, map_file, map_indexed
+from kbroker.common.filemap import indexed_bytes, map_indexed
 
 _CACHE_FILE = Path(os.environ.get("KBROKER_CODECACHE_FILE") or (
     Path(__file__).with_name("__pycache__") / f"codecache.{sys.implementation.cache_tag}.bin"))
@@ -419,13 +420,19 @@ def replace_file(path: Path, data: bytes) -> None:
 # --------------------------------------------------------------------------- parsed JSON
 # A JSON file read at every start (the message schema, kbroker/wire/model.py) is kept
 # parsed beside it, as Python keeps a module's byte-code: parsing the schema's 290 KB was
-# ~15 M instructions of every start, reading its marshalled form back ~7 M. The copy starts
-# with the interpreter's byte-code magic number (marshal's format is the interpreter's),
-# this format's line, and the JSON file's modification time in nanoseconds and size (a
-# .pyc's check, finer): any difference, or a copy that cannot be read, and the JSON is
-# parsed instead (and the copy written again, unless sys.dont_write_bytecode).
+# ~15 M instructions of every start, reading its marshalled form back ~7 M. The copy is
+# kept per entry of the object's list (a message definition each): a start looks up only
+# the few it builds (6 of the schema's 269 before its ready line) and a handful of members
+# of every entry (a message's type, API key, versions), kept in the copy's index; the rest
+# of an entry is unmarshalled on its first lookup. The copy starts with the interpreter's
+# byte-code magic number (marshal's format is the interpreter's), this format's line with
+# what it was written for (the list, the key, the members in the index), and the JSON
+# file's modification time in nanoseconds and size (a .pyc's check, finer): any
+# difference, or a copy that cannot be read, and the JSON is parsed instead (and the copy
+# written again, unless sys.dont_write_bytecode). It is mapped, like the code cache; an
+# entry that cannot be read from it is taken from the JSON parsed then.
 # `python -m kbroker.node.codecache_build` (make setup, the image's build) writes it.
-PARSED_FORMAT = _MAGIC + b"kbroker schema 1\n"
+PARSED_FORMAT = _MAGIC + b"kbroker json entries 1 "
 
 
 def parsed_copy(path: Path) -> Path:
@@ -434,31 +441,94 @@ def parsed_copy(path: Path) -> Path:
     return path.parent / "__pycache__" / f"{path.name}.{sys.implementation.cache_tag}.marshal"
 
 
-def _stamp(st: os.stat_result) -> bytes:
-    return PARSED_FORMAT + struct.pack("<QQ", st.st_mtime_ns, st.st_size)
+def _stamp(st: os.stat_result, shape: bytes) -> bytes:
+    return PARSED_FORMAT + shape + struct.pack("<QQ", st.st_mtime_ns, st.st_size)
 
 
-def read_json_object(path: Path, *, write: bool | None = None) -> dict:
-    """The JSON object in the file ``path``: its parsed copy's when that copy was written from
-    this very file, else the JSON parsed (and, with ``write`` -- by default unless
+class JsonEntries(Mapping):
+    """The objects of one list of a JSON file's object, by one of their members, in the
+    file's order (:func:`read_json_entries`); each read from the parsed copy on its first
+    lookup, and :meth:`light` answers the members kept in the index without that."""
+
+    def __init__(self, path: Path, shape: tuple, index: dict, data, full: dict):
+        # shape: (list_key, key, light); index: key -> (the light members, offset << 32 |
+        # length in data); full: key -> the whole object, for those read so far (all of
+        # them when the JSON was parsed)
+        self._path, self._shape, self._index, self._data, self._full = (
+            path, shape, index, data, full)
+
+    def light(self, key) -> dict:
+        """The members of entry ``key`` kept in the index (those it has of the ones asked for
+        when reading)."""
+        return self._index[key][0]
+
+    def __getitem__(self, key):
+        entry = self._full.get(key)
+        if entry is None:
+            where = self._index[key][1]
+            try:
+                entry = marshal.loads(self._data[where >> 32:(where >> 32) + (where & 0xFFFFFFFF)])
+            except (ValueError, EOFError, TypeError):
+                entry = None
+            if type(entry) is not dict:
+                # a damaged entry: every entry from the JSON itself, and the copy written
+                # again (as for a copy that cannot be read at all)
+                parsed = _parse_json_entries(self._path, *self._shape, write=None)
+                self._full, self._data = parsed._full, None
+                entry = self._full[key]
+            self._full[key] = entry
+        return entry
+
+    def __contains__(self, key) -> bool:
+        return key in self._index
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def _shape_line(list_key: str, key: str, light: tuple) -> bytes:
+    return ("%s %s %s\n" % (list_key, key, " ".join(light))).encode()
+
+
+def read_json_entries(path: Path, list_key: str, key: str, light: tuple[str, ...], *,
+                      write: bool | None = None) -> JsonEntries:
+    """The objects of the list ``list_key`` in the JSON object of the file ``path``, by their
+    member ``key``, with the members ``light`` kept apart (:meth:`JsonEntries.light`): from
+    the parsed copy when it was written from this very file for this same reading, else
+    from the JSON parsed (and, with ``write`` -- by default unless
     ``sys.dont_write_bytecode`` -- the copy written for the next start; nothing where it
     cannot be written)."""
+    path = Path(path)
     try:
-        stamp = _stamp(os.stat(path))
-        data = map_file(parsed_copy(path))
-        if data is not None and data[:len(stamp)] == stamp:
-            raw = marshal.loads(data[len(stamp):])
-            if type(raw) is dict:
-                return raw
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
+        found = map_indexed(parsed_copy(path),
+                            _stamp(os.stat(path), _shape_line(list_key, key, light)))
+    except OSError:
+        found = None
+    if found is not None and type(found[0]) is dict:
+        return JsonEntries(path, (list_key, key, light), found[0], found[1], {})
+    return _parse_json_entries(path, list_key, key, light, write=write)
+
+
+def _parse_json_entries(path: Path, list_key: str, key: str, light: tuple, *,
+                        write: bool | None) -> JsonEntries:
     import json
     with open(path, "rb") as f:
-        stamp = _stamp(os.fstat(f.fileno()))
-        raw = json.loads(f.read())
+        stamp = _stamp(os.fstat(f.fileno()), _shape_line(list_key, key, light))
+        objects = json.loads(f.read())[list_key]
+    full = {o[key]: o for o in objects}
+    index = {name: ({k: o[k] for k in light if k in o}, 0) for name, o in full.items()}
     if write if write is not None else not sys.dont_write_bytecode:
+        chunks, offset = [], 0
+        for name, o in full.items():
+            raw = marshal.dumps(o)
+            index[name] = (index[name][0], offset << 32 | len(raw))
+            chunks.append(raw)
+            offset += len(raw)
         try:
-            replace_file(parsed_copy(path), stamp + marshal.dumps(raw))
+            replace_file(parsed_copy(path), indexed_bytes(stamp, index, chunks))
         except OSError:         # a read-only installation: parsed at every start
             pass
-    return raw
+    return JsonEntries(path, (list_key, key, light), index, None, full)

@@ -149,10 +149,10 @@ def main() -> int:
     stats = codecache.statistics()
     print(f"wrote {stats['code_objects']} code objects and {stats['regexes']} regular expressions "
           f"to {stats['file']}")
-    # and the message schema's parsed copy (codecache.read_json_object)
-    from kbroker.wire.model import SCHEMA_FILE
+    # and the message schema's parsed copy (codecache.read_json_entries)
+    from kbroker.wire.model import SCHEMA_FILE, read_definitions
     codecache.parsed_copy(SCHEMA_FILE).unlink(missing_ok=True)
-    codecache.read_json_object(SCHEMA_FILE, write=True)
+    read_definitions(SCHEMA_FILE, write=True)
     print(f"wrote the parsed message schema to {codecache.parsed_copy(SCHEMA_FILE)}")
     # last: the module image's start reads the cache and the schema's copy just written
     # (not needed: without it a start imports as usual, and its clean exit writes it)

@@ -88,12 +88,12 @@ _DECODE_ERRORS = (struct.error, IndexError, ValueError, OverflowError, TypeError
 _ENCODE_ERRORS = (struct.error, ValueError, OverflowError, TypeError, AttributeError)
 
 
-_RAW: dict[str, dict] = load_raw()          # definitions by name; specs built on first use
+_RAW = load_raw()           # definitions by name, each read on first use; specs likewise
 _SPECS: dict[str, MessageSpec] = {}
 _ALL_SPECS: dict[str, MessageSpec] | None = None
 _CLASSES: dict[str, type] = {}
 _BY_KEY: dict[tuple[int, str], str] = {
-    (m["apiKey"], m["type"]): name for name, m in _RAW.items()
+    (m["apiKey"], m["type"]): name for name, m in ((n, _RAW.light(n)) for n in _RAW)
     if m.get("apiKey") is not None and m["type"] in ("request", "response")}
 
 
@@ -144,7 +144,7 @@ def request_versions(api_key: int):
     if name is None:
         return None
     from .model import Versions
-    return name, Versions.parse(_RAW[name].get("validVersions"))
+    return name, Versions.parse(_RAW.light(name).get("validVersions"))
 
 
 def response_class(api_key: int) -> type | None:

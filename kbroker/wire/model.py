@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from kbroker.common.codecache import read_json_object
+from kbroker.common.codecache import JsonEntries, read_json_entries
 
 SCHEMA_FILE = Path(__file__).with_name("schema") / "messages.json"
 
@@ -213,13 +213,25 @@ def _build_message(raw: dict) -> MessageSpec:
         listeners=tuple(raw.get("listeners", ())), struct=top, structs=structs)
 
 
+# what every definition is asked for without building it: the registry of APIs (its type and
+# key), ApiVersions (its versions); kept in the parsed copy's index
+_LIGHT = ("type", "apiKey", "validVersions")
+
+
+def read_definitions(path: Path = SCHEMA_FILE, *, write: bool | None = None) -> JsonEntries:
+    """The message definitions of ``path`` from its parsed copy (``codecache.
+    read_json_entries``; ``write`` as there). ``load_raw`` is the cached use of it."""
+    return read_json_entries(path, "messages", "name", _LIGHT, write=write)
+
+
 @cache
-def load_raw(path: Path = SCHEMA_FILE) -> dict[str, dict]:
-    """Every message's definition as parsed JSON, by name, in the file's order. Turning a
-    definition into a spec (``build_message``) is what costs, so callers that need only some
-    messages build those on first use (``kbroker.wire.messages``); the parsed file itself
-    comes from its parsed copy (``codecache.read_json_object``)."""
-    return {m["name"]: m for m in read_json_object(path)["messages"]}
+def load_raw(path: Path = SCHEMA_FILE) -> JsonEntries:
+    """Every message's definition as parsed JSON, by name, in the file's order: a mapping
+    whose values come from the schema's parsed copy on first lookup (a start builds a few of
+    them), and whose ``light(name)`` gives a definition's type, API key and valid versions
+    alone. Turning a definition into a spec (``build_message``) is what costs, so callers
+    that need only some messages build those on first use (``kbroker.wire.messages``)."""
+    return read_definitions(path)
 
 
 def build_message(raw: dict) -> MessageSpec:
