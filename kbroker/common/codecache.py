@@ -15,7 +15,8 @@ module not yet imported gets its twin before its body runs (a finder first on
 it come from the file too. The message codecs kbroker generates (``kbroker/wire/codegen.py``:
 a reader or writer per message and version, a class's ``__init__``) are looked up the same
 way, by their text. The message schema's JSON, read at every start, is kept parsed beside
-it the same way (:func:`read_json_object`, at the end of this module).
+it the same way, one entry of its list at a time (:func:`read_json_entries`, at the end of this
+module).
 
 Regular expressions too: ``re`` keeps compiled patterns for the life of a process only, and
 turning a pattern's text into the engine's program is pure Python (``re._parser`` and
