@@ -81,7 +81,7 @@ from importlib._bootstrap_external import MAGIC_NUMBER as _MAGIC
 from pathlib import Path
 from types import CodeType as _CodeType
 
-from kbroker.common.filemap import indexed_bytes, map_indexed
+from kbroker.common.filemap import indexed_bytes, map_indexed, piece, positions
 
 _CACHE_FILE = Path(os.environ.get("KBROKER_CODECACHE_FILE") or (
     Path(__file__).with_name("__pycache__") / f"codecache.{sys.implementation.cache_tag}.bin"))
@@ -120,9 +120,7 @@ _STAND_IN = 0x6B62726F6B6572     # b"kbroker"
 
 def _unmarshalled(value):
     """An entry's object from where its marshalled form is (an int: in the mapped file)."""
-    if type(value) is int:
-        value = _mapped[value >> 32:(value >> 32) + (value & 0xFFFFFFFF)]
-    return marshal.loads(value)
+    return marshal.loads(piece(_mapped, value) if type(value) is int else value)
 
 
 def _compiled(source: str, filename: str, mode: str, flags: int):
@@ -341,12 +339,13 @@ def load(path: Path = _CACHE_FILE) -> int:
     end = len(data)
     for table, known in zip(tables, (_code, _regex)):
         for key, value in table.items():
+            # span(value)[1] > end, written out: ~950 entries at every start
             if type(value) is not int or (value >> 32) + (value & 0xFFFFFFFF) > end:
                 continue
             if _mapped is None:
                 known.setdefault(key, value)
             elif key not in known:
-                known[key] = bytes(data[value >> 32:(value >> 32) + (value & 0xFFFFFFFF)])
+                known[key] = bytes(piece(data, value))
     if _mapped is None:
         _mapped = data
     return len(_code) + len(_regex)
@@ -396,17 +395,15 @@ def save_if_compiled(path: Path = _CACHE_FILE) -> int:
 def save(path: Path = _CACHE_FILE) -> None:
     """Write every code object and regular expression known now (atomically: a reader sees
     the old file or this)."""
-    chunks, offset, tables = [], 0, ([], [])
-    for known, table in zip((_code, _regex), tables):
-        for key, value in known.items():
-            if type(value) is int:
-                raw = bytes(_mapped[value >> 32:(value >> 32) + (value & 0xFFFFFFFF)])
-            else:
-                raw = value if type(value) is bytes else marshal.dumps(value)
-            table.append((key, offset << 32 | len(raw)))
-            chunks.append(raw)
-            offset += len(raw)
-    replace_file(path, indexed_bytes(_HEADER, tuple(dict(table) for table in tables), chunks))
+    def raw(value) -> bytes:
+        if type(value) is int:
+            return bytes(piece(_mapped, value))
+        return value if type(value) is bytes else marshal.dumps(value)
+
+    chunks = [raw(value) for known in (_code, _regex) for value in known.values()]
+    where = iter(positions(chunks))
+    tables = tuple({key: next(where) for key in known} for known in (_code, _regex))
+    replace_file(path, indexed_bytes(_HEADER, tables, chunks))
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -468,7 +465,7 @@ class JsonEntries(Mapping):
         if entry is None:
             where = self._index[key][1]
             try:
-                entry = marshal.loads(self._data[where >> 32:(where >> 32) + (where & 0xFFFFFFFF)])
+                entry = marshal.loads(piece(self._data, where))
             except (ValueError, EOFError, TypeError):
                 entry = None
             if type(entry) is not dict:
@@ -522,12 +519,9 @@ def _parse_json_entries(path: Path, list_key: str, key: str, light: tuple, *,
     full = {o[key]: o for o in objects}
     index = {name: ({k: o[k] for k in light if k in o}, 0) for name, o in full.items()}
     if write if write is not None else not sys.dont_write_bytecode:
-        chunks, offset = [], 0
-        for name, o in full.items():
-            raw = marshal.dumps(o)
-            index[name] = (index[name][0], offset << 32 | len(raw))
-            chunks.append(raw)
-            offset += len(raw)
+        chunks = [marshal.dumps(o) for o in full.values()]
+        index = {name: (light_members, where) for (name, (light_members, _)), where
+                 in zip(index.items(), positions(chunks))}
         try:
             replace_file(parsed_copy(path), indexed_bytes(stamp, index, chunks))
         except OSError:         # a read-only installation: parsed at every start

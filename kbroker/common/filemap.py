@@ -42,6 +42,29 @@ def map_file(path) -> memoryview | None:
         os.close(fd)
 
 
+def positions(chunks) -> list[int]:
+    """Where each of ``chunks`` lies when they are written one after the other, as
+    ``offset << 32 | length`` (what an index of :func:`indexed_bytes` holds)."""
+    out, offset = [], 0
+    for chunk in chunks:
+        out.append(offset << 32 | len(chunk))
+        offset += len(chunk)
+    return out
+
+
+def span(where: int) -> tuple[int, int]:
+    """The (start, stop) in the data of a position from :func:`positions`."""
+    start = where >> 32
+    return start, start + (where & 0xFFFFFFFF)
+
+
+def piece(data, where: int):
+    """The slice of ``data`` at a position from :func:`positions` (shorter than its length
+    where the data is)."""
+    start, stop = span(where)
+    return data[start:stop]
+
+
 def indexed_bytes(header: bytes, index, chunks: list) -> bytes:
     """A file's contents: ``header``, the length of ``index`` marshalled (4 bytes, little
     endian), the marshalled ``index``, then ``chunks`` (what its offsets count from)."""
