@@ -195,9 +195,12 @@ def note_ready() -> None:
     _data = None
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    from kbroker.common import deferred
+    deferred.uninstall()
     import logging
     logging.getLogger("kbroker.modimage").debug(
-        "start-up module image: %d modules imported from %s", len(_served), image_file())
+        "start-up module image: %d modules imported from %s; not yet run: %s", len(_served),
+        image_file(), ", ".join(deferred.pending()) or "none")
 
 
 def _source_module(name: str):

@@ -44,7 +44,7 @@ class TlsConfigError(ValueError):
         self.key = key
 
 
-_PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+_PROTOCOLS = {"TLSv1.2": "TLSv1_2", "TLSv1.3": "TLSv1_3"}   # ssl.TLSVersion members
 _TLS13_SUITES = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"}
 _KX = {"ECDHE_RSA": "ECDHE-RSA", "ECDHE_ECDSA": "ECDHE-ECDSA", "DHE_RSA": "DHE-RSA", "RSA": ""}
 _ENC = {"AES_128_GCM": "AES128-GCM", "AES_256_GCM": "AES256-GCM", "CHACHA20_POLY1305": "CHACHA20-POLY1305",
@@ -177,7 +177,7 @@ def _protocols(ctx: ssl.SSLContext, get) -> None:
     if unknown:
         raise TlsConfigError("ssl.enabled.protocols", f"{', '.join(unknown)} not supported "
                              "(TLSv1.2, TLSv1.3)")
-    versions = sorted(_PROTOCOLS[p] for p in enabled)
+    versions = sorted(ssl.TLSVersion[_PROTOCOLS[p]] for p in enabled)
     if not versions:
         raise TlsConfigError("ssl.enabled.protocols", "no protocol enabled")
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]

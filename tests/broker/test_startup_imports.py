@@ -94,17 +94,18 @@ class ServeProcess:
     """``python -v -m kbroker serve`` with a thread collecting the modules it imports (and
     the dataclasses it makes without a docstring)."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, entry=("-c", _SERVE), extra=()):
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-v", "-c", _SERVE, "serve",
-             "--data-dir", str(tmp_path / "data"), "--listen", f"127.0.0.1:{self.port}"],
+            [sys.executable, "-v", *entry, "serve", "--data-dir", str(tmp_path / "data"),
+             "--listen", f"127.0.0.1:{self.port}", *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             text=True, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.names: list[str] = []
         self.undocumented: list[str] = []
         self.children: list[str] = []            # subprocesses started (their argv)
         self.at_ready: set[str] | None = None
+        self.lines: list[str] = []                # the process's other lines
         self.children_at_ready: list[str] | None = None
         self._changed = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -122,6 +123,8 @@ class ServeProcess:
                 elif "kbroker ready" in line and self.at_ready is None:
                     self.at_ready = set(self.names)
                     self.children_at_ready = list(self.children)
+                elif not line.startswith("#"):       # python -v's other lines
+                    self.lines.append(line)
                 self._changed.notify_all()
         with self._changed:
             self._changed.notify_all()
@@ -425,3 +428,24 @@ def test_no_kbroker_dataclass_lacks_a_docstring():
     lines = out.stdout.splitlines()
     assert lines[-1:] == ["imported"], out.stdout      # the probe walked the whole package
     assert lines[:-1] == []
+
+
+def test_a_plain_start_runs_no_openssl_up_to_its_first_ack(tmp_path):
+    """``kbroker serve`` (its real entry, ``python -m kbroker``) imports ``ssl``, ``hmac`` and
+    ``hashlib`` (trio's and kbroker's security modules do) but runs their bodies at their
+    first use (``kbroker.common.deferred``): a node with a PLAINTEXT listener loads neither
+    of OpenSSL's extension modules up to its first acknowledged produce. The TLS and SCRAM
+    listeners of ``tests/security`` use them, in a start of the same kind."""
+    node = ServeProcess(tmp_path, entry=("-m", "kbroker"), extra=("--log-level", "DEBUG"))
+    try:
+        assert node.wait_for(lambda: any("not yet run:" in line for line in node.lines)), \
+            "the broker never logged its module image's line"
+        assert {"ssl", "hmac", "hashlib", "kbroker.security.tls"} <= node.at_ready  # imported
+        (line,) = [line for line in node.lines if "not yet run:" in line]
+        pending = line.rsplit("not yet run:", 1)[1].strip().split(", ")
+        assert {"ssl", "hmac", "hashlib"} <= set(pending), line
+        _first_ack(node.port)
+        assert node.wait_for(lambda: _FIRST_PRODUCE <= set(node.names))
+        assert not node.loaded() & {"_ssl", "_hashlib"}
+    finally:
+        node.stop()
