@@ -16,9 +16,11 @@ expiry timestamp does not authenticate (the controller's sweep removes it soon a
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .scram import MECHANISMS, MIN_ITERATIONS, ScramCredential, make_credential
+if TYPE_CHECKING:
+    from .scram import ScramCredential
+# kbroker/security/scram.py loads with the first SCRAM login (a PLAINTEXT node starts without it)
 
 _TOKEN_CACHE_MAX = 10_000      # derived token credentials kept (tokens are few; bounded anyway)
 
@@ -44,6 +46,7 @@ class Credentials:
         return self._wall_ms() if self._wall_ms is not None else None
 
     def scram(self, mechanism: str, user: str) -> ScramCredential | None:
+        from .scram import MECHANISMS
         image = self._image()
         if image is None:
             return None
@@ -52,6 +55,8 @@ class Credentials:
     def token(self, mechanism: str, token_id: str) -> tuple[str, ScramCredential, int] | None:
         """(owner's user name, SCRAM credential, expiry timestamp) of a live token, or None."""
         from kbroker.authz.tokens import scram_password, split_principal, token_credentials
+
+        from .scram import MIN_ITERATIONS, make_credential
         image = self._image()
         if image is None:
             return None

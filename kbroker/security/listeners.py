@@ -19,12 +19,12 @@ import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from .jaas import OAUTHBEARER_MODULE, PLAIN_MODULE, SCRAM_MODULE, JaasError, LoginModule, parse_jaas
-from .scram import MECHANISMS as SCRAM_MECHANISMS
-
 if TYPE_CHECKING:
     from .authenticator import SaslAuthenticator
-from .tls import PrincipalMapper, TlsConfigError, server_context
+    from .jaas import LoginModule
+    from .tls import PrincipalMapper
+# the TLS context, JAAS text and SCRAM modules load with the first listener that uses them
+# (kbroker/security/tls.py, jaas.py, scram.py): a PLAINTEXT node starts without them
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -32,8 +32,6 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 UNSECURED_VALIDATOR = ("org.apache.kafka.common.security.oauthbearer."
                        "OAuthBearerValidatorCallbackHandler")
-_MODULE_OF = {"PLAIN": PLAIN_MODULE, "SCRAM-SHA-256": SCRAM_MODULE, "SCRAM-SHA-512": SCRAM_MODULE,
-              "OAUTHBEARER": OAUTHBEARER_MODULE}
 
 # settings that name code kbroker cannot load: refused when set (listener-prefixed too)
 _CLASS_KEYS = ("sasl.server.callback.handler.class", "sasl.login.class",
@@ -122,6 +120,7 @@ class ListenerSecurity:
         # the SASL state machine and mechanisms load with the first SASL connection
         from .authenticator import SaslAuthenticator
         from .mechanisms import OAuthBearerUnsecuredServer, PlainServer, ScramMechanismServer
+        from .scram import MECHANISMS as SCRAM_MECHANISMS
         if not self.uses_sasl:
             return None
         factories = {}
@@ -175,12 +174,16 @@ def build(values: dict, listener: str, protocol: str) -> ListenerSecurity:
         raise SecurityConfigError("listener.security.protocol.map",
                                   f"unknown security protocol {protocol} for listener {listener}")
     if sec.uses_tls:
+        from .tls import PrincipalMapper, TlsConfigError, server_context
         try:
             sec.ssl_context = server_context(keys.get)
             sec.principal_mapper = PrincipalMapper(keys.get("ssl.principal.mapping.rules"))
         except TlsConfigError as e:
             raise SecurityConfigError(keys.key_of(e.key), str(e).split(": ", 1)[1]) from None
     if sec.uses_sasl:
+        from .jaas import OAUTHBEARER_MODULE, PLAIN_MODULE, SCRAM_MODULE, JaasError, parse_jaas
+        module_of = {"PLAIN": PLAIN_MODULE, "SCRAM-SHA-256": SCRAM_MODULE,
+                     "SCRAM-SHA-512": SCRAM_MODULE, "OAUTHBEARER": OAUTHBEARER_MODULE}
         key = keys.key_of("sasl.enabled.mechanisms")
         mechs = _list(keys.get("sasl.enabled.mechanisms"))
         if not mechs:
@@ -201,8 +204,8 @@ def build(values: dict, listener: str, protocol: str) -> ListenerSecurity:
                 modules = parse_jaas(text)
             except JaasError as e:
                 raise SecurityConfigError(jaas_key, str(e)) from None
-            if len(modules) != 1 or modules[0].name != _MODULE_OF[mech]:
-                raise SecurityConfigError(jaas_key, f"{mech} needs exactly one {_MODULE_OF[mech]}, "
+            if len(modules) != 1 or modules[0].name != module_of[mech]:
+                raise SecurityConfigError(jaas_key, f"{mech} needs exactly one {module_of[mech]}, "
                                           f"found {', '.join(m.name for m in modules)}")
             if mech == "OAUTHBEARER":
                 handler = keys.mechanism_get(mech, "sasl.server.callback.handler.class")

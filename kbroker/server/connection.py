@@ -78,7 +78,6 @@ from kbroker.api import RequestContext
 from kbroker.common.request_scope import CURRENT_REQUEST
 from kbroker.quota.manager import drop_records, records_size
 from kbroker.quota.task_time import RequestTimer
-from kbroker.security.tls import certificate_principal
 from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
 from kbroker.wire.protocol import FrameDecoder, decode_request, encode_response, peek_request
@@ -344,6 +343,7 @@ class Connection:
                          self, self.listener_name)
                 return False
             if not sec.uses_sasl:
+                from kbroker.security.tls import certificate_principal  # TLS listeners only
                 try:
                     self.principal = certificate_principal(
                         tls.getpeercert(binary_form=True), sec.principal_mapper)
