@@ -6,13 +6,13 @@ for the listeners and mechanisms a configuration may name. A node with PLAINTEXT
 listeners and no SASL uses none of them, yet loading them cost about a tenth of its
 start (issue 32, start-up): ``hashlib`` and ``ssl`` load OpenSSL's two libraries and
 initialize them (``_hashlib``, ``_ssl``), ``ssl`` makes eleven enum classes (~140
-members) by scanning ``_ssl``'s constants. While :func:`install` is in force (a ``kbroker serve`` until its ready
-line), an import of one of :data:`NAMES` makes the module as usual (its spec, its
-``__name__``, ``__file__``, ``__loader__``; ``sys.modules`` holds it) but does not run
-its body; the first look-up of anything else in it (``ssl.SSLContext``, ``from hmac
-import compare_digest``, ``dir(ssl)``) runs the body, under a lock, and from then on it
-is an ordinary module. A node that serves TLS or SCRAM loads them while it starts, as
-before, at the first use.
+members) by scanning ``_ssl``'s constants. While :func:`install` is in force (a
+``kbroker serve`` until its ready line), an import of one of :data:`NAMES` makes the
+module as usual (its spec, its ``__name__``, ``__file__``, ``__loader__``;
+``sys.modules`` holds it) but does not run its body; the first look-up of anything else
+in it (``ssl.SSLContext``, ``from hmac import compare_digest``, ``dir(ssl)``) runs the
+body, and from then on it is an ordinary module. A node that serves TLS or SCRAM runs
+them while it starts, as before, at the first use.
 
 Rules kept:
 - The module is the one a normal import makes, run by the loader the import found (the
@@ -26,6 +26,9 @@ Rules kept:
   read, which the second ``import`` statement of the module already does.
 - A body that fails raises where it was first used, and the module leaves
   ``sys.modules`` as after a failed import.
+- One lock for every first run: a thread that uses a module whose body another thread is
+  running waits for it; the thread running it sees the module partly made, as in a
+  circular import.
 - Only names whose bodies have no effect beyond the module (no registration, no
   threads) are deferred; only a start installs it (``kbroker/__main__.py``, with the
   module image) and :func:`uninstall` at the ready line stops deferring new imports.
