@@ -471,7 +471,12 @@ class KbrokerCluster(_BrokerBase):
         return ",".join(n.bootstrap_servers for n in self.nodes.values() if n.port is not None)
 
     def start(self) -> "KbrokerCluster":
-        """Start every node at once (a voter waits for the others' votes), then wait for all."""
+        """Start every node at once (a voter waits for the others' votes), then wait for all,
+        and until each one's metadata lists every node: a node is ready once the active
+        controller has unfenced it, and the others learn that by replicating the metadata
+        log, so a topic created in between on another node (the schema registry's
+        ``_schemas``, replicated to as many brokers as that node knows) could get fewer
+        replicas than the cluster has."""
         import threading
         errors: list[BaseException] = []
 
@@ -489,7 +494,22 @@ class KbrokerCluster(_BrokerBase):
         if errors:
             self.stop()
             raise errors[0]
+        try:
+            self._wait_every_broker_seen()
+        except BaseException:
+            self.stop()
+            raise
         return self
+
+    def _wait_every_broker_seen(self) -> None:
+        want = set(self.nodes)
+        deadline = time.monotonic() + max(n.start_timeout for n in self.nodes.values())
+        for node_id, node in self.nodes.items():
+            while {b[0] for b in node.admin.brokers()} != want:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"node {node_id}'s metadata does not list every node "
+                                       f"{sorted(want)}: {node.admin.brokers()}")
+                time.sleep(0.02)
 
     def stop_node(self, node_id: int) -> None:
         self.nodes[node_id].stop()
