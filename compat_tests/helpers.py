@@ -42,8 +42,14 @@ def read_until(read, shows, timeout: float = 20.0, interval: float = 0.1, *, at_
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
     """Create a topic (replication factor 1) with kafka-python's admin client and wait until
-    every partition has a leader. Used by modules whose client cannot create topics (kcat)."""
-    from kafka import KafkaAdminClient
+    every partition has a leader that answers as one. Used by modules whose client cannot
+    create topics (kcat) or that then speak raw requests.
+
+    The metadata can name a new partition's leader before Kafka's broker leads it (a
+    produce then gets NOT_LEADER_OR_FOLLOWER, once in a fresh-clone run): each partition's
+    end offset is asked of its leader (ListOffsets, which kafka-python asks again until it
+    is answered), the same check a produce meets."""
+    from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-setup",
                              request_timeout_ms=20000)
@@ -52,6 +58,12 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
                             wait_for_metadata=True)
     finally:
         admin.close()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="compat-setup",
+                             request_timeout_ms=20000)
+    try:
+        consumer.end_offsets([TopicPartition(name, p) for p in range(partitions)])
+    finally:
+        consumer.close()
 
 
 def wait_for_sole_owner(bootstrap: str, group: str, topic: str, partitions: int) -> dict:
