@@ -26,6 +26,7 @@ from kbroker.api import RequestContext, api
 from kbroker.api._authorized import denied_topics
 from kbroker.authz.acls import CREATE, DESCRIBE_CONFIGS
 from kbroker.wire.error_codes import ErrorCode
+from kbroker.metadata import configs as tc
 from kbroker.metadata.controller import NewTopic
 from kbroker.quota.mutation import THROTTLED_MESSAGE, QuotaExceeded, quota_of_request
 from kbroker.wire import messages
@@ -62,6 +63,7 @@ async def handle(ctx: RequestContext, request) -> Response:
                             {c.name: c.value for c in t.configs or ()}))
     results = await ctx.broker.controller.create_topics(new, validate_only=request.validate_only) \
         if new else []
+    asked = {t.name: t for t in new}
     hidden = denied_topics(ctx, DESCRIBE_CONFIGS, (r.name for r in results if not r.error_code))
     out = [Result(name=n, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                   error_message="Authorization failed.") for n in refused]
@@ -78,8 +80,10 @@ async def handle(ctx: RequestContext, request) -> Response:
         elif ctx.version >= 5 and not r.error_code:
             res.num_partitions = r.num_partitions
             res.replication_factor = r.replication_factor
+            # the created topic's DescribeConfigs entries: only this answer carries them
+            overrides = {k: v for k, v in asked[r.name].configs.items() if v is not None}
             res.configs = [Config(name=e.name, value=e.value, read_only=e.read_only,
                                   config_source=e.source, is_sensitive=e.sensitive)
-                           for e in r.configs]
+                           for e in tc.describe_topic(ctx.broker.config, overrides)]
         out.append(res)
     return Response(throttle_time_ms=quota.throttle_time(), topics=out)

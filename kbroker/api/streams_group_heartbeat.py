@@ -69,7 +69,7 @@ async def _create_internal_topics(ctx: RequestContext, topics) -> None:
     new = [NewTopic(t.name, t.partitions, t.replication_factor if t.replication_factor > 0 else -1,
                     None, dict(t.configs)) for t in topics]
     try:
-        results = await ctx.broker.controller.create_topics(new, describe=False)
+        results = await ctx.broker.controller.create_topics(new)
     except Exception as exc:  # noqa: BLE001 - the member is told again on its next heartbeat
         log.warning("creating internal topics %s failed: %s", [t.name for t in topics], exc)
         return

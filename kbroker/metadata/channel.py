@@ -41,7 +41,6 @@ from kbroker.wire.envelope import FORWARDED, unwrap, wrap
 from kbroker.wire import messages as w
 from kbroker.wire.error_codes import ErrorCode as E
 
-from . import configs as tc
 from .authz_channel import AuthzChannel
 from .controller import PRODUCER_ID_BLOCK, ConfigResult, NewTopic, TopicResult, internal_topic
 from .image import ZERO_UUID
@@ -142,8 +141,7 @@ class ControllerChannel(AuthzChannel):
                 await trio.sleep(0.01)
 
     # ------------------------------------------------------------------ topics
-    async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool = False,
-                            describe: bool = True) -> list[TopicResult]:
+    async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool = False) -> list[TopicResult]:
         R = w.CreateTopicsRequest
 
         async def remote(addr):
@@ -165,9 +163,6 @@ class ControllerChannel(AuthzChannel):
                 if not r.error_code:
                     res.topic_id = r.topic_id
                     res.num_partitions, res.replication_factor = r.num_partitions, r.replication_factor
-                    if describe:
-                        res.configs = tc.describe_topic(
-                            self.config, {k: v for k, v in t.configs.items() if v is not None})
                 out.append(res)
             created = {r.name: r.topic_id for r in out if not r.error_code and r.topic_id != ZERO_UUID}
             if created and not validate_only:
@@ -176,8 +171,7 @@ class ControllerChannel(AuthzChannel):
             return out
 
         return await self._route(
-            lambda c: c.create_topics(topics, validate_only=validate_only, describe=describe),
-            remote,
+            lambda c: c.create_topics(topics, validate_only=validate_only), remote,
             lambda: [TopicResult(t.name, E.NOT_CONTROLLER, "No active controller.") for t in topics])
 
     async def maybe_create_topics(self, names: Iterable[str], *, num_partitions: int = -1,
@@ -188,7 +182,7 @@ class ControllerChannel(AuthzChannel):
                for n in dict.fromkeys(names) if n not in self.image.topics]
         if not new:
             return []
-        return await self.create_topics(new, describe=False)   # an auto-creation: no entries
+        return await self.create_topics(new)
 
     async def delete_topics(self, names: Sequence[str] = (), ids: Sequence[uuid.UUID] = ()):
         R = w.DeleteTopicsRequest

@@ -127,7 +127,6 @@ class TopicResult:
     topic_id: uuid.UUID = ZERO_UUID
     num_partitions: int = -1
     replication_factor: int = -1
-    configs: list = field(default_factory=list)    # ConfigEntry list on success, if described
 
 
 @dataclass
@@ -296,12 +295,11 @@ class Controller(AuthzControl):
                                          directories=partition_dirs(self.image, reps))
                 for i, reps in enumerate(assignment)]
 
-    async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool = False,
-                            describe: bool = True) -> list[TopicResult]:
+    async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool = False) -> list[TopicResult]:
         """Create topics; one result per requested topic, in request order. Duplicated
-        names in one request all fail with INVALID_REQUEST (Kafka's rule). ``describe``:
-        each created topic's config entries in its result (CreateTopics v5+ answers them;
-        an auto-creation, whose answer has none, skips the work)."""
+        names in one request all fail with INVALID_REQUEST (Kafka's rule). A created
+        topic's config entries are CreateTopics' to describe (``kbroker/api/create_topics.py``:
+        no other caller, auto-creation included, answers with them)."""
         async with self._lock:
             counts: dict[str, int] = {}
             for t in topics:
@@ -319,8 +317,6 @@ class Controller(AuthzControl):
                 configs = {k: v for k, v in t.configs.items() if v is not None}
                 res.num_partitions = len(assignment)
                 res.replication_factor = len(assignment[0])
-                if describe:
-                    res.configs = tc.describe_topic(self.config, configs)
                 if validate_only:
                     continue
                 res.topic_id, recs = self._topic_records(t.name, assignment, configs)
@@ -339,7 +335,7 @@ class Controller(AuthzControl):
                for n in dict.fromkeys(names) if n not in self.image.topics]
         if not new:
             return []
-        return await self.create_topics(new, describe=False)
+        return await self.create_topics(new)
 
     async def delete_topics(self, names: Sequence[str] = (), ids: Sequence[uuid.UUID] = ()
                             ) -> list[tuple[str | None, uuid.UUID, int, str | None]]:
