@@ -119,7 +119,7 @@ def timed_start(broker, first_produce_topic: str, timeout: float = 180.0) -> flo
     A librdkafka producer process (`rdkafka_load firstack`) is started and warmed up first
     (interpreter and library loaded), the machine's dirty pages are written out (`sync`:
     earlier rows' data), then the probe is told to go at the moment the broker process is
-    spawned; it retries connections and metadata every 5 ms and prints the CLOCK_MONOTONIC
+    spawned; it retries connections and metadata every millisecond and prints the CLOCK_MONOTONIC
     time of its delivery report. Afterwards the broker is running and serving, as after
     `start()`.
     """
