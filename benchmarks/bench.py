@@ -5,10 +5,11 @@
                                         [--only produce,consume,latency,startup,memory,metadata,security,scale]
                                         [--sequential] [--publish] [--profile DIR] [--karapace-venv DIR]
 
-Runs the plan of benchmarks/harness/plan.py against both brokers. The full plan's load rows
-(produce, consume, single-node latency) and security rows are measured paired: one broker of
-each kind alive through each group, every row's repetitions alternating between them (A B,
-B A, ...; benchmarks/harness/paired.py); then every other row one broker at a time, each
+Runs the plan of benchmarks/harness/plan.py against both brokers. The full plan's start-up
+rows, load rows (produce, consume, single-node latency) and security rows are measured
+paired, first: every row's repetitions alternating between the brokers (A B, B A, ...;
+benchmarks/harness/paired.py), one broker of each kind alive through each load group; then
+every other row one broker at a time, each
 broker in turn (benchmarks/harness/run.py). `--sequential` runs every row of one broker,
 then every row of the other, as before; the quick plan (one broker per kind shared by its
 rows) always does. Then writes into benchmarks/results/<plan>/:
@@ -112,6 +113,7 @@ def main(argv=None) -> int:
     if a.reps:
         plan.reps = a.reps
         plan.consume_reps = a.reps
+        plan.startup_reps = a.reps
     if a.scale_sizes:
         p, c, m, n = a.scale_sizes.split(",")
         plan.scale = plans.Scale(partitions=int(p), connections=int(c), producers=int(n),
@@ -129,7 +131,7 @@ def main(argv=None) -> int:
     results = Results({
         "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
         "kafka_version": kafka_version(), "python": f"Python {platform.python_version()}",
-        "plan": plan.name, "reps": plan.reps, "notes": list(plan.notes),
+        "plan": plan.name, "reps": plan.reps, "startup_reps": plan.startups, "notes": list(plan.notes),
         "brokers": names, "loadavg_start": os.getloadavg()[0]})
     paired = not (a.sequential or plan.shared_broker or len(names) < 2)
     results.meta["order"] = "paired" if paired else "sequential"
@@ -144,7 +146,7 @@ def main(argv=None) -> int:
         sessions = [Session(name, plan, results, Path(tmp), only=only, profile=a.profile)
                     for name in names]
         if paired:
-            log(f"=== {' and '.join(names)}, paired: load and security rows ===")
+            log(f"=== {' and '.join(names)}, paired: start-up, load and security rows ===")
             t0 = time.monotonic()
             run_paired_sessions(sessions)
             results.meta["paired_seconds"] = round(time.monotonic() - t0, 1)

@@ -60,9 +60,17 @@ class Plan:
     latency_rates: tuple[int, ...] = (1000, 10_000, 50_000)  # fixed-rate latency rows (latency.py)
     latency_cluster: bool = True     # the acks=all rows on three nodes
     scale: "Scale | None" = None     # scale rows (scale.py); None: not run
+    # fresh starts (each followed by a restart) of the start-up rows; None: `reps`. A start
+    # costs seconds (Kafka's ~2.5 s and its stop), and a ratio of ~0.05 moves with a few
+    # milliseconds of either broker's median
+    startup_reps: int | None = None
     # one broker per kind for start-up, partitions, loads and scale rows (run.py, quick plan);
     # False: every group of rows on a fresh broker of its own (the full plan)
     shared_broker: bool = False
+
+    @property
+    def startups(self) -> int:
+        return self.startup_reps or self.reps
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,7 @@ def full() -> Plan:
     return Plan(name="full", reps=3, produce=_produce_full(), consume_bytes=2 * GIB,
                 consume_reps=3, e2e_records=3000, latency_rate=500, latency_seconds=8,
                 idle_settle_s=5, warmup_bytes=256 * MIB, startup_partitions=1000, metadata_partitions=10_000,
-                metadata_reps=1, scale=Scale())
+                metadata_reps=1, scale=Scale(), startup_reps=5)
 
 
 def quick() -> Plan:

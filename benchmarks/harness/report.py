@@ -53,12 +53,17 @@ def _fmt(v: float, unit: str) -> str:
     return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.3f}"
 
 
+def _startups(meta: dict) -> str:
+    n = meta.get("startup_reps")
+    return f" (start-up rows {n})" if n and n != meta["reps"] else ""
+
+
 def markdown(data: dict) -> str:
     meta = data["meta"]
     rows = summarize(data)
     out = [f"Run: {meta['date']} · {meta['machine']} · Kafka {meta['kafka_version']} · "
            f"{meta['python']} · plan `{meta['plan']}`, median of {meta['reps']} "
-           f"repetition(s) · whole run {meta.get('duration_s', 0) / 60:.1f} min · 1-min load "
+           f"repetition(s){_startups(meta)} · whole run {meta.get('duration_s', 0) / 60:.1f} min · 1-min load "
            f"average {meta.get('loadavg_start', float('nan')):.1f} at start, "
            f"{meta.get('loadavg_end', float('nan')):.1f} at end", ""]
     out.append("| scenario | unit | kbroker | Kafka | kbroker/Kafka | better | target |")

@@ -2,8 +2,9 @@
 
 Rows for each broker, in this order:
 
-1. start-up on an empty data dir (`reps` fresh dirs), idle RSS read `idle_settle_s` later,
-   then a graceful stop and a timed restart on the now formatted dir (wall and CPU each);
+1. start-up on an empty data dir (`startup_reps` fresh dirs), idle RSS read `idle_settle_s`
+   later, then a graceful stop and a timed restart on the now formatted dir (wall and CPU
+   each);
 2. one fresh broker for the loads: produce scenarios (peak RSS = VmHWM right after them),
    end-to-end latency (EndToEndLatency, then librdkafka at a fixed rate), pre-fill of the
    consume topic, ConsumerPerformance and librdkafka consume passes;
@@ -14,11 +15,12 @@ Rows for each broker, in this order:
 6. fixed-rate latency on three nodes, acks=all (latency.py);
 7. scale rows: partitions, connections, group members, idempotent producers (scale.py).
 
-The full plan runs the loads (2) and the security rows (5) paired (`run_paired_sessions`,
-paired.py): first, one broker of each kind alive through each of the two groups, every
-row's repetitions alternating between them (A B, B A, ...) so that the two measurements of a
-repetition are seconds apart; the idle broker's CPU seconds during each of the other's
-measurements are kept beside the row. Then each broker in turn (kbroker first, one broker
+The full plan runs the start-up rows (1), the loads (2) and the security rows (5) paired
+(`run_paired_sessions`, paired.py), first: the start-ups' repetitions alternating between the
+broker kinds (A B, B A, ...; only the broker measured running); then one broker of each kind
+alive through each of the two load groups, every row's repetitions alternating between them
+so that the two measurements of a repetition are seconds apart; the idle broker's CPU seconds
+during each of the other's measurements are kept beside the row. Then each broker in turn (kbroker first, one broker
 process at a time) runs the other rows, `Session.run(paired=True)`. With
 `bench.py --sequential`, each broker runs all its rows in turn, the loads and security rows
 included.
@@ -55,7 +57,7 @@ from . import latency as latency_rows
 from . import scale as scale_rows
 from .admin import admin, create_topics
 from .brokers import cpu_seconds, make_broker, rss_bytes, timed_start
-from .paired import Block, Stages, run_paired, run_stages
+from .paired import Block, Stages, abba, run_paired, run_stages
 from .plan import MIB, Plan, Produce
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,12 +190,13 @@ class Session:
         return any(self.wants(g) for g in ("produce", "latency", "consume", "memory"))
 
     def run(self, paired: bool = False) -> None:
-        """Every row of the plan on this broker kind; with `paired`, all but the loads and
-        security rows, which `run_paired` measured beside the other broker's."""
+        """Every row of the plan on this broker kind; with `paired`, all but the start-up
+        (with the idle RSS), load and security rows, which `run_paired_sessions` measured
+        beside the other broker's."""
         if self.plan.shared_broker:
             self.run_shared()
             return
-        if self.wants("startup") or self.wants("memory"):
+        if (self.wants("startup") or self.wants("memory")) and not paired:
             self.startup_empty()
         if self.wants_loads() and not paired:
             self.loads()
@@ -283,6 +286,15 @@ class Session:
         """Fresh data dir: spawn → first acknowledged produce (wall and CPU); idle RSS; then
         the same broker stopped gracefully and restarted on its now formatted data dir.
         With `keep`, the last repetition's broker is left running and returned."""
+        self.declare_startup()
+        self.warm_start()
+        for i in range(self.plan.startups):
+            b = self.startup_rep(i, keep=keep and i == self.plan.startups - 1)
+            if b is not None:
+                return b
+        return None
+
+    def declare_startup(self) -> None:
         r = self.results
         r.scenario("startup-empty", title="start-up to first produce ack, fresh data dir: wall",
                    group="startup", unit="s", better="lower", target=0.05)
@@ -294,30 +306,32 @@ class Session:
                    "ack: broker CPU", group="startup", unit="cpu-s", better="lower")
         r.scenario("rss-idle", title="RSS idle (after start-up)", group="memory", unit="MiB",
                    better="lower", target=0.2)
-        self.warm_start()
-        for i in range(self.plan.reps):
-            b = self._broker(f"startup-empty-{i}")
-            last = keep and i == self.plan.reps - 1
-            try:
-                secs = timed_start(b, "first")
-                log(f"{self.name}: start-up (fresh) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
-                r.add("startup-empty", self.name, secs)
-                r.add("startup-empty-cpu", self.name, b.start_cpu_s)
-                time.sleep(self.plan.idle_settle_s)
-                rss, _ = rss_bytes(b.pid)
-                r.add("rss-idle", self.name, rss / 2**20)
-                log(f"{self.name}: idle RSS {rss / 2**20:.1f} MiB")
-                b.stop()
-                secs = timed_start(b, "first")
-                log(f"{self.name}: restart (formatted) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
-                r.add("startup-restart", self.name, secs)
-                r.add("startup-restart-cpu", self.name, b.start_cpu_s)
-            except BaseException:
-                self._drop(b)
-                raise
-            if last:
-                return b
+
+    def startup_rep(self, i: int, keep: bool = False):
+        """One repetition of `startup_empty`: a fresh start, the idle RSS, a restart; the
+        broker dropped, or with `keep` left running and returned."""
+        r = self.results
+        b = self._broker(f"startup-empty-{i}")
+        try:
+            secs = timed_start(b, "first")
+            log(f"{self.name}: start-up (fresh) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
+            r.add("startup-empty", self.name, secs)
+            r.add("startup-empty-cpu", self.name, b.start_cpu_s)
+            time.sleep(self.plan.idle_settle_s)
+            rss, _ = rss_bytes(b.pid)
+            r.add("rss-idle", self.name, rss / 2**20)
+            log(f"{self.name}: idle RSS {rss / 2**20:.1f} MiB")
+            b.stop()
+            secs = timed_start(b, "first")
+            log(f"{self.name}: restart (formatted) {secs:.3f} s, {b.start_cpu_s:.2f} cpu-s")
+            r.add("startup-restart", self.name, secs)
+            r.add("startup-restart-cpu", self.name, b.start_cpu_s)
+        except BaseException:
             self._drop(b)
+            raise
+        if keep:
+            return b
+        self._drop(b)
         return None
 
     def warm_start(self) -> None:
@@ -648,14 +662,32 @@ class Session:
 
 
 def run_paired_sessions(sessions: list[Session]) -> None:
-    """The loads and the security rows of every session's broker kind, paired: one broker of
-    each kind alive through each group, the repetitions of every row alternating between
-    them (benchmarks/harness/paired.py). Their other rows are left to `Session.run(paired=True)`."""
+    """The start-up, the loads and the security rows of every session's broker kind, paired:
+    one broker of each kind alive through each load group, the repetitions of every row
+    alternating between them (benchmarks/harness/paired.py). Their other rows are left to
+    `Session.run(paired=True)`."""
     first = sessions[0]
+    if first.wants("startup") or first.wants("memory"):
+        paired_startups(sessions)
     if first.wants_loads():
         run_paired(first.results, {s.name: s.load_stages() for s in sessions})
     if first.wants("security"):
         run_paired(first.results, {s.name: s.security_stages() for s in sessions})
+
+
+def paired_startups(sessions: list[Session]) -> None:
+    """The start-up rows (`Session.startup_empty`) of every broker kind, their repetitions
+    alternating in the `abba` order, first in the run. Measured one kind after the other,
+    kbroker's starts and Kafka's were minutes apart, and this machine's speed moves within
+    minutes (a kbroker start's CPU 0.10-0.16 cpu-s for the same work in one run): a ratio of
+    two medians taken in different spells. Paired, the two starts of a repetition are
+    seconds apart, with no broker running but the one measured."""
+    for s in sessions:
+        s.declare_startup()
+        s.warm_start()
+    for i, order in enumerate(abba([s.name for s in sessions], sessions[0].plan.startups)):
+        for name in order:
+            next(s for s in sessions if s.name == name).startup_rep(i)
 
 
 def median(values: list[float]) -> float:
