@@ -125,6 +125,7 @@ async def handle(ctx: RequestContext, request):
     stats = ctx.broker.topic_stats
     append = replicas.append
     errors = False            # an answer with an error code (or one that may get one)
+    woke = False              # an append woke parked readers of its partition
     for td in request.topic_data:
         parts = []
         name = td.name
@@ -150,6 +151,7 @@ async def handle(ctx: RequestContext, request):
                     stats.produce_failed(name, exc.error_code, len(records or b""))
                     continue
                 appended += 1
+                woke = woke or res.woke_readers
                 bytes_in += len(records)
                 messages_in += res.last_offset - res.base_offset + 1
                 # (make: the generated constructor as a plain call; the absent leader is
@@ -180,6 +182,10 @@ async def handle(ctx: RequestContext, request):
                       if version < 13 else
                       Resp.TopicProduceResponse.make(name=name or "", topic_id=td.topic_id,
                                                      partition_responses=parts))
+    if woke:
+        # the connection lets the fetches this request woke answer before its own answer
+        # goes out, as Kafka completes delayed fetches inside the append
+        ctx.extra["readers_woken"] = True
     if waits:
         await _wait_replicated(replicas, waits, request.timeout_ms)
     failed = [(t.name, p.index, p.error_code) for t in topics for p in t.partition_responses

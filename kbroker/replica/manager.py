@@ -702,7 +702,10 @@ class ReplicaManager:
                 return result
             if part.log_end_waiters:
                 part.wake_log_end()         # parked follower fetches read the new data
-            self._maybe_advance_hw(part)    # ... and the rest wait for the high watermark
+            # ... and the rest wait for the high watermark
+            readers = bool(part.waiters)
+            if self._maybe_advance_hw(part) and readers:
+                result.woke_readers = True
             self.stats["appends"] += 1
             self.stats["appended_bytes"] += appended
             if required_acks == -1:

@@ -66,6 +66,9 @@ class AppendResult:
     # acks=all: the answer for the appended batch as of the append (check_replicated's),
     # None when it must wait for the followers
     replicated: int | None = None
+    # the append moved the high watermark and woke parked fetches (or acks=all produces)
+    # waiting for it: the Produce's answer lets them go first (kbroker/server/connection.py)
+    woke_readers: bool = False
 
 
 @dataclass
