@@ -28,6 +28,29 @@ def produce_frame(correlation_id: int, topic: str, value: bytes, client_id: str 
     return encoded(encode_request(0, 9, correlation_id, client_id, body))
 
 
+def fetch_frame(correlation_id: int, topic: str, offset: int, client_id: str = "raw-test",
+                max_wait_ms: int = 20_000) -> bytes:
+    """A consumer's Fetch v12 of partition 0 of ``topic`` from ``offset`` (min_bytes 1: it
+    parks at the log end for up to ``max_wait_ms``)."""
+    F = messages.FetchRequest
+    body = F(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=50 << 20,
+             isolation_level=0, session_id=0, session_epoch=-1, topics=[F.FetchTopic(
+                 topic=topic, partitions=[F.FetchPartition(
+                     partition=0, fetch_offset=offset, partition_max_bytes=1 << 20,
+                     current_leader_epoch=-1, log_start_offset=-1)])])
+    return encoded(encode_request(1, 12, correlation_id, client_id, body))
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    """One response frame (without its size) from a blocking socket."""
+    data = b""
+    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+        chunk = sock.recv(1 << 20)
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data[4:]
+
+
 def api_versions_frame(correlation_id: int, client_id: str = "raw-test") -> bytes:
     """An ApiVersions v3 request."""
     return encoded(encode_request(18, 3, correlation_id, client_id, messages.ApiVersionsRequest(

@@ -11,7 +11,6 @@ so that a connection which never yields fails the test by a socket timeout, not 
 from __future__ import annotations
 
 import socket
-import struct
 import threading
 
 from kbroker.server import connection
@@ -21,27 +20,16 @@ from kbroker.wire.protocol import decode_response, encode_request
 from tests.support.broker_proc import BrokerProcess
 
 from .raw import RawClient
-from .raw_socket import encoded as _bytes, frames as _frames, produce_frame, until as _until
+from .raw_socket import (encoded as _bytes, fetch_frame, frames as _frames, produce_frame,
+                         read_frame, until as _until)
 from .test_metadata_raw import create
-
-F = messages.FetchRequest
-
-
-def _fetch(correlation_id: int, topic: str, offset: int) -> bytes:
-    body = F(replica_id=-1, max_wait_ms=20_000, min_bytes=1, max_bytes=50 << 20,
-             isolation_level=0, session_id=0, session_epoch=-1, topics=[F.FetchTopic(
-                 topic=topic, partitions=[F.FetchPartition(
-                     partition=0, fetch_offset=offset, partition_max_bytes=1 << 20,
-                     current_leader_epoch=-1, log_start_offset=-1)])])
-    return _bytes(encode_request(1, 12, correlation_id, "burst-test", body))
-
 
 async def _parked_fetch(server, topic: str) -> socket.socket:
     """A consumer connection whose Fetch at offset 0 is parked on ``topic``-0."""
     part = server.broker.replicas.get_partition(topic, 0)
     sock = socket.create_connection(("127.0.0.1", server.port))
     sock.setblocking(False)
-    sock.sendall(_fetch(1, topic, 0))
+    sock.sendall(fetch_frame(1, topic, 0, "burst-test"))
     await _until(lambda: len(part.waiters) == 1)
     return sock
 
@@ -100,15 +88,6 @@ async def test_a_burst_is_bounded_so_the_parked_fetch_is_answered_before_the_res
         producer.close()
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    data = b""
-    while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
-        chunk = sock.recv(65536)
-        assert chunk, "the broker closed the connection"
-        data += chunk
-    return data[4:]
-
-
 def test_a_second_connection_is_served_while_one_client_pipelines_without_end(tmp_path):
     broker = BrokerProcess(tmp_path / "data")
     broker.start()
@@ -119,7 +98,7 @@ def test_a_second_connection_is_served_while_one_client_pipelines_without_end(tm
         C = messages.CreateTopicsRequest
         admin.sendall(_bytes(encode_request(19, 7, 1, "burst-test", C(timeout_ms=30_000, topics=[
             C.CreatableTopic(name="flood", num_partitions=1, replication_factor=1)]))))
-        assert decode_response(_read_frame(admin), 19, 7)[1].topics[0].error_code == 0
+        assert decode_response(read_frame(admin), 19, 7)[1].topics[0].error_code == 0
         flood = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
         blob = b"".join(produce_frame(i, "flood", b"f" * 200, "burst-test") for i in range(500))
         stop = threading.Event()
@@ -157,7 +136,7 @@ def test_a_second_connection_is_served_while_one_client_pipelines_without_end(tm
         for i in range(20):
             other.sendall(_bytes(encode_request(3, 12, 1000 + i, "burst-test",
                                                 messages.MetadataRequest(topics=None))))
-            corr, resp = decode_response(_read_frame(other), 3, 12)
+            corr, resp = decode_response(read_frame(other), 3, 12)
             assert corr == 1000 + i and resp.brokers
         # the flood went on being answered meanwhile, and was still pipelining
         assert received[0] > before

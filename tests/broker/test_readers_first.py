@@ -15,41 +15,18 @@ from __future__ import annotations
 
 import select
 import socket
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import trio
 
-from kbroker.wire import messages
-from kbroker.wire.protocol import encode_request
-
 from .raw import RawClient
-from .raw_socket import encoded, produce_frame, until
+from .raw_socket import fetch_frame, produce_frame, read_frame, until
 from .test_metadata_raw import create
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 20
-F = messages.FetchRequest
-
-
-def _fetch_frame(correlation_id: int, topic: str, offset: int) -> bytes:
-    body = F(replica_id=-1, max_wait_ms=30_000, min_bytes=1, max_bytes=1 << 20,
-             isolation_level=0, session_id=0, session_epoch=-1, topics=[F.FetchTopic(
-                 topic=topic, partitions=[F.FetchPartition(
-                     partition=0, fetch_offset=offset, partition_max_bytes=1 << 20,
-                     current_leader_epoch=-1, log_start_offset=-1)])])
-    return encoded(encode_request(1, 12, correlation_id, "readers-first", body))
-
-
-def _read_frame(sock: socket.socket) -> bytes:
-    data = b""
-    while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
-        chunk = sock.recv(1 << 20)
-        assert chunk, "the broker closed the connection"
-        data += chunk
-    return data[4:]
 
 
 def client(port: int, topic: str, rounds: int) -> None:
@@ -58,15 +35,15 @@ def client(port: int, topic: str, rounds: int) -> None:
     consumer = socket.create_connection(("127.0.0.1", port), timeout=30)
     producer = socket.create_connection(("127.0.0.1", port), timeout=30)
     for i in range(rounds):
-        consumer.sendall(_fetch_frame(i, topic, i))
+        consumer.sendall(fetch_frame(i, topic, i, "readers-first", max_wait_ms=30_000))
         print("parked", flush=True)
         assert sys.stdin.readline().strip() == "go"
         producer.sendall(produce_frame(1000 + i, topic, b"r%d" % i, "readers-first"))
         readable, _, _ = select.select([producer], [], [], 30)
         assert readable, "no answer to the produce"
         fetch_ready = bool(select.select([consumer], [], [], 0)[0])
-        _read_frame(producer)
-        _read_frame(consumer)
+        read_frame(producer)
+        read_frame(consumer)
         print("fetch-first" if fetch_ready else "produce-first", flush=True)
 
 
