@@ -64,8 +64,8 @@ dominating:
 - Readers first: when a Produce's append woke parked readers (a consumer's Fetch waiting
   at the log end), the connection gives them two scheduler turns before it writes the
   Produce's answer (:meth:`Connection._readers_first`), so the fetch's answer goes out
-  first, as Kafka queues it (``tests/broker/test_produce_burst.py``); within a burst this
-  happens once, at its end.
+  first, as Kafka queues it (``tests/broker/test_readers_first.py``); within a burst this
+  happens once, at its end (``tests/broker/test_produce_burst.py``).
 """
 from __future__ import annotations
 
@@ -744,8 +744,9 @@ class Connection:
         produces) run before this connection writes the Produce's answer: Kafka completes
         the delayed fetches inside the append (``ReplicaManager.appendRecords``), so their
         answers are queued before the produce's; here a woken fetch would otherwise wait
-        for this answer's encoding and ``sendmsg`` (a low-rate consumer's end-to-end p50:
-        0.33 → 0.27 ms at 500 records/s). Two turns: trio runs each turn's ready tasks in
+        for this answer's ``sendmsg`` (a low-rate consumer's end-to-end p50 in alternating
+        runs at 500 records/s: 0.47 → 0.44 ms; benchmarks/README.md, "The p50 at low
+        rates"). Two turns: trio runs each turn's ready tasks in
         a random order (it reverses the batch half the time), so after one a woken task
         may still come after this one; after two it has run, up to its answer's write
         (a fetch's write does not yield unless the socket is full)."""
