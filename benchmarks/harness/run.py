@@ -20,8 +20,8 @@ The full plan runs the start-up rows (1), the loads (2) and the security rows (5
 broker kinds (A B, B A, ...; only the broker measured running); then one broker of each kind
 alive through each of the two load groups, every row's repetitions alternating between them
 so that the two measurements of a repetition are seconds apart; the idle broker's CPU seconds
-during each of the other's measurements are kept beside the row. Then each broker in turn (kbroker first, one broker
-process at a time) runs the other rows, `Session.run(paired=True)`. With
+during each of the other's measurements are kept beside the row. Then each broker in turn
+(kbroker first, one broker process at a time) runs the other rows, `Session.run(paired=True)`. With
 `bench.py --sequential`, each broker runs all its rows in turn, the loads and security rows
 included.
 
