@@ -2,7 +2,8 @@
 kbroker/server/connection.py).
 
 Counted, not timed: a consumer's Fetch parked at the log end is answered once for a burst of
-pipelined one-record Produce requests already received, with every record of the burst; a
+pipelined one-record Produce requests already received, with every record of the burst, and
+its answer is written before the burst's answers (readers first, at the burst's end); a
 burst is bounded (``_MAX_BURST``): with three bursts' worth of requests in one write the
 parked Fetch is answered before the last of them is handled; and a second connection is
 served while another client pipelines Produce requests without end (a real broker process,
@@ -41,6 +42,13 @@ def _records_fetched(frame: bytes) -> int:
     return sum(h.last_offset_delta + 1 for _, h in rec.iter_batches(part.records or b""))
 
 
+def _readable(sock: socket.socket) -> bool:
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    except BlockingIOError:
+        return False
+
+
 async def _pipeline(server, topic: str, n: int) -> tuple[list, socket.socket]:
     sock = socket.create_connection(("127.0.0.1", server.port))
     sock.setblocking(False)
@@ -61,6 +69,9 @@ async def test_a_parked_fetch_is_answered_once_for_a_burst_of_pipelined_produces
     assert n < connection._MAX_BURST
     _, producer = await _pipeline(broker_server, "burst", n)
     try:
+        # readers first, at the burst's end: the fetch's answer was written before the
+        # produces' answers, so it is there once they are
+        assert _readable(consumer)
         (frame,) = await _frames(consumer, 1)
         # one wake-up, one answer with all twenty records (one per request before: the
         # connection gave the scheduler a turn after every append)
