@@ -87,7 +87,8 @@ class ReplicaManager:
     metadata change. All methods run on the trio thread; appends are synchronous (no
     checkpoint inside), so concurrent requests never interleave within one append.
     :meth:`run` (in the broker's nursery) drives the follower fetchers
-    (``kbroker/replica/fetcher.py``), AlterPartition calls and the ISR-shrink timer.
+    (``kbroker/replica/fetcher.py``), AlterPartition calls, the ISR-shrink timer and the
+    parked fetches' timer.
     """
 
     CREATE_CHUNK = 32            # new logs per image / per step of the creating task
@@ -105,6 +106,8 @@ class ReplicaManager:
         self._elr_image = self._elr_on = None     # _maybe_advance_hw: ELR on for this image
         self._nursery = None
         self._cancel: trio.CancelScope | None = None
+        # parked fetches' deadlines, one timer for all (its task runs in run())
+        self.purgatory = delayed.FetchPurgatory()
         self._alters: list = []                  # AlterPartition calls waiting for run()
         self._alters_wake: trio.Event | None = None
         # (producer_id, producer_epoch, topic, partition) -> error code; installed by the
@@ -177,14 +180,16 @@ class ReplicaManager:
     # ---------------------------------------------------------------- background work
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Follower fetchers, AlterPartition calls and the ISR-shrink timer (every
-        ``replica.lag.time.max.ms`` / 2), until :meth:`close` or cancellation."""
+        """Follower fetchers, AlterPartition calls, the ISR-shrink timer (every
+        ``replica.lag.time.max.ms`` / 2) and the parked fetches' timer
+        (:class:`delayed.FetchPurgatory`), until :meth:`close` or cancellation."""
         with trio.CancelScope() as scope:
             self._cancel = scope
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(self.fetchers.run)
                 nursery.start_soon(self._isr_shrink_loop)
+                nursery.start_soon(self.purgatory.run)
                 for job in self._alters:
                     nursery.start_soon(self._alter_partition, *job)
                 self._alters = []
@@ -826,7 +831,7 @@ class ReplicaManager:
             lambda first: self.read_all(specs, max_bytes, isolation_level=isolation_level,
                                         replica_id=replica_id, update_fetch_state=first),
             self.get_replica, specs, min_bytes=min_bytes, max_wait_ms=max_wait_ms,
-            stats=self.stats, follower=replica_id >= 0)
+            stats=self.stats, follower=replica_id >= 0, purgatory=self.purgatory)
 
     # ---------------------------------------------------------------- offsets
 

@@ -17,6 +17,17 @@ def spec(topic, part=0, offset=0, pmax=1 << 20, epoch=-1):
     return FetchSpec(topic, part, offset, pmax, epoch)
 
 
+@pytest.fixture(params=["cancel scope", "purgatory"])
+async def deadlines(request, replicas, nursery):
+    """Who keeps a parked fetch's deadline: its own cancel scope (the manager's timer not
+    running) or the replica manager's purgatory timer (``delayed.FetchPurgatory``)."""
+    if request.param == "purgatory":
+        nursery.start_soon(replicas.purgatory.run)
+        await trio.testing.wait_all_tasks_blocked()
+        assert replicas.purgatory.running
+    return request.param
+
+
 async def test_fetch_returns_available_data_at_once(replicas, cluster):
     cluster.create("t", 1)
     replicas.append("t", 0, batch(b"a", b"b"))
@@ -58,7 +69,7 @@ async def test_errors_per_partition(replicas, cluster):
     assert rs[-1].size > 0
 
 
-async def test_long_poll_wakes_on_append(replicas, cluster):
+async def test_long_poll_wakes_on_append(replicas, cluster, deadlines):
     cluster.create("t", 2)
     got = []
 
@@ -79,10 +90,12 @@ async def test_long_poll_wakes_on_append(replicas, cluster):
     assert replicas.statistics()["parked_fetch_waiters"] == 0
 
 
-async def test_long_poll_waits_for_min_bytes_then_times_out(replicas, cluster, autojump_clock):
+async def test_long_poll_waits_for_min_bytes_then_times_out(replicas, cluster, autojump_clock,
+                                                            deadlines):
     cluster.create("t", 1)
     one = len(batch(b"x" * 10))
     result = []
+    wakeups = replicas.stats["fetch_wakeups"]
 
     async def consumer():
         start = trio.current_time()
@@ -96,9 +109,73 @@ async def test_long_poll_waits_for_min_bytes_then_times_out(replicas, cluster, a
         replicas.append("t", 0, batch(b"x" * 10))     # not enough: keeps waiting
     (waited, size), = result
     assert waited == pytest.approx(0.5) and size == one
+    # woken once by the append; the deadline is not a wake-up by data
+    assert replicas.stats["fetch_wakeups"] - wakeups == 1
+    assert len(replicas.purgatory) == 0
 
 
-async def test_long_poll_min_bytes_reached_by_appends(replicas, cluster):
+async def test_purgatory_keeps_each_deadline_and_forgets_fetches_woken_early(
+        replicas, cluster, nursery, autojump_clock):
+    """A shorter wait parked after a longer one still ends on time (the timer's sleep is
+    shortened); fetches woken by data leave entries that are dropped, not kept."""
+    nursery.start_soon(replicas.purgatory.run)
+    await trio.testing.wait_all_tasks_blocked()
+    cluster.create("t", 1)
+    ended = {}
+
+    async def consumer(name, wait_ms):
+        start = trio.current_time()
+        [r] = await replicas.fetch([spec("t", offset=1)], max_bytes=1 << 20, min_bytes=1,
+                                   max_wait_ms=wait_ms)
+        ended[name] = (trio.current_time() - start, r.size)
+
+    replicas.append("t", 0, batch(b"a"))
+    async with trio.open_nursery() as n:
+        n.start_soon(consumer, "long", 60_000)
+        await trio.testing.wait_all_tasks_blocked()
+        n.start_soon(consumer, "short", 300)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(replicas.purgatory) == 2
+        await trio.sleep(1)
+        assert "short" in ended and "long" not in ended
+        replicas.append("t", 0, batch(b"b"))
+    assert ended["short"] == (pytest.approx(0.3), 0)
+    assert ended["long"][0] == pytest.approx(1.0) and ended["long"][1] > 0
+    assert len(replicas.purgatory) == 0
+    purgatory = replicas.purgatory
+    entries = [purgatory.park(trio.current_time() + 3600, trio.Event()) for _ in range(3000)]
+    for entry in entries:
+        purgatory.leave(entry)
+    assert len(purgatory) == 0 and len(purgatory._heap) < purgatory._REBUILD_MIN
+
+
+async def test_a_fetch_parked_when_the_purgatory_stops_still_ends_at_its_deadline(
+        replicas, cluster, autojump_clock):
+    cluster.create("t", 1)
+    result = []
+
+    async def consumer():
+        start = trio.current_time()
+        [r] = await replicas.fetch([spec("t")], max_bytes=1 << 20, min_bytes=1,
+                                   max_wait_ms=500)
+        result.append((trio.current_time() - start, r.size))
+
+    with trio.fail_after(10):      # (a fetch left parked with no deadline would hang)
+        async with trio.open_nursery() as n:
+            with trio.CancelScope() as timer:
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(replicas.purgatory.run)
+                    await trio.testing.wait_all_tasks_blocked()
+                    n.start_soon(consumer)
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert len(replicas.purgatory) == 1
+                    timer.cancel()
+            assert not replicas.purgatory.running
+    # woken by the timer's stop, it parked again under its own cancel scope
+    assert result == [(pytest.approx(0.5), 0)]
+
+
+async def test_long_poll_min_bytes_reached_by_appends(replicas, cluster, deadlines):
     cluster.create("t", 1)
     one = len(batch(b"y" * 10))
     result = []
@@ -119,7 +196,7 @@ async def test_long_poll_min_bytes_reached_by_appends(replicas, cluster):
     assert result == [2 * one]
 
 
-async def test_long_poll_wakes_when_topic_is_deleted(replicas, cluster):
+async def test_long_poll_wakes_when_topic_is_deleted(replicas, cluster, deadlines):
     cluster.create("gone", 1)
     result = []
 
