@@ -9,9 +9,9 @@ Runs the plan of benchmarks/harness/plan.py against both brokers. The full plan'
 rows, load rows (produce, consume, single-node latency) and security rows are measured
 paired, first: every row's repetitions alternating between the brokers (A B, B A, ...;
 benchmarks/harness/paired.py), one broker of each kind alive through each load group; then
-every other row one broker at a time, each broker in turn (benchmarks/harness/run.py). `--sequential` runs every row of one broker,
-then every row of the other, as before; the quick plan (one broker per kind shared by its
-rows) always does. Then writes into benchmarks/results/<plan>/:
+every other row one broker at a time, each broker in turn (benchmarks/harness/run.py).
+`--sequential` runs every row of one broker, then every row of the other, as before; the
+quick plan (one broker per kind shared by its rows) always does. Then writes into benchmarks/results/<plan>/:
 results.json (raw values of every repetition), results.md (medians and kbroker/Kafka ratios)
 and PNG charts. `--publish` also copies the table into benchmarks/README.md (between the
 `bench-table` markers) and the charts into benchmarks/charts/. `--profile DIR` records a

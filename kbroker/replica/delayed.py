@@ -204,21 +204,19 @@ async def fetch(read_all: Callable[[bool], list[FetchResult]], lookup: Lookup,
             if part is not None:
                 (part.log_end_waiters if follower else part.waiters).add(event)
                 parked.append(part)
-        if purgatory is not None and purgatory.running:
-            entry = purgatory.park(deadline, event)
-            try:
-                await event.wait()
-            finally:
-                purgatory.leave(entry)
-                for part in parked:
-                    (part.log_end_waiters if follower else part.waiters).discard(event)
-            if not entry.expired:
-                stats["fetch_wakeups"] += 1
-            continue
+        entry = purgatory.park(deadline, event) \
+            if purgatory is not None and purgatory.running else None
         try:
-            with trio.move_on_at(deadline):
+            if entry is not None:
                 await event.wait()
-                stats["fetch_wakeups"] += 1
+                if not entry.expired:
+                    stats["fetch_wakeups"] += 1
+            else:
+                with trio.move_on_at(deadline):
+                    await event.wait()
+                    stats["fetch_wakeups"] += 1
         finally:
+            if entry is not None:
+                purgatory.leave(entry)
             for part in parked:
                 (part.log_end_waiters if follower else part.waiters).discard(event)

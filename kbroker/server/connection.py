@@ -746,10 +746,10 @@ class Connection:
         answers are queued before the produce's; here a woken fetch would otherwise wait
         for this answer's ``sendmsg`` (a low-rate consumer's end-to-end p50 in alternating
         runs at 500 records/s: 0.47 → 0.44 ms; benchmarks/README.md, "The p50 at low
-        rates"). Two turns: trio runs each turn's ready tasks in
-        a random order (it reverses the batch half the time), so after one a woken task
-        may still come after this one; after two it has run, up to its answer's write
-        (a fetch's write does not yield unless the socket is full)."""
+        rates"). Two turns: trio runs each turn's ready tasks in a random order (it
+        reverses the batch half the time), so after one a woken task may still come after
+        this one; after two it has run, up to its answer's write (a fetch's write does not
+        yield unless the socket is full)."""
         self._readers_woken = False
         await trio.lowlevel.cancel_shielded_checkpoint()
         await trio.lowlevel.cancel_shielded_checkpoint()
