@@ -15,9 +15,7 @@ import pytest
 
 from kbroker.config.broker import DEFINITIONS, BrokerConfig, ConfigError
 from kbroker.config.kafka_keys import BROKER_CONFIGS
-from tests.support.broker_proc import REPO_ROOT, free_port
-
-STOCK = Path(__file__).parent / "data" / "kafka-4.3.1-server.properties"
+from tests.support.broker_proc import REPO_ROOT, free_port, stock_properties
 
 
 def test_every_kafka_key_is_defined_with_kafkas_update_mode():
@@ -67,11 +65,17 @@ def test_unknown_key_is_an_error_with_a_hint(tmp_path):
 
 def _stock_copy(tmp_path, extra=""):
     port, cport = free_port(), free_port()
-    text = STOCK.read_text().replace("/tmp/kraft-combined-logs", str(tmp_path / "logs"))
-    text = text.replace("9092", str(port)).replace("9093", str(cport))
+    text = stock_properties(tmp_path / "logs", port, cport)
     path = tmp_path / "server.properties"
     path.write_text(text + extra)
     return path, port
+
+
+def test_the_stock_copy_keeps_a_client_port_that_contains_the_controller_port(tmp_path):
+    # free ports 19093 and 19094 once gave "PLAINTEXT://:119094" (9093 replaced twice)
+    text = stock_properties(tmp_path, 19093, 19094)
+    assert "listeners=PLAINTEXT://:19093,CONTROLLER://:19094\n" in text
+    assert "controller.quorum.bootstrap.servers=localhost:19094\n" in text
 
 
 def test_stock_server_properties_starts_kbroker(tmp_path):

@@ -29,6 +29,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kbroker.tools.local_cluster import ports
 from tests.support.drain import values_to_end
+from tests.support.broker_proc import stock_properties
 from tests.support.parallel import in_threads
 
 from .support import (FAST, BrokerProcess, Cluster, ConfiguredNode, cluster_command, describe_quorum,
@@ -150,7 +151,6 @@ def test_one_controller_and_two_brokers_from_formatted_properties_files(tmp_path
 
 # ---------------------------------------------------------------------- 3. a single node
 
-STOCK = Path(__file__).resolve().parents[1] / "broker" / "data" / "kafka-4.3.1-server.properties"
 
 
 class FileNode(BrokerProcess):
@@ -169,8 +169,7 @@ def single_node(tmp_path: Path, quorum: str) -> tuple[BrokerProcess, int]:
     controller.quorum.bootstrap.servers=localhost:CONTROLLER), or the same file with
     ``controller.quorum.voters=1@localhost:CONTROLLER`` instead (``quorum="voters"``)."""
     client, controller = free_port(), free_port()
-    text = STOCK.read_text().replace("/tmp/kraft-combined-logs", str(tmp_path / "logs"))
-    text = text.replace("9092", str(client)).replace("9093", str(controller))
+    text = stock_properties(tmp_path / "logs", client, controller)
     if quorum == "voters":
         text = text.replace("controller.quorum.bootstrap.servers=", "controller.quorum.voters=1@")
     path = tmp_path / "server.properties"

@@ -15,6 +15,7 @@ clients' bootstrap addresses stay valid.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +30,17 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # range (kbroker/testing/processes.py, the one implementation, so that this module and the
 # testing package's clusters never hand out the same port in one worker).
 from kbroker.testing.processes import free_port, free_ports  # noqa: E402,F401
+
+
+STOCK_PROPERTIES = REPO_ROOT / "tests" / "broker" / "data" / "kafka-4.3.1-server.properties"
+
+
+def stock_properties(logs: Path, port: int, controller_port: int) -> str:
+    """Kafka 4.3.1's stock ``config/server.properties`` with its log directory at ``logs`` and
+    its listeners' ports 9092 and 9093 replaced by ``port`` and ``controller_port``, in one
+    pass: a client port such as 19093 is not then rewritten again as the controller's."""
+    text = STOCK_PROPERTIES.read_text().replace("/tmp/kraft-combined-logs", str(logs))
+    return re.sub(r"\b909[23]\b", lambda m: str(port if m.group() == "9092" else controller_port), text)
 
 
 class BrokerProcess:
