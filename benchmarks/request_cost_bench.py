@@ -23,7 +23,10 @@ Against one ``kbroker serve`` (started here, one topic of one partition), three 
 - ``fetch-woken``: N rounds of a consumer's Fetch (one partition, at the log end,
   ``max_wait_ms`` 500, ``min_bytes`` 1, sessionless as librdkafka's) sent on its own
   connection and parked, then one single-record Produce on another connection that wakes it;
-  the Fetch's share is the round less a ``produce-serial`` request.
+  the Fetch's share is the round less a ``produce-serial`` request;
+- ``fetch-ready``: the same pair the other way round: the Produce is answered, then the
+  Fetch finds its record and is answered at once. Against ``fetch-woken``, what parking,
+  waking and answering the woken fetch first (readers first) cost.
 
 Two more phases, not run by default, have the Java producer's request shape at 8 partitions
 (``ProducerPerformance``, 1 KiB records, ``batch.size`` 16 KiB: one batch of 15 records per
@@ -36,6 +39,13 @@ rows, benchmarks/README.md "The Java producer at 8 partitions"):
 
 Optionally ``--py-spy FILE`` records a py-spy profile of the broker over the measured phases
 (``--idle`` left off: only time on the CPU). Prints a table; asserts nothing.
+
+``--counter bytecodes`` counts the Python bytecodes the broker runs instead, per function
+(a tracer switched on for each phase): exact like callgrind's instructions, and it says
+where — after the table, each phase's bytecodes per request by layer (``kbroker.server``,
+``kbroker.wire``, trio...) and its ``--top`` functions. Bytecodes are not equal in cost
+(a call into C counts one), so the two counters answer different questions: how much, and
+where in the Python.
 
     .venv/bin/python -m benchmarks.request_cost_bench [-n 2000] [--window 16]
         [--fetch-version 12] [--py-spy /tmp/broker.txt]
@@ -263,7 +273,102 @@ os._exit = _exit
 prof.enable()
 runpy.run_module("kbroker", run_name="__main__")
 """
-COUNTERS = {"perf": PerfCounter, "callgrind": CallgrindCounter, "cpu": CpuCounter}
+# ``kbroker serve`` with a bytecode counter switched on by SIGUSR1 and off by SIGUSR2 (the
+# counts, per code object, written to argv[1] then)
+_BYTECODE_WRAPPER = """
+import collections, os, runpy, signal, sys
+out = sys.argv[1]
+sys.argv = ["kbroker"] + sys.argv[2:]
+counts = collections.Counter()
+calls = collections.Counter()
+def local(frame, event, arg):
+    if event == "opcode":
+        counts[frame.f_code] += 1
+    return local
+def tracer(frame, event, arg):
+    calls[frame.f_code] += 1      # a call, or a generator or coroutine resumed
+    frame.f_trace_opcodes = True
+    frame.f_trace_lines = False
+    return local
+def start(signum, frame):
+    counts.clear()
+    calls.clear()
+    sys.settrace(tracer)
+def stop(signum, frame):
+    sys.settrace(None)
+    with open(out + ".part", "w") as f:
+        for code, n in counts.most_common():
+            f.write(f"{n}\\t{calls[code]}\\t{code.co_filename}:{code.co_firstlineno}:{code.co_name}\\n")
+    os.replace(out + ".part", out)
+signal.signal(signal.SIGUSR1, start)
+signal.signal(signal.SIGUSR2, stop)
+runpy.run_module("kbroker", run_name="__main__")
+"""
+BYTECODE_FILE = Path(tempfile.gettempdir()) / f"reqcost-bytecodes-{os.getpid()}.txt"
+
+
+class BytecodeCounter:
+    """The Python bytecodes the broker's main thread runs during a phase, counted per
+    function (``sys.settrace`` with opcode events, switched on and off by signals; the
+    broker runs under ``_BYTECODE_WRAPPER``). Exact and repeatable like callgrind's count,
+    and it says where: ``table`` holds (bytecodes, calls, function) of the phase. The
+    tracer slows the broker tens of times: a count, never a time."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.table: list[tuple[int, int, str]] = []
+        BYTECODE_FILE.unlink(missing_ok=True)
+        os.kill(pid, signal.SIGUSR1)
+
+    def stop(self) -> int:
+        os.kill(self.pid, signal.SIGUSR2)
+        deadline = time.monotonic() + 120
+        while not BYTECODE_FILE.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the broker wrote no bytecode counts")
+            time.sleep(0.05)
+        for line in BYTECODE_FILE.read_text().splitlines():
+            n, calls, where = line.split("\t", 2)
+            self.table.append((int(n), int(calls), where))
+        BYTECODE_FILE.unlink()
+        return sum(n for n, _, _ in self.table)
+
+
+def layer(where: str) -> str:
+    """The part of the broker a function belongs to, from its ``file:line:name``."""
+    path = where.rsplit(":", 2)[0]
+    if path.startswith("<attrs generated methods "):     # attrs classes' own methods
+        return path[len("<attrs generated methods "):].split(".")[0]
+    if path.startswith("<kbroker codec") or path == "<string>":
+        return "kbroker.wire (generated)"
+    if "/kbroker/" in path:
+        parts = path.split("/kbroker/", 1)[1].split("/")
+        return "kbroker." + parts[0] if len(parts) > 1 else "kbroker"
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1].split("/")[0]
+    return "python stdlib" if path.startswith(("/usr/lib/python", "<frozen")) else path
+
+
+def print_bytecode_tables(tables: list[tuple[str, int, list]], top: int) -> None:
+    """Per phase: bytecodes per request by layer, then the ``top`` functions."""
+    for name, done, table in tables:
+        total = sum(n for n, _, _ in table)
+        print(f"\n{name}: {total / done:,.0f} bytecodes per request")
+        layers: dict[str, int] = {}
+        for n, _, where in table:
+            layers[layer(where)] = layers.get(layer(where), 0) + n
+        print("| layer | bytecodes / request | share |\n|---|---:|---:|")
+        for key, n in sorted(layers.items(), key=lambda kv: -kv[1]):
+            if n >= total / 1000:
+                print(f"| {key} | {n / done:,.0f} | {n / total:.1%} |")
+        print("| function | bytecodes / request | runs / request |\n|---|---:|---:|")
+        for n, calls, where in table[:top]:
+            print(f"| `{where.split('/kbroker/', 1)[-1].split('site-packages/', 1)[-1]}` "
+                  f"| {n / done:,.1f} | {calls / done:,.2f} |")
+
+
+COUNTERS = {"perf": PerfCounter, "callgrind": CallgrindCounter, "cpu": CpuCounter,
+            "bytecodes": BytecodeCounter}
 
 
 def phase_produce_pipelined(port: int, n: int, window: int) -> int:
@@ -323,6 +428,26 @@ def phase_fetch_woken(port: int, n: int, version: int, offset: int, park_s: floa
     consumer.sock.close()
     producer.sock.close()
     return n, empty
+
+
+def phase_fetch_ready(port: int, n: int, version: int, offset: int) -> int:
+    """N rounds of the ``fetch-woken`` pair with the order reversed: the single-record Produce
+    is answered first, then the consumer's Fetch finds the record there and is answered at
+    once (nothing parks). Against ``fetch-woken`` this leaves the parking, the wake-up and
+    the answers' order (readers first) as the difference."""
+    consumer = Conn(port, "reqcost-consumer")
+    producer = Conn(port, "reqcost-producer")
+    produces = [producer.frame(0, PRODUCE_VERSION, produce_body()) for _ in range(n)]
+    for i in range(n):
+        producer.sock.sendall(produces[i])
+        producer.read_frame()
+        resp = consumer.call(1, version, fetch_body(offset, version))
+        part = resp.responses[0].partitions[0]
+        assert part.error_code == 0 and part.records, f"fetch failed with error {part.error_code}"
+        offset += 1
+    consumer.sock.close()
+    producer.sock.close()
+    return n
 
 
 def phase_burst_woken(port: int, n: int, window: int, version: int, offset: int,
@@ -409,7 +534,10 @@ def main(argv=None) -> int:
     ap.add_argument("--python", default=None, help="the broker's interpreter (default: this one)")
     ap.add_argument("--counter", choices=sorted(COUNTERS), default="perf",
                     help="perf: instructions:u (needs a PMU); callgrind: exact instruction "
-                         "counts of the broker run under valgrind (slow); cpu: CPU ns")
+                         "counts of the broker run under valgrind (slow); cpu: CPU ns; "
+                         "bytecodes: Python bytecodes, with a table per phase of where")
+    ap.add_argument("--top", type=int, default=25,
+                    help="functions listed per phase with --counter bytecodes")
     args = ap.parse_args(argv)
     needs = {"perf": "perf", "callgrind": "callgrind_control"}.get(args.counter)
     if needs and shutil.which(needs) is None:
@@ -423,6 +551,10 @@ def main(argv=None) -> int:
         # deterministic call counts per request (cProfile slows the broker: no timings)
         plain = broker.command
         broker.command = lambda: [plain()[0], "-c", _CPROFILE_WRAPPER, args.cprofile, *plain()[3:]]
+    if args.counter == "bytecodes":
+        plain = broker.command
+        broker.command = lambda: [plain()[0], "-c", _BYTECODE_WRAPPER, str(BYTECODE_FILE),
+                                  *plain()[3:]]
     if args.counter == "callgrind":
         broker.start_timeout = 300.0
         broker.prefix = ["valgrind", *CallgrindCounter.prefix_args,
@@ -430,6 +562,7 @@ def main(argv=None) -> int:
     broker.start()
     pid = broker.proc.pid
     rows = []
+    tables: list = []
     spy = None
     try:
         admin = Conn(broker.port, "reqcost-admin")
@@ -480,6 +613,9 @@ def main(argv=None) -> int:
                         + ("acks=all, idempotent" if name.endswith("idem") else "acks=1"))
             elif name == "produce-serial":
                 done, note = phase_produce_serial(broker.port, args.n), ""
+            elif name == "fetch-ready":
+                done = phase_fetch_ready(broker.port, args.n, args.fetch_version, log_end(admin))
+                note = "the Produce answered, then a Fetch of its record (nothing parks)"
             elif name == "burst-woken":
                 done, fetches = phase_burst_woken(broker.port, args.n, args.window,
                                                   args.fetch_version, log_end(admin),
@@ -495,6 +631,8 @@ def main(argv=None) -> int:
             if isinstance(counter, CpuCounter):
                 note = f"{note}; {counter.system_share:.0%} in the kernel".lstrip("; ")
             rows.append((name, done, instructions / done, wall * 1e6 / done, note))
+            if isinstance(counter, BytecodeCounter):
+                tables.append((name, done, counter.table))
     finally:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
@@ -508,7 +646,7 @@ def main(argv=None) -> int:
     print(f"kbroker: one partition, 1 KiB records, acks=1, Produce v{PRODUCE_VERSION}, "
           f"Fetch v{args.fetch_version}, {args.n} per phase")
     unit = {"perf": "instructions:u", "callgrind": "instructions (callgrind Ir)",
-            "cpu": "CPU ns"}[args.counter]
+            "cpu": "CPU ns", "bytecodes": "bytecodes"}[args.counter]
     print(f"| phase | requests | broker {unit} / request | wall µs / request | note |")
     print("|---|---:|---:|---:|---|")
     for name, done, ins, wall, note in rows:
@@ -516,6 +654,11 @@ def main(argv=None) -> int:
     if "fetch-woken" in per and "produce-serial" in per:
         woken = per["fetch-woken"] - per["produce-serial"]
         print(f"| fetch woken (round − serial produce) | | {woken:,.0f} | | |")
+    if "fetch-ready" in per and "produce-serial" in per:
+        ready = per["fetch-ready"] - per["produce-serial"]
+        print(f"| fetch ready (round − serial produce) | | {ready:,.0f} | | |")
+    if tables:
+        print_bytecode_tables(tables, args.top)
     return 0
 
 
