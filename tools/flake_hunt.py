@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import re
 import shutil
 import subprocess
@@ -43,9 +44,12 @@ def run_once(index: int, workdir: Path, tests: list[str], workers: int) -> tuple
     else:
         cmd = "make test"
     started = time.monotonic()
+    # the environment make gives what it runs (the Makefile unexports PYTHONDONTWRITEBYTECODE):
+    # pytest run here directly must see the same, or its tests differ from CI's
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with open(log, "w") as out:
         rc = subprocess.run(["bash", "-c", cmd], cwd=clone, stdout=out, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL).returncode
+                            stdin=subprocess.DEVNULL, env=env).returncode
     elapsed = time.monotonic() - started
     failed = set()
     for line in log.read_text(errors="replace").splitlines():

@@ -448,12 +448,14 @@ class JsonEntries(Mapping):
     file's order (:func:`read_json_entries`); each read from the parsed copy on its first
     lookup, and :meth:`light` answers the members kept in the index without that."""
 
-    def __init__(self, path: Path, shape: tuple, index: dict, data, full: dict):
+    def __init__(self, path: Path, shape: tuple, index: dict, data, full: dict,
+                 write: bool | None = None):
         # shape: (list_key, key, light); index: key -> (the light members, offset << 32 |
         # length in data); full: key -> the whole object, for those read so far (all of
-        # them when the JSON was parsed)
-        self._path, self._shape, self._index, self._data, self._full = (
-            path, shape, index, data, full)
+        # them when the JSON was parsed); write: the reading's ``write``, which also decides
+        # whether a copy found damaged on a lookup is written again
+        self._path, self._shape, self._index, self._data, self._full, self._write = (
+            path, shape, index, data, full, write)
 
     def light(self, key) -> dict:
         """The members of entry ``key`` kept in the index (those it has of the ones asked for
@@ -470,8 +472,8 @@ class JsonEntries(Mapping):
                 entry = None
             if type(entry) is not dict:
                 # a damaged entry: every entry from the JSON itself, and the copy written
-                # again (as for a copy that cannot be read at all)
-                parsed = _parse_json_entries(self._path, *self._shape, write=None)
+                # again as the reading's ``write`` says (as for a copy that cannot be read)
+                parsed = _parse_json_entries(self._path, *self._shape, write=self._write)
                 self._full, self._data = parsed._full, None
                 entry = self._full[key]
             self._full[key] = entry
@@ -506,7 +508,7 @@ def read_json_entries(path: Path, list_key: str, key: str, light: tuple[str, ...
     except OSError:
         found = None
     if found is not None and type(found[0]) is dict:
-        return JsonEntries(path, (list_key, key, light), found[0], found[1], {})
+        return JsonEntries(path, (list_key, key, light), found[0], found[1], {}, write)
     return _parse_json_entries(path, list_key, key, light, write=write)
 
 
@@ -526,4 +528,4 @@ def _parse_json_entries(path: Path, list_key: str, key: str, light: tuple, *,
             replace_file(parsed_copy(path), indexed_bytes(stamp, index, chunks))
         except OSError:         # a read-only installation: parsed at every start
             pass
-    return JsonEntries(path, (list_key, key, light), index, None, full)
+    return JsonEntries(path, (list_key, key, light), index, None, full, write)
