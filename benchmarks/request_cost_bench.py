@@ -356,7 +356,8 @@ def print_bytecode_tables(tables: list[tuple[str, int, list]], top: int) -> None
         print(f"\n{name}: {total / done:,.0f} bytecodes per request")
         layers: dict[str, int] = {}
         for n, _, where in table:
-            layers[layer(where)] = layers.get(layer(where), 0) + n
+            key = layer(where)
+            layers[key] = layers.get(key, 0) + n
         print("| layer | bytecodes / request | share |\n|---|---:|---:|")
         for key, n in sorted(layers.items(), key=lambda kv: -kv[1]):
             if n >= total / 1000:
@@ -369,6 +370,13 @@ def print_bytecode_tables(tables: list[tuple[str, int, list]], top: int) -> None
 
 COUNTERS = {"perf": PerfCounter, "callgrind": CallgrindCounter, "cpu": CpuCounter,
             "bytecodes": BytecodeCounter}
+
+
+def _run_under(broker, wrapper: str, out: str) -> None:
+    """``broker`` started as ``python -c wrapper out serve ...`` instead of ``python -m kbroker
+    serve ...``: the wrapper runs ``kbroker`` (its arguments after ``out``) under a profiler."""
+    plain = broker.command
+    broker.command = lambda: [plain()[0], "-c", wrapper, out, *plain()[3:]]
 
 
 def phase_produce_pipelined(port: int, n: int, window: int) -> int:
@@ -549,12 +557,9 @@ def main(argv=None) -> int:
     broker = BrokerProcess(work / "data", overrides={"num.partitions": 1}, **kw)
     if args.cprofile:
         # deterministic call counts per request (cProfile slows the broker: no timings)
-        plain = broker.command
-        broker.command = lambda: [plain()[0], "-c", _CPROFILE_WRAPPER, args.cprofile, *plain()[3:]]
+        _run_under(broker, _CPROFILE_WRAPPER, args.cprofile)
     if args.counter == "bytecodes":
-        plain = broker.command
-        broker.command = lambda: [plain()[0], "-c", _BYTECODE_WRAPPER, str(BYTECODE_FILE),
-                                  *plain()[3:]]
+        _run_under(broker, _BYTECODE_WRAPPER, str(BYTECODE_FILE))
     if args.counter == "callgrind":
         broker.start_timeout = 300.0
         broker.prefix = ["valgrind", *CallgrindCounter.prefix_args,

@@ -28,8 +28,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kbroker.tools.local_cluster import ports
-from tests.support.drain import values_to_end
 from tests.support.broker_proc import stock_properties
+from tests.support.drain import values_to_end
 from tests.support.parallel import in_threads
 
 from .support import (FAST, BrokerProcess, Cluster, ConfiguredNode, cluster_command, describe_quorum,
@@ -150,7 +150,6 @@ def test_one_controller_and_two_brokers_from_formatted_properties_files(tmp_path
 
 
 # ---------------------------------------------------------------------- 3. a single node
-
 
 
 class FileNode(BrokerProcess):
