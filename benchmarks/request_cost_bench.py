@@ -47,6 +47,13 @@ where — after the table, each phase's bytecodes per request by layer (``kbroke
 (a call into C counts one), so the two counters answer different questions: how much, and
 where in the Python.
 
+``--counter timeline`` maps a ``fetch-woken`` round inside the broker instead: the broker
+runs under a wrapper that marks, once per round, when the Produce reaches its handler, when
+its append begins and returns, when its answer is encoded, when the woken Fetch's read
+begins and returns, when its answer is encoded and when the ``sendmsg`` that writes it
+begins and returns; after the table, each step's median time from the Produce's entry. The
+wrappers add a call each (about a microsecond): where the round's time goes, not a speed.
+
     .venv/bin/python -m benchmarks.request_cost_bench [-n 2000] [--window 16]
         [--fetch-version 12] [--py-spy /tmp/broker.txt]
 """
@@ -275,10 +282,25 @@ runpy.run_module("kbroker", run_name="__main__")
 """
 # ``kbroker serve`` with a bytecode counter switched on by SIGUSR1 and off by SIGUSR2 (the
 # counts, per code object, written to argv[1] then)
-_BYTECODE_WRAPPER = """
-import collections, os, runpy, signal, sys
+# What the two signal-switched wrappers share: ``kbroker serve``'s command line after the
+# output file, ``publish`` (the output written whole, then renamed into place), and
+# ``start``/``stop`` (each wrapper's own) bound to SIGUSR1/SIGUSR2 before the broker runs.
+_SIGNALLED_HEAD = """
+import os, runpy, signal, sys
 out = sys.argv[1]
 sys.argv = ["kbroker"] + sys.argv[2:]
+def publish(lines):
+    with open(out + ".part", "w") as f:
+        f.writelines(lines)
+    os.replace(out + ".part", out)
+"""
+_SIGNALLED_TAIL = """
+signal.signal(signal.SIGUSR1, start)
+signal.signal(signal.SIGUSR2, stop)
+runpy.run_module("kbroker", run_name="__main__")
+"""
+_BYTECODE_WRAPPER = _SIGNALLED_HEAD + """
+import collections
 counts = collections.Counter()
 calls = collections.Counter()
 def local(frame, event, arg):
@@ -296,15 +318,142 @@ def start(signum, frame):
     sys.settrace(tracer)
 def stop(signum, frame):
     sys.settrace(None)
-    with open(out + ".part", "w") as f:
-        for code, n in counts.most_common():
-            f.write(f"{n}\\t{calls[code]}\\t{code.co_filename}:{code.co_firstlineno}:{code.co_name}\\n")
-    os.replace(out + ".part", out)
-signal.signal(signal.SIGUSR1, start)
-signal.signal(signal.SIGUSR2, stop)
-runpy.run_module("kbroker", run_name="__main__")
-"""
+    publish(f"{n}\\t{calls[code]}\\t{code.co_filename}:{code.co_firstlineno}:{code.co_name}\\n"
+            for code, n in counts.most_common())
+""" + _SIGNALLED_TAIL
 BYTECODE_FILE = Path(tempfile.gettempdir()) / f"reqcost-bytecodes-{os.getpid()}.txt"
+
+
+# ``kbroker serve`` with time marks along a round of a Produce that wakes a parked Fetch
+# (``--counter timeline``): a few functions on that path are wrapped to note when they are
+# entered or left, each mark once per round. A round starts when a Produce reaches its
+# connection's handler and ends when the ``sendmsg`` after the woken Fetch's answer was
+# encoded returns (a one-record answer goes out with ``sendmsg``).
+TIMELINE_STEPS = ("Produce handler entered", "append begins", "append returns",
+                  "Produce answer encoded", "Fetch read begins", "Fetch read returns",
+                  "Fetch answer encoded", "sendmsg begins", "sendmsg returns")
+_TIMELINE_WRAPPER = _SIGNALLED_HEAD + """
+import statistics
+from time import perf_counter_ns as now
+import kbroker.replica.read as read
+import kbroker.server.connection as connection
+import kbroker.server.send as send
+from kbroker.replica.manager import ReplicaManager
+STEPS = %r
+on = False
+marks = {}
+rounds = []
+
+real_handle = connection.Connection._handle_request
+async def handle_request(self, frame, out):
+    if on and len(frame) >= 2 and frame[0] == 0 and frame[1] == 0:    # API key 0: Produce
+        marks.clear()
+        marks[STEPS[0]] = now()
+    return await real_handle(self, frame, out)
+connection.Connection._handle_request = handle_request
+
+def timed(real, after, begin, end):
+    def wrapped(*args, **kwargs):
+        take = on and after in marks and begin not in marks
+        if take:
+            marks[begin] = now()
+        result = real(*args, **kwargs)
+        if take:
+            marks[end] = now()
+        return result
+    return wrapped
+ReplicaManager.append = timed(ReplicaManager.append, STEPS[0], STEPS[1], STEPS[2])
+read.read_for_consumer = timed(read.read_for_consumer, STEPS[2], STEPS[4], STEPS[5])
+
+real_encode = connection.encode_response
+def encode_response(api_key, version, correlation_id, body):
+    parts = real_encode(api_key, version, correlation_id, body)
+    if on:
+        if api_key == 0 and STEPS[0] in marks:
+            marks.setdefault(STEPS[3], now())
+        elif api_key == 1 and STEPS[5] in marks:
+            marks.setdefault(STEPS[6], now())
+    return parts
+connection.encode_response = encode_response
+
+real_sendmsg = send._sendmsg_all
+async def sendmsg_all(sock, buffers, flags):
+    take = on and STEPS[6] in marks and STEPS[7] not in marks
+    if take:
+        marks[STEPS[7]] = now()
+    await real_sendmsg(sock, buffers, flags)
+    if take:
+        marks[STEPS[8]] = now()
+        rounds.append(dict(marks))
+        marks.clear()
+send._sendmsg_all = sendmsg_all
+
+def start(signum, frame):
+    global on
+    marks.clear()
+    rounds.clear()
+    on = True
+def stop(signum, frame):
+    global on
+    on = False
+    lines = [f"rounds\\t{len(rounds)}\\n"]
+    for step in STEPS:
+        at = [r[step] - r[STEPS[0]] for r in rounds if step in r]
+        if at:
+            lines.append(f"{step}\\t{statistics.median(at)}\\t{len(at)}\\n")
+    publish(lines)
+""" % (TIMELINE_STEPS,) + _SIGNALLED_TAIL
+TIMELINE_FILE = Path(tempfile.gettempdir()) / f"reqcost-timeline-{os.getpid()}.txt"
+
+
+def _written(path: Path, what: str) -> str:
+    """The text of ``path`` once the broker has written it (after its stop signal)."""
+    deadline = time.monotonic() + 120
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the broker wrote no {what}")
+        time.sleep(0.05)
+    text = path.read_text()
+    path.unlink()
+    return text
+
+
+class TimelineCounter:
+    """Where a round of a Produce waking a parked Fetch spends its time inside the broker
+    (the broker runs under ``_TIMELINE_WRAPPER``, switched on and off by signals): per step
+    of ``TIMELINE_STEPS``, the median time from the Produce's handler entry, over the
+    phase's complete rounds (``fetch-woken``; other phases have none). The wrappers add a
+    call each (about a microsecond on this machine): a map of the round, not a benchmark."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.rounds = 0
+        self.steps: list[tuple[str, float, int]] = []     # (step, median ns, rounds with it)
+        TIMELINE_FILE.unlink(missing_ok=True)
+        os.kill(pid, signal.SIGUSR1)
+
+    def stop(self) -> float:
+        """The median round, Produce handler entry to the Fetch's answer written, in ns
+        (0 without a complete round)."""
+        os.kill(self.pid, signal.SIGUSR2)
+        for line in _written(TIMELINE_FILE, "timeline").splitlines():
+            step, value, *count = line.split("\t")
+            if step == "rounds":
+                self.rounds = int(value)
+            else:
+                self.steps.append((step, float(value), int(count[0])))
+        return dict((s, v) for s, v, _ in self.steps).get(TIMELINE_STEPS[-1], 0.0)
+
+
+def print_timelines(timelines: list[tuple[str, "TimelineCounter"]]) -> None:
+    """Per phase with complete rounds: each step's median time from the Produce's entry."""
+    for name, counter in timelines:
+        if not counter.rounds:
+            continue
+        print(f"\n{name}: {counter.rounds:,} rounds")
+        print("| step | at (µs from the Produce handler's entry, median) |\n|---|---:|")
+        for step, ns, _ in counter.steps:
+            print(f"| {step} | {ns / 1000:,.1f} |")
 
 
 class BytecodeCounter:
@@ -322,15 +471,9 @@ class BytecodeCounter:
 
     def stop(self) -> int:
         os.kill(self.pid, signal.SIGUSR2)
-        deadline = time.monotonic() + 120
-        while not BYTECODE_FILE.exists():
-            if time.monotonic() > deadline:
-                raise RuntimeError("the broker wrote no bytecode counts")
-            time.sleep(0.05)
-        for line in BYTECODE_FILE.read_text().splitlines():
+        for line in _written(BYTECODE_FILE, "bytecode counts").splitlines():
             n, calls, where = line.split("\t", 2)
             self.table.append((int(n), int(calls), where))
-        BYTECODE_FILE.unlink()
         return sum(n for n, _, _ in self.table)
 
 
@@ -369,7 +512,7 @@ def print_bytecode_tables(tables: list[tuple[str, int, list]], top: int) -> None
 
 
 COUNTERS = {"perf": PerfCounter, "callgrind": CallgrindCounter, "cpu": CpuCounter,
-            "bytecodes": BytecodeCounter}
+            "bytecodes": BytecodeCounter, "timeline": TimelineCounter}
 
 
 def _run_under(broker, wrapper: str, out: str) -> None:
@@ -543,7 +686,8 @@ def main(argv=None) -> int:
     ap.add_argument("--counter", choices=sorted(COUNTERS), default="perf",
                     help="perf: instructions:u (needs a PMU); callgrind: exact instruction "
                          "counts of the broker run under valgrind (slow); cpu: CPU ns; "
-                         "bytecodes: Python bytecodes, with a table per phase of where")
+                         "bytecodes: Python bytecodes, with a table per phase of where; "
+                         "timeline: where a fetch-woken round's time goes, step by step")
     ap.add_argument("--top", type=int, default=25,
                     help="functions listed per phase with --counter bytecodes")
     args = ap.parse_args(argv)
@@ -560,6 +704,8 @@ def main(argv=None) -> int:
         _run_under(broker, _CPROFILE_WRAPPER, args.cprofile)
     if args.counter == "bytecodes":
         _run_under(broker, _BYTECODE_WRAPPER, str(BYTECODE_FILE))
+    if args.counter == "timeline":
+        _run_under(broker, _TIMELINE_WRAPPER, str(TIMELINE_FILE))
     if args.counter == "callgrind":
         broker.start_timeout = 300.0
         broker.prefix = ["valgrind", *CallgrindCounter.prefix_args,
@@ -568,6 +714,7 @@ def main(argv=None) -> int:
     pid = broker.proc.pid
     rows = []
     tables: list = []
+    timelines: list = []
     spy = None
     try:
         admin = Conn(broker.port, "reqcost-admin")
@@ -635,7 +782,12 @@ def main(argv=None) -> int:
             instructions = counter.stop()
             if isinstance(counter, CpuCounter):
                 note = f"{note}; {counter.system_share:.0%} in the kernel".lstrip("; ")
-            rows.append((name, done, instructions / done, wall * 1e6 / done, note))
+            if isinstance(counter, TimelineCounter):
+                timelines.append((name, counter))
+                per_request = instructions      # a round's median, not a sum
+            else:
+                per_request = instructions / done
+            rows.append((name, done, per_request, wall * 1e6 / done, note))
             if isinstance(counter, BytecodeCounter):
                 tables.append((name, done, counter.table))
     finally:
@@ -650,9 +802,10 @@ def main(argv=None) -> int:
     per = {name: ins for name, _, ins, _, _ in rows}
     print(f"kbroker: one partition, 1 KiB records, acks=1, Produce v{PRODUCE_VERSION}, "
           f"Fetch v{args.fetch_version}, {args.n} per phase")
-    unit = {"perf": "instructions:u", "callgrind": "instructions (callgrind Ir)",
-            "cpu": "CPU ns", "bytecodes": "bytecodes"}[args.counter]
-    print(f"| phase | requests | broker {unit} / request | wall µs / request | note |")
+    unit = {"perf": "instructions:u / request", "callgrind": "instructions (callgrind Ir) / request",
+            "cpu": "CPU ns / request", "bytecodes": "bytecodes / request",
+            "timeline": "ns from a Produce to the woken Fetch's answer (median round)"}[args.counter]
+    print(f"| phase | requests | broker {unit} | wall µs / request | note |")
     print("|---|---:|---:|---:|---|")
     for name, done, ins, wall, note in rows:
         print(f"| {name} | {done:,} | {ins:,.0f} | {wall:,.0f} | {note} |")
@@ -664,6 +817,8 @@ def main(argv=None) -> int:
         print(f"| fetch ready (round − serial produce) | | {ready:,.0f} | | |")
     if tables:
         print_bytecode_tables(tables, args.top)
+    if timelines:
+        print_timelines(timelines)
     return 0
 
 
