@@ -280,8 +280,6 @@ os._exit = _exit
 prof.enable()
 runpy.run_module("kbroker", run_name="__main__")
 """
-# ``kbroker serve`` with a bytecode counter switched on by SIGUSR1 and off by SIGUSR2 (the
-# counts, per code object, written to argv[1] then)
 # What the two signal-switched wrappers share: ``kbroker serve``'s command line after the
 # output file, ``publish`` (the output written whole, then renamed into place), and
 # ``start``/``stop`` (each wrapper's own) bound to SIGUSR1/SIGUSR2 before the broker runs.
@@ -299,6 +297,8 @@ signal.signal(signal.SIGUSR1, start)
 signal.signal(signal.SIGUSR2, stop)
 runpy.run_module("kbroker", run_name="__main__")
 """
+# ``kbroker serve`` with a bytecode counter switched on by SIGUSR1 and off by SIGUSR2 (the
+# counts, per code object, written to argv[1] then)
 _BYTECODE_WRAPPER = _SIGNALLED_HEAD + """
 import collections
 counts = collections.Counter()
@@ -400,7 +400,7 @@ def stop(signum, frame):
     for step in STEPS:
         at = [r[step] - r[STEPS[0]] for r in rounds if step in r]
         if at:
-            lines.append(f"{step}\\t{statistics.median(at)}\\t{len(at)}\\n")
+            lines.append(f"{step}\\t{statistics.median(at)}\\n")
     publish(lines)
 """ % (TIMELINE_STEPS,) + _SIGNALLED_TAIL
 TIMELINE_FILE = Path(tempfile.gettempdir()) / f"reqcost-timeline-{os.getpid()}.txt"
@@ -428,7 +428,7 @@ class TimelineCounter:
     def __init__(self, pid: int):
         self.pid = pid
         self.rounds = 0
-        self.steps: list[tuple[str, float, int]] = []     # (step, median ns, rounds with it)
+        self.steps: list[tuple[str, float]] = []     # (step, median ns)
         TIMELINE_FILE.unlink(missing_ok=True)
         os.kill(pid, signal.SIGUSR1)
 
@@ -437,12 +437,12 @@ class TimelineCounter:
         (0 without a complete round)."""
         os.kill(self.pid, signal.SIGUSR2)
         for line in _written(TIMELINE_FILE, "timeline").splitlines():
-            step, value, *count = line.split("\t")
+            step, value = line.split("\t")
             if step == "rounds":
                 self.rounds = int(value)
             else:
-                self.steps.append((step, float(value), int(count[0])))
-        return dict((s, v) for s, v, _ in self.steps).get(TIMELINE_STEPS[-1], 0.0)
+                self.steps.append((step, float(value)))
+        return dict(self.steps).get(TIMELINE_STEPS[-1], 0.0)
 
 
 def print_timelines(timelines: list[tuple[str, "TimelineCounter"]]) -> None:
@@ -452,7 +452,7 @@ def print_timelines(timelines: list[tuple[str, "TimelineCounter"]]) -> None:
             continue
         print(f"\n{name}: {counter.rounds:,} rounds")
         print("| step | at (µs from the Produce handler's entry, median) |\n|---|---:|")
-        for step, ns, _ in counter.steps:
+        for step, ns in counter.steps:
             print(f"| {step} | {ns / 1000:,.1f} |")
 
 
@@ -809,10 +809,11 @@ def main(argv=None) -> int:
     print("|---|---:|---:|---:|---|")
     for name, done, ins, wall, note in rows:
         print(f"| {name} | {done:,} | {ins:,.0f} | {wall:,.0f} | {note} |")
-    if "fetch-woken" in per and "produce-serial" in per:
+    # (the Fetch's share is a difference of per-request costs; a timeline's figures are times)
+    if "fetch-woken" in per and "produce-serial" in per and not timelines:
         woken = per["fetch-woken"] - per["produce-serial"]
         print(f"| fetch woken (round − serial produce) | | {woken:,.0f} | | |")
-    if "fetch-ready" in per and "produce-serial" in per:
+    if "fetch-ready" in per and "produce-serial" in per and not timelines:
         ready = per["fetch-ready"] - per["produce-serial"]
         print(f"| fetch ready (round − serial produce) | | {ready:,.0f} | | |")
     if tables:
