@@ -33,9 +33,8 @@ from pathlib import Path
 
 from benchmarks.harness.admin import create_topics
 from benchmarks.harness.brokers import ROOT, KBrokerBench
-from benchmarks.harness.latency import BUSY_LOOP
-from benchmarks.harness.run import rdkafka
-from compat_tests.runner import KBrokerProcess, die_with_parent
+from benchmarks.harness.latency import competing_process, latency_client
+from compat_tests.runner import KBrokerProcess
 
 
 class TreeBroker(KBrokerBench):
@@ -70,15 +69,8 @@ def row(bootstrap: str, rate: int, seconds: float, busy: bool) -> dict:
     """One latency row on a fresh topic: the client's JSON result (p50_ms, p99_ms, ...)."""
     topic = f"ab-{rate}-{uuid.uuid4().hex[:8]}"
     create_topics(bootstrap, [(topic, 1)])
-    spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
-                               preexec_fn=die_with_parent) if busy else None
-    try:
-        return rdkafka("latency", bootstrap, topic, "--rate", str(rate), "--seconds", str(seconds),
-                       "--size", "1024", "--acks", "1")
-    finally:
-        if spinner is not None:
-            spinner.kill()
-            spinner.wait()
+    with competing_process(busy):
+        return latency_client(bootstrap, topic, rate, seconds, "1")
 
 
 def summary(results: dict[tuple[str, int], list[dict]], names: list[str], rates: list[int]) -> list[str]:

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -58,11 +59,31 @@ def _declare(results, kind: str, rate: int) -> str:
     return sid
 
 
+def latency_client(bootstrap: str, topic: str, rate: int, seconds: float, acks: str,
+                   *extra: str) -> dict:
+    """One row's client run (`rdkafka_load latency`, 1 KiB records): its JSON result."""
+    from .run import rdkafka
+    return rdkafka("latency", bootstrap, topic, "--rate", str(rate), "--seconds", str(seconds),
+                   "--size", "1024", "--acks", acks, *extra)
+
+
+@contextmanager
+def competing_process(on: bool = True):
+    """The competing rows' CPU-bound process (`BUSY_LOOP`), for the block (none when off)."""
+    busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
+                            preexec_fn=die_with_parent) if on else None
+    try:
+        yield
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+
+
 def _measure(session, sid: str, bootstrap: str, topic: str, rate: int, acks: str,
              *extra: str) -> None:
-    from .run import log, rdkafka
-    out = rdkafka("latency", bootstrap, topic, "--rate", str(rate), "--seconds",
-                  str(session.plan.latency_seconds), "--size", "1024", "--acks", acks, *extra)
+    from .run import log
+    out = latency_client(bootstrap, topic, rate, session.plan.latency_seconds, acks, *extra)
     log(f"{session.name}: {sid}: p50 {out['p50_ms']:.2f} p99 {out['p99_ms']:.2f} ms "
         f"({out['records']}/{out['expected']} received)")
     session.results.add(sid, session.name, out["p99_ms"], out["p50_ms"], out)
@@ -85,15 +106,8 @@ def _single_node(session, b, sid: str, rate: int, kind: str) -> None:
     from .admin import create_topics
     topic = f"{sid}-{uuid.uuid4().hex[:8]}"
     create_topics(b.bootstrap_servers, [(topic, 1)])
-    busy = None
-    if kind == "a1-busy":
-        busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP], preexec_fn=die_with_parent)
-    try:
+    with competing_process(kind == "a1-busy"):
         _measure(session, sid, b.bootstrap_servers, topic, rate, "1")
-    finally:
-        if busy is not None:
-            busy.kill()
-            busy.wait()
 
 
 def three_nodes(session) -> None:
