@@ -203,6 +203,57 @@ async def handle(ctx: RequestContext, request):
     return Resp.make(responses=topics, throttle_time_ms=0, node_endpoints=endpoints)
 
 
+RUN_VERSIONS = range(SERVED_FROM, 13)     # v13 names topics by id
+
+
+def run_key(version: int, request) -> tuple[str, int] | None:
+    """The partition of a Produce request that may join a run (:func:`handle_run`): acks=1,
+    no transactional id, one topic by name with one partition; else None."""
+    if version not in RUN_VERSIONS or request.acks != 1 or request.transactional_id is not None:
+        return None
+    topics = request.topic_data
+    if len(topics) != 1:
+        return None
+    parts = topics[0].partition_data
+    if len(parts) != 1 or not parts[0].records:
+        return None
+    return topics[0].name, parts[0].index
+
+
+def handle_run(ctx: RequestContext, requests: list) -> list | None:
+    """The answers to a connection's run of pipelined Produce requests that all write one
+    partition (:func:`run_key`), their batches appended in one step
+    (:meth:`ReplicaManager.append_run`): what :func:`handle` answers for each in turn, with
+    one write, one high-watermark step and one wake-up for the run. A producer ahead of its
+    broker sends such runs (librdkafka with ``linger.ms=0`` and many requests in flight), and
+    each request's own append was most of its cost. ``None`` (nothing appended): an
+    authorizer is configured, or the partition or a batch needs the one-by-one path; the
+    caller handles the requests one by one."""
+    if ctx.authorizer is not None:
+        return None
+    td = requests[0].topic_data[0]
+    name, index = td.name, td.partition_data[0].index
+    batches = [r.topic_data[0].partition_data[0].records for r in requests]
+    results = ctx.broker.replicas.append_run(name, index, batches,
+                                             now_ms=ctx.broker.clock.now_ms())
+    if results is None:
+        return None
+    stats = ctx.broker.topic_stats
+    counters = stats.known(name) or stats.topic(name)
+    counters.produce_requests += len(results)
+    counters.bytes_in += sum(len(b) for b in batches)
+    counters.messages_in += results[-1].last_offset - results[0].base_offset + 1
+    if results[-1].woke_readers:
+        ctx.extra["readers_woken"] = True
+    return [Resp.make(responses=[Resp.TopicProduceResponse.make(
+                name=name, partition_responses=[_PartitionResponse.make(
+                    index=index, base_offset=r.base_offset,
+                    log_append_time_ms=r.log_append_time_ms,
+                    log_start_offset=r.log_start_offset)])],
+                      throttle_time_ms=0, node_endpoints=[])
+            for r in results]
+
+
 def _error_name(code: int) -> str:
     try:
         return ErrorCode(code).name

@@ -500,7 +500,8 @@ class PartitionLog:
 
     # -- append ---------------------------------------------------------------------
     def append(self, batch, *, leader_epoch: int = -1, log_append_time: int | None = None,
-               now_ms: int | None = None, header: "rb.BatchHeader | None" = None) -> AppendInfo:
+               now_ms: int | None = None, header: "rb.BatchHeader | None" = None,
+               headers: "list[rb.BatchHeader] | None" = None) -> AppendInfo:
         """Validate, assign offsets to and write one or more record batches.
 
         ``batch`` holds whole v2 batches back to back (a Produce ``records`` field).
@@ -508,7 +509,8 @@ class PartitionLog:
         topics) before anything is written; a refusal leaves the log unchanged.
         ``header``: ``rb.parse_header(batch, 0)`` when the caller parsed it already and
         ``batch`` is that one batch exactly (the produce path): the same checks run on it
-        without parsing it again.
+        without parsing it again; ``headers``: the same for several batches back to back
+        (a run of Produce requests, :func:`kbroker.replica.append.append_run`).
         """
         # (the hot path of every Produce: plain loops, no generators or property calls per
         # batch; storage errors reported as ``@guarded`` does, without its wrapper's call)
@@ -526,6 +528,13 @@ class PartitionLog:
             if header is not None and header[1] + _LOG_OVERHEAD == total:
                 rb.check_batch(view, 0, header, max_batch_bytes=config.max_message_bytes)
                 headers = (header,)
+            elif headers is not None:
+                pos = 0
+                for h in headers:
+                    rb.check_batch(view, pos, h, max_batch_bytes=config.max_message_bytes)
+                    pos += h[1] + _LOG_OVERHEAD
+                if pos != total:
+                    raise CorruptRecord("record set does not end on a batch boundary")
             else:
                 headers = rb.validate_batches(view, max_batch_bytes=config.max_message_bytes)
                 size = 0

@@ -130,6 +130,60 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
         log_start_offset=info.log_start_offset), len(records)
 
 
+def append_run(part: Partition, batches: list, *, now_ms: int) -> list[AppendResult] | None:
+    """The batches of several Produce requests for one partition, appended in one write (a
+    connection's run of pipelined requests: :func:`kbroker.api.produce.handle_run`); the
+    answers in the batches' order. Only batches :func:`append_records` would store as they
+    are, each the whole of its request's data: one batch, no producer id (an idempotent
+    batch is checked against the producer state the batch before it left), not a control
+    batch, the producer's codec kept by the topic's ``compression.type``, CreateTime
+    timestamps inside the window (:func:`check_timestamps`' bounds, taken once). ``None``
+    when one is not, or when the log refuses the run (it writes nothing then): the caller
+    appends the requests one by one, which answers each exactly as Kafka does."""
+    config = part.config
+    target = _CODECS.get(config.compression_type)
+    append_time = config.log_append_time
+    lo = hi = None
+    if not append_time:
+        before, after = partition_window(part)
+        if before < LONG_MAX or after < LONG_MAX:
+            lo, hi = timestamp_bounds(before, after, now_ms)
+    headers = []
+    for records in batches:
+        try:
+            h = rec.parse_header(records, 0)
+        except CorruptRecord:
+            return None
+        if h[1] + _LOG_OVERHEAD != len(records) or h[9] >= 0 or h[5] & rec.ATTR_CONTROL:
+            return None
+        if target is not None and h[5] & rec.ATTR_COMPRESSION_MASK != target:
+            return None
+        if lo is not None:
+            last = h[8]
+            first = last if h[5] & rec.ATTR_DELETE_HORIZON else h[7]
+            if not (lo <= first <= hi and lo <= last <= hi):
+                return None
+        headers.append(h)
+    try:
+        info = part.log.append(bytearray().join(batches), leader_epoch=part.leader_epoch,
+                               log_append_time=now_ms if append_time else None, now_ms=now_ms,
+                               headers=headers)
+    except Exception as exc:
+        if not hasattr(exc, "error_code"):
+            raise
+        return None             # refused before anything was written (kbroker.log.partition)
+    answered_time = now_ms if append_time else -1
+    results = []
+    offset = info.base_offset
+    for h in headers:
+        last = offset + h[6]
+        results.append(AppendResult(base_offset=offset, last_offset=last,
+                                    log_append_time_ms=answered_time,
+                                    log_start_offset=info.log_start_offset))
+        offset = last + 1
+    return results
+
+
 def _batch_headers(records) -> tuple | list | None:
     """The headers of the batches in ``records`` (None: not a clean sequence of batches; the
     log's validation names the problem). One batch filling the data exactly, the case of

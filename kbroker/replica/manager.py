@@ -113,7 +113,8 @@ class ReplicaManager:
         # (producer_id, producer_epoch, topic, partition) -> error code; installed by the
         # transaction coordinator
         self.txn_verifier: Callable[[int, int, str, int], int] | None = None
-        self.stats = {"appends": 0, "appended_bytes": 0, "fetches": 0, "long_polls": 0,
+        self.stats = {"appends": 0, "appended_bytes": 0, "append_runs": 0, "fetches": 0,
+                      "long_polls": 0,
                       "fetch_wakeups": 0, "append_errors": 0, "duplicates": 0,
                       "markers": 0, "follower_fetches": 0, "isr_expands": 0,
                       "isr_shrinks": 0, "alter_partition_errors": 0,
@@ -725,6 +726,32 @@ class ReplicaManager:
             err.log_start_offset = (-1 if err.error_code in append_path.NO_LOG_START
                                     or part is None else part.log_start_offset)
         raise err
+
+    def append_run(self, topic: str, index: int, batches: list, *,
+                   now_ms: int) -> list[AppendResult] | None:
+        """One acks=1 append of several Produce requests' batches for a partition led here
+        (:func:`append_path.append_run`): one write, one high watermark step, one wake-up of
+        the partition's parked fetches. ``None``: not such a run (an internal topic, a
+        partition not led here, a batch the one-by-one path must see); nothing was appended
+        and the caller appends them one by one."""
+        if topic in INTERNAL_TOPICS:
+            return None
+        part = self._partitions.get((topic, index))
+        if part is None or not part.is_leader:
+            return None
+        results = append_path.append_run(part, batches, now_ms=now_ms)
+        if results is None:
+            return None
+        if part.log_end_waiters:
+            part.wake_log_end()
+        readers = bool(part.waiters)
+        if self._maybe_advance_hw(part) and readers:
+            results[-1].woke_readers = True
+        stats = self.stats
+        stats["appends"] += len(results)
+        stats["appended_bytes"] += sum(len(b) for b in batches)
+        stats["append_runs"] += 1
+        return results
 
     def write_txn_marker(self, topic: str, index: int, *, producer_id: int, producer_epoch: int,
                          commit: bool, coordinator_epoch: int, now_ms: int | None = None) -> int:
