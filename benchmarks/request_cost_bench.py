@@ -345,11 +345,11 @@ marks = {}
 rounds = []
 
 real_handle = connection.Connection._handle_request
-async def handle_request(self, frame, out):
+async def handle_request(self, frame, out, decoded=None):
     if on and len(frame) >= 2 and frame[0] == 0 and frame[1] == 0:    # API key 0: Produce
         marks.clear()
         marks[STEPS[0]] = now()
-    return await real_handle(self, frame, out)
+    return await real_handle(self, frame, out, decoded)
 connection.Connection._handle_request = handle_request
 
 def timed(real, after, begin, end):

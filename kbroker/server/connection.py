@@ -56,6 +56,18 @@ dominating:
   burst and answers every record of it, instead of once per one-record request of a
   ``linger.ms=0`` producer. Other connections get their turn after every bounded burst
   (``tests/broker/test_produce_burst.py``).
+- Runs: the Produce requests of a burst that are already received whole are decoded
+  together, and each stretch of them writing one partition with acks=1 and no
+  transactional id is answered by one append (:meth:`Connection._handle_produces`,
+  :func:`kbroker.api.produce.handle_run`, :func:`kbroker.replica.append.append_run`): one
+  write, one high-watermark step and one wake-up of parked fetches for the stretch, the
+  answers and meters those of the requests one at a time. A producer ahead of its broker
+  (``linger.ms=0``, many requests in flight) sends such stretches, and each one-record
+  request's own append was most of its cost: the broker catches up faster the further it
+  falls behind. Batches the log must see one by one (an idempotent producer's, a refused
+  batch, a timestamp outside the window) and every request while an authorizer or a quota
+  is in force, or on a SASL connection, take the one-request path
+  (``tests/broker/test_produce_runs.py``).
 - Answers to Produce requests are held back while more requests are already waiting on
   the socket (a non-blocking read finds them) and the next one is again a Produce; they
   go out with one ``sendmsg`` before the connection would wait or handle anything else —
@@ -65,7 +77,7 @@ dominating:
   at the log end), the connection gives them two scheduler turns before it writes the
   Produce's answer (:meth:`Connection._readers_first`), so the fetch's answer goes out
   first, as Kafka queues it (``tests/broker/test_readers_first.py``); within a burst this
-  happens once, at its end (``tests/broker/test_produce_burst.py``).
+  happens once, before its answers are written (``tests/broker/test_produce_burst.py``).
 """
 from __future__ import annotations
 
@@ -559,16 +571,33 @@ class Connection:
                     # between pipelined produce requests, within the burst's bounds)
                     await trio.lowlevel.cancel_shielded_checkpoint()
                     burst = burst_bytes = 0
+                run = None
+                if end - start >= 6 and len(frame) >= 2 and \
+                        _KEY.unpack_from(frame, 0)[0] == PRODUCE and self._runs_allowed():
+                    # further Produce requests already here: handled together (one append
+                    # for those that write the same partition), within the burst's bounds
+                    run, start = _pipelined_produces(rbuf, start, end, frame, max_frame,
+                                                     _MAX_BURST - burst,
+                                                     _MAX_BURST_BYTES - burst_bytes)
+                    if start == end:
+                        start = end = 0
+                        pool.give(rbuf, rview)
+                        rbuf = rview = None
                 self.busy = True
                 try:
-                    keep = await self._handle(frame, pending)
+                    if run is None:
+                        keep = await self._handle(frame, pending)
+                        count, size = 1, len(frame)
+                    else:
+                        keep = await self._handle_produces(run, pending)
+                        count, size = len(run), sum(len(f) for f in run)
                 finally:
                     self.busy = False
                 if not keep or server.draining:
                     return
-                held += len(frame)
-                burst += 1
-                burst_bytes += len(frame)
+                held += size
+                burst += count
+                burst_bytes += size
                 if self._mute_s:
                     if pending:
                         await self._send_raw(pending)
@@ -577,6 +606,8 @@ class Connection:
                     burst = burst_bytes = 0
                 if pending and (self._last_api != PRODUCE or len(pending) >= _MAX_PENDING
                                 or held >= _MAX_HELD):
+                    if self._readers_woken:
+                        await self._readers_first()
                     await self._send_raw(pending)
                     pending = []
                 if not pending:
@@ -634,16 +665,109 @@ class Connection:
                 if self._mute_s:
                     await self._muted()
 
-    async def _handle(self, frame, out: list | None = None) -> bool:
+    def _runs_allowed(self) -> bool:
+        """Whether pipelined Produce requests may be handled as runs
+        (:meth:`_handle_produces`): not on a SASL connection (each request passes the
+        authenticator's check), nor while quotas are enforced (each request is charged and
+        may mute the connection) or the request log is on (a line per request as handled)."""
+        if self.auth is not None or _request_log.isEnabledFor(logging.DEBUG):
+            return False
+        quotas = getattr(self.server.broker, "quotas", None)
+        return quotas is None or not (quotas.produce.enabled or quotas.request.enabled)
+
+    async def _handle_produces(self, frames: list, out: list) -> bool:
+        """Pipelined Produce requests received together, in order: each stretch of them
+        that writes one partition (:func:`kbroker.api.produce.run_key`) is answered by
+        :func:`kbroker.api.produce.handle_run` (one append for the stretch), anything else
+        one by one by :meth:`_handle`; every request is decoded once. False means close the
+        connection."""
+        from kbroker.api import produce as produce_api    # (loaded with the first run)
+        registry = self.server.registry
+        decoded: list = []
+        for frame in frames:
+            d = None
+            try:
+                api_key, version, _ = peek_request(frame)
+                spec = registry.get(api_key)
+                if spec is not None and spec.min_version <= version <= spec.max_version:
+                    header, request = decode_request(frame)
+                    d = (header, request, produce_api.run_key(version, request))
+            except (MalformedFrame, UnsupportedVersion, WireError):
+                pass        # the one-by-one path answers for it (it closes the connection)
+            decoded.append(d)
+        i, n = 0, len(frames)
+        while i < n:
+            key = decoded[i][2] if decoded[i] is not None else None
+            j = i + 1
+            if key is not None:
+                while j < n and decoded[j] is not None and decoded[j][2] == key:
+                    j += 1
+            if j - i > 1:
+                done = self._produce_run(produce_api, frames[i:j], decoded[i:j], out)
+                if done is False:
+                    return False
+                if done:
+                    i = j
+                    continue
+            for k in range(i, j):
+                if not await self._handle(frames[k], out, decoded[k]) or self.server.draining:
+                    return False
+            i = j
+        return True
+
+    def _produce_run(self, produce_api, frames: list, decoded: list, out: list) -> bool | None:
+        """A run of Produce requests for one partition answered with one append
+        (:func:`kbroker.api.produce.handle_run`, the module passed in), each answer's parts
+        appended to ``out`` in order and each request metered; None when the run must be
+        handled one by one (nothing was appended), False to close the connection (a bug,
+        logged)."""
+        start = _perf_counter()
+        header = decoded[0][0]
+        ctx = RequestContext(self.server.broker, PRODUCE, header.api_version,
+                             header.correlation_id, header.client_id, self.client_host,
+                             self.listener_name, principal=self.principal,
+                             security_protocol=self.security_protocol)
+        current = CURRENT_REQUEST.set(ctx)
+        try:
+            answers = produce_api.handle_run(ctx, [d[1] for d in decoded])
+            if answers is None:
+                return None
+            for d, answer in zip(decoded, answers):
+                out.extend(encode_response(PRODUCE, d[0].api_version, d[0].correlation_id,
+                                           answer))
+        except Exception:  # noqa: BLE001 - a bug in one handler must not take the broker down
+            log.exception("closing connection from %s: a run of %d Produce requests "
+                          "(correlation ids %d..%d, client %r) failed", self, len(decoded),
+                          header.correlation_id, decoded[-1][0].correlation_id, header.client_id)
+            return False
+        finally:
+            CURRENT_REQUEST.reset(current)
+        if "readers_woken" in ctx.extra:
+            self._readers_woken = True
+        self.requests += len(decoded)
+        last = decoded[-1][0]
+        self._last_api = PRODUCE
+        self._last_version = last.api_version
+        self._last_name = "Produce"
+        self._last_correlation = last.correlation_id
+        self._last_client = last.client_id
+        if self._stats is not None:
+            share = (_perf_counter() - start) / len(decoded)
+            for frame, d in zip(frames, decoded):
+                self._stats.observe(PRODUCE, d[0].api_version, share, len(frame), True)
+        return True
+
+    async def _handle(self, frame, out: list | None = None, decoded=None) -> bool:
         """Answer one request; False means close the connection. With ``out`` the
-        response's parts are appended to it (the caller writes them) instead of sent.
+        response's parts are appended to it (the caller writes them) instead of sent;
+        ``decoded``: its header and body, when the caller decoded it already.
         Meters the request (``server.request_stats``) and, only when DEBUG is on for
         ``kbroker.request``, logs it (Kafka's request logger)."""
         start = _perf_counter()
         self._last_api = -1
         keep = False
         try:
-            keep = await self._handle_request(frame, out)
+            keep = await self._handle_request(frame, out, decoded)
             return keep
         finally:
             key = self._last_api
@@ -658,7 +782,7 @@ class Connection:
                         self._last_correlation, self._last_client, self, self.listener_name,
                         elapsed * 1000, "" if keep else ", closing the connection")
 
-    async def _handle_request(self, frame, out: list | None) -> bool:
+    async def _handle_request(self, frame, out: list | None, decoded=None) -> bool:
         self.requests += 1
         if self.auth is not None:
             keep = await self._sasl(frame, out)
@@ -678,7 +802,7 @@ class Connection:
             log.warning("closing connection from %s: unsupported request %s v%d", self, name, version)
             return False
         try:
-            header, request = decode_request(frame)
+            header, request = decode_request(frame) if decoded is None else decoded[:2]
         except (MalformedFrame, UnsupportedVersion, WireError) as e:
             log.warning("closing connection from %s: bad %s v%d request: %s", self, spec.name, version, e)
             return False
@@ -804,3 +928,26 @@ class Connection:
             api_keys=[messages.ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS,
                                                               min_version=lo, max_version=hi)])
         return encode_response(API_VERSIONS, 0, correlation_id, resp)
+
+
+def _pipelined_produces(buf, start: int, end: int, first, max_frame: int, max_count: int,
+                        max_bytes: int) -> tuple[list | None, int]:
+    """``first`` (a Produce request just taken from ``buf``) and the whole Produce requests
+    that follow it in ``buf[start:end]``, at most ``max_count`` frames and about
+    ``max_bytes`` in all; and where the next frame begins. (None, ``start``) when no whole
+    Produce request follows. A frame of a size outside 0..``max_frame`` ends the run (the
+    loop closes the connection for it)."""
+    frames = [first]
+    total = len(first)
+    pos = start
+    while len(frames) < max_count and total < max_bytes and end - pos >= 6:
+        size = _SIZE.unpack_from(buf, pos)[0]
+        if size < 2 or size > max_frame or end - pos - 4 < size or \
+                _KEY.unpack_from(buf, pos + 4)[0] != PRODUCE:
+            break
+        frames.append(buf[pos + 4:pos + 4 + size])
+        pos += 4 + size
+        total += size
+    if len(frames) == 1:
+        return None, start
+    return frames, pos
