@@ -220,20 +220,17 @@ def run_key(version: int, request) -> tuple[str, int] | None:
     return topics[0].name, parts[0].index
 
 
-def handle_run(ctx: RequestContext, requests: list) -> list | None:
-    """The answers to a connection's run of pipelined Produce requests that all write one
-    partition (:func:`run_key`), their batches appended in one step
-    (:meth:`ReplicaManager.append_run`): what :func:`handle` answers for each in turn, with
-    one write, one high-watermark step and one wake-up for the run. A producer ahead of its
-    broker sends such runs (librdkafka with ``linger.ms=0`` and many requests in flight), and
-    each request's own append was most of its cost. ``None`` (nothing appended): an
-    authorizer is configured, or the partition or a batch needs the one-by-one path; the
-    caller handles the requests one by one."""
+def handle_run(ctx: RequestContext, name: str, index: int, batches: list) -> list | None:
+    """The answers to a connection's run of pipelined Produce requests that all write
+    partition ``index`` of topic ``name`` (:func:`run_key`), ``batches`` their records in
+    order, appended in one step (:meth:`ReplicaManager.append_run`): what :func:`handle`
+    answers for each in turn, with one write, one high-watermark step and one wake-up for
+    the run. A producer ahead of its broker sends such runs (librdkafka with
+    ``linger.ms=0`` and many requests in flight), and each request's own append was most of
+    its cost. ``None`` (nothing appended): an authorizer is configured, or the partition or
+    a batch needs the one-by-one path; the caller handles the requests one by one."""
     if ctx.authorizer is not None:
         return None
-    td = requests[0].topic_data[0]
-    name, index = td.name, td.partition_data[0].index
-    batches = [r.topic_data[0].partition_data[0].records for r in requests]
     results = ctx.broker.replicas.append_run(name, index, batches,
                                              now_ms=ctx.broker.clock.now_ms())
     if results is None:

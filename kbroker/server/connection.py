@@ -97,7 +97,9 @@ from kbroker.quota.manager import drop_records, records_size
 from kbroker.quota.task_time import RequestTimer
 from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
-from kbroker.wire.protocol import FrameDecoder, decode_request, encode_response, peek_request
+from kbroker.wire.codegen import r_uvarint
+from kbroker.wire.protocol import (FrameDecoder, RequestHeader, decode_request,
+                                   decode_request_header, encode_response, peek_request)
 
 from .buffers import LARGE, SMALL, pool_of
 from .send import send_parts, send_parts_raw
@@ -679,82 +681,87 @@ class Connection:
         """Pipelined Produce requests received together, in order: each stretch of them
         that writes one partition (:func:`kbroker.api.produce.run_key`) is answered by
         :func:`kbroker.api.produce.handle_run` (one append for the stretch), anything else
-        one by one by :meth:`_handle`; every request is decoded once. False means close the
-        connection."""
+        one by one by :meth:`_handle`. A request whose bytes are those of the last decoded
+        one but for its correlation id and records (:class:`_SameRequest`) is not decoded
+        again; every other is decoded once. False means close the connection."""
         from kbroker.api import produce as produce_api    # (loaded with the first run)
         registry = self.server.registry
-        decoded: list = []
+        entries: list = []      # (header, request or None, run key, records) or None
+        same = None
         for frame in frames:
-            d = None
-            try:
-                api_key, version, _ = peek_request(frame)
-                spec = registry.get(api_key)
-                if spec is not None and spec.min_version <= version <= spec.max_version:
-                    header, request = decode_request(frame)
-                    d = (header, request, produce_api.run_key(version, request))
-            except (MalformedFrame, UnsupportedVersion, WireError):
-                pass        # the one-by-one path answers for it (it closes the connection)
-            decoded.append(d)
+            e = same.read(frame) if same is not None else None
+            if e is None:
+                try:
+                    api_key, version, _ = peek_request(frame)
+                    spec = registry.get(api_key)
+                    if spec is not None and spec.min_version <= version <= spec.max_version:
+                        e, same = _decode_produce(frame, produce_api.run_key)
+                except (MalformedFrame, UnsupportedVersion, WireError):
+                    e = same = None     # the one-by-one path answers for it (it closes)
+            entries.append(e)
         i, n = 0, len(frames)
         while i < n:
-            key = decoded[i][2] if decoded[i] is not None else None
+            key = entries[i][2] if entries[i] is not None else None
             j = i + 1
             if key is not None:
-                while j < n and decoded[j] is not None and decoded[j][2] == key:
+                while j < n and entries[j] is not None and entries[j][2] == key:
                     j += 1
             if j - i > 1:
-                done = self._produce_run(produce_api, frames[i:j], decoded[i:j], out)
+                done = self._produce_run(produce_api, frames[i:j], entries[i:j], out)
                 if done is False:
                     return False
                 if done:
                     i = j
                     continue
             for k in range(i, j):
-                if not await self._handle(frames[k], out, decoded[k]) or self.server.draining:
+                e = entries[k]
+                decoded = e[:2] if e is not None and e[1] is not None else None
+                if not await self._handle(frames[k], out, decoded) or self.server.draining:
                     return False
             i = j
         return True
 
-    def _produce_run(self, produce_api, frames: list, decoded: list, out: list) -> bool | None:
+    def _produce_run(self, produce_api, frames: list, entries: list, out: list) -> bool | None:
         """A run of Produce requests for one partition answered with one append
         (:func:`kbroker.api.produce.handle_run`, the module passed in), each answer's parts
         appended to ``out`` in order and each request metered; None when the run must be
         handled one by one (nothing was appended), False to close the connection (a bug,
         logged)."""
         start = _perf_counter()
-        header = decoded[0][0]
+        header = entries[0][0]
         ctx = RequestContext(self.server.broker, PRODUCE, header.api_version,
                              header.correlation_id, header.client_id, self.client_host,
                              self.listener_name, principal=self.principal,
                              security_protocol=self.security_protocol)
         current = CURRENT_REQUEST.set(ctx)
         try:
-            answers = produce_api.handle_run(ctx, [d[1] for d in decoded])
+            name, index = entries[0][2]
+            answers = produce_api.handle_run(ctx, name, index, [e[3] for e in entries])
             if answers is None:
                 return None
-            for d, answer in zip(decoded, answers):
-                out.extend(encode_response(PRODUCE, d[0].api_version, d[0].correlation_id,
+            for e, answer in zip(entries, answers):
+                out.extend(encode_response(PRODUCE, e[0].api_version, e[0].correlation_id,
                                            answer))
         except Exception:  # noqa: BLE001 - a bug in one handler must not take the broker down
             log.exception("closing connection from %s: a run of %d Produce requests "
-                          "(correlation ids %d..%d, client %r) failed", self, len(decoded),
-                          header.correlation_id, decoded[-1][0].correlation_id, header.client_id)
+                          "(correlation ids %d..%d, client %r) failed", self, len(entries),
+                          header.correlation_id, entries[-1][0].correlation_id, header.client_id)
             return False
         finally:
             CURRENT_REQUEST.reset(current)
         if "readers_woken" in ctx.extra:
             self._readers_woken = True
-        self.requests += len(decoded)
-        last = decoded[-1][0]
+        self.requests += len(entries)
+        last = entries[-1][0]
         self._last_api = PRODUCE
         self._last_version = last.api_version
         self._last_name = "Produce"
         self._last_correlation = last.correlation_id
         self._last_client = last.client_id
         if self._stats is not None:
-            share = (_perf_counter() - start) / len(decoded)
-            for frame, d in zip(frames, decoded):
-                self._stats.observe(PRODUCE, d[0].api_version, share, len(frame), True)
+            share = (_perf_counter() - start) / len(entries)
+            for frame, e in zip(frames, entries):
+                self._stats.observe(PRODUCE, e[0].api_version, share, len(frame), True)
         return True
 
     async def _handle(self, frame, out: list | None = None, decoded=None) -> bool:
@@ -951,3 +958,86 @@ def _pipelined_produces(buf, start: int, end: int, first, max_frame: int, max_co
     if len(frames) == 1:
         return None, start
     return frames, pos
+
+
+def _decode_produce(frame, run_key) -> tuple[tuple | None, "_SameRequest | None"]:
+    """A request frame of a run decoded: (header, request, run key, records) — run key and
+    records None for a request that cannot join a run — and, for one that can, the
+    :class:`_SameRequest` that reads the frames repeating it. Raises the decode errors."""
+    header, pos = decode_request_header(frame)
+    cls = messages.request_class(header.api_key)
+    if cls is None:
+        raise UnsupportedVersion(f"unknown api key {header.api_key}")
+    request, end = cls.decode_from(memoryview(frame), header.api_version, pos)
+    key = run_key(header.api_version, request) if header.api_key == PRODUCE else None
+    if key is None:
+        return (header, request, None, None), None
+    records = request.topic_data[0].partition_data[0].records
+    return (header, request, key, records), _SameRequest.of(frame, end, header, request, records, key)
+
+
+_NO_TAGS = b"\0\0\0"     # the empty tagged fields of a partition, its topic and the request
+
+
+class _SameRequest:
+    """The bytes of a one-partition Produce request around its records (:func:`_decode_produce`):
+    a later frame of the run that has the same bytes before its records field but for the
+    correlation id, and nothing after them but what this one has, decodes to the same
+    request with its own correlation id and records (equal bytes decode to equal values),
+    so it is read without decoding it. Records are the last field of each level of a
+    Produce request; a request that was not read to its end, or that carries tagged fields,
+    gives no template."""
+
+    __slots__ = ("head", "middle", "at", "flexible", "header", "key")
+
+    @classmethod
+    def of(cls, frame, end: int, header, request, records, key) -> "_SameRequest | None":
+        size = len(frame)
+        if end != size:
+            return None                          # trailing bytes: leave it to the decoder
+        flexible = header.header_version >= 2
+        n = len(records)
+        if flexible:
+            if request._unknown_tags or request.topic_data[0]._unknown_tags or \
+                    request.topic_data[0].partition_data[0]._unknown_tags:
+                return None
+            start = size - len(_NO_TAGS) - n
+            field = n + 1
+            at = start - (1 if field < 0x80 else 2 if field < 0x4000 else 3 if field < 0x200000
+                          else 4 if field < 0x10000000 else 5)
+            if at < 8 or r_uvarint(frame, at) != (field, start):
+                return None
+        else:
+            start = size - n
+            at = start - 4
+            if at < 8 or _SIZE.unpack_from(frame, at)[0] != n:
+                return None
+        self = cls.__new__(cls)
+        self.head = bytes(frame[:4])
+        self.middle = bytes(frame[8:at])
+        self.at = at
+        self.flexible = flexible
+        self.header = header
+        self.key = key
+        return self
+
+    def read(self, frame) -> tuple | None:
+        """``frame`` as (header, None, run key, records) when it repeats this request."""
+        at = self.at
+        size = len(frame)
+        if size <= at or frame[:4] != self.head or frame[8:at] != self.middle:
+            return None
+        if self.flexible:
+            field, start = r_uvarint(frame, at)
+            n = field - 1
+            if n < 0 or start + n + len(_NO_TAGS) != size or frame[start + n:] != _NO_TAGS:
+                return None
+        else:
+            n = _SIZE.unpack_from(frame, at)[0]
+            start = at + 4
+            if n < 0 or start + n != size:
+                return None
+        h = self.header
+        header = RequestHeader(h.api_key, h.api_version, _SIZE.unpack_from(frame, 4)[0],
+                               h.client_id, h.header_version, h.unknown_tags)
+        return header, None, self.key, memoryview(frame)[start:start + n]

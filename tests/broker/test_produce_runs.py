@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import trio
 
 from kbroker.authz.acls import DENY, LITERAL, TOPIC, WRITE, Acl
@@ -42,7 +43,8 @@ def produce(corr: int, topic: str, records: bytes, partition: int = 0, acks: int
     return encoded(encode_request(0, version, corr, "runs-test", body))
 
 
-async def pipelined(server, requests: list[bytes], answers: int | None = None) -> list:
+async def pipelined(server, requests: list[bytes], answers: int | None = None,
+                    version: int = 9) -> list:
     """``requests`` written in one ``sendall``; their answers' partition results, in order
     of arrival, each with its correlation id."""
     sock = await connect(server)
@@ -53,7 +55,7 @@ async def pipelined(server, requests: list[bytes], answers: int | None = None) -
         sock.close()
     out = []
     for f in got:
-        corr, r = decode_response(f, 0, 9)
+        corr, r = decode_response(f, 0, version)
         out.append((corr, r.responses[0].partition_responses[0]))
     return out
 
@@ -222,3 +224,46 @@ async def test_a_produce_quota_charges_every_request_of_a_pipeline(broker_server
     assert [(p.error_code, p.base_offset) for _, p in got] == [(0, i) for i in range(4)]
     assert broker_server.broker.quotas.produce.stats["recorded"] - recorded == 4
     assert broker_server.broker.replicas.stats["append_runs"] == 0
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 12])
+async def test_repeated_requests_are_read_as_their_own_bytes_say(broker_server, version):
+    """Requests repeating the one before but for the correlation id and records are not
+    decoded again (kbroker/server/connection.py ``_SameRequest``): records of other sizes,
+    another client id, acks=-1 in between (the same partition, another run), trailing bytes
+    after a request, each read as its own bytes say, in every layout (v3–v8 without tagged
+    fields, v9+ with)."""
+    c = await RawClient.connect(broker_server)
+    topic = f"same-{version}"
+    assert (await create(c, topic, 1)).error_code == 0
+    stats = broker_server.broker.replicas.stats
+    runs = stats["append_runs"]
+    values = [b"x", b"yy" * 100, b"z" * 3000, b"w", b"v" * 200, b"u", b"t" * 70, b"s"]
+    frames_ = [produce(i, topic, batch(v), version=version) for i, v in enumerate(values)]
+    body = P(acks=1, timeout_ms=5000, topic_data=[P.TopicProduceData(
+        name=topic, partition_data=[P.PartitionProduceData(index=0, records=batch(values[3]))])])
+    frames_[3] = encoded(encode_request(0, version, 3, "another-client", body))
+    frames_[5] = produce(5, topic, batch(values[5]), acks=-1, version=version)
+    tail = frames_[6][4:] + b"\0\0\0"               # bytes after the request: not read
+    frames_[6] = len(tail).to_bytes(4, "big") + tail
+    got = await pipelined(broker_server, frames_, version=version)
+    assert [(corr, p.error_code, p.base_offset) for corr, p in got] == \
+        [(i, 0, i) for i in range(len(values))]
+    # [0..4] one run; 5 (acks=-1) alone; [6, 7] a run again
+    assert stats["append_runs"] - runs == 2
+    assert await read_values(c, topic) == list(enumerate(values))
+
+
+async def test_a_repeated_request_of_a_refused_run_is_decoded_for_its_answer(broker_server):
+    """A refused run's repeated requests (read without decoding) go one by one with their
+    own records: the answers are those of the requests one at a time."""
+    c = await RawClient.connect(broker_server)
+    assert (await create(c, "repeat-refused", 1)).error_code == 0
+    bad = bytearray(batch(b"b"))
+    bad[-1] ^= 0xFF
+    got = await pipelined(broker_server, [produce(1, "repeat-refused", batch(b"a")),
+                                          produce(2, "repeat-refused", bytes(bad)),
+                                          produce(3, "repeat-refused", batch(b"c"))])
+    assert [(corr, p.error_code, p.base_offset) for corr, p in got] == \
+        [(1, 0, 0), (2, E.CORRUPT_MESSAGE, -1), (3, 0, 1)]
+    assert await read_values(c, "repeat-refused") == [(0, b"a"), (1, b"c")]
