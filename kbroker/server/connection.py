@@ -1028,7 +1028,10 @@ class _SameRequest:
         if size <= at or frame[:4] != self.head or frame[8:at] != self.middle:
             return None
         if self.flexible:
-            field, start = r_uvarint(frame, at)
+            try:
+                field, start = r_uvarint(frame, at)
+            except (IndexError, MalformedFrame):
+                return None                     # the decoder names what is wrong with it
             n = field - 1
             if n < 0 or start + n + len(_NO_TAGS) != size or frame[start + n:] != _NO_TAGS:
                 return None

@@ -267,3 +267,29 @@ async def test_a_repeated_request_of_a_refused_run_is_decoded_for_its_answer(bro
     assert [(corr, p.error_code, p.base_offset) for corr, p in got] == \
         [(1, 0, 0), (2, E.CORRUPT_MESSAGE, -1), (3, 0, 1)]
     assert await read_values(c, "repeat-refused") == [(0, b"a"), (1, b"c")]
+
+
+async def test_a_repeat_cut_short_inside_its_records_length_closes_the_connection(broker_server):
+    """A frame with a run's repeated bytes whose records length runs past its end is
+    decoded (not read as a repeat): it is malformed, the connection closes after the answer
+    to the request before it, and the broker serves the next connection."""
+    c = await RawClient.connect(broker_server)
+    assert (await create(c, "cut", 1)).error_code == 0
+    good = produce(1, "cut", batch(b"a"))
+    at = len(good) - len(batch(b"a")) - 3 - 1         # the records length's one byte
+    body = good[4:at] + b"\xff\xff"                    # a varint that never ends
+    bad = len(body).to_bytes(4, "big") + body
+    sock = await connect(broker_server)
+    try:
+        sock.sendall(good + bad)
+        (frame,) = await frames(sock, 1)
+        assert decode_response(frame, 0, 9)[1].responses[0].partition_responses[0].error_code == 0
+        with trio.fail_after(10):
+            while True:
+                await trio.lowlevel.wait_readable(sock)
+                if not sock.recv(1 << 16):
+                    break                              # closed by the broker
+    finally:
+        sock.close()
+    got = await pipelined(broker_server, [produce(2, "cut", batch(b"b"))])
+    assert [(p.error_code, p.base_offset) for _, p in got] == [(0, 1)]
