@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import NamedTuple
 
@@ -196,7 +197,7 @@ def run(a) -> dict:
         return report([], samples, slow_ms=a.slow_ms, gap_ms=a.gap_ms, factor=a.canary_factor)
     work = Path(tempfile.mkdtemp(prefix="latency-timeline-"))
     broker = None
-    busy = None
+    competing = ExitStack()
     try:
         bootstrap = a.bootstrap
         if bootstrap is None:
@@ -206,8 +207,8 @@ def run(a) -> dict:
         topic = f"timeline-{uuid.uuid4().hex[:8]}"
         create_topics(bootstrap, [(topic, 1)])
         if a.busy:
-            from benchmarks.harness.latency import BUSY_LOOP
-            busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
+            from benchmarks.harness.latency import competing_process
+            competing.enter_context(competing_process())
         if a.warm > 0:
             # an untimed run first: Kafka's JIT compiles its hot paths in its first seconds
             # of load (its latency there is hundreds of ms), and kbroker's caches fill
@@ -236,9 +237,7 @@ def run(a) -> dict:
         rep["client"] = json.loads(out.strip().splitlines()[-1])
         return rep
     finally:
-        if busy is not None:
-            busy.kill()
-            busy.wait()
+        competing.close()
         if broker is not None:
             broker.stop()
         shutil.rmtree(work, ignore_errors=True)
