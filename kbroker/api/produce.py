@@ -172,12 +172,7 @@ async def handle(ctx: RequestContext, request):
                         errors = True
                         parts[-1].error_code = done
             if appended:
-                # metered as Kafka's BrokerTopicStats (bytes as sent, records by their
-                # offsets), once per topic: nothing reads them while the request runs
-                counters = stats.known(name) or stats.topic(name)
-                counters.produce_requests += appended
-                counters.bytes_in += bytes_in
-                counters.messages_in += messages_in
+                _meter(stats, name, appended, bytes_in, messages_in)
         topics.append(Resp.TopicProduceResponse.make(name=name or "", partition_responses=parts)
                       if version < 13 else
                       Resp.TopicProduceResponse.make(name=name or "", topic_id=td.topic_id,
@@ -235,11 +230,8 @@ def handle_run(ctx: RequestContext, name: str, index: int, batches: list) -> lis
                                              now_ms=ctx.broker.clock.now_ms())
     if results is None:
         return None
-    stats = ctx.broker.topic_stats
-    counters = stats.known(name) or stats.topic(name)
-    counters.produce_requests += len(results)
-    counters.bytes_in += sum(len(b) for b in batches)
-    counters.messages_in += results[-1].last_offset - results[0].base_offset + 1
+    _meter(ctx.broker.topic_stats, name, len(results), sum(len(b) for b in batches),
+           results[-1].last_offset - results[0].base_offset + 1)
     if results[-1].woke_readers:
         ctx.extra["readers_woken"] = True
     return [Resp.make(responses=[Resp.TopicProduceResponse.make(
@@ -249,6 +241,15 @@ def handle_run(ctx: RequestContext, name: str, index: int, batches: list) -> lis
                     log_start_offset=r.log_start_offset)])],
                       throttle_time_ms=0, node_endpoints=[])
             for r in results]
+
+
+def _meter(stats, name: str, appended: int, bytes_in: int, messages_in: int) -> None:
+    """A topic's produce meters, as Kafka's BrokerTopicStats (bytes as sent, records by
+    their offsets), once per topic and request (or run): nothing reads them meanwhile."""
+    counters = stats.known(name) or stats.topic(name)
+    counters.produce_requests += appended
+    counters.bytes_in += bytes_in
+    counters.messages_in += messages_in
 
 
 def _error_name(code: int) -> str:

@@ -143,11 +143,7 @@ def append_run(part: Partition, batches: list, *, now_ms: int) -> list[AppendRes
     config = part.config
     target = _CODECS.get(config.compression_type)
     append_time = config.log_append_time
-    lo = hi = None
-    if not append_time:
-        before, after = partition_window(part)
-        if before < LONG_MAX or after < LONG_MAX:
-            lo, hi = timestamp_bounds(before, after, now_ms)
+    limits = None if append_time else timestamp_limits(part, now_ms)
     headers = []
     for records in batches:
         try:
@@ -158,11 +154,8 @@ def append_run(part: Partition, batches: list, *, now_ms: int) -> list[AppendRes
             return None
         if target is not None and h[5] & rec.ATTR_COMPRESSION_MASK != target:
             return None
-        if lo is not None:
-            last = h[8]
-            first = last if h[5] & rec.ATTR_DELETE_HORIZON else h[7]
-            if not (lo <= first <= hi and lo <= last <= hi):
-                return None
+        if limits is not None and not timestamps_inside(h, *limits):
+            return None
         headers.append(h)
     try:
         info = part.log.append(bytearray().join(batches), leader_epoch=part.leader_epoch,
@@ -296,20 +289,32 @@ def timestamp_bounds(before: int, after: int, now_ms: int) -> tuple[int, int]:
     return lo, hi
 
 
-def check_timestamps(part: Partition, records, header, now_ms: int) -> None:
-    """Batch-level check (base and max timestamp); on failure the records are named
-    (:func:`raise_record_errors`)."""
+def timestamp_limits(part: Partition, now_ms: int) -> tuple[int, int] | None:
+    """(lowest, highest) CreateTime timestamp the partition accepts now; None when its
+    window is unlimited both ways."""
     window = part.timestamp_window
     if window is not None and window[0] is part.props:
         before, after = window[1], window[2]
     else:
         before, after = partition_window(part)
     if before >= LONG_MAX and after >= LONG_MAX:
-        return
-    lo, hi = timestamp_bounds(before, after, now_ms)
+        return None
+    return timestamp_bounds(before, after, now_ms)
+
+
+def timestamps_inside(header, lo: int, hi: int) -> bool:
+    """Whether a batch's base and max timestamps lie in [``lo``, ``hi``] (a batch with a
+    delete horizon has only its max timestamp to check)."""
     last = header[8]
     first = last if header[5] & rec.ATTR_DELETE_HORIZON else header[7]
-    if lo <= first <= hi and lo <= last <= hi:
+    return lo <= first <= hi and lo <= last <= hi
+
+
+def check_timestamps(part: Partition, records, header, now_ms: int) -> None:
+    """Batch-level check (base and max timestamp); on failure the records are named
+    (:func:`raise_record_errors`)."""
+    limits = timestamp_limits(part, now_ms)
+    if limits is None or timestamps_inside(header, *limits):
         return
     raise_record_errors(part, records, header, now_ms, check_timestamps=True)
 

@@ -706,14 +706,8 @@ class ReplicaManager:
             if appended is None:
                 self.stats["duplicates"] += 1
                 return result
-            if part.log_end_waiters:
-                part.wake_log_end()         # parked follower fetches read the new data
-            # ... and the rest wait for the high watermark
-            readers = bool(part.waiters)
-            if self._maybe_advance_hw(part) and readers:
+            if self._appended(part, 1, appended):
                 result.woke_readers = True
-            self.stats["appends"] += 1
-            self.stats["appended_bytes"] += appended
             if required_acks == -1:
                 # what check_replicated answers now (a single replica: replicated at once)
                 result.replicated = delayed.replicated(part, result.last_offset + 1)
@@ -742,16 +736,22 @@ class ReplicaManager:
         results = append_path.append_run(part, batches, now_ms=now_ms)
         if results is None:
             return None
-        if part.log_end_waiters:
-            part.wake_log_end()
-        readers = bool(part.waiters)
-        if self._maybe_advance_hw(part) and readers:
+        if self._appended(part, len(results), sum(len(b) for b in batches)):
             results[-1].woke_readers = True
-        stats = self.stats
-        stats["appends"] += len(results)
-        stats["appended_bytes"] += sum(len(b) for b in batches)
-        stats["append_runs"] += 1
+        self.stats["append_runs"] += 1
         return results
+
+    def _appended(self, part: Partition, appends: int, size: int) -> bool:
+        """After a leader's append: wake what waits for the new data and count it; True
+        when the high watermark moved and parked readers were waiting for it."""
+        if part.log_end_waiters:
+            part.wake_log_end()         # parked follower fetches read the new data
+        # ... and the rest wait for the high watermark
+        readers = bool(part.waiters)
+        woke = self._maybe_advance_hw(part) and readers
+        self.stats["appends"] += appends
+        self.stats["appended_bytes"] += size
+        return woke
 
     def write_txn_marker(self, topic: str, index: int, *, producer_id: int, producer_epoch: int,
                          commit: bool, coordinator_epoch: int, now_ms: int | None = None) -> int:

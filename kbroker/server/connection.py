@@ -99,7 +99,7 @@ from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
 from kbroker.wire.codegen import r_uvarint
 from kbroker.wire.protocol import (FrameDecoder, RequestHeader, decode_request,
-                                   decode_request_header, encode_response, peek_request)
+                                   decode_request_to_end, encode_response, peek_request)
 
 from .buffers import LARGE, SMALL, pool_of
 from .send import send_parts, send_parts_raw
@@ -729,10 +729,7 @@ class Connection:
         logged)."""
         start = _perf_counter()
         header = entries[0][0]
-        ctx = RequestContext(self.server.broker, PRODUCE, header.api_version,
-                             header.correlation_id, header.client_id, self.client_host,
-                             self.listener_name, principal=self.principal,
-                             security_protocol=self.security_protocol)
+        ctx = self._context(PRODUCE, header)
         current = CURRENT_REQUEST.set(ctx)
         try:
             name, index = entries[0][2]
@@ -818,9 +815,7 @@ class Connection:
         self._last_name = spec.name
         self._last_correlation = correlation_id
         self._last_client = header.client_id
-        ctx = RequestContext(self.server.broker, api_key, version, correlation_id,
-                             header.client_id, self.client_host, self.listener_name,
-                             principal=self.principal, security_protocol=self.security_protocol)
+        ctx = self._context(api_key, header)
         ctx.extra["close_hooks"] = self.close_hooks
         if self.auth is not None and self.auth.token_authenticated:
             # KIP-48: a session opened with a delegation token may not ask for tokens
@@ -869,6 +864,14 @@ class Connection:
                 await self._readers_first()
             await self._send(parts)
         return True
+
+    def _context(self, api_key: int, header) -> RequestContext:
+        """A request's context: the broker, the request's header, this connection's
+        client, listener and principal."""
+        return RequestContext(self.server.broker, api_key, header.api_version,
+                              header.correlation_id, header.client_id, self.client_host,
+                              self.listener_name, principal=self.principal,
+                              security_protocol=self.security_protocol)
 
     async def _readers_first(self) -> None:
         """Let the tasks a Produce's append woke (parked consumer fetches, acks=all
@@ -964,11 +967,7 @@ def _decode_produce(frame, run_key) -> tuple[tuple | None, "_SameRequest | None"
     """A request frame of a run decoded: (header, request, run key, records) — run key and
     records None for a request that cannot join a run — and, for one that can, the
     :class:`_SameRequest` that reads the frames repeating it. Raises the decode errors."""
-    header, pos = decode_request_header(frame)
-    cls = messages.request_class(header.api_key)
-    if cls is None:
-        raise UnsupportedVersion(f"unknown api key {header.api_key}")
-    request, end = cls.decode_from(memoryview(frame), header.api_version, pos)
+    header, request, end = decode_request_to_end(frame)
     key = run_key(header.api_version, request) if header.api_key == PRODUCE else None
     if key is None:
         return (header, request, None, None), None

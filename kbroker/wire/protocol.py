@@ -166,6 +166,13 @@ def _read_header(view) -> tuple[RequestHeader, int]:
 def decode_request(frame):
     """Header and typed body of a request frame. Raises ``UnsupportedVersion`` for an
     unknown API key or version, ``MalformedFrame`` for bad bytes."""
+    header, request, _ = decode_request_to_end(frame)
+    return header, request
+
+
+def decode_request_to_end(frame):
+    """:func:`decode_request`, and where the body's decoding ended (``len(frame)`` unless
+    the frame has bytes after the request, which are ignored)."""
     view = memoryview(frame)
     header, pos = _read_header(view)
     key = (header.api_key, header.api_version)
@@ -177,7 +184,8 @@ def decode_request(frame):
         if header.api_version not in cls._message.valid:
             raise UnsupportedVersion(f"{cls._message.name} has no version {header.api_version}")
         _REQUEST_CLASSES[key] = cls
-    return header, cls.decode_from(view, header.api_version, pos)[0]
+    request, end = cls.decode_from(view, header.api_version, pos)
+    return header, request, end
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
@@ -250,5 +258,6 @@ def decode_response(frame, api_key: int, api_version: int):
 
 
 __all__ = ["FrameDecoder", "RequestHeader", "decode_request_header", "decode_request",
+           "decode_request_to_end",
            "encode_request", "encode_response", "decode_response", "peek_request",
            "request_header_version", "response_header_version", "DEFAULT_MAX_FRAME", "w_tags"]
