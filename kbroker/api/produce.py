@@ -32,6 +32,8 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (TOPIC_AUTHORIZATION
 """
 from __future__ import annotations
 
+import functools
+
 import trio
 
 from kbroker.api import RequestContext, api
@@ -42,8 +44,10 @@ from kbroker.replica import ReplicaError
 from kbroker.txn.service import transactions
 from kbroker.wire import messages
 from kbroker.wire.error_codes import ErrorCode
+from kbroker.wire.protocol import ResponseStamp
 
 Resp = messages.ProduceResponse
+PRODUCE_KEY = 0
 SERVED_FROM = 3
 TV2_VERSION = 12          # KIP-890 part 2: partitions are added by the leader
 ABORTABLE_VERSION = 11    # KIP-890 part 1: the producer knows TRANSACTION_ABORTABLE
@@ -216,11 +220,11 @@ def run_key(version: int, request) -> tuple[str, int] | None:
 
 
 def handle_run(ctx: RequestContext, name: str, index: int, batches: list) -> list | None:
-    """The answers to a connection's run of pipelined Produce requests that all write
+    """The results of a connection's run of pipelined Produce requests that all write
     partition ``index`` of topic ``name`` (:func:`run_key`), ``batches`` their records in
-    order, appended in one step (:meth:`ReplicaManager.append_run`): what :func:`handle`
-    answers for each in turn, with one write, one high-watermark step and one wake-up for
-    the run. A producer ahead of its broker sends such runs (librdkafka with
+    order, appended in one step (:meth:`ReplicaManager.append_run`), answered by
+    :func:`run_answers`: what :func:`handle` answers for each in turn, with one write, one
+    high-watermark step and one wake-up for the run. A producer ahead of its broker sends such runs (librdkafka with
     ``linger.ms=0`` and many requests in flight), and each request's own append was most of
     its cost. ``None`` (nothing appended): an authorizer is configured, or the partition or
     a batch needs the one-by-one path; the caller handles the requests one by one."""
@@ -234,13 +238,42 @@ def handle_run(ctx: RequestContext, name: str, index: int, batches: list) -> lis
            results[-1].last_offset - results[0].base_offset + 1)
     if results[-1].woke_readers:
         ctx.extra["readers_woken"] = True
-    return [Resp.make(responses=[Resp.TopicProduceResponse.make(
-                name=name, partition_responses=[_PartitionResponse.make(
-                    index=index, base_offset=r.base_offset,
-                    log_append_time_ms=r.log_append_time_ms,
-                    log_start_offset=r.log_start_offset)])],
-                      throttle_time_ms=0, node_endpoints=[])
-            for r in results]
+    return results
+
+
+# int64 values whose eight bytes all have the high bit set, so that no topic name, index
+# or small number in a Produce answer holds them: the fields a run's answers differ in
+# (base offset, log append time, log start offset), for :class:`ResponseStamp`
+_RUN_MARKERS = tuple(int.from_bytes(bytes(0x80 | (8 * i + k) for k in range(8)), "big",
+                                    signed=True) for i in range(3))
+
+
+def run_answers(name: str, index: int, headers: list, results: list) -> bytes:
+    """The answer frames of a run (:func:`handle_run`'s ``results``, the requests'
+    ``headers``), one after another: the bytes :func:`handle` gives each request, each
+    stamped from its version's answer encoded once (every answer of a run differs only
+    in its correlation id and offsets)."""
+    out = bytearray()
+    for h, r in zip(headers, results):
+        _run_stamp(h.api_version, name, index).stamp(
+            out, h.correlation_id, (r.base_offset, r.log_append_time_ms, r.log_start_offset))
+    return bytes(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _run_stamp(version: int, name: str, index: int) -> ResponseStamp:
+    markers = _RUN_MARKERS if version >= 5 else _RUN_MARKERS[:2]   # log_start_offset: v5+
+    return ResponseStamp(PRODUCE_KEY, version, _run_answer(name, index, *_RUN_MARKERS),
+                         markers)
+
+
+def _run_answer(name: str, index: int, base_offset: int, log_append_time_ms: int,
+                log_start_offset: int):
+    """A run's answer to one request: no error, one topic and partition."""
+    return Resp.make(responses=[Resp.TopicProduceResponse.make(
+        name=name, partition_responses=[_PartitionResponse.make(
+            index=index, base_offset=base_offset, log_append_time_ms=log_append_time_ms,
+            log_start_offset=log_start_offset)])], throttle_time_ms=0, node_endpoints=[])
 
 
 def _meter(stats, name: str, appended: int, bytes_in: int, messages_in: int) -> None:

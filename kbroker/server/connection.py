@@ -733,12 +733,10 @@ class Connection:
         current = CURRENT_REQUEST.set(ctx)
         try:
             name, index = entries[0][2]
-            answers = produce_api.handle_run(ctx, name, index, [e[3] for e in entries])
-            if answers is None:
+            results = produce_api.handle_run(ctx, name, index, [e[3] for e in entries])
+            if results is None:
                 return None
-            for e, answer in zip(entries, answers):
-                out.extend(encode_response(PRODUCE, e[0].api_version, e[0].correlation_id,
-                                           answer))
+            out.append(produce_api.run_answers(name, index, [e[0] for e in entries], results))
         except Exception:  # noqa: BLE001 - a bug in one handler must not take the broker down
             log.exception("closing connection from %s: a run of %d Produce requests "
                           "(correlation ids %d..%d, client %r) failed", self, len(entries),
@@ -757,8 +755,12 @@ class Connection:
         self._last_client = last.client_id
         if self._stats is not None:
             share = (_perf_counter() - start) / len(entries)
-            for frame, e in zip(frames, entries):
-                self._stats.observe(PRODUCE, e[0].api_version, share, len(frame), True)
+            if all(e[0].api_version == last.api_version for e in entries):
+                self._stats.observe_many(PRODUCE, last.api_version, len(entries), share,
+                                         sum(map(len, frames)))
+            else:
+                for frame, e in zip(frames, entries):
+                    self._stats.observe(PRODUCE, e[0].api_version, share, len(frame), True)
         return True
 
     async def _handle(self, frame, out: list | None = None, decoded=None) -> bool:

@@ -22,6 +22,7 @@ API_VERSIONS_KEY = 18
 
 _size = struct.Struct(">i")
 _prefix = struct.Struct(">hhi")
+_int64 = struct.Struct(">q")
 
 
 class FrameDecoder:
@@ -230,6 +231,41 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body) -
     return [p for p in parts if not isinstance(p, bytes) or p]
 
 
+class ResponseStamp:
+    """A response frame encoded once and stamped for each answer of a run whose answers
+    differ only in their correlation ids and some consecutive int64 fields (a connection's
+    run of Produce answers for one partition: their offsets). ``body`` holds ``markers`` in
+    those fields: distinct int64 values whose bytes appear nowhere else in the encoding
+    (``ValueError`` when they are not found once, one after another, or the body has a file
+    region). :meth:`stamp` then writes the frame with a correlation id and the fields'
+    values, the bytes :func:`encode_response` gives for the same body."""
+
+    __slots__ = ("_frame", "_at", "_count", "_fields")
+
+    def __init__(self, api_key: int, api_version: int, body, markers) -> None:
+        parts = encode_response(api_key, api_version, 0, body)
+        if len(parts) != 1:
+            raise ValueError("a stamped response holds no file region")
+        frame = parts[0]
+        b = b"".join(_int64.pack(m) for m in markers)
+        at = frame.find(b)
+        if at < 0 or frame.find(b, at + 1) >= 0 or any(frame.count(_int64.pack(m)) != 1
+                                                       for m in markers):
+            raise ValueError(f"markers {markers} not found exactly once, one after another")
+        self._frame = frame
+        self._at = at
+        self._count = len(markers)
+        self._fields = struct.Struct(">" + "q" * len(markers))
+
+    def stamp(self, out: bytearray, correlation_id: int, values) -> None:
+        """Append the frame to ``out`` with ``correlation_id`` and the first of
+        ``values``, as many as the markers, in their order."""
+        start = len(out)
+        out += self._frame
+        _size.pack_into(out, start + 4, correlation_id)
+        self._fields.pack_into(out, start + self._at, *values[:self._count])
+
+
 def decode_response(frame, api_key: int, api_version: int):
     """(correlation_id, body) of a response frame (without its size prefix)."""
     cls = messages.response_class(api_key)
@@ -259,5 +295,5 @@ def decode_response(frame, api_key: int, api_version: int):
 
 __all__ = ["FrameDecoder", "RequestHeader", "decode_request_header", "decode_request",
            "decode_request_to_end",
-           "encode_request", "encode_response", "decode_response", "peek_request",
+           "encode_request", "encode_response", "decode_response", "ResponseStamp", "peek_request",
            "request_header_version", "response_header_version", "DEFAULT_MAX_FRAME", "w_tags"]

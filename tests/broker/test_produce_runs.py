@@ -21,7 +21,7 @@ from kbroker.authz.acls import DENY, LITERAL, TOPIC, WRITE, Acl
 from kbroker.wire import messages
 from kbroker.wire import records as rec
 from kbroker.wire.error_codes import ErrorCode as E
-from kbroker.wire.protocol import decode_response, encode_request
+from kbroker.wire.protocol import decode_response, encode_request, encode_response
 from tests.authz.test_delegation_tokens import config as authz_config, start as authz_start
 
 from .raw import RawClient
@@ -85,13 +85,18 @@ async def test_a_run_is_one_append_answered_as_one_request_at_a_time(broker_serv
     meters = broker_server.request_stats
     runs, appends, size = stats["append_runs"], stats["appends"], stats["appended_bytes"]
     before = meters.by_key[0].by_version.get(9, 0) if 0 in meters.by_key else 0
+    count = meters.by_key[0].count if 0 in meters.by_key else 0
+    request_bytes = meters.by_key[0].request_bytes if 0 in meters.by_key else 0
     n = 10
     batches = [batch(b"r%d" % i) for i in range(n)]
-    run = await pipelined(broker_server, [produce(100 + i, "runs", b) for i, b in enumerate(batches)])
+    requests = [produce(100 + i, "runs", b) for i, b in enumerate(batches)]
+    run = await pipelined(broker_server, requests)
     assert stats["append_runs"] - runs == 1
     assert stats["appends"] - appends == n
     assert stats["appended_bytes"] - size == sum(map(len, batches))
     assert meters.by_key[0].by_version[9] - before == n
+    assert meters.by_key[0].count - count == n
+    assert meters.by_key[0].request_bytes - request_bytes == sum(len(r) - 4 for r in requests)
     counters = broker_server.broker.topic_stats.known("runs")
     assert (counters.produce_requests, counters.bytes_in, counters.messages_in) == \
         (n, sum(map(len, batches)), n)
@@ -224,6 +229,55 @@ async def test_a_produce_quota_charges_every_request_of_a_pipeline(broker_server
     assert [(p.error_code, p.base_offset) for _, p in got] == [(0, i) for i in range(4)]
     assert broker_server.broker.quotas.produce.stats["recorded"] - recorded == 4
     assert broker_server.broker.replicas.stats["append_runs"] == 0
+
+
+@pytest.mark.parametrize("version", [3, 4, 5, 8, 9, 12])
+async def test_a_runs_answers_are_the_bytes_of_the_answers_one_at_a_time(broker_server, version):
+    """A run's answers are stamped from one encoded answer (kbroker/api/produce.py
+    ``run_answers``): the same bytes as each request answered alone, in every layout (v3–v4
+    without a log start offset, v5–v8 classic, v9+ flexible), with a log start offset moved
+    by a deletion."""
+    c = await RawClient.connect(broker_server)
+    topic = f"stamped-{version}"
+    assert (await create(c, topic, 2)).error_code == 0
+    D = messages.DeleteRecordsRequest
+    for partition in (0, 1):
+        await pipelined(broker_server, [produce(i, topic, batch(b"-"), partition=partition,
+                                                version=version) for i in range(3)],
+                        version=version)
+        r = await c.request("DeleteRecords", 2, timeout_ms=5000, topics=[D.DeleteRecordsTopic(
+            name=topic, partitions=[D.DeleteRecordsPartition(partition_index=partition,
+                                                              offset=2)])])
+        assert r.topics[0].partitions[0].error_code == 0
+    runs = broker_server.broker.replicas.stats["append_runs"]
+    values = [b"a", b"bb" * 50, b"c", b"d" * 999]
+    run = await raw_answers(broker_server, [produce(7 + i, topic, batch(v), version=version)
+                                            for i, v in enumerate(values)])
+    assert broker_server.broker.replicas.stats["append_runs"] - runs == 1
+    single = []
+    for i, v in enumerate(values):
+        single += await raw_answers(broker_server, [produce(7 + i, topic, batch(v), partition=1,
+                                                            version=version)])
+    assert broker_server.broker.replicas.stats["append_runs"] - runs == 1
+    expected = []
+    for f in single:            # partition 1's answers, as partition 0's
+        corr, body = decode_response(f, 0, version)
+        body.responses[0].partition_responses[0].index = 0
+        expected.append(encoded(encode_response(0, version, corr, body))[4:])
+    assert run == expected
+    got = [decode_response(f, 0, version)[1].responses[0].partition_responses[0] for f in run]
+    assert [p.base_offset for p in got] == [3, 4, 5, 6]
+    if version >= 5:
+        assert {p.log_start_offset for p in got} == {2}
+
+
+async def raw_answers(server, requests: list[bytes]) -> list[bytes]:
+    sock = await connect(server)
+    try:
+        sock.sendall(b"".join(requests))
+        return await frames(sock, len(requests))
+    finally:
+        sock.close()
 
 
 @pytest.mark.parametrize("version", [3, 8, 9, 12])

@@ -149,3 +149,33 @@ def test_frame_decoder_limits():
     dec = protocol.FrameDecoder(max_frame=10)
     assert dec.feed(b"\0\0") == [] and dec.buffered == 2
     assert dec.feed(memoryview(b"\0\x01z")) == [b"z"] and dec.buffered == 0
+
+
+def _produce_answer(base_offset: int, append_time: int, log_start: int):
+    R = messages.ProduceResponse
+    return R(responses=[R.TopicProduceResponse(name="t", partition_responses=[
+        R.PartitionProduceResponse(index=3, base_offset=base_offset,
+                                   log_append_time_ms=append_time,
+                                   log_start_offset=log_start)])], throttle_time_ms=0)
+
+
+@pytest.mark.parametrize("version", [5, 8, 9, 12])
+def test_a_response_stamp_writes_what_encode_response_writes(version):
+    markers = (-0x7f6e5d4c3b2a1908, -0x708192a3b4c5d6e7, -0x1f2e3d4c5b6a7988)
+    stamp = protocol.ResponseStamp(0, version, _produce_answer(*markers), markers)
+    out = bytearray()
+    rows = [(7, 0, -1, 0), (-3, 2**63 - 1, 1_700_000_000_000, 5), (2**31 - 1, -2**63, 9, 2**62)]
+    for corr, *values in rows:
+        stamp.stamp(out, corr, values)
+    assert bytes(out) == b"".join(
+        protocol.encode_response(0, version, corr, _produce_answer(*values))[0]
+        for corr, *values in rows)
+
+
+def test_a_response_stamp_refuses_a_marker_not_there_exactly_once():
+    with pytest.raises(ValueError, match="not found exactly once"):
+        protocol.ResponseStamp(0, 9, _produce_answer(1, 2, 3), (4,))
+    with pytest.raises(ValueError, match="not found exactly once"):     # twice
+        protocol.ResponseStamp(0, 9, _produce_answer(-5, -5, 3), (-5,))
+    with pytest.raises(ValueError, match="one after another"):          # not consecutive
+        protocol.ResponseStamp(0, 9, _produce_answer(-5, -6, -7), (-5, -7))
