@@ -248,15 +248,15 @@ _RUN_MARKERS = tuple(int.from_bytes(bytes(0x80 | (8 * i + k) for k in range(8)),
                                     signed=True) for i in range(3))
 
 
-def run_answers(name: str, index: int, headers: list, results: list) -> bytes:
-    """The answer frames of a run (:func:`handle_run`'s ``results``, the requests'
-    ``headers``), one after another: the bytes :func:`handle` gives each request, each
-    stamped from its version's answer encoded once (every answer of a run differs only
-    in its correlation id and offsets)."""
+def run_answers(name: str, index: int, requests: list, results: list) -> bytes:
+    """The answer frames of a run (:func:`handle_run`'s ``results``; ``requests``: each
+    request's (version, correlation id)), one after another: the bytes :func:`handle`
+    gives each request, each stamped from its version's answer encoded once (every answer
+    of a run differs only in its correlation id and offsets)."""
     out = bytearray()
-    for h, r in zip(headers, results):
-        _run_stamp(h.api_version, name, index).stamp(
-            out, h.correlation_id, (r.base_offset, r.log_append_time_ms, r.log_start_offset))
+    for (version, correlation_id), r in zip(requests, results):
+        _run_stamp(version, name, index).stamp(
+            out, correlation_id, (r.base_offset, r.log_append_time_ms, r.log_start_offset))
     return bytes(out)
 
 

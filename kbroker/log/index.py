@@ -84,13 +84,20 @@ class _Index:
 
     def _write(self, key: int, val: int, encoded: bytes) -> None:
         """Append an entry (``encoded`` as the file holds it) to the file and the columns."""
-        self._dirty = True
-        try:
-            os.write(self._file.fd, encoded)
-        except OSError as exc:
-            raise named(exc, self.path) from exc
+        self._put(encoded)
         self._keys.append(key)
         self._vals.append(val)
+
+    def _put(self, data: bytes) -> None:
+        """Append ``data`` (whole entries) to the file."""
+        self._dirty = True
+        try:
+            fd = self._file.fd
+            written = os.write(fd, data)
+            while written < len(data):
+                written += os.write(fd, memoryview(data)[written:])
+        except OSError as exc:
+            raise named(exc, self.path) from exc
 
     def _truncate_entries(self, n: int) -> None:
         self._load()
@@ -172,6 +179,35 @@ class OffsetIndex(_Index):
         if keys and (offset <= keys[-1] or position <= self._vals[-1]):
             return  # never write a non-increasing entry
         self._write(offset, position, self.entry.pack(offset - self.base_offset, position))
+
+    def extend(self, entries: list) -> None:
+        """:meth:`append` for each (offset, position) in turn, written with one ``write``
+        (the entries of one segment append: a run of batches)."""
+        if len(entries) == 1:
+            self.append(*entries[0])
+            return
+        keys = self._keys
+        if keys is None:
+            self._load()
+            keys = self._keys
+        vals = self._vals
+        last_key, last_val = (keys[-1], vals[-1]) if keys else (None, None)
+        pack = self.entry.pack
+        base = self.base_offset
+        data = []
+        new_keys, new_vals = [], []
+        for offset, position in entries:
+            if last_key is not None and (offset <= last_key or position <= last_val):
+                continue    # never write a non-increasing entry
+            data.append(pack(offset - base, position))
+            new_keys.append(offset)
+            new_vals.append(position)
+            last_key, last_val = offset, position
+        if not data:
+            return
+        self._put(b"".join(data))
+        keys.extend(new_keys)
+        vals.extend(new_vals)
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """Largest entry with entry.offset <= offset, else (base_offset, 0).

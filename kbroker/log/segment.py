@@ -392,17 +392,23 @@ class LogSegment:
         max_ts, max_off = self._max_ts if self._max_ts is not None else (self.max_timestamp, self.offset_of_max_timestamp)
         pos = position
         interval = self.index_interval_bytes
+        entries = []        # the offset index's, written together, then the time index's
+        times = []
         try:
             for h in headers:
                 size = h[1] + _LOG_OVERHEAD
                 if h[8] > max_ts:
                     max_ts, max_off = h[8], h[0] + h[6]
                 if since > interval:
-                    self.offset_index.append(h[0] + h[6], pos)
-                    self.time_index.maybe_append(max_ts, max_off)
+                    entries.append((h[0] + h[6], pos))
+                    times.append((max_ts, max_off))
                     since = 0
                 pos += size
                 since += size
+            if entries:
+                self.offset_index.extend(entries)
+                for t in times:
+                    self.time_index.maybe_append(*t)
         except OSError:
             self._undo_append(position, headers[0][0], self.bytes_since_last_index_entry)
             raise

@@ -98,7 +98,7 @@ from kbroker.quota.task_time import RequestTimer
 from kbroker.wire import messages
 from kbroker.wire.errors import FrameTooLarge, MalformedFrame, UnsupportedVersion, WireError
 from kbroker.wire.codegen import r_uvarint
-from kbroker.wire.protocol import (FrameDecoder, RequestHeader, decode_request,
+from kbroker.wire.protocol import (FrameDecoder, decode_request,
                                    decode_request_to_end, encode_response, peek_request)
 
 from .buffers import LARGE, SMALL, pool_of
@@ -686,7 +686,9 @@ class Connection:
         again; every other is decoded once. False means close the connection."""
         from kbroker.api import produce as produce_api    # (loaded with the first run)
         registry = self.server.registry
-        entries: list = []      # (header, request or None, run key, records) or None
+        # (header, request or None, run key, records, correlation id) or None; a repeated
+        # request (_SameRequest) carries the header of the request it repeats
+        entries: list = []
         same = None
         for frame in frames:
             e = same.read(frame) if same is not None else None
@@ -736,11 +738,12 @@ class Connection:
             results = produce_api.handle_run(ctx, name, index, [e[3] for e in entries])
             if results is None:
                 return None
-            out.append(produce_api.run_answers(name, index, [e[0] for e in entries], results))
+            out.append(produce_api.run_answers(
+                name, index, [(e[0].api_version, e[4]) for e in entries], results))
         except Exception:  # noqa: BLE001 - a bug in one handler must not take the broker down
             log.exception("closing connection from %s: a run of %d Produce requests "
                           "(correlation ids %d..%d, client %r) failed", self, len(entries),
-                          header.correlation_id, entries[-1][0].correlation_id, header.client_id)
+                          entries[0][4], entries[-1][4], header.client_id)
             return False
         finally:
             CURRENT_REQUEST.reset(current)
@@ -751,7 +754,7 @@ class Connection:
         self._last_api = PRODUCE
         self._last_version = last.api_version
         self._last_name = "Produce"
-        self._last_correlation = last.correlation_id
+        self._last_correlation = entries[-1][4]
         self._last_client = last.client_id
         if self._stats is not None:
             share = (_perf_counter() - start) / len(entries)
@@ -972,9 +975,10 @@ def _decode_produce(frame, run_key) -> tuple[tuple | None, "_SameRequest | None"
     header, request, end = decode_request_to_end(frame)
     key = run_key(header.api_version, request) if header.api_key == PRODUCE else None
     if key is None:
-        return (header, request, None, None), None
+        return (header, request, None, None, header.correlation_id), None
     records = request.topic_data[0].partition_data[0].records
-    return (header, request, key, records), _SameRequest.of(frame, end, header, request, records, key)
+    return ((header, request, key, records, header.correlation_id),
+            _SameRequest.of(frame, end, header, request, records, key))
 
 
 _NO_TAGS = b"\0\0\0"     # the empty tagged fields of a partition, its topic and the request
@@ -1023,16 +1027,24 @@ class _SameRequest:
         return self
 
     def read(self, frame) -> tuple | None:
-        """``frame`` as (header, None, run key, records) when it repeats this request."""
+        """``frame`` as (header, None, run key, records, correlation id) when it repeats
+        this request (``header``: the repeated request's)."""
         at = self.at
         size = len(frame)
         if size <= at or frame[:4] != self.head or frame[8:at] != self.middle:
             return None
         if self.flexible:
-            try:
-                field, start = r_uvarint(frame, at)
-            except (IndexError, MalformedFrame):
-                return None                     # the decoder names what is wrong with it
+            field = frame[at]
+            if field < 0x80:                    # records under 127 bytes
+                start = at + 1
+            elif at + 1 < size and frame[at + 1] < 0x80:       # under 16 KiB
+                field = (field & 0x7F) | (frame[at + 1] << 7)
+                start = at + 2
+            else:
+                try:
+                    field, start = r_uvarint(frame, at)
+                except (IndexError, MalformedFrame):
+                    return None                 # the decoder names what is wrong with it
             n = field - 1
             if n < 0 or start + n + len(_NO_TAGS) != size or frame[start + n:] != _NO_TAGS:
                 return None
@@ -1041,7 +1053,5 @@ class _SameRequest:
             start = at + 4
             if n < 0 or start + n != size:
                 return None
-        h = self.header
-        header = RequestHeader(h.api_key, h.api_version, _SIZE.unpack_from(frame, 4)[0],
-                               h.client_id, h.header_version, h.unknown_tags)
-        return header, None, self.key, memoryview(frame)[start:start + n]
+        return (self.header, None, self.key, memoryview(frame)[start:start + n],
+                _SIZE.unpack_from(frame, 4)[0])

@@ -283,16 +283,16 @@ async def raw_answers(server, requests: list[bytes]) -> list[bytes]:
 @pytest.mark.parametrize("version", [3, 8, 9, 12])
 async def test_repeated_requests_are_read_as_their_own_bytes_say(broker_server, version):
     """Requests repeating the one before but for the correlation id and records are not
-    decoded again (kbroker/server/connection.py ``_SameRequest``): records of other sizes,
-    another client id, acks=-1 in between (the same partition, another run), trailing bytes
-    after a request, each read as its own bytes say, in every layout (v3–v8 without tagged
-    fields, v9+ with)."""
+    decoded again (kbroker/server/connection.py ``_SameRequest``): records of other sizes
+    (their lengths one, two and three bytes long in v9+), another client id, acks=-1 in
+    between (the same partition, another run), trailing bytes after a request, each read as
+    its own bytes say, in every layout (v3–v8 without tagged fields, v9+ with)."""
     c = await RawClient.connect(broker_server)
     topic = f"same-{version}"
     assert (await create(c, topic, 1)).error_code == 0
     stats = broker_server.broker.replicas.stats
     runs = stats["append_runs"]
-    values = [b"x", b"yy" * 100, b"z" * 3000, b"w", b"v" * 200, b"u", b"t" * 70, b"s"]
+    values = [b"x", b"yy" * 100, b"z" * 3000, b"w", b"v" * 20000, b"u", b"t" * 70, b"s"]
     frames_ = [produce(i, topic, batch(v), version=version) for i, v in enumerate(values)]
     body = P(acks=1, timeout_ms=5000, topic_data=[P.TopicProduceData(
         name=topic, partition_data=[P.PartitionProduceData(index=0, records=batch(values[3]))])])

@@ -122,3 +122,31 @@ def test_a_header_that_is_not_the_batch_is_caught(tmp_path):
     assert log.log_end_offset == rb.parse_header(one, 0).last_offset_delta + 1
     assert len(list(log.batches(0))) == 1
     log.close()
+
+
+def test_batches_appended_together_leave_the_files_of_one_by_one(tmp_path):
+    """A run's append (several batches, their headers given: kbroker/replica/append.py
+    ``append_run``) writes the offset index entries it adds with one write: the files are
+    those of the same batches appended one at a time (in one segment: an append rolls as a
+    whole, so rolls would fall elsewhere)."""
+    cfg = small_config(segment_bytes=1 << 24, index_interval_bytes=150)
+    alone = PartitionLog(tmp_path / "alone-0", "alone", 0, cfg, now_ms=T0)
+    together = PartitionLog(tmp_path / "together-0", "together", 0, cfg, now_ms=T0)
+    rng = random.Random(5)
+    data = batches(9, 400)
+    most = 0
+    i = 0
+    while i < len(data):
+        group = data[i:i + rng.randint(1, 9)]
+        i += len(group)
+        for d in group:
+            alone.append(memoryview(bytearray(d)), leader_epoch=1, now_ms=T0)
+        before = len(together.active_segment.offset_index)
+        together.append(memoryview(bytearray(b"".join(group))), leader_epoch=1, now_ms=T0,
+                        headers=[rb.parse_header(d, 0) for d in group])
+        most = max(most, len(together.active_segment.offset_index) - before)
+    assert most > 2                             # appends that added several entries at once
+    assert len(together.segments) == 1 and len(together.active_segment.offset_index) > 100
+    assert files_of(together) == files_of(alone)
+    alone.close()
+    together.close()
