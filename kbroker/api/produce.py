@@ -220,25 +220,27 @@ def run_key(version: int, request) -> tuple[str, int] | None:
 
 
 def handle_run(ctx: RequestContext, name: str, index: int, batches: list) -> list | None:
-    """The results of a connection's run of pipelined Produce requests that all write
+    """The answers of a connection's run of pipelined Produce requests that all write
     partition ``index`` of topic ``name`` (:func:`run_key`), ``batches`` their records in
-    order, appended in one step (:meth:`ReplicaManager.append_run`), answered by
-    :func:`run_answers`: what :func:`handle` answers for each in turn, with one write, one
-    high-watermark step and one wake-up for the run. A producer ahead of its broker sends such runs (librdkafka with
-    ``linger.ms=0`` and many requests in flight), and each request's own append was most of
-    its cost. ``None`` (nothing appended): an authorizer is configured, or the partition or
+    order, appended in one step (:meth:`ReplicaManager.append_run`): each request's (base
+    offset, log append time, log start offset), encoded by :func:`run_answers`; what
+    :func:`handle` answers for each in turn, with one write, one high-watermark step and
+    one wake-up for the run. A producer ahead of its broker sends such runs (librdkafka
+    with ``linger.ms=0`` and many requests in flight), and each request's own append was
+    most of its cost. ``None`` (nothing appended): an authorizer is configured, or the partition or
     a batch needs the one-by-one path; the caller handles the requests one by one."""
     if ctx.authorizer is not None:
         return None
-    results = ctx.broker.replicas.append_run(name, index, batches,
-                                             now_ms=ctx.broker.clock.now_ms())
-    if results is None:
+    result = ctx.broker.replicas.append_run(name, index, batches,
+                                            now_ms=ctx.broker.clock.now_ms())
+    if result is None:
         return None
-    _meter(ctx.broker.topic_stats, name, len(results), sum(len(b) for b in batches),
-           results[-1].last_offset - results[0].base_offset + 1)
-    if results[-1].woke_readers:
+    answers = result.answers
+    _meter(ctx.broker.topic_stats, name, len(answers), sum(map(len, batches)),
+           result.last_offset - answers[0][0] + 1)
+    if result.woke_readers:
         ctx.extra["readers_woken"] = True
-    return results
+    return answers
 
 
 # int64 values whose eight bytes all have the high bit set, so that no topic name, index
@@ -248,15 +250,14 @@ _RUN_MARKERS = tuple(int.from_bytes(bytes(0x80 | (8 * i + k) for k in range(8)),
                                     signed=True) for i in range(3))
 
 
-def run_answers(name: str, index: int, requests: list, results: list) -> bytes:
-    """The answer frames of a run (:func:`handle_run`'s ``results``; ``requests``: each
+def run_answers(name: str, index: int, requests: list, answers: list) -> bytes:
+    """The answer frames of a run (:func:`handle_run`'s ``answers``; ``requests``: each
     request's (version, correlation id)), one after another: the bytes :func:`handle`
     gives each request, each stamped from its version's answer encoded once (every answer
     of a run differs only in its correlation id and offsets)."""
     out = bytearray()
-    for (version, correlation_id), r in zip(requests, results):
-        _run_stamp(version, name, index).stamp(
-            out, correlation_id, (r.base_offset, r.log_append_time_ms, r.log_start_offset))
+    for (version, correlation_id), answer in zip(requests, answers):
+        _run_stamp(version, name, index).stamp(out, correlation_id, answer)
     return bytes(out)
 
 

@@ -33,7 +33,7 @@ from typing import Callable
 from kbroker.log.producer_state import ProducerStateError
 from kbroker.log.config import LogConfig
 from kbroker.replica.partition import Partition
-from kbroker.replica.results import LONG_MAX, AppendResult, ReplicaError, error_from
+from kbroker.replica.results import LONG_MAX, AppendResult, ReplicaError, RunResult, error_from
 from kbroker.replica.state import min_insync_ok
 from kbroker.wire import records as rec
 from kbroker.wire.error_codes import ErrorCode
@@ -130,10 +130,10 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
         log_start_offset=info.log_start_offset), len(records)
 
 
-def append_run(part: Partition, batches: list, *, now_ms: int) -> list[AppendResult] | None:
+def append_run(part: Partition, batches: list, *, now_ms: int) -> RunResult | None:
     """The batches of several Produce requests for one partition, appended in one write (a
-    connection's run of pipelined requests: :func:`kbroker.api.produce.handle_run`); the
-    answers in the batches' order. Only batches :func:`append_records` would store as they
+    connection's run of pipelined requests: :func:`kbroker.api.produce.handle_run`); each
+    batch's answer in order (:class:`RunResult`). Only batches :func:`append_records` would store as they
     are, each the whole of its request's data: one batch, no producer id (an idempotent
     batch is checked against the producer state the batch before it left), not a control
     batch, the producer's codec kept by the topic's ``compression.type``, CreateTime
@@ -166,15 +166,13 @@ def append_run(part: Partition, batches: list, *, now_ms: int) -> list[AppendRes
             raise
         return None             # refused before anything was written (kbroker.log.partition)
     answered_time = now_ms if append_time else -1
-    results = []
+    log_start = info.log_start_offset
+    answers = []
     offset = info.base_offset
     for h in headers:
-        last = offset + h[6]
-        results.append(AppendResult(base_offset=offset, last_offset=last,
-                                    log_append_time_ms=answered_time,
-                                    log_start_offset=info.log_start_offset))
-        offset = last + 1
-    return results
+        answers.append((offset, answered_time, log_start))
+        offset += h[6] + 1
+    return RunResult(answers, offset - 1)
 
 
 def _batch_headers(records) -> tuple | list | None:

@@ -67,7 +67,7 @@ from kbroker.replica.log_dirs import configured_log_dirs, describe_log_dirs, siz
 from kbroker.replica.partition import Partition, check_leader_epoch
 from kbroker.replica.partition_metadata import read_partition_metadata, write_partition_metadata
 from kbroker.replica.results import (INTERNAL_TOPICS, READ_UNCOMMITTED, AppendResult,
-                                     FetchResult, FetchSpec, ReplicaError, error_from)
+                                     FetchResult, FetchSpec, ReplicaError, RunResult, error_from)
 from kbroker.replica.state import FollowerState, ReplicationState
 from kbroker.wire.error_codes import ErrorCode
 
@@ -722,7 +722,7 @@ class ReplicaManager:
         raise err
 
     def append_run(self, topic: str, index: int, batches: list, *,
-                   now_ms: int) -> list[AppendResult] | None:
+                   now_ms: int) -> RunResult | None:
         """One acks=1 append of several Produce requests' batches for a partition led here
         (:func:`append_path.append_run`): one write, one high watermark step, one wake-up of
         the partition's parked fetches. ``None``: not such a run (an internal topic, a
@@ -733,13 +733,13 @@ class ReplicaManager:
         part = self._partitions.get((topic, index))
         if part is None or not part.is_leader:
             return None
-        results = append_path.append_run(part, batches, now_ms=now_ms)
-        if results is None:
+        result = append_path.append_run(part, batches, now_ms=now_ms)
+        if result is None:
             return None
-        if self._appended(part, len(results), sum(len(b) for b in batches)):
-            results[-1].woke_readers = True
+        if self._appended(part, len(batches), sum(map(len, batches))):
+            result.woke_readers = True
         self.stats["append_runs"] += 1
-        return results
+        return result
 
     def _appended(self, part: Partition, appends: int, size: int) -> bool:
         """After a leader's append: wake what waits for the new data and count it; True

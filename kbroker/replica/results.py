@@ -72,6 +72,17 @@ class AppendResult:
 
 
 @dataclass
+class RunResult:
+    """The result of appending a run of Produce requests' batches to one partition
+    (:func:`kbroker.replica.append.append_run`): each batch's answer as (base offset, log
+    append time or -1, log start offset), in order."""
+    answers: list
+    last_offset: int
+    # as AppendResult's: the connection lets woken fetches answer first
+    woke_readers: bool = False
+
+
+@dataclass
 class FetchSpec:
     """One partition of a fetch request. ``last_fetched_epoch`` and ``log_start_offset``
     are only sent by followers (Fetch v12 / v5+)."""
