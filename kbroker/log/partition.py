@@ -565,8 +565,7 @@ class PartitionLog:
                 else:
                     # h with base_offset and partition_leader_epoch replaced
                     # (tuple.__new__: a namedtuple's own __new__ is a Python-level call)
-                    a = _new_tuple(_BatchHeader, (offset, h[1], leader_epoch, h[3], h[4], h[5],
-                                                  h[6], h[7], h[8], h[9], h[10], h[11], h[12]))
+                    a = _new_tuple(_BatchHeader, (offset, h[1], leader_epoch) + h[3:])
                 assigned.append(a)
                 if a[8] > top_ts:
                     top_ts = a[8]

@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import logging
 import os
+from operator import itemgetter
 import ssl
 import struct
 import sys
@@ -592,7 +593,7 @@ class Connection:
                         count, size = 1, len(frame)
                     else:
                         keep = await self._handle_produces(run, pending)
-                        count, size = len(run), sum(len(f) for f in run)
+                        count, size = len(run), sum(map(len, run))
                 finally:
                     self.busy = False
                 if not keep or server.draining:
@@ -686,8 +687,8 @@ class Connection:
         again; every other is decoded once. False means close the connection."""
         from kbroker.api import produce as produce_api    # (loaded with the first run)
         registry = self.server.registry
-        # (header, request or None, run key, records, correlation id) or None; a repeated
-        # request (_SameRequest) carries the header of the request it repeats
+        # (header, request or None, run key, records, correlation id, version) or None; a
+        # repeated request (_SameRequest) carries the header of the request it repeats
         entries: list = []
         same = None
         for frame in frames:
@@ -735,11 +736,11 @@ class Connection:
         current = CURRENT_REQUEST.set(ctx)
         try:
             name, index = entries[0][2]
-            results = produce_api.handle_run(ctx, name, index, [e[3] for e in entries])
+            results = produce_api.handle_run(ctx, name, index, list(map(_RECORDS, entries)))
             if results is None:
                 return None
-            out.append(produce_api.run_answers(
-                name, index, [(e[0].api_version, e[4]) for e in entries], results))
+            out.append(produce_api.run_answers(name, index, list(map(_VERSION_AND_ID, entries)),
+                                               results))
         except Exception:  # noqa: BLE001 - a bug in one handler must not take the broker down
             log.exception("closing connection from %s: a run of %d Produce requests "
                           "(correlation ids %d..%d, client %r) failed", self, len(entries),
@@ -758,7 +759,7 @@ class Connection:
         self._last_client = last.client_id
         if self._stats is not None:
             share = (_perf_counter() - start) / len(entries)
-            if all(e[0].api_version == last.api_version for e in entries):
+            if len(set(map(_VERSION, entries))) == 1:
                 self._stats.observe_many(PRODUCE, last.api_version, len(entries), share,
                                          sum(map(len, frames)))
             else:
@@ -975,12 +976,14 @@ def _decode_produce(frame, run_key) -> tuple[tuple | None, "_SameRequest | None"
     header, request, end = decode_request_to_end(frame)
     key = run_key(header.api_version, request) if header.api_key == PRODUCE else None
     if key is None:
-        return (header, request, None, None, header.correlation_id), None
+        return (header, request, None, None, header.correlation_id, header.api_version), None
     records = request.topic_data[0].partition_data[0].records
-    return ((header, request, key, records, header.correlation_id),
+    return ((header, request, key, records, header.correlation_id, header.api_version),
             _SameRequest.of(frame, end, header, request, records, key))
 
 
+# a run's entries (Connection._handle_produces): records, version, (version, correlation id)
+_RECORDS, _VERSION, _VERSION_AND_ID = itemgetter(3), itemgetter(5), itemgetter(5, 4)
 _NO_TAGS = b"\0\0\0"     # the empty tagged fields of a partition, its topic and the request
 
 
@@ -1027,8 +1030,8 @@ class _SameRequest:
         return self
 
     def read(self, frame) -> tuple | None:
-        """``frame`` as (header, None, run key, records, correlation id) when it repeats
-        this request (``header``: the repeated request's)."""
+        """``frame`` as (header, None, run key, records, correlation id, version) when it
+        repeats this request (``header``: the repeated request's)."""
         at = self.at
         size = len(frame)
         if size <= at or frame[:4] != self.head or frame[8:at] != self.middle:
@@ -1054,4 +1057,4 @@ class _SameRequest:
             if n < 0 or start + n != size:
                 return None
         return (self.header, None, self.key, memoryview(frame)[start:start + n],
-                _SIZE.unpack_from(frame, 4)[0])
+                _SIZE.unpack_from(frame, 4)[0], self.header.api_version)

@@ -347,3 +347,22 @@ async def test_a_repeat_cut_short_inside_its_records_length_closes_the_connectio
         sock.close()
     got = await pipelined(broker_server, [produce(2, "cut", batch(b"b"))])
     assert [(p.error_code, p.base_offset) for _, p in got] == [(0, 1)]
+
+
+async def test_a_run_of_requests_in_two_versions_is_metered_per_version(broker_server):
+    """A run may hold requests of several versions (run_key does not name it): each is
+    answered in its own version and counted under it."""
+    c = await RawClient.connect(broker_server)
+    assert (await create(c, "versions", 1)).error_code == 0
+    meters = broker_server.request_stats
+    before = dict(meters.by_key[0].by_version) if 0 in meters.by_key else {}
+    runs = broker_server.broker.replicas.stats["append_runs"]
+    versions = [8, 9, 9, 8, 12]
+    got = await raw_answers(broker_server, [produce(i, "versions", batch(b"%d" % i), version=v)
+                                            for i, v in enumerate(versions)])
+    assert broker_server.broker.replicas.stats["append_runs"] - runs == 1
+    answers = [decode_response(f, 0, v) for f, v in zip(got, versions)]
+    assert [(corr, r.responses[0].partition_responses[0].base_offset) for corr, r in answers] == \
+        [(i, i) for i in range(5)]
+    after = meters.by_key[0].by_version
+    assert {v: after[v] - before.get(v, 0) for v in (8, 9, 12)} == {8: 2, 9: 2, 12: 1}
