@@ -61,7 +61,9 @@ dominating:
   transactional id is answered by one append (:meth:`Connection._handle_produces`,
   :func:`kbroker.api.produce.handle_run`, :func:`kbroker.replica.append.append_run`): one
   write, one high-watermark step and one wake-up of parked fetches for the stretch, the
-  answers and meters those of the requests one at a time. A producer ahead of its broker
+  answers and meters those of the requests one at a time (the answers stamped from one
+  encoded answer per version, :func:`kbroker.api.produce.run_answers`, the meters counted
+  once per run). A producer ahead of its broker
   (``linger.ms=0``, many requests in flight) sends such stretches, and each one-record
   request's own append was most of its cost: the broker catches up faster the further it
   falls behind. Batches the log must see one by one (an idempotent producer's, a refused
