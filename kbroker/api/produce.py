@@ -227,8 +227,9 @@ def handle_run(ctx: RequestContext, name: str, index: int, batches: list) -> lis
     :func:`handle` answers for each in turn, with one write, one high-watermark step and
     one wake-up for the run. A producer ahead of its broker sends such runs (librdkafka
     with ``linger.ms=0`` and many requests in flight), and each request's own append was
-    most of its cost. ``None`` (nothing appended): an authorizer is configured, or the partition or
-    a batch needs the one-by-one path; the caller handles the requests one by one."""
+    most of its cost. ``None`` (nothing appended): an authorizer is configured, or the
+    partition or a batch needs the one-by-one path; the caller handles the requests one by
+    one."""
     if ctx.authorizer is not None:
         return None
     result = ctx.broker.replicas.append_run(name, index, batches,

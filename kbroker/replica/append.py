@@ -133,8 +133,8 @@ def append_records(part: Partition, records, *, required_acks: int, now_ms: int,
 def append_run(part: Partition, batches: list, *, now_ms: int) -> RunResult | None:
     """The batches of several Produce requests for one partition, appended in one write (a
     connection's run of pipelined requests: :func:`kbroker.api.produce.handle_run`); each
-    batch's answer in order (:class:`RunResult`). Only batches :func:`append_records` would store as they
-    are, each the whole of its request's data: one batch, no producer id (an idempotent
+    batch's answer in order (:class:`RunResult`). Only batches :func:`append_records`
+    would store as they are, each the whole of its request's data: one batch, no producer id (an idempotent
     batch is checked against the producer state the batch before it left), not a control
     batch, the producer's codec kept by the topic's ``compression.type``, CreateTime
     timestamps inside the window (:func:`check_timestamps`' bounds, taken once). ``None``
