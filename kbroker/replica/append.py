@@ -134,12 +134,13 @@ def append_run(part: Partition, batches: list, *, now_ms: int) -> RunResult | No
     """The batches of several Produce requests for one partition, appended in one write (a
     connection's run of pipelined requests: :func:`kbroker.api.produce.handle_run`); each
     batch's answer in order (:class:`RunResult`). Only batches :func:`append_records`
-    would store as they are, each the whole of its request's data: one batch, no producer id (an idempotent
-    batch is checked against the producer state the batch before it left), not a control
-    batch, the producer's codec kept by the topic's ``compression.type``, CreateTime
-    timestamps inside the window (:func:`check_timestamps`' bounds, taken once). ``None``
-    when one is not, or when the log refuses the run (it writes nothing then): the caller
-    appends the requests one by one, which answers each exactly as Kafka does."""
+    would store as they are, each the whole of its request's data: one batch, no producer
+    id (an idempotent batch is checked against the producer state the batch before it
+    left), not a control batch, the producer's codec kept by the topic's
+    ``compression.type``, CreateTime timestamps inside the window
+    (:func:`check_timestamps`' bounds, taken once). ``None`` when one is not, or when the
+    log refuses the run (it writes nothing then): the caller appends the requests one by
+    one, which answers each exactly as Kafka does."""
     config = part.config
     target = _CODECS.get(config.compression_type)
     append_time = config.log_append_time
