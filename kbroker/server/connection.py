@@ -690,7 +690,8 @@ class Connection:
         from kbroker.api import produce as produce_api    # (loaded with the first run)
         registry = self.server.registry
         # (header, request or None, run key, records, correlation id, version) or None; a
-        # repeated request (_SameRequest) carries the header of the request it repeats
+        # repeated request (_SameRequest) carries the header of the request it repeats (the
+        # correlation id and version beside it, for the run's itemgetter maps)
         entries: list = []
         same = None
         for frame in frames:

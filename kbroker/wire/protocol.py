@@ -247,10 +247,8 @@ class ResponseStamp:
         if len(parts) != 1:
             raise ValueError("a stamped response holds no file region")
         frame = parts[0]
-        b = b"".join(_int64.pack(m) for m in markers)
-        at = frame.find(b)
-        if at < 0 or frame.find(b, at + 1) >= 0 or any(frame.count(_int64.pack(m)) != 1
-                                                       for m in markers):
+        at = frame.find(b"".join(_int64.pack(m) for m in markers))
+        if at < 0 or any(frame.count(_int64.pack(m)) != 1 for m in markers):
             raise ValueError(f"markers {markers} not found exactly once, one after another")
         self._frame = frame
         self._at = at

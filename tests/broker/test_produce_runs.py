@@ -43,16 +43,21 @@ def produce(corr: int, topic: str, records: bytes, partition: int = 0, acks: int
     return encoded(encode_request(0, version, corr, "runs-test", body))
 
 
+async def raw_answers(server, requests: list[bytes], answers: int | None = None) -> list[bytes]:
+    """``requests`` written in one ``sendall``; their answer frames as they arrive."""
+    sock = await connect(server)
+    try:
+        sock.sendall(b"".join(requests))
+        return await frames(sock, len(requests) if answers is None else answers)
+    finally:
+        sock.close()
+
+
 async def pipelined(server, requests: list[bytes], answers: int | None = None,
                     version: int = 9) -> list:
     """``requests`` written in one ``sendall``; their answers' partition results, in order
     of arrival, each with its correlation id."""
-    sock = await connect(server)
-    try:
-        sock.sendall(b"".join(requests))
-        got = await frames(sock, len(requests) if answers is None else answers)
-    finally:
-        sock.close()
+    got = await raw_answers(server, requests, answers)
     out = []
     for f in got:
         corr, r = decode_response(f, 0, version)
@@ -269,15 +274,6 @@ async def test_a_runs_answers_are_the_bytes_of_the_answers_one_at_a_time(broker_
     assert [p.base_offset for p in got] == [3, 4, 5, 6]
     if version >= 5:
         assert {p.log_start_offset for p in got} == {2}
-
-
-async def raw_answers(server, requests: list[bytes]) -> list[bytes]:
-    sock = await connect(server)
-    try:
-        sock.sendall(b"".join(requests))
-        return await frames(sock, len(requests))
-    finally:
-        sock.close()
 
 
 @pytest.mark.parametrize("version", [3, 8, 9, 12])
