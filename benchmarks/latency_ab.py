@@ -1,7 +1,7 @@
 """Two kbroker source trees side by side on the latency rows' client: which one a change made faster end to end (not a test).
 
     .venv/bin/python -m benchmarks.latency_ab OTHER_TREE [--rates 500,1000] [--rounds 10]
-                                              [--seconds 6] [--busy]
+                                              [--seconds 6] [--busy] [--split]
 
 One ``kbroker serve`` per tree — this checkout ("this") and OTHER_TREE ("other"; a second
 checkout, e.g. ``git worktree add /tmp/base main``) — both started first and left running;
@@ -12,6 +12,14 @@ process) on a fresh one-partition topic; with ``--busy`` the rows' CPU-bound pro
 beside it (the "competing" rows). A first row per broker warms it up and is not counted.
 Each row is printed as it ends; then, per rate and tree, the medians of p50 and p99, and in
 how many rounds each tree had the lower p50.
+
+``--split`` creates the topics with ``message.timestamp.type=LogAppendTime`` and prints each
+row's p50 and p99 of two parts of the latency (`rdkafka_load latency --split`): from the
+send to the broker's append time (the producer's queue, the sockets, the broker's reading
+and append) and from the append time to the receive (the fetch, the consumer's queue and
+its Python thread). The append time is whole milliseconds of the broker's wall clock, and
+LogAppendTime makes the broker rewrite each batch's timestamps, so these rows are for
+finding where the time goes, not for comparing with the other rows.
 
 A change on the request path moves these figures by less than the machine moves between
 minutes, which is why the trees alternate and the pairs are counted: one run of each says
@@ -65,12 +73,21 @@ class TreeBroker(KBrokerBench):
             raise SystemExit(f"kbroker from {found}, not from {self.root}")
 
 
-def row(bootstrap: str, rate: int, seconds: float, busy: bool) -> dict:
+def row(bootstrap: str, rate: int, seconds: float, busy: bool, split: bool = False) -> dict:
     """One latency row on a fresh topic: the client's JSON result (p50_ms, p99_ms, ...)."""
     topic = f"ab-{rate}-{uuid.uuid4().hex[:8]}"
-    create_topics(bootstrap, [(topic, 1)])
+    create_topics(bootstrap, [(topic, 1)],
+                  config={"message.timestamp.type": "LogAppendTime"} if split else None)
     with competing_process(busy):
-        return latency_client(bootstrap, topic, rate, seconds, "1")
+        return latency_client(bootstrap, topic, rate, seconds, "1", *(["--split"] if split else []))
+
+
+def _split_text(out: dict) -> str:
+    """A row's two parts (``--split``), or nothing when the row has none."""
+    if "to_append_p50_ms" not in out:
+        return ""
+    return (f" | to append p50 {out['to_append_p50_ms']:.2f} p99 {out['to_append_p99_ms']:.2f},"
+            f" after p50 {out['after_append_p50_ms']:.2f} p99 {out['after_append_p99_ms']:.2f}")
 
 
 def summary(results: dict[tuple[str, int], list[dict]], names: list[str], rates: list[int]) -> list[str]:
@@ -94,6 +111,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=6.0, help="each row's length")
     ap.add_argument("--busy", action="store_true", help="a CPU-bound process beside each row")
+    ap.add_argument("--split", action="store_true",
+                    help="LogAppendTime topics: each row's latency split at the broker's append")
     ap.add_argument("--warm-up", type=float, default=2.0,
                     help="seconds of a first, uncounted row per broker (its code paths' first "
                          "runs: handlers load on first use); 0: none")
@@ -118,10 +137,12 @@ def main(argv=None) -> int:
             order = names if i % 2 == 0 else names[::-1]
             for rate in rates:
                 for name in order:
-                    out = row(brokers[name].bootstrap_servers, rate, args.seconds, args.busy)
+                    out = row(brokers[name].bootstrap_servers, rate, args.seconds, args.busy,
+                              args.split)
                     results[(name, rate)].append(out)
                     print(f"round {i + 1} {name:5} {rate:>7,}/s p50 {out['p50_ms']:.3f} "
-                          f"p99 {out['p99_ms']:.3f} ms ({out['records']}/{out['expected']})",
+                          f"p99 {out['p99_ms']:.3f} ms ({out['records']}/{out['expected']})"
+                          + _split_text(out),
                           flush=True)
     finally:
         for b in brokers.values():

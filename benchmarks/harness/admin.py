@@ -11,10 +11,10 @@ def admin(bootstrap: str) -> AdminClient:
 
 
 def create_topics(bootstrap: str, topics: list[tuple[str, int]], *, per_request: int = 1000,
-                  timeout: float = 300) -> None:
+                  timeout: float = 300, config: dict[str, str] | None = None) -> None:
     """Create `topics` ((name, partitions)), at most `per_request` partitions per CreateTopics
-    request, one request at a time; returns when every topic is created and every partition
-    has a leader in Metadata."""
+    request, one request at a time, each with the topic `config` given; returns when every
+    topic is created and every partition has a leader in Metadata."""
     client = admin(bootstrap)
     batch: list[NewTopic] = []
     size = 0
@@ -31,7 +31,7 @@ def create_topics(bootstrap: str, topics: list[tuple[str, int]], *, per_request:
     for name, parts in topics:
         if size + parts > per_request:
             flush()
-        batch.append(NewTopic(name, num_partitions=parts, replication_factor=1))
+        batch.append(NewTopic(name, num_partitions=parts, replication_factor=1, config=config or {}))
         size += parts
     flush()
     wait_ready(client, dict(topics), timeout=timeout)

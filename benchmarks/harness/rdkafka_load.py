@@ -20,7 +20,8 @@
   (librdkafka's statistics, 100 ms apart).
 * latency: a producer sends R records/s of S bytes (``linger.ms=0``) for D seconds; a
   consumer in the same process (assigned at the end of the partition) computes
-  receive time - send time per record from a CLOCK_MONOTONIC stamp in the payload;
+  receive time - send time per record from a CLOCK_MONOTONIC stamp in the payload (its
+  first 8 bytes; the next 8 hold the wall clock's);
   p50/p99/p99.9 in milliseconds. The rate is fixed, not closed-loop; it starts once the
   consumer has received an unstamped warm-up record. ``--max-in-flight`` bounds the
   producer's unanswered requests per connection (librdkafka's default is 1,000,000; the
@@ -31,7 +32,8 @@
   result also counts the Produce requests of the timed part (librdkafka's statistics), so
   records per request show how much the client batched. ``--timeline FILE`` also writes
   every timed record's (send time in CLOCK_MONOTONIC ns, latency in ms) to FILE as JSON,
-  for benchmarks/latency_timeline.py.
+  for benchmarks/latency_timeline.py. ``--split`` (a topic with LogAppendTime) adds the p50
+  and p99 of send -> the broker's append time and of append time -> receive.
 * firstack: prints ``ready`` once loaded, waits for ``go`` on stdin, then produces one
   record with connection and metadata retries every 5 ms and prints the CLOCK_MONOTONIC time of the
   delivery report (see brokers.timed_start).
@@ -45,7 +47,7 @@ import sys
 import threading
 import time
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 MIB = 1024 * 1024  # Kafka's perf tools' "MB" is 2^20 bytes; so is ours
@@ -282,6 +284,7 @@ def latency(a) -> dict:
         ends.append(TopicPartition(a.topic, p, high))
     c.assign(ends)
     timed: list[tuple[int, float]] = []     # (send stamp ns, latency ms) in receive order
+    split: list[tuple[float, float]] | None = [] if a.split else None
     expected = int(a.rate * a.seconds)
     stop = threading.Event()
     warm = threading.Event()
@@ -297,6 +300,12 @@ def latency(a) -> dict:
                 warm.set()
                 continue
             timed.append((sent, (now - sent) / 1e6))
+            if split is not None:
+                kind, appended_ms = m.timestamp()
+                if kind == TIMESTAMP_LOG_APPEND_TIME:
+                    (sent_wall,) = struct.unpack_from(">q", m.value(), 8)
+                    wall_ms = time.time_ns() / 1e6
+                    split.append((appended_ms - sent_wall / 1e6, wall_ms - appended_ms))
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
@@ -314,7 +323,7 @@ def latency(a) -> dict:
     timed.clear()
     p.poll(0.25)                # a statistics report after the warm-up
     produce_requests_before = _produce_requests(stats)
-    pad = b"x" * max(0, a.size - 8)
+    pad = b"x" * max(0, a.size - 16)
     interval = 1.0 / a.rate
     start = time.monotonic()
     for i in range(expected):
@@ -324,7 +333,7 @@ def latency(a) -> dict:
             if now >= target:
                 break
             time.sleep(min(target - now, 0.001))
-        p.produce(a.topic, struct.pack(">q", time.monotonic_ns()) + pad,
+        p.produce(a.topic, struct.pack(">qq", time.monotonic_ns(), time.time_ns()) + pad,
                   partition=parts[i % len(parts)])
         p.poll(0)
     p.flush(30)
@@ -340,7 +349,13 @@ def latency(a) -> dict:
             json.dump(timed, f)
     values = sorted(ms for _, ms in timed)
     requests = _produce_requests(stats) - produce_requests_before
-    return {"records": len(values), "expected": expected,
+    extra = {}
+    if split:
+        before = sorted(b for b, _ in split)
+        after = sorted(a_ for _, a_ in split)
+        extra = {"to_append_p50_ms": _percentile(before, 0.50), "to_append_p99_ms": _percentile(before, 0.99),
+                 "after_append_p50_ms": _percentile(after, 0.50), "after_append_p99_ms": _percentile(after, 0.99)}
+    return {**extra, "records": len(values), "expected": expected,
             "p50_ms": _percentile(values, 0.50), "p99_ms": _percentile(values, 0.99),
             "p999_ms": _percentile(values, 0.999),
             "max_ms": values[-1] if values else float("nan"),
@@ -413,6 +428,10 @@ def main(argv=None) -> None:
     ap.add_argument("--stats", action="store_true",
                     help="produce: add librdkafka's statistics (requests, round trips) to the "
                          "result; consume: the time in which no Fetch request was sent")
+    ap.add_argument("--split", action="store_true",
+                    help="latency, on a topic with LogAppendTime: also the p50/p99 of send -> "
+                         "the broker's append time and append time -> receive (wall clock, "
+                         "the append time in whole milliseconds)")
     ap.add_argument("--timeline", default=None, metavar="FILE",
                     help="latency: write every record's (send ns, latency ms) here as JSON")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",

@@ -31,3 +31,18 @@ def test_both_trees_run_each_rate_in_turn(capsys):
     assert all(got == expected == "200" for _, got, expected in rows), rows
     assert re.search(r"^\| 200 \| this \| [\d.]+ \| [\d.]+ \| [01] of 1 \|$", out, re.M)
     assert re.search(r"^\| 200 \| other \| [\d.]+ \| [\d.]+ \| [01] of 1 \|$", out, re.M)
+
+
+def test_split_rows_print_the_latency_on_both_sides_of_the_append(capsys):
+    # LogAppendTime topics: each record's append time splits its latency in two parts
+    assert main([str(ROOT), "--rates", "200", "--rounds", "1", "--seconds", "1",
+                 "--warm-up", "0", "--split"]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^round 1 (this|other)\s+200/s p50 ([\d.]+) p99 [\d.]+ ms \(200/200\)"
+                      r" \| to append p50 (-?[\d.]+) p99 -?[\d.]+, after p50 (-?[\d.]+) p99 -?[\d.]+$",
+                      out, re.M)
+    assert [r[0] for r in rows] == ["this", "other"], out
+    for _, total, before, after in rows:
+        # the append time is whole milliseconds: each part within a millisecond of the range
+        assert -1.0 <= float(before) <= float(total) + 1.0
+        assert -1.0 <= float(after) <= float(total) + 1.0
