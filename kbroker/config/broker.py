@@ -298,6 +298,9 @@ _DEFS: list[tuple] = [
     # a plaintext client connection silent this long gives its task up until its next
     # request (kbroker/server/dormant.py); 0: never
     _d("kbroker.connections.dormant.after.ms", "long", 250, _at_least(0)),
+    # who writes plaintext answers: a thread beside the loop while the loop waits for a CPU
+    # (kbroker/server/writer.py)
+    _d("kbroker.network.answer.writer", "string", "auto", _one_of("auto", "always", "never")),
     _d("group.share.session.timeout.ms", "int", 45_000, _at_least(1)),
     _d("group.share.heartbeat.interval.ms", "int", 5_000, _at_least(1)),
     _d("group.share.max.size", "int", 200, _at_least(1)),

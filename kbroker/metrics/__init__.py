@@ -167,7 +167,15 @@ def _server_families(server) -> list[Family]:
                      "(kbroker.connections.dormant.after.ms).")
     dormancy = getattr(server, "dormancy", None)
     dormant.add(len(dormancy) if dormancy is not None else 0)
-    return [up, state, conns, created, dormant]
+    writer = getattr(server, "writer", None)
+    writing = Family("kbroker_answer_writer_active", "gauge",
+                     "1 while plaintext answers are written by the thread beside the event loop "
+                     "(kbroker.network.answer.writer).")
+    writing.add(1 if writer is not None and writer.active else 0)
+    written = Family("kbroker_answer_writer_answers_total", "counter",
+                     "Plaintext answers written by the thread beside the event loop.")
+    written.add(writer.written if writer is not None else 0)
+    return [up, state, conns, created, dormant, writing, written]
 
 
 def _request_families(server) -> list[Family]:

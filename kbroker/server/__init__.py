@@ -58,6 +58,7 @@ from .bind import buffer_settings, open_tcp_listeners
 from .buffers import BufferPool
 from .connection import Connection
 from .dormant import Dormancy
+from .writer import AnswerWriter
 from .idle import expire_idle
 
 log = logging.getLogger("kbroker.server")
@@ -95,6 +96,8 @@ class Server:
         self.connections_created: dict[str, int] = {}   # listener -> accepted connections
         self.receive_buffers = BufferPool()   # lent to connections holding part of a frame
         self.dormancy: Dormancy | None = None  # idle connections without a task (dormant.py)
+        # plaintext answers written by a thread while the loop is crowded (writer.py)
+        self.writer = AnswerWriter(config.get("kbroker.network.answer.writer"))
         self.serving = False     # listeners bound, broker registered and unfenced (/ready)
         self.http = None         # kbroker.http.HttpServer when kbroker.http.listen is set
         self.rest_proxy = None   # the REST gateway's HttpServer (kbroker.rest.proxy.listen)
@@ -233,6 +236,7 @@ class Server:
                     await root.start(self.schema_registry.run)
                 async with trio.open_nursery() as conns:
                     conns.start_soon(expire_idle, self._conns, self.idle_timeout_s)
+                    await conns.start(self.writer.run)
                     dormant_after_ms = self.config.get("kbroker.connections.dormant.after.ms")
                     if dormant_after_ms > 0:
                         self.dormancy = Dormancy(functools.partial(

@@ -90,7 +90,6 @@ import ssl
 import struct
 import sys
 from time import perf_counter as _perf_counter
-from types import MethodType
 
 import trio
 
@@ -105,7 +104,8 @@ from kbroker.wire.protocol import (FrameDecoder, decode_request,
                                    decode_request_to_end, encode_response, peek_request)
 
 from .buffers import LARGE, SMALL, pool_of
-from .send import send_parts, send_parts_raw
+from .send import send_parts
+from .writer import PlainSender
 from .tls import TlsError, TlsSocket
 
 log = logging.getLogger("kbroker.server")
@@ -267,7 +267,7 @@ class Connection:
 
     def _wake_up(self) -> None:
         """A new task for a dormant connection (kbroker/server/dormant.py)."""
-        self._send_raw = MethodType(send_parts_raw, self._raw)
+        self._send_raw = PlainSender(self._raw, getattr(self.server, "writer", None))
         if self.close_hooks is None:
             self.close_hooks = {}
 
@@ -428,8 +428,8 @@ class Connection:
         else:
             self._raw = _raw_socket(self.stream)
             if self._raw is not None:
-                # send_parts_raw bound to the socket: one method object (a partial is three)
-                self._send_raw = MethodType(send_parts_raw, self._raw)
+                # one small object: the socket, and the writer thread for crowded times
+                self._send_raw = PlainSender(self._raw, getattr(self.server, "writer", None))
                 dormancy = getattr(self.server, "dormancy", None)
                 if dormancy is not None:
                     dormancy.awake.add(self)      # may give its task up when idle

@@ -103,7 +103,7 @@ async def send_parts_raw(sock, parts) -> None:
     if n > 1:
         parts = _inline_small_regions(parts)
     elif n == 1 and isinstance(parts[0], _BYTES):
-        await _sendmsg_all(sock, parts, 0)
+        await _sendmsg_all(sock, parts)
         return
     i = 0
     while i < n:
@@ -115,7 +115,7 @@ async def send_parts_raw(sock, parts) -> None:
         j = i
         while j < n and j - i < _IOV_MAX and isinstance(parts[j], _BYTES):
             j += 1
-        await _sendmsg_all(sock, parts[i:j], 0)
+        await _sendmsg_all(sock, parts[i:j])
         i = j
 
 
@@ -139,14 +139,16 @@ def _inline_small_regions(parts: list) -> list:
     return parts if out is None else out
 
 
-async def _sendmsg_all(sock, buffers: list, flags: int) -> None:
+def send_now(sock, buffers: list) -> list:
+    """Write ``buffers`` to the non-blocking ``sock`` until all went or the socket is full:
+    what is left, as memoryviews (empty when all went). Needs no event loop: the answer
+    writer's thread calls it too (kbroker/server/writer.py)."""
     views = [memoryview(b) for b in buffers]
     while views:
         try:
-            sent = sock.sendmsg(views, (), flags)
+            sent = sock.sendmsg(views if len(views) <= _IOV_MAX else views[:_IOV_MAX])
         except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
-            continue
+            return views
         while sent:
             first = views[0]
             if sent >= len(first):
@@ -157,6 +159,12 @@ async def _sendmsg_all(sock, buffers: list, flags: int) -> None:
                 sent = 0
         while views and not len(views[0]):
             views.pop(0)
+    return views
+
+
+async def _sendmsg_all(sock, buffers: list) -> None:
+    while buffers := send_now(sock, buffers):
+        await trio.lowlevel.wait_writable(sock)
 
 
 async def _sendfile_raw(sock, region) -> None:
@@ -166,7 +174,7 @@ async def _sendfile_raw(sock, region) -> None:
         if fd is not None and not isinstance(fd, int):
             fd = fd.fileno()
     if not _HAVE_SENDFILE or fd is None:
-        await _sendmsg_all(sock, [region.read_bytes()], 0)
+        await _sendmsg_all(sock, [region.read_bytes()])
         return
     out_fd = sock.fileno()
     sent = 0
@@ -179,7 +187,7 @@ async def _sendfile_raw(sock, region) -> None:
             continue
         except OSError as e:
             if e.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP) and sent == 0:
-                await _sendmsg_all(sock, [region.read_bytes()], 0)
+                await _sendmsg_all(sock, [region.read_bytes()])
                 return
             raise
         if n == 0:
