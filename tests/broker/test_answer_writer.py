@@ -18,7 +18,7 @@ from kbroker.config.broker import BrokerConfig, ConfigError
 from kbroker.metrics import render
 from kbroker.server import serve
 from kbroker.server.send import send_now
-from kbroker.server.writer import OFF_PERIODS, OFF_WAIT, ON_WAIT, AnswerWriter, PlainSender
+from kbroker.server.writer import OFF_PERIODS, OFF_WAIT, ON_WAIT, PERIOD, AnswerWriter, PlainSender
 from kbroker.wire import records as rec
 
 from .raw import RawClient
@@ -158,6 +158,27 @@ def test_auto_turns_on_at_once_and_off_after_a_run_of_quiet_samples():
     assert not w.active
     w.observe(ON_WAIT + 0.05)
     assert w.active and w.switched_on == 2
+
+
+async def test_auto_samples_the_loops_run_queue_wait_every_period(autojump_clock):
+    """The watch turns the run-queue seconds it reads into a share of each period; where
+    the statistics vanish, answers go back to the loop."""
+    w = AnswerWriter("auto")
+    # cumulative seconds in the run queue, as schedstat counts them, one reading per period
+    readings = iter([10.0, 10.0 + PERIOD * ON_WAIT / 2, 10.0 + PERIOD * (ON_WAIT / 2 + ON_WAIT + 0.1)])
+
+    def waited():
+        return next(readings, None)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(w._watch, waited)
+        await trio.sleep(PERIOD * 1.5)
+        assert not w.active             # a share of ON_WAIT / 2
+        await trio.sleep(PERIOD)
+        assert w.active and w.switched_on == 1
+        await trio.sleep(PERIOD)
+        assert not w.active             # no more readings
+        nursery.cancel_scope.cancel()
 
 
 def test_the_mode_is_checked(tmp_path):
