@@ -58,8 +58,8 @@ from .bind import buffer_settings, open_tcp_listeners
 from .buffers import BufferPool
 from .connection import Connection
 from .dormant import Dormancy
-from .writer import AnswerWriter
 from .idle import expire_idle
+from .writer import AnswerWriter
 
 log = logging.getLogger("kbroker.server")
 

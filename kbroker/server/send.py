@@ -139,6 +139,14 @@ def _inline_small_regions(parts: list) -> list:
     return parts if out is None else out
 
 
+def inlined(parts: list) -> tuple[list, bool]:
+    """``parts`` with their small regions inlined, and whether they are all bytes-like now
+    (False when a larger file region stays among them: it goes with ``sendfile``)."""
+    if len(parts) > 1:
+        parts = _inline_small_regions(parts)
+    return parts, all(isinstance(part, _BYTES) for part in parts)
+
+
 def send_now(sock, buffers: list) -> list:
     """Write ``buffers`` to the non-blocking ``sock`` until all went or the socket is full:
     what is left, as memoryviews (empty when all went). Needs no event loop: the answer

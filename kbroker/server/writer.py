@@ -38,7 +38,7 @@ import threading
 import outcome
 import trio
 
-from .send import _BYTES, _inline_small_regions, send_now, send_parts_raw
+from .send import inlined, send_now, send_parts_raw
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,8 @@ def _abort_refused(_raise_cancel):
 
 class RunQueueWait:
     """The calling thread's time spent waiting in the CPU run queue, in seconds since it
-    started (``/proc/thread-self/schedstat``'s second field); None where not available."""
+    started (the second field of its ``/proc/self/task/TID/schedstat``); None where not
+    available."""
 
     def __init__(self):
         self._path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
@@ -144,11 +145,9 @@ class AnswerWriter:
         """Write ``parts`` through the thread when they are all bytes (small regions
         inlined first): what is left for the caller to write (the whole list when a large
         file region is among them, a remainder when the socket filled up, else empty)."""
-        if len(parts) > 1:
-            parts = _inline_small_regions(parts)
-        for part in parts:
-            if not isinstance(part, _BYTES):
-                return parts
+        parts, only_bytes = inlined(parts)
+        if not only_bytes:
+            return parts
         self._jobs.put((sock, parts, trio.lowlevel.current_task()))
         return await trio.lowlevel.wait_task_rescheduled(_abort_refused)
 

@@ -19,7 +19,6 @@ from kbroker.metrics import render
 from kbroker.server import serve
 from kbroker.server.send import send_now
 from kbroker.server.writer import OFF_PERIODS, OFF_WAIT, ON_WAIT, PERIOD, AnswerWriter, PlainSender
-from kbroker.wire import records as rec
 
 from .raw import RawClient
 from .raw_socket import until
